@@ -1,0 +1,37 @@
+//! Kestrel core: counter-based random keys, spaces, the single-env kernel trait [`Env`]
+//! and the one batched driver [`VecEnv`].
+//!
+//! # Key derivation tree
+//!
+//! Every random draw in Kestrel derives from a [`Key`], a value and not a generator. The
+//! tree is fixed, so a result never depends on the thread count or on how a batch is split:
+//!
+//! ```text
+//! run       = Key::new(seed)
+//! reset_0   = run.fold_in(0).fold_in(row)          // initial reset of row `row`
+//! step_t    = run.fold_in(t)                       // t = 1, 2, ... (VecEnv step counter)
+//! row_t     = step_t.fold_in(row)
+//! [key_step, key_reset, key_policy] = row_t.split()
+//! ```
+//!
+//! `key_step` goes to [`Env::step`], `key_reset` to [`Env::reset`] when the row finishes in
+//! that step, and `key_policy` to the policy closure of [`VecEnv::step_with`]. Inside one
+//! kernel call, sequential draws come from [`Key::rng`].
+//!
+//! # Columns
+//!
+//! [`VecEnv`] keeps Gymnasium's column names: `obs`, `final_obs`, `rewards`, `terminated`,
+//! `truncated`, each a contiguous row-major buffer. `terminated` and `truncated` stay
+//! separate everywhere: a time-out bootstraps, a termination does not.
+
+mod env;
+mod error;
+mod key;
+mod space;
+mod vec_env;
+
+pub use env::Env;
+pub use error::CoreError;
+pub use key::{Key, Rng};
+pub use space::{Space, Spec};
+pub use vec_env::VecEnv;
