@@ -1,1 +1,141 @@
-//! placeholder
+//! Test helpers shared by Kestrel's crates: the environment conformance check of
+//! DESIGN.md §6 and golden-fixture loading.
+
+use kestrel_core::{Env, Key, VecEnv};
+use std::path::{Path, PathBuf};
+
+/// Options for [`check_env`].
+#[derive(Clone, Debug)]
+pub struct Conformance {
+    /// Steps per rollout (long enough to see several episode ends).
+    pub steps: usize,
+    /// Seed of the reference rollout.
+    pub seed: u64,
+}
+
+impl Default for Conformance {
+    fn default() -> Self {
+        Conformance { steps: 300, seed: 17 }
+    }
+}
+
+/// What one row did over a rollout: every obs element, reward and flag, as f64 bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct RowTrace(Vec<u64>);
+
+fn rollout<E, P>(
+    env: &E,
+    params: &E::Params,
+    num_envs: usize,
+    rows: usize,
+    seed: u64,
+    steps: usize,
+    policy: &P,
+) -> (Vec<RowTrace>, Vec<String>)
+where
+    E: Env + Clone,
+    E::Obs: Into<f64>,
+    P: Fn(Key, &[E::Obs], &mut [E::Action]) + Sync,
+{
+    let mut v = VecEnv::new(env.clone(), params.clone(), num_envs, seed).expect("VecEnv::new");
+    let spec = v.spec().clone();
+    let a = spec.num_agents;
+    let per = a * v.obs_len();
+    let mut traces = vec![RowTrace(Vec::new()); rows];
+    let mut problems = Vec::new();
+    let mut ep_len = vec![0u32; num_envs];
+    let obs_len = v.obs_len().max(1);
+    let check_obs = |obs: &[E::Obs], what: &str, t: usize, problems: &mut Vec<String>| {
+        for agent in obs.chunks(obs_len) {
+            let flat: Vec<f64> = agent.iter().map(|&x| x.into()).collect();
+            if !spec.obs_space.contains(&flat) {
+                problems.push(format!("{what} at step {t} outside the observation space"));
+            }
+        }
+    };
+    for i in 0..num_envs {
+        check_obs(&v.obs()[i * per..(i + 1) * per], "reset obs", 0, &mut problems);
+    }
+    for t in 1..=steps {
+        v.step_with(|_, key, obs, act| policy(key, obs, act));
+        for i in 0..num_envs {
+            ep_len[i] += 1;
+            let (te, tr) = (v.terminated()[i], v.truncated()[i]);
+            if let Some(m) = spec.max_episode_steps {
+                if tr != (ep_len[i] >= m) {
+                    problems.push(format!("row {i} step {t}: truncated={tr} at episode step {}", ep_len[i]));
+                }
+            }
+            for r in &v.rewards()[i * a..(i + 1) * a] {
+                if !r.is_finite() {
+                    problems.push(format!("row {i} step {t}: reward {r} not finite"));
+                }
+            }
+            check_obs(&v.obs()[i * per..(i + 1) * per], "obs", t, &mut problems);
+            if te || tr {
+                check_obs(&v.final_obs()[i * per..(i + 1) * per], "final_obs", t, &mut problems);
+                ep_len[i] = 0;
+            }
+            if i < rows {
+                let tr_ = &mut traces[i].0;
+                tr_.extend(v.obs()[i * per..(i + 1) * per].iter().map(|&x| Into::<f64>::into(x).to_bits()));
+                tr_.extend(v.rewards()[i * a..(i + 1) * a].iter().map(|r| (*r as f64).to_bits()));
+                tr_.push(te as u64 | (tr as u64) << 1);
+            }
+        }
+        problems.truncate(20);
+    }
+    (traces, problems)
+}
+
+/// Runs the conformance check on an environment and panics with every problem found.
+///
+/// Checks: random valid actions (from `policy`) to several episode ends; observations
+/// inside the declared space (hence finite) after reset, step and in `final_obs`; rewards
+/// finite; same seed gives the same rollout and a different seed a different one; row `i`
+/// identical at 3 and 257 envs and on 1 and 2 threads; truncation exactly at the limit.
+pub fn check_env<E, P>(env: &E, params: &E::Params, opts: &Conformance, policy: P)
+where
+    E: Env + Clone,
+    E::Obs: Into<f64>,
+    P: Fn(Key, &[E::Obs], &mut [E::Action]) + Sync,
+{
+    let run = |n: usize, seed: u64, threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        pool.install(|| rollout(env, params, n, 3, seed, opts.steps, &policy))
+    };
+    let (base, mut problems) = run(3, opts.seed, 1);
+    let (again, _) = run(3, opts.seed, 1);
+    if base != again {
+        problems.push("same seed gave a different rollout".into());
+    }
+    let (other, _) = run(3, opts.seed + 1, 1);
+    if base == other {
+        problems.push("a different seed gave the same rollout".into());
+    }
+    let (wide, p) = run(257, opts.seed, 2);
+    problems.extend(p);
+    for i in 0..3 {
+        if base[i] != wide[i] {
+            problems.push(format!("row {i} differs between 3 envs on 1 thread and 257 envs on 2 threads"));
+        }
+    }
+    let (two, _) = run(3, opts.seed, 2);
+    if base != two {
+        problems.push("rollout differs between 1 and 2 threads".into());
+    }
+    assert!(problems.is_empty(), "conformance failed:\n{}", problems.join("\n"));
+}
+
+/// The workspace's `../shared/data` directory, if present (CI has it). Tests that need it
+/// call this and print a clear skip line when it returns `None`.
+pub fn shared_data() -> Option<PathBuf> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = here.join("../../../shared/data");
+    p.is_dir().then(|| p.canonicalize().unwrap_or(p))
+}
+
+/// The repository's `tests/golden` fixtures directory.
+pub fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")
+}

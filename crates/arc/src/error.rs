@@ -1,0 +1,66 @@
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// Errors of `kestrel-arc`: every one names the file (or source), and for grid problems
+/// the task, pair, row and column.
+#[derive(Debug, Error)]
+pub enum ArcError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not JSON, or not in any accepted ARC layout.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+    /// A grid inside a task is malformed.
+    #[error("{path}: task {task}, {pair}: {problem}")]
+    Grid {
+        /// The file.
+        path: PathBuf,
+        /// The task id.
+        task: String,
+        /// Which grid, e.g. `train[2].input`.
+        pair: String,
+        /// What is wrong, with row, column and value where they apply.
+        problem: String,
+    },
+    /// A task does not fit the environment's canvas.
+    #[error("task {task}: {what} is {h}x{w}, larger than the {s}x{s} canvas")]
+    TooLarge {
+        /// The task id.
+        task: String,
+        /// Which grid.
+        what: String,
+        /// Rows.
+        h: usize,
+        /// Columns.
+        w: usize,
+        /// Canvas size.
+        s: usize,
+    },
+    /// Bad parameter or argument value.
+    #[error("invalid {field} = {value}: {accepted}")]
+    Invalid {
+        /// The field.
+        field: String,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        accepted: String,
+    },
+}
+
+impl ArcError {
+    pub(crate) fn invalid(field: &str, value: impl ToString, accepted: &str) -> Self {
+        ArcError::Invalid { field: field.into(), value: value.to_string(), accepted: accepted.into() }
+    }
+}

@@ -1,0 +1,133 @@
+//! Fixed-size grids and row-bitmask selections.
+//!
+//! A canvas is `S × S` cells (`S ≤ 32`); a cell is an `i8` colour 0–9, or -1 for JaxARC's
+//! padding. A selection is one `u32` per row: bit `c` of row `r` selects cell `(r, c)`.
+
+/// An `S × S` canvas of colours, row-major.
+pub type Grid<const S: usize> = [[i8; S]; S];
+
+/// A selection over an `S × S` canvas: bit `c` of `mask[r]` selects cell `(r, c)`.
+pub type Mask<const S: usize> = [u32; S];
+
+/// All-ones bits for the `S` columns of a row.
+#[inline(always)]
+pub const fn row_bits<const S: usize>() -> u32 {
+    if S >= 32 { u32::MAX } else { (1u32 << S) - 1 }
+}
+
+/// Whether any cell is selected.
+#[inline]
+pub fn any<const S: usize>(m: &Mask<S>) -> bool {
+    m.iter().any(|&r| r != 0)
+}
+
+/// Number of selected cells.
+#[inline]
+pub fn count<const S: usize>(m: &Mask<S>) -> u32 {
+    m.iter().map(|r| r.count_ones()).sum()
+}
+
+/// Inclusive bounding box `(rmin, rmax, cmin, cmax)` of the selected cells.
+#[inline]
+pub fn bbox<const S: usize>(m: &Mask<S>) -> Option<(usize, usize, usize, usize)> {
+    let rmin = m.iter().position(|&r| r != 0)?;
+    let rmax = m.iter().rposition(|&r| r != 0)?;
+    let cols = m[rmin..=rmax].iter().fold(0u32, |a, &r| a | r);
+    Some((rmin, rmax, cols.trailing_zeros() as usize, 31 - cols.leading_zeros() as usize))
+}
+
+/// First selected cell in row-major order.
+#[inline]
+pub fn first<const S: usize>(m: &Mask<S>) -> Option<(usize, usize)> {
+    let r = m.iter().position(|&r| r != 0)?;
+    Some((r, m[r].trailing_zeros() as usize))
+}
+
+/// The inclusive rectangle `[r0, r1] × [c0, c1]` (coordinates must be `< S`).
+#[inline]
+pub fn rect<const S: usize>(r0: usize, r1: usize, c0: usize, c1: usize) -> Mask<S> {
+    let bits = (u32::MAX >> (31 - c1)) & (u32::MAX << c0);
+    let mut m = [0u32; S];
+    m[r0..=r1].iter_mut().for_each(|r| *r = bits);
+    m
+}
+
+/// The top-left `h × w` rectangle (empty if either is 0).
+#[inline]
+pub fn top_left<const S: usize>(h: usize, w: usize) -> Mask<S> {
+    if h == 0 || w == 0 { [0; S] } else { rect(0, h.min(S) - 1, 0, w.min(S) - 1) }
+}
+
+/// Whether cell `(r, c)` is selected.
+#[inline(always)]
+pub fn get<const S: usize>(m: &Mask<S>, r: usize, c: usize) -> bool {
+    m[r] >> c & 1 != 0
+}
+
+/// Cell-wise AND.
+#[inline]
+pub fn and<const S: usize>(a: &Mask<S>, b: &Mask<S>) -> Mask<S> {
+    std::array::from_fn(|r| a[r] & b[r])
+}
+
+/// Writes `colour` into every selected cell.
+#[inline]
+pub fn fill<const S: usize>(g: &mut Grid<S>, m: &Mask<S>, colour: i8) {
+    for (row, &bits) in g.iter_mut().zip(m.iter()) {
+        if bits == u32::MAX || (S < 32 && bits == row_bits::<S>()) {
+            row.fill(colour);
+            continue;
+        }
+        let mut b = bits;
+        while b != 0 {
+            let c = b.trailing_zeros() as usize;
+            row[c] = colour;
+            b &= b - 1;
+        }
+    }
+}
+
+/// Copies `h × w` cells from a row-major slice into the top-left of a canvas, filling the
+/// rest with `pad`.
+pub fn from_cells<const S: usize>(cells: &[u8], h: usize, w: usize, pad: i8) -> Grid<S> {
+    let mut g = [[pad; S]; S];
+    for r in 0..h.min(S) {
+        for c in 0..w.min(S) {
+            g[r][c] = cells[r * w + c] as i8;
+        }
+    }
+    g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn rect_bbox_roundtrip(a in 0usize..30, b in 0usize..30, c in 0usize..30, d in 0usize..30) {
+            let (r0, r1, c0, c1) = (a.min(b), a.max(b), c.min(d), c.max(d));
+            let m = rect::<30>(r0, r1, c0, c1);
+            prop_assert_eq!(bbox(&m), Some((r0, r1, c0, c1)));
+            prop_assert_eq!(count(&m) as usize, (r1 - r0 + 1) * (c1 - c0 + 1));
+            prop_assert_eq!(first(&m), Some((r0, c0)));
+        }
+
+        #[test]
+        fn fill_touches_exactly_the_mask(bits in proptest::collection::vec(0u32..32, 5)) {
+            let m: Mask<5> = std::array::from_fn(|r| bits[r]);
+            let mut g = [[0i8; 5]; 5];
+            fill(&mut g, &m, 7);
+            for r in 0..5 { for c in 0..5 { prop_assert_eq!(g[r][c] == 7, get(&m, r, c)); } }
+        }
+    }
+
+    #[test]
+    fn empty_mask() {
+        let m = [0u32; 4];
+        assert!(!any(&m));
+        assert_eq!(bbox(&m), None);
+        assert_eq!(top_left::<4>(0, 3), m);
+    }
+}
