@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn empty_mask() {
         let m = [0u32; 4];
-        assert!(!any(&m));
+        assert!(!super::any(&m));
         assert_eq!(bbox(&m), None);
         assert_eq!(top_left::<4>(0, 3), m);
     }

