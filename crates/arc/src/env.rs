@@ -254,16 +254,15 @@ pub fn sample_action<const S: usize>(rng: &mut Rng, kind: SelKind) -> ArcAction<
     let op = rng.below(NUM_OPS as u32) as i32;
     let sel = match kind {
         SelKind::Mask => {
+            // 32 fair bits per row: two rows per 64-bit draw.
             let rb = grid::row_bits::<S>();
             let mut m = [0u32; S];
-            let mut bits = 0u64;
-            for (r, row) in m.iter_mut().enumerate() {
-                if S > 32 || r % 2 == 0 || S > 16 {
-                    bits = rng.next_u64();
-                } else {
-                    bits >>= 32;
+            for pair in m.chunks_mut(2) {
+                let bits = rng.next_u64();
+                pair[0] = bits as u32 & rb;
+                if let Some(r) = pair.get_mut(1) {
+                    *r = (bits >> 32) as u32 & rb;
                 }
-                *row = bits as u32 & rb;
             }
             Selection::Mask(m)
         }
@@ -622,9 +621,7 @@ impl<const S: usize> ArcEnv<S> {
 
 #[inline]
 fn put_grid<const S: usize>(dst: &mut [i8], g: &Grid<S>) {
-    for (d, row) in dst.chunks_exact_mut(S).zip(g.iter()) {
-        d.copy_from_slice(row);
-    }
+    dst.copy_from_slice(g.as_flattened());
 }
 
 #[inline]

@@ -88,14 +88,13 @@ fn init_objsel<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) -> Option<(i3
         o.dim = [h as i8, w as i8];
         o.object = [[0; S]; S];
         o.object_sel = [0; S];
+        let wbits = u32::MAX >> (32 - w);
         for i in 0..h {
-            let bits = sel[r0 + i] >> c0;
-            o.object_sel[i] = bits & (u32::MAX >> (32 - w));
-            for j in 0..w {
-                if bits >> j & 1 != 0 {
-                    o.object[i][j] = s.grid[r0 + i][c0 + j];
-                }
-            }
+            let bits = sel[r0 + i];
+            o.object_sel[i] = (bits >> c0) & wbits;
+            let mut picked = [0i8; S];
+            grid::blend_row(&mut picked, bits, &s.grid[r0 + i]);
+            o.object[i][..w].copy_from_slice(&picked[c0..c0 + w]);
         }
         o.background = s.grid;
         grid::fill(&mut o.background, sel, 0);
@@ -126,18 +125,15 @@ fn apply_patch<const S: usize>(s: &mut ArcState<S>) {
     s.selected = [0; S];
     if x + h > 0 && x < gh && y + w > 0 && y < gw {
         let (stx, edx, sty, edy) = (x.max(0), gh.min(x + h), y.max(0), gw.min(y + w));
+        let (py0, py1) = ((sty - y) as usize, (edy - y) as usize);
+        let width_bits = u32::MAX >> (32 - (edy - sty) as u32);
         for gx in stx..edx {
             let px = (gx - x) as usize;
-            let mut selbits = 0u32;
-            for gy in sty..edy {
-                let py = (gy - y) as usize;
-                let v = o.object[px][py];
-                if v > 0 {
-                    s.grid[gx as usize][gy as usize] = v;
-                }
-                selbits |= (o.object_sel[px] >> py & 1) << gy;
+            let dst = &mut s.grid[gx as usize][sty as usize..edy as usize];
+            for (d, &v) in dst.iter_mut().zip(&o.object[px][py0..py1]) {
+                *d = if v > 0 { v } else { *d };
             }
-            s.selected[gx as usize] = selbits;
+            s.selected[gx as usize] = ((o.object_sel[px] >> py0) & width_bits) << sty;
         }
     }
 }
@@ -210,10 +206,15 @@ pub(crate) fn flip<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, horizonta
         return;
     }
     let (h, w) = (s.object.dim[0] as usize, s.object.dim[1] as usize);
+    let o = &mut s.object;
     if horizontal {
-        transform_object(s, h, w, |i, j| (i, w - 1 - j));
+        for i in 0..h {
+            o.object[i][..w].reverse();
+            o.object_sel[i] = o.object_sel[i].reverse_bits() >> (32 - w);
+        }
     } else {
-        transform_object(s, h, w, |i, j| (h - 1 - i, j));
+        o.object[..h].reverse();
+        o.object_sel[..h].reverse();
     }
     apply_patch(s);
 }
@@ -229,14 +230,12 @@ pub(crate) fn copy<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, pair: &Pa
         return;
     }
     let (h, w) = (r1 - r0 + 1, c1 - c0 + 1);
+    // ARCLE copies where `src != 0 && sel`; copying a 0 is the same as skipping it.
     let mut clip = [[0i8; S]; S];
     for i in 0..h {
-        for j in 0..w {
-            let v = src[r0 + i][c0 + j];
-            if v != 0 && grid::get(sel, r0 + i, c0 + j) {
-                clip[i][j] = v;
-            }
-        }
+        let mut picked = [0i8; S];
+        grid::blend_row(&mut picked, sel[r0 + i], &src[r0 + i]);
+        clip[i][..w].copy_from_slice(&picked[c0..c0 + w]);
     }
     s.clip = clip;
     s.clip_dim = [h as u8, w as u8];

@@ -1,1 +1,31 @@
-fn main(){}
+//! `kestrel`: the command-line front of the Kestrel engine.
+
+mod arc;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Kestrel: a batch-first RL and control research engine.
+#[derive(Parser)]
+#[command(name = "kestrel", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The main job on the embedded default: batched ARC rollouts over generated tasks.
+    Demo(arc::DemoArgs),
+    /// The ARC environment: bench, replay, show, rollout.
+    #[command(subcommand)]
+    Arc(arc::ArcCmd),
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Demo(a) => arc::demo(a),
+        Cmd::Arc(c) => arc::run(c),
+    }
+}
