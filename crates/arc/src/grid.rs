@@ -27,19 +27,37 @@ pub fn count<const S: usize>(m: &Mask<S>) -> u32 {
     m.iter().map(|r| r.count_ones()).sum()
 }
 
-/// Inclusive bounding box `(rmin, rmax, cmin, cmax)` of the selected cells.
+/// Bit `r` set where row `r` has any selected cell.
+#[inline(always)]
+fn row_mask<const S: usize>(m: &Mask<S>) -> u32 {
+    m.iter().enumerate().fold(0u32, |a, (r, &b)| a | (((b != 0) as u32) << r))
+}
+
+/// Inclusive bounding box `(rmin, rmax, cmin, cmax)` of the selected cells (branch-free
+/// over the rows: random selections make row loops mispredict).
 #[inline]
 pub fn bbox<const S: usize>(m: &Mask<S>) -> Option<(usize, usize, usize, usize)> {
-    let rmin = m.iter().position(|&r| r != 0)?;
-    let rmax = m.iter().rposition(|&r| r != 0)?;
-    let cols = m[rmin..=rmax].iter().fold(0u32, |a, &r| a | r);
-    Some((rmin, rmax, cols.trailing_zeros() as usize, 31 - cols.leading_zeros() as usize))
+    let rows = row_mask(m);
+    if rows == 0 {
+        return None;
+    }
+    let cols = m.iter().fold(0u32, |a, &r| a | r);
+    Some((
+        rows.trailing_zeros() as usize,
+        31 - rows.leading_zeros() as usize,
+        cols.trailing_zeros() as usize,
+        31 - cols.leading_zeros() as usize,
+    ))
 }
 
 /// First selected cell in row-major order.
 #[inline]
 pub fn first<const S: usize>(m: &Mask<S>) -> Option<(usize, usize)> {
-    let r = m.iter().position(|&r| r != 0)?;
+    let rows = row_mask(m);
+    if rows == 0 {
+        return None;
+    }
+    let r = rows.trailing_zeros() as usize;
     Some((r, m[r].trailing_zeros() as usize))
 }
 
@@ -47,9 +65,7 @@ pub fn first<const S: usize>(m: &Mask<S>) -> Option<(usize, usize)> {
 #[inline]
 pub fn rect<const S: usize>(r0: usize, r1: usize, c0: usize, c1: usize) -> Mask<S> {
     let bits = (u32::MAX >> (31 - c1)) & (u32::MAX << c0);
-    let mut m = [0u32; S];
-    m[r0..=r1].iter_mut().for_each(|r| *r = bits);
-    m
+    std::array::from_fn(|r| bits & ((r >= r0 && r <= r1) as u32).wrapping_neg())
 }
 
 /// The top-left `h × w` rectangle (empty if either is 0).

@@ -47,10 +47,12 @@ pub(crate) fn similarity<const S: usize>(
     if th * tw == 0 {
         return if wh * ww > 0 { 0.0 } else { 1.0 };
     }
+    // Full-width rows (vectorised, no data-dependent inner bound).
+    let (hmin, wmin) = (th.min(wh), tw.min(ww));
     let mut matches = 0u32;
-    for r in 0..th.min(wh) {
-        for c in 0..tw.min(ww) {
-            matches += (g[r][c] == target[r][c]) as u32;
+    for r in 0..hmin {
+        for c in 0..S {
+            matches += ((c < wmin) & (g[r][c] == target[r][c])) as u32;
         }
     }
     let denom = if bugs.top_left_similarity { th * tw } else { th * tw + wh * ww - th.min(wh) * tw.min(ww) };

@@ -96,8 +96,11 @@ fn init_objsel<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) -> Option<(i3
             grid::blend_row(&mut picked, bits, &s.grid[r0 + i]);
             o.object[i][..w].copy_from_slice(&picked[c0..c0 + w]);
         }
-        o.background = s.grid;
-        grid::fill(&mut o.background, sel, 0);
+        let zeros = [0i8; S];
+        for (b, (g, &bits)) in o.background.iter_mut().zip(s.grid.iter().zip(sel.iter())) {
+            *b = *g;
+            grid::blend_row(b, bits, &zeros);
+        }
         o.pos = [r0 as i8, c0 as i8];
         o.active = true;
         o.parity = 0;

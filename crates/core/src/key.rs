@@ -27,7 +27,8 @@ impl Key {
     /// The child key identified by `data` (an index, a step, a tag).
     #[inline(always)]
     pub const fn fold_in(self, data: u64) -> Key {
-        Key(mix(self.0 ^ mix(data.wrapping_mul(GOLDEN).wrapping_add(0x632b_e59b_d9b4_e019))))
+        // One SplitMix step from the parent's (already mixed) state, offset by the data.
+        Key(mix(self.0.wrapping_add((data ^ 0x632b_e59b_d9b4_e019).wrapping_mul(GOLDEN))))
     }
 
     /// `N` independent children, `[self.fold_in(u64::MAX - 0), self.fold_in(u64::MAX - 1), ...]`.

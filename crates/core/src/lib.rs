@@ -11,7 +11,7 @@
 //! reset_0   = run.fold_in(0).fold_in(row)          // initial reset of row `row`
 //! step_t    = run.fold_in(t)                       // t = 1, 2, ... (VecEnv step counter)
 //! row_t     = step_t.fold_in(row)
-//! [key_step, key_reset, key_policy] = row_t.split()
+//! key_step  = row_t.fold_in(0), key_reset = row_t.fold_in(1), key_policy = row_t.fold_in(2)
 //! ```
 //!
 //! `key_step` goes to [`Env::step`], `key_reset` to [`Env::reset`] when the row finishes in

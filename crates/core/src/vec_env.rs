@@ -3,6 +3,11 @@
 use crate::{CoreError, Env, Key, Spec};
 use rayon::prelude::*;
 
+/// Tags of the per-row keys (see the crate docs).
+const KEY_STEP: u64 = 0;
+const KEY_RESET: u64 = 1;
+const KEY_POLICY: u64 = 2;
+
 /// N environments stepped together, with same-step auto-reset.
 ///
 /// Columns are contiguous and row-major; per-agent columns (`obs`, `final_obs`,
@@ -131,12 +136,12 @@ impl<E: Env> VecEnv<E> {
             .for_each(|(b, (((((((st, ob), fo), rw), ac), te), tr), sc))| {
                 for j in 0..st.len() {
                     let row = b * block + j;
-                    let [key_step, key_reset, key_policy] =
-                        step_key.fold_in(row as u64).split::<3>();
+                    let row_key = step_key.fold_in(row as u64);
+                    let key_step = row_key.fold_in(KEY_STEP);
                     let obs = &mut ob[j * per..(j + 1) * per];
                     let acts = &mut ac[j * a..(j + 1) * a];
                     if let Some(p) = policy {
-                        p(row, key_policy, obs, acts);
+                        p(row, row_key.fold_in(KEY_POLICY), obs, acts);
                     }
                     let rws = &mut rw[j * a..(j + 1) * a];
                     let term = env.step(params, &mut st[j], acts, key_step, obs, rws);
@@ -146,7 +151,7 @@ impl<E: Env> VecEnv<E> {
                     tr[j] = trunc;
                     if term || trunc {
                         fo[j * per..(j + 1) * per].copy_from_slice(obs);
-                        st[j] = env.reset(params, key_reset, obs);
+                        st[j] = env.reset(params, row_key.fold_in(KEY_RESET), obs);
                         sc[j] = 0;
                     }
                 }
