@@ -166,6 +166,39 @@ struct RawPair {
     output: Option<Vec<Vec<RawCell>>>,
 }
 
+/// The common case, parsed without per-cell dispatch; anything it rejects goes through
+/// [`RawTask`], which reports the precise problem.
+#[derive(Debug, Deserialize)]
+struct FastPair {
+    input: Vec<Vec<u8>>,
+    output: Vec<Vec<u8>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FastTask {
+    train: Vec<FastPair>,
+    test: Vec<FastPair>,
+}
+
+fn fast_grid(rows: &[Vec<u8>]) -> Option<GridData> {
+    let (h, w) = (rows.len(), rows.first()?.len());
+    if h == 0 || w == 0 || h > MAX_SIDE || w > MAX_SIDE || rows.iter().any(|r| r.len() != w) {
+        return None;
+    }
+    let cells: Vec<u8> = rows.concat();
+    cells.iter().all(|&v| v <= 9).then_some(GridData { h, w, cells })
+}
+
+fn fast_task(t: &FastTask, id: &str, group: &str) -> Option<Task> {
+    let pairs = |ps: &[FastPair]| -> Option<Vec<Pair>> {
+        if ps.is_empty() {
+            return None;
+        }
+        ps.iter().map(|p| Some(Pair { input: fast_grid(&p.input)?, output: fast_grid(&p.output)? })).collect()
+    };
+    Some(Task { id: id.into(), group: group.into(), train: pairs(&t.train)?, test: pairs(&t.test)? })
+}
+
 #[derive(Debug, Deserialize)]
 struct RawTask {
     train: Vec<RawPair>,
@@ -307,15 +340,23 @@ impl TaskBank {
         if files.is_empty() {
             return Err(format_err(dir, "no *.json task files found in this directory"));
         }
-        let mut tasks = Vec::with_capacity(files.len());
+        use rayon::prelude::*;
+        let parsed: Vec<(PathBuf, Result<Vec<Task>, ArcError>)> = files
+            .into_par_iter()
+            .map(|f| {
+                let group = f
+                    .parent()
+                    .and_then(|p| p.strip_prefix(dir).ok())
+                    .map(|p| p.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_default();
+                let r = Self::parse_file(&f, &group);
+                (f, r)
+            })
+            .collect();
+        let mut tasks = Vec::with_capacity(parsed.len());
         let mut skipped = Vec::new();
-        for f in files {
-            let group = f
-                .parent()
-                .and_then(|p| p.strip_prefix(dir).ok())
-                .map(|p| p.to_string_lossy().replace('\\', "/"))
-                .unwrap_or_default();
-            match Self::parse_file(&f, &group) {
+        for (f, r) in parsed {
+            match r {
                 Ok(ts) => tasks.extend(ts),
                 Err(e) if !opts.strict => skipped.push(Skipped { path: f, error: e }),
                 Err(e) => return Err(e),
@@ -328,7 +369,10 @@ impl TaskBank {
     fn parse_file(path: &Path, group: &str) -> Result<Vec<Task>, ArcError> {
         let bytes = read(path)?;
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("task").to_string();
-        // Fast path: a single task file.
+        // Fast path: a well-formed single task file.
+        if let Some(t) = serde_json::from_slice::<FastTask>(&bytes).ok().and_then(|t| fast_task(&t, &stem, group)) {
+            return Ok(vec![t]);
+        }
         if let Ok(raw) = serde_json::from_slice::<RawTask>(&bytes) {
             return Ok(vec![convert_task(&raw, path, &stem, group)?]);
         }
