@@ -75,7 +75,12 @@ pub struct JaxRewards {
 
 impl Default for JaxRewards {
     fn default() -> Self {
-        JaxRewards { step_penalty: -0.005, success_bonus: 10.0, unsolved_submission_penalty: -1.0, similarity_weight: 1.0 }
+        JaxRewards {
+            step_penalty: -0.005,
+            success_bonus: 10.0,
+            unsolved_submission_penalty: -1.0,
+            similarity_weight: 1.0,
+        }
     }
 }
 
@@ -268,12 +273,15 @@ pub fn sample_action<const S: usize>(rng: &mut Rng, kind: SelKind) -> ArcAction<
         }
         SelKind::BBox => {
             let x = rng.next_u64();
-            let d = |k: u32| (((x >> (16 * k)) & 0xffff) * S as u64 >> 16) as i32;
+            let d = |k: u32| ((((x >> (16 * k)) & 0xffff) * S as u64) >> 16) as i32;
             Selection::BBox { r1: d(0), c1: d(1), r2: d(2), c2: d(3) }
         }
         SelKind::Point => {
             let x = rng.next_u64();
-            Selection::Point { row: ((x & 0xffff_ffff) * S as u64 >> 32) as i32, col: ((x >> 32) * S as u64 >> 32) as i32 }
+            Selection::Point {
+                row: (((x & 0xffff_ffff) * S as u64) >> 32) as i32,
+                col: (((x >> 32) * S as u64) >> 32) as i32,
+            }
         }
     };
     ArcAction { op, sel }
@@ -384,10 +392,19 @@ impl<const S: usize> ArcEnv<S> {
                 [(format!("pair {i} input"), &p.input), (format!("pair {i} output"), &p.output)]
             }) {
                 if g.h > S || g.w > S {
-                    return Err(ArcError::TooLarge { task: t.id.clone(), what, h: g.h, w: g.w, s: S });
+                    return Err(ArcError::TooLarge {
+                        task: t.id.clone(),
+                        what,
+                        h: g.h,
+                        w: g.w,
+                        s: S,
+                    });
                 }
             }
-            tasks.push(TaskGrids { train: t.train.iter().map(pad_pair).collect(), test: t.test.iter().map(pad_pair).collect() });
+            tasks.push(TaskGrids {
+                train: t.train.iter().map(pad_pair).collect(),
+                test: t.test.iter().map(pad_pair).collect(),
+            });
         }
         Ok(ArcEnv { bank, tasks: tasks.into() })
     }
@@ -404,7 +421,11 @@ impl<const S: usize> ArcEnv<S> {
                 return Err(ArcError::invalid("tasks", "[]", "a non-empty list of task indices"));
             }
             if let Some(&bad) = ts.iter().find(|&&t| t as usize >= self.tasks.len()) {
-                return Err(ArcError::invalid("tasks", bad, &format!("indices below {}", self.tasks.len())));
+                return Err(ArcError::invalid(
+                    "tasks",
+                    bad,
+                    &format!("indices below {}", self.tasks.len()),
+                ));
             }
         }
         if p.demo_pairs > 10 {
@@ -424,7 +445,14 @@ impl<const S: usize> ArcEnv<S> {
     }
 
     /// A fresh state for a given task and pair (what `reset` builds after sampling).
-    pub fn init_state(&self, p: &ArcParams, task: u32, pair: u16, test: bool, key: Key) -> ArcState<S> {
+    pub fn init_state(
+        &self,
+        p: &ArcParams,
+        task: u32,
+        pair: u16,
+        test: bool,
+        key: Key,
+    ) -> ArcState<S> {
         let task = task % self.tasks.len() as u32;
         let t = &self.tasks[task as usize];
         let n = if test { t.test.len() } else { t.train.len() };
@@ -548,7 +576,9 @@ impl<const S: usize> ArcEnv<S> {
         let bonus = if solved { r.success_bonus } else { 0.0 };
         let penalty = if submit && !solved { r.unsolved_submission_penalty } else { 0.0 };
         let reward = match p.split {
-            Split::Train => r.similarity_weight * (s.similarity - old) + r.step_penalty + bonus + penalty,
+            Split::Train => {
+                r.similarity_weight * (s.similarity - old) + r.step_penalty + bonus + penalty
+            }
             Split::Test => r.step_penalty + bonus + penalty,
         };
         (reward, submit)
@@ -595,7 +625,8 @@ impl<const S: usize> ArcEnv<S> {
                     put_grid(&mut d[..n], &pg.input);
                     d[n..n + 2].copy_from_slice(&[pg.in_dims[0] as i8, pg.in_dims[1] as i8]);
                     put_grid(&mut d[n + 2..2 * n + 2], &pg.output);
-                    d[2 * n + 2..2 * n + 4].copy_from_slice(&[pg.out_dims[0] as i8, pg.out_dims[1] as i8]);
+                    d[2 * n + 2..2 * n + 4]
+                        .copy_from_slice(&[pg.out_dims[0] as i8, pg.out_dims[1] as i8]);
                 }
                 None => d.fill(0),
             }
@@ -798,7 +829,14 @@ impl<const S: usize> Env for ArcEnv<S> {
                 ("rotation_parity", bin(vec![1])),
                 ("trials_remain", i8box(vec![1])),
                 ("terminated", bin(vec![1])),
-                ("demos", Space::Box { low: 0.0, high: S.max(9) as f64, shape: vec![p.demo_pairs as usize, 2 * n + 4] }),
+                (
+                    "demos",
+                    Space::Box {
+                        low: 0.0,
+                        high: S.max(9) as f64,
+                        shape: vec![p.demo_pairs as usize, 2 * n + 4],
+                    },
+                ),
             ]);
         }
         Spec {

@@ -61,6 +61,10 @@ pub enum ArcError {
 
 impl ArcError {
     pub(crate) fn invalid(field: &str, value: impl ToString, accepted: &str) -> Self {
-        ArcError::Invalid { field: field.into(), value: value.to_string(), accepted: accepted.into() }
+        ArcError::Invalid {
+            field: field.into(),
+            value: value.to_string(),
+            accepted: accepted.into(),
+        }
     }
 }

@@ -7,8 +7,8 @@
 //! smaller where a rule enlarges its output); `difficulty` in `[0, 1]` scales object count,
 //! density and noise.
 
-use crate::task::{GridData, MAX_SIDE, Pair, Task, TaskBank};
 use crate::ArcError;
+use crate::task::{GridData, MAX_SIDE, Pair, Task, TaskBank};
 use kestrel_core::{Key, Rng};
 
 /// The task families.
@@ -113,7 +113,11 @@ impl GenConfig {
         if !(0.0..=1.0).contains(&self.difficulty) {
             return Err(ArcError::invalid("difficulty", self.difficulty, "0 to 1"));
         }
-        if self.train_pairs == 0 || self.test_pairs == 0 || self.train_pairs > 10 || self.test_pairs > 4 {
+        if self.train_pairs == 0
+            || self.test_pairs == 0
+            || self.train_pairs > 10
+            || self.test_pairs > 4
+        {
             return Err(ArcError::invalid(
                 "train_pairs/test_pairs",
                 format!("{}/{}", self.train_pairs, self.test_pairs),
@@ -198,10 +202,19 @@ pub fn generate_task(family: Family, index: u64, seed: u64, cfg: &GenConfig) -> 
 }
 
 /// A bank of `per_family` tasks from each of `families`.
-pub fn generate_bank(families: &[Family], per_family: usize, seed: u64, cfg: &GenConfig) -> Result<TaskBank, ArcError> {
+pub fn generate_bank(
+    families: &[Family],
+    per_family: usize,
+    seed: u64,
+    cfg: &GenConfig,
+) -> Result<TaskBank, ArcError> {
     cfg.validate()?;
     if families.is_empty() || per_family == 0 {
-        return Err(ArcError::invalid("families x per_family", format!("{} x {per_family}", families.len()), "at least 1 x 1"));
+        return Err(ArcError::invalid(
+            "families x per_family",
+            format!("{} x {per_family}", families.len()),
+            "at least 1 x 1",
+        ));
     }
     let tasks = families
         .iter()
@@ -308,7 +321,12 @@ fn pair(family: Family, rule: &[u64; 4], rng: &mut Rng, cfg: &GenConfig) -> (G, 
                 reach[r * w + c] = true;
                 for (dr, dc) in [(0i32, 1i32), (0, -1), (1, 0), (-1, 0)] {
                     let (nr, nc) = (r as i32 + dr, c as i32 + dc);
-                    if nr >= 0 && nc >= 0 && (nr as usize) < h && (nc as usize) < w && g.at(nr as usize, nc as usize) == 0 {
+                    if nr >= 0
+                        && nc >= 0
+                        && (nr as usize) < h
+                        && (nc as usize) < w
+                        && g.at(nr as usize, nc as usize) == 0
+                    {
                         stack.push((nr as usize, nc as usize));
                     }
                 }
@@ -329,7 +347,8 @@ fn pair(family: Family, rule: &[u64; 4], rng: &mut Rng, cfg: &GenConfig) -> (G, 
             for _ in 0..lines * 4 {
                 let c = colour(rng, &[]);
                 let horizontal = rng.bernoulli(0.5);
-                let (fixed, len) = if horizontal { (range(rng, 0, h - 1), w) } else { (range(rng, 0, w - 1), h) };
+                let (fixed, len) =
+                    if horizontal { (range(rng, 0, h - 1), w) } else { (range(rng, 0, w - 1), h) };
                 let a = range(rng, 0, len - 3);
                 let b = range(rng, a + 2, len - 1);
                 let cell = |i: usize| if horizontal { (fixed, i) } else { (i, fixed) };
@@ -386,7 +405,7 @@ fn pair(family: Family, rule: &[u64; 4], rng: &mut Rng, cfg: &GenConfig) -> (G, 
         }
         Family::Tile => {
             let (a, b) = [(1, 2), (2, 1), (2, 2), (3, 3), (1, 3)][(rule[0] % 5) as usize];
-            let mirror = d > 0.5 && rule[1] % 2 == 0;
+            let mirror = d > 0.5 && rule[1].is_multiple_of(2);
             let (h, w) = (side(rng, cfg, MAX_SIDE / a), side(rng, cfg, MAX_SIDE / b));
             let g = sparse(rng, h, w, 0.3 + 0.4 * d, &palette);
             let mut o = G::new(h * a, w * b, 0);
@@ -431,7 +450,13 @@ fn pair(family: Family, rule: &[u64; 4], rng: &mut Rng, cfg: &GenConfig) -> (G, 
         Family::CountBar => {
             let mark = 1 + (rule[0] % 9) as u8;
             let (h, w) = (side(rng, cfg, 30), side(rng, cfg, 30));
-            let mut g = sparse(rng, h, w, 0.1 + 0.3 * d, &palette.iter().copied().filter(|&c| c != mark).collect::<Vec<_>>());
+            let mut g = sparse(
+                rng,
+                h,
+                w,
+                0.1 + 0.3 * d,
+                &palette.iter().copied().filter(|&c| c != mark).collect::<Vec<_>>(),
+            );
             let n = range(rng, 1, (h * w / 4).clamp(1, MAX_SIDE));
             let mut placed = 0;
             while placed < n {
@@ -466,7 +491,10 @@ mod tests {
 
     #[test]
     fn every_family_generates_valid_reproducible_tasks() {
-        for cfg in [GenConfig::default(), GenConfig { min_side: 3, max_side: 30, difficulty: 1.0, ..Default::default() }] {
+        for cfg in [
+            GenConfig::default(),
+            GenConfig { min_side: 3, max_side: 30, difficulty: 1.0, ..Default::default() },
+        ] {
             for f in Family::ALL {
                 for i in 0..20 {
                     let t = generate_task(f, i, 7, &cfg);
@@ -474,13 +502,22 @@ mod tests {
                     assert_eq!((t.train.len(), t.test.len()), (3, 1));
                     for p in t.train.iter().chain(&t.test) {
                         for g in [&p.input, &p.output] {
-                            assert!(g.h >= 1 && g.w >= 1 && g.h <= 30 && g.w <= 30, "{f:?}: {}x{}", g.h, g.w);
+                            assert!(
+                                g.h >= 1 && g.w >= 1 && g.h <= 30 && g.w <= 30,
+                                "{f:?}: {}x{}",
+                                g.h,
+                                g.w
+                            );
                             assert_eq!(g.cells.len(), g.h * g.w);
                             assert!(g.cells.iter().all(|&v| v <= 9));
                         }
                     }
                 }
-                assert_ne!(generate_task(f, 0, 7, &cfg), generate_task(f, 0, 8, &cfg), "{f:?} ignores the seed");
+                assert_ne!(
+                    generate_task(f, 0, 7, &cfg),
+                    generate_task(f, 0, 8, &cfg),
+                    "{f:?} ignores the seed"
+                );
             }
         }
     }
@@ -520,7 +557,9 @@ mod tests {
     #[test]
     fn bad_config_is_an_error() {
         let bad = GenConfig { max_side: 31, ..Default::default() };
-        assert!(generate_bank(&Family::ALL, 1, 0, &bad).unwrap_err().to_string().contains("max_side"));
+        assert!(
+            generate_bank(&Family::ALL, 1, 0, &bad).unwrap_err().to_string().contains("max_side")
+        );
         assert!(Family::parse("nope").unwrap_err().to_string().contains("symmetry"));
     }
 }

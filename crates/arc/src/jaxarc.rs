@@ -26,8 +26,20 @@ fn write_bbox<const S: usize>(
 fn shift<const S: usize>(g: &mut Grid<S>, b: (usize, usize, usize, usize), dr: i32, dc: i32) {
     let (r0, r1, c0, c1) = b;
     write_bbox(g, b, |o, r, c| {
-        let sr = if dr > 0 { if r == r0 { r1 } else { r - 1 } } else if dr < 0 { if r == r1 { r0 } else { r + 1 } } else { r };
-        let sc = if dc > 0 { if c == c0 { c1 } else { c - 1 } } else if dc < 0 { if c == c1 { c0 } else { c + 1 } } else { c };
+        let sr = if dr > 0 {
+            if r == r0 { r1 } else { r - 1 }
+        } else if dr < 0 {
+            if r == r1 { r0 } else { r + 1 }
+        } else {
+            r
+        };
+        let sc = if dc > 0 {
+            if c == c0 { c1 } else { c - 1 }
+        } else if dc < 0 {
+            if c == c1 { c0 } else { c + 1 }
+        } else {
+            c
+        };
         o[sr][sc]
     });
 }
@@ -55,13 +67,23 @@ pub(crate) fn similarity<const S: usize>(
             matches += ((c < wmin) & (g[r][c] == target[r][c])) as u32;
         }
     }
-    let denom = if bugs.top_left_similarity { th * tw } else { th * tw + wh * ww - th.min(wh) * tw.min(ww) };
+    let denom = if bugs.top_left_similarity {
+        th * tw
+    } else {
+        th * tw + wh * ww - th.min(wh) * tw.min(ww)
+    };
     matches as f32 / denom as f32
 }
 
 /// Applies operation `op` (already clipped to 0..=34). `raw` is the action's selection on
 /// the canvas; JaxARC ANDs it with the working mask first.
-pub(crate) fn apply<const S: usize>(s: &mut ArcState<S>, op: i32, raw: &Mask<S>, pair: &PairGrids<S>, bugs: &JaxBugs) {
+pub(crate) fn apply<const S: usize>(
+    s: &mut ArcState<S>,
+    op: i32,
+    raw: &Mask<S>,
+    pair: &PairGrids<S>,
+    bugs: &JaxBugs,
+) {
     let (h, w) = (s.dims[0] as usize, s.dims[1] as usize);
     let wm = grid::top_left::<S>(h, w);
     let sel = grid::and(raw, &wm);
@@ -69,17 +91,12 @@ pub(crate) fn apply<const S: usize>(s: &mut ArcState<S>, op: i32, raw: &Mask<S>,
     let eff = || if grid::any(&sel) { sel } else { wm };
     match op {
         0..=9 => grid::fill(&mut s.grid, &sel, op as i8),
-        10..=19 => {
-            if grid::count(&sel) == 1 {
-                let (r, c) = grid::first(&sel).unwrap_or((0, 0));
-                let (allowed, iters) = if bugs.flood_fill_cap {
-                    ([grid::row_bits::<S>(); S], 64)
-                } else {
-                    (wm, u32::MAX)
-                };
-                let region = flood_region(&s.grid, &allowed, r, c, iters);
-                grid::fill(&mut s.grid, &region, (op - 10) as i8);
-            }
+        10..=19 if grid::count(&sel) == 1 => {
+            let (r, c) = grid::first(&sel).unwrap_or((0, 0));
+            let (allowed, iters) =
+                if bugs.flood_fill_cap { ([grid::row_bits::<S>(); S], 64) } else { (wm, u32::MAX) };
+            let region = flood_region(&s.grid, &allowed, r, c, iters);
+            grid::fill(&mut s.grid, &region, (op - 10) as i8);
         }
         20..=23 => {
             if let Some(b) = grid::bbox(&eff()) {
@@ -90,18 +107,18 @@ pub(crate) fn apply<const S: usize>(s: &mut ArcState<S>, op: i32, raw: &Mask<S>,
             }
         }
         24 | 25 => {
-            if let Some(b @ (r0, r1, c0, c1)) = grid::bbox(&eff()) {
-                if r1 - r0 == c1 - c0 {
-                    let cw = op == 24;
-                    if bugs.canvas_rotation {
-                        rotate_canvas(&mut s.grid, b, cw);
-                    } else {
-                        let n = r1 - r0;
-                        write_bbox(&mut s.grid, b, |o, r, c| {
-                            let (i, j) = (r - r0, c - c0);
-                            if cw { o[r0 + n - j][c0 + i] } else { o[r0 + j][c0 + n - i] }
-                        });
-                    }
+            if let Some(b @ (r0, r1, c0, c1)) = grid::bbox(&eff())
+                && r1 - r0 == c1 - c0
+            {
+                let cw = op == 24;
+                if bugs.canvas_rotation {
+                    rotate_canvas(&mut s.grid, b, cw);
+                } else {
+                    let n = r1 - r0;
+                    write_bbox(&mut s.grid, b, |o, r, c| {
+                        let (i, j) = (r - r0, c - c0);
+                        if cw { o[r0 + n - j][c0 + i] } else { o[r0 + j][c0 + n - i] }
+                    });
                 }
             }
         }
@@ -161,7 +178,7 @@ pub(crate) fn apply<const S: usize>(s: &mut ArcState<S>, op: i32, raw: &Mask<S>,
                 s.dims = [nh as u8, nw as u8];
             }
         }
-        _ => {} // 34 submit: grid unchanged
+        _ => {} // 10-19 without exactly one cell, and 34 submit: grid unchanged
     }
 }
 
@@ -178,7 +195,11 @@ pub(crate) fn pad<const S: usize>(g: &mut Grid<S>, h: usize, w: usize) {
 
 /// JaxARC's `jnp.rot90` of the canvas-sized array that is zero outside the bbox, merged
 /// over the grid with the bbox cleared (rotates about the canvas centre).
-fn rotate_canvas<const S: usize>(g: &mut Grid<S>, (r0, r1, c0, c1): (usize, usize, usize, usize), cw: bool) {
+fn rotate_canvas<const S: usize>(
+    g: &mut Grid<S>,
+    (r0, r1, c0, c1): (usize, usize, usize, usize),
+    cw: bool,
+) {
     let inside = |r: usize, c: usize| r >= r0 && r <= r1 && c >= c0 && c <= c1;
     let old = *g;
     for r in 0..S {

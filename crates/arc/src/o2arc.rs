@@ -81,7 +81,10 @@ pub(crate) fn flood_fill<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, c: 
 
 /// Bounding box for an object op: `(xmin, xmax, ymin, ymax, stored)`, where `stored` means
 /// it came from the persistent object (int8 arithmetic in ARCLE).
-fn init_objsel<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) -> Option<(i32, i32, i32, i32, bool)> {
+fn init_objsel<const S: usize>(
+    s: &mut ArcState<S>,
+    sel: &Mask<S>,
+) -> Option<(i32, i32, i32, i32, bool)> {
     if let Some((r0, r1, c0, c1)) = grid::bbox(sel) {
         let (h, w) = (r1 - r0 + 1, c1 - c0 + 1);
         let o = &mut s.object;
@@ -180,12 +183,15 @@ pub(crate) fn rotate<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, k: i32)
     let [h8, w8] = s.object.dim;
     let (h, w) = (h8 as usize, w8 as usize);
     // ARCLE adds int8 coordinates of a stored object in int8 (wrapping), fresh ones in int64.
-    let sum = |a: i32, b: i32| if stored { (a as i8).wrapping_add(b as i8) as f64 } else { (a + b) as f64 };
+    let sum = |a: i32, b: i32| {
+        if stored { (a as i8).wrapping_add(b as i8) as f64 } else { (a + b) as f64 }
+    };
     let cx = sum(xmax, xmin) * 0.5;
     let cy = sum(ymax, ymin) * 0.5;
     if h % 2 == w % 2 {
         let [x, y] = s.object.pos;
-        s.object.pos = [(cx - cy + y as f64).floor() as i64 as i8, (cy - cx + x as f64).floor() as i64 as i8];
+        s.object.pos =
+            [(cx - cy + y as f64).floor() as i64 as i8, (cy - cx + x as f64).floor() as i64 as i8];
     } else {
         s.object.parity = (s.object.parity + k as i8) % 2;
         let sig = ((k + 2) % 4 - 2) as f64;
@@ -225,7 +231,12 @@ pub(crate) fn flip<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, horizonta
 /// CopyI (op 28, from the input) / CopyO (op 29, from the working grid): non-black selected
 /// cells of the bbox go top-left into the clipboard. ARCLE's bounds check lets the bbox
 /// reach one row/column past the source's dims.
-pub(crate) fn copy<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, pair: &PairGrids<S>, from_input: bool) {
+pub(crate) fn copy<const S: usize>(
+    s: &mut ArcState<S>,
+    sel: &Mask<S>,
+    pair: &PairGrids<S>,
+    from_input: bool,
+) {
     reset_sel(s);
     let Some((r0, r1, c0, c1)) = grid::bbox(sel) else { return };
     let (src, sd) = if from_input { (&pair.input, pair.in_dims) } else { (&s.grid, s.dims) };

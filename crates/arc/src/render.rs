@@ -39,7 +39,11 @@ pub fn ansi_task(t: &Task) -> String {
     let mut out = String::new();
     for (name, pairs) in [("train", &t.train), ("test", &t.test)] {
         for (i, p) in pairs.iter().enumerate() {
-            let _ = writeln!(out, "{name}[{i}]: {}x{} -> {}x{}", p.input.h, p.input.w, p.output.h, p.output.w);
+            let _ = writeln!(
+                out,
+                "{name}[{i}]: {}x{} -> {}x{}",
+                p.input.h, p.input.w, p.output.h, p.output.w
+            );
             let (a, b) = (ansi_grid(&p.input), ansi_grid(&p.output));
             for r in 0..a.len().max(b.len()) {
                 let left = a.get(r).map_or_else(|| " ".repeat(2 * p.input.w), |s| s.clone());
@@ -57,7 +61,8 @@ pub fn ansi_task(t: &Task) -> String {
 pub fn task_image(t: &Task, cell: usize) -> (usize, usize, Vec<u8>) {
     let pairs: Vec<_> = t.train.iter().chain(&t.test).collect();
     let gap = cell.max(2);
-    let col_w = |f: fn(&crate::Pair) -> &GridData| pairs.iter().map(|p| f(p).w).max().unwrap_or(1) * cell;
+    let col_w =
+        |f: fn(&crate::Pair) -> &GridData| pairs.iter().map(|p| f(p).w).max().unwrap_or(1) * cell;
     let (wi, wo) = (col_w(|p| &p.input), col_w(|p| &p.output));
     let width = gap + wi + gap + wo + gap;
     let heights: Vec<usize> = pairs.iter().map(|p| p.input.h.max(p.output.h) * cell).collect();
@@ -88,7 +93,12 @@ mod tests {
     #[test]
     fn image_has_the_colours_of_the_cells() {
         let g = GridData::from_rows(&[vec![1, 2], vec![3, 4]]);
-        let t = Task { id: "x".into(), group: String::new(), train: vec![Pair { input: g.clone(), output: g }], test: vec![] };
+        let t = Task {
+            id: "x".into(),
+            group: String::new(),
+            train: vec![Pair { input: g.clone(), output: g }],
+            test: vec![],
+        };
         let (w, h, img) = task_image(&t, 4);
         assert_eq!(img.len(), w * h * 3);
         let px = |x: usize, y: usize| &img[(y * w + x) * 3..(y * w + x) * 3 + 3];

@@ -194,9 +194,16 @@ fn fast_task(t: &FastTask, id: &str, group: &str) -> Option<Task> {
         if ps.is_empty() {
             return None;
         }
-        ps.iter().map(|p| Some(Pair { input: fast_grid(&p.input)?, output: fast_grid(&p.output)? })).collect()
+        ps.iter()
+            .map(|p| Some(Pair { input: fast_grid(&p.input)?, output: fast_grid(&p.output)? }))
+            .collect()
     };
-    Some(Task { id: id.into(), group: group.into(), train: pairs(&t.train)?, test: pairs(&t.test)? })
+    Some(Task {
+        id: id.into(),
+        group: group.into(),
+        train: pairs(&t.train)?,
+        test: pairs(&t.test)?,
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -221,10 +228,20 @@ fn convert_grid(
     let h = rows.len();
     let w = rows.first().map_or(0, |r| r.len());
     if h == 0 || w == 0 {
-        return Err(grid_err(path, task, what, format!("empty grid ({h}x{w}); grids are 1x1 to 30x30")));
+        return Err(grid_err(
+            path,
+            task,
+            what,
+            format!("empty grid ({h}x{w}); grids are 1x1 to 30x30"),
+        ));
     }
     if h > MAX_SIDE || w > MAX_SIDE {
-        return Err(grid_err(path, task, what, format!("grid is {h}x{w}; at most 30x30 is accepted")));
+        return Err(grid_err(
+            path,
+            task,
+            what,
+            format!("grid is {h}x{w}; at most 30x30 is accepted"),
+        ));
     }
     let mut cells = Vec::with_capacity(h * w);
     for (r, row) in rows.iter().enumerate() {
@@ -240,10 +257,20 @@ fn convert_grid(
             match cell {
                 RawCell::Int(v @ 0..=9) => cells.push(*v as u8),
                 RawCell::Int(v) => {
-                    return Err(grid_err(path, task, what, format!("row {r}, column {c}: colour {v} outside 0-9")));
+                    return Err(grid_err(
+                        path,
+                        task,
+                        what,
+                        format!("row {r}, column {c}: colour {v} outside 0-9"),
+                    ));
                 }
                 RawCell::Bad(v) => {
-                    return Err(grid_err(path, task, what, format!("row {r}, column {c}: {v} is not a colour 0-9")));
+                    return Err(grid_err(
+                        path,
+                        task,
+                        what,
+                        format!("row {r}, column {c}: {v} is not a colour 0-9"),
+                    ));
                 }
             }
         }
@@ -251,16 +278,31 @@ fn convert_grid(
     Ok(GridData { h, w, cells })
 }
 
-fn convert_pairs(raw: &[RawPair], path: &Path, task: &str, split: &str) -> Result<Vec<Pair>, ArcError> {
+fn convert_pairs(
+    raw: &[RawPair],
+    path: &Path,
+    task: &str,
+    split: &str,
+) -> Result<Vec<Pair>, ArcError> {
     if raw.is_empty() {
-        return Err(grid_err(path, task, split.into(), "no pairs; at least one is required".into()));
+        return Err(grid_err(
+            path,
+            task,
+            split.into(),
+            "no pairs; at least one is required".into(),
+        ));
     }
     raw.iter()
         .enumerate()
         .map(|(i, p)| {
             Ok(Pair {
                 input: convert_grid(p.input.as_ref(), path, task, format!("{split}[{i}].input"))?,
-                output: convert_grid(p.output.as_ref(), path, task, format!("{split}[{i}].output"))?,
+                output: convert_grid(
+                    p.output.as_ref(),
+                    path,
+                    task,
+                    format!("{split}[{i}].output"),
+                )?,
             })
         })
         .collect()
@@ -316,7 +358,10 @@ impl TaskBank {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name.contains("challenges") {
             let sol = path.with_file_name(name.replace("challenges", "solutions"));
-            return Ok((Self::load_challenges(path, sol.exists().then_some(sol.as_path()))?, Vec::new()));
+            return Ok((
+                Self::load_challenges(path, sol.exists().then_some(sol.as_path()))?,
+                Vec::new(),
+            ));
         }
         let tasks = Self::parse_file(path, "")?;
         Ok((TaskBank::from_tasks(tasks), Vec::new()))
@@ -326,7 +371,8 @@ impl TaskBank {
         let mut files = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            let entries = std::fs::read_dir(&d).map_err(|source| ArcError::Io { path: d.clone(), source })?;
+            let entries =
+                std::fs::read_dir(&d).map_err(|source| ArcError::Io { path: d.clone(), source })?;
             for e in entries {
                 let p = e.map_err(|source| ArcError::Io { path: d.clone(), source })?.path();
                 if p.is_dir() {
@@ -370,7 +416,10 @@ impl TaskBank {
         let bytes = read(path)?;
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("task").to_string();
         // Fast path: a well-formed single task file.
-        if let Some(t) = serde_json::from_slice::<FastTask>(&bytes).ok().and_then(|t| fast_task(&t, &stem, group)) {
+        if let Some(t) = serde_json::from_slice::<FastTask>(&bytes)
+            .ok()
+            .and_then(|t| fast_task(&t, &stem, group))
+        {
             return Ok(vec![t]);
         }
         if let Ok(raw) = serde_json::from_slice::<RawTask>(&bytes) {
@@ -380,7 +429,10 @@ impl TaskBank {
             .map_err(|e| format_err(path, format!("not valid JSON: {e}")))?;
         if is_task_object(&value) {
             // Looked like a task but did not parse as one: report the precise problem.
-            let e = serde_json::from_value::<RawTask>(value).err().map(|e| e.to_string()).unwrap_or_default();
+            let e = serde_json::from_value::<RawTask>(value)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             return Err(format_err(path, format!("task {stem}: {e}")));
         }
         let Some(obj) = value.as_object() else {
@@ -405,40 +457,65 @@ impl TaskBank {
         Ok(tasks)
     }
 
-    fn task_from_value(path: &Path, id: &str, group: &str, v: &serde_json::Value) -> Result<Task, ArcError> {
-        let raw = RawTask::deserialize(v).map_err(|e| format_err(path, format!("task {id}: {e}")))?;
+    fn task_from_value(
+        path: &Path,
+        id: &str,
+        group: &str,
+        v: &serde_json::Value,
+    ) -> Result<Task, ArcError> {
+        let raw =
+            RawTask::deserialize(v).map_err(|e| format_err(path, format!("task {id}: {e}")))?;
         convert_task(&raw, path, id, group)
     }
 
     /// Loads the ARC Prize layout: `challenges` maps ids to tasks whose test pairs have no
     /// output; `solutions` maps ids to the list of test outputs. Without a solutions file
     /// every test output is missing, which is an error naming the task.
-    pub fn load_challenges(challenges: &Path, solutions: Option<&Path>) -> Result<TaskBank, ArcError> {
+    pub fn load_challenges(
+        challenges: &Path,
+        solutions: Option<&Path>,
+    ) -> Result<TaskBank, ArcError> {
         let ch: HashMap<String, serde_json::Value> = serde_json::from_slice(&read(challenges)?)
-            .map_err(|e| format_err(challenges, format!("not a {{task_id: task}} JSON object: {e}")))?;
+            .map_err(|e| {
+                format_err(challenges, format!("not a {{task_id: task}} JSON object: {e}"))
+            })?;
         let sol: HashMap<String, Vec<Vec<Vec<RawCell>>>> = match solutions {
-            Some(p) => serde_json::from_slice(&read(p)?)
-                .map_err(|e| format_err(p, format!("not a {{task_id: [output grids]}} JSON object: {e}")))?,
+            Some(p) => serde_json::from_slice(&read(p)?).map_err(|e| {
+                format_err(p, format!("not a {{task_id: [output grids]}} JSON object: {e}"))
+            })?,
             None => HashMap::new(),
         };
         let mut ids: Vec<&String> = ch.keys().collect();
         ids.sort();
         let mut tasks = Vec::with_capacity(ids.len());
         for id in ids {
-            let mut raw = RawTask::deserialize(&ch[id]).map_err(|e| format_err(challenges, format!("task {id}: {e}")))?;
+            let mut raw = RawTask::deserialize(&ch[id])
+                .map_err(|e| format_err(challenges, format!("task {id}: {e}")))?;
             if let Some(outs) = sol.get(id) {
                 if outs.len() != raw.test.len() {
                     return Err(format_err(
                         solutions.unwrap_or(challenges),
-                        format!("task {id}: {} solutions for {} test inputs", outs.len(), raw.test.len()),
+                        format!(
+                            "task {id}: {} solutions for {} test inputs",
+                            outs.len(),
+                            raw.test.len()
+                        ),
                     ));
                 }
                 for (p, o) in raw.test.iter_mut().zip(outs.iter()) {
                     if p.output.is_none() {
-                        p.output = Some(o.iter().map(|r| r.iter().map(|c| match c {
-                            RawCell::Int(v) => RawCell::Int(*v),
-                            RawCell::Bad(s) => RawCell::Bad(s.clone()),
-                        }).collect()).collect());
+                        p.output = Some(
+                            o.iter()
+                                .map(|r| {
+                                    r.iter()
+                                        .map(|c| match c {
+                                            RawCell::Int(v) => RawCell::Int(*v),
+                                            RawCell::Bad(s) => RawCell::Bad(s.clone()),
+                                        })
+                                        .collect()
+                                })
+                                .collect(),
+                        );
                     }
                 }
             }
@@ -469,8 +546,10 @@ impl TaskBank {
 
     /// Keeps only the tasks whose every grid fits an `s × s` canvas; returns the ids dropped.
     pub fn retain_fitting(&mut self, s: usize) -> Vec<String> {
-        let dropped = self.tasks.iter().filter(|t| t.max_side() > s).map(|t| t.id.clone()).collect();
-        let tasks = std::mem::take(&mut self.tasks).into_iter().filter(|t| t.max_side() <= s).collect();
+        let dropped =
+            self.tasks.iter().filter(|t| t.max_side() > s).map(|t| t.id.clone()).collect();
+        let tasks =
+            std::mem::take(&mut self.tasks).into_iter().filter(|t| t.max_side() <= s).collect();
         *self = TaskBank::from_tasks(tasks);
         dropped
     }
@@ -503,7 +582,10 @@ mod tests {
 
     #[test]
     fn mini_arc_string_colours_and_null() {
-        let p = tmp("m.json", r#"{"train":[{"input":[["1",null]],"output":[["0","9"]]}],"test":[{"input":[["2","3"]],"output":[["3","2"]]}]}"#);
+        let p = tmp(
+            "m.json",
+            r#"{"train":[{"input":[["1",null]],"output":[["0","9"]]}],"test":[{"input":[["2","3"]],"output":[["3","2"]]}]}"#,
+        );
         let (b, _) = TaskBank::load(&p, LoadOptions::default()).unwrap();
         assert_eq!(b.tasks()[0].train[0].input.cells, vec![1, 0]);
     }
@@ -515,21 +597,37 @@ mod tests {
 
     #[test]
     fn errors_name_file_task_pair_row_column() {
-        let e = err_of(r#"{"train":[{"input":[[1,2],[3]],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#);
-        assert!(e.contains("bad.json") && e.contains("task bad") && e.contains("train[0].input") && e.contains("row 1"), "{e}");
-        let e = err_of(r#"{"train":[{"input":[[1,12]],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#);
+        let e = err_of(
+            r#"{"train":[{"input":[[1,2],[3]],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#,
+        );
+        assert!(
+            e.contains("bad.json")
+                && e.contains("task bad")
+                && e.contains("train[0].input")
+                && e.contains("row 1"),
+            "{e}"
+        );
+        let e = err_of(
+            r#"{"train":[{"input":[[1,12]],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#,
+        );
         assert!(e.contains("row 0, column 1: colour 12 outside 0-9"), "{e}");
-        let e = err_of(r#"{"train":[{"input":[],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#);
+        let e = err_of(
+            r#"{"train":[{"input":[],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#,
+        );
         assert!(e.contains("empty grid"), "{e}");
         let row = format!("[{}]", vec!["0"; 31].join(","));
         let big = format!("[{row},{row}]");
-        let e = err_of(&format!(r#"{{"train":[{{"input":{big},"output":[[1]]}}],"test":[{{"input":[[0]],"output":[[9]]}}]}}"#));
+        let e = err_of(&format!(
+            r#"{{"train":[{{"input":{big},"output":[[1]]}}],"test":[{{"input":[[0]],"output":[[9]]}}]}}"#
+        ));
         assert!(e.contains("2x31") && e.contains("at most 30x30"), "{e}");
         let e = err_of(r#"{"train":[{"input":[[1]],"output":[[1]]}],"test":[{"input":[[0]]}]}"#);
         assert!(e.contains("test[0].output: missing"), "{e}");
         let e = err_of("{not json");
         assert!(e.contains("not valid JSON"), "{e}");
-        let e = err_of(r#"{"train":[{"input":[["x"]],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#);
+        let e = err_of(
+            r#"{"train":[{"input":[["x"]],"output":[[1]]}],"test":[{"input":[[0]],"output":[[9]]}]}"#,
+        );
         assert!(e.contains("\"x\" is not a colour"), "{e}");
     }
 
@@ -549,7 +647,10 @@ mod tests {
 
     #[test]
     fn challenges_and_solutions() {
-        let ch = tmp("x_challenges.json", r#"{"a":{"train":[{"input":[[1]],"output":[[2]]}],"test":[{"input":[[3]]}]}}"#);
+        let ch = tmp(
+            "x_challenges.json",
+            r#"{"a":{"train":[{"input":[[1]],"output":[[2]]}],"test":[{"input":[[3]]}]}}"#,
+        );
         tmp("x_solutions.json", r#"{"a":[[[4]]]}"#);
         let (b, _) = TaskBank::load(&ch, LoadOptions::default()).unwrap();
         assert_eq!(b.tasks()[0].test[0].output.cells, vec![4]);

@@ -1,7 +1,9 @@
 //! The task bank and environment on the real datasets in `../shared/data` (CI has them).
 //! Each test prints a clear SKIP line and passes when the data directory is absent.
 
-use kestrel_arc::{ArcAction, ArcEnv, ArcParams, LoadOptions, Mode, SelKind, TaskBank, sample_action};
+use kestrel_arc::{
+    ArcAction, ArcEnv, ArcParams, LoadOptions, Mode, SelKind, TaskBank, sample_action,
+};
 use kestrel_core::{Key, VecEnv};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,15 +61,22 @@ fn envs_run_on_real_tasks_in_both_modes() {
         let mut v = VecEnv::new(env.clone(), p, 256, 5).unwrap();
         let (mut truncs, mut terms) = (0, 0);
         for _ in 0..400 {
-            v.step_with(|_, key, _, a: &mut [ArcAction<30>]| a[0] = sample_action::<30>(&mut key.rng(), SelKind::Mask));
+            v.step_with(|_, key, _, a: &mut [ArcAction<30>]| {
+                a[0] = sample_action::<30>(&mut key.rng(), SelKind::Mask)
+            });
             truncs += v.truncated().iter().filter(|&&t| t).count();
             terms += v.terminated().iter().filter(|&&t| t).count();
         }
         match mode {
             // Unlimited trials: random play almost never solves, so episodes run to the limit.
-            Mode::O2arc => assert!(truncs >= 2 * 256 - 16 && terms < 16, "{truncs} truncated, {terms} terminated"),
+            Mode::O2arc => assert!(
+                truncs >= 2 * 256 - 16 && terms < 16,
+                "{truncs} truncated, {terms} terminated"
+            ),
             // Every Submit terminates (1 op in 35).
-            Mode::Jaxarc => assert!(terms > 256 * 400 / 35 / 2, "{truncs} truncated, {terms} terminated"),
+            Mode::Jaxarc => {
+                assert!(terms > 256 * 400 / 35 / 2, "{truncs} truncated, {terms} terminated")
+            }
         }
     }
     // Reset samples all tasks over time.

@@ -4,8 +4,8 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, GridData, JaxBugs, Layout, Mode, Pair, SelKind, Selection,
-    Split, Task, TaskBank, sample_action,
+    ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, GridData, JaxBugs, Layout, Mode, Pair,
+    SelKind, Selection, Split, Task, TaskBank, sample_action,
 };
 use kestrel_core::{Env, Key, VecEnv};
 use kestrel_testkit::{Conformance, check_env};
@@ -19,7 +19,11 @@ fn generated<const S: usize>() -> ArcEnv<S> {
 }
 
 fn one_task<const S: usize>(input: &[&str], output: &[&str]) -> ArcEnv<S> {
-    let g = |rows: &[&str]| GridData::from_rows(&rows.iter().map(|r| r.bytes().map(|b| b - b'0').collect()).collect::<Vec<_>>());
+    let g = |rows: &[&str]| {
+        GridData::from_rows(
+            &rows.iter().map(|r| r.bytes().map(|b| b - b'0').collect()).collect::<Vec<_>>(),
+        )
+    };
     let p = Pair { input: g(input), output: g(output) };
     let t = Task { id: "t".into(), group: String::new(), train: vec![p.clone()], test: vec![p] };
     ArcEnv::new(Arc::new(TaskBank::from_tasks(vec![t]))).unwrap()
@@ -35,7 +39,8 @@ fn conformance_all_modes_and_layouts() {
     for mode in [Mode::O2arc, Mode::Jaxarc] {
         for layout in [Layout::Compact, Layout::Full] {
             for kind in [SelKind::Mask, SelKind::BBox, SelKind::Point] {
-                let p = ArcParams { mode, layout, max_episode_steps: Some(40), ..ArcParams::default() };
+                let p =
+                    ArcParams { mode, layout, max_episode_steps: Some(40), ..ArcParams::default() };
                 check_env(&env, &p, &Conformance { steps: 90, seed: 3 }, policy::<30>(kind));
             }
         }
@@ -55,7 +60,9 @@ fn act<const S: usize>(op: i32, sel: Selection<S>) -> ArcAction<S> {
 
 fn rows<const S: usize>(s: &ArcState<S>) -> Vec<String> {
     (0..s.dims[0] as usize)
-        .map(|r| (0..s.dims[1] as usize).map(|c| (b'0' as i8 + s.grid[r][c]) as u8 as char).collect())
+        .map(|r| {
+            (0..s.dims[1] as usize).map(|c| (b'0' as i8 + s.grid[r][c]) as u8 as char).collect()
+        })
         .collect()
 }
 
@@ -66,7 +73,8 @@ fn o2arc_out_of_range_op_is_a_noop() {
     for op in [-1, 35, 1000, i32::MIN] {
         let mut s = state(&env, &p);
         let before = s.clone();
-        let (r, term) = env.apply(&p, &mut s, &act(op, Selection::BBox { r1: 0, c1: 0, r2: 1, c2: 1 }));
+        let (r, term) =
+            env.apply(&p, &mut s, &act(op, Selection::BBox { r1: 0, c1: 0, r2: 1, c2: 1 }));
         assert_eq!((r, term), (0.0, false));
         assert_eq!(s.grid, before.grid);
         assert_eq!(s.steps, 1);
@@ -139,7 +147,10 @@ fn jaxarc_fixed_rotation_turns_about_the_bbox() {
     let mut s = state(&env, &p);
     env.apply(&p, &mut s, &act(24, block));
     assert_eq!(rows(&s), ["310", "420", "000"], "clockwise in place");
-    let p = ArcParams { bugs: JaxBugs { canvas_rotation: true, ..Default::default() }, ..ArcParams::jaxarc() };
+    let p = ArcParams {
+        bugs: JaxBugs { canvas_rotation: true, ..Default::default() },
+        ..ArcParams::jaxarc()
+    };
     let mut s = state(&env, &p);
     env.apply(&p, &mut s, &act(24, block));
     assert_eq!(rows(&s), ["000", "000", "000"], "bug: the block leaves the working area");
@@ -155,7 +166,10 @@ fn jaxarc_fixed_resize_can_enlarge() {
     env.apply(&p, &mut s, &act(33, far));
     assert_eq!(rows(&s), ["120", "340", "000", "000"]);
     assert_eq!(s.grid[4][0], -1, "outside the new area stays padding");
-    let p = ArcParams { bugs: JaxBugs { shrink_only_resize: true, ..Default::default() }, ..ArcParams::jaxarc() };
+    let p = ArcParams {
+        bugs: JaxBugs { shrink_only_resize: true, ..Default::default() },
+        ..ArcParams::jaxarc()
+    };
     let mut s = state(&env, &p);
     env.apply(&p, &mut s, &act(33, far));
     assert_eq!(s.dims, [2, 2], "bug: the selection outside the mask is dropped");
@@ -184,7 +198,11 @@ fn jaxarc_fixed_flood_fill_has_no_cap() {
         s.grid.iter().flatten().filter(|&&v| v == 2).count()
     };
     assert_eq!(filled(JaxBugs::default()), corridor);
-    assert_eq!(filled(JaxBugs { flood_fill_cap: true, ..Default::default() }), 65, "bug: 64 dilation steps");
+    assert_eq!(
+        filled(JaxBugs { flood_fill_cap: true, ..Default::default() }),
+        65,
+        "bug: 64 dilation steps"
+    );
     // o2arc flood fill (ARCLE's DFS) has no cap either.
     let p = ArcParams::default();
     let mut s = state(&env, &p);
@@ -201,7 +219,11 @@ fn jaxarc_fixed_similarity_eval_success_clear_and_copy_input() {
     let mut s = state(&env, &p);
     let (r, term) = env.apply(&p, &mut s, &submit);
     assert!(term && r == -0.005 + 10.0, "reward {r}");
-    let p = ArcParams { split: Split::Test, bugs: JaxBugs { eval_no_success: true, ..Default::default() }, ..ArcParams::jaxarc() };
+    let p = ArcParams {
+        split: Split::Test,
+        bugs: JaxBugs { eval_no_success: true, ..Default::default() },
+        ..ArcParams::jaxarc()
+    };
     let mut s = state(&env, &p);
     assert_eq!(env.apply(&p, &mut s, &submit).0, -0.005 + -1.0, "bug: no success possible in eval");
     // A working grid larger than the target only scores 1 under the top-left bug.
@@ -212,7 +234,10 @@ fn jaxarc_fixed_similarity_eval_success_clear_and_copy_input() {
     s.grid[0][..2].copy_from_slice(&[1, 2]);
     s.grid[1][..2].copy_from_slice(&[3, 4]);
     assert!(env.apply(&p, &mut s, &submit).0 < 0.0, "fixed: wrong dims are not a success");
-    let pb = ArcParams { bugs: JaxBugs { top_left_similarity: true, ..Default::default() }, ..ArcParams::jaxarc() };
+    let pb = ArcParams {
+        bugs: JaxBugs { top_left_similarity: true, ..Default::default() },
+        ..ArcParams::jaxarc()
+    };
     let mut s = state(&env, &pb);
     env.apply(&pb, &mut s, &act(33, big));
     s.grid[0][..2].copy_from_slice(&[1, 2]);
@@ -223,7 +248,10 @@ fn jaxarc_fixed_similarity_eval_success_clear_and_copy_input() {
     let mut s = state(&env, &p);
     env.apply(&p, &mut s, &act(31, Selection::Mask([0; 5])));
     assert_eq!((s.grid[0][0], s.grid[4][4]), (0, -1));
-    let pc = ArcParams { bugs: JaxBugs { clear_overwrites_padding: true, ..Default::default() }, ..ArcParams::jaxarc() };
+    let pc = ArcParams {
+        bugs: JaxBugs { clear_overwrites_padding: true, ..Default::default() },
+        ..ArcParams::jaxarc()
+    };
     let mut s = state(&env, &pc);
     env.apply(&pc, &mut s, &act(31, Selection::Mask([0; 5])));
     assert_eq!(s.grid[4][4], 0);
@@ -232,7 +260,10 @@ fn jaxarc_fixed_similarity_eval_success_clear_and_copy_input() {
     env.apply(&p, &mut s, &act(33, Selection::Point { row: 3, col: 3 }));
     env.apply(&p, &mut s, &act(32, Selection::Mask([0; 5])));
     assert_eq!(s.dims, [2, 2]);
-    let pk = ArcParams { bugs: JaxBugs { copy_input_keeps_mask: true, ..Default::default() }, ..ArcParams::jaxarc() };
+    let pk = ArcParams {
+        bugs: JaxBugs { copy_input_keeps_mask: true, ..Default::default() },
+        ..ArcParams::jaxarc()
+    };
     let mut s = state(&env, &pk);
     env.apply(&pk, &mut s, &act(33, Selection::Point { row: 3, col: 3 }));
     env.apply(&pk, &mut s, &act(32, Selection::Mask([0; 5])));
@@ -251,7 +282,10 @@ fn jaxarc_fixed_start_grid_is_the_episode_pair() {
         let mut obs = vec![0i8; 27];
         let s = env.reset(&p, Key::new(seed), &mut obs);
         assert_eq!(s.grid[0][0], s.pair as i8);
-        let pb = ArcParams { bugs: JaxBugs { wrong_pair_init: true, ..Default::default() }, ..ArcParams::jaxarc() };
+        let pb = ArcParams {
+            bugs: JaxBugs { wrong_pair_init: true, ..Default::default() },
+            ..ArcParams::jaxarc()
+        };
         let s = env.reset(&pb, Key::new(seed), &mut obs);
         wrong += (s.grid[0][0] != s.pair as i8) as u32;
     }
@@ -291,7 +325,12 @@ fn validate_rejects_bad_params() {
     assert!(env.validate(&p).unwrap_err().to_string().contains("tasks"));
     assert!(env.validate(&ArcParams { demo_pairs: 11, ..ArcParams::default() }).is_err());
     assert!(env.validate(&ArcParams::default()).is_ok());
-    let t = kestrel_arc::generator::generate_task(Family::ScaleUp, 0, 0, &GenConfig { max_side: 30, ..GenConfig::default() });
+    let t = kestrel_arc::generator::generate_task(
+        Family::ScaleUp,
+        0,
+        0,
+        &GenConfig { max_side: 30, ..GenConfig::default() },
+    );
     let too_big = ArcEnv::<5>::new(Arc::new(TaskBank::from_tasks(vec![t])));
     assert!(too_big.unwrap_err().to_string().contains("larger than the 5x5 canvas"));
 }

@@ -6,7 +6,9 @@
 //! state is synced once after reset; then only actions are replayed, including op ids
 //! outside 0–34 and bbox/point coordinates off the canvas.
 
-use kestrel_arc::{ArcAction, ArcEnv, ArcParams, GridData, JaxBugs, Pair, Selection, Split, Task, TaskBank};
+use kestrel_arc::{
+    ArcAction, ArcEnv, ArcParams, GridData, JaxBugs, Pair, Selection, Split, Task, TaskBank,
+};
 use kestrel_core::Key;
 use serde_json::Value;
 use std::sync::Arc;
@@ -31,13 +33,22 @@ fn check<const S: usize>(file: &str) {
     let mut steps = 0;
     for (e, ep) in fx["episodes"].as_array().unwrap().iter().enumerate() {
         let pair = Pair { input: grid_of(&ep["input"]), output: grid_of(&ep["output"]) };
-        let task = Task { id: "gen".into(), group: String::new(), train: vec![pair.clone()], test: vec![pair] };
+        let task = Task {
+            id: "gen".into(),
+            group: String::new(),
+            train: vec![pair.clone()],
+            test: vec![pair],
+        };
         let env = ArcEnv::<S>::new(Arc::new(TaskBank::from_tasks(vec![task]))).unwrap();
         let eval = ep["mode"].as_i64().unwrap() == 1;
         // The fixture builds JaxARC's state from the episode pair itself (synced reset), so
         // the wrong-pair start bug, which only acts inside reset, stays off here.
         let bugs = JaxBugs { wrong_pair_init: false, ..JaxBugs::all() };
-        let params = ArcParams { bugs, split: if eval { Split::Test } else { Split::Train }, ..ArcParams::jaxarc() };
+        let params = ArcParams {
+            bugs,
+            split: if eval { Split::Test } else { Split::Train },
+            ..ArcParams::jaxarc()
+        };
         let mut s = env.init_state(&params, 0, 0, eval, Key::new(0));
         for (t, st) in ep["steps"].as_array().unwrap().iter().enumerate() {
             let sel = if let Some(m) = st.get("mask") {
@@ -45,7 +56,12 @@ fn check<const S: usize>(file: &str) {
                 Selection::Mask(std::array::from_fn(|r| m[r] as u32))
             } else if let Some(b) = st.get("bbox") {
                 let b = ints(b);
-                Selection::BBox { r1: b[0] as i32, c1: b[1] as i32, r2: b[2] as i32, c2: b[3] as i32 }
+                Selection::BBox {
+                    r1: b[0] as i32,
+                    c1: b[1] as i32,
+                    r2: b[2] as i32,
+                    c2: b[3] as i32,
+                }
             } else {
                 let p = ints(&st["point"]);
                 Selection::Point { row: p[0] as i32, col: p[1] as i32 }
@@ -55,9 +71,18 @@ fn check<const S: usize>(file: &str) {
             let at = format!("{file} episode {e} step {t} (op {}, {:?})", a.op, a.sel);
             assert_eq!(enc(&s.grid), st["grid"].as_str().unwrap(), "grid at {at}");
             assert_eq!(s.dims.map(i64::from).to_vec(), ints(&st["dims"]), "dims at {at}");
-            assert_eq!(s.selected.iter().map(|&b| b as i64).collect::<Vec<_>>(), ints(&st["selected"]), "selected at {at}");
+            assert_eq!(
+                s.selected.iter().map(|&b| b as i64).collect::<Vec<_>>(),
+                ints(&st["selected"]),
+                "selected at {at}"
+            );
             assert_eq!(enc(&s.clip), st["clip"].as_str().unwrap(), "clipboard at {at}");
-            assert_eq!(s.similarity.to_bits() as u64, st["sim"].as_u64().unwrap(), "similarity {} at {at}", s.similarity);
+            assert_eq!(
+                s.similarity.to_bits() as u64,
+                st["sim"].as_u64().unwrap(),
+                "similarity {} at {at}",
+                s.similarity
+            );
             assert_eq!(r.to_bits() as u64, st["reward"].as_u64().unwrap(), "reward {r} at {at}");
             assert_eq!(term, st["step_type"].as_i64().unwrap() == 2, "terminated at {at}");
             steps += 1;

@@ -4,8 +4,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use kestrel_arc::generator::{Family, GenConfig, generate_bank, generate_task};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, JAXARC_OPS, JaxBugs, Layout, LoadOptions, Mode, O2ARC_OPS, SelKind, Selection,
-    Split, Task, TaskBank, render, sample_action,
+    ArcAction, ArcEnv, ArcParams, JAXARC_OPS, JaxBugs, Layout, LoadOptions, Mode, O2ARC_OPS,
+    SelKind, Selection, Split, Task, TaskBank, render, sample_action,
 };
 use kestrel_core::{Key, VecEnv};
 use serde_json::{Value, json};
@@ -13,6 +13,15 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
+macro_rules! outln {
+    ($($t:tt)*) => { writeln!(std::io::stdout().lock(), $($t)*)? };
+}
+/// `print!` that returns an error instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => { write!(std::io::stdout().lock(), $($t)*)? };
+}
 
 #[derive(Subcommand)]
 pub enum ArcCmd {
@@ -88,7 +97,12 @@ impl Source {
                 let t0 = Instant::now();
                 let (bank, skipped) = TaskBank::load(p, LoadOptions { strict: self.strict })?;
                 if !quiet {
-                    eprintln!("loaded {} tasks from {} in {:.1} ms", bank.len(), p.display(), t0.elapsed().as_secs_f64() * 1e3);
+                    eprintln!(
+                        "loaded {} tasks from {} in {:.1} ms",
+                        bank.len(),
+                        p.display(),
+                        t0.elapsed().as_secs_f64() * 1e3
+                    );
                 }
                 for s in &skipped {
                     eprintln!("skipped {}: {}", s.path.display(), s.error);
@@ -101,7 +115,11 @@ impl Source {
                 } else {
                     self.families.iter().map(|f| Family::parse(f)).collect::<Result<_, _>>()?
                 };
-                let cfg = GenConfig { max_side: self.max_side, difficulty: self.difficulty, ..GenConfig::default() };
+                let cfg = GenConfig {
+                    max_side: self.max_side,
+                    difficulty: self.difficulty,
+                    ..GenConfig::default()
+                };
                 Ok(generate_bank(&fams, self.tasks_per_family, self.gen_seed, &cfg)?)
             }
         }
@@ -117,10 +135,10 @@ impl Source {
             return Ok(bank.tasks()[i].clone());
         }
         let id = id.strip_prefix("gen:").unwrap_or(id);
-        if let Some((fam, idx)) = id.rsplit_once('-') {
-            if let (Ok(f), Ok(i)) = (Family::parse(fam), idx.parse::<u64>()) {
-                return Ok(generate_task(f, i, self.gen_seed, &self.gen_cfg()));
-            }
+        if let Some((fam, idx)) = id.rsplit_once('-')
+            && let (Ok(f), Ok(i)) = (Family::parse(fam), idx.parse::<u64>())
+        {
+            return Ok(generate_task(f, i, self.gen_seed, &self.gen_cfg()));
         }
         bail!("task {id:?} is neither in the loaded data nor a generator id like symmetry-3")
     }
@@ -165,7 +183,11 @@ fn env_for<const S: usize>(mut bank: TaskBank, task: Option<&Task>) -> Result<Ar
     }
     let dropped = bank.retain_fitting(S);
     if !dropped.is_empty() {
-        eprintln!("{} tasks larger than the {S}x{S} canvas left out (first: {})", dropped.len(), dropped[0]);
+        eprintln!(
+            "{} tasks larger than the {S}x{S} canvas left out (first: {})",
+            dropped.len(),
+            dropped[0]
+        );
     }
     Ok(ArcEnv::new(Arc::new(bank))?)
 }
@@ -222,9 +244,17 @@ impl From<LayoutArg> for Layout {
 }
 
 /// Steps per second of `VecEnv<ArcEnv<S>>` with random actions sampled inside the loop.
-pub fn time_batch<const S: usize>(env: &ArcEnv<S>, p: &ArcParams, n: usize, kind: SelKind, seconds: f64) -> Result<f64> {
+pub fn time_batch<const S: usize>(
+    env: &ArcEnv<S>,
+    p: &ArcParams,
+    n: usize,
+    kind: SelKind,
+    seconds: f64,
+) -> Result<f64> {
     let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)?;
-    let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| a[0] = sample_action::<S>(&mut key.rng(), kind);
+    let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| {
+        a[0] = sample_action::<S>(&mut key.rng(), kind)
+    };
     for _ in 0..3 {
         v.step_with(policy);
     }
@@ -259,13 +289,13 @@ fn bench(a: BenchArgs) -> Result<()> {
             let sps = pool.install(|| time_batch::<S>(&env, &p, n, kind, a.seconds))?;
             rows.push((n, sps));
             if !a.json {
-                println!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step  {:>8.2} GB/s obs written",
+                outln!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step  {:>8.2} GB/s obs written",
                     n, sps, 1e9 / sps, sps * obs_bytes as f64 / 1e9);
             }
         }
         let ops = if a.no_ops { Vec::new() } else { op_costs::<S>(&env, &p, kind) };
         if a.json {
-            println!("{}", json!({
+            outln!("{}", json!({
                 "canvas": S, "mode": format!("{:?}", a.mode), "layout": format!("{:?}", a.layout),
                 "sel": format!("{:?}", a.sel), "threads": a.threads, "tasks": env.bank().len(),
                 "obs_bytes": obs_bytes,
@@ -274,11 +304,11 @@ fn bench(a: BenchArgs) -> Result<()> {
             }));
         } else if !ops.is_empty() {
             let names = if p.mode == Mode::O2arc { &O2ARC_OPS } else { &JAXARC_OPS };
-            println!("\nper-operation cost (one env, one thread, random {:?} selections, sampling included):", a.sel);
+            outln!("\nper-operation cost (one env, one thread, random {:?} selections, sampling included):", a.sel);
             for (i, ns) in ops.iter().enumerate() {
-                print!("{:>3} {:<14}{:>8.1} ns{}", i, names[i], ns, if i % 3 == 2 { "\n" } else { "   " });
+                out!("{:>3} {:<14}{:>8.1} ns{}", i, names[i], ns, if i % 3 == 2 { "\n" } else { "   " });
             }
-            println!();
+            outln!();
         }
     });
     Ok(())
@@ -336,18 +366,29 @@ pub struct ReplayArgs {
 }
 
 fn parse_action<const S: usize>(v: &Value, at: &str) -> Result<ArcAction<S>> {
-    let op = v.get("op").and_then(Value::as_i64).ok_or_else(|| anyhow!("{at}: field \"op\" must be an integer, got {}", v.get("op").unwrap_or(&Value::Null)))?;
+    let op = v.get("op").and_then(Value::as_i64).ok_or_else(|| {
+        anyhow!(
+            "{at}: field \"op\" must be an integer, got {}",
+            v.get("op").unwrap_or(&Value::Null)
+        )
+    })?;
     let int = |x: &Value, f: &str| -> Result<i32> {
-        x.as_i64().map(|i| i as i32).ok_or_else(|| anyhow!("{at}: field {f:?} must hold integers, got {x}"))
+        x.as_i64()
+            .map(|i| i as i32)
+            .ok_or_else(|| anyhow!("{at}: field {f:?} must hold integers, got {x}"))
     };
     let sel = if let Some(m) = v.get("mask") {
-        let rows = m.as_array().ok_or_else(|| anyhow!("{at}: field \"mask\" must be a list of 0/1 rows, got {m}"))?;
+        let rows = m
+            .as_array()
+            .ok_or_else(|| anyhow!("{at}: field \"mask\" must be a list of 0/1 rows, got {m}"))?;
         if rows.len() > S {
             bail!("{at}: field \"mask\" has {} rows; the canvas has {S}", rows.len());
         }
         let mut mask = [0u32; S];
         for (r, row) in rows.iter().enumerate() {
-            let cells = row.as_array().ok_or_else(|| anyhow!("{at}: mask row {r} must be a list, got {row}"))?;
+            let cells = row
+                .as_array()
+                .ok_or_else(|| anyhow!("{at}: mask row {r} must be a list, got {row}"))?;
             if cells.len() > S {
                 bail!("{at}: mask row {r} has {} cells; the canvas has {S}", cells.len());
             }
@@ -359,10 +400,21 @@ fn parse_action<const S: usize>(v: &Value, at: &str) -> Result<ArcAction<S>> {
         }
         Selection::Mask(mask)
     } else if let Some(b) = v.get("bbox") {
-        let b = b.as_array().filter(|b| b.len() == 4).ok_or_else(|| anyhow!("{at}: field \"bbox\" must be [r1, c1, r2, c2], got {b}"))?;
-        Selection::BBox { r1: int(&b[0], "bbox")?, c1: int(&b[1], "bbox")?, r2: int(&b[2], "bbox")?, c2: int(&b[3], "bbox")? }
+        let b = b
+            .as_array()
+            .filter(|b| b.len() == 4)
+            .ok_or_else(|| anyhow!("{at}: field \"bbox\" must be [r1, c1, r2, c2], got {b}"))?;
+        Selection::BBox {
+            r1: int(&b[0], "bbox")?,
+            c1: int(&b[1], "bbox")?,
+            r2: int(&b[2], "bbox")?,
+            c2: int(&b[3], "bbox")?,
+        }
     } else if let Some(p) = v.get("point") {
-        let p = p.as_array().filter(|p| p.len() == 2).ok_or_else(|| anyhow!("{at}: field \"point\" must be [row, col], got {p}"))?;
+        let p = p
+            .as_array()
+            .filter(|p| p.len() == 2)
+            .ok_or_else(|| anyhow!("{at}: field \"point\" must be [row, col], got {p}"))?;
         Selection::Point { row: int(&p[0], "point")?, col: int(&p[1], "point")? }
     } else {
         Selection::Mask([0; S])
@@ -372,7 +424,8 @@ fn parse_action<const S: usize>(v: &Value, at: &str) -> Result<ArcAction<S>> {
 
 fn replay(a: ReplayArgs) -> Result<()> {
     let bank = if a.source.data.is_some() { a.source.bank(false)? } else { TaskBank::default() };
-    let file = std::fs::File::open(&a.trace).with_context(|| format!("{}: cannot open", a.trace.display()))?;
+    let file = std::fs::File::open(&a.trace)
+        .with_context(|| format!("{}: cannot open", a.trace.display()))?;
     let out = std::io::stdout();
     let mut out = out.lock();
     with_canvas!(a.canvas, S => {
@@ -422,7 +475,8 @@ fn replay(a: ReplayArgs) -> Result<()> {
 #[derive(Args)]
 pub struct ShowArgs {
     /// Task id (from --data, or a generator id such as symmetry-3).
-    task: String,
+    #[arg(value_name = "TASK")]
+    id: String,
     /// PNG output path (default: <task>.png).
     #[arg(long)]
     png: Option<PathBuf>,
@@ -436,7 +490,8 @@ pub struct ShowArgs {
 pub fn write_png(path: &Path, w: usize, h: usize, rgb: &[u8]) -> Result<()> {
     let tmp = path.with_extension("png.tmp");
     {
-        let f = std::fs::File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let f = std::fs::File::create(&tmp)
+            .with_context(|| format!("{}: cannot create", tmp.display()))?;
         let mut enc = png::Encoder::new(std::io::BufWriter::new(f), w as u32, h as u32);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
@@ -448,13 +503,19 @@ pub fn write_png(path: &Path, w: usize, h: usize, rgb: &[u8]) -> Result<()> {
 
 fn show(a: ShowArgs) -> Result<()> {
     let bank = if a.source.data.is_some() { a.source.bank(false)? } else { TaskBank::default() };
-    let t = a.source.find(&bank, &a.task)?;
-    println!("task {} ({}): {} train, {} test pairs", t.id, if t.group.is_empty() { "-" } else { &t.group }, t.train.len(), t.test.len());
-    print!("{}", render::ansi_task(&t));
+    let t = a.source.find(&bank, &a.id)?;
+    outln!(
+        "task {} ({}): {} train, {} test pairs",
+        t.id,
+        if t.group.is_empty() { "-" } else { &t.group },
+        t.train.len(),
+        t.test.len()
+    );
+    out!("{}", render::ansi_task(&t));
     let path = a.png.unwrap_or_else(|| PathBuf::from(format!("{}.png", t.id.replace('/', "_"))));
     let (w, h, img) = render::task_image(&t, a.cell.clamp(1, 64));
     write_png(&path, w, h, &img)?;
-    println!("wrote {} ({w}x{h})", path.display());
+    outln!("wrote {} ({w}x{h})", path.display());
     Ok(())
 }
 
@@ -499,12 +560,18 @@ fn rollout(a: RolloutArgs) -> Result<()> {
     let bank = a.source.bank(true)?;
     let task = a.source.task.as_ref().map(|id| a.source.find(&bank, id)).transpose()?;
     let script: Option<Vec<Value>> = match &a.script {
-        Some(p) => Some(serde_json::from_slice(&std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?)
-            .with_context(|| format!("{}: expected a JSON list of actions", p.display()))?),
+        Some(p) => Some(
+            serde_json::from_slice(
+                &std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?,
+            )
+            .with_context(|| format!("{}: expected a JSON list of actions", p.display()))?,
+        ),
         None => None,
     };
     let mut out: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?)),
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
+        )),
         None => Box::new(std::io::stdout().lock()),
     };
     with_canvas!(a.canvas, S => {
@@ -519,21 +586,23 @@ fn rollout(a: RolloutArgs) -> Result<()> {
             let mut s = kestrel_core::Env::reset(&env, &p, key, &mut obs);
             let (task_id, pair) = (env.bank().tasks()[s.task as usize].id.clone(), s.pair);
             let mut rng = key.fold_in(1).rng();
-            let (mut ret, mut terminated, mut actions) = (0.0f64, false, Vec::new());
-            for t in 0..a.max_steps as usize {
+            // Ends at termination, at --max-steps (truncated), or after a script's closing Submit.
+            let (mut ret, mut terminated, mut truncated, mut actions) = (0.0f64, false, false, Vec::new());
+            for t in 0.. {
                 let act = match &scripted {
+                    Some(sc) if t > sc.len() => break,
                     Some(sc) => sc.get(t).copied().unwrap_or(ArcAction { op: 34, sel: Selection::Mask([0; S]) }),
                     None => sample_action::<S>(&mut rng, a.sel.into()),
                 };
                 let (r, term) = env.apply(&p, &mut s, &act);
                 ret += r as f64;
                 actions.push(action_json(&act));
-                if term {
-                    terminated = true;
+                terminated = term;
+                truncated = s.steps >= a.max_steps;
+                if terminated || truncated {
                     break;
                 }
             }
-            let truncated = !terminated;
             writeln!(out, "{}", json!({"episode": e, "task": task_id, "pair": pair, "test": a.test, "steps": s.steps,
                 "return": ret, "terminated": terminated, "truncated": truncated, "actions": actions}))?;
         }
@@ -544,7 +613,9 @@ fn rollout(a: RolloutArgs) -> Result<()> {
 
 fn action_json<const S: usize>(a: &ArcAction<S>) -> Value {
     match a.sel {
-        Selection::Mask(m) => json!({"op": a.op, "mask": m.iter().map(|&r| (0..S).map(|c| r >> c & 1).collect::<Vec<_>>()).collect::<Vec<_>>()}),
+        Selection::Mask(m) => {
+            json!({"op": a.op, "mask": m.iter().map(|&r| (0..S).map(|c| r >> c & 1).collect::<Vec<_>>()).collect::<Vec<_>>()})
+        }
         Selection::BBox { r1, c1, r2, c2 } => json!({"op": a.op, "bbox": [r1, c1, r2, c2]}),
         Selection::Point { row, col } => json!({"op": a.op, "point": [row, col]}),
     }
@@ -573,11 +644,17 @@ pub fn demo(a: DemoArgs) -> Result<()> {
     const S: usize = 30;
     let cfg = GenConfig { max_side: 30, ..GenConfig::default() };
     let bank = generate_bank(&Family::ALL, 64, a.seed, &cfg)?;
-    println!("ARC: {} generated tasks from {} families (no dataset needed), {} envs, 30x30 canvas, o2arc semantics",
-        bank.len(), Family::ALL.len(), a.num_envs);
+    outln!(
+        "ARC: {} generated tasks from {} families (no dataset needed), {} envs, 30x30 canvas, o2arc semantics",
+        bank.len(),
+        Family::ALL.len(),
+        a.num_envs
+    );
     let env = ArcEnv::<S>::new(Arc::new(bank))?;
     let p = ArcParams::default();
-    let pool = pool(a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))?;
+    let pool = pool(
+        a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+    )?;
     pool.install(|| -> Result<()> {
         let mut v = VecEnv::new(env, p, a.num_envs, a.seed)?;
         let policy = |_: usize, key: Key, _: &[i8], act: &mut [ArcAction<S>]| act[0] = sample_action::<S>(&mut key.rng(), SelKind::BBox);
@@ -596,7 +673,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
             }
         }
         let el = t0.elapsed().as_secs_f64();
-        println!("{steps} steps in {el:.2} s: {:.2} M steps/s on {} threads; {episodes} episodes ended ({truncated} truncated at 150, {solved} solved by the random policy)",
+        outln!("{steps} steps in {el:.2} s: {:.2} M steps/s on {} threads; {episodes} episodes ended ({truncated} truncated at 150, {solved} solved by the random policy)",
             steps as f64 / el / 1e6, rayon::current_num_threads());
         Ok(())
     })

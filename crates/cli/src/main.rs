@@ -22,10 +22,21 @@ enum Cmd {
     Arc(arc::ArcCmd),
 }
 
-fn main() -> Result<()> {
+fn main() {
     let cli = Cli::parse();
-    match cli.cmd {
+    let r: Result<()> = match cli.cmd {
         Cmd::Demo(a) => arc::demo(a),
         Cmd::Arc(c) => arc::run(c),
+    };
+    if let Err(e) = r {
+        // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.
+        if e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
+            std::process::exit(0);
+        }
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
     }
 }

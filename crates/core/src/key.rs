@@ -73,7 +73,7 @@ impl Rng {
     /// Returns 0 when `n == 0`.
     #[inline(always)]
     pub fn below(&mut self, n: u32) -> u32 {
-        ((self.next_u64() >> 32) * n as u64 >> 32) as u32
+        (((self.next_u64() >> 32) * n as u64) >> 32) as u32
     }
 
     /// Uniform in `[0, 1)` with 24 bits of resolution.

@@ -242,7 +242,15 @@ mod tests {
             obs[0] = s as f32;
             s
         }
-        fn step(&self, _: &(), s: &mut u32, a: &[u32], _: Key, obs: &mut [f32], r: &mut [f32]) -> bool {
+        fn step(
+            &self,
+            _: &(),
+            s: &mut u32,
+            a: &[u32],
+            _: Key,
+            obs: &mut [f32],
+            r: &mut [f32],
+        ) -> bool {
             *s += a[0];
             obs[0] = *s as f32;
             r[0] = *s as f32;

@@ -61,10 +61,13 @@ where
         for i in 0..num_envs {
             ep_len[i] += 1;
             let (te, tr) = (v.terminated()[i], v.truncated()[i]);
-            if let Some(m) = spec.max_episode_steps {
-                if tr != (ep_len[i] >= m) {
-                    problems.push(format!("row {i} step {t}: truncated={tr} at episode step {}", ep_len[i]));
-                }
+            if let Some(m) = spec.max_episode_steps
+                && tr != (ep_len[i] >= m)
+            {
+                problems.push(format!(
+                    "row {i} step {t}: truncated={tr} at episode step {}",
+                    ep_len[i]
+                ));
             }
             for r in &v.rewards()[i * a..(i + 1) * a] {
                 if !r.is_finite() {
@@ -78,7 +81,9 @@ where
             }
             if i < rows {
                 let tr_ = &mut traces[i].0;
-                tr_.extend(v.obs()[i * per..(i + 1) * per].iter().map(|&x| Into::<f64>::into(x).to_bits()));
+                tr_.extend(
+                    v.obs()[i * per..(i + 1) * per].iter().map(|&x| Into::<f64>::into(x).to_bits()),
+                );
                 tr_.extend(v.rewards()[i * a..(i + 1) * a].iter().map(|r| (*r as f64).to_bits()));
                 tr_.push(te as u64 | (tr as u64) << 1);
             }
@@ -117,7 +122,9 @@ where
     problems.extend(p);
     for i in 0..3 {
         if base[i] != wide[i] {
-            problems.push(format!("row {i} differs between 3 envs on 1 thread and 257 envs on 2 threads"));
+            problems.push(format!(
+                "row {i} differs between 3 envs on 1 thread and 257 envs on 2 threads"
+            ));
         }
     }
     let (two, _) = run(3, opts.seed, 2);

@@ -1,0 +1,147 @@
+//! Smoke runs of every `kestrel` entry point with a tiny budget, and its error messages.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn kestrel(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kestrel")).args(args).output().expect("run kestrel")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = kestrel(args);
+    assert!(o.status.success(), "kestrel {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn fails(args: &[&str]) -> String {
+    let o = kestrel(args);
+    assert!(!o.status.success(), "kestrel {args:?} should fail");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+#[test]
+fn demo_prints_a_throughput_line() {
+    let out = ok(&["demo", "--seconds", "0.2", "--num-envs", "32"]);
+    assert!(out.contains("M steps/s"), "{out}");
+}
+
+#[test]
+fn bench_tables_and_json() {
+    let out =
+        ok(&["arc", "bench", "--num-envs", "1,8", "--seconds", "0.02", "--tasks-per-family", "2"]);
+    assert!(out.contains("steps/s") && out.contains("Submit"), "{out}");
+    let out = ok(&[
+        "arc",
+        "bench",
+        "--num-envs",
+        "4",
+        "--seconds",
+        "0.02",
+        "--canvas",
+        "5",
+        "--max-side",
+        "5",
+        "--task",
+        "symmetry-0",
+        "--mode",
+        "jaxarc-bugs",
+        "--sel",
+        "bbox",
+        "--json",
+        "--no-ops",
+        "--layout",
+        "full",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn show_writes_a_png() {
+    let png = tmp("show.png");
+    let out = ok(&["arc", "show", "tile-2", "--png", png.to_str().unwrap()]);
+    assert!(out.contains("train[0]"), "{out}");
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+}
+
+#[test]
+fn rollout_random_and_scripted() {
+    let out =
+        ok(&["arc", "rollout", "--episodes", "3", "--max-steps", "20", "--tasks-per-family", "2"]);
+    let lines: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines.iter().all(|l| l["steps"].as_u64().unwrap() <= 20));
+    // Scripted: copy the input, then submit; on a border task this is wrong, on any task it
+    // ends with Submit after the script.
+    let script = tmp("script.json");
+    std::fs::write(&script, r#"[{"op": 31}, {"op": 0, "point": [0, 0]}]"#).unwrap();
+    let out = ok(&[
+        "arc",
+        "rollout",
+        "--episodes",
+        "1",
+        "--script",
+        script.to_str().unwrap(),
+        "--task",
+        "border-1",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["actions"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn replay_solves_a_generated_task_and_reports_bad_input() {
+    // recolor tasks of difficulty 0 map a few colours; the identity trace: copy input, submit.
+    let trace = tmp("trace.jsonl");
+    std::fs::write(
+        &trace,
+        concat!(
+            r#"{"task": "symmetry-0", "pair": 0, "test": false, "actions": [{"op": 31}, {"op": 34}]}"#,
+            "\n",
+            r#"{"task": "gen:border-0", "pair": 1, "actions": [{"op": 2, "bbox": [0, 0, 1, 1]}, {"op": 12, "point": [0, 0]}, {"op": 0, "mask": [[1, 0], [0, 1]]}]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = ok(&["arc", "replay", trace.to_str().unwrap()]);
+    let lines: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["rewards"].as_array().unwrap().len(), 2);
+    assert_eq!(lines[1]["grid"][0][0], 0);
+    assert_eq!(lines[1]["grid"][1][1], 0);
+
+    std::fs::write(&trace, "{\"task\": \"symmetry-0\", \"actions\": [{\"op\": \"x\"}]}\n").unwrap();
+    let err = fails(&["arc", "replay", trace.to_str().unwrap()]);
+    assert!(err.contains("line 1") && err.contains("\"op\"") && err.contains("\"x\""), "{err}");
+    std::fs::write(&trace, "{not json\n").unwrap();
+    assert!(fails(&["arc", "replay", trace.to_str().unwrap()]).contains("line 1: not JSON"));
+    std::fs::write(&trace, r#"{"task": "nope", "actions": []}"#).unwrap();
+    assert!(fails(&["arc", "replay", trace.to_str().unwrap()]).contains("\"nope\""));
+    std::fs::write(&trace, r#"{"task": "symmetry-0", "pair": 9, "actions": []}"#).unwrap();
+    assert!(fails(&["arc", "replay", trace.to_str().unwrap()]).contains("pair 9 out of range"));
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    assert!(
+        fails(&["arc", "bench", "--canvas", "7"])
+            .contains("supported canvas sizes are 5, 10 and 30")
+    );
+    assert!(fails(&["arc", "bench", "--families", "nope"]).contains("symmetry"));
+    let bad = tmp("bad.json");
+    std::fs::write(&bad, r#"{"train": [{"input": [[1, 12]], "output": [[1]]}], "test": [{"input": [[1]], "output": [[1]]}]}"#)
+        .unwrap();
+    let err = fails(&["arc", "show", "bad", "--data", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("bad.json") && err.contains("train[0].input") && err.contains("colour 12"),
+        "{err}"
+    );
+}
