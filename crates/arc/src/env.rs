@@ -596,11 +596,13 @@ impl<const S: usize> ArcEnv<S> {
         }
         let o = FullOffsets::new(S);
         let pg = self.pair_of(s);
-        let mut input = pg.input;
+        put_grid(&mut obs[o.input..o.input + n], &pg.input);
         if p.mode == Mode::Jaxarc {
-            jaxarc::pad(&mut input, pg.in_dims[0] as usize, pg.in_dims[1] as usize);
+            let (ih, iw) = (pg.in_dims[0] as usize, pg.in_dims[1] as usize);
+            for (r, row) in obs[o.input..o.input + n].chunks_exact_mut(S).enumerate() {
+                row[if r < ih { iw } else { 0 }..].fill(-1);
+            }
         }
-        put_grid(&mut obs[o.input..o.input + n], &input);
         obs[o.input_dim] = pg.in_dims[0] as i8;
         obs[o.input_dim + 1] = pg.in_dims[1] as i8;
         put_mask(&mut obs[o.selected..o.selected + n], &s.selected);
@@ -658,9 +660,7 @@ fn put_grid<const S: usize>(dst: &mut [i8], g: &Grid<S>) {
 #[inline]
 fn put_mask<const S: usize>(dst: &mut [i8], m: &Mask<S>) {
     for (d, &bits) in dst.chunks_exact_mut(S).zip(m.iter()) {
-        for (c, v) in d.iter_mut().enumerate() {
-            *v = (bits >> c & 1) as i8;
-        }
+        grid::bits_to_cells(bits, d);
     }
 }
 

@@ -126,6 +126,18 @@ pub fn blend_row(row: &mut [i8], bits: u32, a: &[i8]) {
     }
 }
 
+/// Writes a row's bits as 0/1 cells, eight per table lookup.
+#[inline]
+pub fn bits_to_cells(bits: u32, out: &mut [i8]) {
+    for (k, chunk) in out.chunks_mut(8).enumerate() {
+        let ones =
+            (BYTE_MASK[(bits >> (8 * k) & 0xFF) as usize] & 0x0101_0101_0101_0101).to_ne_bytes();
+        for (o, &b) in chunk.iter_mut().zip(ones.iter()) {
+            *o = b as i8;
+        }
+    }
+}
+
 /// Writes `colour` into every selected cell.
 #[inline]
 pub fn fill<const S: usize>(g: &mut Grid<S>, m: &Mask<S>, colour: i8) {

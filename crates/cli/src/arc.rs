@@ -293,6 +293,20 @@ fn bench(a: BenchArgs) -> Result<()> {
                     n, sps, 1e9 / sps, sps * obs_bytes as f64 / 1e9);
             }
         }
+        // The bound for the observation bytes: copying obs_len bytes per row from one
+        // column into another, on the same threads (state must be read to write obs).
+        let bounds: Vec<f64> = if p.layout == Layout::Full {
+            a.num_envs.iter().map(|&n| pool.install(|| copy_bound(n, obs_bytes, a.seconds))).collect()
+        } else {
+            Vec::new()
+        };
+        if !a.json && !bounds.is_empty() {
+            outln!("\nmemory-bandwidth bound for {obs_bytes} B/step (row copy, same threads):");
+            for ((n, sps), b) in rows.iter().zip(&bounds) {
+                outln!("{:>8} envs  bound {:>12.0} steps/s  ({:.2} GB/s)  env at {:.2} of the bound ({:.2}x from it)",
+                    n, b, b * obs_bytes as f64 / 1e9, sps / b, b / sps);
+            }
+        }
         let ops = if a.no_ops { Vec::new() } else { op_costs::<S>(&env, &p, kind) };
         if a.json {
             outln!("{}", json!({
@@ -300,6 +314,7 @@ fn bench(a: BenchArgs) -> Result<()> {
                 "sel": format!("{:?}", a.sel), "threads": a.threads, "tasks": env.bank().len(),
                 "obs_bytes": obs_bytes,
                 "batches": rows.iter().map(|(n, s)| json!({"num_envs": n, "steps_per_s": s})).collect::<Vec<_>>(),
+                "copy_bound_steps_per_s": bounds,
                 "ops_ns": ops,
             }));
         } else if !ops.is_empty() {
@@ -312,6 +327,28 @@ fn bench(a: BenchArgs) -> Result<()> {
         }
     });
     Ok(())
+}
+
+/// Rows per second at which `len` bytes per row can be copied between two columns of `n`
+/// rows on the current pool: the memory-bandwidth bound of writing observations.
+fn copy_bound(n: usize, len: usize, seconds: f64) -> f64 {
+    use rayon::prelude::*;
+    let src: Vec<i8> = (0..n * len).map(|i| i as i8).collect();
+    let mut dst = vec![0i8; n * len];
+    let block = n.div_ceil(rayon::current_num_threads() * 4).max(16);
+    let pass = |dst: &mut [i8]| {
+        dst.par_chunks_mut(block * len)
+            .zip(src.par_chunks(block * len))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    };
+    pass(&mut dst);
+    let (mut rows, t0) = (0u64, Instant::now());
+    while t0.elapsed().as_secs_f64() < seconds {
+        pass(&mut dst);
+        rows += n as u64;
+    }
+    std::hint::black_box(&dst);
+    rows as f64 / t0.elapsed().as_secs_f64()
 }
 
 fn v_obs_len<const S: usize>(env: &ArcEnv<S>, p: &ArcParams) -> usize {
