@@ -105,7 +105,7 @@ impl Source {
                     );
                 }
                 for s in &skipped {
-                    eprintln!("skipped {}: {}", s.path.display(), s.error);
+                    eprintln!("skipped: {}", s.error);
                 }
                 Ok(bank)
             }
