@@ -12,12 +12,16 @@ Usage:
 Grids are written as strings of digits (row-major, canvas-sized); masks as per-row bitmasks.
 """
 import argparse
+import os
+import sys
 import json
 import warnings
 
 import numpy as np
 
 warnings.filterwarnings("ignore")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import bits, enc, gen_grid  # noqa: E402
 import arcle  # noqa: E402
 from arcle.envs import O2ARCv2Env  # noqa: E402
 from arcle.loaders import Loader  # noqa: E402
@@ -35,16 +39,6 @@ class FixedLoader(Loader):
         return self._data
 
 
-def gen_grid(rng, h, w):
-    """Blocky random grid: a few rectangles over a background, so flood fills are interesting."""
-    g = np.full((h, w), rng.integers(0, 10), dtype=np.int8)
-    for _ in range(rng.integers(0, 6)):
-        r0, c0 = rng.integers(0, h), rng.integers(0, w)
-        r1, c1 = rng.integers(r0, h), rng.integers(c0, w)
-        g[r0:r1 + 1, c0:c1 + 1] = rng.integers(0, 10)
-    noise = rng.random((h, w)) < 0.1
-    g[noise] = rng.integers(0, 10, size=noise.sum())
-    return g
 
 
 def gen_task(rng, S):
@@ -62,13 +56,8 @@ def gen_task(rng, S):
     return pairs
 
 
-def enc(g):
-    return "".join(chr(48 + int(v)) for v in np.asarray(g).reshape(-1))
 
 
-def bits(m):
-    m = np.asarray(m)
-    return [int(sum(1 << c for c in range(m.shape[1]) if m[r, c])) for r in range(m.shape[0])]
 
 
 def random_action(rng, S, dims):

@@ -13,11 +13,15 @@ Usage:
         --out tests/golden/jaxarc_s10.json
 """
 import argparse
+import os
+import sys
 import json
 import struct
 import warnings
 
 warnings.filterwarnings("ignore")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import bits, enc, gen_grid  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -35,15 +39,6 @@ from jaxarc.utils.grid_utils import compute_grid_similarity, get_actual_grid_sha
 from jaxarc.wrappers.action_wrappers import _bbox_to_mask, _point_to_mask  # noqa: E402
 
 
-def gen_grid(rng, h, w):
-    g = np.full((h, w), rng.integers(0, 10), dtype=np.int32)
-    for _ in range(rng.integers(0, 6)):
-        r0, c0 = rng.integers(0, h), rng.integers(0, w)
-        r1, c1 = rng.integers(r0, h), rng.integers(c0, w)
-        g[r0:r1 + 1, c0:c1 + 1] = rng.integers(0, 10)
-    noise = rng.random((h, w)) < 0.1
-    g[noise] = rng.integers(0, 10, size=noise.sum())
-    return g
 
 
 def pad(g, S):
@@ -54,13 +49,8 @@ def pad(g, S):
     return jnp.asarray(out), jnp.asarray(m)
 
 
-def enc(g):
-    return "".join(chr(48 + int(v)) for v in np.asarray(g).reshape(-1))
 
 
-def bits(m):
-    m = np.asarray(m)
-    return [int(sum(1 << c for c in range(m.shape[1]) if m[r, c])) for r in range(m.shape[0])]
 
 
 def f32bits(x):

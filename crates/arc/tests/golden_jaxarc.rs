@@ -10,25 +10,21 @@ use kestrel_arc::{
     ArcAction, ArcEnv, ArcParams, GridData, JaxBugs, Pair, Selection, Split, Task, TaskBank,
 };
 use kestrel_core::Key;
+use kestrel_testkit::{digits, ints, load_fixture, to_digits};
 use serde_json::Value;
 use std::sync::Arc;
 
 fn grid_of(v: &Value) -> GridData {
-    let cells = v["cells"].as_str().unwrap().bytes().map(|b| b - b'0').collect();
+    let cells = digits(v["cells"].as_str().unwrap()).into_iter().map(|c| c as u8).collect();
     GridData { h: v["h"].as_u64().unwrap() as usize, w: v["w"].as_u64().unwrap() as usize, cells }
 }
 
 fn enc<const S: usize>(g: &[[i8; S]; S]) -> String {
-    g.iter().flatten().map(|&v| (b'0' as i8 + v) as u8 as char).collect()
-}
-
-fn ints(v: &Value) -> Vec<i64> {
-    v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+    to_digits(g.iter().flatten().copied())
 }
 
 fn check<const S: usize>(file: &str) {
-    let path = kestrel_testkit::golden_dir().join(file);
-    let fx: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let fx = load_fixture(file);
     assert_eq!(fx["canvas"].as_u64().unwrap() as usize, S);
     let mut steps = 0;
     for (e, ep) in fx["episodes"].as_array().unwrap().iter().enumerate() {

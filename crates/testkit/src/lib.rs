@@ -146,3 +146,25 @@ pub fn shared_data() -> Option<PathBuf> {
 pub fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")
 }
+
+/// Reads and parses a JSON fixture from [`golden_dir`] (panics with the path if missing).
+pub fn load_fixture(name: &str) -> serde_json::Value {
+    let path = golden_dir().join(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Fixture grids are strings with one character per cell, `'0' + value` (so -1 is `/`).
+pub fn digits(s: &str) -> Vec<i8> {
+    s.bytes().map(|b| b as i8 - b'0' as i8).collect()
+}
+
+/// The inverse of [`digits`], for comparing a row-major grid with a fixture string.
+pub fn to_digits(cells: impl IntoIterator<Item = i8>) -> String {
+    cells.into_iter().map(|v| (b'0' as i8 + v) as u8 as char).collect()
+}
+
+/// A JSON array of integers.
+pub fn ints(v: &serde_json::Value) -> Vec<i64> {
+    v.as_array().expect("a JSON array").iter().map(|x| x.as_i64().expect("an integer")).collect()
+}
