@@ -12,7 +12,13 @@ fn data(sub: &str) -> Option<PathBuf> {
     match kestrel_testkit::shared_data() {
         Some(d) if d.join(sub).is_dir() => Some(d.join(sub)),
         _ => {
-            eprintln!("SKIP: ../shared/data/{sub} is absent; dataset test not run");
+            // Written to stderr directly, not with eprintln!, so the test harness's output
+            // capture does not hide it.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIP: ../shared/data/{sub} is absent; dataset test not run"
+            );
             None
         }
     }
