@@ -1,0 +1,34 @@
+//! Evolution strategies for Kestrel: one verb set (`init / ask / tell`) over explicit key,
+//! state and params, a batched [`Problem`] interface, fitness shaping and box bounds.
+//!
+//! Conventions (DESIGN.md §4): a population is row-major `pop_size × num_dims` `f32`;
+//! fitness is **minimised**; NaN and ±inf fitness rank worst and are counted in
+//! [`TellMetrics::nonfinite`]. Strategy internals run in `f64`. This crate is also the
+//! engine of the MPPI autotuner, so it speaks plain slices only.
+//!
+//! | strategy | paper | reference implementation |
+//! |---|---|---|
+//! | [`CmaEs`] | Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772 | pycma; evosax 0.3.2 `CMA_ES` (golden) |
+//! | [`SepCmaEs`] | Ros & Hansen, "A Simple Modification in CMA-ES Achieving Linear Time and Space Complexity", PPSN 2008 | evosax `Sep_CMA_ES` (golden) |
+//! | [`Snes`] | Schaul, Glasmachers & Schmidhuber, "High Dimensions and Heavy Tails for Natural Evolution Strategies", GECCO 2011 | evosax `SNES` (golden) |
+//! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
+
+mod bounds;
+mod cma_es;
+mod error;
+mod linalg;
+mod open_es;
+pub mod problem;
+mod sep_cma_es;
+pub mod shaping;
+mod snes;
+mod strategy;
+
+pub use bounds::{BoundMode, Bounds};
+pub use cma_es::{CmaEs, CmaParams, CmaState};
+pub use error::EvoError;
+pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};
+pub use problem::Problem;
+pub use sep_cma_es::{SepCmaEs, SepCmaState};
+pub use snes::{Snes, SnesParams, SnesState};
+pub use strategy::{Progress, Strategy, TellMetrics};

@@ -1,0 +1,107 @@
+//! Symmetric eigendecomposition with a reusable workspace (faer), and small helpers.
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::evd::{ComputeEigenvectors, self_adjoint_evd, self_adjoint_evd_scratch};
+use faer::{Mat, Par};
+
+/// Workspace for repeated eigendecompositions of `n × n` symmetric matrices.
+pub(crate) struct EigenWork {
+    n: usize,
+    buf: MemBuffer,
+    s: faer::diag::Diag<f64>,
+}
+
+impl Clone for EigenWork {
+    fn clone(&self) -> Self {
+        EigenWork::new(self.n)
+    }
+}
+
+impl std::fmt::Debug for EigenWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EigenWork({})", self.n)
+    }
+}
+
+impl EigenWork {
+    pub(crate) fn new(n: usize) -> Self {
+        let req = self_adjoint_evd_scratch::<f64>(
+            n,
+            ComputeEigenvectors::Yes,
+            Par::Seq,
+            Default::default(),
+        );
+        EigenWork { n, buf: MemBuffer::new(req), s: faer::diag::Diag::zeros(n) }
+    }
+
+    /// Regularises `c` in place as evosax does (symmetrise, clip the diagonal at 0 and every
+    /// entry at 1e8, add 1e-8 to the diagonal), then writes its eigenvectors to the columns of
+    /// `b` and the square roots of its eigenvalues, floored at 1e-8, to `d`. Returns false,
+    /// leaving `b` and `d` untouched, if the solver failed.
+    pub(crate) fn decompose(&mut self, c: &mut Mat<f64>, b: &mut Mat<f64>, d: &mut [f64]) -> bool {
+        let n = self.n;
+        for i in 0..n {
+            for j in 0..i {
+                let v = 0.5 * (c[(i, j)] + c[(j, i)]);
+                c[(i, j)] = v;
+                c[(j, i)] = v;
+            }
+            c[(i, i)] = c[(i, i)].max(0.0);
+        }
+        for j in 0..n {
+            for i in 0..n {
+                c[(i, j)] = c[(i, j)].min(1e8);
+            }
+        }
+        for i in 0..n {
+            c[(i, i)] += 1e-8;
+        }
+        let ok = self_adjoint_evd(
+            c.as_ref(),
+            self.s.as_mut(),
+            Some(b.as_mut()),
+            Par::Seq,
+            MemStack::new(&mut self.buf),
+            Default::default(),
+        )
+        .is_ok();
+        if ok {
+            for (i, di) in d.iter_mut().enumerate() {
+                *di = self.s[i].max(1e-8).sqrt();
+            }
+        }
+        ok
+    }
+}
+
+/// Euclidean norm.
+pub(crate) fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+/// Draws `out.len()` standard normals from a key (row-major order).
+pub(crate) fn normals(key: kestrel_core::Key, out: &mut [f64]) {
+    let mut rng = key.rng();
+    out.iter_mut().for_each(|z| *z = rng.normal_f64());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconstructs_a_symmetric_matrix() {
+        let n = 6;
+        let a = Mat::<f64>::from_fn(n, n, |i, j| {
+            1.0 / (1.0 + i as f64 + j as f64) + if i == j { 1.0 } else { 0.0 }
+        });
+        let (mut c, mut b, mut d) = (a.clone(), Mat::zeros(n, n), vec![0.0; n]);
+        assert!(EigenWork::new(n).decompose(&mut c, &mut b, &mut d));
+        for i in 0..n {
+            for j in 0..n {
+                let r: f64 = (0..n).map(|k| b[(i, k)] * d[k] * d[k] * b[(j, k)]).sum();
+                assert!((r - a[(i, j)] - if i == j { 1e-8 } else { 0.0 }).abs() < 1e-12, "{i},{j}");
+            }
+        }
+    }
+}

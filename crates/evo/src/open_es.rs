@@ -1,0 +1,192 @@
+//! OpenAI-ES: antithetic Gaussian perturbations, centred-rank fitness, and a gradient step
+//! on the mean (Adam by default).
+//!
+//! Paper: T. Salimans et al., "Evolution Strategies as a Scalable Alternative to
+//! Reinforcement Learning", arXiv:1703.03864. Reference implementation (golden): evosax
+//! 0.3.2 `Open_ES` with `optax.adam` (bias-corrected, `eps_root = 0`).
+
+use crate::EvoError;
+use crate::error::check_sizes;
+use crate::linalg::normals;
+use crate::shaping::centered_ranks;
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use kestrel_core::Key;
+
+/// Adam (Kingma & Ba, 2015) as optax implements it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Adam {
+    /// Learning rate.
+    pub lr: f64,
+    /// First-moment decay.
+    pub beta1: f64,
+    /// Second-moment decay.
+    pub beta2: f64,
+    /// Added to the root of the second moment.
+    pub eps: f64,
+}
+
+impl Default for Adam {
+    fn default() -> Self {
+        Adam { lr: 0.05, beta1: 0.9, beta2: 0.999, eps: 1e-8 }
+    }
+}
+
+/// OpenAI-ES over `num_dims` with an even `pop_size`.
+#[derive(Clone, Debug)]
+pub struct OpenEs {
+    pop_size: usize,
+    num_dims: usize,
+}
+
+/// OpenAI-ES hyper-parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenEsParams {
+    /// Perturbation scale (constant).
+    pub sigma: f64,
+    /// Optimiser of the mean.
+    pub adam: Adam,
+    /// Mirrored sampling (`z`, `−z`).
+    pub antithetic: bool,
+}
+
+/// OpenAI-ES state (Adam moments included).
+#[derive(Clone, Debug)]
+pub struct OpenEsState {
+    /// Mean.
+    pub mean: Vec<f64>,
+    /// Adam first moment.
+    pub m: Vec<f64>,
+    /// Adam second moment.
+    pub v: Vec<f64>,
+    /// Adam steps taken.
+    pub adam_steps: u64,
+    /// Best-so-far bookkeeping.
+    pub progress: Progress,
+    z: Vec<f64>,
+    w: Vec<f64>,
+    order: Vec<usize>,
+}
+
+impl OpenEs {
+    /// OpenAI-ES; `pop_size` must be even and ≥ 2.
+    pub fn new(pop_size: usize, num_dims: usize) -> Result<Self, EvoError> {
+        check_sizes(pop_size, num_dims, 2)?;
+        if !pop_size.is_multiple_of(2) {
+            return Err(EvoError::invalid(
+                "pop_size",
+                pop_size,
+                "an even number (antithetic pairs)",
+            ));
+        }
+        Ok(OpenEs { pop_size, num_dims })
+    }
+
+    /// The population from given normals: with antithetic sampling only the first half of
+    /// `z` is used, mirrored into the second half.
+    pub fn ask_from_normals(
+        &self,
+        state: &OpenEsState,
+        params: &OpenEsParams,
+        z: &[f64],
+        population: &mut [f32],
+    ) {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("OpenEs::ask", lam, n, population, None);
+        for i in 0..lam {
+            for j in 0..n {
+                let zi = if params.antithetic && i >= lam / 2 {
+                    -z[(i - lam / 2) * n + j]
+                } else {
+                    z[i * n + j]
+                };
+                population[i * n + j] = (state.mean[j] + params.sigma * zi) as f32;
+            }
+        }
+    }
+}
+
+impl Strategy for OpenEs {
+    type Params = OpenEsParams;
+    type State = OpenEsState;
+
+    fn pop_size(&self) -> usize {
+        self.pop_size
+    }
+    fn num_dims(&self) -> usize {
+        self.num_dims
+    }
+    fn default_params(&self) -> OpenEsParams {
+        OpenEsParams { sigma: 1.0, adam: Adam::default(), antithetic: true }
+    }
+
+    fn init(&self, _key: Key, _params: &OpenEsParams, mean: &[f32]) -> OpenEsState {
+        let n = self.num_dims;
+        assert_eq!(mean.len(), n, "OpenEs::init: mean must have num_dims values");
+        OpenEsState {
+            mean: mean.iter().map(|&m| m as f64).collect(),
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+            adam_steps: 0,
+            progress: Progress::new(n),
+            z: vec![0.0; self.pop_size * n],
+            w: vec![0.0; self.pop_size],
+            order: vec![0; self.pop_size],
+        }
+    }
+
+    fn ask(
+        &self,
+        key: Key,
+        state: &mut OpenEsState,
+        params: &OpenEsParams,
+        population: &mut [f32],
+    ) {
+        let mut z = std::mem::take(&mut state.z);
+        normals(key, &mut z);
+        self.ask_from_normals(state, params, &z, population);
+        state.z = z;
+    }
+
+    fn tell(
+        &self,
+        _key: Key,
+        population: &[f32],
+        fitness: &[f32],
+        s: &mut OpenEsState,
+        p: &OpenEsParams,
+    ) -> TellMetrics {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("OpenEs::tell", lam, n, population, Some(fitness));
+        let (best, bad) = s.progress.record(population, fitness);
+        centered_ranks(fitness, &mut s.order, &mut s.w);
+        s.adam_steps += 1;
+        let t = s.adam_steps as i32;
+        let a = &p.adam;
+        for j in 0..n {
+            let mut g = 0.0;
+            for i in 0..lam {
+                g += s.w[i] * (population[i * n + j] as f64 - s.mean[j]) / p.sigma;
+            }
+            g /= lam as f64 * p.sigma;
+            s.m[j] = a.beta1 * s.m[j] + (1.0 - a.beta1) * g;
+            s.v[j] = a.beta2 * s.v[j] + (1.0 - a.beta2) * g * g;
+            let m_hat = s.m[j] / (1.0 - a.beta1.powi(t));
+            let v_hat = s.v[j] / (1.0 - a.beta2.powi(t));
+            s.mean[j] -= a.lr * m_hat / (v_hat.sqrt() + a.eps);
+        }
+        TellMetrics {
+            generation: s.progress.generation,
+            best_in_generation: best,
+            best_so_far: s.progress.best_fitness,
+            nonfinite: bad,
+            sigma: p.sigma,
+        }
+    }
+
+    fn mean(&self, state: &OpenEsState) -> Vec<f32> {
+        state.mean.iter().map(|&m| m as f32).collect()
+    }
+    fn progress<'a>(&self, state: &'a OpenEsState) -> &'a Progress {
+        &state.progress
+    }
+}

@@ -1,0 +1,176 @@
+//! Sep-CMA-ES: CMA-ES restricted to a diagonal covariance (linear time and space).
+//!
+//! Paper: R. Ros and N. Hansen, "A Simple Modification in CMA-ES Achieving Linear Time and
+//! Space Complexity", PPSN 2008. Reference implementation (golden): evosax 0.3.2
+//! `Sep_CMA_ES`, which keeps the full-CMA learning rates and no negative weights; so does
+//! Kestrel (Ros & Hansen's `(n+2)/3` larger covariance rates are not applied).
+
+use crate::EvoError;
+use crate::cma_es::{CmaEs, CmaParams};
+use crate::error::check_sizes;
+use crate::linalg::{norm, normals};
+use crate::shaping::rank_weights;
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use kestrel_core::Key;
+
+/// Sep-CMA-ES over `num_dims` with `pop_size` samples per generation.
+#[derive(Clone, Debug)]
+pub struct SepCmaEs {
+    inner: CmaEs,
+}
+
+/// Sep-CMA-ES state: the diagonal of `C` and its square root `d`.
+#[derive(Clone, Debug)]
+pub struct SepCmaState {
+    /// Distribution mean.
+    pub mean: Vec<f64>,
+    /// Step size.
+    pub sigma: f64,
+    /// Step-size path.
+    pub p_sigma: Vec<f64>,
+    /// Covariance path.
+    pub p_c: Vec<f64>,
+    /// Diagonal covariance.
+    pub c: Vec<f64>,
+    /// `sqrt(c)` after regularisation.
+    pub d: Vec<f64>,
+    /// Best-so-far bookkeeping.
+    pub progress: Progress,
+    z: Vec<f64>,
+    y: Vec<f64>,
+    w: Vec<f64>,
+    order: Vec<usize>,
+}
+
+impl SepCmaEs {
+    /// Sep-CMA-ES; `pop_size ≥ 4`.
+    pub fn new(pop_size: usize, num_dims: usize) -> Result<Self, EvoError> {
+        check_sizes(pop_size, num_dims, 4)?;
+        Ok(SepCmaEs { inner: CmaEs::new(pop_size, num_dims)?.without_negative_weights() })
+    }
+
+    /// `x_i = mean + σ D ∘ z_i` from given standard normals.
+    pub fn ask_from_normals(&self, state: &SepCmaState, z: &[f64], population: &mut [f32]) {
+        let n = self.num_dims();
+        check_lens("SepCmaEs::ask", self.pop_size(), n, population, None);
+        for (i, x) in population.iter_mut().enumerate() {
+            let j = i % n;
+            *x = (state.mean[j] + state.sigma * state.d[j] * z[i]) as f32;
+        }
+    }
+}
+
+/// evosax's diagonal regularisation: `C ← clip(C, 0, 1e8) + 1e-8`, `D = sqrt(C)`.
+fn regularise(c: &mut [f64], d: &mut [f64]) {
+    for (ci, di) in c.iter_mut().zip(d.iter_mut()) {
+        *ci = ci.clamp(0.0, 1e8) + 1e-8;
+        *di = ci.sqrt();
+    }
+}
+
+impl Strategy for SepCmaEs {
+    type Params = CmaParams;
+    type State = SepCmaState;
+
+    fn pop_size(&self) -> usize {
+        self.inner.pop_size()
+    }
+    fn num_dims(&self) -> usize {
+        self.inner.num_dims()
+    }
+    fn default_params(&self) -> CmaParams {
+        self.inner.default_params()
+    }
+
+    fn init(&self, _key: Key, params: &CmaParams, mean: &[f32]) -> SepCmaState {
+        let (lam, n) = (self.pop_size(), self.num_dims());
+        assert_eq!(mean.len(), n, "SepCmaEs::init: mean must have num_dims values");
+        SepCmaState {
+            mean: mean.iter().map(|&m| m as f64).collect(),
+            sigma: params.sigma_init,
+            p_sigma: vec![0.0; n],
+            p_c: vec![0.0; n],
+            c: vec![1.0; n],
+            d: vec![1.0; n],
+            progress: Progress::new(n),
+            z: vec![0.0; lam * n],
+            y: vec![0.0; lam * n],
+            w: vec![0.0; lam],
+            order: vec![0; lam],
+        }
+    }
+
+    fn ask(&self, key: Key, state: &mut SepCmaState, _params: &CmaParams, population: &mut [f32]) {
+        let mut z = std::mem::take(&mut state.z);
+        normals(key, &mut z);
+        self.ask_from_normals(state, &z, population);
+        state.z = z;
+    }
+
+    fn tell(
+        &self,
+        _key: Key,
+        population: &[f32],
+        fitness: &[f32],
+        s: &mut SepCmaState,
+        p: &CmaParams,
+    ) -> TellMetrics {
+        let (lam, n) = (self.pop_size(), self.num_dims());
+        check_lens("SepCmaEs::tell", lam, n, population, Some(fitness));
+        let g = s.progress.generation;
+        let (best, bad) = s.progress.record(population, fitness);
+        rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
+        let mut y_w = std::mem::take(&mut s.z);
+        y_w[..n].iter_mut().for_each(|v| *v = 0.0);
+        for i in 0..lam {
+            for j in 0..n {
+                let y = (population[i * n + j] as f64 - s.mean[j]) / s.sigma;
+                s.y[i * n + j] = y;
+                y_w[j] += s.w[i].max(0.0) * y;
+            }
+        }
+        let cs = (p.c_sigma * (2.0 - p.c_sigma) * p.mu_eff).sqrt();
+        for j in 0..n {
+            s.mean[j] += p.c_mean * s.sigma * y_w[j];
+            s.p_sigma[j] = (1.0 - p.c_sigma) * s.p_sigma[j] + cs * y_w[j] / s.d[j];
+        }
+        let ps_norm = norm(&s.p_sigma);
+        let sigma = (s.sigma * (p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0)).exp())
+            .clamp(p.sigma_min, p.sigma_max);
+        let left = ps_norm / (1.0 - (1.0 - p.c_sigma).powf(2.0 * (g as f64 + 2.0))).sqrt();
+        let h = if left < (1.4 + 2.0 / (n as f64 + 1.0)) * p.chi_n { 1.0 } else { 0.0 };
+        let cc = h * (p.c_c * (2.0 - p.c_c) * p.mu_eff).sqrt();
+        for j in 0..n {
+            s.p_c[j] = (1.0 - p.c_c) * s.p_c[j] + cc * y_w[j];
+        }
+        let delta = (1.0 - h) * p.c_c * (2.0 - p.c_c);
+        let wsum: f64 = p.weights.iter().sum();
+        let a = 1.0 + p.c_1 * delta - p.c_1 - p.c_mu * wsum;
+        for j in 0..n {
+            let mut rank_mu = 0.0;
+            for i in 0..lam {
+                // Sep-CMA has no negative weights, so w_o = w.
+                rank_mu += s.w[i] * s.y[i * n + j] * s.y[i * n + j];
+            }
+            s.c[j] = a * s.c[j] + p.c_1 * s.p_c[j] * s.p_c[j] + p.c_mu * rank_mu;
+        }
+        s.z = y_w;
+        s.sigma = sigma;
+        let (c, d) = (&mut s.c, &mut s.d);
+        regularise(c, d);
+        TellMetrics {
+            generation: s.progress.generation,
+            best_in_generation: best,
+            best_so_far: s.progress.best_fitness,
+            nonfinite: bad,
+            sigma: s.sigma,
+        }
+    }
+
+    fn mean(&self, state: &SepCmaState) -> Vec<f32> {
+        state.mean.iter().map(|&m| m as f32).collect()
+    }
+    fn progress<'a>(&self, state: &'a SepCmaState) -> &'a Progress {
+        &state.progress
+    }
+}

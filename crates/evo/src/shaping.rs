@@ -1,0 +1,102 @@
+//! Fitness shaping as plain functions. All treat NaN and ±inf as the worst values.
+
+/// Zero-based ranks of `fitness` (ascending; ties get the average rank, as
+/// `scipy.stats.rankdata`), non-finite values ranked last. `order` is scratch of the same
+/// length.
+pub fn ranks(fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
+    let n = fitness.len();
+    assert!(order.len() == n && out.len() == n, "ranks: buffers must match fitness");
+    let key = |f: f32| if f.is_finite() { f } else { f32::INFINITY };
+    for (i, o) in order.iter_mut().enumerate() {
+        *o = i;
+    }
+    order.sort_by(|&a, &b| key(fitness[a]).total_cmp(&key(fitness[b])));
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && key(fitness[order[j + 1]]) == key(fitness[order[i]]) {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0;
+        for &k in &order[i..=j] {
+            out[k] = avg;
+        }
+        i = j + 1;
+    }
+}
+
+/// Centred ranks in `[-0.5, 0.5]` (evosax `centered_rank_fitness_shaping_fn`).
+pub fn centered_ranks(fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
+    ranks(fitness, order, out);
+    let d = (fitness.len().max(2) - 1) as f64;
+    out.iter_mut().for_each(|r| *r = *r / d - 0.5);
+}
+
+/// Z-scores over the finite values (non-finite get the largest finite z-score + 1).
+pub fn z_score(fitness: &[f32], out: &mut [f64]) {
+    let fin = fitness.iter().filter(|f| f.is_finite());
+    let n = fin.clone().count().max(1) as f64;
+    let mean = fin.clone().map(|&f| f as f64).sum::<f64>() / n;
+    let var = fin.map(|&f| (f as f64 - mean).powi(2)).sum::<f64>() / n;
+    let sd = (var + 1e-8).sqrt();
+    let mut worst = f64::NEG_INFINITY;
+    for (o, &f) in out.iter_mut().zip(fitness) {
+        *o = (f as f64 - mean) / sd;
+        if f.is_finite() {
+            worst = worst.max(*o);
+        }
+    }
+    for (o, &f) in out.iter_mut().zip(fitness) {
+        if !f.is_finite() {
+            *o = if worst.is_finite() { worst + 1.0 } else { 0.0 };
+        }
+    }
+}
+
+/// Rank-based weights: row `i` gets `weights[floor(rank_i)]` (evosax
+/// `weights_fitness_shaping_fn`); all zeros when every value is non-finite.
+pub fn rank_weights(fitness: &[f32], weights: &[f64], order: &mut [usize], out: &mut [f64]) {
+    ranks(fitness, order, out);
+    let all_failed = fitness.iter().all(|f| !f.is_finite());
+    for r in out.iter_mut() {
+        *r = if all_failed { 0.0 } else { weights[*r as usize] };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn average_ties_and_nan_last() {
+        let f = [3.0, 1.0, f32::NAN, 1.0, f32::INFINITY];
+        let mut o = [0; 5];
+        let mut r = [0.0; 5];
+        ranks(&f, &mut o, &mut r);
+        assert_eq!(r, [2.0, 0.5, 3.5, 0.5, 3.5]);
+    }
+
+    proptest! {
+        #[test]
+        fn rank_shaping_is_invariant_to_monotone_transforms(f in proptest::collection::vec(-1e3f32..1e3, 2..40)) {
+            let n = f.len();
+            let g: Vec<f32> = f.iter().map(|&x| (x / 100.0).exp() * 3.0 - 7.0).collect();
+            let (mut o, mut a, mut b) = (vec![0; n], vec![0.0; n], vec![0.0; n]);
+            centered_ranks(&f, &mut o, &mut a);
+            centered_ranks(&g, &mut o, &mut b);
+            // exp can merge close values into ties; compare orderings instead of values then.
+            for i in 0..n { for j in 0..n {
+                if f[i] < f[j] { prop_assert!(b[i] <= b[j]); }
+            }}
+            prop_assert!(a.iter().all(|v| (-0.5..=0.5).contains(v)));
+        }
+
+        #[test]
+        fn z_scores_are_finite(f in proptest::collection::vec(prop_oneof![Just(f32::NAN), -1e6f32..1e6], 1..30)) {
+            let mut out = vec![0.0; f.len()];
+            z_score(&f, &mut out);
+            prop_assert!(out.iter().all(|v| v.is_finite()));
+        }
+    }
+}

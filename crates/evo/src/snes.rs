@@ -1,0 +1,149 @@
+//! SNES: separable natural evolution strategy.
+//!
+//! Paper: T. Schaul, T. Glasmachers and J. Schmidhuber, "High Dimensions and Heavy Tails for
+//! Natural Evolution Strategies", GECCO 2011. Reference implementation (golden): evosax
+//! 0.3.2 `SNES` (utility weights of xNES, mean step by SGD with learning rate 1).
+
+use crate::EvoError;
+use crate::error::check_sizes;
+use crate::linalg::normals;
+use crate::shaping::rank_weights;
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use kestrel_core::Key;
+
+/// SNES over `num_dims` with `pop_size` samples per generation.
+#[derive(Clone, Debug)]
+pub struct Snes {
+    pop_size: usize,
+    num_dims: usize,
+}
+
+/// SNES hyper-parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SnesParams {
+    /// Initial per-dimension step size.
+    pub sigma_init: f64,
+    /// Utility weights by rank (`max(0, ln(λ/2+1) − ln i)` normalised, minus `1/λ`).
+    pub weights: Vec<f64>,
+    /// Learning rate of the mean.
+    pub lr_mean: f64,
+    /// Learning rate of the step sizes (`(3 + ln n) / (5 √n)`).
+    pub lr_sigma: f64,
+}
+
+/// SNES state.
+#[derive(Clone, Debug)]
+pub struct SnesState {
+    /// Mean.
+    pub mean: Vec<f64>,
+    /// Per-dimension step sizes.
+    pub sigma: Vec<f64>,
+    /// Best-so-far bookkeeping.
+    pub progress: Progress,
+    z: Vec<f64>,
+    w: Vec<f64>,
+    order: Vec<usize>,
+}
+
+impl Snes {
+    /// SNES; `pop_size ≥ 2`.
+    pub fn new(pop_size: usize, num_dims: usize) -> Result<Self, EvoError> {
+        check_sizes(pop_size, num_dims, 2)?;
+        Ok(Snes { pop_size, num_dims })
+    }
+
+    /// `x_i = mean + σ ∘ z_i` from given standard normals.
+    pub fn ask_from_normals(&self, state: &SnesState, z: &[f64], population: &mut [f32]) {
+        check_lens("Snes::ask", self.pop_size, self.num_dims, population, None);
+        for (i, x) in population.iter_mut().enumerate() {
+            let j = i % self.num_dims;
+            *x = (state.mean[j] + state.sigma[j] * z[i]) as f32;
+        }
+    }
+}
+
+impl Strategy for Snes {
+    type Params = SnesParams;
+    type State = SnesState;
+
+    fn pop_size(&self) -> usize {
+        self.pop_size
+    }
+    fn num_dims(&self) -> usize {
+        self.num_dims
+    }
+
+    fn default_params(&self) -> SnesParams {
+        let lam = self.pop_size as f64;
+        let raw: Vec<f64> = (1..=self.pop_size)
+            .map(|i| ((lam / 2.0 + 1.0).ln() - (i as f64).ln()).max(0.0))
+            .collect();
+        let sum: f64 = raw.iter().sum();
+        let n = self.num_dims as f64;
+        SnesParams {
+            sigma_init: 1.0,
+            weights: raw.iter().map(|w| w / sum - 1.0 / lam).collect(),
+            lr_mean: 1.0,
+            lr_sigma: (3.0 + n.ln()) / (5.0 * n.sqrt()),
+        }
+    }
+
+    fn init(&self, _key: Key, params: &SnesParams, mean: &[f32]) -> SnesState {
+        assert_eq!(mean.len(), self.num_dims, "Snes::init: mean must have num_dims values");
+        SnesState {
+            mean: mean.iter().map(|&m| m as f64).collect(),
+            sigma: vec![params.sigma_init; self.num_dims],
+            progress: Progress::new(self.num_dims),
+            z: vec![0.0; self.pop_size * self.num_dims],
+            w: vec![0.0; self.pop_size],
+            order: vec![0; self.pop_size],
+        }
+    }
+
+    fn ask(&self, key: Key, state: &mut SnesState, _params: &SnesParams, population: &mut [f32]) {
+        let mut z = std::mem::take(&mut state.z);
+        normals(key, &mut z);
+        self.ask_from_normals(state, &z, population);
+        state.z = z;
+    }
+
+    fn tell(
+        &self,
+        _key: Key,
+        population: &[f32],
+        fitness: &[f32],
+        s: &mut SnesState,
+        p: &SnesParams,
+    ) -> TellMetrics {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("Snes::tell", lam, n, population, Some(fitness));
+        let (best, bad) = s.progress.record(population, fitness);
+        rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
+        for j in 0..n {
+            let (mut gm, mut gs) = (0.0, 0.0);
+            for i in 0..lam {
+                let z = (population[i * n + j] as f64 - s.mean[j]) / s.sigma[j];
+                gm += s.w[i] * z;
+                gs += s.w[i] * (z * z - 1.0);
+            }
+            // evosax: grad_mean = -σ Σ f z; SGD: mean -= lr · grad_mean.
+            s.mean[j] -= p.lr_mean * (-s.sigma[j] * gm);
+            s.sigma[j] *= (0.5 * p.lr_sigma * gs).exp();
+        }
+        let sigma = s.sigma.iter().sum::<f64>() / n as f64;
+        TellMetrics {
+            generation: s.progress.generation,
+            best_in_generation: best,
+            best_so_far: s.progress.best_fitness,
+            nonfinite: bad,
+            sigma,
+        }
+    }
+
+    fn mean(&self, state: &SnesState) -> Vec<f32> {
+        state.mean.iter().map(|&m| m as f32).collect()
+    }
+    fn progress<'a>(&self, state: &'a SnesState) -> &'a Progress {
+        &state.progress
+    }
+}

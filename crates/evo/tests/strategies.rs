@@ -1,0 +1,145 @@
+//! Behaviour of every strategy: convergence on standard problems, invariants (σ stays
+//! positive and finite under any fitness), NaN handling, thread-count independence.
+
+use kestrel_core::Key;
+use kestrel_evo::problem::{Benchmark, Function};
+use kestrel_evo::{CmaEs, OpenEs, Problem, SepCmaEs, Snes, Strategy};
+use proptest::prelude::*;
+
+/// Runs `gens` generations; returns (best fitness, evaluations to reach `target` or None).
+fn run<S: Strategy>(
+    s: &S,
+    p: &S::Params,
+    prob: &dyn Problem,
+    mean: f32,
+    gens: usize,
+    target: f32,
+    seed: u64,
+) -> (f32, Option<usize>) {
+    let (lam, n) = (s.pop_size(), s.num_dims());
+    let key = Key::new(seed);
+    let mut st = s.init(key, p, &vec![mean; n]);
+    let (mut pop, mut fit) = (vec![0.0; lam * n], vec![0.0; lam]);
+    for g in 0..gens {
+        let k = key.fold_in(g as u64);
+        s.ask(k.fold_in(0), &mut st, p, &mut pop);
+        prob.evaluate(k.fold_in(1), &pop, &mut fit);
+        let m = s.tell(k.fold_in(2), &pop, &fit, &mut st, p);
+        if m.best_so_far <= target {
+            return (m.best_so_far, Some((g + 1) * lam));
+        }
+    }
+    (s.progress(&st).best_fitness, None)
+}
+
+#[test]
+fn cma_es_solves_sphere_ellipsoid_rosenbrock() {
+    for (f, n, budget) in [
+        (Function::Sphere, 10, 2_500),
+        (Function::Ellipsoid, 10, 9_000),
+        (Function::Rosenbrock, 10, 12_000),
+    ] {
+        let s = CmaEs::with_default_pop(n).unwrap();
+        let p = Strategy::default_params(&s);
+        let b = Benchmark::new(f, n).unwrap();
+        let (best, evals) = run(&s, &p, &b, 0.1, 5_000, 1e-8, 3);
+        let evals = evals.unwrap_or_else(|| panic!("{f:?}: best {best}"));
+        assert!(evals <= budget, "{f:?} took {evals} evaluations");
+    }
+    // Rotation does not hurt CMA-ES (it is rotation invariant).
+    let s = CmaEs::with_default_pop(8).unwrap();
+    let b = Benchmark::new(Function::Ellipsoid, 8)
+        .unwrap()
+        .rotated(Key::new(5))
+        .shifted(Key::new(6), 1.0);
+    assert!(run(&s, &Strategy::default_params(&s), &b, 0.0, 5_000, 1e-8, 1).1.is_some());
+}
+
+#[test]
+fn diagonal_and_gradient_strategies_make_progress() {
+    let n = 10;
+    let b = Benchmark::new(Function::Sphere, n).unwrap();
+    let start = b.value(&vec![3.0; n]) as f32;
+    let s = SepCmaEs::new(16, n).unwrap();
+    assert!(
+        run(&s, &Strategy::default_params(&s), &b, 3.0, 2_000, 1e-8, 1).1.is_some(),
+        "sep-cma-es"
+    );
+    let s = Snes::new(16, n).unwrap();
+    assert!(run(&s, &Strategy::default_params(&s), &b, 3.0, 2_000, 1e-6, 1).1.is_some(), "snes");
+    let s = OpenEs::new(32, n).unwrap();
+    let p = kestrel_evo::OpenEsParams { sigma: 0.1, ..Strategy::default_params(&s) };
+    let (best, _) = run(&s, &p, &b, 3.0, 400, 0.0, 1);
+    assert!(best < start * 1e-2, "open-es: {best} from {start}");
+}
+
+#[test]
+fn nan_fitness_ranks_worst_and_is_counted() {
+    let s = CmaEs::new(8, 3).unwrap();
+    let p = Strategy::default_params(&s);
+    let mut st = s.init(Key::new(0), &p, &[0.0; 3]);
+    let mut pop = vec![0.0; 24];
+    s.ask(Key::new(1), &mut st, &p, &mut pop);
+    let fit = [1.0, f32::NAN, 0.5, f32::INFINITY, 2.0, f32::NAN, 3.0, 4.0];
+    let m = s.tell(Key::new(2), &pop, &fit, &mut st, &p);
+    assert_eq!((m.nonfinite, m.best_in_generation), (3, 0.5));
+    assert_eq!(st.progress.best_solution, pop[6..9].to_vec());
+    assert!(st.mean.iter().all(|v| v.is_finite()) && st.sigma.is_finite());
+    // All failed: no update direction, state stays finite.
+    let m = s.tell(Key::new(3), &pop, &[f32::NAN; 8], &mut st, &p);
+    assert_eq!(m.nonfinite, 8);
+    assert!(st.mean.iter().all(|v| v.is_finite()));
+}
+
+#[test]
+fn evaluation_and_search_do_not_depend_on_the_thread_count() {
+    let n = 12;
+    let b = Benchmark::new(Function::Rastrigin, n).unwrap().rotated(Key::new(9));
+    let go = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let s = CmaEs::new(64, n).unwrap();
+            let p = Strategy::default_params(&s);
+            let mut st = s.init(Key::new(4), &p, &vec![1.0; n]);
+            let (mut pop, mut fit) = (vec![0.0; 64 * n], vec![0.0; 64]);
+            for g in 0..30 {
+                s.ask(Key::new(g), &mut st, &p, &mut pop);
+                b.evaluate(Key::new(g), &pop, &mut fit);
+                s.tell(Key::new(g), &pop, &fit, &mut st, &p);
+            }
+            (st.mean.clone(), st.sigma, fit)
+        })
+    };
+    assert_eq!(go(1), go(2));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn sigma_stays_positive_and_finite(seed: u64, fits in proptest::collection::vec(prop_oneof![Just(f32::NAN), -1e6f32..1e6], 16 * 20)) {
+        let s = CmaEs::new(16, 5).unwrap();
+        let p = Strategy::default_params(&s);
+        let mut st = s.init(Key::new(seed), &p, &[0.0; 5]);
+        let sep = SepCmaEs::new(16, 5).unwrap();
+        let mut sst = sep.init(Key::new(seed), &p, &[0.0; 5]);
+        let mut pop = vec![0.0; 80];
+        for g in 0..20 {
+            let f = &fits[g * 16..(g + 1) * 16];
+            s.ask(Key::new(seed).fold_in(g as u64), &mut st, &p, &mut pop);
+            s.tell(Key::new(0), &pop, f, &mut st, &p);
+            prop_assert!(st.sigma > 0.0 && st.sigma.is_finite());
+            prop_assert!(st.d.iter().all(|d| *d > 0.0 && d.is_finite()));
+            sep.ask(Key::new(seed).fold_in(g as u64), &mut sst, &p, &mut pop);
+            sep.tell(Key::new(0), &pop, f, &mut sst, &p);
+            prop_assert!(sst.sigma > 0.0 && sst.d.iter().all(|d| *d > 0.0 && d.is_finite()));
+        }
+    }
+}
+
+#[test]
+fn bad_sizes_are_errors() {
+    assert!(CmaEs::new(3, 10).unwrap_err().to_string().contains("pop_size"));
+    assert!(OpenEs::new(7, 10).unwrap_err().to_string().contains("even"));
+    assert!(Snes::new(8, 0).is_err());
+    assert!(Function::parse("spherez").unwrap_err().to_string().contains("rosenbrock"));
+}
