@@ -11,24 +11,34 @@
 //! | [`CmaEs`] | Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772 | pycma; evosax 0.3.2 `CMA_ES` (golden) |
 //! | [`SepCmaEs`] | Ros & Hansen, "A Simple Modification in CMA-ES Achieving Linear Time and Space Complexity", PPSN 2008 | evosax `Sep_CMA_ES` (golden) |
 //! | [`Snes`] | Schaul, Glasmachers & Schmidhuber, "High Dimensions and Heavy Tails for Natural Evolution Strategies", GECCO 2011 | evosax `SNES` (golden) |
+//! | [`Xnes`] | Glasmachers et al., "Exponential Natural Evolution Strategies", GECCO 2010 | evosax `xNES` (defaults; Kestrel uses the true matrix exponential) |
+//! | [`Pgpe`] | Sehnke et al., "Parameter-exploring policy gradients", 2010; ClipUp, arXiv:2008.02387 | evosax `PGPE` |
+//! | [`DifferentialEvolution`] | Storn & Price, J. Global Optimization 11, 1997 | evosax `DifferentialEvolution` |
 //! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
 
 mod bounds;
 mod cma_es;
+mod de;
 mod error;
 mod linalg;
 mod open_es;
+mod pgpe;
 pub mod problem;
+pub mod restarts;
 mod sep_cma_es;
 pub mod shaping;
 mod snes;
 mod strategy;
+mod xnes;
 
 pub use bounds::{BoundMode, Bounds};
-pub use cma_es::{CmaEs, CmaParams, CmaState};
+pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
+pub use de::{DeParams, DeState, DifferentialEvolution};
 pub use error::EvoError;
 pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};
+pub use pgpe::{Pgpe, PgpeParams, PgpeState};
 pub use problem::Problem;
 pub use sep_cma_es::{SepCmaEs, SepCmaState};
 pub use snes::{Snes, SnesParams, SnesState};
 pub use strategy::{Progress, Strategy, TellMetrics};
+pub use xnes::{Xnes, XnesParams, XnesState};

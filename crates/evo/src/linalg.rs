@@ -34,6 +34,26 @@ impl EigenWork {
         EigenWork { n, buf: MemBuffer::new(req), s: faer::diag::Diag::zeros(n) }
     }
 
+    /// Plain symmetric eigendecomposition: eigenvectors of `a` into the columns of `v`,
+    /// eigenvalues (ascending) into `lambdas`. Returns false if the solver failed.
+    pub(crate) fn eigh(&mut self, a: &Mat<f64>, v: &mut Mat<f64>, lambdas: &mut [f64]) -> bool {
+        let ok = self_adjoint_evd(
+            a.as_ref(),
+            self.s.as_mut(),
+            Some(v.as_mut()),
+            Par::Seq,
+            MemStack::new(&mut self.buf),
+            Default::default(),
+        )
+        .is_ok();
+        if ok {
+            for (i, l) in lambdas.iter_mut().enumerate() {
+                *l = self.s[i];
+            }
+        }
+        ok
+    }
+
     /// Regularises `c` in place as evosax does (symmetrise, clip the diagonal at 0 and every
     /// entry at 1e8, add 1e-8 to the diagonal), then writes its eigenvectors to the columns of
     /// `b` and the square roots of its eigenvalues, floored at 1e-8, to `d`. Returns false,

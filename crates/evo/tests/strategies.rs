@@ -143,3 +143,46 @@ fn bad_sizes_are_errors() {
     assert!(Snes::new(8, 0).is_err());
     assert!(Function::parse("spherez").unwrap_err().to_string().contains("rosenbrock"));
 }
+
+#[test]
+fn xnes_pgpe_de_make_progress() {
+    use kestrel_evo::{DifferentialEvolution, Pgpe, PgpeParams, Xnes};
+    let n = 5;
+    let sphere = Benchmark::new(Function::Sphere, n).unwrap();
+    let ell = Benchmark::new(Function::Ellipsoid, n).unwrap().rotated(Key::new(3));
+    let s = Xnes::new(12, n).unwrap();
+    let p = Strategy::default_params(&s);
+    assert!(run(&s, &p, &sphere, 2.0, 3_000, 1e-8, 1).1.is_some(), "xnes sphere");
+    assert!(
+        run(&s, &p, &ell, 2.0, 6_000, 1e-8, 1).1.is_some(),
+        "xnes rotated ellipsoid (needs the full shape matrix)"
+    );
+    let s = Pgpe::new(20, n).unwrap();
+    let p = PgpeParams { lr: 0.05, max_velocity: 0.1, ..Strategy::default_params(&s) };
+    let (best, _) = run(&s, &p, &sphere, 2.0, 600, 0.0, 1);
+    assert!(best < 1e-2, "pgpe: {best}");
+    let s = DifferentialEvolution::new(30, n).unwrap();
+    let p = Strategy::default_params(&s);
+    assert!(run(&s, &p, &sphere, 2.0, 2_000, 1e-8, 1).1.is_some(), "de sphere");
+    let ras = Benchmark::new(Function::Rastrigin, n).unwrap();
+    let (best, _) = run(&s, &p, &ras, 2.0, 2_000, 1e-6, 2);
+    assert!(best < 5.0, "de rastrigin: {best}");
+}
+
+#[test]
+fn ipop_and_bipop_restart_and_solve_rastrigin() {
+    use kestrel_evo::restarts::{RestartConfig, RestartKind, cma_restarts};
+    let n = 6;
+    let ras = Benchmark::new(Function::Rastrigin, n).unwrap();
+    for kind in [RestartKind::Ipop, RestartKind::Bipop] {
+        let cfg =
+            RestartConfig { kind, sigma0: 2.0, max_evals: 300_000, target: 1e-8, max_restarts: 12 };
+        let r = cma_restarts(&ras, &vec![3.0; n], &cfg, Key::new(7)).unwrap();
+        assert!(r.best_fitness <= 1e-8, "{kind:?}: {r:?}");
+        assert!(r.runs.len() >= 2, "{kind:?} solved without restarting: {:?}", r.runs);
+        assert_eq!(r.evals, r.runs.iter().map(|s| s.evals).sum::<u64>());
+        if kind == RestartKind::Ipop {
+            assert!(r.runs.windows(2).all(|w| w[1].pop_size == 2 * w[0].pop_size));
+        }
+    }
+}

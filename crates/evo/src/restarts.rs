@@ -1,0 +1,207 @@
+//! CMA-ES with restarts: IPOP (population doubles at each restart) and BIPOP (interleaves
+//! large-population runs with small-population, small-step runs).
+//!
+//! Papers: A. Auger and N. Hansen, "A Restart CMA Evolution Strategy With Increasing
+//! Population Size", CEC 2005 (IPOP); N. Hansen, "Benchmarking a BI-Population CMA-ES on the
+//! BBOB-2009 Function Testbed", GECCO 2009 (BIPOP). Stop rules follow pycma's defaults:
+//! `tolfun` 1e-11, `tolx` 1e-11 × σ0, condition number 1e14, no effect of the step size,
+//! and 100 + 150 (n+3)² / √λ generations.
+
+use crate::EvoError;
+use crate::cma_es::{CmaEs, default_pop_size};
+use crate::problem::Problem;
+use crate::strategy::Strategy;
+use kestrel_core::Key;
+
+/// Which restart scheme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestartKind {
+    /// Increasing population (×2 per restart).
+    Ipop,
+    /// Bi-population: large runs as IPOP, small runs with `σ0 · 10^(−2U)`.
+    Bipop,
+}
+
+/// Settings of a restarted run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestartConfig {
+    /// Scheme.
+    pub kind: RestartKind,
+    /// Initial step size of every (large) run.
+    pub sigma0: f64,
+    /// Evaluation budget over all runs.
+    pub max_evals: u64,
+    /// Stop everything once the best fitness is at or below this.
+    pub target: f32,
+    /// Most restarts.
+    pub max_restarts: usize,
+}
+
+/// Why one CMA-ES run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Reached the target.
+    Target,
+    /// Fitness range over recent generations below `tolfun`.
+    TolFun,
+    /// Step size times largest axis below `tolx`.
+    TolX,
+    /// Covariance condition number above 1e14.
+    Condition,
+    /// Adding a step-size step along any axis did not change the mean.
+    NoEffect,
+    /// Generation limit of this run.
+    MaxIter,
+    /// Evaluation budget spent.
+    Budget,
+}
+
+/// One run of a restarted search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    /// Population size used.
+    pub pop_size: usize,
+    /// Initial step size used.
+    pub sigma0: f64,
+    /// Evaluations spent.
+    pub evals: u64,
+    /// Best fitness found.
+    pub best: f32,
+    /// Why it stopped.
+    pub stop: StopReason,
+}
+
+/// Result of a restarted search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestartResult {
+    /// Best solution found.
+    pub best_solution: Vec<f32>,
+    /// Its fitness.
+    pub best_fitness: f32,
+    /// Evaluations over all runs.
+    pub evals: u64,
+    /// Each run in order.
+    pub runs: Vec<RunSummary>,
+}
+
+fn run_once(
+    problem: &dyn Problem,
+    x0: &[f32],
+    lam: usize,
+    sigma0: f64,
+    budget: u64,
+    target: f32,
+    key: Key,
+) -> (RunSummary, Vec<f32>) {
+    let n = x0.len();
+    let es = CmaEs::new(lam, n).expect("sizes checked by the caller");
+    let mut p = Strategy::default_params(&es);
+    p.sigma_init = sigma0;
+    let mut st = es.init(key, &p, x0);
+    let (mut pop, mut fit) = (vec![0.0f32; lam * n], vec![0.0f32; lam]);
+    let hist_len = 10 + (30.0 * n as f64 / lam as f64).ceil() as usize;
+    let mut hist = std::collections::VecDeque::with_capacity(hist_len + 1);
+    let max_gen = 100 + (150.0 * ((n + 3) * (n + 3)) as f64 / (lam as f64).sqrt()) as u64;
+    let mut evals = 0u64;
+    let stop = loop {
+        if evals + lam as u64 > budget {
+            break StopReason::Budget;
+        }
+        let g = st.progress.generation;
+        es.ask(key.fold_in(g).fold_in(0), &mut st, &p, &mut pop);
+        problem.evaluate(key.fold_in(g).fold_in(1), &pop, &mut fit);
+        let m = es.tell(key.fold_in(g).fold_in(2), &pop, &fit, &mut st, &p);
+        evals += lam as u64;
+        if m.best_so_far <= target {
+            break StopReason::Target;
+        }
+        hist.push_back(m.best_in_generation);
+        if hist.len() > hist_len {
+            hist.pop_front();
+        }
+        let finite = fit.iter().copied().filter(|f| f.is_finite());
+        let (lo, hi) = finite
+            .chain(hist.iter().copied())
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), f| (a.min(f), b.max(f)));
+        if hist.len() == hist_len && (hi - lo) < 1e-11 {
+            break StopReason::TolFun;
+        }
+        let dmax = st.d.iter().cloned().fold(0.0, f64::max);
+        let dmin = st.d.iter().cloned().fold(f64::INFINITY, f64::min);
+        if st.sigma * dmax < 1e-11 * sigma0 {
+            break StopReason::TolX;
+        }
+        if (dmax / dmin).powi(2) > 1e14 {
+            break StopReason::Condition;
+        }
+        let axis = (g as usize) % n;
+        if (0..n).all(|i| st.mean[i] == st.mean[i] + 0.1 * st.sigma * st.d[axis] * st.b[(i, axis)])
+        {
+            break StopReason::NoEffect;
+        }
+        if m.generation >= max_gen {
+            break StopReason::MaxIter;
+        }
+    };
+    let pr = &st.progress;
+    (
+        RunSummary { pop_size: lam, sigma0, evals, best: pr.best_fitness, stop },
+        pr.best_solution.clone(),
+    )
+}
+
+/// Minimises `problem` from `x0` with restarted CMA-ES.
+pub fn cma_restarts(
+    problem: &dyn Problem,
+    x0: &[f32],
+    cfg: &RestartConfig,
+    key: Key,
+) -> Result<RestartResult, EvoError> {
+    let n = problem.num_dims();
+    if x0.len() != n {
+        return Err(EvoError::invalid("x0", format!("{} values", x0.len()), "num_dims values"));
+    }
+    if !(cfg.sigma0.is_finite() && cfg.sigma0 > 0.0) {
+        return Err(EvoError::invalid("sigma0", cfg.sigma0, "finite and > 0"));
+    }
+    let lam0 = default_pop_size(n).max(4);
+    let mut res = RestartResult {
+        best_solution: x0.to_vec(),
+        best_fitness: f32::INFINITY,
+        evals: 0,
+        runs: Vec::new(),
+    };
+    let (mut large_pop, mut large_evals, mut small_evals) = (lam0, 0u64, 0u64);
+    let mut rng = key.fold_in(u64::MAX).rng();
+    for r in 0..=cfg.max_restarts {
+        let left = cfg.max_evals.saturating_sub(res.evals);
+        if left < lam0 as u64 || res.best_fitness <= cfg.target {
+            break;
+        }
+        let small = cfg.kind == RestartKind::Bipop && r > 0 && small_evals < large_evals;
+        let (lam, sigma) = if small {
+            let u = rng.uniform_f64();
+            let lam =
+                (lam0 as f64 * (0.5 * large_pop as f64 / lam0 as f64).powf(u * u)).floor() as usize;
+            (lam.max(4), cfg.sigma0 * 10f64.powf(-2.0 * rng.uniform_f64()))
+        } else {
+            if r > 0 {
+                large_pop *= 2;
+            }
+            (large_pop, cfg.sigma0)
+        };
+        let (sum, x) = run_once(problem, x0, lam, sigma, left, cfg.target, key.fold_in(r as u64));
+        if small {
+            small_evals += sum.evals
+        } else {
+            large_evals += sum.evals
+        }
+        res.evals += sum.evals;
+        if sum.best < res.best_fitness {
+            res.best_fitness = sum.best;
+            res.best_solution = x;
+        }
+        res.runs.push(sum);
+    }
+    Ok(res)
+}

@@ -1,0 +1,237 @@
+//! xNES: exponential natural evolution strategy with a full covariance factor.
+//!
+//! Paper: T. Glasmachers, T. Schaul, Y. Sun, D. Wierstra and J. Schmidhuber, "Exponential
+//! Natural Evolution Strategies", GECCO 2010 (Algorithm 1). Reference: evosax 0.3.2 `xNES`
+//! for defaults (utilities, learning rates). Kestrel updates `B ← B expm(η_B/2 · G_B)` with the
+//! matrix exponential as the paper does; evosax multiplies `B` by `exp(η_B/2 · G_B)`
+//! element-wise, which is not the natural-gradient step (so no golden test against it).
+
+use crate::EvoError;
+use crate::error::check_sizes;
+use crate::linalg::EigenWork;
+use crate::shaping::rank_weights;
+use crate::snes::{Snes, SnesParams};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, Par};
+use kestrel_core::Key;
+
+/// xNES over `num_dims` with `pop_size` samples per generation.
+#[derive(Clone, Debug)]
+pub struct Xnes {
+    pop_size: usize,
+    num_dims: usize,
+}
+
+/// xNES hyper-parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct XnesParams {
+    /// Initial step size.
+    pub sigma_init: f64,
+    /// Utilities by rank (as SNES).
+    pub weights: Vec<f64>,
+    /// Learning rate of the mean.
+    pub lr_mean: f64,
+    /// Learning rate of σ: `(9 + 3 ln n) / (5 n √n)`.
+    pub lr_sigma: f64,
+    /// Learning rate of `B` (same default as σ).
+    pub lr_b: f64,
+}
+
+/// xNES state: `x = mean + σ B z`, with `det B = 1` kept by the trace-free update.
+#[derive(Clone, Debug)]
+pub struct XnesState {
+    /// Mean.
+    pub mean: Vec<f64>,
+    /// Global step size.
+    pub sigma: f64,
+    /// Shape factor.
+    pub b: Mat<f64>,
+    /// Its inverse (updated alongside, used to recover `z` from a population).
+    pub b_inv: Mat<f64>,
+    /// Best-so-far bookkeeping.
+    pub progress: Progress,
+    z: Mat<f64>,
+    x: Mat<f64>,
+    w: Vec<f64>,
+    order: Vec<usize>,
+    g: Mat<f64>,
+    v: Mat<f64>,
+    t1: Mat<f64>,
+    t2: Mat<f64>,
+    lambdas: Vec<f64>,
+    gd: Vec<f64>,
+    eig: EigenWork,
+}
+
+impl Xnes {
+    /// xNES; `pop_size ≥ 2`.
+    pub fn new(pop_size: usize, num_dims: usize) -> Result<Self, EvoError> {
+        check_sizes(pop_size, num_dims, 2)?;
+        Ok(Xnes { pop_size, num_dims })
+    }
+}
+
+impl Strategy for Xnes {
+    type Params = XnesParams;
+    type State = XnesState;
+
+    fn pop_size(&self) -> usize {
+        self.pop_size
+    }
+    fn num_dims(&self) -> usize {
+        self.num_dims
+    }
+
+    fn default_params(&self) -> XnesParams {
+        let SnesParams { weights, .. } = Strategy::default_params(
+            &Snes::new(self.pop_size, self.num_dims).expect("sizes checked"),
+        );
+        let n = self.num_dims as f64;
+        let lr = (9.0 + 3.0 * n.ln()) / (5.0 * n * n.sqrt());
+        XnesParams { sigma_init: 1.0, weights, lr_mean: 1.0, lr_sigma: lr, lr_b: lr }
+    }
+
+    fn init(&self, _key: Key, params: &XnesParams, mean: &[f32]) -> XnesState {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        assert_eq!(mean.len(), n, "Xnes::init: mean must have num_dims values");
+        XnesState {
+            mean: mean.iter().map(|&m| m as f64).collect(),
+            sigma: params.sigma_init,
+            b: Mat::identity(n, n),
+            b_inv: Mat::identity(n, n),
+            progress: Progress::new(n),
+            z: Mat::zeros(lam, n),
+            x: Mat::zeros(lam, n),
+            w: vec![0.0; lam],
+            order: vec![0; lam],
+            g: Mat::zeros(n, n),
+            v: Mat::zeros(n, n),
+            t1: Mat::zeros(n, n),
+            t2: Mat::zeros(n, n),
+            lambdas: vec![0.0; n],
+            gd: vec![0.0; n],
+            eig: EigenWork::new(n),
+        }
+    }
+
+    fn ask(&self, key: Key, s: &mut XnesState, _params: &XnesParams, population: &mut [f32]) {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("Xnes::ask", lam, n, population, None);
+        let mut rng = key.rng();
+        for i in 0..lam {
+            for j in 0..n {
+                s.z[(i, j)] = rng.normal_f64();
+            }
+        }
+        matmul(s.x.as_mut(), Accum::Replace, s.z.as_ref(), s.b.transpose(), 1.0, Par::Seq);
+        for i in 0..lam {
+            for j in 0..n {
+                population[i * n + j] = (s.mean[j] + s.sigma * s.x[(i, j)]) as f32;
+            }
+        }
+    }
+
+    fn tell(
+        &self,
+        _key: Key,
+        population: &[f32],
+        fitness: &[f32],
+        s: &mut XnesState,
+        p: &XnesParams,
+    ) -> TellMetrics {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("Xnes::tell", lam, n, population, Some(fitness));
+        let (best, bad) = s.progress.record(population, fitness);
+        rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
+        // z_i = B^{-1} (x_i - mean) / σ (so repaired populations are told faithfully).
+        for i in 0..lam {
+            for j in 0..n {
+                s.x[(i, j)] = (population[i * n + j] as f64 - s.mean[j]) / s.sigma;
+            }
+        }
+        matmul(s.z.as_mut(), Accum::Replace, s.x.as_ref(), s.b_inv.transpose(), 1.0, Par::Seq);
+        // G_δ = Σ u_i z_i, G_M = Σ u_i (z_i z_iᵀ − I).
+        for j in 0..n {
+            s.gd[j] = (0..lam).map(|i| s.w[i] * s.z[(i, j)]).sum();
+        }
+        for i in 0..lam {
+            for j in 0..n {
+                s.x[(i, j)] = s.w[i] * s.z[(i, j)];
+            }
+        }
+        matmul(s.g.as_mut(), Accum::Replace, s.z.transpose(), s.x.as_ref(), 1.0, Par::Seq);
+        let usum: f64 = s.w.iter().sum();
+        for j in 0..n {
+            s.g[(j, j)] -= usum;
+        }
+        let g_sigma = (0..n).map(|j| s.g[(j, j)]).sum::<f64>() / n as f64;
+        // mean += η_μ σ B G_δ.
+        for i in 0..n {
+            let step: f64 = (0..n).map(|k| s.b[(i, k)] * s.gd[k]).sum();
+            s.mean[i] += p.lr_mean * s.sigma * step;
+        }
+        s.sigma *= (0.5 * p.lr_sigma * g_sigma).exp();
+        // A = η_B/2 (G_M − G_σ I) = V diag(λ) Vᵀ; B ← B expm(A), B⁻¹ ← expm(−A) B⁻¹.
+        for j in 0..n {
+            for i in 0..n {
+                s.g[(i, j)] = 0.5 * p.lr_b * (s.g[(i, j)] - if i == j { g_sigma } else { 0.0 });
+            }
+        }
+        let (g, v, l) = (&s.g, &mut s.v, &mut s.lambdas);
+        if s.eig.eigh(g, v, l) {
+            for (sign, target) in [(1.0, 0), (-1.0, 1)] {
+                for j in 0..n {
+                    let e = (sign * s.lambdas[j]).exp();
+                    for i in 0..n {
+                        s.t1[(i, j)] = s.v[(i, j)] * e;
+                    }
+                }
+                matmul(
+                    s.t2.as_mut(),
+                    Accum::Replace,
+                    s.t1.as_ref(),
+                    s.v.transpose(),
+                    1.0,
+                    Par::Seq,
+                );
+                // t2 = expm(±A); multiply into B (right) or B⁻¹ (left) via t1 as scratch.
+                if target == 0 {
+                    matmul(
+                        s.t1.as_mut(),
+                        Accum::Replace,
+                        s.b.as_ref(),
+                        s.t2.as_ref(),
+                        1.0,
+                        Par::Seq,
+                    );
+                    s.b.copy_from(&s.t1);
+                } else {
+                    matmul(
+                        s.t1.as_mut(),
+                        Accum::Replace,
+                        s.t2.as_ref(),
+                        s.b_inv.as_ref(),
+                        1.0,
+                        Par::Seq,
+                    );
+                    s.b_inv.copy_from(&s.t1);
+                }
+            }
+        }
+        TellMetrics {
+            generation: s.progress.generation,
+            best_in_generation: best,
+            best_so_far: s.progress.best_fitness,
+            nonfinite: bad,
+            sigma: s.sigma,
+        }
+    }
+
+    fn mean(&self, state: &XnesState) -> Vec<f32> {
+        state.mean.iter().map(|&m| m as f32).collect()
+    }
+    fn progress<'a>(&self, state: &'a XnesState) -> &'a Progress {
+        &state.progress
+    }
+}
