@@ -24,6 +24,7 @@ mod linalg;
 mod open_es;
 mod pgpe;
 pub mod problem;
+pub mod qd;
 pub mod restarts;
 mod sep_cma_es;
 pub mod shaping;
