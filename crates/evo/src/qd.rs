@@ -99,7 +99,7 @@ impl Archive {
                 "one bin count >= 1 and one range per measure",
             ));
         }
-        if (0..m).any(|i| !(lower[i] < upper[i])) {
+        if (0..m).any(|i| !valid_range(lower[i], upper[i])) {
             return Err(EvoError::invalid(
                 "grid ranges",
                 format!("{lower:?}..{upper:?}"),
@@ -124,7 +124,7 @@ impl Archive {
         key: Key,
     ) -> Result<Self, EvoError> {
         let m = lower.len();
-        if m == 0 || upper.len() != m || (0..m).any(|i| !(lower[i] < upper[i])) {
+        if m == 0 || upper.len() != m || (0..m).any(|i| !valid_range(lower[i], upper[i])) {
             return Err(EvoError::invalid(
                 "cvt ranges",
                 format!("{lower:?}..{upper:?}"),
@@ -302,6 +302,11 @@ impl Archive {
     pub fn solution(&self, cell: usize) -> &[f32] {
         &self.solutions[cell * self.num_dims..(cell + 1) * self.num_dims]
     }
+}
+
+/// A usable measure range: finite bounds with `lower < upper`.
+fn valid_range(lower: f32, upper: f32) -> bool {
+    lower.is_finite() && upper.is_finite() && lower < upper
 }
 
 fn nearest(cent: &[f32], m: usize, p: &[f32]) -> usize {
