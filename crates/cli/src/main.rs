@@ -1,6 +1,8 @@
 //! `kestrel`: the command-line front of the Kestrel engine.
 
 mod arc;
+mod evo;
+mod run;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -20,6 +22,9 @@ enum Cmd {
     /// The ARC environment: bench, replay, show, rollout.
     #[command(subcommand)]
     Arc(arc::ArcCmd),
+    /// Evolution strategies and quality diversity: run, qd, bench.
+    #[command(subcommand)]
+    Evo(evo::EvoCmd),
 }
 
 fn main() {
@@ -27,6 +32,9 @@ fn main() {
     let r: Result<()> = match cli.cmd {
         Cmd::Demo(a) => arc::demo(a),
         Cmd::Arc(c) => arc::run(c),
+        Cmd::Evo(evo::EvoCmd::Run(a)) => evo::run(a),
+        Cmd::Evo(evo::EvoCmd::Qd(a)) => evo::qd(a),
+        Cmd::Evo(evo::EvoCmd::Bench(a)) => evo::bench(a),
     };
     if let Err(e) = r {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.

@@ -145,3 +145,74 @@ fn bad_arguments_are_clear_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn evo_run_qd_and_bench_write_run_folders() {
+    let out_dir = tmp("runs");
+    let od = out_dir.to_str().unwrap();
+    let out = ok(&[
+        "evo",
+        "run",
+        "--strategy",
+        "cma-es",
+        "--problem",
+        "sphere",
+        "--num-dims",
+        "5",
+        "--generations",
+        "300",
+        "--out-dir",
+        od,
+    ]);
+    assert!(out.contains("best") && out.contains("run folder"), "{out}");
+    let cfg = tmp("qd.toml");
+    std::fs::write(&cfg, "archive = \"cvt\"\nemitter = \"iso-line\"\ncells = 30\nnum_dims = 6\ngenerations = 20\nbatch_size = 8\n").unwrap();
+    let out = ok(&[
+        "evo",
+        "qd",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--set",
+        "num_emitters=2",
+        "--out-dir",
+        od,
+    ]);
+    assert!(out.contains("coverage"), "{out}");
+    let dirs: Vec<_> = std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 2);
+    for d in &dirs {
+        for f in ["config.json", "metrics.jsonl", "summary.md"] {
+            assert!(d.join(f).is_file(), "{} lacks {f}", d.display());
+        }
+        let pngs = std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "png"))
+            .count();
+        assert!(pngs >= 1);
+        let lines = std::fs::read_to_string(d.join("metrics.jsonl")).unwrap();
+        assert!(lines.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    }
+    let out = ok(&["evo", "bench", "--num-dims", "4", "--generations", "5", "--pop-size", "8"]);
+    assert!(out.contains("tell"), "{out}");
+}
+
+#[test]
+fn evo_config_errors_name_the_key() {
+    let cfg = tmp("bad.toml");
+    std::fs::write(&cfg, "generatoins = 5\n").unwrap();
+    let err = fails(&["evo", "run", "--config", cfg.to_str().unwrap()]);
+    assert!(err.contains("bad.toml") && err.contains("generatoins"), "{err}");
+    let err = fails(&[
+        "evo",
+        "run",
+        "--set",
+        "strategy=\"nope\"",
+        "--generations",
+        "1",
+        "--out-dir",
+        tmp("r2").to_str().unwrap(),
+    ]);
+    assert!(err.contains("nope") && err.contains("cma-es"), "{err}");
+    let err = fails(&["evo", "run", "--problem", "spherez"]);
+    assert!(err.contains("spherez"), "{err}");
+}
