@@ -257,9 +257,12 @@ fn glyph(c: char) -> [u8; 5] {
     }
 }
 
+/// One plotted series: legend name, colour, `(x, y)` points.
+pub type Series<'a> = (&'a str, [u8; 3], Vec<(f64, f64)>);
+
 /// A line plot of `(x, y)` series on a log10 y-axis (non-positive values floored at 1e-300):
 /// title, axis ticks with labels.
-pub fn log_plot(series: &[(&str, [u8; 3], Vec<(f64, f64)>)], title: &str, xlabel: &str) -> Canvas {
+pub fn log_plot(series: &[Series<'_>], title: &str, xlabel: &str) -> Canvas {
     let (w, h, ml, mr, mt, mb) = (900usize, 560usize, 90i64, 30i64, 50i64, 60i64);
     let mut c = Canvas::new(w, h);
     let pts = series.iter().flat_map(|s| s.2.iter());
