@@ -561,50 +561,94 @@ pub struct BenchArgs {
     /// Generations per size.
     #[arg(long, default_value_t = 300)]
     generations: u64,
+    /// cma-es or sep-cma-es.
+    #[arg(long, default_value = "cma-es")]
+    strategy: String,
     /// Decompose C every generation (evosax's behaviour) instead of lazily.
     #[arg(long)]
     eager_eigen: bool,
+    /// Print one JSON object per size.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Times ask / evaluate / tell of one strategy on the sphere, one thread.
+fn time_phases<S: Strategy>(s: &S, p: &S::Params, gens: u64) -> Result<(f64, f64, f64, f32)> {
+    let (lam, n) = (s.pop_size(), s.num_dims());
+    let prob = Benchmark::new(Function::Sphere, n)?;
+    let mut st = s.init(Key::new(0), p, &vec![1.0; n]);
+    let (mut pop, mut fit) = (vec![0.0; lam * n], vec![0.0; lam]);
+    let (mut ta, mut te, mut tt) = (0.0, 0.0, 0.0);
+    for g in 0..gens {
+        let t = Instant::now();
+        s.ask(Key::new(g), &mut st, p, &mut pop);
+        ta += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        prob.evaluate(Key::new(g), &pop, &mut fit);
+        te += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        s.tell(Key::new(g), &pop, &fit, &mut st, p);
+        tt += t.elapsed().as_secs_f64();
+    }
+    let k = 1e6 / gens as f64;
+    Ok((ta * k, te * k, tt * k, s.progress(&st).best_fitness))
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
-    println!(
-        "CMA-ES on sphere, pop {}, one thread, {} generations, {} eigendecomposition",
-        a.pop_size,
-        a.generations,
-        if a.eager_eigen { "eager" } else { "lazy" }
-    );
-    println!("{:>6} {:>12} {:>12} {:>12} {:>12}", "dims", "ask µs", "eval µs", "tell µs", "gen µs");
+    if !a.json {
+        println!(
+            "{} on sphere, pop {}, one thread, {} generations{}",
+            a.strategy,
+            a.pop_size,
+            a.generations,
+            if a.strategy == "cma-es" {
+                if a.eager_eigen {
+                    ", eager eigendecomposition"
+                } else {
+                    ", lazy eigendecomposition"
+                }
+            } else {
+                ""
+            }
+        );
+        println!(
+            "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "dims", "ask µs", "eval µs", "tell µs", "gen µs", "best"
+        );
+    }
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     for &n in &a.num_dims {
-        let s = CmaEs::new(a.pop_size, n)?;
-        let mut p = Strategy::default_params(&s);
-        p.lazy_eigen = !a.eager_eigen;
-        p.sigma_init = 0.3;
-        let prob = Benchmark::new(Function::Sphere, n)?;
-        let mut st = s.init(Key::new(0), &p, &vec![1.0; n]);
-        let (mut pop, mut fit) = (vec![0.0; a.pop_size * n], vec![0.0; a.pop_size]);
-        let (mut ta, mut te, mut tt) = (0.0, 0.0, 0.0);
-        pool.install(|| {
-            for g in 0..a.generations {
-                let t = Instant::now();
-                s.ask(Key::new(g), &mut st, &p, &mut pop);
-                ta += t.elapsed().as_secs_f64();
-                let t = Instant::now();
-                prob.evaluate(Key::new(g), &pop, &mut fit);
-                te += t.elapsed().as_secs_f64();
-                let t = Instant::now();
-                s.tell(Key::new(g), &pop, &fit, &mut st, &p);
-                tt += t.elapsed().as_secs_f64();
+        let (ta, te, tt, best) = pool.install(|| -> Result<_> {
+            match a.strategy.as_str() {
+                "cma-es" => {
+                    let s = CmaEs::new(a.pop_size, n)?;
+                    let p = kestrel_evo::CmaParams {
+                        lazy_eigen: !a.eager_eigen,
+                        sigma_init: 0.3,
+                        ..Strategy::default_params(&s)
+                    };
+                    time_phases(&s, &p, a.generations)
+                }
+                "sep-cma-es" => {
+                    let s = SepCmaEs::new(a.pop_size, n)?;
+                    let p =
+                        kestrel_evo::CmaParams { sigma_init: 0.3, ..Strategy::default_params(&s) };
+                    time_phases(&s, &p, a.generations)
+                }
+                other => bail!("--strategy {other:?}: accepted are cma-es, sep-cma-es"),
             }
-        });
-        let k = 1e6 / a.generations as f64;
-        println!(
-            "{n:>6} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
-            ta * k,
-            te * k,
-            tt * k,
-            (ta + te + tt) * k
-        );
+        })?;
+        if a.json {
+            println!(
+                "{}",
+                json!({"strategy": a.strategy, "num_dims": n, "pop_size": a.pop_size, "ask_us": ta, "eval_us": te, "tell_us": tt, "gen_us": ta + te + tt, "best": best})
+            );
+        } else {
+            println!(
+                "{n:>6} {ta:>12.1} {te:>12.1} {tt:>12.1} {:>12.1} {best:>12.3e}",
+                ta + te + tt
+            );
+        }
     }
     Ok(())
 }

@@ -102,6 +102,36 @@ impl Rng {
         (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
     }
 
+    /// A standard normal draw by the 128-layer ziggurat (Marsaglia & Tsang, "The Ziggurat
+    /// Method for Generating Random Variables", J. Stat. Software 5(8), 2000): one 32-bit
+    /// draw and a table lookup in ~99% of calls. Several times faster than
+    /// [`Rng::normal_f64`]; resolution 2^-31 of the layer width.
+    #[inline]
+    pub fn standard_normal(&mut self) -> f64 {
+        let t = ziggurat();
+        loop {
+            let hz = (self.next_u64() >> 32) as u32 as i32;
+            let iz = (hz & 127) as usize;
+            if (hz as i64).unsigned_abs() < t.k[iz] {
+                return hz as f64 * t.w[iz];
+            }
+            // Slow path: the base strip's tail, or the wedge of layer iz.
+            let x = hz as f64 * t.w[iz];
+            if iz == 0 {
+                loop {
+                    let xt = -(1.0 - self.uniform_f64()).ln() / ZIG_R;
+                    let y = -(1.0 - self.uniform_f64()).ln();
+                    if y + y >= xt * xt {
+                        return if hz > 0 { ZIG_R + xt } else { -ZIG_R - xt };
+                    }
+                }
+            }
+            if t.f[iz] + self.uniform_f64() * (t.f[iz - 1] - t.f[iz]) < (-0.5 * x * x).exp() {
+                return x;
+            }
+        }
+    }
+
     /// Uniform index into a slice of weights (categorical). Weights must be finite and
     /// non-negative with a positive sum; otherwise returns 0.
     pub fn categorical(&mut self, weights: &[f32]) -> usize {
@@ -118,6 +148,40 @@ impl Rng {
         }
         weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
     }
+}
+
+const ZIG_R: f64 = 3.442_619_855_899;
+
+struct Zig {
+    k: [u64; 128],
+    w: [f64; 128],
+    f: [f64; 128],
+}
+
+/// The ziggurat tables, computed once.
+fn ziggurat() -> &'static Zig {
+    static T: std::sync::OnceLock<Zig> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let m = 2147483648.0; // 2^31
+        let v = 9.912_563_035_262_17e-3;
+        let (mut dn, mut tn) = (ZIG_R, ZIG_R);
+        let q = v / (-0.5 * dn * dn).exp();
+        let mut z = Zig { k: [0; 128], w: [0.0; 128], f: [0.0; 128] };
+        z.k[0] = (dn / q * m) as u64;
+        z.k[1] = 0;
+        z.w[0] = q / m;
+        z.w[127] = dn / m;
+        z.f[0] = 1.0;
+        z.f[127] = (-0.5 * dn * dn).exp();
+        for i in (1..=126).rev() {
+            dn = (-2.0 * (v / dn + (-0.5 * dn * dn).exp()).ln()).sqrt();
+            z.k[i + 1] = (dn / tn * m) as u64;
+            tn = dn;
+            z.f[i] = (-0.5 * dn * dn).exp();
+            z.w[i] = dn / m;
+        }
+        z
+    })
 }
 
 #[cfg(test)]
@@ -143,6 +207,24 @@ mod tests {
         assert!((mean - 0.5).abs() < 0.01, "{mean}");
         let m: f64 = (0..n).map(|_| r.normal_f64()).sum::<f64>() / n as f64;
         assert!(m.abs() < 0.02, "{m}");
+    }
+
+    #[test]
+    fn ziggurat_moments_and_tails() {
+        let mut r = Key::new(3).rng();
+        let n = 400_000;
+        let xs: Vec<f64> = (0..n).map(|_| r.standard_normal()).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        let kurt = xs.iter().map(|x| (x - mean).powi(4)).sum::<f64>() / n as f64 / (var * var);
+        assert!(
+            mean.abs() < 0.01 && (var - 1.0).abs() < 0.01 && (kurt - 3.0).abs() < 0.05,
+            "{mean} {var} {kurt}"
+        );
+        // P(|X| > 3) = 0.0027 and P(|X| > 3.5) = 4.65e-4 (beyond the base strip at 3.44).
+        let p3 = xs.iter().filter(|x| x.abs() > 3.0).count() as f64 / n as f64;
+        let p35 = xs.iter().filter(|x| x.abs() > 3.5).count() as f64 / n as f64;
+        assert!((p3 - 0.0027).abs() < 0.0004 && (p35 - 4.65e-4).abs() < 1.2e-4, "{p3} {p35}");
     }
 
     proptest! {

@@ -116,9 +116,11 @@ impl CmaEs {
     pub fn ask_from_normals(&self, state: &mut CmaState, z: &[f64], population: &mut [f32]) {
         let (lam, n) = (self.pop_size, self.num_dims);
         check_lens("CmaEs::ask", lam, n, population, None);
-        for i in 0..lam {
-            for j in 0..n {
-                state.y[(i, j)] = z[i * n + j] * state.d[j];
+        // Column by column: faer matrices are column-major.
+        for j in 0..n {
+            let dj = state.d[j];
+            for (i, y) in state.y.col_as_slice_mut(j).iter_mut().enumerate() {
+                *y = z[i * n + j] * dj;
             }
         }
         matmul(
@@ -129,9 +131,10 @@ impl CmaEs {
             1.0,
             Par::Seq,
         );
-        for i in 0..lam {
-            for j in 0..n {
-                population[i * n + j] = (state.mean[j] + state.sigma * state.tmp[(i, j)]) as f32;
+        for j in 0..n {
+            let (m, sg) = (state.mean[j], state.sigma);
+            for (i, t) in state.tmp.col_as_slice(j).iter().enumerate() {
+                population[i * n + j] = (m + sg * t) as f32;
             }
         }
     }
@@ -233,14 +236,14 @@ impl Strategy for CmaEs {
         let (best, bad) = s.progress.record(population, fitness);
         rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
         // y_i = (x_i - m) / σ and y_w = Σ max(w_i, 0) y_i.
-        s.v1.iter_mut().for_each(|v| *v = 0.0);
-        for i in 0..lam {
-            let wi = s.w[i].max(0.0);
-            for j in 0..n {
-                let y = (population[i * n + j] as f64 - s.mean[j]) / s.sigma;
-                s.y[(i, j)] = y;
-                s.v1[j] += wi * y;
+        let inv_sigma = 1.0 / s.sigma;
+        for j in 0..n {
+            let (m, mut acc) = (s.mean[j], 0.0);
+            for (i, y) in s.y.col_as_slice_mut(j).iter_mut().enumerate() {
+                *y = (population[i * n + j] as f64 - m) * inv_sigma;
+                acc += s.w[i].max(0.0) * *y;
             }
+            s.v1[j] = acc;
         }
         let y_w = &s.v1;
         for j in 0..n {
@@ -268,16 +271,24 @@ impl Strategy for CmaEs {
         // Negative weights are rescaled by n / |C^{-1/2} y_i|^2, with |C^{-1/2} y|^2 = |D^{-1} B^T y|^2.
         if s.w.iter().any(|&w| w < 0.0) {
             matmul(s.tmp.as_mut(), Accum::Replace, s.y.as_ref(), s.b.as_ref(), 1.0, Par::Seq);
-            for i in 0..lam {
-                if s.w[i] < 0.0 {
-                    let q: f64 = (0..n).map(|k| (s.tmp[(i, k)] / s.d[k]).powi(2)).sum();
-                    s.w[i] *= n as f64 / q.max(1e-8);
+            let q = &mut s.z[..lam]; // scratch: |C^{-1/2} y_i|^2 per row
+            q.iter_mut().for_each(|v| *v = 0.0);
+            for k in 0..n {
+                let inv = 1.0 / s.d[k];
+                for (qi, t) in q.iter_mut().zip(s.tmp.col_as_slice(k)) {
+                    *qi += (t * inv) * (t * inv);
+                }
+            }
+            for (w, qi) in s.w.iter_mut().zip(q.iter()) {
+                if *w < 0.0 {
+                    *w *= n as f64 / qi.max(1e-8);
                 }
             }
         }
-        for i in 0..lam {
-            for j in 0..n {
-                s.tmp[(i, j)] = s.w[i] * s.y[(i, j)];
+        for j in 0..n {
+            let (dst, src) = (s.tmp.col_as_slice_mut(j), s.y.col_as_slice(j));
+            for ((d, y), w) in dst.iter_mut().zip(src).zip(&s.w) {
+                *d = w * y;
             }
         }
         let wsum: f64 = p.weights.iter().sum();

@@ -99,20 +99,10 @@ pub(crate) fn norm(v: &[f64]) -> f64 {
     v.iter().map(|x| x * x).sum::<f64>().sqrt()
 }
 
-/// Draws `out.len()` standard normals from a key (row-major order), two per Box–Muller pair.
+/// Draws `out.len()` standard normals from a key (row-major order; ziggurat).
 pub(crate) fn normals(key: kestrel_core::Key, out: &mut [f64]) {
     let mut rng = key.rng();
-    let mut pairs = out.chunks_exact_mut(2);
-    for pair in &mut pairs {
-        let u1 = 1.0 - rng.uniform_f64(); // (0, 1]
-        let (s, c) = (std::f64::consts::TAU * rng.uniform_f64()).sin_cos();
-        let r = (-2.0 * u1.ln()).sqrt();
-        pair[0] = r * c;
-        pair[1] = r * s;
-    }
-    for z in pairs.into_remainder() {
-        *z = rng.normal_f64();
-    }
+    out.iter_mut().for_each(|z| *z = rng.standard_normal());
 }
 
 #[cfg(test)]

@@ -35,6 +35,9 @@ pub struct RestartConfig {
     pub target: f32,
     /// Most restarts.
     pub max_restarts: usize,
+    /// Draw each restart's start point uniformly in `[lo, hi]^n` (Hansen's BBOB practice);
+    /// `None` restarts from `x0` every time (pycma's default).
+    pub restart_box: Option<[f32; 2]>,
 }
 
 /// Why one CMA-ES run stopped.
@@ -190,7 +193,12 @@ pub fn cma_restarts(
             }
             (large_pop, cfg.sigma0)
         };
-        let (sum, x) = run_once(problem, x0, lam, sigma, left, cfg.target, key.fold_in(r as u64));
+        let start: Vec<f32> = match cfg.restart_box {
+            Some([lo, hi]) if r > 0 => (0..n).map(|_| lo + (hi - lo) * rng.uniform_f32()).collect(),
+            _ => x0.to_vec(),
+        };
+        let (sum, x) =
+            run_once(problem, &start, lam, sigma, left, cfg.target, key.fold_in(r as u64));
         if small {
             small_evals += sum.evals
         } else {

@@ -175,8 +175,14 @@ fn ipop_and_bipop_restart_and_solve_rastrigin() {
     let n = 6;
     let ras = Benchmark::new(Function::Rastrigin, n).unwrap();
     for kind in [RestartKind::Ipop, RestartKind::Bipop] {
-        let cfg =
-            RestartConfig { kind, sigma0: 2.0, max_evals: 400_000, target: 1e-8, max_restarts: 40 };
+        let cfg = RestartConfig {
+            kind,
+            sigma0: 2.0,
+            max_evals: 400_000,
+            target: 1e-8,
+            max_restarts: 40,
+            restart_box: Some([-5.0, 5.0]),
+        };
         let r = cma_restarts(&ras, &vec![3.0; n], &cfg, Key::new(7)).unwrap();
         assert!(r.best_fitness <= 1e-8, "{kind:?}: {r:?}");
         assert!(r.runs.len() >= 2, "{kind:?} solved without restarting: {:?}", r.runs);
