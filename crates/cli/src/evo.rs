@@ -4,6 +4,8 @@ use crate::run::{MetricsWriter, Progress, git_commit, log_plot, run_dir, write_a
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use kestrel_core::Key;
+use kestrel_envs::{CartPole, CartPoleParams};
+use kestrel_evo::neuro::{Neuro, argmax};
 use kestrel_evo::problem::{Benchmark, Function};
 use kestrel_evo::qd::{
     AddStatus, Archive, CmaMe, LinearProjection, MapElites, QdProblem, Tessellation, Variation,
@@ -47,7 +49,8 @@ pub struct ConfigArgs {
 pub struct RunConfig {
     /// cma-es, sep-cma-es, snes, xnes, open-es, pgpe, de.
     pub strategy: String,
-    /// sphere, ellipsoid, rosenbrock, rastrigin, ackley, griewank, schwefel, different-powers.
+    /// sphere, ellipsoid, rosenbrock, rastrigin, ackley, griewank, schwefel, different-powers,
+    /// or cartpole (neuroevolution of an MLP policy; `num_dims` is then the weight count).
     pub problem: String,
     /// Search dimensions.
     pub num_dims: usize,
@@ -65,8 +68,8 @@ pub struct RunConfig {
     pub rotate: bool,
     /// Shift the optimum uniformly within ±shift.
     pub shift: f64,
-    /// Stop at this best fitness.
-    pub target: f32,
+    /// Stop at this best fitness (default: 1e-8 for benchmark functions, −500 for cartpole).
+    pub target: Option<f32>,
     /// Box bounds `[lower, upper]` for every coordinate.
     pub bounds: Option<[f32; 2]>,
     /// clip, reflect or penalty.
@@ -88,7 +91,7 @@ impl Default for RunConfig {
             x0: 0.0,
             rotate: false,
             shift: 0.0,
-            target: 1e-8,
+            target: None,
             bounds: None,
             bound_mode: "clip".into(),
             threads: None,
@@ -151,6 +154,11 @@ pub struct RunArgs {
     cfg: ConfigArgs,
 }
 
+/// The neuroevolution problem of `evo run --problem cartpole` and `evo bench --neuro`.
+fn cartpole_problem() -> Result<Neuro<CartPole>> {
+    Ok(Neuro::new(CartPole, CartPoleParams::default(), &[8], 2, 2, 500, |o| o, argmax)?)
+}
+
 fn flags(pairs: &[(&str, Option<toml::Value>)]) -> toml::Table {
     pairs.iter().filter_map(|(k, v)| v.clone().map(|v| (k.to_string(), v))).collect()
 }
@@ -172,6 +180,7 @@ fn drive<S: Strategy>(
 ) -> (f32, u64, Vec<(f64, f64)>, Vec<f32>) {
     let (lam, n) = (s.pop_size(), s.num_dims());
     let key = Key::new(c.seed);
+    let target = c.target.unwrap_or(if c.problem == "cartpole" { -500.0 } else { 1e-8 });
     let mut st = s.init(key, p, &vec![c.x0; n]);
     let (mut pop, mut fit) = (vec![0.0f32; lam * n], vec![0.0f32; lam]);
     let mut hist = Vec::new();
@@ -193,7 +202,7 @@ fn drive<S: Strategy>(
         metrics.send(json!({"generation": m.generation, "evals": evals, "best": m.best_so_far, "best_in_generation": m.best_in_generation,
             "sigma": m.sigma, "nonfinite": m.nonfinite, "elapsed_s": t0.elapsed().as_secs_f64()}));
         progress.tick(g + 1, &format!("best {:.3e}", m.best_so_far));
-        if m.best_so_far <= c.target {
+        if m.best_so_far <= target {
             progress.tick(c.generations, &format!("best {:.3e} (target reached)", m.best_so_far));
             break;
         }
@@ -212,16 +221,24 @@ pub fn run(a: RunArgs) -> Result<()> {
         ("seed", int(a.seed.map(|v| v as i64))),
         ("sigma", a.sigma.map(toml::Value::Float)),
     ]);
-    let c: RunConfig = load_config(&a.cfg, fl)?;
-    let func = Function::parse(&c.problem)?;
+    let mut c: RunConfig = load_config(&a.cfg, fl)?;
+    let prob: Box<dyn Problem> = if c.problem == "cartpole" {
+        // Neuroevolution: an MLP 4-8-2 policy on CartPole-v1, fitness = −mean return of 2 episodes.
+        let p = cartpole_problem()?;
+        c.num_dims = p.num_dims();
+        Box::new(p)
+    } else {
+        let mut b = Benchmark::new(Function::parse(&c.problem)?, c.num_dims)?;
+        if c.shift > 0.0 {
+            b = b.shifted(Key::new(c.seed).fold_in(7), c.shift);
+        }
+        if c.rotate {
+            b = b.rotated(Key::new(c.seed).fold_in(8));
+        }
+        Box::new(b)
+    };
+    let prob = prob.as_ref();
     let n = c.num_dims;
-    let mut prob = Benchmark::new(func, n)?;
-    if c.shift > 0.0 {
-        prob = prob.shifted(Key::new(c.seed).fold_in(7), c.shift);
-    }
-    if c.rotate {
-        prob = prob.rotated(Key::new(c.seed).fold_in(8));
-    }
     if !(c.sigma.is_finite() && c.sigma > 0.0) {
         bail!("sigma = {}: must be finite and > 0", c.sigma);
     }
@@ -262,37 +279,37 @@ pub fn run(a: RunArgs) -> Result<()> {
             "cma-es" => {
                 let s = CmaEs::new(pop(def), n)?;
                 let p = kestrel_evo::CmaParams { sigma_init: c.sigma, ..Strategy::default_params(&s) };
-                drive(&s, &p, &prob, b, &c, &metrics, &mut progress)
+                drive(&s, &p, prob, b, &c, &metrics, &mut progress)
             }
             "sep-cma-es" => {
                 let s = SepCmaEs::new(pop(def), n)?;
                 let p = kestrel_evo::CmaParams { sigma_init: c.sigma, ..Strategy::default_params(&s) };
-                drive(&s, &p, &prob, b, &c, &metrics, &mut progress)
+                drive(&s, &p, prob, b, &c, &metrics, &mut progress)
             }
             "snes" => {
                 let s = Snes::new(pop(def), n)?;
                 let p = kestrel_evo::SnesParams { sigma_init: c.sigma, ..Strategy::default_params(&s) };
-                drive(&s, &p, &prob, b, &c, &metrics, &mut progress)
+                drive(&s, &p, prob, b, &c, &metrics, &mut progress)
             }
             "xnes" => {
                 let s = Xnes::new(pop(def), n)?;
                 let p = kestrel_evo::XnesParams { sigma_init: c.sigma, ..Strategy::default_params(&s) };
-                drive(&s, &p, &prob, b, &c, &metrics, &mut progress)
+                drive(&s, &p, prob, b, &c, &metrics, &mut progress)
             }
             "open-es" => {
                 let s = OpenEs::new(pop(even(def.max(16))), n)?;
                 let p = kestrel_evo::OpenEsParams { sigma: c.sigma, ..Strategy::default_params(&s) };
-                drive(&s, &p, &prob, b, &c, &metrics, &mut progress)
+                drive(&s, &p, prob, b, &c, &metrics, &mut progress)
             }
             "pgpe" => {
                 let s = Pgpe::new(pop(even(def.max(16))), n)?;
                 let p = kestrel_evo::PgpeParams { sigma_init: c.sigma, ..Strategy::default_params(&s) };
-                drive(&s, &p, &prob, b, &c, &metrics, &mut progress)
+                drive(&s, &p, prob, b, &c, &metrics, &mut progress)
             }
             "de" => {
                 let s = DifferentialEvolution::new(pop(def.max(10 * n.min(10))), n)?;
                 let p = kestrel_evo::DeParams { sigma_init: c.sigma, ..Strategy::default_params(&s) };
-                drive(&s, &p, &prob, b, &c, &metrics, &mut progress)
+                drive(&s, &p, prob, b, &c, &metrics, &mut progress)
             }
             other => bail!("strategy = {other:?}: accepted are cma-es, sep-cma-es, snes, xnes, open-es, pgpe, de"),
         })
@@ -570,6 +587,50 @@ pub struct BenchArgs {
     /// Print one JSON object per size.
     #[arg(long)]
     json: bool,
+    /// Instead: time one neuroevolution generation (CartPole MLP, population `pop_size`) on 1
+    /// and 2 threads and check the fitness is identical.
+    #[arg(long)]
+    neuro: bool,
+}
+
+fn neuro_bench(a: &BenchArgs) -> Result<()> {
+    let p = cartpole_problem()?;
+    let mut r = Key::new(1).rng();
+    let pop: Vec<f32> =
+        (0..a.pop_size * p.num_dims()).map(|_| 0.5 * r.normal_f64() as f32).collect();
+    let mut results = Vec::new();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+        let mut fit = vec![0.0f32; a.pop_size];
+        let gens = a.generations.clamp(1, 50);
+        let t = Instant::now();
+        for g in 0..gens {
+            pool.install(|| p.evaluate(Key::new(g), &pop, &mut fit));
+        }
+        results.push((threads, t.elapsed().as_secs_f64() * 1e3 / gens as f64, fit));
+    }
+    let same = results[0].2 == results[1].2;
+    let speedup = results[0].1 / results[1].1;
+    if a.json {
+        println!(
+            "{}",
+            json!({"neuro_ms_1_thread": results[0].1, "neuro_ms_2_threads": results[1].1, "speedup": speedup, "identical": same})
+        );
+    } else {
+        println!(
+            "neuroevolution generation, CartPole-v1, MLP 4-8-2 ({} weights), pop {}, 2 episodes each:",
+            p.num_dims(),
+            a.pop_size
+        );
+        println!(
+            "  1 thread {:.2} ms, 2 threads {:.2} ms: {speedup:.2}x, fitness identical: {same}",
+            results[0].1, results[1].1
+        );
+    }
+    if !same {
+        bail!("fitness differs between 1 and 2 threads");
+    }
+    Ok(())
 }
 
 /// Times ask / evaluate / tell of one strategy on the sphere, one thread.
@@ -595,6 +656,9 @@ fn time_phases<S: Strategy>(s: &S, p: &S::Params, gens: u64) -> Result<(f64, f64
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
+    if a.neuro {
+        return neuro_bench(&a);
+    }
     if !a.json {
         println!(
             "{} on sphere, pop {}, one thread, {} generations{}",

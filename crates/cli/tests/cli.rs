@@ -192,6 +192,21 @@ fn evo_run_qd_and_bench_write_run_folders() {
         let lines = std::fs::read_to_string(d.join("metrics.jsonl")).unwrap();
         assert!(lines.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
     }
+    let out = ok(&[
+        "evo",
+        "run",
+        "--strategy",
+        "snes",
+        "--problem",
+        "cartpole",
+        "--generations",
+        "3",
+        "--out-dir",
+        od,
+    ]);
+    assert!(out.contains("after 48 evaluations") || out.contains("best -5.000000e2"), "{out}");
+    let out = ok(&["evo", "bench", "--neuro", "--pop-size", "8", "--generations", "1"]);
+    assert!(out.contains("fitness identical: true"), "{out}");
     let out = ok(&["evo", "bench", "--num-dims", "4", "--generations", "5", "--pop-size", "8"]);
     assert!(out.contains("tell"), "{out}");
 }

@@ -21,6 +21,7 @@ mod cma_es;
 mod de;
 mod error;
 mod linalg;
+pub mod neuro;
 mod open_es;
 mod pgpe;
 pub mod problem;

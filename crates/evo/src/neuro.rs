@@ -1,0 +1,166 @@
+//! Neuroevolution: a small MLP policy per candidate, evaluated on any single-agent [`Env`] with
+//! the whole population's episodes stepped together in one [`VecEnv`] (rows in parallel,
+//! results independent of the thread count).
+
+use crate::EvoError;
+use crate::problem::Problem;
+use kestrel_core::{Env, Key, VecEnv};
+
+/// Widest layer the stack-allocated forward pass supports.
+pub const MAX_WIDTH: usize = 64;
+
+/// An MLP policy problem: fitness is minus the mean undiscounted return over `episodes`
+/// episodes (each to termination or truncation, at most `max_steps` steps).
+pub struct Neuro<E: Env> {
+    env: E,
+    params: E::Params,
+    sizes: Vec<usize>,
+    num_dims: usize,
+    episodes: usize,
+    max_steps: u32,
+    obs_to_f32: fn(E::Obs) -> f32,
+    to_action: fn(&[f32]) -> E::Action,
+}
+
+impl<E: Env + Clone> Neuro<E> {
+    /// `hidden` tanh layers between the env's observation and `outputs` linear outputs;
+    /// `to_action` maps the outputs to an action (e.g. argmax).
+    #[allow(clippy::too_many_arguments)] // a flat constructor reads better than a one-use struct here
+    pub fn new(
+        env: E,
+        params: E::Params,
+        hidden: &[usize],
+        outputs: usize,
+        episodes: usize,
+        max_steps: u32,
+        obs_to_f32: fn(E::Obs) -> f32,
+        to_action: fn(&[f32]) -> E::Action,
+    ) -> Result<Self, EvoError> {
+        let spec = env.spec(&params);
+        if spec.num_agents != 1 {
+            return Err(EvoError::invalid(
+                "env",
+                format!("{} agents", spec.num_agents),
+                "a single-agent env",
+            ));
+        }
+        let mut sizes = vec![spec.obs_len()];
+        sizes.extend_from_slice(hidden);
+        sizes.push(outputs);
+        if sizes.iter().any(|&w| w == 0 || w > MAX_WIDTH) {
+            return Err(EvoError::invalid(
+                "layer sizes",
+                format!("{sizes:?}"),
+                "1 to 64 units per layer",
+            ));
+        }
+        if episodes == 0 || max_steps == 0 {
+            return Err(EvoError::invalid(
+                "episodes/max_steps",
+                format!("{episodes}/{max_steps}"),
+                "at least 1 each",
+            ));
+        }
+        let num_dims = sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+        Ok(Neuro { env, params, sizes, num_dims, episodes, max_steps, obs_to_f32, to_action })
+    }
+
+    /// Layer widths, input first.
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+}
+
+/// Forward pass: per layer `W` (out × in, row-major) then `b`; tanh on hidden layers.
+fn forward(weights: &[f32], sizes: &[usize], input: &[f32], out: &mut [f32; MAX_WIDTH]) -> usize {
+    let mut cur = [0f32; MAX_WIDTH];
+    cur[..input.len()].copy_from_slice(input);
+    let mut off = 0;
+    let last = sizes.len() - 2;
+    for (l, w) in sizes.windows(2).enumerate() {
+        let (n_in, n_out) = (w[0], w[1]);
+        let (mat, bias) = (
+            &weights[off..off + n_in * n_out],
+            &weights[off + n_in * n_out..off + n_in * n_out + n_out],
+        );
+        let mut next = [0f32; MAX_WIDTH];
+        for o in 0..n_out {
+            let row = &mat[o * n_in..(o + 1) * n_in];
+            let a: f32 = row.iter().zip(&cur[..n_in]).map(|(w, x)| w * x).sum::<f32>() + bias[o];
+            next[o] = if l < last { a.tanh() } else { a };
+        }
+        off += n_in * n_out + n_out;
+        cur = next;
+    }
+    let n = *sizes.last().expect("at least two layers");
+    out[..n].copy_from_slice(&cur[..n]);
+    n
+}
+
+impl<E: Env + Clone> Problem for Neuro<E>
+where
+    E::Params: Sync,
+{
+    fn num_dims(&self) -> usize {
+        self.num_dims
+    }
+
+    fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32]) {
+        let (nd, eps) = (self.num_dims, self.episodes);
+        assert_eq!(
+            population.len(),
+            fitness.len() * nd,
+            "Neuro::evaluate: population must be rows x num_dims"
+        );
+        let rows = fitness.len() * eps;
+        if rows == 0 {
+            return;
+        }
+        let Ok(mut v) = VecEnv::new(self.env.clone(), self.params.clone(), rows, key.raw()) else {
+            return;
+        };
+        let (mut ret, mut done) = (vec![0f64; rows], vec![false; rows]);
+        let (sizes, f, act) = (&self.sizes, self.obs_to_f32, self.to_action);
+        for _ in 0..self.max_steps {
+            v.step_with(|row, _key, obs, a| {
+                let c = row / eps;
+                let mut input = [0f32; MAX_WIDTH];
+                for (i, o) in input.iter_mut().zip(obs) {
+                    *i = f(*o);
+                }
+                let mut out = [0f32; MAX_WIDTH];
+                let n = forward(
+                    &population[c * nd..(c + 1) * nd],
+                    sizes,
+                    &input[..obs.len()],
+                    &mut out,
+                );
+                a[0] = act(&out[..n]);
+            });
+            let (r, te, tr) = (v.rewards(), v.terminated(), v.truncated());
+            for i in 0..rows {
+                if !done[i] {
+                    ret[i] += r[i] as f64;
+                    done[i] = te[i] || tr[i];
+                }
+            }
+            if done.iter().all(|&d| d) {
+                break;
+            }
+        }
+        for (c, fit) in fitness.iter_mut().enumerate() {
+            *fit = -(ret[c * eps..(c + 1) * eps].iter().sum::<f64>() / eps as f64) as f32;
+        }
+    }
+}
+
+/// Index of the largest output (ties: the first).
+pub fn argmax(out: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &v) in out.iter().enumerate() {
+        if v > out[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
