@@ -598,16 +598,28 @@ fn neuro_bench(a: &BenchArgs) -> Result<()> {
     let mut r = Key::new(1).rng();
     let pop: Vec<f32> =
         (0..a.pop_size * p.num_dims()).map(|_| 0.5 * r.normal_f64() as f32).collect();
-    let mut results = Vec::new();
-    for threads in [1, 2] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-        let mut fit = vec![0.0f32; a.pop_size];
-        let gens = a.generations.clamp(1, 50);
-        let t = Instant::now();
-        for g in 0..gens {
-            pool.install(|| p.evaluate(Key::new(g), &pop, &mut fit));
+    // Alternate 1 and 2 threads and keep each one's fastest repeat: this machine is shared,
+    // and a single timing of either can be off by 20%.
+    let pools = [
+        rayon::ThreadPoolBuilder::new().num_threads(1).build()?,
+        rayon::ThreadPoolBuilder::new().num_threads(2).build()?,
+    ];
+    let mut results: Vec<(usize, f64, Vec<f32>)> =
+        vec![(1, f64::INFINITY, Vec::new()), (2, f64::INFINITY, Vec::new())];
+    let gens = a.generations.clamp(1, 50);
+    for _repeat in 0..5 {
+        for (k, pool) in pools.iter().enumerate() {
+            let mut fit = vec![0.0f32; a.pop_size];
+            let t = Instant::now();
+            for g in 0..gens {
+                pool.install(|| p.evaluate(Key::new(g), &pop, &mut fit));
+            }
+            let ms = t.elapsed().as_secs_f64() * 1e3 / gens as f64;
+            if ms < results[k].1 {
+                results[k].1 = ms;
+            }
+            results[k].2 = fit;
         }
-        results.push((threads, t.elapsed().as_secs_f64() * 1e3 / gens as f64, fit));
     }
     let same = results[0].2 == results[1].2;
     let speedup = results[0].1 / results[1].1;

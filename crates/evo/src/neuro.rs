@@ -1,10 +1,15 @@
-//! Neuroevolution: a small MLP policy per candidate, evaluated on any single-agent [`Env`] with
-//! the whole population's episodes stepped together in one [`VecEnv`] (rows in parallel,
-//! results independent of the thread count).
+//! Neuroevolution: a small MLP policy per candidate, evaluated on any single-agent [`Env`].
+//!
+//! One `evaluate` call runs every candidate's episodes as independent rows in parallel; each
+//! row runs its whole episode (keys from `(key, row, step)`), so there is one fork-join per
+//! generation rather than one per environment step (a per-step batch of a few hundred cheap
+//! rows is dominated by synchronisation), no steps are wasted after an episode ends, and the
+//! result does not depend on the thread count.
 
 use crate::EvoError;
 use crate::problem::Problem;
-use kestrel_core::{Env, Key, VecEnv};
+use kestrel_core::{Env, Key};
+use rayon::prelude::*;
 
 /// Widest layer the stack-allocated forward pass supports.
 pub const MAX_WIDTH: usize = 64;
@@ -112,45 +117,44 @@ where
             fitness.len() * nd,
             "Neuro::evaluate: population must be rows x num_dims"
         );
-        let rows = fitness.len() * eps;
-        if rows == 0 {
-            return;
-        }
-        let Ok(mut v) = VecEnv::new(self.env.clone(), self.params.clone(), rows, key.raw()) else {
-            return;
-        };
-        let (mut ret, mut done) = (vec![0f64; rows], vec![false; rows]);
+        let spec = self.env.spec(&self.params);
+        let limit = spec.max_episode_steps.map_or(self.max_steps, |m| m.min(self.max_steps));
+        let obs_len = spec.obs_len();
         let (sizes, f, act) = (&self.sizes, self.obs_to_f32, self.to_action);
-        for _ in 0..self.max_steps {
-            v.step_with(|row, _key, obs, a| {
-                let c = row / eps;
+        let episode = |row: usize| -> f64 {
+            let c = row / eps;
+            let weights = &population[c * nd..(c + 1) * nd];
+            let key_row = key.fold_in(row as u64);
+            let mut obs = vec![E::Obs::default(); obs_len];
+            let mut state = self.env.reset(&self.params, key_row, &mut obs);
+            let (mut ret, mut reward) = (0.0, [0.0f32]);
+            for t in 0..limit {
                 let mut input = [0f32; MAX_WIDTH];
-                for (i, o) in input.iter_mut().zip(obs) {
+                for (i, o) in input.iter_mut().zip(&obs) {
                     *i = f(*o);
                 }
                 let mut out = [0f32; MAX_WIDTH];
-                let n = forward(
-                    &population[c * nd..(c + 1) * nd],
-                    sizes,
-                    &input[..obs.len()],
-                    &mut out,
+                let n = forward(weights, sizes, &input[..obs_len], &mut out);
+                let a = [act(&out[..n])];
+                let done = self.env.step(
+                    &self.params,
+                    &mut state,
+                    &a,
+                    key_row.fold_in(t as u64 + 1),
+                    &mut obs,
+                    &mut reward,
                 );
-                a[0] = act(&out[..n]);
-            });
-            let (r, te, tr) = (v.rewards(), v.terminated(), v.truncated());
-            for i in 0..rows {
-                if !done[i] {
-                    ret[i] += r[i] as f64;
-                    done[i] = te[i] || tr[i];
+                ret += reward[0] as f64;
+                if done {
+                    break;
                 }
             }
-            if done.iter().all(|&d| d) {
-                break;
-            }
-        }
-        for (c, fit) in fitness.iter_mut().enumerate() {
-            *fit = -(ret[c * eps..(c + 1) * eps].iter().sum::<f64>() / eps as f64) as f32;
-        }
+            ret
+        };
+        fitness.par_iter_mut().enumerate().for_each(|(c, fit)| {
+            let total: f64 = (c * eps..(c + 1) * eps).map(episode).sum();
+            *fit = -(total / eps as f64) as f32;
+        });
     }
 }
 
