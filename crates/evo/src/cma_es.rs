@@ -116,25 +116,27 @@ impl CmaEs {
     pub fn ask_from_normals(&self, state: &mut CmaState, z: &[f64], population: &mut [f32]) {
         let (lam, n) = (self.pop_size, self.num_dims);
         check_lens("CmaEs::ask", lam, n, population, None);
-        // Column by column: faer matrices are column-major.
-        for j in 0..n {
-            let dj = state.d[j];
-            for (i, y) in state.y.col_as_slice_mut(j).iter_mut().enumerate() {
-                *y = z[i * n + j] * dj;
+        // Candidates are columns of `y` (n × λ): contiguous per candidate in a column-major Mat.
+        for i in 0..lam {
+            let (col, zi) = (state.y.col_as_slice_mut(i), &z[i * n..(i + 1) * n]);
+            for ((y, zv), d) in col.iter_mut().zip(zi).zip(&state.d) {
+                *y = zv * d;
             }
         }
+        // X − m = σ B (D ∘ Z): one n×n by n×λ product.
         matmul(
             state.tmp.as_mut(),
             Accum::Replace,
+            state.b.as_ref(),
             state.y.as_ref(),
-            state.b.transpose(),
             1.0,
             Par::Seq,
         );
-        for j in 0..n {
-            let (m, sg) = (state.mean[j], state.sigma);
-            for (i, t) in state.tmp.col_as_slice(j).iter().enumerate() {
-                population[i * n + j] = (m + sg * t) as f32;
+        let sg = state.sigma;
+        for i in 0..lam {
+            let (row, col) = (&mut population[i * n..(i + 1) * n], state.tmp.col_as_slice(i));
+            for ((x, t), m) in row.iter_mut().zip(col).zip(&state.mean) {
+                *x = (m + sg * t) as f32;
             }
         }
     }
@@ -205,8 +207,8 @@ impl Strategy for CmaEs {
             eigen_generation: 0,
             progress: Progress::new(n),
             z: vec![0.0; lam * n],
-            y: Mat::zeros(lam, n),
-            tmp: Mat::zeros(lam, n),
+            y: Mat::zeros(n, lam),
+            tmp: Mat::zeros(n, lam),
             w: vec![0.0; lam],
             order: vec![0; lam],
             v1: vec![0.0; n],
@@ -237,13 +239,14 @@ impl Strategy for CmaEs {
         rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
         // y_i = (x_i - m) / σ and y_w = Σ max(w_i, 0) y_i.
         let inv_sigma = 1.0 / s.sigma;
-        for j in 0..n {
-            let (m, mut acc) = (s.mean[j], 0.0);
-            for (i, y) in s.y.col_as_slice_mut(j).iter_mut().enumerate() {
-                *y = (population[i * n + j] as f64 - m) * inv_sigma;
-                acc += s.w[i].max(0.0) * *y;
+        s.v1.iter_mut().for_each(|v| *v = 0.0);
+        for i in 0..lam {
+            let wi = s.w[i].max(0.0);
+            let (col, row) = (s.y.col_as_slice_mut(i), &population[i * n..(i + 1) * n]);
+            for (((y, &x), m), acc) in col.iter_mut().zip(row).zip(&s.mean).zip(s.v1.iter_mut()) {
+                *y = (x as f64 - m) * inv_sigma;
+                *acc += wi * *y;
             }
-            s.v1[j] = acc;
         }
         let y_w = &s.v1;
         for j in 0..n {
@@ -270,25 +273,26 @@ impl Strategy for CmaEs {
         let delta = (1.0 - h) * p.c_c * (2.0 - p.c_c);
         // Negative weights are rescaled by n / |C^{-1/2} y_i|^2, with |C^{-1/2} y|^2 = |D^{-1} B^T y|^2.
         if s.w.iter().any(|&w| w < 0.0) {
-            matmul(s.tmp.as_mut(), Accum::Replace, s.y.as_ref(), s.b.as_ref(), 1.0, Par::Seq);
-            let q = &mut s.z[..lam]; // scratch: |C^{-1/2} y_i|^2 per row
-            q.iter_mut().for_each(|v| *v = 0.0);
-            for k in 0..n {
-                let inv = 1.0 / s.d[k];
-                for (qi, t) in q.iter_mut().zip(s.tmp.col_as_slice(k)) {
-                    *qi += (t * inv) * (t * inv);
-                }
-            }
-            for (w, qi) in s.w.iter_mut().zip(q.iter()) {
-                if *w < 0.0 {
-                    *w *= n as f64 / qi.max(1e-8);
+            // |C^{-1/2} y_i|^2 = |D^{-1} Bᵀ y_i|^2, with Bᵀ Y as one product.
+            matmul(s.tmp.as_mut(), Accum::Replace, s.b.transpose(), s.y.as_ref(), 1.0, Par::Seq);
+            for i in 0..lam {
+                if s.w[i] < 0.0 {
+                    let q: f64 = s
+                        .tmp
+                        .col_as_slice(i)
+                        .iter()
+                        .zip(&s.d)
+                        .map(|(t, d)| (t / d) * (t / d))
+                        .sum();
+                    s.w[i] *= n as f64 / q.max(1e-8);
                 }
             }
         }
-        for j in 0..n {
-            let (dst, src) = (s.tmp.col_as_slice_mut(j), s.y.col_as_slice(j));
-            for ((d, y), w) in dst.iter_mut().zip(src).zip(&s.w) {
-                *d = w * y;
+        for i in 0..lam {
+            let wi = s.w[i];
+            let (dst, src) = (s.tmp.col_as_slice_mut(i), s.y.col_as_slice(i));
+            for (d, y) in dst.iter_mut().zip(src) {
+                *d = wi * y;
             }
         }
         let wsum: f64 = p.weights.iter().sum();
@@ -298,7 +302,8 @@ impl Strategy for CmaEs {
                 s.c[(i, j)] = a * s.c[(i, j)] + p.c_1 * s.p_c[i] * s.p_c[j];
             }
         }
-        matmul(s.c.as_mut(), Accum::Add, s.y.transpose(), s.tmp.as_ref(), p.c_mu, Par::Seq);
+        // rank-μ: Σ w_i y_i y_iᵀ = Y (W Y)ᵀ with candidates as columns.
+        matmul(s.c.as_mut(), Accum::Add, s.y.as_ref(), s.tmp.transpose(), p.c_mu, Par::Seq);
         s.sigma = sigma;
         let gen_now = s.progress.generation;
         let gap = lam as f64 / ((p.c_1 + p.c_mu) * n as f64 * 10.0);

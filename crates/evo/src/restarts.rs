@@ -161,6 +161,9 @@ pub fn cma_restarts(
     key: Key,
 ) -> Result<RestartResult, EvoError> {
     let n = problem.num_dims();
+    if n == 0 {
+        return Err(EvoError::invalid("num_dims", 0, "at least 1"));
+    }
     if x0.len() != n {
         return Err(EvoError::invalid("x0", format!("{} values", x0.len()), "num_dims values"));
     }
