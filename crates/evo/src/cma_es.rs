@@ -12,7 +12,7 @@ use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::{EigenWork, norm, normals};
 use crate::shaping::rank_weights;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;
@@ -312,17 +312,11 @@ impl Strategy for CmaEs {
             s.eig.decompose(c, b, d);
             s.eigen_generation = gen_now;
         }
-        TellMetrics {
-            generation: gen_now,
-            best_in_generation: best,
-            best_so_far: s.progress.best_fitness,
-            nonfinite: bad,
-            sigma: s.sigma,
-        }
+        s.progress.metrics(best, bad, s.sigma)
     }
 
     fn mean(&self, state: &CmaState) -> Vec<f32> {
-        state.mean.iter().map(|&m| m as f32).collect()
+        to_f32(&state.mean)
     }
 
     fn progress<'a>(&self, state: &'a CmaState) -> &'a Progress {

@@ -130,13 +130,7 @@ impl Strategy for DifferentialEvolution {
                 s.members[i * n..(i + 1) * n].copy_from_slice(&population[i * n..(i + 1) * n]);
             }
         }
-        TellMetrics {
-            generation: s.progress.generation,
-            best_in_generation: best,
-            best_so_far: s.progress.best_fitness,
-            nonfinite: bad,
-            sigma: 0.0,
-        }
+        s.progress.metrics(best, bad, 0.0)
     }
 
     fn mean(&self, state: &DeState) -> Vec<f32> {

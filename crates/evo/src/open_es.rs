@@ -9,7 +9,7 @@ use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::normals;
 use crate::shaping::centered_ranks;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
 
 /// Adam (Kingma & Ba, 2015) as optax implements it.
@@ -174,17 +174,11 @@ impl Strategy for OpenEs {
             let v_hat = s.v[j] / (1.0 - a.beta2.powi(t));
             s.mean[j] -= a.lr * m_hat / (v_hat.sqrt() + a.eps);
         }
-        TellMetrics {
-            generation: s.progress.generation,
-            best_in_generation: best,
-            best_so_far: s.progress.best_fitness,
-            nonfinite: bad,
-            sigma: p.sigma,
-        }
+        s.progress.metrics(best, bad, p.sigma)
     }
 
     fn mean(&self, state: &OpenEsState) -> Vec<f32> {
-        state.mean.iter().map(|&m| m as f32).collect()
+        to_f32(&state.mean)
     }
     fn progress<'a>(&self, state: &'a OpenEsState) -> &'a Progress {
         &state.progress

@@ -10,7 +10,7 @@ use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::normals;
 use crate::shaping::centered_ranks;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
 
 /// PGPE over `num_dims` with an even `pop_size` (mirrored pairs).
@@ -158,17 +158,11 @@ impl Strategy for Pgpe {
             s.mean[j] -= p.lr * s.velocity[j];
         }
         let sigma = s.sigma.iter().sum::<f64>() / n as f64;
-        TellMetrics {
-            generation: s.progress.generation,
-            best_in_generation: best,
-            best_so_far: s.progress.best_fitness,
-            nonfinite: bad,
-            sigma,
-        }
+        s.progress.metrics(best, bad, sigma)
     }
 
     fn mean(&self, state: &PgpeState) -> Vec<f32> {
-        state.mean.iter().map(|&m| m as f32).collect()
+        to_f32(&state.mean)
     }
     fn progress<'a>(&self, state: &'a PgpeState) -> &'a Progress {
         &state.progress

@@ -10,7 +10,7 @@ use crate::cma_es::{CmaEs, CmaParams};
 use crate::error::check_sizes;
 use crate::linalg::{norm, normals};
 use crate::shaping::rank_weights;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
 
 /// Sep-CMA-ES over `num_dims` with `pop_size` samples per generation.
@@ -158,17 +158,11 @@ impl Strategy for SepCmaEs {
         s.sigma = sigma;
         let (c, d) = (&mut s.c, &mut s.d);
         regularise(c, d);
-        TellMetrics {
-            generation: s.progress.generation,
-            best_in_generation: best,
-            best_so_far: s.progress.best_fitness,
-            nonfinite: bad,
-            sigma: s.sigma,
-        }
+        s.progress.metrics(best, bad, s.sigma)
     }
 
     fn mean(&self, state: &SepCmaState) -> Vec<f32> {
-        state.mean.iter().map(|&m| m as f32).collect()
+        to_f32(&state.mean)
     }
     fn progress<'a>(&self, state: &'a SepCmaState) -> &'a Progress {
         &state.progress

@@ -8,7 +8,7 @@ use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::normals;
 use crate::shaping::rank_weights;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
 
 /// SNES over `num_dims` with `pop_size` samples per generation.
@@ -131,17 +131,11 @@ impl Strategy for Snes {
             s.sigma[j] *= (0.5 * p.lr_sigma * gs).exp();
         }
         let sigma = s.sigma.iter().sum::<f64>() / n as f64;
-        TellMetrics {
-            generation: s.progress.generation,
-            best_in_generation: best,
-            best_so_far: s.progress.best_fitness,
-            nonfinite: bad,
-            sigma,
-        }
+        s.progress.metrics(best, bad, sigma)
     }
 
     fn mean(&self, state: &SnesState) -> Vec<f32> {
-        state.mean.iter().map(|&m| m as f32).collect()
+        to_f32(&state.mean)
     }
     fn progress<'a>(&self, state: &'a SnesState) -> &'a Progress {
         &state.progress

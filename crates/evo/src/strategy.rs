@@ -56,6 +56,27 @@ impl Progress {
         self.generation += 1;
         (best, bad)
     }
+
+    /// The metrics of the generation just recorded.
+    pub(crate) fn metrics(
+        &self,
+        best_in_generation: f32,
+        nonfinite: u32,
+        sigma: f64,
+    ) -> TellMetrics {
+        TellMetrics {
+            generation: self.generation,
+            best_in_generation,
+            best_so_far: self.best_fitness,
+            nonfinite,
+            sigma,
+        }
+    }
+}
+
+/// An `f64` mean as the `f32` vector the trait returns.
+pub(crate) fn to_f32(v: &[f64]) -> Vec<f32> {
+    v.iter().map(|&x| x as f32).collect()
 }
 
 /// An optimiser over flat `f32` vectors with explicit key, state and params.

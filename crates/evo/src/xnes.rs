@@ -11,7 +11,7 @@ use crate::error::check_sizes;
 use crate::linalg::EigenWork;
 use crate::shaping::rank_weights;
 use crate::snes::{Snes, SnesParams};
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;
@@ -219,17 +219,11 @@ impl Strategy for Xnes {
                 }
             }
         }
-        TellMetrics {
-            generation: s.progress.generation,
-            best_in_generation: best,
-            best_so_far: s.progress.best_fitness,
-            nonfinite: bad,
-            sigma: s.sigma,
-        }
+        s.progress.metrics(best, bad, s.sigma)
     }
 
     fn mean(&self, state: &XnesState) -> Vec<f32> {
-        state.mean.iter().map(|&m| m as f32).collect()
+        to_f32(&state.mean)
     }
     fn progress<'a>(&self, state: &'a XnesState) -> &'a Progress {
         &state.progress
