@@ -193,10 +193,13 @@ impl Problem for Benchmark {
             fitness.len() * n,
             "Benchmark::evaluate: population must be rows x num_dims"
         );
+        // At least ~16k coordinates per task: a cheap test function on a small population is
+        // faster on one thread than the fork-join it would take to split it.
+        let min_rows = (16_384 / n).max(1);
         population
             .par_chunks(n)
             .zip(fitness.par_iter_mut())
-            .with_min_len(8)
+            .with_min_len(min_rows)
             .for_each(|(x, f)| *f = self.value(x) as f32);
     }
 }
