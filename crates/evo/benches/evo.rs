@@ -20,7 +20,7 @@ fn generation<S: Strategy>(c: &mut Criterion, name: &str, s: S) {
         b.iter(|| {
             k += 1;
             // Restart before the search converges into denormal floats (slow, unrepresentative).
-            if k % 200 == 0 {
+            if k.is_multiple_of(200) {
                 st = s.init(Key::new(k), &p, &vec![1.0; n]);
             }
             s.ask(Key::new(k), &mut st, &p, &mut pop);
