@@ -8,7 +8,7 @@
 use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::normals;
-use crate::shaping::centered_ranks;
+use crate::shaping::Shaping;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
 
@@ -47,6 +47,8 @@ pub struct OpenEsParams {
     pub adam: Adam,
     /// Mirrored sampling (`z`, `−z`).
     pub antithetic: bool,
+    /// Fitness shaping before the gradient estimate.
+    pub shaping: Shaping,
 }
 
 /// OpenAI-ES state (Adam moments included).
@@ -116,7 +118,12 @@ impl Strategy for OpenEs {
         self.num_dims
     }
     fn default_params(&self) -> OpenEsParams {
-        OpenEsParams { sigma: 1.0, adam: Adam::default(), antithetic: true }
+        OpenEsParams {
+            sigma: 1.0,
+            adam: Adam::default(),
+            antithetic: true,
+            shaping: Shaping::CenteredRank,
+        }
     }
 
     fn init(&self, _key: Key, _params: &OpenEsParams, mean: &[f32]) -> OpenEsState {
@@ -158,7 +165,7 @@ impl Strategy for OpenEs {
         let (lam, n) = (self.pop_size, self.num_dims);
         check_lens("OpenEs::tell", lam, n, population, Some(fitness));
         let (best, bad) = s.progress.record(population, fitness);
-        centered_ranks(fitness, &mut s.order, &mut s.w);
+        p.shaping.apply(fitness, &mut s.order, &mut s.w);
         s.adam_steps += 1;
         let t = s.adam_steps as i32;
         let a = &p.adam;

@@ -9,7 +9,7 @@
 use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::normals;
-use crate::shaping::centered_ranks;
+use crate::shaping::Shaping;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
 
@@ -35,6 +35,8 @@ pub struct PgpeParams {
     pub max_velocity: f64,
     /// ClipUp momentum.
     pub momentum: f64,
+    /// Fitness shaping before the gradient estimates.
+    pub shaping: Shaping,
 }
 
 /// PGPE state.
@@ -83,6 +85,7 @@ impl Strategy for Pgpe {
             lr: 0.01,
             max_velocity: 0.02,
             momentum: 0.9,
+            shaping: Shaping::CenteredRank,
         }
     }
 
@@ -126,7 +129,7 @@ impl Strategy for Pgpe {
         let half = lam / 2;
         check_lens("Pgpe::tell", lam, n, population, Some(fitness));
         let (best, bad) = s.progress.record(population, fitness);
-        centered_ranks(fitness, &mut s.order, &mut s.w);
+        p.shaping.apply(fitness, &mut s.order, &mut s.w);
         let baseline = s.w.iter().sum::<f64>() / lam as f64;
         let mut gnorm = 0.0;
         for j in 0..n {

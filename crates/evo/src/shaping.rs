@@ -1,5 +1,40 @@
 //! Fitness shaping as plain functions. All treat NaN and ±inf as the worst values.
 
+/// A shaping choice for strategies that take one ([`crate::OpenEs`], [`crate::Pgpe`]).
+/// Rank-weighted strategies (CMA-ES family, SNES, xNES) shape by their recombination
+/// weights instead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shaping {
+    /// Centred ranks in `[-0.5, 0.5]` (evosax's default for both).
+    #[default]
+    CenteredRank,
+    /// Z-scores of the finite values.
+    ZScore,
+    /// The fitness itself (non-finite values replaced by the worst finite one, or 0).
+    Raw,
+}
+
+impl Shaping {
+    /// Writes the shaped fitness (lower is better) into `out`; `order` is scratch.
+    pub fn apply(self, fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
+        match self {
+            Shaping::CenteredRank => centered_ranks(fitness, order, out),
+            Shaping::ZScore => z_score(fitness, out),
+            Shaping::Raw => {
+                let worst = fitness
+                    .iter()
+                    .copied()
+                    .filter(|f| f.is_finite())
+                    .fold(f32::NEG_INFINITY, f32::max);
+                let worst = if worst.is_finite() { worst as f64 } else { 0.0 };
+                for (o, &f) in out.iter_mut().zip(fitness) {
+                    *o = if f.is_finite() { f as f64 } else { worst };
+                }
+            }
+        }
+    }
+}
+
 /// Zero-based ranks of `fitness` (ascending; ties get the average rank, as
 /// `scipy.stats.rankdata`), non-finite values ranked last. `order` is scratch of the same
 /// length.
