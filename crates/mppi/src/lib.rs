@@ -1,0 +1,15 @@
+//! Model predictive path integral control (MPPI).
+//!
+//! Papers: G. Williams et al., "Information Theoretic MPC for Model-Based Reinforcement
+//! Learning", ICRA 2017 (Algorithm 2). Reference implementation: pytorch-mppi 0.9.1
+//! (`MPPI.command`), whose convention is the default here (see `shared/reference/
+//! mppi-es-qd.md` §2.3 for the step-by-step order this module follows).
+//!
+//! `num_samples` (K in Williams et al.) control sequences of `horizon` (T) steps are sampled
+//! around the nominal sequence, rolled out through [`Dynamics`] in parallel over samples
+//! (each sample independent, so results do not depend on the thread count), weighted by
+//! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
+
+mod mppi;
+
+pub use mppi::{Dynamics, Mppi, MppiError, MppiParams, MppiState, PendulumDynamics};

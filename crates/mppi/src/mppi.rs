@@ -1,0 +1,430 @@
+use kestrel_core::Key;
+use rayon::prelude::*;
+use thiserror::Error;
+
+/// Largest state size (rollouts keep states on the stack).
+pub const MAX_NX: usize = 32;
+/// Largest control size.
+pub const MAX_NU: usize = 8;
+
+/// Errors when building a controller.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum MppiError {
+    /// A parameter is outside what is accepted.
+    #[error("invalid {field} = {value}: {accepted}")]
+    Invalid {
+        /// The parameter.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        accepted: &'static str,
+    },
+}
+
+fn invalid(field: &'static str, value: impl ToString, accepted: &'static str) -> MppiError {
+    MppiError::Invalid { field, value: value.to_string(), accepted }
+}
+
+/// A batched-by-sample dynamics model with its costs (pytorch-mppi's `dynamics`,
+/// `running_cost` and `terminal_state_cost`, one sample at a time).
+pub trait Dynamics: Send + Sync {
+    /// State size.
+    fn nx(&self) -> usize;
+    /// Control size.
+    fn nu(&self) -> usize;
+    /// Writes the next state from `x` under control `u` at horizon step `t`.
+    fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]);
+    /// Cost of the state reached (`x` is the post-transition state, as pytorch-mppi).
+    fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64;
+    /// Cost of the final state (0 by default).
+    fn terminal_cost(&self, _x: &[f64]) -> f64 {
+        0.0
+    }
+}
+
+/// Every runtime knob of MPPI (what an autotuner may change), pytorch-mppi's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MppiParams {
+    /// Sampled control sequences (K).
+    pub num_samples: usize,
+    /// Steps per sequence (T).
+    pub horizon: usize,
+    /// Temperature λ.
+    pub lambda: f64,
+    /// Noise covariance Σ, row-major `nu × nu` (symmetric positive definite).
+    pub noise_sigma: Vec<f64>,
+    /// Noise mean μ.
+    pub noise_mu: Vec<f64>,
+    /// Lower control bound per dimension (−∞ for none).
+    pub u_min: Vec<f64>,
+    /// Upper control bound per dimension (+∞ for none).
+    pub u_max: Vec<f64>,
+    /// Appended when the nominal sequence shifts.
+    pub u_init: Vec<f64>,
+    /// Controls are multiplied by this before dynamics and costs (the returned one is not).
+    pub u_scale: f64,
+    /// Leading controls returned by `command`.
+    pub u_per_command: usize,
+    /// Force sample 0 to be the zero sequence.
+    pub sample_null_action: bool,
+    /// Use |ε| in the control cost.
+    pub noise_abs_cost: bool,
+}
+
+impl MppiParams {
+    /// pytorch-mppi defaults for `nu` controls with noise covariance `sigma²·I`.
+    pub fn new(nu: usize, sigma: f64) -> Self {
+        let mut s = vec![0.0; nu * nu];
+        (0..nu).for_each(|i| s[i * nu + i] = sigma * sigma);
+        MppiParams {
+            num_samples: 100,
+            horizon: 15,
+            lambda: 1.0,
+            noise_sigma: s,
+            noise_mu: vec![0.0; nu],
+            u_min: vec![f64::NEG_INFINITY; nu],
+            u_max: vec![f64::INFINITY; nu],
+            u_init: vec![0.0; nu],
+            u_scale: 1.0,
+            u_per_command: 1,
+            sample_null_action: false,
+            noise_abs_cost: false,
+        }
+    }
+}
+
+/// Nominal sequence and reusable buffers.
+#[derive(Clone, Debug)]
+pub struct MppiState {
+    /// Nominal controls, row-major `horizon × nu`.
+    pub u: Vec<f64>,
+    /// Total cost of each sample in the last `command`.
+    pub costs: Vec<f64>,
+    /// Normalised weights ω of the last `command`.
+    pub weights: Vec<f64>,
+    /// Effective (post-clamp) noise of the last `command`, `K × T × nu`.
+    pub noise: Vec<f64>,
+    normals: Vec<f64>,
+}
+
+/// An MPPI controller over dynamics `D`.
+pub struct Mppi<D: Dynamics> {
+    dynamics: D,
+}
+
+impl<D: Dynamics> Mppi<D> {
+    /// A controller for `dynamics`.
+    pub fn new(dynamics: D) -> Self {
+        Mppi { dynamics }
+    }
+
+    /// The dynamics.
+    pub fn dynamics(&self) -> &D {
+        &self.dynamics
+    }
+
+    /// Checks params against the dynamics (sizes, λ > 0, Σ positive definite).
+    pub fn validate(&self, p: &MppiParams) -> Result<(), MppiError> {
+        let (nx, nu) = (self.dynamics.nx(), self.dynamics.nu());
+        if nx == 0 || nx > MAX_NX || nu == 0 || nu > MAX_NU {
+            return Err(invalid("nx/nu", format!("{nx}/{nu}"), "1..=32 states and 1..=8 controls"));
+        }
+        if p.num_samples == 0 || p.horizon == 0 {
+            return Err(invalid(
+                "num_samples/horizon",
+                format!("{}/{}", p.num_samples, p.horizon),
+                "at least 1 each",
+            ));
+        }
+        if !(p.lambda.is_finite() && p.lambda > 0.0) {
+            return Err(invalid("lambda", p.lambda, "finite and > 0"));
+        }
+        for (f, v, n) in [
+            ("noise_sigma", &p.noise_sigma, nu * nu),
+            ("noise_mu", &p.noise_mu, nu),
+            ("u_min", &p.u_min, nu),
+            ("u_max", &p.u_max, nu),
+            ("u_init", &p.u_init, nu),
+        ] {
+            if v.len() != n {
+                return Err(invalid(
+                    f,
+                    format!("{} values", v.len()),
+                    "nu (nu × nu for noise_sigma) values",
+                ));
+            }
+        }
+        if cholesky(&p.noise_sigma, nu).is_none() {
+            return Err(invalid(
+                "noise_sigma",
+                format!("{:?}", p.noise_sigma),
+                "a symmetric positive definite matrix",
+            ));
+        }
+        if p.u_per_command == 0 || p.u_per_command > p.horizon {
+            return Err(invalid("u_per_command", p.u_per_command, "1 to horizon"));
+        }
+        Ok(())
+    }
+
+    /// A fresh state with the nominal sequence `u_init` repeated (pytorch-mppi draws it from
+    /// the noise instead; use [`Mppi::reset_random`] for that).
+    pub fn init(&self, p: &MppiParams) -> MppiState {
+        let (k, t, nu) = (p.num_samples, p.horizon, self.dynamics.nu());
+        MppiState {
+            u: p.u_init.repeat(t),
+            costs: vec![0.0; k],
+            weights: vec![0.0; k],
+            noise: vec![0.0; k * t * nu],
+            normals: Vec::new(),
+        }
+    }
+
+    /// Nominal sequence drawn from `N(μ, Σ)` (pytorch-mppi's `U_init=None` and `reset()`).
+    pub fn reset_random(&self, key: Key, p: &MppiParams, s: &mut MppiState) {
+        let nu = self.dynamics.nu();
+        let l = cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
+        let mut rng = key.rng();
+        for row in s.u.chunks_exact_mut(nu) {
+            let mut z = [0.0; MAX_NU];
+            z[..nu].iter_mut().for_each(|v| *v = rng.standard_normal());
+            for i in 0..nu {
+                row[i] = p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * z[j]).sum::<f64>();
+            }
+        }
+    }
+
+    /// One control step from state `x0`: draws standard normals from `key` and calls
+    /// [`Mppi::command_with_normals`]. Writes `u_per_command × nu` controls to `out`.
+    pub fn command(
+        &self,
+        key: Key,
+        p: &MppiParams,
+        s: &mut MppiState,
+        x0: &[f64],
+        out: &mut [f64],
+    ) {
+        let n = p.num_samples * p.horizon * self.dynamics.nu();
+        let mut z = std::mem::take(&mut s.normals);
+        z.resize(n, 0.0);
+        let mut rng = key.rng();
+        z.iter_mut().for_each(|v| *v = rng.standard_normal());
+        self.command_with_normals(p, s, x0, &z, out, true);
+        s.normals = z;
+    }
+
+    /// One control step with given standard normals `z` (`K × T × nu`): shift (if asked),
+    /// sample `ε = μ + L z`, clamp `U + ε`, roll out, weight, update, return `U[..u_per_command]`.
+    /// On return `s.noise` holds the effective noise.
+    pub fn command_with_normals(
+        &self,
+        p: &MppiParams,
+        s: &mut MppiState,
+        x0: &[f64],
+        z: &[f64],
+        out: &mut [f64],
+        shift: bool,
+    ) {
+        let d = &self.dynamics;
+        let (k, t, nu, nx) = (p.num_samples, p.horizon, d.nu(), d.nx());
+        assert_eq!(x0.len(), nx, "Mppi::command: state length");
+        assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
+        if shift {
+            s.u.copy_within(nu.., 0);
+            s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);
+        }
+        let l = cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
+        let sigma_inv = inverse_spd(&l, nu);
+        let (mut eps, mut costs, mut w) = (
+            std::mem::take(&mut s.noise),
+            std::mem::take(&mut s.costs),
+            std::mem::take(&mut s.weights),
+        );
+        eps.resize(k * t * nu, 0.0);
+        costs.resize(k, 0.0);
+        w.resize(k, 0.0);
+        let u_nom = &s.u;
+        // Sample, clamp, keep the effective noise; roll out; per-sample cost. Rows independent,
+        // state and control on the stack (sizes validated), so nothing allocates per sample.
+        eps.par_chunks_mut(t * nu).zip(costs.par_iter_mut()).enumerate().with_min_len(16).for_each(
+            |(kk, (e, cost))| {
+                let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
+                let (x, next) = (&mut xa[..nx], &mut na[..nx]);
+                x.copy_from_slice(x0);
+                let mut us = [0.0f64; MAX_NU];
+                let mut total = 0.0;
+                for tt in 0..t {
+                    let zk = &z[(kk * t + tt) * nu..(kk * t + tt + 1) * nu];
+                    for i in 0..nu {
+                        let noise =
+                            p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zk[j]).sum::<f64>();
+                        let mut vi = if p.sample_null_action && kk == 0 {
+                            0.0
+                        } else {
+                            u_nom[tt * nu + i] + noise
+                        };
+                        vi = vi.max(p.u_min[i]).min(p.u_max[i]);
+                        e[tt * nu + i] = vi - u_nom[tt * nu + i];
+                        us[i] = p.u_scale * vi;
+                    }
+                    d.step(x, &us[..nu], tt, next);
+                    x.copy_from_slice(next);
+                    total += d.running_cost(x, &us[..nu], tt);
+                }
+                total += d.terminal_cost(x);
+                // Control cost λ Σ_t U_tᵀ Σ⁻¹ ε_t (|ε| with noise_abs_cost).
+                let mut ctrl = 0.0;
+                for tt in 0..t {
+                    for i in 0..nu {
+                        for j in 0..nu {
+                            let ej = e[tt * nu + j];
+                            let ej = if p.noise_abs_cost { ej.abs() } else { ej };
+                            ctrl += u_nom[tt * nu + i] * sigma_inv[i * nu + j] * ej;
+                        }
+                    }
+                }
+                total += p.lambda * ctrl;
+                *cost = if total.is_nan() { f64::INFINITY } else { total };
+            },
+        );
+        // Weights: subtract the minimum; if every cost is infinite, no sample is informative.
+        let beta = costs.iter().cloned().fold(f64::INFINITY, f64::min);
+        for (wk, c) in w.iter_mut().zip(&costs) {
+            *wk = if beta.is_finite() { (-(c - beta) / p.lambda).exp() } else { 0.0 };
+        }
+        let eta: f64 = w.iter().sum();
+        if eta > 0.0 {
+            w.iter_mut().for_each(|x| *x /= eta);
+        }
+        for kk in 0..k {
+            if w[kk] != 0.0 {
+                for (u, e) in s.u.iter_mut().zip(&eps[kk * t * nu..(kk + 1) * t * nu]) {
+                    *u += w[kk] * e;
+                }
+            }
+        }
+        out.copy_from_slice(&s.u[..p.u_per_command * nu]);
+        s.costs = costs;
+        s.weights = w;
+        s.noise = eps;
+    }
+}
+
+/// Lower Cholesky factor of a row-major SPD matrix (None if not positive definite).
+fn cholesky(a: &[f64], n: usize) -> Option<[f64; MAX_NU * MAX_NU]> {
+    if n > MAX_NU || a.len() < n * n {
+        return None;
+    }
+    let mut l = [0.0; MAX_NU * MAX_NU];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
+            if i == j {
+                let d = a[i * n + i] - s;
+                if !(d > 0.0 && d.is_finite())
+                    || (a[i * n + j] - a[j * n + i]).abs() > 1e-12 * a[i * n + j].abs().max(1.0)
+                {
+                    return None;
+                }
+                l[i * n + i] = d.sqrt();
+            } else {
+                l[i * n + j] = (a[i * n + j] - s) / l[j * n + j];
+            }
+        }
+    }
+    Some(l)
+}
+
+/// Σ⁻¹ from its Cholesky factor.
+fn inverse_spd(l: &[f64], n: usize) -> [f64; MAX_NU * MAX_NU] {
+    // Solve L Lᵀ X = I column by column.
+    let mut inv = [0.0; MAX_NU * MAX_NU];
+    for c in 0..n {
+        let mut y = [0.0; MAX_NU];
+        for i in 0..n {
+            let s: f64 = (0..i).map(|k| l[i * n + k] * y[k]).sum();
+            y[i] = (if i == c { 1.0 } else { 0.0 } - s) / l[i * n + i];
+        }
+        for i in (0..n).rev() {
+            let s: f64 = (i + 1..n).map(|k| l[k * n + i] * inv[k * n + c]).sum();
+            inv[i * n + c] = (y[i] - s) / l[i * n + i];
+        }
+    }
+    inv
+}
+
+/// Gym pendulum dynamics for MPPI (state `[θ, θ̇]`, control torque clamped to ±2; running
+/// cost `norm(θ)² + 0.1 θ̇² + 0.001 u²`), as pytorch-mppi's pendulum example uses them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PendulumDynamics;
+
+impl Dynamics for PendulumDynamics {
+    fn nx(&self) -> usize {
+        2
+    }
+    fn nu(&self) -> usize {
+        1
+    }
+    fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
+        let (g, m, l, dt) = (10.0, 1.0, 1.0, 0.05);
+        let u = u[0].clamp(-2.0, 2.0);
+        let thdot = (x[1] + (3.0 * g / (2.0 * l) * x[0].sin() + 3.0 / (m * l * l) * u) * dt)
+            .clamp(-8.0, 8.0);
+        next[0] = x[0] + thdot * dt;
+        next[1] = thdot;
+    }
+    fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
+        let th = (x[0] + std::f64::consts::PI).rem_euclid(2.0 * std::f64::consts::PI)
+            - std::f64::consts::PI;
+        th * th + 0.1 * x[1] * x[1] + 0.001 * u[0] * u[0]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cholesky_and_inverse() {
+        let a = [4.0, 2.0, 2.0, 3.0];
+        let l = cholesky(&a, 2).unwrap();
+        let inv = inverse_spd(&l, 2);
+        let id = [
+            a[0] * inv[0] + a[1] * inv[2],
+            a[0] * inv[1] + a[1] * inv[3],
+            a[2] * inv[0] + a[3] * inv[2],
+            a[2] * inv[1] + a[3] * inv[3],
+        ];
+        for (x, y) in id.iter().zip([1.0, 0.0, 0.0, 1.0]) {
+            assert!((x - y).abs() < 1e-12);
+        }
+        assert!(cholesky(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
+    }
+
+    #[test]
+    fn all_infinite_costs_leave_the_plan_alone() {
+        struct Bad;
+        impl Dynamics for Bad {
+            fn nx(&self) -> usize {
+                1
+            }
+            fn nu(&self) -> usize {
+                1
+            }
+            fn step(&self, x: &[f64], _u: &[f64], _t: usize, n: &mut [f64]) {
+                n[0] = x[0];
+            }
+            fn running_cost(&self, _x: &[f64], _u: &[f64], _t: usize) -> f64 {
+                f64::NAN
+            }
+        }
+        let m = Mppi::new(Bad);
+        let p = MppiParams { num_samples: 8, horizon: 4, ..MppiParams::new(1, 1.0) };
+        let mut s = m.init(&p);
+        let mut out = [0.0];
+        m.command(Key::new(1), &p, &mut s, &[0.0], &mut out);
+        assert_eq!(out, [0.0]);
+        assert!(s.weights.iter().all(|&w| w == 0.0));
+    }
+}

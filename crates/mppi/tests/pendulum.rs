@@ -1,0 +1,55 @@
+//! MPPI on the Gymnasium-exact pendulum: swing-up and balance, and thread independence.
+
+use kestrel_core::{Env, Key};
+use kestrel_envs::{Pendulum, PendulumParams, PendulumState};
+use kestrel_mppi::{Mppi, MppiParams, PendulumDynamics};
+
+fn params() -> MppiParams {
+    MppiParams {
+        num_samples: 100,
+        horizon: 15,
+        u_min: vec![-2.0],
+        u_max: vec![2.0],
+        ..MppiParams::new(1, 10.0)
+    }
+}
+
+/// Runs 200 steps from hanging down; returns the angle trace.
+fn swing(seed: u64) -> Vec<f64> {
+    let m = Mppi::new(PendulumDynamics);
+    let p = params();
+    m.validate(&p).unwrap();
+    let mut s = m.init(&p);
+    let env_p = PendulumParams::default();
+    let mut st = PendulumState([std::f64::consts::PI, 0.0]);
+    let (mut obs, mut r, mut u) = ([0f32; 3], [0f32], [0.0]);
+    let mut trace = Vec::new();
+    for t in 0..200 {
+        m.command(Key::new(seed).fold_in(t), &p, &mut s, &st.0, &mut u);
+        Pendulum.step(&env_p, &mut st, &[u[0] as f32], Key::new(0), &mut obs, &mut r);
+        trace.push(kestrel_envs::pendulum::angle_normalize(st.0[0]));
+    }
+    trace
+}
+
+#[test]
+fn swings_up_and_balances() {
+    for seed in 0..3 {
+        let trace = swing(seed);
+        let tail = &trace[150..];
+        assert!(
+            tail.iter().all(|th| th.abs() < 0.3),
+            "seed {seed}: last angles {:?}",
+            &trace[190..]
+        );
+    }
+}
+
+#[test]
+fn same_commands_on_one_and_two_threads() {
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| swing(9))
+    };
+    assert_eq!(run(1), run(2));
+}
