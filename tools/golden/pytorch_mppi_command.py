@@ -1,0 +1,89 @@
+"""Golden fixtures for kestrel-mppi from pytorch-mppi 0.9.1 `MPPI.command`, with the standard
+normals injected (its `_sample_noise` returns `mu + L z` for our `z`), float64 throughout.
+
+Cases cover: control bounds, sample_null_action, noise_abs_cost, a non-zero noise mean,
+u_scale, u_per_command > 1, lambda != 1 on the gym pendulum; and a 2-D linear system with a
+full (non-diagonal) noise covariance. Each case runs several consecutive commands (the
+nominal sequence shifts between them) and records the state, z, returned action(s), the
+updated nominal sequence and the cost of every sample.
+
+Usage:
+    python3 -m venv tools/venv-torch && tools/venv-torch/bin/pip install -r tools/golden/requirements-torch.txt
+    tools/venv-torch/bin/python tools/golden/pytorch_mppi_command.py --out tests/golden/pytorch_mppi.json
+"""
+import argparse
+import json
+import math
+import warnings
+
+warnings.filterwarnings("ignore")
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from pytorch_mppi import MPPI  # noqa: E402
+
+torch.set_num_threads(1)
+D = torch.float64
+
+
+def pend_dyn(x, u, t=None):
+    th, thdot = x[:, 0:1], x[:, 1:2]
+    uu = torch.clamp(u, -2.0, 2.0)
+    newthdot = torch.clamp(thdot + (3.0 * 10.0 / 2.0 * torch.sin(th) + 3.0 * uu) * 0.05, -8.0, 8.0)
+    return torch.cat((th + newthdot * 0.05, newthdot), dim=1)
+
+
+def pend_cost(x, u, t=None):
+    th = ((x[:, 0] + math.pi) % (2 * math.pi)) - math.pi
+    return th ** 2 + 0.1 * x[:, 1] ** 2 + 0.001 * u[:, 0] ** 2
+
+
+A = torch.tensor([[1.0, 0.1, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0.1], [0, 0, 0, 1.0]], dtype=D)
+B = torch.tensor([[0.005, 0], [0.1, 0], [0, 0.005], [0, 0.1]], dtype=D)
+
+
+def lin_dyn(x, u, t=None):
+    return x @ A.T + u @ B.T
+
+
+def lin_cost(x, u, t=None):
+    return (x ** 2).sum(1) + 0.1 * (u ** 2).sum(1)
+
+
+def run(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
+    nu = sigma.shape[0]
+    ctrl = MPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
+    ctrl.U = torch.zeros_like(ctrl.U)  # Kestrel's init: u_init repeated (zeros here)
+    K, T = ctrl.K, ctrl.T
+    chol = torch.linalg.cholesky(torch.tensor(sigma, dtype=D))
+    mu = ctrl.noise_mu
+    out, state = [], torch.tensor(x0, dtype=D)
+    for s in range(steps):
+        z = torch.tensor(rng.standard_normal((K, T, nu)), dtype=D)
+        ctrl._sample_noise = lambda shape, z=z: z @ chol.T + mu
+        a = ctrl.command(state)
+        out.append({"x": state.tolist(), "z": z.reshape(-1).tolist(), "action": torch.as_tensor(a).reshape(-1).tolist(),
+                    "u": ctrl.U.reshape(-1).tolist(), "costs": ctrl.cost_total.tolist()})
+        state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
+    return {"name": name, "system": "pendulum" if nx == 2 else "linear", "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
+            "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    rng = np.random.default_rng(21)
+    s1 = np.array([[1.0]])
+    cases = [
+        run("bounded", pend_dyn, pend_cost, 2, s1, [math.pi, 0.0], 4, rng, num_samples=64, horizon=12, u_min=torch.tensor([-2.0], dtype=D), u_max=torch.tensor([2.0], dtype=D)),
+        run("null-action-abs-cost", pend_dyn, pend_cost, 2, s1 * 4, [2.0, 0.5], 4, rng, num_samples=50, horizon=10, sample_null_action=True, noise_abs_cost=True, lambda_=0.5),
+        run("mu-scale-multi", pend_dyn, pend_cost, 2, s1 * 0.25, [-1.0, 1.0], 4, rng, num_samples=40, horizon=8, noise_mu=torch.tensor([0.3], dtype=D), u_scale=2.0, u_per_command=3, u_min=torch.tensor([-1.5], dtype=D), u_max=torch.tensor([1.0], dtype=D)),
+        run("full-covariance", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=80, horizon=10, lambda_=2.0),
+    ]
+    with open(a.out, "w") as f:
+        json.dump({"peer": "pytorch-mppi 0.9.1 (torch %s, float64)" % torch.__version__, "cases": cases}, f, separators=(",", ":"))
+    print(f"{a.out}: {len(cases)} cases, {sum(len(c['steps']) for c in cases)} commands")
+
+
+if __name__ == "__main__":
+    main()
