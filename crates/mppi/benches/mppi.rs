@@ -29,5 +29,48 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// A 2-state linear system (jax-mppi's basic tuning example shape).
+struct Linear2;
+
+impl kestrel_mppi::Dynamics for Linear2 {
+    fn nx(&self) -> usize {
+        2
+    }
+    fn nu(&self) -> usize {
+        1
+    }
+    fn step(&self, x: &[f64], u: &[f64], _t: usize, n: &mut [f64]) {
+        n[1] = x[1] + 0.1 * u[0];
+        n[0] = x[0] + 0.1 * n[1];
+    }
+    fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
+        x[0] * x[0] + 0.1 * x[1] * x[1] + 0.01 * u[0] * u[0]
+    }
+}
+
+/// One tuning generation: 64 candidates, one 20-step closed-loop episode each (K=50, T=15).
+fn bench_tune(c: &mut Criterion) {
+    use kestrel_evo::Problem;
+    use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned};
+    let spec = TuneSpec {
+        knobs: vec![
+            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: Transform::Log },
+            Tuned { knob: Knob::Sigma(0), lower: 1e-3, upper: 1e2, transform: Transform::Log },
+        ],
+    };
+    let base = MppiParams { num_samples: 50, horizon: 15, ..MppiParams::new(1, 1.0) };
+    let p = TuneProblem::new(Linear2, spec, base, vec![vec![2.0, 0.0]], 20).unwrap();
+    let mut r = Key::new(0).rng();
+    let pop: Vec<f32> = (0..128).map(|_| r.normal_f64() as f32).collect();
+    let mut fit = vec![0.0; 64];
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        c.bench_function(
+            &format!("tune_generation_64_candidates_k50_t15_20steps/{threads}t"),
+            |b| b.iter(|| pool.install(|| p.evaluate(Key::new(1), &pop, &mut fit))),
+        );
+    }
+}
+
+criterion_group!(benches, bench, bench_tune);
 criterion_main!(benches);

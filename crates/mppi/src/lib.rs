@@ -11,5 +11,8 @@
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
 
 mod mppi;
+pub mod tune;
 
-pub use mppi::{Dynamics, Mppi, MppiError, MppiParams, MppiState, PendulumDynamics};
+pub use mppi::{
+    Dynamics, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, PendulumDynamics,
+};

@@ -195,7 +195,8 @@ impl<D: Dynamics> Mppi<D> {
         }
     }
 
-    /// One control step from state `x0`: draws standard normals from `key` and calls
+    /// One control step from state `x0`: sample `k` draws its standard normals from
+    /// `key.fold_in(k)` (in parallel; the result does not depend on the thread count), then
     /// [`Mppi::command_with_normals`]. Writes `u_per_command × nu` controls to `out`.
     pub fn command(
         &self,
@@ -205,11 +206,13 @@ impl<D: Dynamics> Mppi<D> {
         x0: &[f64],
         out: &mut [f64],
     ) {
-        let n = p.num_samples * p.horizon * self.dynamics.nu();
+        let per = p.horizon * self.dynamics.nu();
         let mut z = std::mem::take(&mut s.normals);
-        z.resize(n, 0.0);
-        let mut rng = key.rng();
-        z.iter_mut().for_each(|v| *v = rng.standard_normal());
+        z.resize(p.num_samples * per, 0.0);
+        z.par_chunks_mut(per).enumerate().with_min_len(16).for_each(|(k, row)| {
+            let mut rng = key.fold_in(k as u64).rng();
+            row.iter_mut().for_each(|v| *v = rng.standard_normal());
+        });
         self.command_with_normals(p, s, x0, &z, out, true);
         s.normals = z;
     }
@@ -375,8 +378,11 @@ impl Dynamics for PendulumDynamics {
         next[1] = thdot;
     }
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        let th = (x[0] + std::f64::consts::PI).rem_euclid(2.0 * std::f64::consts::PI)
-            - std::f64::consts::PI;
+        // ((θ + π) mod 2π) − π with the floored remainder a − b⌊a/b⌋ (torch.remainder's
+        // definition; cheaper than fmod).
+        let a = x[0] + std::f64::consts::PI;
+        let th =
+            a - std::f64::consts::TAU * (a / std::f64::consts::TAU).floor() - std::f64::consts::PI;
         th * th + 0.1 * x[1] * x[1] + 0.001 * u[0] * u[0]
     }
 }

@@ -1,0 +1,268 @@
+//! Population-parallel MPPI autotuning.
+//!
+//! A [`TuneSpec`] names the tuned knobs (λ, per-dimension noise σ and μ, horizon), their
+//! bounds and transforms; [`TuneSpec::to_params`] is the one pure function from a flat vector
+//! to controller params — no shared mutable holder, so candidates evaluate in parallel (the
+//! reason jax-mppi's tuner could not batch, see `shared/reference/mppi-es-qd.md` §3.5, §8c).
+//! [`TuneProblem`] evaluates every candidate × episode as one parallel batch, with the same
+//! random numbers for every candidate (common random numbers), so fitness depends only on
+//! the params. Any `kestrel_evo::Strategy` drives it through [`tune`].
+
+use crate::mppi::{Dynamics, Mppi, MppiError, MppiParams};
+use kestrel_core::Key;
+use kestrel_evo::{Problem, Strategy, TellMetrics};
+use rayon::prelude::*;
+
+/// Which knob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knob {
+    /// Temperature λ.
+    Lambda,
+    /// Noise standard deviation of control dimension `d` (diagonal of Σ is σ²; off-diagonal
+    /// entries of the base Σ are kept).
+    Sigma(usize),
+    /// Noise mean of control dimension `d`.
+    Mu(usize),
+    /// Horizon (rounded; the nominal sequence is padded with `u_init` or truncated).
+    Horizon,
+}
+
+/// How a search coordinate maps to the knob's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transform {
+    /// value = x.
+    Linear,
+    /// value = exp(x) (search in log space; for positive knobs).
+    Log,
+}
+
+/// One tuned knob: bounds on its value and the transform.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuned {
+    /// The knob.
+    pub knob: Knob,
+    /// Smallest value.
+    pub lower: f64,
+    /// Largest value.
+    pub upper: f64,
+    /// Search-space transform.
+    pub transform: Transform,
+}
+
+/// The tuned knobs, in search-vector order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TuneSpec {
+    /// One entry per search coordinate.
+    pub knobs: Vec<Tuned>,
+}
+
+impl TuneSpec {
+    /// Checks bounds and control dimensions against `nu`.
+    pub fn validate(&self, nu: usize) -> Result<(), MppiError> {
+        let bad = |v: String, a: &'static str| {
+            Err(MppiError::Invalid { field: "tune spec", value: v, accepted: a })
+        };
+        if self.knobs.is_empty() {
+            return bad("no knobs".into(), "at least one tuned knob");
+        }
+        for t in &self.knobs {
+            if !(t.lower.is_finite() && t.upper.is_finite() && t.lower <= t.upper) {
+                return bad(
+                    format!("{:?} bounds [{}, {}]", t.knob, t.lower, t.upper),
+                    "finite lower <= upper",
+                );
+            }
+            if let Knob::Sigma(d) | Knob::Mu(d) = t.knob
+                && d >= nu
+            {
+                return bad(format!("{:?}", t.knob), "a control dimension below nu");
+            }
+            let positive = matches!(t.knob, Knob::Lambda | Knob::Sigma(_) | Knob::Horizon);
+            if t.lower <= 0.0 && (positive || t.transform == Transform::Log) {
+                return bad(
+                    format!("{:?} lower {}", t.knob, t.lower),
+                    "> 0 for lambda, sigma, horizon and log transforms",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Search dimensions.
+    pub fn num_dims(&self) -> usize {
+        self.knobs.len()
+    }
+
+    /// The search vector of the knobs' values in `p` (the start of a search).
+    pub fn from_params(&self, p: &MppiParams, nu: usize) -> Vec<f32> {
+        self.knobs
+            .iter()
+            .map(|t| {
+                let v = match t.knob {
+                    Knob::Lambda => p.lambda,
+                    Knob::Sigma(d) => p.noise_sigma[d * nu + d].sqrt(),
+                    Knob::Mu(d) => p.noise_mu[d],
+                    Knob::Horizon => p.horizon as f64,
+                }
+                .clamp(t.lower, t.upper);
+                (if t.transform == Transform::Log { v.ln() } else { v }) as f32
+            })
+            .collect()
+    }
+
+    /// Params for search vector `x`: `base` with each knob set (transformed, clipped).
+    pub fn to_params(&self, base: &MppiParams, nu: usize, x: &[f32]) -> MppiParams {
+        let mut p = base.clone();
+        for (t, &xi) in self.knobs.iter().zip(x) {
+            let raw = if t.transform == Transform::Log { (xi as f64).exp() } else { xi as f64 };
+            let v = if raw.is_nan() { t.lower } else { raw.clamp(t.lower, t.upper) };
+            match t.knob {
+                Knob::Lambda => p.lambda = v,
+                Knob::Sigma(d) => p.noise_sigma[d * nu + d] = v * v,
+                Knob::Mu(d) => p.noise_mu[d] = v,
+                Knob::Horizon => {
+                    p.horizon = v.round().max(1.0) as usize;
+                    p.u_per_command = p.u_per_command.min(p.horizon);
+                }
+            }
+        }
+        p
+    }
+}
+
+/// Closed-loop evaluation of candidate params: each episode starts at one of `starts`, runs
+/// `steps` MPPI commands on the true system (`dynamics` serves as model and plant), and
+/// scores the summed running cost; fitness is the mean over episodes (minimised).
+pub struct TuneProblem<D: Dynamics> {
+    mppi: Mppi<D>,
+    spec: TuneSpec,
+    base: MppiParams,
+    starts: Vec<Vec<f64>>,
+    steps: usize,
+}
+
+impl<D: Dynamics> TuneProblem<D> {
+    /// Validates the spec, the base params and the start states.
+    pub fn new(
+        dynamics: D,
+        spec: TuneSpec,
+        base: MppiParams,
+        starts: Vec<Vec<f64>>,
+        steps: usize,
+    ) -> Result<Self, MppiError> {
+        let mppi = Mppi::new(dynamics);
+        let (nx, nu) = (mppi.dynamics().nx(), mppi.dynamics().nu());
+        spec.validate(nu)?;
+        mppi.validate(&base)?;
+        if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
+            return Err(MppiError::Invalid {
+                field: "episodes",
+                value: format!("{} starts, {steps} steps", starts.len()),
+                accepted: "at least one start of nx values and one step",
+            });
+        }
+        Ok(TuneProblem { mppi, spec, base, starts, steps })
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &TuneSpec {
+        &self.spec
+    }
+
+    /// The params a search vector stands for.
+    pub fn params_of(&self, x: &[f32]) -> MppiParams {
+        self.spec.to_params(&self.base, self.mppi.dynamics().nu(), x)
+    }
+
+    /// Mean closed-loop cost of params `p` (episodes in parallel).
+    pub fn episode_cost(&self, key: Key, p: &MppiParams) -> f64 {
+        let d = self.mppi.dynamics();
+        let (nx, nu) = (d.nx(), d.nu());
+        let total: f64 = (0..self.starts.len())
+            .into_par_iter()
+            .map(|e| {
+                let mut s = self.mppi.init(p);
+                let (mut x, mut next) = (self.starts[e].clone(), vec![0.0; nx]);
+                let mut u = vec![0.0; p.u_per_command * nu];
+                let mut us = vec![0.0; nu];
+                let mut cost = 0.0;
+                for t in 0..self.steps {
+                    // Common random numbers: the key depends on episode and step, not on the candidate.
+                    self.mppi.command(
+                        key.fold_in(e as u64).fold_in(t as u64),
+                        p,
+                        &mut s,
+                        &x,
+                        &mut u,
+                    );
+                    for (ui, &v) in us.iter_mut().zip(&u[..nu]) {
+                        *ui = p.u_scale * v;
+                    }
+                    d.step(&x, &us, t, &mut next);
+                    std::mem::swap(&mut x, &mut next);
+                    cost += d.running_cost(&x, &us, t);
+                }
+                if cost.is_nan() { f64::INFINITY } else { cost }
+            })
+            .collect::<Vec<_>>()
+            .iter()
+            .sum();
+        total / self.starts.len() as f64
+    }
+}
+
+impl<D: Dynamics> Problem for TuneProblem<D> {
+    fn num_dims(&self) -> usize {
+        self.spec.num_dims()
+    }
+
+    fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32]) {
+        let n = self.spec.num_dims();
+        population.par_chunks(n).zip(fitness.par_iter_mut()).for_each(|(x, f)| {
+            *f = self.episode_cost(key, &self.params_of(x)) as f32;
+        });
+    }
+}
+
+/// What a tuning run returns.
+#[derive(Clone, Debug)]
+pub struct TuneResult {
+    /// Best search vector.
+    pub best_x: Vec<f32>,
+    /// Its mean closed-loop cost.
+    pub best_cost: f32,
+    /// The params it stands for.
+    pub best_params: MppiParams,
+    /// One entry per generation.
+    pub history: Vec<TellMetrics>,
+}
+
+/// Runs `generations` of `strategy` from the base params' knob values. The same `key`
+/// (hence the same episodes' noise) scores every generation, so costs are comparable.
+pub fn tune<S: Strategy, D: Dynamics>(
+    strategy: &S,
+    sp: &S::Params,
+    problem: &TuneProblem<D>,
+    generations: u64,
+    key: Key,
+) -> TuneResult {
+    let (lam, n) = (strategy.pop_size(), strategy.num_dims());
+    assert_eq!(n, problem.num_dims(), "tune: strategy and problem dimensions");
+    let x0 = problem.spec.from_params(&problem.base, problem.mppi.dynamics().nu());
+    let mut st = strategy.init(key, sp, &x0);
+    let (mut pop, mut fit) = (vec![0.0; lam * n], vec![0.0; lam]);
+    let mut history = Vec::new();
+    for g in 0..generations {
+        strategy.ask(key.fold_in(g + 1), &mut st, sp, &mut pop);
+        problem.evaluate(key, &pop, &mut fit);
+        history.push(strategy.tell(key.fold_in(g + 1), &pop, &fit, &mut st, sp));
+    }
+    let pr = strategy.progress(&st);
+    let best_x = if pr.best_fitness.is_finite() { pr.best_solution.clone() } else { x0 };
+    TuneResult {
+        best_params: problem.params_of(&best_x),
+        best_cost: pr.best_fitness,
+        best_x,
+        history,
+    }
+}
