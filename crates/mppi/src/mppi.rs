@@ -209,7 +209,10 @@ impl<D: Dynamics> Mppi<D> {
         let per = p.horizon * self.dynamics.nu();
         let mut z = std::mem::take(&mut s.normals);
         z.resize(p.num_samples * per, 0.0);
-        z.par_chunks_mut(per).enumerate().with_min_len(16).for_each(|(k, row)| {
+        // Split samples only in tasks of ~4k transitions: small K (as in tuning, where many
+        // commands already run in parallel) stays on one thread.
+        let min = (4096 / per.max(1)).max(1);
+        z.par_chunks_mut(per).enumerate().with_min_len(min).for_each(|(k, row)| {
             let mut rng = key.fold_in(k as u64).rng();
             row.iter_mut().for_each(|v| *v = rng.standard_normal());
         });
@@ -250,10 +253,14 @@ impl<D: Dynamics> Mppi<D> {
         let u_nom = &s.u;
         // Sample, clamp, keep the effective noise; roll out; per-sample cost. Rows independent,
         // state and control on the stack (sizes validated), so nothing allocates per sample.
-        eps.par_chunks_mut(t * nu).zip(costs.par_iter_mut()).enumerate().with_min_len(16).for_each(
-            |(kk, (e, cost))| {
+        let min = (4096 / t.max(1)).max(1);
+        eps.par_chunks_mut(t * nu)
+            .zip(costs.par_iter_mut())
+            .enumerate()
+            .with_min_len(min)
+            .for_each(|(kk, (e, cost))| {
                 let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
-                let (x, next) = (&mut xa[..nx], &mut na[..nx]);
+                let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
                 x.copy_from_slice(x0);
                 let mut us = [0.0f64; MAX_NU];
                 let mut total = 0.0;
@@ -272,7 +279,8 @@ impl<D: Dynamics> Mppi<D> {
                         us[i] = p.u_scale * vi;
                     }
                     d.step(x, &us[..nu], tt, next);
-                    x.copy_from_slice(next);
+                    // Swap the buffers (a 16-byte copy here is a libc memmove call).
+                    std::mem::swap(&mut x, &mut next);
                     total += d.running_cost(x, &us[..nu], tt);
                 }
                 total += d.terminal_cost(x);
@@ -289,8 +297,7 @@ impl<D: Dynamics> Mppi<D> {
                 }
                 total += p.lambda * ctrl;
                 *cost = if total.is_nan() { f64::INFINITY } else { total };
-            },
-        );
+            });
         // Weights: subtract the minimum; if every cost is infinite, no sample is informative.
         let beta = costs.iter().cloned().fold(f64::INFINITY, f64::min);
         for (wk, c) in w.iter_mut().zip(&costs) {
