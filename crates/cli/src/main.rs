@@ -2,6 +2,7 @@
 
 mod arc;
 mod evo;
+mod mppi;
 mod run;
 
 use anyhow::Result;
@@ -25,6 +26,9 @@ enum Cmd {
     /// Evolution strategies and quality diversity: run, qd, bench.
     #[command(subcommand)]
     Evo(evo::EvoCmd),
+    /// MPPI control: bench.
+    #[command(subcommand)]
+    Mppi(mppi::MppiCmd),
 }
 
 fn main() {
@@ -35,6 +39,7 @@ fn main() {
         Cmd::Evo(evo::EvoCmd::Run(a)) => evo::run(a),
         Cmd::Evo(evo::EvoCmd::Qd(a)) => evo::qd(a),
         Cmd::Evo(evo::EvoCmd::Bench(a)) => evo::bench(a),
+        Cmd::Mppi(mppi::MppiCmd::Bench(a)) => mppi::bench(a),
     };
     if let Err(e) = r {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.

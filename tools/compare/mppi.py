@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Side-by-side MPPI `command`: pytorch-mppi 0.9.1 (torch on the CPU, one thread, float32 as
+its examples, and float64) vs Kestrel on the same gym-pendulum problem (K=1000, T=20,
+Σ=1, |u| ≤ 2), one launch, ratios as Markdown. jax-mppi (needs Python ≥ 3.12) is not yet
+included.
+
+Usage (from the repository root):
+    python3 tools/compare/mppi.py
+"""
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VENV = os.path.join(ROOT, "tools", "venv-torch")
+REQ = os.path.join(ROOT, "tools", "golden", "requirements-torch.txt")
+
+PEER = textwrap.dedent('''
+    import json, math, sys, time, warnings
+    warnings.filterwarnings("ignore")
+    import torch
+    from pytorch_mppi import MPPI
+    torch.set_num_threads(1)
+    dtype = torch.float64 if sys.argv[1] == "f64" else torch.float32
+    def dyn(x, u):
+        th, thdot = x[:, 0:1], x[:, 1:2]
+        uu = torch.clamp(u, -2.0, 2.0)
+        newthdot = torch.clamp(thdot + (15.0 * torch.sin(th) + 3.0 * uu) * 0.05, -8.0, 8.0)
+        return torch.cat((th + newthdot * 0.05, newthdot), dim=1)
+    def cost(x, u):
+        th = ((x[:, 0] + math.pi) % (2 * math.pi)) - math.pi
+        return th ** 2 + 0.1 * x[:, 1] ** 2 + 0.001 * u[:, 0] ** 2
+    ctrl = MPPI(dyn, cost, 2, torch.tensor(1.0, dtype=dtype), num_samples=1000, horizon=20,
+                u_min=torch.tensor([-2.0], dtype=dtype), u_max=torch.tensor([2.0], dtype=dtype), device="cpu")
+    x = torch.tensor([3.0, 0.0], dtype=dtype)
+    for _ in range(10): ctrl.command(x)
+    n = 200
+    t0 = time.perf_counter()
+    for _ in range(n): ctrl.command(x)
+    print(json.dumps({"us_per_command": 1e6 * (time.perf_counter() - t0) / n}))
+''')
+
+
+def main():
+    py = os.path.join(VENV, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "-r", REQ], check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
+    exe = os.path.join(ROOT, "target", "release", "kestrel")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    rows = []
+    for dt in ("f32", "f64"):
+        peer = json.loads(subprocess.run([py, "-c", PEER, dt], check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
+        rows.append((f"pytorch-mppi MPPI.command, torch {dt}, 1 thread", peer["us_per_command"]))
+    k = {}
+    for th in (1, 2):
+        out = subprocess.run([exe, "mppi", "bench", "--json", "--threads", str(th)], check=True, capture_output=True, text=True).stdout
+        k[th] = json.loads(out)["us_per_command"]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    print(f"### MPPI command, gym pendulum, K=1000, T=20 — commit {commit}, {cpu}, {os.cpu_count()} cores\n")
+    print("| peer | peer µs | Kestrel 1 thread µs | ratio | Kestrel 2 threads µs | ratio |\n|---|---:|---:|---:|---:|---:|")
+    for name, us in rows:
+        print(f"| {name} | {us:,.0f} | {k[1]:,.0f} | {us / k[1]:.1f}x | {k[2]:,.0f} | {us / k[2]:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
