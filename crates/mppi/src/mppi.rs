@@ -162,6 +162,15 @@ impl<D: Dynamics> Mppi<D> {
                 "a symmetric positive definite matrix",
             ));
         }
+        if let Some(i) =
+            (0..nu).find(|&i| p.u_min[i].is_nan() || p.u_max[i].is_nan() || p.u_min[i] > p.u_max[i])
+        {
+            return Err(invalid(
+                "u_min/u_max",
+                format!("dimension {i}: [{}, {}]", p.u_min[i], p.u_max[i]),
+                "u_min <= u_max",
+            ));
+        }
         if p.u_per_command == 0 || p.u_per_command > p.horizon {
             return Err(invalid("u_per_command", p.u_per_command, "1 to horizon"));
         }
@@ -236,6 +245,11 @@ impl<D: Dynamics> Mppi<D> {
         let (k, t, nu, nx) = (p.num_samples, p.horizon, d.nu(), d.nx());
         assert_eq!(x0.len(), nx, "Mppi::command: state length");
         assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
+        assert_eq!(
+            s.u.len(),
+            t * nu,
+            "Mppi::command: the state was made for another horizon (call init)"
+        );
         if shift {
             s.u.copy_within(nu.., 0);
             s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);

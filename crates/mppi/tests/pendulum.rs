@@ -53,3 +53,14 @@ fn same_commands_on_one_and_two_threads() {
     };
     assert_eq!(run(1), run(2));
 }
+
+#[test]
+fn bad_params_are_errors_naming_the_field() {
+    let m = Mppi::new(PendulumDynamics);
+    let bad = |p: MppiParams| m.validate(&p).unwrap_err().to_string();
+    assert!(bad(MppiParams { lambda: 0.0, ..params() }).contains("lambda"));
+    assert!(bad(MppiParams { u_min: vec![3.0], ..params() }).contains("u_min <= u_max"));
+    assert!(bad(MppiParams { noise_sigma: vec![-1.0], ..params() }).contains("positive definite"));
+    assert!(bad(MppiParams { u_per_command: 99, ..params() }).contains("u_per_command"));
+    assert!(bad(MppiParams { noise_mu: vec![0.0, 0.0], ..params() }).contains("noise_mu"));
+}
