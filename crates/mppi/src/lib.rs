@@ -11,6 +11,7 @@
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
 
 mod mppi;
+pub mod systems;
 pub mod tune;
 
 pub use mppi::{
