@@ -26,7 +26,7 @@ enum Cmd {
     /// Evolution strategies and quality diversity: run, qd, bench.
     #[command(subcommand)]
     Evo(evo::EvoCmd),
-    /// MPPI control: bench.
+    /// MPPI control: run, tune, bench.
     #[command(subcommand)]
     Mppi(mppi::MppiCmd),
 }
@@ -40,6 +40,8 @@ fn main() {
         Cmd::Evo(evo::EvoCmd::Qd(a)) => evo::qd(a),
         Cmd::Evo(evo::EvoCmd::Bench(a)) => evo::bench(a),
         Cmd::Mppi(mppi::MppiCmd::Bench(a)) => mppi::bench(a),
+        Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
+        Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
     };
     if let Err(e) = r {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.

@@ -1,9 +1,12 @@
 //! `kestrel mppi bench`.
 
+use crate::run::{MetricsWriter, Progress, git_commit, log_plot, run_dir, write_atomic};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use kestrel_core::Key;
-use kestrel_mppi::{Mppi, MppiParams, PendulumDynamics};
+use kestrel_mppi::systems::{BasicLinear, Nav2d};
+use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned};
+use kestrel_mppi::{Dynamics, Mppi, MppiParams, PendulumDynamics};
 use serde_json::json;
 use std::time::Instant;
 
@@ -11,6 +14,10 @@ use std::time::Instant;
 pub enum MppiCmd {
     /// Time `command` on the gym pendulum (pytorch-mppi's benchmark problem).
     Bench(BenchArgs),
+    /// Run MPPI closed loop on a system: trajectory JSONL, cost and state plots, summary.
+    Run(RunArgs),
+    /// Tune MPPI's knobs with an evolution strategy: progress, best-so-far curve, summary.
+    Tune(TuneArgs),
 }
 
 #[derive(Args)]
@@ -66,5 +73,280 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             a.num_samples, a.horizon, a.threads
         );
     }
+    Ok(())
+}
+
+/// Systems the CLI can drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum System {
+    /// Gym pendulum swing-up (start hanging down).
+    Pendulum,
+    /// 2-D navigation around a Gaussian hill.
+    Nav2d,
+    /// jax-mppi's basic linear system.
+    Basic,
+}
+
+fn start_of(sys: System) -> Vec<f64> {
+    match sys {
+        System::Pendulum => vec![std::f64::consts::PI, 0.0],
+        System::Nav2d => Nav2d::START.to_vec(),
+        System::Basic => vec![1.0, -0.5],
+    }
+}
+
+fn default_params(sys: System) -> MppiParams {
+    match sys {
+        System::Pendulum => MppiParams {
+            num_samples: 100,
+            horizon: 15,
+            u_min: vec![-2.0],
+            u_max: vec![2.0],
+            ..MppiParams::new(1, 10.0)
+        },
+        System::Nav2d => MppiParams {
+            num_samples: 500,
+            horizon: 20,
+            u_min: vec![-1.0; 2],
+            u_max: vec![1.0; 2],
+            ..MppiParams::new(2, 1.0)
+        },
+        System::Basic => {
+            MppiParams { num_samples: 50, horizon: 15, lambda: 5.0, ..MppiParams::new(1, 1.0) }
+        }
+    }
+}
+
+/// Runs `f` with the system's dynamics.
+macro_rules! with_system {
+    ($sys:expr, $d:ident => $body:expr) => {
+        match $sys {
+            System::Pendulum => {
+                let $d = PendulumDynamics;
+                $body
+            }
+            System::Nav2d => {
+                let $d = Nav2d;
+                $body
+            }
+            System::Basic => {
+                let $d = BasicLinear;
+                $body
+            }
+        }
+    };
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// System.
+    #[arg(long, value_enum, default_value = "pendulum")]
+    env: System,
+    /// Control steps.
+    #[arg(long, default_value_t = 200)]
+    steps: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Parent folder of the run folder.
+    #[arg(long, default_value = "runs")]
+    out_dir: std::path::PathBuf,
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    let p = default_params(a.env);
+    let (states, costs, controls) = with_system!(a.env, d => {
+        let m = Mppi::new(d);
+        m.validate(&p)?;
+        let (nx, nu) = (m.dynamics().nx(), m.dynamics().nu());
+        let mut s = m.init(&p);
+        let (mut x, mut next, mut u) = (start_of(a.env), vec![0.0; nx], vec![0.0; nu]);
+        let (mut states, mut costs, mut controls) = (vec![x.clone()], Vec::new(), Vec::new());
+        for t in 0..a.steps {
+            m.command(Key::new(a.seed).fold_in(t as u64), &p, &mut s, &x, &mut u);
+            m.dynamics().step(&x, &u, t, &mut next);
+            std::mem::swap(&mut x, &mut next);
+            costs.push(m.dynamics().running_cost(&x, &u, t));
+            states.push(x.clone());
+            controls.push(u.clone());
+        }
+        (states, costs, controls)
+    });
+    let name = format!("{:?}", a.env).to_lowercase();
+    let dir = run_dir("mppi", &name, a.seed, Some(&a.out_dir))?;
+    let mut traj = String::new();
+    for (t, (x, u)) in states.iter().zip(controls.iter()).enumerate() {
+        traj.push_str(&json!({"t": t, "x": x, "u": u, "cost": costs[t]}).to_string());
+        traj.push('\n');
+    }
+    write_atomic(&dir.join("trajectory.jsonl"), traj.as_bytes())?;
+    let cost_series: Vec<(f64, f64)> =
+        costs.iter().enumerate().map(|(t, c)| (t as f64, c.max(1e-12))).collect();
+    log_plot(&[("RUNNING COST", [200, 60, 40], cost_series)], &format!("MPPI {name}"), "STEP")
+        .save(&dir.join("cost.png"))?;
+    // State trace (first state variable), drawn on the shared log plot as |x0| + 1e-3.
+    let x0: Vec<(f64, f64)> =
+        states.iter().enumerate().map(|(t, x)| (t as f64, x[0].abs() + 1e-3)).collect();
+    log_plot(&[("ABS X0", [30, 90, 200], x0)], &format!("MPPI {name} STATE"), "STEP")
+        .save(&dir.join("state.png"))?;
+    let total: f64 = costs.iter().sum();
+    write_atomic(
+        &dir.join("summary.md"),
+        format!("# mppi run: {name}\n\n- steps: {}\n- total running cost: {total:.4}\n- final state: {:?}\n- params: K={} T={} λ={} Σ={:?}\n- commit: {}\n\nFiles: `trajectory.jsonl` (state, control, cost per step), `cost.png`, `state.png`.\n", a.steps, states.last(), p.num_samples, p.horizon, p.lambda, p.noise_sigma, git_commit()).as_bytes(),
+    )?;
+    println!(
+        "total running cost {total:.4}, final state {:?}; run folder {}",
+        states.last().unwrap_or(&vec![]),
+        dir.display()
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct TuneArgs {
+    /// System.
+    #[arg(long, value_enum, default_value = "nav2d")]
+    env: System,
+    /// Knobs to tune: lambda, sigma, mu, horizon (sigma/mu tune every control dimension).
+    #[arg(long, value_delimiter = ',', default_value = "lambda,sigma")]
+    tune: Vec<String>,
+    /// cma-es, sep-cma-es, snes, xnes or open-es.
+    #[arg(long, default_value = "cma-es")]
+    strategy: String,
+    /// Candidates per generation.
+    #[arg(long, default_value_t = 16)]
+    pop_size: usize,
+    /// Generations.
+    #[arg(long, default_value_t = 20)]
+    generations: u64,
+    /// Closed-loop steps per episode.
+    #[arg(long, default_value_t = 20)]
+    steps: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Parent folder of the run folder.
+    #[arg(long, default_value = "runs")]
+    out_dir: std::path::PathBuf,
+}
+
+fn spec_of(names: &[String], nu: usize, base: &MppiParams) -> Result<TuneSpec> {
+    let mut knobs = Vec::new();
+    for n in names {
+        match n.as_str() {
+            "lambda" => knobs.push(Tuned {
+                knob: Knob::Lambda,
+                lower: 1e-3,
+                upper: 1e3,
+                transform: Transform::Log,
+            }),
+            "sigma" => (0..nu).for_each(|d| {
+                knobs.push(Tuned {
+                    knob: Knob::Sigma(d),
+                    lower: 1e-3,
+                    upper: 1e2,
+                    transform: Transform::Log,
+                })
+            }),
+            "mu" => (0..nu).for_each(|d| {
+                knobs.push(Tuned {
+                    knob: Knob::Mu(d),
+                    lower: -5.0,
+                    upper: 5.0,
+                    transform: Transform::Linear,
+                })
+            }),
+            "horizon" => knobs.push(Tuned {
+                knob: Knob::Horizon,
+                lower: 2.0,
+                upper: (3 * base.horizon) as f64,
+                transform: Transform::Linear,
+            }),
+            other => anyhow::bail!("--tune {other:?}: accepted are lambda, sigma, mu, horizon"),
+        }
+    }
+    Ok(TuneSpec { knobs })
+}
+
+fn tune_with<S: kestrel_evo::Strategy, D: kestrel_mppi::Dynamics>(
+    s: &S,
+    sp: &S::Params,
+    problem: &TuneProblem<D>,
+    a: &TuneArgs,
+    metrics: &MetricsWriter,
+) -> kestrel_mppi::tune::TuneResult {
+    let mut progress = Progress::new(a.generations, "generations");
+    let mut hist = Vec::new();
+    // Generation by generation so the progress line and metrics stream live.
+    let (lam, n) = (s.pop_size(), s.num_dims());
+    let key = Key::new(a.seed);
+    let x0 = problem.spec().from_params(&problem.base_params(), problem.nu());
+    let mut st = s.init(key, sp, &x0);
+    let (mut pop, mut fit) = (vec![0.0; lam * n], vec![0.0; lam]);
+    for g in 0..a.generations {
+        s.ask(key.fold_in(g + 1), &mut st, sp, &mut pop);
+        kestrel_evo::Problem::evaluate(problem, key, &pop, &mut fit);
+        let m = s.tell(key.fold_in(g + 1), &pop, &fit, &mut st, sp);
+        metrics.send(json!({"generation": m.generation, "best": m.best_so_far, "best_in_generation": m.best_in_generation, "nonfinite": m.nonfinite}));
+        progress.tick(g + 1, &format!("best cost {:.4}", m.best_so_far));
+        hist.push(m);
+    }
+    let pr = s.progress(&st);
+    let best_x = if pr.best_fitness.is_finite() { pr.best_solution.clone() } else { x0 };
+    kestrel_mppi::tune::TuneResult {
+        best_params: problem.params_of(&best_x),
+        best_cost: pr.best_fitness,
+        best_x,
+        history: hist,
+    }
+}
+
+pub fn tune(a: TuneArgs) -> Result<()> {
+    use kestrel_evo::{
+        CmaEs, CmaParams, OpenEs, OpenEsParams, SepCmaEs, Snes, SnesParams, Strategy, Xnes,
+        XnesParams,
+    };
+    let base = default_params(a.env);
+    let name = format!("{:?}", a.env).to_lowercase();
+    let dir = run_dir("mppi-tune", &format!("{name}-{}", a.strategy), a.seed, Some(&a.out_dir))?;
+    let metrics = MetricsWriter::new(&dir.join("metrics.jsonl"))?;
+    let t0 = Instant::now();
+    let (result, start_cost) = with_system!(a.env, d => {
+        let nu = d.nu();
+        let spec = spec_of(&a.tune, nu, &base)?;
+        let problem = TuneProblem::new(d, spec, base.clone(), vec![start_of(a.env)], a.steps)?;
+        let start_cost = problem.episode_cost(Key::new(a.seed), &base);
+        let n = problem.spec().num_dims();
+        let r = match a.strategy.as_str() {
+            "cma-es" => { let s = CmaEs::new(a.pop_size.max(4), n)?; tune_with(&s, &CmaParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
+            "sep-cma-es" => { let s = SepCmaEs::new(a.pop_size.max(4), n)?; tune_with(&s, &CmaParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
+            "snes" => { let s = Snes::new(a.pop_size, n)?; tune_with(&s, &SnesParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
+            "xnes" => { let s = Xnes::new(a.pop_size, n)?; tune_with(&s, &XnesParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
+            "open-es" => { let s = OpenEs::new(a.pop_size + a.pop_size % 2, n)?; tune_with(&s, &OpenEsParams { sigma: 0.5, ..s.default_params() }, &problem, &a, &metrics) }
+            other => anyhow::bail!("--strategy {other:?}: accepted are cma-es, sep-cma-es, snes, xnes, open-es"),
+        };
+        (r, start_cost)
+    });
+    metrics.finish()?;
+    let secs = t0.elapsed().as_secs_f64();
+    let curve: Vec<(f64, f64)> = result
+        .history
+        .iter()
+        .map(|m| (m.generation as f64, (m.best_so_far as f64).max(1e-12)))
+        .collect();
+    log_plot(&[("BEST SO FAR", [30, 90, 200], curve)], &format!("TUNE MPPI {name}"), "GENERATION")
+        .save(&dir.join("best.png"))?;
+    let bp = &result.best_params;
+    write_atomic(
+        &dir.join("summary.md"),
+        format!("# mppi tune: {name} with {}\n\n- knobs: {:?}\n- cost at the base params: {start_cost:.4}\n- best cost: {:.4}\n- best params: λ={:.5} Σ={:?} μ={:?} horizon={}\n- {} generations of {} candidates in {secs:.2} s\n- commit: {}\n\nFiles: `metrics.jsonl`, `best.png`.\n", a.strategy, a.tune, result.best_cost, bp.lambda, bp.noise_sigma, bp.noise_mu, bp.horizon, a.generations, a.pop_size, git_commit()).as_bytes(),
+    )?;
+    println!(
+        "cost {start_cost:.4} -> {:.4} (λ={:.4}, Σ={:?}) in {secs:.2} s; run folder {}",
+        result.best_cost,
+        bp.lambda,
+        bp.noise_sigma,
+        dir.display()
+    );
     Ok(())
 }

@@ -231,3 +231,33 @@ fn evo_config_errors_name_the_key() {
     let err = fails(&["evo", "run", "--problem", "spherez"]);
     assert!(err.contains("spherez"), "{err}");
 }
+
+#[test]
+fn mppi_run_tune_and_bench() {
+    let od = tmp("mppi-runs");
+    let od = od.to_str().unwrap();
+    let out = ok(&["mppi", "run", "--env", "pendulum", "--steps", "30", "--out-dir", od]);
+    assert!(out.contains("total running cost"), "{out}");
+    let out = ok(&[
+        "mppi",
+        "tune",
+        "--env",
+        "basic",
+        "--tune",
+        "lambda,sigma,mu",
+        "--generations",
+        "3",
+        "--pop-size",
+        "6",
+        "--out-dir",
+        od,
+    ]);
+    assert!(out.contains("->"), "{out}");
+    let out = ok(&["mppi", "bench", "--num-samples", "50", "--horizon", "5", "--commands", "5"]);
+    assert!(out.contains("µs"), "{out}");
+    assert!(fails(&["mppi", "tune", "--tune", "gamma"]).contains("lambda, sigma, mu, horizon"));
+    assert!(
+        fails(&["mppi", "tune", "--strategy", "nope", "--generations", "1", "--out-dir", od])
+            .contains("cma-es")
+    );
+}

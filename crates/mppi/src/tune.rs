@@ -169,6 +169,16 @@ impl<D: Dynamics> TuneProblem<D> {
         &self.spec
     }
 
+    /// The params candidates start from.
+    pub fn base_params(&self) -> MppiParams {
+        self.base.clone()
+    }
+
+    /// Control size of the dynamics.
+    pub fn nu(&self) -> usize {
+        self.mppi.dynamics().nu()
+    }
+
     /// The params a search vector stands for.
     pub fn params_of(&self, x: &[f32]) -> MppiParams {
         self.spec.to_params(&self.base, self.mppi.dynamics().nu(), x)
