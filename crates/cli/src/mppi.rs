@@ -308,6 +308,12 @@ pub fn tune(a: TuneArgs) -> Result<()> {
     };
     let base = default_params(a.env);
     let name = format!("{:?}", a.env).to_lowercase();
+    // Validate everything before a run folder is created.
+    const STRATEGIES: [&str; 5] = ["cma-es", "sep-cma-es", "snes", "xnes", "open-es"];
+    if !STRATEGIES.contains(&a.strategy.as_str()) {
+        anyhow::bail!("--strategy {:?}: accepted are {}", a.strategy, STRATEGIES.join(", "));
+    }
+    spec_of(&a.tune, base.noise_mu.len(), &base)?;
     let dir = run_dir("mppi-tune", &format!("{name}-{}", a.strategy), a.seed, Some(&a.out_dir))?;
     let metrics = MetricsWriter::new(&dir.join("metrics.jsonl"))?;
     let t0 = Instant::now();
