@@ -19,7 +19,7 @@ import warnings
 warnings.filterwarnings("ignore")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from pytorch_mppi import MPPI  # noqa: E402
+from pytorch_mppi import MPPI, SMPPI  # noqa: E402
 
 torch.set_num_threads(1)
 D = torch.float64
@@ -68,6 +68,25 @@ def run(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
             "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
 
 
+def run_smppi(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
+    nu = sigma.shape[0]
+    ctrl = SMPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
+    K, T = ctrl.K, ctrl.T
+    chol = torch.linalg.cholesky(torch.tensor(sigma, dtype=D))
+    mu = ctrl.noise_mu
+    out, state = [], torch.tensor(x0, dtype=D)
+    for s in range(steps):
+        z = torch.tensor(rng.standard_normal((K, T, nu)), dtype=D)
+        ctrl._sample_noise = lambda shape, z=z: z @ chol.T + mu
+        a = ctrl.command(state)
+        out.append({"x": state.tolist(), "z": z.reshape(-1).tolist(), "action": torch.as_tensor(a).reshape(-1).tolist(),
+                    "u": ctrl.U.reshape(-1).tolist(), "actions": ctrl.action_sequence.reshape(-1).tolist(),
+                    "costs": ctrl.cost_total.tolist()})
+        state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
+    return {"name": name, "system": "pendulum" if nx == 2 else "linear", "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
+            "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -80,9 +99,14 @@ def main():
         run("mu-scale-multi", pend_dyn, pend_cost, 2, s1 * 0.25, [-1.0, 1.0], 4, rng, num_samples=40, horizon=8, noise_mu=torch.tensor([0.3], dtype=D), u_scale=2.0, u_per_command=3, u_min=torch.tensor([-1.5], dtype=D), u_max=torch.tensor([1.0], dtype=D)),
         run("full-covariance", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=80, horizon=10, lambda_=2.0),
     ]
+    smppi = [
+        run_smppi("smppi-bounded", pend_dyn, pend_cost, 2, s1, [math.pi, 0.0], 4, rng, num_samples=64, horizon=12, u_min=torch.tensor([-1.0], dtype=D), u_max=torch.tensor([1.0], dtype=D), action_min=torch.tensor([-2.0], dtype=D), action_max=torch.tensor([2.0], dtype=D), w_action_seq_cost=5.0, delta_t=0.5),
+        run_smppi("smppi-scale-null", pend_dyn, pend_cost, 2, s1 * 2, [1.0, -0.5], 4, rng, num_samples=40, horizon=8, u_scale=1.5, sample_null_action=True, lambda_=0.7, delta_t=1.0),
+        run_smppi("smppi-full-covariance", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=60, horizon=10, w_action_seq_cost=2.0, delta_t=0.2, action_min=torch.tensor([-3.0, -3.0], dtype=D)),
+    ]
     with open(a.out, "w") as f:
-        json.dump({"peer": "pytorch-mppi 0.9.1 (torch %s, float64)" % torch.__version__, "cases": cases}, f, separators=(",", ":"))
-    print(f"{a.out}: {len(cases)} cases, {sum(len(c['steps']) for c in cases)} commands")
+        json.dump({"peer": "pytorch-mppi 0.9.1 (torch %s, float64)" % torch.__version__, "cases": cases, "smppi_cases": smppi}, f, separators=(",", ":"))
+    print(f"{a.out}: {len(cases)} MPPI cases, {len(smppi)} SMPPI cases, {sum(len(c['steps']) for c in cases + smppi)} commands")
 
 
 if __name__ == "__main__":

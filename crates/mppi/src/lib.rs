@@ -11,9 +11,11 @@
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
 
 mod mppi;
+mod smppi;
 pub mod systems;
 pub mod tune;
 
 pub use mppi::{
     Dynamics, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, PendulumDynamics,
 };
+pub use smppi::{Smppi, SmppiParams, SmppiState};

@@ -43,6 +43,24 @@ pub trait Dynamics: Send + Sync {
     }
 }
 
+impl<D: Dynamics> Dynamics for &D {
+    fn nx(&self) -> usize {
+        (*self).nx()
+    }
+    fn nu(&self) -> usize {
+        (*self).nu()
+    }
+    fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]) {
+        (*self).step(x, u, t, next)
+    }
+    fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64 {
+        (*self).running_cost(x, u, t)
+    }
+    fn terminal_cost(&self, x: &[f64]) -> f64 {
+        (*self).terminal_cost(x)
+    }
+}
+
 /// Every runtime knob of MPPI (what an autotuner may change), pytorch-mppi's defaults.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MppiParams {
@@ -312,15 +330,7 @@ impl<D: Dynamics> Mppi<D> {
                 total += p.lambda * ctrl;
                 *cost = if total.is_nan() { f64::INFINITY } else { total };
             });
-        // Weights: subtract the minimum; if every cost is infinite, no sample is informative.
-        let beta = costs.iter().cloned().fold(f64::INFINITY, f64::min);
-        for (wk, c) in w.iter_mut().zip(&costs) {
-            *wk = if beta.is_finite() { (-(c - beta) / p.lambda).exp() } else { 0.0 };
-        }
-        let eta: f64 = w.iter().sum();
-        if eta > 0.0 {
-            w.iter_mut().for_each(|x| *x /= eta);
-        }
+        weights(&costs, p.lambda, &mut w);
         for kk in 0..k {
             if w[kk] != 0.0 {
                 for (u, e) in s.u.iter_mut().zip(&eps[kk * t * nu..(kk + 1) * t * nu]) {
@@ -335,8 +345,21 @@ impl<D: Dynamics> Mppi<D> {
     }
 }
 
+/// Normalised weights `exp(−(S − min S)/λ)` (non-finite costs weigh 0; if every cost is
+/// infinite no sample is informative and all weights are 0).
+pub(crate) fn weights(costs: &[f64], lambda: f64, w: &mut [f64]) {
+    let beta = costs.iter().cloned().fold(f64::INFINITY, f64::min);
+    for (wk, c) in w.iter_mut().zip(costs) {
+        *wk = if beta.is_finite() && c.is_finite() { (-(c - beta) / lambda).exp() } else { 0.0 };
+    }
+    let eta: f64 = w.iter().sum();
+    if eta > 0.0 {
+        w.iter_mut().for_each(|x| *x /= eta);
+    }
+}
+
 /// Lower Cholesky factor of a row-major SPD matrix (None if not positive definite).
-fn cholesky(a: &[f64], n: usize) -> Option<[f64; MAX_NU * MAX_NU]> {
+pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<[f64; MAX_NU * MAX_NU]> {
     if n > MAX_NU || a.len() < n * n {
         return None;
     }
@@ -361,7 +384,7 @@ fn cholesky(a: &[f64], n: usize) -> Option<[f64; MAX_NU * MAX_NU]> {
 }
 
 /// Σ⁻¹ from its Cholesky factor.
-fn inverse_spd(l: &[f64], n: usize) -> [f64; MAX_NU * MAX_NU] {
+pub(crate) fn inverse_spd(l: &[f64], n: usize) -> [f64; MAX_NU * MAX_NU] {
     // Solve L Lᵀ X = I column by column.
     let mut inv = [0.0; MAX_NU * MAX_NU];
     for c in 0..n {

@@ -96,3 +96,51 @@ fn mppi_matches_pytorch_mppi() {
     }
     assert_eq!(n, 16);
 }
+
+fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize {
+    let nu = case["nu"].as_u64().unwrap() as usize;
+    let pr = &case["params"];
+    let amin = pr.get("action_min").map(f);
+    let amax = pr.get("action_max").map(f);
+    // pytorch-mppi: a one-sided action bound is mirrored.
+    let (action_min, action_max) = match (amin, amax) {
+        (Some(lo), Some(hi)) => (lo, hi),
+        (Some(lo), None) => (lo.clone(), lo.iter().map(|v| -v).collect()),
+        (None, Some(hi)) => (hi.iter().map(|v| -v).collect(), hi),
+        (None, None) => (vec![f64::NEG_INFINITY; nu], vec![f64::INFINITY; nu]),
+    };
+    let p = kestrel_mppi::SmppiParams {
+        mppi: params(case),
+        w_action_seq_cost: pr.get("w_action_seq_cost").and_then(Value::as_f64).unwrap_or(1.0),
+        delta_t: pr.get("delta_t").and_then(Value::as_f64).unwrap_or(1.0),
+        action_min,
+        action_max,
+        clamp_lifted_control: false,
+    };
+    m.validate(&p).unwrap();
+    let mut s = m.init(&p);
+    let name = case["name"].as_str().unwrap();
+    let mut out = vec![0.0; p.mppi.u_per_command * nu];
+    let steps = case["steps"].as_array().unwrap();
+    for (k, st) in steps.iter().enumerate() {
+        m.command_with_normals(&p, &mut s, &f(&st["x"]), &f(&st["z"]), &mut out, true);
+        close(&format!("{name} command {k} action"), &out, &f(&st["action"]));
+        close(&format!("{name} command {k} lifted U"), &s.u, &f(&st["u"]));
+        close(&format!("{name} command {k} action sequence"), &s.actions, &f(&st["actions"]));
+        close(&format!("{name} command {k} costs"), &s.costs, &f(&st["costs"]));
+    }
+    steps.len()
+}
+
+#[test]
+fn smppi_matches_pytorch_mppi() {
+    let fx = load_fixture("pytorch_mppi.json");
+    let mut n = 0;
+    for case in fx["smppi_cases"].as_array().unwrap() {
+        n += match case["system"].as_str().unwrap() {
+            "pendulum" => replay_smppi(&kestrel_mppi::Smppi::new(PendulumDynamics), case),
+            _ => replay_smppi(&kestrel_mppi::Smppi::new(Linear), case),
+        };
+    }
+    assert_eq!(n, 12);
+}

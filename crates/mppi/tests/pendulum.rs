@@ -64,3 +64,54 @@ fn bad_params_are_errors_naming_the_field() {
     assert!(bad(MppiParams { u_per_command: 99, ..params() }).contains("u_per_command"));
     assert!(bad(MppiParams { noise_mu: vec![0.0, 0.0], ..params() }).contains("noise_mu"));
 }
+
+#[test]
+fn smppi_swings_up_and_its_clamped_mode_bounds_action_changes() {
+    use kestrel_mppi::{Smppi, SmppiParams};
+    let m = Smppi::new(PendulumDynamics);
+    for clamp in [false, true] {
+        let p = SmppiParams {
+            mppi: MppiParams {
+                num_samples: 200,
+                horizon: 15,
+                u_min: vec![-1.0],
+                u_max: vec![1.0],
+                ..MppiParams::new(1, 3.0)
+            },
+            w_action_seq_cost: 0.1,
+            delta_t: 0.5,
+            action_min: vec![-2.0],
+            action_max: vec![2.0],
+            clamp_lifted_control: clamp,
+        };
+        m.validate(&p).unwrap();
+        let mut s = m.init(&p);
+        let mut st = PendulumState([std::f64::consts::PI, 0.0]);
+        let (mut obs, mut r, mut u) = ([0f32; 3], [0f32], [0.0]);
+        let mut last_angles = Vec::new();
+        for t in 0..250 {
+            m.command(Key::new(4).fold_in(t), &p, &mut s, &st.0, &mut u);
+            Pendulum.step(
+                &PendulumParams::default(),
+                &mut st,
+                &[u[0] as f32],
+                Key::new(0),
+                &mut obs,
+                &mut r,
+            );
+            if t >= 200 {
+                last_angles.push(kestrel_envs::pendulum::angle_normalize(st.0[0]).abs());
+            }
+            if clamp {
+                // |U| ≤ 1 and Δt = 0.5: the planned action sequence changes by at most 0.5 per
+                // step relative to its shifted predecessor.
+                assert!(
+                    s.u.iter().all(|v| v.abs() <= 1.0 + 1e-9),
+                    "lifted control out of bounds: {:?}",
+                    s.u
+                );
+            }
+        }
+        assert!(last_angles.iter().all(|a| *a < 0.4), "clamp {clamp}: {last_angles:?}");
+    }
+}

@@ -1,0 +1,234 @@
+//! Smooth MPPI: sampling in a lifted (derivative) control space and penalising changes of the
+//! action sequence.
+//!
+//! Paper: T. Kim et al., "Smooth Model Predictive Path Integral Control without Smoothing",
+//! IEEE RA-L 2022, arXiv:2112.09988. Reference implementation: pytorch-mppi 0.9.1 `SMPPI`,
+//! reproduced including one quirk: the perturbed actions are built from the *unclamped*
+//! lifted control (it clamps to `u_min/u_max` but then uses the unclamped value), so
+//! `u_min/u_max` do not bound the lifted control. `clamp_lifted_control: true` applies the
+//! clamp as documented.
+
+use crate::mppi::{Dynamics, MAX_NU, MAX_NX, MppiParams, cholesky, inverse_spd, weights};
+use kestrel_core::Key;
+use rayon::prelude::*;
+
+/// SMPPI knobs on top of [`MppiParams`] (whose `u_min/u_max` bound the lifted control).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SmppiParams {
+    /// The MPPI params (noise, λ, samples, horizon, lifted-control bounds...).
+    pub mppi: MppiParams,
+    /// Weight of `Σ_t |u_scale (a_{t+1} − a_t)|²`.
+    pub w_action_seq_cost: f64,
+    /// Integration step from lifted control to action.
+    pub delta_t: f64,
+    /// Lower action bound per dimension.
+    pub action_min: Vec<f64>,
+    /// Upper action bound per dimension.
+    pub action_max: Vec<f64>,
+    /// Bound the lifted control before integrating (pytorch-mppi does not).
+    pub clamp_lifted_control: bool,
+}
+
+/// Lifted nominal sequence, the action sequence, and the last command's diagnostics.
+#[derive(Clone, Debug)]
+pub struct SmppiState {
+    /// Lifted (derivative) controls, `T × nu`.
+    pub u: Vec<f64>,
+    /// Actions, `T × nu`.
+    pub actions: Vec<f64>,
+    /// Total cost of each sample.
+    pub costs: Vec<f64>,
+    /// Normalised weights.
+    pub weights: Vec<f64>,
+    /// Effective lifted noise, `K × T × nu`.
+    pub noise: Vec<f64>,
+}
+
+/// An SMPPI controller over dynamics `D`.
+pub struct Smppi<D: Dynamics> {
+    dynamics: D,
+}
+
+impl<D: Dynamics> Smppi<D> {
+    /// A controller for `dynamics`.
+    pub fn new(dynamics: D) -> Self {
+        Smppi { dynamics }
+    }
+
+    /// The dynamics.
+    pub fn dynamics(&self) -> &D {
+        &self.dynamics
+    }
+
+    /// Checks the MPPI params and the SMPPI extras.
+    pub fn validate(&self, p: &SmppiParams) -> Result<(), crate::MppiError> {
+        crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
+        let nu = self.dynamics.nu();
+        let bad = |f: &'static str, v: String, a: &'static str| {
+            Err(crate::MppiError::Invalid { field: f, value: v, accepted: a })
+        };
+        if !(p.delta_t.is_finite() && p.delta_t > 0.0) {
+            return bad("delta_t", p.delta_t.to_string(), "finite and > 0");
+        }
+        if !(p.w_action_seq_cost.is_finite() && p.w_action_seq_cost >= 0.0) {
+            return bad("w_action_seq_cost", p.w_action_seq_cost.to_string(), "finite and >= 0");
+        }
+        if p.action_min.len() != nu
+            || p.action_max.len() != nu
+            || (0..nu).any(|i| {
+                p.action_min[i].is_nan()
+                    || p.action_max[i].is_nan()
+                    || p.action_min[i] > p.action_max[i]
+            })
+        {
+            return bad(
+                "action_min/action_max",
+                format!("{:?}/{:?}", p.action_min, p.action_max),
+                "nu values each with min <= max",
+            );
+        }
+        Ok(())
+    }
+
+    /// Zero lifted controls and actions (pytorch-mppi's `U_init=None`).
+    pub fn init(&self, p: &SmppiParams) -> SmppiState {
+        let (k, t, nu) = (p.mppi.num_samples, p.mppi.horizon, self.dynamics.nu());
+        SmppiState {
+            u: vec![0.0; t * nu],
+            actions: vec![0.0; t * nu],
+            costs: vec![0.0; k],
+            weights: vec![0.0; k],
+            noise: vec![0.0; k * t * nu],
+        }
+    }
+
+    /// One control step with standard normals drawn per sample from `key.fold_in(k)`.
+    pub fn command(
+        &self,
+        key: Key,
+        p: &SmppiParams,
+        s: &mut SmppiState,
+        x0: &[f64],
+        out: &mut [f64],
+    ) {
+        let per = p.mppi.horizon * self.dynamics.nu();
+        let mut z = vec![0.0; p.mppi.num_samples * per];
+        z.par_chunks_mut(per).enumerate().for_each(|(k, row)| {
+            let mut rng = key.fold_in(k as u64).rng();
+            row.iter_mut().for_each(|v| *v = rng.standard_normal());
+        });
+        self.command_with_normals(p, s, x0, &z, out, true);
+    }
+
+    /// One control step with given standard normals `z` (`K × T × nu`), pytorch-mppi's order:
+    /// shift, lifted samples, actions `a = clamp(A + v·Δt)`, effective noise
+    /// `(a − A)/Δt − U`, rollout + control cost + smoothness cost, weights, `U += Σ ω ε`,
+    /// `A += U·Δt`; returns `A[..u_per_command]`.
+    pub fn command_with_normals(
+        &self,
+        p: &SmppiParams,
+        s: &mut SmppiState,
+        x0: &[f64],
+        z: &[f64],
+        out: &mut [f64],
+        shift: bool,
+    ) {
+        let d = &self.dynamics;
+        let m = &p.mppi;
+        let (k, t, nu, nx) = (m.num_samples, m.horizon, d.nu(), d.nx());
+        assert_eq!(z.len(), k * t * nu, "Smppi::command: normals length");
+        assert_eq!(
+            s.u.len(),
+            t * nu,
+            "Smppi::command: the state was made for another horizon (call init)"
+        );
+        if shift {
+            s.u.copy_within(nu.., 0);
+            s.u[(t - 1) * nu..].copy_from_slice(&m.u_init);
+            s.actions.copy_within(nu.., 0);
+            if t >= 2 {
+                let last: Vec<f64> = s.actions[(t - 2) * nu..(t - 1) * nu].to_vec();
+                s.actions[(t - 1) * nu..].copy_from_slice(&last);
+            }
+        }
+        let l = cholesky(&m.noise_sigma, nu).expect("validated noise_sigma");
+        let sinv = inverse_spd(&l, nu);
+        let (u_nom, a_nom) = (&s.u, &s.actions);
+        let mut eps = vec![0.0; k * t * nu];
+        let mut costs = vec![0.0; k];
+        eps.par_chunks_mut(t * nu).zip(costs.par_iter_mut()).enumerate().for_each(
+            |(kk, (e, cost))| {
+                let mut acts = vec![0.0; t * nu];
+                for tt in 0..t {
+                    for i in 0..nu {
+                        let zk = &z[(kk * t + tt) * nu..];
+                        let noise =
+                            m.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zk[j]).sum::<f64>();
+                        let mut v = u_nom[tt * nu + i] + noise;
+                        if p.clamp_lifted_control {
+                            v = v.max(m.u_min[i]).min(m.u_max[i]);
+                        }
+                        let mut a = a_nom[tt * nu + i] + v * p.delta_t;
+                        if m.sample_null_action && kk == 0 {
+                            a = 0.0;
+                        }
+                        a = a.max(p.action_min[i]).min(p.action_max[i]);
+                        acts[tt * nu + i] = a;
+                        e[tt * nu + i] = (a - a_nom[tt * nu + i]) / p.delta_t - u_nom[tt * nu + i];
+                    }
+                }
+                // Rollout on the actions (scaled), then the control and smoothness costs.
+                let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
+                let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
+                x.copy_from_slice(x0);
+                let mut us = [0.0f64; MAX_NU];
+                let mut total = 0.0;
+                for tt in 0..t {
+                    for i in 0..nu {
+                        us[i] = m.u_scale * acts[tt * nu + i];
+                    }
+                    d.step(x, &us[..nu], tt, next);
+                    std::mem::swap(&mut x, &mut next);
+                    total += d.running_cost(x, &us[..nu], tt);
+                }
+                total += d.terminal_cost(x);
+                let mut ctrl = 0.0;
+                for tt in 0..t {
+                    for i in 0..nu {
+                        for j in 0..nu {
+                            let ej = if m.noise_abs_cost {
+                                e[tt * nu + j].abs()
+                            } else {
+                                e[tt * nu + j]
+                            };
+                            ctrl += u_nom[tt * nu + i] * sinv[i * nu + j] * ej;
+                        }
+                    }
+                }
+                let mut smooth = 0.0;
+                for tt in 0..t.saturating_sub(1) {
+                    for i in 0..nu {
+                        let diff = m.u_scale * (acts[(tt + 1) * nu + i] - acts[tt * nu + i]);
+                        smooth += diff * diff;
+                    }
+                }
+                let c = total + m.lambda * ctrl + p.w_action_seq_cost * smooth;
+                *cost = if c.is_nan() { f64::INFINITY } else { c };
+            },
+        );
+        let mut w = vec![0.0; k];
+        weights(&costs, m.lambda, &mut w);
+        for kk in 0..k {
+            if w[kk] != 0.0 {
+                for (u, e) in s.u.iter_mut().zip(&eps[kk * t * nu..(kk + 1) * t * nu]) {
+                    *u += w[kk] * e;
+                }
+            }
+        }
+        for (a, u) in s.actions.iter_mut().zip(&s.u) {
+            *a += u * p.delta_t;
+        }
+        out.copy_from_slice(&s.actions[..m.u_per_command * nu]);
+        (s.costs, s.weights, s.noise) = (costs, w, eps);
+    }
+}
