@@ -19,7 +19,7 @@ import warnings
 warnings.filterwarnings("ignore")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from pytorch_mppi import MPPI, SMPPI  # noqa: E402
+from pytorch_mppi import KMPPI, MPPI, SMPPI  # noqa: E402
 
 torch.set_num_threads(1)
 D = torch.float64
@@ -87,6 +87,28 @@ def run_smppi(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
             "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
 
 
+def run_kmppi(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
+    nu = sigma.shape[0]
+    ctrl = KMPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
+    ctrl.U = torch.zeros_like(ctrl.U)  # Kestrel's init (pytorch-mppi draws a random U first)
+    K, S = ctrl.K, ctrl.num_support_pts
+    chol = torch.linalg.cholesky(torch.tensor(sigma, dtype=D))
+    mu = ctrl.noise_mu
+    out, state = [], torch.tensor(x0, dtype=D)
+    for s in range(steps):
+        z = torch.tensor(rng.standard_normal((K, S, nu)), dtype=D)
+        ctrl._sample_noise = lambda shape, z=z: z @ chol.T + mu
+        a = ctrl.command(state)
+        out.append({"x": state.tolist(), "z": z.reshape(-1).tolist(), "action": torch.as_tensor(a).reshape(-1).tolist(),
+                    "u": ctrl.U.reshape(-1).tolist(), "theta": ctrl.theta.reshape(-1).tolist(), "costs": ctrl.cost_total.tolist()})
+        state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
+    p = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items() if k != "kernel"}
+    p["num_support_pts"] = S
+    p["kernel_sigma"] = kw["kernel"].sigma if "kernel" in kw else 1.0
+    return {"name": name, "system": "pendulum" if nx == 2 else "linear", "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
+            "params": p, "steps": out}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -104,9 +126,14 @@ def main():
         run_smppi("smppi-scale-null", pend_dyn, pend_cost, 2, s1 * 2, [1.0, -0.5], 4, rng, num_samples=40, horizon=8, u_scale=1.5, sample_null_action=True, lambda_=0.7, delta_t=1.0),
         run_smppi("smppi-full-covariance", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=60, horizon=10, w_action_seq_cost=2.0, delta_t=0.2, action_min=torch.tensor([-3.0, -3.0], dtype=D)),
     ]
+    from pytorch_mppi.mppi import RBFKernel
+    kmppi = [
+        run_kmppi("kmppi-bounded", pend_dyn, pend_cost, 2, s1 * 2, [math.pi, 0.0], 4, rng, num_samples=64, horizon=12, u_min=torch.tensor([-2.0], dtype=D), u_max=torch.tensor([2.0], dtype=D)),
+        run_kmppi("kmppi-rbf2-support4", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=50, horizon=10, num_support_pts=4, kernel=RBFKernel(sigma=2.0), lambda_=2.0),
+    ]
     with open(a.out, "w") as f:
-        json.dump({"peer": "pytorch-mppi 0.9.1 (torch %s, float64)" % torch.__version__, "cases": cases, "smppi_cases": smppi}, f, separators=(",", ":"))
-    print(f"{a.out}: {len(cases)} MPPI cases, {len(smppi)} SMPPI cases, {sum(len(c['steps']) for c in cases + smppi)} commands")
+        json.dump({"peer": "pytorch-mppi 0.9.1 (torch %s, float64)" % torch.__version__, "cases": cases, "smppi_cases": smppi, "kmppi_cases": kmppi}, f, separators=(",", ":"))
+    print(f"{a.out}: {len(cases)} MPPI, {len(smppi)} SMPPI, {len(kmppi)} KMPPI cases, {sum(len(c['steps']) for c in cases + smppi + kmppi)} commands")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,13 @@
 //! (each sample independent, so results do not depend on the thread count), weighted by
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
 
+mod kmppi;
 mod mppi;
 mod smppi;
 pub mod systems;
 pub mod tune;
 
+pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
     Dynamics, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, PendulumDynamics,
 };

@@ -144,3 +144,39 @@ fn smppi_matches_pytorch_mppi() {
     }
     assert_eq!(n, 12);
 }
+
+fn replay_kmppi<D: Dynamics>(m: &kestrel_mppi::Kmppi<D>, case: &Value) -> usize {
+    let nu = case["nu"].as_u64().unwrap() as usize;
+    let pr = &case["params"];
+    let p = kestrel_mppi::KmppiParams {
+        mppi: params(case),
+        num_support_pts: pr["num_support_pts"].as_u64().unwrap() as usize,
+        kernel_sigma: pr["kernel_sigma"].as_f64().unwrap(),
+    };
+    m.validate(&p).unwrap();
+    let mut s = m.init(&p);
+    let name = case["name"].as_str().unwrap();
+    let mut out = vec![0.0; p.mppi.u_per_command * nu];
+    let steps = case["steps"].as_array().unwrap();
+    for (k, st) in steps.iter().enumerate() {
+        m.command_with_normals(&p, &mut s, &f(&st["x"]), &f(&st["z"]), &mut out, true);
+        close(&format!("{name} command {k} action"), &out, &f(&st["action"]));
+        close(&format!("{name} command {k} theta"), &s.theta, &f(&st["theta"]));
+        close(&format!("{name} command {k} nominal U"), &s.u, &f(&st["u"]));
+        close(&format!("{name} command {k} costs"), &s.costs, &f(&st["costs"]));
+    }
+    steps.len()
+}
+
+#[test]
+fn kmppi_matches_pytorch_mppi() {
+    let fx = load_fixture("pytorch_mppi.json");
+    let mut n = 0;
+    for case in fx["kmppi_cases"].as_array().unwrap() {
+        n += match case["system"].as_str().unwrap() {
+            "pendulum" => replay_kmppi(&kestrel_mppi::Kmppi::new(PendulumDynamics), case),
+            _ => replay_kmppi(&kestrel_mppi::Kmppi::new(Linear), case),
+        };
+    }
+    assert_eq!(n, 8);
+}

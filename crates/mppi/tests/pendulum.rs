@@ -115,3 +115,43 @@ fn smppi_swings_up_and_its_clamped_mode_bounds_action_changes() {
         assert!(last_angles.iter().all(|a| *a < 0.4), "clamp {clamp}: {last_angles:?}");
     }
 }
+
+/// Also peer defect 7: jax-mppi's KMPPI returned U[1] of the optimised plan; Kestrel returns U[0].
+#[test]
+fn kmppi_swings_up_and_returns_the_first_planned_action() {
+    use kestrel_mppi::{Kmppi, KmppiParams};
+    let m = Kmppi::new(PendulumDynamics);
+    let p = KmppiParams {
+        mppi: MppiParams {
+            num_samples: 200,
+            horizon: 20,
+            u_min: vec![-2.0],
+            u_max: vec![2.0],
+            ..MppiParams::new(1, 3.0)
+        },
+        num_support_pts: 10,
+        kernel_sigma: 1.0,
+    };
+    m.validate(&p).unwrap();
+    let mut s = m.init(&p);
+    let mut st = PendulumState([std::f64::consts::PI, 0.0]);
+    let (mut obs, mut r, mut u) = ([0f32; 3], [0f32], [0.0]);
+    let mut tail = Vec::new();
+    for t in 0..250 {
+        m.command(Key::new(8).fold_in(t), &p, &mut s, &st.0, &mut u);
+        assert_eq!(u[0], s.u[0], "returned action is the plan's first step");
+        Pendulum.step(
+            &PendulumParams::default(),
+            &mut st,
+            &[u[0] as f32],
+            Key::new(0),
+            &mut obs,
+            &mut r,
+        );
+        if t >= 200 {
+            tail.push(kestrel_envs::pendulum::angle_normalize(st.0[0]).abs());
+        }
+    }
+    assert!(tail.iter().all(|a| *a < 0.4), "{tail:?}");
+    assert!(m.validate(&KmppiParams { num_support_pts: 99, ..p }).is_err());
+}

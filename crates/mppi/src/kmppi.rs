@@ -1,0 +1,248 @@
+//! Kernel-interpolation MPPI: noise is sampled on `num_support_pts` control points and
+//! interpolated over the horizon with an RBF kernel, which smooths the sampled sequences.
+//!
+//! Paper: T. Kim et al., "Smooth Model Predictive Path Integral Control without Smoothing"
+//! line of work, KMPPI as described in arXiv:2408.10450. Reference implementation:
+//! pytorch-mppi 0.9.1 `KMPPI` (kernel `exp(−|t − t'|² / (1e-8 + 2σ²))`, support points at
+//! `linspace(0, T−1, S)`, shift by re-interpolating θ at `Tk + 1`, returns `U[0]` of the
+//! updated plan — jax-mppi's KMPPI returns `U[1]`, one of the peer defects).
+
+use crate::mppi::{Dynamics, MAX_NU, MAX_NX, MppiParams, cholesky, inverse_spd, weights};
+use kestrel_core::Key;
+use rayon::prelude::*;
+
+/// KMPPI knobs on top of [`MppiParams`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct KmppiParams {
+    /// The MPPI params.
+    pub mppi: MppiParams,
+    /// Control points S (pytorch-mppi's default `T / 2`).
+    pub num_support_pts: usize,
+    /// RBF kernel width σ.
+    pub kernel_sigma: f64,
+}
+
+/// Control points θ, the interpolated plan, and the last command's diagnostics.
+#[derive(Clone, Debug)]
+pub struct KmppiState {
+    /// Control points, `S × nu`.
+    pub theta: Vec<f64>,
+    /// Interpolated nominal sequence, `T × nu`.
+    pub u: Vec<f64>,
+    /// Total cost of each sample.
+    pub costs: Vec<f64>,
+    /// Normalised weights.
+    pub weights: Vec<f64>,
+}
+
+/// A KMPPI controller over dynamics `D`.
+pub struct Kmppi<D: Dynamics> {
+    dynamics: D,
+}
+
+fn linspace(a: f64, b: f64, n: usize) -> Vec<f64> {
+    if n == 1 {
+        return vec![a];
+    }
+    (0..n).map(|i| a + (b - a) * i as f64 / (n - 1) as f64).collect()
+}
+
+/// `K(t, tk) K(tk, tk)⁻¹` (rows: `t`, columns: `tk`), by Gaussian elimination with partial
+/// pivoting on the transposed system (the kernel matrix is symmetric).
+fn interp_matrix(t: &[f64], tk: &[f64], sigma: f64) -> Vec<f64> {
+    let k = |a: f64, b: f64| (-(a - b) * (a - b) / (1e-8 + 2.0 * sigma * sigma)).exp();
+    let s = tk.len();
+    let mut out = vec![0.0; t.len() * s];
+    for (r, &ti) in t.iter().enumerate() {
+        // Solve Ktktk x = K(ti, tk)ᵀ (Ktktk symmetric, so x is row r of K Ktktk⁻¹).
+        let mut a: Vec<f64> = (0..s)
+            .flat_map(|i| (0..s).map(move |j| (i, j)))
+            .map(|(i, j)| k(tk[i], tk[j]))
+            .collect();
+        let mut bvec: Vec<f64> = tk.iter().map(|&tj| k(ti, tj)).collect();
+        for col in 0..s {
+            let piv = (col..s)
+                .max_by(|&x, &y| a[x * s + col].abs().total_cmp(&a[y * s + col].abs()))
+                .unwrap_or(col);
+            if piv != col {
+                for j in 0..s {
+                    a.swap(col * s + j, piv * s + j);
+                }
+                bvec.swap(col, piv);
+            }
+            let d = a[col * s + col];
+            for row in col + 1..s {
+                let f = a[row * s + col] / d;
+                for j in col..s {
+                    a[row * s + j] -= f * a[col * s + j];
+                }
+                bvec[row] -= f * bvec[col];
+            }
+        }
+        for i in (0..s).rev() {
+            let acc: f64 = (i + 1..s).map(|j| a[i * s + j] * out[r * s + j]).sum();
+            out[r * s + i] = (bvec[i] - acc) / a[i * s + i];
+        }
+    }
+    out
+}
+
+impl<D: Dynamics> Kmppi<D> {
+    /// A controller for `dynamics`.
+    pub fn new(dynamics: D) -> Self {
+        Kmppi { dynamics }
+    }
+
+    /// Checks the MPPI params and the KMPPI extras.
+    pub fn validate(&self, p: &KmppiParams) -> Result<(), crate::MppiError> {
+        crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
+        if p.num_support_pts == 0
+            || p.num_support_pts > p.mppi.horizon
+            || !(p.kernel_sigma.is_finite() && p.kernel_sigma > 0.0)
+        {
+            return Err(crate::MppiError::Invalid {
+                field: "num_support_pts/kernel_sigma",
+                value: format!("{}/{}", p.num_support_pts, p.kernel_sigma),
+                accepted: "1 to horizon support points and a finite sigma > 0",
+            });
+        }
+        Ok(())
+    }
+
+    /// Zero control points and plan.
+    pub fn init(&self, p: &KmppiParams) -> KmppiState {
+        let (k, nu) = (p.mppi.num_samples, self.dynamics.nu());
+        KmppiState {
+            theta: vec![0.0; p.num_support_pts * nu],
+            u: vec![0.0; p.mppi.horizon * nu],
+            costs: vec![0.0; k],
+            weights: vec![0.0; k],
+        }
+    }
+
+    /// One control step with standard normals drawn per sample from `key.fold_in(k)`.
+    pub fn command(
+        &self,
+        key: Key,
+        p: &KmppiParams,
+        s: &mut KmppiState,
+        x0: &[f64],
+        out: &mut [f64],
+    ) {
+        let per = p.num_support_pts * self.dynamics.nu();
+        let mut z = vec![0.0; p.mppi.num_samples * per];
+        z.par_chunks_mut(per).enumerate().for_each(|(k, row)| {
+            let mut rng = key.fold_in(k as u64).rng();
+            row.iter_mut().for_each(|v| *v = rng.standard_normal());
+        });
+        self.command_with_normals(p, s, x0, &z, out, true);
+    }
+
+    /// One control step with given standard normals `z` (`K × S × nu`), pytorch-mppi's order.
+    pub fn command_with_normals(
+        &self,
+        p: &KmppiParams,
+        s: &mut KmppiState,
+        x0: &[f64],
+        z: &[f64],
+        out: &mut [f64],
+        shift: bool,
+    ) {
+        let d = &self.dynamics;
+        let m = &p.mppi;
+        let (k, t, nu, nx, sp) = (m.num_samples, m.horizon, d.nu(), d.nx(), p.num_support_pts);
+        assert_eq!(z.len(), k * sp * nu, "Kmppi::command: normals length");
+        assert_eq!(
+            s.u.len(),
+            t * nu,
+            "Kmppi::command: the state was made for another horizon (call init)"
+        );
+        let tk = linspace(0.0, (t - 1) as f64, sp);
+        let hs = linspace(0.0, (t - 1) as f64, t);
+        let kk_h = interp_matrix(&hs, &tk, p.kernel_sigma);
+        let interp = |kk: &[f64], rows: usize, theta: &[f64], dst: &mut [f64]| {
+            for r in 0..rows {
+                for i in 0..nu {
+                    dst[r * nu + i] = (0..sp).map(|j| kk[r * sp + j] * theta[j * nu + i]).sum();
+                }
+            }
+        };
+        if shift {
+            s.u.copy_within(nu.., 0);
+            s.u[(t - 1) * nu..].copy_from_slice(&m.u_init);
+            let shifted: Vec<f64> = tk.iter().map(|v| v + 1.0).collect();
+            let kk_s = interp_matrix(&shifted, &tk, p.kernel_sigma);
+            let old = s.theta.clone();
+            interp(&kk_s, sp, &old, &mut s.theta);
+        }
+        let l = cholesky(&m.noise_sigma, nu).expect("validated noise_sigma");
+        let sinv = inverse_spd(&l, nu);
+        let (theta, u_nom) = (&s.theta, &s.u);
+        let mut noise_theta = vec![0.0; k * sp * nu];
+        let mut costs = vec![0.0; k];
+        noise_theta.par_chunks_mut(sp * nu).zip(costs.par_iter_mut()).enumerate().for_each_init(
+            || (vec![0.0; sp * nu], vec![0.0; t * nu]),
+            |(pts, acts), (kk, (nt, cost))| {
+                for j in 0..sp {
+                    let zk = &z[(kk * sp + j) * nu..];
+                    for i in 0..nu {
+                        let noise =
+                            m.noise_mu[i] + (0..=i).map(|q| l[i * nu + q] * zk[q]).sum::<f64>();
+                        let v = (theta[j * nu + i] + noise).max(m.u_min[i]).min(m.u_max[i]);
+                        pts[j * nu + i] = v;
+                        nt[j * nu + i] = v - theta[j * nu + i];
+                    }
+                }
+                interp(&kk_h, t, pts, acts);
+                for (idx, a) in acts.iter_mut().enumerate() {
+                    let i = idx % nu;
+                    if m.sample_null_action && kk == 0 {
+                        *a = 0.0;
+                    }
+                    *a = a.max(m.u_min[i]).min(m.u_max[i]);
+                }
+                let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
+                let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
+                x.copy_from_slice(x0);
+                let mut us = [0.0f64; MAX_NU];
+                let mut total = 0.0;
+                for tt in 0..t {
+                    for i in 0..nu {
+                        us[i] = m.u_scale * acts[tt * nu + i];
+                    }
+                    d.step(x, &us[..nu], tt, next);
+                    std::mem::swap(&mut x, &mut next);
+                    total += d.running_cost(x, &us[..nu], tt);
+                }
+                total += d.terminal_cost(x);
+                let mut ctrl = 0.0;
+                for tt in 0..t {
+                    for i in 0..nu {
+                        for j in 0..nu {
+                            let e = acts[tt * nu + j] - u_nom[tt * nu + j];
+                            let e = if m.noise_abs_cost { e.abs() } else { e };
+                            ctrl += u_nom[tt * nu + i] * sinv[i * nu + j] * e;
+                        }
+                    }
+                }
+                let c = total + m.lambda * ctrl;
+                *cost = if c.is_nan() { f64::INFINITY } else { c };
+            },
+        );
+        let mut w = vec![0.0; k];
+        weights(&costs, m.lambda, &mut w);
+        for kk in 0..k {
+            if w[kk] != 0.0 {
+                for (th, e) in
+                    s.theta.iter_mut().zip(&noise_theta[kk * sp * nu..(kk + 1) * sp * nu])
+                {
+                    *th += w[kk] * e;
+                }
+            }
+        }
+        let theta = s.theta.clone();
+        interp(&kk_h, t, &theta, &mut s.u);
+        out.copy_from_slice(&s.u[..m.u_per_command * nu]);
+        (s.costs, s.weights) = (costs, w);
+    }
+}
