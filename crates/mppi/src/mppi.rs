@@ -247,6 +247,37 @@ impl<D: Dynamics> Mppi<D> {
         s.normals = z;
     }
 
+    /// Batched form (pytorch-mppi's `MPPI_Batched`): one command for each of N environments,
+    /// all sharing one draw of standard normals (as pytorch-mppi shares one `K × T × nu` noise
+    /// tensor) with per-environment weights. `states` holds N states, `x0s` N × nx rows, `out`
+    /// N × u_per_command × nu. Environments run in parallel; env `i` gets exactly what a single
+    /// `command_with_normals` with the same normals would give it.
+    pub fn command_batch(
+        &self,
+        key: Key,
+        p: &MppiParams,
+        states: &mut [MppiState],
+        x0s: &[f64],
+        out: &mut [f64],
+    ) {
+        let (nx, nu) = (self.dynamics.nx(), self.dynamics.nu());
+        let n = states.len();
+        assert_eq!(x0s.len(), n * nx, "Mppi::command_batch: states length");
+        let per_out = p.u_per_command * nu;
+        assert_eq!(out.len(), n * per_out, "Mppi::command_batch: output length");
+        let per = p.horizon * nu;
+        let mut z = vec![0.0; p.num_samples * per];
+        z.par_chunks_mut(per).enumerate().for_each(|(k, row)| {
+            let mut rng = key.fold_in(k as u64).rng();
+            row.iter_mut().for_each(|v| *v = rng.standard_normal());
+        });
+        states.par_iter_mut().zip(x0s.par_chunks(nx)).zip(out.par_chunks_mut(per_out)).for_each(
+            |((s, x0), o)| {
+                self.command_with_normals(p, s, x0, &z, o, true);
+            },
+        );
+    }
+
     /// One control step with given standard normals `z` (`K × T × nu`): shift (if asked),
     /// sample `ε = μ + L z`, clamp `U + ε`, roll out, weight, update, return `U[..u_per_command]`.
     /// On return `s.noise` holds the effective noise.

@@ -155,3 +155,26 @@ fn kmppi_swings_up_and_returns_the_first_planned_action() {
     assert!(tail.iter().all(|a| *a < 0.4), "{tail:?}");
     assert!(m.validate(&KmppiParams { num_support_pts: 99, ..p }).is_err());
 }
+
+#[test]
+fn batched_commands_equal_single_commands_with_the_shared_noise() {
+    let m = Mppi::new(PendulumDynamics);
+    let p = params();
+    let x0s = [3.0, 0.0, 1.0, -1.0, -2.0, 0.5];
+    let mut batch: Vec<_> = (0..3).map(|_| m.init(&p)).collect();
+    let mut out = [0.0; 3];
+    m.command_batch(Key::new(4), &p, &mut batch, &x0s, &mut out);
+    // The same normals through single commands.
+    let mut z = vec![0.0; p.num_samples * p.horizon];
+    for (k, row) in z.chunks_mut(p.horizon).enumerate() {
+        let mut rng = Key::new(4).fold_in(k as u64).rng();
+        row.iter_mut().for_each(|v| *v = rng.standard_normal());
+    }
+    for i in 0..3 {
+        let mut s = m.init(&p);
+        let mut u = [0.0];
+        m.command_with_normals(&p, &mut s, &x0s[2 * i..2 * i + 2], &z, &mut u, true);
+        assert_eq!(u[0], out[i]);
+        assert_eq!(s.u, batch[i].u);
+    }
+}
