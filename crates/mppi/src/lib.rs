@@ -18,6 +18,6 @@ pub mod tune;
 
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
-    Dynamics, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, PendulumDynamics,
+    Convention, Dynamics, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, PendulumDynamics,
 };
 pub use smppi::{Smppi, SmppiParams, SmppiState};

@@ -88,6 +88,35 @@ pub struct MppiParams {
     pub sample_null_action: bool,
     /// Use |ε| in the control cost.
     pub noise_abs_cost: bool,
+    /// Whose conventions `command` follows (MPPI only; SMPPI and KMPPI follow pytorch-mppi).
+    pub convention: Convention,
+}
+
+/// The two peers' MPPI conventions (`shared/reference/mppi-es-qd.md` §4).
+///
+/// | aspect | `PytorchMppi` (default) | `JaxMppi` |
+/// |---|---|---|
+/// | running cost on | `x_{t+1}` (after the step) | `x_t` (before, so `x_0` counts) |
+/// | terminal cost | `φ(x_T)` | `φ(x_T)` (jax-mppi also passes `u_{T−1}`; Kestrel's `terminal_cost` takes the state only) |
+/// | control/noise cost | `λ Σ_t U_tᵀ Σ⁻¹ ε_t`, post-clamp `ε` (`\|ε\|` with `noise_abs_cost`) | `0.5 Σ_t ε_tᵀ Σ⁻¹ ε_t`, pre-clamp `ε`, no `λ` |
+/// | weights | `exp(−(S − min S)/λ) / η` | softmax of the same (identical) |
+/// | nominal update | `U + Σ ω ε`, not clipped | `U + Σ ω ε`, clipped to `[u_min, u_max] / u_scale` |
+/// | shift | before optimising, by 1 | after optimising, by `u_per_command` |
+/// | initial `U` | a random `N(μ, Σ)` draw (Kestrel: `u_init`; `reset_random` for the draw) | zeros (`u_init`) |
+/// | null-action sample | zero action | zero noise (the nominal `U`) |
+/// | bounds | clamp `U + ε` before scaling | clamp `(U + ε) · u_scale` |
+/// | returned action | `U[0]`, unscaled | `clip(U[0] · u_scale)` |
+/// | stochastic rollouts (M > 1) | variance cost | no effect (not implemented in Kestrel either) |
+/// | specific action sampler | yes | no (Kestrel: neither yet) |
+/// | parallel envs | `MPPI_Batched` (Kestrel: [`Mppi::command_batch`]) | user `vmap` |
+/// | exposes costs/weights | yes | no (Kestrel: always, in `MppiState`) |
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Convention {
+    /// pytorch-mppi 0.9.1.
+    #[default]
+    PytorchMppi,
+    /// jax-mppi 0.3.0.
+    JaxMppi,
 }
 
 impl MppiParams {
@@ -108,6 +137,7 @@ impl MppiParams {
             u_per_command: 1,
             sample_null_action: false,
             noise_abs_cost: false,
+            convention: Convention::PytorchMppi,
         }
     }
 }
@@ -299,7 +329,8 @@ impl<D: Dynamics> Mppi<D> {
             t * nu,
             "Mppi::command: the state was made for another horizon (call init)"
         );
-        if shift {
+        let jax = p.convention == Convention::JaxMppi;
+        if shift && !jax {
             s.u.copy_within(nu.., 0);
             s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);
         }
@@ -332,33 +363,52 @@ impl<D: Dynamics> Mppi<D> {
                     for i in 0..nu {
                         let noise =
                             p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zk[j]).sum::<f64>();
-                        let mut vi = if p.sample_null_action && kk == 0 {
-                            0.0
+                        let null = p.sample_null_action && kk == 0;
+                        if jax {
+                            // Raw ε is kept; bounds apply to the scaled action.
+                            let ei = if null { 0.0 } else { noise };
+                            e[tt * nu + i] = ei;
+                            us[i] = (p.u_scale * (u_nom[tt * nu + i] + ei))
+                                .max(p.u_min[i])
+                                .min(p.u_max[i]);
                         } else {
-                            u_nom[tt * nu + i] + noise
-                        };
-                        vi = vi.max(p.u_min[i]).min(p.u_max[i]);
-                        e[tt * nu + i] = vi - u_nom[tt * nu + i];
-                        us[i] = p.u_scale * vi;
+                            let vi = if null { 0.0 } else { u_nom[tt * nu + i] + noise };
+                            let vi = vi.max(p.u_min[i]).min(p.u_max[i]);
+                            e[tt * nu + i] = vi - u_nom[tt * nu + i];
+                            us[i] = p.u_scale * vi;
+                        }
+                    }
+                    if jax {
+                        total += d.running_cost(x, &us[..nu], tt);
                     }
                     d.step(x, &us[..nu], tt, next);
                     // Swap the buffers (a 16-byte copy here is a libc memmove call).
                     std::mem::swap(&mut x, &mut next);
-                    total += d.running_cost(x, &us[..nu], tt);
+                    if !jax {
+                        total += d.running_cost(x, &us[..nu], tt);
+                    }
                 }
                 total += d.terminal_cost(x);
-                // Control cost λ Σ_t U_tᵀ Σ⁻¹ ε_t (|ε| with noise_abs_cost).
+                // pytorch-mppi: λ Σ_t U_tᵀ Σ⁻¹ ε_t (|ε| with noise_abs_cost);
+                // jax-mppi: 0.5 Σ_t ε_tᵀ Σ⁻¹ ε_t.
                 let mut ctrl = 0.0;
                 for tt in 0..t {
                     for i in 0..nu {
                         for j in 0..nu {
                             let ej = e[tt * nu + j];
-                            let ej = if p.noise_abs_cost { ej.abs() } else { ej };
-                            ctrl += u_nom[tt * nu + i] * sigma_inv[i * nu + j] * ej;
+                            if jax && p.noise_abs_cost {
+                                ctrl +=
+                                    e[tt * nu + i].abs() * sigma_inv[i * nu + j].abs() * ej.abs();
+                            } else if jax {
+                                ctrl += e[tt * nu + i] * sigma_inv[i * nu + j] * ej;
+                            } else {
+                                let ej = if p.noise_abs_cost { ej.abs() } else { ej };
+                                ctrl += u_nom[tt * nu + i] * sigma_inv[i * nu + j] * ej;
+                            }
                         }
                     }
                 }
-                total += p.lambda * ctrl;
+                total += if jax { 0.5 * ctrl } else { p.lambda * ctrl };
                 *cost = if total.is_nan() { f64::INFINITY } else { total };
             });
         weights(&costs, p.lambda, &mut w);
@@ -369,7 +419,25 @@ impl<D: Dynamics> Mppi<D> {
                 }
             }
         }
-        out.copy_from_slice(&s.u[..p.u_per_command * nu]);
+        if jax {
+            for (idx, u) in s.u.iter_mut().enumerate() {
+                let i = idx % nu;
+                *u = u.max(p.u_min[i] / p.u_scale).min(p.u_max[i] / p.u_scale);
+            }
+            for (idx, o) in out.iter_mut().enumerate() {
+                let i = idx % nu;
+                *o = (s.u[idx] * p.u_scale).max(p.u_min[i]).min(p.u_max[i]);
+            }
+            if shift {
+                let k_shift = p.u_per_command.min(t) * nu;
+                s.u.copy_within(k_shift.., 0);
+                for r in 0..p.u_per_command.min(t) {
+                    s.u[(t - 1 - r) * nu..(t - r) * nu].copy_from_slice(&p.u_init);
+                }
+            }
+        } else {
+            out.copy_from_slice(&s.u[..p.u_per_command * nu]);
+        }
         s.costs = costs;
         s.weights = w;
         s.noise = eps;

@@ -65,6 +65,7 @@ fn params(case: &Value) -> MppiParams {
         u_per_command: pr.get("u_per_command").and_then(Value::as_u64).unwrap_or(1) as usize,
         sample_null_action: pr.get("sample_null_action").and_then(Value::as_bool).unwrap_or(false),
         noise_abs_cost: pr.get("noise_abs_cost").and_then(Value::as_bool).unwrap_or(false),
+        convention: kestrel_mppi::Convention::PytorchMppi,
     }
 }
 
