@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side MPPI `command`: pytorch-mppi 0.9.1 (torch on the CPU, one thread, float32 as
-its examples, and float64) vs Kestrel on the same gym-pendulum problem (K=1000, T=20,
-Σ=1, |u| ≤ 2), one launch, ratios as Markdown. jax-mppi (needs Python ≥ 3.12) is not yet
-included.
+its examples, and float64) and jax-mppi 0.3.0 (jitted, float32, XLA single-threaded) vs
+Kestrel on the same gym-pendulum problem (K=1000, T=20, Σ=1, |u| ≤ 2), one launch, ratios
+as Markdown. jax-mppi needs Python ≥ 3.12 (`tools/venv-jaxmppi`, see tools/golden/README.md).
 
 Usage (from the repository root):
     python3 tools/compare/mppi.py
@@ -44,6 +44,33 @@ PEER = textwrap.dedent('''
 ''')
 
 
+JAX_PEER = textwrap.dedent('''
+    import json, math, time, warnings
+    warnings.filterwarnings("ignore")
+    import jax, jax.numpy as jnp
+    from jax_mppi import mppi
+    def dyn(x, u):
+        uu = jnp.clip(u[0], -2.0, 2.0)
+        newthdot = jnp.clip(x[1] + (15.0 * jnp.sin(x[0]) + 3.0 * uu) * 0.05, -8.0, 8.0)
+        return jnp.array([x[0] + newthdot * 0.05, newthdot])
+    def cost(x, u):
+        th = ((x[0] + math.pi) % (2 * math.pi)) - math.pi
+        return th ** 2 + 0.1 * x[1] ** 2 + 0.001 * u[0] ** 2
+    cfg, st = mppi.create(2, 1, jnp.array([[1.0]]), num_samples=1000, horizon=20, u_min=jnp.array([-2.0]), u_max=jnp.array([2.0]))
+    step = jax.jit(lambda s, x: mppi.command(cfg, s, x, dyn, cost))
+    x = jnp.array([3.0, 0.0])
+    for _ in range(10):
+        a, st = step(st, x)
+    a.block_until_ready()
+    n = 200
+    t0 = time.perf_counter()
+    for _ in range(n):
+        a, st = step(st, x)
+    a.block_until_ready()
+    print(json.dumps({"us_per_command": 1e6 * (time.perf_counter() - t0) / n}))
+''')
+
+
 def main():
     py = os.path.join(VENV, "bin", "python")
     if not os.path.exists(py):
@@ -56,6 +83,13 @@ def main():
     for dt in ("f32", "f64"):
         peer = json.loads(subprocess.run([py, "-c", PEER, dt], check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
         rows.append((f"pytorch-mppi MPPI.command, torch {dt}, 1 thread", peer["us_per_command"]))
+    jpy = os.path.join(ROOT, "tools", "venv-jaxmppi", "bin", "python")
+    if os.path.exists(jpy):
+        jenv = {**env, "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+        peer = json.loads(subprocess.run([jpy, "-c", JAX_PEER], check=True, capture_output=True, text=True, env=jenv).stdout.strip().splitlines()[-1])
+        rows.append(("jax-mppi mppi.command, jax.jit, float32, 1 thread", peer["us_per_command"]))
+    else:
+        print("jax-mppi venv missing (tools/venv-jaxmppi): its row is left out", file=sys.stderr)
     k = {}
     for th in (1, 2):
         out = subprocess.run([exe, "mppi", "bench", "--json", "--threads", str(th)], check=True, capture_output=True, text=True).stdout
