@@ -189,10 +189,11 @@ pub fn run(a: RunArgs) -> Result<()> {
         states.iter().enumerate().map(|(t, x)| (t as f64, x[0].abs() + 1e-3)).collect();
     log_plot(&[("ABS X0", [30, 90, 200], x0)], &format!("MPPI {name} STATE"), "STEP")
         .save(&dir.join("state.png"))?;
+    frames(a.env, &states).save(&dir.join("frames.png"))?;
     let total: f64 = costs.iter().sum();
     write_atomic(
         &dir.join("summary.md"),
-        format!("# mppi run: {name}\n\n- steps: {}\n- total running cost: {total:.4}\n- final state: {:?}\n- params: K={} T={} λ={} Σ={:?}\n- commit: {}\n\nFiles: `trajectory.jsonl` (state, control, cost per step), `cost.png`, `state.png`.\n", a.steps, states.last(), p.num_samples, p.horizon, p.lambda, p.noise_sigma, git_commit()).as_bytes(),
+        format!("# mppi run: {name}\n\n- steps: {}\n- total running cost: {total:.4}\n- final state: {:?}\n- params: K={} T={} λ={} Σ={:?}\n- commit: {}\n\nFiles: `trajectory.jsonl` (state, control, cost per step), `cost.png`, `state.png`, `frames.png` (animation strip).\n", a.steps, states.last(), p.num_samples, p.horizon, p.lambda, p.noise_sigma, git_commit()).as_bytes(),
     )?;
     println!(
         "total running cost {total:.4}, final state {:?}; run folder {}",
@@ -200,6 +201,66 @@ pub fn run(a: RunArgs) -> Result<()> {
         dir.display()
     );
     Ok(())
+}
+
+/// An animation strip: 8 frames of the pendulum (rod from the pivot, θ = 0 up), or the whole
+/// 2-D path with the hill for navigation, or the state trace for the basic system.
+fn frames(sys: System, states: &[Vec<f64>]) -> crate::run::Canvas {
+    use crate::run::Canvas;
+    let (fw, fh) = (160i64, 160i64);
+    match sys {
+        System::Pendulum => {
+            let n = 8usize;
+            let mut c = Canvas::new((fw * n as i64) as usize, (fh + 24) as usize);
+            for f in 0..n {
+                let i = (f * (states.len() - 1)) / (n - 1);
+                let th = states[i][0];
+                let (cx, cy) = (f as i64 * fw + fw / 2, fh / 2 + 10);
+                let (ex, ey) = (cx + (60.0 * th.sin()) as i64, cy - (60.0 * th.cos()) as i64);
+                c.rect(f as i64 * fw, 0, f as i64 * fw + 1, fh + 24, [200, 200, 200]);
+                c.line((cx, cy), (ex, ey), [30, 90, 200]);
+                c.rect(ex - 5, ey - 5, ex + 5, ey + 5, [200, 60, 40]);
+                c.rect(cx - 3, cy - 3, cx + 3, cy + 3, [0, 0, 0]);
+                c.text(f as i64 * fw + 6, fh + 8, 2, &format!("T={i}"), [0, 0, 0]);
+            }
+            c
+        }
+        System::Nav2d => {
+            let size = 400i64;
+            let mut c = Canvas::new(size as usize, size as usize);
+            let to_px = |x: f64, y: f64| {
+                (
+                    ((x + 5.0) / 9.0 * size as f64) as i64,
+                    size - ((y + 4.0) / 9.0 * size as f64) as i64,
+                )
+            };
+            for py in 0..size {
+                for px in 0..size {
+                    let (x, y) = (
+                        px as f64 / size as f64 * 9.0 - 5.0,
+                        (size - py) as f64 / size as f64 * 9.0 - 4.0,
+                    );
+                    let h = (Nav2d::hill(&[x, y]) / 200.0 * 255.0) as u8;
+                    c.rect(px, py, px + 1, py + 1, [255, 255 - h / 2, 255 - h]);
+                }
+            }
+            for w in states.windows(2) {
+                c.line(to_px(w[0][0], w[0][1]), to_px(w[1][0], w[1][1]), [30, 90, 200]);
+            }
+            let (gx, gy) = to_px(Nav2d::GOAL[0], Nav2d::GOAL[1]);
+            c.rect(gx - 5, gy - 5, gx + 5, gy + 5, [40, 160, 60]);
+            c.text(8, 8, 2, "PATH AROUND THE HILL", [0, 0, 0]);
+            c
+        }
+        System::Basic => {
+            let series: Vec<(f64, f64)> = states
+                .iter()
+                .enumerate()
+                .map(|(t, x)| (t as f64, (x[0] * x[0] + x[1] * x[1]).max(1e-12)))
+                .collect();
+            log_plot(&[("|X|^2", [30, 90, 200], series)], "MPPI BASIC", "STEP")
+        }
+    }
 }
 
 #[derive(Args)]

@@ -238,6 +238,10 @@ fn mppi_run_tune_and_bench() {
     let od = od.to_str().unwrap();
     let out = ok(&["mppi", "run", "--env", "pendulum", "--steps", "30", "--out-dir", od]);
     assert!(out.contains("total running cost"), "{out}");
+    let dir = std::fs::read_dir(od).unwrap().next().unwrap().unwrap().path();
+    for f in ["trajectory.jsonl", "cost.png", "state.png", "frames.png", "summary.md"] {
+        assert!(dir.join(f).is_file(), "{} lacks {f}", dir.display());
+    }
     let out = ok(&[
         "mppi",
         "tune",
