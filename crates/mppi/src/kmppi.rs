@@ -7,7 +7,7 @@
 //! `linspace(0, T−1, S)`, shift by re-interpolating θ at `Tk + 1`, returns `U[0]` of the
 //! updated plan — jax-mppi's KMPPI returns `U[1]`, one of the peer defects).
 
-use crate::mppi::{Dynamics, MAX_NU, MAX_NX, MppiParams, cholesky, inverse_spd, weights};
+use crate::mppi::{Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, weights};
 use kestrel_core::Key;
 use rayon::prelude::*;
 
@@ -150,7 +150,7 @@ impl<D: Dynamics> Kmppi<D> {
     ) {
         let d = &self.dynamics;
         let m = &p.mppi;
-        let (k, t, nu, nx, sp) = (m.num_samples, m.horizon, d.nu(), d.nx(), p.num_support_pts);
+        let (k, t, nu, sp) = (m.num_samples, m.horizon, d.nu(), p.num_support_pts);
         assert_eq!(z.len(), k * sp * nu, "Kmppi::command: normals length");
         assert_eq!(
             s.u.len(),
@@ -201,20 +201,7 @@ impl<D: Dynamics> Kmppi<D> {
                     }
                     *a = a.max(m.u_min[i]).min(m.u_max[i]);
                 }
-                let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
-                let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
-                x.copy_from_slice(x0);
-                let mut us = [0.0f64; MAX_NU];
-                let mut total = 0.0;
-                for tt in 0..t {
-                    for i in 0..nu {
-                        us[i] = m.u_scale * acts[tt * nu + i];
-                    }
-                    d.step(x, &us[..nu], tt, next);
-                    std::mem::swap(&mut x, &mut next);
-                    total += d.running_cost(x, &us[..nu], tt);
-                }
-                total += d.terminal_cost(x);
+                let total = rollout_cost(d, x0, &acts[..], m.u_scale);
                 let mut ctrl = 0.0;
                 for tt in 0..t {
                     for i in 0..nu {

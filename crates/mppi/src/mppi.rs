@@ -444,6 +444,27 @@ impl<D: Dynamics> Mppi<D> {
     }
 }
 
+/// Cost of rolling `acts` (`T × nu`, unscaled) out from `x0` with pytorch-mppi's convention:
+/// controls scaled by `u_scale`, running cost on the post-transition state, terminal cost on
+/// the final state. No allocation (state and control on the stack).
+pub(crate) fn rollout_cost<D: Dynamics>(d: &D, x0: &[f64], acts: &[f64], u_scale: f64) -> f64 {
+    let (nx, nu) = (d.nx(), d.nu());
+    let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
+    let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
+    x.copy_from_slice(x0);
+    let mut us = [0.0f64; MAX_NU];
+    let mut total = 0.0;
+    for (tt, a) in acts.chunks_exact(nu).enumerate() {
+        for (u, v) in us.iter_mut().zip(a) {
+            *u = u_scale * v;
+        }
+        d.step(x, &us[..nu], tt, next);
+        std::mem::swap(&mut x, &mut next);
+        total += d.running_cost(x, &us[..nu], tt);
+    }
+    total + d.terminal_cost(x)
+}
+
 /// Normalised weights `exp(−(S − min S)/λ)` (non-finite costs weigh 0; if every cost is
 /// infinite no sample is informative and all weights are 0).
 pub(crate) fn weights(costs: &[f64], lambda: f64, w: &mut [f64]) {

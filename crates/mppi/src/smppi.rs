@@ -8,7 +8,7 @@
 //! `u_min/u_max` do not bound the lifted control. `clamp_lifted_control: true` applies the
 //! clamp as documented.
 
-use crate::mppi::{Dynamics, MAX_NU, MAX_NX, MppiParams, cholesky, inverse_spd, weights};
+use crate::mppi::{Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, weights};
 use kestrel_core::Key;
 use rayon::prelude::*;
 
@@ -135,7 +135,7 @@ impl<D: Dynamics> Smppi<D> {
     ) {
         let d = &self.dynamics;
         let m = &p.mppi;
-        let (k, t, nu, nx) = (m.num_samples, m.horizon, d.nu(), d.nx());
+        let (k, t, nu) = (m.num_samples, m.horizon, d.nu());
         assert_eq!(z.len(), k * t * nu, "Smppi::command: normals length");
         assert_eq!(
             s.u.len(),
@@ -178,20 +178,7 @@ impl<D: Dynamics> Smppi<D> {
                     }
                 }
                 // Rollout on the actions (scaled), then the control and smoothness costs.
-                let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
-                let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
-                x.copy_from_slice(x0);
-                let mut us = [0.0f64; MAX_NU];
-                let mut total = 0.0;
-                for tt in 0..t {
-                    for i in 0..nu {
-                        us[i] = m.u_scale * acts[tt * nu + i];
-                    }
-                    d.step(x, &us[..nu], tt, next);
-                    std::mem::swap(&mut x, &mut next);
-                    total += d.running_cost(x, &us[..nu], tt);
-                }
-                total += d.terminal_cost(x);
+                let total = rollout_cost(d, x0, &acts[..], m.u_scale);
                 let mut ctrl = 0.0;
                 for tt in 0..t {
                     for i in 0..nu {
