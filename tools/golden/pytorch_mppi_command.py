@@ -3,7 +3,8 @@ normals injected (its `_sample_noise` returns `mu + L z` for our `z`), float64 t
 
 Cases cover: control bounds, sample_null_action, noise_abs_cost, a non-zero noise mean,
 u_scale, u_per_command > 1, lambda != 1 on the gym pendulum; and a 2-D linear system with a
-full (non-diagonal) noise covariance. Each case runs several consecutive commands (the
+full (non-diagonal) noise covariance; and rollout_samples > 1 (a pendulum ensemble whose
+member m has gravity 10 + 0.5 m, with the variance cost), for MPPI and SMPPI. Each case runs several consecutive commands (the
 nominal sequence shifts between them) and records the state, z, returned action(s), the
 updated nominal sequence and the cost of every sample.
 
@@ -37,6 +38,19 @@ def pend_cost(x, u, t=None):
     return th ** 2 + 0.1 * x[:, 1] ** 2 + 0.001 * u[:, 0] ** 2
 
 
+def ensemble_pend_dyn(K):
+    """Pendulum ensemble for rollout_samples > 1: rows m*K..(m+1)*K are member m, with
+    gravity 10 + 0.5 m (member 0 is pend_dyn)."""
+    def dyn(x, u, t=None):
+        m = torch.div(torch.arange(x.shape[0]), K, rounding_mode="floor").to(D).unsqueeze(1)
+        g = 10.0 + 0.5 * m
+        th, thdot = x[:, 0:1], x[:, 1:2]
+        uu = torch.clamp(u, -2.0, 2.0)
+        newthdot = torch.clamp(thdot + (3.0 * g / 2.0 * torch.sin(th) + 3.0 * uu) * 0.05, -8.0, 8.0)
+        return torch.cat((th + newthdot * 0.05, newthdot), dim=1)
+    return dyn
+
+
 A = torch.tensor([[1.0, 0.1, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0.1], [0, 0, 0, 1.0]], dtype=D)
 B = torch.tensor([[0.005, 0], [0.1, 0], [0, 0.005], [0, 0.1]], dtype=D)
 
@@ -49,7 +63,7 @@ def lin_cost(x, u, t=None):
     return (x ** 2).sum(1) + 0.1 * (u ** 2).sum(1)
 
 
-def run(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
+def run(name, dyn, cost, nx, sigma, x0, steps, rng, system=None, **kw):
     nu = sigma.shape[0]
     ctrl = MPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
     ctrl.U = torch.zeros_like(ctrl.U)  # Kestrel's init: u_init repeated (zeros here)
@@ -64,11 +78,11 @@ def run(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
         out.append({"x": state.tolist(), "z": z.reshape(-1).tolist(), "action": torch.as_tensor(a).reshape(-1).tolist(),
                     "u": ctrl.U.reshape(-1).tolist(), "costs": ctrl.cost_total.tolist()})
         state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
-    return {"name": name, "system": "pendulum" if nx == 2 else "linear", "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
+    return {"name": name, "system": system or ("pendulum" if nx == 2 else "linear"), "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
             "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
 
 
-def run_smppi(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
+def run_smppi(name, dyn, cost, nx, sigma, x0, steps, rng, system=None, **kw):
     nu = sigma.shape[0]
     ctrl = SMPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
     K, T = ctrl.K, ctrl.T
@@ -83,7 +97,7 @@ def run_smppi(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
                     "u": ctrl.U.reshape(-1).tolist(), "actions": ctrl.action_sequence.reshape(-1).tolist(),
                     "costs": ctrl.cost_total.tolist()})
         state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
-    return {"name": name, "system": "pendulum" if nx == 2 else "linear", "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
+    return {"name": name, "system": system or ("pendulum" if nx == 2 else "linear"), "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
             "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
 
 
@@ -120,10 +134,13 @@ def main():
         run("null-action-abs-cost", pend_dyn, pend_cost, 2, s1 * 4, [2.0, 0.5], 4, rng, num_samples=50, horizon=10, sample_null_action=True, noise_abs_cost=True, lambda_=0.5),
         run("mu-scale-multi", pend_dyn, pend_cost, 2, s1 * 0.25, [-1.0, 1.0], 4, rng, num_samples=40, horizon=8, noise_mu=torch.tensor([0.3], dtype=D), u_scale=2.0, u_per_command=3, u_min=torch.tensor([-1.5], dtype=D), u_max=torch.tensor([1.0], dtype=D)),
         run("full-covariance", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=80, horizon=10, lambda_=2.0),
+        run("ensemble-var-cost", ensemble_pend_dyn(40), pend_cost, 2, s1, [2.5, -0.5], 4, rng, system="ensemble", num_samples=40, horizon=10, rollout_samples=3, rollout_var_cost=0.5, rollout_var_discount=0.9, u_min=torch.tensor([-2.0], dtype=D), u_max=torch.tensor([2.0], dtype=D)),
+        run("ensemble-scale-null", ensemble_pend_dyn(30), pend_cost, 2, s1 * 0.5, [-2.0, 1.0], 4, rng, system="ensemble", num_samples=30, horizon=8, rollout_samples=5, rollout_var_cost=2.0, u_scale=1.5, sample_null_action=True),
     ]
     smppi = [
         run_smppi("smppi-bounded", pend_dyn, pend_cost, 2, s1, [math.pi, 0.0], 4, rng, num_samples=64, horizon=12, u_min=torch.tensor([-1.0], dtype=D), u_max=torch.tensor([1.0], dtype=D), action_min=torch.tensor([-2.0], dtype=D), action_max=torch.tensor([2.0], dtype=D), w_action_seq_cost=5.0, delta_t=0.5),
         run_smppi("smppi-scale-null", pend_dyn, pend_cost, 2, s1 * 2, [1.0, -0.5], 4, rng, num_samples=40, horizon=8, u_scale=1.5, sample_null_action=True, lambda_=0.7, delta_t=1.0),
+        run_smppi("smppi-ensemble", ensemble_pend_dyn(40), pend_cost, 2, s1, [2.0, 0.0], 4, rng, system="ensemble", num_samples=40, horizon=10, rollout_samples=4, rollout_var_cost=1.0, delta_t=0.5, action_min=torch.tensor([-2.0], dtype=D), action_max=torch.tensor([2.0], dtype=D)),
         run_smppi("smppi-full-covariance", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=60, horizon=10, w_action_seq_cost=2.0, delta_t=0.2, action_min=torch.tensor([-3.0, -3.0], dtype=D)),
     ]
     from pytorch_mppi.mppi import RBFKernel

@@ -201,7 +201,7 @@ impl<D: Dynamics> Kmppi<D> {
                     }
                     *a = a.max(m.u_min[i]).min(m.u_max[i]);
                 }
-                let total = rollout_cost(d, x0, &acts[..], m.u_scale);
+                let total = rollout_cost(d, x0, &acts[..], m);
                 let mut ctrl = 0.0;
                 for tt in 0..t {
                     for i in 0..nu {

@@ -6,6 +6,8 @@ use thiserror::Error;
 pub const MAX_NX: usize = 32;
 /// Largest control size.
 pub const MAX_NU: usize = 8;
+/// Most rollouts per sample (`rollout_samples`; their states are on the stack).
+pub const MAX_M: usize = 16;
 
 /// Errors when building a controller.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -35,6 +37,14 @@ pub trait Dynamics: Send + Sync {
     fn nu(&self) -> usize;
     /// Writes the next state from `x` under control `u` at horizon step `t`.
     fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]);
+    /// Step of ensemble member `member` (`0..rollout_samples`), for stochastic or uncertain
+    /// dynamics rolled out `rollout_samples` times per sample (pytorch-mppi's `M`; its rows
+    /// of member `m` are `m·K..(m+1)·K`). Defaults to [`Dynamics::step`], where every member
+    /// is the same model and the variance cost is 0.
+    fn step_member(&self, x: &[f64], u: &[f64], t: usize, member: usize, next: &mut [f64]) {
+        let _ = member;
+        self.step(x, u, t, next)
+    }
     /// Cost of the state reached (`x` is the post-transition state, as pytorch-mppi).
     fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64;
     /// Cost of the final state (0 by default).
@@ -52,6 +62,9 @@ impl<D: Dynamics> Dynamics for &D {
     }
     fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]) {
         (*self).step(x, u, t, next)
+    }
+    fn step_member(&self, x: &[f64], u: &[f64], t: usize, member: usize, next: &mut [f64]) {
+        (*self).step_member(x, u, t, member, next)
     }
     fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64 {
         (*self).running_cost(x, u, t)
@@ -88,6 +101,16 @@ pub struct MppiParams {
     pub sample_null_action: bool,
     /// Use |ε| in the control cost.
     pub noise_abs_cost: bool,
+    /// Rollouts per sample (pytorch-mppi's `rollout_samples`, M): each sample's controls are
+    /// rolled out through every member of [`Dynamics::step_member`]; its cost is the mean over
+    /// members plus `rollout_var_cost · Σ_t rollout_var_discount^t · var_m(c_t)` (unbiased
+    /// variance of the running cost across members). 1 to [`MAX_M`]; above 1 needs the
+    /// pytorch-mppi convention.
+    pub rollout_samples: usize,
+    /// Weight of the across-member variance of the running cost.
+    pub rollout_var_cost: f64,
+    /// Per-step discount of that variance.
+    pub rollout_var_discount: f64,
     /// Whose conventions `command` follows (MPPI only; SMPPI and KMPPI follow pytorch-mppi).
     pub convention: Convention,
 }
@@ -106,7 +129,7 @@ pub struct MppiParams {
 /// | null-action sample | zero action | zero noise (the nominal `U`) |
 /// | bounds | clamp `U + ε` before scaling | clamp `(U + ε) · u_scale` |
 /// | returned action | `U[0]`, unscaled | `clip(U[0] · u_scale)` |
-/// | stochastic rollouts (M > 1) | variance cost | no effect (not implemented in Kestrel either) |
+/// | stochastic rollouts (M > 1) | variance cost (Kestrel: `rollout_samples`) | none (Kestrel: rejected by `validate`) |
 /// | specific action sampler | yes | no (Kestrel: neither yet) |
 /// | parallel envs | `MPPI_Batched` (Kestrel: [`Mppi::command_batch`]) | user `vmap` |
 /// | exposes costs/weights | yes | no (Kestrel: always, in `MppiState`) |
@@ -137,6 +160,9 @@ impl MppiParams {
             u_per_command: 1,
             sample_null_action: false,
             noise_abs_cost: false,
+            rollout_samples: 1,
+            rollout_var_cost: 0.0,
+            rollout_var_discount: 0.95,
             convention: Convention::PytorchMppi,
         }
     }
@@ -221,6 +247,14 @@ impl<D: Dynamics> Mppi<D> {
         }
         if p.u_per_command == 0 || p.u_per_command > p.horizon {
             return Err(invalid("u_per_command", p.u_per_command, "1 to horizon"));
+        }
+        validate_rollouts(p)?;
+        if p.rollout_samples > 1 && p.convention == Convention::JaxMppi {
+            return Err(invalid(
+                "rollout_samples",
+                p.rollout_samples,
+                "1 under the jax-mppi convention (it has no stochastic rollouts)",
+            ));
         }
         Ok(())
     }
@@ -353,17 +387,13 @@ impl<D: Dynamics> Mppi<D> {
             .enumerate()
             .with_min_len(min)
             .for_each(|(kk, (e, cost))| {
-                let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
-                let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
-                x.copy_from_slice(x0);
-                let mut us = [0.0f64; MAX_NU];
-                let mut total = 0.0;
-                for tt in 0..t {
+                let null = p.sample_null_action && kk == 0;
+                // Writes the scaled control of step `tt` and keeps the effective noise.
+                let act = |tt: usize, e: &mut [f64], us: &mut [f64]| {
                     let zk = &z[(kk * t + tt) * nu..(kk * t + tt + 1) * nu];
                     for i in 0..nu {
                         let noise =
                             p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zk[j]).sum::<f64>();
-                        let null = p.sample_null_action && kk == 0;
                         if jax {
                             // Raw ε is kept; bounds apply to the scaled action.
                             let ei = if null { 0.0 } else { noise };
@@ -378,17 +408,24 @@ impl<D: Dynamics> Mppi<D> {
                             us[i] = p.u_scale * vi;
                         }
                     }
-                    if jax {
+                };
+                let mut total = if jax {
+                    // Running cost on the state before the step.
+                    let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
+                    let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
+                    x.copy_from_slice(x0);
+                    let mut us = [0.0f64; MAX_NU];
+                    let mut total = 0.0;
+                    for tt in 0..t {
+                        act(tt, e, &mut us[..nu]);
                         total += d.running_cost(x, &us[..nu], tt);
+                        d.step(x, &us[..nu], tt, next);
+                        std::mem::swap(&mut x, &mut next);
                     }
-                    d.step(x, &us[..nu], tt, next);
-                    // Swap the buffers (a 16-byte copy here is a libc memmove call).
-                    std::mem::swap(&mut x, &mut next);
-                    if !jax {
-                        total += d.running_cost(x, &us[..nu], tt);
-                    }
-                }
-                total += d.terminal_cost(x);
+                    total + d.terminal_cost(x)
+                } else {
+                    rollout_cost_by(d, x0, t, p, |tt, us| act(tt, e, us))
+                };
                 // pytorch-mppi: λ Σ_t U_tᵀ Σ⁻¹ ε_t (|ε| with noise_abs_cost);
                 // jax-mppi: 0.5 Σ_t ε_tᵀ Σ⁻¹ ε_t.
                 let mut ctrl = 0.0;
@@ -444,25 +481,79 @@ impl<D: Dynamics> Mppi<D> {
     }
 }
 
+/// Checks the stochastic-rollout parameters (shared by MPPI, SMPPI and KMPPI).
+pub(crate) fn validate_rollouts(p: &MppiParams) -> Result<(), MppiError> {
+    if p.rollout_samples == 0 || p.rollout_samples > MAX_M {
+        return Err(invalid("rollout_samples", p.rollout_samples, "1 to 16"));
+    }
+    if !p.rollout_var_cost.is_finite() {
+        return Err(invalid("rollout_var_cost", p.rollout_var_cost, "a finite number"));
+    }
+    if !p.rollout_var_discount.is_finite() {
+        return Err(invalid("rollout_var_discount", p.rollout_var_discount, "a finite number"));
+    }
+    Ok(())
+}
+
 /// Cost of rolling `acts` (`T × nu`, unscaled) out from `x0` with pytorch-mppi's convention:
 /// controls scaled by `u_scale`, running cost on the post-transition state, terminal cost on
-/// the final state. No allocation (state and control on the stack).
-pub(crate) fn rollout_cost<D: Dynamics>(d: &D, x0: &[f64], acts: &[f64], u_scale: f64) -> f64 {
-    let (nx, nu) = (d.nx(), d.nu());
-    let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
-    let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
-    x.copy_from_slice(x0);
-    let mut us = [0.0f64; MAX_NU];
-    let mut total = 0.0;
-    for (tt, a) in acts.chunks_exact(nu).enumerate() {
-        for (u, v) in us.iter_mut().zip(a) {
-            *u = u_scale * v;
+/// the final state, `rollout_samples` members. No allocation (states and control on the stack).
+pub(crate) fn rollout_cost<D: Dynamics>(d: &D, x0: &[f64], acts: &[f64], p: &MppiParams) -> f64 {
+    let nu = d.nu();
+    rollout_cost_by(d, x0, acts.len() / nu, p, |tt, us| {
+        for (u, v) in us.iter_mut().zip(&acts[tt * nu..(tt + 1) * nu]) {
+            *u = p.u_scale * v;
         }
-        d.step(x, &us[..nu], tt, next);
-        std::mem::swap(&mut x, &mut next);
-        total += d.running_cost(x, &us[..nu], tt);
+    })
+}
+
+/// [`rollout_cost`] with the scaled control of step `tt` written by `act(tt, us)` (called once
+/// per step, in order). With `M = rollout_samples > 1` (pytorch-mppi's `_compute_rollout_costs`
+/// for M > 1): the mean over members of (Σ_t c + terminal) plus
+/// `rollout_var_cost · Σ_t rollout_var_discount^t · var_m(c_t)`, unbiased variance.
+pub(crate) fn rollout_cost_by<D: Dynamics>(
+    d: &D,
+    x0: &[f64],
+    t: usize,
+    p: &MppiParams,
+    mut act: impl FnMut(usize, &mut [f64]),
+) -> f64 {
+    let (nx, nu, m) = (d.nx(), d.nu(), p.rollout_samples);
+    let mut us = [0.0f64; MAX_NU];
+    if m <= 1 {
+        let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
+        let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
+        x.copy_from_slice(x0);
+        let mut total = 0.0;
+        for tt in 0..t {
+            act(tt, &mut us[..nu]);
+            d.step(x, &us[..nu], tt, next);
+            // Swap the buffers (a 16-byte copy here is a libc memmove call).
+            std::mem::swap(&mut x, &mut next);
+            total += d.running_cost(x, &us[..nu], tt);
+        }
+        return total + d.terminal_cost(x);
     }
-    total + d.terminal_cost(x)
+    let mut xs = [[0.0f64; MAX_NX]; MAX_M];
+    let mut next = [0.0f64; MAX_NX];
+    let (mut sums, mut c) = ([0.0f64; MAX_M], [0.0f64; MAX_M]);
+    xs[..m].iter_mut().for_each(|x| x[..nx].copy_from_slice(x0));
+    let (mut var_total, mut disc) = (0.0, 1.0);
+    for tt in 0..t {
+        act(tt, &mut us[..nu]);
+        for j in 0..m {
+            d.step_member(&xs[j][..nx], &us[..nu], tt, j, &mut next[..nx]);
+            xs[j][..nx].copy_from_slice(&next[..nx]);
+            c[j] = d.running_cost(&xs[j][..nx], &us[..nu], tt);
+            sums[j] += c[j];
+        }
+        let mean = c[..m].iter().sum::<f64>() / m as f64;
+        let var = c[..m].iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (m - 1) as f64;
+        var_total += var * disc;
+        disc *= p.rollout_var_discount;
+    }
+    let mean = (0..m).map(|j| sums[j] + d.terminal_cost(&xs[j][..nx])).sum::<f64>() / m as f64;
+    mean + var_total * p.rollout_var_cost
 }
 
 /// Normalised weights `exp(−(S − min S)/λ)` (non-finite costs weigh 0; if every cost is

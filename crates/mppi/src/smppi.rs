@@ -178,7 +178,7 @@ impl<D: Dynamics> Smppi<D> {
                     }
                 }
                 // Rollout on the actions (scaled), then the control and smoothness costs.
-                let total = rollout_cost(d, x0, &acts[..], m.u_scale);
+                let total = rollout_cost(d, x0, &acts[..], m);
                 let mut ctrl = 0.0;
                 for tt in 0..t {
                     for i in 0..nu {

@@ -57,6 +57,7 @@ fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
         sample_null_action: pr.get("sample_null_action").and_then(Value::as_bool).unwrap_or(false),
         noise_abs_cost: pr.get("noise_abs_cost").and_then(Value::as_bool).unwrap_or(false),
         convention: Convention::JaxMppi,
+        ..MppiParams::new(nu, 1.0)
     };
     m.validate(&p).unwrap();
     let mut s = m.init(&p);

@@ -33,6 +33,32 @@ impl Dynamics for Linear {
     }
 }
 
+/// The script's pendulum ensemble for `rollout_samples > 1`: member `m` has gravity
+/// `10 + 0.5 m` (member 0 is the gym pendulum).
+struct Ensemble;
+
+impl Dynamics for Ensemble {
+    fn nx(&self) -> usize {
+        2
+    }
+    fn nu(&self) -> usize {
+        1
+    }
+    fn step(&self, x: &[f64], u: &[f64], t: usize, n: &mut [f64]) {
+        self.step_member(x, u, t, 0, n)
+    }
+    fn step_member(&self, x: &[f64], u: &[f64], _t: usize, m: usize, n: &mut [f64]) {
+        let g = 10.0 + 0.5 * m as f64;
+        let u = u[0].clamp(-2.0, 2.0);
+        let thdot = (x[1] + (3.0 * g / 2.0 * x[0].sin() + 3.0 * u) * 0.05).clamp(-8.0, 8.0);
+        n[0] = x[0] + thdot * 0.05;
+        n[1] = thdot;
+    }
+    fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64 {
+        PendulumDynamics.running_cost(x, u, t)
+    }
+}
+
 fn f(v: &Value) -> Vec<f64> {
     v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
 }
@@ -65,6 +91,12 @@ fn params(case: &Value) -> MppiParams {
         u_per_command: pr.get("u_per_command").and_then(Value::as_u64).unwrap_or(1) as usize,
         sample_null_action: pr.get("sample_null_action").and_then(Value::as_bool).unwrap_or(false),
         noise_abs_cost: pr.get("noise_abs_cost").and_then(Value::as_bool).unwrap_or(false),
+        rollout_samples: pr.get("rollout_samples").and_then(Value::as_u64).unwrap_or(1) as usize,
+        rollout_var_cost: pr.get("rollout_var_cost").and_then(Value::as_f64).unwrap_or(0.0),
+        rollout_var_discount: pr
+            .get("rollout_var_discount")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.95),
         convention: kestrel_mppi::Convention::PytorchMppi,
     }
 }
@@ -92,10 +124,11 @@ fn mppi_matches_pytorch_mppi() {
     for case in fx["cases"].as_array().unwrap() {
         n += match case["system"].as_str().unwrap() {
             "pendulum" => replay(&Mppi::new(PendulumDynamics), case),
+            "ensemble" => replay(&Mppi::new(Ensemble), case),
             _ => replay(&Mppi::new(Linear), case),
         };
     }
-    assert_eq!(n, 16);
+    assert_eq!(n, 24);
 }
 
 fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize {
@@ -140,10 +173,11 @@ fn smppi_matches_pytorch_mppi() {
     for case in fx["smppi_cases"].as_array().unwrap() {
         n += match case["system"].as_str().unwrap() {
             "pendulum" => replay_smppi(&kestrel_mppi::Smppi::new(PendulumDynamics), case),
+            "ensemble" => replay_smppi(&kestrel_mppi::Smppi::new(Ensemble), case),
             _ => replay_smppi(&kestrel_mppi::Smppi::new(Linear), case),
         };
     }
-    assert_eq!(n, 12);
+    assert_eq!(n, 16);
 }
 
 fn replay_kmppi<D: Dynamics>(m: &kestrel_mppi::Kmppi<D>, case: &Value) -> usize {

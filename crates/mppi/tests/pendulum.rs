@@ -63,6 +63,16 @@ fn bad_params_are_errors_naming_the_field() {
     assert!(bad(MppiParams { noise_sigma: vec![-1.0], ..params() }).contains("positive definite"));
     assert!(bad(MppiParams { u_per_command: 99, ..params() }).contains("u_per_command"));
     assert!(bad(MppiParams { noise_mu: vec![0.0, 0.0], ..params() }).contains("noise_mu"));
+    assert!(bad(MppiParams { rollout_samples: 0, ..params() }).contains("rollout_samples = 0"));
+    assert!(bad(MppiParams { rollout_samples: 17, ..params() }).contains("rollout_samples = 17"));
+    let nan = bad(MppiParams { rollout_var_cost: f64::NAN, ..params() });
+    assert!(nan.contains("rollout_var_cost = NaN"), "{nan}");
+    let jax = MppiParams {
+        rollout_samples: 2,
+        convention: kestrel_mppi::Convention::JaxMppi,
+        ..params()
+    };
+    assert!(bad(jax).contains("jax-mppi convention"));
 }
 
 #[test]
