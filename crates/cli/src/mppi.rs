@@ -4,7 +4,7 @@ use crate::run::{MetricsWriter, Progress, git_commit, log_plot, run_dir, write_a
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use kestrel_core::Key;
-use kestrel_mppi::systems::{BasicLinear, Nav2d};
+use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, Nav2d};
 use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned};
 use kestrel_mppi::{Dynamics, Mppi, MppiParams, PendulumDynamics};
 use serde_json::json;
@@ -85,6 +85,10 @@ pub enum System {
     Nav2d,
     /// jax-mppi's basic linear system.
     Basic,
+    /// Continuous-force cart-pole balancing (Gymnasium's equations), from a 0.2 rad tilt.
+    Cartpole,
+    /// Differential-drive robot driving to (2, 1) from the origin facing +x.
+    DiffDrive,
 }
 
 fn start_of(sys: System) -> Vec<f64> {
@@ -92,6 +96,8 @@ fn start_of(sys: System) -> Vec<f64> {
         System::Pendulum => vec![std::f64::consts::PI, 0.0],
         System::Nav2d => Nav2d::START.to_vec(),
         System::Basic => vec![1.0, -0.5],
+        System::Cartpole => vec![0.0, 0.0, 0.2, 0.0],
+        System::DiffDrive => vec![0.0, 0.0, 0.0],
     }
 }
 
@@ -114,6 +120,20 @@ fn default_params(sys: System) -> MppiParams {
         System::Basic => {
             MppiParams { num_samples: 50, horizon: 15, lambda: 5.0, ..MppiParams::new(1, 1.0) }
         }
+        System::Cartpole => MppiParams {
+            num_samples: 500,
+            horizon: 50,
+            u_min: vec![-10.0],
+            u_max: vec![10.0],
+            ..MppiParams::new(1, 10.0)
+        },
+        System::DiffDrive => MppiParams {
+            num_samples: 300,
+            horizon: 20,
+            u_min: vec![-1.0, -2.0],
+            u_max: vec![1.0, 2.0],
+            ..MppiParams::new(2, 1.0)
+        },
     }
 }
 
@@ -131,6 +151,14 @@ macro_rules! with_system {
             }
             System::Basic => {
                 let $d = BasicLinear;
+                $body
+            }
+            System::Cartpole => {
+                let $d = ContinuousCartPole;
+                $body
+            }
+            System::DiffDrive => {
+                let $d = DiffDrive;
                 $body
             }
         }
@@ -259,6 +287,48 @@ fn frames(sys: System, states: &[Vec<f64>]) -> crate::run::Canvas {
                 .map(|(t, x)| (t as f64, (x[0] * x[0] + x[1] * x[1]).max(1e-12)))
                 .collect();
             log_plot(&[("|X|^2", [30, 90, 200], series)], "MPPI BASIC", "STEP")
+        }
+        System::Cartpole => {
+            // 8 frames: cart on the track (x in [-2.4, 2.4]) and the pole (θ = 0 up).
+            let n = 8usize;
+            let mut c = Canvas::new((fw * n as i64) as usize, (fh + 24) as usize);
+            for f in 0..n {
+                let i = (f * (states.len() - 1)) / (n - 1);
+                let (x, th) = (states[i][0], states[i][2]);
+                let x0 = f as i64 * fw;
+                let cx = x0 + fw / 2 + (x.clamp(-2.4, 2.4) / 2.4 * (fw / 2 - 12) as f64) as i64;
+                let cy = fh - 30;
+                c.rect(x0, 0, x0 + 1, fh + 24, [200, 200, 200]);
+                c.rect(x0 + 4, cy + 8, x0 + fw - 4, cy + 9, [120, 120, 120]);
+                c.rect(cx - 12, cy - 6, cx + 12, cy + 6, [60, 60, 60]);
+                let (ex, ey) = (cx + (80.0 * th.sin()) as i64, cy - (80.0 * th.cos()) as i64);
+                c.line((cx, cy), (ex, ey), [200, 60, 40]);
+                c.text(x0 + 6, fh + 8, 2, &format!("T={i}"), [0, 0, 0]);
+            }
+            c
+        }
+        System::DiffDrive => {
+            // The path in [-0.5, 2.5]² with the heading every 10 steps and the goal.
+            let size = 400i64;
+            let mut c = Canvas::new(size as usize, size as usize);
+            let to_px = |x: f64, y: f64| {
+                (
+                    ((x + 0.5) / 3.0 * size as f64) as i64,
+                    size - ((y + 0.5) / 3.0 * size as f64) as i64,
+                )
+            };
+            for w in states.windows(2) {
+                c.line(to_px(w[0][0], w[0][1]), to_px(w[1][0], w[1][1]), [30, 90, 200]);
+            }
+            for x in states.iter().step_by(10) {
+                let (px, py) = to_px(x[0], x[1]);
+                let (hx, hy) = to_px(x[0] + 0.15 * x[2].cos(), x[1] + 0.15 * x[2].sin());
+                c.line((px, py), (hx, hy), [200, 60, 40]);
+            }
+            let (gx, gy) = to_px(DiffDrive::GOAL[0], DiffDrive::GOAL[1]);
+            c.rect(gx - 5, gy - 5, gx + 5, gy + 5, [40, 160, 60]);
+            c.text(8, 8, 2, "DIFF-DRIVE PATH", [0, 0, 0]);
+            c
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Behaviour on the peers' test systems.
 
 use kestrel_core::Key;
-use kestrel_mppi::systems::{BasicLinear, DoubleIntegrator, Nav2d};
+use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Nav2d};
 use kestrel_mppi::{Dynamics, Mppi, MppiParams};
 
 fn closed_loop<D: Dynamics>(d: D, p: &MppiParams, x0: &[f64], steps: usize) -> Vec<Vec<f64>> {
@@ -57,4 +57,65 @@ fn basic_linear_and_double_integrator_settle() {
     let path = closed_loop(DoubleIntegrator { dims: 2 }, &p, &[0.0; 4], 60);
     let end = path.last().unwrap();
     assert!((end[0] - 1.0).abs() < 0.1 && (end[1] - 1.0).abs() < 0.1, "{end:?}");
+}
+
+#[test]
+fn continuous_cartpole_balances_from_a_tilt() {
+    let p = MppiParams {
+        num_samples: 500,
+        horizon: 50,
+        u_min: vec![-10.0],
+        u_max: vec![10.0],
+        ..MppiParams::new(1, 10.0)
+    };
+    let path = closed_loop(ContinuousCartPole, &p, &[0.0, 0.0, 0.2, 0.0], 250);
+    let worst_late = path[100..].iter().map(|x| x[2].abs()).fold(0.0, f64::max);
+    // CartPole-v1 ends an episode at 0.21 rad; after 2 s the pole stays within half of that.
+    assert!(worst_late < 0.1, "pole angle after 2 s up to {worst_late}; end {:?}", path.last());
+    // A 1 s horizon keeps the cart on CartPole-v1's track (|x| ≤ 2.4); 0.6 s lets it drift.
+    let widest = path.iter().map(|x| x[0].abs()).fold(0.0, f64::max);
+    assert!(widest < 2.4, "cart left the track: |x| up to {widest}");
+    // Without control it falls (the test is not passing on a stable system).
+    let (mut x, mut n) = ([0.0, 0.0, 0.2, 0.0], [0.0; 4]);
+    for t in 0..100 {
+        ContinuousCartPole.step(&x, &[0.0], t, &mut n);
+        x = n;
+    }
+    assert!(x[2].abs() > 1.0, "uncontrolled pole stayed up: {x:?}");
+}
+
+#[test]
+fn diff_drive_turns_and_reaches_an_off_axis_goal() {
+    let p = MppiParams {
+        num_samples: 300,
+        horizon: 20,
+        u_min: vec![-1.0, -2.0],
+        u_max: vec![1.0, 2.0],
+        ..MppiParams::new(2, 1.0)
+    };
+    let path = closed_loop(DiffDrive, &p, &[0.0, 0.0, 0.0], 60);
+    let end = path.last().unwrap();
+    let dist =
+        ((end[0] - DiffDrive::GOAL[0]).powi(2) + (end[1] - DiffDrive::GOAL[1]).powi(2)).sqrt();
+    assert!(dist < 0.15, "ended {dist} from the goal at {end:?}");
+    let max_heading = path.iter().map(|x| x[2].abs()).fold(0.0, f64::max);
+    assert!(max_heading > 0.2, "never turned: {max_heading}");
+}
+
+#[test]
+fn continuous_cartpole_at_full_force_is_gymnasium_cartpole() {
+    // kestrel-envs' CartPole is bit-exact against Gymnasium (golden test); the continuous
+    // dynamics at ±force_mag must equal it bit for bit.
+    use kestrel_envs::cartpole::{CartPole, CartPoleParams, CartPoleState};
+    let gp = CartPoleParams::default();
+    let (mut x, mut n) = ([0.01, -0.02, 0.03, 0.04], [0.0; 4]);
+    let mut s = CartPoleState(x);
+    for t in 0..50 {
+        let a = (t * 7 % 3 == 0) as u32;
+        let u = if a == 1 { 10.0 } else { -10.0 };
+        ContinuousCartPole.step(&x, &[u], t, &mut n);
+        x = n;
+        CartPole::advance(&gp, &mut s, a);
+        assert_eq!(x, s.0, "step {t}");
+    }
 }
