@@ -2,7 +2,10 @@
 """Side-by-side MPPI `command`: pytorch-mppi 0.9.1 (torch on the CPU, one thread, float32 as
 its examples, and float64) and jax-mppi 0.3.0 (jitted, float32, XLA single-threaded) vs
 Kestrel on the same gym-pendulum problem (K=1000, T=20, Σ=1, |u| ≤ 2), one launch, ratios
-as Markdown. jax-mppi needs Python ≥ 3.12 (`tools/venv-jaxmppi`, see tools/golden/README.md).
+as Markdown. Then jax-mppi's basic autotuning example as shipped (its `Autotune` with the pycma
+`CMAESOpt`, un-jitted evaluate) against Kestrel's tuner on the same problem, population and
+generations. jax-mppi needs Python ≥ 3.12 (`tools/venv-jaxmppi` with `cma`, see
+tools/golden/README.md).
 
 Usage (from the repository root):
     python3 tools/compare/mppi.py
@@ -71,6 +74,57 @@ JAX_PEER = textwrap.dedent('''
 ''')
 
 
+JAX_TUNE = textwrap.dedent('''
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+import jax, jax.numpy as jnp, numpy as np
+from jax_mppi import mppi, autotune
+# jax-mppi's examples/autotuning/basic.py problem, evaluated as shipped (un-jitted command loop).
+def dyn(x, u):
+    return x + 0.1 * u
+def cost(x, u):
+    return jnp.sum(x ** 2) + 0.01 * jnp.sum(u ** 2)
+def term(x, u):
+    return 10.0 * jnp.sum(x ** 2)
+config, state = mppi.create(nx=2, nu=1, noise_sigma=jnp.eye(1), num_samples=50, horizon=15, lambda_=5.0)
+holder = autotune.ConfigStateHolder(config, state)
+def evaluate():
+    x, st, total = jnp.array([1.0, -0.5]), holder.state, 0.0
+    for _ in range(20):
+        a, st = mppi.command(holder.config, st, x, dyn, cost, terminal_cost=term)
+        x = dyn(x, a)
+        total += float(cost(x, a))
+    return autotune.EvaluationResult(mean_cost=total, rollouts=jnp.zeros((1, 1, 2)), params={}, iteration=0)
+pop, gens = int(sys.argv[1]), int(sys.argv[2])
+tuner = autotune.Autotune(params_to_tune=[autotune.LambdaParameter(holder), autotune.NoiseSigmaParameter(holder)],
+                          evaluate_fn=evaluate, optimizer=autotune.CMAESOpt(population=pop, sigma=0.3))
+t0 = time.perf_counter()
+best = tuner.optimize_all(gens)
+secs = time.perf_counter() - t0
+print(json.dumps({"pop_size": pop, "generations": gens, "seconds": secs, "us_per_candidate_episode": 1e6 * secs / (pop * gens), "best_cost": float(best.mean_cost)}))
+''')
+
+
+def tuning(jpy, jenv, exe, commit, cpu):
+    """jax-mppi's basic autotuning example as shipped (pycma CMA-ES, un-jitted evaluate) vs
+    `kestrel mppi bench --tune-pop`, same population and generations."""
+    pop, gens = 4, 3
+    peer = json.loads(subprocess.run([jpy, "-c", JAX_TUNE, str(pop), str(gens)], check=True, capture_output=True, text=True, env=jenv).stdout.strip().splitlines()[-1])
+    k = {}
+    for th in (1, 2):
+        out = subprocess.run([exe, "mppi", "bench", "--json", "--threads", str(th), "--tune-pop", str(pop), "--tune-generations", str(gens)], check=True, capture_output=True, text=True).stdout
+        k[th] = json.loads(out)
+    big = json.loads(subprocess.run([exe, "mppi", "bench", "--json", "--threads", "2", "--tune-pop", "64", "--tune-generations", "100"], check=True, capture_output=True, text=True).stdout)
+    print(f"\n### MPPI tuning, jax-mppi basic example (K=50, T=15, 20 steps; λ and Σ; CMA-ES pop {pop}, {gens} generations) — commit {commit}, {cpu}\n")
+    print("| | seconds | µs per candidate episode | best cost | ratio vs jax-mppi |\n|---|---:|---:|---:|---:|")
+    pu = peer["us_per_candidate_episode"]
+    print(f"| jax-mppi `Autotune` + `CMAESOpt` (pycma), un-jitted evaluate as shipped, 1 thread | {peer['seconds']:.2f} | {pu:,.0f} | {peer['best_cost']:.3f} | 1x |")
+    for th in (1, 2):
+        r = k[th]
+        print(f"| Kestrel `tune`, CMA-ES, {th} thread(s) | {r['seconds']:.4f} | {r['us_per_candidate_episode']:,.1f} | {r['best_cost']:.3f} | {pu / r['us_per_candidate_episode']:,.0f}x |")
+    print(f"\nKestrel, 64 candidates × 100 generations, 2 threads: {big['seconds']:.2f} s ({big['us_per_candidate_episode']:.1f} µs per candidate episode).")
+
+
 def main():
     py = os.path.join(VENV, "bin", "python")
     if not os.path.exists(py):
@@ -100,6 +154,8 @@ def main():
     print("| peer | peer µs | Kestrel 1 thread µs | ratio | Kestrel 2 threads µs | ratio |\n|---|---:|---:|---:|---:|---:|")
     for name, us in rows:
         print(f"| {name} | {us:,.0f} | {k[1]:,.0f} | {us / k[1]:.1f}x | {k[2]:,.0f} | {us / k[2]:.1f}x |")
+    if os.path.exists(jpy):
+        tuning(jpy, {**env, "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}, exe, commit, cpu)
 
 
 if __name__ == "__main__":

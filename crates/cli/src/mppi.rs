@@ -37,9 +37,51 @@ pub struct BenchArgs {
     /// One JSON object.
     #[arg(long)]
     json: bool,
+    /// Time tuning instead: CMA-ES with this many candidates tunes λ and Σ on jax-mppi's basic
+    /// example (K=50, T=15, 20 closed-loop steps from (1, −0.5), λ₀=5, Σ₀=1).
+    #[arg(long)]
+    tune_pop: Option<usize>,
+    /// Generations for `--tune-pop`.
+    #[arg(long, default_value_t = 100)]
+    tune_generations: u64,
+}
+
+/// Times `tune_generations` full CMA-ES generations (ask, every candidate's episode, tell).
+fn bench_tune(a: &BenchArgs, pop: usize) -> Result<()> {
+    use kestrel_evo::{CmaEs, CmaParams, Strategy};
+    let base = default_params(System::Basic);
+    let spec = spec_of(&["lambda".to_string(), "sigma".to_string()], 1, &base)?;
+    let problem = TuneProblem::new(BasicLinear, spec, base, vec![start_of(System::Basic)], 20)?;
+    let s = CmaEs::new(pop.max(4), problem.spec().num_dims())?;
+    let sp = CmaParams { sigma_init: 0.3, ..s.default_params() };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(a.threads).build()?;
+    let (secs, best) = pool.install(|| {
+        let t = Instant::now();
+        let r = kestrel_mppi::tune::tune(&s, &sp, &problem, a.tune_generations, Key::new(0));
+        (t.elapsed().as_secs_f64(), r.best_cost)
+    });
+    let episodes = (s.pop_size() as u64 * a.tune_generations) as f64;
+    let us = secs * 1e6 / episodes;
+    if a.json {
+        println!(
+            "{}",
+            json!({"pop_size": s.pop_size(), "generations": a.tune_generations, "threads": a.threads, "seconds": secs, "us_per_candidate_episode": us, "best_cost": best})
+        );
+    } else {
+        println!(
+            "MPPI tuning (basic, λ and Σ, CMA-ES pop {}, {} generations), {} thread(s): {secs:.3} s, {us:.1} µs per candidate episode, best cost {best:.4}",
+            s.pop_size(),
+            a.tune_generations,
+            a.threads
+        );
+    }
+    Ok(())
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
+    if let Some(pop) = a.tune_pop {
+        return bench_tune(&a, pop);
+    }
     let m = Mppi::new(PendulumDynamics);
     let p = MppiParams {
         num_samples: a.num_samples,
