@@ -7,7 +7,9 @@
 //! `linspace(0, T−1, S)`, shift by re-interpolating θ at `Tk + 1`, returns `U[0]` of the
 //! updated plan — jax-mppi's KMPPI returns `U[1]`, one of the peer defects).
 
-use crate::mppi::{Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, weights};
+use crate::mppi::{
+    Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost, weights,
+};
 use kestrel_core::Key;
 use rayon::prelude::*;
 
@@ -33,6 +35,8 @@ pub struct KmppiState {
     pub costs: Vec<f64>,
     /// Normalised weights.
     pub weights: Vec<f64>,
+    normals: Vec<f64>,
+    noise_theta: Vec<f64>,
 }
 
 /// A KMPPI controller over dynamics `D`.
@@ -117,6 +121,8 @@ impl<D: Dynamics> Kmppi<D> {
             u: vec![0.0; p.mppi.horizon * nu],
             costs: vec![0.0; k],
             weights: vec![0.0; k],
+            normals: Vec::new(),
+            noise_theta: Vec::new(),
         }
     }
 
@@ -129,13 +135,10 @@ impl<D: Dynamics> Kmppi<D> {
         x0: &[f64],
         out: &mut [f64],
     ) {
-        let per = p.num_support_pts * self.dynamics.nu();
-        let mut z = vec![0.0; p.mppi.num_samples * per];
-        z.par_chunks_mut(per).enumerate().for_each(|(k, row)| {
-            let mut rng = key.fold_in(k as u64).rng();
-            row.iter_mut().for_each(|v| *v = rng.standard_normal());
-        });
+        let mut z = std::mem::take(&mut s.normals);
+        draw_normals(key, p.mppi.num_samples, p.num_support_pts * self.dynamics.nu(), &mut z);
         self.command_with_normals(p, s, x0, &z, out, true);
+        s.normals = z;
     }
 
     /// One control step with given standard normals `z` (`K × S × nu`), pytorch-mppi's order.
@@ -178,8 +181,14 @@ impl<D: Dynamics> Kmppi<D> {
         let l = cholesky(&m.noise_sigma, nu).expect("validated noise_sigma");
         let sinv = inverse_spd(&l, nu);
         let (theta, u_nom) = (&s.theta, &s.u);
-        let mut noise_theta = vec![0.0; k * sp * nu];
-        let mut costs = vec![0.0; k];
+        let (mut noise_theta, mut costs, mut w) = (
+            std::mem::take(&mut s.noise_theta),
+            std::mem::take(&mut s.costs),
+            std::mem::take(&mut s.weights),
+        );
+        noise_theta.resize(k * sp * nu, 0.0);
+        costs.resize(k, 0.0);
+        w.resize(k, 0.0);
         noise_theta.par_chunks_mut(sp * nu).zip(costs.par_iter_mut()).enumerate().for_each_init(
             || (vec![0.0; sp * nu], vec![0.0; t * nu]),
             |(pts, acts), (kk, (nt, cost))| {
@@ -216,7 +225,6 @@ impl<D: Dynamics> Kmppi<D> {
                 *cost = if c.is_nan() { f64::INFINITY } else { c };
             },
         );
-        let mut w = vec![0.0; k];
         weights(&costs, m.lambda, &mut w);
         for kk in 0..k {
             if w[kk] != 0.0 {
@@ -230,6 +238,6 @@ impl<D: Dynamics> Kmppi<D> {
         let theta = s.theta.clone();
         interp(&kk_h, t, &theta, &mut s.u);
         out.copy_from_slice(&s.u[..m.u_per_command * nu]);
-        (s.costs, s.weights) = (costs, w);
+        (s.costs, s.weights, s.noise_theta) = (costs, w, noise_theta);
     }
 }

@@ -299,14 +299,7 @@ impl<D: Dynamics> Mppi<D> {
     ) {
         let per = p.horizon * self.dynamics.nu();
         let mut z = std::mem::take(&mut s.normals);
-        z.resize(p.num_samples * per, 0.0);
-        // Split samples only in tasks of ~4k transitions: small K (as in tuning, where many
-        // commands already run in parallel) stays on one thread.
-        let min = (4096 / per.max(1)).max(1);
-        z.par_chunks_mut(per).enumerate().with_min_len(min).for_each(|(k, row)| {
-            let mut rng = key.fold_in(k as u64).rng();
-            row.iter_mut().for_each(|v| *v = rng.standard_normal());
-        });
+        draw_normals(key, p.num_samples, per, &mut z);
         self.command_with_normals(p, s, x0, &z, out, true);
         s.normals = z;
     }
@@ -329,12 +322,8 @@ impl<D: Dynamics> Mppi<D> {
         assert_eq!(x0s.len(), n * nx, "Mppi::command_batch: states length");
         let per_out = p.u_per_command * nu;
         assert_eq!(out.len(), n * per_out, "Mppi::command_batch: output length");
-        let per = p.horizon * nu;
-        let mut z = vec![0.0; p.num_samples * per];
-        z.par_chunks_mut(per).enumerate().for_each(|(k, row)| {
-            let mut rng = key.fold_in(k as u64).rng();
-            row.iter_mut().for_each(|v| *v = rng.standard_normal());
-        });
+        let mut z = Vec::new();
+        draw_normals(key, p.num_samples, p.horizon * nu, &mut z);
         states.par_iter_mut().zip(x0s.par_chunks(nx)).zip(out.par_chunks_mut(per_out)).for_each(
             |((s, x0), o)| {
                 self.command_with_normals(p, s, x0, &z, o, true);
@@ -479,6 +468,19 @@ impl<D: Dynamics> Mppi<D> {
         s.weights = w;
         s.noise = eps;
     }
+}
+
+/// Resizes `z` to `k × per` and fills row `r` with standard normals from `key.fold_in(r)`
+/// (the same draw on any thread count). Shared by MPPI, SMPPI and KMPPI.
+pub(crate) fn draw_normals(key: Key, k: usize, per: usize, z: &mut Vec<f64>) {
+    z.resize(k * per, 0.0);
+    // Split rows only in tasks of ~4k normals: small K (as in tuning, where many commands
+    // already run in parallel) stays on one thread.
+    let min = (4096 / per.max(1)).max(1);
+    z.par_chunks_mut(per.max(1)).enumerate().with_min_len(min).for_each(|(r, row)| {
+        let mut rng = key.fold_in(r as u64).rng();
+        row.iter_mut().for_each(|v| *v = rng.standard_normal());
+    });
 }
 
 /// Checks the stochastic-rollout parameters (shared by MPPI, SMPPI and KMPPI).

@@ -8,7 +8,9 @@
 //! `u_min/u_max` do not bound the lifted control. `clamp_lifted_control: true` applies the
 //! clamp as documented.
 
-use crate::mppi::{Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, weights};
+use crate::mppi::{
+    Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost, weights,
+};
 use kestrel_core::Key;
 use rayon::prelude::*;
 
@@ -42,6 +44,7 @@ pub struct SmppiState {
     pub weights: Vec<f64>,
     /// Effective lifted noise, `K × T × nu`.
     pub noise: Vec<f64>,
+    normals: Vec<f64>,
 }
 
 /// An SMPPI controller over dynamics `D`.
@@ -99,6 +102,7 @@ impl<D: Dynamics> Smppi<D> {
             costs: vec![0.0; k],
             weights: vec![0.0; k],
             noise: vec![0.0; k * t * nu],
+            normals: Vec::new(),
         }
     }
 
@@ -111,13 +115,10 @@ impl<D: Dynamics> Smppi<D> {
         x0: &[f64],
         out: &mut [f64],
     ) {
-        let per = p.mppi.horizon * self.dynamics.nu();
-        let mut z = vec![0.0; p.mppi.num_samples * per];
-        z.par_chunks_mut(per).enumerate().for_each(|(k, row)| {
-            let mut rng = key.fold_in(k as u64).rng();
-            row.iter_mut().for_each(|v| *v = rng.standard_normal());
-        });
+        let mut z = std::mem::take(&mut s.normals);
+        draw_normals(key, p.mppi.num_samples, p.mppi.horizon * self.dynamics.nu(), &mut z);
         self.command_with_normals(p, s, x0, &z, out, true);
+        s.normals = z;
     }
 
     /// One control step with given standard normals `z` (`K × T × nu`), pytorch-mppi's order:
@@ -147,18 +148,24 @@ impl<D: Dynamics> Smppi<D> {
             s.u[(t - 1) * nu..].copy_from_slice(&m.u_init);
             s.actions.copy_within(nu.., 0);
             if t >= 2 {
-                let last: Vec<f64> = s.actions[(t - 2) * nu..(t - 1) * nu].to_vec();
-                s.actions[(t - 1) * nu..].copy_from_slice(&last);
+                s.actions.copy_within((t - 2) * nu..(t - 1) * nu, (t - 1) * nu);
             }
         }
         let l = cholesky(&m.noise_sigma, nu).expect("validated noise_sigma");
         let sinv = inverse_spd(&l, nu);
         let (u_nom, a_nom) = (&s.u, &s.actions);
-        let mut eps = vec![0.0; k * t * nu];
-        let mut costs = vec![0.0; k];
-        eps.par_chunks_mut(t * nu).zip(costs.par_iter_mut()).enumerate().for_each(
-            |(kk, (e, cost))| {
-                let mut acts = vec![0.0; t * nu];
+        let (mut eps, mut costs, mut w) = (
+            std::mem::take(&mut s.noise),
+            std::mem::take(&mut s.costs),
+            std::mem::take(&mut s.weights),
+        );
+        eps.resize(k * t * nu, 0.0);
+        costs.resize(k, 0.0);
+        w.resize(k, 0.0);
+        // One action buffer per rayon task, not per sample.
+        eps.par_chunks_mut(t * nu).zip(costs.par_iter_mut()).enumerate().for_each_init(
+            || vec![0.0; t * nu],
+            |acts, (kk, (e, cost))| {
                 for tt in 0..t {
                     for i in 0..nu {
                         let zk = &z[(kk * t + tt) * nu..];
@@ -203,7 +210,6 @@ impl<D: Dynamics> Smppi<D> {
                 *cost = if c.is_nan() { f64::INFINITY } else { c };
             },
         );
-        let mut w = vec![0.0; k];
         weights(&costs, m.lambda, &mut w);
         for kk in 0..k {
             if w[kk] != 0.0 {
