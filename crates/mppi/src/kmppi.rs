@@ -37,6 +37,20 @@ pub struct KmppiState {
     pub weights: Vec<f64>,
     normals: Vec<f64>,
     noise_theta: Vec<f64>,
+    interp: Option<Interp>,
+}
+
+/// Interpolation matrices, which depend only on (horizon, support points, kernel σ): built on
+/// the first command and again only when one of those changes.
+#[derive(Clone, Debug)]
+struct Interp {
+    key: (usize, usize, u64),
+    /// Support points → the horizon's steps, `T × S`.
+    horizon: Vec<f64>,
+    /// Support points → themselves one step later (the shift), `S × S`.
+    shift: Vec<f64>,
+    /// Scratch for the shifted control points.
+    theta: Vec<f64>,
 }
 
 /// A KMPPI controller over dynamics `D`.
@@ -123,6 +137,7 @@ impl<D: Dynamics> Kmppi<D> {
             weights: vec![0.0; k],
             normals: Vec::new(),
             noise_theta: Vec::new(),
+            interp: None,
         }
     }
 
@@ -160,9 +175,22 @@ impl<D: Dynamics> Kmppi<D> {
             t * nu,
             "Kmppi::command: the state was made for another horizon (call init)"
         );
-        let tk = linspace(0.0, (t - 1) as f64, sp);
-        let hs = linspace(0.0, (t - 1) as f64, t);
-        let kk_h = interp_matrix(&hs, &tk, p.kernel_sigma);
+        let key = (t, sp, p.kernel_sigma.to_bits());
+        let mut cache = match s.interp.take() {
+            Some(c) if c.key == key => c,
+            _ => {
+                let tk = linspace(0.0, (t - 1) as f64, sp);
+                let hs = linspace(0.0, (t - 1) as f64, t);
+                let shifted: Vec<f64> = tk.iter().map(|v| v + 1.0).collect();
+                Interp {
+                    key,
+                    horizon: interp_matrix(&hs, &tk, p.kernel_sigma),
+                    shift: interp_matrix(&shifted, &tk, p.kernel_sigma),
+                    theta: vec![0.0; sp * nu],
+                }
+            }
+        };
+        let kk_h = &cache.horizon;
         let interp = |kk: &[f64], rows: usize, theta: &[f64], dst: &mut [f64]| {
             for r in 0..rows {
                 for i in 0..nu {
@@ -173,10 +201,8 @@ impl<D: Dynamics> Kmppi<D> {
         if shift {
             s.u.copy_within(nu.., 0);
             s.u[(t - 1) * nu..].copy_from_slice(&m.u_init);
-            let shifted: Vec<f64> = tk.iter().map(|v| v + 1.0).collect();
-            let kk_s = interp_matrix(&shifted, &tk, p.kernel_sigma);
-            let old = s.theta.clone();
-            interp(&kk_s, sp, &old, &mut s.theta);
+            interp(&cache.shift, sp, &s.theta, &mut cache.theta);
+            s.theta.copy_from_slice(&cache.theta);
         }
         let l = cholesky(&m.noise_sigma, nu).expect("validated noise_sigma");
         let sinv = inverse_spd(&l, nu);
@@ -202,7 +228,7 @@ impl<D: Dynamics> Kmppi<D> {
                         nt[j * nu + i] = v - theta[j * nu + i];
                     }
                 }
-                interp(&kk_h, t, pts, acts);
+                interp(kk_h, t, pts, acts);
                 for (idx, a) in acts.iter_mut().enumerate() {
                     let i = idx % nu;
                     if m.sample_null_action && kk == 0 {
@@ -235,9 +261,9 @@ impl<D: Dynamics> Kmppi<D> {
                 }
             }
         }
-        let theta = s.theta.clone();
-        interp(&kk_h, t, &theta, &mut s.u);
+        interp(kk_h, t, &s.theta, &mut s.u);
         out.copy_from_slice(&s.u[..m.u_per_command * nu]);
         (s.costs, s.weights, s.noise_theta) = (costs, w, noise_theta);
+        s.interp = Some(cache);
     }
 }
