@@ -3,51 +3,22 @@
 //! and the updated, shifted nominal sequence. Tolerance 1e-9 relative (f64 on both sides;
 //! summation order differs).
 
+mod common;
+
+use common::{Linear, close};
 use kestrel_mppi::{Convention, Dynamics, Mppi, MppiParams, PendulumDynamics};
-use kestrel_testkit::load_fixture;
+use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
-
-struct Linear;
-
-impl Dynamics for Linear {
-    fn nx(&self) -> usize {
-        4
-    }
-    fn nu(&self) -> usize {
-        2
-    }
-    fn step(&self, x: &[f64], u: &[f64], _t: usize, n: &mut [f64]) {
-        n[0] = x[0] + 0.1 * x[1] + 0.005 * u[0];
-        n[1] = x[1] + 0.1 * u[0];
-        n[2] = x[2] + 0.1 * x[3] + 0.005 * u[1];
-        n[3] = x[3] + 0.1 * u[1];
-    }
-    fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        x.iter().map(|v| v * v).sum::<f64>() + 0.1 * u.iter().map(|v| v * v).sum::<f64>()
-    }
-}
-
-fn f(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
-}
-
-fn close(what: &str, got: &[f64], want: &[f64]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let err = (g - w).abs() / w.abs().max(1e-6);
-        assert!(err <= 1e-9, "{what}[{i}]: kestrel {g}, jax-mppi {w} (relative error {err:.2e})");
-    }
-}
 
 fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
     let nu = case["nu"].as_u64().unwrap() as usize;
     let pr = &case["params"];
-    let get = |k: &str, d: Vec<f64>| pr.get(k).map(f).unwrap_or(d);
+    let get = |k: &str, d: Vec<f64>| pr.get(k).map(floats).unwrap_or(d);
     let p = MppiParams {
         num_samples: pr["num_samples"].as_u64().unwrap() as usize,
         horizon: pr["horizon"].as_u64().unwrap() as usize,
         lambda: pr.get("lambda_").and_then(Value::as_f64).unwrap_or(1.0),
-        noise_sigma: f(&case["sigma"]),
+        noise_sigma: floats(&case["sigma"]),
         noise_mu: get("noise_mu", vec![0.0; nu]),
         u_min: get("u_min", vec![f64::NEG_INFINITY; nu]),
         u_max: get("u_max", vec![f64::INFINITY; nu]),
@@ -65,9 +36,9 @@ fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
     let mut out = vec![0.0; p.u_per_command * nu];
     let steps = case["steps"].as_array().unwrap();
     for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &f(&st["x"]), &f(&st["z"]), &mut out, true);
-        close(&format!("{name} command {k} action"), &out, &f(&st["action"]));
-        close(&format!("{name} command {k} nominal U"), &s.u, &f(&st["u"]));
+        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
+        close("jax-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
+        close("jax-mppi", &format!("{name} command {k} nominal U"), &s.u, &floats(&st["u"]));
     }
     steps.len()
 }

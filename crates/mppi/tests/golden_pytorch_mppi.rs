@@ -6,32 +6,12 @@
 //! weighted update in a different order (einsum), and `torch.remainder` (`a − b⌊a/b⌋`) is
 //! not bitwise `rem_euclid` (fmod-based) in the angle normalisation.
 
+mod common;
+
+use common::{Linear, close};
 use kestrel_mppi::{Dynamics, Mppi, MppiParams, PendulumDynamics};
-use kestrel_testkit::load_fixture;
+use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
-
-const TOL: f64 = 1e-9;
-
-/// `x' = A x + B u` with two double integrators; cost `|x|² + 0.1 |u|²` (as the script).
-struct Linear;
-
-impl Dynamics for Linear {
-    fn nx(&self) -> usize {
-        4
-    }
-    fn nu(&self) -> usize {
-        2
-    }
-    fn step(&self, x: &[f64], u: &[f64], _t: usize, n: &mut [f64]) {
-        n[0] = x[0] + 0.1 * x[1] + 0.005 * u[0];
-        n[1] = x[1] + 0.1 * u[0];
-        n[2] = x[2] + 0.1 * x[3] + 0.005 * u[1];
-        n[3] = x[3] + 0.1 * u[1];
-    }
-    fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        x.iter().map(|v| v * v).sum::<f64>() + 0.1 * u.iter().map(|v| v * v).sum::<f64>()
-    }
-}
 
 /// The script's pendulum ensemble for `rollout_samples > 1`: member `m` has gravity
 /// `10 + 0.5 m` (member 0 is the gym pendulum).
@@ -59,30 +39,15 @@ impl Dynamics for Ensemble {
     }
 }
 
-fn f(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
-}
-
-fn close(what: &str, got: &[f64], want: &[f64]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let err = (g - w).abs() / w.abs().max(1e-6);
-        assert!(
-            err <= TOL,
-            "{what}[{i}]: kestrel {g}, pytorch-mppi {w} (relative error {err:.2e})"
-        );
-    }
-}
-
 fn params(case: &Value) -> MppiParams {
     let nu = case["nu"].as_u64().unwrap() as usize;
     let pr = &case["params"];
-    let get = |k: &str, d: Vec<f64>| pr.get(k).map(f).unwrap_or(d);
+    let get = |k: &str, d: Vec<f64>| pr.get(k).map(floats).unwrap_or(d);
     MppiParams {
         num_samples: pr["num_samples"].as_u64().unwrap() as usize,
         horizon: pr["horizon"].as_u64().unwrap() as usize,
         lambda: pr.get("lambda_").and_then(Value::as_f64).unwrap_or(1.0),
-        noise_sigma: f(&case["sigma"]),
+        noise_sigma: floats(&case["sigma"]),
         noise_mu: get("noise_mu", vec![0.0; nu]),
         u_min: get("u_min", vec![f64::NEG_INFINITY; nu]),
         u_max: get("u_max", vec![f64::INFINITY; nu]),
@@ -109,10 +74,15 @@ fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
     let mut out = vec![0.0; p.u_per_command * m.dynamics().nu()];
     let steps = case["steps"].as_array().unwrap();
     for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &f(&st["x"]), &f(&st["z"]), &mut out, true);
-        close(&format!("{name} command {k} action"), &out, &f(&st["action"]));
-        close(&format!("{name} command {k} nominal U"), &s.u, &f(&st["u"]));
-        close(&format!("{name} command {k} costs"), &s.costs, &f(&st["costs"]));
+        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
+        close("pytorch-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
+        close("pytorch-mppi", &format!("{name} command {k} nominal U"), &s.u, &floats(&st["u"]));
+        close(
+            "pytorch-mppi",
+            &format!("{name} command {k} costs"),
+            &s.costs,
+            &floats(&st["costs"]),
+        );
     }
     steps.len()
 }
@@ -134,8 +104,8 @@ fn mppi_matches_pytorch_mppi() {
 fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize {
     let nu = case["nu"].as_u64().unwrap() as usize;
     let pr = &case["params"];
-    let amin = pr.get("action_min").map(f);
-    let amax = pr.get("action_max").map(f);
+    let amin = pr.get("action_min").map(floats);
+    let amax = pr.get("action_max").map(floats);
     // pytorch-mppi: a one-sided action bound is mirrored.
     let (action_min, action_max) = match (amin, amax) {
         (Some(lo), Some(hi)) => (lo, hi),
@@ -157,11 +127,21 @@ fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize 
     let mut out = vec![0.0; p.mppi.u_per_command * nu];
     let steps = case["steps"].as_array().unwrap();
     for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &f(&st["x"]), &f(&st["z"]), &mut out, true);
-        close(&format!("{name} command {k} action"), &out, &f(&st["action"]));
-        close(&format!("{name} command {k} lifted U"), &s.u, &f(&st["u"]));
-        close(&format!("{name} command {k} action sequence"), &s.actions, &f(&st["actions"]));
-        close(&format!("{name} command {k} costs"), &s.costs, &f(&st["costs"]));
+        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
+        close("pytorch-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
+        close("pytorch-mppi", &format!("{name} command {k} lifted U"), &s.u, &floats(&st["u"]));
+        close(
+            "pytorch-mppi",
+            &format!("{name} command {k} action sequence"),
+            &s.actions,
+            &floats(&st["actions"]),
+        );
+        close(
+            "pytorch-mppi",
+            &format!("{name} command {k} costs"),
+            &s.costs,
+            &floats(&st["costs"]),
+        );
     }
     steps.len()
 }
@@ -194,11 +174,21 @@ fn replay_kmppi<D: Dynamics>(m: &kestrel_mppi::Kmppi<D>, case: &Value) -> usize 
     let mut out = vec![0.0; p.mppi.u_per_command * nu];
     let steps = case["steps"].as_array().unwrap();
     for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &f(&st["x"]), &f(&st["z"]), &mut out, true);
-        close(&format!("{name} command {k} action"), &out, &f(&st["action"]));
-        close(&format!("{name} command {k} theta"), &s.theta, &f(&st["theta"]));
-        close(&format!("{name} command {k} nominal U"), &s.u, &f(&st["u"]));
-        close(&format!("{name} command {k} costs"), &s.costs, &f(&st["costs"]));
+        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
+        close("pytorch-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
+        close(
+            "pytorch-mppi",
+            &format!("{name} command {k} theta"),
+            &s.theta,
+            &floats(&st["theta"]),
+        );
+        close("pytorch-mppi", &format!("{name} command {k} nominal U"), &s.u, &floats(&st["u"]));
+        close(
+            "pytorch-mppi",
+            &format!("{name} command {k} costs"),
+            &s.costs,
+            &floats(&st["costs"]),
+        );
     }
     steps.len()
 }

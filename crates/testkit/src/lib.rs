@@ -164,6 +164,11 @@ pub fn to_digits(cells: impl IntoIterator<Item = i8>) -> String {
     cells.into_iter().map(|v| (b'0' as i8 + v) as u8 as char).collect()
 }
 
+/// A JSON array of numbers.
+pub fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array().expect("a JSON array").iter().map(|x| x.as_f64().expect("a number")).collect()
+}
+
 /// A JSON array of integers.
 pub fn ints(v: &serde_json::Value) -> Vec<i64> {
     v.as_array().expect("a JSON array").iter().map(|x| x.as_i64().expect("an integer")).collect()
