@@ -63,64 +63,45 @@ def lin_cost(x, u, t=None):
     return (x ** 2).sum(1) + 0.1 * (u ** 2).sum(1)
 
 
-def run(name, dyn, cost, nx, sigma, x0, steps, rng, system=None, **kw):
+def drive(cls, noise_rows, extra, name, dyn, cost, nx, sigma, x0, steps, rng, system=None, zero_u=True, **kw):
+    """Runs `steps` commands of `cls` with injected normals (`noise_rows(ctrl)` rows of noise
+    per sample) and records, per command, the state, z, action(s), U, costs and `extra(ctrl)`."""
     nu = sigma.shape[0]
-    ctrl = MPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
-    ctrl.U = torch.zeros_like(ctrl.U)  # Kestrel's init: u_init repeated (zeros here)
-    K, T = ctrl.K, ctrl.T
+    ctrl = cls(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
+    if zero_u:
+        ctrl.U = torch.zeros_like(ctrl.U)  # Kestrel's init: u_init repeated (zeros here)
+    K, R = ctrl.K, noise_rows(ctrl)
     chol = torch.linalg.cholesky(torch.tensor(sigma, dtype=D))
     mu = ctrl.noise_mu
     out, state = [], torch.tensor(x0, dtype=D)
     for s in range(steps):
-        z = torch.tensor(rng.standard_normal((K, T, nu)), dtype=D)
+        z = torch.tensor(rng.standard_normal((K, R, nu)), dtype=D)
         ctrl._sample_noise = lambda shape, z=z: z @ chol.T + mu
         a = ctrl.command(state)
         out.append({"x": state.tolist(), "z": z.reshape(-1).tolist(), "action": torch.as_tensor(a).reshape(-1).tolist(),
-                    "u": ctrl.U.reshape(-1).tolist(), "costs": ctrl.cost_total.tolist()})
+                    "u": ctrl.U.reshape(-1).tolist(), **extra(ctrl), "costs": ctrl.cost_total.tolist()})
         state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
+    params = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}
     return {"name": name, "system": system or ("pendulum" if nx == 2 else "linear"), "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
-            "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
+            "params": params, "steps": out}
 
 
-def run_smppi(name, dyn, cost, nx, sigma, x0, steps, rng, system=None, **kw):
-    nu = sigma.shape[0]
-    ctrl = SMPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
-    K, T = ctrl.K, ctrl.T
-    chol = torch.linalg.cholesky(torch.tensor(sigma, dtype=D))
-    mu = ctrl.noise_mu
-    out, state = [], torch.tensor(x0, dtype=D)
-    for s in range(steps):
-        z = torch.tensor(rng.standard_normal((K, T, nu)), dtype=D)
-        ctrl._sample_noise = lambda shape, z=z: z @ chol.T + mu
-        a = ctrl.command(state)
-        out.append({"x": state.tolist(), "z": z.reshape(-1).tolist(), "action": torch.as_tensor(a).reshape(-1).tolist(),
-                    "u": ctrl.U.reshape(-1).tolist(), "actions": ctrl.action_sequence.reshape(-1).tolist(),
-                    "costs": ctrl.cost_total.tolist()})
-        state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
-    return {"name": name, "system": system or ("pendulum" if nx == 2 else "linear"), "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
-            "params": {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items()}, "steps": out}
+def run(*a, **kw):
+    return drive(MPPI, lambda c: c.T, lambda c: {}, *a, **kw)
 
 
-def run_kmppi(name, dyn, cost, nx, sigma, x0, steps, rng, **kw):
-    nu = sigma.shape[0]
-    ctrl = KMPPI(dyn, cost, nx, torch.tensor(sigma, dtype=D), device="cpu", **kw)
-    ctrl.U = torch.zeros_like(ctrl.U)  # Kestrel's init (pytorch-mppi draws a random U first)
-    K, S = ctrl.K, ctrl.num_support_pts
-    chol = torch.linalg.cholesky(torch.tensor(sigma, dtype=D))
-    mu = ctrl.noise_mu
-    out, state = [], torch.tensor(x0, dtype=D)
-    for s in range(steps):
-        z = torch.tensor(rng.standard_normal((K, S, nu)), dtype=D)
-        ctrl._sample_noise = lambda shape, z=z: z @ chol.T + mu
-        a = ctrl.command(state)
-        out.append({"x": state.tolist(), "z": z.reshape(-1).tolist(), "action": torch.as_tensor(a).reshape(-1).tolist(),
-                    "u": ctrl.U.reshape(-1).tolist(), "theta": ctrl.theta.reshape(-1).tolist(), "costs": ctrl.cost_total.tolist()})
-        state = dyn(state.view(1, -1), torch.as_tensor(a).reshape(-1, nu)[:1] * kw.get("u_scale", 1))[0]
+def run_smppi(*a, **kw):
+    # SMPPI keeps its own initial U (zeros).
+    return drive(SMPPI, lambda c: c.T, lambda c: {"actions": c.action_sequence.reshape(-1).tolist()}, *a, zero_u=False, **kw)
+
+
+def run_kmppi(*a, **kw):
+    r = drive(KMPPI, lambda c: c.num_support_pts, lambda c: {"theta": c.theta.reshape(-1).tolist()}, *a, **kw)
     p = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in kw.items() if k != "kernel"}
-    p["num_support_pts"] = S
+    p["num_support_pts"] = len(r["steps"][0]["theta"]) // r["nu"]
     p["kernel_sigma"] = kw["kernel"].sigma if "kernel" in kw else 1.0
-    return {"name": name, "system": "pendulum" if nx == 2 else "linear", "nu": nu, "sigma": np.asarray(sigma).reshape(-1).tolist(),
-            "params": p, "steps": out}
+    r["params"] = p  # the kernel object is replaced by its sigma
+    return r
 
 
 def main():
