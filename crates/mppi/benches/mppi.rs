@@ -3,6 +3,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kestrel_core::Key;
+use kestrel_mppi::systems::BasicLinear;
 use kestrel_mppi::{Mppi, MppiParams, PendulumDynamics};
 
 fn bench(c: &mut Criterion) {
@@ -29,25 +30,6 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// A 2-state linear system (jax-mppi's basic tuning example shape).
-struct Linear2;
-
-impl kestrel_mppi::Dynamics for Linear2 {
-    fn nx(&self) -> usize {
-        2
-    }
-    fn nu(&self) -> usize {
-        1
-    }
-    fn step(&self, x: &[f64], u: &[f64], _t: usize, n: &mut [f64]) {
-        n[1] = x[1] + 0.1 * u[0];
-        n[0] = x[0] + 0.1 * n[1];
-    }
-    fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        x[0] * x[0] + 0.1 * x[1] * x[1] + 0.01 * u[0] * u[0]
-    }
-}
-
 /// One tuning generation: 64 candidates, one 20-step closed-loop episode each (K=50, T=15).
 fn bench_tune(c: &mut Criterion) {
     use kestrel_evo::Problem;
@@ -58,8 +40,9 @@ fn bench_tune(c: &mut Criterion) {
             Tuned { knob: Knob::Sigma(0), lower: 1e-3, upper: 1e2, transform: Transform::Log },
         ],
     };
-    let base = MppiParams { num_samples: 50, horizon: 15, ..MppiParams::new(1, 1.0) };
-    let p = TuneProblem::new(Linear2, spec, base, vec![vec![2.0, 0.0]], 20).unwrap();
+    // jax-mppi's basic tuning example: its system, start, K, T, λ₀ and 20 steps.
+    let base = MppiParams { num_samples: 50, horizon: 15, lambda: 5.0, ..MppiParams::new(1, 1.0) };
+    let p = TuneProblem::new(BasicLinear, spec, base, vec![vec![1.0, -0.5]], 20).unwrap();
     let mut r = Key::new(0).rng();
     let pop: Vec<f32> = (0..128).map(|_| r.normal_f64() as f32).collect();
     let mut fit = vec![0.0; 64];
