@@ -449,29 +449,10 @@ fn tune_with<S: kestrel_evo::Strategy, D: kestrel_mppi::Dynamics>(
     metrics: &MetricsWriter,
 ) -> kestrel_mppi::tune::TuneResult {
     let mut progress = Progress::new(a.generations, "generations");
-    let mut hist = Vec::new();
-    // Generation by generation so the progress line and metrics stream live.
-    let (lam, n) = (s.pop_size(), s.num_dims());
-    let key = Key::new(a.seed);
-    let x0 = problem.spec().from_params(&problem.base_params(), problem.nu());
-    let mut st = s.init(key, sp, &x0);
-    let (mut pop, mut fit) = (vec![0.0; lam * n], vec![0.0; lam]);
-    for g in 0..a.generations {
-        s.ask(key.fold_in(g + 1), &mut st, sp, &mut pop);
-        kestrel_evo::Problem::evaluate(problem, key, &pop, &mut fit);
-        let m = s.tell(key.fold_in(g + 1), &pop, &fit, &mut st, sp);
+    kestrel_mppi::tune::tune_observed(s, sp, problem, a.generations, Key::new(a.seed), |m| {
         metrics.send(json!({"generation": m.generation, "best": m.best_so_far, "best_in_generation": m.best_in_generation, "nonfinite": m.nonfinite}));
-        progress.tick(g + 1, &format!("best cost {:.4}", m.best_so_far));
-        hist.push(m);
-    }
-    let pr = s.progress(&st);
-    let best_x = if pr.best_fitness.is_finite() { pr.best_solution.clone() } else { x0 };
-    kestrel_mppi::tune::TuneResult {
-        best_params: problem.params_of(&best_x),
-        best_cost: pr.best_fitness,
-        best_x,
-        history: hist,
-    }
+        progress.tick(m.generation, &format!("best cost {:.4}", m.best_so_far));
+    })
 }
 
 pub fn tune(a: TuneArgs) -> Result<()> {

@@ -256,6 +256,19 @@ pub fn tune<S: Strategy, D: Dynamics>(
     generations: u64,
     key: Key,
 ) -> TuneResult {
+    tune_observed(strategy, sp, problem, generations, key, |_| {})
+}
+
+/// [`tune`] calling `on_generation` with each generation's metrics as it ends (progress
+/// lines, metric streams); the result is the same.
+pub fn tune_observed<S: Strategy, D: Dynamics>(
+    strategy: &S,
+    sp: &S::Params,
+    problem: &TuneProblem<D>,
+    generations: u64,
+    key: Key,
+    mut on_generation: impl FnMut(&TellMetrics),
+) -> TuneResult {
     let (lam, n) = (strategy.pop_size(), strategy.num_dims());
     assert_eq!(n, problem.num_dims(), "tune: strategy and problem dimensions");
     let x0 = problem.spec.from_params(&problem.base, problem.mppi.dynamics().nu());
@@ -265,7 +278,9 @@ pub fn tune<S: Strategy, D: Dynamics>(
     for g in 0..generations {
         strategy.ask(key.fold_in(g + 1), &mut st, sp, &mut pop);
         problem.evaluate(key, &pop, &mut fit);
-        history.push(strategy.tell(key.fold_in(g + 1), &pop, &fit, &mut st, sp));
+        let m = strategy.tell(key.fold_in(g + 1), &pop, &fit, &mut st, sp);
+        on_generation(&m);
+        history.push(m);
     }
     let pr = strategy.progress(&st);
     let best_x = if pr.best_fitness.is_finite() { pr.best_solution.clone() } else { x0 };
