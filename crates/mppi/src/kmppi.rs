@@ -6,9 +6,22 @@
 //! pytorch-mppi 0.9.1 `KMPPI` (kernel `exp(−|t − t'|² / (1e-8 + 2σ²))`, support points at
 //! `linspace(0, T−1, S)`, shift by re-interpolating θ at `Tk + 1`, returns `U[0]` of the
 //! updated plan — jax-mppi's KMPPI returns `U[1]`, one of the peer defects).
+//!
+//! With `mppi.convention = JaxMppi` the step follows jax-mppi 0.3.0 `kmppi.command`, except
+//! that the returned action is `U[0]` of the optimised plan (its off-by-one is not reproduced):
+//!
+//! | aspect | `PytorchMppi` (default) | `JaxMppi` |
+//! |---|---|---|
+//! | shift | before optimising: `U` rolled by 1, θ re-interpolated at `Tk + 1` | after optimising: θ re-interpolated at `Tk + u_per_command`, `U` re-interpolated from it |
+//! | bounds | `u_min/u_max` on θ + ε and on the interpolated actions | the same divided by `u_scale` |
+//! | null-action sample | zero actions | zero noise on θ |
+//! | rollout | actions `· u_scale`, running cost on `x_{t+1}` | actions unscaled, running cost on `x_t`, terminal on `x_T` |
+//! | control cost | `λ Σ_t U_tᵀ Σ⁻¹ (a_t − U_t)` over the horizon | `Σ_j εθ_jᵀ Σ⁻¹ εθ_j` over the support points (no λ), or `Σ \|εθ\|` |
+//! | returned action | `U[..u_per_command]` | `U[..u_per_command] · u_scale` (before the shift) |
 
 use crate::mppi::{
-    Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost, weights,
+    Convention, Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost,
+    rollout_cost_jax, weights,
 };
 use kestrel_core::Key;
 use rayon::prelude::*;
@@ -44,10 +57,10 @@ pub struct KmppiState {
 /// the first command and again only when one of those changes.
 #[derive(Clone, Debug)]
 struct Interp {
-    key: (usize, usize, u64),
+    key: (usize, usize, u64, usize),
     /// Support points → the horizon's steps, `T × S`.
     horizon: Vec<f64>,
-    /// Support points → themselves one step later (the shift), `S × S`.
+    /// Support points → themselves `shift` steps later, `S × S`.
     shift: Vec<f64>,
     /// Scratch for the shifted control points.
     theta: Vec<f64>,
@@ -175,13 +188,15 @@ impl<D: Dynamics> Kmppi<D> {
             t * nu,
             "Kmppi::command: the state was made for another horizon (call init)"
         );
-        let key = (t, sp, p.kernel_sigma.to_bits());
+        let jax = m.convention == Convention::JaxMppi;
+        let steps = if jax { m.u_per_command } else { 1 };
+        let key = (t, sp, p.kernel_sigma.to_bits(), steps);
         let mut cache = match s.interp.take() {
             Some(c) if c.key == key => c,
             _ => {
                 let tk = linspace(0.0, (t - 1) as f64, sp);
                 let hs = linspace(0.0, (t - 1) as f64, t);
-                let shifted: Vec<f64> = tk.iter().map(|v| v + 1.0).collect();
+                let shifted: Vec<f64> = tk.iter().map(|v| v + steps as f64).collect();
                 Interp {
                     key,
                     horizon: interp_matrix(&hs, &tk, p.kernel_sigma),
@@ -198,7 +213,7 @@ impl<D: Dynamics> Kmppi<D> {
                 }
             }
         };
-        if shift {
+        if shift && !jax {
             s.u.copy_within(nu.., 0);
             s.u[(t - 1) * nu..].copy_from_slice(&m.u_init);
             interp(&cache.shift, sp, &s.theta, &mut cache.theta);
@@ -218,6 +233,49 @@ impl<D: Dynamics> Kmppi<D> {
         noise_theta.par_chunks_mut(sp * nu).zip(costs.par_iter_mut()).enumerate().for_each_init(
             || (vec![0.0; sp * nu], vec![0.0; t * nu]),
             |(pts, acts), (kk, (nt, cost))| {
+                if jax {
+                    let null = m.sample_null_action && kk == 0;
+                    let us = m.u_scale;
+                    for j in 0..sp {
+                        let zk = &z[(kk * sp + j) * nu..];
+                        for i in 0..nu {
+                            let noise = if null {
+                                0.0
+                            } else {
+                                m.noise_mu[i] + (0..=i).map(|q| l[i * nu + q] * zk[q]).sum::<f64>()
+                            };
+                            let v = (theta[j * nu + i] + noise)
+                                .max(m.u_min[i] / us)
+                                .min(m.u_max[i] / us);
+                            pts[j * nu + i] = v;
+                            nt[j * nu + i] = v - theta[j * nu + i];
+                        }
+                    }
+                    interp(kk_h, t, pts, acts);
+                    for (idx, a) in acts.iter_mut().enumerate() {
+                        let i = idx % nu;
+                        *a = a.max(m.u_min[i] / us).min(m.u_max[i] / us);
+                    }
+                    let total = rollout_cost_jax(d, x0, t, |tt, u| {
+                        u.copy_from_slice(&acts[tt * nu..(tt + 1) * nu])
+                    });
+                    let mut ctrl = 0.0;
+                    for j in 0..sp {
+                        let ej = &nt[j * nu..(j + 1) * nu];
+                        if m.noise_abs_cost {
+                            ctrl += ej.iter().map(|v| v.abs()).sum::<f64>();
+                        } else {
+                            for a in 0..nu {
+                                for b in 0..nu {
+                                    ctrl += ej[a] * sinv[a * nu + b] * ej[b];
+                                }
+                            }
+                        }
+                    }
+                    let c = total + ctrl;
+                    *cost = if c.is_nan() { f64::INFINITY } else { c };
+                    return;
+                }
                 for j in 0..sp {
                     let zk = &z[(kk * sp + j) * nu..];
                     for i in 0..nu {
@@ -263,6 +321,14 @@ impl<D: Dynamics> Kmppi<D> {
         }
         interp(kk_h, t, &s.theta, &mut s.u);
         out.copy_from_slice(&s.u[..m.u_per_command * nu]);
+        if jax {
+            out.iter_mut().for_each(|o| *o *= m.u_scale);
+            if shift {
+                interp(&cache.shift, sp, &s.theta, &mut cache.theta);
+                s.theta.copy_from_slice(&cache.theta);
+                interp(&cache.horizon, t, &s.theta, &mut s.u);
+            }
+        }
         (s.costs, s.weights, s.noise_theta) = (costs, w, noise_theta);
         s.interp = Some(cache);
     }

@@ -111,7 +111,8 @@ pub struct MppiParams {
     pub rollout_var_cost: f64,
     /// Per-step discount of that variance.
     pub rollout_var_discount: f64,
-    /// Whose conventions `command` follows (MPPI only; SMPPI and KMPPI follow pytorch-mppi).
+    /// Whose conventions `command` follows (MPPI, and SMPPI/KMPPI through their `mppi` field;
+    /// their own rows are documented on [`crate::Smppi`] and [`crate::Kmppi`]).
     pub convention: Convention,
 }
 
@@ -399,19 +400,7 @@ impl<D: Dynamics> Mppi<D> {
                     }
                 };
                 let mut total = if jax {
-                    // Running cost on the state before the step.
-                    let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
-                    let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
-                    x.copy_from_slice(x0);
-                    let mut us = [0.0f64; MAX_NU];
-                    let mut total = 0.0;
-                    for tt in 0..t {
-                        act(tt, e, &mut us[..nu]);
-                        total += d.running_cost(x, &us[..nu], tt);
-                        d.step(x, &us[..nu], tt, next);
-                        std::mem::swap(&mut x, &mut next);
-                    }
-                    total + d.terminal_cost(x)
+                    rollout_cost_jax(d, x0, t, |tt, us| act(tt, e, us))
                 } else {
                     rollout_cost_by(d, x0, t, p, |tt, us| act(tt, e, us))
                 };
@@ -556,6 +545,30 @@ pub(crate) fn rollout_cost_by<D: Dynamics>(
     }
     let mean = (0..m).map(|j| sums[j] + d.terminal_cost(&xs[j][..nx])).sum::<f64>() / m as f64;
     mean + var_total * p.rollout_var_cost
+}
+
+/// jax-mppi's rollout: the running cost is charged on the state *before* each step (so `x_0`
+/// counts), the terminal cost on `x_T`; the control of step `tt` is written by `act(tt, us)`
+/// (called once per step, in order). No allocation.
+pub(crate) fn rollout_cost_jax<D: Dynamics>(
+    d: &D,
+    x0: &[f64],
+    t: usize,
+    mut act: impl FnMut(usize, &mut [f64]),
+) -> f64 {
+    let (nx, nu) = (d.nx(), d.nu());
+    let (mut xa, mut na) = ([0.0f64; MAX_NX], [0.0f64; MAX_NX]);
+    let (mut x, mut next) = (&mut xa[..nx], &mut na[..nx]);
+    x.copy_from_slice(x0);
+    let mut us = [0.0f64; MAX_NU];
+    let mut total = 0.0;
+    for tt in 0..t {
+        act(tt, &mut us[..nu]);
+        total += d.running_cost(x, &us[..nu], tt);
+        d.step(x, &us[..nu], tt, next);
+        std::mem::swap(&mut x, &mut next);
+    }
+    total + d.terminal_cost(x)
 }
 
 /// Normalised weights `exp(−(S − min S)/λ)` (non-finite costs weigh 0; if every cost is

@@ -7,9 +7,23 @@
 //! lifted control (it clamps to `u_min/u_max` but then uses the unclamped value), so
 //! `u_min/u_max` do not bound the lifted control. `clamp_lifted_control: true` applies the
 //! clamp as documented.
+//!
+//! With `mppi.convention = JaxMppi` the step follows jax-mppi 0.3.0 `smppi.command`:
+//!
+//! | aspect | `PytorchMppi` (default) | `JaxMppi` |
+//! |---|---|---|
+//! | shift | before optimising, by 1 | after optimising, by `u_per_command` (actions held at `A[T−s−1]`) |
+//! | lifted-control bounds | not applied (quirk above) unless `clamp_lifted_control` | `clamp(U + ε, u_min/u_scale, u_max/u_scale)` |
+//! | action bounds | `action_min/max` | `action_min/max / u_scale` |
+//! | null-action sample | zero action | zero noise |
+//! | rollout | actions `· u_scale`, running cost on `x_{t+1}` | actions unscaled, running cost on `x_t`, terminal on `x_T` |
+//! | control cost | `λ Σ_t U_tᵀ Σ⁻¹ ε_t` | `Σ_t ε_tᵀ Σ⁻¹ ε_t` (no 0.5, no λ), or `Σ \|ε\|` |
+//! | smoothness cost | `w Σ_t \|u_scale Δa_t\|²` | the same |
+//! | returned action | `A[..u_per_command]` | `A[..u_per_command] · u_scale` (before the shift) |
 
 use crate::mppi::{
-    Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost, weights,
+    Convention, Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost,
+    rollout_cost_jax, weights,
 };
 use kestrel_core::Key;
 use rayon::prelude::*;
@@ -143,7 +157,8 @@ impl<D: Dynamics> Smppi<D> {
             t * nu,
             "Smppi::command: the state was made for another horizon (call init)"
         );
-        if shift {
+        let jax = m.convention == Convention::JaxMppi;
+        if shift && !jax {
             s.u.copy_within(nu.., 0);
             s.u[(t - 1) * nu..].copy_from_slice(&m.u_init);
             s.actions.copy_within(nu.., 0);
@@ -166,6 +181,46 @@ impl<D: Dynamics> Smppi<D> {
         eps.par_chunks_mut(t * nu).zip(costs.par_iter_mut()).enumerate().for_each_init(
             || vec![0.0; t * nu],
             |acts, (kk, (e, cost))| {
+                if jax {
+                    let null = m.sample_null_action && kk == 0;
+                    let us = m.u_scale;
+                    for tt in 0..t {
+                        let zk = &z[(kk * t + tt) * nu..];
+                        for i in 0..nu {
+                            let noise = if null {
+                                0.0
+                            } else {
+                                m.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zk[j]).sum::<f64>()
+                            };
+                            let (un, an) = (u_nom[tt * nu + i], a_nom[tt * nu + i]);
+                            let v = (un + noise).max(m.u_min[i] / us).min(m.u_max[i] / us);
+                            let a = (an + v * p.delta_t)
+                                .max(p.action_min[i] / us)
+                                .min(p.action_max[i] / us);
+                            acts[tt * nu + i] = a;
+                            e[tt * nu + i] = (a - an) / p.delta_t - un;
+                        }
+                    }
+                    let total = rollout_cost_jax(d, x0, t, |tt, u| {
+                        u.copy_from_slice(&acts[tt * nu..(tt + 1) * nu])
+                    });
+                    let mut ctrl = 0.0;
+                    for tt in 0..t {
+                        let et = &e[tt * nu..(tt + 1) * nu];
+                        if m.noise_abs_cost {
+                            ctrl += et.iter().map(|v| v.abs()).sum::<f64>();
+                        } else {
+                            for i in 0..nu {
+                                for j in 0..nu {
+                                    ctrl += et[i] * sinv[i * nu + j] * et[j];
+                                }
+                            }
+                        }
+                    }
+                    let c = total + ctrl + p.w_action_seq_cost * smoothness(&acts[..], t, nu, us);
+                    *cost = if c.is_nan() { f64::INFINITY } else { c };
+                    return;
+                }
                 for tt in 0..t {
                     for i in 0..nu {
                         let zk = &z[(kk * t + tt) * nu..];
@@ -199,13 +254,7 @@ impl<D: Dynamics> Smppi<D> {
                         }
                     }
                 }
-                let mut smooth = 0.0;
-                for tt in 0..t.saturating_sub(1) {
-                    for i in 0..nu {
-                        let diff = m.u_scale * (acts[(tt + 1) * nu + i] - acts[tt * nu + i]);
-                        smooth += diff * diff;
-                    }
-                }
+                let smooth = smoothness(&acts[..], t, nu, m.u_scale);
                 let c = total + m.lambda * ctrl + p.w_action_seq_cost * smooth;
                 *cost = if c.is_nan() { f64::INFINITY } else { c };
             },
@@ -222,6 +271,35 @@ impl<D: Dynamics> Smppi<D> {
             *a += u * p.delta_t;
         }
         out.copy_from_slice(&s.actions[..m.u_per_command * nu]);
+        if jax {
+            out.iter_mut().for_each(|o| *o *= m.u_scale);
+            if shift {
+                // Roll both sequences left by u_per_command; U is refilled with u_init, the
+                // actions hold the last action that stays in the plan, A[T − s − 1].
+                let sh = m.u_per_command.min(t);
+                let hold = (t - sh).saturating_sub(1) * nu;
+                let last: [f64; crate::MAX_NU] =
+                    std::array::from_fn(|i| if i < nu { s.actions[hold + i] } else { 0.0 });
+                s.u.copy_within(sh * nu.., 0);
+                s.actions.copy_within(sh * nu.., 0);
+                for r in t - sh..t {
+                    s.u[r * nu..(r + 1) * nu].copy_from_slice(&m.u_init);
+                    s.actions[r * nu..(r + 1) * nu].copy_from_slice(&last[..nu]);
+                }
+            }
+        }
         (s.costs, s.weights, s.noise) = (costs, w, eps);
     }
+}
+
+/// `Σ_t |u_scale (a_{t+1} − a_t)|²` over a `T × nu` action sequence.
+fn smoothness(acts: &[f64], t: usize, nu: usize, u_scale: f64) -> f64 {
+    let mut smooth = 0.0;
+    for tt in 0..t.saturating_sub(1) {
+        for i in 0..nu {
+            let diff = u_scale * (acts[(tt + 1) * nu + i] - acts[tt * nu + i]);
+            smooth += diff * diff;
+        }
+    }
+    smooth
 }
