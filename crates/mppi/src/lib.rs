@@ -19,6 +19,6 @@ pub mod tune;
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
     Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState,
-    PendulumDynamics,
 };
 pub use smppi::{Smppi, SmppiParams, SmppiState};
+pub use systems::PendulumDynamics;

@@ -1,4 +1,5 @@
 use kestrel_core::Key;
+pub use kestrel_envs::control::Dynamics;
 use rayon::prelude::*;
 use thiserror::Error;
 
@@ -26,52 +27,6 @@ pub enum MppiError {
 
 fn invalid(field: &'static str, value: impl ToString, accepted: &'static str) -> MppiError {
     MppiError::Invalid { field, value: value.to_string(), accepted }
-}
-
-/// A batched-by-sample dynamics model with its costs (pytorch-mppi's `dynamics`,
-/// `running_cost` and `terminal_state_cost`, one sample at a time).
-pub trait Dynamics: Send + Sync {
-    /// State size.
-    fn nx(&self) -> usize;
-    /// Control size.
-    fn nu(&self) -> usize;
-    /// Writes the next state from `x` under control `u` at horizon step `t`.
-    fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]);
-    /// Step of ensemble member `member` (`0..rollout_samples`), for stochastic or uncertain
-    /// dynamics rolled out `rollout_samples` times per sample (pytorch-mppi's `M`; its rows
-    /// of member `m` are `m·K..(m+1)·K`). Defaults to [`Dynamics::step`], where every member
-    /// is the same model and the variance cost is 0.
-    fn step_member(&self, x: &[f64], u: &[f64], t: usize, member: usize, next: &mut [f64]) {
-        let _ = member;
-        self.step(x, u, t, next)
-    }
-    /// Cost of the state reached (`x` is the post-transition state, as pytorch-mppi).
-    fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64;
-    /// Cost of the final state (0 by default).
-    fn terminal_cost(&self, _x: &[f64]) -> f64 {
-        0.0
-    }
-}
-
-impl<D: Dynamics> Dynamics for &D {
-    fn nx(&self) -> usize {
-        (*self).nx()
-    }
-    fn nu(&self) -> usize {
-        (*self).nu()
-    }
-    fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]) {
-        (*self).step(x, u, t, next)
-    }
-    fn step_member(&self, x: &[f64], u: &[f64], t: usize, member: usize, next: &mut [f64]) {
-        (*self).step_member(x, u, t, member, next)
-    }
-    fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64 {
-        (*self).running_cost(x, u, t)
-    }
-    fn terminal_cost(&self, x: &[f64]) -> f64 {
-        (*self).terminal_cost(x)
-    }
 }
 
 /// Every runtime knob of MPPI (what an autotuner may change), pytorch-mppi's defaults.
@@ -625,36 +580,6 @@ pub(crate) fn inverse_spd(l: &[f64], n: usize) -> [f64; MAX_NU * MAX_NU] {
         }
     }
     inv
-}
-
-/// Gym pendulum dynamics for MPPI (state `[θ, θ̇]`, control torque clamped to ±2; running
-/// cost `norm(θ)² + 0.1 θ̇² + 0.001 u²`), as pytorch-mppi's pendulum example uses them.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PendulumDynamics;
-
-impl Dynamics for PendulumDynamics {
-    fn nx(&self) -> usize {
-        2
-    }
-    fn nu(&self) -> usize {
-        1
-    }
-    fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
-        let (g, m, l, dt) = (10.0, 1.0, 1.0, 0.05);
-        let u = u[0].clamp(-2.0, 2.0);
-        let thdot = (x[1] + (3.0 * g / (2.0 * l) * x[0].sin() + 3.0 / (m * l * l) * u) * dt)
-            .clamp(-8.0, 8.0);
-        next[0] = x[0] + thdot * dt;
-        next[1] = thdot;
-    }
-    fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        // ((θ + π) mod 2π) − π with the floored remainder a − b⌊a/b⌋ (torch.remainder's
-        // definition; cheaper than fmod).
-        let a = x[0] + std::f64::consts::PI;
-        let th =
-            a - std::f64::consts::TAU * (a / std::f64::consts::TAU).floor() - std::f64::consts::PI;
-        th * th + 0.1 * x[1] * x[1] + 0.001 * u[0] * u[0]
-    }
 }
 
 #[cfg(test)]
