@@ -8,7 +8,7 @@
 //! random numbers for every candidate (common random numbers), so fitness depends only on
 //! the params. Any `kestrel_evo::Strategy` drives it through [`tune`].
 
-use crate::mppi::{Dynamics, Mppi, MppiError, MppiParams};
+use crate::mppi::{Convention, Dynamics, Mppi, MppiError, MppiParams};
 use kestrel_core::Key;
 use kestrel_evo::{Problem, Strategy, TellMetrics};
 use rayon::prelude::*;
@@ -205,8 +205,11 @@ impl<D: Dynamics> TuneProblem<D> {
                         &x,
                         &mut u,
                     );
+                    // pytorch-mppi's convention returns the unscaled control, jax-mppi's the
+                    // scaled one.
+                    let scale = if p.convention == Convention::JaxMppi { 1.0 } else { p.u_scale };
                     for (ui, &v) in us.iter_mut().zip(&u[..nu]) {
-                        *ui = p.u_scale * v;
+                        *ui = scale * v;
                     }
                     d.step(&x, &us, t, &mut next);
                     std::mem::swap(&mut x, &mut next);

@@ -145,3 +145,61 @@ fn cma_me_finds_diverse_good_parameter_sets() {
     let s = archive.stats();
     assert!(s.num_elites >= 6 && s.best.is_finite(), "{s:?}");
 }
+
+/// Peer bug 8 (jax-mppi's README jit example fails because its config must be static, so every
+/// λ or horizon change recompiles): here params are plain data per call. One population whose
+/// candidates differ in λ and horizon is evaluated in one batch, and each candidate's cost
+/// equals a fresh single evaluation with those params as the base.
+#[test]
+fn lambda_and_horizon_are_per_candidate_data() {
+    let spec = TuneSpec {
+        knobs: vec![
+            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: Transform::Linear },
+            Tuned { knob: Knob::Horizon, lower: 2.0, upper: 30.0, transform: Transform::Linear },
+        ],
+    };
+    let base = MppiParams { num_samples: 40, horizon: 10, ..MppiParams::new(1, 1.0) };
+    let starts = vec![vec![1.0, 0.0]];
+    let pb = TuneProblem::new(Linear2, spec.clone(), base.clone(), starts.clone(), 12).unwrap();
+    let pop: Vec<f32> = vec![0.1, 5.0, 10.0, 5.0, 0.1, 25.0, 3.0, 12.0];
+    let mut fit = vec![0.0f32; 4];
+    pb.evaluate(Key::new(9), &pop, &mut fit);
+    let mut seen = std::collections::BTreeSet::new();
+    for (x, &f) in pop.chunks(2).zip(&fit) {
+        let p = pb.params_of(x);
+        assert_eq!((p.lambda, p.horizon), (x[0] as f64, x[1] as usize));
+        let alone = TuneProblem::new(Linear2, spec.clone(), p.clone(), starts.clone(), 12).unwrap();
+        assert_eq!(f, alone.episode_cost(Key::new(9), &p) as f32, "candidate {x:?}");
+        seen.insert(f.to_bits());
+    }
+    assert_eq!(seen.len(), 4, "different λ/horizon give different costs: {fit:?}");
+}
+
+/// The tuner's episode applies each convention's returned control as the peer would: pytorch-mppi
+/// returns `U[0]` unscaled (the env applies `u_scale`), jax-mppi returns it already scaled.
+#[test]
+fn episodes_apply_u_scale_once_in_either_convention() {
+    use kestrel_mppi::Convention;
+    for convention in [Convention::PytorchMppi, Convention::JaxMppi] {
+        let p = MppiParams {
+            num_samples: 30,
+            horizon: 8,
+            u_scale: 2.0,
+            convention,
+            ..MppiParams::new(1, 0.5)
+        };
+        let pb = TuneProblem::new(Linear2, spec(), p.clone(), vec![vec![1.0, 0.0]], 6).unwrap();
+        let m = Mppi::new(Linear2);
+        let mut s = m.init(&p);
+        let (mut x, mut next, mut u) = ([1.0, 0.0], [0.0; 2], [0.0]);
+        let mut cost = 0.0;
+        for t in 0..6 {
+            m.command(Key::new(4).fold_in(0).fold_in(t), &p, &mut s, &x, &mut u);
+            let applied = if convention == Convention::JaxMppi { u[0] } else { 2.0 * u[0] };
+            Linear2.step(&x, &[applied], t as usize, &mut next);
+            x = next;
+            cost += Linear2.running_cost(&x, &[applied], t as usize);
+        }
+        assert_eq!(pb.episode_cost(Key::new(4), &p), cost, "{convention:?}");
+    }
+}
