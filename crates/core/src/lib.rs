@@ -27,6 +27,7 @@
 mod env;
 mod error;
 mod key;
+pub mod math;
 mod space;
 mod vec_env;
 

@@ -12,7 +12,7 @@
 //! | [`DiffDrive`] | `[x, y, heading]` | `[v, ω]` | origin, facing +x | — |
 //! | [`BasicLinear`] | `[x₁, x₂]` | one input | `(1, −0.5)` | jax-mppi's basic tuning example |
 
-use kestrel_core::{CoreError, Env, Key, Space, Spec};
+use kestrel_core::{CoreError, Env, Key, Space, Spec, math};
 
 /// Largest state size of a [`ControlEnv`] (its state is a fixed array).
 pub const ENV_MAX_NX: usize = 16;
@@ -242,12 +242,15 @@ impl<D: Dynamics + Clone + std::fmt::Debug> Env for ControlEnv<D> {
 pub struct PendulumDynamics;
 
 impl Dynamics for PendulumDynamics {
+    #[inline]
     fn nx(&self) -> usize {
         2
     }
+    #[inline]
     fn nu(&self) -> usize {
         1
     }
+    #[inline(always)]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
         let (g, m, l, dt) = (10.0, 1.0, 1.0, 0.05);
         let u = u[0].clamp(-2.0, 2.0);
@@ -256,12 +259,14 @@ impl Dynamics for PendulumDynamics {
         next[0] = x[0] + thdot * dt;
         next[1] = thdot;
     }
+    #[inline(always)]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
         // ((θ + π) mod 2π) − π with the floored remainder a − b⌊a/b⌋ (torch.remainder's
         // definition; cheaper than fmod).
         let a = x[0] + std::f64::consts::PI;
-        let th =
-            a - std::f64::consts::TAU * (a / std::f64::consts::TAU).floor() - std::f64::consts::PI;
+        let th = a
+            - std::f64::consts::TAU * math::floor(a / std::f64::consts::TAU)
+            - std::f64::consts::PI;
         th * th + 0.1 * x[1] * x[1] + 0.001 * u[0] * u[0]
     }
     fn initial_state(&self, x: &mut [f64]) {
@@ -297,19 +302,24 @@ impl Nav2d {
 }
 
 impl Dynamics for Nav2d {
+    #[inline]
     fn nx(&self) -> usize {
         2
     }
+    #[inline]
     fn nu(&self) -> usize {
         2
     }
+    #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
         next[0] = x[0] + 0.5 * u[0];
         next[1] = x[1] - 0.5 * u[1];
     }
+    #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
         Self::state_cost(x) + 0.01 * (u[0] * u[0] + u[1] * u[1])
     }
+    #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
         10.0 * Self::state_cost(x)
     }
@@ -324,19 +334,24 @@ impl Dynamics for Nav2d {
 pub struct BasicLinear;
 
 impl Dynamics for BasicLinear {
+    #[inline]
     fn nx(&self) -> usize {
         2
     }
+    #[inline]
     fn nu(&self) -> usize {
         1
     }
+    #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
         next[0] = x[0] + 0.1 * u[0];
         next[1] = x[1] + 0.1 * u[0];
     }
+    #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
         x[0] * x[0] + x[1] * x[1] + 0.01 * u[0] * u[0]
     }
+    #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
         10.0 * (x[0] * x[0] + x[1] * x[1])
     }
@@ -354,12 +369,15 @@ pub struct DoubleIntegrator {
 }
 
 impl Dynamics for DoubleIntegrator {
+    #[inline]
     fn nx(&self) -> usize {
         2 * self.dims
     }
+    #[inline]
     fn nu(&self) -> usize {
         self.dims
     }
+    #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
         let d = self.dims;
         for i in 0..d {
@@ -367,6 +385,7 @@ impl Dynamics for DoubleIntegrator {
             next[i] = x[i] + 0.1 * next[d + i];
         }
     }
+    #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
         let d = self.dims;
         (0..d).map(|i| (x[i] - 1.0).powi(2) + 0.1 * x[d + i] * x[d + i] + 0.01 * u[i] * u[i]).sum()
@@ -391,12 +410,15 @@ impl ContinuousCartPole {
 }
 
 impl Dynamics for ContinuousCartPole {
+    #[inline]
     fn nx(&self) -> usize {
         4
     }
+    #[inline]
     fn nu(&self) -> usize {
         1
     }
+    #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
         let (g, m_cart, m_pole, half_len, tau) = (9.8, 1.0, 0.1, 0.5, 0.02);
         let total = m_cart + m_pole;
@@ -411,9 +433,11 @@ impl Dynamics for ContinuousCartPole {
         next[2] = x[2] + tau * x[3];
         next[3] = x[3] + tau * th_acc;
     }
+    #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
         Self::state_cost(x) + 1e-4 * u[0] * u[0]
     }
+    #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
         10.0 * Self::state_cost(x)
     }
@@ -444,12 +468,15 @@ impl DiffDrive {
 }
 
 impl Dynamics for DiffDrive {
+    #[inline]
     fn nx(&self) -> usize {
         3
     }
+    #[inline]
     fn nu(&self) -> usize {
         2
     }
+    #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
         let dt = 0.1;
         let (s, c) = x[2].sin_cos();
@@ -457,9 +484,11 @@ impl Dynamics for DiffDrive {
         next[1] = x[1] + dt * u[0] * s;
         next[2] = x[2] + dt * u[1];
     }
+    #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
         Self::state_cost(x) + 0.01 * (u[0] * u[0] + u[1] * u[1])
     }
+    #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
         10.0 * Self::state_cost(x)
     }

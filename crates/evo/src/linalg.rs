@@ -102,7 +102,7 @@ pub(crate) fn norm(v: &[f64]) -> f64 {
 /// Draws `out.len()` standard normals from a key (row-major order; ziggurat).
 pub(crate) fn normals(key: kestrel_core::Key, out: &mut [f64]) {
     let mut rng = key.rng();
-    out.iter_mut().for_each(|z| *z = rng.standard_normal());
+    rng.fill_standard_normal(out);
 }
 
 #[cfg(test)]

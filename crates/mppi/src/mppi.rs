@@ -136,6 +136,8 @@ pub struct MppiState {
     /// Effective (post-clamp) noise of the last `command`, `K × T × nu`.
     pub noise: Vec<f64>,
     normals: Vec<f64>,
+    /// Scaled, clamped controls of every sample, `K × T × nu` (scratch reused across commands).
+    controls: Vec<f64>,
 }
 
 /// An MPPI controller over dynamics `D`.
@@ -225,6 +227,7 @@ impl<D: Dynamics> Mppi<D> {
             weights: vec![0.0; k],
             noise: vec![0.0; k * t * nu],
             normals: Vec::new(),
+            controls: Vec::new(),
         }
     }
 
@@ -315,71 +318,74 @@ impl<D: Dynamics> Mppi<D> {
         }
         let l = cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
         let sigma_inv = inverse_spd(&l, nu);
-        let (mut eps, mut costs, mut w) = (
+        let (mut eps, mut costs, mut w, mut ctl) = (
             std::mem::take(&mut s.noise),
             std::mem::take(&mut s.costs),
             std::mem::take(&mut s.weights),
+            std::mem::take(&mut s.controls),
         );
         eps.resize(k * t * nu, 0.0);
         costs.resize(k, 0.0);
         w.resize(k, 0.0);
+        ctl.resize(k * t * nu, 0.0);
         let u_nom = &s.u;
-        // Sample, clamp, keep the effective noise; roll out; per-sample cost. Rows independent,
-        // state and control on the stack (sizes validated), so nothing allocates per sample.
-        let min = (4096 / t.max(1)).max(1);
-        eps.par_chunks_mut(t * nu)
-            .zip(costs.par_iter_mut())
+        // Sample, clamp, keep the effective noise; roll out; per-sample cost. Samples are
+        // independent; they are rolled out in blocks of `BLOCK` interleaved step by step (the
+        // transitions of one sample form a dependency chain, those of a block overlap in the
+        // CPU), with states and controls on the stack, so nothing allocates per sample. Each
+        // sample's arithmetic is in the same order as one at a time.
+        let min_blocks = (4096 / (t.max(1) * BLOCK)).max(1);
+        let row = t * nu;
+        eps.par_chunks_mut(BLOCK * row)
+            .zip(ctl.par_chunks_mut(BLOCK * row))
+            .zip(costs.par_chunks_mut(BLOCK))
             .enumerate()
-            .with_min_len(min)
-            .for_each(|(kk, (e, cost))| {
-                let null = p.sample_null_action && kk == 0;
-                // Writes the scaled control of step `tt` and keeps the effective noise.
-                let act = |tt: usize, e: &mut [f64], us: &mut [f64]| {
-                    let zk = &z[(kk * t + tt) * nu..(kk * t + tt + 1) * nu];
-                    for i in 0..nu {
-                        let noise =
-                            p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zk[j]).sum::<f64>();
-                        if jax {
-                            // Raw ε is kept; bounds apply to the scaled action.
-                            let ei = if null { 0.0 } else { noise };
-                            e[tt * nu + i] = ei;
-                            us[i] = (p.u_scale * (u_nom[tt * nu + i] + ei))
-                                .max(p.u_min[i])
-                                .min(p.u_max[i]);
-                        } else {
-                            let vi = if null { 0.0 } else { u_nom[tt * nu + i] + noise };
-                            let vi = vi.max(p.u_min[i]).min(p.u_max[i]);
-                            e[tt * nu + i] = vi - u_nom[tt * nu + i];
-                            us[i] = p.u_scale * vi;
-                        }
-                    }
-                };
-                let mut total = if jax {
-                    rollout_cost_jax(d, x0, t, |tt, us| act(tt, e, us))
-                } else {
-                    rollout_cost_by(d, x0, t, p, |tt, us| act(tt, e, us))
-                };
-                // pytorch-mppi: λ Σ_t U_tᵀ Σ⁻¹ ε_t (|ε| with noise_abs_cost);
-                // jax-mppi: 0.5 Σ_t ε_tᵀ Σ⁻¹ ε_t.
-                let mut ctrl = 0.0;
-                for tt in 0..t {
-                    for i in 0..nu {
-                        for j in 0..nu {
-                            let ej = e[tt * nu + j];
-                            if jax && p.noise_abs_cost {
-                                ctrl +=
-                                    e[tt * nu + i].abs() * sigma_inv[i * nu + j].abs() * ej.abs();
-                            } else if jax {
-                                ctrl += e[tt * nu + i] * sigma_inv[i * nu + j] * ej;
+            .with_min_len(min_blocks)
+            .for_each(|(blk, ((e_blk, v_blk), c_blk))| {
+                // Noise ε = μ + L z, the clamped control (scaled) and the effective noise, for
+                // the block's samples (row-major `sample × step × control`, as z).
+                let k0 = blk * BLOCK;
+                let z_blk = &z[k0 * row..k0 * row + e_blk.len()];
+                let nb = c_blk.len();
+                for b in 0..nb {
+                    let null = p.sample_null_action && k0 + b == 0;
+                    for tt in 0..t {
+                        let o = (b * t + tt) * nu;
+                        let (e, v) = (&mut e_blk[o..o + nu], &mut v_blk[o..o + nu]);
+                        let zr = &z_blk[o..o + nu];
+                        let un = &u_nom[tt * nu..(tt + 1) * nu];
+                        for i in 0..nu {
+                            let noise =
+                                p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zr[j]).sum::<f64>();
+                            if jax {
+                                // Raw ε is kept; bounds apply to the scaled action.
+                                let ei = if null { 0.0 } else { noise };
+                                e[i] = ei;
+                                v[i] = (p.u_scale * (un[i] + ei)).max(p.u_min[i]).min(p.u_max[i]);
                             } else {
-                                let ej = if p.noise_abs_cost { ej.abs() } else { ej };
-                                ctrl += u_nom[tt * nu + i] * sigma_inv[i * nu + j] * ej;
+                                let vi = if null { 0.0 } else { un[i] + noise };
+                                let vi = vi.max(p.u_min[i]).min(p.u_max[i]);
+                                e[i] = vi - un[i];
+                                v[i] = p.u_scale * vi;
                             }
                         }
                     }
                 }
-                total += if jax { 0.5 * ctrl } else { p.lambda * ctrl };
-                *cost = if total.is_nan() { f64::INFINITY } else { total };
+                if p.rollout_samples > 1 {
+                    for (v, c) in v_blk.chunks(row).zip(c_blk.iter_mut()) {
+                        *c = rollout_cost_by(d, x0, t, p, |tt, us| {
+                            us.copy_from_slice(&v[tt * nu..(tt + 1) * nu])
+                        });
+                    }
+                } else {
+                    rollout_block(d, x0, t, jax, c_blk, v_blk);
+                }
+                for (e, cost) in e_blk.chunks(row).zip(c_blk.iter_mut()) {
+                    let ctrl =
+                        control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
+                    let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
+                    *cost = if total.is_nan() { f64::INFINITY } else { total };
+                }
             });
         weights(&costs, p.lambda, &mut w);
         for kk in 0..k {
@@ -411,6 +417,7 @@ impl<D: Dynamics> Mppi<D> {
         s.costs = costs;
         s.weights = w;
         s.noise = eps;
+        s.controls = ctl;
     }
 }
 
@@ -422,8 +429,7 @@ pub(crate) fn draw_normals(key: Key, k: usize, per: usize, z: &mut Vec<f64>) {
     // already run in parallel) stays on one thread.
     let min = (4096 / per.max(1)).max(1);
     z.par_chunks_mut(per.max(1)).enumerate().with_min_len(min).for_each(|(r, row)| {
-        let mut rng = key.fold_in(r as u64).rng();
-        row.iter_mut().for_each(|v| *v = rng.standard_normal());
+        key.fold_in(r as u64).rng().fill_standard_normal(row);
     });
 }
 
@@ -500,6 +506,82 @@ pub(crate) fn rollout_cost_by<D: Dynamics>(
     }
     let mean = (0..m).map(|j| sums[j] + d.terminal_cost(&xs[j][..nx])).sum::<f64>() / m as f64;
     mean + var_total * p.rollout_var_cost
+}
+
+/// The control cost of one sample before its factor: pytorch-mppi `Σ_t U_tᵀ Σ⁻¹ ε_t`
+/// (`|ε|` with `noise_abs_cost`), jax-mppi `Σ_t ε_tᵀ Σ⁻¹ ε_t` (`|ε|ᵀ|Σ⁻¹||ε|` with
+/// `noise_abs_cost`). `e` and `u_nom` are `T × nu`.
+#[inline]
+fn control_cost(e: &[f64], u_nom: &[f64], sinv: &[f64], nu: usize, jax: bool, abs: bool) -> f64 {
+    let mut ctrl = 0.0;
+    if nu == 1 {
+        // One control: a dot product (same terms, same order as the general loop).
+        let s = sinv[0];
+        for (ei, ui) in e.iter().zip(u_nom) {
+            ctrl += match (jax, abs) {
+                (true, true) => ei.abs() * s.abs() * ei.abs(),
+                (true, false) => ei * s * ei,
+                (false, true) => ui * s * ei.abs(),
+                (false, false) => ui * s * ei,
+            };
+        }
+        return ctrl;
+    }
+    for (et, ut) in e.chunks(nu).zip(u_nom.chunks(nu)) {
+        for i in 0..nu {
+            for j in 0..nu {
+                let ej = et[j];
+                ctrl += match (jax, abs) {
+                    (true, true) => et[i].abs() * sinv[i * nu + j].abs() * ej.abs(),
+                    (true, false) => et[i] * sinv[i * nu + j] * ej,
+                    (false, true) => ut[i] * sinv[i * nu + j] * ej.abs(),
+                    (false, false) => ut[i] * sinv[i * nu + j] * ej,
+                };
+            }
+        }
+    }
+    ctrl
+}
+
+/// Samples rolled out together by [`rollout_block`].
+pub(crate) const BLOCK: usize = 8;
+
+/// Rolls out `out.len() ≤ BLOCK` samples from `x0` interleaved step by step and writes each
+/// one's running + terminal cost (`M = 1`); `controls` holds their scaled controls
+/// (`sample × step × nu`). `cost_before`: jax-mppi's running cost on the state before each
+/// step; otherwise pytorch-mppi's, on the state after. Per sample the arithmetic is that of
+/// [`rollout_cost_by`] / [`rollout_cost_jax`].
+pub(crate) fn rollout_block<D: Dynamics>(
+    d: &D,
+    x0: &[f64],
+    t: usize,
+    cost_before: bool,
+    out: &mut [f64],
+    controls: &[f64],
+) {
+    let (nx, nu, nb) = (d.nx(), d.nu(), out.len());
+    let mut xa = [[0.0f64; MAX_NX]; BLOCK];
+    let mut xb = [[0.0f64; MAX_NX]; BLOCK];
+    let mut total = [0.0f64; BLOCK];
+    xa[..nb].iter_mut().for_each(|x| x[..nx].copy_from_slice(x0));
+    for tt in 0..t {
+        // States alternate between the two arrays (no copies).
+        let (cur, next) = if tt.is_multiple_of(2) { (&xa, &mut xb) } else { (&xb, &mut xa) };
+        for b in 0..nb {
+            let u = &controls[(b * t + tt) * nu..(b * t + tt + 1) * nu];
+            if cost_before {
+                total[b] += d.running_cost(&cur[b][..nx], u, tt);
+            }
+            d.step(&cur[b][..nx], u, tt, &mut next[b][..nx]);
+            if !cost_before {
+                total[b] += d.running_cost(&next[b][..nx], u, tt);
+            }
+        }
+    }
+    let fin = if t.is_multiple_of(2) { &xa } else { &xb };
+    for b in 0..nb {
+        out[b] = total[b] + d.terminal_cost(&fin[b][..nx]);
+    }
 }
 
 /// jax-mppi's rollout: the running cost is charged on the state *before* each step (so `x_0`
