@@ -272,25 +272,118 @@ pub fn tune_observed<S: Strategy, D: Dynamics>(
     key: Key,
     mut on_generation: impl FnMut(&TellMetrics),
 ) -> TuneResult {
-    let (lam, n) = (strategy.pop_size(), strategy.num_dims());
-    assert_eq!(n, problem.num_dims(), "tune: strategy and problem dimensions");
-    let x0 = problem.spec.from_params(&problem.base, problem.mppi.dynamics().nu());
-    let mut st = strategy.init(key, sp, &x0);
-    let (mut pop, mut fit) = (vec![0.0; lam * n], vec![0.0; lam]);
-    let mut history = Vec::new();
-    for g in 0..generations {
-        strategy.ask(key.fold_in(g + 1), &mut st, sp, &mut pop);
-        problem.evaluate(key, &pop, &mut fit);
-        let m = strategy.tell(key.fold_in(g + 1), &pop, &fit, &mut st, sp);
-        on_generation(&m);
-        history.push(m);
+    let mut t = Tuner::new(strategy, sp, problem, key);
+    for _ in 0..generations {
+        on_generation(t.step());
     }
-    let pr = strategy.progress(&st);
-    let best_x = if pr.best_fitness.is_finite() { pr.best_solution.clone() } else { x0 };
-    TuneResult {
-        best_params: problem.params_of(&best_x),
-        best_cost: pr.best_fitness,
-        best_x,
-        history,
+    t.result()
+}
+
+/// A tuning run that advances one generation at a time and can be resumed: the run is a plain
+/// value (strategy state, generation counter, history), so a clone taken at any generation
+/// continues exactly as the original would (`run(a)` then `run(b)` equals `run(a + b)`, and
+/// equals [`tune`] for `a + b` generations). Generation `g` uses `key.fold_in(g + 1)` for
+/// ask/tell and `key` for the episodes, so nothing depends on how the run was split.
+pub struct Tuner<'a, S: Strategy, D: Dynamics> {
+    strategy: &'a S,
+    sp: &'a S::Params,
+    problem: &'a TuneProblem<D>,
+    key: Key,
+    state: S::State,
+    x0: Vec<f32>,
+    generation: u64,
+    history: Vec<TellMetrics>,
+    pop: Vec<f32>,
+    fit: Vec<f32>,
+}
+
+// By hand: a derive would demand `S: Clone` and `D: Clone`, which are only borrowed.
+impl<S: Strategy, D: Dynamics> Clone for Tuner<'_, S, D> {
+    fn clone(&self) -> Self {
+        Tuner {
+            strategy: self.strategy,
+            sp: self.sp,
+            problem: self.problem,
+            key: self.key,
+            state: self.state.clone(),
+            x0: self.x0.clone(),
+            generation: self.generation,
+            history: self.history.clone(),
+            pop: self.pop.clone(),
+            fit: self.fit.clone(),
+        }
+    }
+}
+
+impl<'a, S: Strategy, D: Dynamics> Tuner<'a, S, D> {
+    /// Starts at the base params' knob values.
+    ///
+    /// # Panics
+    /// If the strategy's dimension differs from the spec's.
+    pub fn new(strategy: &'a S, sp: &'a S::Params, problem: &'a TuneProblem<D>, key: Key) -> Self {
+        let (lam, n) = (strategy.pop_size(), strategy.num_dims());
+        assert_eq!(n, problem.num_dims(), "tune: strategy and problem dimensions");
+        let x0 = problem.spec.from_params(&problem.base, problem.mppi.dynamics().nu());
+        let state = strategy.init(key, sp, &x0);
+        Tuner {
+            strategy,
+            sp,
+            problem,
+            key,
+            state,
+            x0,
+            generation: 0,
+            history: Vec::new(),
+            pop: vec![0.0; lam * n],
+            fit: vec![0.0; lam],
+        }
+    }
+
+    /// Runs one generation (ask, every candidate's episodes as one parallel batch, tell) and
+    /// returns its metrics.
+    pub fn step(&mut self) -> &TellMetrics {
+        let g = self.generation;
+        let (st, sp) = (&mut self.state, self.sp);
+        self.strategy.ask(self.key.fold_in(g + 1), st, sp, &mut self.pop);
+        self.problem.evaluate(self.key, &self.pop, &mut self.fit);
+        let m = self.strategy.tell(self.key.fold_in(g + 1), &self.pop, &self.fit, st, sp);
+        self.history.push(m);
+        self.generation += 1;
+        self.history.last().expect("just pushed")
+    }
+
+    /// Runs `generations` more generations.
+    pub fn run(&mut self, generations: u64) {
+        for _ in 0..generations {
+            self.step();
+        }
+    }
+
+    /// Generations run so far.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Metrics of every generation so far.
+    pub fn history(&self) -> &[TellMetrics] {
+        &self.history
+    }
+
+    /// The strategy state (for inspection).
+    pub fn state(&self) -> &S::State {
+        &self.state
+    }
+
+    /// Best params so far (the base params before any finite cost), with the full history.
+    pub fn result(&self) -> TuneResult {
+        let pr = self.strategy.progress(&self.state);
+        let best_x =
+            if pr.best_fitness.is_finite() { pr.best_solution.clone() } else { self.x0.clone() };
+        TuneResult {
+            best_params: self.problem.params_of(&best_x),
+            best_cost: pr.best_fitness,
+            best_x,
+            history: self.history.clone(),
+        }
     }
 }
