@@ -3,6 +3,7 @@
 mod arc;
 mod evo;
 mod mppi;
+mod nn;
 mod run;
 
 use anyhow::Result;
@@ -29,6 +30,9 @@ enum Cmd {
     /// MPPI control: run, tune, bench.
     #[command(subcommand)]
     Mppi(mppi::MppiCmd),
+    /// Neural-network kernels: bench.
+    #[command(subcommand)]
+    Nn(nn::NnCmd),
 }
 
 fn main() {
@@ -42,6 +46,7 @@ fn main() {
         Cmd::Mppi(mppi::MppiCmd::Bench(a)) => mppi::bench(a),
         Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
         Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
+        Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
     };
     if let Err(e) = r {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.

@@ -1,0 +1,133 @@
+//! Adam (Kingma & Ba, 2015) fused into one pass over a flat parameter vector, with optional
+//! global gradient-norm clipping (PyTorch's `clip_grad_norm_`) before the update.
+
+use crate::{Float, NnError};
+
+/// Adam hyper-parameters (PyTorch/optax defaults: β₁ 0.9, β₂ 0.999, ε 1e-8).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Adam {
+    /// Learning rate.
+    pub lr: f64,
+    /// First-moment decay.
+    pub beta1: f64,
+    /// Second-moment decay.
+    pub beta2: f64,
+    /// Added to `√v̂`.
+    pub eps: f64,
+    /// Scale the gradient down to this global L2 norm when it is larger (`None`: no clipping).
+    pub max_grad_norm: Option<f64>,
+}
+
+impl Adam {
+    /// Defaults with learning rate `lr`.
+    pub fn new(lr: f64) -> Self {
+        Adam { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, max_grad_norm: None }
+    }
+
+    /// Checks the hyper-parameters.
+    pub fn validate(&self) -> Result<(), NnError> {
+        let ok = |v: f64, lo: f64, hi: f64| v.is_finite() && v >= lo && v < hi;
+        let checks = [
+            ("lr", self.lr, ok(self.lr, 0.0, f64::INFINITY), "finite and >= 0"),
+            ("beta1", self.beta1, ok(self.beta1, 0.0, 1.0), "in [0, 1)"),
+            ("beta2", self.beta2, ok(self.beta2, 0.0, 1.0), "in [0, 1)"),
+            ("eps", self.eps, ok(self.eps, 0.0, f64::INFINITY), "finite and >= 0"),
+        ];
+        for (field, v, good, accepted) in checks {
+            if !good {
+                return Err(NnError::Config { field, value: v.to_string(), accepted });
+            }
+        }
+        if let Some(m) = self.max_grad_norm
+            && !(m.is_finite() && m > 0.0)
+        {
+            return Err(NnError::Config {
+                field: "max_grad_norm",
+                value: m.to_string(),
+                accepted: "finite and > 0",
+            });
+        }
+        Ok(())
+    }
+
+    /// One update of `params` from `grads`; returns the gradient's global norm before
+    /// clipping. A non-finite norm is an error and changes nothing.
+    ///
+    /// # Panics
+    /// If the lengths of `params`, `grads` and the state differ.
+    pub fn step<T: Float>(
+        &self,
+        st: &mut AdamState<T>,
+        params: &mut [T],
+        grads: &[T],
+    ) -> Result<f64, NnError> {
+        assert!(
+            params.len() == grads.len() && params.len() == st.m.len(),
+            "Adam::step: params {}, grads {}, state {}",
+            params.len(),
+            grads.len(),
+            st.m.len()
+        );
+        let norm = crate::simd(|| sum_squares(grads)).sqrt();
+        if !norm.is_finite() {
+            return Err(NnError::NonFinite { what: "gradient norm", value: norm });
+        }
+        let scale = match self.max_grad_norm {
+            Some(m) if m / (norm + 1e-6) < 1.0 => m / (norm + 1e-6),
+            _ => 1.0,
+        };
+        st.t += 1;
+        let t = st.t as i32;
+        let bc1 = 1.0 - self.beta1.powi(t);
+        let bc2 = 1.0 - self.beta2.powi(t);
+        let (b1, b2) = (T::from_f64(self.beta1), T::from_f64(self.beta2));
+        let (c1, c2) = (T::from_f64(1.0 - self.beta1), T::from_f64(1.0 - self.beta2));
+        let step = T::from_f64(self.lr / bc1);
+        let inv_sqrt_bc2 = T::from_f64(1.0 / bc2.sqrt());
+        let (eps, s) = (T::from_f64(self.eps), T::from_f64(scale));
+        crate::simd(|| {
+            for (((p, &g), m), v) in params.iter_mut().zip(grads).zip(&mut st.m).zip(&mut st.v) {
+                let g = g * s;
+                *m = b1 * *m + c1 * g;
+                *v = b2 * *v + c2 * g * g;
+                *p -= step * *m / (v.sqrt() * inv_sqrt_bc2 + eps);
+            }
+        });
+        Ok(norm)
+    }
+}
+
+/// `Σ g²` in f64 over 8 interleaved partial sums (one running sum is a chain of dependent
+/// adds, several times slower than the update itself).
+#[inline(always)]
+fn sum_squares<T: Float>(g: &[T]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let chunks = g.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            let v = v.to_f64();
+            *a += v * v;
+        }
+    }
+    let tail: f64 = rest.iter().map(|v| v.to_f64() * v.to_f64()).sum();
+    acc.iter().sum::<f64>() + tail
+}
+
+/// Adam's moments and step count for one parameter vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdamState<T> {
+    /// First moment.
+    pub m: Vec<T>,
+    /// Second moment.
+    pub v: Vec<T>,
+    /// Steps taken.
+    pub t: u64,
+}
+
+impl<T: Float> AdamState<T> {
+    /// Zero moments for `n` parameters.
+    pub fn new(n: usize) -> Self {
+        AdamState { m: vec![T::ZERO; n], v: vec![T::ZERO; n], t: 0 }
+    }
+}

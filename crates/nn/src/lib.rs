@@ -1,0 +1,42 @@
+//! Small neural networks for Kestrel's learners, written for the sizes RL uses (widths in the
+//! hundreds, batches up to a few thousand) on the CPU.
+//!
+//! - Layers with explicit forward and backward ([`Layer`]: [`Dense`], [`Act`]) over flat
+//!   parameter slices, stacked in a [`Sequential`] (an MLP from an [`MlpConfig`]).
+//! - Matrix products over the `gemm` crate (AVX-512 kernels picked at run time), always
+//!   single-threaded: several models train in parallel, one per thread ([`train_many`]).
+//! - [`Workspace`]s reused between steps: a training step allocates nothing once warm.
+//! - Fused [`Adam`] with global gradient-norm clipping; non-finite losses or gradients are
+//!   errors that leave the model untouched.
+//! - Generic over [`Float`]: f32 to train, f64 for the finite-difference gradient tests that
+//!   cover every layer and loss (`tests/gradients.rs`).
+//! - Checkpoints as safetensors files ([`save_safetensors`], [`Sequential::save_trainee`]).
+//!
+//! Why hand-written rather than a framework: `shared/reference/nn-backends.md` measured this
+//! design faster than candle, burn and jitted JAX for these model sizes, with a 26 s build.
+
+mod adam;
+mod error;
+mod float;
+mod io;
+pub mod layer;
+mod loss;
+pub mod matmul;
+mod model;
+
+pub use adam::{Adam, AdamState};
+
+/// Runs `f` compiled for the best vector extension this CPU has (AVX-512, AVX2, or the
+/// baseline), chosen at run time: the element-wise loops inside are plain Rust that the
+/// compiler vectorises for that extension. Element-wise IEEE operations give the same results
+/// at any vector width, so the choice does not change values.
+#[inline(always)]
+pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
+    pulp::Arch::new().dispatch(f)
+}
+pub use error::NnError;
+pub use float::Float;
+pub use io::{TensorFile, load_safetensors, save_safetensors};
+pub use layer::{Act, Activation, Dense, Init, Layer};
+pub use loss::Loss;
+pub use model::{MlpConfig, Sequential, Trainee, Workspace, train_many};

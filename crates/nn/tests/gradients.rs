@@ -1,0 +1,207 @@
+//! Finite-difference checks in f64 of every layer, activation and loss, and of whole MLPs:
+//! analytic gradients (parameters and inputs) against central differences.
+
+use kestrel_core::Key;
+use kestrel_nn::{Act, Activation, Dense, Init, Layer, Loss, MlpConfig, Sequential};
+
+fn rand(key: Key, n: usize, scale: f64) -> Vec<f64> {
+    let mut r = key.rng();
+    (0..n).map(|_| scale * (2.0 * r.uniform_f64() - 1.0)).collect()
+}
+
+/// Max relative error `|a − n| / max(|a|, |n|, floor)` over the entries.
+fn check(what: &str, analytic: &[f64], numeric: &[f64], floor: f64, tol: f64) {
+    assert_eq!(analytic.len(), numeric.len());
+    let mut worst = (0.0f64, 0usize);
+    for (i, (a, n)) in analytic.iter().zip(numeric).enumerate() {
+        let e = (a - n).abs() / a.abs().max(n.abs()).max(floor);
+        if e > worst.0 {
+            worst = (e, i);
+        }
+    }
+    assert!(
+        worst.0 < tol,
+        "{what}: relative error {:.2e} at {} (analytic {}, numeric {})",
+        worst.0,
+        worst.1,
+        analytic[worst.1],
+        numeric[worst.1]
+    );
+}
+
+/// Central differences of `f` at `v` (each entry perturbed by ±h).
+fn numeric(v: &[f64], h: f64, mut f: impl FnMut(&[f64]) -> f64) -> Vec<f64> {
+    let mut w = v.to_vec();
+    (0..v.len())
+        .map(|i| {
+            w[i] = v[i] + h;
+            let up = f(&w);
+            w[i] = v[i] - h;
+            let down = f(&w);
+            w[i] = v[i];
+            (up - down) / (2.0 * h)
+        })
+        .collect()
+}
+
+/// A layer under the scalar loss `Σ r ⊙ y` (so `dy = r`): parameter and input gradients.
+fn layer_check(name: &str, layer: &dyn Layer<f64>, x: Vec<f64>, batch: usize) {
+    let (i, o) = (layer.in_dim(), layer.out_dim());
+    let mut p = vec![0.0; layer.num_params()];
+    layer.init(Key::new(1), &mut p);
+    // Non-zero biases too, so their gradient path is exercised with real values.
+    let jitter = rand(Key::new(2), p.len(), 0.1);
+    p.iter_mut().zip(jitter).for_each(|(a, b)| *a += b);
+    let r = rand(Key::new(3), batch * o, 1.0);
+    let loss = |p: &[f64], x: &[f64]| {
+        let mut y = vec![0.0; batch * o];
+        layer.forward(p, x, &mut y, batch);
+        y.iter().zip(&r).map(|(a, b)| a * b).sum::<f64>()
+    };
+    let mut y = vec![0.0; batch * o];
+    layer.forward(&p, &x, &mut y, batch);
+    let (mut dp, mut dx) = (vec![0.0; p.len()], vec![0.0; batch * i]);
+    layer.backward(&p, &x, &y, &r, &mut dp, Some(&mut dx), batch);
+    check(&format!("{name} input"), &dx, &numeric(&x, 1e-6, |x| loss(&p, x)), 1e-6, 1e-6);
+    if !p.is_empty() {
+        check(&format!("{name} params"), &dp, &numeric(&p, 1e-6, |p| loss(p, &x)), 1e-6, 1e-6);
+    }
+}
+
+#[test]
+fn dense_layer_gradients() {
+    for init in [Init::TorchUniform, Init::TruncatedNormal, Init::GlorotUniform] {
+        let d = Dense::new(7, 5, init).unwrap();
+        layer_check("dense", &d, rand(Key::new(4), 6 * 7, 1.0), 6);
+    }
+}
+
+#[test]
+fn activation_gradients() {
+    // Inputs kept at least 0.05 away from the kinks of ReLU, leaky ReLU and ELU.
+    let x: Vec<f64> = rand(Key::new(5), 4 * 9, 2.0)
+        .into_iter()
+        .map(|v| if v.abs() < 0.05 { v + 0.1 } else { v })
+        .collect();
+    for f in [
+        Activation::Identity,
+        Activation::Relu,
+        Activation::LeakyRelu(0.1),
+        Activation::Tanh,
+        Activation::Sigmoid,
+        Activation::Softplus,
+        Activation::Elu,
+    ] {
+        layer_check(&format!("{f:?}"), &Act { f, dim: 9 }, x.clone(), 4);
+    }
+}
+
+#[test]
+fn loss_gradients() {
+    let y = rand(Key::new(6), 40, 3.0);
+    let t = rand(Key::new(7), 40, 3.0);
+    for loss in [Loss::Mse, Loss::Huber(1.0), Loss::Huber(0.3)] {
+        // Keep |y − t| away from the Huber kink at δ.
+        let y: Vec<f64> = y
+            .iter()
+            .zip(&t)
+            .map(|(a, b)| {
+                let d = match loss {
+                    Loss::Huber(d) => d,
+                    Loss::Mse => 10.0,
+                };
+                if ((a - b).abs() - d).abs() < 0.02 { a + 0.05 } else { *a }
+            })
+            .collect();
+        let mut g = vec![0.0; 40];
+        let v = loss.value_and_grad(&y, &t, &mut g);
+        let mut scratch = vec![0.0; 40];
+        let num = numeric(&y, 1e-6, |y| loss.value_and_grad(y, &t, &mut scratch));
+        check(&format!("{loss:?}"), &g, &num, 1e-8, 1e-6);
+        assert!(v > 0.0);
+    }
+    // Values: MSE of (1, 3) vs (0, 0) is 5; Huber(1) is (0.5 + 2.5) / 2.
+    let mut g = [0.0; 2];
+    assert_eq!(Loss::Mse.value_and_grad(&[1.0, 3.0], &[0.0, 0.0], &mut g), 5.0);
+    assert_eq!(g, [1.0, 3.0]);
+    assert_eq!(Loss::Huber(1.0).value_and_grad(&[1.0, 3.0], &[0.0, 0.0], &mut g), 1.5);
+    assert_eq!(g, [0.5, 0.5]);
+}
+
+/// Whole networks with mixed activations, under both losses: every parameter and the input.
+#[test]
+fn mlp_gradients_end_to_end() {
+    for (sizes, hidden, output, loss) in [
+        (vec![6, 9, 7, 4], Activation::Tanh, Activation::Identity, Loss::Mse),
+        (vec![3, 8, 8, 2], Activation::Softplus, Activation::Sigmoid, Loss::Huber(0.5)),
+        (vec![5, 12, 3], Activation::Elu, Activation::Tanh, Loss::Mse),
+    ] {
+        let cfg = MlpConfig { sizes: sizes.clone(), hidden, output, init: Init::TorchUniform };
+        let net = Sequential::<f64>::mlp(&cfg).unwrap();
+        let batch = 5;
+        let p = net.init(Key::new(8));
+        let x = rand(Key::new(9), batch * sizes[0], 1.0);
+        let t = rand(Key::new(10), batch * sizes[sizes.len() - 1], 1.0);
+        let mut ws = net.workspace(batch);
+        let loss_at = |p: &[f64], x: &[f64]| {
+            let mut ws = net.workspace(batch);
+            let y = net.forward(p, x, &mut ws).to_vec();
+            let mut g = vec![0.0; y.len()];
+            loss.value_and_grad(&y, &t, &mut g)
+        };
+        let y = net.forward(&p, &x, &mut ws).to_vec();
+        let mut dy = vec![0.0; y.len()];
+        loss.value_and_grad(&y, &t, &mut dy);
+        let (mut g, mut dx) = (vec![0.0; p.len()], vec![0.0; x.len()]);
+        net.backward(&p, &mut ws, &dy, &mut g, Some(&mut dx));
+        let name = format!("{sizes:?} {hidden:?}/{output:?} {loss:?}");
+        // Central differences of an O(1) loss with h = 1e-6 carry ~1e-10 of rounding noise,
+        // so entries below 1e-5 are compared in absolute terms against that floor.
+        check(&format!("{name} params"), &g, &numeric(&p, 1e-6, |p| loss_at(p, &x)), 1e-5, 1e-5);
+        check(&format!("{name} input"), &dx, &numeric(&x, 1e-6, |x| loss_at(&p, x)), 1e-5, 1e-5);
+    }
+}
+
+#[test]
+fn backward_accumulates_and_skips_the_input_gradient_when_not_asked() {
+    let net = Sequential::<f64>::mlp(&MlpConfig::relu(&[4, 8, 3])).unwrap();
+    let p = net.init(Key::new(11));
+    let x = rand(Key::new(12), 2 * 4, 1.0);
+    let dy = rand(Key::new(13), 2 * 3, 1.0);
+    let mut ws = net.workspace(2);
+    net.forward(&p, &x, &mut ws);
+    let mut once = vec![0.0; p.len()];
+    net.backward(&p, &mut ws, &dy, &mut once, None);
+    let mut twice = vec![0.0; p.len()];
+    net.backward(&p, &mut ws, &dy, &mut twice, None);
+    net.backward(&p, &mut ws, &dy, &mut twice, None);
+    for (a, b) in once.iter().zip(&twice) {
+        assert!((2.0 * a - b).abs() < 1e-12);
+    }
+    assert!(once.iter().any(|g| *g != 0.0));
+}
+
+#[test]
+fn f32_gradients_agree_with_f64() {
+    let cfg = MlpConfig::relu(&[16, 32, 32, 4]);
+    let (n64, n32) = (Sequential::<f64>::mlp(&cfg).unwrap(), Sequential::<f32>::mlp(&cfg).unwrap());
+    let p64 = n64.init(Key::new(14));
+    let p32: Vec<f32> = p64.iter().map(|&v| v as f32).collect();
+    let x64 = rand(Key::new(15), 8 * 16, 1.0);
+    let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+    let t64 = rand(Key::new(16), 8 * 4, 1.0);
+    let t32: Vec<f32> = t64.iter().map(|&v| v as f32).collect();
+    let (mut w64, mut w32) = (n64.workspace(8), n32.workspace(8));
+    let y64 = n64.forward(&p64, &x64, &mut w64).to_vec();
+    let y32 = n32.forward(&p32, &x32, &mut w32).to_vec();
+    let (mut d64, mut d32) = (vec![0.0; 32], vec![0.0f32; 32]);
+    Loss::Mse.value_and_grad(&y64, &t64, &mut d64);
+    Loss::Mse.value_and_grad(&y32, &t32, &mut d32);
+    let (mut g64, mut g32) = (vec![0.0; p64.len()], vec![0.0f32; p64.len()]);
+    n64.backward(&p64, &mut w64, &d64, &mut g64, None);
+    n32.backward(&p32, &mut w32, &d32, &mut g32, None);
+    let scale = g64.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+    for (a, b) in g64.iter().zip(&g32) {
+        assert!((a - *b as f64).abs() < 1e-5 * scale, "{a} vs {b}");
+    }
+}
