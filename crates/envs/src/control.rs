@@ -12,7 +12,8 @@
 //! | [`DiffDrive`] | `[x, y, heading]` | `[v, ω]` | origin, facing +x | — |
 //! | [`BasicLinear`] | `[x₁, x₂]` | one input | `(1, −0.5)` | jax-mppi's basic tuning example |
 
-use kestrel_core::{CoreError, Env, Key, Space, Spec, math};
+use crate::EnvError;
+use kestrel_core::{Env, Key, Space, Spec, math};
 
 /// Largest state size of a [`ControlEnv`] (its state is a fixed array).
 pub const ENV_MAX_NX: usize = 16;
@@ -121,10 +122,10 @@ pub struct ControlEnv<D> {
 
 impl<D: Dynamics> ControlEnv<D> {
     /// Wraps `system` (at most [`ENV_MAX_NX`] states and [`ENV_MAX_NU`] controls).
-    pub fn new(system: D) -> Result<Self, CoreError> {
+    pub fn new(system: D) -> Result<Self, EnvError> {
         let (nx, nu) = (system.nx(), system.nu());
         if nx == 0 || nx > ENV_MAX_NX || nu == 0 || nu > ENV_MAX_NU {
-            return Err(CoreError::Invalid {
+            return Err(EnvError::Invalid {
                 field: "nx/nu",
                 value: format!("{nx}/{nu}"),
                 accepted: "1..=16 states and 1..=8 controls for a ControlEnv",
@@ -139,17 +140,17 @@ impl<D: Dynamics> ControlEnv<D> {
     }
 
     /// Checks `params` against the system (start length, finite noise).
-    pub fn validate(&self, p: &ControlParams) -> Result<(), CoreError> {
+    pub fn validate(&self, p: &ControlParams) -> Result<(), EnvError> {
         let nx = self.system.nx();
         if !p.start.is_empty() && (p.start.len() != nx || p.start.iter().any(|v| !v.is_finite())) {
-            return Err(CoreError::Invalid {
+            return Err(EnvError::Invalid {
                 field: "start",
                 value: format!("{:?}", p.start),
                 accepted: "empty (the system's start) or nx finite values",
             });
         }
         if !(p.reset_noise.is_finite() && p.reset_noise >= 0.0) {
-            return Err(CoreError::Invalid {
+            return Err(EnvError::Invalid {
                 field: "reset_noise",
                 value: p.reset_noise.to_string(),
                 accepted: "finite and >= 0",

@@ -2,6 +2,8 @@
 
 pub mod cartpole;
 pub mod control;
+mod error;
+pub mod grid;
 pub mod pendulum;
 
 pub use cartpole::{CartPole, CartPoleParams, CartPoleState};
@@ -9,4 +11,6 @@ pub use control::{
     BasicLinear, ContinuousCartPole, ControlEnv, ControlParams, ControlState, DiffDrive,
     DoubleIntegrator, Dynamics, Nav2d, PendulumDynamics,
 };
+pub use error::EnvError;
+pub use grid::{GridMap, GridParams, GridWorld};
 pub use pendulum::{Pendulum, PendulumParams, PendulumState};
