@@ -1,0 +1,229 @@
+//! Replay buffers.
+//!
+//! [`EpisodicReplay`] keeps whole episodes in one flat array with their start offsets and
+//! lengths recorded when an episode is added, so sampling a batch is arithmetic on indices:
+//! no per-sample search for the episode end (the Python reference walks its list of episodes
+//! per sample). Two sampling conventions are offered ([`Convention`]):
+//!
+//! | | `PaperCode` (`laplacian_dual_dynamics`) | `Asymexp` (`asymexp/exp_alcl`) |
+//! |---|---|---|
+//! | episode | uniform over episodes | uniform over episodes (its rows) |
+//! | pair `(s_i, s_{i+k})` | `i` uniform on `0..=H−2`, `k = D(H−1−i, γ) + 1` | the same (`obs_idx` uniform on `[0, H−1)`, offset up to the episode's end) |
+//! | independent state | a uniform step of the episode, `0..H` (last state included) | the first state of a pair, `0..H−1` (last state excluded) |
+//! | default discount | 0.9 | 0.2 |
+//!
+//! `D(n, γ) = ⌊log(1 − (1 − γⁿ) U) / log γ⌋` is the truncated geometric on `0..n`,
+//! `P(j) ∝ γʲ` ([`discounted_sampling`]); γ = 1 is uniform and γ = 0 always 0. Episodes of a
+//! single state have no pair and are skipped by pair sampling. (asymexp stores fixed-length
+//! rows with terminal flags and measures the distance to the row's next boundary; on storage
+//! that keeps episodes apart that is the distance to the episode's end, as above.)
+
+use kestrel_core::{Key, Rng};
+use thiserror::Error;
+
+/// Errors from `kestrel-replay`.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ReplayError {
+    /// The buffer holds no more steps.
+    #[error("replay full: {len} of {capacity} steps used, episode of {episode} does not fit")]
+    Full {
+        /// Steps stored.
+        len: usize,
+        /// Capacity in steps.
+        capacity: usize,
+        /// Length of the rejected episode.
+        episode: usize,
+    },
+    /// A request cannot be served.
+    #[error("invalid {field} = {value}: {accepted}")]
+    Invalid {
+        /// The argument.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// What is accepted.
+        accepted: &'static str,
+    },
+}
+
+/// Which reference's sampling rules to follow (see the crate docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Convention {
+    /// ALLO's paper code (`laplacian_dual_dynamics`).
+    #[default]
+    PaperCode,
+    /// The later `asymexp` re-implementation.
+    Asymexp,
+}
+
+impl Convention {
+    /// The convention's default sampling discount.
+    pub fn default_discount(self) -> f64 {
+        match self {
+            Convention::PaperCode => 0.9,
+            Convention::Asymexp => 0.2,
+        }
+    }
+}
+
+/// Truncated geometric sample on `0..n` with `P(j) ∝ γʲ` by inverse CDF (γ in [0, 1]).
+#[inline]
+pub fn discounted_sampling(rng: &mut Rng, n: usize, gamma: f64) -> usize {
+    if n <= 1 || gamma <= 0.0 {
+        return 0;
+    }
+    let u = rng.uniform_f64();
+    let j = if gamma >= 1.0 {
+        (n as f64 * u) as usize
+    } else {
+        ((1.0 - (1.0 - gamma.powi(n as i32)) * u).ln() / gamma.ln()) as usize
+    };
+    j.min(n - 1)
+}
+
+/// Episodes of items `T` (e.g. state indices) in one flat array.
+#[derive(Clone, Debug)]
+pub struct EpisodicReplay<T> {
+    items: Vec<T>,
+    capacity: usize,
+    start: Vec<u32>,
+    len: Vec<u32>,
+    /// Episodes with at least two states (the ones pairs come from).
+    pairable: Vec<u32>,
+}
+
+impl<T: Copy> EpisodicReplay<T> {
+    /// An empty buffer for up to `capacity` steps (allocated now).
+    pub fn new(capacity: usize) -> Result<Self, ReplayError> {
+        if capacity == 0 || capacity > u32::MAX as usize {
+            return Err(ReplayError::Invalid {
+                field: "capacity",
+                value: capacity.to_string(),
+                accepted: "1 to 2^32 - 1 steps",
+            });
+        }
+        Ok(EpisodicReplay {
+            items: Vec::with_capacity(capacity),
+            capacity,
+            start: Vec::new(),
+            len: Vec::new(),
+            pairable: Vec::new(),
+        })
+    }
+
+    /// Appends one episode (its states in order); a full buffer is an error and keeps what
+    /// it had.
+    pub fn add_episode(&mut self, states: &[T]) -> Result<(), ReplayError> {
+        if states.is_empty() {
+            return Err(ReplayError::Invalid {
+                field: "episode",
+                value: "0 states".into(),
+                accepted: "at least one state",
+            });
+        }
+        if self.items.len() + states.len() > self.capacity {
+            return Err(ReplayError::Full {
+                len: self.items.len(),
+                capacity: self.capacity,
+                episode: states.len(),
+            });
+        }
+        let id = self.start.len() as u32;
+        self.start.push(self.items.len() as u32);
+        self.len.push(states.len() as u32);
+        if states.len() >= 2 {
+            self.pairable.push(id);
+        }
+        self.items.extend_from_slice(states);
+        Ok(())
+    }
+
+    /// Steps stored.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Episodes stored.
+    pub fn num_episodes(&self) -> usize {
+        self.start.len()
+    }
+
+    /// Episode `e`'s states.
+    pub fn episode(&self, e: usize) -> &[T] {
+        let s = self.start[e] as usize;
+        &self.items[s..s + self.len[e] as usize]
+    }
+
+    /// Fills `states` and `future` with pairs `(s_i, s_{i+k})` (the same rule in both
+    /// conventions, see the crate docs; the discount differs by default), one per
+    /// output slot, from `key` (slot `j` draws from `key.fold_in(j)`, so any batch split gives
+    /// the same pairs).
+    pub fn sample_pairs(
+        &self,
+        key: Key,
+        discount: f64,
+        states: &mut [T],
+        future: &mut [T],
+    ) -> Result<(), ReplayError> {
+        if self.pairable.is_empty() {
+            return Err(ReplayError::Invalid {
+                field: "buffer",
+                value: format!("{} episodes", self.num_episodes()),
+                accepted: "at least one episode of two or more states to sample pairs",
+            });
+        }
+        if !(0.0..=1.0).contains(&discount) || states.len() != future.len() {
+            return Err(ReplayError::Invalid {
+                field: "discount/batch",
+                value: format!("{discount} / {} and {}", states.len(), future.len()),
+                accepted: "a discount in [0, 1] and equal output lengths",
+            });
+        }
+        let np = self.pairable.len() as u32;
+        for (j, (s, f)) in states.iter_mut().zip(future.iter_mut()).enumerate() {
+            let mut r = key.fold_in(j as u64).rng();
+            let e = self.pairable[r.below(np) as usize] as usize;
+            let (st, h) = (self.start[e] as usize, self.len[e] as usize);
+            // i uniform on 0..=H−2, offset 1..=H−1−i (the same in both conventions).
+            let i = r.below(h as u32 - 1) as usize;
+            let k = discounted_sampling(&mut r, h - 1 - i, discount) + 1;
+            *s = self.items[st + i];
+            *f = self.items[st + i + k];
+        }
+        Ok(())
+    }
+
+    /// Fills `out` with independent states: a uniform episode, then a uniform step of it
+    /// (`PaperCode`: all `H` states; `Asymexp`: the first `H − 1`, or the only one).
+    pub fn sample_states(
+        &self,
+        key: Key,
+        conv: Convention,
+        out: &mut [T],
+    ) -> Result<(), ReplayError> {
+        if self.is_empty() {
+            return Err(ReplayError::Invalid {
+                field: "buffer",
+                value: "empty".into(),
+                accepted: "at least one episode",
+            });
+        }
+        let ne = self.num_episodes() as u32;
+        for (j, o) in out.iter_mut().enumerate() {
+            let mut r = key.fold_in(j as u64).rng();
+            let e = r.below(ne) as usize;
+            let (st, h) = (self.start[e] as usize, self.len[e] as usize);
+            let span = match conv {
+                Convention::PaperCode => h,
+                Convention::Asymexp => (h - 1).max(1),
+            };
+            *o = self.items[st + r.below(span as u32) as usize];
+        }
+        Ok(())
+    }
+}
