@@ -88,10 +88,10 @@ fn the_paper_codes_mean_offset() {
     b.sample_pairs(Key::new(2), 0.9, &mut s, &mut f).unwrap();
     let mean = s.iter().zip(&f).map(|(a, c)| (c - a) as f64).sum::<f64>() / s.len() as f64;
     let exact: f64 = (0..50)
-        .map(|i| {
+        .map(|i: i32| {
             let n = 50 - i;
-            let z: f64 = (0..n).map(|j| 0.9f64.powi(j as i32)).sum();
-            (0..n).map(|j| (j + 1) as f64 * 0.9f64.powi(j as i32) / z).sum::<f64>()
+            let z: f64 = (0..n).map(|j| 0.9f64.powi(j)).sum();
+            (0..n).map(|j| (j + 1) as f64 * 0.9f64.powi(j) / z).sum::<f64>()
         })
         .sum::<f64>()
         / 50.0;
