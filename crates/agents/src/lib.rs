@@ -1,0 +1,42 @@
+//! Learners for Kestrel.
+//!
+//! - [`allo`]: ALLO Laplacian representation learning on grid maps (and the GGDO baseline),
+//!   with data collection over `VecEnv` and the paper's ground truth and metric
+//!   ([`laplacian`]).
+
+pub mod allo;
+pub mod laplacian;
+
+use thiserror::Error;
+
+/// Errors from `kestrel-agents`.
+#[derive(Debug, Error)]
+pub enum AgentError {
+    /// A setting is out of range.
+    #[error("invalid {field} = {value}: {accepted}")]
+    Invalid {
+        /// The setting.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        accepted: &'static str,
+    },
+    /// A loss or gradient is NaN or infinite; nothing was updated.
+    #[error("non-finite {what}: {value}")]
+    NonFinite {
+        /// Which quantity.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// From the network crate (checkpoints, optimiser).
+    #[error(transparent)]
+    Nn(#[from] kestrel_nn::NnError),
+    /// From the replay buffer.
+    #[error(transparent)]
+    Replay(#[from] kestrel_replay::ReplayError),
+    /// From the environments crate (maps).
+    #[error(transparent)]
+    Env(#[from] kestrel_envs::EnvError),
+}
