@@ -423,6 +423,67 @@ impl Allo {
             (self.barrier + self.cfg.lr_barrier * mean_q).clamp(0.0, self.cfg.max_barrier);
     }
 
+    /// Writes a checkpoint into `dir`: `encoder.safetensors` (parameters and Adam state) and
+    /// `allo_state.safetensors` (duals and the two EMAs in f64; barrier and step count in its
+    /// metadata), each atomically. With the same data and keys, [`Allo::load_checkpoint`]
+    /// continues exactly where this run was.
+    pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), AgentError> {
+        std::fs::create_dir_all(dir).map_err(|e| AgentError::Invalid {
+            field: "checkpoint folder",
+            value: format!("{} ({e})", dir.display()),
+            accepted: "a folder that can be created",
+        })?;
+        self.net.save_trainee(&dir.join("encoder.safetensors"), &self.trainee, &[])?;
+        let d = self.cfg.d;
+        kestrel_nn::save_safetensors(
+            &dir.join("allo_state.safetensors"),
+            &[
+                ("duals".to_string(), vec![d, d], &self.duals[..]),
+                ("e_ema".to_string(), vec![d, d], &self.e_ema[..]),
+                ("q_ema".to_string(), vec![d, d], &self.q_ema[..]),
+            ],
+            &[("barrier", self.barrier.to_string()), ("steps", self.steps.to_string())],
+        )?;
+        Ok(())
+    }
+
+    /// A learner resumed from [`Allo::save_checkpoint`]'s folder (the config and map must be
+    /// the run's own; shapes are checked).
+    pub fn load_checkpoint(
+        cfg: AlloConfig,
+        map: Arc<GridMap>,
+        dir: &std::path::Path,
+    ) -> Result<Self, AgentError> {
+        let mut a = Allo::new(cfg, map, Key::new(0))?;
+        let (t, _) = a.net.load_trainee(&dir.join("encoder.safetensors"))?;
+        a.trainee = t;
+        let path = dir.join("allo_state.safetensors");
+        let f = kestrel_nn::load_safetensors::<f64>(&path)?;
+        let d = a.cfg.d;
+        let bad = |what: String| AgentError::Invalid {
+            field: "checkpoint",
+            value: format!("{}: {what}", path.display()),
+            accepted: "a checkpoint of this configuration",
+        };
+        for (name, dst) in
+            [("duals", &mut a.duals), ("e_ema", &mut a.e_ema), ("q_ema", &mut a.q_ema)]
+        {
+            match f.get(name) {
+                Some((shape, v)) if shape == [d, d] => dst.copy_from_slice(v),
+                Some((shape, _)) => {
+                    return Err(bad(format!("{name} has shape {shape:?}, d = {d}")));
+                }
+                None => return Err(bad(format!("{name} missing"))),
+            }
+        }
+        let meta = |k: &str| {
+            f.metadata.get(k).cloned().ok_or_else(|| bad(format!("metadata {k} missing")))
+        };
+        a.barrier = meta("barrier")?.parse().map_err(|_| bad("barrier is not a number".into()))?;
+        a.steps = meta("steps")?.parse().map_err(|_| bad("steps is not an integer".into()))?;
+        Ok(a)
+    }
+
     /// The encoder's output for every state of the map (`states × d`, row-major, f64).
     pub fn representation(&self) -> Vec<f64> {
         let n = self.map.num_states();

@@ -186,3 +186,28 @@ fn allo_learns_the_eigenvectors_of_a_small_map() {
     let (after, sims) = gt.cosine_similarity(&a.representation());
     assert!(after > 0.95 && after > before, "cosine similarity {before:.3} -> {after:.3} {sims:?}");
 }
+
+#[test]
+fn a_checkpointed_run_resumes_exactly() {
+    let map = Arc::new(GridMap::builtin("rooms-2-3").unwrap());
+    let cfg = AlloConfig { d: 3, hidden: vec![16], batch: 32, ..AlloConfig::paper() };
+    let replay = collect(map.clone(), 40, 20, 4, 7).unwrap();
+    let mut a = Allo::new(cfg.clone(), map.clone(), Key::new(1)).unwrap();
+    for t in 0..5 {
+        a.step(&replay, Key::new(2).fold_in(t)).unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("kestrel-allo-ckpt-{}", std::process::id()));
+    a.save_checkpoint(&dir).unwrap();
+    let mut b = Allo::load_checkpoint(cfg.clone(), map.clone(), &dir).unwrap();
+    assert_eq!((b.steps, b.barrier), (a.steps, a.barrier));
+    for t in 5..10 {
+        a.step(&replay, Key::new(2).fold_in(t)).unwrap();
+        b.step(&replay, Key::new(2).fold_in(t)).unwrap();
+    }
+    assert_eq!(a.trainee.params, b.trainee.params);
+    assert_eq!((a.duals.clone(), a.barrier), (b.duals.clone(), b.barrier));
+    let other = AlloConfig { d: 4, ..cfg };
+    let e = Allo::load_checkpoint(other, map, &dir).err().unwrap().to_string();
+    assert!(e.contains("shape"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

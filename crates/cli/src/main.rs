@@ -1,5 +1,6 @@
 //! `kestrel`: the command-line front of the Kestrel engine.
 
+mod allo;
 mod arc;
 mod evo;
 mod mppi;
@@ -30,6 +31,9 @@ enum Cmd {
     /// MPPI control: run, tune, bench.
     #[command(subcommand)]
     Mppi(mppi::MppiCmd),
+    /// ALLO Laplacian representation learning on grid maps: train.
+    #[command(subcommand)]
+    Allo(allo::AlloCmd),
     /// Neural-network kernels: bench.
     #[command(subcommand)]
     Nn(nn::NnCmd),
@@ -47,6 +51,7 @@ fn main() {
         Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
         Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
+        Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(a),
     };
     if let Err(e) = r {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.

@@ -56,10 +56,24 @@ pub struct MetricsWriter {
 }
 
 impl MetricsWriter {
-    /// Starts the writer thread.
+    /// Starts the writer thread on a new (truncated) file.
     pub fn new(path: &Path) -> Result<Self> {
         let f = std::fs::File::create(path)
             .with_context(|| format!("{}: cannot create", path.display()))?;
+        Self::on(f)
+    }
+
+    /// Starts the writer thread appending to `path` (a resumed run keeps its earlier lines).
+    pub fn append(path: &Path) -> Result<Self> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("{}: cannot open for appending", path.display()))?;
+        Self::on(f)
+    }
+
+    fn on(f: std::fs::File) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<String>();
         let handle = std::thread::spawn(move || -> Result<()> {
             let mut w = std::io::BufWriter::new(f);

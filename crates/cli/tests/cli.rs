@@ -265,3 +265,70 @@ fn mppi_run_tune_and_bench() {
             .contains("cma-es")
     );
 }
+
+#[test]
+fn allo_train_runs_resumes_and_reports_bad_maps() {
+    let out_dir = tmp("allo-runs");
+    let o = out_dir.to_str().unwrap();
+    let common = [
+        "--map",
+        "builtin:rooms-2-3",
+        "--d",
+        "3",
+        "--batch",
+        "32",
+        "--samples",
+        "2000",
+        "--eval-every",
+        "10",
+        "--out-dir",
+        o,
+    ];
+    let mut args = vec!["allo", "train", "--steps", "20"];
+    args.extend(common);
+    let out = ok(&args);
+    assert!(out.contains("average cosine similarity"), "{out}");
+    let run = std::fs::read_dir(&out_dir).unwrap().next().unwrap().unwrap().path();
+    for f in ["config.json", "metrics.jsonl", "summary.md", "eigenvectors.png"] {
+        assert!(run.join(f).exists(), "{f} missing");
+    }
+    assert!(run.join("checkpoint/encoder.safetensors").exists());
+    // Resume to 40 steps in the same folder: the metrics file gains the later evaluations.
+    let mut args = vec!["allo", "train", "--steps", "40", "--resume", run.to_str().unwrap()];
+    args.extend(common);
+    let out = ok(&args);
+    assert!(out.contains("after 40 steps"), "{out}");
+    let steps: Vec<u64> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, [10, 20, 30, 40]);
+    let e = fails(&["allo", "train", "--map", "builtin:spiral-3", "--out-dir", o]);
+    assert!(e.contains("builtin:spiral-3"), "{e}");
+    let e = fails(&["allo", "train", "--map", "/nonexistent/map.txt", "--out-dir", o]);
+    assert!(e.contains("/nonexistent/map.txt"), "{e}");
+    let e = fails(&["allo", "train", "--method", "gdo", "--out-dir", o]);
+    assert!(e.contains("--method gdo"), "{e}");
+}
+
+#[test]
+fn nn_bench_reports_json() {
+    let out = ok(&[
+        "nn",
+        "bench",
+        "--sizes",
+        "4,8,2",
+        "--batch",
+        "8",
+        "--models",
+        "2",
+        "--model-batch",
+        "4",
+        "--seconds",
+        "0.01",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v["train_us"].as_f64().unwrap() > 0.0 && v["train_many_us"].as_f64().unwrap() > 0.0);
+}

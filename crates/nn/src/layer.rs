@@ -53,8 +53,9 @@ pub enum Init {
     /// PyTorch's `nn.Linear` default: weight and bias `U[−1/√in, 1/√in]`.
     #[default]
     TorchUniform,
-    /// Haiku's `hk.Linear` default: weight from a normal truncated at ±2σ, scaled so its
-    /// standard deviation is `1/√in`; bias 0.
+    /// Haiku's `hk.Linear` default: weight `σ·z` with `z` a standard normal truncated to
+    /// [−2, 2] and `σ = 1/√in` (Haiku does not rescale for the truncation, so the standard
+    /// deviation is `0.88/√in`); bias 0.
     TruncatedNormal,
     /// Glorot/Xavier uniform weight `U[−√(6/(in+out)), √(6/(in+out))]`; bias 0.
     GlorotUniform,
@@ -85,9 +86,6 @@ impl Dense {
     }
 }
 
-/// Standard deviation of N(0,1) truncated to [−2, 2].
-const TRUNC2_STD: f64 = 0.879_625_661_034_239_8;
-
 impl<T: Float> Layer<T> for Dense {
     fn in_dim(&self) -> usize {
         self.input
@@ -113,7 +111,7 @@ impl<T: Float> Layer<T> for Dense {
                 }
             }
             Init::TruncatedNormal => {
-                let scale = 1.0 / fan_in.sqrt() / TRUNC2_STD;
+                let scale = 1.0 / fan_in.sqrt();
                 for v in w.iter_mut() {
                     let z = loop {
                         let z = r.standard_normal();
