@@ -16,6 +16,81 @@ use std::sync::Arc;
 pub enum AlloCmd {
     /// Train a Laplacian representation on a map.
     Train(TrainArgs),
+    /// Time replay sampling (one 4 × batch draw) and the training step, deduplicated and
+    /// plain.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// A map file or `builtin:NAME`.
+    #[arg(long, default_value = "builtin:rooms-2-5")]
+    map: String,
+    /// Rows per sub-batch.
+    #[arg(long, default_value_t = 1024)]
+    batch: usize,
+    /// Steps timed per path.
+    #[arg(long, default_value_t = 200)]
+    steps: u64,
+    /// One JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Median of per-call times in µs.
+fn median_us(n: u64, mut f: impl FnMut(u64)) -> f64 {
+    for i in 0..n.min(10) {
+        f(i);
+    }
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| {
+            let t = std::time::Instant::now();
+            f(i);
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+pub fn bench(a: BenchArgs) -> Result<()> {
+    let map = Arc::new(GridMap::resolve(&a.map)?);
+    let replay = collect(map.clone(), 4000, 50, 64, 0)?;
+    let b = a.batch;
+    let (mut s, mut f, mut u1, mut u2) =
+        (vec![0u32; b], vec![0u32; b], vec![0u32; b], vec![0u32; b]);
+    let conv = kestrel_replay::Convention::PaperCode;
+    let sample_us = median_us(a.steps * 5, |i| {
+        let k = Key::new(i);
+        replay.sample_pairs(k.fold_in(0), 0.9, &mut s, &mut f).expect("pairs");
+        replay.sample_states(k.fold_in(1), conv, &mut u1).expect("states");
+        replay.sample_states(k.fold_in(2), conv, &mut u2).expect("states");
+    });
+    let cfg = AlloConfig { batch: b, ..AlloConfig::paper() };
+    let mut dedup = Allo::new(cfg.clone(), map.clone(), Key::new(1))?;
+    let step_dedup_us = median_us(a.steps, |i| {
+        dedup.step(&replay, Key::new(2).fold_in(i)).expect("step");
+    });
+    let mut plain = Allo::new(AlloConfig { dedup: false, ..cfg }, map.clone(), Key::new(1))?;
+    let step_plain_us = median_us(a.steps.min(50), |i| {
+        plain.step(&replay, Key::new(2).fold_in(i)).expect("step");
+    });
+    if a.json {
+        println!(
+            "{}",
+            json!({"map": a.map, "states": map.num_states(), "batch": b, "sample_us": sample_us,
+                   "step_dedup_us": step_dedup_us, "step_plain_us": step_plain_us})
+        );
+    } else {
+        println!(
+            "ALLO on {} ({} states), batch 4×{b}: sampling {sample_us:.0} µs; step {:.2} ms deduplicated, {:.2} ms plain",
+            a.map,
+            map.num_states(),
+            step_dedup_us / 1e3,
+            step_plain_us / 1e3
+        );
+    }
+    Ok(())
 }
 
 #[derive(Args, Clone)]

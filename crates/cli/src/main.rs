@@ -31,7 +31,7 @@ enum Cmd {
     /// MPPI control: run, tune, bench.
     #[command(subcommand)]
     Mppi(mppi::MppiCmd),
-    /// ALLO Laplacian representation learning on grid maps: train.
+    /// ALLO Laplacian representation learning on grid maps: train, bench.
     #[command(subcommand)]
     Allo(allo::AlloCmd),
     /// Neural-network kernels: bench.
@@ -52,6 +52,7 @@ fn main() {
         Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
         Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(a),
+        Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),
     };
     if let Err(e) = r {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.
