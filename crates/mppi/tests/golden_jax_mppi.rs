@@ -6,10 +6,9 @@
 
 mod common;
 
-use common::{Linear, close};
+use common::{Linear, params, replay_case};
 use kestrel_mppi::{
-    Convention, Dynamics, Kmppi, KmppiParams, Mppi, MppiParams, PendulumDynamics, Smppi,
-    SmppiParams,
+    Convention, Dynamics, Kmppi, KmppiParams, Mppi, PendulumDynamics, Smppi, SmppiParams,
 };
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
@@ -35,42 +34,15 @@ impl Dynamics for LinearTerminal {
     }
 }
 
-fn params(case: &Value) -> MppiParams {
-    let nu = case["nu"].as_u64().unwrap() as usize;
-    let pr = &case["params"];
-    let get = |k: &str, d: Vec<f64>| pr.get(k).map(floats).unwrap_or(d);
-    MppiParams {
-        num_samples: pr["num_samples"].as_u64().unwrap() as usize,
-        horizon: pr["horizon"].as_u64().unwrap() as usize,
-        lambda: pr.get("lambda_").and_then(Value::as_f64).unwrap_or(1.0),
-        noise_sigma: floats(&case["sigma"]),
-        noise_mu: get("noise_mu", vec![0.0; nu]),
-        u_min: get("u_min", vec![f64::NEG_INFINITY; nu]),
-        u_max: get("u_max", vec![f64::INFINITY; nu]),
-        u_init: vec![0.0; nu],
-        u_scale: pr.get("u_scale").and_then(Value::as_f64).unwrap_or(1.0),
-        u_per_command: pr.get("u_per_command").and_then(Value::as_u64).unwrap_or(1) as usize,
-        sample_null_action: pr.get("sample_null_action").and_then(Value::as_bool).unwrap_or(false),
-        noise_abs_cost: pr.get("noise_abs_cost").and_then(Value::as_bool).unwrap_or(false),
-        convention: Convention::JaxMppi,
-        ..MppiParams::new(nu, 1.0)
-    }
-}
-
 fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
-    let nu = case["nu"].as_u64().unwrap() as usize;
-    let p = params(case);
+    let p = params(case, Convention::JaxMppi);
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
-    let name = case["name"].as_str().unwrap();
-    let mut out = vec![0.0; p.u_per_command * nu];
-    let steps = case["steps"].as_array().unwrap();
-    for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
-        close("jax-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
-        close("jax-mppi", &format!("{name} command {k} nominal U"), &s.u, &floats(&st["u"]));
-    }
-    steps.len()
+    let mut out = vec![0.0; p.u_per_command * m.dynamics().nu()];
+    replay_case("jax-mppi", case, |x, z| {
+        m.command_with_normals(&p, &mut s, x, z, &mut out, true);
+        vec![("action", out.clone()), ("u", s.u.clone())]
+    })
 }
 
 #[test]
@@ -91,7 +63,7 @@ fn replay_smppi<D: Dynamics>(m: &Smppi<D>, case: &Value) -> usize {
     let pr = &case["params"];
     let get = |k: &str, d: Vec<f64>| pr.get(k).map(floats).unwrap_or(d);
     let p = SmppiParams {
-        mppi: params(case),
+        mppi: params(case, Convention::JaxMppi),
         w_action_seq_cost: pr.get("w_action_seq_cost").and_then(Value::as_f64).unwrap_or(1.0),
         delta_t: pr.get("delta_t").and_then(Value::as_f64).unwrap_or(1.0),
         action_min: get("action_min", vec![f64::NEG_INFINITY; nu]),
@@ -100,43 +72,27 @@ fn replay_smppi<D: Dynamics>(m: &Smppi<D>, case: &Value) -> usize {
     };
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
-    let name = case["name"].as_str().unwrap();
     let mut out = vec![0.0; p.mppi.u_per_command * nu];
-    let steps = case["steps"].as_array().unwrap();
-    for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
-        close("jax-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
-        close("jax-mppi", &format!("{name} command {k} lifted U"), &s.u, &floats(&st["u"]));
-        close(
-            "jax-mppi",
-            &format!("{name} command {k} actions"),
-            &s.actions,
-            &floats(&st["actions"]),
-        );
-    }
-    steps.len()
+    replay_case("jax-mppi", case, |x, z| {
+        m.command_with_normals(&p, &mut s, x, z, &mut out, true);
+        vec![("action", out.clone()), ("u", s.u.clone()), ("actions", s.actions.clone())]
+    })
 }
 
 fn replay_kmppi<D: Dynamics>(m: &Kmppi<D>, case: &Value) -> usize {
     let nu = case["nu"].as_u64().unwrap() as usize;
-    let pr = &case["params"];
     let p = KmppiParams {
-        mppi: params(case),
-        num_support_pts: pr["num_support_pts"].as_u64().unwrap() as usize,
+        mppi: params(case, Convention::JaxMppi),
+        num_support_pts: case["params"]["num_support_pts"].as_u64().unwrap() as usize,
         kernel_sigma: 1.0,
     };
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
-    let name = case["name"].as_str().unwrap();
     let mut out = vec![0.0; p.mppi.u_per_command * nu];
-    let steps = case["steps"].as_array().unwrap();
-    for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
-        close("jax-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
-        close("jax-mppi", &format!("{name} command {k} plan U"), &s.u, &floats(&st["u"]));
-        close("jax-mppi", &format!("{name} command {k} theta"), &s.theta, &floats(&st["theta"]));
-    }
-    steps.len()
+    replay_case("jax-mppi", case, |x, z| {
+        m.command_with_normals(&p, &mut s, x, z, &mut out, true);
+        vec![("action", out.clone()), ("u", s.u.clone()), ("theta", s.theta.clone())]
+    })
 }
 
 #[test]

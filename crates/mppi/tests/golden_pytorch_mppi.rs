@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::{Linear, close};
-use kestrel_mppi::{Dynamics, Mppi, MppiParams, PendulumDynamics};
+use common::{Linear, params, replay_case};
+use kestrel_mppi::{Convention, Dynamics, Mppi, PendulumDynamics};
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
 
@@ -39,52 +39,15 @@ impl Dynamics for Ensemble {
     }
 }
 
-fn params(case: &Value) -> MppiParams {
-    let nu = case["nu"].as_u64().unwrap() as usize;
-    let pr = &case["params"];
-    let get = |k: &str, d: Vec<f64>| pr.get(k).map(floats).unwrap_or(d);
-    MppiParams {
-        num_samples: pr["num_samples"].as_u64().unwrap() as usize,
-        horizon: pr["horizon"].as_u64().unwrap() as usize,
-        lambda: pr.get("lambda_").and_then(Value::as_f64).unwrap_or(1.0),
-        noise_sigma: floats(&case["sigma"]),
-        noise_mu: get("noise_mu", vec![0.0; nu]),
-        u_min: get("u_min", vec![f64::NEG_INFINITY; nu]),
-        u_max: get("u_max", vec![f64::INFINITY; nu]),
-        u_init: vec![0.0; nu],
-        u_scale: pr.get("u_scale").and_then(Value::as_f64).unwrap_or(1.0),
-        u_per_command: pr.get("u_per_command").and_then(Value::as_u64).unwrap_or(1) as usize,
-        sample_null_action: pr.get("sample_null_action").and_then(Value::as_bool).unwrap_or(false),
-        noise_abs_cost: pr.get("noise_abs_cost").and_then(Value::as_bool).unwrap_or(false),
-        rollout_samples: pr.get("rollout_samples").and_then(Value::as_u64).unwrap_or(1) as usize,
-        rollout_var_cost: pr.get("rollout_var_cost").and_then(Value::as_f64).unwrap_or(0.0),
-        rollout_var_discount: pr
-            .get("rollout_var_discount")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.95),
-        convention: kestrel_mppi::Convention::PytorchMppi,
-    }
-}
-
 fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
-    let p = params(case);
+    let p = params(case, Convention::PytorchMppi);
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
-    let name = case["name"].as_str().unwrap();
     let mut out = vec![0.0; p.u_per_command * m.dynamics().nu()];
-    let steps = case["steps"].as_array().unwrap();
-    for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
-        close("pytorch-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
-        close("pytorch-mppi", &format!("{name} command {k} nominal U"), &s.u, &floats(&st["u"]));
-        close(
-            "pytorch-mppi",
-            &format!("{name} command {k} costs"),
-            &s.costs,
-            &floats(&st["costs"]),
-        );
-    }
-    steps.len()
+    replay_case("pytorch-mppi", case, |x, z| {
+        m.command_with_normals(&p, &mut s, x, z, &mut out, true);
+        vec![("action", out.clone()), ("u", s.u.clone()), ("costs", s.costs.clone())]
+    })
 }
 
 #[test]
@@ -114,7 +77,7 @@ fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize 
         (None, None) => (vec![f64::NEG_INFINITY; nu], vec![f64::INFINITY; nu]),
     };
     let p = kestrel_mppi::SmppiParams {
-        mppi: params(case),
+        mppi: params(case, Convention::PytorchMppi),
         w_action_seq_cost: pr.get("w_action_seq_cost").and_then(Value::as_f64).unwrap_or(1.0),
         delta_t: pr.get("delta_t").and_then(Value::as_f64).unwrap_or(1.0),
         action_min,
@@ -123,27 +86,16 @@ fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize 
     };
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
-    let name = case["name"].as_str().unwrap();
     let mut out = vec![0.0; p.mppi.u_per_command * nu];
-    let steps = case["steps"].as_array().unwrap();
-    for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
-        close("pytorch-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
-        close("pytorch-mppi", &format!("{name} command {k} lifted U"), &s.u, &floats(&st["u"]));
-        close(
-            "pytorch-mppi",
-            &format!("{name} command {k} action sequence"),
-            &s.actions,
-            &floats(&st["actions"]),
-        );
-        close(
-            "pytorch-mppi",
-            &format!("{name} command {k} costs"),
-            &s.costs,
-            &floats(&st["costs"]),
-        );
-    }
-    steps.len()
+    replay_case("pytorch-mppi", case, |x, z| {
+        m.command_with_normals(&p, &mut s, x, z, &mut out, true);
+        vec![
+            ("action", out.clone()),
+            ("u", s.u.clone()),
+            ("actions", s.actions.clone()),
+            ("costs", s.costs.clone()),
+        ]
+    })
 }
 
 #[test]
@@ -164,33 +116,22 @@ fn replay_kmppi<D: Dynamics>(m: &kestrel_mppi::Kmppi<D>, case: &Value) -> usize 
     let nu = case["nu"].as_u64().unwrap() as usize;
     let pr = &case["params"];
     let p = kestrel_mppi::KmppiParams {
-        mppi: params(case),
+        mppi: params(case, Convention::PytorchMppi),
         num_support_pts: pr["num_support_pts"].as_u64().unwrap() as usize,
         kernel_sigma: pr["kernel_sigma"].as_f64().unwrap(),
     };
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
-    let name = case["name"].as_str().unwrap();
     let mut out = vec![0.0; p.mppi.u_per_command * nu];
-    let steps = case["steps"].as_array().unwrap();
-    for (k, st) in steps.iter().enumerate() {
-        m.command_with_normals(&p, &mut s, &floats(&st["x"]), &floats(&st["z"]), &mut out, true);
-        close("pytorch-mppi", &format!("{name} command {k} action"), &out, &floats(&st["action"]));
-        close(
-            "pytorch-mppi",
-            &format!("{name} command {k} theta"),
-            &s.theta,
-            &floats(&st["theta"]),
-        );
-        close("pytorch-mppi", &format!("{name} command {k} nominal U"), &s.u, &floats(&st["u"]));
-        close(
-            "pytorch-mppi",
-            &format!("{name} command {k} costs"),
-            &s.costs,
-            &floats(&st["costs"]),
-        );
-    }
-    steps.len()
+    replay_case("pytorch-mppi", case, |x, z| {
+        m.command_with_normals(&p, &mut s, x, z, &mut out, true);
+        vec![
+            ("action", out.clone()),
+            ("theta", s.theta.clone()),
+            ("u", s.u.clone()),
+            ("costs", s.costs.clone()),
+        ]
+    })
 }
 
 #[test]
