@@ -31,11 +31,8 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VENV = os.path.join(ROOT, "tools", "venv-evosax")
-REQ = os.path.join(ROOT, "tools", "compare", "requirements-evo.txt")
-ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1", "PYTHONWARNINGS": "ignore"}
+from common import ONE_THREAD, ROOT, commit, kestrel_release, venv_python
+
 
 PEER = textwrap.dedent('''
     import collections, json, math, random, sys, time, warnings
@@ -133,12 +130,6 @@ PEER = textwrap.dedent('''
 ''')
 
 
-def py():
-    p = os.path.join(VENV, "bin", "python")
-    if not os.path.exists(p):
-        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-        subprocess.run([p, "-m", "pip", "install", "-q", "-r", REQ], check=True)
-    return p
 
 
 def main():
@@ -147,18 +138,18 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(a.map):
         sys.exit(f"{a.map}: not found (pass --map with a map in the paper's text format)")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    peer = json.loads(subprocess.run([py(), "-c", PEER, a.map], check=True, capture_output=True, text=True,
+    measured = commit()
+    peer = json.loads(subprocess.run([venv_python("venv-evosax", "tools/compare/requirements-evo.txt"), "-c", PEER, a.map], check=True, capture_output=True, text=True,
                                      env={**os.environ, **ONE_THREAD}).stdout.strip().splitlines()[-1])
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
+    binary = kestrel_release()
     k = {}
     for t in (1,):
-        out = subprocess.run(["taskset", "-c", "0", os.path.join(ROOT, "target", "release", "kestrel"),
+        out = subprocess.run(["taskset", "-c", "0", binary,
                               "allo", "bench", "--map", a.map, "--json"], cwd=ROOT, check=True, capture_output=True, text=True,
                              env={**os.environ, "RAYON_NUM_THREADS": str(t)})
         k[t] = json.loads(out.stdout.strip().splitlines()[-1])
     name = os.path.basename(a.map)
-    print(f"### ALLO, {name}, batch 4×1024, MLP 2-256-256-256-11 — commit {commit}, {platform.processor() or platform.machine()}, JAX {peer['jax']}\n")
+    print(f"### ALLO, {name}, batch 4×1024, MLP 2-256-256-256-11 — commit {measured}, {platform.processor() or platform.machine()}, JAX {peer['jax']}\n")
     print("| | reference restated (Python replay; jitted JAX update, 1 thread) µs | Kestrel µs | ratio |")
     print("|---|---:|---:|---:|")
     print(f"| replay sampling, one 4×1024 batch | {peer['sample_us']:,.0f} | {k[1]['sample_us']:,.1f} | {peer['sample_us'] / k[1]['sample_us']:,.0f}x |")

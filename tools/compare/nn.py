@@ -20,11 +20,8 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VENV = os.path.join(ROOT, "tools", "venv-evosax")
-REQ = os.path.join(ROOT, "tools", "compare", "requirements-evo.txt")
-ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1", "PYTHONWARNINGS": "ignore"}
+from common import ONE_THREAD, ROOT, commit, kestrel_release, venv_python
+
 
 JAX = textwrap.dedent('''
     import json, sys, time, warnings
@@ -82,27 +79,20 @@ JAX = textwrap.dedent('''
 ''')
 
 
-def py():
-    p = os.path.join(VENV, "bin", "python")
-    if not os.path.exists(p):
-        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-        subprocess.run([p, "-m", "pip", "install", "-q", "-r", REQ], check=True)
-    return p
 
 
 def kestrel(threads):
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
-    out = subprocess.run([os.path.join(ROOT, "target", "release", "kestrel"), "nn", "bench", "--threads", str(threads), "--json"],
+    out = subprocess.run([kestrel_release(), "nn", "bench", "--threads", str(threads), "--json"],
                          cwd=ROOT, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    j = json.loads(subprocess.run([py(), "-c", JAX], check=True, capture_output=True, text=True,
+    measured = commit()
+    j = json.loads(subprocess.run([venv_python("venv-evosax", "tools/compare/requirements-evo.txt"), "-c", JAX], check=True, capture_output=True, text=True,
                                   env={**os.environ, **ONE_THREAD}).stdout.strip().splitlines()[-1])
     k1, k2 = kestrel(1), kestrel(2)
-    print(f"### kestrel-nn vs jitted JAX {j['jax']} — commit {commit}, {platform.processor() or platform.machine()}, 2 cores\n")
+    print(f"### kestrel-nn vs jitted JAX {j['jax']} — commit {measured}, {platform.processor() or platform.machine()}, 2 cores\n")
     print("| workload | JAX µs (1 thread) | Kestrel 1 thread µs | ratio | Kestrel 2 threads µs | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for key, name in [("train_us", "train step, MLP 64-256-256-16, batch 256, MSE + Adam"),

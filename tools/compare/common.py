@@ -1,0 +1,29 @@
+"""Shared by the comparison scripts: the peer venvs, single-threaded numeric libraries, the
+commit being measured."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# One thread for BLAS/OpenMP and XLA, so peers and Kestrel compare core for core.
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1", "PYTHONWARNINGS": "ignore"}
+
+
+def venv_python(venv, requirements):
+    """The venv's python, creating the venv from `requirements` when it does not exist."""
+    p = os.path.join(ROOT, "tools", venv, "bin", "python")
+    if not os.path.exists(p):
+        subprocess.run([sys.executable, "-m", "venv", os.path.join(ROOT, "tools", venv)], check=True)
+        subprocess.run([p, "-m", "pip", "install", "-q", "-r", os.path.join(ROOT, requirements)], check=True)
+    return p
+
+
+def commit():
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def kestrel_release():
+    """Builds the release binary and returns its path."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
+    return os.path.join(ROOT, "target", "release", "kestrel")
