@@ -5,6 +5,7 @@ pub mod control;
 mod error;
 pub mod grid;
 pub mod pendulum;
+pub mod treasure;
 
 pub use cartpole::{CartPole, CartPoleParams, CartPoleState};
 pub use control::{
@@ -14,3 +15,4 @@ pub use control::{
 pub use error::EnvError;
 pub use grid::{GridMap, GridParams, GridWorld};
 pub use pendulum::{Pendulum, PendulumParams, PendulumState};
+pub use treasure::{TreasureHunt, TreasureObs, TreasureParams, TreasureState};
