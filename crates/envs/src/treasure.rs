@@ -10,6 +10,13 @@
 //! | observation | egocentric `(2r+1)²` view (r = 2), cells outside the map look like walls; `onehot`: 6 channels `[empty, wall, gem, bone, food, agent]` with empty all-zero; `rgb`: wall (255,0,0), gem (203,255,0), bone (0,255,102), food (0,102,255), agent (204,0,255), divided by 255; channel-major |
 //! | terminated | never (episodes end by the turn limit, 100) |
 //!
+//! As an `Env`, a step is "all agents act in list order, then the next turn's spawning", and
+//! `reset` builds the world and runs the first spawning: every observation is then what sorrel
+//! shows the first agent just before it acts. (sorrel's later agents also see the moves of
+//! the agents before them in the same turn; a batched step chooses all actions at once, so
+//! that part is not reproducible there. [`TreasureHunt::spawn`], [`TreasureHunt::act`] and
+//! [`TreasureHunt::observe`] give sorrel's exact sequence; the golden test drives them.)
+//!
 //! The state holds no per-cell objects: one byte per cell and the agents' positions. An action
 //! outside 0..4 leaves the agent in place with reward 0.
 
@@ -190,6 +197,15 @@ impl TreasureHunt {
         draws: &mut impl SpawnDraws,
         rewards: &mut [f32],
     ) {
+        Self::spawn(p, s, draws);
+        for (a, (&act, rew)) in actions.iter().zip(rewards.iter_mut()).enumerate() {
+            *rew = Self::act(p, s, a, act);
+        }
+        s.turn += 1;
+    }
+
+    /// The spawning phase: every empty interior cell, in row-major order, asks `draws`.
+    pub fn spawn(p: &TreasureParams, s: &mut TreasureState, draws: &mut impl SpawnDraws) {
         let w = p.width;
         for r in 1..p.height - 1 {
             for c in 1..w - 1 {
@@ -201,32 +217,33 @@ impl TreasureHunt {
                 }
             }
         }
-        for (a, (&act, rew)) in actions.iter().zip(rewards.iter_mut()).enumerate() {
-            *rew = 0.0;
-            if act >= 4 {
-                continue;
-            }
-            let (r, c) = s.agents[a];
-            let (dr, dc) = MOVES[act as usize];
-            let (tr, tc) = ((r as i32 + dr) as usize, (c as i32 + dc) as usize);
-            let t = tr * w + tc;
-            match s.cells[t] {
-                cell::WALL => *rew = p.wall_value,
-                cell::AGENT => {}
-                item => {
-                    *rew = match item {
-                        cell::GEM => p.gem_value,
-                        cell::FOOD => p.food_value,
-                        cell::BONE => p.bone_value,
-                        _ => 0.0,
-                    };
-                    s.cells[t] = cell::AGENT;
-                    s.cells[r as usize * w + c as usize] = cell::EMPTY;
-                    s.agents[a] = (tr as u8, tc as u8);
+    }
+
+    /// Agent `a` takes `action`; returns its reward.
+    pub fn act(p: &TreasureParams, s: &mut TreasureState, a: usize, action: u8) -> f32 {
+        if action >= 4 {
+            return 0.0;
+        }
+        let w = p.width;
+        let (r, c) = s.agents[a];
+        let (dr, dc) = MOVES[action as usize];
+        let (tr, tc) = ((r as i32 + dr) as usize, (c as i32 + dc) as usize);
+        let t = tr * w + tc;
+        match s.cells[t] {
+            cell::WALL => p.wall_value,
+            cell::AGENT => 0.0,
+            item => {
+                s.cells[t] = cell::AGENT;
+                s.cells[r as usize * w + c as usize] = cell::EMPTY;
+                s.agents[a] = (tr as u8, tc as u8);
+                match item {
+                    cell::GEM => p.gem_value,
+                    cell::FOOD => p.food_value,
+                    cell::BONE => p.bone_value,
+                    _ => 0.0,
                 }
             }
         }
-        s.turn += 1;
     }
 
     /// Agent `a`'s egocentric observation.
@@ -284,7 +301,9 @@ impl Env for TreasureHunt {
     }
 
     fn reset(&self, p: &TreasureParams, key: Key, obs: &mut [f32]) -> TreasureState {
-        let s = Self::new_world(p, &mut key.rng());
+        let [kw, ks] = key.split();
+        let mut s = Self::new_world(p, &mut kw.rng());
+        Self::spawn(p, &mut s, &mut KeyDraws(ks.rng()));
         let m = p.obs_len();
         for a in 0..p.num_agents {
             Self::observe(p, &s, a, &mut obs[a * m..(a + 1) * m]);
@@ -301,7 +320,11 @@ impl Env for TreasureHunt {
         obs: &mut [f32],
         rewards: &mut [f32],
     ) -> bool {
-        Self::turn(p, s, actions, &mut KeyDraws(key.rng()), rewards);
+        for (a, (&act, rew)) in actions.iter().zip(rewards.iter_mut()).enumerate() {
+            *rew = Self::act(p, s, a, act);
+        }
+        s.turn += 1;
+        Self::spawn(p, s, &mut KeyDraws(key.rng()));
         let m = p.obs_len();
         for a in 0..p.num_agents {
             Self::observe(p, s, a, &mut obs[a * m..(a + 1) * m]);
