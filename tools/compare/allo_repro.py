@@ -2,7 +2,7 @@
 """Reproduction of the ALLO paper's Table 1 ((x, y) input, average cosine similarity) with
 Kestrel: all 12 paper maps, the paper's hyper-parameters (`kestrel allo train` defaults:
 d 11, encoder 2-256-256-256-11, batch 1024, Adam 1e-3, discount 0.9, b₀ 0.5, barrier rate
-0.01, dual rate 1e-4, 200,000 transition samples), N steps and S seeds per map (default
+0.01, dual rate 1e-4, 3,000,000 transition samples as `exp2.sh`), N steps and S seeds per map (default
 20,000 and 3; the paper trains 200,000 steps with 60 seeds). Runs two trainings at a time
 (one thread each) and prints a Markdown table next to the paper's numbers.
 
