@@ -167,6 +167,22 @@ const MOVES: [(i32, i32); 4] = [(-1, 0), (1, 0), (0, -1), (0, 1)];
 impl TreasureHunt {
     /// A fresh world: border walls, agents on distinct uniform interior cells.
     pub fn new_world(p: &TreasureParams, rng: &mut Rng) -> TreasureState {
+        let mut s = Self::world_with_agents(p, &[]);
+        let (h, w) = (p.height, p.width);
+        let interior = (h - 2) * (w - 2);
+        while s.agents.len() < p.num_agents {
+            let k = rng.below(interior as u32) as usize;
+            let (r, c) = (1 + k / (w - 2), 1 + k % (w - 2));
+            if s.cells[r * w + c] == cell::EMPTY {
+                s.cells[r * w + c] = cell::AGENT;
+                s.agents.push((r as u8, c as u8));
+            }
+        }
+        s
+    }
+
+    /// An empty walled world with agents at given interior `(row, col)`s (e.g. a peer's).
+    pub fn world_with_agents(p: &TreasureParams, agents: &[(u8, u8)]) -> TreasureState {
         let (h, w) = (p.height, p.width);
         let mut cells = vec![cell::EMPTY; h * w];
         for r in 0..h {
@@ -176,17 +192,10 @@ impl TreasureHunt {
                 }
             }
         }
-        let mut agents = Vec::with_capacity(p.num_agents);
-        let interior = (h - 2) * (w - 2);
-        while agents.len() < p.num_agents {
-            let k = rng.below(interior as u32) as usize;
-            let (r, c) = (1 + k / (w - 2), 1 + k % (w - 2));
-            if cells[r * w + c] == cell::EMPTY {
-                cells[r * w + c] = cell::AGENT;
-                agents.push((r as u8, c as u8));
-            }
+        for &(r, c) in agents {
+            cells[r as usize * w + c as usize] = cell::AGENT;
         }
-        TreasureState { cells, agents, turn: 0 }
+        TreasureState { cells, agents: agents.to_vec(), turn: 0 }
     }
 
     /// One turn: spawning, then each agent's move in list order; writes one reward per agent.
@@ -349,14 +358,7 @@ mod tests {
     fn world(agents: &[(u8, u8)]) -> (TreasureParams, TreasureState) {
         let p =
             TreasureParams { height: 6, width: 6, num_agents: agents.len(), ..Default::default() };
-        let mut s = TreasureHunt::new_world(&p, &mut Key::new(0).rng());
-        for &(r, c) in &s.agents.clone() {
-            s.cells[r as usize * 6 + c as usize] = cell::EMPTY;
-        }
-        s.agents = agents.to_vec();
-        for &(r, c) in agents {
-            s.cells[r as usize * 6 + c as usize] = cell::AGENT;
-        }
+        let s = TreasureHunt::world_with_agents(&p, agents);
         (p, s)
     }
 

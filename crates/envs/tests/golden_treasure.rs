@@ -52,19 +52,7 @@ fn treasure_hunt_matches_sorrel() {
             ..Default::default()
         };
         p.validate().unwrap();
-        let (h, w) = (p.height, p.width);
-        let mut cells = vec![cell::EMPTY; h * w];
-        for r in 0..h {
-            for c in 0..w {
-                if r == 0 || c == 0 || r == h - 1 || c == w - 1 {
-                    cells[r * w + c] = cell::WALL;
-                }
-            }
-        }
-        for &(r, c) in &agents {
-            cells[r as usize * w + c as usize] = cell::AGENT;
-        }
-        let mut s = TreasureState { cells, agents, turn: 0 };
+        let mut s = TreasureHunt::world_with_agents(&p, &agents);
         let mut obs = vec![0.0f32; p.obs_len()];
         for (k, t) in case["turns"].as_array().unwrap().iter().enumerate() {
             let draws = floats(&t["draws"]);
