@@ -3,9 +3,7 @@
 //! actions: every agent's observation just before it acts, every reward and the positions after
 //! every turn are equal (observations exactly: both sides produce the same small integers / 255).
 
-use kestrel_envs::treasure::{
-    SpawnDraws, TreasureHunt, TreasureObs, TreasureParams, TreasureState, cell,
-};
+use kestrel_envs::treasure::{SpawnDraws, TreasureHunt, TreasureObs, TreasureParams, cell};
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
 
