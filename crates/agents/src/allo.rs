@@ -175,8 +175,10 @@ pub fn collect(
     let mut actions = vec![0u8; envs];
     let key = Key::new(seed).fold_in(0xa110);
     let mut t = 0u64;
+    let mut before: Vec<u32> = Vec::with_capacity(envs);
     while replay.num_episodes() < episodes {
-        let before: Vec<u32> = venv.states().to_vec();
+        before.clear();
+        before.extend_from_slice(venv.states());
         for (i, a) in actions.iter_mut().enumerate() {
             *a = key.fold_in(t).fold_in(i as u64).rng().below(4) as u8;
         }
