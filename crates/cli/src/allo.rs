@@ -129,7 +129,8 @@ pub struct TrainArgs {
     /// Evaluate the cosine similarity every K steps.
     #[arg(long, default_value_t = 1000)]
     eval_every: u64,
-    /// Write a checkpoint every K steps (0: only at the end).
+    /// Write a checkpoint (and `eigenvectors-<step>.png`, drawn off the training thread) every
+    /// K steps (0: only at the end).
     #[arg(long, default_value_t = 0)]
     checkpoint_every: u64,
     /// Continue the run in this folder from its checkpoint (same flags as the original run).
@@ -200,6 +201,7 @@ pub fn train(a: TrainArgs) -> Result<()> {
     let mut last_cos = f64::NAN;
     let start = learner.steps;
     let t0 = std::time::Instant::now();
+    let mut drawers = Vec::new();
     pool.install(|| -> Result<()> {
         while learner.steps < a.steps {
             let t = learner.steps;
@@ -213,12 +215,19 @@ pub fn train(a: TrainArgs) -> Result<()> {
             }
             if a.checkpoint_every > 0 && done % a.checkpoint_every == 0 {
                 learner.save_checkpoint(&dir.join("checkpoint"))?;
+                // Heat-maps of this checkpoint are drawn and written off the training thread.
+                let (rep, map, truth) = (learner.representation(), map.clone(), truth.clone());
+                let path = dir.join(format!("eigenvectors-{done}.png"));
+                drawers.push(std::thread::spawn(move || heatmaps(&map, &truth, &rep).save(&path)));
             }
             progress.tick(done, &format!("cos {last_cos:.4} b {:.3}", m.barrier));
         }
         Ok(())
     })?;
     let secs = t0.elapsed().as_secs_f64();
+    for d in drawers {
+        d.join().map_err(|_| anyhow::anyhow!("a heat-map thread panicked"))??;
+    }
     learner.save_checkpoint(&dir.join("checkpoint"))?;
     metrics.finish()?;
     let rep = learner.representation();

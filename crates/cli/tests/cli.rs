@@ -284,12 +284,14 @@ fn allo_train_runs_resumes_and_reports_bad_maps() {
         "--out-dir",
         o,
     ];
-    let mut args = vec!["allo", "train", "--steps", "20"];
+    let mut args = vec!["allo", "train", "--steps", "20", "--checkpoint-every", "10"];
     args.extend(common);
     let out = ok(&args);
     assert!(out.contains("average cosine similarity"), "{out}");
     let run = std::fs::read_dir(&out_dir).unwrap().next().unwrap().unwrap().path();
-    for f in ["config.json", "metrics.jsonl", "summary.md", "eigenvectors.png"] {
+    for f in
+        ["config.json", "metrics.jsonl", "summary.md", "eigenvectors.png", "eigenvectors-10.png"]
+    {
         assert!(run.join(f).exists(), "{f} missing");
     }
     assert!(run.join("checkpoint/encoder.safetensors").exists());
