@@ -1,5 +1,8 @@
 //! Replay buffers.
 //!
+//! [`FrameReplay`] is a ring of single frames sampled as frame-stacked transitions (see its
+//! module docs); the rest of this page is about [`EpisodicReplay`].
+//!
 //! [`EpisodicReplay`] keeps whole episodes in one flat array with their start offsets and
 //! lengths recorded when an episode is added, so sampling a batch is arithmetic on indices:
 //! no per-sample search for the episode end (the Python reference walks its list of episodes
@@ -20,6 +23,9 @@
 
 use kestrel_core::{Key, Rng};
 use thiserror::Error;
+
+mod frames;
+pub use frames::{FrameBatch, FrameReplay, FrameReplayConfig, Prioritized};
 
 /// Errors from `kestrel-replay`.
 #[derive(Debug, Error, Clone, PartialEq)]
