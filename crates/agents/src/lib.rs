@@ -3,8 +3,10 @@
 //! - [`allo`]: ALLO Laplacian representation learning on grid maps (and the GGDO baseline),
 //!   with data collection over `VecEnv` and the paper's ground truth and metric
 //!   ([`laplacian`]).
+//! - [`iqn`]: implicit quantile network agents (sorrel's iRainbow), one learner per agent.
 
 pub mod allo;
+pub mod iqn;
 pub mod laplacian;
 
 use thiserror::Error;

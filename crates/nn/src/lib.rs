@@ -23,6 +23,7 @@ pub mod layer;
 mod loss;
 pub mod matmul;
 mod model;
+mod noisy;
 
 pub use adam::{Adam, AdamState};
 
@@ -38,5 +39,6 @@ pub use error::NnError;
 pub use float::Float;
 pub use io::{TensorFile, load_safetensors, save_safetensors};
 pub use layer::{Act, Activation, Dense, Init, Layer};
-pub use loss::Loss;
+pub use loss::{Loss, quantile_huber};
 pub use model::{MlpConfig, Sequential, Trainee, Workspace, train_many};
+pub use noisy::NoisyDense;

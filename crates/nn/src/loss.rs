@@ -48,3 +48,73 @@ impl Loss {
         total / n
     }
 }
+
+/// The quantile Huber loss of implicit quantile networks (Dabney et al., 2018) as sorrel's
+/// `iRainbowModel.train_step` computes it, for `batch` rows of `n` predicted quantiles at
+/// fractions `taus` and `m` target samples:
+///
+/// `δ_bij = target_bj − pred_bi`,
+/// `L = mean_{b,i,j} w_b · |τ_bi − 1{δ_bij < 0}| · H_κ(δ_bij) / κ`,
+/// `H_κ(δ) = δ²/2` for `|δ| ≤ κ`, else `κ(|δ| − κ/2)`.
+///
+/// Writes `∂L/∂pred` to `grad` (`batch × n`) and each row's summed element loss
+/// (`Σ_ij`, unweighted, for replay priorities) to `row_loss` when given; returns `L` in f64.
+/// The targets carry no gradient.
+///
+/// # Panics
+/// If the slice lengths do not match `batch`, `n` and `m`.
+#[allow(clippy::too_many_arguments)]
+pub fn quantile_huber<T: Float>(
+    pred: &[T],
+    taus: &[T],
+    target: &[T],
+    weights: &[T],
+    kappa: f64,
+    batch: usize,
+    grad: &mut [T],
+    mut row_loss: Option<&mut [f64]>,
+) -> f64 {
+    assert!(
+        pred.len() == taus.len() && pred.len() == grad.len() && weights.len() == batch,
+        "quantile_huber: lengths differ"
+    );
+    let n = pred.len() / batch.max(1);
+    let m = target.len() / batch.max(1);
+    assert!(n * batch == pred.len() && m * batch == target.len(), "quantile_huber: rows");
+    let scale = 1.0 / (batch * n * m).max(1) as f64;
+    let k = T::from_f64(kappa);
+    let inv_k = T::from_f64(1.0 / kappa);
+    let half = T::from_f64(0.5);
+    let mut total = 0.0f64;
+    for b in 0..batch {
+        let w = weights[b];
+        let tg = &target[b * m..(b + 1) * m];
+        let mut row = 0.0f64;
+        for i in 0..n {
+            let (p, tau) = (pred[b * n + i], taus[b * n + i]);
+            let mut g = T::ZERO;
+            let mut l = T::ZERO;
+            for &t in tg {
+                let d = t - p;
+                let a = d.abs();
+                let ind = if d < T::ZERO { T::ONE } else { T::ZERO };
+                let coef = (tau - ind).abs() * inv_k;
+                let (h, dh) = if a <= k {
+                    (half * d * d, d)
+                } else {
+                    (k * (a - half * k), if d > T::ZERO { k } else { -k })
+                };
+                l += coef * h;
+                // ∂/∂pred of H(target − pred) = −H'(δ).
+                g -= coef * dh;
+            }
+            row += l.to_f64();
+            total += (w * l).to_f64();
+            grad[b * n + i] = g * w * T::from_f64(scale);
+        }
+        if let Some(r) = row_loss.as_deref_mut() {
+            r[b] = row;
+        }
+    }
+    total * scale
+}

@@ -2,7 +2,9 @@
 //! analytic gradients (parameters and inputs) against central differences.
 
 use kestrel_core::Key;
-use kestrel_nn::{Act, Activation, Dense, Init, Layer, Loss, MlpConfig, Sequential};
+use kestrel_nn::{
+    Act, Activation, Dense, Init, Layer, Loss, MlpConfig, NoisyDense, Sequential, quantile_huber,
+};
 
 fn rand(key: Key, n: usize, scale: f64) -> Vec<f64> {
     let mut r = key.rng();
@@ -203,5 +205,98 @@ fn f32_gradients_agree_with_f64() {
     let scale = g64.iter().fold(0.0f64, |m, g| m.max(g.abs()));
     for (a, b) in g64.iter().zip(&g32) {
         assert!((a - *b as f64).abs() < 1e-5 * scale, "{a} vs {b}");
+    }
+}
+
+/// The noisy layer with fixed noise (training mode) and without (evaluation mode): μ, σ and
+/// input gradients.
+#[test]
+fn noisy_dense_gradients() {
+    let l = NoisyDense::new(6, 4, 0.3).unwrap();
+    let batch = 5;
+    let mut p = vec![0.0; l.num_params()];
+    l.init(Key::new(1), &mut p);
+    // σ away from its constant initial value, so every σ is exercised separately.
+    p.iter_mut().zip(rand(Key::new(2), l.num_params(), 0.1)).for_each(|(a, b)| *a += b);
+    let eps = rand(Key::new(3), l.noise_len(), 1.5);
+    let x = rand(Key::new(4), batch * 6, 1.0);
+    let r = rand(Key::new(5), batch * 4, 1.0);
+    for noise in [Some(&eps[..]), None] {
+        let loss = |p: &[f64], x: &[f64]| {
+            let mut eff = vec![0.0; l.noise_len()];
+            l.effective(p, noise, &mut eff);
+            let mut y = vec![0.0; batch * 4];
+            l.forward(&eff, x, &mut y, batch);
+            y.iter().zip(&r).map(|(a, b)| a * b).sum::<f64>()
+        };
+        let mut eff = vec![0.0; l.noise_len()];
+        l.effective(&p, noise, &mut eff);
+        let (mut dp, mut dx) = (vec![0.0; p.len()], vec![0.0; batch * 6]);
+        let mut scratch = vec![0.0; l.noise_len()];
+        l.backward(&eff, noise, &x, &r, &mut dp, Some(&mut dx), batch, &mut scratch);
+        let tag = if noise.is_some() { "noisy" } else { "eval" };
+        check(&format!("{tag} input"), &dx, &numeric(&x, 1e-6, |x| loss(&p, x)), 1e-6, 1e-6);
+        check(&format!("{tag} params"), &dp, &numeric(&p, 1e-6, |p| loss(p, &x)), 1e-6, 1e-6);
+        if noise.is_none() {
+            // Without noise σ has no effect and no gradient.
+            assert!(dp[l.noise_len()..].iter().all(|&g| g == 0.0));
+        }
+    }
+}
+
+#[test]
+fn quantile_huber_gradient_and_value() {
+    let (batch, n, m) = (3, 4, 5);
+    let pred = rand(Key::new(8), batch * n, 2.0);
+    let taus: Vec<f64> = rand(Key::new(9), batch * n, 0.5).iter().map(|v| v + 0.5).collect();
+    let target = rand(Key::new(10), batch * m, 2.0);
+    let weights = [1.0, 0.0, 0.7];
+    for kappa in [1.0, 0.4] {
+        // Keep every |δ| away from 0 and κ (the kinks).
+        let pred: Vec<f64> = (0..batch * n)
+            .map(|k| {
+                let b = k / n;
+                let mut p = pred[k];
+                while target[b * m..(b + 1) * m].iter().any(|t| {
+                    let a = (t - p).abs();
+                    a < 0.02 || (a - kappa).abs() < 0.02
+                }) {
+                    p += 0.037;
+                }
+                p
+            })
+            .collect();
+        let mut g = vec![0.0; batch * n];
+        let mut rows = vec![0.0; batch];
+        let v =
+            quantile_huber(&pred, &taus, &target, &weights, kappa, batch, &mut g, Some(&mut rows));
+        let mut s = vec![0.0; batch * n];
+        let num = numeric(&pred, 1e-6, |p| {
+            quantile_huber(p, &taus, &target, &weights, kappa, batch, &mut s, None)
+        });
+        check(&format!("quantile huber κ={kappa}"), &g, &num, 1e-8, 1e-6);
+        // The value from its definition.
+        let mut want = 0.0;
+        for b in 0..batch {
+            let mut row = 0.0;
+            for i in 0..n {
+                for j in 0..m {
+                    let d: f64 = target[b * m + j] - pred[b * n + i];
+                    let h = if d.abs() <= kappa {
+                        0.5 * d * d
+                    } else {
+                        kappa * (d.abs() - 0.5 * kappa)
+                    };
+                    let ind = if d < 0.0 { 1.0 } else { 0.0 };
+                    row += (taus[b * n + i] - ind).abs() * h / kappa;
+                }
+            }
+            assert!((rows[b] - row).abs() < 1e-12, "row loss {b}");
+            want += weights[b] * row;
+        }
+        want /= (batch * n * m) as f64;
+        assert!((v - want).abs() < 1e-12, "{v} vs {want}");
+        // A zero weight zeroes the row's gradient.
+        assert!(g[n..2 * n].iter().all(|&x| x == 0.0));
     }
 }

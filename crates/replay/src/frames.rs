@@ -426,6 +426,20 @@ impl FrameReplay {
     /// sampling draws with replacement.
     pub fn sample(&self, key: Key, out: &mut FrameBatch) -> Result<(), ReplayError> {
         let b = out.batch;
+        self.sample_rows(key, out, 0, b)
+    }
+
+    /// Fills rows `start..start + count` of `out` (the rest untouched), as
+    /// [`FrameReplay::sample`] does for all rows: one batch can draw from several buffers
+    /// (e.g. one per world). Importance weights are normalised over these rows.
+    pub fn sample_rows(
+        &self,
+        key: Key,
+        out: &mut FrameBatch,
+        start: usize,
+        count: usize,
+    ) -> Result<(), ReplayError> {
+        let b = out.batch;
         let sd = self.state_dim();
         if out.states.len() != b * sd || out.next_states.len() != b * sd {
             return Err(ReplayError::Invalid {
@@ -434,11 +448,18 @@ impl FrameReplay {
                 accepted: "FrameBatch::new(batch, n_frames × frame_dim)",
             });
         }
-        let needed = if self.cfg.prioritized.is_some() { 1 } else { b.max(1) };
+        if start + count > b {
+            return Err(ReplayError::Invalid {
+                field: "rows",
+                value: format!("{start}..{}", start + count),
+                accepted: "inside the batch",
+            });
+        }
+        let needed = if self.cfg.prioritized.is_some() { 1 } else { count.max(1) };
         if self.valid < needed {
             return Err(ReplayError::Invalid {
                 field: "batch",
-                value: b.to_string(),
+                value: count.to_string(),
                 accepted: "at most the number of stored transitions (uniform sampling draws \
                            without replacement; prioritised sampling needs at least one)",
             });
@@ -447,10 +468,10 @@ impl FrameReplay {
         let total = self.tree[1];
         let n_valid = self.valid as f64;
         let mut max_w = 0.0f64;
-        for r in 0..b {
+        for r in start..start + count {
             let slot = loop {
                 let s = self.find(rng.uniform_f64());
-                if self.cfg.prioritized.is_some() || !out.slots[..r].contains(&s) {
+                if self.cfg.prioritized.is_some() || !out.slots[start..r].contains(&s) {
                     break s;
                 }
             };
@@ -466,7 +487,7 @@ impl FrameReplay {
             self.fill_row(slot, r, out);
         }
         if self.cfg.prioritized.is_some() && max_w > 0.0 {
-            for w in &mut out.weights {
+            for w in &mut out.weights[start..start + count] {
                 *w = (*w as f64 / max_w) as f32;
             }
         }

@@ -1,0 +1,738 @@
+//! Implicit quantile network agent: sorrel 1.6.0's `iRainbowModel` as it is actually
+//! implemented (reference §2.2), with the options it only claims implemented for real.
+//!
+//! Network ([`IqnNet`]), for a stacked state `x` and `N` fractions `τ ~ U(0, 1)`:
+//!
+//! ```text
+//! h   = relu(Dense(in → L)(x))                     head, torch-uniform init
+//! c   = relu(Dense(64 → L)(cos(τ · π · [1..64])))  cosine embedding of τ
+//! f   = relu(Noisy(L → L)(h ⊙ c))                  per τ
+//! Z   = V(f) + A(f) − mean_a A(f)                  Noisy(L → 1), Noisy(L → A): dueling
+//! Q   = mean over the N fractions
+//! ```
+//!
+//! Noisy layers have independent Gaussian noise, fresh for every training pass, none when
+//! acting (sorrel's eval mode). A gradient step ([`IqnLearner::train_step`]): sample a batch,
+//! pick `a* = argmax Q_local(s′)` (double DQN; `Q_target` when off), target quantiles
+//! `R + γᵐ Z_target(s′, a*)` (zero bootstrap where the episode terminated; a truncated
+//! episode bootstraps), quantile Huber loss with κ = 1 averaged over batch × N × N, global
+//! gradient-norm clipping at 1, Adam (2.5e-4), then the soft update
+//! `θ⁻ ← τ θ + (1 − τ) θ⁻` (τ = 0.001) after every step; [`IqnLearner::start_epoch`] copies
+//! `θ` to `θ⁻` every 200 epochs and [`IqnLearner::end_epoch`] decays ε by `(1 − 0.0005)`.
+//! n-step returns and prioritised replay are options of the replay buffer
+//! ([`kestrel_replay::FrameReplay`]), off by default as in sorrel's behaviour.
+
+use crate::AgentError;
+use kestrel_core::Key;
+use kestrel_nn::{Adam, AdamState, Dense, Float, Init, Layer, NoisyDense, quantile_huber};
+use kestrel_replay::{FrameBatch, FrameReplay, FrameReplayConfig, Prioritized};
+
+/// Every setting of an IQN agent (defaults: sorrel's treasure-hunt example).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IqnConfig {
+    /// Floats per observation frame.
+    pub frame_dim: usize,
+    /// Frames per stacked state (5).
+    pub n_frames: usize,
+    /// Discrete actions (4).
+    pub actions: usize,
+    /// Hidden width (250).
+    pub layer: usize,
+    /// Cosine basis functions (64).
+    pub n_cos: usize,
+    /// τ samples per state, for the prediction and for the target (12).
+    pub n_quantiles: usize,
+    /// Noisy layers' initial σ (0.017).
+    pub sigma0: f64,
+    /// Parameter noise in training passes (on).
+    pub noisy: bool,
+    /// Adam learning rate (2.5e-4).
+    pub lr: f64,
+    /// Global gradient-norm clip (1).
+    pub max_grad_norm: f64,
+    /// Soft target update rate after every step (0.001).
+    pub tau: f64,
+    /// Discount (0.99).
+    pub gamma: f64,
+    /// Huber threshold κ (1).
+    pub kappa: f64,
+    /// Transitions per gradient step (64).
+    pub batch: usize,
+    /// Replay frames per buffer (1024).
+    pub capacity: usize,
+    /// Hard copy to the target network every this many epochs (200; 0: never).
+    pub sync_epochs: u64,
+    /// Initial ε (0.6).
+    pub epsilon: f64,
+    /// ε ← ε (1 − decay) after every epoch (0.0005).
+    pub epsilon_decay: f64,
+    /// Floor of ε (0: none, as sorrel).
+    pub epsilon_min: f64,
+    /// Double DQN: choose `a*` with the local network (on).
+    pub double: bool,
+    /// Rewards per target (1; sorrel stores `n_step = 3` but never uses it).
+    pub n_step: usize,
+    /// Prioritised replay (off; sorrel's docstring claims it, its sampling is uniform).
+    pub prioritized: Option<Prioritized>,
+}
+
+impl IqnConfig {
+    /// sorrel's treasure-hunt settings for frames of `frame_dim` floats and `actions` actions.
+    pub fn sorrel(frame_dim: usize, actions: usize) -> Self {
+        IqnConfig {
+            frame_dim,
+            n_frames: 5,
+            actions,
+            layer: 250,
+            n_cos: 64,
+            n_quantiles: 12,
+            sigma0: 0.017,
+            noisy: true,
+            lr: 2.5e-4,
+            max_grad_norm: 1.0,
+            tau: 0.001,
+            gamma: 0.99,
+            kappa: 1.0,
+            batch: 64,
+            capacity: 1024,
+            sync_epochs: 200,
+            epsilon: 0.6,
+            epsilon_decay: 0.0005,
+            epsilon_min: 0.0,
+            double: true,
+            n_step: 1,
+            prioritized: None,
+        }
+    }
+
+    /// Floats per stacked state.
+    pub fn state_dim(&self) -> usize {
+        self.frame_dim * self.n_frames
+    }
+
+    /// Checks every setting; errors name the field and value.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        let bad = |field: &'static str, value: String, accepted: &'static str| {
+            Err(AgentError::Invalid { field, value, accepted })
+        };
+        for (field, v) in [
+            ("frame_dim", self.frame_dim),
+            ("n_frames", self.n_frames),
+            ("layer", self.layer),
+            ("n_cos", self.n_cos),
+            ("n_quantiles", self.n_quantiles),
+            ("batch", self.batch),
+            ("n_step", self.n_step),
+        ] {
+            if v == 0 {
+                return bad(field, "0".into(), "at least 1");
+            }
+        }
+        if self.actions < 2 {
+            return bad("actions", self.actions.to_string(), "at least 2");
+        }
+        let unit = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
+        for (field, v) in [
+            ("tau", self.tau),
+            ("gamma", self.gamma),
+            ("epsilon", self.epsilon),
+            ("epsilon_decay", self.epsilon_decay),
+            ("epsilon_min", self.epsilon_min),
+        ] {
+            if !unit(v) {
+                return bad(field, v.to_string(), "in [0, 1]");
+            }
+        }
+        for (field, v) in [("lr", self.lr), ("sigma0", self.sigma0)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(field, v.to_string(), "finite and >= 0");
+            }
+        }
+        for (field, v) in [("max_grad_norm", self.max_grad_norm), ("kappa", self.kappa)] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(field, v.to_string(), "finite and > 0");
+            }
+        }
+        Ok(())
+    }
+
+    /// The replay buffer these settings ask for.
+    pub fn replay(&self) -> FrameReplayConfig {
+        FrameReplayConfig {
+            capacity: self.capacity,
+            frame_dim: self.frame_dim,
+            n_frames: self.n_frames,
+            n_step: self.n_step,
+            gamma: self.gamma,
+            prioritized: self.prioritized.clone(),
+        }
+    }
+}
+
+/// The IQN network's shape (parameters live in a flat vector outside it).
+#[derive(Clone, Debug)]
+pub struct IqnNet {
+    /// Stacked-state width.
+    pub input: usize,
+    /// Hidden width.
+    pub layer: usize,
+    /// Cosine basis functions.
+    pub n_cos: usize,
+    /// Actions.
+    pub actions: usize,
+    head: Dense,
+    cos: Dense,
+    ff: NoisyDense,
+    adv: NoisyDense,
+    val: NoisyDense,
+    offsets: [usize; 6],
+}
+
+/// Buffers of one forward/backward pass, reused between calls. `taus` and the noise are
+/// inputs: [`IqnWork::draw`] fills them from a key, tests set them directly.
+#[derive(Clone, Debug, Default)]
+pub struct IqnWork<T> {
+    /// States in the last pass.
+    pub batch: usize,
+    /// τ samples per state.
+    pub n_tau: usize,
+    /// `batch × n_tau` fractions.
+    pub taus: Vec<T>,
+    /// Whether the pass uses the noise below (training mode).
+    pub noise_on: bool,
+    /// Noise of the three noisy layers (hidden, advantage, value).
+    pub noise: [Vec<T>; 3],
+    x: Vec<T>,
+    h: Vec<T>,
+    cosv: Vec<T>,
+    c: Vec<T>,
+    z: Vec<T>,
+    f: Vec<T>,
+    adv: Vec<T>,
+    val: Vec<T>,
+    /// `batch × n_tau × actions` quantile values of the last pass.
+    pub q: Vec<T>,
+    eff: [Vec<T>; 3],
+    df: Vec<T>,
+    dfv: Vec<T>,
+    dz: Vec<T>,
+    dh: Vec<T>,
+    dc: Vec<T>,
+    dadv: Vec<T>,
+    dval: Vec<T>,
+    scratch: Vec<T>,
+    normals: Vec<f64>,
+}
+
+impl<T: Float> IqnWork<T> {
+    /// Fresh τ (uniform) and, when `noisy`, fresh standard-normal noise from `key`, for
+    /// `batch` states with `n_tau` fractions each.
+    pub fn draw(&mut self, net: &IqnNet, key: Key, batch: usize, n_tau: usize, noisy: bool) {
+        self.batch = batch;
+        self.n_tau = n_tau;
+        self.taus.resize(batch * n_tau, T::ZERO);
+        let mut r = key.fold_in(0).rng();
+        for t in &mut self.taus {
+            *t = T::from_f64(r.uniform_f64());
+        }
+        self.noise_on = noisy;
+        if noisy {
+            for (k, l) in [&net.ff, &net.adv, &net.val].into_iter().enumerate() {
+                let n = l.noise_len();
+                self.normals.resize(n, 0.0);
+                key.fold_in(1 + k as u64).rng().fill_standard_normal(&mut self.normals);
+                self.noise[k].resize(n, T::ZERO);
+                for (d, &v) in self.noise[k].iter_mut().zip(&self.normals) {
+                    *d = T::from_f64(v);
+                }
+            }
+        }
+    }
+}
+
+fn relu_inplace<T: Float>(v: &mut [T]) {
+    for x in v {
+        if *x < T::ZERO {
+            *x = T::ZERO;
+        }
+    }
+}
+
+impl IqnNet {
+    /// The network for `cfg`.
+    pub fn new(cfg: &IqnConfig) -> Result<Self, AgentError> {
+        cfg.validate()?;
+        let (i, l) = (cfg.state_dim(), cfg.layer);
+        let head = Dense::new(i, l, Init::TorchUniform)?;
+        let cos = Dense::new(cfg.n_cos, l, Init::TorchUniform)?;
+        let ff = NoisyDense::new(l, l, cfg.sigma0)?;
+        let adv = NoisyDense::new(l, cfg.actions, cfg.sigma0)?;
+        let val = NoisyDense::new(l, 1, cfg.sigma0)?;
+        let sizes = [
+            Layer::<f32>::num_params(&head),
+            Layer::<f32>::num_params(&cos),
+            ff.num_params(),
+            adv.num_params(),
+            val.num_params(),
+        ];
+        let mut offsets = [0; 6];
+        for k in 0..5 {
+            offsets[k + 1] = offsets[k] + sizes[k];
+        }
+        Ok(IqnNet {
+            input: i,
+            layer: l,
+            n_cos: cfg.n_cos,
+            actions: cfg.actions,
+            head,
+            cos,
+            ff,
+            adv,
+            val,
+            offsets,
+        })
+    }
+
+    /// Length of the flat parameter vector.
+    pub fn num_params(&self) -> usize {
+        self.offsets[5]
+    }
+
+    fn part<'a, T>(&self, p: &'a [T], k: usize) -> &'a [T] {
+        &p[self.offsets[k]..self.offsets[k + 1]]
+    }
+
+    /// Fresh parameters (layer `k` from `key.fold_in(k)`).
+    pub fn init<T: Float>(&self, key: Key) -> Vec<T> {
+        let mut p = vec![T::ZERO; self.num_params()];
+        let o = self.offsets;
+        Layer::<T>::init(&self.head, key.fold_in(0), &mut p[o[0]..o[1]]);
+        Layer::<T>::init(&self.cos, key.fold_in(1), &mut p[o[1]..o[2]]);
+        self.ff.init(key.fold_in(2), &mut p[o[2]..o[3]]);
+        self.adv.init(key.fold_in(3), &mut p[o[3]..o[4]]);
+        self.val.init(key.fold_in(4), &mut p[o[4]..o[5]]);
+        p
+    }
+
+    /// `(name, shape, offset)` of every tensor in the flat vector.
+    pub fn tensors(&self) -> Vec<(String, Vec<usize>, usize)> {
+        let mut out = Vec::new();
+        type Shapes = Vec<(&'static str, Vec<usize>)>;
+        let layers: [(&str, Shapes); 5] = [
+            ("head", Layer::<f32>::param_shapes(&self.head)),
+            ("cos_embedding", Layer::<f32>::param_shapes(&self.cos)),
+            ("ff_1", self.ff.param_shapes()),
+            ("advantage", self.adv.param_shapes()),
+            ("value", self.val.param_shapes()),
+        ];
+        for (k, (lname, shapes)) in layers.into_iter().enumerate() {
+            let mut off = self.offsets[k];
+            for (pname, shape) in shapes {
+                let n: usize = shape.iter().product();
+                out.push((format!("{lname}.{pname}"), shape, off));
+                off += n;
+            }
+        }
+        out
+    }
+
+    /// Forward pass over `x` (`ws.batch × input`) with the τ and noise in `ws`; quantiles
+    /// land in `ws.q` (`batch × n_tau × actions`).
+    pub fn forward<T: Float>(&self, params: &[T], x: &[T], ws: &mut IqnWork<T>) {
+        let (b, n, l, a) = (ws.batch, ws.n_tau, self.layer, self.actions);
+        let rows = b * n;
+        ws.x.resize(b * self.input, T::ZERO);
+        ws.x.copy_from_slice(&x[..b * self.input]);
+        ws.h.resize(b * l, T::ZERO);
+        self.head.forward(self.part(params, 0), &ws.x, &mut ws.h, b);
+        relu_inplace(&mut ws.h);
+        ws.cosv.resize(rows * self.n_cos, T::ZERO);
+        for (row, &t) in ws.cosv.chunks_mut(self.n_cos).zip(&ws.taus) {
+            let t = t.to_f64() * std::f64::consts::PI;
+            for (k, v) in row.iter_mut().enumerate() {
+                *v = T::from_f64((t * (k + 1) as f64).cos());
+            }
+        }
+        ws.c.resize(rows * l, T::ZERO);
+        self.cos.forward(self.part(params, 1), &ws.cosv, &mut ws.c, rows);
+        relu_inplace(&mut ws.c);
+        ws.z.resize(rows * l, T::ZERO);
+        for bi in 0..b {
+            let h = &ws.h[bi * l..(bi + 1) * l];
+            for i in 0..n {
+                let r = bi * n + i;
+                for ((z, &c), &hv) in ws.z[r * l..(r + 1) * l].iter_mut().zip(&ws.c[r * l..]).zip(h)
+                {
+                    *z = hv * c;
+                }
+            }
+        }
+        for (k, layer) in [&self.ff, &self.adv, &self.val].into_iter().enumerate() {
+            ws.eff[k].resize(layer.noise_len(), T::ZERO);
+            let noise = if ws.noise_on { Some(&ws.noise[k][..]) } else { None };
+            layer.effective(self.part(params, 2 + k), noise, &mut ws.eff[k]);
+        }
+        ws.f.resize(rows * l, T::ZERO);
+        self.ff.forward(&ws.eff[0], &ws.z, &mut ws.f, rows);
+        relu_inplace(&mut ws.f);
+        ws.adv.resize(rows * a, T::ZERO);
+        ws.val.resize(rows, T::ZERO);
+        self.adv.forward(&ws.eff[1], &ws.f, &mut ws.adv, rows);
+        self.val.forward(&ws.eff[2], &ws.f, &mut ws.val, rows);
+        ws.q.resize(rows * a, T::ZERO);
+        let inv_a = T::from_f64(1.0 / a as f64);
+        for r in 0..rows {
+            let adv = &ws.adv[r * a..(r + 1) * a];
+            let mut mean = T::ZERO;
+            for &v in adv {
+                mean += v;
+            }
+            mean *= inv_a;
+            for (q, &v) in ws.q[r * a..(r + 1) * a].iter_mut().zip(adv) {
+                *q = ws.val[r] + v - mean;
+            }
+        }
+    }
+
+    /// Adds `∂L/∂params` to `grads` for the last forward pass, given `dq = ∂L/∂q`.
+    pub fn backward<T: Float>(&self, params: &[T], ws: &mut IqnWork<T>, dq: &[T], grads: &mut [T]) {
+        let (b, n, l, a) = (ws.batch, ws.n_tau, self.layer, self.actions);
+        let rows = b * n;
+        let o = self.offsets;
+        // Dueling: ∂/∂V = Σ_a dq, ∂/∂A_a = dq_a − mean(dq).
+        ws.dadv.resize(rows * a, T::ZERO);
+        ws.dval.resize(rows, T::ZERO);
+        let inv_a = T::from_f64(1.0 / a as f64);
+        for r in 0..rows {
+            let d = &dq[r * a..(r + 1) * a];
+            let mut s = T::ZERO;
+            for &v in d {
+                s += v;
+            }
+            ws.dval[r] = s;
+            let m = s * inv_a;
+            for (g, &v) in ws.dadv[r * a..(r + 1) * a].iter_mut().zip(d) {
+                *g = v - m;
+            }
+        }
+        let widest = self.ff.noise_len().max(self.adv.noise_len());
+        ws.scratch.resize(widest, T::ZERO);
+        ws.df.resize(rows * l, T::ZERO);
+        ws.dz.resize(rows * l, T::ZERO);
+        ws.dfv.resize(rows * l, T::ZERO);
+        {
+            let IqnWork { eff, noise, noise_on, f, dadv, dval, df, dfv, scratch, .. } = &mut *ws;
+            let on = *noise_on;
+            let nz = |k: usize| if on { Some(&noise[k][..]) } else { None };
+            let g = &mut grads[o[3]..o[4]];
+            self.adv.backward(&eff[1], nz(1), f, dadv, g, Some(df), rows, scratch);
+            // The value head's input gradient adds to the advantage head's.
+            let g = &mut grads[o[4]..o[5]];
+            self.val.backward(&eff[2], nz(2), f, dval, g, Some(dfv), rows, scratch);
+            for (d, &v) in df.iter_mut().zip(dfv.iter()) {
+                *d += v;
+            }
+        }
+        // ReLU after the hidden noisy layer.
+        for (d, &fv) in ws.df.iter_mut().zip(&ws.f) {
+            if fv <= T::ZERO {
+                *d = T::ZERO;
+            }
+        }
+        {
+            let IqnWork { eff, noise, noise_on, z, df, dz, scratch, .. } = &mut *ws;
+            let nz = if *noise_on { Some(&noise[0][..]) } else { None };
+            let g = &mut grads[o[2]..o[3]];
+            self.ff.backward(&eff[0], nz, z, df, g, Some(dz), rows, scratch);
+        }
+        // Hadamard product: ∂h = Σ_τ dz ⊙ c, ∂c = dz ⊙ h; then the ReLUs.
+        ws.dh.resize(b * l, T::ZERO);
+        ws.dh.fill(T::ZERO);
+        ws.dc.resize(rows * l, T::ZERO);
+        for bi in 0..b {
+            for i in 0..n {
+                let r = bi * n + i;
+                for j in 0..l {
+                    let dz = ws.dz[r * l + j];
+                    ws.dh[bi * l + j] += dz * ws.c[r * l + j];
+                    let dc = dz * ws.h[bi * l + j];
+                    ws.dc[r * l + j] = if ws.c[r * l + j] > T::ZERO { dc } else { T::ZERO };
+                }
+            }
+        }
+        for (d, &hv) in ws.dh.iter_mut().zip(&ws.h) {
+            if hv <= T::ZERO {
+                *d = T::ZERO;
+            }
+        }
+        self.cos.backward(
+            self.part(params, 1),
+            &ws.cosv,
+            &ws.c,
+            &ws.dc,
+            &mut grads[o[1]..o[2]],
+            None,
+            rows,
+        );
+        self.head.backward(
+            self.part(params, 0),
+            &ws.x,
+            &ws.h,
+            &ws.dh,
+            &mut grads[o[0]..o[1]],
+            None,
+            b,
+        );
+    }
+
+    /// Action values (mean over the τ samples) of the last forward pass into `out`
+    /// (`batch × actions`).
+    pub fn q_means<T: Float>(&self, ws: &IqnWork<T>, out: &mut [T]) {
+        let (b, n, a) = (ws.batch, ws.n_tau, self.actions);
+        let inv = T::from_f64(1.0 / n as f64);
+        for bi in 0..b {
+            let o = &mut out[bi * a..(bi + 1) * a];
+            o.fill(T::ZERO);
+            for i in 0..n {
+                for (v, &q) in o.iter_mut().zip(&ws.q[(bi * n + i) * a..(bi * n + i + 1) * a]) {
+                    *v += q;
+                }
+            }
+            for v in o.iter_mut() {
+                *v *= inv;
+            }
+        }
+    }
+}
+
+/// Index of the largest value (the first on ties, as `argmax`).
+fn argmax<T: Float>(v: &[T]) -> usize {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// One agent's learner: network parameters, target network, Adam state, ε and the buffers
+/// of its passes. Replay buffers are kept by the caller (one per world stream).
+#[derive(Clone, Debug)]
+pub struct IqnLearner {
+    /// Settings.
+    pub cfg: IqnConfig,
+    /// Network shape.
+    pub net: IqnNet,
+    /// Online parameters θ.
+    pub params: Vec<f32>,
+    /// Target parameters θ⁻.
+    pub target: Vec<f32>,
+    /// Adam moments.
+    pub opt: AdamState<f32>,
+    /// Current ε.
+    pub epsilon: f64,
+    /// Gradient steps taken.
+    pub updates: u64,
+    adam: Adam,
+    batch: FrameBatch,
+    ws_next: IqnWork<f32>,
+    ws_target: IqnWork<f32>,
+    ws: IqnWork<f32>,
+    ws_act: IqnWork<f32>,
+    grads: Vec<f32>,
+    dq: Vec<f32>,
+    means: Vec<f32>,
+    astar: Vec<usize>,
+    pred: Vec<f32>,
+    tgt: Vec<f32>,
+    gpred: Vec<f32>,
+    rows: Vec<f64>,
+}
+
+impl IqnLearner {
+    /// A learner with fresh parameters from `key`; the target starts as a copy.
+    pub fn new(cfg: IqnConfig, key: Key) -> Result<Self, AgentError> {
+        let net = IqnNet::new(&cfg)?;
+        let params = net.init::<f32>(key);
+        let n = params.len();
+        let mut adam = Adam::new(cfg.lr);
+        adam.max_grad_norm = Some(cfg.max_grad_norm);
+        adam.validate()?;
+        let sd = cfg.state_dim();
+        Ok(IqnLearner {
+            batch: FrameBatch::new(cfg.batch, sd),
+            target: params.clone(),
+            opt: AdamState::new(n),
+            epsilon: cfg.epsilon,
+            updates: 0,
+            grads: vec![0.0; n],
+            dq: Vec::new(),
+            means: Vec::new(),
+            astar: Vec::new(),
+            pred: Vec::new(),
+            tgt: Vec::new(),
+            gpred: Vec::new(),
+            rows: Vec::new(),
+            ws_next: IqnWork::default(),
+            ws_target: IqnWork::default(),
+            ws: IqnWork::default(),
+            ws_act: IqnWork::default(),
+            adam,
+            params,
+            net,
+            cfg,
+        })
+    }
+
+    /// Epoch start: hard copy θ → θ⁻ when `epoch` is a multiple of `sync_epochs`.
+    pub fn start_epoch(&mut self, epoch: u64) {
+        if self.cfg.sync_epochs > 0 && epoch.is_multiple_of(self.cfg.sync_epochs) {
+            self.target.copy_from_slice(&self.params);
+        }
+    }
+
+    /// Epoch end: ε decays (not below `epsilon_min`).
+    pub fn end_epoch(&mut self) {
+        self.epsilon = (self.epsilon * (1.0 - self.cfg.epsilon_decay)).max(self.cfg.epsilon_min);
+    }
+
+    /// ε-greedy actions for `states` (`rows × state_dim`) into `actions`. Greedy rows use the
+    /// mean over `n_quantiles` fresh τ samples without parameter noise (sorrel's eval mode).
+    pub fn act(&mut self, states: &[f32], key: Key, actions: &mut [u32]) {
+        let rows = actions.len();
+        let mut r = key.fold_in(0).rng();
+        let mut greedy = false;
+        let a = self.cfg.actions as u32;
+        for act in actions.iter_mut() {
+            if r.uniform_f64() < self.epsilon {
+                *act = r.below(a);
+            } else {
+                *act = u32::MAX;
+                greedy = true;
+            }
+        }
+        if !greedy {
+            return;
+        }
+        self.ws_act.draw(&self.net, key.fold_in(1), rows, self.cfg.n_quantiles, false);
+        self.net.forward(&self.params, states, &mut self.ws_act);
+        self.means.resize(rows * self.cfg.actions, 0.0);
+        self.net.q_means(&self.ws_act, &mut self.means);
+        for (i, act) in actions.iter_mut().enumerate() {
+            if *act == u32::MAX {
+                let m = &self.means[i * self.cfg.actions..(i + 1) * self.cfg.actions];
+                *act = argmax(m) as u32;
+            }
+        }
+    }
+
+    /// Whether `buffers` hold enough transitions for a gradient step.
+    pub fn ready(&self, buffers: &[FrameReplay]) -> bool {
+        let per = self.cfg.batch.div_ceil(buffers.len().max(1));
+        !buffers.is_empty() && buffers.iter().all(|b| b.num_transitions() >= per)
+    }
+
+    /// One gradient step on a batch drawn from `buffers` (rows split evenly across them).
+    /// Returns the loss, or `None` when the buffers are not [`IqnLearner::ready`]. A
+    /// non-finite loss or gradient is an error that changes nothing.
+    pub fn train_step(
+        &mut self,
+        buffers: &mut [FrameReplay],
+        key: Key,
+    ) -> Result<Option<f64>, AgentError> {
+        if !self.ready(buffers) {
+            return Ok(None);
+        }
+        let (bsz, n, a) = (self.cfg.batch, self.cfg.n_quantiles, self.cfg.actions);
+        let k = buffers.len();
+        let mut start = 0;
+        for (i, buf) in buffers.iter().enumerate() {
+            let count = bsz / k + usize::from(i < bsz % k);
+            buf.sample_rows(key.fold_in(10 + i as u64), &mut self.batch, start, count)?;
+            start += count;
+        }
+        let noisy = self.cfg.noisy;
+        // a* from the next states.
+        self.ws_target.draw(&self.net, key.fold_in(1), bsz, n, noisy);
+        self.net.forward(&self.target, &self.batch.next_states, &mut self.ws_target);
+        self.means.resize(bsz * a, 0.0);
+        if self.cfg.double {
+            self.ws_next.draw(&self.net, key.fold_in(2), bsz, n, noisy);
+            self.net.forward(&self.params, &self.batch.next_states, &mut self.ws_next);
+            self.net.q_means(&self.ws_next, &mut self.means);
+        } else {
+            self.net.q_means(&self.ws_target, &mut self.means);
+        }
+        self.astar.clear();
+        self.astar.extend((0..bsz).map(|b| argmax(&self.means[b * a..(b + 1) * a])));
+        self.tgt.resize(bsz * n, 0.0);
+        for b in 0..bsz {
+            let (ret, disc) = (self.batch.returns[b], self.batch.discounts[b]);
+            for j in 0..n {
+                let z = self.ws_target.q[(b * n + j) * a + self.astar[b]];
+                self.tgt[b * n + j] = ret + disc * z;
+            }
+        }
+        // Prediction for the actions taken.
+        self.ws.draw(&self.net, key.fold_in(3), bsz, n, noisy);
+        self.net.forward(&self.params, &self.batch.states, &mut self.ws);
+        self.pred.resize(bsz * n, 0.0);
+        for b in 0..bsz {
+            let act = self.batch.actions[b] as usize;
+            if act >= a {
+                return Err(AgentError::Invalid {
+                    field: "stored action",
+                    value: act.to_string(),
+                    accepted: "below the number of actions",
+                });
+            }
+            for i in 0..n {
+                self.pred[b * n + i] = self.ws.q[(b * n + i) * a + act];
+            }
+        }
+        self.gpred.resize(bsz * n, 0.0);
+        self.rows.resize(bsz, 0.0);
+        let loss = quantile_huber(
+            &self.pred,
+            &self.ws.taus,
+            &self.tgt,
+            &self.batch.weights,
+            self.cfg.kappa,
+            bsz,
+            &mut self.gpred,
+            Some(&mut self.rows),
+        );
+        if !loss.is_finite() {
+            return Err(AgentError::NonFinite { what: "IQN loss", value: loss });
+        }
+        self.dq.resize(bsz * n * a, 0.0);
+        self.dq.fill(0.0);
+        for b in 0..bsz {
+            let act = self.batch.actions[b] as usize;
+            for i in 0..n {
+                self.dq[(b * n + i) * a + act] = self.gpred[b * n + i];
+            }
+        }
+        self.grads.fill(0.0);
+        self.net.backward(&self.params, &mut self.ws, &self.dq, &mut self.grads);
+        self.adam.step(&mut self.opt, &mut self.params, &self.grads)?;
+        let t = self.cfg.tau as f32;
+        for (tp, &p) in self.target.iter_mut().zip(&self.params) {
+            *tp = t * p + (1.0 - t) * *tp;
+        }
+        self.updates += 1;
+        if self.cfg.prioritized.is_some() {
+            let mut start = 0;
+            for (i, buf) in buffers.iter_mut().enumerate() {
+                let count = bsz / k + usize::from(i < bsz % k);
+                let slots = &self.batch.slots[start..start + count];
+                let per_row = &self.rows[start..start + count];
+                let td: Vec<f64> = per_row.iter().map(|v| v / (n * n) as f64).collect();
+                buf.update_priorities(slots, &td)?;
+                start += count;
+            }
+        }
+        Ok(Some(loss))
+    }
+}
