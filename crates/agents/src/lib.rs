@@ -4,8 +4,11 @@
 //!   with data collection over `VecEnv` and the paper's ground truth and metric
 //!   ([`laplacian`]).
 //! - [`iqn`]: implicit quantile network agents (sorrel's iRainbow), one learner per agent.
+//! - [`hunt`]: the multi-agent treasure hunt trained with one IQN learner per agent, agents'
+//!   gradient steps in parallel.
 
 pub mod allo;
+pub mod hunt;
 pub mod iqn;
 pub mod laplacian;
 

@@ -554,3 +554,104 @@ impl FrameReplay {
         Ok(())
     }
 }
+
+/// Everything a [`FrameReplay`] holds, as named f64 arrays and scalars, for checkpoints
+/// (every value is exact in f64: frames are f32, counters stay below 2⁵³).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameReplaySnapshot {
+    /// `(name, values)` of the slot arrays.
+    pub arrays: Vec<(&'static str, Vec<f64>)>,
+    /// `(name, value)` of the counters.
+    pub scalars: Vec<(&'static str, f64)>,
+}
+
+impl FrameReplay {
+    /// The buffer's contents for a checkpoint.
+    pub fn snapshot(&self) -> FrameReplaySnapshot {
+        let f = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+        let b = |v: &[bool]| v.iter().map(|&x| f64::from(u8::from(x))).collect::<Vec<f64>>();
+        let u = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+        let c = self.cfg.capacity;
+        let arrays = vec![
+            ("frames", f(&self.frames)),
+            ("actions", self.actions.iter().map(|&a| a as f64).collect()),
+            ("rewards", f(&self.rewards)),
+            ("terminated", b(&self.terminated)),
+            ("truncated", b(&self.truncated)),
+            ("episode", u(&self.episode)),
+            ("stamp", u(&self.stamp)),
+            ("priority", self.tree[self.leaves..self.leaves + c].to_vec()),
+        ];
+        let scalars = vec![
+            ("written", self.written as f64),
+            ("current_episode", self.current_episode as f64),
+            ("episode_open", f64::from(u8::from(self.episode_open))),
+            ("max_priority", self.max_priority),
+            ("valid", self.valid as f64),
+        ];
+        FrameReplaySnapshot { arrays, scalars }
+    }
+
+    /// Rebuilds a buffer from [`FrameReplay::snapshot`]'s arrays (`array(name)`) and scalars
+    /// (`scalar(name)`); errors name what is missing or the wrong size.
+    pub fn restore(
+        cfg: FrameReplayConfig,
+        array: impl Fn(&str) -> Option<Vec<f64>>,
+        scalar: impl Fn(&str) -> Option<f64>,
+    ) -> Result<Self, ReplayError> {
+        let mut r = FrameReplay::new(cfg)?;
+        let c = r.cfg.capacity;
+        let get = |name: &'static str, len: usize| -> Result<Vec<f64>, ReplayError> {
+            match array(name) {
+                Some(v) if v.len() == len => Ok(v),
+                Some(v) => Err(ReplayError::Invalid {
+                    field: name,
+                    value: format!("{} values", v.len()),
+                    accepted: "one per slot (frame_dim per slot for frames) of this capacity",
+                }),
+                None => Err(ReplayError::Invalid {
+                    field: name,
+                    value: "missing".into(),
+                    accepted: "present in the snapshot",
+                }),
+            }
+        };
+        let sc = |name: &'static str| -> Result<f64, ReplayError> {
+            scalar(name).filter(|v| v.is_finite() && *v >= 0.0).ok_or(ReplayError::Invalid {
+                field: name,
+                value: "missing or negative".into(),
+                accepted: "a non-negative number in the snapshot",
+            })
+        };
+        r.frames = get("frames", c * r.cfg.frame_dim)?.iter().map(|&x| x as f32).collect();
+        r.actions = get("actions", c)?.iter().map(|&x| x as u32).collect();
+        r.rewards = get("rewards", c)?.iter().map(|&x| x as f32).collect();
+        r.terminated = get("terminated", c)?.iter().map(|&x| x != 0.0).collect();
+        r.truncated = get("truncated", c)?.iter().map(|&x| x != 0.0).collect();
+        r.episode = get("episode", c)?.iter().map(|&x| x as u64).collect();
+        r.stamp = get("stamp", c)?.iter().map(|&x| x as u64).collect();
+        let pr = get("priority", c)?;
+        r.written = sc("written")? as u64;
+        r.current_episode = sc("current_episode")? as u64;
+        r.episode_open = sc("episode_open")? != 0.0;
+        r.max_priority = sc("max_priority")?;
+        for (s, &p) in pr.iter().enumerate() {
+            if !(p.is_finite() && p >= 0.0) {
+                return Err(ReplayError::Invalid {
+                    field: "priority",
+                    value: p.to_string(),
+                    accepted: "finite and >= 0",
+                });
+            }
+            r.set_priority(s, p);
+        }
+        if r.valid as f64 != sc("valid")? {
+            return Err(ReplayError::Invalid {
+                field: "valid",
+                value: sc("valid")?.to_string(),
+                accepted: "the number of slots with a positive priority",
+            });
+        }
+        Ok(r)
+    }
+}

@@ -25,7 +25,7 @@ use kestrel_core::{Key, Rng};
 use thiserror::Error;
 
 mod frames;
-pub use frames::{FrameBatch, FrameReplay, FrameReplayConfig, Prioritized};
+pub use frames::{FrameBatch, FrameReplay, FrameReplayConfig, FrameReplaySnapshot, Prioritized};
 
 /// Errors from `kestrel-replay`.
 #[derive(Debug, Error, Clone, PartialEq)]

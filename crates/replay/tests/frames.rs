@@ -252,3 +252,21 @@ proptest! {
         check_all(&buf, &model);
     }
 }
+
+#[test]
+fn snapshot_restores_an_identical_buffer() {
+    let mut cfg = config(16, 3, 2);
+    cfg.prioritized = Some(Prioritized::default());
+    let mut buf = FrameReplay::new(cfg.clone()).unwrap();
+    let mut model = Model { recs: Vec::new(), capacity: 16, n_frames: 3, n_step: 2, gamma: 0.9 };
+    fill(&mut buf, &mut model, &[(7, 2), (9, 1), (4, 0)], 3);
+    buf.update_priorities(&[2, 5], &[3.0, 0.5]).unwrap();
+    let snap = buf.snapshot();
+    let array = |n: &str| snap.arrays.iter().find(|a| a.0 == n).map(|a| a.1.clone());
+    let scalar = |n: &str| snap.scalars.iter().find(|a| a.0 == n).map(|a| a.1);
+    let back = FrameReplay::restore(cfg.clone(), array, scalar).unwrap();
+    assert_eq!(back, buf);
+    let e = FrameReplay::restore(cfg, |n| if n == "stamp" { None } else { array(n) }, scalar)
+        .unwrap_err();
+    assert!(e.to_string().contains("stamp"), "{e}");
+}

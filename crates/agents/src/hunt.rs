@@ -1,0 +1,527 @@
+//! Multi-agent treasure hunt with one IQN learner per agent (sorrel's treasure-hunt
+//! experiment, reference §2.4), over several independent worlds at once.
+//!
+//! An epoch: every world is rebuilt (agents on fresh cells), every learner starts its epoch
+//! (hard target copy every `sync_epochs`), then `turns` turns. A turn in each world is
+//! sorrel's: spawning, then the agents in list order, each observing the world as the agents
+//! before it left it ([`TurnOrder::Sequential`]; [`TurnOrder::Simultaneous`] has all agents
+//! observe first and choose in one call each, in parallel across agents). Agent `a`'s action
+//! selection covers all worlds in one batched forward. After the last turn each buffer gets
+//! its final observation (the episode is truncated, never terminated), then every agent
+//! takes `updates_per_epoch` gradient steps (sorrel: 1), agents in parallel, and ε decays.
+//! `updates_per_turn` adds steps during the epoch (a ratio; 0 by default, as sorrel).
+//!
+//! Each agent keeps its own model, optimiser and buffers (one [`FrameReplay`] per world).
+//! Every random draw comes from a key derived from the seed and the draw's role, epoch,
+//! turn, world and agent, so results do not depend on the number of threads.
+
+use crate::AgentError;
+use crate::iqn::{IqnConfig, IqnLearner};
+use kestrel_core::Key;
+use kestrel_envs::treasure::{KeyDraws, TreasureHunt, TreasureParams, TreasureState};
+use kestrel_replay::FrameReplay;
+use rayon::prelude::*;
+
+/// How agents take their turns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TurnOrder {
+    /// sorrel's rule: agent `a` observes after agents `0..a` moved.
+    #[default]
+    Sequential,
+    /// All agents observe the turn's start and choose at once (parallel across agents); moves
+    /// are still applied in list order.
+    Simultaneous,
+}
+
+/// A treasure-hunt training run's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HuntConfig {
+    /// World settings (size, agents, values, spawn probability, observation encoding).
+    pub world: TreasureParams,
+    /// Independent worlds played at once (1, as sorrel).
+    pub worlds: usize,
+    /// Turns per epoch (100).
+    pub turns: u32,
+    /// Gradient steps per agent at the end of every epoch (1).
+    pub updates_per_epoch: usize,
+    /// Extra gradient steps per agent per turn (0).
+    pub updates_per_turn: f64,
+    /// Agent settings (shared by all agents; each has its own parameters).
+    pub iqn: IqnConfig,
+    /// Turn order.
+    pub order: TurnOrder,
+}
+
+impl HuntConfig {
+    /// sorrel 1.6.0's treasure-hunt example for `world` (its `main.py` uses `rgb`).
+    pub fn sorrel(world: TreasureParams) -> Self {
+        let iqn = IqnConfig::sorrel(world.obs_len(), 4);
+        HuntConfig {
+            worlds: 1,
+            turns: world.max_turns,
+            updates_per_epoch: 1,
+            updates_per_turn: 0.0,
+            iqn,
+            order: TurnOrder::Sequential,
+            world,
+        }
+    }
+
+    /// Checks every setting.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        self.world.validate()?;
+        self.iqn.validate()?;
+        let bad = |field: &'static str, value: String, accepted: &'static str| {
+            Err(AgentError::Invalid { field, value, accepted })
+        };
+        if self.worlds == 0 {
+            return bad("worlds", "0".into(), "at least 1");
+        }
+        if self.turns == 0 {
+            return bad("turns", "0".into(), "at least 1");
+        }
+        if !(self.updates_per_turn.is_finite() && self.updates_per_turn >= 0.0) {
+            return bad("updates_per_turn", self.updates_per_turn.to_string(), "finite and >= 0");
+        }
+        if self.iqn.frame_dim != self.world.obs_len() {
+            return bad(
+                "iqn.frame_dim",
+                self.iqn.frame_dim.to_string(),
+                "the world's observation length",
+            );
+        }
+        if self.iqn.actions != 4 {
+            return bad("iqn.actions", self.iqn.actions.to_string(), "4 (up, down, left, right)");
+        }
+        Ok(())
+    }
+}
+
+/// What one epoch did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpochStats {
+    /// Epoch number (from 0).
+    pub epoch: u64,
+    /// Reward per agent summed over turns and worlds, divided by the number of worlds.
+    pub reward: Vec<f64>,
+    /// Mean loss of each agent's gradient steps this epoch (`None`: no step yet).
+    pub loss: Vec<Option<f64>>,
+    /// ε of each agent during the epoch.
+    pub epsilon: Vec<f64>,
+}
+
+/// One agent: learner and one replay buffer per world.
+#[derive(Clone, Debug)]
+pub struct HuntAgent {
+    /// Model, target, optimiser, ε.
+    pub learner: IqnLearner,
+    /// One buffer per world.
+    pub buffers: Vec<FrameReplay>,
+    states: Vec<f32>,
+    frames: Vec<f32>,
+    actions: Vec<u32>,
+    loss_sum: f64,
+    loss_n: u64,
+}
+
+impl HuntAgent {
+    /// One gradient step; adds its loss to the epoch's.
+    fn update(&mut self, key: Key) -> Result<(), AgentError> {
+        if let Some(l) = self.learner.train_step(&mut self.buffers, key)? {
+            self.loss_sum += l;
+            self.loss_n += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A training run in progress: worlds, agents, epoch counter.
+#[derive(Clone, Debug)]
+pub struct Hunt {
+    /// Settings.
+    pub cfg: HuntConfig,
+    /// Agents.
+    pub agents: Vec<HuntAgent>,
+    /// Epochs completed.
+    pub epoch: u64,
+    /// Root key.
+    pub key: Key,
+    worlds: Vec<TreasureState>,
+    rewards: Vec<f64>,
+    credit: f64,
+}
+
+/// Key roles.
+const WORLD: u64 = 1;
+const SPAWN: u64 = 2;
+const ACT: u64 = 3;
+const LEARN: u64 = 4;
+const INIT: u64 = 5;
+
+impl Hunt {
+    /// A fresh run from `seed`: agent `a`'s parameters come from `key(INIT, a)`.
+    pub fn new(cfg: HuntConfig, seed: u64) -> Result<Self, AgentError> {
+        cfg.validate()?;
+        let key = Key::new(seed);
+        let n = cfg.world.num_agents;
+        let sd = cfg.iqn.state_dim();
+        let agents = (0..n)
+            .map(|a| {
+                let learner =
+                    IqnLearner::new(cfg.iqn.clone(), key.fold_in(INIT).fold_in(a as u64))?;
+                let buffers = (0..cfg.worlds)
+                    .map(|_| FrameReplay::new(cfg.iqn.replay()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(HuntAgent {
+                    learner,
+                    buffers,
+                    states: vec![0.0; cfg.worlds * sd],
+                    frames: vec![0.0; cfg.worlds * cfg.iqn.frame_dim],
+                    actions: vec![0; cfg.worlds],
+                    loss_sum: 0.0,
+                    loss_n: 0,
+                })
+            })
+            .collect::<Result<Vec<_>, AgentError>>()?;
+        Ok(Hunt {
+            worlds: Vec::new(),
+            rewards: vec![0.0; n],
+            credit: 0.0,
+            cfg,
+            agents,
+            epoch: 0,
+            key,
+        })
+    }
+
+    /// The worlds as they are now (after the last turn played).
+    pub fn worlds(&self) -> &[TreasureState] {
+        &self.worlds
+    }
+
+    /// Starts an epoch: fresh worlds, open episodes, target copies.
+    fn begin(&mut self) {
+        let e = self.epoch;
+        let kw = self.key.fold_in(WORLD).fold_in(e);
+        self.worlds = (0..self.cfg.worlds)
+            .map(|w| TreasureHunt::new_world(&self.cfg.world, &mut kw.fold_in(w as u64).rng()))
+            .collect();
+        for ag in &mut self.agents {
+            ag.learner.start_epoch(e);
+            ag.buffers.iter_mut().for_each(FrameReplay::begin_episode);
+            ag.loss_sum = 0.0;
+            ag.loss_n = 0;
+        }
+        self.rewards.iter_mut().for_each(|r| *r = 0.0);
+    }
+
+    /// Observes agent `a` in every world and builds its stacked states.
+    fn observe(&mut self, a: usize) -> Result<(), AgentError> {
+        let p = &self.cfg.world;
+        let fd = self.cfg.iqn.frame_dim;
+        let sd = self.cfg.iqn.state_dim();
+        let ag = &mut self.agents[a];
+        for (w, s) in self.worlds.iter().enumerate() {
+            let f = &mut ag.frames[w * fd..(w + 1) * fd];
+            TreasureHunt::observe(p, s, a, f);
+            ag.buffers[w].stack_current(f, &mut ag.states[w * sd..(w + 1) * sd])?;
+        }
+        Ok(())
+    }
+
+    /// Applies agent `a`'s chosen actions in every world and stores the transitions.
+    fn apply(&mut self, a: usize, last: bool) -> Result<(), AgentError> {
+        let p = &self.cfg.world;
+        let fd = self.cfg.iqn.frame_dim;
+        let ag = &mut self.agents[a];
+        for (w, s) in self.worlds.iter_mut().enumerate() {
+            let act = ag.actions[w];
+            let r = TreasureHunt::act(p, s, a, act as u8);
+            self.rewards[a] += r as f64;
+            ag.buffers[w].push(&ag.frames[w * fd..(w + 1) * fd], act, r, false, last)?;
+        }
+        Ok(())
+    }
+
+    fn update_all(&mut self, step: u64) -> Result<(), AgentError> {
+        let kl = self.key.fold_in(LEARN).fold_in(self.epoch).fold_in(step);
+        self.agents
+            .par_iter_mut()
+            .enumerate()
+            .with_max_len(1)
+            .map(|(a, ag)| ag.update(kl.fold_in(a as u64)))
+            .collect::<Result<Vec<()>, AgentError>>()?;
+        Ok(())
+    }
+
+    /// Plays and learns one epoch; `on_turn` sees the worlds after every turn (for
+    /// rendering; pass `|_| {}` otherwise).
+    pub fn run_epoch(
+        &mut self,
+        mut on_turn: impl FnMut(&[TreasureState]),
+    ) -> Result<EpochStats, AgentError> {
+        self.begin();
+        let e = self.epoch;
+        let n = self.agents.len();
+        let epsilon: Vec<f64> = self.agents.iter().map(|a| a.learner.epsilon).collect();
+        let mut step = 0u64;
+        for t in 0..self.cfg.turns {
+            let last = t + 1 == self.cfg.turns;
+            let ks = self.key.fold_in(SPAWN).fold_in(e).fold_in(t as u64);
+            for (w, s) in self.worlds.iter_mut().enumerate() {
+                TreasureHunt::spawn(&self.cfg.world, s, &mut KeyDraws(ks.fold_in(w as u64).rng()));
+            }
+            let ka = self.key.fold_in(ACT).fold_in(e).fold_in(t as u64);
+            match self.cfg.order {
+                TurnOrder::Sequential => {
+                    for a in 0..n {
+                        self.observe(a)?;
+                        let ag = &mut self.agents[a];
+                        ag.learner.act(&ag.states, ka.fold_in(a as u64), &mut ag.actions);
+                        self.apply(a, last)?;
+                    }
+                }
+                TurnOrder::Simultaneous => {
+                    for a in 0..n {
+                        self.observe(a)?;
+                    }
+                    self.agents.par_iter_mut().enumerate().with_max_len(1).for_each(|(a, ag)| {
+                        ag.learner.act(&ag.states, ka.fold_in(a as u64), &mut ag.actions);
+                    });
+                    for a in 0..n {
+                        self.apply(a, last)?;
+                    }
+                }
+            }
+            for s in &mut self.worlds {
+                s.turn += 1;
+            }
+            on_turn(&self.worlds);
+            self.credit += self.cfg.updates_per_turn;
+            while self.credit >= 1.0 {
+                self.credit -= 1.0;
+                self.update_all(step)?;
+                step += 1;
+            }
+        }
+        // Final observations: the episode was truncated by the turn limit.
+        let fd = self.cfg.iqn.frame_dim;
+        for a in 0..n {
+            let ag = &mut self.agents[a];
+            for (w, s) in self.worlds.iter().enumerate() {
+                let f = &mut ag.frames[w * fd..(w + 1) * fd];
+                TreasureHunt::observe(&self.cfg.world, s, a, f);
+                ag.buffers[w].push_final(f)?;
+            }
+        }
+        for _ in 0..self.cfg.updates_per_epoch {
+            self.update_all(step)?;
+            step += 1;
+        }
+        let stats = EpochStats {
+            epoch: e,
+            reward: self.rewards.iter().map(|r| r / self.cfg.worlds as f64).collect(),
+            loss: self
+                .agents
+                .iter()
+                .map(|a| (a.loss_n > 0).then(|| a.loss_sum / a.loss_n as f64))
+                .collect(),
+            epsilon,
+        };
+        for ag in &mut self.agents {
+            ag.learner.end_epoch();
+        }
+        self.epoch += 1;
+        Ok(stats)
+    }
+
+    /// Greedy play (ε = 0, no learning, nothing stored) of one fresh epoch from `key`;
+    /// returns every agent's total reward and calls `on_turn` after every turn.
+    pub fn play(
+        &self,
+        key: Key,
+        mut on_turn: impl FnMut(&[TreasureState]),
+    ) -> Result<Vec<f64>, AgentError> {
+        let mut h = self.clone();
+        h.key = key;
+        h.epoch = 0;
+        for ag in &mut h.agents {
+            ag.learner.epsilon = 0.0;
+            ag.buffers = (0..h.cfg.worlds)
+                .map(|_| FrameReplay::new(h.cfg.iqn.replay()))
+                .collect::<Result<_, _>>()?;
+        }
+        h.cfg.updates_per_epoch = 0;
+        h.cfg.updates_per_turn = 0.0;
+        let stats = h.run_epoch(&mut on_turn)?;
+        Ok(stats.reward)
+    }
+}
+
+fn io_err(path: &std::path::Path, e: std::io::Error) -> AgentError {
+    AgentError::Invalid {
+        field: "checkpoint folder",
+        value: format!("{} ({e})", path.display()),
+        accepted: "a folder that can be written and renamed",
+    }
+}
+
+fn bad_ckpt(path: &std::path::Path, what: String) -> AgentError {
+    AgentError::Invalid {
+        field: "checkpoint",
+        value: format!("{}: {what}", path.display()),
+        accepted: "a checkpoint written by Hunt::save_checkpoint with this configuration",
+    }
+}
+
+fn meta_num<T: std::str::FromStr>(
+    path: &std::path::Path,
+    meta: &std::collections::BTreeMap<String, String>,
+    name: &str,
+) -> Result<T, AgentError> {
+    meta.get(name)
+        .and_then(|v| v.parse::<T>().ok())
+        .ok_or_else(|| bad_ckpt(path, format!("metadata {name} missing or malformed")))
+}
+
+impl Hunt {
+    /// Writes everything needed to continue exactly (parameters, targets, Adam states, ε,
+    /// replay buffers, epoch, key) to `dir`: into `dir` + `.tmp` first, then swapped in, so
+    /// an interrupted save leaves the previous checkpoint intact.
+    pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), AgentError> {
+        let tmp = dir.with_extension("tmp");
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| io_err(&tmp, e))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| io_err(&tmp, e))?;
+        let net = &self.agents[0].learner.net;
+        let tensors = net.tensors();
+        for (a, ag) in self.agents.iter().enumerate() {
+            let l = &ag.learner;
+            let mut named: Vec<(String, Vec<usize>, &[f32])> = Vec::new();
+            for (prefix, v) in [
+                ("params", &l.params),
+                ("target", &l.target),
+                ("adam_m", &l.opt.m),
+                ("adam_v", &l.opt.v),
+            ] {
+                for (name, shape, off) in &tensors {
+                    let n: usize = shape.iter().product();
+                    named.push((format!("{prefix}.{name}"), shape.clone(), &v[*off..off + n]));
+                }
+            }
+            kestrel_nn::save_safetensors(
+                &tmp.join(format!("agent{a}.safetensors")),
+                &named,
+                &[
+                    ("adam_t", l.opt.t.to_string()),
+                    ("epsilon", l.epsilon.to_string()),
+                    ("updates", l.updates.to_string()),
+                ],
+            )?;
+            let mut arrays: Vec<(String, Vec<f64>)> = Vec::new();
+            let mut meta: Vec<(String, String)> = Vec::new();
+            for (w, b) in ag.buffers.iter().enumerate() {
+                let s = b.snapshot();
+                for (name, v) in s.arrays {
+                    arrays.push((format!("world{w}.{name}"), v));
+                }
+                for (name, v) in s.scalars {
+                    meta.push((format!("world{w}.{name}"), v.to_string()));
+                }
+            }
+            let named: Vec<(String, Vec<usize>, &[f64])> =
+                arrays.iter().map(|(n, v)| (n.clone(), vec![v.len()], &v[..])).collect();
+            let meta: Vec<(&str, String)> =
+                meta.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            kestrel_nn::save_safetensors(
+                &tmp.join(format!("agent{a}.replay.safetensors")),
+                &named,
+                &meta,
+            )?;
+        }
+        let none: Vec<(String, Vec<usize>, &[f64])> = Vec::new();
+        kestrel_nn::save_safetensors(
+            &tmp.join("hunt.safetensors"),
+            &none,
+            &[
+                ("epoch", self.epoch.to_string()),
+                ("key", self.key.raw().to_string()),
+                ("credit", self.credit.to_string()),
+                ("agents", self.agents.len().to_string()),
+            ],
+        )?;
+        let old = dir.with_extension("old");
+        if old.exists() {
+            std::fs::remove_dir_all(&old).map_err(|e| io_err(&old, e))?;
+        }
+        if dir.exists() {
+            std::fs::rename(dir, &old).map_err(|e| io_err(dir, e))?;
+        }
+        std::fs::rename(&tmp, dir).map_err(|e| io_err(dir, e))?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old).map_err(|e| io_err(&old, e))?;
+        }
+        Ok(())
+    }
+
+    /// Resumes a run saved by [`Hunt::save_checkpoint`] under `cfg` (the run's own settings;
+    /// shapes and counts are checked).
+    pub fn load_checkpoint(cfg: HuntConfig, dir: &std::path::Path) -> Result<Self, AgentError> {
+        let mut h = Hunt::new(cfg, 0)?;
+        let hp = dir.join("hunt.safetensors");
+        let hf = kestrel_nn::load_safetensors::<f64>(&hp)?;
+        let agents: usize = meta_num(&hp, &hf.metadata, "agents")?;
+        if agents != h.agents.len() {
+            return Err(bad_ckpt(
+                &hp,
+                format!("{agents} agents, the configuration has {}", h.agents.len()),
+            ));
+        }
+        h.epoch = meta_num(&hp, &hf.metadata, "epoch")?;
+        h.key = Key::from_raw(meta_num(&hp, &hf.metadata, "key")?);
+        h.credit = meta_num(&hp, &hf.metadata, "credit")?;
+        let tensors = h.agents[0].learner.net.tensors();
+        for (a, ag) in h.agents.iter_mut().enumerate() {
+            let p = dir.join(format!("agent{a}.safetensors"));
+            let f = kestrel_nn::load_safetensors::<f32>(&p)?;
+            let l = &mut ag.learner;
+            for (prefix, v) in [
+                ("params", &mut l.params),
+                ("target", &mut l.target),
+                ("adam_m", &mut l.opt.m),
+                ("adam_v", &mut l.opt.v),
+            ] {
+                for (name, shape, off) in &tensors {
+                    let key = format!("{prefix}.{name}");
+                    match f.get(&key) {
+                        Some((s, vals)) if s == shape.as_slice() => {
+                            v[*off..off + vals.len()].copy_from_slice(vals)
+                        }
+                        Some((s, _)) => {
+                            return Err(bad_ckpt(
+                                &p,
+                                format!("{key}: shape {s:?}, the model needs {shape:?}"),
+                            ));
+                        }
+                        None => return Err(bad_ckpt(&p, format!("{key} missing"))),
+                    }
+                }
+            }
+            l.opt.t = meta_num(&p, &f.metadata, "adam_t")?;
+            l.epsilon = meta_num(&p, &f.metadata, "epsilon")?;
+            l.updates = meta_num(&p, &f.metadata, "updates")?;
+            let rp = dir.join(format!("agent{a}.replay.safetensors"));
+            let rf = kestrel_nn::load_safetensors::<f64>(&rp)?;
+            for (w, b) in ag.buffers.iter_mut().enumerate() {
+                let array = |n: &str| rf.get(&format!("world{w}.{n}")).map(|(_, v)| v.to_vec());
+                let scalar = |n: &str| {
+                    rf.metadata.get(&format!("world{w}.{n}")).and_then(|v| v.parse().ok())
+                };
+                *b = FrameReplay::restore(h.cfg.iqn.replay(), array, scalar)
+                    .map_err(|e| bad_ckpt(&rp, format!("world {w}: {e}")))?;
+            }
+        }
+        Ok(h)
+    }
+}
