@@ -250,11 +250,17 @@ impl<T: Float> IqnWork<T> {
     }
 }
 
+/// ReLU in place; an unconditional select so it vectorises (a conditional store does not).
 fn relu_inplace<T: Float>(v: &mut [T]) {
     for x in v {
-        if *x < T::ZERO {
-            *x = T::ZERO;
-        }
+        *x = if *x > T::ZERO { *x } else { T::ZERO };
+    }
+}
+
+/// Zeroes `d` where `y` (a ReLU output) is not positive.
+fn relu_mask<T: Float>(d: &mut [T], y: &[T]) {
+    for (g, &v) in d.iter_mut().zip(y) {
+        *g = if v > T::ZERO { *g } else { T::ZERO };
     }
 }
 
@@ -347,10 +353,17 @@ impl IqnNet {
         self.head.forward(self.part(params, 0), &ws.x, &mut ws.h, b);
         relu_inplace(&mut ws.h);
         ws.cosv.resize(rows * self.n_cos, T::ZERO);
+        // cos(kθ) for k = 1..n_cos by the Chebyshev recurrence
+        // cos((k+1)θ) = 2 cos θ cos(kθ) − cos((k−1)θ), in f64 (one libm call per τ; the
+        // recurrence's error after 64 terms is ~1e-14, far below f32's resolution).
         for (row, &t) in ws.cosv.chunks_mut(self.n_cos).zip(&ws.taus) {
-            let t = t.to_f64() * std::f64::consts::PI;
-            for (k, v) in row.iter_mut().enumerate() {
-                *v = T::from_f64((t * (k + 1) as f64).cos());
+            let c1 = (t.to_f64() * std::f64::consts::PI).cos();
+            let (mut prev, mut cur) = (1.0f64, c1);
+            for v in row.iter_mut() {
+                *v = T::from_f64(cur);
+                let next = 2.0 * c1 * cur - prev;
+                prev = cur;
+                cur = next;
             }
         }
         ws.c.resize(rows * l, T::ZERO);
@@ -434,11 +447,7 @@ impl IqnNet {
             }
         }
         // ReLU after the hidden noisy layer.
-        for (d, &fv) in ws.df.iter_mut().zip(&ws.f) {
-            if fv <= T::ZERO {
-                *d = T::ZERO;
-            }
-        }
+        relu_mask(&mut ws.df, &ws.f);
         {
             let IqnWork { eff, noise, noise_on, z, df, dz, scratch, .. } = &mut *ws;
             let nz = if *noise_on { Some(&noise[0][..]) } else { None };
@@ -450,21 +459,20 @@ impl IqnNet {
         ws.dh.fill(T::ZERO);
         ws.dc.resize(rows * l, T::ZERO);
         for bi in 0..b {
+            let h = &ws.h[bi * l..(bi + 1) * l];
+            let dh = &mut ws.dh[bi * l..(bi + 1) * l];
             for i in 0..n {
-                let r = bi * n + i;
-                for j in 0..l {
-                    let dz = ws.dz[r * l + j];
-                    ws.dh[bi * l + j] += dz * ws.c[r * l + j];
-                    let dc = dz * ws.h[bi * l + j];
-                    ws.dc[r * l + j] = if ws.c[r * l + j] > T::ZERO { dc } else { T::ZERO };
+                let r = (bi * n + i) * l;
+                let (dz, c) = (&ws.dz[r..r + l], &ws.c[r..r + l]);
+                for (((g, dc), &d), (&cv, &hv)) in
+                    dh.iter_mut().zip(&mut ws.dc[r..r + l]).zip(dz).zip(c.iter().zip(h))
+                {
+                    *g += d * cv;
+                    *dc = if cv > T::ZERO { d * hv } else { T::ZERO };
                 }
             }
         }
-        for (d, &hv) in ws.dh.iter_mut().zip(&ws.h) {
-            if hv <= T::ZERO {
-                *d = T::ZERO;
-            }
-        }
+        relu_mask(&mut ws.dh, &ws.h);
         self.cos.backward(
             self.part(params, 1),
             &ws.cosv,

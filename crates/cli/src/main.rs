@@ -3,6 +3,7 @@
 mod allo;
 mod arc;
 mod evo;
+mod hunt;
 mod mppi;
 mod nn;
 mod run;
@@ -34,6 +35,9 @@ enum Cmd {
     /// ALLO Laplacian representation learning on grid maps: train, bench.
     #[command(subcommand)]
     Allo(allo::AlloCmd),
+    /// Multi-agent treasure hunt with one IQN learner per agent: train, play, bench.
+    #[command(subcommand)]
+    Hunt(hunt::HuntCmd),
     /// Neural-network kernels: bench.
     #[command(subcommand)]
     Nn(nn::NnCmd),
@@ -53,6 +57,9 @@ fn main() {
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
         Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(a),
         Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),
+        Cmd::Hunt(hunt::HuntCmd::Train(a)) => hunt::train(a),
+        Cmd::Hunt(hunt::HuntCmd::Play(a)) => hunt::play(a),
+        Cmd::Hunt(hunt::HuntCmd::Bench(a)) => hunt::bench(a),
     };
     if let Err(e) = r {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.

@@ -277,13 +277,20 @@ pub type Series<'a> = (&'a str, [u8; 3], Vec<(f64, f64)>);
 /// A line plot of `(x, y)` series on a log10 y-axis (non-positive values floored at 1e-300):
 /// title, axis ticks with labels.
 pub fn log_plot(series: &[Series<'_>], title: &str, xlabel: &str) -> Canvas {
+    line_plot(series, title, xlabel, true)
+}
+
+/// A line plot of `(x, y)` series, on a log10 y-axis when `log` (non-positive values floored
+/// at 1e-300), linear otherwise: title, axis ticks with labels.
+pub fn line_plot(series: &[Series<'_>], title: &str, xlabel: &str, log: bool) -> Canvas {
     let (w, h, ml, mr, mt, mb) = (900usize, 560usize, 90i64, 30i64, 50i64, 60i64);
     let mut c = Canvas::new(w, h);
+    let ty = |y: f64| if log { y.max(1e-300).log10() } else { y };
     let pts = series.iter().flat_map(|s| s.2.iter());
     let (mut x0, mut x1, mut y0, mut y1) =
         (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
     for &(x, y) in pts {
-        let ly = y.max(1e-300).log10();
+        let ly = ty(y);
         if ly.is_finite() {
             (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(ly), y1.max(ly));
         }
@@ -291,18 +298,32 @@ pub fn log_plot(series: &[Series<'_>], title: &str, xlabel: &str) -> Canvas {
     if !x0.is_finite() {
         return c;
     }
-    let (y0, y1) = (y0.floor(), y1.ceil().max(y0.floor() + 1.0));
+    let (y0, y1) = if log {
+        (y0.floor(), y1.ceil().max(y0.floor() + 1.0))
+    } else if y1 > y0 {
+        (y0, y1)
+    } else {
+        (y0 - 1.0, y0 + 1.0)
+    };
     let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
     let (pw, ph) = (w as i64 - ml - mr, h as i64 - mt - mb);
     let px = |x: f64| ml + ((x - x0) / (x1 - x0) * pw as f64) as i64;
     let py = |ly: f64| mt + ph - ((ly - y0) / (y1 - y0) * ph as f64) as i64;
     let grey = [200, 200, 200];
-    let step = ((y1 - y0) / 8.0).ceil().max(1.0);
-    let mut e = y0;
-    while e <= y1 {
-        c.line((ml, py(e)), (ml + pw, py(e)), grey);
-        c.text(8, py(e) - 5, 2, &format!("1E{}", e as i64), [0, 0, 0]);
-        e += step;
+    if log {
+        let step = ((y1 - y0) / 8.0).ceil().max(1.0);
+        let mut e = y0;
+        while e <= y1 {
+            c.line((ml, py(e)), (ml + pw, py(e)), grey);
+            c.text(8, py(e) - 5, 2, &format!("1E{}", e as i64), [0, 0, 0]);
+            e += step;
+        }
+    } else {
+        for k in 0..=6 {
+            let v = y0 + (y1 - y0) * k as f64 / 6.0;
+            c.line((ml, py(v)), (ml + pw, py(v)), grey);
+            c.text(8, py(v) - 5, 2, &format!("{v:.1}"), [0, 0, 0]);
+        }
     }
     for k in 0..=5 {
         let x = x0 + (x1 - x0) * k as f64 / 5.0;
@@ -325,7 +346,7 @@ pub fn log_plot(series: &[Series<'_>], title: &str, xlabel: &str) -> Canvas {
         c.text(ml + pw - 200, mt + 10 + k as i64 * 16, 2, name, *col);
         let mut prev: Option<(i64, i64)> = None;
         for &(x, y) in s {
-            let ly = y.max(1e-300).log10();
+            let ly = ty(y);
             if !ly.is_finite() {
                 continue;
             }

@@ -334,3 +334,65 @@ fn nn_bench_reports_json() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert!(v["train_us"].as_f64().unwrap() > 0.0 && v["train_many_us"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn hunt_train_resume_play_and_bench() {
+    let out_dir = tmp("hunt-runs");
+    let o = out_dir.to_str().unwrap();
+    let small = [
+        "--size",
+        "9",
+        "--turns",
+        "12",
+        "--layer",
+        "16",
+        "--batch",
+        "8",
+        "--capacity",
+        "64",
+        "--obs",
+        "onehot",
+        "--agents",
+        "3",
+        "--updates-per-turn",
+        "0.5",
+    ];
+    let mut args = vec!["hunt", "train", "--epochs", "4", "--record-every", "2"];
+    args.extend(["--checkpoint-every", "2", "--threads", "2", "--out-dir", o]);
+    args.extend(small);
+    let out = ok(&args);
+    assert!(out.contains("after 4 epochs"), "{out}");
+    let run = std::fs::read_dir(&out_dir).unwrap().next().unwrap().unwrap().path();
+    for f in [
+        "config.json",
+        "metrics.jsonl",
+        "summary.md",
+        "learning_curve.png",
+        "episodes/epoch-00000.png",
+        "episodes/epoch-00002.png",
+        "checkpoint/agent2.safetensors",
+        "checkpoint/agent2.replay.safetensors",
+    ] {
+        assert!(run.join(f).exists(), "{f} missing");
+    }
+    // Resume to 6 epochs (the world settings come from the run's config.json).
+    let r = run.to_str().unwrap();
+    let out = ok(&["hunt", "train", "--epochs", "6", "--resume", r, "--out-dir", o]);
+    assert!(out.contains("after 6 epochs"), "{out}");
+    let epochs: Vec<u64> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["epoch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(epochs, [0, 1, 2, 3, 4, 5]);
+    let png = tmp("hunt-play.png");
+    let out = ok(&["hunt", "play", "--checkpoint", r, "--out", png.to_str().unwrap()]);
+    assert!(out.contains("rewards per agent") && png.exists(), "{out}");
+    let out = ok(&["hunt", "bench", "--reps", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v["iqn_update_us"].as_f64().unwrap() > 0.0 && v["turn_us"].as_f64().unwrap() > 0.0);
+    let e = fails(&["hunt", "train", "--obs", "hsv", "--out-dir", o]);
+    assert!(e.contains("--obs hsv"), "{e}");
+    let e = fails(&["hunt", "play", "--checkpoint", "/nonexistent/run"]);
+    assert!(e.contains("/nonexistent/run"), "{e}");
+}
