@@ -24,6 +24,7 @@
 
 use crate::AgentError;
 use kestrel_core::Key;
+use kestrel_nn::matmul::{Op, matmul};
 use kestrel_nn::{Adam, AdamState, Dense, Float, Init, Layer, NoisyDense, quantile_huber};
 use kestrel_replay::{FrameBatch, FrameReplay, FrameReplayConfig, Prioritized};
 
@@ -221,7 +222,7 @@ pub struct IqnWork<T> {
     dadv: Vec<T>,
     dval: Vec<T>,
     scratch: Vec<T>,
-    normals: Vec<f64>,
+    normals: Vec<f32>,
 }
 
 impl<T: Float> IqnWork<T> {
@@ -240,10 +241,10 @@ impl<T: Float> IqnWork<T> {
             for (k, l) in [&net.ff, &net.adv, &net.val].into_iter().enumerate() {
                 let n = l.noise_len();
                 self.normals.resize(n, 0.0);
-                key.fold_in(1 + k as u64).rng().fill_standard_normal(&mut self.normals);
+                key.fold_in(1 + k as u64).rng().fill_standard_normal_f32(&mut self.normals);
                 self.noise[k].resize(n, T::ZERO);
                 for (d, &v) in self.noise[k].iter_mut().zip(&self.normals) {
-                    *d = T::from_f64(v);
+                    *d = T::from_f64(v as f64);
                 }
             }
         }
@@ -366,32 +367,48 @@ impl IqnNet {
                 cur = next;
             }
         }
+        // c = relu(cosv Wc + bc) and z = h ⊙ c in one pass after the product.
         ws.c.resize(rows * l, T::ZERO);
-        self.cos.forward(self.part(params, 1), &ws.cosv, &mut ws.c, rows);
-        relu_inplace(&mut ws.c);
+        let (wc, bc) = self.part(params, 1).split_at(self.n_cos * l);
+        matmul(rows, self.n_cos, l, &ws.cosv, Op::N, wc, Op::N, &mut ws.c, false);
         ws.z.resize(rows * l, T::ZERO);
         for bi in 0..b {
             let h = &ws.h[bi * l..(bi + 1) * l];
             for i in 0..n {
-                let r = bi * n + i;
-                for ((z, &c), &hv) in ws.z[r * l..(r + 1) * l].iter_mut().zip(&ws.c[r * l..]).zip(h)
+                let r = (bi * n + i) * l;
+                for (((z, c), &hv), &bias) in
+                    ws.z[r..r + l].iter_mut().zip(&mut ws.c[r..r + l]).zip(h).zip(bc)
                 {
-                    *z = hv * c;
+                    let v = *c + bias;
+                    let v = if v > T::ZERO { v } else { T::ZERO };
+                    *c = v;
+                    *z = hv * v;
                 }
             }
         }
-        for (k, layer) in [&self.ff, &self.adv, &self.val].into_iter().enumerate() {
-            ws.eff[k].resize(layer.noise_len(), T::ZERO);
-            let noise = if ws.noise_on { Some(&ws.noise[k][..]) } else { None };
-            layer.effective(self.part(params, 2 + k), noise, &mut ws.eff[k]);
+        // Effective noisy weights in training passes; the means themselves otherwise.
+        if ws.noise_on {
+            for (k, layer) in [&self.ff, &self.adv, &self.val].into_iter().enumerate() {
+                ws.eff[k].resize(layer.noise_len(), T::ZERO);
+                layer.effective(self.part(params, 2 + k), Some(&ws.noise[k][..]), &mut ws.eff[k]);
+            }
         }
+        let eff =
+            |k: usize| -> &[T] { if ws.noise_on { &ws.eff[k] } else { self.part(params, 2 + k) } };
+        // f = relu(z Wf + bf), bias and ReLU in one pass.
         ws.f.resize(rows * l, T::ZERO);
-        self.ff.forward(&ws.eff[0], &ws.z, &mut ws.f, rows);
-        relu_inplace(&mut ws.f);
+        let (wf, bf) = eff(0)[..l * l + l].split_at(l * l);
+        matmul(rows, l, l, &ws.z, Op::N, wf, Op::N, &mut ws.f, false);
+        for row in ws.f.chunks_mut(l) {
+            for (v, &bias) in row.iter_mut().zip(bf) {
+                let y = *v + bias;
+                *v = if y > T::ZERO { y } else { T::ZERO };
+            }
+        }
         ws.adv.resize(rows * a, T::ZERO);
         ws.val.resize(rows, T::ZERO);
-        self.adv.forward(&ws.eff[1], &ws.f, &mut ws.adv, rows);
-        self.val.forward(&ws.eff[2], &ws.f, &mut ws.val, rows);
+        self.adv.forward(eff(1), &ws.f, &mut ws.adv, rows);
+        self.val.forward(eff(2), &ws.f, &mut ws.val, rows);
         ws.q.resize(rows * a, T::ZERO);
         let inv_a = T::from_f64(1.0 / a as f64);
         for r in 0..rows {
@@ -437,11 +454,12 @@ impl IqnNet {
             let IqnWork { eff, noise, noise_on, f, dadv, dval, df, dfv, scratch, .. } = &mut *ws;
             let on = *noise_on;
             let nz = |k: usize| if on { Some(&noise[k][..]) } else { None };
+            let w = |k: usize| -> &[T] { if on { &eff[k] } else { self.part(params, 2 + k) } };
             let g = &mut grads[o[3]..o[4]];
-            self.adv.backward(&eff[1], nz(1), f, dadv, g, Some(df), rows, scratch);
+            self.adv.backward(w(1), nz(1), f, dadv, g, Some(df), rows, scratch);
             // The value head's input gradient adds to the advantage head's.
             let g = &mut grads[o[4]..o[5]];
-            self.val.backward(&eff[2], nz(2), f, dval, g, Some(dfv), rows, scratch);
+            self.val.backward(w(2), nz(2), f, dval, g, Some(dfv), rows, scratch);
             for (d, &v) in df.iter_mut().zip(dfv.iter()) {
                 *d += v;
             }
@@ -450,9 +468,13 @@ impl IqnNet {
         relu_mask(&mut ws.df, &ws.f);
         {
             let IqnWork { eff, noise, noise_on, z, df, dz, scratch, .. } = &mut *ws;
-            let nz = if *noise_on { Some(&noise[0][..]) } else { None };
+            let (nz, w) = if *noise_on {
+                (Some(&noise[0][..]), &eff[0][..])
+            } else {
+                (None, self.part(params, 2))
+            };
             let g = &mut grads[o[2]..o[3]];
-            self.ff.backward(&eff[0], nz, z, df, g, Some(dz), rows, scratch);
+            self.ff.backward(w, nz, z, df, g, Some(dz), rows, scratch);
         }
         // Hadamard product: ∂h = Σ_τ dz ⊙ c, ∂c = dz ⊙ h; then the ReLUs.
         ws.dh.resize(b * l, T::ZERO);
