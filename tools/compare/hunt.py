@@ -13,7 +13,7 @@ step per agent per epoch), in one launch:
   * the whole default run for `--seeds` seeds: sorrel's `run_experiment` (CPU time, one
     process per seed, two at a time) vs `kestrel hunt train` (wall time on one core and on
     two), with the reward per epoch of both, mean over seeds, in one PNG
-    (`--png`, default tools/compare/hunt.png).
+    (`--png`, default docs/benchmarks/hunt-curves.png).
 
 Markdown on stdout. Uses tools/venv-sorrel (Python 3.12; see tools/golden/README.md).
 
@@ -143,7 +143,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=1001)
-    ap.add_argument("--png", default=os.path.join(ROOT, "tools", "compare", "hunt.png"))
+    ap.add_argument("--png", default=os.path.join(ROOT, "docs", "benchmarks", "hunt-curves.png"))
     a = ap.parse_args()
     measured = commit()
     py = venv_python("venv-sorrel", "tools/golden/requirements-sorrel.txt")

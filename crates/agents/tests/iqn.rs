@@ -172,3 +172,31 @@ fn bad_settings_are_errors() {
     c.actions = 1;
     assert!(IqnNet::new(&c).is_err());
 }
+
+/// The options sorrel only claims: n-step targets and prioritised replay, through the learner.
+#[test]
+fn n_step_and_prioritised_replay_train_and_update_priorities() {
+    let mut cfg = small();
+    cfg.layer = 32;
+    cfg.batch = 16;
+    cfg.capacity = 256;
+    cfg.lr = 5e-3;
+    cfg.epsilon = 0.0;
+    cfg.n_step = 3;
+    cfg.prioritized = Some(kestrel_replay::Prioritized::default());
+    let mut l = IqnLearner::new(cfg.clone(), Key::new(12)).unwrap();
+    let mut bufs = vec![bandit_buffer(&cfg, 100, Key::new(13))];
+    let before = bufs[0].snapshot();
+    for step in 0..300 {
+        l.train_step(&mut bufs, Key::new(200 + step)).unwrap().unwrap();
+    }
+    let after = bufs[0].snapshot();
+    let pr = |s: &kestrel_replay::FrameReplaySnapshot| {
+        s.arrays.iter().find(|a| a.0 == "priority").unwrap().1.clone()
+    };
+    assert_ne!(pr(&before), pr(&after), "priorities follow the TD errors");
+    let state = vec![1.0f32; cfg.state_dim()];
+    let mut acts = [0u32; 8];
+    l.act(&state.repeat(8), Key::new(8), &mut acts);
+    assert!(acts.iter().all(|&a| a == 1), "greedy actions {acts:?}");
+}
