@@ -108,6 +108,17 @@ fn iqn_loss_gradient_matches_finite_differences() {
     check("IQN loss", &g, &numeric(&p, loss));
 }
 
+/// Settings that learn the one-state task below in a few hundred steps.
+fn bandit_cfg() -> IqnConfig {
+    let mut cfg = small();
+    cfg.layer = 32;
+    cfg.batch = 16;
+    cfg.capacity = 256;
+    cfg.lr = 5e-3;
+    cfg.epsilon = 0.0;
+    cfg
+}
+
 /// A one-state task: action 1 pays 1, the others 0, episodes of one step (terminated).
 fn bandit_buffer(cfg: &IqnConfig, steps: usize, key: Key) -> FrameReplay {
     let mut buf = FrameReplay::new(cfg.replay()).unwrap();
@@ -124,12 +135,7 @@ fn bandit_buffer(cfg: &IqnConfig, steps: usize, key: Key) -> FrameReplay {
 
 #[test]
 fn learns_the_paying_action_and_follows_the_update_rules() {
-    let mut cfg = small();
-    cfg.layer = 32;
-    cfg.batch = 16;
-    cfg.capacity = 256;
-    cfg.lr = 5e-3;
-    cfg.epsilon = 0.0;
+    let cfg = bandit_cfg();
     let mut l = IqnLearner::new(cfg.clone(), Key::new(10)).unwrap();
     let mut empty = vec![FrameReplay::new(cfg.replay()).unwrap()];
     assert_eq!(l.train_step(&mut empty, Key::new(0)).unwrap(), None, "not ready: no step");
@@ -176,12 +182,7 @@ fn bad_settings_are_errors() {
 /// The options sorrel only claims: n-step targets and prioritised replay, through the learner.
 #[test]
 fn n_step_and_prioritised_replay_train_and_update_priorities() {
-    let mut cfg = small();
-    cfg.layer = 32;
-    cfg.batch = 16;
-    cfg.capacity = 256;
-    cfg.lr = 5e-3;
-    cfg.epsilon = 0.0;
+    let mut cfg = bandit_cfg();
     cfg.n_step = 3;
     cfg.prioritized = Some(kestrel_replay::Prioritized::default());
     let mut l = IqnLearner::new(cfg.clone(), Key::new(12)).unwrap();

@@ -1,7 +1,7 @@
 //! `kestrel allo train`: ALLO (or GGDO) on a grid map with progress, metrics written by a
 //! background thread, checkpoints, resume, and heat-maps of learned vs true eigenvectors.
 
-use crate::run::{Canvas, MetricsWriter, Progress, git_commit, run_dir, write_atomic};
+use crate::run::{Canvas, MetricsWriter, Progress, git_commit, median_us, run_dir, write_atomic};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_agents::allo::{Allo, AlloConfig, collect};
@@ -35,22 +35,6 @@ pub struct BenchArgs {
     /// One JSON object.
     #[arg(long)]
     json: bool,
-}
-
-/// Median of per-call times in µs.
-fn median_us(n: u64, mut f: impl FnMut(u64)) -> f64 {
-    for i in 0..n.min(10) {
-        f(i);
-    }
-    let mut v: Vec<f64> = (0..n)
-        .map(|i| {
-            let t = std::time::Instant::now();
-            f(i);
-            t.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {

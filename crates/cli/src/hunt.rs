@@ -3,7 +3,8 @@
 //! learning curve, summary), play a trained checkpoint, and bench the parts.
 
 use crate::run::{
-    Canvas, MetricsWriter, Progress, Series, git_commit, line_plot, run_dir, write_atomic,
+    Canvas, MetricsWriter, Progress, Series, git_commit, line_plot, median_us, run_dir,
+    write_atomic,
 };
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -353,22 +354,6 @@ pub fn play(a: PlayArgs) -> Result<()> {
     let r: Vec<String> = rewards.iter().map(|r| format!("{r:.0}")).collect();
     println!("rewards per agent: {}; frames in {}", r.join(", "), a.out.display());
     Ok(())
-}
-
-/// Median of per-call times in µs.
-fn median_us(n: u64, mut f: impl FnMut(u64)) -> f64 {
-    for i in 0..n.min(10) {
-        f(i);
-    }
-    let mut v: Vec<f64> = (0..n)
-        .map(|i| {
-            let t = std::time::Instant::now();
-            f(i);
-            t.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {

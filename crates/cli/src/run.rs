@@ -147,6 +147,22 @@ impl Progress {
     }
 }
 
+/// Median of `n` per-call times of `f(i)` in µs, after up to 10 warm-up calls.
+pub fn median_us(n: u64, mut f: impl FnMut(u64)) -> f64 {
+    for i in 0..n.min(10) {
+        f(i);
+    }
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| {
+            let t = std::time::Instant::now();
+            f(i);
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// An RGB canvas for plots.
 pub struct Canvas {
     /// Width.
