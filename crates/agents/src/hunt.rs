@@ -277,7 +277,7 @@ impl Hunt {
                     for a in 0..n {
                         self.observe(a)?;
                         let ag = &mut self.agents[a];
-                        ag.learner.act(&ag.states, ka.fold_in(a as u64), &mut ag.actions);
+                        ag.learner.act(&ag.states, ka.fold_in(a as u64), &mut ag.actions)?;
                         self.apply(a, last)?;
                     }
                 }
@@ -285,9 +285,14 @@ impl Hunt {
                     for a in 0..n {
                         self.observe(a)?;
                     }
-                    self.agents.par_iter_mut().enumerate().with_max_len(1).for_each(|(a, ag)| {
-                        ag.learner.act(&ag.states, ka.fold_in(a as u64), &mut ag.actions);
-                    });
+                    self.agents
+                        .par_iter_mut()
+                        .enumerate()
+                        .with_max_len(1)
+                        .map(|(a, ag)| {
+                            ag.learner.act(&ag.states, ka.fold_in(a as u64), &mut ag.actions)
+                        })
+                        .collect::<Result<Vec<()>, AgentError>>()?;
                     for a in 0..n {
                         self.apply(a, last)?;
                     }

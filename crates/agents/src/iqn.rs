@@ -629,8 +629,17 @@ impl IqnLearner {
 
     /// ε-greedy actions for `states` (`rows × state_dim`) into `actions`. Greedy rows use the
     /// mean over `n_quantiles` fresh τ samples without parameter noise (sorrel's eval mode).
-    pub fn act(&mut self, states: &[f32], key: Key, actions: &mut [u32]) {
+    ///
+    /// `states` must hold `actions.len()` rows of `state_dim` floats.
+    pub fn act(&mut self, states: &[f32], key: Key, actions: &mut [u32]) -> Result<(), AgentError> {
         let rows = actions.len();
+        if states.len() != rows * self.cfg.state_dim() {
+            return Err(AgentError::Invalid {
+                field: "states length",
+                value: states.len().to_string(),
+                accepted: "one row of n_frames × frame_dim floats per action",
+            });
+        }
         let mut r = key.fold_in(0).rng();
         let mut greedy = false;
         let a = self.cfg.actions as u32;
@@ -643,7 +652,7 @@ impl IqnLearner {
             }
         }
         if !greedy {
-            return;
+            return Ok(());
         }
         self.ws_act.draw(&self.net, key.fold_in(1), rows, self.cfg.n_quantiles, false);
         self.net.forward(&self.params, states, &mut self.ws_act);
@@ -655,6 +664,7 @@ impl IqnLearner {
                 *act = argmax(m) as u32;
             }
         }
+        Ok(())
     }
 
     /// Whether `buffers` hold enough transitions for a gradient step.

@@ -158,7 +158,8 @@ fn learns_the_paying_action_and_follows_the_update_rules() {
     }
     let state = vec![1.0f32; cfg.state_dim()];
     let mut acts = [0u32; 8];
-    l.act(&state.repeat(8), Key::new(7), &mut acts);
+    l.act(&state.repeat(8), Key::new(7), &mut acts).unwrap();
+    assert!(l.act(&state, Key::new(7), &mut acts).is_err(), "one state for eight actions");
     assert!(acts.iter().all(|&a| a == 1), "greedy actions {acts:?}");
     // ε schedule: 0.6 (1 − 0.0005)^1000 after 1000 epochs.
     let mut e = IqnLearner::new(IqnConfig::sorrel(4, 4), Key::new(0)).unwrap();
@@ -198,6 +199,6 @@ fn n_step_and_prioritised_replay_train_and_update_priorities() {
     assert_ne!(pr(&before), pr(&after), "priorities follow the TD errors");
     let state = vec![1.0f32; cfg.state_dim()];
     let mut acts = [0u32; 8];
-    l.act(&state.repeat(8), Key::new(8), &mut acts);
+    l.act(&state.repeat(8), Key::new(8), &mut acts).unwrap();
     assert!(acts.iter().all(|&a| a == 1), "greedy actions {acts:?}");
 }

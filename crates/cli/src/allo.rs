@@ -204,7 +204,8 @@ pub fn train(a: TrainArgs) -> Result<()> {
                 let path = dir.join(format!("eigenvectors-{done}.png"));
                 drawers.push(std::thread::spawn(move || heatmaps(&map, &truth, &rep).save(&path)));
             }
-            progress.tick(done, &format!("cos {last_cos:.4} b {:.3}", m.barrier));
+            let cos = if last_cos.is_nan() { "-".to_string() } else { format!("{last_cos:.4}") };
+            progress.tick(done, &format!("cos {cos} b {:.3}", m.barrier));
         }
         Ok(())
     })?;

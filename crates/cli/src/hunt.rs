@@ -424,14 +424,27 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         TreasureHunt::observe(&p, &st, 0, &mut frame);
         buf[0].push_final(&frame)?;
     }
+    let mut failed = None;
     let update_us = median_us(a.reps, |i| {
-        learner.train_step(&mut buf, Key::new(8).fold_in(i)).ok();
+        if let Err(e) = learner.train_step(&mut buf, Key::new(8).fold_in(i)) {
+            failed = Some(e);
+        }
     });
+    if let Some(e) = failed {
+        return Err(e).context("IQN update during the bench");
+    }
     // Greedy action selection for one state (batch 1, 12 τ samples, no noise).
     learner.epsilon = 0.0;
     let state = vec![0.1f32; cfg.iqn.state_dim()];
     let mut act = [0u32; 1];
-    let act_us = median_us(a.reps * 10, |i| learner.act(&state, Key::new(9).fold_in(i), &mut act));
+    let act_us = median_us(a.reps * 10, |i| {
+        if let Err(e) = learner.act(&state, Key::new(9).fold_in(i), &mut act) {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e).context("action choice during the bench");
+    }
     // The same update's matrix products alone, on the same shapes, through the same GEMM
     // (the floor a fused implementation could reach on this machine).
     let (bb, rr, ii, ll, cc) = (64usize, 64 * 12usize, cfg.iqn.state_dim(), 250usize, 64usize);
