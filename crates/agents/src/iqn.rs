@@ -767,9 +767,10 @@ impl IqnLearner {
             for (i, buf) in buffers.iter_mut().enumerate() {
                 let count = bsz / k + usize::from(i < bsz % k);
                 let slots = &self.batch.slots[start..start + count];
-                let per_row = &self.rows[start..start + count];
-                let td: Vec<f64> = per_row.iter().map(|v| v / (n * n) as f64).collect();
-                buf.update_priorities(slots, &td)?;
+                // Priority from the row's mean element loss.
+                let td = &mut self.rows[start..start + count];
+                td.iter_mut().for_each(|v| *v /= (n * n) as f64);
+                buf.update_priorities(slots, td)?;
                 start += count;
             }
         }
