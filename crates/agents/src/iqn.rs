@@ -25,7 +25,9 @@
 use crate::AgentError;
 use kestrel_core::Key;
 use kestrel_nn::matmul::{Op, matmul};
-use kestrel_nn::{Adam, AdamState, Dense, Float, Init, Layer, NoisyDense, quantile_huber};
+use kestrel_nn::{
+    Adam, AdamState, Dense, Float, Init, Layer, NoisyDense, Simd, WithSimd, quantile_huber,
+};
 use kestrel_replay::{FrameBatch, FrameReplay, FrameReplayConfig, Prioritized};
 
 /// Every setting of an IQN agent (defaults: sorrel's treasure-hunt example).
@@ -215,14 +217,12 @@ pub struct IqnWork<T> {
     pub q: Vec<T>,
     eff: [Vec<T>; 3],
     df: Vec<T>,
-    dfv: Vec<T>,
     dz: Vec<T>,
     dh: Vec<T>,
     dc: Vec<T>,
     dadv: Vec<T>,
     dval: Vec<T>,
     scratch: Vec<T>,
-    normals: Vec<f32>,
 }
 
 impl<T: Float> IqnWork<T> {
@@ -239,13 +239,8 @@ impl<T: Float> IqnWork<T> {
         self.noise_on = noisy;
         if noisy {
             for (k, l) in [&net.ff, &net.adv, &net.val].into_iter().enumerate() {
-                let n = l.noise_len();
-                self.normals.resize(n, 0.0);
-                key.fold_in(1 + k as u64).rng().fill_standard_normal_f32(&mut self.normals);
-                self.noise[k].resize(n, T::ZERO);
-                for (d, &v) in self.noise[k].iter_mut().zip(&self.normals) {
-                    *d = T::from_f64(v as f64);
-                }
+                self.noise[k].resize(l.noise_len(), T::ZERO);
+                kestrel_nn::fill_normal_f32(key.fold_in(1 + k as u64), &mut self.noise[k]);
             }
         }
     }
@@ -262,6 +257,158 @@ fn relu_inplace<T: Float>(v: &mut [T]) {
 fn relu_mask<T: Float>(d: &mut [T], y: &[T]) {
     for (g, &v) in d.iter_mut().zip(y) {
         *g = if v > T::ZERO { *g } else { T::ZERO };
+    }
+}
+
+// Element-wise passes as `kestrel_nn::WithSimd` operations, so they are compiled (and
+// vectorised) for the CPU's widest vector extension.
+
+/// `c ← relu(c + bc)`, `z = h ⊙ c`; the `n` rows of one state share its `h`.
+struct HadamardForward<'a, T> {
+    n: usize,
+    l: usize,
+    h: &'a [T],
+    bc: &'a [T],
+    c: &'a mut [T],
+    z: &'a mut [T],
+}
+
+impl<T: Float> WithSimd for HadamardForward<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let HadamardForward { n, l, h, bc, c, z } = self;
+        for ((cs, zs), h) in c.chunks_mut(n * l).zip(z.chunks_mut(n * l)).zip(h.chunks(l)) {
+            for (cr, zr) in cs.chunks_mut(l).zip(zs.chunks_mut(l)) {
+                for (((z, c), &hv), &bias) in zr.iter_mut().zip(cr.iter_mut()).zip(h).zip(bc) {
+                    let v = *c + bias;
+                    let v = if v > T::ZERO { v } else { T::ZERO };
+                    *c = v;
+                    *z = hv * v;
+                }
+            }
+        }
+    }
+}
+
+/// `y ← relu(y + b)` row by row.
+struct BiasRelu<'a, T> {
+    b: &'a [T],
+    y: &'a mut [T],
+}
+
+impl<T: Float> WithSimd for BiasRelu<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        for row in self.y.chunks_mut(self.b.len()) {
+            for (v, &bias) in row.iter_mut().zip(self.b) {
+                let y = *v + bias;
+                *v = if y > T::ZERO { y } else { T::ZERO };
+            }
+        }
+    }
+}
+
+/// Zeroes `d` where `y` (a ReLU output) is not positive.
+struct ReluMask<'a, T> {
+    d: &'a mut [T],
+    y: &'a [T],
+}
+
+impl<T: Float> WithSimd for ReluMask<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        relu_mask(self.d, self.y);
+    }
+}
+
+/// Backward of `z = h ⊙ relu(·)`: `dh = Σ_τ dz ⊙ c` over a state's `n` rows, and
+/// `dc = dz ⊙ h` where `c > 0` (zero elsewhere).
+struct HadamardBackward<'a, T> {
+    n: usize,
+    l: usize,
+    h: &'a [T],
+    c: &'a [T],
+    dz: &'a [T],
+    dh: &'a mut [T],
+    dc: &'a mut [T],
+}
+
+impl<T: Float> WithSimd for HadamardBackward<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let HadamardBackward { n, l, h, c, dz, dh, dc } = self;
+        let per = n * l;
+        let states = h.chunks(l).zip(dh.chunks_mut(l));
+        for (((h, dh), cs), (dzs, dcs)) in
+            states.zip(c.chunks(per)).zip(dz.chunks(per).zip(dc.chunks_mut(per)))
+        {
+            for ((cr, dzr), dcr) in cs.chunks(l).zip(dzs.chunks(l)).zip(dcs.chunks_mut(l)) {
+                for (((g, dc), &d), (&cv, &hv)) in
+                    dh.iter_mut().zip(dcr.iter_mut()).zip(dzr).zip(cr.iter().zip(h))
+                {
+                    *g += d * cv;
+                    *dc = if cv > T::ZERO { d * hv } else { T::ZERO };
+                }
+            }
+        }
+    }
+}
+
+/// θ⁻ ← τ θ + (1 − τ) θ⁻.
+struct SoftUpdate<'a> {
+    tau: f32,
+    target: &'a mut [f32],
+    params: &'a [f32],
+}
+
+impl WithSimd for SoftUpdate<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let t = self.tau;
+        for (tp, &p) in self.target.iter_mut().zip(self.params) {
+            *tp = t * p + (1.0 - t) * *tp;
+        }
+    }
+}
+
+/// `cos(kπτ)`, k = 1…`nc`, for each τ into a row of `out`, by the Chebyshev recurrence
+/// `cos((k+1)θ) = 2 cos θ cos(kθ) − cos((k−1)θ)` in f64 (one libm call per τ; after 64
+/// terms the recurrence's error is ~1e-14, far below f32's resolution). Eight rows at a time,
+/// so eight recurrences run side by side in one vector instead of one long dependency chain.
+struct CosEmbedding<'a, T> {
+    nc: usize,
+    taus: &'a [T],
+    out: &'a mut [T],
+}
+
+impl<T: Float> WithSimd for CosEmbedding<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        const LANES: usize = 8;
+        let nc = self.nc;
+        for (rows8, taus8) in self.out.chunks_mut(LANES * nc).zip(self.taus.chunks(LANES)) {
+            let mut c1 = [0.0f64; LANES];
+            for (c, &t) in c1.iter_mut().zip(taus8) {
+                *c = (t.to_f64() * std::f64::consts::PI).cos();
+            }
+            let (mut prev, mut cur) = ([1.0f64; LANES], c1);
+            for k in 0..nc {
+                for (lane, row) in rows8.chunks_mut(nc).enumerate() {
+                    row[k] = T::from_f64(cur[lane]);
+                }
+                for lane in 0..LANES {
+                    let next = 2.0 * c1[lane] * cur[lane] - prev[lane];
+                    prev[lane] = cur[lane];
+                    cur[lane] = next;
+                }
+            }
+        }
     }
 }
 
@@ -354,38 +501,13 @@ impl IqnNet {
         self.head.forward(self.part(params, 0), &ws.x, &mut ws.h, b);
         relu_inplace(&mut ws.h);
         ws.cosv.resize(rows * self.n_cos, T::ZERO);
-        // cos(kθ) for k = 1..n_cos by the Chebyshev recurrence
-        // cos((k+1)θ) = 2 cos θ cos(kθ) − cos((k−1)θ), in f64 (one libm call per τ; the
-        // recurrence's error after 64 terms is ~1e-14, far below f32's resolution).
-        for (row, &t) in ws.cosv.chunks_mut(self.n_cos).zip(&ws.taus) {
-            let c1 = (t.to_f64() * std::f64::consts::PI).cos();
-            let (mut prev, mut cur) = (1.0f64, c1);
-            for v in row.iter_mut() {
-                *v = T::from_f64(cur);
-                let next = 2.0 * c1 * cur - prev;
-                prev = cur;
-                cur = next;
-            }
-        }
+        kestrel_nn::dispatch(CosEmbedding { nc: self.n_cos, taus: &ws.taus, out: &mut ws.cosv });
         // c = relu(cosv Wc + bc) and z = h ⊙ c in one pass after the product.
         ws.c.resize(rows * l, T::ZERO);
         let (wc, bc) = self.part(params, 1).split_at(self.n_cos * l);
         matmul(rows, self.n_cos, l, &ws.cosv, Op::N, wc, Op::N, &mut ws.c, false);
         ws.z.resize(rows * l, T::ZERO);
-        for bi in 0..b {
-            let h = &ws.h[bi * l..(bi + 1) * l];
-            for i in 0..n {
-                let r = (bi * n + i) * l;
-                for (((z, c), &hv), &bias) in
-                    ws.z[r..r + l].iter_mut().zip(&mut ws.c[r..r + l]).zip(h).zip(bc)
-                {
-                    let v = *c + bias;
-                    let v = if v > T::ZERO { v } else { T::ZERO };
-                    *c = v;
-                    *z = hv * v;
-                }
-            }
-        }
+        kestrel_nn::dispatch(HadamardForward { n, l, h: &ws.h, bc, c: &mut ws.c, z: &mut ws.z });
         // Effective noisy weights in training passes; the means themselves otherwise.
         if ws.noise_on {
             for (k, layer) in [&self.ff, &self.adv, &self.val].into_iter().enumerate() {
@@ -399,12 +521,7 @@ impl IqnNet {
         ws.f.resize(rows * l, T::ZERO);
         let (wf, bf) = eff(0)[..l * l + l].split_at(l * l);
         matmul(rows, l, l, &ws.z, Op::N, wf, Op::N, &mut ws.f, false);
-        for row in ws.f.chunks_mut(l) {
-            for (v, &bias) in row.iter_mut().zip(bf) {
-                let y = *v + bias;
-                *v = if y > T::ZERO { y } else { T::ZERO };
-            }
-        }
+        kestrel_nn::dispatch(BiasRelu { b: bf, y: &mut ws.f });
         ws.adv.resize(rows * a, T::ZERO);
         ws.val.resize(rows, T::ZERO);
         self.adv.forward(eff(1), &ws.f, &mut ws.adv, rows);
@@ -449,9 +566,8 @@ impl IqnNet {
         ws.scratch.resize(widest, T::ZERO);
         ws.df.resize(rows * l, T::ZERO);
         ws.dz.resize(rows * l, T::ZERO);
-        ws.dfv.resize(rows * l, T::ZERO);
         {
-            let IqnWork { eff, noise, noise_on, f, dadv, dval, df, dfv, scratch, .. } = &mut *ws;
+            let IqnWork { eff, noise, noise_on, f, dadv, dval, df, scratch, .. } = &mut *ws;
             let on = *noise_on;
             let nz = |k: usize| if on { Some(&noise[k][..]) } else { None };
             let w = |k: usize| -> &[T] { if on { &eff[k] } else { self.part(params, 2 + k) } };
@@ -459,13 +575,10 @@ impl IqnNet {
             self.adv.backward(w(1), nz(1), f, dadv, g, Some(df), rows, scratch);
             // The value head's input gradient adds to the advantage head's.
             let g = &mut grads[o[4]..o[5]];
-            self.val.backward(w(2), nz(2), f, dval, g, Some(dfv), rows, scratch);
-            for (d, &v) in df.iter_mut().zip(dfv.iter()) {
-                *d += v;
-            }
+            self.val.backward_dx(w(2), nz(2), f, dval, g, Some(df), true, rows, scratch);
         }
         // ReLU after the hidden noisy layer.
-        relu_mask(&mut ws.df, &ws.f);
+        kestrel_nn::dispatch(ReluMask { d: &mut ws.df, y: &ws.f });
         {
             let IqnWork { eff, noise, noise_on, z, df, dz, scratch, .. } = &mut *ws;
             let (nz, w) = if *noise_on {
@@ -480,20 +593,8 @@ impl IqnNet {
         ws.dh.resize(b * l, T::ZERO);
         ws.dh.fill(T::ZERO);
         ws.dc.resize(rows * l, T::ZERO);
-        for bi in 0..b {
-            let h = &ws.h[bi * l..(bi + 1) * l];
-            let dh = &mut ws.dh[bi * l..(bi + 1) * l];
-            for i in 0..n {
-                let r = (bi * n + i) * l;
-                let (dz, c) = (&ws.dz[r..r + l], &ws.c[r..r + l]);
-                for (((g, dc), &d), (&cv, &hv)) in
-                    dh.iter_mut().zip(&mut ws.dc[r..r + l]).zip(dz).zip(c.iter().zip(h))
-                {
-                    *g += d * cv;
-                    *dc = if cv > T::ZERO { d * hv } else { T::ZERO };
-                }
-            }
-        }
+        let (h, c, dz) = (&ws.h[..b * l], &ws.c[..rows * l], &ws.dz[..rows * l]);
+        kestrel_nn::dispatch(HadamardBackward { n, l, h, c, dz, dh: &mut ws.dh, dc: &mut ws.dc });
         relu_mask(&mut ws.dh, &ws.h);
         self.cos.backward(
             self.part(params, 1),
@@ -757,10 +858,11 @@ impl IqnLearner {
         self.grads.fill(0.0);
         self.net.backward(&self.params, &mut self.ws, &self.dq, &mut self.grads);
         self.adam.step(&mut self.opt, &mut self.params, &self.grads)?;
-        let t = self.cfg.tau as f32;
-        for (tp, &p) in self.target.iter_mut().zip(&self.params) {
-            *tp = t * p + (1.0 - t) * *tp;
-        }
+        kestrel_nn::dispatch(SoftUpdate {
+            tau: self.cfg.tau as f32,
+            target: &mut self.target,
+            params: &self.params,
+        });
         self.updates += 1;
         if self.cfg.prioritized.is_some() {
             let mut start = 0;

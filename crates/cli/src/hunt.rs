@@ -3,8 +3,8 @@
 //! learning curve, summary), play a trained checkpoint, and bench the parts.
 
 use crate::run::{
-    Canvas, MetricsWriter, Progress, Series, git_commit, line_plot, median_us, run_dir,
-    write_atomic,
+    Canvas, MetricsWriter, Progress, Series, git_commit, line_plot, median_pair_us, median_us,
+    run_dir, write_atomic,
 };
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -424,29 +424,9 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         TreasureHunt::observe(&p, &st, 0, &mut frame);
         buf[0].push_final(&frame)?;
     }
-    let mut failed = None;
-    let update_us = median_us(a.reps, |i| {
-        if let Err(e) = learner.train_step(&mut buf, Key::new(8).fold_in(i)) {
-            failed = Some(e);
-        }
-    });
-    if let Some(e) = failed {
-        return Err(e).context("IQN update during the bench");
-    }
-    // Greedy action selection for one state (batch 1, 12 τ samples, no noise).
-    learner.epsilon = 0.0;
-    let state = vec![0.1f32; cfg.iqn.state_dim()];
-    let mut act = [0u32; 1];
-    let act_us = median_us(a.reps * 10, |i| {
-        if let Err(e) = learner.act(&state, Key::new(9).fold_in(i), &mut act) {
-            failed = Some(e);
-        }
-    });
-    if let Some(e) = failed {
-        return Err(e).context("action choice during the bench");
-    }
     // The same update's matrix products alone, on the same shapes, through the same GEMM
-    // (the floor a fused implementation could reach on this machine).
+    // (the floor a fused implementation could reach on this machine), timed in alternation
+    // with the update so their ratio is taken under the same machine conditions.
     let (bb, rr, ii, ll, cc) = (64usize, 64 * 12usize, cfg.iqn.state_dim(), 250usize, 64usize);
     let shapes: Vec<(usize, usize, usize, Op, Op)> = {
         let mut v = Vec::new();
@@ -473,11 +453,35 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     };
     let big = rr * ll.max(ii);
     let (ga, gb, mut gc) = (vec![0.01f32; big], vec![0.02f32; big], vec![0.0f32; big]);
-    let gemm_us = median_us(a.reps, |_| {
-        for &(m, k, n, oa, ob) in &shapes {
-            matmul(m, k, n, &ga, oa, &gb, ob, &mut gc, false);
+    let mut failed = None;
+    let (update_us, gemm_us) = median_pair_us(
+        a.reps,
+        |i| {
+            if let Err(e) = learner.train_step(&mut buf, Key::new(8).fold_in(i)) {
+                failed = Some(e);
+            }
+        },
+        |_| {
+            for &(m, k, n, oa, ob) in &shapes {
+                matmul(m, k, n, &ga, oa, &gb, ob, &mut gc, false);
+            }
+        },
+    );
+    if let Some(e) = failed.take() {
+        return Err(e).context("IQN update during the bench");
+    }
+    // Greedy action selection for one state (batch 1, 12 τ samples, no noise).
+    learner.epsilon = 0.0;
+    let state = vec![0.1f32; cfg.iqn.state_dim()];
+    let mut act = [0u32; 1];
+    let act_us = median_us(a.reps * 10, |i| {
+        if let Err(e) = learner.act(&state, Key::new(9).fold_in(i), &mut act) {
+            failed = Some(e);
         }
     });
+    if let Some(e) = failed {
+        return Err(e).context("action choice during the bench");
+    }
     // FLOPs of one update: three forward passes (2·B rows of head, 2·B·N rows of the rest)
     // and one backward (twice the forward's GEMM FLOPs, no input gradient for the head).
     let (b, nq, l, i, c) = (64.0, 12.0, 250.0, cfg.iqn.state_dim() as f64, 64.0);

@@ -163,6 +163,29 @@ pub fn median_us(n: u64, mut f: impl FnMut(u64)) -> f64 {
     v[v.len() / 2]
 }
 
+/// Medians (µs) of `n` calls each of `f(i)` and `g(i)`, taken in alternation (`f(0)`, `g(0)`,
+/// `f(1)`, …) after up to 10 warm-up pairs, so a ratio of the two is not skewed by the
+/// machine's speed drifting between two separate timing runs.
+pub fn median_pair_us(n: u64, mut f: impl FnMut(u64), mut g: impl FnMut(u64)) -> (f64, f64) {
+    for i in 0..n.min(10) {
+        f(i);
+        g(i);
+    }
+    let (mut a, mut b) = (Vec::with_capacity(n as usize), Vec::with_capacity(n as usize));
+    for i in 0..n {
+        let t = std::time::Instant::now();
+        f(i);
+        a.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = std::time::Instant::now();
+        g(i);
+        b.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    for v in [&mut a, &mut b] {
+        v.sort_by(f64::total_cmp);
+    }
+    (a[a.len() / 2], b[b.len() / 2])
+}
+
 /// An RGB canvas for plots.
 pub struct Canvas {
     /// Width.

@@ -24,16 +24,26 @@ mod loss;
 pub mod matmul;
 mod model;
 mod noisy;
+mod normal;
 
 pub use adam::{Adam, AdamState};
 
 /// Runs `f` compiled for the best vector extension this CPU has (AVX-512, AVX2, or the
 /// baseline), chosen at run time: the element-wise loops inside are plain Rust that the
-/// compiler vectorises for that extension. Element-wise IEEE operations give the same results
-/// at any vector width, so the choice does not change values.
+/// compiler vectorises for that extension (functions it calls are compiled for it only where
+/// they are inlined). Element-wise IEEE operations give the same results at any vector width,
+/// so the choice does not change values.
 #[inline(always)]
 pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
     pulp::Arch::new().dispatch(f)
+}
+/// Runs `op` compiled for the best vector extension this CPU has. Unlike [`simd`], whose
+/// closure LLVM may leave out of line (and then scalar), an operation's `with_simd` is
+/// `#[inline(always)]` into the dispatcher's target-feature function, so loops of any size
+/// inside it vectorise. Values do not depend on the extension chosen.
+#[inline(always)]
+pub fn dispatch<Op: WithSimd>(op: Op) -> Op::Output {
+    pulp::Arch::new().dispatch(op)
 }
 pub use error::NnError;
 pub use float::Float;
@@ -42,3 +52,5 @@ pub use layer::{Act, Activation, Dense, Init, Layer};
 pub use loss::{Loss, quantile_huber};
 pub use model::{MlpConfig, Sequential, Trainee, Workspace, train_many};
 pub use noisy::NoisyDense;
+pub use normal::fill_normal_f32;
+pub use pulp::{Simd, WithSimd};

@@ -119,17 +119,37 @@ impl NoisyDense {
         batch: usize,
         scratch: &mut [T],
     ) {
+        self.backward_dx(eff, noise, x, dy, dparams, dx, false, batch, scratch);
+    }
+
+    /// [`NoisyDense::backward`], adding `∂L/∂x` to `dx` instead of overwriting it when
+    /// `accumulate_dx` (two heads reading the same input).
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward_dx<T: Float>(
+        &self,
+        eff: &[T],
+        noise: Option<&[T]>,
+        x: &[T],
+        dy: &[T],
+        dparams: &mut [T],
+        dx: Option<&mut [T]>,
+        accumulate_dx: bool,
+        batch: usize,
+        scratch: &mut [T],
+    ) {
         let (i, o) = (self.input, self.output);
         let h = self.half();
         // Gradient of the effective weights and biases.
         let (dw, db) = scratch[..h].split_at_mut(i * o);
         matmul(i, batch, o, x, Op::T, dy, Op::N, dw, false);
         db.fill(T::ZERO);
-        for row in dy[..batch * o].chunks(o) {
-            for (g, d) in db.iter_mut().zip(row) {
-                *g += *d;
+        crate::simd(|| {
+            for row in dy[..batch * o].chunks(o) {
+                for (g, d) in db.iter_mut().zip(row) {
+                    *g += *d;
+                }
             }
-        }
+        });
         let (dmu, dsigma) = dparams.split_at_mut(h);
         let g = &scratch[..h];
         crate::simd(|| {
@@ -143,7 +163,7 @@ impl NoisyDense {
             }
         });
         if let Some(dx) = dx {
-            matmul(batch, o, i, dy, Op::N, &eff[..i * o], Op::T, dx, false);
+            matmul(batch, o, i, dy, Op::N, &eff[..i * o], Op::T, dx, accumulate_dx);
         }
     }
 }
