@@ -121,33 +121,6 @@ impl Rng {
         }
     }
 
-    /// Fills `out` with standard normals in f32 from the same ziggurat, two per 64-bit draw
-    /// (one from each 32-bit half): about half the generator work of
-    /// [`Rng::fill_standard_normal`], a different sequence from it.
-    #[inline]
-    pub fn fill_standard_normal_f32(&mut self, out: &mut [f32]) {
-        let t = ziggurat();
-        let mut pairs = out.chunks_exact_mut(2);
-        for p in &mut pairs {
-            let u = self.next_u64();
-            p[0] = self.normal_from(t, (u >> 32) as u32 as i32) as f32;
-            p[1] = self.normal_from(t, u as u32 as i32) as f32;
-        }
-        for v in pairs.into_remainder() {
-            *v = self.normal_with(t) as f32;
-        }
-    }
-
-    /// The ziggurat's fast path for a given 32-bit draw.
-    #[inline(always)]
-    fn normal_from(&mut self, t: &Zig, hz: i32) -> f64 {
-        let iz = (hz & 127) as usize;
-        if (hz as i64).unsigned_abs() < t.k[iz] {
-            return hz as f64 * t.w[iz];
-        }
-        self.normal_slow(t, hz)
-    }
-
     /// The ziggurat's fast path (one draw, one table test); rejections go to
     /// [`Rng::normal_slow`], out of line.
     #[inline(always)]
@@ -262,25 +235,6 @@ mod tests {
         assert!((mean - 0.5).abs() < 0.01, "{mean}");
         let m: f64 = (0..n).map(|_| r.normal_f64()).sum::<f64>() / n as f64;
         assert!(m.abs() < 0.02, "{m}");
-    }
-
-    #[test]
-    fn f32_normals_have_the_standard_moments_and_tails() {
-        let mut v = vec![0.0f32; 400_001];
-        Key::new(9).rng().fill_standard_normal_f32(&mut v);
-        let n = v.len() as f64;
-        let mean = v.iter().map(|&x| x as f64).sum::<f64>() / n;
-        let var = v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
-        let kurt = v.iter().map(|&x| (x as f64 - mean).powi(4)).sum::<f64>() / n / (var * var);
-        assert!(mean.abs() < 0.006, "mean {mean}");
-        assert!((var - 1.0).abs() < 0.01, "variance {var}");
-        assert!((kurt - 3.0).abs() < 0.05, "kurtosis {kurt}");
-        // P(|z| > 3) = 0.0027: the tail path is exercised and has the right mass.
-        let tail = v.iter().filter(|x| x.abs() > 3.0).count() as f64 / n;
-        assert!((tail - 0.0027).abs() < 0.0004, "tail {tail}");
-        // The two halves of one draw are not correlated.
-        let c = v.chunks_exact(2).map(|p| p[0] as f64 * p[1] as f64).sum::<f64>() / (n / 2.0);
-        assert!(c.abs() < 0.01, "pair correlation {c}");
     }
 
     #[test]
