@@ -37,6 +37,7 @@ pub use adam::{Adam, AdamState};
 pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
     pulp::Arch::new().dispatch(f)
 }
+
 /// Runs `op` compiled for the best vector extension this CPU has. Unlike [`simd`], whose
 /// closure LLVM may leave out of line (and then scalar), an operation's `with_simd` is
 /// `#[inline(always)]` into the dispatcher's target-feature function, so loops of any size
