@@ -158,7 +158,8 @@ pub fn train(a: TrainArgs) -> Result<()> {
         Some(dir) => {
             let l = Allo::load_checkpoint(cfg.clone(), map.clone(), &dir.join("checkpoint"))
                 .with_context(|| format!("{}: cannot resume", dir.display()))?;
-            (dir.clone(), l, MetricsWriter::append(&dir.join("metrics.jsonl"))?)
+            let m = MetricsWriter::resume(&dir.join("metrics.jsonl"), "step", l.steps + 1)?;
+            (dir.clone(), l, m)
         }
         None => {
             let name = a.map.trim_start_matches("builtin:").replace(['/', '.'], "_");

@@ -209,7 +209,8 @@ pub fn train(a: TrainArgs) -> Result<()> {
                 .with_context(|| format!("{}: field world", path.display()))?;
             let h = Hunt::load_checkpoint(w.config()?, &dir.join("checkpoint"))
                 .with_context(|| format!("{}: cannot resume", dir.display()))?;
-            (dir.clone(), w, h, MetricsWriter::append(&dir.join("metrics.jsonl"))?)
+            let m = MetricsWriter::resume(&dir.join("metrics.jsonl"), "epoch", h.epoch)?;
+            (dir.clone(), w, h, m)
         }
         None => {
             let cfg = a.world.config()?;

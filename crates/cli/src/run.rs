@@ -73,15 +73,53 @@ impl MetricsWriter {
         Self::on(f)
     }
 
+    /// Reopens a resumed run's file, first dropping the lines its checkpoint does not cover:
+    /// those whose `field` is `next` or more (written after the checkpoint by a run that was
+    /// then killed) and an unfinished last line. The kept lines are rewritten atomically, so
+    /// the file holds each step once and in order after the resumed run.
+    pub fn resume(path: &Path, field: &str, next: u64) -> Result<Self> {
+        if path.exists() {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            let mut kept = String::with_capacity(text.len());
+            for (i, line) in text.split_inclusive('\n').enumerate() {
+                let Some(body) = line.strip_suffix('\n') else { break };
+                let v: serde_json::Value = serde_json::from_str(body).with_context(|| {
+                    format!("{}: line {} is not JSON: {body:?}", path.display(), i + 1)
+                })?;
+                let at = v[field].as_u64().with_context(|| {
+                    format!(
+                        "{}: line {}: field {field} missing or not a count",
+                        path.display(),
+                        i + 1
+                    )
+                })?;
+                if at < next {
+                    kept.push_str(line);
+                }
+            }
+            write_atomic(path, kept.as_bytes())?;
+        }
+        Self::append(path)
+    }
+
     fn on(f: std::fs::File) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<String>();
         let handle = std::thread::spawn(move || -> Result<()> {
             let mut w = std::io::BufWriter::new(f);
-            for line in rx {
+            while let Ok(line) = rx.recv() {
                 w.write_all(line.as_bytes())?;
                 w.write_all(b"\n")?;
+                // Flushed whenever the queue is empty, so a killed run keeps every line it
+                // produced (the writer is off the training thread; the cost is not on it).
+                let mut more = rx.try_recv();
+                while let Ok(line) = more {
+                    w.write_all(line.as_bytes())?;
+                    w.write_all(b"\n")?;
+                    more = rx.try_recv();
+                }
+                w.flush()?;
             }
-            w.flush()?;
             Ok(())
         });
         Ok(MetricsWriter { tx: Some(tx), handle: Some(handle) })
@@ -397,4 +435,28 @@ pub fn line_plot(series: &[Series<'_>], title: &str, xlabel: &str, log: bool) ->
         }
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_line_reaches_the_disk_before_the_run_ends() {
+        // A killed run keeps the lines it produced: one short line (far below any buffer size)
+        // is on disk while the writer is still open.
+        let dir = std::env::temp_dir().join(format!("kestrel-metrics-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("metrics.jsonl");
+        let w = MetricsWriter::new(&path).unwrap();
+        w.send(serde_json::json!({"step": 1}));
+        let t0 = Instant::now();
+        let mut text = String::new();
+        while text.is_empty() && t0.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            text = std::fs::read_to_string(&path).unwrap();
+        }
+        assert_eq!(text, "{\"step\":1}\n");
+        w.finish().unwrap();
+    }
 }

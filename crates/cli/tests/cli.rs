@@ -295,10 +295,20 @@ fn allo_train_runs_resumes_and_reports_bad_maps() {
         assert!(run.join(f).exists(), "{f} missing");
     }
     assert!(run.join("checkpoint/encoder.safetensors").exists());
-    // Resume to 40 steps in the same folder: the metrics file gains the later evaluations.
+    // As if the run had gone on past its checkpoint at step 20 and been killed mid-line: the
+    // resumed run drops those lines and writes its own.
+    let metrics = run.join("metrics.jsonl");
+    let stale = "{\"step\":30,\"stale\":true}\n{\"step\":4";
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    std::fs::write(&metrics, format!("{text}not json\n")).unwrap();
     let mut args = vec!["allo", "train", "--steps", "40", "--resume", run.to_str().unwrap()];
     args.extend(common);
+    let e = fails(&args);
+    assert!(e.contains("metrics.jsonl: line 3 is not JSON"), "{e}");
+    std::fs::write(&metrics, format!("{text}{stale}")).unwrap();
+    // Resume to 40 steps in the same folder: the metrics file gains the later evaluations.
     let out = ok(&args);
+    assert!(!std::fs::read_to_string(&metrics).unwrap().contains("stale"));
     assert!(out.contains("after 40 steps"), "{out}");
     let steps: Vec<u64> = std::fs::read_to_string(run.join("metrics.jsonl"))
         .unwrap()
@@ -375,6 +385,10 @@ fn hunt_train_resume_play_and_bench() {
     ] {
         assert!(run.join(f).exists(), "{f} missing");
     }
+    // A line written after the last checkpoint by a run that was then killed is dropped.
+    let metrics = run.join("metrics.jsonl");
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    std::fs::write(&metrics, format!("{text}{{\"epoch\":4,\"stale\":true}}\n")).unwrap();
     // Resume to 6 epochs (the world settings come from the run's config.json).
     let r = run.to_str().unwrap();
     let out = ok(&["hunt", "train", "--epochs", "6", "--resume", r, "--out-dir", o]);
@@ -385,6 +399,7 @@ fn hunt_train_resume_play_and_bench() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["epoch"].as_u64().unwrap())
         .collect();
     assert_eq!(epochs, [0, 1, 2, 3, 4, 5]);
+    assert!(!std::fs::read_to_string(&metrics).unwrap().contains("stale"));
     let png = tmp("hunt-play.png");
     let out = ok(&["hunt", "play", "--checkpoint", r, "--out", png.to_str().unwrap()]);
     assert!(out.contains("rewards per agent") && png.exists(), "{out}");
