@@ -114,8 +114,8 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1000)]
     eval_every: u64,
     /// Write a checkpoint (and `eigenvectors-<step>.png`, drawn off the training thread) every
-    /// K steps (0: only at the end).
-    #[arg(long, default_value_t = 0)]
+    /// K steps (0: only at the end), so a killed run resumes from its last checkpoint.
+    #[arg(long, default_value_t = 10_000)]
     checkpoint_every: u64,
     /// Continue the run in this folder from its checkpoint (same flags as the original run).
     #[arg(long)]
