@@ -7,6 +7,7 @@ use kestrel_agents::allo::{
 use kestrel_agents::laplacian::{ground_truth, transition_matrix};
 use kestrel_core::Key;
 use kestrel_envs::GridMap;
+use kestrel_testkit::central_differences;
 use std::sync::Arc;
 
 fn rand(key: Key, n: usize, scale: f64) -> Vec<f64> {
@@ -31,15 +32,10 @@ fn loss_gradient_matches_finite_differences() {
         let (loss, ..) = loss_and_grad(&cfg, &duals, barrier, &phi, &mut g);
         let direct = loss_with_stop_gradient(&cfg, &duals, barrier, &phi, &phi);
         assert!((loss - direct).abs() < 1e-12 * direct.abs().max(1.0), "{loss} vs {direct}");
-        let h = 1e-6;
-        let mut w = phi.clone();
-        for i in 0..phi.len() {
-            w[i] = phi[i] + h;
-            let up = loss_with_stop_gradient(&cfg, &duals, barrier, &w, &phi);
-            w[i] = phi[i] - h;
-            let down = loss_with_stop_gradient(&cfg, &duals, barrier, &w, &phi);
-            w[i] = phi[i];
-            let num = (up - down) / (2.0 * h);
+        let numeric = central_differences(&phi, 1e-6, |w| {
+            loss_with_stop_gradient(&cfg, &duals, barrier, w, &phi)
+        });
+        for (i, &num) in numeric.iter().enumerate() {
             let err = (num - g[i]).abs() / num.abs().max(g[i].abs()).max(1e-6);
             assert!(err < 1e-6, "{method:?} φ[{i}]: analytic {} numeric {num}", g[i]);
         }

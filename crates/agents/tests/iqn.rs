@@ -5,6 +5,7 @@ use kestrel_agents::iqn::{IqnConfig, IqnLearner, IqnNet, IqnWork};
 use kestrel_core::Key;
 use kestrel_nn::quantile_huber;
 use kestrel_replay::FrameReplay;
+use kestrel_testkit::central_differences;
 
 fn small() -> IqnConfig {
     let mut c = IqnConfig::sorrel(3, 3);
@@ -19,21 +20,6 @@ fn small() -> IqnConfig {
 fn rand(key: Key, n: usize, scale: f64) -> Vec<f64> {
     let mut r = key.rng();
     (0..n).map(|_| scale * (2.0 * r.uniform_f64() - 1.0)).collect()
-}
-
-fn numeric(v: &[f64], mut f: impl FnMut(&[f64]) -> f64) -> Vec<f64> {
-    let h = 1e-6;
-    let mut w = v.to_vec();
-    (0..v.len())
-        .map(|i| {
-            w[i] = v[i] + h;
-            let up = f(&w);
-            w[i] = v[i] - h;
-            let down = f(&w);
-            w[i] = v[i];
-            (up - down) / (2.0 * h)
-        })
-        .collect()
 }
 
 fn check(what: &str, a: &[f64], n: &[f64]) {
@@ -67,7 +53,11 @@ fn network_gradient_matches_finite_differences() {
         net.forward(&p, &x, &mut ws);
         let mut g = vec![0.0; p.len()];
         net.backward(&p, &mut ws, &r, &mut g);
-        check(if noisy { "noisy pass" } else { "acting pass" }, &g, &numeric(&p, loss));
+        check(
+            if noisy { "noisy pass" } else { "acting pass" },
+            &g,
+            &central_differences(&p, 1e-6, loss),
+        );
     }
 }
 
@@ -105,7 +95,7 @@ fn iqn_loss_gradient_matches_finite_differences() {
     }
     let mut g = vec![0.0; p.len()];
     net.backward(&p, &mut ws, &dq, &mut g);
-    check("IQN loss", &g, &numeric(&p, loss));
+    check("IQN loss", &g, &central_differences(&p, 1e-6, loss));
 }
 
 /// Settings that learn the one-state task below in a few hundred steps.

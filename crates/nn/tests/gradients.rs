@@ -5,6 +5,7 @@ use kestrel_core::Key;
 use kestrel_nn::{
     Act, Activation, Dense, Init, Layer, Loss, MlpConfig, NoisyDense, Sequential, quantile_huber,
 };
+use kestrel_testkit::central_differences;
 
 fn rand(key: Key, n: usize, scale: f64) -> Vec<f64> {
     let mut r = key.rng();
@@ -31,21 +32,6 @@ fn check(what: &str, analytic: &[f64], numeric: &[f64], floor: f64, tol: f64) {
     );
 }
 
-/// Central differences of `f` at `v` (each entry perturbed by ±h).
-fn numeric(v: &[f64], h: f64, mut f: impl FnMut(&[f64]) -> f64) -> Vec<f64> {
-    let mut w = v.to_vec();
-    (0..v.len())
-        .map(|i| {
-            w[i] = v[i] + h;
-            let up = f(&w);
-            w[i] = v[i] - h;
-            let down = f(&w);
-            w[i] = v[i];
-            (up - down) / (2.0 * h)
-        })
-        .collect()
-}
-
 /// A layer under the scalar loss `Σ r ⊙ y` (so `dy = r`): parameter and input gradients.
 fn layer_check(name: &str, layer: &dyn Layer<f64>, x: Vec<f64>, batch: usize) {
     let (i, o) = (layer.in_dim(), layer.out_dim());
@@ -64,9 +50,21 @@ fn layer_check(name: &str, layer: &dyn Layer<f64>, x: Vec<f64>, batch: usize) {
     layer.forward(&p, &x, &mut y, batch);
     let (mut dp, mut dx) = (vec![0.0; p.len()], vec![0.0; batch * i]);
     layer.backward(&p, &x, &y, &r, &mut dp, Some(&mut dx), batch);
-    check(&format!("{name} input"), &dx, &numeric(&x, 1e-6, |x| loss(&p, x)), 1e-6, 1e-6);
+    check(
+        &format!("{name} input"),
+        &dx,
+        &central_differences(&x, 1e-6, |x| loss(&p, x)),
+        1e-6,
+        1e-6,
+    );
     if !p.is_empty() {
-        check(&format!("{name} params"), &dp, &numeric(&p, 1e-6, |p| loss(p, &x)), 1e-6, 1e-6);
+        check(
+            &format!("{name} params"),
+            &dp,
+            &central_differences(&p, 1e-6, |p| loss(p, &x)),
+            1e-6,
+            1e-6,
+        );
     }
 }
 
@@ -118,7 +116,7 @@ fn loss_gradients() {
         let mut g = vec![0.0; 40];
         let v = loss.value_and_grad(&y, &t, &mut g);
         let mut scratch = vec![0.0; 40];
-        let num = numeric(&y, 1e-6, |y| loss.value_and_grad(y, &t, &mut scratch));
+        let num = central_differences(&y, 1e-6, |y| loss.value_and_grad(y, &t, &mut scratch));
         check(&format!("{loss:?}"), &g, &num, 1e-8, 1e-6);
         assert!(v > 0.0);
     }
@@ -159,8 +157,20 @@ fn mlp_gradients_end_to_end() {
         let name = format!("{sizes:?} {hidden:?}/{output:?} {loss:?}");
         // Central differences of an O(1) loss with h = 1e-6 carry ~1e-10 of rounding noise,
         // so entries below 1e-5 are compared in absolute terms against that floor.
-        check(&format!("{name} params"), &g, &numeric(&p, 1e-6, |p| loss_at(p, &x)), 1e-5, 1e-5);
-        check(&format!("{name} input"), &dx, &numeric(&x, 1e-6, |x| loss_at(&p, x)), 1e-5, 1e-5);
+        check(
+            &format!("{name} params"),
+            &g,
+            &central_differences(&p, 1e-6, |p| loss_at(p, &x)),
+            1e-5,
+            1e-5,
+        );
+        check(
+            &format!("{name} input"),
+            &dx,
+            &central_differences(&x, 1e-6, |x| loss_at(&p, x)),
+            1e-5,
+            1e-5,
+        );
     }
 }
 
@@ -235,8 +245,20 @@ fn noisy_dense_gradients() {
         let mut scratch = vec![0.0; l.noise_len()];
         l.backward(&eff, noise, &x, &r, &mut dp, Some(&mut dx), batch, &mut scratch);
         let tag = if noise.is_some() { "noisy" } else { "eval" };
-        check(&format!("{tag} input"), &dx, &numeric(&x, 1e-6, |x| loss(&p, x)), 1e-6, 1e-6);
-        check(&format!("{tag} params"), &dp, &numeric(&p, 1e-6, |p| loss(p, &x)), 1e-6, 1e-6);
+        check(
+            &format!("{tag} input"),
+            &dx,
+            &central_differences(&x, 1e-6, |x| loss(&p, x)),
+            1e-6,
+            1e-6,
+        );
+        check(
+            &format!("{tag} params"),
+            &dp,
+            &central_differences(&p, 1e-6, |p| loss(p, &x)),
+            1e-6,
+            1e-6,
+        );
         if noise.is_none() {
             // Without noise σ has no effect and no gradient.
             assert!(dp[l.noise_len()..].iter().all(|&g| g == 0.0));
@@ -271,7 +293,7 @@ fn quantile_huber_gradient_and_value() {
         let v =
             quantile_huber(&pred, &taus, &target, &weights, kappa, batch, &mut g, Some(&mut rows));
         let mut s = vec![0.0; batch * n];
-        let num = numeric(&pred, 1e-6, |p| {
+        let num = central_differences(&pred, 1e-6, |p| {
             quantile_huber(p, &taus, &target, &weights, kappa, batch, &mut s, None)
         });
         check(&format!("quantile huber κ={kappa}"), &g, &num, 1e-8, 1e-6);

@@ -1,5 +1,5 @@
 //! Test helpers shared by Kestrel's crates: the environment conformance check of
-//! DESIGN.md §6 and golden-fixture loading.
+//! DESIGN.md §6, golden-fixture loading, and central differences for gradient tests.
 
 use kestrel_core::{Env, Key, VecEnv};
 use std::path::{Path, PathBuf};
@@ -172,4 +172,20 @@ pub fn floats(v: &serde_json::Value) -> Vec<f64> {
 /// A JSON array of integers.
 pub fn ints(v: &serde_json::Value) -> Vec<i64> {
     v.as_array().expect("a JSON array").iter().map(|x| x.as_i64().expect("an integer")).collect()
+}
+
+/// Central differences of `f` at `v`: entry `i` is `(f(v + h eᵢ) − f(v − h eᵢ)) / 2h`, the
+/// numeric gradient the f64 finite-difference tests compare analytic gradients against.
+pub fn central_differences(v: &[f64], h: f64, mut f: impl FnMut(&[f64]) -> f64) -> Vec<f64> {
+    let mut w = v.to_vec();
+    (0..v.len())
+        .map(|i| {
+            w[i] = v[i] + h;
+            let up = f(&w);
+            w[i] = v[i] - h;
+            let down = f(&w);
+            w[i] = v[i];
+            (up - down) / (2.0 * h)
+        })
+        .collect()
 }
