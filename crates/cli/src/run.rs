@@ -63,8 +63,8 @@ impl MetricsWriter {
         Self::on(f)
     }
 
-    /// Starts the writer thread appending to `path` (a resumed run keeps its earlier lines).
-    pub fn append(path: &Path) -> Result<Self> {
+    /// Starts the writer thread appending to `path`.
+    fn append(path: &Path) -> Result<Self> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -107,16 +107,12 @@ impl MetricsWriter {
         let (tx, rx) = mpsc::channel::<String>();
         let handle = std::thread::spawn(move || -> Result<()> {
             let mut w = std::io::BufWriter::new(f);
-            while let Ok(line) = rx.recv() {
-                w.write_all(line.as_bytes())?;
-                w.write_all(b"\n")?;
-                // Flushed whenever the queue is empty, so a killed run keeps every line it
-                // produced (the writer is off the training thread; the cost is not on it).
-                let mut more = rx.try_recv();
-                while let Ok(line) = more {
+            // Flushed whenever the queue is empty, so a killed run keeps every line it produced
+            // (the writer is off the training thread; the cost is not on it).
+            while let Ok(first) = rx.recv() {
+                for line in std::iter::once(first).chain(rx.try_iter()) {
                     w.write_all(line.as_bytes())?;
                     w.write_all(b"\n")?;
-                    more = rx.try_recv();
                 }
                 w.flush()?;
             }

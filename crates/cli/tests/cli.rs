@@ -310,7 +310,7 @@ fn allo_train_runs_resumes_and_reports_bad_maps() {
     let out = ok(&args);
     assert!(!std::fs::read_to_string(&metrics).unwrap().contains("stale"));
     assert!(out.contains("after 40 steps"), "{out}");
-    let steps: Vec<u64> = std::fs::read_to_string(run.join("metrics.jsonl"))
+    let steps: Vec<u64> = std::fs::read_to_string(&metrics)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["step"].as_u64().unwrap())
@@ -393,7 +393,7 @@ fn hunt_train_resume_play_and_bench() {
     let r = run.to_str().unwrap();
     let out = ok(&["hunt", "train", "--epochs", "6", "--resume", r, "--out-dir", o]);
     assert!(out.contains("after 6 epochs"), "{out}");
-    let epochs: Vec<u64> = std::fs::read_to_string(run.join("metrics.jsonl"))
+    let epochs: Vec<u64> = std::fs::read_to_string(&metrics)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["epoch"].as_u64().unwrap())
