@@ -109,7 +109,7 @@ impl AlloConfig {
     /// Checks every field.
     pub fn validate(&self) -> Result<(), AgentError> {
         let bad = |field: &'static str, value: String, accepted: &'static str| {
-            Err(AgentError::Invalid { field, value, accepted })
+            Err(AgentError::invalid(field, value, accepted))
         };
         if self.d == 0 || self.d > 64 {
             return bad("d", self.d.to_string(), "1 to 64");
@@ -157,18 +157,16 @@ pub fn collect(
     seed: u64,
 ) -> Result<EpisodicReplay<u32>, AgentError> {
     if episodes == 0 || steps == 0 || envs == 0 {
-        return Err(AgentError::Invalid {
-            field: "collection",
-            value: format!("{episodes} episodes of {steps} steps on {envs} envs"),
-            accepted: "positive counts",
-        });
+        return Err(AgentError::invalid(
+            "collection",
+            format!("{episodes} episodes of {steps} steps on {envs} envs"),
+            "positive counts",
+        ));
     }
     let envs = envs.min(episodes);
     let params = GridParams { map: map.clone(), max_episode_steps: steps };
-    let mut venv = VecEnv::new(GridWorld, params, envs, seed).map_err(|e| AgentError::Invalid {
-        field: "envs",
-        value: format!("{envs} ({e})"),
-        accepted: "a VecEnv size kestrel-core accepts",
+    let mut venv = VecEnv::new(GridWorld, params, envs, seed).map_err(|e| {
+        AgentError::invalid("envs", format!("{envs} ({e})"), "a VecEnv size kestrel-core accepts")
     })?;
     let mut replay = EpisodicReplay::new(episodes * (steps as usize + 1))?;
     let mut open: Vec<Vec<u32>> = vec![Vec::with_capacity(steps as usize + 1); envs];
@@ -316,11 +314,11 @@ impl Allo {
         if idx.len() != 4 * self.cfg.batch
             || idx.iter().any(|&s| s as usize >= self.map.num_states())
         {
-            return Err(AgentError::Invalid {
-                field: "indices",
-                value: format!("{} indices", idx.len()),
-                accepted: "4 × batch state indices of the map",
-            });
+            return Err(AgentError::invalid(
+                "indices",
+                format!("{} indices", idx.len()),
+                "4 × batch state indices of the map",
+            ));
         }
         self.idx.clear();
         self.idx.extend_from_slice(idx);
@@ -430,10 +428,12 @@ impl Allo {
     /// metadata), each atomically. With the same data and keys, [`Allo::load_checkpoint`]
     /// continues exactly where this run was.
     pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), AgentError> {
-        std::fs::create_dir_all(dir).map_err(|e| AgentError::Invalid {
-            field: "checkpoint folder",
-            value: format!("{} ({e})", dir.display()),
-            accepted: "a folder that can be created",
+        std::fs::create_dir_all(dir).map_err(|e| {
+            AgentError::invalid(
+                "checkpoint folder",
+                format!("{} ({e})", dir.display()),
+                "a folder that can be created",
+            )
         })?;
         self.net.save_trainee(&dir.join("encoder.safetensors"), &self.trainee, &[])?;
         let d = self.cfg.d;
@@ -462,10 +462,12 @@ impl Allo {
         let path = dir.join("allo_state.safetensors");
         let f = kestrel_nn::load_safetensors::<f64>(&path)?;
         let d = a.cfg.d;
-        let bad = |what: String| AgentError::Invalid {
-            field: "checkpoint",
-            value: format!("{}: {what}", path.display()),
-            accepted: "a checkpoint of this configuration",
+        let bad = |what: String| {
+            AgentError::invalid(
+                "checkpoint",
+                format!("{}: {what}", path.display()),
+                "a checkpoint of this configuration",
+            )
         };
         for (name, dst) in
             [("duals", &mut a.duals), ("e_ema", &mut a.e_ema), ("q_ema", &mut a.q_ema)]

@@ -72,7 +72,7 @@ impl HuntConfig {
         self.world.validate()?;
         self.iqn.validate()?;
         let bad = |field: &'static str, value: String, accepted: &'static str| {
-            Err(AgentError::Invalid { field, value, accepted })
+            Err(AgentError::invalid(field, value, accepted))
         };
         if self.worlds == 0 {
             return bad("worlds", "0".into(), "at least 1");
@@ -364,19 +364,19 @@ impl Hunt {
 }
 
 fn io_err(path: &std::path::Path, e: std::io::Error) -> AgentError {
-    AgentError::Invalid {
-        field: "checkpoint folder",
-        value: format!("{} ({e})", path.display()),
-        accepted: "a folder that can be written and renamed",
-    }
+    AgentError::invalid(
+        "checkpoint folder",
+        format!("{} ({e})", path.display()),
+        "a folder that can be written and renamed",
+    )
 }
 
 fn bad_ckpt(path: &std::path::Path, what: String) -> AgentError {
-    AgentError::Invalid {
-        field: "checkpoint",
-        value: format!("{}: {what}", path.display()),
-        accepted: "a checkpoint written by Hunt::save_checkpoint with this configuration",
-    }
+    AgentError::invalid(
+        "checkpoint",
+        format!("{}: {what}", path.display()),
+        "a checkpoint written by Hunt::save_checkpoint with this configuration",
+    )
 }
 
 fn meta_num<T: std::str::FromStr>(

@@ -116,7 +116,7 @@ impl IqnConfig {
     /// Checks every setting; errors name the field and value.
     pub fn validate(&self) -> Result<(), AgentError> {
         let bad = |field: &'static str, value: String, accepted: &'static str| {
-            Err(AgentError::Invalid { field, value, accepted })
+            Err(AgentError::invalid(field, value, accepted))
         };
         for (field, v) in [
             ("frame_dim", self.frame_dim),
@@ -735,11 +735,11 @@ impl IqnLearner {
     pub fn act(&mut self, states: &[f32], key: Key, actions: &mut [u32]) -> Result<(), AgentError> {
         let rows = actions.len();
         if states.len() != rows * self.cfg.state_dim() {
-            return Err(AgentError::Invalid {
-                field: "states length",
-                value: states.len().to_string(),
-                accepted: "one row of n_frames × frame_dim floats per action",
-            });
+            return Err(AgentError::invalid(
+                "states length",
+                states.len().to_string(),
+                "one row of n_frames × frame_dim floats per action",
+            ));
         }
         let mut r = key.fold_in(0).rng();
         let mut greedy = false;
@@ -822,11 +822,11 @@ impl IqnLearner {
         for b in 0..bsz {
             let act = self.batch.actions[b] as usize;
             if act >= a {
-                return Err(AgentError::Invalid {
-                    field: "stored action",
-                    value: act.to_string(),
-                    accepted: "below the number of actions",
-                });
+                return Err(AgentError::invalid(
+                    "stored action",
+                    act.to_string(),
+                    "below the number of actions",
+                ));
             }
             for i in 0..n {
                 self.pred[b * n + i] = self.ws.q[(b * n + i) * a + act];

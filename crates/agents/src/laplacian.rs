@@ -46,18 +46,16 @@ pub fn transition_matrix(map: &GridMap) -> Vec<f64> {
 pub fn ground_truth(map: &GridMap, d: usize) -> Result<GroundTruth, AgentError> {
     let n = map.num_states();
     if d == 0 || d > n {
-        return Err(AgentError::Invalid {
-            field: "d",
-            value: d.to_string(),
-            accepted: "1 to the number of free cells",
-        });
+        return Err(AgentError::invalid("d", d.to_string(), "1 to the number of free cells"));
     }
     let p = transition_matrix(map);
     let m = Mat::<f64>::from_fn(n, n, |i, j| p[i * n + j]);
-    let evd = m.as_ref().self_adjoint_eigen(Side::Lower).map_err(|e| AgentError::Invalid {
-        field: "transition matrix",
-        value: format!("{e:?}"),
-        accepted: "a matrix the symmetric eigensolver converges on",
+    let evd = m.as_ref().self_adjoint_eigen(Side::Lower).map_err(|e| {
+        AgentError::invalid(
+            "transition matrix",
+            format!("{e:?}"),
+            "a matrix the symmetric eigensolver converges on",
+        )
     })?;
     let (s, u) = (evd.S(), evd.U());
     // faer sorts increasingly; take from the top.

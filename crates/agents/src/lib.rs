@@ -17,16 +17,9 @@ use thiserror::Error;
 /// Errors from `kestrel-agents`.
 #[derive(Debug, Error)]
 pub enum AgentError {
-    /// A setting is out of range.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Invalid {
-        /// The setting.
-        field: &'static str,
-        /// The value given.
-        value: String,
-        /// What is accepted.
-        accepted: &'static str,
-    },
+    /// A value outside what is accepted (the shared validation error).
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
     /// A loss or gradient is NaN or infinite; nothing was updated.
     #[error("non-finite {what}: {value}")]
     NonFinite {
@@ -44,4 +37,15 @@ pub enum AgentError {
     /// From the environments crate (maps).
     #[error(transparent)]
     Env(#[from] kestrel_envs::EnvError),
+}
+
+impl AgentError {
+    /// An [`AgentError::Invalid`] for `field = value`, stating what is `accepted`.
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> Self {
+        AgentError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
+    }
 }

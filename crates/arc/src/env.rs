@@ -424,7 +424,7 @@ impl<const S: usize> ArcEnv<S> {
                 return Err(ArcError::invalid(
                     "tasks",
                     bad,
-                    &format!("indices below {}", self.tasks.len()),
+                    format!("indices below {}", self.tasks.len()),
                 ));
             }
         }

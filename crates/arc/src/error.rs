@@ -47,24 +47,18 @@ pub enum ArcError {
         /// Canvas size.
         s: usize,
     },
-    /// Bad parameter or argument value.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Invalid {
-        /// The field.
-        field: String,
-        /// The value given.
-        value: String,
-        /// What is accepted.
-        accepted: String,
-    },
+    /// A value outside what is accepted (the shared validation error).
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
 }
 
 impl ArcError {
-    pub(crate) fn invalid(field: &str, value: impl ToString, accepted: &str) -> Self {
-        ArcError::Invalid {
-            field: field.into(),
-            value: value.to_string(),
-            accepted: accepted.into(),
-        }
+    /// An [`ArcError::Invalid`] for `field = value`, stating what is `accepted`.
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> Self {
+        ArcError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
     }
 }

@@ -73,9 +73,10 @@ impl Family {
 
     /// Parses [`Family::name`].
     pub fn parse(s: &str) -> Result<Family, ArcError> {
-        Family::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            ArcError::invalid("family", s, &Family::ALL.map(|f| f.name()).join(", "))
-        })
+        Family::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| ArcError::invalid("family", s, Family::ALL.map(|f| f.name()).join(", ")))
     }
 }
 

@@ -1,4 +1,33 @@
+use std::borrow::Cow;
 use thiserror::Error;
+
+/// A value outside what is accepted: the one validation error of every Kestrel crate.
+///
+/// Each library crate's error type wraps it (`XError::Invalid(Invalid)`), so the message
+/// reads the same everywhere: `invalid FIELD = VALUE: ACCEPTED`. `field` names the parameter
+/// (a config key or argument), `value` is the rejected value as the user wrote it or as
+/// rendered, and `accepted` says what would be accepted.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("invalid {field} = {value}: {accepted}")]
+pub struct Invalid {
+    /// The parameter name.
+    pub field: Cow<'static, str>,
+    /// The value given, rendered.
+    pub value: String,
+    /// What is accepted.
+    pub accepted: Cow<'static, str>,
+}
+
+impl Invalid {
+    /// An error for `field = value`, stating what is `accepted`.
+    pub fn new(
+        field: impl Into<Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Invalid { field: field.into(), value: value.to_string(), accepted: accepted.into() }
+    }
+}
 
 /// Errors returned by `kestrel-core` at construction boundaries.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -14,13 +43,17 @@ pub enum CoreError {
         got: usize,
     },
     /// A size parameter was zero or out of range.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Invalid {
-        /// The parameter name.
-        field: &'static str,
-        /// The value given, rendered.
-        value: String,
-        /// What is accepted.
-        accepted: &'static str,
-    },
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+}
+
+impl CoreError {
+    /// A [`CoreError::Invalid`] for `field = value`.
+    pub fn invalid(
+        field: impl Into<Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        CoreError::Invalid(Invalid::new(field, value, accepted))
+    }
 }

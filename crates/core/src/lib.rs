@@ -32,7 +32,7 @@ mod space;
 mod vec_env;
 
 pub use env::Env;
-pub use error::CoreError;
+pub use error::{CoreError, Invalid};
 pub use key::{Key, Rng};
 pub use space::{Space, Spec};
 pub use vec_env::VecEnv;

@@ -41,11 +41,7 @@ impl<E: Env> VecEnv<E> {
     /// Builds `num_envs` environments and resets them all from `seed`.
     pub fn new(env: E, params: E::Params, num_envs: usize, seed: u64) -> Result<Self, CoreError> {
         if num_envs == 0 {
-            return Err(CoreError::Invalid {
-                field: "num_envs",
-                value: "0".into(),
-                accepted: "at least 1",
-            });
+            return Err(CoreError::invalid("num_envs", "0", "at least 1"));
         }
         let spec = env.spec(&params);
         let a = spec.num_agents;

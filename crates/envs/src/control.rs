@@ -125,11 +125,11 @@ impl<D: Dynamics> ControlEnv<D> {
     pub fn new(system: D) -> Result<Self, EnvError> {
         let (nx, nu) = (system.nx(), system.nu());
         if nx == 0 || nx > ENV_MAX_NX || nu == 0 || nu > ENV_MAX_NU {
-            return Err(EnvError::Invalid {
-                field: "nx/nu",
-                value: format!("{nx}/{nu}"),
-                accepted: "1..=16 states and 1..=8 controls for a ControlEnv",
-            });
+            return Err(EnvError::invalid(
+                "nx/nu",
+                format!("{nx}/{nu}"),
+                "1..=16 states and 1..=8 controls for a ControlEnv",
+            ));
         }
         Ok(ControlEnv { system })
     }
@@ -143,18 +143,18 @@ impl<D: Dynamics> ControlEnv<D> {
     pub fn validate(&self, p: &ControlParams) -> Result<(), EnvError> {
         let nx = self.system.nx();
         if !p.start.is_empty() && (p.start.len() != nx || p.start.iter().any(|v| !v.is_finite())) {
-            return Err(EnvError::Invalid {
-                field: "start",
-                value: format!("{:?}", p.start),
-                accepted: "empty (the system's start) or nx finite values",
-            });
+            return Err(EnvError::invalid(
+                "start",
+                format!("{:?}", p.start),
+                "empty (the system's start) or nx finite values",
+            ));
         }
         if !(p.reset_noise.is_finite() && p.reset_noise >= 0.0) {
-            return Err(EnvError::Invalid {
-                field: "reset_noise",
-                value: p.reset_noise.to_string(),
-                accepted: "finite and >= 0",
-            });
+            return Err(EnvError::invalid(
+                "reset_noise",
+                p.reset_noise.to_string(),
+                "finite and >= 0",
+            ));
         }
         Ok(())
     }

@@ -3,16 +3,9 @@ use thiserror::Error;
 /// Errors from `kestrel-envs` (construction and loading; stepping never fails).
 #[derive(Debug, Error)]
 pub enum EnvError {
-    /// A parameter is out of range.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Invalid {
-        /// The parameter.
-        field: &'static str,
-        /// The value given.
-        value: String,
-        /// What is accepted.
-        accepted: &'static str,
-    },
+    /// A value outside what is accepted (the shared validation error).
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
     /// A file could not be read.
     #[error("{path}: {source}")]
     Io {
@@ -29,4 +22,15 @@ pub enum EnvError {
         /// What is wrong, naming the line or value.
         what: String,
     },
+}
+
+impl EnvError {
+    /// An [`EnvError::Invalid`] for `field = value`, stating what is `accepted`.
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> Self {
+        EnvError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
+    }
 }

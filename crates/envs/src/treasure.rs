@@ -108,18 +108,18 @@ impl TreasureParams {
             || self.height > 255
             || self.width > 255
         {
-            return Err(crate::EnvError::Invalid {
-                field: "height/width/num_agents",
-                value: format!("{}x{} with {} agents", self.height, self.width, self.num_agents),
-                accepted: "at most 255 a side and at least one interior cell per agent",
-            });
+            return Err(crate::EnvError::invalid(
+                "height/width/num_agents",
+                format!("{}x{} with {} agents", self.height, self.width, self.num_agents),
+                "at most 255 a side and at least one interior cell per agent",
+            ));
         }
         if !(0.0..=1.0).contains(&self.spawn_prob) {
-            return Err(crate::EnvError::Invalid {
-                field: "spawn_prob",
-                value: self.spawn_prob.to_string(),
-                accepted: "in [0, 1]",
-            });
+            return Err(crate::EnvError::invalid(
+                "spawn_prob",
+                self.spawn_prob.to_string(),
+                "in [0, 1]",
+            ));
         }
         Ok(())
     }

@@ -3,25 +3,19 @@ use thiserror::Error;
 /// Errors of `kestrel-evo`, returned when a strategy, problem or bound is built.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum EvoError {
-    /// A parameter is outside what is accepted.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Invalid {
-        /// The parameter.
-        field: &'static str,
-        /// The value given.
-        value: String,
-        /// What is accepted.
-        accepted: &'static str,
-    },
+    /// A value outside what is accepted (the shared validation error).
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
 }
 
 impl EvoError {
-    pub(crate) fn invalid(
-        field: &'static str,
+    /// An [`EvoError::Invalid`] for `field = value`, stating what is `accepted`.
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
         value: impl ToString,
-        accepted: &'static str,
+        accepted: impl Into<std::borrow::Cow<'static, str>>,
     ) -> Self {
-        EvoError::Invalid { field, value: value.to_string(), accepted }
+        EvoError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
     }
 }
 

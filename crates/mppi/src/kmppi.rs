@@ -131,11 +131,11 @@ impl<D: Dynamics> Kmppi<D> {
             || p.num_support_pts > p.mppi.horizon
             || !(p.kernel_sigma.is_finite() && p.kernel_sigma > 0.0)
         {
-            return Err(crate::MppiError::Invalid {
-                field: "num_support_pts/kernel_sigma",
-                value: format!("{}/{}", p.num_support_pts, p.kernel_sigma),
-                accepted: "1 to horizon support points and a finite sigma > 0",
-            });
+            return Err(crate::MppiError::invalid(
+                "num_support_pts/kernel_sigma",
+                format!("{}/{}", p.num_support_pts, p.kernel_sigma),
+                "1 to horizon support points and a finite sigma > 0",
+            ));
         }
         Ok(())
     }

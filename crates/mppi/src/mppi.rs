@@ -13,20 +13,24 @@ pub const MAX_M: usize = 16;
 /// Errors when building a controller.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum MppiError {
-    /// A parameter is outside what is accepted.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Invalid {
-        /// The parameter.
-        field: &'static str,
-        /// The value given.
-        value: String,
-        /// What is accepted.
-        accepted: &'static str,
-    },
+    /// A value outside what is accepted (the shared validation error).
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
+}
+
+impl MppiError {
+    /// An [`MppiError::Invalid`] for `field = value`, stating what is `accepted`.
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> Self {
+        MppiError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
+    }
 }
 
 fn invalid(field: &'static str, value: impl ToString, accepted: &'static str) -> MppiError {
-    MppiError::Invalid { field, value: value.to_string(), accepted }
+    MppiError::invalid(field, value.to_string(), accepted)
 }
 
 /// Every runtime knob of MPPI (what an autotuner may change), pytorch-mppi's defaults.

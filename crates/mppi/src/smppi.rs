@@ -81,9 +81,8 @@ impl<D: Dynamics> Smppi<D> {
     pub fn validate(&self, p: &SmppiParams) -> Result<(), crate::MppiError> {
         crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
         let nu = self.dynamics.nu();
-        let bad = |f: &'static str, v: String, a: &'static str| {
-            Err(crate::MppiError::Invalid { field: f, value: v, accepted: a })
-        };
+        let bad =
+            |f: &'static str, v: String, a: &'static str| Err(crate::MppiError::invalid(f, v, a));
         if !(p.delta_t.is_finite() && p.delta_t > 0.0) {
             return bad("delta_t", p.delta_t.to_string(), "finite and > 0");
         }

@@ -59,9 +59,7 @@ pub struct TuneSpec {
 impl TuneSpec {
     /// Checks bounds and control dimensions against `nu`.
     pub fn validate(&self, nu: usize) -> Result<(), MppiError> {
-        let bad = |v: String, a: &'static str| {
-            Err(MppiError::Invalid { field: "tune spec", value: v, accepted: a })
-        };
+        let bad = |v: String, a: &'static str| Err(MppiError::invalid("tune spec", v, a));
         if self.knobs.is_empty() {
             return bad("no knobs".into(), "at least one tuned knob");
         }
@@ -155,11 +153,11 @@ impl<D: Dynamics> TuneProblem<D> {
         spec.validate(nu)?;
         mppi.validate(&base)?;
         if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
-            return Err(MppiError::Invalid {
-                field: "episodes",
-                value: format!("{} starts, {steps} steps", starts.len()),
-                accepted: "at least one start of nx values and one step",
-            });
+            return Err(MppiError::invalid(
+                "episodes",
+                format!("{} starts, {steps} steps", starts.len()),
+                "at least one start of nx values and one step",
+            ));
         }
         Ok(TuneProblem { mppi, spec, base, starts, steps })
     }

@@ -35,17 +35,13 @@ impl Adam {
         ];
         for (field, v, good, accepted) in checks {
             if !good {
-                return Err(NnError::Config { field, value: v.to_string(), accepted });
+                return Err(NnError::invalid(field, v.to_string(), accepted));
             }
         }
         if let Some(m) = self.max_grad_norm
             && !(m.is_finite() && m > 0.0)
         {
-            return Err(NnError::Config {
-                field: "max_grad_norm",
-                value: m.to_string(),
-                accepted: "finite and > 0",
-            });
+            return Err(NnError::invalid("max_grad_norm", m.to_string(), "finite and > 0"));
         }
         Ok(())
     }

@@ -3,16 +3,9 @@ use thiserror::Error;
 /// Errors from `kestrel-nn`.
 #[derive(Debug, Error)]
 pub enum NnError {
-    /// A configuration value is out of range.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Config {
-        /// The setting.
-        field: &'static str,
-        /// The value given.
-        value: String,
-        /// What is accepted.
-        accepted: &'static str,
-    },
+    /// A value outside what is accepted (the shared validation error).
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
     /// A gradient, loss or parameter is NaN or infinite; nothing was updated.
     #[error("non-finite {what}: {value}")]
     NonFinite {
@@ -37,4 +30,15 @@ pub enum NnError {
         /// What is wrong, naming the tensor and the values.
         what: String,
     },
+}
+
+impl NnError {
+    /// An [`NnError::Invalid`] for `field = value`, stating what is `accepted`.
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> Self {
+        NnError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
+    }
 }

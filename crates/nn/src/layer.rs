@@ -76,11 +76,11 @@ impl Dense {
     /// A layer `input → output`.
     pub fn new(input: usize, output: usize, init: Init) -> Result<Self, NnError> {
         if input == 0 || output == 0 {
-            return Err(NnError::Config {
-                field: "dense size",
-                value: format!("{input} -> {output}"),
-                accepted: "at least 1 input and 1 output",
-            });
+            return Err(NnError::invalid(
+                "dense size",
+                format!("{input} -> {output}"),
+                "at least 1 input and 1 output",
+            ));
         }
         Ok(Dense { input, output, init })
     }
@@ -200,11 +200,11 @@ impl Activation {
             "softplus" => Activation::Softplus,
             "elu" => Activation::Elu,
             _ => {
-                return Err(NnError::Config {
-                    field: "activation",
-                    value: s.to_string(),
-                    accepted: "identity, relu, leaky_relu, tanh, sigmoid, softplus or elu",
-                });
+                return Err(NnError::invalid(
+                    "activation",
+                    s.to_string(),
+                    "identity, relu, leaky_relu, tanh, sigmoid, softplus or elu",
+                ));
             }
         })
     }

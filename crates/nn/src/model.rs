@@ -43,10 +43,8 @@ impl MlpConfig {
     /// (`hidden`, `output`, `init` optional; `init` is `torch`, `truncated_normal` or
     /// `glorot`). Unknown keys are errors naming the key.
     pub fn from_json(v: &serde_json::Value) -> Result<Self, NnError> {
-        let bad = |field: &'static str, value: String, accepted: &'static str| NnError::Config {
-            field,
-            value,
-            accepted,
+        let bad = |field: &'static str, value: String, accepted: &'static str| {
+            NnError::invalid(field, value, accepted)
         };
         let obj = v.as_object().ok_or_else(|| bad("mlp", v.to_string(), "a JSON object"))?;
         if let Some(k) =
@@ -118,24 +116,20 @@ impl<T: Float> Sequential<T> {
     /// Stacks `layers`; each layer's input width must be the previous one's output width.
     pub fn new(layers: Vec<Box<dyn Layer<T>>>) -> Result<Self, NnError> {
         if layers.is_empty() {
-            return Err(NnError::Config {
-                field: "layers",
-                value: "[]".into(),
-                accepted: "at least one layer",
-            });
+            return Err(NnError::invalid("layers", "[]", "at least one layer"));
         }
         for (i, w) in layers.windows(2).enumerate() {
             if w[0].out_dim() != w[1].in_dim() {
-                return Err(NnError::Config {
-                    field: "layer widths",
-                    value: format!(
+                return Err(NnError::invalid(
+                    "layer widths",
+                    format!(
                         "layer {i} outputs {} but layer {} takes {}",
                         w[0].out_dim(),
                         i + 1,
                         w[1].in_dim()
                     ),
-                    accepted: "each layer's input width equal to the previous output width",
-                });
+                    "each layer's input width equal to the previous output width",
+                ));
             }
         }
         let mut offsets = vec![0];
@@ -148,11 +142,11 @@ impl<T: Float> Sequential<T> {
     /// An MLP from its config.
     pub fn mlp(cfg: &MlpConfig) -> Result<Self, NnError> {
         if cfg.sizes.len() < 2 || cfg.sizes.contains(&0) {
-            return Err(NnError::Config {
-                field: "sizes",
-                value: format!("{:?}", cfg.sizes),
-                accepted: "at least two positive widths (input and output)",
-            });
+            return Err(NnError::invalid(
+                "sizes",
+                format!("{:?}", cfg.sizes),
+                "at least two positive widths (input and output)",
+            ));
         }
         let n = cfg.sizes.len() - 1;
         let mut layers: Vec<Box<dyn Layer<T>>> = Vec::new();

@@ -26,18 +26,14 @@ impl NoisyDense {
     /// A layer `input → output` with σ₀ = `sigma0`.
     pub fn new(input: usize, output: usize, sigma0: f64) -> Result<Self, NnError> {
         if input == 0 || output == 0 {
-            return Err(NnError::Config {
-                field: "noisy dense size",
-                value: format!("{input} -> {output}"),
-                accepted: "at least 1 input and 1 output",
-            });
+            return Err(NnError::invalid(
+                "noisy dense size",
+                format!("{input} -> {output}"),
+                "at least 1 input and 1 output",
+            ));
         }
         if !(sigma0.is_finite() && sigma0 >= 0.0) {
-            return Err(NnError::Config {
-                field: "sigma0",
-                value: sigma0.to_string(),
-                accepted: "finite and >= 0",
-            });
+            return Err(NnError::invalid("sigma0", sigma0.to_string(), "finite and >= 0"));
         }
         Ok(NoisyDense { input, output, sigma0 })
     }

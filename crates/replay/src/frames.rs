@@ -61,7 +61,7 @@ pub struct FrameReplayConfig {
 impl FrameReplayConfig {
     fn validate(&self) -> Result<(), ReplayError> {
         let bad = |field: &'static str, value: String, accepted: &'static str| {
-            Err(ReplayError::Invalid { field, value, accepted })
+            Err(ReplayError::invalid(field, value, accepted))
         };
         if self.frame_dim == 0 {
             return bad("frame_dim", "0".into(), "at least 1");
@@ -227,18 +227,18 @@ impl FrameReplay {
 
     fn check_frame(&self, frame: &[f32]) -> Result<(), ReplayError> {
         if frame.len() != self.cfg.frame_dim {
-            return Err(ReplayError::Invalid {
-                field: "frame length",
-                value: frame.len().to_string(),
-                accepted: "frame_dim floats",
-            });
+            return Err(ReplayError::invalid(
+                "frame length",
+                frame.len().to_string(),
+                "frame_dim floats",
+            ));
         }
         if !self.episode_open {
-            return Err(ReplayError::Invalid {
-                field: "episode",
-                value: "not open".into(),
-                accepted: "begin_episode() before pushing frames",
-            });
+            return Err(ReplayError::invalid(
+                "episode",
+                "not open",
+                "begin_episode() before pushing frames",
+            ));
         }
         Ok(())
     }
@@ -256,18 +256,10 @@ impl FrameReplay {
     ) -> Result<(), ReplayError> {
         self.check_frame(frame)?;
         if action == NO_ACTION {
-            return Err(ReplayError::Invalid {
-                field: "action",
-                value: action.to_string(),
-                accepted: "below u32::MAX",
-            });
+            return Err(ReplayError::invalid("action", action.to_string(), "below u32::MAX"));
         }
         if !reward.is_finite() {
-            return Err(ReplayError::Invalid {
-                field: "reward",
-                value: reward.to_string(),
-                accepted: "a finite number",
-            });
+            return Err(ReplayError::invalid("reward", reward.to_string(), "a finite number"));
         }
         self.write(frame, action, reward, terminated, truncated);
         Ok(())
@@ -401,11 +393,11 @@ impl FrameReplay {
         self.check_frame(frame)?;
         let (n, d) = (self.cfg.n_frames, self.cfg.frame_dim);
         if out.len() != n * d {
-            return Err(ReplayError::Invalid {
-                field: "stacked state length",
-                value: out.len().to_string(),
-                accepted: "n_frames × frame_dim floats",
-            });
+            return Err(ReplayError::invalid(
+                "stacked state length",
+                out.len().to_string(),
+                "n_frames × frame_dim floats",
+            ));
         }
         out[(n - 1) * d..].copy_from_slice(frame);
         if n == 1 {
@@ -442,27 +434,27 @@ impl FrameReplay {
         let b = out.batch;
         let sd = self.state_dim();
         if out.states.len() != b * sd || out.next_states.len() != b * sd {
-            return Err(ReplayError::Invalid {
-                field: "batch buffers",
-                value: format!("{} floats for {b} rows", out.states.len()),
-                accepted: "FrameBatch::new(batch, n_frames × frame_dim)",
-            });
+            return Err(ReplayError::invalid(
+                "batch buffers",
+                format!("{} floats for {b} rows", out.states.len()),
+                "FrameBatch::new(batch, n_frames × frame_dim)",
+            ));
         }
         if start + count > b {
-            return Err(ReplayError::Invalid {
-                field: "rows",
-                value: format!("{start}..{}", start + count),
-                accepted: "inside the batch",
-            });
+            return Err(ReplayError::invalid(
+                "rows",
+                format!("{start}..{}", start + count),
+                "inside the batch",
+            ));
         }
         let needed = if self.cfg.prioritized.is_some() { 1 } else { count.max(1) };
         if self.valid < needed {
-            return Err(ReplayError::Invalid {
-                field: "batch",
-                value: count.to_string(),
-                accepted: "at most the number of stored transitions (uniform sampling draws \
+            return Err(ReplayError::invalid(
+                "batch",
+                count.to_string(),
+                "at most the number of stored transitions (uniform sampling draws \
                            without replacement; prioritised sampling needs at least one)",
-            });
+            ));
         }
         let mut rng = key.rng();
         let total = self.tree[1];
@@ -530,19 +522,11 @@ impl FrameReplay {
     pub fn update_priorities(&mut self, slots: &[usize], td: &[f64]) -> Result<(), ReplayError> {
         let Some(p) = self.cfg.prioritized.clone() else { return Ok(()) };
         if slots.len() != td.len() {
-            return Err(ReplayError::Invalid {
-                field: "td errors",
-                value: td.len().to_string(),
-                accepted: "one per slot",
-            });
+            return Err(ReplayError::invalid("td errors", td.len().to_string(), "one per slot"));
         }
         for (&s, &e) in slots.iter().zip(td) {
             if !e.is_finite() {
-                return Err(ReplayError::Invalid {
-                    field: "td error",
-                    value: e.to_string(),
-                    accepted: "a finite number",
-                });
+                return Err(ReplayError::invalid("td error", e.to_string(), "a finite number"));
             }
             if s >= self.cfg.capacity || self.tree[s + self.leaves] <= 0.0 {
                 continue;
@@ -604,24 +588,20 @@ impl FrameReplay {
         let get = |name: &'static str, len: usize| -> Result<Vec<f64>, ReplayError> {
             match array(name) {
                 Some(v) if v.len() == len => Ok(v),
-                Some(v) => Err(ReplayError::Invalid {
-                    field: name,
-                    value: format!("{} values", v.len()),
-                    accepted: "one per slot (frame_dim per slot for frames) of this capacity",
-                }),
-                None => Err(ReplayError::Invalid {
-                    field: name,
-                    value: "missing".into(),
-                    accepted: "present in the snapshot",
-                }),
+                Some(v) => Err(ReplayError::invalid(
+                    name,
+                    format!("{} values", v.len()),
+                    "one per slot (frame_dim per slot for frames) of this capacity",
+                )),
+                None => Err(ReplayError::invalid(name, "missing", "present in the snapshot")),
             }
         };
         let sc = |name: &'static str| -> Result<f64, ReplayError> {
-            scalar(name).filter(|v| v.is_finite() && *v >= 0.0).ok_or(ReplayError::Invalid {
-                field: name,
-                value: "missing or negative".into(),
-                accepted: "a non-negative number in the snapshot",
-            })
+            scalar(name).filter(|v| v.is_finite() && *v >= 0.0).ok_or(ReplayError::invalid(
+                name,
+                "missing or negative",
+                "a non-negative number in the snapshot",
+            ))
         };
         r.frames = get("frames", c * r.cfg.frame_dim)?.iter().map(|&x| x as f32).collect();
         r.actions = get("actions", c)?.iter().map(|&x| x as u32).collect();
@@ -637,20 +617,16 @@ impl FrameReplay {
         r.max_priority = sc("max_priority")?;
         for (s, &p) in pr.iter().enumerate() {
             if !(p.is_finite() && p >= 0.0) {
-                return Err(ReplayError::Invalid {
-                    field: "priority",
-                    value: p.to_string(),
-                    accepted: "finite and >= 0",
-                });
+                return Err(ReplayError::invalid("priority", p.to_string(), "finite and >= 0"));
             }
             r.set_priority(s, p);
         }
         if r.valid as f64 != sc("valid")? {
-            return Err(ReplayError::Invalid {
-                field: "valid",
-                value: sc("valid")?.to_string(),
-                accepted: "the number of slots with a positive priority",
-            });
+            return Err(ReplayError::invalid(
+                "valid",
+                sc("valid")?.to_string(),
+                "the number of slots with a positive priority",
+            ));
         }
         Ok(r)
     }

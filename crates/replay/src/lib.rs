@@ -40,16 +40,20 @@ pub enum ReplayError {
         /// Length of the rejected episode.
         episode: usize,
     },
-    /// A request cannot be served.
-    #[error("invalid {field} = {value}: {accepted}")]
-    Invalid {
-        /// The argument.
-        field: &'static str,
-        /// Its value.
-        value: String,
-        /// What is accepted.
-        accepted: &'static str,
-    },
+    /// A value outside what is accepted (the shared validation error).
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
+}
+
+impl ReplayError {
+    /// An [`ReplayError::Invalid`] for `field = value`, stating what is `accepted`.
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        value: impl ToString,
+        accepted: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> Self {
+        ReplayError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
+    }
 }
 
 /// Which reference's sampling rules to follow (see the crate docs).
@@ -102,11 +106,11 @@ impl<T: Copy> EpisodicReplay<T> {
     /// An empty buffer for up to `capacity` steps (allocated now).
     pub fn new(capacity: usize) -> Result<Self, ReplayError> {
         if capacity == 0 || capacity > u32::MAX as usize {
-            return Err(ReplayError::Invalid {
-                field: "capacity",
-                value: capacity.to_string(),
-                accepted: "1 to 2^32 - 1 steps",
-            });
+            return Err(ReplayError::invalid(
+                "capacity",
+                capacity.to_string(),
+                "1 to 2^32 - 1 steps",
+            ));
         }
         Ok(EpisodicReplay {
             items: Vec::with_capacity(capacity),
@@ -121,11 +125,7 @@ impl<T: Copy> EpisodicReplay<T> {
     /// it had.
     pub fn add_episode(&mut self, states: &[T]) -> Result<(), ReplayError> {
         if states.is_empty() {
-            return Err(ReplayError::Invalid {
-                field: "episode",
-                value: "0 states".into(),
-                accepted: "at least one state",
-            });
+            return Err(ReplayError::invalid("episode", "0 states", "at least one state"));
         }
         if self.items.len() + states.len() > self.capacity {
             return Err(ReplayError::Full {
@@ -177,18 +177,18 @@ impl<T: Copy> EpisodicReplay<T> {
         future: &mut [T],
     ) -> Result<(), ReplayError> {
         if self.pairable.is_empty() {
-            return Err(ReplayError::Invalid {
-                field: "buffer",
-                value: format!("{} episodes", self.num_episodes()),
-                accepted: "at least one episode of two or more states to sample pairs",
-            });
+            return Err(ReplayError::invalid(
+                "buffer",
+                format!("{} episodes", self.num_episodes()),
+                "at least one episode of two or more states to sample pairs",
+            ));
         }
         if !(0.0..=1.0).contains(&discount) || states.len() != future.len() {
-            return Err(ReplayError::Invalid {
-                field: "discount/batch",
-                value: format!("{discount} / {} and {}", states.len(), future.len()),
-                accepted: "a discount in [0, 1] and equal output lengths",
-            });
+            return Err(ReplayError::invalid(
+                "discount/batch",
+                format!("{discount} / {} and {}", states.len(), future.len()),
+                "a discount in [0, 1] and equal output lengths",
+            ));
         }
         let np = self.pairable.len() as u32;
         for (j, (s, f)) in states.iter_mut().zip(future.iter_mut()).enumerate() {
@@ -213,11 +213,7 @@ impl<T: Copy> EpisodicReplay<T> {
         out: &mut [T],
     ) -> Result<(), ReplayError> {
         if self.is_empty() {
-            return Err(ReplayError::Invalid {
-                field: "buffer",
-                value: "empty".into(),
-                accepted: "at least one episode",
-            });
+            return Err(ReplayError::invalid("buffer", "empty", "at least one episode"));
         }
         let ne = self.num_episodes() as u32;
         for (j, o) in out.iter_mut().enumerate() {

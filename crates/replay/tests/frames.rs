@@ -187,7 +187,7 @@ fn acting_stack_matches_training_stack() {
 fn bad_input_is_an_error() {
     assert!(matches!(
         FrameReplay::new(config(4, 3, 1)),
-        Err(ReplayError::Invalid { field: "capacity", .. })
+        Err(ReplayError::Invalid(e)) if e.field == "capacity"
     ));
     let mut cfg = config(16, 2, 1);
     cfg.gamma = f64::NAN;
