@@ -62,6 +62,11 @@ impl Bounds {
         Self::new(vec![lower; num_dims], vec![upper; num_dims], mode)
     }
 
+    /// Search dimensions.
+    pub fn num_dims(&self) -> usize {
+        self.lower.len()
+    }
+
     /// Repairs a row-major population in place (no-op in penalty mode).
     pub fn repair(&self, population: &mut [f32]) {
         let n = self.lower.len();

@@ -19,6 +19,7 @@
 mod bounds;
 mod cma_es;
 mod de;
+pub mod driver;
 mod error;
 mod linalg;
 pub mod neuro;
@@ -36,6 +37,7 @@ mod xnes;
 pub use bounds::{BoundMode, Bounds};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
 pub use de::{DeParams, DeState, DifferentialEvolution};
+pub use driver::{Driver, EvalKeys, Generation, Instance, Optimizer, Stop, StrategyKind};
 pub use error::EvoError;
 pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};
 pub use pgpe::{Pgpe, PgpeParams, PgpeState};

@@ -5,10 +5,13 @@
 //! Population Size", CEC 2005 (IPOP); N. Hansen, "Benchmarking a BI-Population CMA-ES on the
 //! BBOB-2009 Function Testbed", GECCO 2009 (BIPOP). Stop rules follow pycma's defaults:
 //! `tolfun` 1e-11, `tolx` 1e-11 × σ0, condition number 1e14, no effect of the step size,
-//! and 100 + 150 (n+3)² / √λ generations.
+//! and 100 + 150 (n+3)² / √λ generations. Each run is a [`Driver`] with the run key
+//! `key.fold_in(restart)`; restart draws (population, step size, start) come from
+//! `key.fold_in(u64::MAX)`.
 
 use crate::EvoError;
 use crate::cma_es::{CmaEs, default_pop_size};
+use crate::driver::{Driver, Instance};
 use crate::problem::Problem;
 use crate::strategy::Strategy;
 use kestrel_core::Key;
@@ -95,26 +98,20 @@ fn run_once(
     budget: u64,
     target: f32,
     key: Key,
-) -> (RunSummary, Vec<f32>) {
+) -> Result<(RunSummary, Vec<f32>), EvoError> {
     let n = x0.len();
-    let es = CmaEs::new(lam, n).expect("sizes checked by the caller");
-    let mut p = Strategy::default_params(&es);
-    p.sigma_init = sigma0;
-    let mut st = es.init(key, &p, x0);
-    let (mut pop, mut fit) = (vec![0.0f32; lam * n], vec![0.0f32; lam]);
+    let es = CmaEs::new(lam, n)?;
+    let p = crate::CmaParams { sigma_init: sigma0, ..Strategy::default_params(&es) };
+    let mut driver = Driver::new(Instance::new(es, p, key, x0), problem, key)?;
     let hist_len = 10 + (30.0 * n as f64 / lam as f64).ceil() as usize;
     let mut hist = std::collections::VecDeque::with_capacity(hist_len + 1);
     let max_gen = 100 + (150.0 * ((n + 3) * (n + 3)) as f64 / (lam as f64).sqrt()) as u64;
-    let mut evals = 0u64;
     let stop = loop {
-        if evals + lam as u64 > budget {
+        if driver.evals() + lam as u64 > budget {
             break StopReason::Budget;
         }
-        let g = st.progress.generation;
-        es.ask(key.fold_in(g).fold_in(0), &mut st, &p, &mut pop);
-        problem.evaluate(key.fold_in(g).fold_in(1), &pop, &mut fit);
-        let m = es.tell(key.fold_in(g).fold_in(2), &pop, &fit, &mut st, &p);
-        evals += lam as u64;
+        let g = driver.generation();
+        let m = driver.step().metrics;
         if m.best_so_far <= target {
             break StopReason::Target;
         }
@@ -122,13 +119,14 @@ fn run_once(
         if hist.len() > hist_len {
             hist.pop_front();
         }
-        let finite = fit.iter().copied().filter(|f| f.is_finite());
+        let finite = driver.fitness().iter().copied().filter(|f| f.is_finite());
         let (lo, hi) = finite
             .chain(hist.iter().copied())
             .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), f| (a.min(f), b.max(f)));
         if hist.len() == hist_len && (hi - lo) < 1e-11 {
             break StopReason::TolFun;
         }
+        let st = &driver.optimizer().state;
         let dmax = st.d.iter().cloned().fold(0.0, f64::max);
         let dmin = st.d.iter().cloned().fold(f64::INFINITY, f64::min);
         if st.sigma * dmax < 1e-11 * sigma0 {
@@ -146,11 +144,11 @@ fn run_once(
             break StopReason::MaxIter;
         }
     };
-    let pr = &st.progress;
-    (
-        RunSummary { pop_size: lam, sigma0, evals, best: pr.best_fitness, stop },
+    let pr = driver.progress();
+    Ok((
+        RunSummary { pop_size: lam, sigma0, evals: driver.evals(), best: pr.best_fitness, stop },
         pr.best_solution.clone(),
-    )
+    ))
 }
 
 /// Minimises `problem` from `x0` with restarted CMA-ES.
@@ -201,7 +199,7 @@ pub fn cma_restarts(
             _ => x0.to_vec(),
         };
         let (sum, x) =
-            run_once(problem, &start, lam, sigma, left, cfg.target, key.fold_in(r as u64));
+            run_once(problem, &start, lam, sigma, left, cfg.target, key.fold_in(r as u64))?;
         if small {
             small_evals += sum.evals
         } else {

@@ -4,11 +4,12 @@
 use kestrel_core::Key;
 use kestrel_evo::problem::{Benchmark, Function};
 use kestrel_evo::shaping::Shaping;
-use kestrel_evo::{CmaEs, OpenEs, Problem, SepCmaEs, Snes, Strategy};
+use kestrel_evo::{CmaEs, Driver, Instance, OpenEs, Problem, SepCmaEs, Snes, Stop, Strategy};
 use proptest::prelude::*;
 
-/// Runs `gens` generations; returns (best fitness, evaluations to reach `target` or None).
-fn run<S: Strategy>(
+/// Runs `gens` generations through the driver; returns (best fitness, evaluations to reach
+/// `target` or None).
+fn run<S: Strategy + Clone + 'static>(
     s: &S,
     p: &S::Params,
     prob: &dyn Problem,
@@ -17,20 +18,13 @@ fn run<S: Strategy>(
     target: f32,
     seed: u64,
 ) -> (f32, Option<usize>) {
-    let (lam, n) = (s.pop_size(), s.num_dims());
     let key = Key::new(seed);
-    let mut st = s.init(key, p, &vec![mean; n]);
-    let (mut pop, mut fit) = (vec![0.0; lam * n], vec![0.0; lam]);
-    for g in 0..gens {
-        let k = key.fold_in(g as u64);
-        s.ask(k.fold_in(0), &mut st, p, &mut pop);
-        prob.evaluate(k.fold_in(1), &pop, &mut fit);
-        let m = s.tell(k.fold_in(2), &pop, &fit, &mut st, p);
-        if m.best_so_far <= target {
-            return (m.best_so_far, Some((g + 1) * lam));
-        }
+    let opt = Instance::new(s.clone(), p.clone(), key, &vec![mean; s.num_dims()]);
+    let mut d = Driver::new(opt, prob, key).unwrap();
+    match d.run(gens as u64, Some(target), |_| true) {
+        Stop::Target => (d.progress().best_fitness, Some(d.evals() as usize)),
+        _ => (d.progress().best_fitness, None),
     }
-    (s.progress(&st).best_fitness, None)
 }
 
 #[test]

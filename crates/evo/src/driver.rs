@@ -1,0 +1,596 @@
+//! The one registry of strategies and the one ask → evaluate → tell driver.
+//!
+//! [`StrategyKind`] names every strategy (the config and CLI spelling is kebab-case:
+//! `cma-es`, `sep-cma-es`, `snes`, `xnes`, `open-es`, `pgpe`, `de`) with its population-size
+//! rule and its step-size field; [`StrategyKind::build`] gives a ready [`Optimizer`]: a
+//! strategy with its params and state behind one object-safe interface (what the Python
+//! ask/tell objects and the tuners hold).
+//!
+//! [`Driver`] runs generations: ask, repair to the bounds, evaluate the whole population in
+//! one batched call, penalise, tell, report. Every ES run in Kestrel goes through it:
+//! `kestrel evo run` and `evo bench`, the IPOP/BIPOP restarts, the MPPI autotuner.
+//!
+//! # Key tree
+//!
+//! ```text
+//! run      = Key::new(seed)
+//! init     = run                                   // the strategy's initial state
+//! gen_g    = run.fold_in(g + 1)                    // g = 0, 1, ... (generations told before)
+//! ask      = gen_g.fold_in(0)
+//! evaluate = gen_g.fold_in(1)   or run.fold_in(0) with common random numbers
+//! tell     = gen_g.fold_in(2)
+//! ```
+//!
+//! With [`EvalKeys::Common`] every generation is evaluated with the same key (common random
+//! numbers: a stochastic problem then scores a candidate the same way in every generation,
+//! so costs are comparable across generations, as the MPPI tuner needs). The generation
+//! index comes from the driver's own counter, so a run split into pieces (or resumed from a
+//! cloned driver) draws exactly what one uninterrupted run draws.
+
+use crate::bounds::Bounds;
+use crate::cma_es::{CmaEs, default_pop_size};
+use crate::de::DifferentialEvolution;
+use crate::open_es::OpenEs;
+use crate::pgpe::Pgpe;
+use crate::problem::Problem;
+use crate::sep_cma_es::SepCmaEs;
+use crate::snes::Snes;
+use crate::strategy::{Progress, Strategy, TellMetrics};
+use crate::xnes::Xnes;
+use crate::{EvoError, problem};
+use kestrel_core::Key;
+
+/// Every strategy, by name. Serialised in kebab-case (`cma-es`, `sep-cma-es`, `snes`,
+/// `xnes`, `open-es`, `pgpe`, `de`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StrategyKind {
+    /// [`CmaEs`].
+    CmaEs,
+    /// [`SepCmaEs`].
+    SepCmaEs,
+    /// [`Snes`].
+    Snes,
+    /// [`Xnes`].
+    Xnes,
+    /// [`OpenEs`] (antithetic: even population).
+    OpenEs,
+    /// [`Pgpe`] (antithetic: even population).
+    Pgpe,
+    /// [`DifferentialEvolution`].
+    De,
+}
+
+impl StrategyKind {
+    /// Every strategy, in documentation order.
+    pub const ALL: [StrategyKind; 7] = [
+        StrategyKind::CmaEs,
+        StrategyKind::SepCmaEs,
+        StrategyKind::Snes,
+        StrategyKind::Xnes,
+        StrategyKind::OpenEs,
+        StrategyKind::Pgpe,
+        StrategyKind::De,
+    ];
+
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::CmaEs => "cma-es",
+            StrategyKind::SepCmaEs => "sep-cma-es",
+            StrategyKind::Snes => "snes",
+            StrategyKind::Xnes => "xnes",
+            StrategyKind::OpenEs => "open-es",
+            StrategyKind::Pgpe => "pgpe",
+            StrategyKind::De => "de",
+        }
+    }
+
+    /// The strategy named `name` (an error lists the accepted names).
+    pub fn parse(name: &str) -> Result<Self, EvoError> {
+        Self::ALL.into_iter().find(|k| k.name() == name).ok_or_else(|| {
+            EvoError::invalid("strategy", format!("{name:?}"), Self::accepted_names())
+        })
+    }
+
+    /// `"cma-es, sep-cma-es, ..."`, for error messages.
+    pub fn accepted_names() -> String {
+        format!("one of {}", Self::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "))
+    }
+
+    /// The default population for `num_dims`: `4 + ⌊3 ln n⌋` (Hansen's rule) for every
+    /// strategy, at least 16 and even for the antithetic ones (OpenAI-ES, PGPE), at least
+    /// `10 min(n, 10)` for differential evolution.
+    pub fn default_pop_size(self, num_dims: usize) -> usize {
+        let def = default_pop_size(num_dims);
+        match self {
+            StrategyKind::OpenEs | StrategyKind::Pgpe => {
+                let p = def.max(16);
+                p + p % 2
+            }
+            StrategyKind::De => def.max(10 * num_dims.min(10)),
+            _ => def,
+        }
+    }
+
+    /// The smallest population the strategy accepts.
+    pub fn min_pop_size(self) -> usize {
+        match self {
+            StrategyKind::CmaEs | StrategyKind::SepCmaEs | StrategyKind::De => 4,
+            _ => 2,
+        }
+    }
+
+    /// `requested` made valid for the strategy: the default when `None`, rounded up to even
+    /// for the antithetic strategies. Sizes below [`StrategyKind::min_pop_size`] are errors.
+    pub fn pop_size(self, requested: Option<usize>, num_dims: usize) -> Result<usize, EvoError> {
+        let Some(p) = requested else { return Ok(self.default_pop_size(num_dims)) };
+        if p < self.min_pop_size() {
+            return Err(EvoError::invalid(
+                "pop_size",
+                p,
+                format!("at least {} for {}", self.min_pop_size(), self.name()),
+            ));
+        }
+        Ok(match self {
+            StrategyKind::OpenEs | StrategyKind::Pgpe => p + p % 2,
+            _ => p,
+        })
+    }
+
+    /// A ready optimiser: the strategy with `pop_size` rows (see [`StrategyKind::pop_size`])
+    /// of `mean.len()` dimensions, its reference defaults with the initial step size `sigma`,
+    /// initialised at `mean` with `key`.
+    pub fn build(
+        self,
+        pop_size: Option<usize>,
+        sigma: f64,
+        mean: &[f32],
+        key: Key,
+    ) -> Result<Box<dyn Optimizer>, EvoError> {
+        let n = mean.len();
+        if !(sigma.is_finite() && sigma > 0.0) {
+            return Err(EvoError::invalid("sigma", sigma, "finite and > 0"));
+        }
+        if let Some(i) = mean.iter().position(|x| !x.is_finite()) {
+            return Err(EvoError::invalid(format!("x0[{i}]"), mean[i], "finite"));
+        }
+        let pop = self.pop_size(pop_size, n)?;
+        Ok(match self {
+            StrategyKind::CmaEs => {
+                let s = CmaEs::new(pop, n)?;
+                let p = crate::CmaParams { sigma_init: sigma, ..s.default_params() };
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::SepCmaEs => {
+                let s = SepCmaEs::new(pop, n)?;
+                let p = crate::CmaParams { sigma_init: sigma, ..s.default_params() };
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Snes => {
+                let s = Snes::new(pop, n)?;
+                let p = crate::SnesParams { sigma_init: sigma, ..s.default_params() };
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Xnes => {
+                let s = Xnes::new(pop, n)?;
+                let p = crate::XnesParams { sigma_init: sigma, ..s.default_params() };
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::OpenEs => {
+                let s = OpenEs::new(pop, n)?;
+                let p = crate::OpenEsParams { sigma, ..s.default_params() };
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Pgpe => {
+                let s = Pgpe::new(pop, n)?;
+                let p = crate::PgpeParams { sigma_init: sigma, ..s.default_params() };
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::De => {
+                let s = DifferentialEvolution::new(pop, n)?;
+                let p = crate::DeParams { sigma_init: sigma, ..s.default_params() };
+                Box::new(Instance::new(s, p, key, mean))
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for StrategyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for StrategyKind {
+    type Err = EvoError;
+    fn from_str(s: &str) -> Result<Self, EvoError> {
+        Self::parse(s)
+    }
+}
+
+/// A strategy with its params and state: what a run steps. Object-safe, so a run, a Python
+/// ask/tell object or a tuner can hold any strategy.
+pub trait Optimizer: Send + Sync {
+    /// Rows of a population.
+    fn pop_size(&self) -> usize;
+    /// Columns of a population.
+    fn num_dims(&self) -> usize;
+    /// Samples a population (`pop_size × num_dims`, row-major).
+    fn ask(&mut self, key: Key, population: &mut [f32]);
+    /// Updates the state from a population and its fitness (minimised).
+    fn tell(&mut self, key: Key, population: &[f32], fitness: &[f32]) -> TellMetrics;
+    /// The current search mean.
+    fn mean(&self) -> Vec<f32>;
+    /// Best-so-far bookkeeping.
+    fn progress(&self) -> &Progress;
+    /// A copy of the optimiser (state included): the run continues identically from either.
+    fn boxed_clone(&self) -> Box<dyn Optimizer>;
+}
+
+/// A [`Strategy`] with its params and state.
+#[derive(Clone, Debug)]
+pub struct Instance<S: Strategy> {
+    /// The strategy (sizes and constants).
+    pub strategy: S,
+    /// Its hyper-parameters.
+    pub params: S::Params,
+    /// Its state.
+    pub state: S::State,
+}
+
+impl<S: Strategy> Instance<S> {
+    /// `strategy` initialised at `mean` with `key`.
+    pub fn new(strategy: S, params: S::Params, key: Key, mean: &[f32]) -> Self {
+        let state = strategy.init(key, &params, mean);
+        Instance { strategy, params, state }
+    }
+}
+
+impl<S: Strategy + Clone + 'static> Optimizer for Instance<S> {
+    fn pop_size(&self) -> usize {
+        self.strategy.pop_size()
+    }
+    fn num_dims(&self) -> usize {
+        self.strategy.num_dims()
+    }
+    fn ask(&mut self, key: Key, population: &mut [f32]) {
+        self.strategy.ask(key, &mut self.state, &self.params, population)
+    }
+    fn tell(&mut self, key: Key, population: &[f32], fitness: &[f32]) -> TellMetrics {
+        self.strategy.tell(key, population, fitness, &mut self.state, &self.params)
+    }
+    fn mean(&self) -> Vec<f32> {
+        self.strategy.mean(&self.state)
+    }
+    fn progress(&self) -> &Progress {
+        self.strategy.progress(&self.state)
+    }
+    fn boxed_clone(&self) -> Box<dyn Optimizer> {
+        Box::new(self.clone())
+    }
+}
+
+impl Optimizer for Box<dyn Optimizer> {
+    fn pop_size(&self) -> usize {
+        (**self).pop_size()
+    }
+    fn num_dims(&self) -> usize {
+        (**self).num_dims()
+    }
+    fn ask(&mut self, key: Key, population: &mut [f32]) {
+        (**self).ask(key, population)
+    }
+    fn tell(&mut self, key: Key, population: &[f32], fitness: &[f32]) -> TellMetrics {
+        (**self).tell(key, population, fitness)
+    }
+    fn mean(&self) -> Vec<f32> {
+        (**self).mean()
+    }
+    fn progress(&self) -> &Progress {
+        (**self).progress()
+    }
+    fn boxed_clone(&self) -> Box<dyn Optimizer> {
+        (**self).boxed_clone()
+    }
+}
+
+/// Which key the problem sees in each generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum EvalKeys {
+    /// A fresh key per generation (`run.fold_in(g + 1).fold_in(1)`).
+    #[default]
+    PerGeneration,
+    /// The same key every generation (`run.fold_in(0)`): common random numbers.
+    Common,
+}
+
+/// What one generation reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Generation {
+    /// The strategy's metrics (generation count, best so far, best in generation,
+    /// non-finite count, step size).
+    pub metrics: TellMetrics,
+    /// Evaluations so far (this generation's included).
+    pub evals: u64,
+}
+
+/// Why [`Driver::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// All requested generations ran.
+    Generations,
+    /// The best fitness reached the target.
+    Target,
+    /// The observer asked to stop.
+    Observer,
+}
+
+/// The ask → repair → evaluate → penalise → tell loop over any [`Optimizer`] (the one in
+/// Kestrel; see the module docs for its key tree). Cloning a driver clones the optimiser:
+/// the clone continues exactly as the original would.
+pub struct Driver<'p, O: Optimizer = Box<dyn Optimizer>> {
+    optimizer: O,
+    problem: &'p dyn Problem,
+    bounds: Option<Bounds>,
+    key: Key,
+    eval_keys: EvalKeys,
+    generation: u64,
+    evals: u64,
+    population: Vec<f32>,
+    fitness: Vec<f32>,
+}
+
+impl<O: Optimizer + Clone> Clone for Driver<'_, O> {
+    fn clone(&self) -> Self {
+        Driver {
+            optimizer: self.optimizer.clone(),
+            problem: self.problem,
+            bounds: self.bounds.clone(),
+            key: self.key,
+            eval_keys: self.eval_keys,
+            generation: self.generation,
+            evals: self.evals,
+            population: self.population.clone(),
+            fitness: self.fitness.clone(),
+        }
+    }
+}
+
+impl<'p, O: Optimizer> Driver<'p, O> {
+    /// A driver of `optimizer` on `problem` with the run key `key` (the key the optimiser
+    /// was initialised with, by the module's key tree).
+    pub fn new(optimizer: O, problem: &'p dyn Problem, key: Key) -> Result<Self, EvoError> {
+        if optimizer.num_dims() != problem.num_dims() {
+            return Err(EvoError::invalid(
+                "num_dims",
+                optimizer.num_dims(),
+                format!("the problem's {} dimensions", problem.num_dims()),
+            ));
+        }
+        let (lam, n) = (optimizer.pop_size(), optimizer.num_dims());
+        let cells = lam.checked_mul(n).ok_or_else(|| {
+            EvoError::invalid("pop_size", lam, "pop_size × num_dims within memory")
+        })?;
+        let mut population = Vec::new();
+        population.try_reserve_exact(cells).map_err(|_| {
+            EvoError::invalid(
+                "pop_size",
+                lam,
+                format!("a population that fits in memory ({cells} values of f32 asked)"),
+            )
+        })?;
+        population.resize(cells, 0.0);
+        Ok(Driver {
+            optimizer,
+            problem,
+            bounds: None,
+            key,
+            eval_keys: EvalKeys::PerGeneration,
+            generation: 0,
+            evals: 0,
+            population,
+            fitness: vec![0.0; lam],
+        })
+    }
+
+    /// Repairs every asked population to `bounds` (and penalises by them, in
+    /// [`crate::BoundMode::Penalty`]).
+    pub fn with_bounds(mut self, bounds: Bounds) -> Result<Self, EvoError> {
+        if bounds.num_dims() != self.optimizer.num_dims() {
+            return Err(EvoError::invalid(
+                "bounds",
+                format!("{} dimensions", bounds.num_dims()),
+                "one bound per search dimension",
+            ));
+        }
+        self.bounds = Some(bounds);
+        Ok(self)
+    }
+
+    /// Chooses which key the problem sees (default [`EvalKeys::PerGeneration`]).
+    pub fn with_eval_keys(mut self, eval_keys: EvalKeys) -> Self {
+        self.eval_keys = eval_keys;
+        self
+    }
+
+    /// Runs one generation and returns its report.
+    pub fn step(&mut self) -> Generation {
+        let k = self.key.fold_in(self.generation + 1);
+        self.optimizer.ask(k.fold_in(0), &mut self.population);
+        if let Some(b) = &self.bounds {
+            b.repair(&mut self.population);
+        }
+        let key_eval = match self.eval_keys {
+            EvalKeys::PerGeneration => k.fold_in(1),
+            EvalKeys::Common => self.key.fold_in(0),
+        };
+        self.problem.evaluate(key_eval, &self.population, &mut self.fitness);
+        if let Some(b) = &self.bounds {
+            b.penalize(&self.population, &mut self.fitness);
+        }
+        let metrics = self.optimizer.tell(k.fold_in(2), &self.population, &self.fitness);
+        self.generation += 1;
+        self.evals += self.fitness.len() as u64;
+        Generation { metrics, evals: self.evals }
+    }
+
+    /// Runs up to `generations` more generations, stopping early once the best fitness is at
+    /// or below `target` or when `observe` returns `false`; `observe` sees every generation.
+    pub fn run(
+        &mut self,
+        generations: u64,
+        target: Option<f32>,
+        mut observe: impl FnMut(&Generation) -> bool,
+    ) -> Stop {
+        for _ in 0..generations {
+            let g = self.step();
+            let go_on = observe(&g);
+            if target.is_some_and(|t| g.metrics.best_so_far <= t) {
+                return Stop::Target;
+            }
+            if !go_on {
+                return Stop::Observer;
+            }
+        }
+        Stop::Generations
+    }
+
+    /// Generations run.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Evaluations spent.
+    pub fn evals(&self) -> u64 {
+        self.evals
+    }
+
+    /// The optimiser (its state, for inspection).
+    pub fn optimizer(&self) -> &O {
+        &self.optimizer
+    }
+
+    /// The last population asked (after repair).
+    pub fn population(&self) -> &[f32] {
+        &self.population
+    }
+
+    /// The last fitness values (after penalties).
+    pub fn fitness(&self) -> &[f32] {
+        &self.fitness
+    }
+
+    /// Best-so-far bookkeeping.
+    pub fn progress(&self) -> &Progress {
+        self.optimizer.progress()
+    }
+
+    /// Gives the optimiser back.
+    pub fn into_optimizer(self) -> O {
+        self.optimizer
+    }
+}
+
+/// A benchmark problem by its config name (see [`problem::Function::parse`]), shifted by
+/// `run.fold_in(7)` within ±`shift` and rotated by `run.fold_in(8)` when asked.
+pub fn benchmark(
+    function: &str,
+    num_dims: usize,
+    shift: f64,
+    rotate: bool,
+    run: Key,
+) -> Result<problem::Benchmark, EvoError> {
+    if !(shift.is_finite() && shift >= 0.0) {
+        return Err(EvoError::invalid("shift", shift, "finite and >= 0"));
+    }
+    let mut b = problem::Benchmark::new(problem::Function::parse(function)?, num_dims)?;
+    if shift > 0.0 {
+        b = b.shifted(run.fold_in(7), shift);
+    }
+    if rotate {
+        b = b.rotated(run.fold_in(8));
+    }
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::{Benchmark, Function};
+
+    #[test]
+    fn names_round_trip_and_unknown_names_list_the_accepted_ones() {
+        for k in StrategyKind::ALL {
+            assert_eq!(StrategyKind::parse(k.name()).unwrap(), k);
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.name()));
+        }
+        let e = StrategyKind::parse("cmaes").unwrap_err().to_string();
+        assert!(e.contains("strategy") && e.contains("cmaes") && e.contains("sep-cma-es"), "{e}");
+    }
+
+    #[test]
+    fn every_strategy_builds_and_improves_the_sphere() {
+        let prob = Benchmark::new(Function::Sphere, 6).unwrap();
+        for k in StrategyKind::ALL {
+            let opt = k.build(None, 0.5, &[1.0; 6], Key::new(3)).unwrap();
+            let mut d = Driver::new(opt, &prob, Key::new(3)).unwrap();
+            let first = d.step().metrics.best_so_far;
+            d.run(60, None, |_| true);
+            assert!(
+                d.progress().best_fitness < first,
+                "{k}: {first} -> {}",
+                d.progress().best_fitness
+            );
+            assert_eq!(d.evals(), 61 * d.optimizer().pop_size() as u64);
+        }
+    }
+
+    #[test]
+    fn a_run_split_in_two_equals_one_run_and_a_clone_continues_identically() {
+        let prob = Benchmark::new(Function::Rosenbrock, 5).unwrap();
+        let build = || StrategyKind::CmaEs.build(None, 0.3, &[0.0; 5], Key::new(9)).unwrap();
+        let mut whole = Driver::new(build(), &prob, Key::new(9)).unwrap();
+        whole.run(40, None, |_| true);
+        let mut split = Driver::new(build(), &prob, Key::new(9)).unwrap();
+        split.run(15, None, |_| true);
+        let mut copy = Driver {
+            optimizer: split.optimizer.boxed_clone(),
+            problem: split.problem,
+            bounds: None,
+            key: split.key,
+            eval_keys: split.eval_keys,
+            generation: split.generation,
+            evals: split.evals,
+            population: split.population.clone(),
+            fitness: split.fitness.clone(),
+        };
+        split.run(25, None, |_| true);
+        copy.run(25, None, |_| true);
+        assert_eq!(whole.progress(), split.progress());
+        assert_eq!(whole.progress(), copy.progress());
+        assert_eq!(whole.optimizer().mean(), copy.optimizer().mean());
+    }
+
+    #[test]
+    fn bad_sizes_and_values_are_errors() {
+        assert!(StrategyKind::CmaEs.build(Some(2), 0.5, &[0.0; 3], Key::new(0)).is_err());
+        assert!(StrategyKind::Snes.build(None, f64::NAN, &[0.0; 3], Key::new(0)).is_err());
+        assert!(StrategyKind::Snes.build(None, 0.5, &[f32::INFINITY; 3], Key::new(0)).is_err());
+        assert_eq!(StrategyKind::OpenEs.pop_size(Some(7), 3).unwrap(), 8);
+        let prob = Benchmark::new(Function::Sphere, 4).unwrap();
+        let opt = StrategyKind::Snes.build(None, 0.5, &[0.0; 3], Key::new(0)).unwrap();
+        assert!(Driver::new(opt, &prob, Key::new(0)).is_err());
+    }
+
+    #[test]
+    fn the_target_stops_the_run() {
+        let prob = Benchmark::new(Function::Sphere, 3).unwrap();
+        let opt = StrategyKind::CmaEs.build(None, 0.5, &[1.0; 3], Key::new(1)).unwrap();
+        let mut d = Driver::new(opt, &prob, Key::new(1)).unwrap();
+        assert_eq!(d.run(10_000, Some(1e-6), |_| true), Stop::Target);
+        assert!(d.progress().best_fitness <= 1e-6);
+        assert!(d.generation() < 10_000);
+    }
+}
