@@ -15,6 +15,7 @@
 //! and every other value to the left push (documented, never a panic).
 
 use kestrel_core::{Env, Key, Space, Spec};
+use kestrel_dynamics::{CartPolePhysics, cartpole_step};
 
 /// Physical constants (Gymnasium's defaults).
 #[derive(Clone, Debug, PartialEq)]
@@ -63,20 +64,16 @@ const X_LIMIT: f64 = 2.4;
 impl CartPole {
     /// One Euler step of Gymnasium's equations; returns `terminated`.
     pub fn advance(p: &CartPoleParams, s: &mut CartPoleState, action: u32) -> bool {
-        let [x, x_dot, theta, theta_dot] = s.0;
         let force = if action == 1 { p.force_mag } else { -p.force_mag };
-        let (sin, cos) = (theta.sin(), theta.cos());
-        let total = p.mass_pole + p.mass_cart;
-        let pml = p.mass_pole * p.length;
-        let temp = (force + pml * theta_dot * theta_dot * sin) / total;
-        let theta_acc = (p.gravity * sin - cos * temp)
-            / (p.length * (4.0 / 3.0 - p.mass_pole * cos * cos / total));
-        let x_acc = temp - pml * theta_acc * cos / total;
-        let x = x + p.tau * x_dot;
-        let x_dot = x_dot + p.tau * x_acc;
-        let theta = theta + p.tau * theta_dot;
-        let theta_dot = theta_dot + p.tau * theta_acc;
-        s.0 = [x, x_dot, theta, theta_dot];
+        let physics = CartPolePhysics {
+            gravity: p.gravity,
+            mass_cart: p.mass_cart,
+            mass_pole: p.mass_pole,
+            length: p.length,
+            tau: p.tau,
+        };
+        s.0 = cartpole_step(&physics, s.0, force);
+        let [x, _, theta, _] = s.0;
         !(-X_LIMIT..=X_LIMIT).contains(&x) || !(-THETA_LIMIT..=THETA_LIMIT).contains(&theta)
     }
 }

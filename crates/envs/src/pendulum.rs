@@ -15,6 +15,7 @@
 //! action is treated as 0 (Gymnasium would propagate NaN into the state).
 
 use kestrel_core::{Env, Key, Space, Spec};
+use kestrel_dynamics::{PendulumPhysics, Torque, pendulum_step};
 
 /// Physical constants (Gymnasium's defaults).
 #[derive(Clone, Debug, PartialEq)]
@@ -69,10 +70,15 @@ impl Pendulum {
         let u = if u.is_nan() { 0.0 } else { u.clamp(-p.max_torque, p.max_torque) };
         let torque_cost = 0.001f32 * (u * u);
         let cost = angle_normalize(th).powi(2) + 0.1 * thdot * thdot + torque_cost as f64;
-        let torque = (3.0 / (p.m * p.l * p.l)) as f32 * u;
-        let newthdot = thdot + (3.0 * p.g / (2.0 * p.l) * th.sin() + torque as f64) * p.dt;
-        let newthdot = newthdot.clamp(-p.max_speed, p.max_speed);
-        s.0 = [th + newthdot * p.dt, newthdot];
+        let physics = PendulumPhysics {
+            g: p.g,
+            m: p.m,
+            l: p.l,
+            dt: p.dt,
+            max_speed: p.max_speed,
+            max_torque: p.max_torque as f64,
+        };
+        s.0 = pendulum_step(&physics, s.0, u as f64, Torque::F32);
         cost
     }
 

@@ -1,5 +1,5 @@
 use kestrel_core::Key;
-pub use kestrel_envs::control::Dynamics;
+pub use kestrel_dynamics::Dynamics;
 use rayon::prelude::*;
 use thiserror::Error;
 
