@@ -161,6 +161,51 @@ pub fn from_cells<const S: usize>(cells: &[u8], h: usize, w: usize, pad: i8) -> 
     g
 }
 
+/// The 4-connected region of `(r, c)`'s colour around it, inside `allowed` (bitmask dilation,
+/// at most `max_iters` expansions; `u32::MAX` for the whole region).
+pub fn flood_region<const S: usize>(
+    g: &Grid<S>,
+    allowed: &Mask<S>,
+    r: usize,
+    c: usize,
+    max_iters: u32,
+) -> Mask<S> {
+    let colour = g[r][c];
+    let mut region = [0u32; S];
+    for (i, row) in g.iter().enumerate() {
+        let mut bits = 0u32;
+        for (j, &v) in row.iter().enumerate() {
+            bits |= ((v == colour) as u32) << j;
+        }
+        region[i] = bits & allowed[i];
+    }
+    let mut cur = [0u32; S];
+    cur[r] = 1 << c;
+    let rb = row_bits::<S>();
+    let mut it = 0;
+    while it < max_iters {
+        let mut next = [0u32; S];
+        let mut changed = false;
+        for i in 0..S {
+            let mut v = cur[i] | (cur[i] << 1) | (cur[i] >> 1);
+            if i > 0 {
+                v |= cur[i - 1];
+            }
+            if i + 1 < S {
+                v |= cur[i + 1];
+            }
+            next[i] = v & region[i] & rb;
+            changed |= next[i] != cur[i];
+        }
+        cur = next;
+        it += 1;
+        if !changed {
+            break;
+        }
+    }
+    cur
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,270 @@
-//! JaxARC 1.0.3 operations (`envs/grid_operations.py`), with each of its bugs behind a flag
-//! of [`JaxBugs`] (see `reference/arc.md` §1.12). Padding is -1 outside the working area.
+//! The `jaxarc` op table: JaxARC 1.0.3 operations (`envs/grid_operations.py`) and rewards,
+//! with their names ([`JAXARC_OPS`]), the decoded op ([`JaxarcOp`]), the reward weights
+//! ([`JaxRewards`]) and each JaxARC bug behind a flag of [`JaxBugs`] (see
+//! `reference/arc.md` §1.12). Padding is -1 outside the working area.
+//!
+//! Reference: JaxARC, arXiv:2601.17564 (<https://github.com/aadimator/JaxARC>).
 
-use crate::env::{ArcState, JaxBugs, PairGrids};
 use crate::grid::{self, Grid, Mask};
-use crate::o2arc::flood_region;
+use crate::ops::{NUM_OPS, OpTable};
+use crate::state::{ArcState, PairGrids};
+
+/// Operation names of the `jaxarc` table (JaxARC 1.0.3), indexed by op id.
+pub const JAXARC_OPS: [&str; NUM_OPS as usize] = [
+    "Fill0",
+    "Fill1",
+    "Fill2",
+    "Fill3",
+    "Fill4",
+    "Fill5",
+    "Fill6",
+    "Fill7",
+    "Fill8",
+    "Fill9",
+    "FloodFill0",
+    "FloodFill1",
+    "FloodFill2",
+    "FloodFill3",
+    "FloodFill4",
+    "FloodFill5",
+    "FloodFill6",
+    "FloodFill7",
+    "FloodFill8",
+    "FloodFill9",
+    "MoveUp",
+    "MoveDown",
+    "MoveLeft",
+    "MoveRight",
+    "RotateCW",
+    "RotateCCW",
+    "FlipH",
+    "FlipV",
+    "Copy",
+    "Paste",
+    "Cut",
+    "Clear",
+    "CopyInput",
+    "Resize",
+    "Submit",
+];
+
+/// One `jaxarc` operation; the variants are in op-id order and named as in [`JAXARC_OPS`]
+/// (up to the case of `CW`/`CCW`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JaxarcOp {
+    /// Ops 0–9: colour the selected cells.
+    Fill(i8),
+    /// Ops 10–19: flood-fill the region around the one selected cell.
+    FloodFill(i8),
+    /// Op 20: shift the bbox content up (cyclic).
+    MoveUp,
+    /// Op 21: shift the bbox content down.
+    MoveDown,
+    /// Op 22: shift the bbox content left.
+    MoveLeft,
+    /// Op 23: shift the bbox content right.
+    MoveRight,
+    /// Op 24: rotate a square bbox clockwise.
+    RotateCw,
+    /// Op 25: rotate a square bbox counter-clockwise.
+    RotateCcw,
+    /// Op 26: mirror the bbox left–right.
+    FlipH,
+    /// Op 27: mirror the bbox top–bottom.
+    FlipV,
+    /// Op 28: copy the selected cells into the clipboard.
+    Copy,
+    /// Op 29: paste the clipboard into the selected cells.
+    Paste,
+    /// Op 30: copy, then clear the selected cells.
+    Cut,
+    /// Op 31: clear the selection (the working area when none).
+    Clear,
+    /// Op 32: the working grid becomes the input.
+    CopyInput,
+    /// Op 33: resize the working area to the selection's bottom-right corner.
+    Resize,
+    /// Op 34: submit the working grid (ends the episode).
+    Submit,
+}
+
+impl JaxarcOp {
+    /// The op with id `op`, or `None` outside 0–34.
+    #[inline]
+    pub const fn from_index(op: i32) -> Option<Self> {
+        use JaxarcOp::*;
+        Some(match op {
+            0..=9 => Fill(op as i8),
+            10..=19 => FloodFill((op - 10) as i8),
+            20 => MoveUp,
+            21 => MoveDown,
+            22 => MoveLeft,
+            23 => MoveRight,
+            24 => RotateCw,
+            25 => RotateCcw,
+            26 => FlipH,
+            27 => FlipV,
+            28 => Copy,
+            29 => Paste,
+            30 => Cut,
+            31 => Clear,
+            32 => CopyInput,
+            33 => Resize,
+            34 => Submit,
+            _ => return None,
+        })
+    }
+
+    /// The op's id.
+    pub const fn index(self) -> i32 {
+        use JaxarcOp::*;
+        match self {
+            Fill(c) => c as i32,
+            FloodFill(c) => 10 + c as i32,
+            MoveUp => 20,
+            MoveDown => 21,
+            MoveLeft => 22,
+            MoveRight => 23,
+            RotateCw => 24,
+            RotateCcw => 25,
+            FlipH => 26,
+            FlipV => 27,
+            Copy => 28,
+            Paste => 29,
+            Cut => 30,
+            Clear => 31,
+            CopyInput => 32,
+            Resize => 33,
+            Submit => 34,
+        }
+    }
+}
+
+/// JaxARC reward weights. `Default` is JaxARC's Hydra `reward/training.yaml`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JaxRewards {
+    /// Added every step.
+    pub step_penalty: f32,
+    /// Added on a solved Submit.
+    pub success_bonus: f32,
+    /// Added on an unsolved Submit.
+    pub unsolved_submission_penalty: f32,
+    /// Weight of the similarity improvement (train split only).
+    pub similarity_weight: f32,
+}
+
+impl Default for JaxRewards {
+    fn default() -> Self {
+        JaxRewards {
+            step_penalty: -0.005,
+            success_bonus: 10.0,
+            unsolved_submission_penalty: -1.0,
+            similarity_weight: 1.0,
+        }
+    }
+}
+
+/// JaxARC 1.0.3 bugs (`reference/arc.md` §1.12), each fixed by default and switchable back
+/// on to replicate published JaxARC results. [`JaxBugs::all`] turns every one on.
+/// (JaxARC's recompiles and wrong `discount` have no counterpart: Kestrel compiles nothing
+/// and keeps `terminated` and `truncated` apart.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JaxBugs {
+    /// Ops 20–23 move content opposite to their names.
+    pub inverted_moves: bool,
+    /// Rotation turns about the canvas centre instead of the bbox.
+    pub canvas_rotation: bool,
+    /// Resize takes the selection after masking, so it can only shrink.
+    pub shrink_only_resize: bool,
+    /// Flood fill stops after 64 dilation steps and ignores the working mask.
+    pub flood_fill_cap: bool,
+    /// The start grid is a random train input, not the episode pair's input.
+    pub wrong_pair_init: bool,
+    /// On the test split the target is empty, so no Submit can succeed.
+    pub eval_no_success: bool,
+    /// Similarity only checks the target's top-left rectangle (a larger grid can score 1).
+    pub top_left_similarity: bool,
+    /// Clear with an empty selection zeroes the whole canvas, padding included.
+    pub clear_overwrites_padding: bool,
+    /// Copy-input keeps the old working mask (so -1 padding can enter the working area).
+    pub copy_input_keeps_mask: bool,
+}
+
+impl JaxBugs {
+    /// Every JaxARC 1.0.3 bug switched on (bit-compatible with the package).
+    pub const fn all() -> Self {
+        JaxBugs {
+            inverted_moves: true,
+            canvas_rotation: true,
+            shrink_only_resize: true,
+            flood_fill_cap: true,
+            wrong_pair_init: true,
+            eval_no_success: true,
+            top_left_similarity: true,
+            clear_overwrites_padding: true,
+            copy_input_keeps_mask: true,
+        }
+    }
+}
+
+/// The `jaxarc` table with the [`ArcParams`](crate::ArcParams) settings it reads.
+///
+/// An op id outside 0–34 is clipped to it, as JaxARC does. Reward per step:
+/// `step_penalty`, plus the similarity improvement times `similarity_weight` (train split
+/// only), plus `success_bonus` on a solved Submit or `unsolved_submission_penalty` on an
+/// unsolved one. Every Submit terminates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JaxarcTable {
+    /// Reward weights.
+    pub rewards: JaxRewards,
+    /// Bug switches.
+    pub bugs: JaxBugs,
+    /// Whether the episode is on the train split (the similarity term counts).
+    pub train: bool,
+}
+
+impl OpTable for JaxarcTable {
+    type Op = JaxarcOp;
+
+    const NAMES: [&'static str; NUM_OPS as usize] = JAXARC_OPS;
+
+    #[inline]
+    fn decode(op: i32) -> Option<JaxarcOp> {
+        JaxarcOp::from_index(op.clamp(0, NUM_OPS - 1))
+    }
+
+    fn index(op: JaxarcOp) -> i32 {
+        op.index()
+    }
+
+    fn is_submit(op: JaxarcOp) -> bool {
+        op == JaxarcOp::Submit
+    }
+
+    #[inline]
+    fn apply<const S: usize>(
+        &self,
+        s: &mut ArcState<S>,
+        op: JaxarcOp,
+        sel: &Mask<S>,
+        pair: &PairGrids<S>,
+    ) -> (f32, bool) {
+        let old = s.similarity;
+        edit(s, op, sel, pair, &self.bugs);
+        s.similarity = state_similarity(s, pair, &self.bugs);
+        let submit = op == JaxarcOp::Submit;
+        let solved = submit && s.similarity >= 1.0;
+        let r = &self.rewards;
+        let bonus = if solved { r.success_bonus } else { 0.0 };
+        let penalty = if submit && !solved { r.unsolved_submission_penalty } else { 0.0 };
+        let reward = if self.train {
+            r.similarity_weight * (s.similarity - old) + r.step_penalty + bonus + penalty
+        } else {
+            r.step_penalty + bonus + penalty
+        };
+        (reward, submit)
+    }
+}
 
 /// Writes `v` where `v > 0`, else 0, for every cell of the inclusive bbox, reading the
 /// source cell through `src(r, c)` (JaxARC's `where(region > 0, region, cleared)`).
@@ -47,7 +308,7 @@ fn shift<const S: usize>(g: &mut Grid<S>, b: (usize, usize, usize, usize), dr: i
 /// Similarity of the working area to the target (JaxARC `compute_grid_similarity`; with
 /// `top_left_similarity` off, the denominator is the union of both areas, so 1.0 needs
 /// equal dims).
-pub(crate) fn similarity<const S: usize>(
+fn similarity<const S: usize>(
     g: &Grid<S>,
     dims: [u8; 2],
     target: &Grid<S>,
@@ -75,42 +336,48 @@ pub(crate) fn similarity<const S: usize>(
     matches as f32 / denom as f32
 }
 
-/// Applies operation `op` (already clipped to 0..=34). `raw` is the action's selection on
-/// the canvas; JaxARC ANDs it with the working mask first.
-pub(crate) fn apply<const S: usize>(
+/// Applies `op` to the grid. `raw` is the action's selection on the canvas; JaxARC ANDs
+/// it with the working mask first.
+fn edit<const S: usize>(
     s: &mut ArcState<S>,
-    op: i32,
+    op: JaxarcOp,
     raw: &Mask<S>,
     pair: &PairGrids<S>,
     bugs: &JaxBugs,
 ) {
+    use JaxarcOp::*;
     let (h, w) = (s.dims[0] as usize, s.dims[1] as usize);
     let wm = grid::top_left::<S>(h, w);
     let sel = grid::and(raw, &wm);
     s.selected = sel;
     let eff = || if grid::any(&sel) { sel } else { wm };
     match op {
-        0..=9 => grid::fill(&mut s.grid, &sel, op as i8),
-        10..=19 if grid::count(&sel) == 1 => {
-            let (r, c) = grid::first(&sel).unwrap_or((0, 0));
+        Fill(c) => grid::fill(&mut s.grid, &sel, c),
+        FloodFill(c) if grid::count(&sel) == 1 => {
+            let (r, col) = grid::first(&sel).unwrap_or((0, 0));
             let (allowed, iters) =
                 if bugs.flood_fill_cap { ([grid::row_bits::<S>(); S], 64) } else { (wm, u32::MAX) };
-            let region = flood_region(&s.grid, &allowed, r, c, iters);
-            grid::fill(&mut s.grid, &region, (op - 10) as i8);
+            let region = grid::flood_region(&s.grid, &allowed, r, col, iters);
+            grid::fill(&mut s.grid, &region, c);
         }
-        20..=23 => {
+        MoveUp | MoveDown | MoveLeft | MoveRight => {
             if let Some(b) = grid::bbox(&eff()) {
-                // Content direction of ops 20-23 as named (up, down, left, right).
-                let (dr, dc) = [(-1, 0), (1, 0), (0, -1), (0, 1)][(op - 20) as usize];
+                // Content direction as named.
+                let (dr, dc) = match op {
+                    MoveUp => (-1, 0),
+                    MoveDown => (1, 0),
+                    MoveLeft => (0, -1),
+                    _ => (0, 1),
+                };
                 let m = if bugs.inverted_moves { -1 } else { 1 };
                 shift(&mut s.grid, b, dr * m, dc * m);
             }
         }
-        24 | 25 => {
+        RotateCw | RotateCcw => {
             if let Some(b @ (r0, r1, c0, c1)) = grid::bbox(&eff())
                 && r1 - r0 == c1 - c0
             {
-                let cw = op == 24;
+                let cw = op == RotateCw;
                 if bugs.canvas_rotation {
                     rotate_canvas(&mut s.grid, b, cw);
                 } else {
@@ -122,27 +389,27 @@ pub(crate) fn apply<const S: usize>(
                 }
             }
         }
-        26 | 27 => {
+        FlipH | FlipV => {
             if let Some(b @ (r0, r1, c0, c1)) = grid::bbox(&eff()) {
-                if op == 26 {
+                if op == FlipH {
                     write_bbox(&mut s.grid, b, |o, r, c| o[r][c1 + c0 - c]);
                 } else {
                     write_bbox(&mut s.grid, b, |o, r, c| o[r1 + r0 - r][c]);
                 }
             }
         }
-        28 | 30 => {
+        Copy | Cut => {
             for r in 0..S {
                 for c in 0..S {
                     s.clip[r][c] = if grid::get(&sel, r, c) { s.grid[r][c] } else { 0 };
                 }
             }
-            if op == 30 {
+            if op == Cut {
                 grid::fill(&mut s.grid, &sel, 0);
             }
         }
-        29 => paste(s, &sel),
-        31 => {
+        Paste => paste(s, &sel),
+        Clear => {
             if grid::any(&sel) {
                 grid::fill(&mut s.grid, &sel, 0);
             } else if bugs.clear_overwrites_padding {
@@ -151,7 +418,7 @@ pub(crate) fn apply<const S: usize>(
                 grid::fill(&mut s.grid, &wm, 0);
             }
         }
-        32 => {
+        CopyInput => {
             s.grid = pair.input;
             let (ih, iw) = (pair.in_dims[0] as usize, pair.in_dims[1] as usize);
             pad(&mut s.grid, ih, iw);
@@ -159,7 +426,7 @@ pub(crate) fn apply<const S: usize>(
                 s.dims = pair.in_dims;
             }
         }
-        33 => {
+        Resize => {
             let src = if bugs.shrink_only_resize { sel } else { *raw };
             if let Some(r) = src.iter().rposition(|&b| b != 0) {
                 let c = 31 - src[r].leading_zeros() as usize;
@@ -178,8 +445,19 @@ pub(crate) fn apply<const S: usize>(
                 s.dims = [nh as u8, nw as u8];
             }
         }
-        _ => {} // 10-19 without exactly one cell, and 34 submit: grid unchanged
+        FloodFill(_) | Submit => {} // flood fill without exactly one cell; submit: grid unchanged
     }
+}
+
+/// Similarity of `s` to its pair's target (the empty target when `s.empty_target`).
+#[inline]
+pub(crate) fn state_similarity<const S: usize>(
+    s: &ArcState<S>,
+    pair: &PairGrids<S>,
+    bugs: &JaxBugs,
+) -> f32 {
+    let td = if s.empty_target { [0, 0] } else { pair.out_dims };
+    similarity(&s.grid, s.dims, &pair.output, td, bugs)
 }
 
 /// Sets every cell outside the top-left `h × w` to -1.

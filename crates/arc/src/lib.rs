@@ -1,97 +1,33 @@
 //! ARC for Kestrel: the task bank (every common JSON layout, precise errors), procedural
 //! task families as the embedded default, and [`ArcEnv`], the grid-editing environment
 //! with ARCLE's `O2ARCv2Env` and JaxARC's semantics as named modes.
+//!
+//! Modules, each depending only on those below it:
+//! - `env`: [`ArcEnv`], [`ArcParams`], and the per-step dispatch to the mode's op table;
+//! - `o2arc`, `jaxarc`: the two op tables behind [`OpTable`] (ops, names, rewards);
+//! - `action`, `obs`: [`ArcAction`] and its sampler; the observation layouts and writer;
+//! - `state`: [`ArcState`] and the padded pair grids;
+//! - [`grid`]: fixed-size grids and row-bitmask selections.
 
+mod action;
 mod env;
 mod error;
 pub mod generator;
 pub mod grid;
 mod jaxarc;
 mod o2arc;
+mod obs;
+mod ops;
 pub mod render;
+mod state;
 mod task;
 
-pub use env::{
-    ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, FullOffsets, JaxBugs, JaxRewards, Layout,
-    Mode, NUM_OPS, ObjectState, PairGrids, SelKind, Selection, Split, sample_action,
-};
+pub use action::{ArcAction, SelKind, Selection, sample_action};
+pub use env::{ArcEnv, ArcParams, Mode, Split};
 pub use error::ArcError;
+pub use jaxarc::{JAXARC_OPS, JaxBugs, JaxRewards, JaxarcOp, JaxarcTable};
+pub use o2arc::{O2ARC_OPS, O2arcOp, O2arcTable};
+pub use obs::{FullObsView, FullOffsets, Layout};
+pub use ops::{NUM_OPS, OpTable};
+pub use state::{ArcState, ObjectState, PairGrids};
 pub use task::{GridData, LoadOptions, MAX_SIDE, Pair, Skipped, Task, TaskBank};
-
-/// Operation names of the `o2arc` table (ARCLE `O2ARCv2Env`).
-pub const O2ARC_OPS: [&str; 35] = [
-    "Color0",
-    "Color1",
-    "Color2",
-    "Color3",
-    "Color4",
-    "Color5",
-    "Color6",
-    "Color7",
-    "Color8",
-    "Color9",
-    "FloodFill0",
-    "FloodFill1",
-    "FloodFill2",
-    "FloodFill3",
-    "FloodFill4",
-    "FloodFill5",
-    "FloodFill6",
-    "FloodFill7",
-    "FloodFill8",
-    "FloodFill9",
-    "MoveU",
-    "MoveD",
-    "MoveR",
-    "MoveL",
-    "Rotate90",
-    "Rotate270",
-    "FlipH",
-    "FlipV",
-    "CopyI",
-    "CopyO",
-    "Paste",
-    "CopyFromInput",
-    "ResetGrid",
-    "ResizeGrid",
-    "Submit",
-];
-
-/// Operation names of the `jaxarc` table (JaxARC 1.0.3).
-pub const JAXARC_OPS: [&str; 35] = [
-    "Fill0",
-    "Fill1",
-    "Fill2",
-    "Fill3",
-    "Fill4",
-    "Fill5",
-    "Fill6",
-    "Fill7",
-    "Fill8",
-    "Fill9",
-    "FloodFill0",
-    "FloodFill1",
-    "FloodFill2",
-    "FloodFill3",
-    "FloodFill4",
-    "FloodFill5",
-    "FloodFill6",
-    "FloodFill7",
-    "FloodFill8",
-    "FloodFill9",
-    "MoveUp",
-    "MoveDown",
-    "MoveLeft",
-    "MoveRight",
-    "RotateCW",
-    "RotateCCW",
-    "FlipH",
-    "FlipV",
-    "Copy",
-    "Paste",
-    "Cut",
-    "Clear",
-    "CopyInput",
-    "Resize",
-    "Submit",
-];

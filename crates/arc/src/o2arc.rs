@@ -1,10 +1,234 @@
-//! ARCLE `O2ARCv2Env` 0.2.6 operations, reproduced exactly (see `reference/arc.md` §2–§3).
+//! The `o2arc` op table: ARCLE `O2ARCv2Env` 0.2.6 operations, reproduced exactly (see
+//! `reference/arc.md` §2–§3), with their names ([`O2ARC_OPS`]), the decoded op
+//! ([`O2arcOp`]), and [`O2arcTable`], which applies them and scores Submits.
 //!
 //! Integer widths follow ARCLE's `np.int8` state: object positions wrap as int8 on moves,
 //! and the int8 sums ARCLE forms from a stored object's position and size wrap too.
+//!
+//! Reference: ARCLE, Lee et al. 2024 (<https://github.com/ConfeitoHS/arcle>).
 
-use crate::env::{ArcState, PairGrids};
-use crate::grid::{self, Grid, Mask};
+use crate::grid::{self, Mask};
+use crate::ops::{NUM_OPS, OpTable};
+use crate::state::{ArcState, PairGrids};
+
+/// Operation names of the `o2arc` table (ARCLE `O2ARCv2Env`), indexed by op id.
+pub const O2ARC_OPS: [&str; NUM_OPS as usize] = [
+    "Color0",
+    "Color1",
+    "Color2",
+    "Color3",
+    "Color4",
+    "Color5",
+    "Color6",
+    "Color7",
+    "Color8",
+    "Color9",
+    "FloodFill0",
+    "FloodFill1",
+    "FloodFill2",
+    "FloodFill3",
+    "FloodFill4",
+    "FloodFill5",
+    "FloodFill6",
+    "FloodFill7",
+    "FloodFill8",
+    "FloodFill9",
+    "MoveU",
+    "MoveD",
+    "MoveR",
+    "MoveL",
+    "Rotate90",
+    "Rotate270",
+    "FlipH",
+    "FlipV",
+    "CopyI",
+    "CopyO",
+    "Paste",
+    "CopyFromInput",
+    "ResetGrid",
+    "ResizeGrid",
+    "Submit",
+];
+
+/// One `o2arc` operation; the variants are in op-id order and named as in [`O2ARC_OPS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum O2arcOp {
+    /// Ops 0–9: colour every selected canvas cell.
+    Color(i8),
+    /// Ops 10–19: flood-fill the region around the one selected cell.
+    FloodFill(i8),
+    /// Op 20: move the object up.
+    MoveU,
+    /// Op 21: move the object down.
+    MoveD,
+    /// Op 22: move the object right.
+    MoveR,
+    /// Op 23: move the object left.
+    MoveL,
+    /// Op 24: rotate the object a quarter turn counter-clockwise (`np.rot90(k=1)`).
+    Rotate90,
+    /// Op 25: rotate the object a quarter turn clockwise (`np.rot90(k=3)`).
+    Rotate270,
+    /// Op 26: mirror the object left–right.
+    FlipH,
+    /// Op 27: mirror the object top–bottom.
+    FlipV,
+    /// Op 28: copy the selection of the input into the clipboard.
+    CopyI,
+    /// Op 29: copy the selection of the working grid into the clipboard.
+    CopyO,
+    /// Op 30: paste the clipboard at the selection.
+    Paste,
+    /// Op 31: the working grid becomes the input.
+    CopyFromInput,
+    /// Op 32: clear the canvas.
+    ResetGrid,
+    /// Op 33: resize the working grid to the selection's bbox.
+    ResizeGrid,
+    /// Op 34: submit the working grid.
+    Submit,
+}
+
+impl O2arcOp {
+    /// The op with id `op`, or `None` outside 0–34.
+    #[inline]
+    pub const fn from_index(op: i32) -> Option<Self> {
+        use O2arcOp::*;
+        Some(match op {
+            0..=9 => Color(op as i8),
+            10..=19 => FloodFill((op - 10) as i8),
+            20 => MoveU,
+            21 => MoveD,
+            22 => MoveR,
+            23 => MoveL,
+            24 => Rotate90,
+            25 => Rotate270,
+            26 => FlipH,
+            27 => FlipV,
+            28 => CopyI,
+            29 => CopyO,
+            30 => Paste,
+            31 => CopyFromInput,
+            32 => ResetGrid,
+            33 => ResizeGrid,
+            34 => Submit,
+            _ => return None,
+        })
+    }
+
+    /// The op's id.
+    pub const fn index(self) -> i32 {
+        use O2arcOp::*;
+        match self {
+            Color(c) => c as i32,
+            FloodFill(c) => 10 + c as i32,
+            MoveU => 20,
+            MoveD => 21,
+            MoveR => 22,
+            MoveL => 23,
+            Rotate90 => 24,
+            Rotate270 => 25,
+            FlipH => 26,
+            FlipV => 27,
+            CopyI => 28,
+            CopyO => 29,
+            Paste => 30,
+            CopyFromInput => 31,
+            ResetGrid => 32,
+            ResizeGrid => 33,
+            Submit => 34,
+        }
+    }
+}
+
+/// The `o2arc` table with the [`ArcParams`](crate::ArcParams) settings it reads.
+///
+/// An op id outside 0–34 is ignored (ARCLE raises `IndexError`, or runs Python's negative
+/// index). Reward: 1 for a Submit whose grid equals the answer (dims and cells), else 0;
+/// `terminated` is sticky, set by a correct Submit or when trials run out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct O2arcTable {
+    /// ARCLE `max_trial`: Submits allowed (-1 for unlimited), what a replaced state gets.
+    pub max_trials: i8,
+    /// ARCLE `reset_on_submit`.
+    pub reset_on_submit: bool,
+}
+
+impl OpTable for O2arcTable {
+    type Op = O2arcOp;
+
+    const NAMES: [&'static str; NUM_OPS as usize] = O2ARC_OPS;
+
+    #[inline]
+    fn decode(op: i32) -> Option<O2arcOp> {
+        O2arcOp::from_index(op)
+    }
+
+    fn index(op: O2arcOp) -> i32 {
+        op.index()
+    }
+
+    fn is_submit(op: O2arcOp) -> bool {
+        op == O2arcOp::Submit
+    }
+
+    #[inline]
+    fn apply<const S: usize>(
+        &self,
+        s: &mut ArcState<S>,
+        op: O2arcOp,
+        sel: &Mask<S>,
+        pair: &PairGrids<S>,
+    ) -> (f32, bool) {
+        match op {
+            O2arcOp::Color(c) => color(s, sel, c),
+            O2arcOp::FloodFill(c) => flood_fill(s, sel, c),
+            O2arcOp::MoveU => move_obj(s, sel, -1, 0),
+            O2arcOp::MoveD => move_obj(s, sel, 1, 0),
+            O2arcOp::MoveR => move_obj(s, sel, 0, 1),
+            O2arcOp::MoveL => move_obj(s, sel, 0, -1),
+            O2arcOp::Rotate90 => rotate(s, sel, 1),
+            O2arcOp::Rotate270 => rotate(s, sel, 3),
+            O2arcOp::FlipH => flip(s, sel, true),
+            O2arcOp::FlipV => flip(s, sel, false),
+            O2arcOp::CopyI => copy(s, sel, pair, true),
+            O2arcOp::CopyO => copy(s, sel, pair, false),
+            O2arcOp::Paste => paste(s, sel),
+            O2arcOp::CopyFromInput => copy_from_input(s, pair),
+            O2arcOp::ResetGrid => reset_grid(s),
+            O2arcOp::ResizeGrid => resize(s, sel),
+            O2arcOp::Submit => return self.submit(s, pair),
+        }
+        (0.0, s.terminated)
+    }
+}
+
+impl O2arcTable {
+    /// Submit (ARCLE `AbstractARCEnv.submit`, then `O2ARCv2Env.reward`). With
+    /// `reset_on_submit`, ARCLE replaces the state dict, and its final trials check then
+    /// touches only the discarded one.
+    fn submit<const S: usize>(&self, s: &mut ArcState<S>, pair: &PairGrids<S>) -> (f32, bool) {
+        let mut replaced = false;
+        if s.trials != 0 {
+            s.trials = s.trials.wrapping_sub(1);
+            s.submit_count += 1;
+            if solved(s, pair) {
+                s.terminated = true;
+            }
+            if self.reset_on_submit {
+                let (count, steps) = (s.submit_count, s.steps);
+                *s = ArcState::new(s.task, s.pair, s.test, pair, self.max_trials);
+                (s.submit_count, s.steps) = (count, steps);
+                replaced = true;
+            }
+        }
+        if !replaced && s.trials == 0 {
+            s.terminated = true;
+        }
+        let r = if solved(s, pair) { 1.0 } else { 0.0 };
+        (r, s.terminated)
+    }
+}
 
 /// `reset_sel`: clears the object-selection display and ends object mode.
 #[inline]
@@ -14,58 +238,13 @@ fn reset_sel<const S: usize>(s: &mut ArcState<S>) {
 }
 
 /// Colour `c` into every selected cell of the whole canvas (also outside `grid_dim`).
-pub(crate) fn color<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, c: i8) {
+fn color<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, c: i8) {
     reset_sel(s);
     grid::fill(&mut s.grid, sel, c);
 }
 
-/// The 4-connected region of `colour` around `(r, c)` inside `allowed` (bitmask dilation,
-/// at most `max_iters` expansions; `u32::MAX` for the whole region).
-pub(crate) fn flood_region<const S: usize>(
-    g: &Grid<S>,
-    allowed: &Mask<S>,
-    r: usize,
-    c: usize,
-    max_iters: u32,
-) -> Mask<S> {
-    let colour = g[r][c];
-    let mut region = [0u32; S];
-    for (i, row) in g.iter().enumerate() {
-        let mut bits = 0u32;
-        for (j, &v) in row.iter().enumerate() {
-            bits |= ((v == colour) as u32) << j;
-        }
-        region[i] = bits & allowed[i];
-    }
-    let mut cur = [0u32; S];
-    cur[r] = 1 << c;
-    let rb = grid::row_bits::<S>();
-    let mut it = 0;
-    while it < max_iters {
-        let mut next = [0u32; S];
-        let mut changed = false;
-        for i in 0..S {
-            let mut v = cur[i] | (cur[i] << 1) | (cur[i] >> 1);
-            if i > 0 {
-                v |= cur[i - 1];
-            }
-            if i + 1 < S {
-                v |= cur[i + 1];
-            }
-            next[i] = v & region[i] & rb;
-            changed |= next[i] != cur[i];
-        }
-        cur = next;
-        it += 1;
-        if !changed {
-            break;
-        }
-    }
-    cur
-}
-
 /// FloodFill `c`: exactly one selected cell, inside `grid_dim`.
-pub(crate) fn flood_fill<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, c: i8) {
+fn flood_fill<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, c: i8) {
     reset_sel(s);
     if grid::count(sel) != 1 {
         return;
@@ -75,7 +254,7 @@ pub(crate) fn flood_fill<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, c: 
     if r >= h || col >= w {
         return;
     }
-    let region = flood_region(&s.grid, &grid::top_left::<S>(h, w), r, col, u32::MAX);
+    let region = grid::flood_region(&s.grid, &grid::top_left::<S>(h, w), r, col, u32::MAX);
     grid::fill(&mut s.grid, &region, c);
 }
 
@@ -166,8 +345,8 @@ fn transform_object<const S: usize>(
     o.object_sel = osel;
 }
 
-/// Move by `(dx, dy)`: ops 20–23 are U (−1, 0), D (+1, 0), R (0, +1), L (0, −1).
-pub(crate) fn move_obj<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, dx: i8, dy: i8) {
+/// Move by `(dx, dy)`: MoveU (−1, 0), MoveD (+1, 0), MoveR (0, +1), MoveL (0, −1).
+fn move_obj<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, dx: i8, dy: i8) {
     if init_objsel(s, sel).is_none() {
         return;
     }
@@ -176,9 +355,9 @@ pub(crate) fn move_obj<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, dx: i
     apply_patch(s);
 }
 
-/// `np.rot90(k)` of the object (op 24: k=1, counter-clockwise; op 25: k=3, clockwise),
+/// `np.rot90(k)` of the object (Rotate90: k=1, counter-clockwise; Rotate270: k=3, clockwise),
 /// keeping ARCLE's rotation centre and its parity rule for odd × even objects.
-pub(crate) fn rotate<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, k: i32) {
+fn rotate<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, k: i32) {
     let Some((xmin, xmax, ymin, ymax, stored)) = init_objsel(s, sel) else { return };
     let [h8, w8] = s.object.dim;
     let (h, w) = (h8 as usize, w8 as usize);
@@ -209,8 +388,8 @@ pub(crate) fn rotate<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, k: i32)
     apply_patch(s);
 }
 
-/// FlipH (`fliplr`, op 26) or FlipV (`flipud`, op 27) of the object.
-pub(crate) fn flip<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, horizontal: bool) {
+/// FlipH (`fliplr`) or FlipV (`flipud`) of the object.
+fn flip<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, horizontal: bool) {
     if init_objsel(s, sel).is_none() {
         return;
     }
@@ -228,15 +407,10 @@ pub(crate) fn flip<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, horizonta
     apply_patch(s);
 }
 
-/// CopyI (op 28, from the input) / CopyO (op 29, from the working grid): non-black selected
+/// CopyI (from the input) / CopyO (from the working grid): non-black selected
 /// cells of the bbox go top-left into the clipboard. ARCLE's bounds check lets the bbox
 /// reach one row/column past the source's dims.
-pub(crate) fn copy<const S: usize>(
-    s: &mut ArcState<S>,
-    sel: &Mask<S>,
-    pair: &PairGrids<S>,
-    from_input: bool,
-) {
+fn copy<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, pair: &PairGrids<S>, from_input: bool) {
     reset_sel(s);
     let Some((r0, r1, c0, c1)) = grid::bbox(sel) else { return };
     let (src, sd) = if from_input { (&pair.input, pair.in_dims) } else { (&s.grid, s.dims) };
@@ -255,9 +429,9 @@ pub(crate) fn copy<const S: usize>(
     s.clip_dim = [h as u8, w as u8];
 }
 
-/// Paste (op 30, `paste_blank=True`): the clipboard, zeros included, with its top-left at
+/// Paste (`paste_blank=True`): the clipboard, zeros included, with its top-left at
 /// the selection bbox's top-left, truncated at the canvas (not `grid_dim`).
-pub(crate) fn paste<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) {
+fn paste<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) {
     reset_sel(s);
     let Some((r0, _, c0, _)) = grid::bbox(sel) else { return };
     let (h, w) = (s.clip_dim[0] as usize, s.clip_dim[1] as usize);
@@ -271,22 +445,22 @@ pub(crate) fn paste<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) {
     }
 }
 
-/// CopyFromInput (op 31): the grid and its dims become the input's.
-pub(crate) fn copy_from_input<const S: usize>(s: &mut ArcState<S>, pair: &PairGrids<S>) {
+/// CopyFromInput: the grid and its dims become the input's.
+fn copy_from_input<const S: usize>(s: &mut ArcState<S>, pair: &PairGrids<S>) {
     reset_sel(s);
     s.grid = pair.input;
     s.dims = pair.in_dims;
 }
 
-/// ResetGrid (op 32): every canvas cell to 0, dims kept.
-pub(crate) fn reset_grid<const S: usize>(s: &mut ArcState<S>) {
+/// ResetGrid: every canvas cell to 0, dims kept.
+fn reset_grid<const S: usize>(s: &mut ArcState<S>) {
     reset_sel(s);
     s.grid = [[0; S]; S];
 }
 
-/// ResizeGrid (op 33): with a selection, the grid is cleared and its dims become the
+/// ResizeGrid: with a selection, the grid is cleared and its dims become the
 /// selection bbox's size.
-pub(crate) fn resize<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) {
+fn resize<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) {
     reset_sel(s);
     let Some((r0, r1, c0, c1)) = grid::bbox(sel) else { return };
     s.grid = [[0; S]; S];
@@ -294,7 +468,7 @@ pub(crate) fn resize<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) {
 }
 
 /// Whether the grid equals the pair's output exactly (dims and cells).
-pub(crate) fn solved<const S: usize>(s: &ArcState<S>, pair: &PairGrids<S>) -> bool {
+fn solved<const S: usize>(s: &ArcState<S>, pair: &PairGrids<S>) -> bool {
     s.dims == pair.out_dims
         && (0..pair.out_dims[0] as usize).all(|r| {
             let w = pair.out_dims[1] as usize;
