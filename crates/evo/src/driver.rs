@@ -271,6 +271,12 @@ impl<S: Strategy + Clone + 'static> Optimizer for Instance<S> {
     }
 }
 
+impl Clone for Box<dyn Optimizer> {
+    fn clone(&self) -> Self {
+        self.boxed_clone()
+    }
+}
+
 impl Optimizer for Box<dyn Optimizer> {
     fn pop_size(&self) -> usize {
         (**self).pop_size()
@@ -555,17 +561,7 @@ mod tests {
         whole.run(40, None, |_| true);
         let mut split = Driver::new(build(), &prob, Key::new(9)).unwrap();
         split.run(15, None, |_| true);
-        let mut copy = Driver {
-            optimizer: split.optimizer.boxed_clone(),
-            problem: split.problem,
-            bounds: None,
-            key: split.key,
-            eval_keys: split.eval_keys,
-            generation: split.generation,
-            evals: split.evals,
-            population: split.population.clone(),
-            fitness: split.fitness.clone(),
-        };
+        let mut copy = split.clone();
         split.run(25, None, |_| true);
         copy.run(25, None, |_| true);
         assert_eq!(whole.progress(), split.progress());

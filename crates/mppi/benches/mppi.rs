@@ -4,7 +4,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use kestrel_core::Key;
 use kestrel_mppi::systems::BasicLinear;
-use kestrel_mppi::{Mppi, MppiParams, PendulumDynamics};
+use kestrel_mppi::{Controller, Mppi, MppiParams, PendulumDynamics};
 
 fn bench(c: &mut Criterion) {
     let m = Mppi::new(PendulumDynamics);
@@ -42,7 +42,8 @@ fn bench_tune(c: &mut Criterion) {
     };
     // jax-mppi's basic tuning example: its system, start, K, T, λ₀ and 20 steps.
     let base = MppiParams { num_samples: 50, horizon: 15, lambda: 5.0, ..MppiParams::new(1, 1.0) };
-    let p = TuneProblem::new(BasicLinear, spec, base, vec![vec![1.0, -0.5]], 20).unwrap();
+    let p =
+        TuneProblem::new(Mppi::new(BasicLinear), spec, base, vec![vec![1.0, -0.5]], 20).unwrap();
     let mut r = Key::new(0).rng();
     let pop: Vec<f32> = (0..128).map(|_| r.normal_f64() as f32).collect();
     let mut fit = vec![0.0; 64];

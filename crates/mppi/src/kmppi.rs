@@ -20,10 +20,10 @@
 //! | returned action | `U[..u_per_command]` | `U[..u_per_command] · u_scale` (before the shift) |
 
 use crate::mppi::{
-    Convention, Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost,
-    rollout_cost_jax, weights,
+    Convention, Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, rollout_cost_jax,
+    weights,
 };
-use kestrel_core::Key;
+
 use rayon::prelude::*;
 
 /// KMPPI knobs on top of [`MppiParams`].
@@ -153,24 +153,36 @@ impl<D: Dynamics> Kmppi<D> {
             interp: None,
         }
     }
+}
 
-    /// One control step with standard normals drawn per sample from `key.fold_in(k)`.
-    pub fn command(
-        &self,
-        key: Key,
-        p: &KmppiParams,
-        s: &mut KmppiState,
-        x0: &[f64],
-        out: &mut [f64],
-    ) {
-        let mut z = std::mem::take(&mut s.normals);
-        draw_normals(key, p.mppi.num_samples, p.num_support_pts * self.dynamics.nu(), &mut z);
-        self.command_with_normals(p, s, x0, &z, out, true);
-        s.normals = z;
+impl<D: Dynamics> crate::Controller for Kmppi<D> {
+    type Params = KmppiParams;
+    type State = KmppiState;
+    type Dyn = D;
+
+    fn dynamics(&self) -> &D {
+        &self.dynamics
     }
-
+    fn validate(&self, p: &KmppiParams) -> Result<(), crate::MppiError> {
+        Kmppi::validate(self, p)
+    }
+    fn init(&self, p: &KmppiParams) -> KmppiState {
+        Kmppi::init(self, p)
+    }
+    fn base(p: &KmppiParams) -> &MppiParams {
+        &p.mppi
+    }
+    fn base_mut(p: &mut KmppiParams) -> &mut MppiParams {
+        &mut p.mppi
+    }
+    fn normals_per_sample(&self, p: &KmppiParams) -> usize {
+        p.num_support_pts * self.dynamics.nu()
+    }
+    fn normals_buffer(s: &mut KmppiState) -> &mut Vec<f64> {
+        &mut s.normals
+    }
     /// One control step with given standard normals `z` (`K × S × nu`), pytorch-mppi's order.
-    pub fn command_with_normals(
+    fn command_with_normals(
         &self,
         p: &KmppiParams,
         s: &mut KmppiState,

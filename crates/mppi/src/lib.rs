@@ -10,15 +10,19 @@
 //! (each sample independent, so results do not depend on the thread count), weighted by
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
 
+mod controller;
 mod kmppi;
 mod mppi;
+pub mod presets;
 mod smppi;
 pub mod systems;
 pub mod tune;
 
+pub use controller::{Controller, Episode, episode};
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
     Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState,
 };
+pub use presets::{ControllerConfig, ControllerKind, System};
 pub use smppi::{Smppi, SmppiParams, SmppiState};
 pub use systems::PendulumDynamics;

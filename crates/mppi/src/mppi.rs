@@ -1,3 +1,4 @@
+use crate::controller::Controller;
 use kestrel_core::Key;
 pub use kestrel_dynamics::Dynamics;
 use rayon::prelude::*;
@@ -34,7 +35,8 @@ fn invalid(field: &'static str, value: impl ToString, accepted: &'static str) ->
 }
 
 /// Every runtime knob of MPPI (what an autotuner may change), pytorch-mppi's defaults.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MppiParams {
     /// Sampled control sequences (K).
     pub num_samples: usize,
@@ -93,7 +95,8 @@ pub struct MppiParams {
 /// | specific action sampler | yes | no (Kestrel: neither yet) |
 /// | parallel envs | `MPPI_Batched` (Kestrel: [`Mppi::command_batch`]) | user `vmap` |
 /// | exposes costs/weights | yes | no (Kestrel: always, in `MppiState`) |
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Convention {
     /// pytorch-mppi 0.9.1.
     #[default]
@@ -249,24 +252,6 @@ impl<D: Dynamics> Mppi<D> {
         }
     }
 
-    /// One control step from state `x0`: sample `k` draws its standard normals from
-    /// `key.fold_in(k)` (in parallel; the result does not depend on the thread count), then
-    /// [`Mppi::command_with_normals`]. Writes `u_per_command × nu` controls to `out`.
-    pub fn command(
-        &self,
-        key: Key,
-        p: &MppiParams,
-        s: &mut MppiState,
-        x0: &[f64],
-        out: &mut [f64],
-    ) {
-        let per = p.horizon * self.dynamics.nu();
-        let mut z = std::mem::take(&mut s.normals);
-        draw_normals(key, p.num_samples, per, &mut z);
-        self.command_with_normals(p, s, x0, &z, out, true);
-        s.normals = z;
-    }
-
     /// Batched form (pytorch-mppi's `MPPI_Batched`): one command for each of N environments,
     /// all sharing one draw of standard normals (as pytorch-mppi shares one `K × T × nu` noise
     /// tensor) with per-environment weights. `states` holds N states, `x0s` N × nx rows, `out`
@@ -292,136 +277,6 @@ impl<D: Dynamics> Mppi<D> {
                 self.command_with_normals(p, s, x0, &z, o, true);
             },
         );
-    }
-
-    /// One control step with given standard normals `z` (`K × T × nu`): shift (if asked),
-    /// sample `ε = μ + L z`, clamp `U + ε`, roll out, weight, update, return `U[..u_per_command]`.
-    /// On return `s.noise` holds the effective noise.
-    pub fn command_with_normals(
-        &self,
-        p: &MppiParams,
-        s: &mut MppiState,
-        x0: &[f64],
-        z: &[f64],
-        out: &mut [f64],
-        shift: bool,
-    ) {
-        let d = &self.dynamics;
-        let (k, t, nu, nx) = (p.num_samples, p.horizon, d.nu(), d.nx());
-        assert_eq!(x0.len(), nx, "Mppi::command: state length");
-        assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
-        assert_eq!(
-            s.u.len(),
-            t * nu,
-            "Mppi::command: the state was made for another horizon (call init)"
-        );
-        let jax = p.convention == Convention::JaxMppi;
-        if shift && !jax {
-            s.u.copy_within(nu.., 0);
-            s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);
-        }
-        let l = cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
-        let sigma_inv = inverse_spd(&l, nu);
-        let (mut eps, mut costs, mut w, mut ctl) = (
-            std::mem::take(&mut s.noise),
-            std::mem::take(&mut s.costs),
-            std::mem::take(&mut s.weights),
-            std::mem::take(&mut s.controls),
-        );
-        eps.resize(k * t * nu, 0.0);
-        costs.resize(k, 0.0);
-        w.resize(k, 0.0);
-        ctl.resize(k * t * nu, 0.0);
-        let u_nom = &s.u;
-        // Sample, clamp, keep the effective noise; roll out; per-sample cost. Samples are
-        // independent; they are rolled out in blocks of `BLOCK` interleaved step by step (the
-        // transitions of one sample form a dependency chain, those of a block overlap in the
-        // CPU), with states and controls on the stack, so nothing allocates per sample. Each
-        // sample's arithmetic is in the same order as one at a time.
-        let min_blocks = (4096 / (t.max(1) * BLOCK)).max(1);
-        let row = t * nu;
-        eps.par_chunks_mut(BLOCK * row)
-            .zip(ctl.par_chunks_mut(BLOCK * row))
-            .zip(costs.par_chunks_mut(BLOCK))
-            .enumerate()
-            .with_min_len(min_blocks)
-            .for_each(|(blk, ((e_blk, v_blk), c_blk))| {
-                // Noise ε = μ + L z, the clamped control (scaled) and the effective noise, for
-                // the block's samples (row-major `sample × step × control`, as z).
-                let k0 = blk * BLOCK;
-                let z_blk = &z[k0 * row..k0 * row + e_blk.len()];
-                let nb = c_blk.len();
-                for b in 0..nb {
-                    let null = p.sample_null_action && k0 + b == 0;
-                    for tt in 0..t {
-                        let o = (b * t + tt) * nu;
-                        let (e, v) = (&mut e_blk[o..o + nu], &mut v_blk[o..o + nu]);
-                        let zr = &z_blk[o..o + nu];
-                        let un = &u_nom[tt * nu..(tt + 1) * nu];
-                        for i in 0..nu {
-                            let noise =
-                                p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zr[j]).sum::<f64>();
-                            if jax {
-                                // Raw ε is kept; bounds apply to the scaled action.
-                                let ei = if null { 0.0 } else { noise };
-                                e[i] = ei;
-                                v[i] = (p.u_scale * (un[i] + ei)).max(p.u_min[i]).min(p.u_max[i]);
-                            } else {
-                                let vi = if null { 0.0 } else { un[i] + noise };
-                                let vi = vi.max(p.u_min[i]).min(p.u_max[i]);
-                                e[i] = vi - un[i];
-                                v[i] = p.u_scale * vi;
-                            }
-                        }
-                    }
-                }
-                if p.rollout_samples > 1 {
-                    for (v, c) in v_blk.chunks(row).zip(c_blk.iter_mut()) {
-                        *c = rollout_cost_by(d, x0, t, p, |tt, us| {
-                            us.copy_from_slice(&v[tt * nu..(tt + 1) * nu])
-                        });
-                    }
-                } else {
-                    rollout_block(d, x0, t, jax, c_blk, v_blk);
-                }
-                for (e, cost) in e_blk.chunks(row).zip(c_blk.iter_mut()) {
-                    let ctrl =
-                        control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
-                    let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
-                    *cost = if total.is_nan() { f64::INFINITY } else { total };
-                }
-            });
-        weights(&costs, p.lambda, &mut w);
-        for kk in 0..k {
-            if w[kk] != 0.0 {
-                for (u, e) in s.u.iter_mut().zip(&eps[kk * t * nu..(kk + 1) * t * nu]) {
-                    *u += w[kk] * e;
-                }
-            }
-        }
-        if jax {
-            for (idx, u) in s.u.iter_mut().enumerate() {
-                let i = idx % nu;
-                *u = u.max(p.u_min[i] / p.u_scale).min(p.u_max[i] / p.u_scale);
-            }
-            for (idx, o) in out.iter_mut().enumerate() {
-                let i = idx % nu;
-                *o = (s.u[idx] * p.u_scale).max(p.u_min[i]).min(p.u_max[i]);
-            }
-            if shift {
-                let k_shift = p.u_per_command.min(t) * nu;
-                s.u.copy_within(k_shift.., 0);
-                for r in 0..p.u_per_command.min(t) {
-                    s.u[(t - 1 - r) * nu..(t - r) * nu].copy_from_slice(&p.u_init);
-                }
-            }
-        } else {
-            out.copy_from_slice(&s.u[..p.u_per_command * nu]);
-        }
-        s.costs = costs;
-        s.weights = w;
-        s.noise = eps;
-        s.controls = ctl;
     }
 }
 
@@ -666,6 +521,163 @@ pub(crate) fn inverse_spd(l: &[f64], n: usize) -> [f64; MAX_NU * MAX_NU] {
         }
     }
     inv
+}
+
+impl<D: Dynamics> crate::Controller for Mppi<D> {
+    type Params = MppiParams;
+    type State = MppiState;
+    type Dyn = D;
+
+    fn dynamics(&self) -> &D {
+        &self.dynamics
+    }
+    fn validate(&self, p: &MppiParams) -> Result<(), crate::MppiError> {
+        Mppi::validate(self, p)
+    }
+    fn init(&self, p: &MppiParams) -> MppiState {
+        Mppi::init(self, p)
+    }
+    fn base(p: &MppiParams) -> &MppiParams {
+        p
+    }
+    fn base_mut(p: &mut MppiParams) -> &mut MppiParams {
+        p
+    }
+    fn normals_per_sample(&self, p: &MppiParams) -> usize {
+        p.horizon * self.dynamics.nu()
+    }
+    fn normals_buffer(s: &mut MppiState) -> &mut Vec<f64> {
+        &mut s.normals
+    }
+    /// One control step with given standard normals `z` (`K × T × nu`): shift (if asked),
+    /// sample `ε = μ + L z`, clamp `U + ε`, roll out, weight, update, return `U[..u_per_command]`.
+    /// On return `s.noise` holds the effective noise.
+    fn command_with_normals(
+        &self,
+        p: &MppiParams,
+        s: &mut MppiState,
+        x0: &[f64],
+        z: &[f64],
+        out: &mut [f64],
+        shift: bool,
+    ) {
+        let d = &self.dynamics;
+        let (k, t, nu, nx) = (p.num_samples, p.horizon, d.nu(), d.nx());
+        assert_eq!(x0.len(), nx, "Mppi::command: state length");
+        assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
+        assert_eq!(
+            s.u.len(),
+            t * nu,
+            "Mppi::command: the state was made for another horizon (call init)"
+        );
+        let jax = p.convention == Convention::JaxMppi;
+        if shift && !jax {
+            s.u.copy_within(nu.., 0);
+            s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);
+        }
+        let l = cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
+        let sigma_inv = inverse_spd(&l, nu);
+        let (mut eps, mut costs, mut w, mut ctl) = (
+            std::mem::take(&mut s.noise),
+            std::mem::take(&mut s.costs),
+            std::mem::take(&mut s.weights),
+            std::mem::take(&mut s.controls),
+        );
+        eps.resize(k * t * nu, 0.0);
+        costs.resize(k, 0.0);
+        w.resize(k, 0.0);
+        ctl.resize(k * t * nu, 0.0);
+        let u_nom = &s.u;
+        // Sample, clamp, keep the effective noise; roll out; per-sample cost. Samples are
+        // independent; they are rolled out in blocks of `BLOCK` interleaved step by step (the
+        // transitions of one sample form a dependency chain, those of a block overlap in the
+        // CPU), with states and controls on the stack, so nothing allocates per sample. Each
+        // sample's arithmetic is in the same order as one at a time.
+        let min_blocks = (4096 / (t.max(1) * BLOCK)).max(1);
+        let row = t * nu;
+        eps.par_chunks_mut(BLOCK * row)
+            .zip(ctl.par_chunks_mut(BLOCK * row))
+            .zip(costs.par_chunks_mut(BLOCK))
+            .enumerate()
+            .with_min_len(min_blocks)
+            .for_each(|(blk, ((e_blk, v_blk), c_blk))| {
+                // Noise ε = μ + L z, the clamped control (scaled) and the effective noise, for
+                // the block's samples (row-major `sample × step × control`, as z).
+                let k0 = blk * BLOCK;
+                let z_blk = &z[k0 * row..k0 * row + e_blk.len()];
+                let nb = c_blk.len();
+                for b in 0..nb {
+                    let null = p.sample_null_action && k0 + b == 0;
+                    for tt in 0..t {
+                        let o = (b * t + tt) * nu;
+                        let (e, v) = (&mut e_blk[o..o + nu], &mut v_blk[o..o + nu]);
+                        let zr = &z_blk[o..o + nu];
+                        let un = &u_nom[tt * nu..(tt + 1) * nu];
+                        for i in 0..nu {
+                            let noise =
+                                p.noise_mu[i] + (0..=i).map(|j| l[i * nu + j] * zr[j]).sum::<f64>();
+                            if jax {
+                                // Raw ε is kept; bounds apply to the scaled action.
+                                let ei = if null { 0.0 } else { noise };
+                                e[i] = ei;
+                                v[i] = (p.u_scale * (un[i] + ei)).max(p.u_min[i]).min(p.u_max[i]);
+                            } else {
+                                let vi = if null { 0.0 } else { un[i] + noise };
+                                let vi = vi.max(p.u_min[i]).min(p.u_max[i]);
+                                e[i] = vi - un[i];
+                                v[i] = p.u_scale * vi;
+                            }
+                        }
+                    }
+                }
+                if p.rollout_samples > 1 {
+                    for (v, c) in v_blk.chunks(row).zip(c_blk.iter_mut()) {
+                        *c = rollout_cost_by(d, x0, t, p, |tt, us| {
+                            us.copy_from_slice(&v[tt * nu..(tt + 1) * nu])
+                        });
+                    }
+                } else {
+                    rollout_block(d, x0, t, jax, c_blk, v_blk);
+                }
+                for (e, cost) in e_blk.chunks(row).zip(c_blk.iter_mut()) {
+                    let ctrl =
+                        control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
+                    let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
+                    *cost = if total.is_nan() { f64::INFINITY } else { total };
+                }
+            });
+        weights(&costs, p.lambda, &mut w);
+        for kk in 0..k {
+            if w[kk] != 0.0 {
+                for (u, e) in s.u.iter_mut().zip(&eps[kk * t * nu..(kk + 1) * t * nu]) {
+                    *u += w[kk] * e;
+                }
+            }
+        }
+        if jax {
+            for (idx, u) in s.u.iter_mut().enumerate() {
+                let i = idx % nu;
+                *u = u.max(p.u_min[i] / p.u_scale).min(p.u_max[i] / p.u_scale);
+            }
+            for (idx, o) in out.iter_mut().enumerate() {
+                let i = idx % nu;
+                *o = (s.u[idx] * p.u_scale).max(p.u_min[i]).min(p.u_max[i]);
+            }
+            if shift {
+                let k_shift = p.u_per_command.min(t) * nu;
+                s.u.copy_within(k_shift.., 0);
+                for r in 0..p.u_per_command.min(t) {
+                    s.u[(t - 1 - r) * nu..(t - r) * nu].copy_from_slice(&p.u_init);
+                }
+            }
+        } else {
+            out.copy_from_slice(&s.u[..p.u_per_command * nu]);
+        }
+        s.costs = costs;
+        s.weights = w;
+        s.noise = eps;
+        s.controls = ctl;
+    }
 }
 
 #[cfg(test)]

@@ -22,10 +22,10 @@
 //! | returned action | `A[..u_per_command]` | `A[..u_per_command] · u_scale` (before the shift) |
 
 use crate::mppi::{
-    Convention, Dynamics, MppiParams, cholesky, draw_normals, inverse_spd, rollout_cost,
-    rollout_cost_jax, weights,
+    Convention, Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, rollout_cost_jax,
+    weights,
 };
-use kestrel_core::Key;
+
 use rayon::prelude::*;
 
 /// SMPPI knobs on top of [`MppiParams`] (whose `u_min/u_max` bound the lifted control).
@@ -118,27 +118,51 @@ impl<D: Dynamics> Smppi<D> {
             normals: Vec::new(),
         }
     }
+}
 
-    /// One control step with standard normals drawn per sample from `key.fold_in(k)`.
-    pub fn command(
-        &self,
-        key: Key,
-        p: &SmppiParams,
-        s: &mut SmppiState,
-        x0: &[f64],
-        out: &mut [f64],
-    ) {
-        let mut z = std::mem::take(&mut s.normals);
-        draw_normals(key, p.mppi.num_samples, p.mppi.horizon * self.dynamics.nu(), &mut z);
-        self.command_with_normals(p, s, x0, &z, out, true);
-        s.normals = z;
+/// `Σ_t |u_scale (a_{t+1} − a_t)|²` over a `T × nu` action sequence.
+fn smoothness(acts: &[f64], t: usize, nu: usize, u_scale: f64) -> f64 {
+    let mut smooth = 0.0;
+    for tt in 0..t.saturating_sub(1) {
+        for i in 0..nu {
+            let diff = u_scale * (acts[(tt + 1) * nu + i] - acts[tt * nu + i]);
+            smooth += diff * diff;
+        }
     }
+    smooth
+}
 
+impl<D: Dynamics> crate::Controller for Smppi<D> {
+    type Params = SmppiParams;
+    type State = SmppiState;
+    type Dyn = D;
+
+    fn dynamics(&self) -> &D {
+        &self.dynamics
+    }
+    fn validate(&self, p: &SmppiParams) -> Result<(), crate::MppiError> {
+        Smppi::validate(self, p)
+    }
+    fn init(&self, p: &SmppiParams) -> SmppiState {
+        Smppi::init(self, p)
+    }
+    fn base(p: &SmppiParams) -> &MppiParams {
+        &p.mppi
+    }
+    fn base_mut(p: &mut SmppiParams) -> &mut MppiParams {
+        &mut p.mppi
+    }
+    fn normals_per_sample(&self, p: &SmppiParams) -> usize {
+        p.mppi.horizon * self.dynamics.nu()
+    }
+    fn normals_buffer(s: &mut SmppiState) -> &mut Vec<f64> {
+        &mut s.normals
+    }
     /// One control step with given standard normals `z` (`K × T × nu`), pytorch-mppi's order:
     /// shift, lifted samples, actions `a = clamp(A + v·Δt)`, effective noise
     /// `(a − A)/Δt − U`, rollout + control cost + smoothness cost, weights, `U += Σ ω ε`,
     /// `A += U·Δt`; returns `A[..u_per_command]`.
-    pub fn command_with_normals(
+    fn command_with_normals(
         &self,
         p: &SmppiParams,
         s: &mut SmppiState,
@@ -289,16 +313,4 @@ impl<D: Dynamics> Smppi<D> {
         }
         (s.costs, s.weights, s.noise) = (costs, w, eps);
     }
-}
-
-/// `Σ_t |u_scale (a_{t+1} − a_t)|²` over a `T × nu` action sequence.
-fn smoothness(acts: &[f64], t: usize, nu: usize, u_scale: f64) -> f64 {
-    let mut smooth = 0.0;
-    for tt in 0..t.saturating_sub(1) {
-        for i in 0..nu {
-            let diff = u_scale * (acts[(tt + 1) * nu + i] - acts[tt * nu + i]);
-            smooth += diff * diff;
-        }
-    }
-    smooth
 }

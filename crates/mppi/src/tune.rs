@@ -6,11 +6,13 @@
 //! reason jax-mppi's tuner could not batch, see `shared/reference/mppi-es-qd.md` §3.5, §8c).
 //! [`TuneProblem`] evaluates every candidate × episode as one parallel batch, with the same
 //! random numbers for every candidate (common random numbers), so fitness depends only on
-//! the params. Any `kestrel_evo::Strategy` drives it through [`tune`].
+//! the params. Any `kestrel_evo` strategy drives it through [`Tuner`] (the evo crate's one
+//! [`Driver`]) or [`tune`]; any [`Controller`] (MPPI, SMPPI, KMPPI) can be tuned.
 
-use crate::mppi::{Convention, Dynamics, Mppi, MppiError, MppiParams};
+use crate::Controller;
+use crate::mppi::{Dynamics, MppiError, MppiParams};
 use kestrel_core::Key;
-use kestrel_evo::{Problem, Strategy, TellMetrics};
+use kestrel_evo::{Driver, EvalKeys, Instance, Optimizer, Problem, Strategy, TellMetrics};
 use rayon::prelude::*;
 
 /// Which knob.
@@ -129,29 +131,31 @@ impl TuneSpec {
 }
 
 /// Closed-loop evaluation of candidate params: each episode starts at one of `starts`, runs
-/// `steps` MPPI commands on the true system (`dynamics` serves as model and plant), and
-/// scores the summed running cost; fitness is the mean over episodes (minimised).
-pub struct TuneProblem<D: Dynamics> {
-    mppi: Mppi<D>,
+/// `steps` commands of the controller on the true system (its dynamics serve as model and
+/// plant, [`crate::episode`]), and scores the summed running cost; fitness is the mean over
+/// episodes (minimised). Episode `e` uses the key `key.fold_in(e)` for every candidate
+/// (common random numbers), so fitness depends only on the params. Params that fail
+/// validation (a tuned horizon below KMPPI's support points, say) cost `+inf`.
+pub struct TuneProblem<C: Controller> {
+    controller: C,
     spec: TuneSpec,
-    base: MppiParams,
+    base: C::Params,
     starts: Vec<Vec<f64>>,
     steps: usize,
 }
 
-impl<D: Dynamics> TuneProblem<D> {
+impl<C: Controller> TuneProblem<C> {
     /// Validates the spec, the base params and the start states.
     pub fn new(
-        dynamics: D,
+        controller: C,
         spec: TuneSpec,
-        base: MppiParams,
+        base: C::Params,
         starts: Vec<Vec<f64>>,
         steps: usize,
     ) -> Result<Self, MppiError> {
-        let mppi = Mppi::new(dynamics);
-        let (nx, nu) = (mppi.dynamics().nx(), mppi.dynamics().nu());
+        let (nx, nu) = (controller.dynamics().nx(), controller.dynamics().nu());
         spec.validate(nu)?;
-        mppi.validate(&base)?;
+        controller.validate(&base)?;
         if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
             return Err(MppiError::invalid(
                 "episodes",
@@ -159,7 +163,7 @@ impl<D: Dynamics> TuneProblem<D> {
                 "at least one start of nx values and one step",
             ));
         }
-        Ok(TuneProblem { mppi, spec, base, starts, steps })
+        Ok(TuneProblem { controller, spec, base, starts, steps })
     }
 
     /// The spec.
@@ -168,61 +172,50 @@ impl<D: Dynamics> TuneProblem<D> {
     }
 
     /// The params candidates start from.
-    pub fn base_params(&self) -> MppiParams {
+    pub fn base_params(&self) -> C::Params {
         self.base.clone()
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &C {
+        &self.controller
     }
 
     /// Control size of the dynamics.
     pub fn nu(&self) -> usize {
-        self.mppi.dynamics().nu()
+        self.controller.dynamics().nu()
+    }
+
+    /// The search vector of the base params (where a search starts).
+    pub fn start_vector(&self) -> Vec<f32> {
+        self.spec.from_params(C::base(&self.base), self.nu())
     }
 
     /// The params a search vector stands for.
-    pub fn params_of(&self, x: &[f32]) -> MppiParams {
-        self.spec.to_params(&self.base, self.mppi.dynamics().nu(), x)
+    pub fn params_of(&self, x: &[f32]) -> C::Params {
+        let mut p = self.base.clone();
+        *C::base_mut(&mut p) = self.spec.to_params(C::base(&self.base), self.nu(), x);
+        p
     }
 
     /// Mean closed-loop cost of params `p` (episodes in parallel).
-    pub fn episode_cost(&self, key: Key, p: &MppiParams) -> f64 {
-        let d = self.mppi.dynamics();
-        let (nx, nu) = (d.nx(), d.nu());
-        let total: f64 = (0..self.starts.len())
+    pub fn episode_cost(&self, key: Key, p: &C::Params) -> f64 {
+        if self.controller.validate(p).is_err() {
+            return f64::INFINITY;
+        }
+        let costs: Vec<f64> = (0..self.starts.len())
             .into_par_iter()
             .map(|e| {
-                let mut s = self.mppi.init(p);
-                let (mut x, mut next) = (self.starts[e].clone(), vec![0.0; nx]);
-                let mut u = vec![0.0; p.u_per_command * nu];
-                let mut us = vec![0.0; nu];
-                let mut cost = 0.0;
-                for t in 0..self.steps {
-                    // Common random numbers: the key depends on episode and step, not on the candidate.
-                    self.mppi.command(
-                        key.fold_in(e as u64).fold_in(t as u64),
-                        p,
-                        &mut s,
-                        &x,
-                        &mut u,
-                    );
-                    // pytorch-mppi's convention returns the unscaled control, jax-mppi's the
-                    // scaled one.
-                    let scale = if p.convention == Convention::JaxMppi { 1.0 } else { p.u_scale };
-                    for (ui, &v) in us.iter_mut().zip(&u[..nu]) {
-                        *ui = scale * v;
-                    }
-                    d.step(&x, &us, t, &mut next);
-                    std::mem::swap(&mut x, &mut next);
-                    cost += d.running_cost(&x, &us, t);
-                }
-                if cost.is_nan() { f64::INFINITY } else { cost }
+                let key_e = key.fold_in(e as u64);
+                crate::episode(&self.controller, p, &self.starts[e], self.steps, key_e, false)
+                    .total_cost
             })
-            .collect::<Vec<_>>()
-            .iter()
-            .sum();
-        total / self.starts.len() as f64
+            .collect();
+        costs.iter().sum::<f64>() / self.starts.len() as f64
     }
 }
 
-impl<D: Dynamics> Problem for TuneProblem<D> {
+impl<C: Controller> Problem for TuneProblem<C> {
     fn num_dims(&self) -> usize {
         self.spec.num_dims()
     }
@@ -237,129 +230,86 @@ impl<D: Dynamics> Problem for TuneProblem<D> {
 
 /// What a tuning run returns.
 #[derive(Clone, Debug)]
-pub struct TuneResult {
+pub struct TuneResult<P> {
     /// Best search vector.
     pub best_x: Vec<f32>,
     /// Its mean closed-loop cost.
     pub best_cost: f32,
     /// The params it stands for.
-    pub best_params: MppiParams,
+    pub best_params: P,
     /// One entry per generation.
     pub history: Vec<TellMetrics>,
 }
 
-/// Runs `generations` of `strategy` from the base params' knob values. The same `key`
-/// (hence the same episodes' noise) scores every generation, so costs are comparable.
-pub fn tune<S: Strategy, D: Dynamics>(
+/// Runs `generations` of `strategy` (with its params) from the base params' knob values, with
+/// run key `key` ([`kestrel_evo::driver`]'s key tree, common random numbers: every
+/// generation's episodes see the same noise, so costs are comparable).
+pub fn tune<S: Strategy + Clone + 'static, C: Controller>(
     strategy: &S,
     sp: &S::Params,
-    problem: &TuneProblem<D>,
+    problem: &TuneProblem<C>,
     generations: u64,
     key: Key,
-) -> TuneResult {
-    tune_observed(strategy, sp, problem, generations, key, |_| {})
-}
-
-/// [`tune`] calling `on_generation` with each generation's metrics as it ends (progress
-/// lines, metric streams); the result is the same.
-pub fn tune_observed<S: Strategy, D: Dynamics>(
-    strategy: &S,
-    sp: &S::Params,
-    problem: &TuneProblem<D>,
-    generations: u64,
-    key: Key,
-    mut on_generation: impl FnMut(&TellMetrics),
-) -> TuneResult {
-    let mut t = Tuner::new(strategy, sp, problem, key);
-    for _ in 0..generations {
-        on_generation(t.step());
-    }
+) -> TuneResult<C::Params> {
+    let opt = Instance::new(strategy.clone(), sp.clone(), key, &problem.start_vector());
+    let mut t = Tuner::new(Box::new(opt), problem, key).expect("strategy built for the spec");
+    t.run(generations, |_| true);
     t.result()
 }
 
-/// A tuning run that advances one generation at a time and can be resumed: the run is a plain
-/// value (strategy state, generation counter, history), so a clone taken at any generation
-/// continues exactly as the original would (`run(a)` then `run(b)` equals `run(a + b)`, and
-/// equals [`tune`] for `a + b` generations). Generation `g` uses `key.fold_in(g + 1)` for
-/// ask/tell and `key` for the episodes, so nothing depends on how the run was split.
-pub struct Tuner<'a, S: Strategy, D: Dynamics> {
-    strategy: &'a S,
-    sp: &'a S::Params,
-    problem: &'a TuneProblem<D>,
-    key: Key,
-    state: S::State,
-    x0: Vec<f32>,
-    generation: u64,
+/// A tuning run that advances one generation at a time and can be resumed: the run is a
+/// [`Driver`] (optimiser state and generation counter) plus the history, so a clone taken at
+/// any generation continues exactly as the original would (`run(a)` then `run(b)` equals
+/// `run(a + b)`, and equals [`tune`] for `a + b` generations).
+pub struct Tuner<'a, C: Controller> {
+    driver: Driver<'a, Box<dyn Optimizer>>,
+    problem: &'a TuneProblem<C>,
     history: Vec<TellMetrics>,
-    pop: Vec<f32>,
-    fit: Vec<f32>,
 }
 
-// By hand: a derive would demand `S: Clone` and `D: Clone`, which are only borrowed.
-impl<S: Strategy, D: Dynamics> Clone for Tuner<'_, S, D> {
+impl<C: Controller> Clone for Tuner<'_, C> {
     fn clone(&self) -> Self {
-        Tuner {
-            strategy: self.strategy,
-            sp: self.sp,
-            problem: self.problem,
-            key: self.key,
-            state: self.state.clone(),
-            x0: self.x0.clone(),
-            generation: self.generation,
-            history: self.history.clone(),
-            pop: self.pop.clone(),
-            fit: self.fit.clone(),
-        }
+        Tuner { driver: self.driver.clone(), problem: self.problem, history: self.history.clone() }
     }
 }
 
-impl<'a, S: Strategy, D: Dynamics> Tuner<'a, S, D> {
-    /// Starts at the base params' knob values.
-    ///
-    /// # Panics
-    /// If the strategy's dimension differs from the spec's.
-    pub fn new(strategy: &'a S, sp: &'a S::Params, problem: &'a TuneProblem<D>, key: Key) -> Self {
-        let (lam, n) = (strategy.pop_size(), strategy.num_dims());
-        assert_eq!(n, problem.num_dims(), "tune: strategy and problem dimensions");
-        let x0 = problem.spec.from_params(&problem.base, problem.mppi.dynamics().nu());
-        let state = strategy.init(key, sp, &x0);
-        Tuner {
-            strategy,
-            sp,
-            problem,
-            key,
-            state,
-            x0,
-            generation: 0,
-            history: Vec::new(),
-            pop: vec![0.0; lam * n],
-            fit: vec![0.0; lam],
-        }
+impl<'a, C: Controller> Tuner<'a, C> {
+    /// A tuning run of `optimizer` (initialised with `key`, e.g. by
+    /// [`kestrel_evo::StrategyKind::build`] at [`TuneProblem::start_vector`]) on `problem`.
+    pub fn new(
+        optimizer: Box<dyn Optimizer>,
+        problem: &'a TuneProblem<C>,
+        key: Key,
+    ) -> Result<Self, MppiError> {
+        let driver = Driver::new(optimizer, problem, key)
+            .map_err(|e| {
+                MppiError::invalid("strategy", e.to_string(), "sized for the tuned knobs")
+            })?
+            .with_eval_keys(EvalKeys::Common);
+        Ok(Tuner { driver, problem, history: Vec::new() })
     }
 
     /// Runs one generation (ask, every candidate's episodes as one parallel batch, tell) and
     /// returns its metrics.
     pub fn step(&mut self) -> &TellMetrics {
-        let g = self.generation;
-        let (st, sp) = (&mut self.state, self.sp);
-        self.strategy.ask(self.key.fold_in(g + 1), st, sp, &mut self.pop);
-        self.problem.evaluate(self.key, &self.pop, &mut self.fit);
-        let m = self.strategy.tell(self.key.fold_in(g + 1), &self.pop, &self.fit, st, sp);
-        self.history.push(m);
-        self.generation += 1;
+        let g = self.driver.step();
+        self.history.push(g.metrics);
         self.history.last().expect("just pushed")
     }
 
-    /// Runs `generations` more generations.
-    pub fn run(&mut self, generations: u64) {
+    /// Runs up to `generations` more generations; `observe` sees each one's metrics and may
+    /// stop the run by returning `false`.
+    pub fn run(&mut self, generations: u64, mut observe: impl FnMut(&TellMetrics) -> bool) {
         for _ in 0..generations {
-            self.step();
+            if !observe(self.step()) {
+                break;
+            }
         }
     }
 
     /// Generations run so far.
     pub fn generation(&self) -> u64 {
-        self.generation
+        self.driver.generation()
     }
 
     /// Metrics of every generation so far.
@@ -367,16 +317,14 @@ impl<'a, S: Strategy, D: Dynamics> Tuner<'a, S, D> {
         &self.history
     }
 
-    /// The strategy state (for inspection).
-    pub fn state(&self) -> &S::State {
-        &self.state
-    }
-
     /// Best params so far (the base params before any finite cost), with the full history.
-    pub fn result(&self) -> TuneResult {
-        let pr = self.strategy.progress(&self.state);
-        let best_x =
-            if pr.best_fitness.is_finite() { pr.best_solution.clone() } else { self.x0.clone() };
+    pub fn result(&self) -> TuneResult<C::Params> {
+        let pr = self.driver.progress();
+        let best_x = if pr.best_fitness.is_finite() {
+            pr.best_solution.clone()
+        } else {
+            self.problem.start_vector()
+        };
         TuneResult {
             best_params: self.problem.params_of(&best_x),
             best_cost: pr.best_fitness,

@@ -8,7 +8,8 @@ mod common;
 
 use common::{Linear, params, replay_case};
 use kestrel_mppi::{
-    Convention, Dynamics, Kmppi, KmppiParams, Mppi, PendulumDynamics, Smppi, SmppiParams,
+    Controller, Convention, Dynamics, Kmppi, KmppiParams, Mppi, PendulumDynamics, Smppi,
+    SmppiParams,
 };
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;

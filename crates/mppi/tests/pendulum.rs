@@ -2,7 +2,7 @@
 
 use kestrel_core::{Env, Key};
 use kestrel_envs::{Pendulum, PendulumParams, PendulumState};
-use kestrel_mppi::{Mppi, MppiParams, PendulumDynamics};
+use kestrel_mppi::{Controller, Mppi, MppiParams, PendulumDynamics};
 
 fn params() -> MppiParams {
     MppiParams {

@@ -2,7 +2,7 @@
 
 use kestrel_core::Key;
 use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Nav2d};
-use kestrel_mppi::{Dynamics, Mppi, MppiParams};
+use kestrel_mppi::{Controller, Dynamics, Mppi, MppiParams};
 
 fn closed_loop<D: Dynamics>(d: D, p: &MppiParams, x0: &[f64], steps: usize) -> Vec<Vec<f64>> {
     let m = Mppi::new(d);

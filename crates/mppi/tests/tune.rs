@@ -5,7 +5,7 @@ use kestrel_core::Key;
 use kestrel_evo::qd::{Archive, CmaMe};
 use kestrel_evo::{CmaEs, CmaParams, Problem, SepCmaEs, Snes, Strategy};
 use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned, tune};
-use kestrel_mppi::{Dynamics, Mppi, MppiParams};
+use kestrel_mppi::{Controller, Dynamics, Mppi, MppiParams};
 
 /// A 2-state linear system (position, velocity), dt 0.1; cost pos² + 0.1 vel² + 0.01 u².
 #[derive(Clone, Copy)]
@@ -36,11 +36,12 @@ fn spec() -> TuneSpec {
     }
 }
 
-fn problem() -> TuneProblem<Linear2> {
+fn problem() -> TuneProblem<Mppi<Linear2>> {
     // A bad start: λ huge (nearly uniform weights) and tiny exploration noise.
     let base =
         MppiParams { num_samples: 50, horizon: 15, lambda: 500.0, ..MppiParams::new(1, 0.01) };
-    TuneProblem::new(Linear2, spec(), base, vec![vec![2.0, 0.0], vec![-1.5, 1.0]], 20).unwrap()
+    TuneProblem::new(Mppi::new(Linear2), spec(), base, vec![vec![2.0, 0.0], vec![-1.5, 1.0]], 20)
+        .unwrap()
 }
 
 #[test]
@@ -160,7 +161,8 @@ fn lambda_and_horizon_are_per_candidate_data() {
     };
     let base = MppiParams { num_samples: 40, horizon: 10, ..MppiParams::new(1, 1.0) };
     let starts = vec![vec![1.0, 0.0]];
-    let pb = TuneProblem::new(Linear2, spec.clone(), base.clone(), starts.clone(), 12).unwrap();
+    let pb = TuneProblem::new(Mppi::new(Linear2), spec.clone(), base.clone(), starts.clone(), 12)
+        .unwrap();
     let pop: Vec<f32> = vec![0.1, 5.0, 10.0, 5.0, 0.1, 25.0, 3.0, 12.0];
     let mut fit = vec![0.0f32; 4];
     pb.evaluate(Key::new(9), &pop, &mut fit);
@@ -168,7 +170,9 @@ fn lambda_and_horizon_are_per_candidate_data() {
     for (x, &f) in pop.chunks(2).zip(&fit) {
         let p = pb.params_of(x);
         assert_eq!((p.lambda, p.horizon), (x[0] as f64, x[1] as usize));
-        let alone = TuneProblem::new(Linear2, spec.clone(), p.clone(), starts.clone(), 12).unwrap();
+        let alone =
+            TuneProblem::new(Mppi::new(Linear2), spec.clone(), p.clone(), starts.clone(), 12)
+                .unwrap();
         assert_eq!(f, alone.episode_cost(Key::new(9), &p) as f32, "candidate {x:?}");
         seen.insert(f.to_bits());
     }
@@ -188,7 +192,8 @@ fn episodes_apply_u_scale_once_in_either_convention() {
             convention,
             ..MppiParams::new(1, 0.5)
         };
-        let pb = TuneProblem::new(Linear2, spec(), p.clone(), vec![vec![1.0, 0.0]], 6).unwrap();
+        let pb = TuneProblem::new(Mppi::new(Linear2), spec(), p.clone(), vec![vec![1.0, 0.0]], 6)
+            .unwrap();
         let m = Mppi::new(Linear2);
         let mut s = m.init(&p);
         let (mut x, mut next, mut u) = ([1.0, 0.0], [0.0; 2], [0.0]);
@@ -213,13 +218,14 @@ fn a_tuning_run_resumes_exactly_from_a_snapshot() {
     let s = CmaEs::new(6, 2).unwrap();
     let sp = CmaParams { sigma_init: 0.5, ..s.default_params() };
     let whole = tune(&s, &sp, &pb, 8, Key::new(21));
-    let mut t = Tuner::new(&s, &sp, &pb, Key::new(21));
-    t.run(3);
+    let opt = kestrel_evo::Instance::new(s.clone(), sp.clone(), Key::new(21), &pb.start_vector());
+    let mut t = Tuner::new(Box::new(opt), &pb, Key::new(21)).unwrap();
+    t.run(3, |_| true);
     let snapshot = t.clone();
-    t.run(5);
+    t.run(5, |_| true);
     let mut resumed = snapshot;
     assert_eq!(resumed.generation(), 3);
-    resumed.run(5);
+    resumed.run(5, |_| true);
     for r in [t.result(), resumed.result()] {
         assert_eq!(r.best_x, whole.best_x);
         assert_eq!(r.best_cost, whole.best_cost);

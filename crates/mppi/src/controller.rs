@@ -1,0 +1,130 @@
+//! The one controller interface MPPI, SMPPI and KMPPI implement, and the one closed-loop
+//! episode every caller (the CLI's `mppi run`, the autotuner, tests) runs.
+//!
+//! A controller is pure: explicit params and state, a key per command. [`Controller::command`]
+//! is written once here (draw the standard normals of every sample from `key.fold_in(k)`, then
+//! the controller's own [`Controller::command_with_normals`]: shift, sample, roll out, weight,
+//! update). [`Controller::base`] exposes the shared MPPI knobs (K, T, λ, Σ, μ, bounds...) so
+//! the tuner can set them on any controller.
+
+use crate::mppi::{Convention, Dynamics, MppiError, MppiParams, draw_normals};
+use kestrel_core::Key;
+
+/// An MPPI-family controller over its dynamics.
+pub trait Controller: Send + Sync {
+    /// The controller's params (the MPPI knobs and its own).
+    type Params: Clone + std::fmt::Debug + Send + Sync;
+    /// Nominal plan, diagnostics and reusable buffers.
+    type State: Clone + std::fmt::Debug + Send + Sync;
+    /// The dynamics rolled out.
+    type Dyn: Dynamics;
+
+    /// The dynamics.
+    fn dynamics(&self) -> &Self::Dyn;
+    /// Checks params against the dynamics.
+    fn validate(&self, p: &Self::Params) -> Result<(), MppiError>;
+    /// A fresh state (the plan at its initial value).
+    fn init(&self, p: &Self::Params) -> Self::State;
+    /// The shared MPPI knobs inside the params.
+    fn base(p: &Self::Params) -> &MppiParams;
+    /// The shared MPPI knobs, to change them (tuning).
+    fn base_mut(p: &mut Self::Params) -> &mut MppiParams;
+    /// Standard normals per sample of one command (`T × nu`, or `S × nu` for KMPPI).
+    fn normals_per_sample(&self, p: &Self::Params) -> usize;
+    /// The state's normals buffer (reused across commands).
+    fn normals_buffer(s: &mut Self::State) -> &mut Vec<f64>;
+    /// One control step with given standard normals `z`: shift the plan (when `shift`),
+    /// sample, roll out, weight, update; writes `u_per_command × nu` controls to `out`.
+    fn command_with_normals(
+        &self,
+        p: &Self::Params,
+        s: &mut Self::State,
+        x0: &[f64],
+        z: &[f64],
+        out: &mut [f64],
+        shift: bool,
+    );
+
+    /// One control step from state `x0`: sample `k` draws its standard normals from
+    /// `key.fold_in(k)` (in parallel; the result does not depend on the thread count).
+    fn command(
+        &self,
+        key: Key,
+        p: &Self::Params,
+        s: &mut Self::State,
+        x0: &[f64],
+        out: &mut [f64],
+    ) {
+        let mut z = std::mem::take(Self::normals_buffer(s));
+        draw_normals(key, Self::base(p).num_samples, self.normals_per_sample(p), &mut z);
+        self.command_with_normals(p, s, x0, &z, out, true);
+        *Self::normals_buffer(s) = z;
+    }
+
+    /// Puts the plan back to its initial value (a new episode).
+    fn reset(&self, p: &Self::Params, s: &mut Self::State) {
+        *s = self.init(p);
+    }
+
+    /// The control applied to the system from the first row of `command`'s output:
+    /// pytorch-mppi's convention returns the unscaled control, jax-mppi's the scaled one.
+    fn applied(p: &Self::Params, out: &[f64], applied: &mut [f64]) {
+        let b = Self::base(p);
+        let scale = if b.convention == Convention::JaxMppi { 1.0 } else { b.u_scale };
+        for (a, &u) in applied.iter_mut().zip(out) {
+            *a = scale * u;
+        }
+    }
+}
+
+/// A closed-loop run: every state visited, the control applied at each step, and its cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Episode {
+    /// `steps + 1` states, the start first.
+    pub states: Vec<Vec<f64>>,
+    /// `steps` applied controls.
+    pub controls: Vec<Vec<f64>>,
+    /// `steps` running costs of the state reached.
+    pub costs: Vec<f64>,
+    /// Sum of the running costs (`+inf` if any is NaN).
+    pub total_cost: f64,
+}
+
+/// Runs `steps` commands closed loop on the controller's own dynamics (model = plant) from
+/// `start`: step `t` commands with `key.fold_in(t)`, applies the first control (scaled as
+/// the convention says) and adds the running cost of the state reached. With `record` the
+/// states and controls are kept; without it only the costs are (the tuner's case).
+pub fn episode<C: Controller>(
+    controller: &C,
+    p: &C::Params,
+    start: &[f64],
+    steps: usize,
+    key: Key,
+    record: bool,
+) -> Episode {
+    let d = controller.dynamics();
+    let (nx, nu) = (d.nx(), d.nu());
+    let mut s = controller.init(p);
+    let (mut x, mut next) = (start.to_vec(), vec![0.0; nx]);
+    let mut out = vec![0.0; C::base(p).u_per_command * nu];
+    let mut u = vec![0.0; nu];
+    let mut ep = Episode { costs: Vec::with_capacity(steps), ..Episode::default() };
+    if record {
+        ep.states.push(x.clone());
+    }
+    for t in 0..steps {
+        controller.command(key.fold_in(t as u64), p, &mut s, &x, &mut out);
+        C::applied(p, &out[..nu], &mut u);
+        d.step(&x, &u, t, &mut next);
+        std::mem::swap(&mut x, &mut next);
+        let c = d.running_cost(&x, &u, t);
+        ep.costs.push(c);
+        if record {
+            ep.states.push(x.clone());
+            ep.controls.push(u.clone());
+        }
+    }
+    let total: f64 = ep.costs.iter().sum();
+    ep.total_cost = if total.is_nan() { f64::INFINITY } else { total };
+    ep
+}

@@ -1,0 +1,323 @@
+//! The built-in systems with their start states and MPPI settings (the CLI's `--env`, the
+//! Python package's built-in systems), and the three controllers by name.
+//!
+//! [`System`] is itself a [`Dynamics`] (one `match` per step onto the concrete system), so a
+//! run can pick its system from a config without generics; hot benchmarks use the concrete
+//! types.
+
+use crate::controller::{Controller, Episode, episode};
+use crate::mppi::{Dynamics, MppiError, MppiParams};
+use crate::systems::{BasicLinear, ContinuousCartPole, DiffDrive, Nav2d, PendulumDynamics};
+use crate::{Kmppi, KmppiParams, Mppi, Smppi, SmppiParams};
+use kestrel_core::Key;
+
+/// The systems the CLI and the bindings can drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum System {
+    /// Gym pendulum swing-up (start hanging down).
+    Pendulum,
+    /// 2-D navigation around a Gaussian hill (pytorch-mppi's `Toy2DEnvironment`).
+    Nav2d,
+    /// jax-mppi's basic linear system.
+    Basic,
+    /// Continuous-force cart-pole balancing (Gymnasium's equations), from a 0.2 rad tilt.
+    Cartpole,
+    /// Differential-drive robot driving to (2, 1) from the origin facing +x.
+    DiffDrive,
+}
+
+impl System {
+    /// Every system.
+    pub const ALL: [System; 5] =
+        [System::Pendulum, System::Nav2d, System::Basic, System::Cartpole, System::DiffDrive];
+
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Pendulum => "pendulum",
+            System::Nav2d => "nav2d",
+            System::Basic => "basic",
+            System::Cartpole => "cartpole",
+            System::DiffDrive => "diff-drive",
+        }
+    }
+
+    /// The task's start state.
+    pub fn start(self) -> Vec<f64> {
+        let mut x = vec![0.0; self.nx()];
+        self.initial_state(&mut x);
+        x
+    }
+
+    /// The MPPI settings this system is run with by default.
+    pub fn default_params(self) -> MppiParams {
+        match self {
+            System::Pendulum => MppiParams {
+                num_samples: 100,
+                horizon: 15,
+                u_min: vec![-2.0],
+                u_max: vec![2.0],
+                ..MppiParams::new(1, 10.0)
+            },
+            System::Nav2d => MppiParams {
+                num_samples: 500,
+                horizon: 20,
+                u_min: vec![-1.0; 2],
+                u_max: vec![1.0; 2],
+                ..MppiParams::new(2, 1.0)
+            },
+            System::Basic => {
+                MppiParams { num_samples: 50, horizon: 15, lambda: 5.0, ..MppiParams::new(1, 1.0) }
+            }
+            System::Cartpole => MppiParams {
+                num_samples: 500,
+                horizon: 50,
+                u_min: vec![-10.0],
+                u_max: vec![10.0],
+                ..MppiParams::new(1, 10.0)
+            },
+            System::DiffDrive => MppiParams {
+                num_samples: 300,
+                horizon: 20,
+                u_min: vec![-1.0, -2.0],
+                u_max: vec![1.0, 2.0],
+                ..MppiParams::new(2, 1.0)
+            },
+        }
+    }
+}
+
+macro_rules! each_system {
+    ($self:expr, $d:ident => $body:expr) => {
+        match $self {
+            System::Pendulum => {
+                let $d = PendulumDynamics;
+                $body
+            }
+            System::Nav2d => {
+                let $d = Nav2d;
+                $body
+            }
+            System::Basic => {
+                let $d = BasicLinear;
+                $body
+            }
+            System::Cartpole => {
+                let $d = ContinuousCartPole;
+                $body
+            }
+            System::DiffDrive => {
+                let $d = DiffDrive;
+                $body
+            }
+        }
+    };
+}
+
+impl Dynamics for System {
+    fn nx(&self) -> usize {
+        each_system!(self, d => d.nx())
+    }
+    fn nu(&self) -> usize {
+        each_system!(self, d => d.nu())
+    }
+    #[inline]
+    fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]) {
+        each_system!(self, d => d.step(x, u, t, next))
+    }
+    #[inline]
+    fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64 {
+        each_system!(self, d => d.running_cost(x, u, t))
+    }
+    fn terminal_cost(&self, x: &[f64]) -> f64 {
+        each_system!(self, d => d.terminal_cost(x))
+    }
+    fn initial_state(&self, x: &mut [f64]) {
+        each_system!(self, d => d.initial_state(x))
+    }
+    fn terminated(&self, x: &[f64]) -> bool {
+        each_system!(self, d => d.terminated(x))
+    }
+}
+
+/// The three controllers, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ControllerKind {
+    /// [`Mppi`].
+    Mppi,
+    /// [`Smppi`] (smooth MPPI: noise on the action's derivative).
+    Smppi,
+    /// [`Kmppi`] (kernel interpolation between control points).
+    Kmppi,
+}
+
+impl ControllerKind {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ControllerKind::Mppi => "mppi",
+            ControllerKind::Smppi => "smppi",
+            ControllerKind::Kmppi => "kmppi",
+        }
+    }
+}
+
+/// Every knob of every controller: the shared MPPI params, then SMPPI's and KMPPI's own
+/// (used only by that controller). `resolved` defaults come from [`System::default_params`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerConfig {
+    /// Which controller.
+    pub controller: ControllerKind,
+    /// The shared MPPI knobs.
+    pub mppi: MppiParams,
+    /// SMPPI's knobs (besides `mppi`).
+    pub smppi: SmppiExtras,
+    /// KMPPI's knobs (besides `mppi`).
+    pub kmppi: KmppiExtras,
+}
+
+/// SMPPI's own knobs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmppiExtras {
+    /// Weight of the action-sequence smoothness cost.
+    pub w_action_seq_cost: f64,
+    /// Integration step from lifted control to action.
+    pub delta_t: f64,
+    /// Lower action bound per dimension.
+    pub action_min: Vec<f64>,
+    /// Upper action bound per dimension.
+    pub action_max: Vec<f64>,
+    /// Bound the lifted control before integrating (pytorch-mppi does not).
+    pub clamp_lifted_control: bool,
+}
+
+/// KMPPI's own knobs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KmppiExtras {
+    /// Control points S.
+    pub num_support_pts: usize,
+    /// RBF kernel width.
+    pub kernel_sigma: f64,
+}
+
+impl ControllerConfig {
+    /// The defaults for `system`: its MPPI params; SMPPI integrating with Δt = 1 and its action
+    /// bounded by the system's control bounds (the lifted control by ±1 per step); KMPPI with
+    /// `T / 2` control points and kernel width 1 (pytorch-mppi's defaults).
+    pub fn defaults(controller: ControllerKind, system: System) -> Self {
+        let mppi = system.default_params();
+        let nu = system.nu();
+        let smppi = SmppiExtras {
+            w_action_seq_cost: 1.0,
+            delta_t: 1.0,
+            action_min: mppi.u_min.clone(),
+            action_max: mppi.u_max.clone(),
+            clamp_lifted_control: false,
+        };
+        let lifted = MppiParams { u_min: vec![-1.0; nu], u_max: vec![1.0; nu], ..mppi.clone() };
+        let kmppi = KmppiExtras { num_support_pts: (mppi.horizon / 2).max(1), kernel_sigma: 1.0 };
+        ControllerConfig {
+            controller,
+            mppi: if controller == ControllerKind::Smppi { lifted } else { mppi },
+            smppi,
+            kmppi,
+        }
+    }
+
+    /// Runs `f` with the configured controller over `dynamics` and its params, validated.
+    pub fn with_controller<D: Dynamics, R>(
+        &self,
+        dynamics: D,
+        f: impl ControllerVisitor<D, Output = R>,
+    ) -> Result<R, MppiError> {
+        match self.controller {
+            ControllerKind::Mppi => {
+                let c = Mppi::new(dynamics);
+                c.validate(&self.mppi)?;
+                Ok(f.visit(&c, &self.mppi))
+            }
+            ControllerKind::Smppi => {
+                let c = Smppi::new(dynamics);
+                let e = &self.smppi;
+                let p = SmppiParams {
+                    mppi: self.mppi.clone(),
+                    w_action_seq_cost: e.w_action_seq_cost,
+                    delta_t: e.delta_t,
+                    action_min: e.action_min.clone(),
+                    action_max: e.action_max.clone(),
+                    clamp_lifted_control: e.clamp_lifted_control,
+                };
+                c.validate(&p)?;
+                Ok(f.visit(&c, &p))
+            }
+            ControllerKind::Kmppi => {
+                let c = Kmppi::new(dynamics);
+                let p = KmppiParams {
+                    mppi: self.mppi.clone(),
+                    num_support_pts: self.kmppi.num_support_pts,
+                    kernel_sigma: self.kmppi.kernel_sigma,
+                };
+                c.validate(&p)?;
+                Ok(f.visit(&c, &p))
+            }
+        }
+    }
+
+    /// One closed-loop episode of the configured controller on `system` from its start.
+    pub fn episode(&self, system: System, steps: usize, key: Key) -> Result<Episode, MppiError> {
+        struct Run {
+            start: Vec<f64>,
+            steps: usize,
+            key: Key,
+        }
+        impl<D: Dynamics> ControllerVisitor<D> for Run {
+            type Output = Episode;
+            fn visit<C: Controller<Dyn = D>>(self, c: &C, p: &C::Params) -> Episode {
+                episode(c, p, &self.start, self.steps, self.key, true)
+            }
+        }
+        self.with_controller(system, Run { start: system.start(), steps, key })
+    }
+}
+
+/// A computation generic over the controller (what [`ControllerConfig::with_controller`]
+/// runs once it has built the configured one).
+pub trait ControllerVisitor<D: Dynamics> {
+    /// What the computation returns.
+    type Output;
+    /// Runs it with controller `c` and its params `p`.
+    fn visit<C: Controller<Dyn = D>>(self, c: &C, p: &C::Params) -> Self::Output;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_controller_swings_up_or_stabilises_every_system() {
+        for system in System::ALL {
+            assert_eq!(system.start().len(), system.nx());
+            for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
+                let mut cfg = ControllerConfig::defaults(kind, system);
+                cfg.mppi.num_samples = cfg.mppi.num_samples.min(64);
+                let ep = cfg.episode(system, 10, Key::new(1)).unwrap();
+                assert_eq!(ep.states.len(), 11, "{system:?} {kind:?}");
+                assert_eq!(ep.controls.len(), 10);
+                assert!(ep.total_cost.is_finite(), "{system:?} {kind:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_system_enum_steps_exactly_as_the_concrete_system() {
+        let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
+        System::Pendulum.step(&[3.0, 0.5], &[1.3], 0, &mut a);
+        PendulumDynamics.step(&[3.0, 0.5], &[1.3], 0, &mut b);
+        assert_eq!(a, b);
+    }
+}
