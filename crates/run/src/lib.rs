@@ -1,0 +1,103 @@
+//! Kestrel's one run writer. Every run (an ES run, a tuning run, an ALLO or IQN training, an
+//! MPPI episode) is a library call over a typed config; this crate gives it the rest:
+//!
+//! - [`config`]: the typed config from defaults, a TOML file, flags and `--set key=value`
+//!   overrides (dotted keys for nested fields), unknown keys rejected with the source, the
+//!   field and the value; the resolved config is written back as `config.toml`, which
+//!   `--config` accepts again.
+//! - [`RunDir`]: `runs/<area>-<name>-<seed>-<YYYYMMDD-HHMMSS>/` with `record.json` (the
+//!   binary's own commit and version embedded at build time, argv, start and end times, exit
+//!   status), written when the run starts and again when it ends.
+//! - [`MetricsSink`]: `metrics.jsonl` written by a background thread, one schema for every
+//!   run type (`global_step`, `wall_time`, `steps_per_second`, then the run's own fields),
+//!   flushed whenever its queue empties; an I/O error names the path.
+//! - [`Summary`]: `summary.md` and `summary.json` from the same key/value list.
+//! - [`write_atomic`]: temp file, fsync, rename.
+
+pub mod config;
+mod metrics;
+mod record;
+mod summary;
+
+pub use config::{ConfigSource, load_config, parse_overrides};
+pub use metrics::MetricsSink;
+pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
+pub use summary::Summary;
+
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The commit this library was built from (`unknown` outside a git checkout; `-dirty` when
+/// tracked files had changes).
+pub const COMMIT: &str = env!("KESTREL_COMMIT");
+/// Kestrel's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Errors of `kestrel-run`: each names the file, or the config source and field.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// A file or folder could not be read or written.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A config (file, flag or `--set`) is malformed or has an unknown or ill-typed key.
+    #[error("{source_name}: {message}")]
+    Config {
+        /// Where the config came from: a file path, `--set`, or `command line`.
+        source_name: String,
+        /// What is wrong, naming the field and value.
+        message: String,
+    },
+    /// A value outside what is accepted.
+    #[error(transparent)]
+    Invalid(#[from] kestrel_core::Invalid),
+}
+
+impl RunError {
+    pub(crate) fn io(path: &Path, what: &'static str, source: std::io::Error) -> Self {
+        RunError::Io { path: path.to_path_buf(), what, source }
+    }
+}
+
+/// Writes a file atomically: a temporary file beside it, fsync, rename. A reader sees the old
+/// file or the new one, never a torn one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    use std::io::Write;
+    let name = path.file_name().map_or("file".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp).map_err(|e| RunError::io(&tmp, "cannot create", e))?;
+    f.write_all(bytes).map_err(|e| RunError::io(&tmp, "cannot write", e))?;
+    f.sync_all().map_err(|e| RunError::io(&tmp, "cannot sync", e))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| RunError::io(path, "cannot replace", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_replace_the_file_and_leave_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("kestrel-run-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("a.txt");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        let e = write_atomic(&dir.join("missing/a.txt"), b"x").unwrap_err().to_string();
+        assert!(e.contains("missing") && e.contains("cannot create"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_commit_is_embedded() {
+        assert!(!COMMIT.is_empty());
+    }
+}
