@@ -113,6 +113,43 @@ impl IqnConfig {
         self.frame_dim * self.n_frames
     }
 
+    /// The matrix products of one training step, `(m, k, n, op_a, op_b)` with `C[m×n] =
+    /// op(A)[m×k] op(B)[k×n]`: three forward passes (online for the current and next states,
+    /// target for the next: head `B` rows, then `B·N` rows through the cosine embedding, the
+    /// hidden layer and the advantage and value heads) and one backward pass (no input
+    /// gradient for the head). The floor a fused implementation could reach is their time.
+    pub fn update_gemm_shapes(&self) -> Vec<(usize, usize, usize, Op, Op)> {
+        let (b, i, l, c, a) = (self.batch, self.state_dim(), self.layer, self.n_cos, self.actions);
+        let r = b * self.n_quantiles;
+        let mut v = Vec::with_capacity(23);
+        for _ in 0..3 {
+            v.extend([
+                (b, i, l, Op::N, Op::N),
+                (r, c, l, Op::N, Op::N),
+                (r, l, l, Op::N, Op::N),
+                (r, l, a, Op::N, Op::N),
+                (r, l, 1, Op::N, Op::N),
+            ]);
+        }
+        v.extend([
+            (l, r, a, Op::T, Op::N),
+            (r, a, l, Op::N, Op::T),
+            (l, r, 1, Op::T, Op::N),
+            (r, 1, l, Op::N, Op::T),
+            (l, r, l, Op::T, Op::N),
+            (r, l, l, Op::N, Op::T),
+            (c, r, l, Op::T, Op::N),
+            (i, b, l, Op::T, Op::N),
+        ]);
+        v
+    }
+
+    /// Floating-point operations of one training step's matrix products
+    /// ([`IqnConfig::update_gemm_shapes`], 2 per multiply-add).
+    pub fn update_flops(&self) -> f64 {
+        self.update_gemm_shapes().iter().map(|&(m, k, n, _, _)| 2.0 * (m * k * n) as f64).sum()
+    }
+
     /// Checks every setting; errors name the field and value.
     pub fn validate(&self) -> Result<(), AgentError> {
         let bad = |field: &'static str, value: String, accepted: &'static str| {

@@ -8,9 +8,11 @@
 //!   gradient steps in parallel.
 
 pub mod allo;
+pub mod bench;
 pub mod hunt;
 pub mod iqn;
 pub mod laplacian;
+pub mod runs;
 
 use thiserror::Error;
 

@@ -33,6 +33,14 @@ pub enum ArcError {
         /// What is wrong, with row, column and value where they apply.
         problem: String,
     },
+    /// An action in a trace or script is malformed.
+    #[error("{at}: {message}")]
+    Trace {
+        /// Where: file, line, action.
+        at: String,
+        /// What is wrong, naming the field and value.
+        message: String,
+    },
     /// A task does not fit the environment's canvas.
     #[error("task {task}: {what} is {h}x{w}, larger than the {s}x{s} canvas")]
     TooLarge {

@@ -8,8 +8,11 @@
 //! - `action`, `obs`: [`ArcAction`] and its sampler; the observation layouts and writer;
 //! - `state`: [`ArcState`] and the padded pair grids;
 //! - [`grid`]: fixed-size grids and row-bitmask selections.
+//!
+//! Beside them: [`trace`] (actions as JSON), [`bench`] (throughput measurements), [`render`].
 
 mod action;
+pub mod bench;
 mod env;
 mod error;
 pub mod generator;
@@ -21,6 +24,7 @@ mod ops;
 pub mod render;
 mod state;
 mod task;
+pub mod trace;
 
 pub use action::{ArcAction, SelKind, Selection, sample_action};
 pub use env::{ArcEnv, ArcParams, Mode, Split};

@@ -56,6 +56,30 @@ pub fn ansi_task(t: &Task) -> String {
     out
 }
 
+/// Every pair of a task as digits (for a file or a pipe: no escape codes).
+pub fn text_task(t: &Task) -> String {
+    let mut out = String::new();
+    for (name, pairs) in [("train", &t.train), ("test", &t.test)] {
+        for (i, p) in pairs.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}[{i}]: {}x{} -> {}x{}",
+                p.input.h, p.input.w, p.output.h, p.output.w
+            );
+            let row = |g: &GridData, r: usize| -> String {
+                (0..g.w).map(|c| char::from(b'0' + g.at(r, c).min(9))).collect()
+            };
+            for r in 0..p.input.h.max(p.output.h) {
+                let left = if r < p.input.h { row(&p.input, r) } else { " ".repeat(p.input.w) };
+                let right = if r < p.output.h { row(&p.output, r) } else { String::new() };
+                let _ = writeln!(out, "{left}   {right}");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// An RGB image (row-major, 3 bytes per pixel) of every pair of a task: pairs stacked
 /// vertically, input left and output right, `cell` pixels per cell, grey separators.
 pub fn task_image(t: &Task, cell: usize) -> (usize, usize, Vec<u8>) {
@@ -105,5 +129,6 @@ mod tests {
         assert_eq!(px(4 + 1, 4 + 1), PALETTE[1]);
         assert_eq!(px(4 + 5, 4 + 5), PALETTE[4]);
         assert!(ansi_task(&t).contains("48;5;12m"));
+        assert!(!text_task(&t).contains('\x1b'));
     }
 }

@@ -1,15 +1,16 @@
-//! `kestrel arc ...` and the ARC part of `kestrel demo`.
+//! `kestrel arc ...` and the ARC part of `kestrel demo`: task loading, bench, replay, show,
+//! rollout.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use kestrel_arc::generator::{Family, GenConfig, generate_bank, generate_task};
 use kestrel_arc::{
     ArcAction, ArcEnv, ArcParams, JAXARC_OPS, JaxBugs, Layout, LoadOptions, Mode, O2ARC_OPS,
-    SelKind, Selection, Split, Task, TaskBank, render, sample_action,
+    SelKind, Selection, Split, Task, TaskBank, bench, render, sample_action, trace,
 };
 use kestrel_core::{Key, VecEnv};
 use serde_json::{Value, json};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -174,7 +175,7 @@ macro_rules! with_canvas {
 }
 
 fn pool(threads: usize) -> Result<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("building the thread pool")
+    crate::common::pool(Some(threads))
 }
 
 fn env_for<const S: usize>(mut bank: TaskBank, task: Option<&Task>) -> Result<ArcEnv<S>> {
@@ -243,37 +244,6 @@ impl From<LayoutArg> for Layout {
     }
 }
 
-/// Steps per second of `VecEnv<ArcEnv<S>>` with random actions sampled inside the loop.
-pub fn time_batch<const S: usize>(
-    env: &ArcEnv<S>,
-    p: &ArcParams,
-    n: usize,
-    kind: SelKind,
-    seconds: f64,
-) -> Result<f64> {
-    let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)?;
-    let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| {
-        a[0] = sample_action::<S>(&mut key.rng(), kind)
-    };
-    for _ in 0..3 {
-        v.step_with(policy);
-    }
-    let mut iters = 1u64;
-    let mut steps = 0u64;
-    let t0 = Instant::now();
-    loop {
-        for _ in 0..iters {
-            v.step_with(policy);
-        }
-        steps += iters * n as u64;
-        let el = t0.elapsed().as_secs_f64();
-        if el >= seconds {
-            return Ok(steps as f64 / el);
-        }
-        iters = (iters * 2).min(1 << 20);
-    }
-}
-
 fn bench(a: BenchArgs) -> Result<()> {
     let bank = a.source.bank(a.json)?;
     let task = a.source.task.as_ref().map(|id| a.source.find(&bank, id)).transpose()?;
@@ -282,11 +252,11 @@ fn bench(a: BenchArgs) -> Result<()> {
     with_canvas!(a.canvas, S => {
         let env = env_for::<S>(bank, task.as_ref())?;
         env.validate(&p)?;
-        let obs_bytes = v_obs_len::<S>(&env, &p);
+        let obs_bytes = kestrel_core::Env::spec(&env, &p).obs_len();
         let pool = pool(a.threads)?;
         let mut rows = Vec::new();
         for &n in &a.num_envs {
-            let sps = pool.install(|| time_batch::<S>(&env, &p, n, kind, a.seconds))?;
+            let sps = pool.install(|| bench::steps_per_second::<S>(&env, &p, n, kind, a.seconds))?;
             rows.push((n, sps));
             if !a.json {
                 outln!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step  {:>8.2} GB/s obs written",
@@ -296,7 +266,7 @@ fn bench(a: BenchArgs) -> Result<()> {
         // The bound for the observation bytes: copying obs_len bytes per row from one
         // column into another, on the same threads (state must be read to write obs).
         let bounds: Vec<f64> = if p.layout == Layout::Full {
-            a.num_envs.iter().map(|&n| pool.install(|| copy_bound(n, obs_bytes, a.seconds))).collect()
+            a.num_envs.iter().map(|&n| pool.install(|| bench::copy_bound(n, obs_bytes, a.seconds))).collect()
         } else {
             Vec::new()
         };
@@ -307,7 +277,7 @@ fn bench(a: BenchArgs) -> Result<()> {
                     n, b, b * obs_bytes as f64 / 1e9, sps / b, b / sps);
             }
         }
-        let ops = if a.no_ops { Vec::new() } else { op_costs::<S>(&env, &p, kind) };
+        let ops = if a.no_ops { Vec::new() } else { bench::op_costs::<S>(&env, &p, kind) };
         if a.json {
             outln!("{}", json!({
                 "canvas": S, "mode": format!("{:?}", a.mode), "layout": format!("{:?}", a.layout),
@@ -327,56 +297,6 @@ fn bench(a: BenchArgs) -> Result<()> {
         }
     });
     Ok(())
-}
-
-/// Rows per second at which `len` bytes per row can be copied between two columns of `n`
-/// rows on the current pool: the memory-bandwidth bound of writing observations.
-fn copy_bound(n: usize, len: usize, seconds: f64) -> f64 {
-    use rayon::prelude::*;
-    let src: Vec<i8> = (0..n * len).map(|i| i as i8).collect();
-    let mut dst = vec![0i8; n * len];
-    let block = n.div_ceil(rayon::current_num_threads() * 4).max(16);
-    let pass = |dst: &mut [i8]| {
-        dst.par_chunks_mut(block * len)
-            .zip(src.par_chunks(block * len))
-            .for_each(|(d, s)| d.copy_from_slice(s));
-    };
-    pass(&mut dst);
-    let (mut rows, t0) = (0u64, Instant::now());
-    while t0.elapsed().as_secs_f64() < seconds {
-        pass(&mut dst);
-        rows += n as u64;
-    }
-    std::hint::black_box(&dst);
-    rows as f64 / t0.elapsed().as_secs_f64()
-}
-
-fn v_obs_len<const S: usize>(env: &ArcEnv<S>, p: &ArcParams) -> usize {
-    kestrel_core::Env::spec(env, p).obs_len()
-}
-
-/// Nanoseconds per step of each op on one env (fresh episode every 50 steps).
-fn op_costs<const S: usize>(env: &ArcEnv<S>, p: &ArcParams, kind: SelKind) -> Vec<f64> {
-    let mut obs = vec![0i8; v_obs_len::<S>(env, p)];
-    (0..kestrel_arc::NUM_OPS)
-        .map(|op| {
-            let mut rng = Key::new(op as u64).rng();
-            let n = 20_000u32;
-            let mut s = kestrel_core::Env::reset(env, p, Key::new(0), &mut obs);
-            let t0 = Instant::now();
-            for i in 0..n {
-                if i % 50 == 0 {
-                    s = env.init_state(p, s.task, s.pair, s.test, Key::new(i as u64));
-                }
-                let mut a = sample_action::<S>(&mut rng, kind);
-                a.op = op;
-                env.apply(p, &mut s, &a);
-                env.write_obs(p, &s, &mut obs);
-            }
-            std::hint::black_box(&obs);
-            t0.elapsed().as_nanos() as f64 / n as f64
-        })
-        .collect()
 }
 
 // ------------------------------------------------------------------------------------
@@ -402,105 +322,33 @@ pub struct ReplayArgs {
     source: Source,
 }
 
-fn parse_action<const S: usize>(v: &Value, at: &str) -> Result<ArcAction<S>> {
-    let op = v.get("op").and_then(Value::as_i64).ok_or_else(|| {
-        anyhow!(
-            "{at}: field \"op\" must be an integer, got {}",
-            v.get("op").unwrap_or(&Value::Null)
-        )
-    })?;
-    let int = |x: &Value, f: &str| -> Result<i32> {
-        x.as_i64()
-            .map(|i| i as i32)
-            .ok_or_else(|| anyhow!("{at}: field {f:?} must hold integers, got {x}"))
-    };
-    let sel = if let Some(m) = v.get("mask") {
-        let rows = m
-            .as_array()
-            .ok_or_else(|| anyhow!("{at}: field \"mask\" must be a list of 0/1 rows, got {m}"))?;
-        if rows.len() > S {
-            bail!("{at}: field \"mask\" has {} rows; the canvas has {S}", rows.len());
-        }
-        let mut mask = [0u32; S];
-        for (r, row) in rows.iter().enumerate() {
-            let cells = row
-                .as_array()
-                .ok_or_else(|| anyhow!("{at}: mask row {r} must be a list, got {row}"))?;
-            if cells.len() > S {
-                bail!("{at}: mask row {r} has {} cells; the canvas has {S}", cells.len());
-            }
-            for (c, x) in cells.iter().enumerate() {
-                if int(x, "mask")? != 0 {
-                    mask[r] |= 1 << c;
-                }
-            }
-        }
-        Selection::Mask(mask)
-    } else if let Some(b) = v.get("bbox") {
-        let b = b
-            .as_array()
-            .filter(|b| b.len() == 4)
-            .ok_or_else(|| anyhow!("{at}: field \"bbox\" must be [r1, c1, r2, c2], got {b}"))?;
-        Selection::BBox {
-            r1: int(&b[0], "bbox")?,
-            c1: int(&b[1], "bbox")?,
-            r2: int(&b[2], "bbox")?,
-            c2: int(&b[3], "bbox")?,
-        }
-    } else if let Some(p) = v.get("point") {
-        let p = p
-            .as_array()
-            .filter(|p| p.len() == 2)
-            .ok_or_else(|| anyhow!("{at}: field \"point\" must be [row, col], got {p}"))?;
-        Selection::Point { row: int(&p[0], "point")?, col: int(&p[1], "point")? }
-    } else {
-        Selection::Mask([0; S])
-    };
-    Ok(ArcAction { op: op as i32, sel })
-}
-
 fn replay(a: ReplayArgs) -> Result<()> {
     let bank = if a.source.data.is_some() { a.source.bank(false)? } else { TaskBank::default() };
     let file = std::fs::File::open(&a.trace)
         .with_context(|| format!("{}: cannot open", a.trace.display()))?;
-    let out = std::io::stdout();
-    let mut out = out.lock();
+    let mut out = std::io::stdout().lock();
     with_canvas!(a.canvas, S => {
         for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
-            let line = line.with_context(|| format!("{}: line {}", a.trace.display(), ln + 1))?;
+            let at = format!("{} line {}", a.trace.display(), ln + 1);
+            let line = line.with_context(|| at.clone())?;
             if line.trim().is_empty() {
                 continue;
             }
-            let at = format!("{} line {}", a.trace.display(), ln + 1);
-            let v: Value = serde_json::from_str(&line).with_context(|| format!("{at}: not JSON"))?;
-            let id = v.get("task").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: field \"task\" must be a task id string"))?;
-            let pair = v.get("pair").map_or(Ok(0), |p| p.as_u64().ok_or_else(|| anyhow!("{at}: field \"pair\" must be a non-negative integer, got {p}")))?;
-            let test = v.get("test").map_or(Ok(false), |t| t.as_bool().ok_or_else(|| anyhow!("{at}: field \"test\" must be true or false, got {t}")))?;
-            let actions = v.get("actions").and_then(Value::as_array).ok_or_else(|| anyhow!("{at}: field \"actions\" must be a list"))?;
-            let task = a.source.find(&bank, id).with_context(|| at.clone())?;
-            let n = if test { task.test.len() } else { task.train.len() } as u64;
-            if pair >= n {
-                bail!("{at}: pair {pair} out of range: task {id} has {n} {} pairs", if test { "test" } else { "train" });
+            let tl = trace::parse_trace_line(&line, &at)?;
+            let task = a.source.find(&bank, &tl.task).with_context(|| at.clone())?;
+            let n = if tl.test { task.test.len() } else { task.train.len() };
+            if tl.pair as usize >= n {
+                bail!("{at}: pair {} out of range: task {} has {n} {} pairs", tl.pair, tl.task, if tl.test { "test" } else { "train" });
             }
             let env = ArcEnv::<S>::new(Arc::new(TaskBank::from_tasks(vec![task]))).with_context(|| at.clone())?;
-            let mut p = params(a.mode, Layout::Compact);
-            p.max_trials = a.max_trials;
-            let mut s = env.init_state(&p, 0, pair as u16, test, Key::new(0));
-            let (mut rewards, mut terminated, mut truncated) = (Vec::new(), false, false);
-            for (i, act) in actions.iter().enumerate() {
-                let act = parse_action::<S>(act, &format!("{at}, action {i}"))?;
-                let (r, term) = env.apply(&p, &mut s, &act);
-                rewards.push(r);
-                terminated = term;
-                truncated = a.max_steps.is_some_and(|m| s.steps >= m);
-                if terminated || truncated {
-                    break;
-                }
-            }
-            let (h, w) = (s.dims[0] as usize, s.dims[1] as usize);
-            let grid: Vec<Vec<i8>> = (0..h).map(|r| s.grid[r][..w].to_vec()).collect();
-            writeln!(out, "{}", json!({"task": id, "grid": grid, "dims": [h, w], "rewards": rewards,
-                "terminated": terminated, "truncated": truncated, "steps": s.steps}))?;
+            let p = ArcParams { max_trials: a.max_trials, ..params(a.mode, Layout::Compact) };
+            let acts = tl.actions.iter().enumerate().map(|(i, v)| trace::action_from_json::<S>(v, &format!("{at}, action {i}"))).collect::<Result<Vec<_>, _>>()?;
+            let start = env.init_state(&p, 0, tl.pair, tl.test, Key::new(0));
+            let r = trace::play(&env, &p, start, a.max_steps, |t| acts.get(t).copied());
+            let (h, w) = (r.state.dims[0] as usize, r.state.dims[1] as usize);
+            let grid: Vec<Vec<i8>> = (0..h).map(|row| r.state.grid[row][..w].to_vec()).collect();
+            writeln!(out, "{}", json!({"task": tl.task, "grid": grid, "dims": [h, w], "rewards": r.rewards,
+                "terminated": r.terminated, "truncated": r.truncated, "steps": r.state.steps}))?;
         }
     });
     Ok(())
@@ -524,18 +372,16 @@ pub struct ShowArgs {
     source: Source,
 }
 
-pub fn write_png(path: &Path, w: usize, h: usize, rgb: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("png.tmp");
+/// Encodes an RGB image as PNG and writes it atomically.
+fn write_png(path: &Path, w: usize, h: usize, rgb: &[u8]) -> Result<()> {
+    let mut bytes = Vec::new();
     {
-        let f = std::fs::File::create(&tmp)
-            .with_context(|| format!("{}: cannot create", tmp.display()))?;
-        let mut enc = png::Encoder::new(std::io::BufWriter::new(f), w as u32, h as u32);
+        let mut enc = png::Encoder::new(&mut bytes, w as u32, h as u32);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
         enc.write_header()?.write_image_data(rgb)?;
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))?;
-    Ok(())
+    Ok(kestrel_run::write_atomic(path, &bytes)?)
 }
 
 fn show(a: ShowArgs) -> Result<()> {
@@ -548,7 +394,12 @@ fn show(a: ShowArgs) -> Result<()> {
         t.train.len(),
         t.test.len()
     );
-    out!("{}", render::ansi_task(&t));
+    // Colours only on a terminal; digits otherwise (a file or a pipe gets no escape codes).
+    if std::io::stdout().is_terminal() {
+        out!("{}", render::ansi_task(&t));
+    } else {
+        out!("{}", render::text_task(&t));
+    }
     let path = a.png.unwrap_or_else(|| PathBuf::from(format!("{}.png", t.id.replace('/', "_"))));
     let (w, h, img) = render::task_image(&t, a.cell.clamp(1, 64));
     write_png(&path, w, h, &img)?;
@@ -616,46 +467,30 @@ fn rollout(a: RolloutArgs) -> Result<()> {
         let mut p = params(a.mode, Layout::Compact);
         p.split = if a.test { Split::Test } else { Split::Train };
         let scripted: Option<Vec<ArcAction<S>>> = script.as_ref().map(|s| s.iter().enumerate()
-            .map(|(i, v)| parse_action::<S>(v, &format!("script action {i}"))).collect::<Result<_>>()).transpose()?;
-        let mut obs = vec![0i8; v_obs_len::<S>(&env, &p)];
+            .map(|(i, v)| trace::action_from_json::<S>(v, &format!("script action {i}"))).collect::<Result<_, _>>()).transpose()?;
+        let mut obs = vec![0i8; kestrel_core::Env::spec(&env, &p).obs_len()];
+        let mut progress = crate::common::Progress::new(a.episodes as u64, "episodes");
         for e in 0..a.episodes {
+            progress.tick(e as u64, "");
             let key = Key::new(a.seed).fold_in(e as u64);
-            let mut s = kestrel_core::Env::reset(&env, &p, key, &mut obs);
+            let s = kestrel_core::Env::reset(&env, &p, key, &mut obs);
             let (task_id, pair) = (env.bank().tasks()[s.task as usize].id.clone(), s.pair);
             let mut rng = key.fold_in(1).rng();
+            let submit = ArcAction { op: 34, sel: Selection::Mask([0; S]) };
             // Ends at termination, at --max-steps (truncated), or after a script's closing Submit.
-            let (mut ret, mut terminated, mut truncated, mut actions) = (0.0f64, false, false, Vec::new());
-            for t in 0.. {
-                let act = match &scripted {
-                    Some(sc) if t > sc.len() => break,
-                    Some(sc) => sc.get(t).copied().unwrap_or(ArcAction { op: 34, sel: Selection::Mask([0; S]) }),
-                    None => sample_action::<S>(&mut rng, a.sel.into()),
-                };
-                let (r, term) = env.apply(&p, &mut s, &act);
-                ret += r as f64;
-                actions.push(action_json(&act));
-                terminated = term;
-                truncated = s.steps >= a.max_steps;
-                if terminated || truncated {
-                    break;
-                }
-            }
-            writeln!(out, "{}", json!({"episode": e, "task": task_id, "pair": pair, "test": a.test, "steps": s.steps,
-                "return": ret, "terminated": terminated, "truncated": truncated, "actions": actions}))?;
+            let r = trace::play(&env, &p, s, Some(a.max_steps), |t| match &scripted {
+                Some(sc) => sc.get(t).copied().or((t == sc.len()).then_some(submit)),
+                None => Some(sample_action::<S>(&mut rng, a.sel.into())),
+            });
+            let ret: f64 = r.rewards.iter().map(|&x| x as f64).sum();
+            let actions: Vec<Value> = r.actions.iter().map(trace::action_to_json).collect();
+            writeln!(out, "{}", json!({"episode": e, "task": task_id, "pair": pair, "test": a.test, "steps": r.state.steps,
+                "return": ret, "terminated": r.terminated, "truncated": r.truncated, "actions": actions}))?;
         }
+        progress.tick(a.episodes as u64, "done");
     });
     out.flush()?;
     Ok(())
-}
-
-fn action_json<const S: usize>(a: &ArcAction<S>) -> Value {
-    match a.sel {
-        Selection::Mask(m) => {
-            json!({"op": a.op, "mask": m.iter().map(|&r| (0..S).map(|c| r >> c & 1).collect::<Vec<_>>()).collect::<Vec<_>>()})
-        }
-        Selection::BBox { r1, c1, r2, c2 } => json!({"op": a.op, "bbox": [r1, c1, r2, c2]}),
-        Selection::Point { row, col } => json!({"op": a.op, "point": [row, col]}),
-    }
 }
 
 // ------------------------------------------------------------------------------------
@@ -665,19 +500,21 @@ fn action_json<const S: usize>(a: &ArcAction<S>) -> Value {
 pub struct DemoArgs {
     /// Parallel environments.
     #[arg(long, default_value_t = 1024)]
-    num_envs: usize,
+    pub num_envs: usize,
     /// Seconds to run.
     #[arg(long, default_value_t = 2.0)]
-    seconds: f64,
+    pub seconds: f64,
     /// Worker threads (default: all cores).
     #[arg(long)]
-    threads: Option<usize>,
+    pub threads: Option<usize>,
     /// Seed.
     #[arg(long, default_value_t = 0)]
-    seed: u64,
+    pub seed: u64,
 }
 
-pub fn demo(a: DemoArgs) -> Result<()> {
+/// Batched random rollouts over generated tasks for `a.seconds`: the ARC part of the demo.
+/// Returns (steps per second, episodes ended, solved by the random policy).
+pub fn throughput(a: &DemoArgs) -> Result<(f64, u64, u64)> {
     const S: usize = 30;
     let cfg = GenConfig { max_side: 30, ..GenConfig::default() };
     let bank = generate_bank(&Family::ALL, 64, a.seed, &cfg)?;
@@ -692,7 +529,10 @@ pub fn demo(a: DemoArgs) -> Result<()> {
     let pool = pool(
         a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
     )?;
-    pool.install(|| -> Result<()> {
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
+        bail!("invalid seconds = {}: more than 0, at most 86400", a.seconds);
+    }
+    pool.install(|| -> Result<(f64, u64, u64)> {
         let mut v = VecEnv::new(env, p, a.num_envs, a.seed)?;
         let policy = |_: usize, key: Key, _: &[i8], act: &mut [ArcAction<S>]| act[0] = sample_action::<S>(&mut key.rng(), SelKind::BBox);
         let (mut steps, mut episodes, mut solved, mut truncated) = (0u64, 0u64, 0u64, 0u64);
@@ -712,7 +552,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         let el = t0.elapsed().as_secs_f64();
         outln!("{steps} steps in {el:.2} s: {:.2} M steps/s on {} threads; {episodes} episodes ended ({truncated} truncated at 150, {solved} solved by the random policy)",
             steps as f64 / el / 1e6, rayon::current_num_threads());
-        Ok(())
+        Ok((steps as f64 / el, episodes, solved))
     })
 }
 

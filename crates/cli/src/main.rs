@@ -1,12 +1,14 @@
-//! `kestrel`: the command-line front of the Kestrel engine.
+//! `kestrel`: the command-line front of the Kestrel engine. Every run is a library call; this
+//! binary parses arguments, loads configs, and writes run folders through `kestrel-run`.
 
 mod allo;
 mod arc;
+mod common;
+mod demo;
 mod evo;
 mod hunt;
 mod mppi;
 mod nn;
-mod run;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -14,15 +16,15 @@ use clap::{Parser, Subcommand};
 /// Kestrel: a batch-first RL and control research engine.
 #[derive(Parser)]
 #[command(name = "kestrel", version, about)]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// The main job on the embedded default: batched ARC rollouts over generated tasks.
-    Demo(arc::DemoArgs),
+    /// The main job on the embedded defaults: every system briefly, with a one-screen report.
+    Demo(demo::DemoArgs),
     /// The ARC environment: bench, replay, show, rollout.
     #[command(subcommand)]
     Arc(arc::ArcCmd),
@@ -43,10 +45,10 @@ enum Cmd {
     Nn(nn::NnCmd),
 }
 
-fn main() {
-    let cli = Cli::parse();
-    let r: Result<()> = match cli.cmd {
-        Cmd::Demo(a) => arc::demo(a),
+/// Runs one parsed command line.
+pub fn dispatch(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Demo(a) => demo::demo(a),
         Cmd::Arc(c) => arc::run(c),
         Cmd::Evo(evo::EvoCmd::Run(a)) => evo::run(a),
         Cmd::Evo(evo::EvoCmd::Qd(a)) => evo::qd(a),
@@ -55,13 +57,16 @@ fn main() {
         Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
         Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
-        Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(a),
+        Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(*a),
         Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),
         Cmd::Hunt(hunt::HuntCmd::Train(a)) => hunt::train(a),
         Cmd::Hunt(hunt::HuntCmd::Play(a)) => hunt::play(a),
         Cmd::Hunt(hunt::HuntCmd::Bench(a)) => hunt::bench(a),
-    };
-    if let Err(e) = r {
+    }
+}
+
+fn main() {
+    if let Err(e) = dispatch(Cli::parse()) {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.
         if e.chain().any(|c| {
             c.downcast_ref::<std::io::Error>()

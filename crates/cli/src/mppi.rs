@@ -1,12 +1,17 @@
-//! `kestrel mppi bench`.
+//! `kestrel mppi run | tune | bench`: configs, run folders and pictures here; controllers,
+//! presets, episodes and tuning in `kestrel_mppi`.
 
-use crate::run::{MetricsWriter, Progress, git_commit, log_plot, run_dir, write_atomic};
-use anyhow::Result;
+use crate::common::{ConfigArgs, Flag, Progress, finish, pool, start};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_core::Key;
-use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, Nav2d};
-use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned};
-use kestrel_mppi::{Dynamics, Mppi, MppiParams, PendulumDynamics};
+use kestrel_mppi::systems::{DiffDrive, Nav2d};
+use kestrel_mppi::tune::{TuneConfig, run_tune, validate_tune};
+use kestrel_mppi::{
+    Controller, ControllerKind, Dynamics, Mppi, MppiParams, MppiRunConfig, PendulumDynamics, System,
+};
+use kestrel_plot::{LinePlot, Series, Sketch};
+use kestrel_run::{Summary, write_atomic};
 use serde_json::json;
 use std::time::Instant;
 
@@ -14,9 +19,9 @@ use std::time::Instant;
 pub enum MppiCmd {
     /// Time `command` on the gym pendulum (pytorch-mppi's benchmark problem).
     Bench(BenchArgs),
-    /// Run MPPI closed loop on a system: trajectory JSONL, cost and state plots, summary.
+    /// Run a controller closed loop on a system: trajectory, cost and state plots, frames.
     Run(RunArgs),
-    /// Tune MPPI's knobs with an evolution strategy: progress, best-so-far curve, summary.
+    /// Tune a controller's knobs with an evolution strategy; writes the best as a config.
     Tune(TuneArgs),
 }
 
@@ -46,41 +51,36 @@ pub struct BenchArgs {
     tune_generations: u64,
 }
 
-/// Times `tune_generations` full CMA-ES generations (ask, every candidate's episode, tell).
-fn bench_tune(a: &BenchArgs, pop: usize) -> Result<()> {
-    use kestrel_evo::{CmaEs, CmaParams, Strategy};
-    let base = default_params(System::Basic);
-    let spec = spec_of(&["lambda".to_string(), "sigma".to_string()], 1, &base)?;
-    let problem = TuneProblem::new(BasicLinear, spec, base, vec![start_of(System::Basic)], 20)?;
-    let s = CmaEs::new(pop.max(4), problem.spec().num_dims())?;
-    let sp = CmaParams { sigma_init: 0.3, ..s.default_params() };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(a.threads).build()?;
-    let (secs, best) = pool.install(|| {
-        let t = Instant::now();
-        let r = kestrel_mppi::tune::tune(&s, &sp, &problem, a.tune_generations, Key::new(0));
-        (t.elapsed().as_secs_f64(), r.best_cost)
-    });
-    let episodes = (s.pop_size() as u64 * a.tune_generations) as f64;
-    let us = secs * 1e6 / episodes;
-    if a.json {
-        println!(
-            "{}",
-            json!({"pop_size": s.pop_size(), "generations": a.tune_generations, "threads": a.threads, "seconds": secs, "us_per_candidate_episode": us, "best_cost": best})
-        );
-    } else {
-        println!(
-            "MPPI tuning (basic, λ and Σ, CMA-ES pop {}, {} generations), {} thread(s): {secs:.3} s, {us:.1} µs per candidate episode, best cost {best:.4}",
-            s.pop_size(),
-            a.tune_generations,
-            a.threads
-        );
-    }
-    Ok(())
-}
-
 pub fn bench(a: BenchArgs) -> Result<()> {
+    let pool = pool(Some(a.threads))?;
+    if a.commands == 0 || a.tune_generations == 0 {
+        bail!("invalid commands/tune_generations = 0: at least 1 each");
+    }
     if let Some(pop) = a.tune_pop {
-        return bench_tune(&a, pop);
+        let mut c = TuneConfig {
+            run: MppiRunConfig::defaults_for(ControllerKind::Mppi, System::Basic, 20, 0),
+            pop_size: pop.max(4),
+            generations: a.tune_generations,
+            sigma: 0.3,
+            ..TuneConfig::default()
+        };
+        c.run.mppi.num_samples = 50;
+        let t = Instant::now();
+        let r = pool.install(|| run_tune(&c, |_| true))?;
+        let secs = t.elapsed().as_secs_f64();
+        let us = secs * 1e6 / (c.pop_size as u64 * a.tune_generations) as f64;
+        if a.json {
+            println!(
+                "{}",
+                json!({"pop_size": c.pop_size, "generations": a.tune_generations, "threads": a.threads, "seconds": secs, "us_per_candidate_episode": us, "best_cost": r.best_cost})
+            );
+        } else {
+            println!(
+                "MPPI tuning (basic, λ and Σ, CMA-ES pop {}, {} generations), {} thread(s): {secs:.3} s, {us:.1} µs per candidate episode, best cost {:.4}",
+                c.pop_size, a.tune_generations, a.threads, r.best_cost
+            );
+        }
+        return Ok(());
     }
     let m = Mppi::new(PendulumDynamics);
     let p = MppiParams {
@@ -91,7 +91,6 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         ..MppiParams::new(1, 1.0)
     };
     m.validate(&p)?;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(a.threads).build()?;
     let mut s = m.init(&p);
     let mut u = [0.0];
     let us = pool.install(|| {
@@ -118,395 +117,302 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Systems the CLI can drive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum System {
-    /// Gym pendulum swing-up (start hanging down).
-    Pendulum,
-    /// 2-D navigation around a Gaussian hill.
-    Nav2d,
-    /// jax-mppi's basic linear system.
-    Basic,
-    /// Continuous-force cart-pole balancing (Gymnasium's equations), from a 0.2 rad tilt.
-    Cartpole,
-    /// Differential-drive robot driving to (2, 1) from the origin facing +x.
-    DiffDrive,
-}
-
-fn start_of(sys: System) -> Vec<f64> {
-    match sys {
-        System::Pendulum => vec![std::f64::consts::PI, 0.0],
-        System::Nav2d => Nav2d::START.to_vec(),
-        System::Basic => vec![1.0, -0.5],
-        System::Cartpole => vec![0.0, 0.0, 0.2, 0.0],
-        System::DiffDrive => vec![0.0, 0.0, 0.0],
-    }
-}
-
-fn default_params(sys: System) -> MppiParams {
-    match sys {
-        System::Pendulum => MppiParams {
-            num_samples: 100,
-            horizon: 15,
-            u_min: vec![-2.0],
-            u_max: vec![2.0],
-            ..MppiParams::new(1, 10.0)
-        },
-        System::Nav2d => MppiParams {
-            num_samples: 500,
-            horizon: 20,
-            u_min: vec![-1.0; 2],
-            u_max: vec![1.0; 2],
-            ..MppiParams::new(2, 1.0)
-        },
-        System::Basic => {
-            MppiParams { num_samples: 50, horizon: 15, lambda: 5.0, ..MppiParams::new(1, 1.0) }
-        }
-        System::Cartpole => MppiParams {
-            num_samples: 500,
-            horizon: 50,
-            u_min: vec![-10.0],
-            u_max: vec![10.0],
-            ..MppiParams::new(1, 10.0)
-        },
-        System::DiffDrive => MppiParams {
-            num_samples: 300,
-            horizon: 20,
-            u_min: vec![-1.0, -2.0],
-            u_max: vec![1.0, 2.0],
-            ..MppiParams::new(2, 1.0)
-        },
-    }
-}
-
-/// Runs `f` with the system's dynamics.
-macro_rules! with_system {
-    ($sys:expr, $d:ident => $body:expr) => {
-        match $sys {
-            System::Pendulum => {
-                let $d = PendulumDynamics;
-                $body
-            }
-            System::Nav2d => {
-                let $d = Nav2d;
-                $body
-            }
-            System::Basic => {
-                let $d = BasicLinear;
-                $body
-            }
-            System::Cartpole => {
-                let $d = ContinuousCartPole;
-                $body
-            }
-            System::DiffDrive => {
-                let $d = DiffDrive;
-                $body
-            }
-        }
-    };
-}
-
 #[derive(Args)]
 pub struct RunArgs {
-    /// System.
-    #[arg(long, value_enum, default_value = "pendulum")]
-    env: System,
+    /// System: pendulum, nav2d, basic, cartpole, diff-drive (config key `system`).
+    #[arg(long)]
+    env: Option<String>,
+    /// Controller: mppi, smppi, kmppi (config key `controller`).
+    #[arg(long)]
+    controller: Option<String>,
     /// Control steps.
-    #[arg(long, default_value_t = 200)]
-    steps: usize,
+    #[arg(long)]
+    steps: Option<u64>,
     /// Seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Parent folder of the run folder.
-    #[arg(long, default_value = "runs")]
-    out_dir: std::path::PathBuf,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    cfg: ConfigArgs,
+}
+
+/// Loads a config whose defaults depend on its own `system` and `controller` keys: a first
+/// pass reads them, the second loads over that system's and controller's defaults.
+fn load_two_pass<T: serde::Serialize + serde::de::DeserializeOwned>(
+    cfg: &ConfigArgs,
+    flags: impl Fn() -> Vec<(&'static str, Flag)>,
+    defaults: impl Fn(ControllerKind, System) -> T,
+    key: impl Fn(&T) -> (ControllerKind, System),
+) -> Result<T> {
+    let first = cfg.load(&defaults(ControllerKind::Mppi, System::Pendulum), flags())?;
+    let (c, s) = key(&first);
+    cfg.load(&defaults(c, s), flags())
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
-    let p = default_params(a.env);
-    let (states, costs, controls) = with_system!(a.env, d => {
-        let m = Mppi::new(d);
-        m.validate(&p)?;
-        let (nx, nu) = (m.dynamics().nx(), m.dynamics().nu());
-        let mut s = m.init(&p);
-        let (mut x, mut next, mut u) = (start_of(a.env), vec![0.0; nx], vec![0.0; nu]);
-        let (mut states, mut costs, mut controls) = (vec![x.clone()], Vec::new(), Vec::new());
-        for t in 0..a.steps {
-            m.command(Key::new(a.seed).fold_in(t as u64), &p, &mut s, &x, &mut u);
-            m.dynamics().step(&x, &u, t, &mut next);
-            std::mem::swap(&mut x, &mut next);
-            costs.push(m.dynamics().running_cost(&x, &u, t));
-            states.push(x.clone());
-            controls.push(u.clone());
+    let (env, ctrl, steps, seed) = (a.env.clone(), a.controller.clone(), a.steps, a.seed);
+    let flags = || {
+        vec![
+            ("system", Flag::S(env.clone())),
+            ("controller", Flag::S(ctrl.clone())),
+            ("steps", Flag::I(steps)),
+            ("seed", Flag::I(seed)),
+        ]
+    };
+    let c: MppiRunConfig =
+        load_two_pass(&a.cfg, flags, MppiRunConfig::defaults, |c: &MppiRunConfig| {
+            (c.controller, c.system)
+        })?;
+    c.with_controller(c.system, Validate)?;
+    let pool = pool(a.threads)?;
+    let name = format!("{}-{}", c.controller.name(), c.system.name());
+    let (dir, mut metrics) = start(&a.cfg.out_dir, "mppi", &name, c.seed, &c)?;
+    let r = (|| -> Result<()> {
+        let t0 = Instant::now();
+        let mut progress = Progress::new(c.steps as u64, "steps");
+        progress.tick(0, "running");
+        let ep = pool.install(|| c.episode())?;
+        progress.tick(c.steps as u64, &format!("total cost {:.4}", ep.total_cost));
+        let secs = t0.elapsed().as_secs_f64();
+        let mut traj = String::new();
+        for (t, (x, u)) in ep.states.iter().zip(&ep.controls).enumerate() {
+            metrics
+                .log(t as u64 + 1, json!({"cost": ep.costs[t], "x": ep.states[t + 1], "u": u}))?;
+            traj.push_str(&json!({"t": t, "x": x, "u": u, "cost": ep.costs[t]}).to_string());
+            traj.push('\n');
         }
-        (states, costs, controls)
-    });
-    let name = format!("{:?}", a.env).to_lowercase();
-    let dir = run_dir("mppi", &name, a.seed, Some(&a.out_dir))?;
-    let mut traj = String::new();
-    for (t, (x, u)) in states.iter().zip(controls.iter()).enumerate() {
-        traj.push_str(&json!({"t": t, "x": x, "u": u, "cost": costs[t]}).to_string());
-        traj.push('\n');
-    }
-    write_atomic(&dir.join("trajectory.jsonl"), traj.as_bytes())?;
-    let cost_series: Vec<(f64, f64)> =
-        costs.iter().enumerate().map(|(t, c)| (t as f64, c.max(1e-12))).collect();
-    log_plot(&[("RUNNING COST", [200, 60, 40], cost_series)], &format!("MPPI {name}"), "STEP")
-        .save(&dir.join("cost.png"))?;
-    // State trace (first state variable), drawn on the shared log plot as |x0| + 1e-3.
-    let x0: Vec<(f64, f64)> =
-        states.iter().enumerate().map(|(t, x)| (t as f64, x[0].abs() + 1e-3)).collect();
-    log_plot(&[("ABS X0", [30, 90, 200], x0)], &format!("MPPI {name} STATE"), "STEP")
-        .save(&dir.join("state.png"))?;
-    frames(a.env, &states).save(&dir.join("frames.png"))?;
-    let total: f64 = costs.iter().sum();
-    write_atomic(
-        &dir.join("summary.md"),
-        format!("# mppi run: {name}\n\n- steps: {}\n- total running cost: {total:.4}\n- final state: {:?}\n- params: K={} T={} λ={} Σ={:?}\n- commit: {}\n\nFiles: `trajectory.jsonl` (state, control, cost per step), `cost.png`, `state.png`, `frames.png` (animation strip).\n", a.steps, states.last(), p.num_samples, p.horizon, p.lambda, p.noise_sigma, git_commit()).as_bytes(),
-    )?;
-    println!(
-        "total running cost {total:.4}, final state {:?}; run folder {}",
-        states.last().unwrap_or(&vec![]),
-        dir.display()
-    );
-    Ok(())
+        metrics.finish()?;
+        write_atomic(&dir.join("trajectory.jsonl"), traj.as_bytes())?;
+        let steps_x = |v: &[f64]| -> Vec<(f64, f64)> {
+            v.iter().enumerate().map(|(t, c)| (t as f64, *c)).collect()
+        };
+        LinePlot::new(format!("{} on {}: running cost", c.controller.name(), c.system.name()))
+            .x_label("step")
+            .y_label("running cost")
+            .series(Series::new("running cost", steps_x(&ep.costs)))
+            .save(&dir.join("cost"))?;
+        let mut states =
+            LinePlot::new(format!("{} on {}: state", c.controller.name(), c.system.name()))
+                .x_label("step")
+                .y_label("state variable");
+        for (i, label) in state_names(c.system).iter().enumerate() {
+            let v: Vec<f64> = ep.states.iter().map(|x| x[i]).collect();
+            states = states.series(Series::new(*label, steps_x(&v)));
+        }
+        states.save(&dir.join("state"))?;
+        frames(c.system, &ep.states, &dir.join("frames"))?;
+        let last = ep.states.last().cloned().unwrap_or_default();
+        Summary::new(format!("mppi run: {} on {}", c.controller.name(), c.system.name()))
+            .value("steps", "steps", c.steps as u64)
+            .value("total_cost", "total running cost", ep.total_cost)
+            .item("final_state", "final state", last.clone(), format!("{last:?}"))
+            .item("wall_seconds", "wall time", secs, format!("{secs:.2} s"))
+            .value("commit", "commit", kestrel_run::COMMIT)
+            .file("config.toml", "every knob, resolved (`--config` replays it)")
+            .file("trajectory.jsonl", "state, control and cost per step")
+            .file("cost.png", "running cost per step (also .svg)")
+            .file("state.png", "every state variable per step (also .svg)")
+            .file("frames.png", "the system drawn along the run (also .svg)")
+            .write(dir.path())?;
+        println!(
+            "total running cost {:.4}, final state {last:?}; run folder {}",
+            ep.total_cost,
+            dir.path().display()
+        );
+        Ok(())
+    })();
+    finish(dir, r)
 }
 
-/// An animation strip: 8 frames of the pendulum (rod from the pivot, θ = 0 up), or the whole
-/// 2-D path with the hill for navigation, or the state trace for the basic system.
-fn frames(sys: System, states: &[Vec<f64>]) -> crate::run::Canvas {
-    use crate::run::Canvas;
-    let (fw, fh) = (160i64, 160i64);
+struct Validate;
+impl<D: Dynamics> kestrel_mppi::presets::ControllerVisitor<D> for Validate {
+    type Output = ();
+    fn visit<C: Controller<Dyn = D>>(self, _c: C, _p: C::Params) {}
+}
+
+fn state_names(sys: System) -> &'static [&'static str] {
     match sys {
-        System::Pendulum => {
-            let n = 8usize;
-            let mut c = Canvas::new((fw * n as i64) as usize, (fh + 24) as usize);
-            for f in 0..n {
-                let i = (f * (states.len() - 1)) / (n - 1);
-                let th = states[i][0];
-                let (cx, cy) = (f as i64 * fw + fw / 2, fh / 2 + 10);
-                let (ex, ey) = (cx + (60.0 * th.sin()) as i64, cy - (60.0 * th.cos()) as i64);
-                c.rect(f as i64 * fw, 0, f as i64 * fw + 1, fh + 24, [200, 200, 200]);
-                c.line((cx, cy), (ex, ey), [30, 90, 200]);
-                c.rect(ex - 5, ey - 5, ex + 5, ey + 5, [200, 60, 40]);
-                c.rect(cx - 3, cy - 3, cx + 3, cy + 3, [0, 0, 0]);
-                c.text(f as i64 * fw + 6, fh + 8, 2, &format!("T={i}"), [0, 0, 0]);
-            }
-            c
-        }
-        System::Nav2d => {
-            let size = 400i64;
-            let mut c = Canvas::new(size as usize, size as usize);
-            let to_px = |x: f64, y: f64| {
-                (
-                    ((x + 5.0) / 9.0 * size as f64) as i64,
-                    size - ((y + 4.0) / 9.0 * size as f64) as i64,
-                )
-            };
-            for py in 0..size {
-                for px in 0..size {
-                    let (x, y) = (
-                        px as f64 / size as f64 * 9.0 - 5.0,
-                        (size - py) as f64 / size as f64 * 9.0 - 4.0,
-                    );
-                    let h = (Nav2d::hill(&[x, y]) / 200.0 * 255.0) as u8;
-                    c.rect(px, py, px + 1, py + 1, [255, 255 - h / 2, 255 - h]);
-                }
-            }
-            for w in states.windows(2) {
-                c.line(to_px(w[0][0], w[0][1]), to_px(w[1][0], w[1][1]), [30, 90, 200]);
-            }
-            let (gx, gy) = to_px(Nav2d::GOAL[0], Nav2d::GOAL[1]);
-            c.rect(gx - 5, gy - 5, gx + 5, gy + 5, [40, 160, 60]);
-            c.text(8, 8, 2, "PATH AROUND THE HILL", [0, 0, 0]);
-            c
-        }
-        System::Basic => {
-            let series: Vec<(f64, f64)> = states
-                .iter()
-                .enumerate()
-                .map(|(t, x)| (t as f64, (x[0] * x[0] + x[1] * x[1]).max(1e-12)))
-                .collect();
-            log_plot(&[("|X|^2", [30, 90, 200], series)], "MPPI BASIC", "STEP")
-        }
-        System::Cartpole => {
-            // 8 frames: cart on the track (x in [-2.4, 2.4]) and the pole (θ = 0 up).
-            let n = 8usize;
-            let mut c = Canvas::new((fw * n as i64) as usize, (fh + 24) as usize);
-            for f in 0..n {
-                let i = (f * (states.len() - 1)) / (n - 1);
-                let (x, th) = (states[i][0], states[i][2]);
-                let x0 = f as i64 * fw;
-                let cx = x0 + fw / 2 + (x.clamp(-2.4, 2.4) / 2.4 * (fw / 2 - 12) as f64) as i64;
-                let cy = fh - 30;
-                c.rect(x0, 0, x0 + 1, fh + 24, [200, 200, 200]);
-                c.rect(x0 + 4, cy + 8, x0 + fw - 4, cy + 9, [120, 120, 120]);
-                c.rect(cx - 12, cy - 6, cx + 12, cy + 6, [60, 60, 60]);
-                let (ex, ey) = (cx + (80.0 * th.sin()) as i64, cy - (80.0 * th.cos()) as i64);
-                c.line((cx, cy), (ex, ey), [200, 60, 40]);
-                c.text(x0 + 6, fh + 8, 2, &format!("T={i}"), [0, 0, 0]);
-            }
-            c
-        }
-        System::DiffDrive => {
-            // The path in [-0.5, 2.5]² with the heading every 10 steps and the goal.
-            let size = 400i64;
-            let mut c = Canvas::new(size as usize, size as usize);
-            let to_px = |x: f64, y: f64| {
-                (
-                    ((x + 0.5) / 3.0 * size as f64) as i64,
-                    size - ((y + 0.5) / 3.0 * size as f64) as i64,
-                )
-            };
-            for w in states.windows(2) {
-                c.line(to_px(w[0][0], w[0][1]), to_px(w[1][0], w[1][1]), [30, 90, 200]);
-            }
-            for x in states.iter().step_by(10) {
-                let (px, py) = to_px(x[0], x[1]);
-                let (hx, hy) = to_px(x[0] + 0.15 * x[2].cos(), x[1] + 0.15 * x[2].sin());
-                c.line((px, py), (hx, hy), [200, 60, 40]);
-            }
-            let (gx, gy) = to_px(DiffDrive::GOAL[0], DiffDrive::GOAL[1]);
-            c.rect(gx - 5, gy - 5, gx + 5, gy + 5, [40, 160, 60]);
-            c.text(8, 8, 2, "DIFF-DRIVE PATH", [0, 0, 0]);
-            c
-        }
+        System::Pendulum => &["θ (rad)", "θ̇ (rad/s)"],
+        System::Nav2d => &["x", "y"],
+        System::Basic => &["x₁", "x₂"],
+        System::Cartpole => &["x (m)", "ẋ (m/s)", "θ (rad)", "θ̇ (rad/s)"],
+        System::DiffDrive => &["x (m)", "y (m)", "heading (rad)"],
     }
+}
+
+/// The system along the run: 8 frames of the pendulum or the cart-pole; for the planar
+/// systems, the path in the plane (with the goal).
+fn frames(sys: System, states: &[Vec<f64>], stem: &std::path::Path) -> Result<()> {
+    let (blue, red, grey, black) = ([30, 90, 200], [200, 60, 40], [190, 190, 190], [0, 0, 0]);
+    if !matches!(sys, System::Pendulum | System::Cartpole) {
+        let path: Vec<(f64, f64)> = states.iter().map(|x| (x[0], x[1])).collect();
+        let goal = match sys {
+            System::Nav2d => vec![(Nav2d::GOAL[0], Nav2d::GOAL[1])],
+            System::DiffDrive => vec![(DiffDrive::GOAL[0], DiffDrive::GOAL[1])],
+            _ => vec![(0.0, 0.0)],
+        };
+        let names = state_names(sys);
+        LinePlot::new(format!("{}: path", sys.name()))
+            .x_label(names[0])
+            .y_label(names[1])
+            .scale(kestrel_plot::Scale::Linear)
+            .series(Series::new("path", path))
+            .series(Series::new("goal", goal).width(8.0))
+            .save(stem)?;
+        return Ok(());
+    }
+    let (n, fw, fh) = (8usize, 160.0, 190.0);
+    let mut c = Sketch::new((fw * n as f64) as u32, fh as u32);
+    for f in 0..n {
+        let i = f * (states.len() - 1) / (n - 1);
+        let (x0, x) = (f as f64 * fw, &states[i]);
+        c.line(&[(x0, 0.0), (x0, fh)], grey, 1.0);
+        let (cx, cy, th, len) = if sys == System::Pendulum {
+            (x0 + fw / 2.0, 80.0, x[0], 60.0)
+        } else {
+            let cart = x0 + fw / 2.0 + x[0].clamp(-2.4, 2.4) / 2.4 * (fw / 2.0 - 14.0);
+            c.line(&[(x0 + 4.0, 148.0), (x0 + fw - 4.0, 148.0)], grey, 2.0);
+            c.rect(cart - 12.0, 134.0, cart + 12.0, 146.0, black);
+            (cart, 140.0, x[2], 100.0)
+        };
+        let (ex, ey) = (cx + len * th.sin(), cy - len * th.cos());
+        c.line(&[(cx, cy), (ex, ey)], blue, 3.0);
+        c.circle((ex, ey), 6.0, red);
+        c.circle((cx, cy), 3.0, black);
+        c.text(
+            (x0 + 6.0, fh - 22.0),
+            14.0,
+            &format!("t = {i}"),
+            black,
+            kestrel_plot::Anchor::TopLeft,
+        );
+    }
+    c.save(stem)?;
+    Ok(())
 }
 
 #[derive(Args)]
 pub struct TuneArgs {
-    /// System.
-    #[arg(long, value_enum, default_value = "nav2d")]
-    env: System,
+    /// System (config key `run.system`).
+    #[arg(long)]
+    env: Option<String>,
+    /// Controller (config key `run.controller`).
+    #[arg(long)]
+    controller: Option<String>,
     /// Knobs to tune: lambda, sigma, mu, horizon (sigma/mu tune every control dimension).
-    #[arg(long, value_delimiter = ',', default_value = "lambda,sigma")]
-    tune: Vec<String>,
-    /// cma-es, sep-cma-es, snes, xnes or open-es.
-    #[arg(long, default_value = "cma-es")]
-    strategy: String,
+    #[arg(long, value_delimiter = ',')]
+    tune: Option<Vec<String>>,
+    /// Strategy: cma-es, sep-cma-es, snes, xnes, open-es, pgpe, de.
+    #[arg(long)]
+    strategy: Option<String>,
     /// Candidates per generation.
-    #[arg(long, default_value_t = 16)]
-    pop_size: usize,
+    #[arg(long)]
+    pop_size: Option<u64>,
     /// Generations.
-    #[arg(long, default_value_t = 20)]
-    generations: u64,
-    /// Closed-loop steps per episode.
-    #[arg(long, default_value_t = 20)]
-    steps: usize,
-    /// Seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Parent folder of the run folder.
-    #[arg(long, default_value = "runs")]
-    out_dir: std::path::PathBuf,
-}
-
-fn spec_of(names: &[String], nu: usize, base: &MppiParams) -> Result<TuneSpec> {
-    let mut knobs = Vec::new();
-    for n in names {
-        match n.as_str() {
-            "lambda" => knobs.push(Tuned {
-                knob: Knob::Lambda,
-                lower: 1e-3,
-                upper: 1e3,
-                transform: Transform::Log,
-            }),
-            "sigma" => (0..nu).for_each(|d| {
-                knobs.push(Tuned {
-                    knob: Knob::Sigma(d),
-                    lower: 1e-3,
-                    upper: 1e2,
-                    transform: Transform::Log,
-                })
-            }),
-            "mu" => (0..nu).for_each(|d| {
-                knobs.push(Tuned {
-                    knob: Knob::Mu(d),
-                    lower: -5.0,
-                    upper: 5.0,
-                    transform: Transform::Linear,
-                })
-            }),
-            "horizon" => knobs.push(Tuned {
-                knob: Knob::Horizon,
-                lower: 2.0,
-                upper: (3 * base.horizon) as f64,
-                transform: Transform::Linear,
-            }),
-            other => anyhow::bail!("--tune {other:?}: accepted are lambda, sigma, mu, horizon"),
-        }
-    }
-    Ok(TuneSpec { knobs })
-}
-
-fn tune_with<S: kestrel_evo::Strategy, D: kestrel_mppi::Dynamics>(
-    s: &S,
-    sp: &S::Params,
-    problem: &TuneProblem<D>,
-    a: &TuneArgs,
-    metrics: &MetricsWriter,
-) -> kestrel_mppi::tune::TuneResult {
-    let mut progress = Progress::new(a.generations, "generations");
-    kestrel_mppi::tune::tune_observed(s, sp, problem, a.generations, Key::new(a.seed), |m| {
-        metrics.send(json!({"generation": m.generation, "best": m.best_so_far, "best_in_generation": m.best_in_generation, "nonfinite": m.nonfinite}));
-        progress.tick(m.generation, &format!("best cost {:.4}", m.best_so_far));
-    })
+    #[arg(long)]
+    generations: Option<u64>,
+    /// Closed-loop steps per episode (config key `run.steps`).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Seed (config key `run.seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    cfg: ConfigArgs,
 }
 
 pub fn tune(a: TuneArgs) -> Result<()> {
-    use kestrel_evo::{
-        CmaEs, CmaParams, OpenEs, OpenEsParams, SepCmaEs, Snes, SnesParams, Strategy, Xnes,
-        XnesParams,
-    };
-    let base = default_params(a.env);
-    let name = format!("{:?}", a.env).to_lowercase();
-    // Validate everything before a run folder is created.
-    const STRATEGIES: [&str; 5] = ["cma-es", "sep-cma-es", "snes", "xnes", "open-es"];
-    if !STRATEGIES.contains(&a.strategy.as_str()) {
-        anyhow::bail!("--strategy {:?}: accepted are {}", a.strategy, STRATEGIES.join(", "));
+    let mut sets = Vec::new();
+    let quote = |v: &str| format!("{:?}", v);
+    for (k, v) in [("run.system", &a.env), ("run.controller", &a.controller)] {
+        if let Some(v) = v {
+            sets.push(format!("{k}={}", quote(v)));
+        }
     }
-    spec_of(&a.tune, base.noise_mu.len(), &base)?;
-    let dir = run_dir("mppi-tune", &format!("{name}-{}", a.strategy), a.seed, Some(&a.out_dir))?;
-    let metrics = MetricsWriter::new(&dir.join("metrics.jsonl"))?;
-    let t0 = Instant::now();
-    let (result, start_cost) = with_system!(a.env, d => {
-        let nu = d.nu();
-        let spec = spec_of(&a.tune, nu, &base)?;
-        let problem = TuneProblem::new(d, spec, base.clone(), vec![start_of(a.env)], a.steps)?;
-        let start_cost = problem.episode_cost(Key::new(a.seed), &base);
-        let n = problem.spec().num_dims();
-        let r = match a.strategy.as_str() {
-            "cma-es" => { let s = CmaEs::new(a.pop_size.max(4), n)?; tune_with(&s, &CmaParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
-            "sep-cma-es" => { let s = SepCmaEs::new(a.pop_size.max(4), n)?; tune_with(&s, &CmaParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
-            "snes" => { let s = Snes::new(a.pop_size, n)?; tune_with(&s, &SnesParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
-            "xnes" => { let s = Xnes::new(a.pop_size, n)?; tune_with(&s, &XnesParams { sigma_init: 1.0, ..s.default_params() }, &problem, &a, &metrics) }
-            "open-es" => { let s = OpenEs::new(a.pop_size + a.pop_size % 2, n)?; tune_with(&s, &OpenEsParams { sigma: 0.5, ..s.default_params() }, &problem, &a, &metrics) }
-            other => anyhow::bail!("--strategy {other:?}: accepted are cma-es, sep-cma-es, snes, xnes, open-es"),
-        };
-        (r, start_cost)
-    });
-    metrics.finish()?;
-    let secs = t0.elapsed().as_secs_f64();
-    let curve: Vec<(f64, f64)> = result
-        .history
-        .iter()
-        .map(|m| (m.generation as f64, (m.best_so_far as f64).max(1e-12)))
-        .collect();
-    log_plot(&[("BEST SO FAR", [30, 90, 200], curve)], &format!("TUNE MPPI {name}"), "GENERATION")
-        .save(&dir.join("best.png"))?;
-    let bp = &result.best_params;
-    write_atomic(
-        &dir.join("summary.md"),
-        format!("# mppi tune: {name} with {}\n\n- knobs: {:?}\n- cost at the base params: {start_cost:.4}\n- best cost: {:.4}\n- best params: λ={:.5} Σ={:?} μ={:?} horizon={}\n- {} generations of {} candidates in {secs:.2} s\n- commit: {}\n\nFiles: `metrics.jsonl`, `best.png`.\n", a.strategy, a.tune, result.best_cost, bp.lambda, bp.noise_sigma, bp.noise_mu, bp.horizon, a.generations, a.pop_size, git_commit()).as_bytes(),
-    )?;
-    println!(
-        "cost {start_cost:.4} -> {:.4} (λ={:.4}, Σ={:?}) in {secs:.2} s; run folder {}",
-        result.best_cost,
-        bp.lambda,
-        bp.noise_sigma,
-        dir.display()
-    );
-    Ok(())
+    for (k, v) in [("run.steps", a.steps), ("run.seed", a.seed)] {
+        if let Some(v) = v {
+            sets.push(format!("{k}={v}"));
+        }
+    }
+    if let Some(t) = &a.tune {
+        let names: Vec<String> = t.iter().map(|s| quote(s)).collect();
+        sets.push(format!("knobs=[{}]", names.join(", ")));
+    }
+    // Flags go in before the user's own `--set`, which therefore win.
+    let cfg = ConfigArgs {
+        set: sets.into_iter().chain(a.cfg.set.iter().cloned()).collect(),
+        ..a.cfg.clone()
+    };
+    let (strategy, pop, gens) = (a.strategy.clone(), a.pop_size, a.generations);
+    let flags = || {
+        vec![
+            ("strategy", Flag::S(strategy.clone())),
+            ("pop_size", Flag::I(pop)),
+            ("generations", Flag::I(gens)),
+        ]
+    };
+    let defaults = |k, s| TuneConfig {
+        run: MppiRunConfig::defaults_for(k, s, 20, 0),
+        ..TuneConfig::default()
+    };
+    let first = cfg.load(&TuneConfig::default(), flags())?;
+    let c: TuneConfig = cfg.load(&defaults(first.run.controller, first.run.system), flags())?;
+    validate_tune(&c)?;
+    let pool = pool(a.threads)?;
+    let name = format!("{}-{}-{}", c.run.controller.name(), c.run.system.name(), c.strategy);
+    let (dir, mut metrics) = start(&cfg.out_dir, "mppi-tune", &name, c.run.seed, &c)?;
+    let r = (|| -> Result<()> {
+        let t0 = Instant::now();
+        let mut progress = Progress::new(c.generations, "generations");
+        let mut io = Ok(());
+        let out = pool.install(|| {
+            run_tune(&c, |m| {
+                io = metrics.log(m.generation, json!({"best": m.best_so_far, "best_in_generation": m.best_in_generation, "nonfinite": m.nonfinite, "sigma": m.sigma}));
+                progress.tick(m.generation, &format!("best cost {:.4}", m.best_so_far));
+                io.is_ok()
+            })
+        })?;
+        io?;
+        metrics.finish()?;
+        let secs = t0.elapsed().as_secs_f64();
+        let best_toml = kestrel_run::config::to_toml(&out.best_run)?;
+        write_atomic(&dir.join("best.toml"), best_toml.as_bytes())?;
+        let curve: Vec<(f64, f64)> =
+            out.history.iter().map(|m| (m.generation as f64, m.best_so_far as f64)).collect();
+        LinePlot::new(format!("tuning {name}"))
+            .x_label("generation")
+            .y_label("mean closed-loop cost, best so far")
+            .series(Series::new("best so far", curve))
+            .save(&dir.join("best"))?;
+        let bp = &out.best_run.mppi;
+        Summary::new(format!("mppi tune: {name}"))
+            .item("knobs", "knobs", serde_json::to_value(&c.knobs)?, format!("{:?}", c.knobs))
+            .value("start_cost", "cost at the base params", out.start_cost)
+            .value("best_cost", "best cost", out.best_cost as f64)
+            .item("best_lambda", "best λ", bp.lambda, format!("{:.5}", bp.lambda))
+            .item("best_noise_sigma", "best Σ", bp.noise_sigma.clone(), format!("{:?}", bp.noise_sigma))
+            .item("best_noise_mu", "best μ", bp.noise_mu.clone(), format!("{:?}", bp.noise_mu))
+            .value("best_horizon", "best horizon", bp.horizon as u64)
+            .item("wall_seconds", "wall time", secs, format!("{} generations of {} candidates in {secs:.2} s", c.generations, c.pop_size))
+            .value("commit", "commit", kestrel_run::COMMIT)
+            .file("best.toml", "the base run with the best knobs: `kestrel mppi run --config best.toml` replays it")
+            .file("metrics.jsonl", "one line per generation")
+            .file("best.png", "best cost so far per generation (also .svg)")
+            .write(dir.path())?;
+        println!(
+            "cost {:.4} -> {:.4} (λ={:.4}, Σ={:?}) in {secs:.2} s; run folder {}",
+            out.start_cost,
+            out.best_cost,
+            bp.lambda,
+            bp.noise_sigma,
+            dir.path().display()
+        );
+        Ok(())
+    })();
+    finish(dir, r)
 }

@@ -3,9 +3,9 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use kestrel_core::Key;
+use kestrel_core::timing::median_for_us;
 use kestrel_nn::{Adam, Loss, MlpConfig, Sequential, Trainee, train_many};
 use serde_json::json;
-use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum NnCmd {
@@ -43,21 +43,6 @@ fn data(key: Key, n: usize) -> Vec<f32> {
     (0..n).map(|_| 2.0 * r.uniform_f32() - 1.0).collect()
 }
 
-/// Median of per-call times (µs) over `seconds` after a warm-up.
-fn time(seconds: f64, mut f: impl FnMut()) -> f64 {
-    for _ in 0..20 {
-        f();
-    }
-    let (start, mut v) = (Instant::now(), Vec::new());
-    while start.elapsed().as_secs_f64() < seconds || v.len() < 20 {
-        let t = Instant::now();
-        f();
-        v.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 pub fn bench(a: BenchArgs) -> Result<()> {
     let net = Sequential::<f32>::mlp(&MlpConfig::relu(&a.sizes))?;
     let (din, dout) = (net.in_dim(), net.out_dim());
@@ -66,7 +51,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let (x, y) = (data(Key::new(1), a.batch * din), data(Key::new(2), a.batch * dout));
     let mut t = Trainee::new(&net, Key::new(3));
     let single = pool.install(|| {
-        time(a.seconds, || {
+        median_for_us(a.seconds, || {
             net.train_step(&mut t, &adam, &x, &y, Loss::Mse).expect("finite loss");
         })
     });
@@ -79,7 +64,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let mut ts: Vec<Trainee<f32>> =
         (0..a.models).map(|i| Trainee::new(&net, Key::new(1000 + i as u64))).collect();
     let many = pool.install(|| {
-        time(a.seconds, || {
+        median_for_us(a.seconds, || {
             for r in train_many(&net, &mut ts, &adam, &batches, Loss::Mse) {
                 r.expect("finite loss");
             }
@@ -88,7 +73,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let p = net.init(Key::new(4));
     let mut ws = net.workspace(1);
     let x1 = data(Key::new(5), din);
-    let fwd1 = time(a.seconds.min(1.0), || {
+    let fwd1 = median_for_us(a.seconds.min(1.0), || {
         std::hint::black_box(net.forward(&p, &x1, &mut ws)[0]);
     });
     if a.json {

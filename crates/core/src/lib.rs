@@ -29,6 +29,7 @@ mod error;
 mod key;
 pub mod math;
 mod space;
+pub mod timing;
 mod vec_env;
 
 pub use env::Env;

@@ -16,6 +16,7 @@
 //! | [`DifferentialEvolution`] | Storn & Price, J. Global Optimization 11, 1997 | evosax `DifferentialEvolution` |
 //! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
 
+pub mod bench;
 mod bounds;
 mod cma_es;
 mod de;
@@ -28,6 +29,7 @@ mod pgpe;
 pub mod problem;
 pub mod qd;
 pub mod restarts;
+pub mod run;
 mod sep_cma_es;
 pub mod shaping;
 mod snes;

@@ -13,8 +13,9 @@ pub trait Problem: Send + Sync {
     fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32]);
 }
 
-/// The standard continuous test functions (minimum 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The standard continuous test functions (minimum 0). Serialised by [`Function::name`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Function {
     /// `Σ z²`.
     Sphere,

@@ -330,6 +330,29 @@ pub trait QdProblem: Send + Sync {
     fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32], measures: &mut [f32]);
 }
 
+/// What every QD emitter does (one verb set, so a QD loop holds any mix of emitters):
+/// `ask` a batch given the archive, `tell` it back with fitness and measures (which adds it
+/// to the archive and updates the emitter).
+pub trait Emitter: Send + Sync {
+    /// Solutions per batch.
+    fn batch_size(&self) -> usize;
+    /// Fills `population` (`batch_size × num_dims`).
+    fn ask(&mut self, key: Key, archive: &Archive, population: &mut [f32]);
+    /// Adds the evaluated batch to the archive and updates the emitter.
+    fn tell(
+        &mut self,
+        key: Key,
+        archive: &mut Archive,
+        population: &[f32],
+        fitness: &[f32],
+        measures: &[f32],
+    );
+    /// Restarts so far (0 for emitters that never restart).
+    fn restarts(&self) -> u64 {
+        0
+    }
+}
+
 /// Variation used by [`MapElites`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Variation {
@@ -358,9 +381,12 @@ pub struct MapElites {
     pub x0: Vec<f32>,
 }
 
-impl MapElites {
-    /// Fills `population` (`batch_size × num_dims`).
-    pub fn ask(&self, key: Key, archive: &Archive, population: &mut [f32]) {
+impl Emitter for MapElites {
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn ask(&mut self, key: Key, archive: &Archive, population: &mut [f32]) {
         let n = archive.num_dims();
         let mut rng = key.rng();
         for row in population.chunks_exact_mut(n) {
@@ -387,6 +413,20 @@ impl MapElites {
             }
         }
     }
+
+    fn tell(
+        &mut self,
+        _key: Key,
+        archive: &mut Archive,
+        population: &[f32],
+        fitness: &[f32],
+        measures: &[f32],
+    ) {
+        let (n, m) = (archive.num_dims(), archive.num_measures());
+        for (i, &f) in fitness.iter().enumerate() {
+            archive.add_one(&population[i * n..(i + 1) * n], f, &measures[i * m..(i + 1) * m]);
+        }
+    }
 }
 
 /// CMA-ME: a CMA-ES emitter ranked by two-stage improvement (new cells first, then improved
@@ -405,6 +445,8 @@ pub struct CmaMe {
     state: CmaState,
     order: Vec<usize>,
     ranks: Vec<f32>,
+    status: Vec<AddStatus>,
+    value: Vec<f64>,
 }
 
 impl CmaMe {
@@ -422,16 +464,28 @@ impl CmaMe {
             state,
             order: vec![0; batch_size],
             ranks: vec![0.0; batch_size],
+            status: vec![AddStatus::NotAdded; batch_size],
+            value: vec![0.0; batch_size],
         })
     }
+}
 
-    /// Samples a batch.
-    pub fn ask(&mut self, key: Key, population: &mut [f32]) {
+impl Emitter for CmaMe {
+    fn batch_size(&self) -> usize {
+        self.order.len()
+    }
+
+    fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// Samples a batch from the emitter's CMA-ES.
+    fn ask(&mut self, key: Key, _archive: &Archive, population: &mut [f32]) {
         self.es.ask(key, &mut self.state, &self.params, population);
     }
 
     /// Adds the batch to the archive and updates CMA-ES from the improvement ranking.
-    pub fn tell(
+    fn tell(
         &mut self,
         key: Key,
         archive: &mut Archive,
@@ -439,10 +493,9 @@ impl CmaMe {
         fitness: &[f32],
         measures: &[f32],
     ) {
-        let lam = fitness.len();
-        let mut status = vec![AddStatus::NotAdded; lam];
-        let mut value = vec![0.0f64; lam];
-        archive.add(population, fitness, measures, &mut status, &mut value);
+        let (status, value) = (&mut self.status, &mut self.value);
+        archive.add(population, fitness, measures, status, value);
+        let (status, value) = (&self.status, &self.value);
         for (i, o) in self.order.iter_mut().enumerate() {
             *o = i;
         }

@@ -2,7 +2,7 @@
 
 use kestrel_core::Key;
 use kestrel_evo::problem::Function;
-use kestrel_evo::qd::{Archive, CmaMe, LinearProjection, MapElites, QdProblem, Variation};
+use kestrel_evo::qd::{Archive, CmaMe, Emitter, LinearProjection, MapElites, QdProblem, Variation};
 
 fn archive(p: &LinearProjection) -> Archive {
     let b = p.measure_bound();
@@ -20,20 +20,18 @@ fn map_elites_and_cma_me_illuminate() {
         [Variation::Gaussian { sigma: 0.5 }, Variation::IsoLine { iso_sigma: 0.1, line_sigma: 0.2 }]
     {
         let mut a = archive(&p);
-        let me = MapElites { batch_size: batch, variation, x0: vec![0.0; 10] };
+        let mut me = MapElites { batch_size: batch, variation, x0: vec![0.0; 10] };
         for g in 0..gens {
             me.ask(Key::new(g), &a, &mut pop);
             p.evaluate(Key::new(g), &pop, &mut fit, &mut meas);
-            let (mut st, mut v) =
-                (vec![kestrel_evo::qd::AddStatus::NotAdded; batch], vec![0.0; batch]);
-            a.add(&pop, &fit, &meas, &mut st, &mut v);
+            me.tell(Key::new(g), &mut a, &pop, &fit, &meas);
         }
         results.push(a.stats());
     }
     let mut a = archive(&p);
     let mut e = CmaMe::new(batch, &[0.0; 10], 0.5, Key::new(1)).unwrap();
     for g in 0..gens {
-        e.ask(Key::new(g), &mut pop);
+        e.ask(Key::new(g), &a, &mut pop);
         p.evaluate(Key::new(g), &pop, &mut fit, &mut meas);
         e.tell(Key::new(g), &mut a, &pop, &fit, &meas);
     }

@@ -23,6 +23,6 @@ pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
     Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState,
 };
-pub use presets::{ControllerConfig, ControllerKind, System};
+pub use presets::{ControllerKind, MppiRunConfig, System};
 pub use smppi::{Smppi, SmppiParams, SmppiState};
 pub use systems::PendulumDynamics;

@@ -164,11 +164,18 @@ impl ControllerKind {
     }
 }
 
-/// Every knob of every controller: the shared MPPI params, then SMPPI's and KMPPI's own
-/// (used only by that controller). `resolved` defaults come from [`System::default_params`].
+/// A closed-loop MPPI run: the system, the episode, and every knob of every controller (the
+/// shared MPPI params, then SMPPI's and KMPPI's own, used only by that controller). Defaults
+/// come from [`System::default_params`] ([`MppiRunConfig::defaults`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ControllerConfig {
+pub struct MppiRunConfig {
+    /// The system (model and plant).
+    pub system: System,
+    /// Closed-loop steps.
+    pub steps: usize,
+    /// Seed: step `t` commands with `Key::new(seed).fold_in(t)`.
+    pub seed: u64,
     /// Which controller.
     pub controller: ControllerKind,
     /// The shared MPPI knobs.
@@ -205,11 +212,21 @@ pub struct KmppiExtras {
     pub kernel_sigma: f64,
 }
 
-impl ControllerConfig {
+impl MppiRunConfig {
     /// The defaults for `system`: its MPPI params; SMPPI integrating with Δt = 1 and its action
     /// bounded by the system's control bounds (the lifted control by ±1 per step); KMPPI with
     /// `T / 2` control points and kernel width 1 (pytorch-mppi's defaults).
     pub fn defaults(controller: ControllerKind, system: System) -> Self {
+        Self::defaults_for(controller, system, 200, 0)
+    }
+
+    /// [`MppiRunConfig::defaults`] with the episode's length and seed.
+    pub fn defaults_for(
+        controller: ControllerKind,
+        system: System,
+        steps: usize,
+        seed: u64,
+    ) -> Self {
         let mppi = system.default_params();
         let nu = system.nu();
         let smppi = SmppiExtras {
@@ -221,7 +238,10 @@ impl ControllerConfig {
         };
         let lifted = MppiParams { u_min: vec![-1.0; nu], u_max: vec![1.0; nu], ..mppi.clone() };
         let kmppi = KmppiExtras { num_support_pts: (mppi.horizon / 2).max(1), kernel_sigma: 1.0 };
-        ControllerConfig {
+        MppiRunConfig {
+            system,
+            steps,
+            seed,
             controller,
             mppi: if controller == ControllerKind::Smppi { lifted } else { mppi },
             smppi,
@@ -239,7 +259,7 @@ impl ControllerConfig {
             ControllerKind::Mppi => {
                 let c = Mppi::new(dynamics);
                 c.validate(&self.mppi)?;
-                Ok(f.visit(&c, &self.mppi))
+                Ok(f.visit(c, self.mppi.clone()))
             }
             ControllerKind::Smppi => {
                 let c = Smppi::new(dynamics);
@@ -253,7 +273,7 @@ impl ControllerConfig {
                     clamp_lifted_control: e.clamp_lifted_control,
                 };
                 c.validate(&p)?;
-                Ok(f.visit(&c, &p))
+                Ok(f.visit(c, p))
             }
             ControllerKind::Kmppi => {
                 let c = Kmppi::new(dynamics);
@@ -263,13 +283,15 @@ impl ControllerConfig {
                     kernel_sigma: self.kmppi.kernel_sigma,
                 };
                 c.validate(&p)?;
-                Ok(f.visit(&c, &p))
+                Ok(f.visit(c, p))
             }
         }
     }
 
-    /// One closed-loop episode of the configured controller on `system` from its start.
-    pub fn episode(&self, system: System, steps: usize, key: Key) -> Result<Episode, MppiError> {
+    /// The configured episode: `steps` commands of the configured controller on the system
+    /// from its start.
+    pub fn episode(&self) -> Result<Episode, MppiError> {
+        let (system, steps, key) = (self.system, self.steps, Key::new(self.seed));
         struct Run {
             start: Vec<f64>,
             steps: usize,
@@ -277,21 +299,21 @@ impl ControllerConfig {
         }
         impl<D: Dynamics> ControllerVisitor<D> for Run {
             type Output = Episode;
-            fn visit<C: Controller<Dyn = D>>(self, c: &C, p: &C::Params) -> Episode {
-                episode(c, p, &self.start, self.steps, self.key, true)
+            fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> Episode {
+                episode(&c, &p, &self.start, self.steps, self.key, true)
             }
         }
         self.with_controller(system, Run { start: system.start(), steps, key })
     }
 }
 
-/// A computation generic over the controller (what [`ControllerConfig::with_controller`]
+/// A computation generic over the controller (what [`MppiRunConfig::with_controller`]
 /// runs once it has built the configured one).
 pub trait ControllerVisitor<D: Dynamics> {
     /// What the computation returns.
     type Output;
     /// Runs it with controller `c` and its params `p`.
-    fn visit<C: Controller<Dyn = D>>(self, c: &C, p: &C::Params) -> Self::Output;
+    fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> Self::Output;
 }
 
 #[cfg(test)]
@@ -303,9 +325,9 @@ mod tests {
         for system in System::ALL {
             assert_eq!(system.start().len(), system.nx());
             for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
-                let mut cfg = ControllerConfig::defaults(kind, system);
+                let mut cfg = MppiRunConfig::defaults_for(kind, system, 10, 1);
                 cfg.mppi.num_samples = cfg.mppi.num_samples.min(64);
-                let ep = cfg.episode(system, 10, Key::new(1)).unwrap();
+                let ep = cfg.episode().unwrap();
                 assert_eq!(ep.states.len(), 11, "{system:?} {kind:?}");
                 assert_eq!(ep.controls.len(), 10);
                 assert!(ep.total_cost.is_finite(), "{system:?} {kind:?}");

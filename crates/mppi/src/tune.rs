@@ -333,3 +333,159 @@ impl<'a, C: Controller> Tuner<'a, C> {
         }
     }
 }
+
+/// A tunable knob by config name (`sigma` and `mu` stand for every control dimension).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KnobName {
+    /// λ, log-scale in `[1e-3, 1e3]`.
+    Lambda,
+    /// Noise σ per control dimension, log-scale in `[1e-3, 1e2]`.
+    Sigma,
+    /// Noise μ per control dimension, linear in `[−5, 5]`.
+    Mu,
+    /// Horizon, linear in `[2, 3 T]`.
+    Horizon,
+}
+
+impl TuneSpec {
+    /// The spec of `names` for a system with `nu` controls and base params `base`.
+    pub fn from_names(names: &[KnobName], nu: usize, base: &MppiParams) -> Result<Self, MppiError> {
+        let mut knobs = Vec::new();
+        let t = |knob, lower, upper, transform| Tuned { knob, lower, upper, transform };
+        for n in names {
+            match n {
+                KnobName::Lambda => knobs.push(t(Knob::Lambda, 1e-3, 1e3, Transform::Log)),
+                KnobName::Sigma => {
+                    (0..nu).for_each(|d| knobs.push(t(Knob::Sigma(d), 1e-3, 1e2, Transform::Log)))
+                }
+                KnobName::Mu => {
+                    (0..nu).for_each(|d| knobs.push(t(Knob::Mu(d), -5.0, 5.0, Transform::Linear)))
+                }
+                KnobName::Horizon => knobs.push(t(
+                    Knob::Horizon,
+                    2.0,
+                    (3 * base.horizon).max(2) as f64,
+                    Transform::Linear,
+                )),
+            }
+        }
+        let spec = TuneSpec { knobs };
+        spec.validate(nu)?;
+        Ok(spec)
+    }
+}
+
+/// A tuning run: the base run (system, episode length, seed, controller and its knobs), the
+/// knobs tuned, and the strategy searching them.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneConfig {
+    /// The run whose knobs are tuned (its `steps` is each candidate's episode length; its
+    /// `seed` keys the strategy and the episodes).
+    pub run: crate::MppiRunConfig,
+    /// Knobs tuned.
+    pub knobs: Vec<KnobName>,
+    /// The strategy.
+    pub strategy: kestrel_evo::StrategyKind,
+    /// Candidates per generation (rounded up to even for the antithetic strategies).
+    pub pop_size: usize,
+    /// Generations.
+    pub generations: u64,
+    /// Initial step size of the search (in the knobs' transformed coordinates).
+    pub sigma: f64,
+}
+
+impl Default for TuneConfig {
+    fn default() -> Self {
+        TuneConfig {
+            run: crate::MppiRunConfig::defaults_for(
+                crate::ControllerKind::Mppi,
+                crate::System::Nav2d,
+                20,
+                0,
+            ),
+            knobs: vec![KnobName::Lambda, KnobName::Sigma],
+            strategy: kestrel_evo::StrategyKind::CmaEs,
+            pop_size: 16,
+            generations: 20,
+            sigma: 1.0,
+        }
+    }
+}
+
+/// What [`run_tune`] returns.
+#[derive(Clone, Debug)]
+pub struct TuneOutcome {
+    /// Mean closed-loop cost of the base params.
+    pub start_cost: f64,
+    /// Best cost found.
+    pub best_cost: f32,
+    /// The base run with the best knobs: a config `kestrel mppi run --config` replays.
+    pub best_run: crate::MppiRunConfig,
+    /// One entry per generation.
+    pub history: Vec<TellMetrics>,
+}
+
+/// Validates a tuning config (before any run folder exists).
+pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
+    let nu = c.run.system.nu();
+    TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
+    c.run.with_controller(c.run.system, Check)?;
+    c.strategy
+        .pop_size(Some(c.pop_size), 1)
+        .map_err(|e| MppiError::invalid("pop_size", c.pop_size, e.to_string()))?;
+    if !(c.sigma.is_finite() && c.sigma > 0.0) {
+        return Err(MppiError::invalid("sigma", c.sigma, "finite and > 0"));
+    }
+    if c.run.steps == 0 {
+        return Err(MppiError::invalid("run.steps", 0, "at least 1"));
+    }
+    Ok(())
+}
+
+struct Check;
+impl<D: Dynamics> crate::presets::ControllerVisitor<D> for Check {
+    type Output = ();
+    fn visit<C: Controller<Dyn = D>>(self, _c: C, _p: C::Params) {}
+}
+
+/// Tunes the configured knobs: the strategy (run key `Key::new(run.seed)`) searches the knobs'
+/// transformed coordinates from the base values; candidates are scored by
+/// [`TuneProblem::episode_cost`] from the system's start (common random numbers);
+/// `observe` sees every generation and may stop the run by returning `false`.
+pub fn run_tune(
+    c: &TuneConfig,
+    observe: impl FnMut(&TellMetrics) -> bool,
+) -> Result<TuneOutcome, MppiError> {
+    validate_tune(c)?;
+    struct Go<'a, F> {
+        c: &'a TuneConfig,
+        observe: F,
+    }
+    impl<D: Dynamics, F: FnMut(&TellMetrics) -> bool> crate::presets::ControllerVisitor<D>
+        for Go<'_, F>
+    {
+        type Output = Result<TuneOutcome, MppiError>;
+        fn visit<C: Controller<Dyn = D>>(self, ctrl: C, p: C::Params) -> Self::Output {
+            let c = self.c;
+            let nu = ctrl.dynamics().nu();
+            let spec = TuneSpec::from_names(&c.knobs, nu, C::base(&p))?;
+            let start = c.run.system.start();
+            let problem = TuneProblem::new(ctrl, spec, p.clone(), vec![start], c.run.steps)?;
+            let key = Key::new(c.run.seed);
+            let start_cost = problem.episode_cost(key.fold_in(0), &p);
+            let opt = c
+                .strategy
+                .build(Some(c.pop_size), c.sigma, &problem.start_vector(), key)
+                .map_err(|e| MppiError::invalid("strategy", c.strategy.name(), e.to_string()))?;
+            let mut t = Tuner::new(opt, &problem, key)?;
+            t.run(c.generations, self.observe);
+            let r = t.result();
+            let mut best_run = c.run.clone();
+            best_run.mppi = C::base(&r.best_params).clone();
+            Ok(TuneOutcome { start_cost, best_cost: r.best_cost, best_run, history: r.history })
+        }
+    }
+    c.run.with_controller(c.run.system, Go { c, observe })?
+}

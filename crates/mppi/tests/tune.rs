@@ -2,7 +2,7 @@
 //! the peer tuners' verified defects (`shared/reference/mppi-es-qd.md` §9) exists here.
 
 use kestrel_core::Key;
-use kestrel_evo::qd::{Archive, CmaMe};
+use kestrel_evo::qd::{Archive, CmaMe, Emitter};
 use kestrel_evo::{CmaEs, CmaParams, Problem, SepCmaEs, Snes, Strategy};
 use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned, tune};
 use kestrel_mppi::{Controller, Dynamics, Mppi, MppiParams};
@@ -138,7 +138,7 @@ fn cma_me_finds_diverse_good_parameter_sets() {
     let mut e = CmaMe::new(8, &[0.0, 0.0], 1.5, Key::new(5)).unwrap();
     let (mut pop, mut fit) = (vec![0.0; 16], vec![0.0; 8]);
     for g in 0..12 {
-        e.ask(Key::new(g), &mut pop);
+        e.ask(Key::new(g), &archive, &mut pop);
         p.evaluate(Key::new(9), &pop, &mut fit);
         let meas = pop.clone();
         e.tell(Key::new(g), &mut archive, &pop, &fit, &meas);

@@ -1,0 +1,26 @@
+//! An ALLO training run as a library call: the same config and run the CLI's
+//! `kestrel allo train` uses, with events delivered to a closure. Run:
+//! `cargo run --release -p kestrel-agents --example allo_run`.
+
+use kestrel_agents::runs::{AlloEvent, AlloRun, AlloRunConfig};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let cfg = AlloRunConfig {
+        map: "builtin:rooms-2-4".into(),
+        steps: 2000,
+        samples: 100_000,
+        batch: 256,
+        d: 6,
+        eval_every: 500,
+        checkpoint_every: 0,
+        ..AlloRunConfig::default()
+    };
+    let mut run = AlloRun::new(cfg)?;
+    run.run(|event| {
+        if let AlloEvent::Step { step, cosine, evaluated: true, .. } = event {
+            println!("step {step:>5}: average cosine similarity {cosine:.4}");
+        }
+        Ok(true)
+    })?;
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! Timings of the agents' parts (`kestrel hunt bench`, `kestrel allo bench`, the comparison
+//! scripts): environment turns, observation, IQN update against its matrix products alone,
+//! action choice; ALLO replay sampling and training steps.
+
+use crate::AgentError;
+use crate::allo::{Allo, AlloConfig, collect};
+use crate::iqn::IqnLearner;
+use crate::runs::{HuntRunConfig, ObsName};
+use kestrel_core::Key;
+use kestrel_core::timing::{median_pair_us, median_us};
+use kestrel_envs::GridMap;
+use kestrel_envs::treasure::{KeyDraws, TreasureHunt};
+use kestrel_nn::matmul::matmul;
+use kestrel_replay::FrameReplay;
+use std::sync::Arc;
+
+/// What [`hunt`] measures (medians, µs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HuntTimes {
+    /// One environment turn, 2 agents (spawning and both moves).
+    pub turn_us: f64,
+    /// Observation of both agents.
+    pub observe_us: f64,
+    /// One IQN training step (batch 64, 12 × 12 quantiles, layer 250).
+    pub update_us: f64,
+    /// The same step's matrix products alone, timed in alternation with it.
+    pub gemm_us: f64,
+    /// Greedy action choice for one state.
+    pub act_us: f64,
+    /// Floating-point operations of the step's products.
+    pub update_flops: f64,
+}
+
+/// Times sorrel's treasure-hunt defaults with `obs` observations, `reps` repetitions (×100 for
+/// turns, ×10 for observation and action choice).
+pub fn hunt(obs: ObsName, reps: u64) -> Result<HuntTimes, AgentError> {
+    if reps == 0 {
+        return Err(AgentError::invalid("reps", 0, "at least 1"));
+    }
+    let cfg = HuntRunConfig { obs, ..HuntRunConfig::default() }.hunt_config()?;
+    let p = cfg.world.clone();
+    // Environment turn, 2 agents: spawning and both moves (observation and action choice
+    // excluded, as the target).
+    let mut s = TreasureHunt::new_world(&p, &mut Key::new(1).rng());
+    let mut rewards = [0.0f32; 2];
+    let mut rng = Key::new(2).rng();
+    let turn_us = median_us(reps * 100, |t| {
+        if t % 100 == 0 {
+            s = TreasureHunt::new_world(&p, &mut Key::new(t).rng());
+        }
+        let acts = [rng.below(4) as u8, rng.below(4) as u8];
+        TreasureHunt::turn(
+            &p,
+            &mut s,
+            &acts,
+            &mut KeyDraws(Key::new(3).fold_in(t).rng()),
+            &mut rewards,
+        );
+    });
+    // Observation of both agents.
+    let mut obs = vec![0.0f32; p.obs_len()];
+    let observe_us = median_us(reps * 10, |_| {
+        for ag in 0..2 {
+            TreasureHunt::observe(&p, &s, ag, &mut obs);
+        }
+    });
+    // IQN update: a buffer of random play, then timed gradient steps.
+    let mut learner = IqnLearner::new(cfg.iqn.clone(), Key::new(4))?;
+    let mut buf = vec![FrameReplay::new(cfg.iqn.replay())?];
+    let mut r = Key::new(5).rng();
+    let mut frame = vec![0.0f32; p.obs_len()];
+    let mut st = TreasureHunt::new_world(&p, &mut Key::new(6).rng());
+    for e in 0..10 {
+        buf[0].begin_episode();
+        for t in 0..100u32 {
+            TreasureHunt::observe(&p, &st, 0, &mut frame);
+            let act = r.below(4);
+            let acts = [act as u8, r.below(4) as u8];
+            TreasureHunt::turn(
+                &p,
+                &mut st,
+                &acts,
+                &mut KeyDraws(Key::new(7).fold_in(e * 100 + t as u64).rng()),
+                &mut rewards,
+            );
+            buf[0].push(&frame, act, rewards[0], false, t == 99)?;
+        }
+        TreasureHunt::observe(&p, &st, 0, &mut frame);
+        buf[0].push_final(&frame)?;
+    }
+    // The same update's matrix products alone, on the same shapes, through the same GEMM
+    // (the floor a fused implementation could reach on this machine), timed in alternation
+    // with the update so their ratio is taken under the same machine conditions.
+    let shapes = cfg.iqn.update_gemm_shapes();
+    let big =
+        shapes.iter().map(|&(m, k, n, _, _)| (m * k).max(k * n).max(m * n)).max().unwrap_or(1);
+    let (ga, gb, mut gc) = (vec![0.01f32; big], vec![0.02f32; big], vec![0.0f32; big]);
+    let mut failed = None;
+    let (update_us, gemm_us) = median_pair_us(
+        reps,
+        |i| {
+            if let Err(e) = learner.train_step(&mut buf, Key::new(8).fold_in(i)) {
+                failed = Some(e);
+            }
+        },
+        |_| {
+            for &(m, k, n, oa, ob) in &shapes {
+                matmul(m, k, n, &ga, oa, &gb, ob, &mut gc, false);
+            }
+        },
+    );
+    if let Some(e) = failed.take() {
+        return Err(e);
+    }
+    // Greedy action selection for one state (batch 1, 12 τ samples, no noise).
+    learner.epsilon = 0.0;
+    let state = vec![0.1f32; cfg.iqn.state_dim()];
+    let mut act = [0u32; 1];
+    let act_us = median_us(reps * 10, |i| {
+        if let Err(e) = learner.act(&state, Key::new(9).fold_in(i), &mut act) {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok(HuntTimes {
+        turn_us,
+        observe_us,
+        update_us,
+        gemm_us,
+        act_us,
+        update_flops: cfg.iqn.update_flops(),
+    })
+}
+
+/// What [`allo`] measures (medians, µs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AlloTimes {
+    /// States of the map.
+    pub states: usize,
+    /// One draw of the step's 4 × batch states (pairs and two uniform batches).
+    pub sample_us: f64,
+    /// One training step, encoder run over the distinct states.
+    pub step_dedup_us: f64,
+    /// One training step, plain batched path.
+    pub step_plain_us: f64,
+}
+
+/// Times ALLO's replay sampling and training step on `map` (a file or `builtin:NAME`) with
+/// sub-batches of `batch` rows over `steps` steps (at most 50 for the plain path).
+pub fn allo(map: &str, batch: usize, steps: u64) -> Result<AlloTimes, AgentError> {
+    if steps == 0 || batch == 0 {
+        return Err(AgentError::invalid(
+            "steps/batch",
+            format!("{steps}/{batch}"),
+            "at least 1 each",
+        ));
+    }
+    let map = Arc::new(GridMap::resolve(map)?);
+    let replay = collect(map.clone(), 4000, 50, 64, 0)?;
+    let (mut s, mut f, mut u1, mut u2) =
+        (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
+    let conv = kestrel_replay::Convention::PaperCode;
+    let mut failed: Option<AgentError> = None;
+    let sample_us = median_us(steps * 5, |i| {
+        let k = Key::new(i);
+        let r = replay
+            .sample_pairs(k.fold_in(0), 0.9, &mut s, &mut f)
+            .and_then(|_| replay.sample_states(k.fold_in(1), conv, &mut u1))
+            .and_then(|_| replay.sample_states(k.fold_in(2), conv, &mut u2));
+        if let Err(e) = r {
+            failed = Some(e.into());
+        }
+    });
+    let cfg = AlloConfig { batch, ..AlloConfig::paper() };
+    let mut dedup = Allo::new(cfg.clone(), map.clone(), Key::new(1))?;
+    let step_dedup_us = median_us(steps, |i| {
+        if let Err(e) = dedup.step(&replay, Key::new(2).fold_in(i)) {
+            failed = Some(e);
+        }
+    });
+    let mut plain = Allo::new(AlloConfig { dedup: false, ..cfg }, map.clone(), Key::new(1))?;
+    let step_plain_us = median_us(steps.min(50), |i| {
+        if let Err(e) = plain.step(&replay, Key::new(2).fold_in(i)) {
+            failed = Some(e);
+        }
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(AlloTimes { states: map.num_states(), sample_us, step_dedup_us, step_plain_us }),
+    }
+}

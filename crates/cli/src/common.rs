@@ -1,0 +1,151 @@
+//! What every subcommand shares: `--config`/`--set`/`--out-dir`, starting and finishing a run
+//! folder (through `kestrel-run`), the progress line, and timing helpers for the benches.
+
+use anyhow::Result;
+use clap::Args;
+use kestrel_run::{MetricsSink, RunDir};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// `--config`, `--set` and `--out-dir`, taken by every run command.
+#[derive(Args, Clone, Debug)]
+pub struct ConfigArgs {
+    /// A TOML config (a run folder's `config.toml` replays that run); unknown keys are errors.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override a config key, dotted for nested keys: `--set generations=500`,
+    /// `--set mppi.lambda=0.5` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Parent folder of the run folder.
+    #[arg(long, default_value = "runs")]
+    pub out_dir: PathBuf,
+}
+
+/// A config key given as a flag.
+pub enum Flag {
+    /// A string.
+    S(Option<String>),
+    /// An integer.
+    I(Option<u64>),
+    /// A float.
+    F(Option<f64>),
+}
+
+impl ConfigArgs {
+    /// The config: `defaults`, the file, the flags given, then `--set`.
+    pub fn load<T: Serialize + DeserializeOwned>(
+        &self,
+        defaults: &T,
+        flags: Vec<(&str, Flag)>,
+    ) -> Result<T> {
+        let mut table = toml::Table::new();
+        for (k, f) in flags {
+            let v = match f {
+                Flag::S(v) => v.map(toml::Value::String),
+                Flag::I(v) => v.map(|x| match i64::try_from(x) {
+                    Ok(i) => toml::Value::Integer(i),
+                    Err(_) => toml::Value::String(x.to_string()),
+                }),
+                Flag::F(v) => v.map(toml::Value::Float),
+            };
+            if let Some(v) = v {
+                table.insert(k.to_string(), v);
+            }
+        }
+        Ok(kestrel_run::load_config(defaults, self.config.as_deref(), table, &self.set)?)
+    }
+}
+
+/// A new run folder with `config.toml` written and a metrics sink open.
+pub fn start(
+    out_dir: &Path,
+    area: &str,
+    name: &str,
+    seed: u64,
+    config: &impl Serialize,
+) -> Result<(RunDir, MetricsSink)> {
+    let dir = RunDir::create(out_dir, area, name, seed, std::env::args().collect())?;
+    dir.write_config(config)?;
+    let metrics = MetricsSink::create(&dir.join("metrics.jsonl"))?;
+    Ok((dir, metrics))
+}
+
+/// Records the launch's end in `record.json` (failed with the error, or ok) and passes the
+/// result on.
+pub fn finish<T>(dir: RunDir, r: Result<T>) -> Result<T> {
+    let msg = r.as_ref().err().map(|e| format!("{e:#}"));
+    let recorded = dir.finish(msg.as_deref());
+    let v = r?;
+    recorded?;
+    Ok(v)
+}
+
+/// A progress line with rate and ETA on standard error: redrawn in place on a terminal, a
+/// plain line every 5 seconds otherwise (no control characters then).
+pub struct Progress {
+    total: u64,
+    start: Instant,
+    last: Option<Instant>,
+    tty: bool,
+    what: &'static str,
+}
+
+impl Progress {
+    /// Progress over `total` units named `what`.
+    pub fn new(total: u64, what: &'static str) -> Self {
+        Progress {
+            total,
+            start: Instant::now(),
+            last: None,
+            tty: std::io::stderr().is_terminal(),
+            what,
+        }
+    }
+
+    /// Reports `done` units with a short status.
+    pub fn tick(&mut self, done: u64, status: &str) {
+        let every = if self.tty { 0.1 } else { 5.0 };
+        let due = self.last.is_none_or(|l| l.elapsed().as_secs_f64() >= every);
+        if !due && done < self.total {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let el = self.start.elapsed().as_secs_f64();
+        let rate = done as f64 / el.max(1e-9);
+        let eta = self.total.saturating_sub(done) as f64 / rate.max(1e-9);
+        let pct = 100.0 * done as f64 / self.total.max(1) as f64;
+        let line = format!(
+            "{done}/{} {} ({pct:.0}%) {} ETA {eta:.0}s {status}",
+            self.total,
+            self.what,
+            rate_str(rate)
+        );
+        if self.tty {
+            eprint!("\r\x1b[2K{line}");
+            if done >= self.total {
+                eprintln!();
+            }
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+fn rate_str(r: f64) -> String {
+    if r >= 100.0 { format!("{r:.0}/s") } else { format!("{r:.2}/s") }
+}
+
+/// A rayon pool of `threads` workers (0 or absent: all cores).
+pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
+    let n = threads
+        .filter(|&t| t > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if n > 1024 {
+        anyhow::bail!("invalid threads = {n}: 1 to 1024");
+    }
+    Ok(rayon::ThreadPoolBuilder::new().num_threads(n).build()?)
+}

@@ -1,0 +1,63 @@
+//! Timing helpers for benchmarks (`kestrel <area> bench`, the bench functions of the library
+//! crates). Wall time is measured here and reported; nothing is computed from it.
+
+use std::time::Instant;
+
+/// Median of `n` per-call times of `f(i)` in µs, after up to 10 warm-up calls (`n` ≥ 1).
+pub fn median_us(n: u64, mut f: impl FnMut(u64)) -> f64 {
+    median_pair_us(n, &mut f, |_| {}).0
+}
+
+/// Medians (µs) of `n` calls each of `f(i)` and `g(i)` (`n` ≥ 1), taken in alternation after
+/// up to 10 warm-up pairs, so a ratio of the two is not skewed by the machine's speed drifting
+/// between two separate timing runs.
+pub fn median_pair_us(n: u64, mut f: impl FnMut(u64), mut g: impl FnMut(u64)) -> (f64, f64) {
+    let n = n.max(1);
+    for i in 0..n.min(10) {
+        f(i);
+        g(i);
+    }
+    let (mut a, mut b) = (Vec::with_capacity(n as usize), Vec::with_capacity(n as usize));
+    for i in 0..n {
+        let t = Instant::now();
+        f(i);
+        a.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        g(i);
+        b.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    for v in [&mut a, &mut b] {
+        v.sort_by(f64::total_cmp);
+    }
+    (a[a.len() / 2], b[b.len() / 2])
+}
+
+/// Median per-call time of `f` in µs over at least `seconds` (and at least 20 calls), after
+/// 20 warm-up calls.
+pub fn median_for_us(seconds: f64, mut f: impl FnMut()) -> f64 {
+    for _ in 0..20 {
+        f();
+    }
+    let (start, mut v) = (Instant::now(), Vec::new());
+    while start.elapsed().as_secs_f64() < seconds || v.len() < 20 {
+        let t = Instant::now();
+        f();
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_are_positive_and_zero_counts_still_time_once() {
+        let mut calls = 0;
+        let t = median_us(0, |_| calls += 1);
+        assert!(t >= 0.0 && calls == 2);
+        let (a, b) = median_pair_us(5, |_| std::hint::black_box(()), |_| std::hint::black_box(()));
+        assert!(a >= 0.0 && b >= 0.0);
+    }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Kestrel against itself across a change: runs the `bench` commands whose code a refactor
+moved with two `kestrel` binaries, alternating them (A, B, A, B, ...) in one launch so machine
+drift hits both alike, and prints each figure's median over the repeats and the ratio B/A
+(time-like figures: above 1 means B is slower). Prints Markdown for BENCHMARKS.md.
+
+Usage (from the repository root, after building both binaries):
+    python3 tools/compare/before_after.py OLD_BINARY NEW_BINARY [--repeats 5]
+"""
+import argparse
+import json
+import statistics
+import subprocess
+
+# (label, argv, JSON field, "time" or "rate"); each command prints one JSON object per line.
+CASES = [
+    ("CMA-ES generation, pop 64, d=10 (µs)", ["evo", "bench", "--num-dims", "10", "--json"], "gen_us", "time"),
+    ("CMA-ES generation, pop 64, d=100 (µs)", ["evo", "bench", "--num-dims", "100", "--json"], "gen_us", "time"),
+    ("Sep-CMA-ES generation, pop 64, d=100 (µs)", ["evo", "bench", "--strategy", "sep-cma-es", "--num-dims", "100", "--json"], "gen_us", "time"),
+    ("MPPI command, pendulum K=1000 T=20, 1 thread (µs)", ["mppi", "bench", "--threads", "1", "--json"], "us_per_command", "time"),
+    ("MPPI command, pendulum K=1000 T=20, 2 threads (µs)", ["mppi", "bench", "--threads", "2", "--json"], "us_per_command", "time"),
+    ("MPPI tuning, basic, pop 16, per candidate episode (µs)", ["mppi", "bench", "--tune-pop", "16", "--tune-generations", "50", "--json"], "us_per_candidate_episode", "time"),
+    ("ARC 30x30 o2arc, 1024 envs, 2 threads (steps/s)", ["arc", "bench", "--num-envs", "1024", "--no-ops", "--seconds", "1", "--json"], "batches", "rate"),
+    ("ALLO step, rooms-2-5, batch 1024 (µs)", ["allo", "bench", "--steps", "50", "--json"], "step_dedup_us", "time"),
+    ("IQN update, treasure hunt (µs)", ["hunt", "bench", "--reps", "60", "--json"], "iqn_update_us", "time"),
+]
+
+
+def figure(binary, argv, field):
+    out = subprocess.run([binary] + argv, check=True, capture_output=True, text=True).stdout
+    v = json.loads(out.strip().splitlines()[-1])[field]
+    return v[0]["steps_per_s"] if field == "batches" else v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("old")
+    ap.add_argument("new")
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    print("| workload | before | after | after/before |")
+    print("|---|---:|---:|---:|")
+    for label, argv, field, kind in CASES:
+        old, new = [], []
+        for _ in range(a.repeats):
+            old.append(figure(a.old, argv, field))
+            new.append(figure(a.new, argv, field))
+        o, n = statistics.median(old), statistics.median(new)
+        ratio = n / o if kind == "time" else o / n
+        print(f"| {label} | {o:,.1f} | {n:,.1f} | {ratio:.2f}x {'time' if kind == 'time' else 'inverse rate'} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
