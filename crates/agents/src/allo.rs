@@ -27,6 +27,7 @@
 //! path for inputs that do not repeat.
 
 use crate::AgentError;
+use kestrel_core::FromInvalid;
 use kestrel_core::{Key, VecEnv};
 use kestrel_envs::{GridMap, GridParams, GridWorld};
 use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};

@@ -6,6 +6,7 @@ use crate::AgentError;
 use crate::allo::{Allo, AlloConfig, collect};
 use crate::iqn::IqnLearner;
 use crate::runs::{HuntRunConfig, ObsName};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::timing::{median_pair_us, median_us};
 use kestrel_envs::GridMap;

@@ -17,6 +17,7 @@
 
 use crate::AgentError;
 use crate::iqn::{IqnConfig, IqnLearner};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_envs::treasure::{KeyDraws, TreasureHunt, TreasureParams, TreasureState};
 use kestrel_replay::FrameReplay;

@@ -23,6 +23,7 @@
 //! ([`kestrel_replay::FrameReplay`]), off by default as in sorrel's behaviour.
 
 use crate::AgentError;
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_nn::matmul::{Op, matmul};
 use kestrel_nn::{

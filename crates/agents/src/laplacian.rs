@@ -9,6 +9,7 @@
 
 use crate::AgentError;
 use faer::{Mat, Side};
+use kestrel_core::FromInvalid;
 use kestrel_envs::GridMap;
 
 /// Eigenvalues of `P` closer than this are one multiplicity block (the paper code rounds

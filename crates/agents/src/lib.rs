@@ -40,14 +40,3 @@ pub enum AgentError {
     #[error(transparent)]
     Env(#[from] kestrel_envs::EnvError),
 }
-
-impl AgentError {
-    /// An [`AgentError::Invalid`] for `field = value`, stating what is `accepted`.
-    pub fn invalid(
-        field: impl Into<std::borrow::Cow<'static, str>>,
-        value: impl ToString,
-        accepted: impl Into<std::borrow::Cow<'static, str>>,
-    ) -> Self {
-        AgentError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
-    }
-}

@@ -8,6 +8,7 @@ use crate::AgentError;
 use crate::allo::{Allo, AlloConfig, StepMetrics, collect};
 use crate::hunt::{EpochStats, Hunt, HuntConfig, TurnOrder};
 use crate::laplacian::{GroundTruth, ground_truth};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_envs::GridMap;
 use kestrel_envs::treasure::{TreasureObs, TreasureParams};

@@ -3,6 +3,7 @@
 //! and the cost of each operation.
 
 use crate::{ArcAction, ArcEnv, ArcError, ArcParams, NUM_OPS, SelKind, sample_action};
+use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, VecEnv};
 use std::time::Instant;
 

@@ -32,6 +32,7 @@ use crate::obs::{self, Layout};
 use crate::ops::{NUM_OPS, OpTable};
 use crate::state::{ArcState, PairGrids, TaskGrids};
 use crate::task::TaskBank;
+use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, Space, Spec};
 use std::sync::Arc;
 

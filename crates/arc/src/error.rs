@@ -59,14 +59,3 @@ pub enum ArcError {
     #[error(transparent)]
     Invalid(#[from] kestrel_core::Invalid),
 }
-
-impl ArcError {
-    /// An [`ArcError::Invalid`] for `field = value`, stating what is `accepted`.
-    pub fn invalid(
-        field: impl Into<std::borrow::Cow<'static, str>>,
-        value: impl ToString,
-        accepted: impl Into<std::borrow::Cow<'static, str>>,
-    ) -> Self {
-        ArcError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
-    }
-}

@@ -9,6 +9,7 @@
 
 use crate::ArcError;
 use crate::task::{GridData, MAX_SIDE, Pair, Task, TaskBank};
+use kestrel_core::FromInvalid;
 use kestrel_core::{Key, Rng};
 
 /// The task families.

@@ -6,6 +6,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_agents::laplacian::GroundTruth;
 use kestrel_agents::runs::{AlloEvent, AlloRun, AlloRunConfig};
+use kestrel_core::FromInvalid;
 use kestrel_envs::GridMap;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
 use kestrel_run::{MetricsSink, RunDir, Summary};

@@ -6,6 +6,7 @@ use crate::common::{ConfigArgs, Flag, Progress, finish, pool};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_agents::runs::{HuntEvent, HuntRun, HuntRunConfig, ObsName};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_envs::treasure::TreasureParams;
 use kestrel_plot::{Anchor, LinePlot, Series, Sketch};

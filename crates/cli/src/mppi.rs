@@ -165,7 +165,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         load_two_pass(&a.cfg, flags, MppiRunConfig::defaults, |c: &MppiRunConfig| {
             (c.controller, c.system)
         })?;
-    c.with_controller(c.system, Validate)?;
+    c.visit(Validate)?;
     let pool = pool(a.threads)?;
     let name = format!("{}-{}", c.controller.name(), c.system.name());
     let (dir, mut metrics) = start(&a.cfg.out_dir, "mppi", &name, c.seed, &c)?;

@@ -47,13 +47,17 @@ pub enum CoreError {
     Invalid(#[from] Invalid),
 }
 
-impl CoreError {
-    /// A [`CoreError::Invalid`] for `field = value`.
-    pub fn invalid(
+/// `XError::invalid(field, value, accepted)` for every error type that wraps [`Invalid`]
+/// (each crate's error has `Invalid(#[from] Invalid)`), written once here.
+pub trait FromInvalid: From<Invalid> {
+    /// The error for `field = value`, stating what is `accepted`.
+    fn invalid(
         field: impl Into<Cow<'static, str>>,
         value: impl ToString,
         accepted: impl Into<Cow<'static, str>>,
     ) -> Self {
-        CoreError::Invalid(Invalid::new(field, value, accepted))
+        Invalid::new(field, value, accepted).into()
     }
 }
+
+impl<E: From<Invalid>> FromInvalid for E {}

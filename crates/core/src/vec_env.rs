@@ -1,5 +1,6 @@
 //! The one batched driver: N copies of an [`Env`] stepped in parallel over rows.
 
+use crate::FromInvalid;
 use crate::{CoreError, Env, Key, Spec};
 use rayon::prelude::*;
 

@@ -4,6 +4,7 @@
 //! live in `kestrel-dynamics` and are re-exported here.
 //!
 use crate::EnvError;
+use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, Space, Spec};
 pub use kestrel_dynamics::{
     BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Dynamics, Nav2d, PendulumDynamics,

@@ -23,14 +23,3 @@ pub enum EnvError {
         what: String,
     },
 }
-
-impl EnvError {
-    /// An [`EnvError::Invalid`] for `field = value`, stating what is `accepted`.
-    pub fn invalid(
-        field: impl Into<std::borrow::Cow<'static, str>>,
-        value: impl ToString,
-        accepted: impl Into<std::borrow::Cow<'static, str>>,
-    ) -> Self {
-        EnvError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
-    }
-}

@@ -20,6 +20,7 @@
 //! The state holds no per-cell objects: one byte per cell and the agents' positions. An action
 //! outside 0..4 leaves the agent in place with reward 0.
 
+use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, Rng, Space, Spec};
 
 /// Cell contents.

@@ -5,6 +5,7 @@ use crate::driver::{Driver, Instance};
 use crate::problem::{Benchmark, Function, Problem};
 use crate::run::cartpole_problem;
 use crate::{CmaEs, CmaParams, EvoError, SepCmaEs, Strategy};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// Mean µs per generation of each phase and the best fitness reached.

@@ -2,6 +2,7 @@
 //! fitness penalty after evaluation.
 
 use crate::EvoError;
+use kestrel_core::FromInvalid;
 
 /// How out-of-bounds samples are handled.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -38,6 +38,7 @@ use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
 use crate::xnes::Xnes;
 use crate::{EvoError, problem};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// Every strategy, by name. Serialised in kebab-case (`cma-es`, `sep-cma-es`, `snes`,

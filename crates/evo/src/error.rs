@@ -1,3 +1,4 @@
+use kestrel_core::FromInvalid;
 use thiserror::Error;
 
 /// Errors of `kestrel-evo`, returned when a strategy, problem or bound is built.
@@ -6,17 +7,6 @@ pub enum EvoError {
     /// A value outside what is accepted (the shared validation error).
     #[error(transparent)]
     Invalid(#[from] kestrel_core::Invalid),
-}
-
-impl EvoError {
-    /// An [`EvoError::Invalid`] for `field = value`, stating what is `accepted`.
-    pub fn invalid(
-        field: impl Into<std::borrow::Cow<'static, str>>,
-        value: impl ToString,
-        accepted: impl Into<std::borrow::Cow<'static, str>>,
-    ) -> Self {
-        EvoError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
-    }
 }
 
 /// Checks the sizes every strategy needs.

@@ -8,6 +8,7 @@
 
 use crate::EvoError;
 use crate::problem::Problem;
+use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key};
 use rayon::prelude::*;
 

@@ -10,6 +10,7 @@ use crate::error::check_sizes;
 use crate::linalg::normals;
 use crate::shaping::Shaping;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// Adam (Kingma & Ba, 2015) as optax implements it.

@@ -2,6 +2,7 @@
 //! independent, so results do not depend on the thread count).
 
 use crate::EvoError;
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use rayon::prelude::*;
 

@@ -17,6 +17,7 @@
 use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, CmaState};
 use crate::strategy::Strategy;
+use kestrel_core::FromInvalid;
 use kestrel_core::{Key, Rng};
 
 /// How measures map to cells.

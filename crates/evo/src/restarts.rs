@@ -14,6 +14,7 @@ use crate::cma_es::{CmaEs, default_pop_size};
 use crate::driver::{Driver, Instance};
 use crate::problem::Problem;
 use crate::strategy::Strategy;
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// Which restart scheme.

@@ -9,6 +9,7 @@ use crate::neuro::{Neuro, argmax};
 use crate::problem::{Function, Problem};
 use crate::qd::{Archive, CmaMe, Emitter, LinearProjection, MapElites, QdProblem, Variation};
 use crate::{BoundMode, Bounds, EvoError};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_envs::{CartPole, CartPoleParams};
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,5 @@
 use crate::controller::Controller;
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 pub use kestrel_dynamics::Dynamics;
 use rayon::prelude::*;
@@ -17,17 +18,6 @@ pub enum MppiError {
     /// A value outside what is accepted (the shared validation error).
     #[error(transparent)]
     Invalid(#[from] kestrel_core::Invalid),
-}
-
-impl MppiError {
-    /// An [`MppiError::Invalid`] for `field = value`, stating what is `accepted`.
-    pub fn invalid(
-        field: impl Into<std::borrow::Cow<'static, str>>,
-        value: impl ToString,
-        accepted: impl Into<std::borrow::Cow<'static, str>>,
-    ) -> Self {
-        MppiError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
-    }
 }
 
 fn invalid(field: &'static str, value: impl ToString, accepted: &'static str) -> MppiError {

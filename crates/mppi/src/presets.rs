@@ -288,6 +288,19 @@ impl MppiRunConfig {
         }
     }
 
+    /// Runs `f` with the configured controller over the configured system's concrete dynamics
+    /// (one `match` here, so the rollouts are statically dispatched and inlined).
+    pub fn visit<R, V>(&self, f: V) -> Result<R, MppiError>
+    where
+        V: ControllerVisitor<PendulumDynamics, Output = R>
+            + ControllerVisitor<Nav2d, Output = R>
+            + ControllerVisitor<BasicLinear, Output = R>
+            + ControllerVisitor<ContinuousCartPole, Output = R>
+            + ControllerVisitor<DiffDrive, Output = R>,
+    {
+        each_system!(self.system, d => self.with_controller(d, f))
+    }
+
     /// The configured episode: `steps` commands of the configured controller on the system
     /// from its start.
     pub fn episode(&self) -> Result<Episode, MppiError> {
@@ -303,7 +316,7 @@ impl MppiRunConfig {
                 episode(&c, &p, &self.start, self.steps, self.key, true)
             }
         }
-        self.with_controller(system, Run { start: system.start(), steps, key })
+        self.visit(Run { start: system.start(), steps, key })
     }
 }
 

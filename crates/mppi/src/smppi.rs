@@ -25,6 +25,7 @@ use crate::mppi::{
     Convention, Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, rollout_cost_jax,
     weights,
 };
+use kestrel_core::FromInvalid;
 
 use rayon::prelude::*;
 

@@ -11,6 +11,7 @@
 
 use crate::Controller;
 use crate::mppi::{Dynamics, MppiError, MppiParams};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_evo::{Driver, EvalKeys, Instance, Optimizer, Problem, Strategy, TellMetrics};
 use rayon::prelude::*;
@@ -431,7 +432,7 @@ pub struct TuneOutcome {
 pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     let nu = c.run.system.nu();
     TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
-    c.run.with_controller(c.run.system, Check)?;
+    c.run.visit(Check)?;
     c.strategy
         .pop_size(Some(c.pop_size), 1)
         .map_err(|e| MppiError::invalid("pop_size", c.pop_size, e.to_string()))?;
@@ -487,5 +488,5 @@ pub fn run_tune(
             Ok(TuneOutcome { start_cost, best_cost: r.best_cost, best_run, history: r.history })
         }
     }
-    c.run.with_controller(c.run.system, Go { c, observe })?
+    c.run.visit(Go { c, observe })?
 }

@@ -2,6 +2,7 @@
 //! global gradient-norm clipping (PyTorch's `clip_grad_norm_`) before the update.
 
 use crate::{Float, NnError};
+use kestrel_core::FromInvalid;
 
 /// Adam hyper-parameters (PyTorch/optax defaults: β₁ 0.9, β₂ 0.999, ε 1e-8).
 #[derive(Clone, Debug, PartialEq)]

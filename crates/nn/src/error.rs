@@ -31,14 +31,3 @@ pub enum NnError {
         what: String,
     },
 }
-
-impl NnError {
-    /// An [`NnError::Invalid`] for `field = value`, stating what is `accepted`.
-    pub fn invalid(
-        field: impl Into<std::borrow::Cow<'static, str>>,
-        value: impl ToString,
-        accepted: impl Into<std::borrow::Cow<'static, str>>,
-    ) -> Self {
-        NnError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
-    }
-}

@@ -3,6 +3,7 @@
 
 use crate::matmul::{Op, matmul};
 use crate::{Float, NnError};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// One layer over a batch of row-major rows (`batch × in_dim` in, `batch × out_dim` out).

@@ -4,6 +4,7 @@
 
 use crate::layer::{Act, Activation, Dense, Init, Layer};
 use crate::{Adam, AdamState, Float, Loss, NnError};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// A stack of layers with one flat parameter vector (`[layer 0's, layer 1's, ...]`).

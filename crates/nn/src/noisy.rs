@@ -9,6 +9,7 @@
 
 use crate::matmul::{Op, matmul};
 use crate::{Float, NnError};
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// The layer's shape and σ₀.

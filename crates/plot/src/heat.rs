@@ -1,7 +1,6 @@
 //! Heat maps: a grid of panels, each a row-major `ny × nx` array (NaN = empty cell), with
 //! axis labels and colour bars.
 
-use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -11,7 +10,7 @@ use crate::axis::{Axis, Transform, linear_ticks};
 use crate::draw::{
     self, BLACK, DrawResult, Figure, Frame, LABEL_PX, TICK_PX, TITLE_PX, px, rgb, text, text_size,
 };
-use crate::{PlotError, Rgb, save_both, with_ext, write_atomic};
+use crate::Rgb;
 
 /// How values map to colours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -263,35 +262,6 @@ impl Heatmaps {
     pub fn empty_colour(mut self, colour: Rgb) -> Self {
         self.empty = colour;
         self
-    }
-
-    /// The figure as PNG bytes.
-    pub fn png(&self) -> Result<Vec<u8>, PlotError> {
-        draw::png_bytes(self, Path::new(&self.title))
-    }
-
-    /// The figure as SVG text.
-    pub fn svg(&self) -> Result<String, PlotError> {
-        draw::svg_string(self)
-    }
-
-    /// Writes `stem.png` and `stem.svg`; returns their paths.
-    pub fn save(&self, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
-        save_both(stem, |p| draw::png_bytes(self, p), || self.svg())
-    }
-
-    /// Writes only `stem.png`; returns its path.
-    pub fn save_png(&self, stem: &Path) -> Result<PathBuf, PlotError> {
-        let p = with_ext(stem, "png");
-        write_atomic(&p, &draw::png_bytes(self, &p)?)?;
-        Ok(p)
-    }
-
-    /// Writes only `stem.svg`; returns its path.
-    pub fn save_svg(&self, stem: &Path) -> Result<PathBuf, PlotError> {
-        let p = with_ext(stem, "svg");
-        write_atomic(&p, self.svg()?.as_bytes())?;
-        Ok(p)
     }
 
     fn grid(&self) -> (usize, usize) {

@@ -93,6 +93,46 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
 
 /// `stem` with the extension `ext` appended (`runs/x/cost` → `runs/x/cost.png`), keeping any
 /// dots already in the stem's name.
+/// The output methods of a figure type (PNG and SVG bytes, atomic saves), written once.
+macro_rules! figure_output {
+    ($t:ty, $what:literal) => {
+        impl $t {
+            #[doc = concat!("The ", $what, " as PNG bytes.")]
+            pub fn png(&self) -> Result<Vec<u8>, PlotError> {
+                draw::png_bytes(self, Path::new($what))
+            }
+
+            #[doc = concat!("The ", $what, " as SVG text.")]
+            pub fn svg(&self) -> Result<String, PlotError> {
+                draw::svg_string(self)
+            }
+
+            /// Writes `stem.png` and `stem.svg` atomically; returns their paths.
+            pub fn save(&self, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
+                save_both(stem, |p| draw::png_bytes(self, p), || self.svg())
+            }
+
+            /// Writes only `stem.png`; returns its path.
+            pub fn save_png(&self, stem: &Path) -> Result<PathBuf, PlotError> {
+                let p = with_ext(stem, "png");
+                write_atomic(&p, &draw::png_bytes(self, &p)?)?;
+                Ok(p)
+            }
+
+            /// Writes only `stem.svg`; returns its path.
+            pub fn save_svg(&self, stem: &Path) -> Result<PathBuf, PlotError> {
+                let p = with_ext(stem, "svg");
+                write_atomic(&p, self.svg()?.as_bytes())?;
+                Ok(p)
+            }
+        }
+    };
+}
+
+figure_output!(LinePlot, "plot");
+figure_output!(Heatmaps, "figure");
+figure_output!(Sketch, "sketch");
+
 pub(crate) fn with_ext(stem: &Path, ext: &str) -> PathBuf {
     let mut s = stem.as_os_str().to_owned();
     s.push(".");

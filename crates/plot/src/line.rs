@@ -1,6 +1,5 @@
 //! Line plots: named `(x, y)` series, optional shaded bands, legend, linear/log/symlog y.
 
-use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -11,7 +10,7 @@ use crate::draw::{
     self, AxesText, BLACK, DrawResult, Figure, Frame, LABEL_PX, TICK_PX, TITLE_PX, px, rgb, text,
     text_size,
 };
-use crate::{PALETTE, PlotError, Rgb, save_both, with_ext, write_atomic};
+use crate::{PALETTE, Rgb};
 
 /// One series of a [`LinePlot`]: a legend name, `(x, y)` points joined by a line, and an
 /// optional shaded band.
@@ -137,35 +136,6 @@ impl LinePlot {
     /// The scale the y axis will use: [`Scale::Auto`] resolved against the data.
     pub fn resolved_scale(&self) -> Scale {
         self.scale.resolve(&self.y_values())
-    }
-
-    /// The plot as PNG bytes.
-    pub fn png(&self) -> Result<Vec<u8>, PlotError> {
-        draw::png_bytes(self, Path::new(&self.title))
-    }
-
-    /// The plot as SVG text.
-    pub fn svg(&self) -> Result<String, PlotError> {
-        draw::svg_string(self)
-    }
-
-    /// Writes `stem.png` and `stem.svg`; returns their paths.
-    pub fn save(&self, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
-        save_both(stem, |p| draw::png_bytes(self, p), || self.svg())
-    }
-
-    /// Writes only `stem.png`; returns its path.
-    pub fn save_png(&self, stem: &Path) -> Result<PathBuf, PlotError> {
-        let p = with_ext(stem, "png");
-        write_atomic(&p, &draw::png_bytes(self, &p)?)?;
-        Ok(p)
-    }
-
-    /// Writes only `stem.svg`; returns its path.
-    pub fn save_svg(&self, stem: &Path) -> Result<PathBuf, PlotError> {
-        let p = with_ext(stem, "svg");
-        write_atomic(&p, self.svg()?.as_bytes())?;
-        Ok(p)
     }
 
     fn y_values(&self) -> Vec<f64> {

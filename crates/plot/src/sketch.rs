@@ -1,14 +1,13 @@
 //! A drawing surface in pixel coordinates for pictures that are not charts: episode sheets of
 //! coloured cells, animation frame strips, pendulum and cart drawings.
 
-use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use crate::draw::{self, DrawResult, Figure, px, rgb, text};
-use crate::{PlotError, Rgb, save_both, with_ext, write_atomic};
+use crate::draw::{DrawResult, Figure, px, rgb, text};
+use crate::Rgb;
 
 /// Where a text's position sits on the text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -146,35 +145,6 @@ impl Sketch {
             anchor,
         });
         self
-    }
-
-    /// The sketch as PNG bytes.
-    pub fn png(&self) -> Result<Vec<u8>, PlotError> {
-        draw::png_bytes(self, Path::new("sketch"))
-    }
-
-    /// The sketch as SVG text.
-    pub fn svg(&self) -> Result<String, PlotError> {
-        draw::svg_string(self)
-    }
-
-    /// Writes `stem.png` and `stem.svg`; returns their paths.
-    pub fn save(&self, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
-        save_both(stem, |p| draw::png_bytes(self, p), || self.svg())
-    }
-
-    /// Writes only `stem.png`; returns its path.
-    pub fn save_png(&self, stem: &Path) -> Result<PathBuf, PlotError> {
-        let p = with_ext(stem, "png");
-        write_atomic(&p, &draw::png_bytes(self, &p)?)?;
-        Ok(p)
-    }
-
-    /// Writes only `stem.svg`; returns its path.
-    pub fn save_svg(&self, stem: &Path) -> Result<PathBuf, PlotError> {
-        let p = with_ext(stem, "svg");
-        write_atomic(&p, self.svg()?.as_bytes())?;
-        Ok(p)
     }
 }
 

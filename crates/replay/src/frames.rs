@@ -22,6 +22,7 @@
 //! through one sum tree whose leaves are zero for slots that start no transition.
 
 use crate::ReplayError;
+use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// Proportional prioritised replay settings.

@@ -21,6 +21,7 @@
 //! rows with terminal flags and measures the distance to the row's next boundary; on storage
 //! that keeps episodes apart that is the distance to the episode's end, as above.)
 
+use kestrel_core::FromInvalid;
 use kestrel_core::{Key, Rng};
 use thiserror::Error;
 
@@ -43,17 +44,6 @@ pub enum ReplayError {
     /// A value outside what is accepted (the shared validation error).
     #[error(transparent)]
     Invalid(#[from] kestrel_core::Invalid),
-}
-
-impl ReplayError {
-    /// An [`ReplayError::Invalid`] for `field = value`, stating what is `accepted`.
-    pub fn invalid(
-        field: impl Into<std::borrow::Cow<'static, str>>,
-        value: impl ToString,
-        accepted: impl Into<std::borrow::Cow<'static, str>>,
-    ) -> Self {
-        ReplayError::Invalid(kestrel_core::Invalid::new(field, value, accepted))
-    }
 }
 
 /// Which reference's sampling rules to follow (see the crate docs).
