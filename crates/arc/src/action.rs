@@ -80,6 +80,22 @@ pub enum SelKind {
     Point,
 }
 
+impl std::str::FromStr for SelKind {
+    type Err = crate::ArcError;
+    /// `mask`, `bbox` or `point`.
+    fn from_str(s: &str) -> Result<Self, crate::ArcError> {
+        match s {
+            "mask" => Ok(SelKind::Mask),
+            "bbox" => Ok(SelKind::BBox),
+            "point" => Ok(SelKind::Point),
+            _ => {
+                Err(kestrel_core::Invalid::new("sel", format!("{s:?}"), "mask, bbox or point")
+                    .into())
+            }
+        }
+    }
+}
+
 /// A uniformly random valid action: op uniform over 0–34 and a selection of `kind`.
 #[inline]
 pub fn sample_action<const S: usize>(rng: &mut Rng, kind: SelKind) -> ArcAction<S> {

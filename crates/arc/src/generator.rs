@@ -487,6 +487,30 @@ fn pair(family: Family, rule: &[u64; 4], rng: &mut Rng, cfg: &GenConfig) -> (G, 
     }
 }
 
+/// The task `id` from `bank`, or generated from a generator id `family-index` (optionally
+/// `gen:family-index`) with `seed` and `cfg`; an error names the id otherwise.
+pub fn find_or_generate(
+    bank: &TaskBank,
+    id: &str,
+    seed: u64,
+    cfg: &GenConfig,
+) -> Result<Task, ArcError> {
+    if let Some(i) = bank.find(id) {
+        return Ok(bank.tasks()[i].clone());
+    }
+    let gen_id = id.strip_prefix("gen:").unwrap_or(id);
+    if let Some((fam, idx)) = gen_id.rsplit_once('-')
+        && let (Ok(f), Ok(i)) = (Family::parse(fam), idx.parse::<u64>())
+    {
+        return Ok(generate_task(f, i, seed, cfg));
+    }
+    Err(ArcError::invalid(
+        "task",
+        format!("{id:?}"),
+        "an id in the loaded data or a generator id like symmetry-3",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

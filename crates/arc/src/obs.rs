@@ -18,6 +18,21 @@ pub enum Layout {
     Full,
 }
 
+impl std::str::FromStr for Layout {
+    type Err = crate::ArcError;
+    /// `compact` or `full`.
+    fn from_str(s: &str) -> Result<Self, crate::ArcError> {
+        match s {
+            "compact" => Ok(Layout::Compact),
+            "full" => Ok(Layout::Full),
+            _ => {
+                Err(kestrel_core::Invalid::new("layout", format!("{s:?}"), "compact or full")
+                    .into())
+            }
+        }
+    }
+}
+
 /// Writes the `compact` observation of `s` (grid, then dims): the first `S*S + 2`
 /// elements of either layout.
 #[inline]

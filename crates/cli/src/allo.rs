@@ -1,15 +1,15 @@
 //! `kestrel allo train | bench`: config, run folder, checkpoints, heat maps here; the run in
 //! `kestrel_agents::runs::AlloRun`.
 
-use crate::common::{ConfigArgs, Flag, Progress, finish, pool};
-use anyhow::{Context, Result, bail};
+use crate::common::{ConfigArgs, Flag, Progress, finish, pool, resume};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use kestrel_agents::laplacian::GroundTruth;
 use kestrel_agents::runs::{AlloEvent, AlloRun, AlloRunConfig};
 use kestrel_core::FromInvalid;
 use kestrel_envs::GridMap;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
-use kestrel_run::{MetricsSink, RunDir, Summary};
+use kestrel_run::{MetricsSink, Summary};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -116,23 +116,16 @@ pub fn train(a: TrainArgs) -> Result<()> {
     let pool = pool(Some(a.threads))?;
     let (mut run, dir, mut metrics) = match &a.resume {
         Some(folder) => {
-            let saved: AlloRunConfig = ConfigArgs {
-                config: Some(folder.join("config.toml")),
-                set: vec![],
-                ..a.cfg.clone()
-            }
-            .load(&AlloRunConfig::default(), vec![])?;
-            let c: AlloRunConfig = a.cfg.load(&saved, flags)?;
-            if (AlloRunConfig { steps: saved.steps, ..c.clone() }) != saved {
-                bail!(
-                    "{}: the saved config is the run's; only steps may change on --resume",
-                    folder.join("config.toml").display()
-                );
-            }
-            let run = AlloRun::resume(c.clone(), &folder.join("checkpoint"))
+            let (c, dir) = resume(
+                folder,
+                &a.cfg,
+                flags,
+                &AlloRunConfig::default(),
+                |c| AlloRunConfig { steps: 0, ..c.clone() },
+                "steps",
+            )?;
+            let run = AlloRun::resume(c, &folder.join("checkpoint"))
                 .with_context(|| format!("{}: cannot resume", folder.display()))?;
-            let dir = RunDir::reopen(folder, std::env::args().collect())?;
-            dir.write_config(&c)?;
             let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.learner().steps + 1)?;
             (run, dir, m)
         }

@@ -3,12 +3,12 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use kestrel_arc::generator::{Family, GenConfig, generate_bank, generate_task};
+use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
     ArcAction, ArcEnv, ArcParams, JAXARC_OPS, JaxBugs, Layout, LoadOptions, Mode, O2ARC_OPS,
     SelKind, Selection, Split, Task, TaskBank, bench, render, sample_action, trace,
 };
-use kestrel_core::{Key, VecEnv};
+use kestrel_core::Key;
 use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -42,23 +42,6 @@ pub enum ModeArg {
     Jaxarc,
     /// JaxARC with every 1.0.3 bug switched back on.
     JaxarcBugs,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
-pub enum SelArg {
-    Mask,
-    Bbox,
-    Point,
-}
-
-impl From<SelArg> for SelKind {
-    fn from(s: SelArg) -> SelKind {
-        match s {
-            SelArg::Mask => SelKind::Mask,
-            SelArg::Bbox => SelKind::BBox,
-            SelArg::Point => SelKind::Point,
-        }
-    }
 }
 
 /// Where tasks come from: a dataset path, or the generator (the default).
@@ -132,16 +115,7 @@ impl Source {
 
     /// Finds a task by id in the bank, or generates it from a `family-index` id.
     fn find(&self, bank: &TaskBank, id: &str) -> Result<Task> {
-        if let Some(i) = bank.find(id) {
-            return Ok(bank.tasks()[i].clone());
-        }
-        let id = id.strip_prefix("gen:").unwrap_or(id);
-        if let Some((fam, idx)) = id.rsplit_once('-')
-            && let (Ok(f), Ok(i)) = (Family::parse(fam), idx.parse::<u64>())
-        {
-            return Ok(generate_task(f, i, self.gen_seed, &self.gen_cfg()));
-        }
-        bail!("task {id:?} is neither in the loaded data nor a generator id like symmetry-3")
+        Ok(kestrel_arc::generator::find_or_generate(bank, id, self.gen_seed, &self.gen_cfg())?)
     }
 }
 
@@ -207,12 +181,12 @@ pub struct BenchArgs {
     /// Semantics mode.
     #[arg(long, value_enum, default_value = "o2arc")]
     mode: ModeArg,
-    /// Observation layout.
-    #[arg(long, value_enum, default_value = "compact")]
-    layout: LayoutArg,
+    /// Observation layout: compact or full.
+    #[arg(long, default_value = "compact")]
+    layout: Layout,
     /// Selection form of the random actions.
-    #[arg(long, value_enum, default_value = "mask")]
-    sel: SelArg,
+    #[arg(long, default_value = "mask")]
+    sel: SelKind,
     /// Canvas side (5, 10 or 30).
     #[arg(long, default_value_t = 30)]
     canvas: usize,
@@ -229,26 +203,11 @@ pub struct BenchArgs {
     source: Source,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
-pub enum LayoutArg {
-    Compact,
-    Full,
-}
-
-impl From<LayoutArg> for Layout {
-    fn from(l: LayoutArg) -> Layout {
-        match l {
-            LayoutArg::Compact => Layout::Compact,
-            LayoutArg::Full => Layout::Full,
-        }
-    }
-}
-
 fn bench(a: BenchArgs) -> Result<()> {
     let bank = a.source.bank(a.json)?;
     let task = a.source.task.as_ref().map(|id| a.source.find(&bank, id)).transpose()?;
-    let p = params(a.mode, a.layout.into());
-    let kind: SelKind = a.sel.into();
+    let p = params(a.mode, a.layout);
+    let kind = a.sel;
     with_canvas!(a.canvas, S => {
         let env = env_for::<S>(bank, task.as_ref())?;
         env.validate(&p)?;
@@ -419,8 +378,8 @@ pub struct RolloutArgs {
     #[arg(long, value_enum, default_value = "o2arc")]
     mode: ModeArg,
     /// Random policy's selection form.
-    #[arg(long, value_enum, default_value = "bbox")]
-    sel: SelArg,
+    #[arg(long, default_value = "bbox")]
+    sel: SelKind,
     /// Scripted policy: a JSON list of actions ({"op", "mask"|"bbox"|"point"}) played in
     /// order, then Submit; without it the policy is uniformly random.
     #[arg(long)]
@@ -480,7 +439,7 @@ fn rollout(a: RolloutArgs) -> Result<()> {
             // Ends at termination, at --max-steps (truncated), or after a script's closing Submit.
             let r = trace::play(&env, &p, s, Some(a.max_steps), |t| match &scripted {
                 Some(sc) => sc.get(t).copied().or((t == sc.len()).then_some(submit)),
-                None => Some(sample_action::<S>(&mut rng, a.sel.into())),
+                None => Some(sample_action::<S>(&mut rng, a.sel)),
             });
             let ret: f64 = r.rewards.iter().map(|&x| x as f64).sum();
             let actions: Vec<Value> = r.actions.iter().map(trace::action_to_json).collect();
@@ -526,34 +485,20 @@ pub fn throughput(a: &DemoArgs) -> Result<(f64, u64, u64)> {
     );
     let env = ArcEnv::<S>::new(Arc::new(bank))?;
     let p = ArcParams::default();
-    let pool = pool(
-        a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-    )?;
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
-        bail!("invalid seconds = {}: more than 0, at most 86400", a.seconds);
-    }
-    pool.install(|| -> Result<(f64, u64, u64)> {
-        let mut v = VecEnv::new(env, p, a.num_envs, a.seed)?;
-        let policy = |_: usize, key: Key, _: &[i8], act: &mut [ArcAction<S>]| act[0] = sample_action::<S>(&mut key.rng(), SelKind::BBox);
-        let (mut steps, mut episodes, mut solved, mut truncated) = (0u64, 0u64, 0u64, 0u64);
-        let t0 = Instant::now();
-        while t0.elapsed().as_secs_f64() < a.seconds {
-            for _ in 0..16 {
-                v.step_with(policy);
-                steps += a.num_envs as u64;
-                for i in 0..a.num_envs {
-                    let (te, tr) = (v.terminated()[i], v.truncated()[i]);
-                    episodes += (te || tr) as u64;
-                    solved += (v.rewards()[i] > 0.0) as u64;
-                    truncated += (tr && !te) as u64;
-                }
-            }
-        }
-        let el = t0.elapsed().as_secs_f64();
-        outln!("{steps} steps in {el:.2} s: {:.2} M steps/s on {} threads; {episodes} episodes ended ({truncated} truncated at 150, {solved} solved by the random policy)",
-            steps as f64 / el / 1e6, rayon::current_num_threads());
-        Ok((steps as f64 / el, episodes, solved))
-    })
+    let pool = crate::common::pool(a.threads)?;
+    let r = pool.install(|| bench::random_rollouts(env, p, a.num_envs, a.seconds, a.seed))?;
+    let rate = r.steps as f64 / r.seconds;
+    outln!(
+        "{} steps in {:.2} s: {:.2} M steps/s on {} threads; {} episodes ended ({} truncated at 150, {} solved by the random policy)",
+        r.steps,
+        r.seconds,
+        rate / 1e6,
+        pool.current_num_threads(),
+        r.episodes,
+        r.truncated,
+        r.solved
+    );
+    Ok((rate, r.episodes, r.solved))
 }
 
 pub fn run(c: ArcCmd) -> Result<()> {

@@ -1,5 +1,5 @@
 //! What every subcommand shares: `--config`/`--set`/`--out-dir`, starting and finishing a run
-//! folder (through `kestrel-run`), the progress line, and timing helpers for the benches.
+//! folder (through `kestrel-run`), resuming one, the progress line and the thread pool.
 
 use anyhow::Result;
 use clap::Args;
@@ -25,7 +25,7 @@ pub struct ConfigArgs {
     pub out_dir: PathBuf,
 }
 
-/// A config key given as a flag.
+/// A config key given as a flag (the key may be dotted: `run.system`).
 pub enum Flag {
     /// A string.
     S(Option<String>),
@@ -33,6 +33,8 @@ pub enum Flag {
     I(Option<u64>),
     /// A float.
     F(Option<f64>),
+    /// A list of strings.
+    L(Option<Vec<String>>),
 }
 
 impl ConfigArgs {
@@ -51,13 +53,69 @@ impl ConfigArgs {
                     Err(_) => toml::Value::String(x.to_string()),
                 }),
                 Flag::F(v) => v.map(toml::Value::Float),
+                Flag::L(v) => {
+                    v.map(|l| toml::Value::Array(l.into_iter().map(toml::Value::String).collect()))
+                }
             };
-            if let Some(v) = v {
-                table.insert(k.to_string(), v);
+            let Some(v) = v else { continue };
+            let mut at = &mut table;
+            let mut parts: Vec<&str> = k.split('.').collect();
+            let last = parts.pop().unwrap_or(k);
+            for p in parts {
+                let e = at.entry(p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                at = e.as_table_mut().expect("flag tables are tables");
             }
+            at.insert(last.to_string(), v);
         }
         Ok(kestrel_run::load_config(defaults, self.config.as_deref(), table, &self.set)?)
     }
+}
+
+/// A config whose defaults depend on two of its own keys (MPPI: the controller and the
+/// system): a first pass reads them over `defaults(None)`, the second loads over
+/// `defaults(Some(first))`.
+pub fn load_two_pass<T: Serialize + DeserializeOwned>(
+    cfg: &ConfigArgs,
+    flags: impl Fn() -> Vec<(&'static str, Flag)>,
+    defaults: impl Fn(Option<&T>) -> T,
+) -> Result<T> {
+    let first = cfg.load(&defaults(None), flags())?;
+    cfg.load(&defaults(Some(&first)), flags())
+}
+
+/// The `config.toml` of a run folder.
+pub fn saved_config<T: Serialize + DeserializeOwned>(folder: &Path, defaults: &T) -> Result<T> {
+    let file = ConfigArgs {
+        config: Some(folder.join("config.toml")),
+        set: vec![],
+        out_dir: PathBuf::new(),
+    };
+    file.load(defaults, vec![])
+}
+
+/// `--resume <folder>`: the saved config with this launch's flags and overrides on top, an
+/// error if it differs from the saved one anywhere but the budget fields (`same` maps a
+/// config to its comparable part; `budget` names what may change), and the run folder
+/// reopened with the launch recorded and the config rewritten.
+pub fn resume<T: Serialize + DeserializeOwned + PartialEq>(
+    folder: &Path,
+    cfg: &ConfigArgs,
+    flags: Vec<(&str, Flag)>,
+    defaults: &T,
+    same: impl Fn(&T) -> T,
+    budget: &str,
+) -> Result<(T, RunDir)> {
+    let saved = saved_config(folder, defaults)?;
+    let c: T = cfg.load(&saved, flags)?;
+    if same(&c) != same(&saved) {
+        anyhow::bail!(
+            "{}: the saved config is the run's; only {budget} may change on --resume",
+            folder.join("config.toml").display()
+        );
+    }
+    let dir = RunDir::reopen(folder, std::env::args().collect())?;
+    dir.write_config(&c)?;
+    Ok((c, dir))
 }
 
 /// A new run folder with `config.toml` written and a metrics sink open.

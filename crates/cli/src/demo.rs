@@ -5,7 +5,7 @@
 use crate::{Cli, arc, dispatch};
 use anyhow::{Context, Result};
 use clap::{Args, Parser};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -61,21 +61,6 @@ const PARTS: [(&str, &str, &str, &str); 5] = [
     ("QD", "evo qd --generations 150", "coverage", "CMA-ME archive coverage"),
 ];
 
-/// The newest folder in `root` created after `before` (the run a part just wrote).
-fn newest(root: &Path, before: &[PathBuf]) -> Option<PathBuf> {
-    std::fs::read_dir(root)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir() && !before.contains(p))
-        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-}
-
-fn folders(root: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(root)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default()
-}
-
 pub fn demo(a: DemoArgs) -> Result<()> {
     let t0 = std::time::Instant::now();
     println!("== ARC: batched random rollouts over generated tasks ==");
@@ -93,33 +78,43 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         ),
         "-".to_string(),
     )];
-    let out = a.out_dir.to_string_lossy().to_string();
-    for (i, (system, line, key, what)) in PARTS.into_iter().enumerate() {
-        println!("\n== {system}: kestrel {line} ==");
-        let before = folders(&a.out_dir);
-        let mut argv: Vec<String> = std::iter::once("kestrel".to_string())
-            .chain(line.split(' ').map(str::to_string))
-            .collect();
-        argv.extend(["--out-dir".to_string(), out.clone()]);
-        if a.quick {
-            argv.extend(QUICK[i].split(' ').map(str::to_string));
+    // Each part writes into a fresh folder of its own, so its run folder is the one entry.
+    let root =
+        kestrel_run::RunDir::create(&a.out_dir, "demo", "all", 0, std::env::args().collect())?;
+    let parts = (|| -> Result<()> {
+        for (i, (system, line, key, what)) in PARTS.into_iter().enumerate() {
+            println!("\n== {system}: kestrel {line} ==");
+            let mut argv: Vec<String> = std::iter::once("kestrel".to_string())
+                .chain(line.split(' ').map(str::to_string))
+                .collect();
+            let out = root.join(&system.to_lowercase());
+            argv.extend(["--out-dir".to_string(), out.to_string_lossy().to_string()]);
+            if a.quick {
+                argv.extend(QUICK[i].split(' ').map(str::to_string));
+            }
+            if let Some(t) = a.threads.filter(|_| !line.starts_with("allo")) {
+                argv.extend(["--threads".to_string(), t.to_string()]);
+            }
+            dispatch(Cli::try_parse_from(&argv)?).with_context(|| format!("demo part {system}"))?;
+            let dir = std::fs::read_dir(&out)?.next().context("the run folder it wrote")??.path();
+            let summary: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.join("summary.json")).context("its summary.json")?,
+            )?;
+            let v = &summary[key];
+            let shown = match v.as_f64() {
+                Some(x) if x.abs() < 1e-3 && x != 0.0 => format!("{x:.3e}"),
+                Some(x) => format!("{x:.4}"),
+                None => v.to_string(),
+            };
+            report.push((
+                system.to_string(),
+                format!("{what}: {shown}"),
+                dir.display().to_string(),
+            ));
         }
-        if let Some(t) = a.threads.filter(|_| !line.starts_with("allo")) {
-            argv.extend(["--threads".to_string(), t.to_string()]);
-        }
-        dispatch(Cli::try_parse_from(&argv)?).with_context(|| format!("demo part {system}"))?;
-        let dir = newest(&a.out_dir, &before).context("the run folder it wrote")?;
-        let summary: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.join("summary.json")).context("its summary.json")?,
-        )?;
-        let v = &summary[key];
-        let shown = match v.as_f64() {
-            Some(x) if x.abs() < 1e-3 && x != 0.0 => format!("{x:.3e}"),
-            Some(x) => format!("{x:.4}"),
-            None => v.to_string(),
-        };
-        report.push((system.to_string(), format!("{what}: {shown}"), dir.display().to_string()));
-    }
+        Ok(())
+    })();
+    crate::common::finish(root, parts)?;
     println!(
         "\n== Kestrel demo: every system on its embedded default ({:.0} s) ==",
         t0.elapsed().as_secs_f64()

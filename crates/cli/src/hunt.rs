@@ -2,7 +2,7 @@
 //! metrics and episode renderings written off the training thread, checkpoints, resume,
 //! learning curve, summary), play a trained checkpoint, and bench the parts.
 
-use crate::common::{ConfigArgs, Flag, Progress, finish, pool};
+use crate::common::{ConfigArgs, Flag, Progress, finish, pool, resume, saved_config};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_agents::runs::{HuntEvent, HuntRun, HuntRunConfig, ObsName};
@@ -10,9 +10,9 @@ use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_envs::treasure::TreasureParams;
 use kestrel_plot::{Anchor, LinePlot, Series, Sketch};
-use kestrel_run::{MetricsSink, RunDir, Summary};
+use kestrel_run::{MetricsSink, Summary};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum HuntCmd {
@@ -133,24 +133,17 @@ pub fn train(a: TrainArgs) -> Result<()> {
     let pool = pool(Some(a.threads))?;
     let (mut run, dir, mut metrics) = match &a.resume {
         Some(folder) => {
-            let saved = saved_config(folder)?;
-            let c: HuntRunConfig = a.cfg.load(&saved, flags())?;
             let same = |c: &HuntRunConfig| HuntRunConfig {
                 epochs: 0,
                 record_every: 0,
                 checkpoint_every: 0,
                 ..c.clone()
             };
-            if same(&c) != same(&saved) {
-                bail!(
-                    "{}: the saved config is the run's; only epochs, record_every and checkpoint_every may change on --resume",
-                    folder.join("config.toml").display()
-                );
-            }
-            let run = HuntRun::resume(c.clone(), &folder.join("checkpoint"))
+            let budget = "epochs, record_every and checkpoint_every";
+            let (c, dir) =
+                resume(folder, &a.cfg, flags(), &HuntRunConfig::default(), same, budget)?;
+            let run = HuntRun::resume(c, &folder.join("checkpoint"))
                 .with_context(|| format!("{}: cannot resume", folder.display()))?;
-            let dir = RunDir::reopen(folder, std::env::args().collect())?;
-            dir.write_config(&c)?;
             let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.hunt.epoch + 1)?;
             (run, dir, m)
         }
@@ -219,7 +212,10 @@ pub fn train(a: TrainArgs) -> Result<()> {
         hunt.save_checkpoint(&dir.join("checkpoint"))?;
         metrics.finish()?;
         // The whole run's curve (a resumed run reads its earlier epochs back).
-        let all = read_curve(&dir.join("metrics.jsonl"), n)?;
+        let lines = kestrel_run::read_metrics(&dir.join("metrics.jsonl"))?;
+        let reward = |v: &serde_json::Value, i: usize| v["reward"][i].as_f64().unwrap_or(f64::NAN);
+        let all: Vec<Vec<f64>> =
+            (0..n).map(|i| lines.iter().map(|v| reward(v, i)).collect()).collect();
         let total: Vec<f64> = (0..all[0].len()).map(|e| all.iter().map(|c| c[e]).sum()).collect();
         let smooth: Vec<(f64, f64)> =
             (0..total.len()).map(|e| (e as f64, mean_last(&total[..=e], 50))).collect();
@@ -269,38 +265,8 @@ pub fn train(a: TrainArgs) -> Result<()> {
     finish(dir, r)
 }
 
-/// The `config.toml` of a run folder.
-fn saved_config(folder: &Path) -> Result<HuntRunConfig> {
-    let file = ConfigArgs {
-        config: Some(folder.join("config.toml")),
-        set: vec![],
-        out_dir: PathBuf::new(),
-    };
-    file.load(&HuntRunConfig::default(), vec![])
-}
-
-/// Reward per agent per epoch from a run's `metrics.jsonl`.
-fn read_curve(path: &Path, n: usize) -> Result<Vec<Vec<f64>>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let mut out = vec![Vec::new(); n];
-    for (i, line) in text.lines().enumerate() {
-        let bad =
-            || anyhow::anyhow!("{}: line {}: no reward list of {n} agents", path.display(), i + 1);
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|_| bad())?;
-        let r = v["reward"].as_array().filter(|r| r.len() == n).ok_or_else(bad)?;
-        for (o, x) in out.iter_mut().zip(r) {
-            o.push(x.as_f64().ok_or_else(bad)?);
-        }
-    }
-    if out[0].is_empty() {
-        bail!("{}: no epochs", path.display());
-    }
-    Ok(out)
-}
-
 pub fn play(a: PlayArgs) -> Result<()> {
-    let c = saved_config(&a.checkpoint)?;
+    let c = saved_config(&a.checkpoint, &HuntRunConfig::default())?;
     let run = HuntRun::resume(c, &a.checkpoint.join("checkpoint"))
         .with_context(|| format!("{}: cannot load", a.checkpoint.display()))?;
     let mut frames = Vec::new();

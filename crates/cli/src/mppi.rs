@@ -1,15 +1,12 @@
 //! `kestrel mppi run | tune | bench`: configs, run folders and pictures here; controllers,
 //! presets, episodes and tuning in `kestrel_mppi`.
 
-use crate::common::{ConfigArgs, Flag, Progress, finish, pool, start};
+use crate::common::{ConfigArgs, Flag, Progress, finish, load_two_pass, pool, start};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kestrel_core::Key;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_mppi::tune::{TuneConfig, run_tune, validate_tune};
-use kestrel_mppi::{
-    Controller, ControllerKind, Dynamics, Mppi, MppiParams, MppiRunConfig, PendulumDynamics, System,
-};
+use kestrel_mppi::{Controller, ControllerKind, Dynamics, MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series, Sketch};
 use kestrel_run::{Summary, write_atomic};
 use serde_json::json;
@@ -82,27 +79,9 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let m = Mppi::new(PendulumDynamics);
-    let p = MppiParams {
-        num_samples: a.num_samples,
-        horizon: a.horizon,
-        u_min: vec![-2.0],
-        u_max: vec![2.0],
-        ..MppiParams::new(1, 1.0)
-    };
-    m.validate(&p)?;
-    let mut s = m.init(&p);
-    let mut u = [0.0];
     let us = pool.install(|| {
-        for k in 0..10 {
-            m.command(Key::new(k), &p, &mut s, &[3.0, 0.0], &mut u);
-        }
-        let t = Instant::now();
-        for k in 0..a.commands {
-            m.command(Key::new(k), &p, &mut s, &[3.0, 0.0], &mut u);
-        }
-        t.elapsed().as_secs_f64() * 1e6 / a.commands as f64
-    });
+        kestrel_mppi::bench::pendulum_command_us(a.num_samples, a.horizon, a.commands)
+    })?;
     if a.json {
         println!(
             "{}",
@@ -138,19 +117,6 @@ pub struct RunArgs {
     cfg: ConfigArgs,
 }
 
-/// Loads a config whose defaults depend on its own `system` and `controller` keys: a first
-/// pass reads them, the second loads over that system's and controller's defaults.
-fn load_two_pass<T: serde::Serialize + serde::de::DeserializeOwned>(
-    cfg: &ConfigArgs,
-    flags: impl Fn() -> Vec<(&'static str, Flag)>,
-    defaults: impl Fn(ControllerKind, System) -> T,
-    key: impl Fn(&T) -> (ControllerKind, System),
-) -> Result<T> {
-    let first = cfg.load(&defaults(ControllerKind::Mppi, System::Pendulum), flags())?;
-    let (c, s) = key(&first);
-    cfg.load(&defaults(c, s), flags())
-}
-
 pub fn run(a: RunArgs) -> Result<()> {
     let (env, ctrl, steps, seed) = (a.env.clone(), a.controller.clone(), a.steps, a.seed);
     let flags = || {
@@ -161,10 +127,11 @@ pub fn run(a: RunArgs) -> Result<()> {
             ("seed", Flag::I(seed)),
         ]
     };
-    let c: MppiRunConfig =
-        load_two_pass(&a.cfg, flags, MppiRunConfig::defaults, |c: &MppiRunConfig| {
-            (c.controller, c.system)
-        })?;
+    let c: MppiRunConfig = load_two_pass(&a.cfg, flags, |f: Option<&MppiRunConfig>| {
+        let (k, s) =
+            f.map_or((ControllerKind::Mppi, System::Pendulum), |f| (f.controller, f.system));
+        MppiRunConfig::defaults(k, s)
+    })?;
     c.visit(Validate)?;
     let pool = pool(a.threads)?;
     let name = format!("{}-{}", c.controller.name(), c.system.name());
@@ -172,9 +139,13 @@ pub fn run(a: RunArgs) -> Result<()> {
     let r = (|| -> Result<()> {
         let t0 = Instant::now();
         let mut progress = Progress::new(c.steps as u64, "steps");
-        progress.tick(0, "running");
-        let ep = pool.install(|| c.episode())?;
-        progress.tick(c.steps as u64, &format!("total cost {:.4}", ep.total_cost));
+        let mut total = 0.0;
+        let ep = pool.install(|| {
+            c.episode(|t, cost| {
+                total += cost;
+                progress.tick(t as u64 + 1, &format!("cost so far {total:.4}"));
+            })
+        })?;
         let secs = t0.elapsed().as_secs_f64();
         let mut traj = String::new();
         for (t, (x, u)) in ep.states.iter().zip(&ep.controls).enumerate() {
@@ -327,45 +298,29 @@ pub struct TuneArgs {
 }
 
 pub fn tune(a: TuneArgs) -> Result<()> {
-    let mut sets = Vec::new();
-    let quote = |v: &str| format!("{:?}", v);
-    for (k, v) in [("run.system", &a.env), ("run.controller", &a.controller)] {
-        if let Some(v) = v {
-            sets.push(format!("{k}={}", quote(v)));
-        }
-    }
-    for (k, v) in [("run.steps", a.steps), ("run.seed", a.seed)] {
-        if let Some(v) = v {
-            sets.push(format!("{k}={v}"));
-        }
-    }
-    if let Some(t) = &a.tune {
-        let names: Vec<String> = t.iter().map(|s| quote(s)).collect();
-        sets.push(format!("knobs=[{}]", names.join(", ")));
-    }
-    // Flags go in before the user's own `--set`, which therefore win.
-    let cfg = ConfigArgs {
-        set: sets.into_iter().chain(a.cfg.set.iter().cloned()).collect(),
-        ..a.cfg.clone()
-    };
-    let (strategy, pop, gens) = (a.strategy.clone(), a.pop_size, a.generations);
     let flags = || {
         vec![
-            ("strategy", Flag::S(strategy.clone())),
-            ("pop_size", Flag::I(pop)),
-            ("generations", Flag::I(gens)),
+            ("run.system", Flag::S(a.env.clone())),
+            ("run.controller", Flag::S(a.controller.clone())),
+            ("run.steps", Flag::I(a.steps)),
+            ("run.seed", Flag::I(a.seed)),
+            ("knobs", Flag::L(a.tune.clone())),
+            ("strategy", Flag::S(a.strategy.clone())),
+            ("pop_size", Flag::I(a.pop_size)),
+            ("generations", Flag::I(a.generations)),
         ]
     };
-    let defaults = |k, s| TuneConfig {
-        run: MppiRunConfig::defaults_for(k, s, 20, 0),
-        ..TuneConfig::default()
-    };
-    let first = cfg.load(&TuneConfig::default(), flags())?;
-    let c: TuneConfig = cfg.load(&defaults(first.run.controller, first.run.system), flags())?;
+    let c: TuneConfig = load_two_pass(&a.cfg, flags, |f: Option<&TuneConfig>| match f {
+        None => TuneConfig::default(),
+        Some(f) => TuneConfig {
+            run: MppiRunConfig::defaults_for(f.run.controller, f.run.system, 20, 0),
+            ..TuneConfig::default()
+        },
+    })?;
     validate_tune(&c)?;
     let pool = pool(a.threads)?;
     let name = format!("{}-{}-{}", c.run.controller.name(), c.run.system.name(), c.strategy);
-    let (dir, mut metrics) = start(&cfg.out_dir, "mppi-tune", &name, c.run.seed, &c)?;
+    let (dir, mut metrics) = start(&a.cfg.out_dir, "mppi-tune", &name, c.run.seed, &c)?;
     let r = (|| -> Result<()> {
         let t0 = Instant::now();
         let mut progress = Progress::new(c.generations, "generations");

@@ -94,6 +94,7 @@ pub struct Episode {
 /// `start`: step `t` commands with `key.fold_in(t)`, applies the first control (scaled as
 /// the convention says) and adds the running cost of the state reached. With `record` the
 /// states and controls are kept; without it only the costs are (the tuner's case).
+/// `observe(t, cost)` sees every step (progress lines).
 pub fn episode<C: Controller>(
     controller: &C,
     p: &C::Params,
@@ -101,6 +102,7 @@ pub fn episode<C: Controller>(
     steps: usize,
     key: Key,
     record: bool,
+    mut observe: impl FnMut(usize, f64),
 ) -> Episode {
     let d = controller.dynamics();
     let (nx, nu) = (d.nx(), d.nu());
@@ -119,6 +121,7 @@ pub fn episode<C: Controller>(
         std::mem::swap(&mut x, &mut next);
         let c = d.running_cost(&x, &u, t);
         ep.costs.push(c);
+        observe(t, c);
         if record {
             ep.states.push(x.clone());
             ep.controls.push(u.clone());

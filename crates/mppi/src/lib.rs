@@ -10,6 +10,7 @@
 //! (each sample independent, so results do not depend on the thread count), weighted by
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
 
+pub mod bench;
 mod controller;
 mod kmppi;
 mod mppi;

@@ -302,21 +302,22 @@ impl MppiRunConfig {
     }
 
     /// The configured episode: `steps` commands of the configured controller on the system
-    /// from its start.
-    pub fn episode(&self) -> Result<Episode, MppiError> {
+    /// from its start; `observe(t, cost)` sees every step.
+    pub fn episode(&self, observe: impl FnMut(usize, f64)) -> Result<Episode, MppiError> {
         let (system, steps, key) = (self.system, self.steps, Key::new(self.seed));
-        struct Run {
+        struct Run<F> {
             start: Vec<f64>,
             steps: usize,
             key: Key,
+            observe: F,
         }
-        impl<D: Dynamics> ControllerVisitor<D> for Run {
+        impl<D: Dynamics, F: FnMut(usize, f64)> ControllerVisitor<D> for Run<F> {
             type Output = Episode;
             fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> Episode {
-                episode(&c, &p, &self.start, self.steps, self.key, true)
+                episode(&c, &p, &self.start, self.steps, self.key, true, self.observe)
             }
         }
-        self.visit(Run { start: system.start(), steps, key })
+        self.visit(Run { start: system.start(), steps, key, observe })
     }
 }
 
@@ -340,7 +341,7 @@ mod tests {
             for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
                 let mut cfg = MppiRunConfig::defaults_for(kind, system, 10, 1);
                 cfg.mppi.num_samples = cfg.mppi.num_samples.min(64);
-                let ep = cfg.episode().unwrap();
+                let ep = cfg.episode(|_, _| {}).unwrap();
                 assert_eq!(ep.states.len(), 11, "{system:?} {kind:?}");
                 assert_eq!(ep.controls.len(), 10);
                 assert!(ep.total_cost.is_finite(), "{system:?} {kind:?}");

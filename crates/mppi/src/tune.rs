@@ -208,8 +208,16 @@ impl<C: Controller> TuneProblem<C> {
             .into_par_iter()
             .map(|e| {
                 let key_e = key.fold_in(e as u64);
-                crate::episode(&self.controller, p, &self.starts[e], self.steps, key_e, false)
-                    .total_cost
+                crate::episode(
+                    &self.controller,
+                    p,
+                    &self.starts[e],
+                    self.steps,
+                    key_e,
+                    false,
+                    |_, _| {},
+                )
+                .total_cost
             })
             .collect();
         costs.iter().sum::<f64>() / self.starts.len() as f64

@@ -16,6 +16,7 @@
 //! design faster than candle, burn and jitted JAX for these model sizes, with a 26 s build.
 
 mod adam;
+pub mod bench;
 mod error;
 mod float;
 mod io;

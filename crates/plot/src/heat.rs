@@ -1,16 +1,15 @@
 //! Heat maps: a grid of panels, each a row-major `ny × nx` array (NaN = empty cell), with
 //! axis labels and colour bars.
 
-
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
+use crate::Rgb;
 use crate::axis::{Axis, Transform, linear_ticks};
 use crate::draw::{
     self, BLACK, DrawResult, Figure, Frame, LABEL_PX, TICK_PX, TITLE_PX, px, rgb, text, text_size,
 };
-use crate::Rgb;
 
 /// How values map to colours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

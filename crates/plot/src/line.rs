@@ -1,6 +1,5 @@
 //! Line plots: named `(x, y)` series, optional shaded bands, legend, linear/log/symlog y.
 
-
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};

@@ -1,13 +1,12 @@
 //! A drawing surface in pixel coordinates for pictures that are not charts: episode sheets of
 //! coloured cells, animation frame strips, pendulum and cart drawings.
 
-
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use crate::draw::{DrawResult, Figure, px, rgb, text};
 use crate::Rgb;
+use crate::draw::{DrawResult, Figure, px, rgb, text};
 
 /// Where a text's position sits on the text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -20,7 +20,7 @@ mod record;
 mod summary;
 
 pub use config::{ConfigSource, load_config, parse_overrides};
-pub use metrics::MetricsSink;
+pub use metrics::{MetricsSink, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
 pub use summary::Summary;
 

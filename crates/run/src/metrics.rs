@@ -138,6 +138,21 @@ impl MetricsSink {
     }
 }
 
+/// Every line of a `metrics.jsonl` as JSON (the whole run's curve, a resumed run's earlier
+/// launches included); an error names the file and the line.
+pub fn read_metrics(path: &Path) -> Result<Vec<Value>, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| RunError::Config {
+                source_name: path.display().to_string(),
+                message: format!("line {}: not JSON: {e}", i + 1),
+            })
+        })
+        .collect()
+}
+
 impl Drop for MetricsSink {
     fn drop(&mut self) {
         drop(self.tx.take());
