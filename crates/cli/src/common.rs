@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use kestrel_run::{MetricsSink, RunDir};
+use kestrel_run::{Launch, Outcome, RunError, Tick};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::io::IsTerminal;
@@ -93,53 +93,22 @@ pub fn saved_config<T: Serialize + DeserializeOwned>(folder: &Path, defaults: &T
     file.load(defaults, vec![])
 }
 
-/// `--resume <folder>`: the saved config with this launch's flags and overrides on top, an
-/// error if it differs from the saved one anywhere but the budget fields (`same` maps a
-/// config to its comparable part; `budget` names what may change), and the run folder
-/// reopened with the launch recorded and the config rewritten.
-pub fn resume<T: Serialize + DeserializeOwned + PartialEq>(
-    folder: &Path,
-    cfg: &ConfigArgs,
-    flags: Vec<(&str, Flag)>,
-    defaults: &T,
-    same: impl Fn(&T) -> T,
-    budget: &str,
-) -> Result<(T, RunDir)> {
-    let saved = saved_config(folder, defaults)?;
-    let c: T = cfg.load(&saved, flags)?;
-    if same(&c) != same(&saved) {
-        anyhow::bail!(
-            "{}: the saved config is the run's; only {budget} may change on --resume",
-            folder.join("config.toml").display()
-        );
-    }
-    let dir = RunDir::reopen(folder, std::env::args().collect())?;
-    dir.write_config(&c)?;
-    Ok((c, dir))
-}
-
-/// A new run folder with `config.toml` written and a metrics sink open.
-pub fn start(
+/// Runs a whole run of `kestrel_run` on a pool of `threads` (absent: all cores) with a
+/// progress line on standard error, and prints its headline.
+pub fn launch(
     out_dir: &Path,
-    area: &str,
-    name: &str,
-    seed: u64,
-    config: &impl Serialize,
-) -> Result<(RunDir, MetricsSink)> {
-    let dir = RunDir::create(out_dir, area, name, seed, std::env::args().collect())?;
-    dir.write_config(config)?;
-    let metrics = MetricsSink::create(&dir.join("metrics.jsonl"))?;
-    Ok((dir, metrics))
-}
-
-/// Records the launch's end in `record.json` (failed with the error, or ok) and passes the
-/// result on.
-pub fn finish<T>(dir: RunDir, r: Result<T>) -> Result<T> {
-    let msg = r.as_ref().err().map(|e| format!("{e:#}"));
-    let recorded = dir.finish(msg.as_deref());
-    let v = r?;
-    recorded?;
-    Ok(v)
+    threads: Option<usize>,
+    run: impl FnOnce(Launch<'_>) -> std::result::Result<Outcome, RunError> + Send,
+) -> Result<()> {
+    let pool = pool(threads)?;
+    let mut progress = Progress::new(0, "");
+    let argv = std::env::args().collect();
+    let out = pool.install(|| {
+        let progress = &mut |t: Tick<'_>| progress.report(t);
+        run(Launch { out_dir: out_dir.to_path_buf(), argv, progress })
+    })?;
+    println!("{}", out.headline);
+    Ok(())
 }
 
 /// A progress line with rate and ETA on standard error: redrawn in place on a terminal, a
@@ -162,6 +131,12 @@ impl Progress {
             tty: std::io::stderr().is_terminal(),
             what,
         }
+    }
+
+    /// Reports a run's tick (its total and unit included).
+    pub fn report(&mut self, t: Tick<'_>) {
+        (self.total, self.what) = (t.total, t.unit);
+        self.tick(t.done, t.status);
     }
 
     /// Reports `done` units with a short status.

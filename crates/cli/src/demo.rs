@@ -114,7 +114,8 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         }
         Ok(())
     })();
-    crate::common::finish(root, parts)?;
+    root.finish(parts.as_ref().err().map(|e| format!("{e:#}")).as_deref())?;
+    parts?;
     println!(
         "\n== Kestrel demo: every system on its embedded default ({:.0} s) ==",
         t0.elapsed().as_secs_f64()

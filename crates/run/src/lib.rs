@@ -1,5 +1,8 @@
-//! Kestrel's one run writer. Every run (an ES run, a tuning run, an ALLO or IQN training, an
-//! MPPI episode) is a library call over a typed config; this crate gives it the rest:
+//! Kestrel's whole runs and their one writer. Every run (an ES run, a QD run, an MPPI episode,
+//! a tuning run, an ALLO or IQN training) is a library call over a typed config that writes
+//! its run folder: [`es`], [`mppi`], [`allo`], [`hunt`], each taking the config and a
+//! [`Launch`] (where to write, the recorded command line, a progress callback). The CLI and
+//! the Python package call these; neither owns a loop or a writer. The parts:
 //!
 //! - [`config`]: the typed config from defaults, a TOML file, flags and `--set key=value`
 //!   overrides (dotted keys for nested fields), unknown keys rejected with the source, the
@@ -14,12 +17,18 @@
 //! - [`Summary`]: `summary.md` and `summary.json` from the same key/value list.
 //! - [`write_atomic`]: temp file, fsync, rename.
 
+pub mod allo;
 pub mod config;
+pub mod es;
+pub mod hunt;
+mod launch;
 mod metrics;
+pub mod mppi;
 mod record;
 mod summary;
 
 pub use config::{ConfigSource, load_config, parse_overrides};
+pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen_checked, start};
 pub use metrics::{MetricsSink, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
 pub use summary::Summary;
@@ -57,6 +66,22 @@ pub enum RunError {
     /// A value outside what is accepted.
     #[error(transparent)]
     Invalid(#[from] kestrel_core::Invalid),
+    /// A run could not go on (a drawing thread died, a resume does not match its folder, no
+    /// finite result).
+    #[error("{0}")]
+    Failed(String),
+    /// From an evolution-strategy run.
+    #[error(transparent)]
+    Evo(#[from] kestrel_evo::EvoError),
+    /// From an MPPI run.
+    #[error(transparent)]
+    Mppi(#[from] kestrel_mppi::MppiError),
+    /// From an ALLO or treasure-hunt run.
+    #[error(transparent)]
+    Agent(#[from] kestrel_agents::AgentError),
+    /// From drawing or writing a plot.
+    #[error(transparent)]
+    Plot(#[from] kestrel_plot::PlotError),
 }
 
 impl RunError {

@@ -1,0 +1,109 @@
+//! What every whole run shares: where it writes, who hears its progress, starting its folder
+//! and recording how it ended.
+
+use crate::{MetricsSink, RunDir, RunError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+/// One progress report: `done` of `total` `unit`s, with a short status.
+#[derive(Clone, Copy, Debug)]
+pub struct Tick<'a> {
+    /// Units done.
+    pub done: u64,
+    /// Units in all.
+    pub total: u64,
+    /// What a unit is (`generations`, `steps`, `epochs`).
+    pub unit: &'static str,
+    /// A short status (the best so far, a loss).
+    pub status: &'a str,
+}
+
+/// Where a run writes and who hears about its progress (the CLI prints a progress line; the
+/// Python package calls back into Python).
+pub struct Launch<'a> {
+    /// Parent folder of the run folder.
+    pub out_dir: PathBuf,
+    /// The command line or call recorded in `record.json`.
+    pub argv: Vec<String>,
+    /// Progress reports.
+    pub progress: &'a mut (dyn FnMut(Tick<'_>) + Send),
+}
+
+impl Launch<'_> {
+    /// A progress reporter over `total` units named `unit`.
+    pub fn progress(&mut self, total: u64, unit: &'static str) -> Reporter<'_> {
+        Reporter { sink: &mut *self.progress, total, unit }
+    }
+}
+
+/// Reports one run's progress to its launch.
+pub struct Reporter<'a> {
+    sink: &'a mut (dyn FnMut(Tick<'_>) + Send),
+    total: u64,
+    unit: &'static str,
+}
+
+impl Reporter<'_> {
+    /// `done` units, with a status.
+    pub fn tick(&mut self, done: u64, status: &str) {
+        (self.sink)(Tick { done, total: self.total, unit: self.unit, status });
+    }
+}
+
+/// What a finished run reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// One line: the headline figures and the folder.
+    pub headline: String,
+}
+
+/// A new run folder with `config.toml` written and a metrics sink open.
+pub fn start(
+    launch: &Launch<'_>,
+    area: &str,
+    name: &str,
+    seed: u64,
+    config: &impl Serialize,
+) -> Result<(RunDir, MetricsSink), RunError> {
+    let dir = RunDir::create(&launch.out_dir, area, name, seed, launch.argv.clone())?;
+    dir.write_config(config)?;
+    let metrics = MetricsSink::create(&dir.join("metrics.jsonl"))?;
+    Ok((dir, metrics))
+}
+
+/// Records the launch's end in `record.json` (failed with the error, or ok) and passes the
+/// result on as the run's outcome.
+pub fn finish(dir: RunDir, r: Result<String, RunError>) -> Result<Outcome, RunError> {
+    let msg = r.as_ref().err().map(|e| e.to_string());
+    let path = dir.path().to_path_buf();
+    let recorded = dir.finish(msg.as_deref());
+    let headline = r?;
+    recorded?;
+    Ok(Outcome { dir: path, headline })
+}
+
+/// Reopens a run folder for `--resume`: its saved `config.toml` is the truth, so `config`
+/// must equal it wherever `same` looks (everything but the budget fields named by `budget`);
+/// the launch is appended to the record and the config rewritten.
+pub fn reopen_checked<T: Serialize + DeserializeOwned + PartialEq>(
+    folder: &Path,
+    config: &T,
+    argv: Vec<String>,
+    same: impl Fn(&T) -> T,
+    budget: &str,
+) -> Result<RunDir, RunError> {
+    let path = folder.join("config.toml");
+    let saved: T = crate::load_config(config, Some(&path), toml::Table::new(), &[])?;
+    if same(config) != same(&saved) {
+        return Err(RunError::Failed(format!(
+            "{}: the saved config is the run's; only {budget} may change on resume",
+            path.display()
+        )));
+    }
+    let dir = RunDir::reopen(folder, argv)?;
+    dir.write_config(config)?;
+    Ok(dir)
+}
