@@ -335,6 +335,13 @@ impl Default for HuntRunConfig {
 impl HuntRunConfig {
     /// The trainer's config (sorrel's defaults with this run's settings), validated.
     pub fn hunt_config(&self) -> Result<HuntConfig, AgentError> {
+        if !(3..=255).contains(&self.size) {
+            return Err(AgentError::invalid(
+                "size",
+                self.size,
+                "3 to 255 (the wall border included)",
+            ));
+        }
         let world = TreasureParams {
             height: self.size,
             width: self.size,

@@ -66,7 +66,12 @@ pub fn dispatch(cli: Cli) -> Result<()> {
 }
 
 fn main() {
-    if let Err(e) = dispatch(Cli::parse()) {
+    // Bad arguments are errors like any other (exit 1); --help and --version exit 0.
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        let _ = e.print();
+        std::process::exit(i32::from(e.use_stderr()))
+    });
+    if let Err(e) = dispatch(cli) {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.
         if e.chain().any(|c| {
             c.downcast_ref::<std::io::Error>()

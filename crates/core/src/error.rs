@@ -47,6 +47,34 @@ pub enum CoreError {
     Invalid(#[from] Invalid),
 }
 
+/// The most bytes one buffer, state or population may ask for (8 GiB, a third of this
+/// project's machines): sizes past it are refused with the estimate before anything is
+/// allocated, never left to abort the process.
+pub const MAX_BYTES: u128 = 8 << 30;
+
+/// Checks that `count` elements of `elem_bytes` bytes each fit [`MAX_BYTES`]; the error names
+/// `field`, its `value` and the estimate.
+pub fn check_bytes(
+    field: impl Into<Cow<'static, str>>,
+    value: impl ToString,
+    count: u128,
+    elem_bytes: u128,
+) -> Result<(), Invalid> {
+    let bytes = count.saturating_mul(elem_bytes);
+    if bytes > MAX_BYTES {
+        return Err(Invalid::new(
+            field,
+            value,
+            format!(
+                "a size whose memory fits: this needs about {:.1} GiB, the limit is {} GiB",
+                bytes as f64 / (1u64 << 30) as f64,
+                MAX_BYTES >> 30
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `XError::invalid(field, value, accepted)` for every error type that wraps [`Invalid`]
 /// (each crate's error has `Invalid(#[from] Invalid)`), written once here.
 pub trait FromInvalid: From<Invalid> {

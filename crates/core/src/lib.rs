@@ -33,7 +33,7 @@ pub mod timing;
 mod vec_env;
 
 pub use env::Env;
-pub use error::{CoreError, FromInvalid, Invalid};
+pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};
 pub use key::{Key, Rng};
 pub use space::{Space, Spec};
 pub use vec_env::VecEnv;

@@ -47,6 +47,11 @@ impl<E: Env> VecEnv<E> {
         let spec = env.spec(&params);
         let a = spec.num_agents;
         let obs_len = spec.obs_len();
+        // Two observation columns, the states and the small columns, per row.
+        let row = 2 * (a * obs_len * size_of::<E::Obs>()) as u128
+            + size_of::<E::State>() as u128
+            + (a * (size_of::<E::Action>() + 4) + 8) as u128;
+        crate::check_bytes("num_envs", num_envs, num_envs as u128, row)?;
         let mut v = VecEnv {
             states: Vec::with_capacity(num_envs),
             episode_steps: vec![0; num_envs],

@@ -21,5 +21,9 @@ pub(crate) fn check_sizes(
     if pop_size < min_pop {
         return Err(EvoError::invalid("pop_size", pop_size, "at least 2 (4 for CMA-ES)"));
     }
+    // A population and its sampled noise (f32 and f64), and for full-covariance strategies
+    // about five n × n f64 matrices.
+    kestrel_core::check_bytes("pop_size", pop_size, pop_size as u128 * num_dims as u128, 16)?;
+    kestrel_core::check_bytes("num_dims", num_dims, num_dims as u128 * num_dims as u128, 40)?;
     Ok(())
 }

@@ -166,6 +166,12 @@ impl<D: Dynamics> Mppi<D> {
                 "at least 1 each",
             ));
         }
+        // Normals, noise and controls of every sample: three K × T × nu f64 buffers.
+        let cells = p.num_samples as u128
+            * p.horizon as u128
+            * nu as u128
+            * p.rollout_samples.max(1) as u128;
+        kestrel_core::check_bytes("num_samples", p.num_samples, cells, 24)?;
         if !(p.lambda.is_finite() && p.lambda > 0.0) {
             return Err(invalid("lambda", p.lambda, "finite and > 0"));
         }

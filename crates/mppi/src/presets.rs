@@ -288,6 +288,19 @@ impl MppiRunConfig {
         }
     }
 
+    /// Checks the episode and every knob of the configured controller.
+    pub fn validate(&self) -> Result<(), MppiError> {
+        if self.steps == 0 {
+            return Err(MppiError::from(kestrel_core::Invalid::new("steps", 0, "at least 1")));
+        }
+        struct Check;
+        impl<D: Dynamics> ControllerVisitor<D> for Check {
+            type Output = ();
+            fn visit<C: Controller<Dyn = D>>(self, _c: C, _p: C::Params) {}
+        }
+        self.visit(Check)
+    }
+
     /// Runs `f` with the configured controller over the configured system's concrete dynamics
     /// (one `match` here, so the rollouts are statically dispatched and inlined).
     pub fn visit<R, V>(&self, f: V) -> Result<R, MppiError>

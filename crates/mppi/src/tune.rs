@@ -440,7 +440,7 @@ pub struct TuneOutcome {
 pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     let nu = c.run.system.nu();
     TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
-    c.run.visit(Check)?;
+    c.run.validate()?;
     c.strategy
         .pop_size(Some(c.pop_size), 1)
         .map_err(|e| MppiError::invalid("pop_size", c.pop_size, e.to_string()))?;
@@ -451,12 +451,6 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
         return Err(MppiError::invalid("run.steps", 0, "at least 1"));
     }
     Ok(())
-}
-
-struct Check;
-impl<D: Dynamics> crate::presets::ControllerVisitor<D> for Check {
-    type Output = ();
-    fn visit<C: Controller<Dyn = D>>(self, _c: C, _p: C::Params) {}
 }
 
 /// Tunes the configured knobs: the strategy (run key `Key::new(run.seed)`) searches the knobs'

@@ -6,7 +6,7 @@ use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, RunError, Summary, write_atomic};
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_mppi::tune::{TuneConfig, run_tune, validate_tune};
-use kestrel_mppi::{Controller, Dynamics, MppiRunConfig, System};
+use kestrel_mppi::{MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series, Sketch};
 use serde_json::json;
 use std::time::Instant;
@@ -15,7 +15,7 @@ use std::time::Instant;
 /// `record.json`, `metrics.jsonl` and `trajectory.jsonl` (one line per step), `cost`,
 /// `state` and `frames` as PNG and SVG, `summary.md/json`.
 pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
-    c.visit(Validate)?;
+    c.validate()?;
     let name = format!("{}-{}", c.controller.name(), c.system.name());
     let (dir, mut metrics) = start(&launch, "mppi", &name, c.seed, &c)?;
     let r = (|| -> Result<String, RunError> {
@@ -74,12 +74,6 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
         ))
     })();
     finish(dir, r)
-}
-
-struct Validate;
-impl<D: Dynamics> kestrel_mppi::presets::ControllerVisitor<D> for Validate {
-    type Output = ();
-    fn visit<C: Controller<Dyn = D>>(self, _c: C, _p: C::Params) {}
 }
 
 fn state_names(sys: System) -> &'static [&'static str] {

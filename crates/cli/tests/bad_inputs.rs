@@ -1,0 +1,290 @@
+//! The bad-input corpus: every case runs the `kestrel` binary on one bad input and must end
+//! with exit code 1 and a message naming the field or file, never a panic, an abort or a hang,
+//! and never leave a run folder behind. Files live in `tests/bad/`; large inputs are made
+//! here at run time.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmp() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn bad(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad").join(name).display().to_string()
+}
+
+/// Runs `args` with a 60 s limit; returns (exit code, stderr) or an error naming a hang.
+fn run(args: &[String], out_dir: &Path) -> Result<(i32, String), String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(args)
+        .current_dir(out_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            let mut err = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut err).map_err(|e| e.to_string())?;
+            return Ok((status.code().unwrap_or(-1), err));
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            return Err("hung (killed after 60 s)".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// (command line, a word the message must contain).
+fn corpus(dir: &Path) -> Vec<(String, String)> {
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let big_map = write("huge-map.txt", &"#".repeat(3_000_000));
+    let trace_wrap = write(
+        "wrap.jsonl",
+        "{\"task\": \"symmetry-0\", \"actions\": [{\"op\": 1, \"bbox\": [0, 0, 4294967296, 1]}]}\n",
+    );
+    let trace_op =
+        write("op.jsonl", "{\"task\": \"symmetry-0\", \"actions\": [{\"op\": \"x\"}]}\n");
+    let trace_pair =
+        write("pair.jsonl", "{\"task\": \"symmetry-0\", \"pair\": 99, \"actions\": []}\n");
+    let trace_mask = write(
+        "mask.jsonl",
+        "{\"task\": \"symmetry-0\", \"actions\": [{\"op\": 1, \"mask\": [[0, 2]]}]}\n",
+    );
+    let trace_task = write("task.jsonl", "{\"pair\": 0, \"actions\": []}\n");
+    let trace_json = write("json.jsonl", "{not json\n");
+    let script_bad = write("script.json", "[{\"op\": 1, \"point\": [1]}]");
+    let script_notlist = write("script2.json", "{\"op\": 1}");
+    let cfg_typo = write("typo.toml", "generatoins = 5\n");
+    let cfg_syntax = write("syntax.toml", "generations = = 5\n");
+    let cfg_type = write("type.toml", "generations = \"many\"\n");
+    let cfg_nested = write("nested.toml", "[mppi]\nlamda = 1.0\n");
+    let mut cases: Vec<(String, &str)> = vec![
+        // evo run
+        ("evo run --num-dims 0".into(), "num_dims"),
+        ("evo run --num-dims 200000".into(), "num_dims"),
+        ("evo run --pop-size 100000000".into(), "pop_size"),
+        ("evo run --pop-size 1".into(), "pop_size"),
+        ("evo run --sigma nan".into(), "sigma"),
+        ("evo run --sigma=-1".into(), "sigma"),
+        ("evo run --sigma inf".into(), "sigma"),
+        ("evo run --sigma 0".into(), "sigma"),
+        ("evo run --set x0=nan".into(), "x0"),
+        ("evo run --set x0=inf".into(), "x0"),
+        ("evo run --set shift=inf".into(), "shift"),
+        ("evo run --set shift=-1".into(), "shift"),
+        ("evo run --set target=nan".into(), "target"),
+        ("evo run --set strategy=\"nope\"".into(), "nope"),
+        ("evo run --strategy cmaes".into(), "cmaes"),
+        ("evo run --problem spherez".into(), "spherez"),
+        ("evo run --set bounds=[1.0,0.0]".into(), "bounds"),
+        ("evo run --set bounds=[nan,1.0]".into(), "bounds"),
+        ("evo run --set bound_mode=\"wrap\"".into(), "wrap"),
+        ("evo run --set unknown_key=1".into(), "unknown_key"),
+        ("evo run --set generations=-5".into(), "generations"),
+        ("evo run --set seed=-1".into(), "seed"),
+        ("evo run --set num_dims=1.5".into(), "num_dims"),
+        ("evo run --set generations".into(), "KEY=VALUE"),
+        ("evo run --set =3".into(), "empty"),
+        (format!("evo run --config {cfg_typo}"), "generatoins"),
+        (format!("evo run --config {cfg_syntax}"), "syntax.toml"),
+        (format!("evo run --config {cfg_type}"), "generations"),
+        ("evo run --config /nonexistent/config.toml".into(), "/nonexistent/config.toml"),
+        ("evo run --generations x".into(), "generations"),
+        ("evo run --threads 100000".into(), "threads"),
+        // evo qd
+        ("evo qd --set sigma=nan".into(), "sigma"),
+        ("evo qd --set sigma=0".into(), "sigma"),
+        ("evo qd --set cells=0".into(), "cells"),
+        ("evo qd --set cells=100000".into(), "cells"),
+        ("evo qd --num-dims 1".into(), "num_dims"),
+        ("evo qd --set batch_size=0".into(), "batch_size"),
+        ("evo qd --set num_emitters=0".into(), "num_emitters"),
+        ("evo qd --archive hex".into(), "hex"),
+        ("evo qd --emitter foo".into(), "foo"),
+        ("evo qd --set function=\"x\"".into(), "function"),
+        ("evo qd --set cellz=3".into(), "cellz"),
+        // evo bench
+        ("evo bench --generations 0".into(), "generations"),
+        ("evo bench --num-dims 0".into(), "num_dims"),
+        ("evo bench --pop-size 0".into(), "pop_size"),
+        ("evo bench --strategy xnes".into(), "xnes"),
+        ("evo bench --num-dims 300000".into(), "num_dims"),
+        // mppi run
+        ("mppi run --env moon".into(), "moon"),
+        ("mppi run --controller lqr".into(), "lqr"),
+        ("mppi run --set mppi.lambda=nan".into(), "lambda"),
+        ("mppi run --set mppi.lambda=-1".into(), "lambda"),
+        ("mppi run --set mppi.num_samples=0".into(), "num_samples"),
+        ("mppi run --set mppi.num_samples=100000000".into(), "num_samples"),
+        ("mppi run --set mppi.horizon=0".into(), "horizon"),
+        ("mppi run --set mppi.noise_sigma=[-1.0]".into(), "noise_sigma"),
+        ("mppi run --set mppi.noise_sigma=[1.0,0.0]".into(), "noise_sigma"),
+        ("mppi run --set mppi.u_min=[3.0]".into(), "u_min"),
+        ("mppi run --set mppi.u_per_command=0".into(), "u_per_command"),
+        ("mppi run --set mppi.rollout_samples=0".into(), "rollout_samples"),
+        ("mppi run --set mppi.convention=\"numpy\"".into(), "numpy"),
+        ("mppi run --set mppi.lamda=1".into(), "lamda"),
+        ("mppi run --steps 0".into(), "steps"),
+        ("mppi run --controller kmppi --set kmppi.num_support_pts=0".into(), "num_support_pts"),
+        ("mppi run --controller kmppi --set kmppi.kernel_sigma=nan".into(), "kernel_sigma"),
+        ("mppi run --controller smppi --set smppi.delta_t=nan".into(), "delta_t"),
+        ("mppi run --controller smppi --set smppi.action_min=[5.0]".into(), "action_min"),
+        (format!("mppi run --config {cfg_nested}"), "lamda"),
+        ("mppi run --threads 100000".into(), "threads"),
+        // mppi tune
+        ("mppi tune --tune gamma".into(), "gamma"),
+        ("mppi tune --strategy nope".into(), "nope"),
+        ("mppi tune --pop-size 0".into(), "pop_size"),
+        ("mppi tune --pop-size 1".into(), "pop_size"),
+        ("mppi tune --set sigma=nan".into(), "sigma"),
+        ("mppi tune --steps 0".into(), "steps"),
+        ("mppi tune --set knobs=[]".into(), "knobs"),
+        ("mppi tune --env moon".into(), "moon"),
+        ("mppi tune --set run.mppi.lambda=0".into(), "lambda"),
+        // mppi bench
+        ("mppi bench --num-samples 0".into(), "num_samples"),
+        ("mppi bench --horizon 0".into(), "horizon"),
+        ("mppi bench --commands 0".into(), "commands"),
+        ("mppi bench --num-samples 100000000".into(), "num_samples"),
+        ("mppi bench --threads 100000".into(), "threads"),
+        ("mppi bench --tune-pop 2 --tune-generations 0".into(), "tune_generations"),
+        // allo train
+        ("allo train --eval-every 0".into(), "eval_every"),
+        ("allo train --steps 0".into(), "steps"),
+        ("allo train --map builtin:maze-499-0".into(), "map"),
+        ("allo train --map builtin:spiral-3".into(), "builtin:spiral-3"),
+        ("allo train --map /nonexistent/map.txt".into(), "/nonexistent/map.txt"),
+        (format!("allo train --map {big_map}"), "huge-map.txt"),
+        (format!("allo train --map {}", bad("map-walls.txt")), "map-walls.txt"),
+        (format!("allo train --map {}", bad("map-empty.txt")), "map-empty.txt"),
+        ("allo train --d 0".into(), "d"),
+        ("allo train --d 100".into(), "d"),
+        ("allo train --batch 0".into(), "batch"),
+        ("allo train --samples 0".into(), "samples"),
+        ("allo train --samples 100000000000".into(), "samples"),
+        ("allo train --method gdo".into(), "gdo"),
+        ("allo train --set barrier=nan".into(), "barrier"),
+        ("allo train --set lr_barrier=-1".into(), "lr_barrier"),
+        ("allo train --resume /nonexistent/run".into(), "/nonexistent/run"),
+        ("allo train --threads 100000".into(), "threads"),
+        // allo bench
+        ("allo bench --steps 0".into(), "steps"),
+        ("allo bench --batch 0".into(), "batch"),
+        ("allo bench --map builtin:nope".into(), "builtin:nope"),
+        // hunt
+        ("hunt train --obs hsv".into(), "hsv"),
+        ("hunt train --agents 0".into(), "agents"),
+        ("hunt train --set size=2".into(), "size"),
+        ("hunt train --set spawn_prob=nan".into(), "spawn_prob"),
+        ("hunt train --set spawn_prob=2".into(), "spawn_prob"),
+        ("hunt train --set turns=0".into(), "turns"),
+        ("hunt train --worlds 0".into(), "worlds"),
+        ("hunt train --set layer=0".into(), "layer"),
+        ("hunt train --set batch=0".into(), "batch"),
+        ("hunt train --set capacity=0".into(), "capacity"),
+        ("hunt train --set n_step=0".into(), "n_step"),
+        ("hunt train --updates-per-turn nan".into(), "updates_per_turn"),
+        ("hunt train --updates-per-turn=-1".into(), "updates_per_turn"),
+        ("hunt train --set order=\"random\"".into(), "random"),
+        ("hunt train --resume /nonexistent/run".into(), "/nonexistent/run"),
+        ("hunt play --checkpoint /nonexistent/run".into(), "/nonexistent/run"),
+        ("hunt bench --reps 0".into(), "reps"),
+        ("hunt bench --obs hsv".into(), "hsv"),
+        // arc
+        ("arc bench --num-envs 0 --no-ops".into(), "num_envs"),
+        ("arc bench --num-envs 100000000 --no-ops".into(), "num_envs"),
+        ("arc bench --seconds nan --no-ops".into(), "seconds"),
+        ("arc bench --seconds=-1 --no-ops".into(), "seconds"),
+        ("arc bench --canvas 7".into(), "canvas"),
+        ("arc bench --threads 100000".into(), "threads"),
+        ("arc bench --data /nonexistent/arc".into(), "/nonexistent/arc"),
+        ("arc bench --sel lasso".into(), "lasso"),
+        ("arc bench --layout wide".into(), "wide"),
+        ("arc bench --mode arcle".into(), "arcle"),
+        ("arc bench --families nope".into(), "nope"),
+        ("arc show nosuchtask-x".into(), "nosuchtask-x"),
+        (format!("arc show bad --data {}", bad("task-colour.json")), "task-colour.json"),
+        (format!("arc show bad --data {}", bad("task-notrain.json")), "task-notrain.json"),
+        (format!("arc show bad --data {}", bad("task-ragged.json")), "task-ragged.json"),
+        (format!("arc show bad --data {}", bad("task-notjson.json")), "task-notjson.json"),
+        ("arc replay /nonexistent/trace.jsonl".into(), "/nonexistent/trace.jsonl"),
+        (format!("arc replay {trace_wrap}"), "bbox"),
+        (format!("arc replay {trace_op}"), "op"),
+        (format!("arc replay {trace_pair}"), "pair"),
+        (format!("arc replay {trace_mask}"), "mask"),
+        (format!("arc replay {trace_task}"), "task"),
+        (format!("arc replay {trace_json}"), "not JSON"),
+        (format!("arc replay {trace_wrap} --canvas 8"), "canvas"),
+        (format!("arc rollout --script {script_bad}"), "point"),
+        (format!("arc rollout --script {script_notlist}"), "script2.json"),
+        ("arc rollout --script /nonexistent/s.json".into(), "/nonexistent/s.json"),
+        ("arc rollout --canvas 7".into(), "canvas"),
+        ("arc rollout --task nosuchtask-x".into(), "nosuchtask-x"),
+        // nn
+        ("nn bench --sizes 0,4".into(), "sizes"),
+        ("nn bench --batch 0".into(), "batch"),
+        ("nn bench --models 0".into(), "models"),
+        ("nn bench --seconds nan".into(), "seconds"),
+        ("nn bench --threads 100000".into(), "threads"),
+        // demo and the binary itself
+        ("demo --seconds nan".into(), "seconds"),
+        ("demo --seconds 0".into(), "seconds"),
+        ("frobnicate".into(), "frobnicate"),
+        ("evo run --no-such-flag".into(), "--no-such-flag"),
+    ];
+    cases.push(("evo run --set pop_size=-1".into(), "pop_size"));
+    cases.into_iter().map(|(c, w)| (c, w.to_string())).collect()
+}
+
+#[test]
+fn every_bad_input_is_a_clear_error_and_leaves_no_run_folder() {
+    let dir = tmp();
+    let cases = corpus(&dir);
+    assert!(cases.len() >= 150, "the corpus holds {} cases", cases.len());
+    let mut failures = Vec::new();
+    for (line, word) in &cases {
+        let mut args: Vec<String> = Vec::new();
+        // Split on spaces; file paths here have none.
+        args.extend(line.split(' ').filter(|s| !s.is_empty()).map(str::to_string));
+        let out = dir.join(format!("out-{}", failures.len()));
+        match run(&args, &dir) {
+            Err(e) => failures.push(format!("kestrel {line}: {e}")),
+            Ok((code, err)) => {
+                if code != 1 {
+                    failures.push(format!("kestrel {line}: exit {code}, expected 1\n{err}"));
+                } else if err.contains("panicked") || err.contains("RUST_BACKTRACE") {
+                    failures.push(format!("kestrel {line}: panicked\n{err}"));
+                } else if !err.contains(word.as_str()) {
+                    failures.push(format!("kestrel {line}: message lacks {word:?}\n{err}"));
+                }
+            }
+        }
+        let _ = out;
+        // No run folder is left behind: `runs/` under the working folder stays absent or empty.
+        let runs = dir.join("runs");
+        if runs.exists() && std::fs::read_dir(&runs).unwrap().next().is_some() {
+            failures.push(format!("kestrel {line}: left a run folder in {}", runs.display()));
+            std::fs::remove_dir_all(&runs).unwrap();
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+}
