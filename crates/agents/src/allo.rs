@@ -429,25 +429,20 @@ impl Allo {
     /// metadata), each atomically. With the same data and keys, [`Allo::load_checkpoint`]
     /// continues exactly where this run was.
     pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), AgentError> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            AgentError::invalid(
-                "checkpoint folder",
-                format!("{} ({e})", dir.display()),
-                "a folder that can be created",
-            )
-        })?;
-        self.net.save_trainee(&dir.join("encoder.safetensors"), &self.trainee, &[])?;
-        let d = self.cfg.d;
-        kestrel_nn::save_safetensors(
-            &dir.join("allo_state.safetensors"),
-            &[
-                ("duals".to_string(), vec![d, d], &self.duals[..]),
-                ("e_ema".to_string(), vec![d, d], &self.e_ema[..]),
-                ("q_ema".to_string(), vec![d, d], &self.q_ema[..]),
-            ],
-            &[("barrier", self.barrier.to_string()), ("steps", self.steps.to_string())],
-        )?;
-        Ok(())
+        kestrel_nn::write_checkpoint_set(dir, |tmp| -> Result<(), AgentError> {
+            self.net.save_trainee(&tmp.join("encoder.safetensors"), &self.trainee, &[])?;
+            let d = self.cfg.d;
+            kestrel_nn::save_safetensors(
+                &tmp.join("allo_state.safetensors"),
+                &[
+                    ("duals".to_string(), vec![d, d], &self.duals[..]),
+                    ("e_ema".to_string(), vec![d, d], &self.e_ema[..]),
+                    ("q_ema".to_string(), vec![d, d], &self.q_ema[..]),
+                ],
+                &[("barrier", self.barrier.to_string()), ("steps", self.steps.to_string())],
+            )?;
+            Ok(())
+        })
     }
 
     /// A learner resumed from [`Allo::save_checkpoint`]'s folder (the config and map must be

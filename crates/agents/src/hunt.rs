@@ -364,14 +364,6 @@ impl Hunt {
     }
 }
 
-fn io_err(path: &std::path::Path, e: std::io::Error) -> AgentError {
-    AgentError::invalid(
-        "checkpoint folder",
-        format!("{} ({e})", path.display()),
-        "a folder that can be written and renamed",
-    )
-}
-
 fn bad_ckpt(path: &std::path::Path, what: String) -> AgentError {
     AgentError::invalid(
         "checkpoint",
@@ -392,14 +384,13 @@ fn meta_num<T: std::str::FromStr>(
 
 impl Hunt {
     /// Writes everything needed to continue exactly (parameters, targets, Adam states, ε,
-    /// replay buffers, epoch, key) to `dir`: into `dir` + `.tmp` first, then swapped in, so
-    /// an interrupted save leaves the previous checkpoint intact.
+    /// replay buffers, epoch, key) to `dir` as one set (`kestrel_nn::write_checkpoint_set`):
+    /// an interrupted save leaves the previous set intact.
     pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), AgentError> {
-        let tmp = dir.with_extension("tmp");
-        if tmp.exists() {
-            std::fs::remove_dir_all(&tmp).map_err(|e| io_err(&tmp, e))?;
-        }
-        std::fs::create_dir_all(&tmp).map_err(|e| io_err(&tmp, e))?;
+        kestrel_nn::write_checkpoint_set(dir, |tmp| self.write_checkpoint(tmp))
+    }
+
+    fn write_checkpoint(&self, tmp: &std::path::Path) -> Result<(), AgentError> {
         let net = &self.agents[0].learner.net;
         let tensors = net.tensors();
         for (a, ag) in self.agents.iter().enumerate() {
@@ -457,17 +448,6 @@ impl Hunt {
                 ("agents", self.agents.len().to_string()),
             ],
         )?;
-        let old = dir.with_extension("old");
-        if old.exists() {
-            std::fs::remove_dir_all(&old).map_err(|e| io_err(&old, e))?;
-        }
-        if dir.exists() {
-            std::fs::rename(dir, &old).map_err(|e| io_err(dir, e))?;
-        }
-        std::fs::rename(&tmp, dir).map_err(|e| io_err(dir, e))?;
-        if old.exists() {
-            std::fs::remove_dir_all(&old).map_err(|e| io_err(&old, e))?;
-        }
         Ok(())
     }
 

@@ -16,6 +16,17 @@ use kestrel_replay::EpisodicReplay;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+/// The newest complete checkpoint set at `dir`, or an error naming it.
+fn newest_set(dir: &std::path::Path) -> Result<(std::path::PathBuf, Option<String>), AgentError> {
+    kestrel_nn::checkpoint_set(dir).ok_or_else(|| {
+        AgentError::invalid(
+            "checkpoint",
+            dir.display(),
+            "a folder holding a complete checkpoint set",
+        )
+    })
+}
+
 /// ALLO or GGDO (config spelling).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -161,12 +172,17 @@ impl AlloRun {
         Ok(AlloRun { config, map, truth, learner })
     }
 
-    /// The same from the checkpoint in `dir` (written by [`AlloEvent::Checkpoint`]'s
-    /// observer with `Allo::save_checkpoint`).
-    pub fn resume(config: AlloRunConfig, dir: &std::path::Path) -> Result<Self, AgentError> {
+    /// The same from the newest complete checkpoint set at `dir` (written by
+    /// [`AlloEvent::Checkpoint`]'s observer with `Allo::save_checkpoint`); the note says when
+    /// it was not `dir` itself.
+    pub fn resume(
+        config: AlloRunConfig,
+        dir: &std::path::Path,
+    ) -> Result<(Self, Option<String>), AgentError> {
         let (map, cfg, truth) = Self::prepare(&config)?;
-        let learner = Allo::load_checkpoint(cfg, map.clone(), dir)?;
-        Ok(AlloRun { config, map, truth, learner })
+        let (set, note) = newest_set(dir)?;
+        let learner = Allo::load_checkpoint(cfg, map.clone(), &set)?;
+        Ok((AlloRun { config, map, truth, learner }, note))
     }
 
     fn prepare(c: &AlloRunConfig) -> Result<(Arc<GridMap>, AlloConfig, GroundTruth), AgentError> {
@@ -408,10 +424,15 @@ impl HuntRun {
         Ok(HuntRun { config, hunt })
     }
 
-    /// A run resumed from the checkpoint in `dir`.
-    pub fn resume(config: HuntRunConfig, dir: &std::path::Path) -> Result<Self, AgentError> {
-        let hunt = Hunt::load_checkpoint(config.hunt_config()?, dir)?;
-        Ok(HuntRun { config, hunt })
+    /// A run resumed from the newest complete checkpoint set at `dir`; the note says when it
+    /// was not `dir` itself.
+    pub fn resume(
+        config: HuntRunConfig,
+        dir: &std::path::Path,
+    ) -> Result<(Self, Option<String>), AgentError> {
+        let (set, note) = newest_set(dir)?;
+        let hunt = Hunt::load_checkpoint(config.hunt_config()?, &set)?;
+        Ok((HuntRun { config, hunt }, note))
     }
 
     /// The config.

@@ -370,7 +370,27 @@ impl TaskBank {
     fn load_dir(dir: &Path, opts: LoadOptions) -> Result<(TaskBank, Vec<Skipped>), ArcError> {
         let mut files = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
+        // Each real folder is walked once: a symbolic link back up the tree (a loop) or to a
+        // folder already seen is reported and not followed again.
+        let mut seen = std::collections::HashSet::new();
+        let mut skipped = Vec::new();
         while let Some(d) = stack.pop() {
+            let real = std::fs::canonicalize(&d)
+                .map_err(|source| ArcError::Io { path: d.clone(), source })?;
+            if !seen.insert(real.clone()) {
+                let error = format_err(
+                    &d,
+                    format!(
+                        "a link to {}, already loaded (a symbolic-link loop or a second path to one folder)",
+                        real.display()
+                    ),
+                );
+                if opts.strict {
+                    return Err(error);
+                }
+                skipped.push(Skipped { path: d, error });
+                continue;
+            }
             let entries =
                 std::fs::read_dir(&d).map_err(|source| ArcError::Io { path: d.clone(), source })?;
             for e in entries {
@@ -399,16 +419,43 @@ impl TaskBank {
                 (f, r)
             })
             .collect();
-        let mut tasks = Vec::with_capacity(parsed.len());
-        let mut skipped = Vec::new();
+        let mut tasks: Vec<Task> = Vec::with_capacity(parsed.len());
+        let mut ids = std::collections::HashMap::new();
         for (f, r) in parsed {
+            let r = r.and_then(|ts| {
+                // A task id seen in an earlier file would shadow or be shadowed: reported.
+                match ts
+                    .iter()
+                    .find_map(|t| ids.get(&Self::qualified(t)).map(|first: &PathBuf| (t, first)))
+                {
+                    Some((t, first)) => Err(format_err(
+                        &f,
+                        format!(
+                            "task id {} is already loaded from {}",
+                            Self::qualified(t),
+                            first.display()
+                        ),
+                    )),
+                    None => Ok(ts),
+                }
+            });
             match r {
-                Ok(ts) => tasks.extend(ts),
+                Ok(ts) => {
+                    for t in &ts {
+                        ids.insert(Self::qualified(t), f.clone());
+                    }
+                    tasks.extend(ts);
+                }
                 Err(e) if !opts.strict => skipped.push(Skipped { path: f, error: e }),
                 Err(e) => return Err(e),
             }
         }
         Ok((TaskBank::from_tasks(tasks), skipped))
+    }
+
+    /// `group/id`, or `id` without a group: the name a task is found by.
+    fn qualified(t: &Task) -> String {
+        if t.group.is_empty() { t.id.clone() } else { format!("{}/{}", t.group, t.id) }
     }
 
     /// Parses one file: a task, or a combined `{id: task}` file (possibly nested one level).
@@ -427,7 +474,8 @@ impl TaskBank {
         }
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| format_err(path, format!("not valid JSON: {e}")))?;
-        if is_task_object(&value) {
+        let part = |k: &str| value.get(k).is_some_and(|t| t.is_array());
+        if part("train") || part("test") {
             // Looked like a task but did not parse as one: report the precise problem.
             let e = serde_json::from_value::<RawTask>(value)
                 .err()
@@ -557,6 +605,27 @@ impl TaskBank {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn symlink_loops_and_duplicate_ids_are_reported_not_loaded_twice() {
+        let dir = std::env::temp_dir().join(format!("kestrel-arc-loop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let task = r#"{"train": [{"input": [[1]], "output": [[2]]}], "test": [{"input": [[1]], "output": [[2]]}]}"#;
+        std::fs::write(dir.join("sub/a.json"), task).unwrap();
+        std::fs::write(dir.join("sub/b.json"), format!("{{\"a\": {task}}}")).unwrap();
+        std::os::unix::fs::symlink(&dir, dir.join("sub/loop")).unwrap();
+        let (bank, skipped) = TaskBank::load(&dir, LoadOptions::default()).unwrap();
+        assert_eq!(bank.len(), 1, "{:?}", bank.tasks().iter().map(|t| &t.id).collect::<Vec<_>>());
+        let text: Vec<String> = skipped.iter().map(|s| s.error.to_string()).collect();
+        assert!(
+            text.iter().any(|e| e.contains("already loaded") && e.contains("task id sub/a")),
+            "{text:?}"
+        );
+        assert!(text.iter().any(|e| e.contains("symbolic-link loop")), "{text:?}");
+        assert!(TaskBank::load(&dir, LoadOptions { strict: true }).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     fn tmp(name: &str, body: &str) -> PathBuf {

@@ -18,6 +18,15 @@ pub fn action_from_json<const S: usize>(v: &Value, at: &str) -> Result<ArcAction
             .ok_or_else(|| bad(at, format!("field {f:?} must hold 32-bit integers, got {x}")))
     };
     let op = int(v.get("op").unwrap_or(&Value::Null), "op")?;
+    if !(0..crate::NUM_OPS).contains(&op) {
+        return Err(bad(
+            at,
+            format!(
+                "op {op} is not an operation: 0 to {} (a trace names ops exactly; only raw JaxARC-mode actions clamp, as JaxARC does)",
+                crate::NUM_OPS - 1
+            ),
+        ));
+    }
     let sel = if let Some(m) = v.get("mask") {
         let rows = m.as_array().ok_or_else(|| {
             bad(at, format!("field \"mask\" must be a list of 0/1 rows, got {m}"))
@@ -110,6 +119,8 @@ mod tests {
         let e = action_from_json::<5>(&json!({"op": "x"}), "t").unwrap_err().to_string();
         assert!(e.contains("\"op\""), "{e}");
         assert!(action_from_json::<5>(&json!({"op": 1, "mask": [[2]]}), "t").is_err());
+        let e = action_from_json::<5>(&json!({"op": 99}), "t").unwrap_err().to_string();
+        assert!(e.contains("op 99"), "{e}");
     }
 }
 
@@ -177,7 +188,7 @@ pub fn play<const S: usize>(
     let (mut rewards, mut actions, mut terminated, mut truncated) =
         (Vec::new(), Vec::new(), false, false);
     let mut t = 0;
-    while let Some(a) = next(t) {
+    while !truncated && let Some(a) = next(t) {
         let (r, term) = env.apply(p, &mut state, &a);
         rewards.push(r);
         actions.push(a);

@@ -282,6 +282,9 @@ pub struct ReplayArgs {
 }
 
 fn replay(a: ReplayArgs) -> Result<()> {
+    if a.max_steps == Some(0) {
+        bail!("invalid max_steps = 0: at least 1 (omit it for no limit)");
+    }
     let bank = if a.source.data.is_some() { a.source.bank(false)? } else { TaskBank::default() };
     let file = std::fs::File::open(&a.trace)
         .with_context(|| format!("{}: cannot open", a.trace.display()))?;
@@ -404,6 +407,9 @@ pub struct RolloutArgs {
 }
 
 fn rollout(a: RolloutArgs) -> Result<()> {
+    if a.max_steps == 0 {
+        bail!("invalid max_steps = 0: at least 1");
+    }
     let bank = a.source.bank(true)?;
     let task = a.source.task.as_ref().map(|id| a.source.find(&bank, id)).transpose()?;
     let script: Option<Vec<Value>> = match &a.script {

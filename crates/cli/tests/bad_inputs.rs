@@ -63,6 +63,8 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         "mask.jsonl",
         "{\"task\": \"symmetry-0\", \"actions\": [{\"op\": 1, \"mask\": [[0, 2]]}]}\n",
     );
+    let trace_op99 =
+        write("op99.jsonl", "{\"task\": \"symmetry-0\", \"actions\": [{\"op\": 99}]}\n");
     let trace_task = write("task.jsonl", "{\"pair\": 0, \"actions\": []}\n");
     let trace_json = write("json.jsonl", "{not json\n");
     let script_bad = write("script.json", "[{\"op\": 1, \"point\": [1]}]");
@@ -217,7 +219,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("arc bench --families nope".into(), "nope"),
         ("arc show nosuchtask-x".into(), "nosuchtask-x"),
         (format!("arc show bad --data {}", bad("task-colour.json")), "task-colour.json"),
-        (format!("arc show bad --data {}", bad("task-notrain.json")), "task-notrain.json"),
+        (format!("arc show bad --data {}", bad("task-notrain.json")), "train"),
         (format!("arc show bad --data {}", bad("task-ragged.json")), "task-ragged.json"),
         (format!("arc show bad --data {}", bad("task-notjson.json")), "task-notjson.json"),
         ("arc replay /nonexistent/trace.jsonl".into(), "/nonexistent/trace.jsonl"),
@@ -226,12 +228,15 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         (format!("arc replay {trace_pair}"), "pair"),
         (format!("arc replay {trace_mask}"), "mask"),
         (format!("arc replay {trace_task}"), "task"),
+        (format!("arc replay {trace_op99}"), "op 99"),
         (format!("arc replay {trace_json}"), "not JSON"),
         (format!("arc replay {trace_wrap} --canvas 8"), "canvas"),
         (format!("arc rollout --script {script_bad}"), "point"),
         (format!("arc rollout --script {script_notlist}"), "script2.json"),
         ("arc rollout --script /nonexistent/s.json".into(), "/nonexistent/s.json"),
         ("arc rollout --canvas 7".into(), "canvas"),
+        ("arc rollout --max-steps 0".into(), "max_steps"),
+        (format!("arc replay {trace_op} --max-steps 0"), "max_steps"),
         ("arc rollout --task nosuchtask-x".into(), "nosuchtask-x"),
         // nn
         ("nn bench --sizes 0,4".into(), "sizes"),

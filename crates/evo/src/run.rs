@@ -306,6 +306,8 @@ pub struct QdGeneration {
     pub stats: crate::qd::ArchiveStats,
     /// Emitter restarts so far.
     pub restarts: u64,
+    /// NaN or infinite fitness or measures so far (never added to the archive).
+    pub nonfinite: u64,
 }
 
 /// A validated QD run: the problem, the empty archive and the emitters.
@@ -403,12 +405,17 @@ impl QdRun {
         let (lam, n) = (c.batch_size, c.num_dims);
         let (mut pop, mut fit, mut meas) = (vec![0.0; lam * n], vec![0.0; lam], vec![0.0; lam * 2]);
         let run = Key::new(c.seed);
-        let mut evals = 0u64;
+        let (mut evals, mut nonfinite) = (0u64, 0u64);
         for g in 0..c.generations {
             for (e, em) in self.emitters.iter_mut().enumerate() {
                 let k = run.fold_in(g + 1).fold_in(e as u64);
                 em.ask(k.fold_in(0), &self.archive, &mut pop);
                 self.problem.evaluate(k.fold_in(1), &pop, &mut fit, &mut meas);
+                nonfinite += fit
+                    .iter()
+                    .zip(meas.chunks_exact(2))
+                    .filter(|(f, m)| !f.is_finite() || !m.iter().all(|v| v.is_finite()))
+                    .count() as u64;
                 em.tell(k.fold_in(2), &mut self.archive, &pop, &fit, &meas);
                 evals += lam as u64;
             }
@@ -417,6 +424,7 @@ impl QdRun {
                 evals,
                 stats: self.archive.stats(),
                 restarts: self.emitters.iter().map(|e| e.restarts()).sum(),
+                nonfinite,
             };
             if !observe(&report) {
                 break;

@@ -49,7 +49,9 @@ pub fn dispatch<Op: WithSimd>(op: Op) -> Op::Output {
 }
 pub use error::NnError;
 pub use float::Float;
-pub use io::{TensorFile, load_safetensors, save_safetensors};
+pub use io::{
+    TensorFile, checkpoint_set, load_safetensors, save_safetensors, write_checkpoint_set,
+};
 pub use layer::{Act, Activation, Dense, Init, Layer};
 pub use loss::{Loss, quantile_huber};
 pub use model::{MlpConfig, Sequential, Trainee, Workspace, train_many};

@@ -27,7 +27,12 @@ pub fn train(
             let same = |c: &AlloRunConfig| AlloRunConfig { steps: 0, ..c.clone() };
             let dir = reopen_checked(folder, &c, launch.argv.clone(), same, "steps")?;
             let run = match AlloRun::resume(c.clone(), &folder.join("checkpoint")) {
-                Ok(run) => run,
+                Ok((run, note)) => {
+                    if let Some(note) = note {
+                        launch.progress(0, "steps").tick(0, &note);
+                    }
+                    run
+                }
                 Err(e) => return finish(dir, Err(e.into())),
             };
             let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.learner().steps + 1)?;

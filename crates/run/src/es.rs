@@ -131,14 +131,16 @@ pub fn qd(config: QdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError>
     let (dir, mut metrics) = start(&launch, "qd", &name, c.seed, &c)?;
     let r = (|| -> Result<String, RunError> {
         let mut progress = launch.progress(c.generations, "generations");
-        let (mut curve, mut io) = (Vec::new(), Ok(()));
+        let (mut curve, mut io, mut nonfinite) = (Vec::new(), Ok(()), 0u64);
         let t0 = Instant::now();
         let archive = qd.run(|g| {
             let s = &g.stats;
             curve.push((g.evals as f64, s.qd_score));
             io = metrics.log(g.generation, json!({"evals": g.evals, "qd_score": s.qd_score,
-                "coverage": s.coverage, "best": s.best, "num_elites": s.num_elites, "restarts": g.restarts}));
-            progress.tick(g.generation, &format!("coverage {:.3} qd {:.4e}", s.coverage, s.qd_score));
+                "coverage": s.coverage, "best": s.best, "num_elites": s.num_elites, "restarts": g.restarts,
+                "nonfinite": g.nonfinite}));
+            nonfinite = g.nonfinite;
+            progress.tick(g.generation, &format!("coverage {:.3} qd {:.4e} non-finite {}", s.coverage, s.qd_score, g.nonfinite));
             io.is_ok()
         });
         io?;

@@ -62,7 +62,12 @@ pub fn train(
             let budget = "epochs, record_every and checkpoint_every";
             let dir = reopen_checked(folder, &c, launch.argv.clone(), same, budget)?;
             let run = match HuntRun::resume(c.clone(), &folder.join("checkpoint")) {
-                Ok(run) => run,
+                Ok((run, note)) => {
+                    if let Some(note) = note {
+                        launch.progress(0, "epochs").tick(0, &note);
+                    }
+                    run
+                }
                 Err(e) => return finish(dir, Err(e.into())),
             };
             let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.hunt.epoch + 1)?;
@@ -191,7 +196,14 @@ pub fn play(folder: &Path, seed: u64, out: &Path) -> Result<(Vec<f64>, PathBuf),
         toml::Table::new(),
         &[],
     )?;
-    let run = HuntRun::resume(c, &folder.join("checkpoint"))?;
+    let ckpt = folder.join("checkpoint");
+    if kestrel_nn::checkpoint_set(&ckpt).is_none() {
+        return Err(RunError::Failed(format!(
+            "{}: no complete checkpoint to play",
+            ckpt.display()
+        )));
+    }
+    let (run, _) = HuntRun::resume(c, &ckpt)?;
     let mut frames = Vec::new();
     let rewards = run.hunt.play(Key::new(seed), |w| frames.push(w[0].cells.clone()))?;
     let title = format!("greedy play after {} epochs", run.hunt.epoch);

@@ -68,8 +68,10 @@ pub fn start(
     seed: u64,
     config: &impl Serialize,
 ) -> Result<(RunDir, MetricsSink), RunError> {
-    let dir = RunDir::create(&launch.out_dir, area, name, seed, launch.argv.clone())?;
-    dir.write_config(config)?;
+    let text = crate::config::to_toml(config)?;
+    let dir = RunDir::create_with(&launch.out_dir, area, name, seed, launch.argv.clone(), |p| {
+        crate::write_atomic(&p.join("config.toml"), text.as_bytes())
+    })?;
     let metrics = MetricsSink::create(&dir.join("metrics.jsonl"))?;
     Ok((dir, metrics))
 }

@@ -58,6 +58,11 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
         Summary::new(format!("mppi run: {} on {}", c.controller.name(), c.system.name()))
             .value("steps", "steps", c.steps as u64)
             .value("total_cost", "total running cost", ep.total_cost)
+            .value(
+                "nonfinite",
+                "non-finite running costs",
+                ep.costs.iter().filter(|c| !c.is_finite()).count() as u64,
+            )
             .item("final_state", "final state", last.clone(), format!("{last:?}"))
             .item("wall_seconds", "wall time", secs, format!("{secs:.2} s"))
             .value("commit", "commit", COMMIT)
@@ -67,6 +72,12 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
             .file("state.png", "every state variable per step (also .svg)")
             .file("frames.png", "the system drawn along the run (also .svg)")
             .write(dir.path())?;
+        if !ep.total_cost.is_finite() {
+            return Err(RunError::Failed(format!(
+                "the running cost is not finite (the system diverged); run folder {}",
+                dir.path().display()
+            )));
+        }
         Ok(format!(
             "total running cost {:.4}, final state {last:?}; run folder {}",
             ep.total_cost,
@@ -147,10 +158,14 @@ pub fn tune(c: TuneConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
     let r = (|| -> Result<String, RunError> {
         let t0 = Instant::now();
         let mut progress = launch.progress(c.generations, "generations");
-        let mut io = Ok(());
+        let (mut io, mut nonfinite) = (Ok(()), 0u64);
         let out = run_tune(&c, |m| {
             io = metrics.log(m.generation, json!({"best": m.best_so_far, "best_in_generation": m.best_in_generation, "nonfinite": m.nonfinite, "sigma": m.sigma}));
-            progress.tick(m.generation, &format!("best cost {:.4}", m.best_so_far));
+            nonfinite += m.nonfinite as u64;
+            progress.tick(
+                m.generation,
+                &format!("best cost {:.4} non-finite {nonfinite}", m.best_so_far),
+            );
             io.is_ok()
         })?;
         io?;
@@ -170,6 +185,7 @@ pub fn tune(c: TuneConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
             .item("knobs", "knobs", serde_json::to_value(&c.knobs).unwrap_or_default(), format!("{:?}", c.knobs))
             .value("start_cost", "cost at the base params", out.start_cost)
             .value("best_cost", "best cost", out.best_cost as f64)
+            .value("nonfinite", "candidates with a non-finite cost", nonfinite)
             .item("best_lambda", "best λ", bp.lambda, format!("{:.5}", bp.lambda))
             .item("best_noise_sigma", "best Σ", bp.noise_sigma.clone(), format!("{:?}", bp.noise_sigma))
             .item("best_noise_mu", "best μ", bp.noise_mu.clone(), format!("{:?}", bp.noise_mu))
@@ -180,6 +196,12 @@ pub fn tune(c: TuneConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
             .file("metrics.jsonl", "one line per generation")
             .file("best.png", "best cost so far per generation (also .svg)")
             .write(dir.path())?;
+        if !out.best_cost.is_finite() {
+            return Err(RunError::Failed(format!(
+                "no candidate had a finite cost ({nonfinite} non-finite); run folder {}",
+                dir.path().display()
+            )));
+        }
         Ok(format!(
             "cost {:.4} -> {:.4} (λ={:.4}, Σ={:?}) in {secs:.2} s; run folder {}",
             out.start_cost,

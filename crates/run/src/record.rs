@@ -98,12 +98,54 @@ pub struct RunRecord {
     pub launches: Vec<Launch>,
 }
 
-/// A run folder: created (or reopened on resume), its record kept up to date.
+/// A run folder: created (or reopened on resume), its record kept up to date. While it is
+/// held, `run.lock` (holding the process id) stops a second process from writing the same
+/// run; a lock left by a process that no longer runs is taken over.
 #[derive(Debug)]
 pub struct RunDir {
     path: PathBuf,
     record: RunRecord,
     started: Instant,
+}
+
+/// Takes `dir/run.lock` for this process.
+fn lock(dir: &Path) -> Result<(), RunError> {
+    let path = dir.join("run.lock");
+    let me = std::process::id();
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(mut f) => {
+                use std::io::Write;
+                f.write_all(me.to_string().as_bytes())
+                    .map_err(|e| RunError::io(&path, "cannot write", e))?;
+                return Ok(());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let pid: Option<u32> = holder.trim().parse().ok();
+                let alive =
+                    pid.is_some_and(|p| p != me && Path::new(&format!("/proc/{p}")).exists());
+                if alive {
+                    return Err(RunError::Failed(format!(
+                        "{}: process {} is writing this run; two processes must not write one run folder",
+                        path.display(),
+                        holder.trim()
+                    )));
+                }
+                // Left by a process that died: take it over.
+                std::fs::remove_file(&path)
+                    .map_err(|e| RunError::io(&path, "cannot remove a stale lock", e))?;
+            }
+            Err(e) => return Err(RunError::io(&path, "cannot create", e)),
+        }
+    }
+    Err(RunError::Failed(format!("{}: cannot take the lock", path.display())))
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path.join("run.lock"));
+    }
 }
 
 impl RunDir {
@@ -116,32 +158,64 @@ impl RunDir {
         seed: u64,
         argv: Vec<String>,
     ) -> Result<Self, RunError> {
+        Self::create_with(root, area, name, seed, argv, |_| Ok(()))
+    }
+
+    /// [`RunDir::create`] with the folder's first files written by `fill` (the resolved
+    /// config) before it appears: the folder is built as a hidden `.NAME.partial-PID` beside
+    /// it and renamed into place whole, so a run folder always holds its record and config.
+    pub fn create_with(
+        root: &Path,
+        area: &str,
+        name: &str,
+        seed: u64,
+        argv: Vec<String>,
+        fill: impl FnOnce(&Path) -> Result<(), RunError>,
+    ) -> Result<Self, RunError> {
         std::fs::create_dir_all(root).map_err(|e| RunError::io(root, "cannot create", e))?;
         let now = unix_now();
         let base = folder_name(area, name, seed, now);
-        let mut k = 1;
-        let path = loop {
-            let p = root.join(if k == 1 { base.clone() } else { format!("{base}-{k}") });
-            match std::fs::create_dir(&p) {
-                Ok(()) => break p,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && k < 10_000 => k += 1,
-                Err(e) => return Err(RunError::io(&p, "cannot create the run folder", e)),
-            }
-        };
+        let partial = root.join(format!(".{base}.partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&partial);
+        std::fs::create_dir(&partial)
+            .map_err(|e| RunError::io(&partial, "cannot create the run folder", e))?;
+        lock(&partial)?;
         let record = RunRecord {
             area: area.into(),
             name: name.into(),
             seed,
             launches: vec![Self::launch(argv, now)],
         };
-        let dir = RunDir { path, record, started: Instant::now() };
+        let mut dir = RunDir { path: partial.clone(), record, started: Instant::now() };
         dir.write_record()?;
+        fill(&partial)?;
+        let mut k = 1;
+        dir.path = loop {
+            let p = root.join(if k == 1 { base.clone() } else { format!("{base}-{k}") });
+            if !p.exists() {
+                match std::fs::rename(&partial, &p) {
+                    Ok(()) => break p,
+                    Err(e) if k >= 10_000 => {
+                        return Err(RunError::io(&p, "cannot create the run folder", e));
+                    }
+                    Err(_) => {}
+                }
+            }
+            k += 1;
+        };
         Ok(dir)
     }
 
     /// Reopens an existing run folder for a resumed launch (appended to its record).
     pub fn reopen(path: &Path, argv: Vec<String>) -> Result<Self, RunError> {
         let rec_path = path.join("record.json");
+        if !rec_path.is_file() {
+            return Err(RunError::Failed(format!(
+                "{}: not a run folder (no record.json)",
+                path.display()
+            )));
+        }
+        lock(path)?;
         let text = std::fs::read_to_string(&rec_path)
             .map_err(|e| RunError::io(&rec_path, "cannot read (is this a run folder?)", e))?;
         let mut record: RunRecord = serde_json::from_str(&text).map_err(|e| RunError::Config {
@@ -198,7 +272,8 @@ impl RunDir {
         self.started.elapsed().as_secs_f64()
     }
 
-    /// Records the end of this launch: `ok`, or `failed` with the error.
+    /// Records the end of this launch (`ok`, or `failed` with the error) and releases the
+    /// lock.
     pub fn finish(mut self, error: Option<&str>) -> Result<(), RunError> {
         let wall = self.elapsed();
         if let Some(l) = self.record.launches.last_mut() {
@@ -248,6 +323,15 @@ mod tests {
         assert_eq!(rec.launches[1].status, "failed");
         assert_eq!(rec.launches[1].error.as_deref(), Some("disk full"));
         assert_eq!(rec.launches[0].commit, COMMIT);
+        assert!(!path.join("run.lock").exists());
+        // A held folder cannot be reopened by another writer; a stale lock is taken over.
+        let held = RunDir::reopen(&path, vec![]).unwrap();
+        std::fs::write(path.join("run.lock"), "1").unwrap(); // pid 1 is always alive
+        let e = RunDir::reopen(&path, vec![]).unwrap_err().to_string();
+        assert!(e.contains("run.lock") && e.contains("process 1"), "{e}");
+        std::fs::write(path.join("run.lock"), "4294967295").unwrap();
+        RunDir::reopen(&path, vec![]).unwrap().finish(None).unwrap();
+        drop(held);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

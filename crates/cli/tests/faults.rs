@@ -1,0 +1,169 @@
+//! Fault tests: a training run killed with SIGKILL at many points (during data collection,
+//! steps and checkpoint writes) and resumed until it finishes ends exactly as an uninterrupted
+//! run; a full disk (a file-size limit) is a clean error that names the file and leaves the
+//! last checkpoint intact.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-faults-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const ALLO: [&str; 14] = [
+    "allo",
+    "train",
+    "--map",
+    "builtin:rooms-2-3",
+    "--d",
+    "3",
+    "--batch",
+    "32",
+    "--samples",
+    "2000",
+    "--eval-every",
+    "10",
+    "--checkpoint-every",
+    "10",
+];
+
+fn kestrel() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kestrel"))
+}
+
+fn only_dir(root: &Path) -> Option<PathBuf> {
+    let visible = |p: &PathBuf| !p.file_name().unwrap().to_string_lossy().starts_with('.');
+    std::fs::read_dir(root)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.is_dir() && visible(p))
+}
+
+/// The run's metrics without the timing fields, one value per line.
+fn metrics(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("wall_time");
+            o.remove("steps_per_second");
+            v
+        })
+        .collect()
+}
+
+fn checkpoint_bytes(run: &Path) -> Vec<Vec<u8>> {
+    ["encoder.safetensors", "allo_state.safetensors"]
+        .iter()
+        .map(|f| std::fs::read(run.join("checkpoint").join(f)).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_run_killed_at_random_points_and_resumed_ends_as_an_uninterrupted_one() {
+    let steps = "300";
+    let whole = tmp("whole");
+    let o =
+        kestrel().args(ALLO).args(["--steps", steps, "--out-dir"]).arg(&whole).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let whole_run = only_dir(&whole).unwrap();
+
+    let killed = tmp("killed");
+    let (mut kills, mut finished) = (0, false);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let t0 = Instant::now();
+    while !finished && t0.elapsed() < Duration::from_secs(240) {
+        let mut cmd = kestrel();
+        cmd.args(ALLO).args(["--steps", steps, "--out-dir"]).arg(&killed);
+        if let Some(run) = only_dir(&killed) {
+            cmd.arg("--resume").arg(run);
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        // A pseudo-random delay of 5 to 200 ms, then SIGKILL (if still running).
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let delay = Duration::from_millis(5 + rng % 196);
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+                assert!(status.success(), "a resumed launch failed:\n{err}");
+                finished = true;
+                break;
+            }
+            if start.elapsed() >= delay {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                kills += 1;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    assert!(finished, "the run did not finish after {kills} kills");
+    let run = only_dir(&killed).unwrap();
+    assert_eq!(metrics(&run), metrics(&whole_run), "after {kills} kills");
+    assert_eq!(checkpoint_bytes(&run), checkpoint_bytes(&whole_run), "after {kills} kills");
+    assert!(!run.join("run.lock").exists());
+    eprintln!("finished after {kills} kills");
+}
+
+/// `sh -c` with a file-size limit of `kib` KiB and SIGXFSZ ignored, so writes past the limit
+/// fail with an error instead of killing the process.
+fn limited(kib: u64, args: &[&str], out_dir: &Path) -> std::process::Output {
+    let mut line = format!("trap '' XFSZ; ulimit -f {}; exec \"$0\"", kib * 2);
+    for a in args {
+        line.push_str(&format!(" '{a}'"));
+    }
+    line.push_str(&format!(" --out-dir '{}'", out_dir.display()));
+    Command::new("sh").arg("-c").arg(line).arg(env!("CARGO_BIN_EXE_kestrel")).output().unwrap()
+}
+
+#[test]
+fn a_full_disk_is_a_clean_error_naming_the_file_and_the_last_checkpoint_stays() {
+    // Metrics past the limit: the run stops at once, names the file, records its failure.
+    let out = tmp("full-metrics");
+    let args = [
+        "evo",
+        "run",
+        "--problem",
+        "sphere",
+        "--num-dims",
+        "4",
+        "--generations",
+        "200000",
+        "--set",
+        "target=-1.0",
+    ];
+    let o = limited(64, &args, &out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("metrics.jsonl") && !err.contains("panicked"), "{err}");
+    let run = only_dir(&out).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("record.json")).unwrap()).unwrap();
+    assert_eq!(record["launches"][0]["status"], "failed");
+    // A checkpoint past the limit: the previous set is intact and a later resume goes on.
+    let out = tmp("full-checkpoint");
+    let o = kestrel().args(ALLO).args(["--steps", "20", "--out-dir"]).arg(&out).output().unwrap();
+    assert!(o.status.success());
+    let run = only_dir(&out).unwrap();
+    let before = checkpoint_bytes(&run);
+    let resume = [&ALLO[..], &["--steps", "40", "--resume", run.to_str().unwrap()]].concat();
+    let o = limited(256, &resume, &out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("safetensors") && !err.contains("panicked"), "{err}");
+    assert_eq!(checkpoint_bytes(&run), before);
+    let o = kestrel().args(&resume).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
