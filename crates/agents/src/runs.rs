@@ -16,15 +16,9 @@ use kestrel_replay::EpisodicReplay;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// The newest complete checkpoint set at `dir`, or an error naming it.
-fn newest_set(dir: &std::path::Path) -> Result<(std::path::PathBuf, Option<String>), AgentError> {
-    kestrel_nn::checkpoint_set(dir).ok_or_else(|| {
-        AgentError::invalid(
-            "checkpoint",
-            dir.display(),
-            "a folder holding a complete checkpoint set",
-        )
-    })
+/// The note of a resume that found no complete checkpoint set.
+fn no_checkpoint(dir: &std::path::Path) -> String {
+    format!("{}: no complete checkpoint yet; the run starts over in its folder", dir.display())
 }
 
 /// ALLO or GGDO (config spelling).
@@ -179,8 +173,10 @@ impl AlloRun {
         config: AlloRunConfig,
         dir: &std::path::Path,
     ) -> Result<(Self, Option<String>), AgentError> {
+        let Some((set, note)) = kestrel_nn::checkpoint_set(dir) else {
+            return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
+        };
         let (map, cfg, truth) = Self::prepare(&config)?;
-        let (set, note) = newest_set(dir)?;
         let learner = Allo::load_checkpoint(cfg, map.clone(), &set)?;
         Ok((AlloRun { config, map, truth, learner }, note))
     }
@@ -430,7 +426,9 @@ impl HuntRun {
         config: HuntRunConfig,
         dir: &std::path::Path,
     ) -> Result<(Self, Option<String>), AgentError> {
-        let (set, note) = newest_set(dir)?;
+        let Some((set, note)) = kestrel_nn::checkpoint_set(dir) else {
+            return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
+        };
         let hunt = Hunt::load_checkpoint(config.hunt_config()?, &set)?;
         Ok((HuntRun { config, hunt }, note))
     }
