@@ -127,10 +127,7 @@ impl MetricsSink {
 
     /// Flushes, joins the writer and reports any I/O error.
     pub fn finish(mut self) -> Result<(), RunError> {
-        drop(self.tx.take());
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+        self.close();
         match self.failed() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -153,12 +150,19 @@ pub fn read_metrics(path: &Path) -> Result<Vec<Value>, RunError> {
         .collect()
 }
 
-impl Drop for MetricsSink {
-    fn drop(&mut self) {
+impl MetricsSink {
+    /// Ends the queue and waits for the writer (it flushes what was queued).
+    fn close(&mut self) {
         drop(self.tx.take());
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+impl Drop for MetricsSink {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
