@@ -189,3 +189,33 @@ pub fn central_differences(v: &[f64], h: f64, mut f: impl FnMut(&[f64]) -> f64) 
         })
         .collect()
 }
+
+/// Every number of a nested JSON array, in row-major order (`[[1, 2], [3, 4]]` gives
+/// `[1, 2, 3, 4]`), as the actdyn fixtures store tensors.
+pub fn flat(v: &serde_json::Value) -> Vec<f64> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<f64>) {
+        match v {
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            x => out.push(x.as_f64().unwrap_or_else(|| panic!("not a number: {x}"))),
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out
+}
+
+/// The actdyn golden fixture `name` from `shared/data/actdyn-golden`, or `None` (after printing
+/// a SKIP line naming the test) when the shared data is absent.
+pub fn actdyn_fixture(name: &str) -> Option<serde_json::Value> {
+    let Some(root) = shared_data() else {
+        eprintln!("SKIP {name}: ../shared/data is absent");
+        return None;
+    };
+    let path = root.join("actdyn-golden").join(name);
+    if !path.is_file() {
+        eprintln!("SKIP {name}: {} is absent", path.display());
+        return None;
+    }
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Some(serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
