@@ -1,1 +1,1182 @@
-//! (in progress)
+//! The sequential VAE (`SeqVae` of the reference) and its ELBO with the multi-step KL, forward
+//! and backward in f64.
+//!
+//! - Encoder q(z_t | y_≤t, u_≤t) = N(μ_t, diag σ²_t): a GRU over `[y_t, u_t]` from h₀ = 0, then
+//!   μ = Lin(ReLU(Lin h)) and σ² = softplus(Lin(ReLU(Lin h))) + 1e-6.
+//! - Latent dynamics mean m(z): an MLP or RBF features on a grid ([`crate::rbf`]); transition
+//!   mean μ′(z, u) = m(z) + u·dt, or z + m(z)·dt + u·dt when residual; process variance
+//!   v = softplus(ℓ) + 1e-6 (sampling uses v·dt).
+//! - Decoder ŷ = exp(C′z + b′) (log-linear), C′z + b′ (linear) or an MLP, with a Gaussian
+//!   (learned variance softplus(ℓʸ) + 1e-6) or Poisson likelihood.
+//!
+//! Parameters are one flat vector; [`SeqVae::tensors`] names its pieces with the reference's
+//! PyTorch names (`encoder.network.weight_ih_l0`, …), PyTorch's shapes, and whether the flat
+//! vector holds the tensor transposed (Kestrel's layers compute `x·W`, PyTorch's `W·x`).
+//!
+//! The ELBO (reference `compute_elbo`, spec §1.3) for one window of T pairs (y_t, u_t), with
+//! every random draw passed in ([`ElboNoise`]) so that golden tests replay the reference's:
+//! posterior samples z = μ + σε, temporal mask, the one-step and K-step prior means, KL_k
+//! weighted by 0.8^{k−1} (normalised), the log-likelihood of the (masked) samples, and
+//! loss = −(LL − β·KL_w). [`SeqVae::elbo`] returns the terms and, when asked, adds ∂loss/∂θ.
+
+use crate::ActdynError;
+use crate::rbf::RbfGrid;
+use kestrel_core::{FromInvalid, Key};
+use kestrel_nn::matmul::{Op, matmul};
+use kestrel_nn::{Act, Activation, Dense, Gru, GruCache, Init, Layer, Sequential, Workspace};
+use serde::{Deserialize, Serialize};
+
+/// The latent dynamics network.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+pub enum DynamicsKind {
+    /// An MLP with ReLU hidden layers (reference default: one hidden layer of 16).
+    Mlp {
+        /// Hidden widths.
+        hidden: Vec<usize>,
+    },
+    /// RBF features on a grid of centres, m(z) = Φ(z)ᵀW (needs a 2-D latent).
+    Rbf {
+        /// Centres per axis (25).
+        grid: usize,
+        /// Centres span [−z_max, z_max]² (2).
+        z_max: f64,
+        /// Feature scale α (0.1).
+        alpha: f64,
+        /// Width γ (1).
+        gamma: f64,
+    },
+}
+
+impl DynamicsKind {
+    /// The reference's RBF defaults (25×25 centres on [−2, 2]², α = 0.1, γ = 1).
+    pub fn rbf_default() -> Self {
+        DynamicsKind::Rbf { grid: 25, z_max: 2.0, alpha: 0.1, gamma: 1.0 }
+    }
+}
+
+/// The decoder's mapping from latent to observation rate/mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecoderKind {
+    /// ŷ = exp(C′z + b′) (reference default).
+    LogLinear,
+    /// ŷ = C′z + b′.
+    Linear,
+    /// ŷ = MLP(z) with one ReLU hidden layer of 16 (Gaussian likelihood only).
+    Mlp,
+}
+
+/// The observation likelihood.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Likelihood {
+    /// Gaussian with a learned per-output variance (reference default).
+    Gaussian,
+    /// Poisson with rate ŷ (needs a positive rate: log-linear decoder).
+    Poisson,
+}
+
+/// Shape of the sequential VAE. Defaults are the reference's (`config.py`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Observation width N_y (50).
+    pub obs_dim: usize,
+    /// Latent width D (2); the action width equals it (identity action encoder).
+    pub latent_dim: usize,
+    /// GRU hidden units (16).
+    pub rnn_hidden: usize,
+    /// Hidden width of the μ and variance heads (16).
+    pub head_hidden: usize,
+    /// Latent dynamics.
+    pub dynamics: DynamicsKind,
+    /// Residual transition z + m(z)·dt (false: m maps state to next state).
+    pub residual: bool,
+    /// Model time step (0.1).
+    pub dt: f64,
+    /// Decoder mapping.
+    pub decoder: DecoderKind,
+    /// Observation likelihood.
+    pub likelihood: Likelihood,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            obs_dim: 50,
+            latent_dim: 2,
+            rnn_hidden: 16,
+            head_hidden: 16,
+            dynamics: DynamicsKind::Mlp { hidden: vec![16] },
+            residual: false,
+            dt: 0.1,
+            decoder: DecoderKind::LogLinear,
+            likelihood: Likelihood::Gaussian,
+        }
+    }
+}
+
+/// A named piece of the flat parameter vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    /// The reference's (PyTorch) parameter name.
+    pub name: String,
+    /// Offset in the flat vector.
+    pub offset: usize,
+    /// PyTorch's shape.
+    pub shape: Vec<usize>,
+    /// Whether the flat vector holds it transposed (a 2-D `[out][in]` weight stored `in × out`).
+    pub transposed: bool,
+}
+
+impl Tensor {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// Whether it holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Flat-vector index of the element at row-major PyTorch position `i`.
+    pub fn index(&self, i: usize) -> usize {
+        if self.transposed {
+            let (rows, cols) = (self.shape[0], self.shape[1]);
+            let (r, c) = (i / cols, i % cols);
+            debug_assert!(r < rows);
+            self.offset + c * rows + r
+        } else {
+            self.offset + i
+        }
+    }
+}
+
+#[derive(Debug)]
+enum DynNet {
+    Mlp(Sequential<f64>),
+    Rbf(RbfGrid),
+}
+
+/// What one batch of dynamics evaluations keeps for its backward pass.
+#[derive(Clone, Debug, Default)]
+pub struct DynCache {
+    ws: Workspace<f64>,
+    z: Vec<f64>,
+    phi: Vec<f64>,
+    m: Vec<f64>,
+    rows: usize,
+}
+
+/// The sequential VAE: its configuration, layers and parameter layout.
+#[derive(Debug)]
+pub struct SeqVae {
+    cfg: ModelConfig,
+    gru: Gru,
+    mu_head: Sequential<f64>,
+    var_head: Sequential<f64>,
+    dynamics: DynNet,
+    decoder: Sequential<f64>,
+    /// Offsets: gru, mu head, var head, dynamics, dynamics logvar, decoder, decoder logvar, end.
+    off: [usize; 8],
+    tensors: Vec<Tensor>,
+}
+
+/// Appends the tensors of `net` (its parameters from `base`) as `{prefix}.{layer}.{param}`,
+/// 2-D weights in PyTorch's transposed shape.
+fn named(out: &mut Vec<Tensor>, prefix: &str, net: &Sequential<f64>, base: usize) {
+    let mut at = base;
+    for (name, shape, _) in net.named_params(&vec![0.0; net.num_params()]) {
+        let n: usize = shape.iter().product();
+        let (shape, transposed) =
+            if shape.len() == 2 { (vec![shape[1], shape[0]], true) } else { (shape, false) };
+        out.push(Tensor { name: format!("{prefix}.{name}"), offset: at, shape, transposed });
+        at += n;
+    }
+}
+
+fn mlp(sizes: &[usize]) -> Result<Sequential<f64>, ActdynError> {
+    let mut layers: Vec<Box<dyn Layer<f64>>> = Vec::new();
+    for (i, w) in sizes.windows(2).enumerate() {
+        if i > 0 {
+            layers.push(Box::new(Act { f: Activation::Relu, dim: w[0] }));
+        }
+        layers.push(Box::new(Dense::new(w[0], w[1], Init::TorchUniform)?));
+    }
+    Ok(Sequential::new(layers)?)
+}
+
+#[inline]
+fn softplus(x: f64) -> f64 {
+    if x > 20.0 { x } else { x.exp().ln_1p() }
+}
+
+#[inline]
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+impl SeqVae {
+    /// Builds the model for `cfg`, checking it.
+    pub fn new(cfg: ModelConfig) -> Result<Self, ActdynError> {
+        let bad = |field: &'static str, v: String, ok: &'static str| {
+            Err(ActdynError::invalid(field, v, ok))
+        };
+        let (ny, d) = (cfg.obs_dim, cfg.latent_dim);
+        if !(1..=100_000).contains(&ny) {
+            return bad("model.obs_dim", ny.to_string(), "an integer in [1, 100000]");
+        }
+        if !(1..=64).contains(&d) {
+            return bad("model.latent_dim", d.to_string(), "an integer in [1, 64]");
+        }
+        if !(1..=4096).contains(&cfg.rnn_hidden) {
+            return bad("model.rnn_hidden", cfg.rnn_hidden.to_string(), "an integer in [1, 4096]");
+        }
+        if !(1..=4096).contains(&cfg.head_hidden) {
+            return bad(
+                "model.head_hidden",
+                cfg.head_hidden.to_string(),
+                "an integer in [1, 4096]",
+            );
+        }
+        if !(cfg.dt.is_finite() && cfg.dt > 0.0 && cfg.dt <= 10.0) {
+            return bad("model.dt", cfg.dt.to_string(), "a finite number in (0, 10]");
+        }
+        if cfg.likelihood == Likelihood::Poisson && cfg.decoder != DecoderKind::LogLinear {
+            return bad(
+                "model.likelihood",
+                "poisson".into(),
+                "gaussian unless the decoder is log_linear (a Poisson rate must be positive)",
+            );
+        }
+        let (hd, hh) = (cfg.rnn_hidden, cfg.head_hidden);
+        let gru = Gru::new(ny + d, hd)?;
+        let mu_head = mlp(&[hd, hh, d])?;
+        let var_head = mlp(&[hd, hh, d])?;
+        let dynamics = match &cfg.dynamics {
+            DynamicsKind::Mlp { hidden } => {
+                if hidden.iter().any(|&h| !(1..=4096).contains(&h)) || hidden.len() > 8 {
+                    return bad(
+                        "model.dynamics.hidden",
+                        format!("{hidden:?}"),
+                        "at most 8 widths, each in [1, 4096]",
+                    );
+                }
+                let mut sizes = vec![d];
+                sizes.extend(hidden);
+                sizes.push(d);
+                DynNet::Mlp(mlp(&sizes)?)
+            }
+            DynamicsKind::Rbf { grid, z_max, alpha, gamma } => {
+                if d != 2 {
+                    return bad("model.latent_dim", d.to_string(), "2 with RBF dynamics");
+                }
+                DynNet::Rbf(RbfGrid::new(*grid, *z_max, *alpha, *gamma)?)
+            }
+        };
+        let decoder = match cfg.decoder {
+            DecoderKind::LogLinear | DecoderKind::Linear => mlp(&[d, ny])?,
+            DecoderKind::Mlp => mlp(&[d, 16, ny])?,
+        };
+        let dyn_params = match &dynamics {
+            DynNet::Mlp(n) => n.num_params(),
+            DynNet::Rbf(g) => g.num_centers() * 2,
+        };
+        let mut off = [0usize; 8];
+        let sizes = [
+            gru.num_params(),
+            mu_head.num_params(),
+            var_head.num_params(),
+            dyn_params,
+            d,
+            decoder.num_params(),
+            ny,
+        ];
+        for (i, s) in sizes.iter().enumerate() {
+            off[i + 1] = off[i] + s;
+        }
+        let mut tensors = Vec::new();
+        let g3 = 3 * hd;
+        let o = off[0];
+        let t = |name: &str, offset: usize, shape: Vec<usize>, transposed: bool| Tensor {
+            name: name.to_string(),
+            offset,
+            shape,
+            transposed,
+        };
+        tensors.push(t("encoder.network.weight_ih_l0", o, vec![g3, ny + d], true));
+        tensors.push(t("encoder.network.weight_hh_l0", o + g3 * (ny + d), vec![g3, hd], true));
+        tensors.push(t("encoder.network.bias_ih_l0", o + g3 * (ny + d + hd), vec![g3], false));
+        tensors.push(t("encoder.network.bias_hh_l0", o + g3 * (ny + d + hd + 1), vec![g3], false));
+        named(&mut tensors, "encoder.fc_mu", &mu_head, off[1]);
+        named(&mut tensors, "encoder.fc_logvar", &var_head, off[2]);
+        match &dynamics {
+            DynNet::Mlp(n) => named(&mut tensors, "dynamics.network", n, off[3]),
+            DynNet::Rbf(g) => {
+                tensors.push(t("dynamics.weights", off[3], vec![g.num_centers(), 2], false))
+            }
+        }
+        tensors.push(t("dynamics.logvar", off[4], vec![1, d], false));
+        named(&mut tensors, "decoder.mapping.network", &decoder, off[5]);
+        tensors.push(t("decoder.noise.logvar", off[6], vec![1, ny], false));
+        Ok(SeqVae { cfg, gru, mu_head, var_head, dynamics, decoder, off, tensors })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    /// Number of parameters (4,256 for the reference's MLP model, 5,424 with RBF dynamics).
+    pub fn num_params(&self) -> usize {
+        self.off[7]
+    }
+
+    /// The named tensors of the flat vector, in order.
+    pub fn tensors(&self) -> &[Tensor] {
+        &self.tensors
+    }
+
+    /// The tensor called `name`.
+    pub fn tensor(&self, name: &str) -> Option<&Tensor> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// The range of the dynamics parameters (network or RBF weights, then the process
+    /// log-variance): the `dynamics.*` tensors.
+    pub fn dynamics_range(&self) -> std::ops::Range<usize> {
+        self.off[3]..self.off[5]
+    }
+
+    /// The RBF grid, with RBF dynamics.
+    pub fn rbf(&self) -> Option<&RbfGrid> {
+        match &self.dynamics {
+            DynNet::Rbf(g) => Some(g),
+            DynNet::Mlp(_) => None,
+        }
+    }
+
+    /// The RBF weights W (`C × 2`), with RBF dynamics.
+    pub fn rbf_weights<'p>(&self, params: &'p [f64]) -> Option<&'p [f64]> {
+        self.rbf().map(|_| &params[self.off[3]..self.off[4]])
+    }
+
+    /// The log-linear decoder's C′ (`N_y × D`, PyTorch layout) and b′.
+    pub fn decoder_linear(&self, params: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let t = self.tensor("decoder.mapping.network.0.weight").expect("decoder weight");
+        let c = (0..t.len()).map(|i| params[t.index(i)]).collect();
+        let b = self.tensor("decoder.mapping.network.0.bias").expect("decoder bias");
+        (c, params[b.offset..b.offset + b.len()].to_vec())
+    }
+
+    /// Process variance v = softplus(ℓ) + 1e-6 (per latent dimension).
+    pub fn process_variance(&self, params: &[f64]) -> Vec<f64> {
+        params[self.off[4]..self.off[5]].iter().map(|&l| softplus(l) + 1e-6).collect()
+    }
+
+    /// Fresh parameters: PyTorch's default initialisation per layer, the variance head's last
+    /// layer at W = 0, b = −3, log-variances −2·U[0, 1), RBF weights N(0, 1).
+    pub fn init(&self, key: Key) -> Vec<f64> {
+        let mut p = vec![0.0; self.num_params()];
+        let [k_gru, k_mu, k_var, k_dyn, k_lv, k_dec, k_dlv] = key.split::<7>();
+        self.gru.init(k_gru, &mut p[self.off[0]..self.off[1]]);
+        p[self.off[1]..self.off[2]].copy_from_slice(&self.mu_head.init(k_mu));
+        p[self.off[2]..self.off[3]].copy_from_slice(&self.var_head.init(k_var));
+        let last_w = self.tensor("encoder.fc_logvar.2.weight").expect("head").clone();
+        let last_b = self.tensor("encoder.fc_logvar.2.bias").expect("head").clone();
+        p[last_w.offset..last_w.offset + last_w.len()].iter_mut().for_each(|v| *v = 0.0);
+        p[last_b.offset..last_b.offset + last_b.len()].iter_mut().for_each(|v| *v = -3.0);
+        match &self.dynamics {
+            DynNet::Mlp(n) => p[self.off[3]..self.off[4]].copy_from_slice(&n.init(k_dyn)),
+            DynNet::Rbf(_) => {
+                let mut r = k_dyn.rng();
+                p[self.off[3]..self.off[4]].iter_mut().for_each(|v| *v = r.standard_normal());
+            }
+        }
+        let mut r = k_lv.rng();
+        p[self.off[4]..self.off[5]].iter_mut().for_each(|v| *v = -2.0 * r.uniform_f64());
+        p[self.off[5]..self.off[6]].copy_from_slice(&self.decoder.init(k_dec));
+        let mut r = k_dlv.rng();
+        p[self.off[6]..self.off[7]].iter_mut().for_each(|v| *v = -2.0 * r.uniform_f64());
+        p
+    }
+
+    // ---------------------------------------------------------------- dynamics
+
+    /// m(z) for `rows` latent rows (`rows × D`) into `cache.m`, keeping what the backward
+    /// pass needs.
+    fn dyn_forward(&self, params: &[f64], z: &[f64], cache: &mut DynCache) {
+        let d = self.cfg.latent_dim;
+        let rows = z.len() / d;
+        cache.rows = rows;
+        cache.m.resize(rows * d, 0.0);
+        let p = &params[self.off[3]..self.off[4]];
+        match &self.dynamics {
+            DynNet::Mlp(net) => {
+                let out = net.forward(p, z, &mut cache.ws);
+                cache.m.copy_from_slice(out);
+            }
+            DynNet::Rbf(g) => {
+                let c = g.num_centers();
+                cache.z.clear();
+                cache.z.extend_from_slice(z);
+                cache.phi.resize(rows * c, 0.0);
+                for (zr, phi) in z.chunks(2).zip(cache.phi.chunks_mut(c)) {
+                    g.features([zr[0], zr[1]], phi);
+                }
+                matmul(rows, c, 2, &cache.phi, Op::N, p, Op::N, &mut cache.m, false);
+            }
+        }
+    }
+
+    /// Backward of the last [`SeqVae::dyn_forward`] on `cache`: adds ∂/∂(dynamics params) and
+    /// writes ∂/∂z (`rows × D`) into `dz`.
+    fn dyn_backward(
+        &self,
+        params: &[f64],
+        cache: &mut DynCache,
+        dm: &[f64],
+        grads: &mut [f64],
+        dz: &mut [f64],
+    ) {
+        let p = &params[self.off[3]..self.off[4]];
+        let g = &mut grads[self.off[3]..self.off[4]];
+        match &self.dynamics {
+            DynNet::Mlp(net) => net.backward(p, &mut cache.ws, dm, g, Some(dz)),
+            DynNet::Rbf(grid) => {
+                let c = grid.num_centers();
+                let rows = cache.rows;
+                matmul(c, rows, 2, &cache.phi, Op::T, dm, Op::N, g, true);
+                let two_gamma = 2.0 * grid.gamma();
+                for r in 0..rows {
+                    let phi = &cache.phi[r * c..][..c];
+                    let (z0, z1) = (cache.z[2 * r], cache.z[2 * r + 1]);
+                    let (g0, g1) = (dm[2 * r], dm[2 * r + 1]);
+                    // ∂m_d/∂z_e = −2γ Σ_c W[c,d] Φ_c (z_e − c_e).
+                    let (mut sq, mut sx, mut sy) = (0.0, 0.0, 0.0);
+                    for (ci, &f) in phi.iter().enumerate() {
+                        let q = f * (g0 * p[2 * ci] + g1 * p[2 * ci + 1]);
+                        let (cx, cy) = grid.center(ci);
+                        sq += q;
+                        sx += q * cx;
+                        sy += q * cy;
+                    }
+                    dz[2 * r] = -two_gamma * (z0 * sq - sx);
+                    dz[2 * r + 1] = -two_gamma * (z1 * sq - sy);
+                }
+            }
+        }
+    }
+
+    /// Transition means μ′(z, u) for rows of z and u (`rows × D` each) into `out`, using
+    /// `cache` as scratch. No noise.
+    pub fn transition_mean(
+        &self,
+        params: &[f64],
+        z: &[f64],
+        u: &[f64],
+        cache: &mut DynCache,
+        out: &mut [f64],
+    ) {
+        self.dyn_forward(params, z, cache);
+        let dt = self.cfg.dt;
+        for i in 0..z.len() {
+            out[i] = self.combine(z[i], cache.m[i], u[i], dt);
+        }
+    }
+
+    #[inline]
+    fn combine(&self, z: f64, m: f64, u: f64, dt: f64) -> f64 {
+        if self.cfg.residual { z + m * dt + u * dt } else { m + u * dt }
+    }
+
+    // ---------------------------------------------------------------- encoder
+
+    /// The encoder over one window: `y` (`T × N_y`), `u` (`T × D`, or `None` for zeros, as
+    /// the reference's belief update runs it), from h₀ = 0. Writes μ and σ² (`T × D`).
+    pub fn encode(
+        &self,
+        params: &[f64],
+        y: &[f64],
+        u: Option<&[f64]>,
+        ws: &mut EncoderWorkspace,
+        mu: &mut [f64],
+        var: &mut [f64],
+    ) {
+        let (ny, d) = (self.cfg.obs_dim, self.cfg.latent_dim);
+        let steps = y.len() / ny;
+        ws.prepare(self, steps);
+        for t in 0..steps {
+            let row = &mut ws.x[t * (ny + d)..][..ny + d];
+            row[..ny].copy_from_slice(&y[t * ny..][..ny]);
+            match u {
+                Some(u) => row[ny..].copy_from_slice(&u[t * d..][..d]),
+                None => row[ny..].iter_mut().for_each(|v| *v = 0.0),
+            }
+        }
+        self.gru.forward(&params[self.off[0]..self.off[1]], &ws.x, None, &mut ws.gru);
+        let h = ws.gru.outputs();
+        mu[..steps * d].copy_from_slice(self.mu_head.forward(
+            &params[self.off[1]..self.off[2]],
+            h,
+            &mut ws.mu,
+        ));
+        let pre = self.var_head.forward(&params[self.off[2]..self.off[3]], h, &mut ws.var);
+        for (v, &p) in var[..steps * d].iter_mut().zip(pre) {
+            *v = softplus(p) + 1e-6;
+        }
+    }
+
+    // ---------------------------------------------------------------- decoder
+
+    /// Decoder output ŷ for rows of z (`rows × D`) into `out` (`rows × N_y`).
+    pub fn decode(&self, params: &[f64], z: &[f64], ws: &mut Workspace<f64>, out: &mut [f64]) {
+        let pre = self.decoder.forward(&params[self.off[5]..self.off[6]], z, ws);
+        match self.cfg.decoder {
+            DecoderKind::LogLinear => {
+                out.iter_mut().zip(pre).for_each(|(o, &p)| *o = p.exp());
+            }
+            _ => out.copy_from_slice(pre),
+        }
+    }
+
+    /// A fresh encoder workspace.
+    pub fn encoder_workspace(&self) -> EncoderWorkspace {
+        EncoderWorkspace::default()
+    }
+
+    /// A fresh dynamics cache.
+    pub fn dyn_cache(&self) -> DynCache {
+        DynCache::default()
+    }
+
+    // ---------------------------------------------------------------- ELBO
+
+    /// The ELBO of one window (`y`: `T × N_y` next observations, `u`: `T × D` the actions
+    /// that produced them) with the draws in `noise`. With `grads`, adds ∂loss/∂θ to it.
+    pub fn elbo(
+        &self,
+        params: &[f64],
+        y: &[f64],
+        u: &[f64],
+        noise: &ElboNoise,
+        opts: &ElboOptions,
+        ws: &mut ElboWorkspace,
+        grads: Option<&mut [f64]>,
+    ) -> ElboTerms {
+        let (ny, d) = (self.cfg.obs_dim, self.cfg.latent_dim);
+        let (s_n, t_n, k_n) = (noise.samples, noise.steps, noise.k_steps);
+        let dt = self.cfg.dt;
+        ws.prepare(self, s_n, t_n, k_n);
+        // 1. Encoder.
+        let mut mu = std::mem::take(&mut ws.mu_q);
+        let mut var = std::mem::take(&mut ws.var_q);
+        self.encode(params, y, Some(u), &mut ws.enc, &mut mu, &mut var);
+        ws.mu_q = mu;
+        ws.var_q = var;
+        // 2. Posterior samples.
+        for s in 0..s_n {
+            for t in 0..t_n {
+                for j in 0..d {
+                    let i = (s * t_n + t) * d + j;
+                    ws.z_me[i] = ws.mu_q[t * d + j] + ws.var_q[t * d + j].sqrt() * noise.eps[i];
+                }
+            }
+        }
+        // 3. One-step means from z_me[s, t], t = 0..T−2, with ũ_t = u_{t+1}.
+        for s in 0..s_n {
+            for t in 0..t_n - 1 {
+                let src = (s * t_n + t) * d;
+                let dst = (s * (t_n - 1) + t) * d;
+                ws.buf[dst..dst + d].copy_from_slice(&ws.z_me[src..src + d]);
+            }
+        }
+        let rows1 = s_n * (t_n - 1);
+        let mut one = std::mem::take(&mut ws.one);
+        self.dyn_forward(params, &ws.buf[..rows1 * d], &mut one);
+        for s in 0..s_n {
+            for t in 0..t_n - 1 {
+                for j in 0..d {
+                    let i = (s * (t_n - 1) + t) * d + j;
+                    let zin = ws.z_me[(s * t_n + t) * d + j];
+                    ws.z_tr[i] = self.combine(zin, one.m[i], u[(t + 1) * d + j], dt);
+                }
+            }
+        }
+        ws.one = one;
+        // 4. Masked samples.
+        for s in 0..s_n {
+            for t in 0..t_n {
+                for j in 0..d {
+                    let i = (s * t_n + t) * d + j;
+                    ws.z_bar[i] = if t == 0 {
+                        ws.z_me[i]
+                    } else {
+                        let m = noise.mask[t];
+                        m * ws.z_me[i] + (1.0 - m) * ws.z_tr[(s * (t_n - 1) + t - 1) * d + j]
+                    };
+                }
+            }
+        }
+        // 5. K-step prior means: level k takes ẑ^{k−1}[s, 0..T−k].
+        let v = self.process_variance(params);
+        let vscale = if opts.kl_prior_variance_dt { dt } else { 1.0 };
+        for k in 1..=k_n {
+            let len = t_n - k;
+            let prev_len = t_n - k + 1;
+            let lvl = &mut ws.levels[k - 1];
+            for s in 0..s_n {
+                for t in 0..len {
+                    let dst = (s * len + t) * d;
+                    let src = (s * prev_len + t) * d;
+                    let from = if k == 1 { &ws.z_bar[..] } else { &ws.zhat_prev[..] };
+                    // Level 1 reads z_bar, whose row length is T = prev_len.
+                    lvl.zin[dst..dst + d].copy_from_slice(&from[src..src + d]);
+                }
+            }
+            self.dyn_forward(params, &lvl.zin, &mut lvl.dyn_cache);
+            let xi = &noise.xi[k - 1];
+            for s in 0..s_n {
+                for t in 0..len {
+                    for j in 0..d {
+                        let i = (s * len + t) * d + j;
+                        let pm =
+                            self.combine(lvl.zin[i], lvl.dyn_cache.m[i], u[(t + k) * d + j], dt);
+                        lvl.prior_mu[i] = pm;
+                        lvl.zhat[i] = pm + (v[j] * dt).sqrt() * xi[i];
+                    }
+                }
+            }
+            ws.zhat_prev.clear();
+            ws.zhat_prev.extend_from_slice(&lvl.zhat);
+        }
+        // 6. KL per k.
+        let mut kl = vec![0.0; k_n];
+        let wsum: f64 = (0..k_n).map(|k| opts.kl_decay.powi(k as i32)).sum();
+        let w: Vec<f64> = (0..k_n).map(|k| opts.kl_decay.powi(k as i32) / wsum).collect();
+        for k in 1..=k_n {
+            let len = t_n - k;
+            let lvl = &ws.levels[k - 1];
+            let mut total = 0.0;
+            for t in 0..len {
+                let mk = noise.mask[t + k];
+                if mk == 0.0 {
+                    continue;
+                }
+                let mut acc = 0.0;
+                for s in 0..s_n {
+                    for j in 0..d {
+                        let vp = v[j] * vscale;
+                        let (mq, vq) = (ws.mu_q[(t + k) * d + j], ws.var_q[(t + k) * d + j]);
+                        let diff = mq - lvl.prior_mu[(s * len + t) * d + j];
+                        acc += 0.5 * ((vp / vq).ln() + diff * diff / vp + vq / vp - 1.0);
+                    }
+                }
+                total += mk * acc / s_n as f64;
+            }
+            kl[k - 1] = total;
+        }
+        let kl_w: f64 = kl.iter().zip(&w).map(|(a, b)| a * b).sum();
+        // 7. Log-likelihood of the masked samples.
+        let rows = s_n * t_n;
+        let mut dec_ws = std::mem::take(&mut ws.dec);
+        let mut yhat = std::mem::take(&mut ws.yhat);
+        self.decode(params, &ws.z_bar, &mut dec_ws, &mut yhat[..rows * ny]);
+        let lv_y = &params[self.off[6]..self.off[7]];
+        let mut ll = 0.0;
+        match self.cfg.likelihood {
+            Likelihood::Gaussian => {
+                let ln2pi = (2.0 * std::f64::consts::PI).ln();
+                for r in 0..rows {
+                    let t = r % t_n;
+                    for i in 0..ny {
+                        let vy = softplus(lv_y[i]) + 1e-6;
+                        let e = y[t * ny + i] - yhat[r * ny + i];
+                        ll += -0.5 * (e * e / vy) - 0.5 * vy.ln() - 0.5 * ln2pi;
+                    }
+                }
+            }
+            Likelihood::Poisson => {
+                for r in 0..rows {
+                    let t = r % t_n;
+                    for i in 0..ny {
+                        let yv = y[t * ny + i];
+                        let rate = yhat[r * ny + i];
+                        ll += yv * (rate + 1e-8).ln() - rate - ln_gamma(yv + 1.0);
+                    }
+                }
+            }
+        }
+        ll /= s_n as f64;
+        let loss = -(ll - opts.beta * kl_w);
+        let terms = ElboTerms { ll, kl, kl_w, w, loss };
+        if let Some(grads) = grads {
+            self.elbo_backward(params, y, u, noise, opts, ws, &mut dec_ws, &yhat, &v, grads);
+        }
+        ws.dec = dec_ws;
+        ws.yhat = yhat;
+        terms
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn elbo_backward(
+        &self,
+        params: &[f64],
+        y: &[f64],
+        u: &[f64],
+        noise: &ElboNoise,
+        opts: &ElboOptions,
+        ws: &mut ElboWorkspace,
+        dec_ws: &mut Workspace<f64>,
+        yhat: &[f64],
+        v: &[f64],
+        grads: &mut [f64],
+    ) {
+        let _ = u;
+        let (ny, d) = (self.cfg.obs_dim, self.cfg.latent_dim);
+        let (s_n, t_n, k_n) = (noise.samples, noise.steps, noise.k_steps);
+        let dt = self.cfg.dt;
+        let rows = s_n * t_n;
+        let inv_s = 1.0 / s_n as f64;
+        let vscale = if opts.kl_prior_variance_dt { dt } else { 1.0 };
+        // ∂loss/∂LL = −1: the decoder.
+        let lv_y = &params[self.off[6]..self.off[7]];
+        let (dpre, rest) = ws.gbuf.split_at_mut(rows * ny);
+        let _ = rest;
+        {
+            let dlv_y = &mut grads[self.off[6]..self.off[7]];
+            for r in 0..rows {
+                let t = r % t_n;
+                for i in 0..ny {
+                    let yv = y[t * ny + i];
+                    let yh = yhat[r * ny + i];
+                    // dℓ/dŷ, then through the link.
+                    let dl_dyhat = match self.cfg.likelihood {
+                        Likelihood::Gaussian => {
+                            let vy = softplus(lv_y[i]) + 1e-6;
+                            let e = yv - yh;
+                            let dvy = -0.5 / vy + 0.5 * e * e / (vy * vy);
+                            dlv_y[i] -= inv_s * dvy * sigmoid(lv_y[i]);
+                            e / vy
+                        }
+                        Likelihood::Poisson => yv / (yh + 1e-8) - 1.0,
+                    };
+                    let g = -inv_s * dl_dyhat;
+                    dpre[r * ny + i] = match self.cfg.decoder {
+                        DecoderKind::LogLinear => g * yh,
+                        _ => g,
+                    };
+                }
+            }
+        }
+        ws.dz_bar.iter_mut().for_each(|x| *x = 0.0);
+        self.decoder.backward(
+            &params[self.off[5]..self.off[6]],
+            dec_ws,
+            &dpre[..rows * ny],
+            &mut grads[self.off[5]..self.off[6]],
+            Some(&mut ws.dz_bar[..rows * d]),
+        );
+        // KL terms: ∂/∂prior_mu per level, ∂/∂μ_q, ∂/∂σ²_q, ∂/∂v.
+        let wsum: f64 = (0..k_n).map(|k| opts.kl_decay.powi(k as i32)).sum();
+        let mut dv = vec![0.0; d];
+        ws.dmu_q.iter_mut().for_each(|x| *x = 0.0);
+        ws.dvar_q.iter_mut().for_each(|x| *x = 0.0);
+        for k in 1..=k_n {
+            let len = t_n - k;
+            let wk = opts.beta * opts.kl_decay.powi(k as i32 - 1) / wsum;
+            let lvl = &mut ws.levels[k - 1];
+            lvl.dprior.iter_mut().for_each(|x| *x = 0.0);
+            for t in 0..len {
+                let mk = noise.mask[t + k];
+                if mk == 0.0 {
+                    continue;
+                }
+                let c = mk * wk * inv_s;
+                for s in 0..s_n {
+                    for j in 0..d {
+                        let vp = v[j] * vscale;
+                        let (mq, vq) = (ws.mu_q[(t + k) * d + j], ws.var_q[(t + k) * d + j]);
+                        let i = (s * len + t) * d + j;
+                        let diff = mq - lvl.prior_mu[i];
+                        lvl.dprior[i] -= c * diff / vp;
+                        ws.dmu_q[(t + k) * d + j] += c * diff / vp;
+                        ws.dvar_q[(t + k) * d + j] += c * (0.5 / vp - 0.5 / vq);
+                        dv[j] += c
+                            * vscale
+                            * (0.5 / vp - 0.5 * diff * diff / (vp * vp) - 0.5 * vq / (vp * vp));
+                    }
+                }
+            }
+        }
+        // The K-step chain, last level first: dẑ^k flows into prior_mu[k] and the noise scale;
+        // prior_mu[k] flows back through the dynamics into ẑ^{k−1}.
+        ws.dzhat.iter_mut().for_each(|x| *x = 0.0);
+        for k in (1..=k_n).rev() {
+            let len = t_n - k;
+            let prev_len = t_n - k + 1;
+            let lvl = &mut ws.levels[k - 1];
+            let xi = &noise.xi[k - 1];
+            // ws.dzhat holds ∂/∂ẑ^k (S × len × D; zero for k = K).
+            for i in 0..s_n * len * d {
+                let j = i % d;
+                let g = ws.dzhat[i];
+                lvl.dprior[i] += g;
+                let sd = (v[j] * dt).sqrt();
+                dv[j] += g * xi[i] * dt / (2.0 * sd);
+            }
+            let residual = self.cfg.residual;
+            for i in 0..s_n * len * d {
+                lvl.dm[i] = if residual { lvl.dprior[i] * dt } else { lvl.dprior[i] };
+            }
+            let mut dzin = std::mem::take(&mut lvl.dzin);
+            self.dyn_backward(params, &mut lvl.dyn_cache, &lvl.dm, grads, &mut dzin);
+            if residual {
+                for i in 0..s_n * len * d {
+                    dzin[i] += lvl.dprior[i];
+                }
+            }
+            // Into ∂/∂ẑ^{k−1} (rows of length prev_len), or ∂/∂z_bar for k = 1.
+            ws.dzhat.iter_mut().for_each(|x| *x = 0.0);
+            for s in 0..s_n {
+                for t in 0..len {
+                    for j in 0..d {
+                        let g = dzin[(s * len + t) * d + j];
+                        let dst = (s * prev_len + t) * d + j;
+                        if k == 1 {
+                            ws.dz_bar[dst] += g;
+                        } else {
+                            ws.dzhat[dst] += g;
+                        }
+                    }
+                }
+            }
+            lvl.dzin = dzin;
+        }
+        for j in 0..d {
+            let l = params[self.off[4] + j];
+            grads[self.off[4] + j] += dv[j] * sigmoid(l);
+        }
+        // z_bar = mask ⊙ z_me + (1 − mask) ⊙ z_tr.
+        ws.dz_me.iter_mut().for_each(|x| *x = 0.0);
+        for s in 0..s_n {
+            for t in 0..t_n {
+                for j in 0..d {
+                    let i = (s * t_n + t) * d + j;
+                    let g = ws.dz_bar[i];
+                    if t == 0 {
+                        ws.dz_me[i] += g;
+                    } else {
+                        let m = noise.mask[t];
+                        ws.dz_me[i] += m * g;
+                        ws.dz_tr[(s * (t_n - 1) + t - 1) * d + j] = (1.0 - m) * g;
+                    }
+                }
+            }
+        }
+        // One-step means back into z_me[s, 0..T−1].
+        let rows1 = s_n * (t_n - 1);
+        for i in 0..rows1 * d {
+            ws.dm1[i] = if self.cfg.residual { ws.dz_tr[i] * dt } else { ws.dz_tr[i] };
+        }
+        let mut one = std::mem::take(&mut ws.one);
+        let mut dz1 = std::mem::take(&mut ws.dz1);
+        self.dyn_backward(params, &mut one, &ws.dm1[..rows1 * d], grads, &mut dz1[..rows1 * d]);
+        for s in 0..s_n {
+            for t in 0..t_n - 1 {
+                for j in 0..d {
+                    let i = (s * (t_n - 1) + t) * d + j;
+                    let mut g = dz1[i];
+                    if self.cfg.residual {
+                        g += ws.dz_tr[i];
+                    }
+                    ws.dz_me[(s * t_n + t) * d + j] += g;
+                }
+            }
+        }
+        ws.one = one;
+        ws.dz1 = dz1;
+        // z_me = μ + √σ² ε.
+        for s in 0..s_n {
+            for t in 0..t_n {
+                for j in 0..d {
+                    let i = (s * t_n + t) * d + j;
+                    let g = ws.dz_me[i];
+                    ws.dmu_q[t * d + j] += g;
+                    ws.dvar_q[t * d + j] += g * noise.eps[i] * 0.5 / ws.var_q[t * d + j].sqrt();
+                }
+            }
+        }
+        // Heads, then the GRU.
+        let h_len = t_n * self.cfg.rnn_hidden;
+        ws.dh[..h_len].iter_mut().for_each(|x| *x = 0.0);
+        let mut dh2 = std::mem::take(&mut ws.dh2);
+        self.mu_head.backward(
+            &params[self.off[1]..self.off[2]],
+            &mut ws.enc.mu,
+            &ws.dmu_q[..t_n * d],
+            &mut grads[self.off[1]..self.off[2]],
+            Some(&mut ws.dh[..h_len]),
+        );
+        // σ² = softplus(pre) + 1e-6: ∂/∂pre = ∂/∂σ² · sigmoid(pre).
+        let pre = ws.enc.var.output();
+        for i in 0..t_n * d {
+            ws.dpre_var[i] = ws.dvar_q[i] * sigmoid(pre[i]);
+        }
+        self.var_head.backward(
+            &params[self.off[2]..self.off[3]],
+            &mut ws.enc.var,
+            &ws.dpre_var[..t_n * d],
+            &mut grads[self.off[2]..self.off[3]],
+            Some(&mut dh2[..h_len]),
+        );
+        for i in 0..h_len {
+            ws.dh[i] += dh2[i];
+        }
+        ws.dh2 = dh2;
+        let dh = std::mem::take(&mut ws.dh);
+        self.gru.backward(
+            &params[self.off[0]..self.off[1]],
+            &ws.enc.x,
+            &dh[..h_len],
+            &mut ws.enc.gru,
+            &mut grads[self.off[0]..self.off[1]],
+            None,
+            None,
+        );
+        ws.dh = dh;
+    }
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; about 1e-15 relative).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = G[0];
+    let t = x + 7.5;
+    for (i, g) in G.iter().enumerate().skip(1) {
+        a += g / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// Scratch for [`SeqVae::encode`].
+#[derive(Clone, Debug, Default)]
+pub struct EncoderWorkspace {
+    x: Vec<f64>,
+    gru: GruCache<f64>,
+    steps: usize,
+    mu: Workspace<f64>,
+    var: Workspace<f64>,
+}
+
+impl EncoderWorkspace {
+    fn prepare(&mut self, m: &SeqVae, steps: usize) {
+        let width = m.cfg.obs_dim + m.cfg.latent_dim;
+        if self.steps != steps || self.x.len() != steps * width {
+            self.x = vec![0.0; steps * width];
+            self.gru = m.gru.cache(steps, 1);
+            self.steps = steps;
+        }
+    }
+}
+
+/// The random draws of one ELBO evaluation (reference draw order: encoder noise, mask, the
+/// unused one-step noise, then the K-step prior noise).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElboNoise {
+    /// Posterior samples S.
+    pub samples: usize,
+    /// Window length T.
+    pub steps: usize,
+    /// Prior steps K.
+    pub k_steps: usize,
+    /// ε (`S × T × D`).
+    pub eps: Vec<f64>,
+    /// M_t ∈ {0, 1} (`T`; 1 keeps the posterior sample).
+    pub mask: Vec<f64>,
+    /// ξ: for k = 1..K, `S × (T − k) × D`.
+    pub xi: Vec<Vec<f64>>,
+}
+
+impl ElboNoise {
+    /// Zeroed draws for the given sizes (all-ones mask).
+    pub fn zeros(samples: usize, steps: usize, k_steps: usize, d: usize) -> Self {
+        ElboNoise {
+            samples,
+            steps,
+            k_steps,
+            eps: vec![0.0; samples * steps * d],
+            mask: vec![1.0; steps],
+            xi: (1..=k_steps).map(|k| vec![0.0; samples * (steps - k) * d]).collect(),
+        }
+    }
+
+    /// Fresh draws from `key`: standard normals, and M_t ~ Bernoulli(1 − p_mask).
+    pub fn draw(&mut self, key: Key, p_mask: f64) {
+        let [ke, km, kx] = key.split::<3>();
+        ke.rng().fill_standard_normal(&mut self.eps);
+        let mut r = km.rng();
+        for m in self.mask.iter_mut() {
+            *m = if p_mask > 0.0 && r.uniform_f64() < p_mask { 0.0 } else { 1.0 };
+        }
+        for (k, xi) in self.xi.iter_mut().enumerate() {
+            kx.fold_in(k as u64).rng().fill_standard_normal(xi);
+        }
+    }
+}
+
+/// ELBO options beyond the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElboOptions {
+    /// KL weight β (after annealing).
+    pub beta: f64,
+    /// The KL_k weights decay 0.8^{k−1} (normalised).
+    pub kl_decay: f64,
+    /// Prior variance of the KL is v·dt, the variance the prior samples with (`fixed`);
+    /// `false` uses v, as the reference does.
+    pub kl_prior_variance_dt: bool,
+}
+
+impl Default for ElboOptions {
+    fn default() -> Self {
+        ElboOptions { beta: 1.0, kl_decay: 0.8, kl_prior_variance_dt: false }
+    }
+}
+
+/// The ELBO's terms for one window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElboTerms {
+    /// Log-likelihood (mean over samples, summed over time and outputs).
+    pub ll: f64,
+    /// KL_1..KL_K.
+    pub kl: Vec<f64>,
+    /// Σ_k w_k KL_k.
+    pub kl_w: f64,
+    /// The weights w_k.
+    pub w: Vec<f64>,
+    /// −(LL − β·KL_w).
+    pub loss: f64,
+}
+
+impl ElboTerms {
+    /// The reference's logged triple [loss/T, LL/T/N_y, KL_w/T/D].
+    pub fn logged(&self, steps: usize, obs_dim: usize, latent_dim: usize) -> [f64; 3] {
+        let t = steps as f64;
+        [self.loss / t, self.ll / t / obs_dim as f64, self.kl_w / t / latent_dim as f64]
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Level {
+    zin: Vec<f64>,
+    dyn_cache: DynCache,
+    prior_mu: Vec<f64>,
+    zhat: Vec<f64>,
+    dprior: Vec<f64>,
+    dm: Vec<f64>,
+    dzin: Vec<f64>,
+}
+
+/// Every buffer of an ELBO evaluation and its backward pass, reused between calls.
+#[derive(Clone, Debug, Default)]
+pub struct ElboWorkspace {
+    shape: (usize, usize, usize),
+    enc: EncoderWorkspace,
+    mu_q: Vec<f64>,
+    var_q: Vec<f64>,
+    z_me: Vec<f64>,
+    z_tr: Vec<f64>,
+    z_bar: Vec<f64>,
+    buf: Vec<f64>,
+    one: DynCache,
+    levels: Vec<Level>,
+    zhat_prev: Vec<f64>,
+    dec: Workspace<f64>,
+    yhat: Vec<f64>,
+    gbuf: Vec<f64>,
+    dz_bar: Vec<f64>,
+    dzhat: Vec<f64>,
+    dz_me: Vec<f64>,
+    dz_tr: Vec<f64>,
+    dm1: Vec<f64>,
+    dz1: Vec<f64>,
+    dmu_q: Vec<f64>,
+    dvar_q: Vec<f64>,
+    dpre_var: Vec<f64>,
+    dh: Vec<f64>,
+    dh2: Vec<f64>,
+}
+
+impl ElboWorkspace {
+    fn prepare(&mut self, m: &SeqVae, s: usize, t: usize, k: usize) {
+        if self.shape == (s, t, k) && !self.levels.is_empty() {
+            return;
+        }
+        let (ny, d, hd) = (m.cfg.obs_dim, m.cfg.latent_dim, m.cfg.rnn_hidden);
+        self.shape = (s, t, k);
+        self.mu_q = vec![0.0; t * d];
+        self.var_q = vec![0.0; t * d];
+        self.z_me = vec![0.0; s * t * d];
+        self.z_tr = vec![0.0; s * (t - 1) * d];
+        self.z_bar = vec![0.0; s * t * d];
+        self.buf = vec![0.0; s * t * d];
+        self.levels = (1..=k)
+            .map(|k| {
+                let n = s * (t - k) * d;
+                Level {
+                    zin: vec![0.0; n],
+                    dyn_cache: DynCache::default(),
+                    prior_mu: vec![0.0; n],
+                    zhat: vec![0.0; n],
+                    dprior: vec![0.0; n],
+                    dm: vec![0.0; n],
+                    dzin: vec![0.0; n],
+                }
+            })
+            .collect();
+        self.zhat_prev = Vec::with_capacity(s * t * d);
+        self.yhat = vec![0.0; s * t * ny];
+        self.gbuf = vec![0.0; s * t * ny];
+        self.dz_bar = vec![0.0; s * t * d];
+        self.dzhat = vec![0.0; s * t * d];
+        self.dz_me = vec![0.0; s * t * d];
+        self.dz_tr = vec![0.0; s * t * d];
+        self.dm1 = vec![0.0; s * t * d];
+        self.dz1 = vec![0.0; s * t * d];
+        self.dmu_q = vec![0.0; t * d];
+        self.dvar_q = vec![0.0; t * d];
+        self.dpre_var = vec![0.0; t * d];
+        self.dh = vec![0.0; t * hd];
+        self.dh2 = vec![0.0; t * hd];
+    }
+
+    /// Intermediates of the last evaluation: posterior mean and variance (`T × D`).
+    pub fn posterior(&self) -> (&[f64], &[f64]) {
+        (&self.mu_q, &self.var_q)
+    }
+
+    /// The masked samples z̄ (`S × T × D`) of the last evaluation.
+    pub fn z_bar(&self) -> &[f64] {
+        &self.z_bar
+    }
+
+    /// The prior means of level k (1-based; `S × (T − k) × D`) of the last evaluation.
+    pub fn prior_mu(&self, k: usize) -> &[f64] {
+        &self.levels[k - 1].prior_mu
+    }
+}

@@ -19,6 +19,7 @@ mod adam;
 pub mod bench;
 mod error;
 mod float;
+pub mod gru;
 mod io;
 pub mod layer;
 mod loss;
@@ -49,6 +50,7 @@ pub fn dispatch<Op: WithSimd>(op: Op) -> Op::Output {
 }
 pub use error::NnError;
 pub use float::Float;
+pub use gru::{Gru, GruCache};
 pub use io::{
     TensorFile, checkpoint_set, load_safetensors, save_safetensors, write_checkpoint_set,
 };

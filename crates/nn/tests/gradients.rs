@@ -322,3 +322,38 @@ fn quantile_huber_gradient_and_value() {
         assert!(g[n..2 * n].iter().all(|&x| x == 0.0));
     }
 }
+
+/// The GRU through time under `Σ r ⊙ h` over every output: parameter, input and initial-state
+/// gradients (BPTT) against central differences, for 2 sequences of 5 steps.
+#[test]
+fn gru_backpropagation_through_time() {
+    use kestrel_nn::Gru;
+    let gru = Gru::new(3, 4).unwrap();
+    let (steps, batch, hd) = (5, 2, 4);
+    let mut p = vec![0.0; gru.num_params()];
+    gru.init(Key::new(3), &mut p);
+    let x = rand(Key::new(4), steps * batch * 3, 1.0);
+    let h0 = rand(Key::new(5), batch * hd, 0.5);
+    let r = rand(Key::new(6), steps * batch * hd, 1.0);
+    let loss = |p: &[f64], x: &[f64], h0: &[f64]| {
+        let mut c = gru.cache(steps, batch);
+        gru.forward(p, x, Some(h0), &mut c);
+        c.outputs().iter().zip(&r).map(|(a, b)| a * b).sum::<f64>()
+    };
+    let mut c = gru.cache(steps, batch);
+    gru.forward(&p, &x, Some(&h0), &mut c);
+    let mut dp = vec![0.0; p.len()];
+    let mut dx = vec![0.0; x.len()];
+    let mut dh0 = vec![0.0; h0.len()];
+    gru.backward(&p, &x, &r, &mut c, &mut dp, Some(&mut dx), Some(&mut dh0));
+    check("gru params", &dp, &central_differences(&p, 1e-6, |p| loss(p, &x, &h0)), 1e-3, 1e-6);
+    check("gru input", &dx, &central_differences(&x, 1e-6, |x| loss(&p, x, &h0)), 1e-3, 1e-6);
+    check("gru h0", &dh0, &central_differences(&h0, 1e-6, |h| loss(&p, &x, h)), 1e-3, 1e-6);
+    // Gradients accumulate across passes.
+    gru.forward(&p, &x, Some(&h0), &mut c);
+    let before = dp.clone();
+    gru.backward(&p, &x, &r, &mut c, &mut dp, None, None);
+    for (a, b) in dp.iter().zip(&before) {
+        assert!((a - 2.0 * b).abs() <= 1e-12 * b.abs().max(1.0));
+    }
+}
