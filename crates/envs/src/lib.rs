@@ -1,4 +1,5 @@
 //! Environments for Kestrel, each a pure kernel over explicit state (see `kestrel_core::Env`).
+//! Includes actdyn's latent vector-field systems ([`vectorfield`]).
 
 pub mod cartpole;
 pub mod control;
@@ -6,6 +7,7 @@ mod error;
 pub mod grid;
 pub mod pendulum;
 pub mod treasure;
+pub mod vectorfield;
 
 pub use cartpole::{CartPole, CartPoleParams, CartPoleState};
 pub use control::{
@@ -16,3 +18,8 @@ pub use error::EnvError;
 pub use grid::{GridMap, GridParams, GridWorld};
 pub use pendulum::{Pendulum, PendulumParams, PendulumState};
 pub use treasure::{TreasureHunt, TreasureObs, TreasureParams, TreasureState};
+pub use vectorfield::{
+    ActionModel, DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor,
+    MultiAttractorConfig, NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant,
+    VanDerPol, VectorField, VectorFieldEnv, VectorFieldParams, VectorFieldState,
+};
