@@ -10,9 +10,14 @@
 //! - [`model`]: the sequential VAE (GRU encoder, MLP or RBF latent dynamics, decoder) and its
 //!   ELBO with the multi-step KL, forward and backward.
 
+pub mod bench;
+pub mod config;
 mod error;
+pub mod eval;
 pub mod fisher;
 pub mod model;
+pub mod online;
 pub mod rbf;
+pub mod train;
 
 pub use error::ActdynError;

@@ -280,7 +280,7 @@ impl SeqVae {
         };
         let dyn_params = match &dynamics {
             DynNet::Mlp(n) => n.num_params(),
-            DynNet::Rbf(g) => g.num_centers() * 2,
+            DynNet::Rbf(g) => g.num_centres() * 2,
         };
         let mut off = [0usize; 8];
         let sizes = [
@@ -313,7 +313,7 @@ impl SeqVae {
         match &dynamics {
             DynNet::Mlp(n) => named(&mut tensors, "dynamics.network", n, off[3]),
             DynNet::Rbf(g) => {
-                tensors.push(t("dynamics.weights", off[3], vec![g.num_centers(), 2], false))
+                tensors.push(t("dynamics.weights", off[3], vec![g.num_centres(), 2], false))
             }
         }
         tensors.push(t("dynamics.logvar", off[4], vec![1, d], false));
@@ -417,7 +417,7 @@ impl SeqVae {
                 cache.m.copy_from_slice(out);
             }
             DynNet::Rbf(g) => {
-                let c = g.num_centers();
+                let c = g.num_centres();
                 cache.z.clear();
                 cache.z.extend_from_slice(z);
                 cache.phi.resize(rows * c, 0.0);
@@ -444,7 +444,7 @@ impl SeqVae {
         match &self.dynamics {
             DynNet::Mlp(net) => net.backward(p, &mut cache.ws, dm, g, Some(dz)),
             DynNet::Rbf(grid) => {
-                let c = grid.num_centers();
+                let c = grid.num_centres();
                 let rows = cache.rows;
                 matmul(c, rows, 2, &cache.phi, Op::T, dm, Op::N, g, true);
                 let two_gamma = 2.0 * grid.gamma();
@@ -456,7 +456,7 @@ impl SeqVae {
                     let (mut sq, mut sx, mut sy) = (0.0, 0.0, 0.0);
                     for (ci, &f) in phi.iter().enumerate() {
                         let q = f * (g0 * p[2 * ci] + g1 * p[2 * ci + 1]);
-                        let (cx, cy) = grid.center(ci);
+                        let [cx, cy] = grid.centre(ci);
                         sq += q;
                         sx += q * cx;
                         sy += q * cy;

@@ -22,7 +22,7 @@ impl RbfGrid {
         Ok(RbfGrid { n, alpha, gamma, axis })
     }
     /// Number of centres n².
-    pub fn num_centers(&self) -> usize {
+    pub fn num_centres(&self) -> usize {
         self.n * self.n
     }
     /// γ.
@@ -30,13 +30,13 @@ impl RbfGrid {
         self.gamma
     }
     /// Centre c = n·i + j at (g_i, g_j).
-    pub fn center(&self, c: usize) -> (f64, f64) {
-        (self.axis[c / self.n], self.axis[c % self.n])
+    pub fn centre(&self, c: usize) -> [f64; 2] {
+        [self.axis[c / self.n], self.axis[c % self.n]]
     }
     /// Φ(z) into `out` (n²).
     pub fn features(&self, z: [f64; 2], out: &mut [f64]) {
-        for c in 0..self.num_centers() {
-            let (cx, cy) = self.center(c);
+        for c in 0..self.num_centres() {
+            let [cx, cy] = self.centre(c);
             let r2 = (z[0] - cx).powi(2) + (z[1] - cy).powi(2);
             out[c] = self.alpha * (-self.gamma * r2).exp();
         }

@@ -1,6 +1,7 @@
 //! `kestrel`: the command-line front of the Kestrel engine. Every run is a library call; this
 //! binary parses arguments, loads configs, and writes run folders through `kestrel-run`.
 
+mod actdyn;
 mod allo;
 mod arc;
 mod common;
@@ -34,6 +35,10 @@ enum Cmd {
     /// MPPI control: run, tune, bench.
     #[command(subcommand)]
     Mppi(mppi::MppiCmd),
+    /// Active learning of latent dynamics (sequential VAE + iCEM on Fisher information): run,
+    /// compare, bench.
+    #[command(subcommand)]
+    Actdyn(actdyn::ActdynCmd),
     /// ALLO Laplacian representation learning on grid maps: train, bench.
     #[command(subcommand)]
     Allo(allo::AlloCmd),
@@ -57,6 +62,9 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
         Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
+        Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => actdyn::run(*a),
+        Cmd::Actdyn(actdyn::ActdynCmd::Compare(a)) => actdyn::compare(*a),
+        Cmd::Actdyn(actdyn::ActdynCmd::Bench(a)) => actdyn::bench(a),
         Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(*a),
         Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),
         Cmd::Hunt(hunt::HuntCmd::Train(a)) => hunt::train(a),

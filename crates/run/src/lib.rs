@@ -17,6 +17,7 @@
 //! - [`Summary`]: `summary.md` and `summary.json` from the same key/value list.
 //! - [`write_atomic`]: temp file, fsync, rename.
 
+pub mod actdyn;
 pub mod allo;
 pub mod config;
 pub mod es;
@@ -79,6 +80,9 @@ pub enum RunError {
     /// From an ALLO or treasure-hunt run.
     #[error(transparent)]
     Agent(#[from] kestrel_agents::AgentError),
+    /// From an active-dynamics run.
+    #[error(transparent)]
+    Actdyn(#[from] kestrel_actdyn::ActdynError),
     /// From drawing or writing a plot.
     #[error(transparent)]
     Plot(#[from] kestrel_plot::PlotError),

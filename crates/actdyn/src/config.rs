@@ -1,0 +1,446 @@
+//! The configuration of an actdyn experiment, and the two profiles.
+//!
+//! `faithful` reproduces the reference at `ceeba42` as it runs (with the two patches that make
+//! it run at all: the identity action encoder ignores the state, and the gradient is clipped
+//! at 10). `fixed` gives the intended math. Each deviation is its own switch ([`Bugs`]); a
+//! profile sets them all, and `[bugs]` in a config overrides any one.
+
+use crate::ActdynError;
+use crate::model::ModelConfig;
+use crate::train::TrainConfig;
+use kestrel_core::FromInvalid;
+use serde::{Deserialize, Serialize};
+
+/// Which behaviour a run reproduces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// The reference as it runs.
+    #[default]
+    Faithful,
+    /// The intended math.
+    Fixed,
+}
+
+/// The reference's deviations from the intended math, each switchable (`true` = behave as the
+/// reference does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bugs {
+    /// Process noise σ = √Q·dt (C) instead of the Euler–Maruyama √(Q·dt).
+    pub env_noise_sqrt_q_times_dt: bool,
+    /// The limit cycle's α auto-scaled from the grid (0.1) instead of `env.alpha` (0.25).
+    pub env_alpha_autoscale: bool,
+    /// The Fisher recursion's Jacobian as coded: without 2γ, transposed, plus an all-ones
+    /// matrix (instead of ∂μ′/∂z).
+    pub fisher_jacobian_as_coded: bool,
+    /// The sensitivities off by one step (S_0 = I⊗Φ_0, S_t uses Φ_{t−1}; information from
+    /// z_0..z_{H−1}) instead of S_{t+1} = I⊗Φ(z_t) + J S_t from z_1..z_H.
+    pub fisher_off_by_one: bool,
+    /// The belief is the encoder mean at the last *pre-step* observation of the window, run
+    /// without actions (so it lags one step; before the window fills only the latest
+    /// observation is encoded), and the reset belief is a sample; instead of the mean at the
+    /// newest observation, with actions.
+    pub belief_lagged_action_free: bool,
+    /// The 0.01 random walk on the dynamics weights after every step, on a single model
+    /// (meant for ensembles); off: no perturbation.
+    pub perturb_single_model: bool,
+    /// A new optimiser every training call (a no-op for SGD; resets Adam's moments).
+    pub fresh_optimizer: bool,
+    /// The KL's prior variance is v, not the v·dt the prior samples with.
+    pub kl_prior_variance_v: bool,
+}
+
+impl Bugs {
+    /// Every switch as the profile sets it.
+    pub fn of(profile: Profile) -> Bugs {
+        let on = profile == Profile::Faithful;
+        Bugs {
+            env_noise_sqrt_q_times_dt: on,
+            env_alpha_autoscale: on,
+            fisher_jacobian_as_coded: on,
+            fisher_off_by_one: on,
+            belief_lagged_action_free: on,
+            perturb_single_model: on,
+            fresh_optimizer: on,
+            kl_prior_variance_v: on,
+        }
+    }
+}
+
+/// Overrides of single [`Bugs`] switches (unset: the profile's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct BugOverrides {
+    pub env_noise_sqrt_q_times_dt: Option<bool>,
+    pub env_alpha_autoscale: Option<bool>,
+    pub fisher_jacobian_as_coded: Option<bool>,
+    pub fisher_off_by_one: Option<bool>,
+    pub belief_lagged_action_free: Option<bool>,
+    pub perturb_single_model: Option<bool>,
+    pub fresh_optimizer: Option<bool>,
+    pub kl_prior_variance_v: Option<bool>,
+}
+
+impl BugOverrides {
+    /// The profile's switches with these overrides applied.
+    pub fn resolve(&self, profile: Profile) -> Bugs {
+        let b = Bugs::of(profile);
+        Bugs {
+            env_noise_sqrt_q_times_dt: self
+                .env_noise_sqrt_q_times_dt
+                .unwrap_or(b.env_noise_sqrt_q_times_dt),
+            env_alpha_autoscale: self.env_alpha_autoscale.unwrap_or(b.env_alpha_autoscale),
+            fisher_jacobian_as_coded: self
+                .fisher_jacobian_as_coded
+                .unwrap_or(b.fisher_jacobian_as_coded),
+            fisher_off_by_one: self.fisher_off_by_one.unwrap_or(b.fisher_off_by_one),
+            belief_lagged_action_free: self
+                .belief_lagged_action_free
+                .unwrap_or(b.belief_lagged_action_free),
+            perturb_single_model: self.perturb_single_model.unwrap_or(b.perturb_single_model),
+            fresh_optimizer: self.fresh_optimizer.unwrap_or(b.fresh_optimizer),
+            kl_prior_variance_v: self.kl_prior_variance_v.unwrap_or(b.kl_prior_variance_v),
+        }
+    }
+}
+
+/// The true vector field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    /// Limit cycle of radius 1 (the reference's only configurable field).
+    #[default]
+    LimitCycle,
+    /// Two nested cycles.
+    DoubleLimitCycle,
+    /// A GP draw on a 40×40 grid with a restoring term (drawn from the run's seed).
+    MultiAttractor,
+    /// Van der Pol (μ = 1).
+    VanDerPol,
+    /// Duffing (a = 0.1, b = −0.1, c = 0.1).
+    Duffing,
+}
+
+/// The observation map of the true environment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObsKind {
+    /// y = exp(Cz + b) (reference default).
+    #[default]
+    LogLinear,
+    /// y = Cz + b.
+    Linear,
+    /// y = z (N_y = 2).
+    Identity,
+}
+
+/// Observation noise of the true environment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObsNoiseKind {
+    /// Gaussian with `obs_noise` as its standard deviation (0 = noiseless, the default).
+    #[default]
+    Gaussian,
+    /// Poisson counts with rate y (the reference's bug y + Poisson(y) is not reproduced).
+    Poisson,
+}
+
+/// The true environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnvConfig {
+    /// The vector field.
+    pub field: FieldKind,
+    /// α when not auto-scaled (H's `env_alpha`, 0.25; the reference ignores it).
+    pub alpha: f64,
+    /// Process noise scale Q (0.1).
+    pub noise_scale: f64,
+    /// Time step (0.1).
+    pub dt: f64,
+    /// Observation map.
+    pub obs: ObsKind,
+    /// Observation width N_y (50).
+    pub obs_dim: usize,
+    /// Observation noise kind.
+    pub obs_noise_kind: ObsNoiseKind,
+    /// Gaussian observation noise standard deviation (0).
+    pub obs_noise: f64,
+    /// Actions lie in [−action_bound, action_bound]² (0.1).
+    pub action_bound: f64,
+}
+
+impl Default for EnvConfig {
+    fn default() -> Self {
+        EnvConfig {
+            field: FieldKind::LimitCycle,
+            alpha: 0.25,
+            noise_scale: 0.1,
+            dt: 0.1,
+            obs: ObsKind::LogLinear,
+            obs_dim: 50,
+            obs_noise_kind: ObsNoiseKind::Gaussian,
+            obs_noise: 0.0,
+            action_bound: 0.1,
+        }
+    }
+}
+
+/// How actions are chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyKind {
+    /// Uniform in the action box every step (E1).
+    #[default]
+    Random,
+    /// Zero action.
+    Lazy,
+    /// A uniform action held for `hold` steps.
+    Step,
+    /// iCEM over action sequences minimising `metric` (E2).
+    Icem,
+}
+
+/// The planner's objective.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Σ_p 1/I_p of the accumulated Fisher information (RBF dynamics).
+    #[default]
+    AOptimality,
+    /// −Σ_p log(1 + I_p) (RBF dynamics).
+    DOptimality,
+    /// Σ‖u‖² (a baseline).
+    ActionCost,
+}
+
+/// The policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Which policy.
+    pub kind: PolicyKind,
+    /// Steps an action is held (`step` policy; 10).
+    pub hold: u64,
+    /// Planner objective.
+    pub metric: Metric,
+    /// Planning horizon H (10).
+    pub horizon: usize,
+    /// Initial samples N (32).
+    pub samples: usize,
+    /// Iterations per call (10).
+    pub iterations: usize,
+    /// Elites K_e (10; the reference's 100 > N crashes).
+    pub elites: usize,
+    /// Momentum of the mean and standard deviation (0.1).
+    pub alpha: f64,
+    /// Initial standard deviation as a fraction of the half-box (0.5).
+    pub init_std: f64,
+    /// Sample-count decay factor (1.25).
+    pub decrease_factor: f64,
+    /// Fraction of elites carried to the next iteration and call (0.3).
+    pub frac_elites_reused: f64,
+    /// Pink-noise exponent β (1).
+    pub noise_beta: f64,
+    /// Discount of the accumulated information (0.99).
+    pub discount: f64,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            kind: PolicyKind::Random,
+            hold: 10,
+            metric: Metric::AOptimality,
+            horizon: 10,
+            samples: 32,
+            iterations: 10,
+            elites: 10,
+            alpha: 0.1,
+            init_std: 0.5,
+            decrease_factor: 1.25,
+            frac_elites_reused: 0.3,
+            noise_beta: 1.0,
+            discount: 0.99,
+        }
+    }
+}
+
+/// The evaluation (reference `compute_model_r2` and spec §4.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvalConfig {
+    /// Validation episodes (10).
+    pub episodes: usize,
+    /// Steps per episode (500).
+    pub steps: usize,
+    /// Largest prediction horizon k (10).
+    pub k_max: usize,
+    /// Start indices per episode (200).
+    pub starts: usize,
+    /// Posterior samples per start (100).
+    pub samples: usize,
+    /// Seed of the validation data (1234).
+    pub seed: u64,
+    /// Evaluate every this many environment steps (0: only at the end).
+    pub every: u64,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig { episodes: 10, steps: 500, k_max: 10, starts: 200, samples: 100, seed: 1234, every: 0 }
+    }
+}
+
+/// A whole experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ActdynConfig {
+    /// Seed of everything (42).
+    pub seed: u64,
+    /// Environment steps (10,000).
+    pub steps: u64,
+    /// Profile.
+    pub profile: Profile,
+    /// Single-switch overrides of the profile.
+    pub bugs: BugOverrides,
+    /// True environment.
+    pub env: EnvConfig,
+    /// Model.
+    pub model: ModelConfig,
+    /// Online training.
+    pub train: TrainConfig,
+    /// Policy.
+    pub policy: PolicyConfig,
+    /// Evaluation.
+    pub eval: EvalConfig,
+    /// Save a checkpoint every this many steps (0: only at the end).
+    pub checkpoint_every: u64,
+}
+
+impl Default for ActdynConfig {
+    fn default() -> Self {
+        ActdynConfig {
+            seed: 42,
+            steps: 10_000,
+            profile: Profile::Faithful,
+            bugs: BugOverrides::default(),
+            env: EnvConfig::default(),
+            model: ModelConfig::default(),
+            train: TrainConfig::default(),
+            policy: PolicyConfig::default(),
+            eval: EvalConfig::default(),
+            checkpoint_every: 1000,
+        }
+    }
+}
+
+impl ActdynConfig {
+    /// E1 of the reference: random policy, MLP dynamics, defaults (with clip 10).
+    pub fn e1() -> Self {
+        ActdynConfig::default()
+    }
+
+    /// E2 of the reference: RBF dynamics, iCEM with 10 elites, A-optimality.
+    pub fn e2() -> Self {
+        let mut c = ActdynConfig::default();
+        c.model.dynamics = crate::model::DynamicsKind::rbf_default();
+        c.policy.kind = PolicyKind::Icem;
+        c
+    }
+
+    /// The resolved switches.
+    pub fn bugs(&self) -> Bugs {
+        self.bugs.resolve(self.profile)
+    }
+
+    /// Checks every field; the error names it (`section.field`) and the value.
+    pub fn validate(&self) -> Result<(), ActdynError> {
+        let bad = |f: &'static str, v: String, ok: &'static str| Err(ActdynError::invalid(f, v, ok));
+        if !(1..=100_000_000).contains(&self.steps) {
+            return bad("steps", self.steps.to_string(), "an integer in [1, 100000000]");
+        }
+        let e = &self.env;
+        let num = |f: &'static str, v: f64, lo: f64, hi: f64| -> Result<(), ActdynError> {
+            if v.is_finite() && v >= lo && v <= hi {
+                Ok(())
+            } else {
+                Err(ActdynError::invalid(f, v, format!("a finite number in [{lo}, {hi}]")))
+            }
+        };
+        num("env.alpha", e.alpha, -1e3, 1e3)?;
+        num("env.noise_scale", e.noise_scale, 0.0, 1e3)?;
+        num("env.dt", e.dt, 1e-6, 10.0)?;
+        num("env.obs_noise", e.obs_noise, 0.0, 1e6)?;
+        num("env.action_bound", e.action_bound, 1e-9, 1e6)?;
+        if e.dt <= 0.0 {
+            return bad("env.dt", e.dt.to_string(), "a number > 0");
+        }
+        if e.obs == ObsKind::Identity && e.obs_dim != 2 {
+            return bad("env.obs_dim", e.obs_dim.to_string(), "2 with the identity observation");
+        }
+        if e.obs_noise_kind == ObsNoiseKind::Poisson && e.obs != ObsKind::LogLinear {
+            return bad("env.obs_noise_kind", "poisson".into(), "gaussian unless env.obs is log_linear");
+        }
+        if self.model.obs_dim != e.obs_dim {
+            return Err(ActdynError::invalid(
+                "model.obs_dim",
+                self.model.obs_dim,
+                format!("env.obs_dim ({})", e.obs_dim),
+            ));
+        }
+        if self.model.latent_dim != 2 {
+            return bad("model.latent_dim", self.model.latent_dim.to_string(), "2 (the true latent)");
+        }
+        self.train.validate()?;
+        let p = &self.policy;
+        if p.hold == 0 {
+            return bad("policy.hold", "0".into(), "an integer >= 1");
+        }
+        if p.kind == PolicyKind::Icem {
+            let rbf = matches!(self.model.dynamics, crate::model::DynamicsKind::Rbf { .. });
+            if matches!(p.metric, Metric::AOptimality | Metric::DOptimality) && !rbf {
+                return bad(
+                    "policy.metric",
+                    format!("{:?}", p.metric),
+                    "action_cost unless model.dynamics is rbf (the Fisher information is defined for RBF weights; the reference's MLP version is a stub)",
+                );
+            }
+            if self.model.decoder != crate::model::DecoderKind::LogLinear
+                && matches!(p.metric, Metric::AOptimality | Metric::DOptimality)
+            {
+                return bad("model.decoder", format!("{:?}", self.model.decoder), "log_linear with a Fisher metric");
+            }
+            num("policy.discount", p.discount, 0.0, 1.0)?;
+        }
+        let v = &self.eval;
+        if !(1..=10_000).contains(&v.episodes) {
+            return bad("eval.episodes", v.episodes.to_string(), "an integer in [1, 10000]");
+        }
+        if !(1..=1000).contains(&v.k_max) {
+            return bad("eval.k_max", v.k_max.to_string(), "an integer in [1, 1000]");
+        }
+        if v.steps < v.k_max + 2 || v.steps > 1_000_000 {
+            return bad("eval.steps", v.steps.to_string(), "an integer in [k_max + 2, 1000000]");
+        }
+        if !(1..=100_000).contains(&v.starts) {
+            return bad("eval.starts", v.starts.to_string(), "an integer in [1, 100000]");
+        }
+        if !(1..=10_000).contains(&v.samples) {
+            return bad("eval.samples", v.samples.to_string(), "an integer in [1, 10000]");
+        }
+        kestrel_core::check_bytes(
+            "eval.samples",
+            v.samples,
+            (v.samples as u128) * (v.steps as u128) * 2 + (v.episodes * v.steps * e.obs_dim) as u128,
+            8,
+        )?;
+        kestrel_core::check_bytes(
+            "train.window",
+            self.train.window,
+            (self.train.window as u128) * (e.obs_dim as u128 + 4) * (self.train.samples as u128 + 2),
+            8 * 8,
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,274 @@
+//! Evaluation of a learned model exactly as the reference's §4.2 defines it: k-step R² of
+//! decoded predictions (`compute_model_r2`), latent R² up to an affine map, and the relative
+//! vector-field error, on validation episodes of random actions from fresh resets.
+
+use crate::config::EvalConfig;
+use crate::model::SeqVae;
+use kestrel_core::Key;
+use kestrel_envs::vectorfield::{VectorFieldParams, reset_latent, step_latent};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Validation episodes: `episodes × steps` rows of next observations, actions, post-step
+/// latents and the true drift there.
+#[derive(Clone, Debug)]
+pub struct ValidationData {
+    /// Episodes.
+    pub episodes: usize,
+    /// Steps per episode.
+    pub steps: usize,
+    /// Observation width.
+    pub obs_dim: usize,
+    /// y (`E × T × N_y`): the observation after each action.
+    pub y: Vec<f64>,
+    /// u (`E × T × 2`).
+    pub u: Vec<f64>,
+    /// z (`E × T × 2`): the latent after each action.
+    pub z: Vec<f64>,
+    /// F(z) (`E × T × 2`).
+    pub f: Vec<f64>,
+}
+
+/// `episodes` episodes of `steps` uniform actions from fresh resets z₀ ~ U[−1, 1]², drawn from
+/// `key` (one sub-key per episode).
+pub fn validation_data(env: &VectorFieldParams, cfg: &EvalConfig, key: Key) -> ValidationData {
+    let (e_n, t_n) = (cfg.episodes, cfg.steps);
+    let ny = env.obs.obs_dim();
+    let mut v = ValidationData {
+        episodes: e_n,
+        steps: t_n,
+        obs_dim: ny,
+        y: vec![0.0; e_n * t_n * ny],
+        u: vec![0.0; e_n * t_n * 2],
+        z: vec![0.0; e_n * t_n * 2],
+        f: vec![0.0; e_n * t_n * 2],
+    };
+    let b = env.action_bound;
+    let bugs_sigma = env.noise_convention;
+    for e in 0..e_n {
+        let mut r = key.fold_in(e as u64).rng();
+        let mut z = reset_latent([r.uniform_f64(), r.uniform_f64()]);
+        for t in 0..t_n {
+            let u = [b * (2.0 * r.uniform_f64() - 1.0), b * (2.0 * r.uniform_f64() - 1.0)];
+            let eps = [r.standard_normal(), r.standard_normal()];
+            let gu = env.action.apply_row(&u);
+            let (next, _) = step_latent(&env.field, z, gu, eps, env.dt, env.noise_scale, bugs_sigma);
+            z = next;
+            let i = e * t_n + t;
+            v.u[2 * i..2 * i + 2].copy_from_slice(&u);
+            v.z[2 * i..2 * i + 2].copy_from_slice(&z);
+            v.f[2 * i..2 * i + 2].copy_from_slice(&env.field.eval(z));
+            let y = &mut v.y[i * ny..(i + 1) * ny];
+            env.obs.observe(&z, y);
+            env.obs.add_noise(y, &mut r);
+        }
+    }
+    v
+}
+
+/// The metrics of one evaluation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    /// R² of the decoded k-step prediction, k = 0..k_max (k = 0 is reconstruction), averaged
+    /// over episodes and outputs. May be −∞ when learned dynamics overflow (stored as null).
+    pub obs_r2_by_k: Vec<f64>,
+    /// R² per latent dimension of the least-squares affine map from encoder means to the true
+    /// latents.
+    pub latent_r2: [f64; 2],
+    /// Σ‖drift̂·A − F(z)‖² / Σ‖F(z)‖² over the validation states.
+    pub vf_rel_err: f64,
+    /// The affine map z ≈ [μ, 1]·W (`W` row-major 3 × 2).
+    pub affine: [f64; 6],
+}
+
+/// Solves the 3×3 system `a x = b` for two right-hand sides (Gaussian elimination with
+/// partial pivoting); `None` when singular.
+fn solve3(mut a: [[f64; 3]; 3], mut b: [[f64; 2]; 3]) -> Option<[[f64; 2]; 3]> {
+    for c in 0..3 {
+        let p = (c..3).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(c, p);
+        b.swap(c, p);
+        for r in c + 1..3 {
+            let f = a[r][c] / a[c][c];
+            for k in c..3 {
+                a[r][k] -= f * a[c][k];
+            }
+            for k in 0..2 {
+                b[r][k] -= f * b[c][k];
+            }
+        }
+    }
+    let mut x = [[0.0; 2]; 3];
+    for c in (0..3).rev() {
+        for k in 0..2 {
+            let s: f64 = (c + 1..3).map(|j| a[c][j] * x[j][k]).sum();
+            x[c][k] = (b[c][k] - s) / a[c][c];
+        }
+    }
+    Some(x)
+}
+
+/// Evaluates `params` on `data`; the posterior and prior draws come from `key` (one sub-key
+/// per episode, so the result does not depend on the thread count).
+pub fn evaluate(
+    model: &SeqVae,
+    params: &[f64],
+    data: &ValidationData,
+    cfg: &EvalConfig,
+    key: Key,
+) -> Evaluation {
+    let (t_n, ny) = (data.steps, data.obs_dim);
+    let k_max = cfg.k_max.min(t_n.saturating_sub(2));
+    let dt = model.config().dt;
+    let sd: Vec<f64> = model.process_variance(params).iter().map(|v| (v * dt).sqrt()).collect();
+    // Per episode: encoder means, and the (k, output) sums of squared errors and deviations.
+    let per: Vec<(Vec<f64>, Vec<f64>)> = (0..data.episodes)
+        .into_par_iter()
+        .map(|e| {
+            let y = &data.y[e * t_n * ny..(e + 1) * t_n * ny];
+            let u = &data.u[e * t_n * 2..(e + 1) * t_n * 2];
+            let mut ews = model.encoder_workspace();
+            let (mut mu, mut var) = (vec![0.0; t_n * 2], vec![0.0; t_n * 2]);
+            model.encode(params, y, Some(u), &mut ews, &mut mu, &mut var);
+            let s_n = cfg.samples;
+            let mut r = key.fold_in(e as u64).rng();
+            let mut eps = vec![0.0; s_n * t_n * 2];
+            r.fill_standard_normal(&mut eps);
+            let mut ybar = vec![0.0; ny];
+            for t in 0..t_n {
+                for i in 0..ny {
+                    ybar[i] += y[t * ny + i] / t_n as f64;
+                }
+            }
+            let hi = t_n - k_max - 1;
+            let mut dyn_cache = model.dyn_cache();
+            let mut dec = kestrel_nn::Workspace::default();
+            let (mut z, mut zn, mut ub) = (vec![0.0; s_n * 2], vec![0.0; s_n * 2], vec![0.0; s_n * 2]);
+            let mut yh = vec![0.0; s_n * ny];
+            let mut sse = vec![0.0; (k_max + 1) * ny];
+            let mut sst = vec![0.0; (k_max + 1) * ny];
+            let mut xi = vec![0.0; s_n * 2];
+            for _ in 0..cfg.starts {
+                let t0 = r.below(hi as u32) as usize;
+                for s in 0..s_n {
+                    for d in 0..2 {
+                        let i = t0 * 2 + d;
+                        z[s * 2 + d] = mu[i] + var[i].sqrt() * eps[(s * t_n + t0) * 2 + d];
+                    }
+                }
+                for k in 0..=k_max {
+                    if k > 0 {
+                        for s in 0..s_n {
+                            ub[s * 2..s * 2 + 2].copy_from_slice(&u[(t0 + k) * 2..(t0 + k) * 2 + 2]);
+                        }
+                        model.transition_mean(params, &z, &ub, &mut dyn_cache, &mut zn);
+                        r.fill_standard_normal(&mut xi);
+                        for i in 0..s_n * 2 {
+                            z[i] = zn[i] + sd[i % 2] * xi[i];
+                        }
+                    }
+                    model.decode(params, &z, &mut dec, &mut yh);
+                    for i in 0..ny {
+                        let pred = (0..s_n).map(|s| yh[s * ny + i]).sum::<f64>() / s_n as f64;
+                        let target = y[(t0 + k) * ny + i];
+                        sse[k * ny + i] += (target - pred).powi(2);
+                        sst[k * ny + i] += (target - ybar[i]).powi(2);
+                    }
+                }
+            }
+            let r2: Vec<f64> = (0..=k_max)
+                .map(|k| {
+                    (0..ny).map(|i| 1.0 - sse[k * ny + i] / (sst[k * ny + i] + 1e-6)).sum::<f64>()
+                        / ny as f64
+                })
+                .collect();
+            (mu, r2)
+        })
+        .collect();
+    let mut obs_r2_by_k = vec![0.0; k_max + 1];
+    for (_, r2) in &per {
+        for (a, b) in obs_r2_by_k.iter_mut().zip(r2) {
+            *a += b / data.episodes as f64;
+        }
+    }
+    // Affine map from encoder means to true latents.
+    let mut xtx = [[0.0; 3]; 3];
+    let mut xtz = [[0.0; 2]; 3];
+    let mus: Vec<f64> = per.iter().flat_map(|(m, _)| m.iter().copied()).collect();
+    let n = data.episodes * t_n;
+    for i in 0..n {
+        let x = [mus[2 * i], mus[2 * i + 1], 1.0];
+        for a in 0..3 {
+            for b in 0..3 {
+                xtx[a][b] += x[a] * x[b];
+            }
+            for d in 0..2 {
+                xtz[a][d] += x[a] * data.z[2 * i + d];
+            }
+        }
+    }
+    let w = solve3(xtx, xtz).unwrap_or([[f64::NAN; 2]; 3]);
+    let mut latent_r2 = [0.0; 2];
+    for d in 0..2 {
+        let mean = (0..n).map(|i| data.z[2 * i + d]).sum::<f64>() / n as f64;
+        let (mut res, mut tot) = (0.0, 0.0);
+        for i in 0..n {
+            let pred = mus[2 * i] * w[0][d] + mus[2 * i + 1] * w[1][d] + w[2][d];
+            res += (data.z[2 * i + d] - pred).powi(2);
+            tot += (data.z[2 * i + d] - mean).powi(2);
+        }
+        latent_r2[d] = 1.0 - res / tot;
+    }
+    // Vector-field error: drift̂(μ) = (μ′(μ, 0) − μ)/dt mapped by A = W[0..2].
+    let mut cache = model.dyn_cache();
+    let zeros = vec![0.0; n * 2];
+    let mut next = vec![0.0; n * 2];
+    model.transition_mean(params, &mus, &zeros, &mut cache, &mut next);
+    let (mut num, mut den) = (0.0, 0.0);
+    for i in 0..n {
+        let g = [(next[2 * i] - mus[2 * i]) / dt, (next[2 * i + 1] - mus[2 * i + 1]) / dt];
+        for d in 0..2 {
+            let pred = g[0] * w[0][d] + g[1] * w[1][d];
+            num += (pred - data.f[2 * i + d]).powi(2);
+            den += data.f[2 * i + d].powi(2);
+        }
+    }
+    Evaluation {
+        obs_r2_by_k,
+        latent_r2,
+        vf_rel_err: num / den,
+        affine: [w[0][0], w[0][1], w[1][0], w[1][1], w[2][0], w[2][1]],
+    }
+}
+
+/// The learned drift at true-latent points `z` (`n × 2`), through the affine map of an
+/// [`Evaluation`]: μ = (z − b)·A⁻¹, drift = drift̂(μ)·A. `None` when A is singular.
+pub fn learned_field(model: &SeqVae, params: &[f64], affine: &[f64; 6], z: &[f64]) -> Option<Vec<f64>> {
+    let [a00, a01, a10, a11, b0, b1] = *affine;
+    let det = a00 * a11 - a01 * a10;
+    if !(det.abs() > 1e-300) || !det.is_finite() {
+        return None;
+    }
+    let n = z.len() / 2;
+    let mut mu = vec![0.0; n * 2];
+    for i in 0..n {
+        let (x, y) = (z[2 * i] - b0, z[2 * i + 1] - b1);
+        // Row vector times A⁻¹.
+        mu[2 * i] = (x * a11 - y * a10) / det;
+        mu[2 * i + 1] = (-x * a01 + y * a00) / det;
+    }
+    let dt = model.config().dt;
+    let mut next = vec![0.0; n * 2];
+    model.transition_mean(params, &mu, &vec![0.0; n * 2], &mut model.dyn_cache(), &mut next);
+    Some(
+        (0..n)
+            .flat_map(|i| {
+                let g = [(next[2 * i] - mu[2 * i]) / dt, (next[2 * i + 1] - mu[2 * i + 1]) / dt];
+                [g[0] * a00 + g[1] * a10, g[0] * a01 + g[1] * a11]
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,558 @@
+//! The online loop (reference `Experiment.run`, spec §3), working end to end: plan → act →
+//! store in a fixed window → update the belief → accumulate information → one training step.
+//!
+//! Keys: everything derives from the seed. `Key::new(seed)` splits into model, environment
+//! (observation weights, multi-attractor grid), reset and evaluation keys; environment step t
+//! (1-based) uses `steps.fold_in(t)` split into policy, environment-noise and training keys.
+//! A run resumed from a checkpoint therefore continues exactly as the uninterrupted run.
+
+use crate::ActdynError;
+use crate::config::{
+    ActdynConfig, Bugs, FieldKind, Metric, ObsKind, ObsNoiseKind, PolicyKind, Profile,
+};
+use crate::eval::{Evaluation, ValidationData, evaluate, validation_data};
+use crate::fisher::{
+    AccumulatedFisher, ActionCost, FisherBugs, FisherCost, FisherMetric, Optimality,
+};
+use crate::model::{EncoderWorkspace, SeqVae};
+use crate::rbf::{LogLinearDecoder, RbfDynamics};
+use crate::train::{TrainStats, Trainer};
+use kestrel_core::{FromInvalid, Key};
+use kestrel_envs::vectorfield::{
+    DoubleLimitCycle, Duffing, LimitCycle, Linear, MultiAttractor, MultiAttractorConfig,
+    NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, VanDerPol,
+    VectorField, VectorFieldParams, reset_latent, step_latent,
+};
+use kestrel_mppi::{Icem, IcemParams, IcemState, KeyedPink};
+
+/// The last `cap` transitions, oldest first.
+#[derive(Clone, Debug)]
+pub struct Window {
+    cap: usize,
+    len: usize,
+    obs_dim: usize,
+    /// Pre-step observations (`cap × N_y`, the first `len` rows valid).
+    pub obs: Vec<f64>,
+    /// Post-step observations.
+    pub next_obs: Vec<f64>,
+    /// Actions (`cap × 2`).
+    pub action: Vec<f64>,
+}
+
+impl Window {
+    fn new(cap: usize, obs_dim: usize) -> Self {
+        Window {
+            cap,
+            len: 0,
+            obs_dim,
+            obs: vec![0.0; cap * obs_dim],
+            next_obs: vec![0.0; cap * obs_dim],
+            action: vec![0.0; cap * 2],
+        }
+    }
+
+    /// Transitions held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn push(&mut self, obs: &[f64], next: &[f64], action: [f64; 2]) {
+        let ny = self.obs_dim;
+        if self.len == self.cap {
+            self.obs.copy_within(ny.., 0);
+            self.next_obs.copy_within(ny.., 0);
+            self.action.copy_within(2.., 0);
+            self.len -= 1;
+        }
+        let i = self.len;
+        self.obs[i * ny..(i + 1) * ny].copy_from_slice(obs);
+        self.next_obs[i * ny..(i + 1) * ny].copy_from_slice(next);
+        self.action[2 * i..2 * i + 2].copy_from_slice(&action);
+        self.len += 1;
+    }
+}
+
+/// What one environment step did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRecord {
+    /// Environment steps taken so far (this one included).
+    pub step: u64,
+    /// The action taken.
+    pub action: [f64; 2],
+    /// The true latent after it.
+    pub z: [f64; 2],
+    /// The belief that chose the action.
+    pub belief: [f64; 2],
+    /// The training call, when one was made.
+    pub train: Option<TrainStats>,
+    /// The planner's best cost, with a planner.
+    pub plan_cost: Option<f64>,
+}
+
+/// The true environment of `cfg` (field, noise convention, observation model from the seed).
+pub fn build_env(cfg: &ActdynConfig, bugs: &Bugs, key: Key) -> Result<VectorFieldParams, ActdynError> {
+    let e = &cfg.env;
+    let [k_obs, k_field] = key.split::<2>();
+    let env_err = |err: kestrel_envs::EnvError| ActdynError::invalid("env", err, "valid environment parameters");
+    let field = match e.field {
+        FieldKind::LimitCycle => {
+            let f = LimitCycle::default();
+            VectorField::LimitCycle(if bugs.env_alpha_autoscale {
+                f
+            } else {
+                f.with_alpha(e.alpha).map_err(env_err)?
+            })
+        }
+        FieldKind::DoubleLimitCycle => {
+            let f = DoubleLimitCycle::default();
+            VectorField::DoubleLimitCycle(if bugs.env_alpha_autoscale {
+                f
+            } else {
+                f.with_alpha(e.alpha).map_err(env_err)?
+            })
+        }
+        FieldKind::MultiAttractor => VectorField::MultiAttractor(
+            MultiAttractor::generate(k_field, &MultiAttractorConfig::default()).map_err(env_err)?,
+        ),
+        FieldKind::VanDerPol => VectorField::VanDerPol(VanDerPol { alpha: e.alpha, ..VanDerPol::default() }),
+        FieldKind::Duffing => VectorField::Duffing(Duffing { alpha: e.alpha, ..Duffing::default() }),
+    };
+    let map = match e.obs {
+        ObsKind::Identity => ObsMap::Identity,
+        ObsKind::Linear => ObsMap::Linear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?),
+        ObsKind::LogLinear => ObsMap::LogLinear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?),
+    };
+    let noise = match e.obs_noise_kind {
+        ObsNoiseKind::Gaussian if e.obs_noise > 0.0 => ObsNoise::Gaussian { scale: e.obs_noise },
+        ObsNoiseKind::Gaussian => ObsNoise::None,
+        ObsNoiseKind::Poisson => ObsNoise::Poisson(PoissonVariant::Count),
+    };
+    let p = VectorFieldParams {
+        field,
+        dt: e.dt,
+        noise_scale: e.noise_scale,
+        noise_convention: if bugs.env_noise_sqrt_q_times_dt {
+            NoiseConvention::SqrtQTimesDt
+        } else {
+            NoiseConvention::SqrtOfQDt
+        },
+        obs: ObservationModel { map, noise },
+        action: Default::default(),
+        action_bound: e.action_bound,
+        max_episode_steps: None,
+    };
+    p.validate().map_err(env_err)?;
+    Ok(p)
+}
+
+/// One experiment: environment, model, trainer, planner and their state.
+pub struct ActiveRun {
+    cfg: ActdynConfig,
+    bugs: Bugs,
+    env: VectorFieldParams,
+    model: SeqVae,
+    /// The model's parameters.
+    pub params: Vec<f64>,
+    trainer: Trainer,
+    icem: Option<Icem>,
+    icem_state: Option<IcemState>,
+    acc: AccumulatedFisher,
+    steps_key: Key,
+    eval_key: Key,
+    step: u64,
+    z: [f64; 2],
+    y: Vec<f64>,
+    y_next: Vec<f64>,
+    window: Window,
+    belief: [f64; 2],
+    held: [f64; 2],
+    coverage: Vec<f64>,
+    enc: EncoderWorkspace,
+    mu: Vec<f64>,
+    var: Vec<f64>,
+    phi: Vec<f64>,
+}
+
+impl std::fmt::Debug for ActiveRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActiveRun").field("step", &self.step).field("seed", &self.cfg.seed).finish()
+    }
+}
+
+impl ActiveRun {
+    /// A fresh run of `cfg` (validated): environment reset, model initialised, first belief.
+    pub fn new(cfg: ActdynConfig) -> Result<Self, ActdynError> {
+        cfg.validate()?;
+        let bugs = cfg.bugs();
+        let root = Key::new(cfg.seed);
+        let [k_model, k_env, k_reset, k_eval, k_steps] = root.split::<5>();
+        let env = build_env(&cfg, &bugs, k_env)?;
+        let model = SeqVae::new(cfg.model.clone())?;
+        let params = model.init(k_model);
+        let mut trainer = Trainer::new(&model, cfg.train.clone())?;
+        trainer.kl_prior_variance_dt = !bugs.kl_prior_variance_v;
+        let icem = match cfg.policy.kind {
+            PolicyKind::Icem => {
+                let p = &cfg.policy;
+                let b = cfg.env.action_bound;
+                let params = IcemParams {
+                    horizon: p.horizon,
+                    num_samples: p.samples,
+                    iterations: p.iterations,
+                    num_elites: p.elites,
+                    alpha: p.alpha,
+                    init_std: p.init_std,
+                    noise_beta: p.noise_beta,
+                    factor_decrease: p.decrease_factor,
+                    frac_elites_reused: p.frac_elites_reused,
+                    ..IcemParams::new(2, -b, b)
+                };
+                Some(Icem::new(params).map_err(|e| ActdynError::invalid("policy", e, "valid iCEM parameters"))?)
+            }
+            _ => None,
+        };
+        let icem_state = icem.as_ref().map(|i| i.init_state());
+        let ny = cfg.env.obs_dim;
+        let c = model.rbf().map(|g| g.num_centres()).unwrap_or(0);
+        let mut run = ActiveRun {
+            window: Window::new(cfg.train.window, ny),
+            bugs,
+            env,
+            params,
+            trainer,
+            icem,
+            icem_state,
+            acc: AccumulatedFisher::default(),
+            steps_key: k_steps,
+            eval_key: k_eval,
+            step: 0,
+            z: [0.0; 2],
+            y: vec![0.0; ny],
+            y_next: vec![0.0; ny],
+            belief: [0.0; 2],
+            held: [0.0; 2],
+            coverage: vec![0.0; c],
+            enc: model.encoder_workspace(),
+            mu: vec![0.0; cfg.train.window * 2],
+            var: vec![0.0; cfg.train.window * 2],
+            phi: vec![0.0; c],
+            model,
+            cfg,
+        };
+        // Reset: z₀ ~ U[−1, 1]², y₀, and the belief from y₀ alone (no action yet).
+        let mut r = k_reset.rng();
+        run.z = reset_latent([r.uniform_f64(), r.uniform_f64()]);
+        run.env.obs.observe(&run.z, &mut run.y);
+        run.env.obs.add_noise(&mut run.y, &mut r);
+        let y0 = run.y.clone();
+        run.model.encode(&run.params, &y0, None, &mut run.enc, &mut run.mu[..2], &mut run.var[..2]);
+        run.belief = if run.bugs.belief_lagged_action_free {
+            [run.mu[0] + run.var[0].sqrt() * r.standard_normal(), run.mu[1] + run.var[1].sqrt() * r.standard_normal()]
+        } else {
+            [run.mu[0], run.mu[1]]
+        };
+        Ok(run)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ActdynConfig {
+        &self.cfg
+    }
+
+    /// The resolved reference switches.
+    pub fn bugs(&self) -> &Bugs {
+        &self.bugs
+    }
+
+    /// The model.
+    pub fn model(&self) -> &SeqVae {
+        &self.model
+    }
+
+    /// The true environment.
+    pub fn env(&self) -> &VectorFieldParams {
+        &self.env
+    }
+
+    /// Environment steps taken.
+    pub fn steps_done(&self) -> u64 {
+        self.step
+    }
+
+    /// The current belief.
+    pub fn belief(&self) -> [f64; 2] {
+        self.belief
+    }
+
+    /// The true latent.
+    pub fn latent(&self) -> [f64; 2] {
+        self.z
+    }
+
+    /// Σ_t exp(−2γ‖b_t − c‖²) per RBF centre over the beliefs that chose actions (empty
+    /// without RBF dynamics): how often the run's beliefs visited each centre.
+    pub fn coverage(&self) -> &[f64] {
+        &self.coverage
+    }
+
+    /// Fraction of RBF centres with coverage ≥ 1 (the equivalent of one visit at the centre).
+    pub fn covered_fraction(&self) -> Option<f64> {
+        (!self.coverage.is_empty()).then(|| {
+            self.coverage.iter().filter(|&&c| c >= 1.0).count() as f64 / self.coverage.len() as f64
+        })
+    }
+
+    fn fisher_bugs(&self) -> FisherBugs {
+        FisherBugs {
+            reference_jacobian: self.bugs.fisher_jacobian_as_coded,
+            off_by_one: self.bugs.fisher_off_by_one,
+        }
+    }
+
+    /// Chooses the action at the current belief (a planner call with iCEM; its state moves
+    /// on as in a step). `key` is the step's policy key.
+    pub fn act(&mut self, key: Key) -> Result<([f64; 2], Option<f64>), ActdynError> {
+        let b = self.cfg.env.action_bound;
+        let p = &self.cfg.policy;
+        let uniform = |key: Key| {
+            let mut r = key.rng();
+            [b * (2.0 * r.uniform_f64() - 1.0), b * (2.0 * r.uniform_f64() - 1.0)]
+        };
+        Ok(match p.kind {
+            PolicyKind::Random => (uniform(key), None),
+            PolicyKind::Lazy => ([0.0; 2], None),
+            PolicyKind::Step => {
+                if self.step % p.hold == 0 {
+                    self.held = uniform(key);
+                }
+                (self.held, None)
+            }
+            PolicyKind::Icem => {
+                let mut action = [0.0; 2];
+                let mut noise = KeyedPink { key, round_f32: self.cfg.profile == Profile::Faithful };
+                let icem = self.icem.as_mut().expect("planner with the icem policy");
+                let state = self.icem_state.as_mut().expect("planner state");
+                let plan_err = |e: kestrel_mppi::MppiError| ActdynError::invalid("policy", e, "a plannable state");
+                let cost = match p.metric {
+                    Metric::ActionCost => icem.plan(state, &mut noise, &ActionCost, &mut action).map_err(plan_err)?,
+                    Metric::AOptimality | Metric::DOptimality => {
+                        let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
+                        let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
+                        let dynamics = RbfDynamics::new(grid, w, self.model.config().dt, self.model.config().residual)?;
+                        let (c, bias) = self.model.decoder_linear(&self.params);
+                        let decoder = LogLinearDecoder::new(c, bias)?;
+                        let mut metric = FisherMetric::new(&dynamics, &decoder, self.fisher_bugs());
+                        metric.discount = p.discount;
+                        let which = if p.metric == Metric::AOptimality { Optimality::A } else { Optimality::D };
+                        let cost = FisherCost::new(metric, which, self.belief, self.acc.get())?;
+                        icem.plan(state, &mut noise, &cost, &mut action).map_err(plan_err)?
+                    }
+                };
+                (action, Some(cost))
+            }
+        })
+    }
+
+    /// One environment step of the loop. A non-finite training loss or gradient is an error
+    /// (the step's transition is kept; the parameters are not changed).
+    pub fn step(&mut self) -> Result<StepRecord, ActdynError> {
+        let t = self.step + 1;
+        let [k_policy, k_env, k_train] = self.steps_key.fold_in(t).split::<3>();
+        let b = self.belief;
+        let (mut action, plan_cost) = self.act(k_policy)?;
+        let bound = self.cfg.env.action_bound;
+        for a in action.iter_mut() {
+            *a = a.clamp(-bound, bound);
+        }
+        // Environment.
+        let mut r = k_env.rng();
+        let eps = [r.standard_normal(), r.standard_normal()];
+        let gu = self.env.action.apply_row(&action);
+        let (z, _) = step_latent(&self.env.field, self.z, gu, eps, self.env.dt, self.env.noise_scale, self.env.noise_convention);
+        self.env.obs.observe(&z, &mut self.y_next);
+        self.env.obs.add_noise(&mut self.y_next, &mut r);
+        self.window.push(&self.y, &self.y_next, action);
+        std::mem::swap(&mut self.y, &mut self.y_next);
+        self.z = z;
+        self.step = t;
+        // Belief.
+        let (ny, n) = (self.cfg.env.obs_dim, self.window.len());
+        if self.bugs.belief_lagged_action_free {
+            let rows = if n < self.window.cap { n - 1..n } else { 0..n };
+            let len = rows.len();
+            let obs = &self.window.obs[rows.start * ny..rows.end * ny];
+            self.model.encode(&self.params, obs, None, &mut self.enc, &mut self.mu[..2 * len], &mut self.var[..2 * len]);
+            self.belief = [self.mu[2 * len - 2], self.mu[2 * len - 1]];
+        } else {
+            self.model.encode(
+                &self.params,
+                &self.window.next_obs[..n * ny],
+                Some(&self.window.action[..2 * n]),
+                &mut self.enc,
+                &mut self.mu[..2 * n],
+                &mut self.var[..2 * n],
+            );
+            self.belief = [self.mu[2 * n - 2], self.mu[2 * n - 1]];
+        }
+        // Information and coverage at the belief that planned this step.
+        if let Some(grid) = self.model.rbf() {
+            grid.features(b, &mut self.phi);
+            let a2 = grid.alpha() * grid.alpha();
+            for (c, f) in self.coverage.iter_mut().zip(&self.phi) {
+                *c += f * f / a2;
+            }
+            if self.cfg.policy.kind == PolicyKind::Icem
+                && matches!(self.cfg.policy.metric, Metric::AOptimality | Metric::DOptimality)
+            {
+                let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
+                let dynamics = RbfDynamics::new(grid.clone(), w, self.model.config().dt, self.model.config().residual)?;
+                let (c, bias) = self.model.decoder_linear(&self.params);
+                let decoder = LogLinearDecoder::new(c, bias)?;
+                let mut metric = FisherMetric::new(&dynamics, &decoder, self.fisher_bugs());
+                metric.discount = self.cfg.policy.discount;
+                self.acc.update(&metric, b);
+            }
+        }
+        // Training on the window.
+        let tc = self.trainer.config();
+        let train = if t > tc.window as u64 && t.is_multiple_of(tc.train_every) {
+            Some(self.trainer.step(
+                &self.model,
+                &mut self.params,
+                &self.window.next_obs,
+                &self.window.action,
+                k_train,
+            )?)
+        } else {
+            None
+        };
+        Ok(StepRecord { step: t, action, z, belief: b, train, plan_cost })
+    }
+
+    /// Validation episodes for this run's environment (the evaluation seed's).
+    pub fn validation_data(&self) -> ValidationData {
+        validation_data(&self.env, &self.cfg.eval, Key::new(self.cfg.eval.seed))
+    }
+
+    /// Evaluates the current model on `data`.
+    pub fn evaluate(&self, data: &ValidationData) -> Evaluation {
+        evaluate(&self.model, &self.params, data, &self.cfg.eval, self.eval_key.fold_in(self.step))
+    }
+}
+
+impl ActiveRun {
+    /// Writes the whole state as one checkpoint set in `dir` (atomically: a crash leaves the
+    /// previous set).
+    pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), ActdynError> {
+        kestrel_nn::write_checkpoint_set(dir, |tmp| -> Result<(), ActdynError> {
+            let mut parts: Vec<(&str, &[f64])> = vec![
+                ("params", &self.params),
+                ("adam_m", &self.trainer.adam.m),
+                ("adam_v", &self.trainer.adam.v),
+                ("window_obs", &self.window.obs),
+                ("window_next_obs", &self.window.next_obs),
+                ("window_action", &self.window.action),
+                ("y", &self.y),
+                ("z", &self.z),
+                ("belief", &self.belief),
+                ("held", &self.held),
+                ("coverage", &self.coverage),
+                ("acc", &self.acc.values),
+            ];
+            if let Some(s) = &self.icem_state {
+                parts.push(("icem_mean", &s.mean));
+                parts.push(("icem_std", &s.std));
+                parts.push(("icem_elites", &s.elites));
+                parts.push(("icem_elite_costs", &s.elite_costs));
+            }
+            // Empty vectors (no planner, no elites yet) are left out.
+            let t: Vec<(String, Vec<usize>, &[f64])> = parts
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(n, v)| (n.to_string(), vec![v.len()], v))
+                .collect();
+            kestrel_nn::save_safetensors(
+                &tmp.join("actdyn.safetensors"),
+                &t,
+                &[
+                    ("step", self.step.to_string()),
+                    ("window_len", self.window.len.to_string()),
+                    ("trainer_calls", self.trainer.calls.to_string()),
+                    ("adam_t", self.trainer.adam.t.to_string()),
+                    ("acc_updates", self.acc.updates.to_string()),
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The run of `cfg` continued from a checkpoint set written by
+    /// [`ActiveRun::save_checkpoint`] in `dir` (every tensor's length is checked).
+    pub fn load_checkpoint(cfg: ActdynConfig, dir: &std::path::Path) -> Result<Self, ActdynError> {
+        let mut run = ActiveRun::new(cfg)?;
+        let path = dir.join("actdyn.safetensors");
+        let f = kestrel_nn::load_safetensors::<f64>(&path)?;
+        let file = path.display().to_string();
+        let bad = |what: &str, got: String, want: String| {
+            ActdynError::invalid(format!("checkpoint {file}: {what}"), got, want)
+        };
+        let meta = |k: &str| -> Result<u64, ActdynError> {
+            f.metadata
+                .get(k)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| bad(k, "missing or not an integer".into(), "an integer".into()))
+        };
+        let mut take = |name: &str, dst: &mut [f64], optional: bool| -> Result<(), ActdynError> {
+            match f.get(name) {
+                Some((_, v)) if v.len() == dst.len() => {
+                    dst.copy_from_slice(v);
+                    Ok(())
+                }
+                Some((_, v)) => Err(bad(name, format!("{} values", v.len()), format!("{} values", dst.len()))),
+                None if optional || dst.is_empty() => Ok(()),
+                None => Err(bad(name, "missing".into(), "present".into())),
+            }
+        };
+        take("params", &mut run.params, false)?;
+        take("adam_m", &mut run.trainer.adam.m, false)?;
+        take("adam_v", &mut run.trainer.adam.v, false)?;
+        take("window_obs", &mut run.window.obs, false)?;
+        take("window_next_obs", &mut run.window.next_obs, false)?;
+        take("window_action", &mut run.window.action, false)?;
+        take("y", &mut run.y, false)?;
+        take("z", &mut run.z, false)?;
+        take("belief", &mut run.belief, false)?;
+        take("held", &mut run.held, false)?;
+        take("coverage", &mut run.coverage, false)?;
+        run.step = meta("step")?;
+        run.window.len = meta("window_len")? as usize;
+        if run.window.len > run.window.cap {
+            return Err(bad("window_len", run.window.len.to_string(), format!("at most {}", run.window.cap)));
+        }
+        run.trainer.calls = meta("trainer_calls")?;
+        run.trainer.adam.t = meta("adam_t")?;
+        run.acc.updates = meta("acc_updates")?;
+        if run.acc.updates > 0 {
+            run.acc.values = vec![0.0; 2 * run.coverage.len()];
+            take("acc", &mut run.acc.values, false)?;
+        }
+        if let Some(s) = run.icem_state.as_mut() {
+            take("icem_mean", &mut s.mean, false)?;
+            take("icem_std", &mut s.std, false)?;
+            if let Some((_, c)) = f.get("icem_elite_costs") {
+                s.elite_costs = c.to_vec();
+                s.elites = vec![0.0; c.len() * s.mean.len()];
+                take("icem_elites", &mut s.elites, false)?;
+            }
+        }
+        if let Some(v) = run.params.iter().find(|v| !v.is_finite()) {
+            return Err(bad("params", v.to_string(), "finite values".into()));
+        }
+        Ok(run)
+    }
+}

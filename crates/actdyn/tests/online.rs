@@ -1,0 +1,155 @@
+//! The online loop end to end: both profiles, every policy and field, exact resume from a
+//! checkpoint, identical results on 1 and 2 threads, and configs refused with the field named.
+
+use kestrel_actdyn::config::{ActdynConfig, FieldKind, Metric, PolicyKind, Profile};
+use kestrel_actdyn::online::ActiveRun;
+
+/// A small E2 (RBF, iCEM) for fast tests: fewer samples and iterations, short window.
+fn small_e2(profile: Profile) -> ActdynConfig {
+    let mut c = ActdynConfig::e2();
+    c.profile = profile;
+    c.policy.samples = 12;
+    c.policy.elites = 4;
+    c.policy.iterations = 3;
+    c.policy.horizon = 5;
+    c.train.window = 8;
+    c.train.k_steps = 3;
+    c.eval.episodes = 2;
+    c.eval.steps = 60;
+    c.eval.starts = 10;
+    c.eval.samples = 8;
+    c
+}
+
+fn run_steps(c: &ActdynConfig, n: u64) -> ActiveRun {
+    let mut r = ActiveRun::new(c.clone()).unwrap();
+    for _ in 0..n {
+        r.step().unwrap();
+    }
+    r
+}
+
+#[test]
+fn e1_faithful_trains_from_step_21_with_finite_losses() {
+    let mut c = ActdynConfig::e1();
+    c.steps = 80;
+    let mut r = ActiveRun::new(c).unwrap();
+    for t in 1..=80u64 {
+        let rec = r.step().unwrap();
+        assert_eq!(rec.step, t);
+        assert_eq!(rec.train.is_some(), t > 20, "training at step {t}");
+        if let Some(tr) = rec.train {
+            assert!(tr.terms.loss.is_finite());
+            // The clip at 10 is active (gradient norms are O(10³)).
+            assert!(tr.clip_coef < 1.0);
+        }
+        assert!(rec.action.iter().all(|a| a.abs() <= 0.1));
+    }
+    let data = r.validation_data();
+    let e = r.evaluate(&data);
+    assert_eq!(e.obs_r2_by_k.len(), 11);
+    assert!(e.latent_r2.iter().all(|v| v.is_finite()));
+}
+
+#[test]
+fn every_policy_field_and_profile_runs() {
+    for profile in [Profile::Faithful, Profile::Fixed] {
+        for field in [
+            FieldKind::LimitCycle,
+            FieldKind::DoubleLimitCycle,
+            FieldKind::VanDerPol,
+            FieldKind::Duffing,
+        ] {
+            for policy in [PolicyKind::Random, PolicyKind::Lazy, PolicyKind::Step] {
+                let mut c = ActdynConfig::e1();
+                c.profile = profile;
+                c.env.field = field;
+                c.policy.kind = policy;
+                c.train.window = 6;
+                c.train.k_steps = 2;
+                let r = run_steps(&c, 12);
+                assert!(r.params.iter().all(|v| v.is_finite()), "{profile:?} {field:?} {policy:?}");
+            }
+        }
+        let mut c = small_e2(profile);
+        for metric in [Metric::AOptimality, Metric::DOptimality, Metric::ActionCost] {
+            c.policy.metric = metric;
+            let mut r = ActiveRun::new(c.clone()).unwrap();
+            for _ in 0..12 {
+                let rec = r.step().unwrap();
+                assert!(rec.plan_cost.unwrap().is_finite(), "{profile:?} {metric:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn multi_attractor_field_runs() {
+    let mut c = ActdynConfig::e1();
+    c.env.field = FieldKind::MultiAttractor;
+    c.train.window = 6;
+    c.train.k_steps = 2;
+    let r = run_steps(&c, 10);
+    assert!(r.latent().iter().all(|v| v.is_finite()));
+}
+
+#[test]
+fn resume_from_a_checkpoint_continues_exactly() {
+    for c in [ActdynConfig { steps: 40, ..ActdynConfig::e1() }, small_e2(Profile::Fixed)] {
+        let whole = run_steps(&c, 40);
+        let half = run_steps(&c, 25);
+        let dir = std::env::temp_dir().join(format!("kestrel-actdyn-ck-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        half.save_checkpoint(&dir).unwrap();
+        let (set, _) = kestrel_nn::checkpoint_set(&dir).expect("a complete set");
+        let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set).unwrap();
+        assert_eq!(resumed.steps_done(), 25);
+        for _ in 25..40 {
+            resumed.step().unwrap();
+        }
+        assert_eq!(resumed.params, whole.params, "{:?}", c.policy.kind);
+        assert_eq!(resumed.belief(), whole.belief());
+        assert_eq!(resumed.latent(), whole.latent());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn one_and_two_threads_give_the_same_run() {
+    let c = small_e2(Profile::Faithful);
+    let go = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let r = run_steps(&c, 30);
+            let data = r.validation_data();
+            (r.params.clone(), r.evaluate(&data))
+        })
+    };
+    let (p1, e1) = go(1);
+    let (p2, e2) = go(2);
+    assert_eq!(p1, p2);
+    assert_eq!(serde_json::to_string(&e1).unwrap(), serde_json::to_string(&e2).unwrap());
+}
+
+#[test]
+fn bad_configs_name_the_field() {
+    let cases: Vec<(Box<dyn Fn(&mut ActdynConfig)>, &str)> = vec![
+        (Box::new(|c| c.env.dt = f64::NAN), "env.dt"),
+        (Box::new(|c| c.env.obs_dim = 7), "model.obs_dim"),
+        (Box::new(|c| c.policy.kind = PolicyKind::Icem), "policy.metric"),
+        (Box::new(|c| c.train.k_steps = 30), "train.k_steps"),
+        (Box::new(|c| c.eval.steps = 5), "eval.steps"),
+        (Box::new(|c| c.steps = 0), "steps"),
+        (Box::new(|c| c.eval.samples = 0), "eval.samples"),
+    ];
+    for (f, field) in cases {
+        let mut c = ActdynConfig::e1();
+        f(&mut c);
+        let e = ActiveRun::new(c).unwrap_err().to_string();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+    let mut c = ActdynConfig::e2();
+    c.policy.elites = 100;
+    let e = ActiveRun::new(c).unwrap_err().to_string();
+    assert!(e.contains("elites"), "{e}");
+}

@@ -1,0 +1,493 @@
+//! Active-dynamics runs with their folders (`kestrel actdyn run`, `kestrel actdyn compare`):
+//! the online loop with metrics written off the hot path, checkpoints and exact resume,
+//! evaluation, plots and a summary.
+
+use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
+use crate::{COMMIT, MetricsSink, RunError, Summary};
+use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
+use kestrel_actdyn::eval::{Evaluation, learned_field};
+use kestrel_actdyn::online::{ActiveRun, StepRecord};
+use kestrel_actdyn::ActdynError;
+use kestrel_core::FromInvalid;
+use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series, Sketch};
+use rayon::prelude::*;
+use serde_json::json;
+use std::path::Path;
+
+/// Per-100-step means of the logged triple, as the reference's anchors report them.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Curves {
+    /// Environment step at the end of each bin.
+    pub step: Vec<u64>,
+    /// Mean ELBO/T per bin.
+    pub elbo_per_t: Vec<f64>,
+    /// Mean LL/T/N_y per bin.
+    pub ll_per_t_ny: Vec<f64>,
+    /// Mean KL_w/T/D per bin.
+    pub kl_per_t_d: Vec<f64>,
+    /// ELBO/T of the first training call.
+    pub elbo_first: f64,
+    /// Mean ELBO/T over the last 100 calls.
+    pub elbo_last100: f64,
+    /// Mean LL/T/N_y over the last 100 calls.
+    pub ll_last100: f64,
+    /// Mean KL/T/D over the last 100 calls.
+    pub kl_last100: f64,
+}
+
+#[derive(Default)]
+struct CurveAcc {
+    c: Curves,
+    bin: [f64; 4],
+    last: std::collections::VecDeque<[f64; 3]>,
+    first: Option<f64>,
+}
+
+impl CurveAcc {
+    fn push(&mut self, step: u64, logged: [f64; 3]) {
+        let elbo = -logged[0];
+        self.first.get_or_insert(elbo);
+        self.bin[0] += elbo;
+        self.bin[1] += logged[1];
+        self.bin[2] += logged[2];
+        self.bin[3] += 1.0;
+        if self.last.len() == 100 {
+            self.last.pop_front();
+        }
+        self.last.push_back([elbo, logged[1], logged[2]]);
+        if step.is_multiple_of(100) {
+            let n = self.bin[3];
+            self.c.step.push(step);
+            self.c.elbo_per_t.push(self.bin[0] / n);
+            self.c.ll_per_t_ny.push(self.bin[1] / n);
+            self.c.kl_per_t_d.push(self.bin[2] / n);
+            self.bin = [0.0; 4];
+        }
+    }
+    fn finish(mut self) -> Curves {
+        let n = self.last.len().max(1) as f64;
+        self.c.elbo_first = self.first.unwrap_or(f64::NAN);
+        self.c.elbo_last100 = self.last.iter().map(|v| v[0]).sum::<f64>() / n;
+        self.c.ll_last100 = self.last.iter().map(|v| v[1]).sum::<f64>() / n;
+        self.c.kl_last100 = self.last.iter().map(|v| v[2]).sum::<f64>() / n;
+        self.c
+    }
+}
+
+fn metrics_line(r: &StepRecord, t: usize, ny: usize) -> serde_json::Value {
+    let mut v = json!({
+        "z": r.z, "belief": r.belief, "action": r.action,
+    });
+    if let Some(tr) = &r.train {
+        let [loss, ll, kl] = tr.terms.logged(t, ny, 2);
+        v["loss_per_t"] = json!(loss);
+        v["elbo_per_t"] = json!(-loss);
+        v["ll_per_t_ny"] = json!(ll);
+        v["kl_per_t_d"] = json!(kl);
+        v["kl_k"] = json!(tr.terms.kl);
+        v["beta"] = json!(tr.beta);
+        v["grad_norm"] = json!(tr.grad_norm);
+    }
+    if let Some(c) = r.plan_cost {
+        v["plan_cost"] = json!(c);
+    }
+    v
+}
+
+fn failed(e: impl std::fmt::Display) -> RunError {
+    RunError::Failed(e.to_string())
+}
+
+/// Validates `c` and runs it into a new folder, or (with `resume`) continues the run in that
+/// folder from its checkpoint (its saved `config.toml` is the truth; only `steps` may
+/// change). Writes `config.toml`, `record.json`, `metrics.jsonl` (one line per environment
+/// step: losses of the training call, the planner's cost, latent and belief; evaluations as
+/// `eval` lines), `checkpoint/`, `evaluation.json`, `training.png/svg`, `field.png/svg`,
+/// `coverage.png/svg` (RBF dynamics), `summary.md/json`.
+pub fn run(c: ActdynConfig, resume: Option<&Path>, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
+    c.validate()?;
+    let (mut run, dir, mut metrics) = match resume {
+        Some(folder) => {
+            let same = |c: &ActdynConfig| ActdynConfig { steps: 0, ..c.clone() };
+            let dir = reopen_checked(folder, &c, launch.argv.clone(), same, "steps")?;
+            let ck = folder.join("checkpoint");
+            let run = match kestrel_nn::checkpoint_set(&ck) {
+                Some((set, _)) => ActiveRun::load_checkpoint(c.clone(), &set),
+                None => {
+                    launch.progress(0, "steps").tick(0, "no complete checkpoint: starting over");
+                    ActiveRun::new(c.clone())
+                }
+            };
+            let run = match run {
+                Ok(r) => r,
+                Err(e) => return finish(dir, Err(e.into())),
+            };
+            let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.steps_done() + 1)?;
+            (run, dir, m)
+        }
+        None => {
+            let run = ActiveRun::new(c.clone())?;
+            let name = format!("{:?}-{:?}", c.policy.kind, c.profile).to_lowercase();
+            let (dir, m) = start(&launch, "actdyn", &name, c.seed, &c)?;
+            (run, dir, m)
+        }
+    };
+    let r = (|| -> Result<String, RunError> {
+        let c = run.config().clone();
+        let (t, ny) = (c.train.window, c.env.obs_dim);
+        let start_step = run.steps_done();
+        let mut progress = launch.progress(c.steps, "steps");
+        let data = run.validation_data();
+        let t0 = std::time::Instant::now();
+        let mut traj: Vec<[f64; 2]> = Vec::new();
+        while run.steps_done() < c.steps {
+            let rec = run.step()?;
+            let s = rec.step;
+            traj.push(rec.z);
+            metrics.log(s, metrics_line(&rec, t, ny))?;
+            if c.eval.every > 0 && s.is_multiple_of(c.eval.every) {
+                let e = run.evaluate(&data);
+                metrics.log(s, json!({"eval": e}))?;
+            }
+            if c.checkpoint_every > 0 && s.is_multiple_of(c.checkpoint_every) {
+                run.save_checkpoint(&dir.join("checkpoint"))?;
+            }
+            if s.is_multiple_of(100) || s == c.steps {
+                let status = match &rec.train {
+                    Some(tr) => format!("ELBO/T {:.2}", -tr.terms.loss / t as f64),
+                    None => "filling the window".into(),
+                };
+                progress.tick(s, &status);
+            }
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        run.save_checkpoint(&dir.join("checkpoint"))?;
+        let eval = run.evaluate(&data);
+        metrics.log(run.steps_done(), json!({"eval": &eval}))?;
+        metrics.finish()?;
+        // Curves over the whole run (this launch and any before it), from metrics.jsonl.
+        let rows = crate::read_metrics(&dir.join("metrics.jsonl"))?;
+        let mut acc = CurveAcc::default();
+        for row in &rows {
+            if let (Some(step), Some(l), Some(ll), Some(kl)) = (
+                row["global_step"].as_u64(),
+                row["loss_per_t"].as_f64(),
+                row["ll_per_t_ny"].as_f64(),
+                row["kl_per_t_d"].as_f64(),
+            ) {
+                acc.push(step, [l, ll, kl]);
+            }
+        }
+        let curves = acc.finish();
+        crate::write_atomic(
+            &dir.join("evaluation.json"),
+            serde_json::to_string_pretty(&json!({"evaluation": &eval, "curves": &curves}))
+                .map_err(failed)?
+                .as_bytes(),
+        )?;
+        plot_curves(&curves, &format!("{:?} policy, {:?} profile", c.policy.kind, c.profile))
+            .save(&dir.join("training"))?;
+        field_sketch(&run, &eval, &traj).save(&dir.join("field"))?;
+        if let Some(h) = coverage_map(&run) {
+            h.save(&dir.join("coverage"))?;
+        }
+        let done = run.steps_done() - start_step;
+        let per_step = 1e3 * secs / done.max(1) as f64;
+        let r2 = |k: usize| eval.obs_r2_by_k.get(k).copied().unwrap_or(f64::NAN);
+        let mut s = Summary::new(format!("actdyn run: {:?} policy, {:?} profile, seed {}", c.policy.kind, c.profile, c.seed))
+            .item("steps", "environment steps", run.steps_done(), format!("{} ({done} this launch, {secs:.1} s, {per_step:.3} ms/step)", run.steps_done()))
+            .value("elbo_first", "ELBO/T, first training call", curves.elbo_first)
+            .value("elbo_last100", "ELBO/T, mean of the last 100 calls", curves.elbo_last100)
+            .value("ll_last100", "LL/T/N_y, last 100", curves.ll_last100)
+            .value("kl_last100", "KL/T/D, last 100", curves.kl_last100)
+            .value("obs_r2_k0", "observation R², k = 0", r2(0))
+            .value("obs_r2_k5", "observation R², k = 5", r2(5))
+            .value("obs_r2_k10", "observation R², k = 10", r2(10))
+            .value("latent_r2_0", "latent R² (affine), dim 0", eval.latent_r2[0])
+            .value("latent_r2_1", "latent R² (affine), dim 1", eval.latent_r2[1])
+            .value("vf_rel_err", "vector-field relative error", eval.vf_rel_err);
+        if let Some(f) = run.covered_fraction() {
+            s = s.value("covered_fraction", "RBF centres visited (coverage ≥ 1)", f);
+        }
+        s.value("commit", "commit", COMMIT)
+            .file("config.toml", "the resolved config")
+            .file("metrics.jsonl", "one line per environment step, evaluations as `eval` lines")
+            .file("evaluation.json", "the final evaluation and per-100-step curves")
+            .file("training.png", "ELBO/T, LL/T/N_y and KL/T/D per 100 steps (also .svg)")
+            .file("field.png", "true (grey) and learned (blue) vector field with the trajectory (also .svg)")
+            .file("checkpoint/", "resume with `--resume <this folder>`")
+            .write(dir.path())?;
+        Ok(format!(
+            "ELBO/T {:.2} (last 100), latent R² {:.3}/{:.3}, obs R² k=5 {:.3}, VF error {:.3e} after {} steps ({per_step:.3} ms/step); run folder {}",
+            curves.elbo_last100,
+            eval.latent_r2[0],
+            eval.latent_r2[1],
+            r2(5),
+            eval.vf_rel_err,
+            run.steps_done(),
+            dir.path().display()
+        ))
+    })();
+    finish(dir, r)
+}
+
+fn plot_curves(c: &Curves, title: &str) -> LinePlot {
+    let pts = |v: &[f64]| c.step.iter().zip(v).map(|(&s, &y)| (s as f64, y)).collect::<Vec<_>>();
+    LinePlot::new(format!("training curves: {title}"))
+        .x_label("environment step")
+        .y_label("per-100-step mean")
+        .series(Series::new("ELBO/T", pts(&c.elbo_per_t)))
+        .series(Series::new("LL/T/N_y", pts(&c.ll_per_t_ny)))
+        .series(Series::new("KL/T/D", pts(&c.kl_per_t_d)))
+}
+
+/// True (grey) and learned (blue, through the evaluation's affine map) drift as arrows on a
+/// 15×15 grid over [−2, 2]², with the last 2,000 steps of the true trajectory (orange).
+fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch {
+    let (w, h) = (640u32, 680u32);
+    let mut s = Sketch::new(w, h);
+    s.background([255, 255, 255]);
+    let px = |x: f64, y: f64| (40.0 + (x + 2.0) / 4.0 * 560.0, 80.0 + (2.0 - y) / 4.0 * 560.0);
+    s.rect_outline(40.0, 80.0, 600.0, 640.0, [120, 120, 120], 1.0);
+    s.text(
+        (320.0, 30.0),
+        14.0,
+        "true (grey) and learned (blue) drift, trajectory (orange)",
+        [0, 0, 0],
+        kestrel_plot::Anchor::Middle,
+    );
+    let n = 15;
+    let mut pts = Vec::with_capacity(n * n * 2);
+    for i in 0..n {
+        for j in 0..n {
+            pts.push(-2.0 + 4.0 * (j as f64 + 0.5) / n as f64);
+            pts.push(-2.0 + 4.0 * (i as f64 + 0.5) / n as f64);
+        }
+    }
+    let truth: Vec<f64> = pts.chunks(2).flat_map(|p| run.env().field.eval([p[0], p[1]])).collect();
+    let learned = learned_field(run.model(), &run.params, &eval.affine, &pts);
+    let scale = |v: &[f64]| {
+        let m = v.chunks(2).map(|d| d[0].hypot(d[1])).filter(|x| x.is_finite()).fold(1e-12, f64::max);
+        0.9 * (4.0 / n as f64) / m
+    };
+    let st = scale(&truth);
+    let mut arrows = |field: &[f64], k: f64, colour: [u8; 3], s: &mut Sketch| {
+        for (p, d) in pts.chunks(2).zip(field.chunks(2)) {
+            if !(d[0].is_finite() && d[1].is_finite()) {
+                continue;
+            }
+            let (x1, y1) = (p[0] + k * d[0], p[1] + k * d[1]);
+            if x1.abs() > 2.5 || y1.abs() > 2.5 {
+                continue;
+            }
+            s.line(&[px(p[0], p[1]), px(x1, y1)], colour, 1.5);
+            s.circle(px(x1, y1), 2.0, colour);
+        }
+    };
+    arrows(&truth, st, [150, 150, 150], &mut s);
+    if let Some(l) = &learned {
+        arrows(l, st, [0, 114, 178], &mut s);
+    }
+    let tail: Vec<(f64, f64)> = traj
+        .iter()
+        .skip(traj.len().saturating_sub(2000))
+        .filter(|z| z[0].abs() <= 2.0 && z[1].abs() <= 2.0)
+        .map(|z| px(z[0], z[1]))
+        .collect();
+    s.line(&tail, [230, 159, 0], 1.0);
+    s
+}
+
+fn coverage_map(run: &ActiveRun) -> Option<Heatmaps> {
+    let grid = run.model().rbf()?;
+    let n = grid.points_per_axis();
+    let cov = run.coverage();
+    // Centre c = n·i + j sits at (g_i, g_j): row = second coordinate from the top.
+    let mut cells = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            cells[(n - 1 - j) * n + i] = (1.0 + cov[n * i + j]).log10();
+        }
+    }
+    let mut h = Heatmaps::new("RBF-centre coverage, log10(1 + Σ_t exp(−2γ‖b_t − c‖²))")
+        .colour_map(ColourMap::Viridis)
+        .colour_bar_label("log10(1 + visits)");
+    h.push(Panel::new("centres (x right, y up)", n, n, cells));
+    Some(h)
+}
+
+/// What one arm of a comparison gave on one seed.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ArmResult {
+    /// `random` or `active`.
+    pub arm: String,
+    /// Seed.
+    pub seed: u64,
+    /// Final evaluation.
+    pub evaluation: Evaluation,
+    /// Training curves.
+    pub curves: Curves,
+    /// Fraction of RBF centres visited.
+    pub covered_fraction: Option<f64>,
+    /// Wall time of the run (s).
+    pub seconds: f64,
+}
+
+/// Runs `c` with the given policy to the end (no folder), returning its evaluation.
+pub fn run_quiet(c: &ActdynConfig) -> Result<(Evaluation, Curves, Option<f64>, f64), RunError> {
+    let t0 = std::time::Instant::now();
+    let mut run = ActiveRun::new(c.clone())?;
+    let mut acc = CurveAcc::default();
+    let t = c.train.window;
+    while run.steps_done() < c.steps {
+        let r = run.step()?;
+        if let Some(tr) = &r.train {
+            acc.push(r.step, tr.terms.logged(t, c.env.obs_dim, 2));
+        }
+    }
+    let data = run.validation_data();
+    let e = run.evaluate(&data);
+    Ok((e, acc.finish(), run.covered_fraction(), t0.elapsed().as_secs_f64()))
+}
+
+/// Mean and 95 % confidence half-width (Student t) of the finite values, with their count.
+pub fn mean_ci(v: &[f64]) -> (f64, f64, usize) {
+    let x: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    let n = x.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN, 0);
+    }
+    let m = x.iter().sum::<f64>() / n as f64;
+    if n == 1 {
+        return (m, f64::NAN, 1);
+    }
+    let sd = (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    // Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom, then normal.
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    let q = T.get(n - 2).copied().unwrap_or(1.96);
+    (m, q * sd / (n as f64).sqrt(), n)
+}
+
+/// Median of the values (NaN when empty; −∞ counts as smallest).
+pub fn median(v: &[f64]) -> f64 {
+    let mut x: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    if x.is_empty() {
+        return f64::NAN;
+    }
+    x.sort_by(|a, b| a.total_cmp(b));
+    let n = x.len();
+    if n % 2 == 1 { x[n / 2] } else { 0.5 * (x[n / 2 - 1] + x[n / 2]) }
+}
+
+/// Runs the arms (`random`: `c` with the random policy; `active`: `c` with iCEM) on every
+/// seed, one experiment per thread, into one folder: `results.jsonl` (one line per run),
+/// `summary.md/json` (per metric: mean ± 95 % CI and median per arm, and the paired
+/// difference active − random).
+pub fn compare(c: ActdynConfig, seeds: Vec<u64>, arms: Vec<String>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    c.validate()?;
+    if seeds.is_empty() || seeds.len() > 10_000 {
+        return Err(kestrel_core::Invalid::new("seeds", seeds.len(), "1 to 10000 seeds").into());
+    }
+    let mut jobs = Vec::new();
+    for arm in &arms {
+        let kind = match arm.as_str() {
+            "random" => PolicyKind::Random,
+            "active" => PolicyKind::Icem,
+            other => return Err(kestrel_core::Invalid::new("arms", other, "random, active").into()),
+        };
+        for &seed in &seeds {
+            let mut cfg = c.clone();
+            cfg.policy.kind = kind;
+            cfg.seed = seed;
+            cfg.validate()?;
+            jobs.push((arm.clone(), cfg));
+        }
+    }
+    let (dir, mut metrics) = start(&launch, "actdyn", &format!("compare-{}", arms.join("-")), seeds[0], &c)?;
+    let launch = std::sync::Mutex::new(launch);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let total = jobs.len() as u64;
+    let r = (|| -> Result<String, RunError> {
+        let results: Vec<Result<ArmResult, RunError>> = jobs
+            .par_iter()
+            .with_max_len(1)
+            .map(|(arm, cfg)| {
+                let (evaluation, curves, covered_fraction, seconds) = run_quiet(cfg)?;
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                if let Ok(mut l) = launch.lock() {
+                    l.progress(total, "runs").tick(n, &format!("{arm} seed {} in {seconds:.1} s", cfg.seed));
+                }
+                Ok(ArmResult { arm: arm.clone(), seed: cfg.seed, evaluation, curves, covered_fraction, seconds })
+            })
+            .collect();
+        let results: Vec<ArmResult> = results.into_iter().collect::<Result<_, _>>()?;
+        for (i, r) in results.iter().enumerate() {
+            metrics.log(i as u64 + 1, serde_json::to_value(r).map_err(failed)?)?;
+        }
+        metrics.finish()?;
+        let metric_fns: Vec<(&str, &str, Box<dyn Fn(&ArmResult) -> f64>)> = vec![
+            ("elbo_last100", "ELBO/T (last 100)", Box::new(|r| r.curves.elbo_last100)),
+            ("ll_last100", "LL/T/N_y (last 100)", Box::new(|r| r.curves.ll_last100)),
+            ("kl_last100", "KL/T/D (last 100)", Box::new(|r| r.curves.kl_last100)),
+            ("obs_r2_k0", "obs R² k=0", Box::new(|r| r.evaluation.obs_r2_by_k[0])),
+            ("obs_r2_k5", "obs R² k=5", Box::new(|r| r.evaluation.obs_r2_by_k.get(5).copied().unwrap_or(f64::NAN))),
+            ("obs_r2_k10", "obs R² k=10", Box::new(|r| r.evaluation.obs_r2_by_k.get(10).copied().unwrap_or(f64::NAN))),
+            ("latent_r2_0", "latent R² dim 0", Box::new(|r| r.evaluation.latent_r2[0])),
+            ("latent_r2_1", "latent R² dim 1", Box::new(|r| r.evaluation.latent_r2[1])),
+            ("log10_vf_rel_err", "log10 VF rel. error", Box::new(|r| r.evaluation.vf_rel_err.log10())),
+            ("covered_fraction", "RBF centres visited", Box::new(|r| r.covered_fraction.unwrap_or(f64::NAN))),
+            ("seconds", "wall time per run (s)", Box::new(|r| r.seconds)),
+        ];
+        let mut rows = Vec::new();
+        let mut json_rows = serde_json::Map::new();
+        for (key, label, f) in &metric_fns {
+            let mut row = vec![label.to_string()];
+            let mut j = serde_json::Map::new();
+            for arm in &arms {
+                let v: Vec<f64> = results.iter().filter(|r| &r.arm == arm).map(f).collect();
+                let (m, ci, n) = mean_ci(&v);
+                row.push(format!("{m:.4} ± {ci:.4} (median {:.4}, n {n})", median(&v)));
+                j.insert(arm.clone(), json!({"mean": m, "ci95": ci, "median": median(&v), "n": n, "values": v}));
+            }
+            if arms.len() == 2 {
+                let d: Vec<f64> = seeds
+                    .iter()
+                    .filter_map(|s| {
+                        let a = results.iter().find(|r| r.arm == arms[1] && r.seed == *s)?;
+                        let b = results.iter().find(|r| r.arm == arms[0] && r.seed == *s)?;
+                        Some(f(a) - f(b))
+                    })
+                    .collect();
+                let (m, ci, n) = mean_ci(&d);
+                row.push(format!("{m:+.4} ± {ci:.4} (n {n})"));
+                j.insert("paired_difference".into(), json!({"mean": m, "ci95": ci, "n": n}));
+            }
+            rows.push(row);
+            json_rows.insert(key.to_string(), serde_json::Value::Object(j));
+        }
+        let mut header: Vec<String> = vec!["metric".into()];
+        header.extend(arms.iter().map(|a| format!("{a}: mean ± 95% CI")));
+        if arms.len() == 2 {
+            header.push(format!("{} − {} (paired)", arms[1], arms[0]));
+        }
+        let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
+        crate::write_atomic(
+            &dir.join("comparison.json"),
+            serde_json::to_string_pretty(&serde_json::Value::Object(json_rows)).map_err(failed)?.as_bytes(),
+        )?;
+        Summary::new(format!("actdyn compare: {} on {} seeds, {:?} profile, {} steps", arms.join(" vs "), seeds.len(), c.profile, c.steps))
+            .value("seeds", "seeds", format!("{seeds:?}"))
+            .value("commit", "commit", COMMIT)
+            .table("comparison", &header_refs, rows)
+            .file("config.toml", "the base config (the policy is set per arm)")
+            .file("metrics.jsonl", "one line per run: its evaluation and curves")
+            .file("comparison.json", "per metric and arm: mean, 95% CI, median, values")
+            .write(dir.path())?;
+        Ok(format!("{} runs; run folder {}", results.len(), dir.path().display()))
+    })();
+    finish(dir, r)
+}
