@@ -9,9 +9,13 @@
 //! around the nominal sequence, rolled out through [`Dynamics`] in parallel over samples
 //! (each sample independent, so results do not depend on the thread count), weighted by
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
+//!
+//! [`icem`] adds the improved cross-entropy method over whole action sequences with pink
+//! noise, for costs that are not sums of per-step costs ([`TrajectoryCost`]).
 
 pub mod bench;
 mod controller;
+pub mod icem;
 mod kmppi;
 mod mppi;
 pub mod presets;
@@ -20,6 +24,9 @@ pub mod systems;
 pub mod tune;
 
 pub use controller::{Controller, Episode, episode};
+pub use icem::{
+    Icem, IcemIteration, IcemParams, IcemState, KeyedPink, NoiseSource, PinkNoise, TrajectoryCost,
+};
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
     Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState,
