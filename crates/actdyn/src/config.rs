@@ -288,7 +288,15 @@ pub struct EvalConfig {
 
 impl Default for EvalConfig {
     fn default() -> Self {
-        EvalConfig { episodes: 10, steps: 500, k_max: 10, starts: 200, samples: 100, seed: 1234, every: 0 }
+        EvalConfig {
+            episodes: 10,
+            steps: 500,
+            k_max: 10,
+            starts: 200,
+            samples: 100,
+            seed: 1234,
+            every: 0,
+        }
     }
 }
 
@@ -356,7 +364,8 @@ impl ActdynConfig {
 
     /// Checks every field; the error names it (`section.field`) and the value.
     pub fn validate(&self) -> Result<(), ActdynError> {
-        let bad = |f: &'static str, v: String, ok: &'static str| Err(ActdynError::invalid(f, v, ok));
+        let bad =
+            |f: &'static str, v: String, ok: &'static str| Err(ActdynError::invalid(f, v, ok));
         if !(1..=100_000_000).contains(&self.steps) {
             return bad("steps", self.steps.to_string(), "an integer in [1, 100000000]");
         }
@@ -380,7 +389,11 @@ impl ActdynConfig {
             return bad("env.obs_dim", e.obs_dim.to_string(), "2 with the identity observation");
         }
         if e.obs_noise_kind == ObsNoiseKind::Poisson && e.obs != ObsKind::LogLinear {
-            return bad("env.obs_noise_kind", "poisson".into(), "gaussian unless env.obs is log_linear");
+            return bad(
+                "env.obs_noise_kind",
+                "poisson".into(),
+                "gaussian unless env.obs is log_linear",
+            );
         }
         if self.model.obs_dim != e.obs_dim {
             return Err(ActdynError::invalid(
@@ -390,7 +403,11 @@ impl ActdynConfig {
             ));
         }
         if self.model.latent_dim != 2 {
-            return bad("model.latent_dim", self.model.latent_dim.to_string(), "2 (the true latent)");
+            return bad(
+                "model.latent_dim",
+                self.model.latent_dim.to_string(),
+                "2 (the true latent)",
+            );
         }
         self.train.validate()?;
         let p = &self.policy;
@@ -409,7 +426,11 @@ impl ActdynConfig {
             if self.model.decoder != crate::model::DecoderKind::LogLinear
                 && matches!(p.metric, Metric::AOptimality | Metric::DOptimality)
             {
-                return bad("model.decoder", format!("{:?}", self.model.decoder), "log_linear with a Fisher metric");
+                return bad(
+                    "model.decoder",
+                    format!("{:?}", self.model.decoder),
+                    "log_linear with a Fisher metric",
+                );
             }
             num("policy.discount", p.discount, 0.0, 1.0)?;
         }
@@ -432,13 +453,16 @@ impl ActdynConfig {
         kestrel_core::check_bytes(
             "eval.samples",
             v.samples,
-            (v.samples as u128) * (v.steps as u128) * 2 + (v.episodes * v.steps * e.obs_dim) as u128,
+            (v.samples as u128) * (v.steps as u128) * 2
+                + (v.episodes * v.steps * e.obs_dim) as u128,
             8,
         )?;
         kestrel_core::check_bytes(
             "train.window",
             self.train.window,
-            (self.train.window as u128) * (e.obs_dim as u128 + 4) * (self.train.samples as u128 + 2),
+            (self.train.window as u128)
+                * (e.obs_dim as u128 + 4)
+                * (self.train.samples as u128 + 2),
             8 * 8,
         )?;
         Ok(())

@@ -52,7 +52,8 @@ pub fn validation_data(env: &VectorFieldParams, cfg: &EvalConfig, key: Key) -> V
             let u = [b * (2.0 * r.uniform_f64() - 1.0), b * (2.0 * r.uniform_f64() - 1.0)];
             let eps = [r.standard_normal(), r.standard_normal()];
             let gu = env.action.apply_row(&u);
-            let (next, _) = step_latent(&env.field, z, gu, eps, env.dt, env.noise_scale, bugs_sigma);
+            let (next, _) =
+                step_latent(&env.field, z, gu, eps, env.dt, env.noise_scale, bugs_sigma);
             z = next;
             let i = e * t_n + t;
             v.u[2 * i..2 * i + 2].copy_from_slice(&u);
@@ -146,7 +147,8 @@ pub fn evaluate(
             let hi = t_n - k_max - 1;
             let mut dyn_cache = model.dyn_cache();
             let mut dec = kestrel_nn::Workspace::default();
-            let (mut z, mut zn, mut ub) = (vec![0.0; s_n * 2], vec![0.0; s_n * 2], vec![0.0; s_n * 2]);
+            let (mut z, mut zn, mut ub) =
+                (vec![0.0; s_n * 2], vec![0.0; s_n * 2], vec![0.0; s_n * 2]);
             let mut yh = vec![0.0; s_n * ny];
             let mut sse = vec![0.0; (k_max + 1) * ny];
             let mut sst = vec![0.0; (k_max + 1) * ny];
@@ -162,7 +164,8 @@ pub fn evaluate(
                 for k in 0..=k_max {
                     if k > 0 {
                         for s in 0..s_n {
-                            ub[s * 2..s * 2 + 2].copy_from_slice(&u[(t0 + k) * 2..(t0 + k) * 2 + 2]);
+                            ub[s * 2..s * 2 + 2]
+                                .copy_from_slice(&u[(t0 + k) * 2..(t0 + k) * 2 + 2]);
                         }
                         model.transition_mean(params, &z, &ub, &mut dyn_cache, &mut zn);
                         r.fill_standard_normal(&mut xi);
@@ -246,7 +249,12 @@ pub fn evaluate(
 
 /// The learned drift at true-latent points `z` (`n × 2`), through the affine map of an
 /// [`Evaluation`]: μ = (z − b)·A⁻¹, drift = drift̂(μ)·A. `None` when A is singular.
-pub fn learned_field(model: &SeqVae, params: &[f64], affine: &[f64; 6], z: &[f64]) -> Option<Vec<f64>> {
+pub fn learned_field(
+    model: &SeqVae,
+    params: &[f64],
+    affine: &[f64; 6],
+    z: &[f64],
+) -> Option<Vec<f64>> {
     let [a00, a01, a10, a11, b0, b1] = *affine;
     let det = a00 * a11 - a01 * a10;
     if !(det.abs() > 1e-300) || !det.is_finite() {

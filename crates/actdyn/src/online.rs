@@ -20,8 +20,8 @@ use crate::train::{TrainStats, Trainer};
 use kestrel_core::{FromInvalid, Key};
 use kestrel_envs::vectorfield::{
     DoubleLimitCycle, Duffing, LimitCycle, Linear, MultiAttractor, MultiAttractorConfig,
-    NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, VanDerPol,
-    VectorField, VectorFieldParams, reset_latent, step_latent,
+    NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, VanDerPol, VectorField,
+    VectorFieldParams, reset_latent, step_latent,
 };
 use kestrel_mppi::{Icem, IcemParams, IcemState, KeyedPink};
 
@@ -95,10 +95,16 @@ pub struct StepRecord {
 }
 
 /// The true environment of `cfg` (field, noise convention, observation model from the seed).
-pub fn build_env(cfg: &ActdynConfig, bugs: &Bugs, key: Key) -> Result<VectorFieldParams, ActdynError> {
+pub fn build_env(
+    cfg: &ActdynConfig,
+    bugs: &Bugs,
+    key: Key,
+) -> Result<VectorFieldParams, ActdynError> {
     let e = &cfg.env;
     let [k_obs, k_field] = key.split::<2>();
-    let env_err = |err: kestrel_envs::EnvError| ActdynError::invalid("env", err, "valid environment parameters");
+    let env_err = |err: kestrel_envs::EnvError| {
+        ActdynError::invalid("env", err, "valid environment parameters")
+    };
     let field = match e.field {
         FieldKind::LimitCycle => {
             let f = LimitCycle::default();
@@ -119,13 +125,19 @@ pub fn build_env(cfg: &ActdynConfig, bugs: &Bugs, key: Key) -> Result<VectorFiel
         FieldKind::MultiAttractor => VectorField::MultiAttractor(
             MultiAttractor::generate(k_field, &MultiAttractorConfig::default()).map_err(env_err)?,
         ),
-        FieldKind::VanDerPol => VectorField::VanDerPol(VanDerPol { alpha: e.alpha, ..VanDerPol::default() }),
-        FieldKind::Duffing => VectorField::Duffing(Duffing { alpha: e.alpha, ..Duffing::default() }),
+        FieldKind::VanDerPol => {
+            VectorField::VanDerPol(VanDerPol { alpha: e.alpha, ..VanDerPol::default() })
+        }
+        FieldKind::Duffing => {
+            VectorField::Duffing(Duffing { alpha: e.alpha, ..Duffing::default() })
+        }
     };
     let map = match e.obs {
         ObsKind::Identity => ObsMap::Identity,
         ObsKind::Linear => ObsMap::Linear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?),
-        ObsKind::LogLinear => ObsMap::LogLinear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?),
+        ObsKind::LogLinear => {
+            ObsMap::LogLinear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?)
+        }
     };
     let noise = match e.obs_noise_kind {
         ObsNoiseKind::Gaussian if e.obs_noise > 0.0 => ObsNoise::Gaussian { scale: e.obs_noise },
@@ -212,7 +224,10 @@ impl ActiveRun {
                     frac_elites_reused: p.frac_elites_reused,
                     ..IcemParams::new(2, -b, b)
                 };
-                Some(Icem::new(params).map_err(|e| ActdynError::invalid("policy", e, "valid iCEM parameters"))?)
+                Some(
+                    Icem::new(params)
+                        .map_err(|e| ActdynError::invalid("policy", e, "valid iCEM parameters"))?,
+                )
             }
             _ => None,
         };
@@ -252,7 +267,10 @@ impl ActiveRun {
         let y0 = run.y.clone();
         run.model.encode(&run.params, &y0, None, &mut run.enc, &mut run.mu[..2], &mut run.var[..2]);
         run.belief = if run.bugs.belief_lagged_action_free {
-            [run.mu[0] + run.var[0].sqrt() * r.standard_normal(), run.mu[1] + run.var[1].sqrt() * r.standard_normal()]
+            [
+                run.mu[0] + run.var[0].sqrt() * r.standard_normal(),
+                run.mu[1] + run.var[1].sqrt() * r.standard_normal(),
+            ]
         } else {
             [run.mu[0], run.mu[1]]
         };
@@ -334,21 +352,35 @@ impl ActiveRun {
             }
             PolicyKind::Icem => {
                 let mut action = [0.0; 2];
+                let fisher_bugs = self.fisher_bugs();
                 let mut noise = KeyedPink { key, round_f32: self.cfg.profile == Profile::Faithful };
                 let icem = self.icem.as_mut().expect("planner with the icem policy");
                 let state = self.icem_state.as_mut().expect("planner state");
-                let plan_err = |e: kestrel_mppi::MppiError| ActdynError::invalid("policy", e, "a plannable state");
+                let plan_err = |e: kestrel_mppi::MppiError| {
+                    ActdynError::invalid("policy", e, "a plannable state")
+                };
                 let cost = match p.metric {
-                    Metric::ActionCost => icem.plan(state, &mut noise, &ActionCost, &mut action).map_err(plan_err)?,
+                    Metric::ActionCost => {
+                        icem.plan(state, &mut noise, &ActionCost, &mut action).map_err(plan_err)?
+                    }
                     Metric::AOptimality | Metric::DOptimality => {
                         let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
                         let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
-                        let dynamics = RbfDynamics::new(grid, w, self.model.config().dt, self.model.config().residual)?;
+                        let dynamics = RbfDynamics::new(
+                            grid,
+                            w,
+                            self.model.config().dt,
+                            self.model.config().residual,
+                        )?;
                         let (c, bias) = self.model.decoder_linear(&self.params);
                         let decoder = LogLinearDecoder::new(c, bias)?;
-                        let mut metric = FisherMetric::new(&dynamics, &decoder, self.fisher_bugs());
+                        let mut metric = FisherMetric::new(&dynamics, &decoder, fisher_bugs);
                         metric.discount = p.discount;
-                        let which = if p.metric == Metric::AOptimality { Optimality::A } else { Optimality::D };
+                        let which = if p.metric == Metric::AOptimality {
+                            Optimality::A
+                        } else {
+                            Optimality::D
+                        };
                         let cost = FisherCost::new(metric, which, self.belief, self.acc.get())?;
                         icem.plan(state, &mut noise, &cost, &mut action).map_err(plan_err)?
                     }
@@ -373,7 +405,15 @@ impl ActiveRun {
         let mut r = k_env.rng();
         let eps = [r.standard_normal(), r.standard_normal()];
         let gu = self.env.action.apply_row(&action);
-        let (z, _) = step_latent(&self.env.field, self.z, gu, eps, self.env.dt, self.env.noise_scale, self.env.noise_convention);
+        let (z, _) = step_latent(
+            &self.env.field,
+            self.z,
+            gu,
+            eps,
+            self.env.dt,
+            self.env.noise_scale,
+            self.env.noise_convention,
+        );
         self.env.obs.observe(&z, &mut self.y_next);
         self.env.obs.add_noise(&mut self.y_next, &mut r);
         self.window.push(&self.y, &self.y_next, action);
@@ -386,7 +426,14 @@ impl ActiveRun {
             let rows = if n < self.window.cap { n - 1..n } else { 0..n };
             let len = rows.len();
             let obs = &self.window.obs[rows.start * ny..rows.end * ny];
-            self.model.encode(&self.params, obs, None, &mut self.enc, &mut self.mu[..2 * len], &mut self.var[..2 * len]);
+            self.model.encode(
+                &self.params,
+                obs,
+                None,
+                &mut self.enc,
+                &mut self.mu[..2 * len],
+                &mut self.var[..2 * len],
+            );
             self.belief = [self.mu[2 * len - 2], self.mu[2 * len - 1]];
         } else {
             self.model.encode(
@@ -410,7 +457,12 @@ impl ActiveRun {
                 && matches!(self.cfg.policy.metric, Metric::AOptimality | Metric::DOptimality)
             {
                 let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
-                let dynamics = RbfDynamics::new(grid.clone(), w, self.model.config().dt, self.model.config().residual)?;
+                let dynamics = RbfDynamics::new(
+                    grid.clone(),
+                    w,
+                    self.model.config().dt,
+                    self.model.config().residual,
+                )?;
                 let (c, bias) = self.model.decoder_linear(&self.params);
                 let decoder = LogLinearDecoder::new(c, bias)?;
                 let mut metric = FisherMetric::new(&dynamics, &decoder, self.fisher_bugs());
@@ -507,13 +559,15 @@ impl ActiveRun {
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| bad(k, "missing or not an integer".into(), "an integer".into()))
         };
-        let mut take = |name: &str, dst: &mut [f64], optional: bool| -> Result<(), ActdynError> {
+        let take = |name: &str, dst: &mut [f64], optional: bool| -> Result<(), ActdynError> {
             match f.get(name) {
                 Some((_, v)) if v.len() == dst.len() => {
                     dst.copy_from_slice(v);
                     Ok(())
                 }
-                Some((_, v)) => Err(bad(name, format!("{} values", v.len()), format!("{} values", dst.len()))),
+                Some((_, v)) => {
+                    Err(bad(name, format!("{} values", v.len()), format!("{} values", dst.len())))
+                }
                 None if optional || dst.is_empty() => Ok(()),
                 None => Err(bad(name, "missing".into(), "present".into())),
             }
@@ -532,7 +586,11 @@ impl ActiveRun {
         run.step = meta("step")?;
         run.window.len = meta("window_len")? as usize;
         if run.window.len > run.window.cap {
-            return Err(bad("window_len", run.window.len.to_string(), format!("at most {}", run.window.cap)));
+            return Err(bad(
+                "window_len",
+                run.window.len.to_string(),
+                format!("at most {}", run.window.cap),
+            ));
         }
         run.trainer.calls = meta("trainer_calls")?;
         run.trainer.adam.t = meta("adam_t")?;

@@ -59,7 +59,12 @@ pub struct RunArgs {
     cfg: ConfigArgs,
 }
 
-fn flags(profile: &Option<String>, policy: &Option<String>, steps: Option<u64>, seed: Option<u64>) -> Vec<(&'static str, Flag)> {
+fn flags(
+    profile: &Option<String>,
+    policy: &Option<String>,
+    steps: Option<u64>,
+    seed: Option<u64>,
+) -> Vec<(&'static str, Flag)> {
     vec![
         ("profile", Flag::S(profile.clone())),
         ("policy.kind", Flag::S(policy.clone())),
@@ -107,13 +112,15 @@ pub struct CompareArgs {
 pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
     let bad = || anyhow::anyhow!("invalid --seeds = {s}: A..B (B > A) or a comma list of integers");
     if let Some((a, b)) = s.split_once("..") {
-        let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+        let (a, b): (u64, u64) =
+            (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
         if b <= a || b - a > 10_000 {
             return Err(bad());
         }
         return Ok((a..b).collect());
     }
-    let v: Vec<u64> = s.split(',').map(|x| x.trim().parse().map_err(|_| bad())).collect::<Result<_>>()?;
+    let v: Vec<u64> =
+        s.split(',').map(|x| x.trim().parse().map_err(|_| bad())).collect::<Result<_>>()?;
     if v.is_empty() || v.len() > 10_000 {
         return Err(bad());
     }
@@ -121,7 +128,8 @@ pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
 }
 
 pub fn compare(a: CompareArgs) -> Result<()> {
-    let c: ActdynConfig = a.cfg.load(&preset(&a.preset)?, flags(&a.profile, &None, a.steps, None))?;
+    let c: ActdynConfig =
+        a.cfg.load(&preset(&a.preset)?, flags(&a.profile, &None, a.steps, None))?;
     let seeds = parse_seeds(&a.seeds)?;
     let arms: Vec<String> = a.arms.split(',').map(|s| s.trim().to_string()).collect();
     launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::actdyn::compare(c, seeds, arms, l))

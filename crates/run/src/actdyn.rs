@@ -7,8 +7,6 @@ use crate::{COMMIT, MetricsSink, RunError, Summary};
 use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
 use kestrel_actdyn::eval::{Evaluation, learned_field};
 use kestrel_actdyn::online::{ActiveRun, StepRecord};
-use kestrel_actdyn::ActdynError;
-use kestrel_core::FromInvalid;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series, Sketch};
 use rayon::prelude::*;
 use serde_json::json;
@@ -104,7 +102,11 @@ fn failed(e: impl std::fmt::Display) -> RunError {
 /// step: losses of the training call, the planner's cost, latent and belief; evaluations as
 /// `eval` lines), `checkpoint/`, `evaluation.json`, `training.png/svg`, `field.png/svg`,
 /// `coverage.png/svg` (RBF dynamics), `summary.md/json`.
-pub fn run(c: ActdynConfig, resume: Option<&Path>, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn run(
+    c: ActdynConfig,
+    resume: Option<&Path>,
+    mut launch: Launch<'_>,
+) -> Result<Outcome, RunError> {
     c.validate()?;
     let (mut run, dir, mut metrics) = match resume {
         Some(folder) => {
@@ -194,18 +196,29 @@ pub fn run(c: ActdynConfig, resume: Option<&Path>, mut launch: Launch<'_>) -> Re
         let done = run.steps_done() - start_step;
         let per_step = 1e3 * secs / done.max(1) as f64;
         let r2 = |k: usize| eval.obs_r2_by_k.get(k).copied().unwrap_or(f64::NAN);
-        let mut s = Summary::new(format!("actdyn run: {:?} policy, {:?} profile, seed {}", c.policy.kind, c.profile, c.seed))
-            .item("steps", "environment steps", run.steps_done(), format!("{} ({done} this launch, {secs:.1} s, {per_step:.3} ms/step)", run.steps_done()))
-            .value("elbo_first", "ELBO/T, first training call", curves.elbo_first)
-            .value("elbo_last100", "ELBO/T, mean of the last 100 calls", curves.elbo_last100)
-            .value("ll_last100", "LL/T/N_y, last 100", curves.ll_last100)
-            .value("kl_last100", "KL/T/D, last 100", curves.kl_last100)
-            .value("obs_r2_k0", "observation R², k = 0", r2(0))
-            .value("obs_r2_k5", "observation R², k = 5", r2(5))
-            .value("obs_r2_k10", "observation R², k = 10", r2(10))
-            .value("latent_r2_0", "latent R² (affine), dim 0", eval.latent_r2[0])
-            .value("latent_r2_1", "latent R² (affine), dim 1", eval.latent_r2[1])
-            .value("vf_rel_err", "vector-field relative error", eval.vf_rel_err);
+        let mut s = Summary::new(format!(
+            "actdyn run: {:?} policy, {:?} profile, seed {}",
+            c.policy.kind, c.profile, c.seed
+        ))
+        .item(
+            "steps",
+            "environment steps",
+            run.steps_done(),
+            format!(
+                "{} ({done} this launch, {secs:.1} s, {per_step:.3} ms/step)",
+                run.steps_done()
+            ),
+        )
+        .value("elbo_first", "ELBO/T, first training call", curves.elbo_first)
+        .value("elbo_last100", "ELBO/T, mean of the last 100 calls", curves.elbo_last100)
+        .value("ll_last100", "LL/T/N_y, last 100", curves.ll_last100)
+        .value("kl_last100", "KL/T/D, last 100", curves.kl_last100)
+        .value("obs_r2_k0", "observation R², k = 0", r2(0))
+        .value("obs_r2_k5", "observation R², k = 5", r2(5))
+        .value("obs_r2_k10", "observation R², k = 10", r2(10))
+        .value("latent_r2_0", "latent R² (affine), dim 0", eval.latent_r2[0])
+        .value("latent_r2_1", "latent R² (affine), dim 1", eval.latent_r2[1])
+        .value("vf_rel_err", "vector-field relative error", eval.vf_rel_err);
         if let Some(f) = run.covered_fraction() {
             s = s.value("covered_fraction", "RBF centres visited (coverage ≥ 1)", f);
         }
@@ -214,7 +227,10 @@ pub fn run(c: ActdynConfig, resume: Option<&Path>, mut launch: Launch<'_>) -> Re
             .file("metrics.jsonl", "one line per environment step, evaluations as `eval` lines")
             .file("evaluation.json", "the final evaluation and per-100-step curves")
             .file("training.png", "ELBO/T, LL/T/N_y and KL/T/D per 100 steps (also .svg)")
-            .file("field.png", "true (grey) and learned (blue) vector field with the trajectory (also .svg)")
+            .file(
+                "field.png",
+                "true (grey) and learned (blue) vector field with the trajectory (also .svg)",
+            )
             .file("checkpoint/", "resume with `--resume <this folder>`")
             .write(dir.path())?;
         Ok(format!(
@@ -254,7 +270,7 @@ fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch
         14.0,
         "true (grey) and learned (blue) drift, trajectory (orange)",
         [0, 0, 0],
-        kestrel_plot::Anchor::Middle,
+        kestrel_plot::Anchor::TopCentre,
     );
     let n = 15;
     let mut pts = Vec::with_capacity(n * n * 2);
@@ -267,11 +283,12 @@ fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch
     let truth: Vec<f64> = pts.chunks(2).flat_map(|p| run.env().field.eval([p[0], p[1]])).collect();
     let learned = learned_field(run.model(), &run.params, &eval.affine, &pts);
     let scale = |v: &[f64]| {
-        let m = v.chunks(2).map(|d| d[0].hypot(d[1])).filter(|x| x.is_finite()).fold(1e-12, f64::max);
+        let m =
+            v.chunks(2).map(|d| d[0].hypot(d[1])).filter(|x| x.is_finite()).fold(1e-12, f64::max);
         0.9 * (4.0 / n as f64) / m
     };
     let st = scale(&truth);
-    let mut arrows = |field: &[f64], k: f64, colour: [u8; 3], s: &mut Sketch| {
+    let arrows = |field: &[f64], k: f64, colour: [u8; 3], s: &mut Sketch| {
         for (p, d) in pts.chunks(2).zip(field.chunks(2)) {
             if !(d[0].is_finite() && d[1].is_finite()) {
                 continue;
@@ -364,9 +381,9 @@ pub fn mean_ci(v: &[f64]) -> (f64, f64, usize) {
     let sd = (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
     // Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom, then normal.
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     let q = T.get(n - 2).copied().unwrap_or(1.96);
     (m, q * sd / (n as f64).sqrt(), n)
@@ -387,7 +404,12 @@ pub fn median(v: &[f64]) -> f64 {
 /// seed, one experiment per thread, into one folder: `results.jsonl` (one line per run),
 /// `summary.md/json` (per metric: mean ± 95 % CI and median per arm, and the paired
 /// difference active − random).
-pub fn compare(c: ActdynConfig, seeds: Vec<u64>, arms: Vec<String>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn compare(
+    c: ActdynConfig,
+    seeds: Vec<u64>,
+    arms: Vec<String>,
+    launch: Launch<'_>,
+) -> Result<Outcome, RunError> {
     c.validate()?;
     if seeds.is_empty() || seeds.len() > 10_000 {
         return Err(kestrel_core::Invalid::new("seeds", seeds.len(), "1 to 10000 seeds").into());
@@ -407,7 +429,8 @@ pub fn compare(c: ActdynConfig, seeds: Vec<u64>, arms: Vec<String>, launch: Laun
             jobs.push((arm.clone(), cfg));
         }
     }
-    let (dir, mut metrics) = start(&launch, "actdyn", &format!("compare-{}", arms.join("-")), seeds[0], &c)?;
+    let (dir, mut metrics) =
+        start(&launch, "actdyn", &format!("compare-{}", arms.join("-")), seeds[0], &c)?;
     let launch = std::sync::Mutex::new(launch);
     let done = std::sync::atomic::AtomicU64::new(0);
     let total = jobs.len() as u64;
@@ -419,9 +442,17 @@ pub fn compare(c: ActdynConfig, seeds: Vec<u64>, arms: Vec<String>, launch: Laun
                 let (evaluation, curves, covered_fraction, seconds) = run_quiet(cfg)?;
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 if let Ok(mut l) = launch.lock() {
-                    l.progress(total, "runs").tick(n, &format!("{arm} seed {} in {seconds:.1} s", cfg.seed));
+                    l.progress(total, "runs")
+                        .tick(n, &format!("{arm} seed {} in {seconds:.1} s", cfg.seed));
                 }
-                Ok(ArmResult { arm: arm.clone(), seed: cfg.seed, evaluation, curves, covered_fraction, seconds })
+                Ok(ArmResult {
+                    arm: arm.clone(),
+                    seed: cfg.seed,
+                    evaluation,
+                    curves,
+                    covered_fraction,
+                    seconds,
+                })
             })
             .collect();
         let results: Vec<ArmResult> = results.into_iter().collect::<Result<_, _>>()?;
@@ -434,12 +465,28 @@ pub fn compare(c: ActdynConfig, seeds: Vec<u64>, arms: Vec<String>, launch: Laun
             ("ll_last100", "LL/T/N_y (last 100)", Box::new(|r| r.curves.ll_last100)),
             ("kl_last100", "KL/T/D (last 100)", Box::new(|r| r.curves.kl_last100)),
             ("obs_r2_k0", "obs R² k=0", Box::new(|r| r.evaluation.obs_r2_by_k[0])),
-            ("obs_r2_k5", "obs R² k=5", Box::new(|r| r.evaluation.obs_r2_by_k.get(5).copied().unwrap_or(f64::NAN))),
-            ("obs_r2_k10", "obs R² k=10", Box::new(|r| r.evaluation.obs_r2_by_k.get(10).copied().unwrap_or(f64::NAN))),
+            (
+                "obs_r2_k5",
+                "obs R² k=5",
+                Box::new(|r| r.evaluation.obs_r2_by_k.get(5).copied().unwrap_or(f64::NAN)),
+            ),
+            (
+                "obs_r2_k10",
+                "obs R² k=10",
+                Box::new(|r| r.evaluation.obs_r2_by_k.get(10).copied().unwrap_or(f64::NAN)),
+            ),
             ("latent_r2_0", "latent R² dim 0", Box::new(|r| r.evaluation.latent_r2[0])),
             ("latent_r2_1", "latent R² dim 1", Box::new(|r| r.evaluation.latent_r2[1])),
-            ("log10_vf_rel_err", "log10 VF rel. error", Box::new(|r| r.evaluation.vf_rel_err.log10())),
-            ("covered_fraction", "RBF centres visited", Box::new(|r| r.covered_fraction.unwrap_or(f64::NAN))),
+            (
+                "log10_vf_rel_err",
+                "log10 VF rel. error",
+                Box::new(|r| r.evaluation.vf_rel_err.log10()),
+            ),
+            (
+                "covered_fraction",
+                "RBF centres visited",
+                Box::new(|r| r.covered_fraction.unwrap_or(f64::NAN)),
+            ),
             ("seconds", "wall time per run (s)", Box::new(|r| r.seconds)),
         ];
         let mut rows = Vec::new();
@@ -451,7 +498,10 @@ pub fn compare(c: ActdynConfig, seeds: Vec<u64>, arms: Vec<String>, launch: Laun
                 let v: Vec<f64> = results.iter().filter(|r| &r.arm == arm).map(f).collect();
                 let (m, ci, n) = mean_ci(&v);
                 row.push(format!("{m:.4} ± {ci:.4} (median {:.4}, n {n})", median(&v)));
-                j.insert(arm.clone(), json!({"mean": m, "ci95": ci, "median": median(&v), "n": n, "values": v}));
+                j.insert(
+                    arm.clone(),
+                    json!({"mean": m, "ci95": ci, "median": median(&v), "n": n, "values": v}),
+                );
             }
             if arms.len() == 2 {
                 let d: Vec<f64> = seeds
@@ -477,16 +527,24 @@ pub fn compare(c: ActdynConfig, seeds: Vec<u64>, arms: Vec<String>, launch: Laun
         let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
         crate::write_atomic(
             &dir.join("comparison.json"),
-            serde_json::to_string_pretty(&serde_json::Value::Object(json_rows)).map_err(failed)?.as_bytes(),
+            serde_json::to_string_pretty(&serde_json::Value::Object(json_rows))
+                .map_err(failed)?
+                .as_bytes(),
         )?;
-        Summary::new(format!("actdyn compare: {} on {} seeds, {:?} profile, {} steps", arms.join(" vs "), seeds.len(), c.profile, c.steps))
-            .value("seeds", "seeds", format!("{seeds:?}"))
-            .value("commit", "commit", COMMIT)
-            .table("comparison", &header_refs, rows)
-            .file("config.toml", "the base config (the policy is set per arm)")
-            .file("metrics.jsonl", "one line per run: its evaluation and curves")
-            .file("comparison.json", "per metric and arm: mean, 95% CI, median, values")
-            .write(dir.path())?;
+        Summary::new(format!(
+            "actdyn compare: {} on {} seeds, {:?} profile, {} steps",
+            arms.join(" vs "),
+            seeds.len(),
+            c.profile,
+            c.steps
+        ))
+        .value("seeds", "seeds", format!("{seeds:?}"))
+        .value("commit", "commit", COMMIT)
+        .table("comparison", &header_refs, rows)
+        .file("config.toml", "the base config (the policy is set per arm)")
+        .file("metrics.jsonl", "one line per run: its evaluation and curves")
+        .file("comparison.json", "per metric and arm: mean, 95% CI, median, values")
+        .write(dir.path())?;
         Ok(format!("{} runs; run folder {}", results.len(), dir.path().display()))
     })();
     finish(dir, r)
