@@ -385,6 +385,9 @@ impl ActdynConfig {
         if e.dt <= 0.0 {
             return bad("env.dt", e.dt.to_string(), "a number > 0");
         }
+        if !(1..=100_000).contains(&e.obs_dim) {
+            return bad("env.obs_dim", e.obs_dim.to_string(), "an integer in [1, 100000]");
+        }
         if e.obs == ObsKind::Identity && e.obs_dim != 2 {
             return bad("env.obs_dim", e.obs_dim.to_string(), "2 with the identity observation");
         }
@@ -453,8 +456,13 @@ impl ActdynConfig {
         kestrel_core::check_bytes(
             "eval.samples",
             v.samples,
-            (v.samples as u128) * (v.steps as u128) * 2
-                + (v.episodes * v.steps * e.obs_dim) as u128,
+            (v.samples as u128) * (v.steps as u128) * 2 * (v.episodes as u128).min(2),
+            8,
+        )?;
+        kestrel_core::check_bytes(
+            "eval.steps",
+            v.steps,
+            (v.episodes as u128) * (v.steps as u128) * (e.obs_dim as u128 + 6),
             8,
         )?;
         kestrel_core::check_bytes(

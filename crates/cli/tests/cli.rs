@@ -490,3 +490,113 @@ fn hunt_train_resume_play_and_bench() {
     let e = fails(&["hunt", "play", "--checkpoint", "/nonexistent/run"]);
     assert!(e.contains("/nonexistent/run"), "{e}");
 }
+
+/// Tiny evaluation settings so debug-build runs stay quick.
+const SMALL_EVAL: [&str; 6] =
+    ["--set", "eval.episodes=2", "--set", "eval.starts=10", "--set", "eval.samples=5"];
+
+#[test]
+fn actdyn_run_writes_its_folder_and_resumes_exactly() {
+    let od = tmp("actdyn-runs");
+    let o = od.to_str().unwrap();
+    let mut args =
+        vec!["actdyn", "run", "--steps", "40", "--checkpoint-every", "10", "--out-dir", o];
+    args.extend(SMALL_EVAL);
+    let out = ok(&args);
+    assert!(out.contains("ELBO/T") && out.contains("run folder"), "{out}");
+    let dir = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
+    for f in [
+        "config.toml",
+        "record.json",
+        "metrics.jsonl",
+        "evaluation.json",
+        "training.png",
+        "field.svg",
+        "summary.md",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    // Resume to 60 steps, and compare with an uninterrupted 60-step run.
+    ok(&["actdyn", "run", "--resume", dir.to_str().unwrap(), "--steps", "60"]);
+    let od2 = tmp("actdyn-whole");
+    let mut args = vec![
+        "actdyn",
+        "run",
+        "--steps",
+        "60",
+        "--checkpoint-every",
+        "10",
+        "--out-dir",
+        od2.to_str().unwrap(),
+    ];
+    args.extend(SMALL_EVAL);
+    ok(&args);
+    let whole = std::fs::read_dir(&od2).unwrap().next().unwrap().unwrap().path();
+    let last = |d: &std::path::Path| {
+        let text = std::fs::read_to_string(d.join("metrics.jsonl")).unwrap();
+        let rows: Vec<serde_json::Value> =
+            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let step60 = rows
+            .iter()
+            .rev()
+            .find(|r| r["global_step"] == 60 && r["elbo_per_t"].is_number())
+            .unwrap()
+            .clone();
+        (step60["elbo_per_t"].clone(), step60["z"].clone(), step60["belief"].clone())
+    };
+    assert_eq!(last(&dir), last(&whole));
+}
+
+#[test]
+fn actdyn_active_fixed_and_compare_run() {
+    let od = tmp("actdyn-active");
+    let o = od.to_str().unwrap();
+    let small_plan = [
+        "--set",
+        "policy.samples=8",
+        "--set",
+        "policy.elites=3",
+        "--set",
+        "policy.iterations=2",
+        "--set",
+        "train.window=6",
+        "--set",
+        "train.k_steps=2",
+    ];
+    let mut args = vec![
+        "actdyn",
+        "run",
+        "--preset",
+        "e2",
+        "--profile",
+        "fixed",
+        "--steps",
+        "15",
+        "--out-dir",
+        o,
+    ];
+    args.extend(SMALL_EVAL);
+    args.extend(small_plan);
+    let out = ok(&args);
+    assert!(out.contains("run folder"), "{out}");
+    let dir = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
+    assert!(dir.join("coverage.png").is_file());
+    let od = tmp("actdyn-compare");
+    let mut args = vec![
+        "actdyn",
+        "compare",
+        "--steps",
+        "12",
+        "--seeds",
+        "0..2",
+        "--out-dir",
+        od.to_str().unwrap(),
+    ];
+    args.extend(SMALL_EVAL);
+    args.extend(small_plan);
+    let out = ok(&args);
+    assert!(out.contains("4 runs"), "{out}");
+    let dir = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(summary.contains("active − random"), "{summary}");
+}

@@ -268,7 +268,7 @@ fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch
     s.text(
         (320.0, 30.0),
         14.0,
-        "true (grey) and learned (blue) drift, trajectory (orange)",
+        "true (grey) and learned (blue) drift, each scaled to its largest arrow; trajectory (orange)",
         [0, 0, 0],
         kestrel_plot::Anchor::TopCentre,
     );
@@ -282,28 +282,27 @@ fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch
     }
     let truth: Vec<f64> = pts.chunks(2).flat_map(|p| run.env().field.eval([p[0], p[1]])).collect();
     let learned = learned_field(run.model(), &run.params, &eval.affine, &pts);
+    // Each field is scaled to its own largest arrow (learned non-residual drifts are often far
+    // larger than the truth's; the shapes are what the picture compares).
     let scale = |v: &[f64]| {
         let m =
             v.chunks(2).map(|d| d[0].hypot(d[1])).filter(|x| x.is_finite()).fold(1e-12, f64::max);
         0.9 * (4.0 / n as f64) / m
     };
-    let st = scale(&truth);
-    let arrows = |field: &[f64], k: f64, colour: [u8; 3], s: &mut Sketch| {
+    let arrows = |field: &[f64], colour: [u8; 3], s: &mut Sketch| {
+        let k = scale(field);
         for (p, d) in pts.chunks(2).zip(field.chunks(2)) {
             if !(d[0].is_finite() && d[1].is_finite()) {
                 continue;
             }
             let (x1, y1) = (p[0] + k * d[0], p[1] + k * d[1]);
-            if x1.abs() > 2.5 || y1.abs() > 2.5 {
-                continue;
-            }
             s.line(&[px(p[0], p[1]), px(x1, y1)], colour, 1.5);
             s.circle(px(x1, y1), 2.0, colour);
         }
     };
-    arrows(&truth, st, [150, 150, 150], &mut s);
+    arrows(&truth, [150, 150, 150], &mut s);
     if let Some(l) = &learned {
-        arrows(l, st, [0, 114, 178], &mut s);
+        arrows(l, [0, 114, 178], &mut s);
     }
     let tail: Vec<(f64, f64)> = traj
         .iter()
@@ -326,9 +325,9 @@ fn coverage_map(run: &ActiveRun) -> Option<Heatmaps> {
             cells[(n - 1 - j) * n + i] = (1.0 + cov[n * i + j]).log10();
         }
     }
-    let mut h = Heatmaps::new("RBF-centre coverage, log10(1 + Σ_t exp(−2γ‖b_t − c‖²))")
+    let mut h = Heatmaps::new("RBF-centre coverage by the beliefs")
         .colour_map(ColourMap::Viridis)
-        .colour_bar_label("log10(1 + visits)");
+        .colour_bar_label("log10(1 + Σ exp(−2γ‖b − c‖²))");
     h.push(Panel::new("centres (x right, y up)", n, n, cells));
     Some(h)
 }
