@@ -448,18 +448,27 @@ impl SeqVae {
                 let rows = cache.rows;
                 matmul(c, rows, 2, &cache.phi, Op::T, dm, Op::N, g, true);
                 let two_gamma = 2.0 * grid.gamma();
+                let axis = grid.axis();
+                let n = axis.len();
                 for r in 0..rows {
                     let phi = &cache.phi[r * c..][..c];
                     let (z0, z1) = (cache.z[2 * r], cache.z[2 * r + 1]);
                     let (g0, g1) = (dm[2 * r], dm[2 * r + 1]);
-                    // ∂m_d/∂z_e = −2γ Σ_c W[c,d] Φ_c (z_e − c_e).
+                    // ∂m_d/∂z_e = −2γ Σ_c W[c,d] Φ_c (z_e − c_e); centre n·i + j is (g_i, g_j),
+                    // so the sums over centres split by grid row.
                     let (mut sq, mut sx, mut sy) = (0.0, 0.0, 0.0);
-                    for (ci, &f) in phi.iter().enumerate() {
-                        let q = f * (g0 * p[2 * ci] + g1 * p[2 * ci + 1]);
-                        let [cx, cy] = grid.centre(ci);
-                        sq += q;
-                        sx += q * cx;
-                        sy += q * cy;
+                    for i in 0..n {
+                        let (mut row, mut row_y) = (0.0, 0.0);
+                        let ph = &phi[i * n..(i + 1) * n];
+                        let w = &p[2 * i * n..2 * (i + 1) * n];
+                        for j in 0..n {
+                            let q = ph[j] * (g0 * w[2 * j] + g1 * w[2 * j + 1]);
+                            row += q;
+                            row_y += q * axis[j];
+                        }
+                        sq += row;
+                        sx += row * axis[i];
+                        sy += row_y;
                     }
                     dz[2 * r] = -two_gamma * (z0 * sq - sx);
                     dz[2 * r + 1] = -two_gamma * (z1 * sq - sy);
@@ -683,17 +692,21 @@ impl SeqVae {
         let mut yhat = std::mem::take(&mut ws.yhat);
         self.decode(params, &ws.z_bar, &mut dec_ws, &mut yhat[..rows * ny]);
         let lv_y = &params[self.off[6]..self.off[7]];
+        ws.vy.clear();
+        ws.vy.extend(lv_y.iter().map(|&l| softplus(l) + 1e-6));
         let mut ll = 0.0;
         match self.cfg.likelihood {
             Likelihood::Gaussian => {
                 let ln2pi = (2.0 * std::f64::consts::PI).ln();
+                let norm: f64 = ws.vy.iter().map(|v| -0.5 * v.ln() - 0.5 * ln2pi).sum();
                 for r in 0..rows {
                     let t = r % t_n;
+                    let mut acc = 0.0;
                     for i in 0..ny {
-                        let vy = softplus(lv_y[i]) + 1e-6;
                         let e = y[t * ny + i] - yhat[r * ny + i];
-                        ll += -0.5 * (e * e / vy) - 0.5 * vy.ln() - 0.5 * ln2pi;
+                        acc += e * e / ws.vy[i];
                     }
+                    ll += -0.5 * acc + norm;
                 }
             }
             Likelihood::Poisson => {
@@ -741,6 +754,8 @@ impl SeqVae {
         let vscale = if opts.kl_prior_variance_dt { dt } else { 1.0 };
         // ∂loss/∂LL = −1: the decoder.
         let lv_y = &params[self.off[6]..self.off[7]];
+        ws.sig_y.clear();
+        ws.sig_y.extend(lv_y.iter().map(|&l| sigmoid(l)));
         let (dpre, rest) = ws.gbuf.split_at_mut(rows * ny);
         let _ = rest;
         {
@@ -753,10 +768,10 @@ impl SeqVae {
                     // dℓ/dŷ, then through the link.
                     let dl_dyhat = match self.cfg.likelihood {
                         Likelihood::Gaussian => {
-                            let vy = softplus(lv_y[i]) + 1e-6;
+                            let vy = ws.vy[i];
                             let e = yv - yh;
                             let dvy = -0.5 / vy + 0.5 * e * e / (vy * vy);
-                            dlv_y[i] -= inv_s * dvy * sigmoid(lv_y[i]);
+                            dlv_y[i] -= inv_s * dvy * ws.sig_y[i];
                             e / vy
                         }
                         Likelihood::Poisson => yv / (yh + 1e-8) - 1.0,
@@ -1120,6 +1135,8 @@ pub struct ElboWorkspace {
     dpre_var: Vec<f64>,
     dh: Vec<f64>,
     dh2: Vec<f64>,
+    vy: Vec<f64>,
+    sig_y: Vec<f64>,
 }
 
 impl ElboWorkspace {

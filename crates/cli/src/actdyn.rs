@@ -150,7 +150,9 @@ pub struct BenchArgs {
 
 pub fn bench(a: BenchArgs) -> Result<()> {
     let pool = crate::common::pool(a.threads)?;
-    let t = pool.install(|| kestrel_actdyn::bench::run(a.reps))?;
+    let (t, threads) =
+        pool.install(|| (kestrel_actdyn::bench::run(a.reps), rayon::current_num_threads()));
+    let t = t?;
     if a.json {
         println!("{}", serde_json::to_string(&t)?);
     } else {
@@ -164,7 +166,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             t.train_mlp_ms,
             t.train_rbf_ms,
             t.env_belief_us,
-            rayon::current_num_threads()
+            threads
         );
     }
     Ok(())
