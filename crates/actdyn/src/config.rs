@@ -212,6 +212,9 @@ pub enum Metric {
     DOptimality,
     /// Σ‖u‖² (a baseline).
     ActionCost,
+    /// −Σ_t Σ_d variance across the ensemble's mean rollouts (RBF dynamics, `train.ensemble`
+    /// ≥ 2).
+    EnsembleDisagreement,
 }
 
 /// The policy.
@@ -436,6 +439,13 @@ impl ActdynConfig {
                 );
             }
             num("policy.discount", p.discount, 0.0, 1.0)?;
+            if p.metric == Metric::EnsembleDisagreement && (!rbf || self.train.ensemble < 2) {
+                return bad(
+                    "policy.metric",
+                    "ensemble_disagreement".into(),
+                    "with RBF dynamics and train.ensemble >= 2",
+                );
+            }
         }
         let v = &self.eval;
         if !(1..=10_000).contains(&v.episodes) {

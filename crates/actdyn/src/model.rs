@@ -721,7 +721,7 @@ impl SeqVae {
             }
         }
         ll /= s_n as f64;
-        let loss = -(ll - opts.beta * kl_w);
+        let loss = -(opts.ll_weight * ll - opts.beta * kl_w);
         let terms = ElboTerms { ll, kl, kl_w, w, loss };
         if let Some(grads) = grads {
             self.elbo_backward(params, y, u, noise, opts, ws, &mut dec_ws, &yhat, &v, grads);
@@ -752,7 +752,8 @@ impl SeqVae {
         let rows = s_n * t_n;
         let inv_s = 1.0 / s_n as f64;
         let vscale = if opts.kl_prior_variance_dt { dt } else { 1.0 };
-        // ∂loss/∂LL = −1: the decoder.
+        // ∂loss/∂LL = −ll_weight: the decoder.
+        let llw = opts.ll_weight;
         let lv_y = &params[self.off[6]..self.off[7]];
         ws.sig_y.clear();
         ws.sig_y.extend(lv_y.iter().map(|&l| sigmoid(l)));
@@ -771,12 +772,12 @@ impl SeqVae {
                             let vy = ws.vy[i];
                             let e = yv - yh;
                             let dvy = -0.5 / vy + 0.5 * e * e / (vy * vy);
-                            dlv_y[i] -= inv_s * dvy * ws.sig_y[i];
+                            dlv_y[i] -= llw * inv_s * dvy * ws.sig_y[i];
                             e / vy
                         }
                         Likelihood::Poisson => yv / (yh + 1e-8) - 1.0,
                     };
-                    let g = -inv_s * dl_dyhat;
+                    let g = -llw * inv_s * dl_dyhat;
                     dpre[r * ny + i] = match self.cfg.decoder {
                         DecoderKind::LogLinear => g * yh,
                         _ => g,
@@ -1065,11 +1066,14 @@ pub struct ElboOptions {
     /// Prior variance of the KL is v·dt, the variance the prior samples with (`fixed`);
     /// `false` uses v, as the reference does.
     pub kl_prior_variance_dt: bool,
+    /// Weight of the log-likelihood (1; 0 for ensemble members ≥ 1, which train their
+    /// dynamics on β·KL_w alone).
+    pub ll_weight: f64,
 }
 
 impl Default for ElboOptions {
     fn default() -> Self {
-        ElboOptions { beta: 1.0, kl_decay: 0.8, kl_prior_variance_dt: false }
+        ElboOptions { beta: 1.0, kl_decay: 0.8, kl_prior_variance_dt: false, ll_weight: 1.0 }
     }
 }
 
@@ -1084,7 +1088,7 @@ pub struct ElboTerms {
     pub kl_w: f64,
     /// The weights w_k.
     pub w: Vec<f64>,
-    /// −(LL − β·KL_w).
+    /// −(ll_weight·LL − β·KL_w).
     pub loss: f64,
 }
 

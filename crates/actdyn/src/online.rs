@@ -12,7 +12,8 @@ use crate::config::{
 };
 use crate::eval::{Evaluation, ValidationData, evaluate, validation_data};
 use crate::fisher::{
-    AccumulatedFisher, ActionCost, FisherBugs, FisherCost, FisherMetric, Optimality,
+    AccumulatedFisher, ActionCost, EnsembleDisagreementCost, FisherBugs, FisherCost, FisherMetric,
+    Optimality,
 };
 use crate::model::{EncoderWorkspace, SeqVae};
 use crate::rbf::{LogLinearDecoder, RbfDynamics};
@@ -206,8 +207,15 @@ impl ActiveRun {
         let env = build_env(&cfg, &bugs, k_env)?;
         let model = SeqVae::new(cfg.model.clone())?;
         let params = model.init(k_model);
-        let mut trainer = Trainer::new(&model, cfg.train.clone())?;
+        // The reference's perturbation of a single model is a switch; an ensemble's is not.
+        let mut tc = cfg.train.clone();
+        if !bugs.perturb_single_model && tc.ensemble == 1 {
+            tc.perturbation = 0.0;
+        }
+        let mut trainer = Trainer::new(&model, tc)?;
         trainer.kl_prior_variance_dt = !bugs.kl_prior_variance_v;
+        trainer.fresh_optimizer = bugs.fresh_optimizer;
+        trainer.init_members(&model, k_model.fold_in(1000));
         let icem = match cfg.policy.kind {
             PolicyKind::Icem => {
                 let p = &cfg.policy;
@@ -363,6 +371,19 @@ impl ActiveRun {
                     Metric::ActionCost => {
                         icem.plan(state, &mut noise, &ActionCost, &mut action).map_err(plan_err)?
                     }
+                    Metric::EnsembleDisagreement => {
+                        let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
+                        let c = grid.num_centres();
+                        let (dt, res) = (self.model.config().dt, self.model.config().residual);
+                        let members = self
+                            .trainer
+                            .member_dynamics(&self.model, &self.params)
+                            .into_iter()
+                            .map(|m| RbfDynamics::new(grid.clone(), m[..2 * c].to_vec(), dt, res))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let cost = EnsembleDisagreementCost::new(&members, self.belief)?;
+                        icem.plan(state, &mut noise, &cost, &mut action).map_err(plan_err)?
+                    }
                     Metric::AOptimality | Metric::DOptimality => {
                         let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
                         let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
@@ -515,6 +536,7 @@ impl ActiveRun {
                 ("held", &self.held),
                 ("coverage", &self.coverage),
                 ("acc", &self.acc.values),
+                ("ensemble", &self.trainer.members),
             ];
             if let Some(s) = &self.icem_state {
                 parts.push(("icem_mean", &s.mean));
@@ -583,6 +605,7 @@ impl ActiveRun {
         take("belief", &mut run.belief, false)?;
         take("held", &mut run.held, false)?;
         take("coverage", &mut run.coverage, false)?;
+        take("ensemble", &mut run.trainer.members, false)?;
         run.step = meta("step")?;
         run.window.len = meta("window_len")? as usize;
         if run.window.len > run.window.cap {

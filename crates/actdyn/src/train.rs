@@ -39,8 +39,6 @@ pub struct TrainConfig {
     pub lr: f64,
     /// Optimiser (SGD).
     pub optimizer: OptimizerKind,
-    /// A new optimiser per call (the reference; a no-op for SGD, resets Adam's moments).
-    pub fresh_optimizer: bool,
     /// Global gradient-norm clip; 0 turns it off (the reference's dataclass default, with
     /// which online SGD diverges within five calls).
     pub grad_clip: f64,
@@ -66,6 +64,11 @@ pub struct TrainConfig {
     pub warmup: u64,
     /// Train every this many environment steps (1).
     pub train_every: u64,
+    /// Dynamics models (1). Member 0 is the model's own dynamics, trained with the whole
+    /// loss; members 1.. train only their dynamics (weights and process variance) on β·KL_w
+    /// with the same window and draws, by SGD with the same clip (reference
+    /// `BaseDynamicsEnsemble`). The perturbation applies to every member of an ensemble.
+    pub ensemble: usize,
 }
 
 impl Default for TrainConfig {
@@ -73,7 +76,7 @@ impl Default for TrainConfig {
         TrainConfig {
             lr: 1e-3,
             optimizer: OptimizerKind::Sgd,
-            fresh_optimizer: true,
+            ensemble: 1,
             grad_clip: 10.0,
             perturbation: 0.01,
             samples: 5,
@@ -120,6 +123,7 @@ impl TrainConfig {
         )?;
         int("train.anneal_steps", self.anneal_steps, 1, u64::MAX, "an integer >= 1")?;
         int("train.train_every", self.train_every, 1, u64::MAX, "an integer >= 1")?;
+        int("train.ensemble", self.ensemble as u64, 1, 64, "an integer in [1, 64]")?;
         Ok(())
     }
 
@@ -169,6 +173,12 @@ pub struct Trainer {
     pub calls: u64,
     /// The KL's prior variance is v·dt (the `fixed` profile) instead of v (the reference).
     pub kl_prior_variance_dt: bool,
+    /// A new optimiser every call (the reference; a no-op for SGD, resets Adam's moments).
+    pub fresh_optimizer: bool,
+    /// Dynamics parameters of ensemble members 1.. (`(ensemble − 1) × dynamics_range().len()`).
+    pub members: Vec<f64>,
+    member_params: Vec<f64>,
+    member_grads: Vec<f64>,
 }
 
 impl Trainer {
@@ -183,6 +193,10 @@ impl Trainer {
             adam: AdamState::new(model.num_params()),
             calls: 0,
             kl_prior_variance_dt: false,
+            fresh_optimizer: true,
+            members: Vec::new(),
+            member_params: Vec::new(),
+            member_grads: Vec::new(),
             cfg,
         })
     }
@@ -210,6 +224,7 @@ impl Trainer {
             beta,
             kl_decay: self.cfg.kl_decay,
             kl_prior_variance_dt: self.kl_prior_variance_dt,
+            ll_weight: 1.0,
         };
         self.step_with(model, params, y, u, &opts, k_perturb, None)
     }
@@ -247,13 +262,14 @@ impl Trainer {
                 }
             }
             OptimizerKind::Adam => {
-                if self.cfg.fresh_optimizer {
+                if self.fresh_optimizer {
                     self.adam = AdamState::new(params.len());
                 }
                 self.grads.iter_mut().for_each(|g| *g *= coef);
                 Adam::new(self.cfg.lr).step(&mut self.adam, params, &self.grads)?;
             }
         }
+        self.train_members(model, params, y, u, opts, injected.map(|i| i.0));
         if self.cfg.perturbation > 0.0 {
             let range = model.dynamics_range();
             match injected {
@@ -264,7 +280,7 @@ impl Trainer {
                 }
                 None => {
                     let mut r = k_perturb.rng();
-                    for p in params[range].iter_mut() {
+                    for p in params[range].iter_mut().chain(self.members.iter_mut()) {
                         *p += self.cfg.perturbation * r.standard_normal();
                     }
                 }
@@ -272,6 +288,68 @@ impl Trainer {
         }
         self.calls += 1;
         Ok(TrainStats { terms, beta: opts.beta, grad_norm: norm, clip_coef: coef })
+    }
+
+    /// Initialises members 1.. from `key` (the model's own initialisation of the dynamics).
+    pub fn init_members(&mut self, model: &SeqVae, key: Key) {
+        let range = model.dynamics_range();
+        self.members.clear();
+        for j in 1..self.cfg.ensemble {
+            let p = model.init(key.fold_in(j as u64));
+            self.members.extend_from_slice(&p[range.clone()]);
+        }
+    }
+
+    /// Every member's dynamics parameters, member 0 (the model's own) first.
+    pub fn member_dynamics<'a>(&'a self, model: &SeqVae, params: &'a [f64]) -> Vec<&'a [f64]> {
+        let range = model.dynamics_range();
+        let mut v = vec![&params[range.clone()]];
+        v.extend(self.members.chunks(range.len()));
+        v
+    }
+
+    fn train_members(
+        &mut self,
+        model: &SeqVae,
+        params: &[f64],
+        y: &[f64],
+        u: &[f64],
+        opts: &ElboOptions,
+        injected: Option<&ElboNoise>,
+    ) {
+        if self.members.is_empty() {
+            return;
+        }
+        let range = model.dynamics_range();
+        let len = range.len();
+        let mopts = ElboOptions { ll_weight: 0.0, ..opts.clone() };
+        self.member_params.clear();
+        self.member_params.extend_from_slice(params);
+        self.member_grads.resize(params.len(), 0.0);
+        for m in self.members.chunks_mut(len) {
+            self.member_params[range.clone()].copy_from_slice(m);
+            self.member_grads.iter_mut().for_each(|g| *g = 0.0);
+            let noise = injected.unwrap_or(&self.noise);
+            let terms = model.elbo(
+                &self.member_params,
+                y,
+                u,
+                noise,
+                &mopts,
+                &mut self.ws,
+                Some(&mut self.member_grads),
+            );
+            let g = &self.member_grads[range.clone()];
+            let norm = g.iter().map(|g| g * g).sum::<f64>().sqrt();
+            if !(terms.loss.is_finite() && norm.is_finite()) {
+                // A diverged member keeps its parameters; the model's own step stands.
+                continue;
+            }
+            let step = self.cfg.lr * clip_coefficient(norm, self.cfg.grad_clip);
+            for (p, g) in m.iter_mut().zip(g) {
+                *p -= step * g;
+            }
+        }
     }
 
     /// The gradient of the last call, before clipping (SGD) or after (Adam).

@@ -166,6 +166,12 @@ fn elbo_gradients_match_central_differences() {
     let variants = [
         ("mlp", ModelConfig { obs_dim: 6, ..ModelConfig::default() }, false, 0.0),
         (
+            "mlp, likelihood weighted",
+            ModelConfig { obs_dim: 6, ..ModelConfig::default() },
+            false,
+            0.0,
+        ),
+        (
             "rbf residual masked",
             ModelConfig {
                 obs_dim: 5,
@@ -204,7 +210,14 @@ fn elbo_gradients_match_central_differences() {
         let u: Vec<f64> = (0..t_n * 2).map(|_| 0.2 * r.uniform_f64() - 0.1).collect();
         let mut noise = ElboNoise::zeros(3, t_n, 3, 2);
         noise.draw(Key::new(7), p_mask);
-        let opts = ElboOptions { beta: 0.7, kl_prior_variance_dt: kl_dt, ..ElboOptions::default() };
+        // Ensemble members train on β·KL_w alone (ll_weight 0).
+        let ll_weight = if name == "mlp" { 0.0 } else { 1.0 };
+        let opts = ElboOptions {
+            beta: 0.7,
+            kl_prior_variance_dt: kl_dt,
+            ll_weight,
+            ..ElboOptions::default()
+        };
         let mut ws = ElboWorkspace::default();
         let mut g = vec![0.0; m.num_params()];
         m.elbo(&p, &y, &u, &noise, &opts, &mut ws, Some(&mut g));

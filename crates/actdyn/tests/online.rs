@@ -153,3 +153,44 @@ fn bad_configs_name_the_field() {
     let e = ActiveRun::new(c).unwrap_err().to_string();
     assert!(e.contains("elites"), "{e}");
 }
+
+#[test]
+fn an_ensemble_plans_on_disagreement_and_resumes_exactly() {
+    let mut c = small_e2(Profile::Fixed);
+    c.train.ensemble = 3;
+    c.policy.metric = Metric::EnsembleDisagreement;
+    let whole = run_steps(&c, 20);
+    let half = run_steps(&c, 12);
+    let dir = std::env::temp_dir().join(format!("kestrel-actdyn-ens-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    half.save_checkpoint(&dir).unwrap();
+    let (set, _) = kestrel_nn::checkpoint_set(&dir).unwrap();
+    let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set).unwrap();
+    for _ in 12..20 {
+        let rec = resumed.step().unwrap();
+        assert!(rec.plan_cost.unwrap() <= 0.0, "disagreement is a negative variance");
+    }
+    assert_eq!(resumed.params, whole.params);
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Disagreement needs members.
+    c.train.ensemble = 1;
+    assert!(ActiveRun::new(c).unwrap_err().to_string().contains("policy.metric"));
+}
+
+#[test]
+fn the_perturbation_switch_moves_only_the_dynamics() {
+    for (profile, moved) in [(Profile::Faithful, true), (Profile::Fixed, false)] {
+        let mut c = ActdynConfig::e1();
+        c.profile = profile;
+        c.train.lr = 0.0;
+        c.train.window = 6;
+        c.train.k_steps = 2;
+        let start = ActiveRun::new(c.clone()).unwrap();
+        let r = run_steps(&c, 10);
+        let dynamics = r.model().dynamics_range();
+        for (i, (a, b)) in start.params.iter().zip(&r.params).enumerate() {
+            let expect_move = moved && dynamics.contains(&i);
+            assert_eq!(a != b, expect_move, "{profile:?}: parameter {i}");
+        }
+    }
+}
