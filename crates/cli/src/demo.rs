@@ -24,16 +24,17 @@ pub struct DemoArgs {
 }
 
 /// Overrides of `--quick`, per part.
-const QUICK: [&str; 5] = [
+const QUICK: [&str; 6] = [
     "--set generations=20",
     "--set steps=5",
     "--set steps=20 --set samples=2000 --set eval_every=10 --set batch=64",
     "--set epochs=2 --set turns=20 --set layer=32 --set record_every=1",
     "--set generations=3",
+    "--set steps=40 --set eval.episodes=2 --set eval.starts=10 --set eval.samples=5",
 ];
 
 /// (system, command line, headline key in summary.json, what it is).
-const PARTS: [(&str, &str, &str, &str); 5] = [
+const PARTS: [(&str, &str, &str, &str); 6] = [
     (
         "ES",
         "evo run --strategy cma-es --problem rosenbrock --num-dims 10 --generations 3000 --seed 1",
@@ -59,6 +60,12 @@ const PARTS: [(&str, &str, &str, &str); 5] = [
         "treasure hunt, 2 IQN agents, mean reward",
     ),
     ("QD", "evo qd --generations 150", "coverage", "CMA-ME archive coverage"),
+    (
+        "ActDyn",
+        "actdyn run --steps 2000 --checkpoint-every 0 --set eval.episodes=4",
+        "latent_r2_0",
+        "latent dynamics from 50-D observations (E1), latent R²",
+    ),
 ];
 
 pub fn demo(a: DemoArgs) -> Result<()> {
@@ -121,7 +128,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     for (system, figure, dir) in &report {
-        println!("{system:<5} {figure}\n      {dir}");
+        println!("{system:<6} {figure}\n       {dir}");
     }
     Ok(())
 }

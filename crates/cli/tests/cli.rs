@@ -30,13 +30,13 @@ fn the_demo_runs_every_system_and_reports_each_folder() {
     let od = tmp("demo-runs");
     let out = ok(&["demo", "--quick", "--seconds", "0.2", "--out-dir", od.to_str().unwrap()]);
     assert!(out.contains("M steps/s"), "{out}");
-    for system in ["ARC", "ES", "MPPI", "ALLO", "Hunt", "QD"] {
+    for system in ["ARC", "ES", "MPPI", "ALLO", "Hunt", "QD", "ActDyn"] {
         assert!(out.lines().any(|l| l.starts_with(system)), "{system} missing:\n{out}");
     }
     let demo = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
     assert_eq!(
         std::fs::read_dir(&demo).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count(),
-        5
+        6
     );
 }
 

@@ -388,6 +388,40 @@ pub fn mean_ci(v: &[f64]) -> (f64, f64, usize) {
     (m, q * sd / (n as f64).sqrt(), n)
 }
 
+/// Median and a distribution-free confidence interval for it of at least 95 % coverage (order
+/// statistics x_(k) and x_(n+1−k) with the largest k whose binomial tail P(Bin(n, ½) < k) is at
+/// most 2.5 %; the whole range when n < 6). −∞ counts as the smallest value; NaN is dropped.
+pub fn median_ci(v: &[f64]) -> (f64, f64, f64) {
+    let mut x: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    if x.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    x.sort_by(|a, b| a.total_cmp(b));
+    let n = x.len();
+    // P(Bin(n, ½) ≤ j) accumulated in f64.
+    let mut k = 1;
+    let (mut cdf, mut pmf) = (0.0f64, 0.5f64.powi(n as i32));
+    for j in 0..n {
+        cdf += pmf;
+        if cdf > 0.025 {
+            break;
+        }
+        k = j + 1;
+        pmf *= (n - j) as f64 / (j + 1) as f64;
+    }
+    let k = k.min(n.div_ceil(2));
+    (median(&x), x[k - 1], x[n - k])
+}
+
+/// A number in a short form: 4 decimals, or scientific when very large or small.
+pub fn short(x: f64) -> String {
+    if x.is_finite() && x != 0.0 && (x.abs() >= 1e4 || x.abs() < 1e-3) {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
 /// Median of the values (NaN when empty; −∞ counts as smallest).
 pub fn median(v: &[f64]) -> f64 {
     let mut x: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
@@ -496,10 +530,18 @@ pub fn compare(
             for arm in &arms {
                 let v: Vec<f64> = results.iter().filter(|r| &r.arm == arm).map(f).collect();
                 let (m, ci, n) = mean_ci(&v);
-                row.push(format!("{m:.4} ± {ci:.4} (median {:.4}, n {n})", median(&v)));
+                let (med, lo, hi) = median_ci(&v);
+                row.push(format!(
+                    "{} [{}, {}]; mean {} ± {} (n {n})",
+                    short(med),
+                    short(lo),
+                    short(hi),
+                    short(m),
+                    short(ci)
+                ));
                 j.insert(
                     arm.clone(),
-                    json!({"mean": m, "ci95": ci, "median": median(&v), "n": n, "values": v}),
+                    json!({"mean": m, "ci95": ci, "median": med, "median_ci": [lo, hi], "n": n, "values": v}),
                 );
             }
             if arms.len() == 2 {
@@ -512,16 +554,28 @@ pub fn compare(
                     })
                     .collect();
                 let (m, ci, n) = mean_ci(&d);
-                row.push(format!("{m:+.4} ± {ci:.4} (n {n})"));
-                j.insert("paired_difference".into(), json!({"mean": m, "ci95": ci, "n": n}));
+                let (med, lo, hi) = median_ci(&d);
+                let wins = d.iter().filter(|x| **x > 0.0).count();
+                row.push(format!(
+                    "{} [{}, {}]; mean {} ± {}; {wins}/{n} seeds > 0",
+                    short(med),
+                    short(lo),
+                    short(hi),
+                    short(m),
+                    short(ci)
+                ));
+                j.insert(
+                    "paired_difference".into(),
+                    json!({"mean": m, "ci95": ci, "median": med, "median_ci": [lo, hi], "n": n, "positive": wins}),
+                );
             }
             rows.push(row);
             json_rows.insert(key.to_string(), serde_json::Value::Object(j));
         }
         let mut header: Vec<String> = vec!["metric".into()];
-        header.extend(arms.iter().map(|a| format!("{a}: mean ± 95% CI")));
+        header.extend(arms.iter().map(|a| format!("{a}: median [95% CI]; mean ± 95% CI")));
         if arms.len() == 2 {
-            header.push(format!("{} − {} (paired)", arms[1], arms[0]));
+            header.push(format!("{} − {} (paired, per seed)", arms[1], arms[0]));
         }
         let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
         crate::write_atomic(
@@ -547,4 +601,23 @@ pub fn compare(
         Ok(format!("{} runs; run folder {}", results.len(), dir.path().display()))
     })();
     finish(dir, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        let (m, lo, hi) = median_ci(&v);
+        // n = 10: P(Bin ≤ 1) = 1.1 % ≤ 2.5 % < P(Bin ≤ 2) = 5.5 %, so x_(2) and x_(9).
+        assert_eq!((m, lo, hi), (5.5, 2.0, 9.0));
+        assert_eq!(median_ci(&[3.0, 1.0]), (2.0, 1.0, 3.0));
+        let (mean, ci, n) = mean_ci(&[1.0, 2.0, 3.0, f64::NEG_INFINITY]);
+        assert_eq!((mean, n), (2.0, 3));
+        assert!((ci - 4.303 / 3f64.sqrt()).abs() < 1e-12);
+        assert_eq!(median(&[f64::NEG_INFINITY, 1.0, 2.0]), 1.0);
+        assert_eq!(short(1e51), "1.000e51");
+    }
 }
