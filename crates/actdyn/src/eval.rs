@@ -257,7 +257,7 @@ pub fn learned_field(
 ) -> Option<Vec<f64>> {
     let [a00, a01, a10, a11, b0, b1] = *affine;
     let det = a00 * a11 - a01 * a10;
-    if !(det.abs() > 1e-300) || !det.is_finite() {
+    if det.abs() <= 1e-300 || !det.is_finite() {
         return None;
     }
     let n = z.len() / 2;

@@ -563,6 +563,7 @@ impl SeqVae {
 
     /// The ELBO of one window (`y`: `T × N_y` next observations, `u`: `T × D` the actions
     /// that produced them) with the draws in `noise`. With `grads`, adds ∂loss/∂θ to it.
+    #[allow(clippy::too_many_arguments)]
     pub fn elbo(
         &self,
         params: &[f64],

@@ -353,7 +353,7 @@ impl ActiveRun {
             PolicyKind::Random => (uniform(key), None),
             PolicyKind::Lazy => ([0.0; 2], None),
             PolicyKind::Step => {
-                if self.step % p.hold == 0 {
+                if self.step.is_multiple_of(p.hold) {
                     self.held = uniform(key);
                 }
                 (self.held, None)

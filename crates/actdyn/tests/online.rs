@@ -133,7 +133,8 @@ fn one_and_two_threads_give_the_same_run() {
 
 #[test]
 fn bad_configs_name_the_field() {
-    let cases: Vec<(Box<dyn Fn(&mut ActdynConfig)>, &str)> = vec![
+    type Edit = Box<dyn Fn(&mut ActdynConfig)>;
+    let cases: Vec<(Edit, &str)> = vec![
         (Box::new(|c| c.env.dt = f64::NAN), "env.dt"),
         (Box::new(|c| c.env.obs_dim = 7), "model.obs_dim"),
         (Box::new(|c| c.policy.kind = PolicyKind::Icem), "policy.metric"),

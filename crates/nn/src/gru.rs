@@ -183,6 +183,7 @@ impl Gru {
     /// Backpropagation through time for the last [`Gru::forward`]: `dh` (`steps·batch × H`)
     /// is ∂L/∂ each output `h_t`. Adds the parameter gradient to `dparams`, writes ∂L/∂x to
     /// `dx` and ∂L/∂h₀ to `dh0` when given.
+    #[allow(clippy::too_many_arguments)]
     pub fn backward<T: Float>(
         &self,
         params: &[T],

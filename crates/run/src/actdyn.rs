@@ -332,6 +332,9 @@ fn coverage_map(run: &ActiveRun) -> Option<Heatmaps> {
     Some(h)
 }
 
+/// One comparison metric of a run.
+type MetricFn = Box<dyn Fn(&ArmResult) -> f64>;
+
 /// What one arm of a comparison gave on one seed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArmResult {
@@ -493,7 +496,7 @@ pub fn compare(
             metrics.log(i as u64 + 1, serde_json::to_value(r).map_err(failed)?)?;
         }
         metrics.finish()?;
-        let metric_fns: Vec<(&str, &str, Box<dyn Fn(&ArmResult) -> f64>)> = vec![
+        let metric_fns: Vec<(&str, &str, MetricFn)> = vec![
             ("elbo_last100", "ELBO/T (last 100)", Box::new(|r| r.curves.elbo_last100)),
             ("ll_last100", "LL/T/N_y (last 100)", Box::new(|r| r.curves.ll_last100)),
             ("kl_last100", "KL/T/D (last 100)", Box::new(|r| r.curves.kl_last100)),
