@@ -327,6 +327,9 @@ pub struct ActdynConfig {
     pub eval: EvalConfig,
     /// Save a checkpoint every this many steps (0: only at the end).
     pub checkpoint_every: u64,
+    /// Persist the transitions (next observation, action, latent) every this many steps
+    /// (1,000, as the reference; 0: never), for offline retraining.
+    pub save_every: u64,
 }
 
 impl Default for ActdynConfig {
@@ -342,6 +345,7 @@ impl Default for ActdynConfig {
             policy: PolicyConfig::default(),
             eval: EvalConfig::default(),
             checkpoint_every: 1000,
+            save_every: 1000,
         }
     }
 }

@@ -16,6 +16,7 @@ mod error;
 pub mod eval;
 pub mod fisher;
 pub mod model;
+pub mod offline;
 pub mod online;
 pub mod rbf;
 pub mod train;

@@ -16,6 +16,7 @@ use crate::fisher::{
     Optimality,
 };
 use crate::model::{EncoderWorkspace, SeqVae};
+use crate::offline::Transitions;
 use crate::rbf::{LogLinearDecoder, RbfDynamics};
 use crate::train::{TrainStats, Trainer};
 use kestrel_core::{FromInvalid, Key};
@@ -185,6 +186,8 @@ pub struct ActiveRun {
     belief: [f64; 2],
     held: [f64; 2],
     coverage: Vec<f64>,
+    pending: Transitions,
+    pending_z: Vec<f64>,
     enc: EncoderWorkspace,
     mu: Vec<f64>,
     var: Vec<f64>,
@@ -260,6 +263,8 @@ impl ActiveRun {
             belief: [0.0; 2],
             held: [0.0; 2],
             coverage: vec![0.0; c],
+            pending: Transitions { obs_dim: ny, ..Transitions::default() },
+            pending_z: Vec::new(),
             enc: model.encoder_workspace(),
             mu: vec![0.0; cfg.train.window * 2],
             var: vec![0.0; cfg.train.window * 2],
@@ -438,6 +443,11 @@ impl ActiveRun {
         self.env.obs.observe(&z, &mut self.y_next);
         self.env.obs.add_noise(&mut self.y_next, &mut r);
         self.window.push(&self.y, &self.y_next, action);
+        if self.cfg.save_every > 0 {
+            self.pending.next_obs.extend_from_slice(&self.y_next);
+            self.pending.action.extend_from_slice(&action);
+            self.pending_z.extend_from_slice(&z);
+        }
         std::mem::swap(&mut self.y, &mut self.y_next);
         self.z = z;
         self.step = t;
@@ -507,6 +517,14 @@ impl ActiveRun {
         Ok(StepRecord { step: t, action, z, belief: b, train, plan_cost })
     }
 
+    /// The transitions since the last call (next observations, actions, and the true latents
+    /// after each action, `steps × 2`), emptied; what a run folder persists every
+    /// `save_every` steps.
+    pub fn take_transitions(&mut self) -> (Transitions, Vec<f64>) {
+        let t = Transitions { obs_dim: self.pending.obs_dim, ..Transitions::default() };
+        (std::mem::replace(&mut self.pending, t), std::mem::take(&mut self.pending_z))
+    }
+
     /// Validation episodes for this run's environment (the evaluation seed's).
     pub fn validation_data(&self) -> ValidationData {
         validation_data(&self.env, &self.cfg.eval, Key::new(self.cfg.eval.seed))
@@ -537,6 +555,9 @@ impl ActiveRun {
                 ("coverage", &self.coverage),
                 ("acc", &self.acc.values),
                 ("ensemble", &self.trainer.members),
+                ("pending_next_obs", &self.pending.next_obs),
+                ("pending_action", &self.pending.action),
+                ("pending_z", &self.pending_z),
             ];
             if let Some(s) = &self.icem_state {
                 parts.push(("icem_mean", &s.mean));
@@ -606,6 +627,20 @@ impl ActiveRun {
         take("held", &mut run.held, false)?;
         take("coverage", &mut run.coverage, false)?;
         take("ensemble", &mut run.trainer.members, false)?;
+        if let (Some((_, y)), Some((_, a)), Some((_, z))) =
+            (f.get("pending_next_obs"), f.get("pending_action"), f.get("pending_z"))
+        {
+            if y.len() * 2 != a.len() * run.pending.obs_dim || a.len() != z.len() {
+                return Err(bad(
+                    "pending transitions",
+                    format!("{} / {} / {} values", y.len(), a.len(), z.len()),
+                    "matching rows".into(),
+                ));
+            }
+            run.pending.next_obs = y.to_vec();
+            run.pending.action = a.to_vec();
+            run.pending_z = z.to_vec();
+        }
         run.step = meta("step")?;
         run.window.len = meta("window_len")? as usize;
         if run.window.len > run.window.cap {

@@ -195,3 +195,40 @@ fn the_perturbation_switch_moves_only_the_dynamics() {
         }
     }
 }
+
+#[test]
+fn offline_retraining_lowers_the_loss_and_ignores_threads() {
+    use kestrel_actdyn::offline::{OfflineConfig, retrain};
+    let mut c = ActdynConfig::e1();
+    c.save_every = 1;
+    let mut r = run_steps(&c, 120);
+    let (data, z) = r.take_transitions();
+    assert_eq!((data.len(), z.len()), (120, 240));
+    let off =
+        OfflineConfig { epochs: 15, chunk: 30, batch: 2, lr: 1e-3, ..OfflineConfig::default() };
+    let go = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut p = r.params.clone();
+            let mut losses = Vec::new();
+            retrain(r.model(), &mut p, &data, &off, |e| {
+                losses.push(e.loss_per_t);
+                true
+            })
+            .unwrap();
+            (p, losses)
+        })
+    };
+    let (p1, l1) = go(1);
+    let (p2, l2) = go(2);
+    assert_eq!((p1, &l1), (p2, &l2));
+    assert!(l1.last().unwrap() < &l1[0], "{l1:?}");
+    let e = retrain(
+        r.model(),
+        &mut r.params.clone(),
+        &data,
+        &OfflineConfig { chunk: 500, ..off },
+        |_| true,
+    );
+    assert!(e.unwrap_err().to_string().contains("offline.chunk"));
+}

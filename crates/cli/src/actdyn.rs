@@ -14,8 +14,38 @@ pub enum ActdynCmd {
     /// Random against active on the same seeds, one experiment per thread, with confidence
     /// intervals.
     Compare(Box<CompareArgs>),
+    /// Offline retraining of a run on its saved transitions (AdamW over chunks), into a new
+    /// folder with evaluations before and after.
+    Retrain(Box<RetrainArgs>),
     /// Time the planner call, the training steps and the environment step with the belief.
     Bench(BenchArgs),
+}
+
+#[derive(Args)]
+pub struct RetrainArgs {
+    /// The run folder (its config, checkpoint and `transitions/`).
+    #[arg(long)]
+    run: PathBuf,
+    /// Passes over the chunks (config `epochs`; the reference's 5,000).
+    #[arg(long)]
+    epochs: Option<u64>,
+    /// Steps per chunk (config `chunk`).
+    #[arg(long)]
+    chunk: Option<u64>,
+    /// Worker threads (chunks of a batch in parallel).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    cfg: ConfigArgs,
+}
+
+pub fn retrain(a: RetrainArgs) -> Result<()> {
+    let c: kestrel_actdyn::offline::OfflineConfig = a.cfg.load(
+        &kestrel_actdyn::offline::OfflineConfig::default(),
+        vec![("epochs", Flag::I(a.epochs)), ("chunk", Flag::I(a.chunk))],
+    )?;
+    let run = a.run.clone();
+    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::actdyn::retrain(&run, c, l))
 }
 
 /// The base config of a preset: `e1` (random policy, MLP dynamics) or `e2` (RBF dynamics,

@@ -36,7 +36,7 @@ enum Cmd {
     #[command(subcommand)]
     Mppi(mppi::MppiCmd),
     /// Active learning of latent dynamics (sequential VAE + iCEM on Fisher information): run,
-    /// compare, bench.
+    /// compare, retrain, bench.
     #[command(subcommand)]
     Actdyn(actdyn::ActdynCmd),
     /// ALLO Laplacian representation learning on grid maps: train, bench.
@@ -64,6 +64,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
         Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => actdyn::run(*a),
         Cmd::Actdyn(actdyn::ActdynCmd::Compare(a)) => actdyn::compare(*a),
+        Cmd::Actdyn(actdyn::ActdynCmd::Retrain(a)) => actdyn::retrain(*a),
         Cmd::Actdyn(actdyn::ActdynCmd::Bench(a)) => actdyn::bench(a),
         Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(*a),
         Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),

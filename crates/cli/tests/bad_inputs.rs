@@ -208,6 +208,9 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("actdyn compare --seeds a,b".into(), "seeds"),
         ("actdyn compare --arms random,greedy".into(), "greedy"),
         ("actdyn bench --threads 100000".into(), "threads"),
+        ("actdyn retrain --run /nonexistent/run".into(), "/nonexistent/run"),
+        ("actdyn retrain --run /tmp --epochs 0".into(), "epochs"),
+        ("actdyn retrain --run /tmp --set lr=nan".into(), "lr"),
         // allo bench
         ("allo bench --steps 0".into(), "steps"),
         ("allo bench --batch 0".into(), "batch"),

@@ -600,3 +600,40 @@ fn actdyn_active_fixed_and_compare_run() {
     let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(summary.contains("active − random"), "{summary}");
 }
+
+#[test]
+fn actdyn_retrain_reads_the_saved_transitions() {
+    let od = tmp("actdyn-retrain-src");
+    let mut args = vec![
+        "actdyn",
+        "run",
+        "--steps",
+        "60",
+        "--set",
+        "save_every=20",
+        "--out-dir",
+        od.to_str().unwrap(),
+    ];
+    args.extend(SMALL_EVAL);
+    ok(&args);
+    let dir = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
+    assert_eq!(std::fs::read_dir(dir.join("transitions")).unwrap().count(), 3);
+    let out_dir = tmp("actdyn-retrain");
+    let out = ok(&[
+        "actdyn",
+        "retrain",
+        "--run",
+        dir.to_str().unwrap(),
+        "--epochs",
+        "2",
+        "--chunk",
+        "20",
+        "--set",
+        "batch=2",
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.contains("on 60 transitions"), "{out}");
+    let e = fails(&["actdyn", "retrain", "--run", dir.to_str().unwrap(), "--chunk", "100"]);
+    assert!(e.contains("offline.chunk"), "{e}");
+}

@@ -6,6 +6,7 @@ use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
 use crate::{COMMIT, MetricsSink, RunError, Summary};
 use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
 use kestrel_actdyn::eval::{Evaluation, learned_field};
+use kestrel_actdyn::offline::{OfflineConfig, Transitions};
 use kestrel_actdyn::online::{ActiveRun, StepRecord};
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series, Sketch};
 use rayon::prelude::*;
@@ -151,6 +152,9 @@ pub fn run(
                 let e = run.evaluate(&data);
                 metrics.log(s, json!({"eval": e}))?;
             }
+            if c.save_every > 0 && s.is_multiple_of(c.save_every) {
+                save_transitions(&mut run, dir.path())?;
+            }
             if c.checkpoint_every > 0 && s.is_multiple_of(c.checkpoint_every) {
                 run.save_checkpoint(&dir.join("checkpoint"))?;
             }
@@ -163,6 +167,9 @@ pub fn run(
             }
         }
         let secs = t0.elapsed().as_secs_f64();
+        if c.save_every > 0 {
+            save_transitions(&mut run, dir.path())?;
+        }
         run.save_checkpoint(&dir.join("checkpoint"))?;
         let eval = run.evaluate(&data);
         metrics.log(run.steps_done(), json!({"eval": &eval}))?;
@@ -241,6 +248,164 @@ pub fn run(
             r2(5),
             eval.vf_rel_err,
             run.steps_done(),
+            dir.path().display()
+        ))
+    })();
+    finish(dir, r)
+}
+
+/// Writes the transitions since the last call as `transitions/chunk-<first step>.safetensors`
+/// (`next_obs` steps × N_y, `action` and `z` steps × 2), atomically.
+fn save_transitions(run: &mut ActiveRun, dir: &Path) -> Result<(), RunError> {
+    let (tr, z) = run.take_transitions();
+    let n = tr.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let first = run.steps_done() + 1 - n as u64;
+    let folder = dir.join("transitions");
+    std::fs::create_dir_all(&folder).map_err(|e| RunError::io(&folder, "cannot create", e))?;
+    let path = folder.join(format!("chunk-{first:09}.safetensors"));
+    let tmp = folder.join(format!(".chunk-{first:09}.tmp"));
+    kestrel_nn::save_safetensors(
+        &tmp,
+        &[
+            ("next_obs".to_string(), vec![n, tr.obs_dim], &tr.next_obs[..]),
+            ("action".to_string(), vec![n, 2], &tr.action[..]),
+            ("z".to_string(), vec![n, 2], &z[..]),
+        ],
+        &[("first_step", first.to_string())],
+    )
+    .map_err(kestrel_actdyn::ActdynError::from)?;
+    std::fs::rename(&tmp, &path).map_err(|e| RunError::io(&path, "cannot replace", e))
+}
+
+/// Every saved transition of a run folder, in step order.
+pub fn load_transitions(dir: &Path) -> Result<Transitions, RunError> {
+    let folder = dir.join("transitions");
+    let mut files: Vec<_> = std::fs::read_dir(&folder)
+        .map_err(|e| RunError::io(&folder, "cannot read", e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .collect();
+    files.sort();
+    let mut out = Transitions::default();
+    let mut next = 1u64;
+    for f in files {
+        let t =
+            kestrel_nn::load_safetensors::<f64>(&f).map_err(kestrel_actdyn::ActdynError::from)?;
+        let bad = |what: &str| RunError::Failed(format!("{}: {what}", f.display()));
+        let first: u64 = t
+            .metadata
+            .get("first_step")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| bad("no first_step"))?;
+        if first != next {
+            return Err(bad(&format!(
+                "starts at step {first}, expected {next} (a chunk is missing)"
+            )));
+        }
+        let (Some((ys, y)), Some((_, a))) = (t.get("next_obs"), t.get("action")) else {
+            return Err(bad("lacks next_obs or action"));
+        };
+        if ys.len() != 2 || a.len() != 2 * ys[0] || (out.obs_dim != 0 && out.obs_dim != ys[1]) {
+            return Err(bad("shapes do not match"));
+        }
+        out.obs_dim = ys[1];
+        out.next_obs.extend_from_slice(y);
+        out.action.extend_from_slice(a);
+        next += ys[0] as u64;
+    }
+    if out.is_empty() {
+        return Err(RunError::Failed(format!("{}: no saved transitions", folder.display())));
+    }
+    Ok(out)
+}
+
+/// Offline retraining of a finished (or checkpointed) run on its saved transitions, into a new
+/// folder: the run's model from its checkpoint, `retrain` epochs of AdamW, evaluations before
+/// and after on the run's validation data, `metrics.jsonl` (one line per epoch),
+/// `params.safetensors`, `summary.md/json`.
+pub fn retrain(
+    run_dir: &Path,
+    off: OfflineConfig,
+    launch: Launch<'_>,
+) -> Result<Outcome, RunError> {
+    off.validate()?;
+    let cfg_path = run_dir.join("config.toml");
+    let c: ActdynConfig =
+        crate::load_config(&ActdynConfig::default(), Some(&cfg_path), toml::Table::new(), &[])?;
+    let ck = run_dir.join("checkpoint");
+    let Some((set, _)) = kestrel_nn::checkpoint_set(&ck) else {
+        return Err(RunError::Failed(format!("{}: no complete checkpoint", ck.display())));
+    };
+    let mut run = ActiveRun::load_checkpoint(c.clone(), &set)?;
+    let data = load_transitions(run_dir)?;
+    let (dir, mut metrics) = start(&launch, "actdyn", "retrain", off.seed, &off)?;
+    let mut launch = launch;
+    let r = (|| -> Result<String, RunError> {
+        let val = run.validation_data();
+        let before = run.evaluate(&val);
+        let mut params = run.params.clone();
+        let mut progress = launch.progress(off.epochs, "epochs");
+        let mut last = f64::NAN;
+        let mut log_err = None;
+        let model = run.model();
+        kestrel_actdyn::offline::retrain(model, &mut params, &data, &off, |e| {
+            last = e.loss_per_t;
+            if let Err(err) = metrics
+                .log(e.epoch, json!({"loss_per_t": e.loss_per_t, "elbo_per_t": -e.loss_per_t}))
+            {
+                log_err = Some(err);
+                return false;
+            }
+            progress.tick(e.epoch, &format!("ELBO/T {:.3}", -e.loss_per_t));
+            true
+        })?;
+        if let Some(e) = log_err {
+            return Err(e);
+        }
+        metrics.finish()?;
+        run.params.copy_from_slice(&params);
+        let after = run.evaluate(&val);
+        let names: Vec<(String, Vec<usize>, &[f64])> =
+            vec![("params".into(), vec![params.len()], &params[..])];
+        kestrel_nn::save_safetensors(
+            &dir.join("params.safetensors"),
+            &names,
+            &[("source", run_dir.display().to_string())],
+        )
+        .map_err(kestrel_actdyn::ActdynError::from)?;
+        let r2 = |e: &Evaluation, k: usize| e.obs_r2_by_k.get(k).copied().unwrap_or(f64::NAN);
+        Summary::new(format!("actdyn retrain of {}", run_dir.display()))
+            .value("transitions", "saved transitions", data.len())
+            .value("elbo_last_epoch", "ELBO/T, last epoch", -last)
+            .value("obs_r2_k5_before", "observation R², k = 5, before", r2(&before, 5))
+            .value("obs_r2_k5_after", "observation R², k = 5, after", r2(&after, 5))
+            .value("latent_r2_0_before", "latent R² dim 0, before", before.latent_r2[0])
+            .value("latent_r2_0_after", "latent R² dim 0, after", after.latent_r2[0])
+            .value("vf_rel_err_before", "VF relative error, before", before.vf_rel_err)
+            .value("vf_rel_err_after", "VF relative error, after", after.vf_rel_err)
+            .value("commit", "commit", COMMIT)
+            .file("config.toml", "the offline config")
+            .file("metrics.jsonl", "one line per epoch")
+            .file("params.safetensors", "the retrained parameters (flat, the run's layout)")
+            .write(dir.path())?;
+        crate::write_atomic(
+            &dir.join("evaluation.json"),
+            serde_json::to_string_pretty(&json!({"before": before, "after": after}))
+                .map_err(failed)?
+                .as_bytes(),
+        )?;
+        Ok(format!(
+            "ELBO/T {:.3} after {} epochs on {} transitions; VF error {:.3e} -> {:.3e}, obs R² k=5 {:.3} -> {:.3}; run folder {}",
+            -last,
+            off.epochs,
+            data.len(),
+            before.vf_rel_err,
+            after.vf_rel_err,
+            r2(&before, 5),
+            r2(&after, 5),
             dir.path().display()
         ))
     })();
