@@ -725,7 +725,7 @@ impl SeqVae {
         let loss = -(opts.ll_weight * ll - opts.beta * kl_w);
         let terms = ElboTerms { ll, kl, kl_w, w, loss };
         if let Some(grads) = grads {
-            self.elbo_backward(params, y, u, noise, opts, ws, &mut dec_ws, &yhat, &v, grads);
+            self.elbo_backward(params, y, noise, opts, ws, &mut dec_ws, &yhat, &v, grads);
         }
         ws.dec = dec_ws;
         ws.yhat = yhat;
@@ -737,7 +737,6 @@ impl SeqVae {
         &self,
         params: &[f64],
         y: &[f64],
-        u: &[f64],
         noise: &ElboNoise,
         opts: &ElboOptions,
         ws: &mut ElboWorkspace,
@@ -746,7 +745,6 @@ impl SeqVae {
         v: &[f64],
         grads: &mut [f64],
     ) {
-        let _ = u;
         let (ny, d) = (self.cfg.obs_dim, self.cfg.latent_dim);
         let (s_n, t_n, k_n) = (noise.samples, noise.steps, noise.k_steps);
         let dt = self.cfg.dt;

@@ -345,6 +345,16 @@ impl ActiveRun {
         }
     }
 
+    /// The current RBF dynamics and log-linear decoder, as the Fisher metric reads them.
+    fn fisher_parts(&self) -> Result<(RbfDynamics, LogLinearDecoder), ActdynError> {
+        let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
+        let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
+        let cfg = self.model.config();
+        let dynamics = RbfDynamics::new(grid, w, cfg.dt, cfg.residual)?;
+        let (c, bias) = self.model.decoder_linear(&self.params);
+        Ok((dynamics, LogLinearDecoder::new(c, bias)?))
+    }
+
     /// Chooses the action at the current belief (a planner call with iCEM; its state moves
     /// on as in a step). `key` is the step's policy key.
     pub fn act(&mut self, key: Key) -> Result<([f64; 2], Option<f64>), ActdynError> {
@@ -366,6 +376,10 @@ impl ActiveRun {
             PolicyKind::Icem => {
                 let mut action = [0.0; 2];
                 let fisher_bugs = self.fisher_bugs();
+                let fisher_parts = match p.metric {
+                    Metric::AOptimality | Metric::DOptimality => Some(self.fisher_parts()?),
+                    _ => None,
+                };
                 let mut noise = KeyedPink { key, round_f32: self.cfg.profile == Profile::Faithful };
                 let icem = self.icem.as_mut().expect("planner with the icem policy");
                 let state = self.icem_state.as_mut().expect("planner state");
@@ -390,17 +404,8 @@ impl ActiveRun {
                         icem.plan(state, &mut noise, &cost, &mut action).map_err(plan_err)?
                     }
                     Metric::AOptimality | Metric::DOptimality => {
-                        let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
-                        let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
-                        let dynamics = RbfDynamics::new(
-                            grid,
-                            w,
-                            self.model.config().dt,
-                            self.model.config().residual,
-                        )?;
-                        let (c, bias) = self.model.decoder_linear(&self.params);
-                        let decoder = LogLinearDecoder::new(c, bias)?;
-                        let mut metric = FisherMetric::new(&dynamics, &decoder, fisher_bugs);
+                        let (dynamics, decoder) = fisher_parts.as_ref().expect("built above");
+                        let mut metric = FisherMetric::new(dynamics, decoder, fisher_bugs);
                         metric.discount = p.discount;
                         let which = if p.metric == Metric::AOptimality {
                             Optimality::A
@@ -487,15 +492,7 @@ impl ActiveRun {
             if self.cfg.policy.kind == PolicyKind::Icem
                 && matches!(self.cfg.policy.metric, Metric::AOptimality | Metric::DOptimality)
             {
-                let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
-                let dynamics = RbfDynamics::new(
-                    grid.clone(),
-                    w,
-                    self.model.config().dt,
-                    self.model.config().residual,
-                )?;
-                let (c, bias) = self.model.decoder_linear(&self.params);
-                let decoder = LogLinearDecoder::new(c, bias)?;
+                let (dynamics, decoder) = self.fisher_parts()?;
                 let mut metric = FisherMetric::new(&dynamics, &decoder, self.fisher_bugs());
                 metric.discount = self.cfg.policy.discount;
                 self.acc.update(&metric, b);

@@ -581,6 +581,21 @@ pub fn median_ci(v: &[f64]) -> (f64, f64, f64) {
     (median(&x), x[k - 1], x[n - k])
 }
 
+/// A summary cell (median [CI]; mean ± CI (n)) and the same numbers as JSON.
+fn describe(v: &[f64]) -> (String, serde_json::Value) {
+    let (m, ci, n) = mean_ci(v);
+    let (med, lo, hi) = median_ci(v);
+    let text = format!(
+        "{} [{}, {}]; mean {} ± {} (n {n})",
+        short(med),
+        short(lo),
+        short(hi),
+        short(m),
+        short(ci)
+    );
+    (text, json!({"mean": m, "ci95": ci, "median": med, "median_ci": [lo, hi], "n": n}))
+}
+
 /// A number in a short form: 4 decimals, or scientific when very large or small.
 pub fn short(x: f64) -> String {
     if x.is_finite() && x != 0.0 && (x.abs() >= 1e4 || x.abs() < 1e-3) {
@@ -697,20 +712,10 @@ pub fn compare(
             let mut j = serde_json::Map::new();
             for arm in &arms {
                 let v: Vec<f64> = results.iter().filter(|r| &r.arm == arm).map(f).collect();
-                let (m, ci, n) = mean_ci(&v);
-                let (med, lo, hi) = median_ci(&v);
-                row.push(format!(
-                    "{} [{}, {}]; mean {} ± {} (n {n})",
-                    short(med),
-                    short(lo),
-                    short(hi),
-                    short(m),
-                    short(ci)
-                ));
-                j.insert(
-                    arm.clone(),
-                    json!({"mean": m, "ci95": ci, "median": med, "median_ci": [lo, hi], "n": n, "values": v}),
-                );
+                let (text, mut stats) = describe(&v);
+                row.push(text);
+                stats["values"] = json!(v);
+                j.insert(arm.clone(), stats);
             }
             if arms.len() == 2 {
                 let d: Vec<f64> = seeds
@@ -721,21 +726,11 @@ pub fn compare(
                         Some(f(a) - f(b))
                     })
                     .collect();
-                let (m, ci, n) = mean_ci(&d);
-                let (med, lo, hi) = median_ci(&d);
+                let (text, mut stats) = describe(&d);
                 let wins = d.iter().filter(|x| **x > 0.0).count();
-                row.push(format!(
-                    "{} [{}, {}]; mean {} ± {}; {wins}/{n} seeds > 0",
-                    short(med),
-                    short(lo),
-                    short(hi),
-                    short(m),
-                    short(ci)
-                ));
-                j.insert(
-                    "paired_difference".into(),
-                    json!({"mean": m, "ci95": ci, "median": med, "median_ci": [lo, hi], "n": n, "positive": wins}),
-                );
+                row.push(format!("{text}; {wins} seeds > 0"));
+                stats["positive"] = json!(wins);
+                j.insert("paired_difference".into(), stats);
             }
             rows.push(row);
             json_rows.insert(key.to_string(), serde_json::Value::Object(j));
