@@ -53,6 +53,7 @@ pub fn run(reps: usize) -> Result<BenchTimes, ActdynError> {
     // planner calls alone.
     let mut e2 = ActdynConfig::e2();
     e2.train.train_every = u64::MAX;
+    e2.save_every = 0;
     let mut run = ActiveRun::new(e2.clone())?;
     for _ in 0..25 {
         run.step()?;
@@ -68,6 +69,7 @@ pub fn run(reps: usize) -> Result<BenchTimes, ActdynError> {
     }
     let mut e1 = ActdynConfig::e1();
     e1.train.train_every = u64::MAX;
+    e1.save_every = 0;
     let mut envrun = ActiveRun::new(e1)?;
     let env_belief_us = median_us(reps as u64 * 10, |_| {
         let _ = envrun.step();

@@ -164,6 +164,24 @@ pub fn build_env(
     Ok(p)
 }
 
+/// The planner's validation error under the config's names (`policy.elites` for the planner's
+/// `num_elites`, …).
+fn policy_error(e: kestrel_mppi::MppiError) -> ActdynError {
+    let kestrel_mppi::MppiError::Invalid(mut i) = e;
+    let field = format!(
+        "policy.{}",
+        match i.field.as_ref() {
+            "num_samples" => "samples",
+            "num_elites" => "elites",
+            "factor_decrease" => "decrease_factor",
+            "action_low" | "action_high" => "action_bound",
+            other => other,
+        }
+    );
+    i.field = field.into();
+    ActdynError::Invalid(i)
+}
+
 /// One experiment: environment, model, trainer, planner and their state.
 pub struct ActiveRun {
     cfg: ActdynConfig,
@@ -235,10 +253,7 @@ impl ActiveRun {
                     frac_elites_reused: p.frac_elites_reused,
                     ..IcemParams::new(2, -b, b)
                 };
-                Some(
-                    Icem::new(params)
-                        .map_err(|e| ActdynError::invalid("policy", e, "valid iCEM parameters"))?,
-                )
+                Some(Icem::new(params).map_err(policy_error)?)
             }
             _ => None,
         };
@@ -383,9 +398,7 @@ impl ActiveRun {
                 let mut noise = KeyedPink { key, round_f32: self.cfg.profile == Profile::Faithful };
                 let icem = self.icem.as_mut().expect("planner with the icem policy");
                 let state = self.icem_state.as_mut().expect("planner state");
-                let plan_err = |e: kestrel_mppi::MppiError| {
-                    ActdynError::invalid("policy", e, "a plannable state")
-                };
+                let plan_err = policy_error;
                 let cost = match p.metric {
                     Metric::ActionCost => {
                         icem.plan(state, &mut noise, &ActionCost, &mut action).map_err(plan_err)?
@@ -516,7 +529,8 @@ impl ActiveRun {
 
     /// The transitions since the last call (next observations, actions, and the true latents
     /// after each action, `steps × 2`), emptied; what a run folder persists every
-    /// `save_every` steps.
+    /// `save_every` steps. With `save_every` > 0 they accumulate until taken (a caller that
+    /// never takes them should set `save_every = 0`).
     pub fn take_transitions(&mut self) -> (Transitions, Vec<f64>) {
         let t = Transitions { obs_dim: self.pending.obs_dim, ..Transitions::default() };
         (std::mem::replace(&mut self.pending, t), std::mem::take(&mut self.pending_z))

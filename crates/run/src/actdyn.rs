@@ -520,7 +520,8 @@ pub struct ArmResult {
 /// Runs `c` with the given policy to the end (no folder), returning its evaluation.
 pub fn run_quiet(c: &ActdynConfig) -> Result<(Evaluation, Curves, Option<f64>, f64), RunError> {
     let t0 = std::time::Instant::now();
-    let mut run = ActiveRun::new(c.clone())?;
+    // Nothing is persisted here, so transitions are not kept.
+    let mut run = ActiveRun::new(ActdynConfig { save_every: 0, ..c.clone() })?;
     let mut acc = CurveAcc::default();
     let t = c.train.window;
     while run.steps_done() < c.steps {
