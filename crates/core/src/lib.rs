@@ -14,8 +14,9 @@
 //! key_step  = row_t.fold_in(0), key_reset = row_t.fold_in(1), key_policy = row_t.fold_in(2)
 //! ```
 //!
-//! `key_step` goes to [`Env::step`], `key_reset` to [`Env::reset`] when the row finishes in
-//! that step, and `key_policy` to the policy closure of [`VecEnv::step_with`]. Inside one
+//! `row` is the global row (a [`VecEnv::shard`] adds its offset). `key_step` goes to
+//! [`Env::step`], `key_reset` to [`Env::reset`] when the row finishes in that step (with
+//! [`AutoReset::NextStep`], in the following step but still with the finishing step's key), and `key_policy` to the policy closure of [`VecEnv::step_with`]. Inside one
 //! kernel call, sequential draws come from [`Key::rng`].
 //!
 //! # Columns
@@ -36,4 +37,4 @@ pub use env::Env;
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};
 pub use key::{Key, Rng};
 pub use space::{Space, Spec};
-pub use vec_env::VecEnv;
+pub use vec_env::{AutoReset, VecEnv};
