@@ -227,6 +227,65 @@ pub trait Optimizer: Send + Sync {
     fn progress(&self) -> &Progress;
     /// A copy of the optimiser (state included): the run continues identically from either.
     fn boxed_clone(&self) -> Box<dyn Optimizer>;
+
+    /// [`Optimizer::ask`] with the buffer's length checked: an error, not a panic, for input
+    /// from outside (the Python package).
+    fn try_ask(&mut self, key: Key, population: &mut [f32]) -> Result<(), EvoError> {
+        let want = self.pop_size() * self.num_dims();
+        if population.len() != want {
+            return Err(EvoError::invalid(
+                "population",
+                format!("{} values", population.len()),
+                format!(
+                    "pop_size × num_dims = {} × {} = {want} values",
+                    self.pop_size(),
+                    self.num_dims()
+                ),
+            ));
+        }
+        self.ask(key, population);
+        Ok(())
+    }
+
+    /// [`Optimizer::tell`] with the shapes checked and NaN refused (±∞ fitness is allowed:
+    /// it ranks last or first), so outside input never reaches a panic or a NaN state.
+    fn try_tell(
+        &mut self,
+        key: Key,
+        population: &[f32],
+        fitness: &[f32],
+    ) -> Result<TellMetrics, EvoError> {
+        let (p, d) = (self.pop_size(), self.num_dims());
+        if population.len() != p * d {
+            return Err(EvoError::invalid(
+                "population",
+                format!("{} values", population.len()),
+                format!("pop_size × num_dims = {p} × {d} = {} values", p * d),
+            ));
+        }
+        if fitness.len() != p {
+            return Err(EvoError::invalid(
+                "fitness",
+                format!("{} values", fitness.len()),
+                format!("pop_size = {p} values"),
+            ));
+        }
+        if let Some(i) = population.iter().position(|v| !v.is_finite()) {
+            return Err(EvoError::invalid(
+                format!("population[{}][{}]", i / d.max(1), i % d.max(1)),
+                population[i],
+                "a finite number",
+            ));
+        }
+        if let Some(i) = fitness.iter().position(|v| v.is_nan()) {
+            return Err(EvoError::invalid(
+                format!("fitness[{i}]"),
+                "NaN",
+                "a number (±inf allowed)",
+            ));
+        }
+        Ok(self.tell(key, population, fitness))
+    }
 }
 
 /// A [`Strategy`] with its params and state.

@@ -111,7 +111,7 @@ where
         self.num_dims
     }
 
-    fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32]) {
+    fn evaluate_rows(&self, key: Key, first_row: u64, population: &[f32], fitness: &mut [f32]) {
         let (nd, eps) = (self.num_dims, self.episodes);
         assert_eq!(
             population.len(),
@@ -125,7 +125,8 @@ where
         let episode = |row: usize| -> f64 {
             let c = row / eps;
             let weights = &population[c * nd..(c + 1) * nd];
-            let key_row = key.fold_in(row as u64);
+            // Episode keys follow the global candidate: (first_row + c)·episodes + e.
+            let key_row = key.fold_in(first_row * eps as u64 + row as u64);
             let mut obs = vec![E::Obs::default(); obs_len];
             let mut state = self.env.reset(&self.params, key_row, &mut obs);
             let (mut ret, mut reward) = (0.0, [0.0f32]);

@@ -10,8 +10,15 @@ use rayon::prelude::*;
 pub trait Problem: Send + Sync {
     /// Columns of a population.
     fn num_dims(&self) -> usize;
-    /// Writes one fitness per row of the row-major `population`.
-    fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32]);
+    /// Writes one fitness per row of the row-major `population`, whose row `i` is global
+    /// row `first_row + i` of the generation: keys derive from the global row, so shards of a
+    /// population (evaluated on several workers) give exactly the whole population's fitness.
+    fn evaluate_rows(&self, key: Key, first_row: u64, population: &[f32], fitness: &mut [f32]);
+
+    /// [`Problem::evaluate_rows`] of a whole population (first row 0).
+    fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32]) {
+        self.evaluate_rows(key, 0, population, fitness)
+    }
 }
 
 /// The standard continuous test functions (minimum 0). Serialised by [`Function::name`].
@@ -188,7 +195,7 @@ impl Problem for Benchmark {
         self.num_dims
     }
 
-    fn evaluate(&self, _key: Key, population: &[f32], fitness: &mut [f32]) {
+    fn evaluate_rows(&self, _key: Key, _first_row: u64, population: &[f32], fitness: &mut [f32]) {
         let n = self.num_dims;
         assert_eq!(
             population.len(),

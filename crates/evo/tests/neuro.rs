@@ -43,3 +43,45 @@ fn cma_es_learns_to_balance() {
     }
     panic!("no policy balanced for 500 steps: best {}", st.progress.best_fitness);
 }
+
+#[test]
+fn shards_of_a_population_give_the_whole_populations_fitness() {
+    let p = problem();
+    let mut r = Key::new(2).rng();
+    let pop: Vec<f32> = (0..12 * p.num_dims()).map(|_| r.normal_f64() as f32).collect();
+    let mut whole = vec![0.0; 12];
+    p.evaluate(Key::new(9), &pop, &mut whole);
+    let mut parts = vec![0.0; 12];
+    let nd = p.num_dims();
+    for (lo, hi) in [(0usize, 5usize), (5, 6), (6, 12)] {
+        p.evaluate_rows(Key::new(9), lo as u64, &pop[lo * nd..hi * nd], &mut parts[lo..hi]);
+    }
+    assert_eq!(whole, parts);
+}
+
+#[test]
+fn ask_and_tell_check_their_input() {
+    use kestrel_evo::driver::StrategyKind;
+    for kind in [StrategyKind::CmaEs, StrategyKind::Snes, StrategyKind::SepCmaEs] {
+        let mut o = kind.build(Some(8), 0.5, &[0.0; 3], Key::new(1)).unwrap();
+        let e = o.try_ask(Key::new(2), &mut [0.0; 5]).unwrap_err().to_string();
+        assert!(e.contains("population") && e.contains("24"), "{e}");
+        let mut pop = vec![0.0; 24];
+        o.try_ask(Key::new(2), &mut pop).unwrap();
+        assert!(
+            o.try_tell(Key::new(3), &pop, &[0.0; 7]).unwrap_err().to_string().contains("fitness")
+        );
+        let mut fit = vec![1.0; 8];
+        fit[3] = f32::NAN;
+        assert!(
+            o.try_tell(Key::new(3), &pop, &fit).unwrap_err().to_string().contains("fitness[3]")
+        );
+        let mut bad = pop.clone();
+        bad[7] = f32::INFINITY;
+        let e = o.try_tell(Key::new(3), &bad, &[1.0; 8]).unwrap_err().to_string();
+        assert!(e.contains("population[2][1]"), "{e}");
+        fit[3] = f32::INFINITY;
+        o.try_tell(Key::new(3), &pop, &fit).unwrap();
+        assert!(o.mean().iter().all(|m| m.is_finite()));
+    }
+}

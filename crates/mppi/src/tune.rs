@@ -229,7 +229,8 @@ impl<C: Controller> Problem for TuneProblem<C> {
         self.spec.num_dims()
     }
 
-    fn evaluate(&self, key: Key, population: &[f32], fitness: &mut [f32]) {
+    /// Common random numbers: every candidate sees the same episodes, whatever its row.
+    fn evaluate_rows(&self, key: Key, _first_row: u64, population: &[f32], fitness: &mut [f32]) {
         let n = self.spec.num_dims();
         population.par_chunks(n).zip(fitness.par_iter_mut()).for_each(|(x, f)| {
             *f = self.episode_cost(key, &self.params_of(x)) as f32;
