@@ -323,3 +323,5 @@ impl Strategy for CmaEs {
         &state.progress
     }
 }
+
+crate::strategy::state_tensors!(CmaState { vec mean, scalar sigma, vec p_sigma, vec p_c, mat c, mat b, vec d, count eigen_generation });

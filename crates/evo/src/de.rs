@@ -143,3 +143,5 @@ impl Strategy for DifferentialEvolution {
         &state.progress
     }
 }
+
+crate::strategy::state_tensors!(DeState { vec32 members, vec32 fitness });

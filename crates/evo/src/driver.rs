@@ -228,6 +228,13 @@ pub trait Optimizer: Send + Sync {
     /// A copy of the optimiser (state included): the run continues identically from either.
     fn boxed_clone(&self) -> Box<dyn Optimizer>;
 
+    /// The strategy state as named arrays ([`crate::strategy::StateDict`]).
+    fn state_dict(&self) -> crate::strategy::StateDict;
+
+    /// Overwrites the state from a [`Optimizer::state_dict`] of the same strategy and sizes;
+    /// a mismatch is an error that changes nothing.
+    fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), EvoError>;
+
     /// [`Optimizer::ask`] with the buffer's length checked: an error, not a panic, for input
     /// from outside (the Python package).
     fn try_ask(&mut self, key: Key, population: &mut [f32]) -> Result<(), EvoError> {
@@ -329,6 +336,14 @@ impl<S: Strategy + Clone + 'static> Optimizer for Instance<S> {
     fn boxed_clone(&self) -> Box<dyn Optimizer> {
         Box::new(self.clone())
     }
+    fn state_dict(&self) -> crate::strategy::StateDict {
+        use crate::strategy::StateTensors;
+        self.state.state_dict()
+    }
+    fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), EvoError> {
+        use crate::strategy::StateTensors;
+        self.state.load_state_dict(dict)
+    }
 }
 
 impl Clone for Box<dyn Optimizer> {
@@ -358,6 +373,12 @@ impl Optimizer for Box<dyn Optimizer> {
     }
     fn boxed_clone(&self) -> Box<dyn Optimizer> {
         (**self).boxed_clone()
+    }
+    fn state_dict(&self) -> crate::strategy::StateDict {
+        (**self).state_dict()
+    }
+    fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), EvoError> {
+        (**self).load_state_dict(dict)
     }
 }
 

@@ -46,5 +46,5 @@ pub use pgpe::{Pgpe, PgpeParams, PgpeState};
 pub use problem::Problem;
 pub use sep_cma_es::{SepCmaEs, SepCmaState};
 pub use snes::{Snes, SnesParams, SnesState};
-pub use strategy::{Progress, Strategy, TellMetrics};
+pub use strategy::{Progress, StateDict, StateTensors, Strategy, TellMetrics};
 pub use xnes::{Xnes, XnesParams, XnesState};

@@ -192,3 +192,5 @@ impl Strategy for OpenEs {
         &state.progress
     }
 }
+
+crate::strategy::state_tensors!(OpenEsState { vec mean, vec m, vec v, count adam_steps });

@@ -172,3 +172,5 @@ impl Strategy for Pgpe {
         &state.progress
     }
 }
+
+crate::strategy::state_tensors!(PgpeState { vec mean, vec sigma, vec velocity });

@@ -168,3 +168,5 @@ impl Strategy for SepCmaEs {
         &state.progress
     }
 }
+
+crate::strategy::state_tensors!(SepCmaState { vec mean, scalar sigma, vec p_sigma, vec p_c, vec c, vec d });

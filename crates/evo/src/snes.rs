@@ -141,3 +141,5 @@ impl Strategy for Snes {
         &state.progress
     }
 }
+
+crate::strategy::state_tensors!(SnesState { vec mean, vec sigma });

@@ -88,7 +88,7 @@ pub trait Strategy: Send + Sync {
     type Params: Clone + std::fmt::Debug + Send + Sync;
     /// Everything that changes between generations (buffers included, so ask/tell do not
     /// allocate).
-    type State: Clone + std::fmt::Debug + Send + Sync;
+    type State: Clone + std::fmt::Debug + Send + Sync + StateTensors;
 
     /// Rows of a population.
     fn pop_size(&self) -> usize;
@@ -128,3 +128,145 @@ pub(crate) fn check_lens(
         assert_eq!(f.len(), pop, "{what}: one fitness per population row");
     }
 }
+
+/// A strategy state as named flat f64 arrays (matrices row-major, scalars and counters as one
+/// value; counters are exact below 2^53): what a checkpoint, a Python `state_dict` or a pickle
+/// stores. Loading checks every name and length against the state it overwrites, so a dict of
+/// another shape is an error that changes nothing.
+pub type StateDict = Vec<(String, Vec<f64>)>;
+
+/// Export and import of a strategy state ([`StateDict`]).
+pub trait StateTensors {
+    /// The state's named arrays (scratch buffers excluded).
+    fn state_dict(&self) -> StateDict;
+    /// Overwrites the state from `dict` (every array this state exports, same lengths).
+    fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), crate::EvoError>;
+}
+
+/// Reads and writes the fields of a [`StateDict`], checking names and lengths.
+pub(crate) struct Fields<'a> {
+    dict: &'a [(String, Vec<f64>)],
+}
+
+impl<'a> Fields<'a> {
+    pub(crate) fn new(dict: &'a [(String, Vec<f64>)]) -> Self {
+        Fields { dict }
+    }
+
+    fn get(&self, name: &str, len: usize) -> Result<&'a [f64], crate::EvoError> {
+        use kestrel_core::FromInvalid;
+        let v = self.dict.iter().find(|(n, _)| n == name).map(|(_, v)| v).ok_or_else(|| {
+            crate::EvoError::invalid(format!("state_dict.{name}"), "missing", "present")
+        })?;
+        if v.len() != len {
+            return Err(crate::EvoError::invalid(
+                format!("state_dict.{name}"),
+                format!("{} values", v.len()),
+                format!("{len} values"),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Checks that `name` holds `len` values (before anything is written).
+    pub(crate) fn check(&self, name: &str, len: usize) -> Result<(), crate::EvoError> {
+        self.get(name, len).map(|_| ())
+    }
+
+    pub(crate) fn vec(&self, name: &str, dst: &mut [f64]) {
+        if let Ok(v) = self.get(name, dst.len()) {
+            dst.copy_from_slice(v);
+        }
+    }
+
+    pub(crate) fn vec32(&self, name: &str, dst: &mut [f32]) {
+        if let Ok(v) = self.get(name, dst.len()) {
+            dst.iter_mut().zip(v).for_each(|(d, s)| *d = *s as f32);
+        }
+    }
+
+    pub(crate) fn mat(&self, name: &str, dst: &mut faer::Mat<f64>) {
+        let (r, c) = (dst.nrows(), dst.ncols());
+        if let Ok(v) = self.get(name, r * c) {
+            for i in 0..r {
+                for j in 0..c {
+                    dst[(i, j)] = v[i * c + j];
+                }
+            }
+        }
+    }
+
+    pub(crate) fn scalar(&self, name: &str) -> f64 {
+        self.get(name, 1).map(|v| v[0]).unwrap_or(f64::NAN)
+    }
+}
+
+/// Row-major values of a matrix.
+pub(crate) fn mat_values(m: &faer::Mat<f64>) -> Vec<f64> {
+    let mut v = Vec::with_capacity(m.nrows() * m.ncols());
+    for i in 0..m.nrows() {
+        for j in 0..m.ncols() {
+            v.push(m[(i, j)]);
+        }
+    }
+    v
+}
+
+impl Progress {
+    pub(crate) fn export(&self, out: &mut StateDict) {
+        out.push(("best_solution".into(), self.best_solution.iter().map(|&v| v as f64).collect()));
+        out.push(("best_fitness".into(), vec![self.best_fitness as f64]));
+        out.push(("generation".into(), vec![self.generation as f64]));
+    }
+
+    pub(crate) fn check(&self, f: &Fields<'_>) -> Result<(), crate::EvoError> {
+        f.check("best_solution", self.best_solution.len())?;
+        f.check("best_fitness", 1)?;
+        f.check("generation", 1)
+    }
+
+    pub(crate) fn load(&mut self, f: &Fields<'_>) {
+        f.vec32("best_solution", &mut self.best_solution);
+        self.best_fitness = f.scalar("best_fitness") as f32;
+        self.generation = f.scalar("generation") as u64;
+    }
+}
+
+/// Implements [`StateTensors`] for a state from its field list: `vec` (Vec<f64>), `vec32`
+/// (Vec<f32>), `mat` (faer Mat<f64>), `scalar` (f64), `count` (u64); `progress` always.
+macro_rules! state_tensors {
+    ($ty:ty { $($kind:ident $field:ident),* $(,)? }) => {
+        impl $crate::strategy::StateTensors for $ty {
+            fn state_dict(&self) -> $crate::strategy::StateDict {
+                let mut out: $crate::strategy::StateDict = Vec::new();
+                $( $crate::strategy::state_tensors!(@put $kind self.$field, stringify!($field), out); )*
+                self.progress.export(&mut out);
+                out
+            }
+            fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), $crate::EvoError> {
+                let f = $crate::strategy::Fields::new(dict);
+                $( $crate::strategy::state_tensors!(@check $kind self.$field, stringify!($field), f); )*
+                self.progress.check(&f)?;
+                $( $crate::strategy::state_tensors!(@load $kind self.$field, stringify!($field), f); )*
+                self.progress.load(&f);
+                Ok(())
+            }
+        }
+    };
+    (@put vec $e:expr, $n:expr, $out:ident) => { $out.push(($n.into(), $e.clone())) };
+    (@put vec32 $e:expr, $n:expr, $out:ident) => { $out.push(($n.into(), $e.iter().map(|&v| v as f64).collect())) };
+    (@put mat $e:expr, $n:expr, $out:ident) => { $out.push(($n.into(), $crate::strategy::mat_values(&$e))) };
+    (@put scalar $e:expr, $n:expr, $out:ident) => { $out.push(($n.into(), vec![$e])) };
+    (@put count $e:expr, $n:expr, $out:ident) => { $out.push(($n.into(), vec![$e as f64])) };
+    (@check vec $e:expr, $n:expr, $f:ident) => { $f.check($n, $e.len())? };
+    (@check vec32 $e:expr, $n:expr, $f:ident) => { $f.check($n, $e.len())? };
+    (@check mat $e:expr, $n:expr, $f:ident) => { $f.check($n, $e.nrows() * $e.ncols())? };
+    (@check scalar $e:expr, $n:expr, $f:ident) => { $f.check($n, 1)? };
+    (@check count $e:expr, $n:expr, $f:ident) => { $f.check($n, 1)? };
+    (@load vec $e:expr, $n:expr, $f:ident) => { $f.vec($n, &mut $e) };
+    (@load vec32 $e:expr, $n:expr, $f:ident) => { $f.vec32($n, &mut $e) };
+    (@load mat $e:expr, $n:expr, $f:ident) => { $f.mat($n, &mut $e) };
+    (@load scalar $e:expr, $n:expr, $f:ident) => { $e = $f.scalar($n) };
+    (@load count $e:expr, $n:expr, $f:ident) => { $e = $f.scalar($n) as u64 };
+}
+pub(crate) use state_tensors;

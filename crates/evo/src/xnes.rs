@@ -229,3 +229,5 @@ impl Strategy for Xnes {
         &state.progress
     }
 }
+
+crate::strategy::state_tensors!(XnesState { vec mean, scalar sigma, mat b, mat b_inv });

@@ -189,3 +189,44 @@ fn ipop_and_bipop_restart_and_solve_rastrigin() {
         }
     }
 }
+
+/// Every strategy's state exports and imports exactly: an optimiser loaded from another's
+/// `state_dict` asks the same populations from then on; a dict of other sizes is refused and
+/// changes nothing.
+#[test]
+fn state_dicts_round_trip_for_every_strategy() {
+    use kestrel_evo::driver::StrategyKind;
+    let f = |x: &[f32]| x.iter().map(|v| (v - 0.3) * (v - 0.3)).sum::<f32>();
+    for kind in StrategyKind::ALL {
+        let mut a = kind.build(Some(12), 0.5, &[0.1; 4], kestrel_core::Key::new(1)).unwrap();
+        let mut pop = vec![0.0; 12 * 4];
+        let mut fit = vec![0.0; 12];
+        for g in 0..3 {
+            a.try_ask(kestrel_core::Key::new(10 + g), &mut pop).unwrap();
+            fit.iter_mut().zip(pop.chunks(4)).for_each(|(o, x)| *o = f(x));
+            a.try_tell(kestrel_core::Key::new(20 + g), &pop, &fit).unwrap();
+        }
+        let dict = a.state_dict();
+        let mut b = kind.build(Some(12), 0.5, &[0.9; 4], kestrel_core::Key::new(2)).unwrap();
+        b.load_state_dict(&dict).unwrap();
+        assert_eq!(b.state_dict(), dict, "{kind:?}");
+        let (mut pa, mut pb) = (vec![0.0; 48], vec![0.0; 48]);
+        a.try_ask(kestrel_core::Key::new(99), &mut pa).unwrap();
+        b.try_ask(kestrel_core::Key::new(99), &mut pb).unwrap();
+        assert_eq!(pa, pb, "{kind:?}");
+        let mut small = kind.build(Some(12), 0.5, &[0.0; 3], kestrel_core::Key::new(3)).unwrap();
+        let before = small.state_dict();
+        let e = small.load_state_dict(&dict).unwrap_err().to_string();
+        assert!(e.contains("state_dict."), "{kind:?}: {e}");
+        let bits = |d: &kestrel_evo::StateDict| {
+            d.iter()
+                .map(|(n, v)| (n.clone(), v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            bits(&small.state_dict()),
+            bits(&before),
+            "{kind:?}: unchanged after a refused load"
+        );
+    }
+}
