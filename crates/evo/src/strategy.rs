@@ -237,6 +237,7 @@ impl Progress {
 macro_rules! state_tensors {
     ($ty:ty { $($kind:ident $field:ident),* $(,)? }) => {
         impl $crate::strategy::StateTensors for $ty {
+            #[allow(clippy::vec_init_then_push)]
             fn state_dict(&self) -> $crate::strategy::StateDict {
                 let mut out: $crate::strategy::StateDict = Vec::new();
                 $( $crate::strategy::state_tensors!(@put $kind self.$field, stringify!($field), out); )*
