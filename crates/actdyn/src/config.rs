@@ -133,6 +133,8 @@ pub enum ObsKind {
     Linear,
     /// y = z (N_y = 2).
     Identity,
+    /// y = MLP(z): one ReLU hidden layer of 16, PyTorch-default weights from the seed.
+    Mlp,
 }
 
 /// Observation noise of the true environment.
@@ -399,6 +401,7 @@ impl ActdynConfig {
             return bad("env.obs_dim", e.obs_dim.to_string(), "2 with the identity observation");
         }
         if e.obs_noise_kind == ObsNoiseKind::Poisson && e.obs != ObsKind::LogLinear {
+            // Poisson counts need a positive rate.
             return bad(
                 "env.obs_noise_kind",
                 "poisson".into(),

@@ -21,7 +21,7 @@ use crate::rbf::{LogLinearDecoder, RbfDynamics};
 use crate::train::{TrainStats, Trainer};
 use kestrel_core::{FromInvalid, Key};
 use kestrel_envs::vectorfield::{
-    DoubleLimitCycle, Duffing, LimitCycle, Linear, MultiAttractor, MultiAttractorConfig,
+    DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor, MultiAttractorConfig,
     NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, VanDerPol, VectorField,
     VectorFieldParams, reset_latent, step_latent,
 };
@@ -140,6 +140,7 @@ pub fn build_env(
         ObsKind::LogLinear => {
             ObsMap::LogLinear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?)
         }
+        ObsKind::Mlp => ObsMap::Mlp(Mlp::init(k_obs, 2, &[16], e.obs_dim).map_err(env_err)?),
     };
     let noise = match e.obs_noise_kind {
         ObsNoiseKind::Gaussian if e.obs_noise > 0.0 => ObsNoise::Gaussian { scale: e.obs_noise },

@@ -84,6 +84,31 @@ fn every_policy_field_and_profile_runs() {
 }
 
 #[test]
+fn every_observation_model_runs() {
+    use kestrel_actdyn::config::{ObsKind, ObsNoiseKind};
+    for (obs, noise_kind, noise, dim) in [
+        (ObsKind::Linear, ObsNoiseKind::Gaussian, 0.1, 50),
+        (ObsKind::Identity, ObsNoiseKind::Gaussian, 0.05, 2),
+        (ObsKind::Mlp, ObsNoiseKind::Gaussian, 0.0, 30),
+        (ObsKind::LogLinear, ObsNoiseKind::Poisson, 0.0, 50),
+    ] {
+        let mut c = ActdynConfig::e1();
+        c.env.obs = obs;
+        c.env.obs_noise_kind = noise_kind;
+        c.env.obs_noise = noise;
+        c.env.obs_dim = dim;
+        c.model.obs_dim = dim;
+        if noise_kind == ObsNoiseKind::Poisson {
+            c.model.likelihood = kestrel_actdyn::model::Likelihood::Poisson;
+        }
+        c.train.window = 6;
+        c.train.k_steps = 2;
+        let r = run_steps(&c, 12);
+        assert!(r.params.iter().all(|v| v.is_finite()), "{obs:?}");
+    }
+}
+
+#[test]
 fn multi_attractor_field_runs() {
     let mut c = ActdynConfig::e1();
     c.env.field = FieldKind::MultiAttractor;
