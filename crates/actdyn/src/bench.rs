@@ -26,7 +26,8 @@ pub struct BenchTimes {
     pub env_belief_us: f64,
 }
 
-fn train_ms(cfg: &ActdynConfig, reps: usize) -> Result<f64, ActdynError> {
+/// Median milliseconds of one training call of `cfg`'s model on a fixed random window.
+pub fn train_ms(cfg: &ActdynConfig, reps: usize) -> Result<f64, ActdynError> {
     let model = SeqVae::new(cfg.model.clone())?;
     let mut p = model.init(Key::new(1));
     let mut tr = Trainer::new(&model, cfg.train.clone())?;

@@ -22,87 +22,65 @@ pub enum Profile {
     Fixed,
 }
 
-/// The reference's deviations from the intended math, each switchable (`true` = behave as the
-/// reference does).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bugs {
+/// Declares [`Bugs`] (one `bool` per switch), [`BugOverrides`] (one `Option<bool>` each) and
+/// the resolution of one by the other, from a single list of switches.
+macro_rules! bug_switches {
+    ($($(#[doc = $doc:expr])* $name:ident,)*) => {
+        /// The reference's deviations from the intended math, each switchable (`true` = behave
+        /// as the reference does).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct Bugs {
+            $($(#[doc = $doc])* pub $name: bool,)*
+        }
+
+        impl Bugs {
+            /// Every switch as the profile sets it (all on for `faithful`, off for `fixed`).
+            pub fn of(profile: Profile) -> Bugs {
+                let on = profile == Profile::Faithful;
+                Bugs { $($name: on,)* }
+            }
+        }
+
+        /// Overrides of single [`Bugs`] switches (unset: the profile's).
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct BugOverrides {
+            $($(#[doc = $doc])* pub $name: Option<bool>,)*
+        }
+
+        impl BugOverrides {
+            /// The profile's switches with these overrides applied.
+            pub fn resolve(&self, profile: Profile) -> Bugs {
+                let b = Bugs::of(profile);
+                Bugs { $($name: self.$name.unwrap_or(b.$name),)* }
+            }
+        }
+    };
+}
+
+bug_switches! {
     /// Process noise σ = √Q·dt (C) instead of the Euler–Maruyama √(Q·dt).
-    pub env_noise_sqrt_q_times_dt: bool,
+    env_noise_sqrt_q_times_dt,
     /// The limit cycle's α auto-scaled from the grid (0.1) instead of `env.alpha` (0.25).
-    pub env_alpha_autoscale: bool,
+    env_alpha_autoscale,
     /// The Fisher recursion's Jacobian as coded: without 2γ, transposed, plus an all-ones
     /// matrix (instead of ∂μ′/∂z).
-    pub fisher_jacobian_as_coded: bool,
+    fisher_jacobian_as_coded,
     /// The sensitivities off by one step (S_0 = I⊗Φ_0, S_t uses Φ_{t−1}; information from
     /// z_0..z_{H−1}) instead of S_{t+1} = I⊗Φ(z_t) + J S_t from z_1..z_H.
-    pub fisher_off_by_one: bool,
+    fisher_off_by_one,
     /// The belief is the encoder mean at the last *pre-step* observation of the window, run
     /// without actions (so it lags one step; before the window fills only the latest
     /// observation is encoded), and the reset belief is a sample; instead of the mean at the
     /// newest observation, with actions.
-    pub belief_lagged_action_free: bool,
+    belief_lagged_action_free,
     /// The 0.01 random walk on the dynamics weights after every step, on a single model
     /// (meant for ensembles); off: no perturbation.
-    pub perturb_single_model: bool,
+    perturb_single_model,
     /// A new optimiser every training call (a no-op for SGD; resets Adam's moments).
-    pub fresh_optimizer: bool,
+    fresh_optimizer,
     /// The KL's prior variance is v, not the v·dt the prior samples with.
-    pub kl_prior_variance_v: bool,
-}
-
-impl Bugs {
-    /// Every switch as the profile sets it.
-    pub fn of(profile: Profile) -> Bugs {
-        let on = profile == Profile::Faithful;
-        Bugs {
-            env_noise_sqrt_q_times_dt: on,
-            env_alpha_autoscale: on,
-            fisher_jacobian_as_coded: on,
-            fisher_off_by_one: on,
-            belief_lagged_action_free: on,
-            perturb_single_model: on,
-            fresh_optimizer: on,
-            kl_prior_variance_v: on,
-        }
-    }
-}
-
-/// Overrides of single [`Bugs`] switches (unset: the profile's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[allow(missing_docs)]
-pub struct BugOverrides {
-    pub env_noise_sqrt_q_times_dt: Option<bool>,
-    pub env_alpha_autoscale: Option<bool>,
-    pub fisher_jacobian_as_coded: Option<bool>,
-    pub fisher_off_by_one: Option<bool>,
-    pub belief_lagged_action_free: Option<bool>,
-    pub perturb_single_model: Option<bool>,
-    pub fresh_optimizer: Option<bool>,
-    pub kl_prior_variance_v: Option<bool>,
-}
-
-impl BugOverrides {
-    /// The profile's switches with these overrides applied.
-    pub fn resolve(&self, profile: Profile) -> Bugs {
-        let b = Bugs::of(profile);
-        Bugs {
-            env_noise_sqrt_q_times_dt: self
-                .env_noise_sqrt_q_times_dt
-                .unwrap_or(b.env_noise_sqrt_q_times_dt),
-            env_alpha_autoscale: self.env_alpha_autoscale.unwrap_or(b.env_alpha_autoscale),
-            fisher_jacobian_as_coded: self
-                .fisher_jacobian_as_coded
-                .unwrap_or(b.fisher_jacobian_as_coded),
-            fisher_off_by_one: self.fisher_off_by_one.unwrap_or(b.fisher_off_by_one),
-            belief_lagged_action_free: self
-                .belief_lagged_action_free
-                .unwrap_or(b.belief_lagged_action_free),
-            perturb_single_model: self.perturb_single_model.unwrap_or(b.perturb_single_model),
-            fresh_optimizer: self.fresh_optimizer.unwrap_or(b.fresh_optimizer),
-            kl_prior_variance_v: self.kl_prior_variance_v.unwrap_or(b.kl_prior_variance_v),
-        }
-    }
+    kl_prior_variance_v,
 }
 
 /// The true vector field.

@@ -342,6 +342,37 @@ impl SeqVae {
         self.tensors.iter().find(|t| t.name == name)
     }
 
+    /// The values of tensor `name` in PyTorch's layout and row-major order (`None` for an
+    /// unknown name).
+    pub fn tensor_values(&self, params: &[f64], name: &str) -> Option<Vec<f64>> {
+        let t = self.tensor(name)?;
+        Some((0..t.len()).map(|i| params[t.index(i)]).collect())
+    }
+
+    /// Writes tensor `name` from `values` in PyTorch's layout and row-major order (what the
+    /// reference's `named_parameters()` hold); an unknown name or a wrong length is an error.
+    pub fn set_tensor_values(
+        &self,
+        params: &mut [f64],
+        name: &str,
+        values: &[f64],
+    ) -> Result<(), ActdynError> {
+        let t = self.tensor(name).ok_or_else(|| {
+            ActdynError::invalid("tensor", name.to_string(), "a parameter name of this model")
+        })?;
+        if values.len() != t.len() {
+            return Err(ActdynError::invalid(
+                format!("tensor {name}"),
+                format!("{} values", values.len()),
+                format!("{} values (shape {:?})", t.len(), t.shape),
+            ));
+        }
+        for (i, v) in values.iter().enumerate() {
+            params[t.index(i)] = *v;
+        }
+        Ok(())
+    }
+
     /// The range of the dynamics parameters (network or RBF weights, then the process
     /// log-variance): the `dynamics.*` tensors.
     pub fn dynamics_range(&self) -> std::ops::Range<usize> {
@@ -363,10 +394,8 @@ impl SeqVae {
 
     /// The log-linear decoder's C′ (`N_y × D`, PyTorch layout) and b′.
     pub fn decoder_linear(&self, params: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        let t = self.tensor("decoder.mapping.network.0.weight").expect("decoder weight");
-        let c = (0..t.len()).map(|i| params[t.index(i)]).collect();
-        let b = self.tensor("decoder.mapping.network.0.bias").expect("decoder bias");
-        (c, params[b.offset..b.offset + b.len()].to_vec())
+        let get = |name| self.tensor_values(params, name).expect("a log-linear decoder");
+        (get("decoder.mapping.network.0.weight"), get("decoder.mapping.network.0.bias"))
     }
 
     /// Process variance v = softplus(ℓ) + 1e-6 (per latent dimension).
@@ -629,18 +658,21 @@ impl SeqVae {
             }
         }
         // 5. K-step prior means: level k takes ẑ^{k−1}[s, 0..T−k].
-        let v = self.process_variance(params);
+        let mut v = std::mem::take(&mut ws.v);
+        v.clear();
+        v.extend(params[self.off[4]..self.off[5]].iter().map(|&l| softplus(l) + 1e-6));
         let vscale = if opts.kl_prior_variance_dt { dt } else { 1.0 };
         for k in 1..=k_n {
             let len = t_n - k;
             let prev_len = t_n - k + 1;
-            let lvl = &mut ws.levels[k - 1];
+            // Level k reads z_bar (k = 1) or the previous level's samples, rows of prev_len.
+            let (done, rest) = ws.levels.split_at_mut(k - 1);
+            let from = if k == 1 { &ws.z_bar[..] } else { &done[k - 2].zhat[..] };
+            let lvl = &mut rest[0];
             for s in 0..s_n {
                 for t in 0..len {
                     let dst = (s * len + t) * d;
                     let src = (s * prev_len + t) * d;
-                    let from = if k == 1 { &ws.z_bar[..] } else { &ws.zhat_prev[..] };
-                    // Level 1 reads z_bar, whose row length is T = prev_len.
                     lvl.zin[dst..dst + d].copy_from_slice(&from[src..src + d]);
                 }
             }
@@ -657,8 +689,6 @@ impl SeqVae {
                     }
                 }
             }
-            ws.zhat_prev.clear();
-            ws.zhat_prev.extend_from_slice(&lvl.zhat);
         }
         // 6. KL per k.
         let mut kl = vec![0.0; k_n];
@@ -729,6 +759,7 @@ impl SeqVae {
         }
         ws.dec = dec_ws;
         ws.yhat = yhat;
+        ws.v = v;
         terms
     }
 
@@ -756,8 +787,7 @@ impl SeqVae {
         let lv_y = &params[self.off[6]..self.off[7]];
         ws.sig_y.clear();
         ws.sig_y.extend(lv_y.iter().map(|&l| sigmoid(l)));
-        let (dpre, rest) = ws.gbuf.split_at_mut(rows * ny);
-        let _ = rest;
+        let dpre = &mut ws.gbuf[..rows * ny];
         {
             let dlv_y = &mut grads[self.off[6]..self.off[7]];
             for r in 0..rows {
@@ -794,7 +824,9 @@ impl SeqVae {
         );
         // KL terms: ∂/∂prior_mu per level, ∂/∂μ_q, ∂/∂σ²_q, ∂/∂v.
         let wsum: f64 = (0..k_n).map(|k| opts.kl_decay.powi(k as i32)).sum();
-        let mut dv = vec![0.0; d];
+        let mut dv = std::mem::take(&mut ws.dv);
+        dv.clear();
+        dv.resize(d, 0.0);
         ws.dmu_q.iter_mut().for_each(|x| *x = 0.0);
         ws.dvar_q.iter_mut().for_each(|x| *x = 0.0);
         for k in 1..=k_n {
@@ -872,6 +904,7 @@ impl SeqVae {
             let l = params[self.off[4] + j];
             grads[self.off[4] + j] += dv[j] * sigmoid(l);
         }
+        ws.dv = dv;
         // z_bar = mask ⊙ z_me + (1 − mask) ⊙ z_tr.
         ws.dz_me.iter_mut().for_each(|x| *x = 0.0);
         for s in 0..s_n {
@@ -1123,7 +1156,10 @@ pub struct ElboWorkspace {
     buf: Vec<f64>,
     one: DynCache,
     levels: Vec<Level>,
-    zhat_prev: Vec<f64>,
+    /// Process variance v of the current call.
+    v: Vec<f64>,
+    /// ∂loss/∂v.
+    dv: Vec<f64>,
     dec: Workspace<f64>,
     yhat: Vec<f64>,
     gbuf: Vec<f64>,
@@ -1169,7 +1205,6 @@ impl ElboWorkspace {
                 }
             })
             .collect();
-        self.zhat_prev = Vec::with_capacity(s * t * d);
         self.yhat = vec![0.0; s * t * ny];
         self.gbuf = vec![0.0; s * t * ny];
         self.dz_bar = vec![0.0; s * t * d];

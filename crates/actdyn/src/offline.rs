@@ -157,6 +157,8 @@ pub fn retrain(
     let key = Key::new(cfg.seed);
     let mut order: Vec<usize> = (0..n_chunks).collect();
     let mut grads = vec![0.0; params.len()];
+    let mut slots: Vec<(f64, Vec<f64>)> =
+        (0..cfg.batch.min(n_chunks)).map(|_| (0.0, vec![0.0; params.len()])).collect();
     for epoch in 1..=cfg.epochs {
         let ek = key.fold_in(epoch);
         // Fisher–Yates with the epoch's key.
@@ -168,23 +170,21 @@ pub fn retrain(
         let mut epoch_loss = 0.0;
         for (b, batch) in order.chunks(cfg.batch).enumerate() {
             let p: &[f64] = params;
-            let per: Vec<(f64, Vec<f64>)> = batch
-                .par_iter()
-                .map_init(
-                    || (ElboWorkspace::default(), ElboNoise::zeros(cfg.samples, t, cfg.k_steps, d)),
-                    |(ws, noise), &c| {
-                        noise.draw(ek.fold_in(b as u64).fold_in(c as u64), 0.0);
-                        let mut g = vec![0.0; p.len()];
-                        let y = &data.next_obs[c * t * ny..(c + 1) * t * ny];
-                        let u = &data.action[c * t * 2..(c + 1) * t * 2];
-                        let terms = model.elbo(p, y, u, noise, &opts, ws, Some(&mut g));
-                        (terms.loss, g)
-                    },
-                )
-                .collect();
+            // One gradient slot per chunk of the batch (allocated once), summed in chunk order.
+            let used = &mut slots[..batch.len()];
+            used.par_iter_mut().zip(batch.par_iter()).for_each_init(
+                || (ElboWorkspace::default(), ElboNoise::zeros(cfg.samples, t, cfg.k_steps, d)),
+                |(ws, noise), ((loss, g), &c)| {
+                    noise.draw(ek.fold_in(b as u64).fold_in(c as u64), 0.0);
+                    g.iter_mut().for_each(|v| *v = 0.0);
+                    let y = &data.next_obs[c * t * ny..(c + 1) * t * ny];
+                    let u = &data.action[c * t * 2..(c + 1) * t * 2];
+                    *loss = model.elbo(p, y, u, noise, &opts, ws, Some(g)).loss;
+                },
+            );
             grads.iter_mut().for_each(|g| *g = 0.0);
             let scale = 1.0 / batch.len() as f64;
-            for (loss, g) in &per {
+            for (loss, g) in used.iter() {
                 epoch_loss += loss / t as f64;
                 for (a, b) in grads.iter_mut().zip(g) {
                     *a += scale * b;

@@ -374,6 +374,26 @@ impl ActiveRun {
     /// Chooses the action at the current belief (a planner call with iCEM; its state moves
     /// on as in a step). `key` is the step's policy key.
     pub fn act(&mut self, key: Key) -> Result<([f64; 2], Option<f64>), ActdynError> {
+        let parts = self.fisher_parts_if_planned()?;
+        self.act_with(key, parts.as_ref())
+    }
+
+    /// The Fisher metric's model parts when the policy plans on a Fisher metric.
+    fn fisher_parts_if_planned(
+        &self,
+    ) -> Result<Option<(RbfDynamics, LogLinearDecoder)>, ActdynError> {
+        let p = &self.cfg.policy;
+        let fisher = matches!(p.metric, Metric::AOptimality | Metric::DOptimality);
+        if p.kind == PolicyKind::Icem && fisher { self.fisher_parts().map(Some) } else { Ok(None) }
+    }
+
+    /// [`ActiveRun::act`] with the Fisher metric's parts already built (one build per step
+    /// serves the planner and the information update).
+    fn act_with(
+        &mut self,
+        key: Key,
+        fisher_parts: Option<&(RbfDynamics, LogLinearDecoder)>,
+    ) -> Result<([f64; 2], Option<f64>), ActdynError> {
         let b = self.cfg.env.action_bound;
         let p = &self.cfg.policy;
         let uniform = |key: Key| {
@@ -392,10 +412,6 @@ impl ActiveRun {
             PolicyKind::Icem => {
                 let mut action = [0.0; 2];
                 let fisher_bugs = self.fisher_bugs();
-                let fisher_parts = match p.metric {
-                    Metric::AOptimality | Metric::DOptimality => Some(self.fisher_parts()?),
-                    _ => None,
-                };
                 let mut noise = KeyedPink { key, round_f32: self.cfg.profile == Profile::Faithful };
                 let icem = self.icem.as_mut().expect("planner with the icem policy");
                 let state = self.icem_state.as_mut().expect("planner state");
@@ -418,7 +434,7 @@ impl ActiveRun {
                         icem.plan(state, &mut noise, &cost, &mut action).map_err(plan_err)?
                     }
                     Metric::AOptimality | Metric::DOptimality => {
-                        let (dynamics, decoder) = fisher_parts.as_ref().expect("built above");
+                        let (dynamics, decoder) = fisher_parts.expect("built for a Fisher metric");
                         let mut metric = FisherMetric::new(dynamics, decoder, fisher_bugs);
                         metric.discount = p.discount;
                         let which = if p.metric == Metric::AOptimality {
@@ -441,7 +457,8 @@ impl ActiveRun {
         let t = self.step + 1;
         let [k_policy, k_env, k_train] = self.steps_key.fold_in(t).split::<3>();
         let b = self.belief;
-        let (mut action, plan_cost) = self.act(k_policy)?;
+        let fisher_parts = self.fisher_parts_if_planned()?;
+        let (mut action, plan_cost) = self.act_with(k_policy, fisher_parts.as_ref())?;
         let bound = self.cfg.env.action_bound;
         for a in action.iter_mut() {
             *a = a.clamp(-bound, bound);
@@ -503,11 +520,9 @@ impl ActiveRun {
             for (c, f) in self.coverage.iter_mut().zip(&self.phi) {
                 *c += f * f / a2;
             }
-            if self.cfg.policy.kind == PolicyKind::Icem
-                && matches!(self.cfg.policy.metric, Metric::AOptimality | Metric::DOptimality)
-            {
-                let (dynamics, decoder) = self.fisher_parts()?;
-                let mut metric = FisherMetric::new(&dynamics, &decoder, self.fisher_bugs());
+            // The parameters have not changed since planning (training comes last).
+            if let Some((dynamics, decoder)) = &fisher_parts {
+                let mut metric = FisherMetric::new(dynamics, decoder, self.fisher_bugs());
                 metric.discount = self.cfg.policy.discount;
                 self.acc.update(&metric, b);
             }

@@ -16,53 +16,26 @@ use kestrel_mppi::TrajectoryCost;
 use kestrel_testkit::{actdyn_fixture, central_differences, flat};
 use serde_json::Value;
 
-/// `|got − want| ≤ rel·|want| + abs` element-wise, with the first failure named.
-fn assert_close(what: &str, got: &[f64], want: &[f64], rel: f64, abs: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let mut worst = 0.0f64;
-    for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        let err = (g - w).abs();
-        assert!(err <= rel * w.abs() + abs, "{what}[{k}]: got {g:e}, want {w:e} (err {err:e})");
-        if w.abs() > 0.0 {
-            worst = worst.max(err / w.abs());
-        }
-    }
-    if got.len() > 2 {
-        eprintln!("{what}: {} values, worst relative error {worst:.1e}", got.len());
-    }
-}
+mod common;
+use common::assert_close;
 
 fn max_abs(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
-/// Model, decoder from a fixture's `model` block.
+/// Model and decoder from a fixture's `model` block, checking its centres on the way: the
+/// product grid of one axis, which is linspace(−2, 2, 25) up to a few ulps (torch's rounding).
 fn model_of(m: &Value) -> (RbfDynamics, LogLinearDecoder) {
-    let (alpha, gamma) = (m["rbf_alpha"].as_f64().unwrap(), m["rbf_gamma"].as_f64().unwrap());
+    let (model, dec) = common::model_of(m);
     let centres = flat(&m["centers"]);
-    let axis: Vec<f64> = (0..25).map(|j| centres[2 * j + 1]).collect();
-    let grid = RbfGrid::with_axis(axis, alpha, gamma).unwrap();
-    let default = RbfGrid::new(25, 2.0, alpha, gamma).unwrap();
-    let mut worst_ulps = 0;
-    for c in 0..grid.num_centres() {
-        // The fixture's centres are the product grid of one axis ...
-        assert_eq!(grid.centre(c), [centres[2 * c], centres[2 * c + 1]], "centre {c}");
-        // ... which is linspace(−2, 2, 25) up to a few ulps (torch's rounding differs).
+    let default = RbfGrid::new(25, 2.0, model.grid.alpha(), model.grid.gamma()).unwrap();
+    for c in 0..model.num_centres() {
+        assert_eq!(model.grid.centre(c), [centres[2 * c], centres[2 * c + 1]], "centre {c}");
         for d in 0..2 {
-            let (a, b) = (grid.centre(c)[d], default.centre(c)[d]);
+            let (a, b) = (model.grid.centre(c)[d], default.centre(c)[d]);
             assert!((a - b).abs() <= 4.0 * f64::EPSILON, "centre {c}: {a} vs {b}");
-            worst_ulps = worst_ulps.max(((a - b).abs() / f64::EPSILON * 4.0).round() as i64);
         }
     }
-    eprintln!("fixture axis vs RbfGrid::new: at most {worst_ulps} quarter-eps apart");
-    let model = RbfDynamics::new(
-        grid,
-        flat(&m["rbf_weights"]),
-        m["dt"].as_f64().unwrap(),
-        m["is_residual"].as_bool().unwrap(),
-    )
-    .unwrap();
-    let dec = LogLinearDecoder::new(flat(&m["C_dec"]), flat(&m["b_dec"])).unwrap();
     (model, dec)
 }
 

@@ -12,32 +12,8 @@ use kestrel_mppi::{Icem, IcemParams, KeyedPink, NoiseSource, PinkNoise};
 use kestrel_testkit::{actdyn_fixture, flat};
 use serde_json::Value;
 
-fn assert_close(what: &str, got: &[f64], want: &[f64], rel: f64, abs: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        let err = (g - w).abs();
-        assert!(err <= rel * w.abs() + abs, "{what}[{k}]: got {g:e}, want {w:e} (err {err:e})");
-    }
-}
-
-fn model_of(m: &Value) -> (RbfDynamics, LogLinearDecoder) {
-    let centres = flat(&m["centers"]);
-    let axis: Vec<f64> = (0..25).map(|j| centres[2 * j + 1]).collect();
-    let grid = RbfGrid::with_axis(
-        axis,
-        m["rbf_alpha"].as_f64().unwrap(),
-        m["rbf_gamma"].as_f64().unwrap(),
-    )
-    .unwrap();
-    let model = RbfDynamics::new(
-        grid,
-        flat(&m["rbf_weights"]),
-        m["dt"].as_f64().unwrap(),
-        m["is_residual"].as_bool().unwrap(),
-    )
-    .unwrap();
-    (model, LogLinearDecoder::new(flat(&m["C_dec"]), flat(&m["b_dec"])).unwrap())
-}
+mod common;
+use common::{assert_close, model_of};
 
 /// Replays the `P` arrays recorded for one call: `pink[draw].P` of iteration `i`.
 struct Replay<'a> {

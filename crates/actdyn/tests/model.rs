@@ -11,27 +11,8 @@ use kestrel_core::Key;
 use kestrel_testkit::{actdyn_fixture, central_differences, flat};
 use serde_json::Value;
 
-/// Worst relative error, with a floor of 1e-6 of the largest expected magnitude (entries that
-/// are zero up to rounding are compared absolutely at that scale).
-fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
-    let mut worst = (0.0f64, 0usize);
-    for (i, (a, b)) in got.iter().zip(want).enumerate() {
-        let e = (a - b).abs() / b.abs().max(1e-6 * scale);
-        if e > worst.0 {
-            worst = (e, i);
-        }
-    }
-    assert!(
-        worst.0 <= tol,
-        "{what}: relative error {:.3e} at {} (got {}, want {})",
-        worst.0,
-        worst.1,
-        got[worst.1],
-        want[worst.1]
-    );
-}
+mod common;
+use common::{assert_rel, load_params, noise_from};
 
 /// Model for a fixture's `dynamics` block, with the fixture's weights loaded.
 pub fn model_from(fx: &Value) -> (SeqVae, Vec<f64>) {
@@ -41,39 +22,8 @@ pub fn model_from(fx: &Value) -> (SeqVae, Vec<f64>) {
         cfg.dynamics = DynamicsKind::rbf_default();
     }
     let m = SeqVae::new(cfg).unwrap();
-    let p = load(&m, &fx["weights"]);
+    let p = load_params(&m, &fx["weights"]);
     (m, p)
-}
-
-fn load(m: &SeqVae, weights: &Value) -> Vec<f64> {
-    let mut p = vec![f64::NAN; m.num_params()];
-    for t in m.tensors() {
-        let v = flat(weights.get(&t.name).unwrap_or_else(|| panic!("fixture lacks {}", t.name)));
-        assert_eq!(v.len(), t.len(), "{}", t.name);
-        for (i, x) in v.iter().enumerate() {
-            p[t.index(i)] = *x;
-        }
-    }
-    assert!(p.iter().all(|v| v.is_finite()), "every parameter loaded");
-    p
-}
-
-fn export(m: &SeqVae, p: &[f64], name: &str) -> Vec<f64> {
-    let t = m.tensor(name).unwrap();
-    (0..t.len()).map(|i| p[t.index(i)]).collect()
-}
-
-fn noise_from(fx: &Value) -> ElboNoise {
-    let c = &fx["config"];
-    let (s, t, k) = (c["S"].as_u64().unwrap(), c["T"].as_u64().unwrap(), c["K"].as_u64().unwrap());
-    ElboNoise {
-        samples: s as usize,
-        steps: t as usize,
-        k_steps: k as usize,
-        eps: flat(&fx["eps_enc"]),
-        mask: flat(&fx["mask"]),
-        xi: fx["xi"].as_array().unwrap().iter().map(flat).collect(),
-    }
 }
 
 #[test]
@@ -98,8 +48,8 @@ fn encoder_matches_reference() {
     let mut ws = m.encoder_workspace();
     let (mut mu, mut var) = (vec![0.0; 40], vec![0.0; 40]);
     m.encode(&p, &y, Some(&u), &mut ws, &mut mu, &mut var);
-    assert_close("mu", &mu, &flat(&fx["mu"]), 1e-9);
-    assert_close("var", &var, &flat(&fx["var"]), 1e-9);
+    assert_rel("mu", &mu, &flat(&fx["mu"]), 1e-9);
+    assert_rel("var", &var, &flat(&fx["var"]), 1e-9);
 }
 
 fn elbo_golden(name: &str) {
@@ -115,28 +65,23 @@ fn elbo_golden(name: &str) {
     let out = &fx["outputs"];
     let im = &fx["intermediates"];
     let (mu, var) = ws.posterior();
-    assert_close("mu_q", mu, &flat(&im["mu_q"]), 1e-9);
-    assert_close("var_q", var, &flat(&im["var_q"]), 1e-9);
-    assert_close("z_bar", ws.z_bar(), &flat(&im["z_bar"]), 1e-9);
+    assert_rel("mu_q", mu, &flat(&im["mu_q"]), 1e-9);
+    assert_rel("var_q", var, &flat(&im["var_q"]), 1e-9);
+    assert_rel("z_bar", ws.z_bar(), &flat(&im["z_bar"]), 1e-9);
     for k in 1..=5 {
-        assert_close(
-            &format!("prior_mu[{k}]"),
-            ws.prior_mu(k),
-            &flat(&im["prior_mu"][k - 1]),
-            1e-9,
-        );
+        assert_rel(&format!("prior_mu[{k}]"), ws.prior_mu(k), &flat(&im["prior_mu"][k - 1]), 1e-9);
     }
-    assert_close("prior_var", &m.process_variance(&p), &flat(&im["prior_var"]), 1e-12);
-    assert_close("w", &terms.w, &flat(&out["w"]), 1e-12);
-    assert_close("KL", &terms.kl, &flat(&out["KL"]), 1e-9);
-    assert_close("LL", &[terms.ll], &[out["LL"].as_f64().unwrap()], 1e-9);
-    assert_close("KL_w", &[terms.kl_w], &[out["KL_w"].as_f64().unwrap()], 1e-9);
-    assert_close("loss", &[terms.loss], &[out["loss"].as_f64().unwrap()], 1e-9);
-    assert_close("logged", &terms.logged(20, 50, 2), &flat(&out["logged"]), 1e-9);
+    assert_rel("prior_var", &m.process_variance(&p), &flat(&im["prior_var"]), 1e-12);
+    assert_rel("w", &terms.w, &flat(&out["w"]), 1e-12);
+    assert_rel("KL", &terms.kl, &flat(&out["KL"]), 1e-9);
+    assert_rel("LL", &[terms.ll], &[out["LL"].as_f64().unwrap()], 1e-9);
+    assert_rel("KL_w", &[terms.kl_w], &[out["KL_w"].as_f64().unwrap()], 1e-9);
+    assert_rel("loss", &[terms.loss], &[out["loss"].as_f64().unwrap()], 1e-9);
+    assert_rel("logged", &terms.logged(20, 50, 2), &flat(&out["logged"]), 1e-9);
     for t in m.tensors() {
-        assert_close(
+        assert_rel(
             &format!("grad {}", t.name),
-            &export(&m, &g, &t.name),
+            &m.tensor_values(&g, &t.name).unwrap(),
             &flat(&fx["grads"][&t.name]),
             1e-9,
         );

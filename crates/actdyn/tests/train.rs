@@ -1,43 +1,20 @@
 //! One online training call against the reference (`sgd_step.json`): a fresh SGD, the global
 //! gradient-norm clip at 10, the step, and the 0.01 perturbation of every dynamics tensor.
 
-use kestrel_actdyn::model::{ElboNoise, ElboOptions, ModelConfig, SeqVae};
+use kestrel_actdyn::model::{ElboOptions, ModelConfig, SeqVae};
 use kestrel_actdyn::train::{Annealing, TrainConfig, Trainer, clip_coefficient};
 use kestrel_core::Key;
 use kestrel_testkit::{actdyn_fixture, flat};
-use serde_json::Value;
 
-fn load(m: &SeqVae, weights: &Value) -> Vec<f64> {
-    let mut p = vec![0.0; m.num_params()];
-    for t in m.tensors() {
-        for (i, x) in flat(&weights[&t.name]).iter().enumerate() {
-            p[t.index(i)] = *x;
-        }
-    }
-    p
-}
-
-fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    for (i, (a, b)) in got.iter().zip(want).enumerate() {
-        let e = (a - b).abs() / b.abs().max(1e-6 * scale).max(1e-300);
-        assert!(e <= tol, "{what}[{i}]: got {a}, want {b} ({e:.2e})");
-    }
-}
+mod common;
+use common::{assert_rel, load_params, noise_from};
 
 #[test]
 fn sgd_step_matches_reference() {
     let Some(fx) = actdyn_fixture("sgd_step.json") else { return };
     let m = SeqVae::new(ModelConfig::default()).unwrap();
-    let mut p = load(&m, &fx["params_before"]);
-    let noise = ElboNoise {
-        samples: 5,
-        steps: 20,
-        k_steps: 5,
-        eps: flat(&fx["eps_enc"]),
-        mask: flat(&fx["mask"]),
-        xi: fx["xi"].as_array().unwrap().iter().map(flat).collect(),
-    };
+    let mut p = load_params(&m, &fx["params_before"]);
+    let noise = noise_from(&fx);
     // The perturbation draws, laid out as the flat vector's dynamics range.
     let range = m.dynamics_range();
     let mut eps = vec![f64::NAN; range.len()];
@@ -53,14 +30,14 @@ fn sgd_step_matches_reference() {
         .step_with(&m, &mut p, &y, &u, &ElboOptions::default(), Key::new(0), Some((&noise, &eps)))
         .unwrap();
     let want_norm = fx["grad_total_norm"].as_f64().unwrap();
-    close("grad_total_norm", &[stats.grad_norm], &[want_norm], 1e-9);
-    close("clip_coef", &[stats.clip_coef], &[fx["clip_coef"].as_f64().unwrap()], 1e-9);
-    close("logged", &stats.terms.logged(20, 50, 2), &flat(&fx["logged"]), 1e-9);
+    assert_rel("grad_total_norm", &[stats.grad_norm], &[want_norm], 1e-9);
+    assert_rel("clip_coef", &[stats.clip_coef], &[fx["clip_coef"].as_f64().unwrap()], 1e-9);
+    assert_rel("logged", &stats.terms.logged(20, 50, 2), &flat(&fx["logged"]), 1e-9);
     for t in m.tensors() {
         let want = flat(&fx["params_after"][&t.name]);
-        let got: Vec<f64> = (0..t.len()).map(|i| p[t.index(i)]).collect();
+        let got = m.tensor_values(&p, &t.name).unwrap();
         // Parameters are O(1) and move by O(1e-2): compare to 1e-12 absolute-relative.
-        close(&format!("params_after {}", t.name), &got, &want, 1e-12);
+        assert_rel(&format!("params_after {}", t.name), &got, &want, 1e-12);
     }
 }
 

@@ -142,11 +142,15 @@ pub fn run(
         let mut progress = launch.progress(c.steps, "steps");
         let data = run.validation_data();
         let t0 = std::time::Instant::now();
-        let mut traj: Vec<[f64; 2]> = Vec::new();
+        // The last TRAIL latents of this launch, for the field plot (bounded at any length).
+        let mut traj = std::collections::VecDeque::with_capacity(TRAIL);
         while run.steps_done() < c.steps {
             let rec = run.step()?;
             let s = rec.step;
-            traj.push(rec.z);
+            if traj.len() == TRAIL {
+                traj.pop_front();
+            }
+            traj.push_back(rec.z);
             metrics.log(s, metrics_line(&rec, t, ny))?;
             if c.eval.every > 0 && s.is_multiple_of(c.eval.every) {
                 let e = run.evaluate(&data);
@@ -196,7 +200,7 @@ pub fn run(
         )?;
         plot_curves(&curves, &format!("{:?} policy, {:?} profile", c.policy.kind, c.profile))
             .save(&dir.join("training"))?;
-        field_sketch(&run, &eval, &traj).save(&dir.join("field"))?;
+        field_sketch(&run, &eval, traj.make_contiguous()).save(&dir.join("field"))?;
         if let Some(h) = coverage_map(&run) {
             h.save(&dir.join("coverage"))?;
         }
@@ -423,7 +427,10 @@ fn plot_curves(c: &Curves, title: &str) -> LinePlot {
 }
 
 /// True (grey) and learned (blue, through the evaluation's affine map) drift as arrows on a
-/// 15×15 grid over [−2, 2]², with the last 2,000 steps of the true trajectory (orange).
+/// 15×15 grid over [−2, 2]², with the last [`TRAIL`] steps of the true trajectory (orange).
+/// Steps of the true trajectory drawn in `field.png`.
+const TRAIL: usize = 2000;
+
 fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch {
     let (w, h) = (640u32, 680u32);
     let mut s = Sketch::new(w, h);
@@ -471,7 +478,6 @@ fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch
     }
     let tail: Vec<(f64, f64)> = traj
         .iter()
-        .skip(traj.len().saturating_sub(2000))
         .filter(|z| z[0].abs() <= 2.0 && z[1].abs() <= 2.0)
         .map(|z| px(z[0], z[1]))
         .collect();
