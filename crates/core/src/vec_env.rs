@@ -179,6 +179,37 @@ impl<E: Env> VecEnv<E> {
         Ok(())
     }
 
+    /// Puts row `i` into `state` as the first state of a fresh episode (step count 0, flags
+    /// and rewards cleared, observation rewritten). An error, changing nothing, when the row
+    /// is out of range or the env cannot observe a given state ([`Env::observe`]).
+    pub fn set_state(&mut self, i: usize, state: E::State) -> Result<(), CoreError> {
+        if i >= self.num_envs {
+            return Err(CoreError::invalid(
+                "row",
+                i,
+                format!("below num_envs = {}", self.num_envs),
+            ));
+        }
+        let a = self.spec.num_agents;
+        let per = a * self.obs_len;
+        let mut obs = vec![E::Obs::default(); per];
+        if !self.env.observe(&self.params, &state, &mut obs) {
+            return Err(CoreError::invalid(
+                "state",
+                "given",
+                "an env whose observation is a function of its state",
+            ));
+        }
+        self.obs[i * per..(i + 1) * per].copy_from_slice(&obs);
+        self.states[i] = state;
+        self.episode_steps[i] = 0;
+        self.needs_reset[i] = false;
+        self.terminated[i] = false;
+        self.truncated[i] = false;
+        self.rewards[i * a..(i + 1) * a].iter_mut().for_each(|r| *r = 0.0);
+        Ok(())
+    }
+
     /// Steps every row with the given actions (`num_envs * num_agents`, row-major).
     ///
     /// # Panics
@@ -381,6 +412,22 @@ mod tests {
             r[0] = *s as f32;
             *s >= 10
         }
+        fn observe(&self, _: &(), s: &u32, obs: &mut [f32]) -> bool {
+            obs[0] = *s as f32;
+            true
+        }
+    }
+
+    #[test]
+    fn set_state_starts_a_fresh_episode_from_the_given_state() {
+        let mut v = VecEnv::new(Counter, (), 2, 0).unwrap();
+        v.step(&[1, 1]);
+        v.set_state(1, 8).unwrap();
+        assert_eq!((v.obs()[1], v.episode_steps()[1], v.rewards()[1]), (8.0, 0, 0.0));
+        v.step(&[0, 2]);
+        assert_eq!((v.terminated()[1], v.final_obs()[1]), (true, 10.0));
+        let e = v.set_state(2, 0).unwrap_err().to_string();
+        assert!(e.contains("row") && e.contains('2'), "{e}");
     }
 
     #[test]

@@ -120,6 +120,11 @@ impl Env for CartPole {
         r[0] = 1.0;
         term
     }
+
+    fn observe(&self, _p: &CartPoleParams, s: &CartPoleState, obs: &mut [f32]) -> bool {
+        write(s, obs);
+        true
+    }
 }
 
 #[cfg(test)]

@@ -166,6 +166,11 @@ impl<D: Dynamics + Clone + std::fmt::Debug> Env for ControlEnv<D> {
         self.observe(s, obs);
         self.system.terminated(&s.x[..nx]) || s.x[..nx].iter().any(|v| !v.is_finite())
     }
+
+    fn observe(&self, _p: &ControlParams, s: &ControlState, obs: &mut [f32]) -> bool {
+        ControlEnv::observe(self, s, obs);
+        true
+    }
 }
 
 #[cfg(test)]

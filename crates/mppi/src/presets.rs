@@ -250,7 +250,7 @@ impl MppiRunConfig {
     }
 
     /// Runs `f` with the configured controller over `dynamics` and its params, validated.
-    pub fn with_controller<D: Dynamics, R>(
+    pub fn with_controller<D: Dynamics + 'static, R>(
         &self,
         dynamics: D,
         f: impl ControllerVisitor<D, Output = R>,
@@ -340,7 +340,7 @@ pub trait ControllerVisitor<D: Dynamics> {
     /// What the computation returns.
     type Output;
     /// Runs it with controller `c` and its params `p`.
-    fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> Self::Output;
+    fn visit<C: Controller<Dyn = D> + 'static>(self, c: C, p: C::Params) -> Self::Output;
 }
 
 #[cfg(test)]

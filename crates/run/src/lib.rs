@@ -28,7 +28,7 @@ pub mod mppi;
 mod record;
 mod summary;
 
-pub use config::{ConfigSource, load_config, parse_overrides};
+pub use config::{ConfigSource, load_config, parse_overrides, to_toml};
 pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen_checked, start};
 pub use metrics::{MetricsSink, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};

@@ -1,0 +1,37 @@
+"""Kestrel: a batch-first RL and control research engine in Rust, from Python.
+
+    import kestrel, gymnasium as gym
+    envs = kestrel.make_vec("CartPole-v1", 1024, seed=0)       # a gymnasium VectorEnv
+    env = gym.make("kestrel/CartPole-v1")                      # a gymnasium Env
+    es = kestrel.evo.CMAES(num_dims=10)                        # ask/tell
+
+Modules: `vector`, `envs`, `evo`, `mppi`, `allo`, `hunt`, `actdyn`.
+"""
+
+from __future__ import annotations
+
+from . import _kestrel
+from ._kestrel import Key, __version__
+from .envs import Env, register_envs
+from .vector import VectorEnv
+from . import evo, mppi, allo, hunt, actdyn  # noqa: E402
+
+__all__ = ["Key", "Env", "VectorEnv", "make", "make_vec", "list_envs", "evo", "mppi", "allo", "hunt", "actdyn", "__version__"]
+
+
+def list_envs() -> list[str]:
+    """Every env id (`gymnasium.make("kestrel/<id>")` works for each)."""
+    return [i for i, _ in _kestrel.list_envs()]
+
+
+def make(env_id: str, **params) -> Env:
+    """One env as a `gymnasium.Env`."""
+    return Env(env_id, **params)
+
+
+def make_vec(env_id: str, num_envs: int, **kw) -> VectorEnv:
+    """`num_envs` envs as a `gymnasium.vector.VectorEnv` (see `kestrel.VectorEnv`)."""
+    return VectorEnv(env_id, num_envs, **kw)
+
+
+register_envs()

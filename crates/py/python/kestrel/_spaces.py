@@ -1,0 +1,152 @@
+"""Kestrel's space descriptions (from the Rust spec) as Gymnasium spaces, and the one place
+Python input is turned into the arrays the Rust core takes (with the shape in every error)."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+ARC_SIDE = 30
+
+# Gymnasium's own bounds for the two bit-exact classic-control envs.
+_F32_MAX = np.finfo(np.float32).max
+_EXACT = {
+    "CartPole-v1": (
+        spaces.Box(
+            -np.array([4.8, _F32_MAX, 0.41887903, _F32_MAX], np.float32),
+            np.array([4.8, _F32_MAX, 0.41887903, _F32_MAX], np.float32),
+            dtype=np.float32,
+        ),
+        spaces.Discrete(2),
+    ),
+    "Pendulum-v1": (
+        spaces.Box(-np.array([1.0, 1.0, 8.0], np.float32), np.array([1.0, 1.0, 8.0], np.float32), dtype=np.float32),
+        spaces.Box(-2.0, 2.0, (1,), np.float32),
+    ),
+}
+
+
+def to_space(desc, dtype):
+    """A Gymnasium space from the Rust description `("box", lo, hi, shape)`, `("discrete",
+    n)` or `("dict", [(name, desc), ...])`."""
+    kind = desc[0]
+    if kind == "discrete":
+        return spaces.Discrete(int(desc[1]))
+    if kind == "box":
+        lo, hi, shape = desc[1], desc[2], tuple(desc[3])
+        dt = np.dtype(dtype)
+        if dt.kind == "f":
+            info = np.finfo(dt)
+            lo = max(lo, float(info.min)) if np.isfinite(lo) else -np.inf
+            hi = min(hi, float(info.max)) if np.isfinite(hi) else np.inf
+        return spaces.Box(np.full(shape, lo, dt), np.full(shape, hi, dt), dtype=dt)
+    if kind == "dict":
+        return spaces.Dict({name: to_space(sub, dtype) for name, sub in desc[1]})
+    raise ValueError(f"unknown space kind {kind!r}")
+
+
+def env_spaces(spec):
+    """(observation space, action space) of one agent row."""
+    exact = _EXACT.get(spec["id"])
+    if exact is not None:
+        return exact
+    obs = to_space(spec["obs"], spec["obs_dtype"])
+    act = spec["action"]
+    if act[0] == "dict":  # ARC: ARCLE's {operation, selection}
+        parts = dict(act[1])
+        action = spaces.Dict(
+            {
+                "operation": spaces.Discrete(int(parts["operation"][1])),
+                "selection": spaces.MultiBinary([ARC_SIDE, ARC_SIDE]),
+            }
+        )
+    else:
+        action = to_space(act, "float32")
+    return obs, action
+
+
+def obs_parts(desc):
+    """For a dict observation: [(name, offset, shape)] in the flat buffer's order."""
+    out, off = [], 0
+    for name, sub in desc[1]:
+        shape = tuple(sub[3]) if sub[0] == "box" else ()
+        n = int(np.prod(shape)) if shape else 1
+        out.append((name, off, shape))
+        off += n
+    return out
+
+
+def action_kwargs(action_space, actions, rows):
+    """The keyword arrays `VecCore.step` takes for `rows` agent rows of `actions`."""
+    if isinstance(action_space, spaces.Discrete):
+        a = np.asarray(actions)
+        if a.dtype.kind not in "iub":
+            raise TypeError(f"actions: expected integers for {action_space}, got dtype {a.dtype}")
+        if a.shape != (rows,):
+            raise ValueError(f"actions: expected shape ({rows},), got {a.shape}")
+        return {"ints": np.ascontiguousarray(a, dtype=np.int64)}
+    if isinstance(action_space, spaces.Box):
+        a = np.asarray(actions)
+        if a.dtype.kind not in "fiu":
+            raise TypeError(f"actions: expected floats for {action_space}, got dtype {a.dtype}")
+        want = (rows, *action_space.shape)
+        if a.shape != want:
+            raise ValueError(f"actions: expected shape {want}, got {a.shape}")
+        return {"floats": np.ascontiguousarray(a, dtype=np.float64).reshape(-1)}
+    if isinstance(action_space, spaces.Dict):
+        if not isinstance(actions, dict) or set(actions) != {"operation", "selection"}:
+            got = sorted(actions) if isinstance(actions, dict) else type(actions).__name__
+            raise TypeError(f"actions: expected a dict with keys operation, selection; got {got}")
+        op = np.asarray(actions["operation"])
+        sel = np.asarray(actions["selection"])
+        if op.dtype.kind not in "iub" or sel.dtype.kind not in "iub":
+            raise TypeError(
+                f"actions: operation and selection must be integers or bools, got {op.dtype} and {sel.dtype}"
+            )
+        if op.shape != (rows,):
+            raise ValueError(f"actions['operation']: expected shape ({rows},), got {op.shape}")
+        if sel.shape != (rows, ARC_SIDE, ARC_SIDE):
+            raise ValueError(
+                f"actions['selection']: expected shape ({rows}, {ARC_SIDE}, {ARC_SIDE}), got {sel.shape}"
+            )
+        if sel.dtype.kind != "b" and (sel.min(initial=0) < 0 or sel.max(initial=0) > 1):
+            raise ValueError("actions['selection']: values must be 0 or 1")
+        return {
+            "ints": np.ascontiguousarray(op, dtype=np.int64),
+            "sel": np.ascontiguousarray(sel, dtype=np.uint8).reshape(-1),
+        }
+    raise TypeError(f"unsupported action space {action_space}")
+
+
+def check_seed(seed):
+    """A seed as a u64: an int >= 0 (numpy integers too); anything else raises."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(
+            f"seed: expected one int (rows derive their keys from (seed, row)), got {type(seed).__name__} {seed!r}"
+        )
+    seed = int(seed)
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed = {seed}: expected 0 <= seed < 2**64")
+    return seed
+
+
+def params_json(params):
+    """Keyword params as JSON for the Rust core (numpy scalars and arrays allowed)."""
+    import json
+
+    def default(o):
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if hasattr(o, "__fspath__"):
+            return o.__fspath__()
+        raise TypeError(f"parameter value {o!r} of type {type(o).__name__} is not a number, string, bool or list")
+
+    for k, v in params.items():
+        if isinstance(v, (float, np.floating)) and not np.isfinite(v):
+            raise ValueError(f"{k} = {v}: expected a finite number")
+    try:
+        return json.dumps(params, default=default, allow_nan=False)
+    except TypeError as e:
+        raise TypeError(str(e)) from None

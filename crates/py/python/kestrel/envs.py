@@ -1,0 +1,135 @@
+"""`kestrel.envs.Env`: one Kestrel env as a `gymnasium.Env` (a one-row Rust core), and the
+registration of every env under `kestrel/<id>`."""
+
+from __future__ import annotations
+
+import numpy as np
+import gymnasium as gym
+
+from . import _kestrel
+from ._spaces import action_kwargs, check_seed, env_spaces, obs_parts, params_json
+
+
+class Env(gym.Env):
+    """A single Kestrel env. Always returns fresh arrays. The episode ends with `terminated`
+    (the env's rule) or `truncated` (its step limit); call `reset()` then.
+
+    `reset(options={"state": [...]})` starts from a given state (CartPole-v1, Pendulum-v1 and
+    the control systems), e.g. to compare with Gymnasium's own implementation.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, env_id: str, render_mode: str | None = None, **params):
+        env_id = env_id.removeprefix("kestrel/")
+        if render_mode is not None:
+            raise ValueError(f"render_mode = {render_mode!r}: Kestrel envs do not render")
+        self._core = _kestrel.VecCore(env_id, 1, 0, params_json(params), 0)
+        self._core.set_autoreset("disabled")
+        spec = self._core.spec()
+        if spec["num_agents"] != 1:
+            raise ValueError(
+                f"{env_id}: num_agents = {spec['num_agents']}; a gymnasium.Env has one agent "
+                "(pass num_agents=1, or use kestrel.make_vec for one row per agent)"
+            )
+        self.env_id = env_id
+        self.observation_space, self.action_space = env_spaces(spec)
+        self._dtype = np.dtype(spec["obs_dtype"])
+        self._dict = spec["obs"][0] == "dict"
+        self._parts = obs_parts(spec["obs"]) if self._dict else None
+        n = sum(int(np.prod(s)) if s else 1 for _, _, s in self._parts) if self._dict else int(np.prod(self.observation_space.shape))
+        self._obs_len = n
+        self._seeded = False
+
+    def _obs(self):
+        flat = np.empty((1, self._obs_len) if self._dict else (1, *self.observation_space.shape), self._dtype)
+        self._core.read_obs(flat)
+        if self._dict:
+            return {name: flat[0, off : off + (int(np.prod(s)) if s else 1)].reshape(s).copy() for name, off, s in self._parts}
+        return flat[0]
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._core.reset(check_seed(seed))
+            self._seeded = True
+        elif not self._seeded:
+            self._core.reset(int(self.np_random.integers(0, 2**63)))
+            self._seeded = True
+        else:
+            self._core.reset_rows(np.ones(1, np.bool_))
+        if options:
+            unknown = set(options) - {"state"}
+            if unknown:
+                raise ValueError(f"options: unknown keys {sorted(unknown)}; accepted: state")
+            state = np.asarray(options["state"], dtype=np.float64).ravel()
+            if not np.all(np.isfinite(state)):
+                raise ValueError(f"options['state'] = {state}: not finite")
+            self._core.set_state(0, [float(x) for x in state])
+        return self._obs(), {}
+
+    def step(self, action):
+        if not self._seeded:
+            raise RuntimeError("step called before reset")
+        if isinstance(self.action_space, gym.spaces.Dict):
+            if not isinstance(action, dict):
+                raise TypeError(f"action: expected a dict with keys operation, selection; got {type(action).__name__}")
+            batch = {k: np.asarray(v)[None] for k, v in action.items()}
+        else:
+            a = np.asarray(action)
+            if isinstance(self.action_space, gym.spaces.Discrete) and a.shape != ():
+                raise ValueError(f"action: expected a scalar for {self.action_space}, got shape {a.shape}")
+            batch = a[None]
+        self._core.step(**action_kwargs(self.action_space, batch, 1))
+        obs = np.empty((1, self._obs_len) if self._dict else (1, *self.observation_space.shape), self._dtype)
+        rew = np.empty(1, np.float32)
+        term = np.empty(1, np.bool_)
+        trunc = np.empty(1, np.bool_)
+        self._core.read(obs, rew, term, trunc)
+        if self._dict:
+            o = {name: obs[0, off : off + (int(np.prod(s)) if s else 1)].reshape(s).copy() for name, off, s in self._parts}
+        else:
+            o = obs[0]
+        return o, float(rew[0]), bool(term[0]), bool(trunc[0]), {}
+
+    @property
+    def state(self) -> np.ndarray:
+        """The env's state as floats (CartPole, Pendulum, control systems, vector fields)."""
+        return np.asarray(self._core.state(0))
+
+    def close(self):
+        self._core.close()
+
+
+def _entry(env_id):
+    def make(**kwargs):
+        return Env(env_id, **kwargs)
+
+    return make
+
+
+def _vec_entry(env_id):
+    def make_vec(num_envs: int = 1, vectorization_mode=None, vector_kwargs=None, **kwargs):
+        from .vector import VectorEnv
+
+        kw = dict(vector_kwargs or {})
+        kw.update(kwargs)
+        return VectorEnv(env_id, num_envs, **kw)
+
+    return make_vec
+
+
+def register_envs():
+    """Registers every env as `kestrel/<id>` for `gymnasium.make` and
+    `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`."""
+    for env_id, _ in _kestrel.list_envs():
+        name = f"kestrel/{env_id}"
+        if name in gym.registry:
+            continue
+        gym.register(
+            id=name,
+            entry_point=_entry(env_id),
+            vector_entry_point=_vec_entry(env_id),
+            disable_env_checker=False,
+            order_enforce=True,
+        )

@@ -1,0 +1,211 @@
+"""Evolution strategies for Python: ask/tell objects with the CLI's keys, an evosax-shaped
+functional layer with explicit keys, the Rust problems, and whole `kestrel evo` runs.
+
+    es = kestrel.evo.CMAES(num_dims=10, sigma=0.5, seed=0)
+    for g in range(100):
+        x = es.ask()                       # (pop_size, num_dims) float32
+        es.tell(x, f(x))                   # minimises
+    es.best_solution, es.best_fitness
+
+`kestrel evo run --seed S` and this loop with `kestrel.evo.Problem` give the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _kestrel
+from ._runs import RunResult, launch
+
+Key = _kestrel.Key
+
+
+@dataclass(frozen=True)
+class TellMetrics:
+    generation: int
+    best_in_generation: float
+    best_so_far: float
+    nonfinite: int
+    sigma: float
+
+
+def _as_population(x, pop, dims):
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiu":
+        raise TypeError(f"population: expected a float array, got dtype {a.dtype}")
+    if a.shape != (pop, dims):
+        raise ValueError(f"population: expected shape ({pop}, {dims}), got {a.shape}")
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _as_fitness(f, pop):
+    a = np.asarray(f)
+    if a.dtype.kind not in "fiu":
+        raise TypeError(f"fitness: expected floats, got dtype {a.dtype}")
+    if a.shape != (pop,):
+        raise ValueError(f"fitness: expected shape ({pop},), got {a.shape}")
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+class Strategy:
+    """One evolution strategy (minimising), stateful, with the CLI's key tree: generation `g`
+    asks with `Key(seed).fold_in(g + 1).fold_in(0)` and tells with `.fold_in(2)`."""
+
+    kind = "cma-es"
+
+    def __init__(self, num_dims: int | None = None, *, pop_size: int | None = None, mean=0.0,
+                 sigma: float = 0.5, seed: int = 0, init_key: Key | None = None):
+        m = np.asarray(mean, dtype=np.float32)
+        if m.ndim == 0:
+            if num_dims is None:
+                raise ValueError("num_dims: give num_dims or a mean vector")
+            m = np.full(int(num_dims), float(m), np.float32)
+        elif num_dims is not None and m.shape != (num_dims,):
+            raise ValueError(f"mean: expected shape ({num_dims},), got {m.shape}")
+        if m.ndim != 1:
+            raise ValueError(f"mean: expected a vector, got shape {m.shape}")
+        self._args = dict(pop_size=pop_size, sigma=float(sigma), seed=int(seed))
+        self._mean0 = m.copy()
+        self._s = _kestrel.Strategy(self.kind, m.tolist(), pop_size, float(sigma), int(seed), init_key)
+
+    # shapes and progress
+    pop_size = property(lambda self: self._s.pop_size)
+    num_dims = property(lambda self: self._s.num_dims)
+    generation = property(lambda self: self._s.generation)
+    mean = property(lambda self: self._s.mean)
+    best_solution = property(lambda self: self._s.best_solution)
+    best_fitness = property(lambda self: self._s.best_fitness)
+
+    def ask(self) -> np.ndarray:
+        """A fresh population `(pop_size, num_dims)` float32."""
+        return self._s.ask()
+
+    def tell(self, population, fitness) -> TellMetrics:
+        """Updates from `population` and its `fitness` (minimised; NaN refused, ±inf ranked)."""
+        x = _as_population(population, self.pop_size, self.num_dims)
+        f = _as_fitness(fitness, self.pop_size)
+        return TellMetrics(**self._s.tell(x, f))
+
+    def optimize(self, f, generations: int, target: float | None = None) -> TellMetrics:
+        """Runs `generations` ask/evaluate/tell steps with `f(population) -> fitness`."""
+        m = None
+        for _ in range(int(generations)):
+            x = self.ask()
+            m = self.tell(x, f(x))
+            if target is not None and m.best_so_far <= target:
+                break
+        return m
+
+    # functional, evosax-shaped layer: explicit keys, states are independent copies
+    def init(self, key: Key, mean=None) -> "Strategy":
+        """A new state initialised with `key` at `mean` (default: this one's start)."""
+        m = self._mean0 if mean is None else np.asarray(mean, np.float32)
+        return type(self)(pop_size=self._args["pop_size"], mean=m, sigma=self._args["sigma"],
+                          seed=self._args["seed"], init_key=key)
+
+    def ask_with(self, key: Key, state: "Strategy | None" = None):
+        """`(population, new_state)`; `state` (default self) is left unchanged."""
+        new = (state or self).copy()
+        return new._s.ask_with(key), new
+
+    def tell_with(self, key: Key, population, fitness, state: "Strategy | None" = None):
+        """`(new_state, metrics)`; `state` (default self) is left unchanged."""
+        new = (state or self).copy()
+        x = _as_population(population, new.pop_size, new.num_dims)
+        f = _as_fitness(fitness, new.pop_size)
+        return new, TellMetrics(**new._s.tell_with(key, x, f))
+
+    def copy(self) -> "Strategy":
+        new = object.__new__(type(self))
+        new._args, new._mean0, new._s = dict(self._args), self._mean0.copy(), self._s.copy()
+        return new
+
+    # checkpoints and pickling
+    def state_dict(self) -> dict:
+        """The whole state: `{"generation": g, "tensors": {name: float64 array}}`."""
+        return {"generation": self.generation, "tensors": self._s.state_dict()}
+
+    def load_state_dict(self, d: dict) -> None:
+        self._s.load_state_dict({k: np.ascontiguousarray(v, np.float64) for k, v in d["tensors"].items()})
+        self._s.generation = int(d["generation"])
+
+    def __getstate__(self):
+        return {"args": self._args, "mean0": self._mean0, "state": self.state_dict()}
+
+    def __setstate__(self, st):
+        self._args, self._mean0 = st["args"], st["mean0"]
+        self._s = _kestrel.Strategy(self.kind, self._mean0.tolist(), self._args["pop_size"],
+                                    self._args["sigma"], self._args["seed"], None)
+        self.load_state_dict(st["state"])
+
+    def __repr__(self):
+        return f"{type(self).__name__}(num_dims={self.num_dims}, pop_size={self.pop_size}, generation={self.generation})"
+
+
+class CMAES(Strategy):
+    kind = "cma-es"
+
+
+class SepCMAES(Strategy):
+    kind = "sep-cma-es"
+
+
+class SNES(Strategy):
+    kind = "snes"
+
+
+class XNES(Strategy):
+    kind = "xnes"
+
+
+class OpenES(Strategy):
+    kind = "open-es"
+
+
+class PGPE(Strategy):
+    kind = "pgpe"
+
+
+class DE(Strategy):
+    kind = "de"
+
+
+STRATEGIES = {c.kind: c for c in (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE)}
+
+
+def make(kind: str, num_dims: int | None = None, **kw) -> Strategy:
+    """The strategy named `kind` (`cma-es`, `sep-cma-es`, `snes`, `xnes`, `open-es`, `pgpe`, `de`)."""
+    if kind not in STRATEGIES:
+        raise ValueError(f"strategy {kind!r}: one of {', '.join(STRATEGIES)}")
+    return STRATEGIES[kind](num_dims, **kw)
+
+
+class Problem:
+    """A Rust fitness function: a benchmark (`sphere`, `rosenbrock`, ...; `shift`, `rotate`
+    keyed by `seed` as `kestrel evo run`) or `cartpole` neuroevolution. Called on a population
+    it returns float32 fitness; rows are keyed by global row (`first_row`)."""
+
+    def __init__(self, name: str, num_dims: int = 10, *, shift: float = 0.0, rotate: bool = False, seed: int = 0):
+        self.name = name
+        self._p = _kestrel.EvoProblem(name, int(num_dims), float(shift), bool(rotate), int(seed))
+
+    num_dims = property(lambda self: self._p.num_dims)
+
+    def __call__(self, population, key: Key | None = None, first_row: int = 0) -> np.ndarray:
+        x = np.asarray(population)
+        if x.ndim != 2 or x.shape[1] != self.num_dims:
+            raise ValueError(f"population: expected shape (n, {self.num_dims}), got {x.shape}")
+        return self._p.evaluate(_as_population(x, x.shape[0], self.num_dims), key, int(first_row))
+
+
+def run(config: dict | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+    """`kestrel evo run`: the config's keys as a dict or keywords (`strategy`, `problem`,
+    `num_dims`, `generations`, `seed`, ...); writes the same run folder."""
+    return launch(_kestrel.evo_run, {**(config or {}), **kw}, out_dir, progress, threads=threads)
+
+
+def qd(config: dict | None = None, *, out_dir="runs", progress=None, **kw) -> RunResult:
+    """`kestrel evo qd` (MAP-Elites / CMA-ME)."""
+    return launch(_kestrel.evo_qd, {**(config or {}), **kw}, out_dir, progress)

@@ -1,0 +1,61 @@
+"""MPPI, SMPPI and KMPPI controllers on Kestrel's built-in systems, and whole `kestrel mppi`
+runs and autotuning.
+
+    ctl = kestrel.mppi.Controller(system="pendulum", controller="mppi", seed=0)
+    x = ctl.start_state()
+    for t in range(200):
+        u = ctl.command(x)
+        x, cost = ctl.plant_step(x, u)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _kestrel
+from ._runs import RunResult, drop_none, launch
+from ._spaces import params_json
+
+SYSTEMS = tuple(_kestrel.systems())
+
+
+class Controller:
+    """A controller configured with `kestrel mppi run`'s keys (`system`, `controller`, `seed`,
+    `steps`, `mppi={...}`, `smppi={...}`, `kmppi={...}`). Command `t` uses `Key(seed).fold_in(t)`,
+    so a Python loop reproduces `kestrel mppi run`."""
+
+    def __init__(self, config: dict | None = None, **kw):
+        self._c = _kestrel.MppiController(params_json(drop_none({**(config or {}), **kw})))
+
+    nx = property(lambda self: self._c.nx)
+    nu = property(lambda self: self._c.nu)
+    config_toml = property(lambda self: self._c.config_toml)
+
+    def start_state(self) -> np.ndarray:
+        return self._c.start_state()
+
+    def command(self, state) -> np.ndarray:
+        """The control to apply from `state` (float64, `nx`)."""
+        x = np.ascontiguousarray(np.asarray(state, dtype=np.float64))
+        if x.shape != (self.nx,):
+            raise ValueError(f"state: expected shape ({self.nx},), got {x.shape}")
+        return self._c.command(x)
+
+    def plant_step(self, state, control):
+        """`(next_state, running_cost)` of the system itself."""
+        return self._c.plant_step(np.ascontiguousarray(state, np.float64).ravel(),
+                                  np.ascontiguousarray(control, np.float64).ravel())
+
+    def reset(self) -> None:
+        self._c.reset()
+
+
+def run(config: dict | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+    """`kestrel mppi run`: one closed-loop episode into a run folder."""
+    return launch(_kestrel.mppi_run, {**(config or {}), **kw}, out_dir, progress, threads=threads)
+
+
+def tune(config: dict | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+    """`kestrel mppi tune`: the population-parallel autotuner (`run={...}`, `knobs`,
+    `strategy`, `pop_size`, `generations`, `sigma`)."""
+    return launch(_kestrel.mppi_tune, {**(config or {}), **kw}, out_dir, progress, threads=threads)

@@ -1,0 +1,242 @@
+"""`kestrel.vector.VectorEnv`: a Gymnasium 1.x vector env over Kestrel's batched Rust core.
+
+Rows step in parallel in Rust with the GIL released. Results are identical for any thread
+count and shard: row `i` draws its keys from `(seed, step, row_offset + i)`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from . import _kestrel
+from ._spaces import action_kwargs, check_seed, env_spaces, obs_parts, params_json
+
+_MODES = {
+    AutoresetMode.NEXT_STEP: "next-step",
+    AutoresetMode.SAME_STEP: "same-step",
+    AutoresetMode.DISABLED: "disabled",
+}
+
+
+def autoreset_mode(mode) -> AutoresetMode:
+    """An `AutoresetMode` from the enum or its name (`"next_step"`, `"NextStep"`, ...)."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    if isinstance(mode, str):
+        key = mode.replace("-", "_").replace(" ", "_").lower()
+        key = {"nextstep": "next_step", "samestep": "same_step"}.get(key, key)
+        for m in AutoresetMode:
+            if m.value == key or m.name.lower() == key:
+                return m
+    raise ValueError(f"autoreset_mode = {mode!r}: expected one of next_step, same_step, disabled")
+
+
+class VectorEnv(gym.vector.VectorEnv):
+    """`num_envs` copies of a Kestrel env (agent rows for multi-agent envs, PufferLib style).
+
+    Args:
+        env_id: a Kestrel env id (see `kestrel.list_envs()`), with or without `kestrel/`.
+        num_envs: environments; multi-agent envs have `num_envs * num_agents` rows.
+        seed: the seed of the first `reset()` when it gets none (default: from `np_random`).
+        autoreset_mode: `AutoresetMode` (default NEXT_STEP, Gymnasium's default).
+        copy: True (default): every call returns fresh arrays. False: the same arrays every
+            call, overwritten in place by the next step (no allocation; do not keep them).
+        num_threads: accepted for API compatibility; the pool is the process's rayon pool
+            (set `RAYON_NUM_THREADS`); results do not depend on it.
+        row_offset: global index of row 0 (a shard of a larger batch reproduces its rows).
+        **params: the env's parameters (unknown names raise ValueError listing the accepted).
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int,
+        *,
+        seed: int | None = None,
+        autoreset_mode=AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        num_threads: int | None = None,
+        row_offset: int = 0,
+        render_mode: str | None = None,
+        **params,
+    ):
+        env_id = env_id.removeprefix("kestrel/")
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
+            raise TypeError(f"num_envs: expected an int, got {type(num_envs).__name__}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs = {num_envs}: at least 1")
+        if render_mode is not None:
+            raise ValueError(f"render_mode = {render_mode!r}: Kestrel vector envs do not render")
+        self._seed = None if seed is None else check_seed(seed)
+        self._core = _kestrel.VecCore(env_id, int(num_envs), 0, params_json(params), check_seed(row_offset))
+        spec = self._core.spec()
+        self._spec = spec
+        self.env_id = env_id
+        self.num_agents = int(spec["num_agents"])
+        self.num_envs = int(num_envs) * self.num_agents
+        self._n_world = int(num_envs)
+        self.single_observation_space, self.single_action_space = env_spaces(spec)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.autoreset_mode = _mode(autoreset_mode)
+        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": []}
+        self.render_mode = None
+        self.copy = bool(copy)
+        self._core.set_autoreset(_MODES[self.autoreset_mode])
+        self._dtype = np.dtype(spec["obs_dtype"])
+        self._dict = spec["obs"][0] == "dict"
+        self._parts = obs_parts(spec["obs"]) if self._dict else None
+        self._obs_len = int(np.prod(self.single_observation_space.shape)) if not self._dict else sum(
+            int(np.prod(s)) if s else 1 for _, _, s in self._parts
+        )
+        self._obs_shape = (self.num_envs, self._obs_len) if self._dict else (self.num_envs, *self.single_observation_space.shape)
+        self._bufs = self._alloc()
+        self._done = np.zeros(self.num_envs, bool)
+        self._pending = False
+        self._reset_called = False
+
+    # -- buffers -------------------------------------------------------------------------
+    def _alloc(self):
+        n = self.num_envs
+        return (
+            np.empty(self._obs_shape, self._dtype),
+            np.empty(n, np.float32),
+            np.empty(n, np.bool_),
+            np.empty(n, np.bool_),
+        )
+
+    def _view(self, flat):
+        if not self._dict:
+            return flat
+        return {name: flat[:, off : off + (int(np.prod(s)) if s else 1)].reshape(self.num_envs, *s) for name, off, s in self._parts}
+
+    def _outputs(self):
+        return self._alloc() if self.copy else self._bufs
+
+    # -- Gymnasium API -------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Resets every env (or, with `options={"reset_mask": mask}`, those where the mask is
+        true). `seed` is one int; rows derive their keys from `(seed, row)`."""
+        self._check_open()
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            raise ValueError("seed: one int seed; rows derive keys from (seed, row), a list of seeds is not accepted")
+        if seed is not None:
+            seed = check_seed(seed)
+        super().reset(seed=seed)
+        mask = None if options is None else options.get("reset_mask")
+        if options is not None and set(options) - {"reset_mask"}:
+            raise ValueError(f"options: unknown keys {sorted(set(options) - {'reset_mask'})}; accepted: reset_mask")
+        if mask is not None:
+            if not isinstance(mask, np.ndarray):
+                raise TypeError(f"reset_mask: expected a numpy bool array, got {type(mask).__name__}")
+            if mask.dtype != np.bool_:
+                raise ValueError(f"reset_mask: expected dtype bool, got {mask.dtype}")
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"reset_mask: expected shape ({self.num_envs},), got {mask.shape}")
+            if not mask.any():
+                raise ValueError("reset_mask: at least one env must be reset")
+            if seed is not None:
+                self._core.reset(seed)
+            world = mask.reshape(self._n_world, self.num_agents).any(axis=1)
+            self._core.reset_rows(np.ascontiguousarray(world))
+            self._done[np.repeat(world, self.num_agents)] = False
+        elif seed is not None or not self._reset_called:
+            if seed is None:
+                seed = self._seed if self._seed is not None else int(self.np_random.integers(0, 2**63))
+            self._core.reset(seed)
+            self._done[:] = False
+        else:
+            self._core.reset_rows(np.ones(self._n_world, np.bool_))
+            self._done[:] = False
+        self._reset_called = True
+        obs = self._outputs()[0]
+        self._core.read_obs(obs)
+        return self._view(obs), {}
+
+    def step(self, actions):
+        """Steps every row; returns `(obs, rewards, terminations, truncations, infos)`."""
+        self._submit(actions, asynchronous=False)
+        return self._collect()
+
+    def step_async(self, actions):
+        """Starts a step on a background thread (Python may run a policy meanwhile)."""
+        if self._pending:
+            raise RuntimeError("step_async called twice: call step_wait for the pending step first")
+        self._submit(actions, asynchronous=True)
+        self._pending = True
+
+    def step_wait(self, **kwargs):
+        """Waits for the step started by `step_async` and returns its results."""
+        if not self._pending:
+            raise RuntimeError("step_wait called without a pending step_async")
+        self._core.step_wait()
+        self._pending = False
+        return self._collect()
+
+    send = step_async
+    recv = step_wait
+
+    def _submit(self, actions, asynchronous):
+        self._check_open()
+        if self._pending:
+            raise RuntimeError("a step is in flight: call step_wait first")
+        if not self._reset_called:
+            raise RuntimeError("step called before reset")
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._done.any():
+            rows = np.flatnonzero(self._done)[:8].tolist()
+            raise RuntimeError(
+                f"step: envs {rows} ended; with autoreset DISABLED reset them first "
+                "(reset(options={'reset_mask': mask}))"
+            )
+        kw = action_kwargs(self.single_action_space, actions, self.num_envs)
+        if asynchronous:
+            self._core.step_async(**kw)
+        else:
+            self._core.step(**kw)
+
+    def _collect(self):
+        obs, rew, term, trunc = self._outputs()
+        self._core.read(obs, rew, term, trunc)
+        done = np.logical_or(term, trunc, out=self._done)
+        infos = {}
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
+            final = np.empty(self._obs_shape, self._dtype)
+            self._core.read_final_obs(final, np.ascontiguousarray(done))
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            view = self._view(final)
+            for i in np.flatnonzero(done):
+                final_obs[i] = {k: v[i] for k, v in view.items()} if self._dict else view[i]
+            infos = {
+                "final_obs": final_obs,
+                "_final_obs": done.copy(),
+                "final_info": {},
+                "_final_info": done.copy(),
+            }
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            self._done[:] = False
+        return self._view(obs), rew, term, trunc, infos
+
+    def _check_open(self):
+        if self._core.closed:
+            raise RuntimeError("the env is closed")
+
+    def close_extras(self, **kwargs):
+        self._core.close()
+
+    # -- extras --------------------------------------------------------------------------
+    def set_state(self, row: int, state) -> None:
+        """Starts env `row` from `state` (CartPole, Pendulum and the control systems)."""
+        self._core.set_state(int(row), [float(x) for x in np.asarray(state, dtype=np.float64).ravel()])
+
+    def get_state(self, row: int) -> np.ndarray:
+        return np.asarray(self._core.state(int(row)))
+
+    def __repr__(self):
+        return f"kestrel.VectorEnv({self.env_id!r}, num_envs={self.num_envs}, autoreset_mode={self.autoreset_mode.name})"
+
+
+def _mode(m):
+    return autoreset_mode(m)

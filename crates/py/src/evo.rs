@@ -1,0 +1,337 @@
+//! Ask/tell optimisers, keys and problems for Python (`kestrel.evo`).
+
+use crate::errors::value_error;
+use kestrel_evo::problem::Problem;
+use kestrel_evo::{Optimizer, StrategyKind};
+use numpy::ndarray::Array2;
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// A key of Kestrel's key tree (`Key(seed).fold_in(data)`), as in Rust and the CLI.
+#[pyclass(module = "kestrel._kestrel", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    pub(crate) k: kestrel_core::Key,
+}
+
+#[pymethods]
+impl Key {
+    /// The root key of seed `seed`.
+    #[new]
+    fn new(seed: u64) -> Self {
+        Key { k: kestrel_core::Key::new(seed) }
+    }
+    /// The child key for `data`.
+    fn fold_in(&self, data: u64) -> Self {
+        Key { k: self.k.fold_in(data) }
+    }
+    /// The raw 64-bit state (for pickling).
+    #[getter]
+    fn raw(&self) -> u64 {
+        self.k.raw()
+    }
+    /// A key from [`Key::raw`].
+    #[staticmethod]
+    fn from_raw(raw: u64) -> Self {
+        Key { k: kestrel_core::Key::from_raw(raw) }
+    }
+    fn __repr__(&self) -> String {
+        format!("Key.from_raw({})", self.k.raw())
+    }
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (u64,))> {
+        let ctor = slf.getattr("from_raw")?;
+        Ok((ctor, (slf.get().k.raw(),)))
+    }
+}
+
+/// The shapes check every ask/tell input passes before reaching Rust's optimisers.
+fn check_population<'a>(
+    x: &'a PyReadonlyArray2<'_, f32>,
+    pop: usize,
+    dims: usize,
+) -> PyResult<std::borrow::Cow<'a, [f32]>> {
+    let s = x.shape();
+    if s != [pop, dims] {
+        return Err(value_error(format!(
+            "population: expected shape ({pop}, {dims}), got ({}, {})",
+            s[0], s[1]
+        )));
+    }
+    Ok(match x.as_slice() {
+        Ok(v) => std::borrow::Cow::Borrowed(v),
+        Err(_) => std::borrow::Cow::Owned(x.as_array().iter().copied().collect()),
+    })
+}
+
+/// One strategy with its params and state; the Python classes `kestrel.evo.CMAES`, `SNES`,
+/// ... wrap it. Minimises.
+#[pyclass(module = "kestrel._kestrel")]
+pub(crate) struct Strategy {
+    opt: Box<dyn Optimizer>,
+    kind: StrategyKind,
+    seed: u64,
+    generation: u64,
+}
+
+impl Clone for Strategy {
+    fn clone(&self) -> Self {
+        Strategy {
+            opt: self.opt.boxed_clone(),
+            kind: self.kind,
+            seed: self.seed,
+            generation: self.generation,
+        }
+    }
+}
+
+fn metrics_dict<'py>(
+    py: Python<'py>,
+    m: &kestrel_evo::TellMetrics,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("generation", m.generation)?;
+    d.set_item("best_in_generation", m.best_in_generation)?;
+    d.set_item("best_so_far", m.best_so_far)?;
+    d.set_item("nonfinite", m.nonfinite)?;
+    d.set_item("sigma", m.sigma)?;
+    Ok(d)
+}
+
+impl Strategy {
+    /// The CLI's key of generation `g` (0-based) and phase (0 ask, 2 tell).
+    fn key(&self, phase: u64) -> kestrel_core::Key {
+        kestrel_core::Key::new(self.seed).fold_in(self.generation + 1).fold_in(phase)
+    }
+
+    fn ask_into(&mut self, py: Python<'_>, key: kestrel_core::Key) -> PyResult<Array2<f32>> {
+        let (p, d) = (self.opt.pop_size(), self.opt.num_dims());
+        let mut x = vec![0f32; p * d];
+        let opt = &mut self.opt;
+        py.detach(|| opt.try_ask(key, &mut x)).map_err(value_error)?;
+        Array2::from_shape_vec((p, d), x).map_err(value_error)
+    }
+
+    fn tell_from<'py>(
+        &mut self,
+        py: Python<'py>,
+        key: kestrel_core::Key,
+        x: PyReadonlyArray2<'_, f32>,
+        f: PyReadonlyArray1<'_, f32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (p, d) = (self.opt.pop_size(), self.opt.num_dims());
+        let x = check_population(&x, p, d)?;
+        if f.shape() != [p] {
+            return Err(value_error(format!(
+                "fitness: expected shape ({p},), got {:?}",
+                f.shape()
+            )));
+        }
+        let f: Vec<f32> = f.as_array().iter().copied().collect();
+        let opt = &mut self.opt;
+        let m = py.detach(|| opt.try_tell(key, &x, &f)).map_err(value_error)?;
+        metrics_dict(py, &m)
+    }
+}
+
+#[pymethods]
+impl Strategy {
+    /// `Strategy(kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None)`: the strategy
+    /// `kind` (`cma-es`, `sep-cma-es`, `snes`, `xnes`, `open-es`, `pgpe`, `de`) initialised at
+    /// `mean` with `Key(seed)` (as `kestrel evo run`) or with `init_key`.
+    #[new]
+    #[pyo3(signature = (kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None))]
+    fn new(
+        kind: &str,
+        mean: Vec<f32>,
+        pop_size: Option<i64>,
+        sigma: f64,
+        seed: u64,
+        init_key: Option<PyRef<'_, Key>>,
+    ) -> PyResult<Self> {
+        let kind = StrategyKind::parse(kind).map_err(value_error)?;
+        if mean.is_empty() {
+            return Err(value_error("num_dims = 0: at least 1"));
+        }
+        let pop = match pop_size {
+            Some(p) if p < 1 => return Err(value_error(format!("pop_size = {p}: at least 1"))),
+            Some(p) => Some(p as usize),
+            None => None,
+        };
+        let key = init_key.map_or(kestrel_core::Key::new(seed), |k| k.k);
+        let opt = kind.build(pop, sigma, &mean, key).map_err(value_error)?;
+        Ok(Strategy { opt, kind, seed, generation: 0 })
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind.name()
+    }
+    #[getter]
+    fn pop_size(&self) -> usize {
+        self.opt.pop_size()
+    }
+    #[getter]
+    fn num_dims(&self) -> usize {
+        self.opt.num_dims()
+    }
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Generations told so far.
+    #[getter]
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+    #[setter]
+    fn set_generation(&mut self, g: u64) {
+        self.generation = g;
+    }
+    /// The search mean (float32).
+    #[getter]
+    fn mean<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        self.opt.mean().into_pyarray(py)
+    }
+    #[getter]
+    fn best_solution<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        self.opt.progress().best_solution.clone().into_pyarray(py)
+    }
+    #[getter]
+    fn best_fitness(&self) -> f32 {
+        self.opt.progress().best_fitness
+    }
+
+    /// A population `(pop_size, num_dims)` float32 drawn with the CLI's key of this generation.
+    fn ask<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let k = self.key(0);
+        Ok(self.ask_into(py, k)?.into_pyarray(py))
+    }
+
+    /// Updates from a population and its fitness (minimised); advances the generation.
+    fn tell<'py>(
+        &mut self,
+        py: Python<'py>,
+        population: PyReadonlyArray2<'_, f32>,
+        fitness: PyReadonlyArray1<'_, f32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let k = self.key(2);
+        let d = self.tell_from(py, k, population, fitness)?;
+        self.generation += 1;
+        Ok(d)
+    }
+
+    /// [`Strategy::ask`] with an explicit key (the functional layer); the generation counter
+    /// is left alone.
+    fn ask_with<'py>(
+        &mut self,
+        py: Python<'py>,
+        key: PyRef<'_, Key>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        Ok(self.ask_into(py, key.k)?.into_pyarray(py))
+    }
+
+    /// [`Strategy::tell`] with an explicit key; the generation counter is left alone.
+    fn tell_with<'py>(
+        &mut self,
+        py: Python<'py>,
+        key: PyRef<'_, Key>,
+        population: PyReadonlyArray2<'_, f32>,
+        fitness: PyReadonlyArray1<'_, f32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.tell_from(py, key.k, population, fitness)
+    }
+
+    /// An independent copy (state included).
+    fn copy(&self) -> Self {
+        self.clone()
+    }
+
+    /// The state as `{name: float64 array}`.
+    fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, v) in self.opt.state_dict() {
+            d.set_item(name, v.into_pyarray(py))?;
+        }
+        Ok(d)
+    }
+
+    /// Overwrites the state from a [`Strategy::state_dict`] of the same kind and sizes.
+    fn load_state_dict(&mut self, d: &Bound<'_, PyDict>) -> PyResult<()> {
+        let mut v = Vec::with_capacity(d.len());
+        for (k, a) in d.iter() {
+            let name: String = k.extract()?;
+            let arr: PyReadonlyArray1<'_, f64> = a.extract().map_err(|_| {
+                value_error(format!("state_dict.{name}: expected a 1-D float64 array"))
+            })?;
+            v.push((name, arr.as_array().to_vec()));
+        }
+        self.opt.load_state_dict(&v).map_err(value_error)
+    }
+}
+
+/// A fitness function of the Rust crates: a benchmark function or CartPole neuroevolution.
+#[pyclass(module = "kestrel._kestrel")]
+pub(crate) struct EvoProblem {
+    p: Box<dyn Problem>,
+}
+
+#[pymethods]
+impl EvoProblem {
+    /// `EvoProblem(name, num_dims, shift=0.0, rotate=False, seed=0)`: `name` is a benchmark
+    /// function (`sphere`, `rosenbrock`, ...) or `cartpole` (the CLI's neuroevolution
+    /// problem; `num_dims` is then ignored). `kestrel evo run` builds the same problem.
+    #[new]
+    #[pyo3(signature = (name, num_dims=10, shift=0.0, rotate=false, seed=0))]
+    fn new(name: &str, num_dims: usize, shift: f64, rotate: bool, seed: u64) -> PyResult<Self> {
+        let p: Box<dyn Problem> = if name == "cartpole" {
+            Box::new(kestrel_evo::run::cartpole_problem().map_err(value_error)?)
+        } else {
+            let run = kestrel_core::Key::new(seed);
+            Box::new(
+                kestrel_evo::driver::benchmark(name, num_dims, shift, rotate, run)
+                    .map_err(value_error)?,
+            )
+        };
+        Ok(EvoProblem { p })
+    }
+
+    #[getter]
+    fn num_dims(&self) -> usize {
+        self.p.num_dims()
+    }
+
+    /// Fitness of each row of `population` (float32, minimised), keyed by `key` and the
+    /// global row `first_row + i` (shards of a population give the whole one's values).
+    #[pyo3(signature = (population, key=None, first_row=0))]
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        population: PyReadonlyArray2<'_, f32>,
+        key: Option<PyRef<'_, Key>>,
+        first_row: u64,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let s = population.shape();
+        let (rows, d) = (s[0], self.p.num_dims());
+        let x = check_population(&population, rows, d)?;
+        let key = key.map_or(kestrel_core::Key::new(0), |k| k.k);
+        let mut f = vec![0f32; rows];
+        let p = &self.p;
+        py.detach(|| p.evaluate_rows(key, first_row, &x, &mut f));
+        Ok(f.into_pyarray(py))
+    }
+}
+
+/// `[name, ...]` of the strategies.
+#[pyfunction]
+pub(crate) fn strategies() -> Vec<&'static str> {
+    StrategyKind::ALL.iter().map(|k| k.name()).collect()
+}
+
+/// The default population of `kind` for `num_dims`.
+#[pyfunction]
+pub(crate) fn default_pop_size(kind: &str, num_dims: usize) -> PyResult<usize> {
+    Ok(StrategyKind::parse(kind).map_err(value_error)?.default_pop_size(num_dims))
+}

@@ -1,0 +1,38 @@
+//! Kestrel's Python bindings (`kestrel._kestrel`): the Rust side of the `kestrel` package.
+//!
+//! Every batch runs with the GIL released on Rust-owned memory; results are copied into
+//! numpy arrays the Python layer owns (fresh ones, or persistent ones with `copy=False`).
+//! Bad input raises `ValueError`/`TypeError`/`RuntimeError` with the CLI's messages; no
+//! Python input reaches a panic. The Python classes (Gymnasium envs, vector envs, ask/tell
+//! optimisers) are in `python/kestrel/`.
+
+mod envs;
+mod errors;
+mod evo;
+mod mppi;
+mod runs;
+
+use pyo3::prelude::*;
+
+/// The compiled core of the `kestrel` package.
+#[pymodule]
+fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<envs::VecCore>()?;
+    m.add_function(wrap_pyfunction!(envs::list_envs, m)?)?;
+    m.add_class::<evo::Key>()?;
+    m.add_class::<evo::Strategy>()?;
+    m.add_class::<evo::EvoProblem>()?;
+    m.add_function(wrap_pyfunction!(evo::strategies, m)?)?;
+    m.add_function(wrap_pyfunction!(evo::default_pop_size, m)?)?;
+    m.add_class::<mppi::MppiController>()?;
+    m.add_function(wrap_pyfunction!(mppi::systems, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::evo_run, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::evo_qd, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::mppi_run, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::mppi_tune, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::allo_train, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::hunt_train, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::actdyn_run, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,23 @@
+import warnings
+
+import pytest
+
+import kestrel
+
+# Every single-agent env id with the params that make it a gymnasium.Env.
+SINGLE = [(i, {}) for i in kestrel.list_envs() if i not in ("TreasureHunt-v0", "ARC-v0", "ARC-jaxarc-v0")]
+SINGLE += [("TreasureHunt-v0", {"num_agents": 1})]
+SINGLE += [(a, {"layout": l, "tasks_per_family": 2}) for a in ("ARC-v0", "ARC-jaxarc-v0") for l in ("compact", "full")]
+
+
+def ids(cases):
+    return [f"{i}-{'-'.join(f'{k}={v}' for k, v in p.items())}" if p else i for i, p in cases]
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_warnings():
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        yield
+    bad = [str(x.message) for x in w if "Box" not in str(x.message) and "infinite" not in str(x.message).lower()]
+    assert not bad, bad

@@ -1,0 +1,90 @@
+"""Single envs: gymnasium's checker on every env, equality with gymnasium's own CartPole and
+Pendulum from the same start states, registration."""
+
+import numpy as np
+import pytest
+import gymnasium as gym
+from gymnasium.utils.env_checker import check_env
+
+import kestrel
+from conftest import SINGLE, ids
+
+
+@pytest.mark.parametrize("env_id,params", SINGLE, ids=ids(SINGLE))
+def test_check_env_passes_on_every_env(env_id, params):
+    env = kestrel.make(env_id, **params)
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id,params", SINGLE, ids=ids(SINGLE))
+def test_gymnasium_make_and_make_vec_work_for_every_id(env_id, params):
+    env = gym.make(f"kestrel/{env_id}", **params)
+    obs, _ = env.reset(seed=1)
+    assert obs in env.observation_space
+    env.step(env.action_space.sample())
+    env.close()
+    venv = gym.make_vec(f"kestrel/{env_id}", num_envs=3, vectorization_mode="vector_entry_point", **params)
+    obs, _ = venv.reset(seed=1)
+    assert obs in venv.observation_space
+    venv.step(venv.action_space.sample())
+    venv.close()
+
+
+def _same_start(ours, theirs, state, steps, actions):
+    theirs.reset(seed=0)
+    theirs.unwrapped.state = np.array(state, dtype=np.float64)
+    obs, _ = ours.reset(seed=0, options={"state": state})
+    for t in range(steps):
+        a = actions(t)
+        o1, r1, te1, tr1, _ = ours.step(a)
+        o2, r2, te2, tr2, _ = theirs.step(a)
+        np.testing.assert_array_equal(o1, o2, err_msg=f"step {t}")
+        # Kestrel's reward column is float32 (documented): gymnasium's f64 reward rounded.
+        assert (np.float32(r1), te1, tr1) == (np.float32(r2), te2, tr2), t
+        if te1 or tr1:
+            return t + 1
+    return steps
+
+
+def test_cartpole_equals_gymnasium_from_the_same_start_states():
+    ours, theirs = kestrel.make("CartPole-v1"), gym.make("CartPole-v1").unwrapped
+    rng = np.random.default_rng(0)
+    lengths = []
+    for ep in range(20):
+        state = rng.uniform(-0.05, 0.05, 4)
+        acts = rng.integers(0, 2, 600)
+        lengths.append(_same_start(ours, theirs, state, 600, lambda t: int(acts[t])))
+    assert max(lengths) > 20  # episodes ended by the pole falling, compared step by step
+
+
+def test_pendulum_equals_gymnasium_from_the_same_start_states():
+    ours, theirs = kestrel.make("Pendulum-v1"), gym.make("Pendulum-v1").unwrapped
+    rng = np.random.default_rng(1)
+    for ep in range(10):
+        state = [rng.uniform(-np.pi, np.pi), rng.uniform(-1, 1)]
+        acts = rng.uniform(-2, 2, (200, 1)).astype(np.float32)
+        _same_start(ours, theirs, state, 199, lambda t: acts[t])
+
+
+def test_out_of_range_actions_raise_instead_of_mapping():
+    env = kestrel.make("CartPole-v1")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="outside Discrete"):
+        env.step(2)
+    with pytest.raises(TypeError, match="integers"):
+        env.step(0.5)
+
+
+def test_multi_agent_needs_one_agent_for_a_single_env():
+    with pytest.raises(ValueError, match="num_agents"):
+        kestrel.make("TreasureHunt-v0")
+
+
+def test_unknown_params_and_ids_name_the_accepted():
+    with pytest.raises(ValueError, match="accepted: .*force_mag"):
+        kestrel.make("CartPole-v1", forse_mag=3.0)
+    with pytest.raises(ValueError, match="unknown; one of .*CartPole-v1"):
+        kestrel.make("CartPol-v1")
+    with pytest.raises(ValueError, match="tau = nan"):
+        kestrel.make("CartPole-v1", tau=float("nan"))

@@ -1,0 +1,318 @@
+"""Vector envs: our contract checker on every env, step-for-step equality with gymnasium's
+SyncVectorEnv in all three autoreset modes, wrappers, shard/thread invariance, copy
+semantics, async misuse, bad input, the GIL."""
+
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.vector.utils import batch_space
+from hypothesis import given, settings, strategies as st
+
+import kestrel
+from conftest import SINGLE, ids
+
+MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
+VEC = SINGLE + [("TreasureHunt-v0", {"num_agents": 3})]
+
+
+def leaves(x):
+    return list(x.values()) if isinstance(x, dict) else [x]
+
+
+def check_vector_env(venv, steps=30, seed=3):
+    """Gymnasium has no vector-env checker; this is ours."""
+    n = venv.num_envs
+    assert venv.observation_space == batch_space(venv.single_observation_space, n)
+    assert venv.action_space == batch_space(venv.single_action_space, n)
+    assert isinstance(venv.metadata["autoreset_mode"], AutoresetMode)
+    o1, info = venv.reset(seed=seed)
+    o1 = {k: v.copy() for k, v in o1.items()} if isinstance(o1, dict) else o1.copy()
+    assert isinstance(info, dict)
+    o2, _ = venv.reset(seed=seed)
+    for a, b in zip(leaves(o1), leaves(o2)):
+        np.testing.assert_array_equal(a, b)
+    assert o2 in venv.observation_space
+    venv.action_space.seed(0)
+    prev = None
+    for t in range(steps):
+        out = venv.step(venv.action_space.sample())
+        obs, rew, term, trunc, infos = out
+        assert obs in venv.observation_space, t
+        assert rew.shape == (n,) and rew.dtype == np.float32
+        assert term.shape == (n,) and term.dtype == np.bool_
+        assert trunc.shape == (n,) and trunc.dtype == np.bool_
+        assert isinstance(infos, dict)
+        if venv.copy and prev is not None:
+            for a, b in zip(leaves(obs) + [rew, term, trunc], prev):
+                assert not np.shares_memory(a, b)
+        prev = leaves(obs) + [rew, term, trunc]
+        if venv.metadata["autoreset_mode"] == AutoresetMode.DISABLED and (term | trunc).any():
+            venv.reset(options={"reset_mask": term | trunc})
+        if venv.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP and (term | trunc).any():
+            assert set(infos) >= {"final_obs", "_final_obs", "final_info", "_final_info"}
+            np.testing.assert_array_equal(infos["_final_obs"], term | trunc)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+@pytest.mark.parametrize("env_id,params", VEC, ids=ids(VEC))
+def test_vector_contract_on_every_env_and_mode(env_id, params, mode):
+    venv = kestrel.make_vec(env_id, 4, autoreset_mode=mode, **params)
+    check_vector_env(venv)
+    venv.close()
+
+
+def _pair(mode, n=5):
+    params = dict(reset_noise=0.0, max_episode_steps=7)
+    ours = kestrel.make_vec("Control-pendulum-v0", n, autoreset_mode=mode, **params)
+    theirs = SyncVectorEnv([lambda: kestrel.make("Control-pendulum-v0", **params)] * n, autoreset_mode=mode)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
+def test_step_for_step_equal_to_sync_vector_env(mode):
+    ours, theirs = _pair(mode)
+    rng = np.random.default_rng(0)
+    o1, _ = ours.reset(seed=0)
+    o2, _ = theirs.reset(seed=0)
+    np.testing.assert_array_equal(o1, o2)
+    ended = 0
+    for t in range(40):
+        a = rng.uniform(-2, 2, (5, 1))
+        r1, r2 = ours.step(a), theirs.step(a)
+        for x, y in zip(r1[:4], r2[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+        if mode == AutoresetMode.SAME_STEP:
+            assert set(r1[4]) == set(r2[4]), t
+            if "final_obs" in r2[4]:
+                np.testing.assert_array_equal(r1[4]["_final_obs"], r2[4]["_final_obs"])
+                for i in np.flatnonzero(r2[4]["_final_obs"]):
+                    np.testing.assert_array_equal(r1[4]["final_obs"][i], r2[4]["final_obs"][i])
+        done = r1[2] | r1[3]
+        ended += int(done.sum())
+        if mode == AutoresetMode.DISABLED and done.any():
+            mask = done.copy()
+            mask[0] = True  # reset one more row than ended
+            o1, _ = ours.reset(options={"reset_mask": mask})
+            o2, _ = theirs.reset(options={"reset_mask": mask})
+            np.testing.assert_array_equal(o1, o2)
+    assert ended >= 5 * 4
+
+
+def test_disabled_mode_refuses_stepping_ended_rows_and_bad_masks():
+    ours, _ = _pair(AutoresetMode.DISABLED, 3)
+    ours.reset(seed=0)
+    for _ in range(7):
+        out = ours.step(np.zeros((3, 1)))
+    assert out[3].all()
+    with pytest.raises(RuntimeError, match="reset_mask"):
+        ours.step(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        ours.reset(options={"reset_mask": np.ones(2, bool)})
+    with pytest.raises(ValueError, match="dtype bool"):
+        ours.reset(options={"reset_mask": np.ones(3, int)})
+    with pytest.raises(TypeError):
+        ours.reset(options={"reset_mask": [True, True, True]})
+    with pytest.raises(ValueError, match="at least one"):
+        ours.reset(options={"reset_mask": np.zeros(3, bool)})
+
+
+def test_gymnasium_wrappers_work_on_a_next_step_env():
+    venv = kestrel.make_vec("CartPole-v1", 8, seed=0)
+    venv = gym.wrappers.vector.RecordEpisodeStatistics(venv)
+    venv = gym.wrappers.vector.NormalizeObservation(venv)
+    venv.reset(seed=0)
+    episodes = 0
+    for _ in range(300):
+        _, _, _, _, info = venv.step(np.zeros(8, np.int64))
+        if "episode" in info:
+            episodes += int(info["_episode"].sum())
+            assert (info["episode"]["l"][info["_episode"]] > 0).all()
+    assert episodes > 8
+
+
+def test_vector_observation_wrapper_refuses_same_step_as_gymnasium_does():
+    venv = kestrel.make_vec("CartPole-v1", 2, autoreset_mode="same_step")
+    with pytest.raises(ValueError):
+        gym.wrappers.vector.NormalizeObservation(venv)
+
+
+def _rollout(venv, steps=60, seed=11):
+    obs, _ = venv.reset(seed=seed)
+    rng = np.random.default_rng(5)
+    rows = [obs.copy()]
+    for _ in range(steps):
+        a = rng.integers(0, 2, 16)[: venv.num_envs]
+        obs, rew, term, trunc, _ = venv.step(a)
+        rows.append(np.concatenate([obs.reshape(venv.num_envs, -1), rew[:, None], term[:, None], trunc[:, None]], 1))
+    return rows
+
+
+def test_rows_do_not_depend_on_the_batch_size_or_the_shard():
+    whole = _rollout(kestrel.make_vec("CartPole-v1", 16))
+    part = _rollout(kestrel.make_vec("CartPole-v1", 6))
+    lo = _rollout(kestrel.make_vec("CartPole-v1", 10))
+    for w, p in zip(whole, part):
+        np.testing.assert_array_equal(w[:6], p)
+    # a shard [10, 16) of the same batch, actions matched row by row
+    obs_w, _ = kestrel.make_vec("CartPole-v1", 16).reset(seed=11)
+    shard = kestrel.make_vec("CartPole-v1", 6, row_offset=10)
+    obs_s, _ = shard.reset(seed=11)
+    np.testing.assert_array_equal(obs_w[10:], obs_s)
+    w = kestrel.make_vec("CartPole-v1", 16)
+    w.reset(seed=11)
+    rng = np.random.default_rng(2)
+    for t in range(100):
+        a = rng.integers(0, 2, 16)
+        r1 = w.step(a)
+        r2 = shard.step(a[10:])
+        for x, y in zip(r1[:4], r2[:4]):
+            np.testing.assert_array_equal(x[10:], y, err_msg=f"step {t}")
+
+
+HASH = """
+import hashlib, numpy as np, kestrel
+v = kestrel.make_vec("ARC-v0", 64, tasks_per_family=2)
+v.reset(seed=4)
+v.action_space.seed(1)
+h = hashlib.sha256()
+for _ in range(20):
+    o, r, te, tr, _ = v.step(v.action_space.sample())
+    for x in [o["grid"], r, te, tr]:
+        h.update(np.ascontiguousarray(x).tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    out = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, RAYON_NUM_THREADS=threads)
+        out.append(subprocess.run([sys.executable, "-c", HASH], env=env, capture_output=True, text=True, check=True).stdout)
+    assert out[0] == out[1] and len(out[0].strip()) == 64
+
+
+def test_copy_false_returns_the_same_arrays_written_in_place():
+    venv = kestrel.make_vec("CartPole-v1", 4, copy=False)
+    o0, _ = venv.reset(seed=0)
+    o1, r1, *_ = venv.step(np.zeros(4, np.int64))
+    snapshot = o1.copy()
+    o2, r2, *_ = venv.step(np.ones(4, np.int64))
+    assert o1 is o2 and r1 is r2 and o0 is o1
+    assert not np.array_equal(snapshot, o2)
+
+
+def test_step_async_and_misuse():
+    venv = kestrel.make_vec("CartPole-v1", 4)
+    with pytest.raises(RuntimeError, match="before reset"):
+        venv.step(np.zeros(4, np.int64))
+    venv.reset(seed=0)
+    with pytest.raises(RuntimeError, match="without a pending"):
+        venv.step_wait()
+    venv.step_async(np.zeros(4, np.int64))
+    with pytest.raises(RuntimeError, match="twice"):
+        venv.step_async(np.zeros(4, np.int64))
+    with pytest.raises(RuntimeError, match="in flight"):
+        venv.step(np.zeros(4, np.int64))
+    a = venv.step_wait()
+    b = kestrel.make_vec("CartPole-v1", 4)
+    b.reset(seed=0)
+    for x, y in zip(a[:4], b.step(np.zeros(4, np.int64))[:4]):
+        np.testing.assert_array_equal(x, y)
+    venv.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        venv.step(np.zeros(4, np.int64))
+
+
+def test_bad_input_raises_with_the_shape():
+    venv = kestrel.make_vec("CartPole-v1", 4096)
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match=r"expected shape \(4096,\), got \(3,\)"):
+        venv.step(np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="integers"):
+        venv.step(np.zeros(4096, np.float32))
+    with pytest.raises(ValueError, match="outside Discrete"):
+        venv.step(np.full(4096, 7))
+    with pytest.raises(TypeError, match="seed"):
+        venv.reset(seed=float("nan"))
+    with pytest.raises(ValueError, match="one int seed"):
+        venv.reset(seed=[1, 2])
+    with pytest.raises(ValueError, match="num_envs = -1"):
+        kestrel.make_vec("CartPole-v1", -1)
+    pend = kestrel.make_vec("Pendulum-v1", 2)
+    pend.reset(seed=0)
+    with pytest.raises(ValueError, match="not finite"):
+        pend.step(np.array([[np.nan], [0.0]]))
+    arc = kestrel.make_vec("ARC-v0", 2, tasks_per_family=1)
+    arc.reset(seed=0)
+    with pytest.raises(ValueError, match=r"selection'\]: expected shape \(2, 30, 30\)"):
+        arc.step({"operation": np.zeros(2, int), "selection": np.zeros((2, 30, 29), np.int8)})
+    with pytest.raises(TypeError, match="operation, selection"):
+        arc.step(np.zeros(2))
+
+
+DTYPES = [np.int8, np.int64, np.uint16, np.float32, np.float64, np.bool_, np.complex64, object]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    env=st.sampled_from(["CartPole-v1", "Pendulum-v1", "Control-nav2d-v0", "ARC-v0"]),
+    shape=st.lists(st.integers(0, 5), min_size=0, max_size=3),
+    dtype=st.sampled_from(DTYPES),
+    as_dict=st.booleans(),
+)
+def test_random_shapes_and_dtypes_never_panic(env, shape, dtype, as_dict):
+    venv = _cached(env)
+    try:
+        a = np.zeros(shape, dtype=dtype)
+    except (TypeError, ValueError):
+        return
+    action = {"operation": a, "selection": a} if as_dict else a
+    try:
+        venv.step(action)
+    except (ValueError, TypeError, RuntimeError):
+        pass  # anything else (PanicException is a BaseException) fails the test
+
+
+_CACHE = {}
+
+
+def _cached(env):
+    if env not in _CACHE:
+        v = kestrel.make_vec(env, 3, autoreset_mode="same_step", **({"tasks_per_family": 1} if env.startswith("ARC") else {}))
+        v.reset(seed=0)
+        _CACHE[env] = v
+    return _CACHE[env]
+
+
+def test_the_gil_is_released_during_a_step():
+    venv = kestrel.make_vec("ARC-v0", 16384, tasks_per_family=2)
+    venv.reset(seed=0)
+    venv.action_space.seed(0)
+    kw = kestrel._spaces.action_kwargs(venv.single_action_space, venv.action_space.sample(), venv.num_envs)
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    th = threading.Thread(target=spin)
+    th.start()
+    time.sleep(0.02)
+    during = []
+    for _ in range(5):
+        before = count[0]
+        t0 = time.perf_counter()
+        venv._core.step(**kw)  # one Rust call: the spinning thread only moves if the GIL is free
+        during.append((count[0] - before, time.perf_counter() - t0))
+    stop.set()
+    th.join()
+    assert max(c for c, _ in during) > 1000, during
