@@ -25,6 +25,33 @@ pub enum AutoReset {
     Disabled,
 }
 
+/// One block of rows of every column, as the step loop takes it (block index first).
+type Chunk<'a, E> = (
+    usize,
+    (
+        (
+            (
+                (
+                    (
+                        (
+                            (
+                                (&'a mut [<E as Env>::State], &'a mut [<E as Env>::Obs]),
+                                &'a mut [<E as Env>::Obs],
+                            ),
+                            &'a mut [f32],
+                        ),
+                        &'a mut [<E as Env>::Action],
+                    ),
+                    &'a mut [bool],
+                ),
+                &'a mut [bool],
+            ),
+            &'a mut [u32],
+        ),
+        &'a mut [bool],
+    ),
+);
+
 /// N environments stepped together, with auto-reset ([`AutoReset`], same-step by default).
 ///
 /// Columns are contiguous and row-major; per-agent columns (`obs`, `final_obs`,
@@ -260,6 +287,73 @@ impl<E: Env> VecEnv<E> {
         let threads = rayon::current_num_threads().max(1);
         let block = self.num_envs.div_ceil(threads * 4).max(16);
         let (env, params, off, mode) = (&self.env, &self.params, self.row_offset, self.autoreset);
+        let chunk = |(b, ((((((((st, ob), fo), rw), ac), te), tr), sc), nr)): Chunk<'_, E>| {
+            for j in 0..st.len() {
+                let row = b * block + j;
+                let row_key = step_key.fold_in(off + row as u64);
+                let key_step = row_key.fold_in(KEY_STEP);
+                let obs = &mut ob[j * per..(j + 1) * per];
+                let acts = &mut ac[j * a..(j + 1) * a];
+                let rws = &mut rw[j * a..(j + 1) * a];
+                if nr[j] {
+                    // Next-step auto-reset: this step only starts the new episode.
+                    let reset_key = prev_key.fold_in(off + row as u64).fold_in(KEY_RESET);
+                    st[j] = env.reset(params, reset_key, obs);
+                    rws.iter_mut().for_each(|r| *r = 0.0);
+                    (te[j], tr[j], sc[j], nr[j]) = (false, false, 0, false);
+                    continue;
+                }
+                if let Some(p) = policy {
+                    p(row, row_key.fold_in(KEY_POLICY), obs, acts);
+                }
+                let term = env.step(params, &mut st[j], acts, key_step, obs, rws);
+                sc[j] += 1;
+                let trunc = limit.is_some_and(|m| sc[j] >= m);
+                te[j] = term;
+                tr[j] = trunc;
+                if term || trunc {
+                    fo[j * per..(j + 1) * per].copy_from_slice(obs);
+                    match mode {
+                        AutoReset::SameStep => {
+                            st[j] = env.reset(params, row_key.fold_in(KEY_RESET), obs);
+                            sc[j] = 0;
+                        }
+                        AutoReset::NextStep => nr[j] = true,
+                        AutoReset::Disabled => {}
+                    }
+                }
+            }
+        };
+        if self.num_envs <= block {
+            // One chunk: step it on this thread (no hand-off to the pool, which costs
+            // microseconds per call at small batches).
+            chunk((
+                0,
+                (
+                    (
+                        (
+                            (
+                                (
+                                    (
+                                        (
+                                            (&mut self.states[..], &mut self.obs[..]),
+                                            &mut self.final_obs[..],
+                                        ),
+                                        &mut self.rewards[..],
+                                    ),
+                                    &mut self.actions[..],
+                                ),
+                                &mut self.terminated[..],
+                            ),
+                            &mut self.truncated[..],
+                        ),
+                        &mut self.episode_steps[..],
+                    ),
+                    &mut self.needs_reset[..],
+                ),
+            ));
+            return;
+        }
         self.states
             .par_chunks_mut(block)
             .zip(self.obs.par_chunks_mut(block * per))
@@ -271,43 +365,7 @@ impl<E: Env> VecEnv<E> {
             .zip(self.episode_steps.par_chunks_mut(block))
             .zip(self.needs_reset.par_chunks_mut(block))
             .enumerate()
-            .for_each(|(b, ((((((((st, ob), fo), rw), ac), te), tr), sc), nr))| {
-                for j in 0..st.len() {
-                    let row = b * block + j;
-                    let row_key = step_key.fold_in(off + row as u64);
-                    let key_step = row_key.fold_in(KEY_STEP);
-                    let obs = &mut ob[j * per..(j + 1) * per];
-                    let acts = &mut ac[j * a..(j + 1) * a];
-                    let rws = &mut rw[j * a..(j + 1) * a];
-                    if nr[j] {
-                        // Next-step auto-reset: this step only starts the new episode.
-                        let reset_key = prev_key.fold_in(off + row as u64).fold_in(KEY_RESET);
-                        st[j] = env.reset(params, reset_key, obs);
-                        rws.iter_mut().for_each(|r| *r = 0.0);
-                        (te[j], tr[j], sc[j], nr[j]) = (false, false, 0, false);
-                        continue;
-                    }
-                    if let Some(p) = policy {
-                        p(row, row_key.fold_in(KEY_POLICY), obs, acts);
-                    }
-                    let term = env.step(params, &mut st[j], acts, key_step, obs, rws);
-                    sc[j] += 1;
-                    let trunc = limit.is_some_and(|m| sc[j] >= m);
-                    te[j] = term;
-                    tr[j] = trunc;
-                    if term || trunc {
-                        fo[j * per..(j + 1) * per].copy_from_slice(obs);
-                        match mode {
-                            AutoReset::SameStep => {
-                                st[j] = env.reset(params, row_key.fold_in(KEY_RESET), obs);
-                                sc[j] = 0;
-                            }
-                            AutoReset::NextStep => nr[j] = true,
-                            AutoReset::Disabled => {}
-                        }
-                    }
-                }
-            });
+            .for_each(chunk);
     }
 
     /// The environment kernel.

@@ -29,7 +29,7 @@ pub use icem::{
 };
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
-    Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState,
+    Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, Phase,
 };
 pub use presets::{ControllerKind, MppiRunConfig, System};
 pub use smppi::{Smppi, SmppiParams, SmppiState};

@@ -558,8 +558,83 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
         shift: bool,
     ) {
         let d = &self.dynamics;
-        let (k, t, nu, nx) = (p.num_samples, p.horizon, d.nu(), d.nx());
-        assert_eq!(x0.len(), nx, "Mppi::command: state length");
+        assert_eq!(x0.len(), d.nx(), "Mppi::command: state length");
+        self.command_by(p, s, z, out, shift, |ph| match ph {
+            Phase::Block { ctl, costs, .. } => {
+                let t = p.horizon;
+                if p.rollout_samples > 1 {
+                    let nu = d.nu();
+                    for (v, c) in ctl.chunks(t * nu).zip(costs.iter_mut()) {
+                        *c = rollout_cost_by(d, x0, t, p, |tt, us| {
+                            us.copy_from_slice(&v[tt * nu..(tt + 1) * nu])
+                        });
+                    }
+                } else {
+                    rollout_block(d, x0, t, p.convention == Convention::JaxMppi, costs, ctl);
+                }
+                true
+            }
+            Phase::All { .. } => true,
+        });
+    }
+}
+
+/// Where [`Mppi::command_by`] asks for rollout costs.
+pub enum Phase<'a> {
+    /// One block of samples `k0..k0 + costs.len()` (called in parallel): `ctl` holds their
+    /// scaled controls (`sample × step × nu`); write each sample's rollout cost to `costs` and
+    /// return `true`. Return `false` to leave the costs to the [`Phase::All`] call.
+    Block {
+        /// First sample of the block.
+        k0: usize,
+        /// Scaled controls of the block's samples.
+        ctl: &'a [f64],
+        /// Their rollout costs (running + terminal), to write.
+        costs: &'a mut [f64],
+    },
+    /// Every sample at once (after the blocks, only when a block returned `false`): `ctl` is
+    /// `K × T × nu`, `costs` K.
+    All {
+        /// Scaled controls of every sample.
+        ctl: &'a [f64],
+        /// Their rollout costs, to write.
+        costs: &'a mut [f64],
+    },
+}
+
+impl<D: Dynamics> Mppi<D> {
+    /// [`Controller::command`](crate::Controller::command) with the rollout costs from
+    /// `rollout` ([`Mppi::command_by`]): the same normals from `key`, the same plan shift.
+    pub fn command_keyed_by(
+        &self,
+        key: Key,
+        p: &MppiParams,
+        s: &mut MppiState,
+        out: &mut [f64],
+        rollout: impl Fn(Phase<'_>) -> bool + Sync,
+    ) {
+        let mut z = std::mem::take(&mut s.normals);
+        draw_normals(key, p.num_samples, p.horizon * self.dynamics.nu(), &mut z);
+        self.command_by(p, s, &z, out, true, rollout);
+        s.normals = z;
+    }
+
+    /// [`Controller::command_with_normals`](crate::Controller::command_with_normals) with the
+    /// rollout costs supplied by `rollout` ([`Phase`]): the built-in dynamics cost each block in
+    /// parallel; dynamics outside Rust (the Python package's batched callback, called once per
+    /// horizon step for all samples) take every sample at once. Shift, sampling, control costs,
+    /// weights and the update are the same code either way.
+    pub fn command_by(
+        &self,
+        p: &MppiParams,
+        s: &mut MppiState,
+        z: &[f64],
+        out: &mut [f64],
+        shift: bool,
+        rollout: impl Fn(Phase<'_>) -> bool + Sync,
+    ) {
+        let d = &self.dynamics;
+        let (k, t, nu) = (p.num_samples, p.horizon, d.nu());
         assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
         assert_eq!(
             s.u.len(),
@@ -591,12 +666,20 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
         // sample's arithmetic is in the same order as one at a time.
         let min_blocks = (4096 / (t.max(1) * BLOCK)).max(1);
         let row = t * nu;
-        eps.par_chunks_mut(BLOCK * row)
+        let control_costs = |e_blk: &[f64], c_blk: &mut [f64]| {
+            for (e, cost) in e_blk.chunks(row).zip(c_blk.iter_mut()) {
+                let ctrl = control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
+                let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
+                *cost = if total.is_nan() { f64::INFINITY } else { total };
+            }
+        };
+        let all_done = eps
+            .par_chunks_mut(BLOCK * row)
             .zip(ctl.par_chunks_mut(BLOCK * row))
             .zip(costs.par_chunks_mut(BLOCK))
             .enumerate()
             .with_min_len(min_blocks)
-            .for_each(|(blk, ((e_blk, v_blk), c_blk))| {
+            .map(|(blk, ((e_blk, v_blk), c_blk))| {
                 // Noise ε = μ + L z, the clamped control (scaled) and the effective noise, for
                 // the block's samples (row-major `sample × step × control`, as z).
                 let k0 = blk * BLOCK;
@@ -626,22 +709,20 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
                         }
                     }
                 }
-                if p.rollout_samples > 1 {
-                    for (v, c) in v_blk.chunks(row).zip(c_blk.iter_mut()) {
-                        *c = rollout_cost_by(d, x0, t, p, |tt, us| {
-                            us.copy_from_slice(&v[tt * nu..(tt + 1) * nu])
-                        });
-                    }
-                } else {
-                    rollout_block(d, x0, t, jax, c_blk, v_blk);
+                let done = rollout(Phase::Block { k0, ctl: v_blk, costs: c_blk });
+                if done {
+                    control_costs(e_blk, c_blk);
                 }
-                for (e, cost) in e_blk.chunks(row).zip(c_blk.iter_mut()) {
-                    let ctrl =
-                        control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
-                    let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
-                    *cost = if total.is_nan() { f64::INFINITY } else { total };
-                }
-            });
+                done
+            })
+            .reduce(|| true, |a, b| a && b);
+        if !all_done {
+            rollout(Phase::All { ctl: &ctl, costs: &mut costs });
+            eps.par_chunks(BLOCK * row)
+                .zip(costs.par_chunks_mut(BLOCK))
+                .with_min_len(min_blocks)
+                .for_each(|(e_blk, c_blk)| control_costs(e_blk, c_blk));
+        }
         weights(&costs, p.lambda, &mut w);
         for kk in 0..k {
             if w[kk] != 0.0 {

@@ -19,6 +19,7 @@ use numpy::{PyReadonlyArray1, PyReadwriteArray1, PyReadwriteArrayDyn};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// ARC's canvas side in the bindings (ARC-AGI's 30).
@@ -179,27 +180,33 @@ impl Codec for ArcAction<ARC_S> {
             ));
         }
         let nops = kestrel_arc::NUM_OPS as i64;
-        for (i, (o, (&op, m))) in
-            out.iter_mut().zip(ops.iter().zip(sel.chunks_exact(cells))).enumerate()
-        {
-            if !(0..nops).contains(&op) {
-                return Err(format!("actions['operation'][{i}] = {op}: outside Discrete({nops})"));
-            }
-            if let Some(j) = m.iter().position(|&b| b > 1) {
-                return Err(format!(
-                    "actions['selection'][{i}][{}][{}] = {}: not 0 or 1",
-                    j / ARC_S,
-                    j % ARC_S,
-                    m[j]
-                ));
-            }
-            let mask = std::array::from_fn(|r| {
-                m[r * ARC_S..(r + 1) * ARC_S]
-                    .iter()
-                    .enumerate()
-                    .fold(0u32, |acc, (c, &b)| acc | (u32::from(b) << c))
-            });
-            *o = ArcAction { op: op as i32, sel: Selection::Mask(mask) };
+        if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
+            return Err(format!(
+                "actions['operation'][{i}] = {}: outside Discrete({nops})",
+                ops[i]
+            ));
+        }
+        // One mask per row, packed in parallel (the selection is 900 bytes a row).
+        out.par_iter_mut().zip(ops.par_iter()).zip(sel.par_chunks_exact(cells)).for_each(
+            |((o, &op), m)| {
+                let mask = std::array::from_fn(|r| {
+                    m[r * ARC_S..(r + 1) * ARC_S]
+                        .iter()
+                        .enumerate()
+                        .fold(0u32, |acc, (c, &b)| acc | (u32::from(b & 1) << c))
+                });
+                *o = ArcAction { op: op as i32, sel: Selection::Mask(mask) };
+            },
+        );
+        if let Some(i) = sel.par_chunks_exact(cells).position_first(|m| m.iter().any(|&b| b > 1)) {
+            let m = &sel[i * cells..(i + 1) * cells];
+            let j = m.iter().position(|&b| b > 1).unwrap_or(0);
+            return Err(format!(
+                "actions['selection'][{i}][{}][{}] = {}: not 0 or 1",
+                j / ARC_S,
+                j % ARC_S,
+                m[j]
+            ));
         }
         Ok(())
     }
@@ -639,6 +646,16 @@ pub(crate) struct VecCore {
     id: String,
     agents: usize,
     obs_len: usize,
+    /// The env's own thread pool (`num_threads`); the process's rayon pool when absent.
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+/// Runs `f` on `pool` (or the ambient rayon pool).
+fn on<R: Send>(pool: &Option<Arc<rayon::ThreadPool>>, f: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
 }
 
 impl VecCore {
@@ -685,23 +702,36 @@ fn actions_from<'a>(
 
 #[pymethods]
 impl VecCore {
-    /// `VecCore(env_id, num_envs, seed, params_json, row_offset=0)`.
+    /// `VecCore(env_id, num_envs, seed, params_json, row_offset=0, num_threads=None)`.
     #[new]
-    #[pyo3(signature = (env_id, num_envs, seed, params_json, row_offset=0))]
+    #[pyo3(signature = (env_id, num_envs, seed, params_json, row_offset=0, num_threads=None))]
     fn new(
         env_id: &str,
         num_envs: i64,
         seed: u64,
         params_json: &str,
         row_offset: u64,
+        num_threads: Option<i64>,
     ) -> PyResult<Self> {
         if num_envs < 1 {
             return Err(value_error(format!("num_envs = {num_envs}: at least 1")));
         }
+        let pool = match num_threads {
+            None => None,
+            Some(n) if !(1..=1024).contains(&n) => {
+                return Err(value_error(format!("num_threads = {n}: 1 to 1024, or None")));
+            }
+            Some(n) => Some(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n as usize)
+                    .build()
+                    .map_err(|e| value_error(format!("num_threads = {n}: {e}")))?,
+            )),
+        };
         let mut kw = Kw::parse(env_id, params_json)?;
         let inner = build(env_id, &mut kw, num_envs as usize, seed, row_offset)?;
         let (agents, obs_len) = (inner.spec().num_agents, inner.spec().obs_len());
-        Ok(VecCore { inner: Some(inner), pending: None, id: env_id.into(), agents, obs_len })
+        Ok(VecCore { inner: Some(inner), pending: None, id: env_id.into(), agents, obs_len, pool })
     }
 
     /// `{"obs": space, "action": space, "num_agents", "max_episode_steps", "obs_dtype",
@@ -739,8 +769,9 @@ impl VecCore {
 
     /// Resets every row from `seed` (rows draw keys from (seed, step, global row)).
     fn reset(&mut self, py: Python<'_>, seed: u64) -> PyResult<()> {
+        let pool = self.pool.clone();
         let v = self.get_mut()?;
-        py.detach(|| v.reset(seed));
+        py.detach(|| on(&pool, || v.reset(seed)));
         Ok(())
     }
 
@@ -750,19 +781,37 @@ impl VecCore {
         self.get_mut()?.reset_rows(&m).map_err(value_error)
     }
 
-    /// Loads actions then steps every row with the GIL released.
-    #[pyo3(signature = (ints=None, floats=None, sel=None))]
+    /// Loads actions then steps every row, both with the GIL released; with output arrays
+    /// given, copies the results into them as [`VecCore::read`] does (one call per step).
+    #[pyo3(signature = (ints=None, floats=None, sel=None, obs=None, rewards=None, terminated=None, truncated=None))]
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
         py: Python<'_>,
         ints: Option<PyReadonlyArray1<'_, i64>>,
         floats: Option<PyReadonlyArray1<'_, f64>>,
         sel: Option<PyReadonlyArray1<'_, u8>>,
+        obs: Option<&Bound<'_, PyAny>>,
+        rewards: Option<PyReadwriteArray1<'_, f32>>,
+        terminated: Option<PyReadwriteArray1<'_, bool>>,
+        truncated: Option<PyReadwriteArray1<'_, bool>>,
     ) -> PyResult<()> {
         let a = actions_from(&ints, &floats, &sel)?;
+        let pool = self.pool.clone();
         let v = self.get_mut()?;
-        v.load_actions(&a).map_err(value_error)?;
-        py.detach(|| v.step());
+        // The action arrays are read-only borrows held for the call (rust-numpy's borrow
+        // flags); the Python layer hands in arrays it owns or fresh conversions.
+        py.detach(|| {
+            on(&pool, || {
+                v.load_actions(&a)?;
+                v.step();
+                Ok::<(), String>(())
+            })
+        })
+        .map_err(value_error)?;
+        if let (Some(o), Some(r), Some(te), Some(tr)) = (obs, rewards, terminated, truncated) {
+            self.read(o, r, te, tr, None)?;
+        }
         Ok(())
     }
 
@@ -784,8 +833,9 @@ impl VecCore {
         let Some(mut v) = self.inner.take() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
+        let pool = self.pool.clone();
         self.pending = Some(std::thread::spawn(move || {
-            v.step();
+            on(&pool, || v.step());
             v
         }));
         Ok(())
@@ -871,4 +921,14 @@ impl VecCore {
 #[pyfunction]
 pub(crate) fn list_envs() -> Vec<(String, String)> {
     env_ids()
+}
+
+/// ARC's operation names in id order for `mode` (`"o2arc"`: ARCLE's, `"jaxarc"`: JaxARC's).
+#[pyfunction]
+pub(crate) fn arc_operations(mode: &str) -> PyResult<Vec<&'static str>> {
+    match mode {
+        "o2arc" => Ok(kestrel_arc::O2ARC_OPS.to_vec()),
+        "jaxarc" => Ok(kestrel_arc::JAXARC_OPS.to_vec()),
+        other => Err(value_error(format!("mode {other:?}: \"o2arc\" or \"jaxarc\""))),
+    }
 }

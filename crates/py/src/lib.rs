@@ -20,12 +20,14 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<envs::VecCore>()?;
     m.add_function(wrap_pyfunction!(envs::list_envs, m)?)?;
+    m.add_function(wrap_pyfunction!(envs::arc_operations, m)?)?;
     m.add_class::<evo::Key>()?;
     m.add_class::<evo::Strategy>()?;
     m.add_class::<evo::EvoProblem>()?;
     m.add_function(wrap_pyfunction!(evo::strategies, m)?)?;
     m.add_function(wrap_pyfunction!(evo::default_pop_size, m)?)?;
     m.add_class::<mppi::MppiController>()?;
+    m.add_class::<mppi::ExternalMppi>()?;
     m.add_function(wrap_pyfunction!(mppi::systems, m)?)?;
     m.add_function(wrap_pyfunction!(runs::evo_run, m)?)?;
     m.add_function(wrap_pyfunction!(runs::evo_qd, m)?)?;

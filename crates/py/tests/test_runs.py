@@ -57,3 +57,58 @@ def test_a_failing_progress_callback_raises_after_the_run(tmp_path):
 
     with pytest.raises(KeyError):
         kestrel.evo.run(strategy="snes", problem="sphere", num_dims=2, generations=3, out_dir=tmp_path, progress=cb)
+
+
+def _basic(x, u, t):
+    return x + 0.1 * u  # jax-mppi's basic system, u broadcast over both states
+
+
+def _basic_cost(x, u, t):
+    return x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1] + 0.01 * u[:, 0] * u[:, 0]
+
+
+def _basic_terminal(x):
+    return 10.0 * (x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1])
+
+
+def test_callback_dynamics_equal_the_built_in_system():
+    calls = []
+
+    def dyn(x, u, t):
+        calls.append((x.shape, u.shape, t))
+        return _basic(x, u, t)
+
+    ours = kestrel.mppi.Controller.from_callbacks(dyn, _basic_cost, terminal_cost=_basic_terminal, nx=2, nu=1,
+                                                  seed=4, num_samples=50, horizon=15, **{"lambda": 5.0})
+    ref = kestrel.mppi.Controller(system="basic", seed=4)
+    x = ref.start_state()
+    for _ in range(20):
+        u1, u2 = ours.command(x), ref.command(x)
+        np.testing.assert_array_equal(u1, u2)
+        x, _ = ref.plant_step(x, u2)
+    # once per horizon step per command, with all 50 samples
+    assert len(calls) == 20 * 15 and calls[0] == ((50, 2), (50, 1), 0) and calls[14][2] == 14
+
+
+def test_callback_errors_propagate_and_leave_the_plan_alone():
+    bad_shape = kestrel.mppi.Controller.from_callbacks(lambda x, u, t: x[:, :1], _basic_cost, nx=2, nu=1)
+    with pytest.raises(ValueError, match=r"dynamics: expected shape \(100, 2\)"):
+        bad_shape.command(np.zeros(2))
+    state = {"n": 0}
+
+    def flaky(x, u, t):
+        state["n"] += 1
+        if state["n"] == 3:
+            raise ZeroDivisionError("boom")
+        return _basic(x, u, t)
+
+    c = kestrel.mppi.Controller.from_callbacks(flaky, _basic_cost, nx=2, nu=1, horizon=4)
+    before = c.plan.copy()
+    with pytest.raises(ZeroDivisionError):
+        c.command(np.zeros(2))
+    np.testing.assert_array_equal(c.plan, before)
+    c.command(np.zeros(2))
+    with pytest.raises(ValueError, match="rollout_samples"):
+        kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, nx=2, nu=1, rollout_samples=2)
+    with pytest.raises(TypeError, match="callable"):
+        kestrel.mppi.Controller.from_callbacks(3, _basic_cost, nx=2, nu=1)

@@ -316,3 +316,36 @@ def test_the_gil_is_released_during_a_step():
     stop.set()
     th.join()
     assert max(c for c, _ in during) > 1000, during
+
+
+def test_num_threads_is_a_performance_knob_only():
+    outs = []
+    for threads in (1, 2, None):
+        v = kestrel.make_vec("ARC-jaxarc-v0", 96, num_threads=threads, tasks_per_family=2)
+        v.reset(seed=9)
+        v.action_space.seed(3)
+        h = hashlib.sha256()
+        for _ in range(15):
+            o, r, te, tr, _ = v.step(v.action_space.sample())
+            for x in [o["grid"], r, te, tr]:
+                h.update(np.ascontiguousarray(x).tobytes())
+        outs.append(h.hexdigest())
+    assert outs[0] == outs[1] == outs[2]
+    with pytest.raises(ValueError, match="num_threads"):
+        kestrel.make_vec("CartPole-v1", 2, num_threads=0)
+
+
+def test_arc_selection_values_and_operation_names():
+    ops = kestrel.arc_operations("o2arc")
+    assert len(ops) == 35 and len(kestrel.arc_operations("jaxarc")) == 35
+    v = kestrel.make_vec("ARC-v0", 2, tasks_per_family=1)
+    v.reset(seed=0)
+    sel = np.zeros((2, 30, 30), np.int8)
+    sel[1, 4, 5] = -1
+    with pytest.raises(ValueError, match=r"selection'\]\[1\]\[4\]\[5\] = 255: not 0 or 1"):
+        v.step({"operation": np.zeros(2, np.int64), "selection": sel})
+    sel64 = np.zeros((2, 30, 30), np.int64)
+    sel64[0, 0, 0] = 256
+    with pytest.raises(ValueError, match="0 or 1"):
+        v.step({"operation": np.zeros(2, np.int64), "selection": sel64})
+    v.step({"operation": np.full(2, 34), "selection": np.ones((2, 30, 30), bool)})

@@ -16,12 +16,21 @@ from .envs import Env, register_envs
 from .vector import VectorEnv
 from . import evo, mppi, allo, hunt, actdyn  # noqa: E402
 
-__all__ = ["Key", "Env", "VectorEnv", "make", "make_vec", "list_envs", "evo", "mppi", "allo", "hunt", "actdyn", "__version__"]
+__all__ = ["Key", "Env", "VectorEnv", "make", "make_vec", "list_envs", "arc_operations", "evo", "mppi", "allo", "hunt", "actdyn", "__version__"]
 
 
 def list_envs() -> list[str]:
     """Every env id (`gymnasium.make("kestrel/<id>")` works for each)."""
     return [i for i, _ in _kestrel.list_envs()]
+
+
+def arc_operations(mode: str = "o2arc") -> list[str]:
+    """ARC's operation names in id order (`ARC-v0`: "o2arc", ARCLE's; `ARC-jaxarc-v0`: "jaxarc").
+
+    ARC observations: `layout="compact"` (default) is the working grid and its size only;
+    `layout="full"` adds ARCLE's keys (input, selection, clipboard, object state, trials) and
+    `demo_pairs` demonstration pairs, which an agent needs to infer the task."""
+    return list(_kestrel.arc_operations(mode))
 
 
 def make(env_id: str, **params) -> Env:

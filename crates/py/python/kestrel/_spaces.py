@@ -3,6 +3,8 @@ Python input is turned into the arrays the Rust core takes (with the shape in ev
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 from gymnasium import spaces
 
@@ -41,7 +43,8 @@ def to_space(desc, dtype):
             hi = min(hi, float(info.max)) if np.isfinite(hi) else np.inf
         return spaces.Box(np.full(shape, lo, dt), np.full(shape, hi, dt), dtype=dt)
     if kind == "dict":
-        return spaces.Dict({name: to_space(sub, dtype) for name, sub in desc[1]})
+        # An OrderedDict keeps the buffer's order (a plain dict would be sorted by name).
+        return spaces.Dict(OrderedDict((name, to_space(sub, dtype)) for name, sub in desc[1]))
     raise ValueError(f"unknown space kind {kind!r}")
 
 
@@ -55,10 +58,10 @@ def env_spaces(spec):
     if act[0] == "dict":  # ARC: ARCLE's {operation, selection}
         parts = dict(act[1])
         action = spaces.Dict(
-            {
-                "operation": spaces.Discrete(int(parts["operation"][1])),
-                "selection": spaces.MultiBinary([ARC_SIDE, ARC_SIDE]),
-            }
+            OrderedDict(
+                operation=spaces.Discrete(int(parts["operation"][1])),
+                selection=spaces.MultiBinary([ARC_SIDE, ARC_SIDE]),
+            )
         )
     else:
         action = to_space(act, "float32")
@@ -109,12 +112,14 @@ def action_kwargs(action_space, actions, rows):
             raise ValueError(
                 f"actions['selection']: expected shape ({rows}, {ARC_SIDE}, {ARC_SIDE}), got {sel.shape}"
             )
-        if sel.dtype.kind != "b" and (sel.min(initial=0) < 0 or sel.max(initial=0) > 1):
-            raise ValueError("actions['selection']: values must be 0 or 1")
-        return {
-            "ints": np.ascontiguousarray(op, dtype=np.int64),
-            "sel": np.ascontiguousarray(sel, dtype=np.uint8).reshape(-1),
-        }
+        if sel.dtype.itemsize == 1:
+            # bool / int8 / uint8: viewed as bytes without a copy; Rust checks each is 0 or 1.
+            sel = np.ascontiguousarray(sel).view(np.uint8)
+        else:
+            if sel.min(initial=0) < 0 or sel.max(initial=0) > 1:
+                raise ValueError("actions['selection']: values must be 0 or 1")
+            sel = np.ascontiguousarray(sel, dtype=np.uint8)
+        return {"ints": np.ascontiguousarray(op, dtype=np.int64), "sel": sel.reshape(-1)}
     raise TypeError(f"unsupported action space {action_space}")
 
 

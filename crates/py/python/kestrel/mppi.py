@@ -27,6 +27,16 @@ class Controller:
     def __init__(self, config: dict | None = None, **kw):
         self._c = _kestrel.MppiController(params_json(drop_none({**(config or {}), **kw})))
 
+    @classmethod
+    def from_callbacks(cls, dynamics, running_cost, *, nx: int, nu: int, terminal_cost=None,
+                       seed: int = 0, **mppi) -> "CallbackController":
+        """MPPI over your own batched dynamics (numpy, torch via `.numpy()`, anything):
+        `dynamics(x (K, nx), u (K, nu), t) -> (K, nx)` and `running_cost(x, u, t) -> (K,)`
+        are called once per horizon step for all K samples (pytorch-mppi's convention: the
+        cost sees the state reached), `terminal_cost(x) -> (K,)` once. `mppi` holds MPPI
+        knobs (`num_samples`, `horizon`, `lambda`, `noise_sigma`, `u_min`, `u_max`, ...)."""
+        return CallbackController(dynamics, running_cost, nx=nx, nu=nu, terminal_cost=terminal_cost, seed=seed, **mppi)
+
     nx = property(lambda self: self._c.nx)
     nu = property(lambda self: self._c.nu)
     config_toml = property(lambda self: self._c.config_toml)
@@ -45,6 +55,39 @@ class Controller:
         """`(next_state, running_cost)` of the system itself."""
         return self._c.plant_step(np.ascontiguousarray(state, np.float64).ravel(),
                                   np.ascontiguousarray(control, np.float64).ravel())
+
+    def reset(self) -> None:
+        self._c.reset()
+
+
+def _f64(f, what):
+    def call(*a):
+        return np.asarray(f(*a), dtype=np.float64)
+
+    call.__name__ = what
+    return call
+
+
+class CallbackController:
+    """See `Controller.from_callbacks`."""
+
+    def __init__(self, dynamics, running_cost, *, nx, nu, terminal_cost=None, seed=0, **mppi):
+        for name, f in (("dynamics", dynamics), ("running_cost", running_cost)):
+            if not callable(f):
+                raise TypeError(f"{name}: expected a callable, got {type(f).__name__}")
+        term = None if terminal_cost is None else _f64(terminal_cost, "terminal_cost")
+        self._c = _kestrel.ExternalMppi(int(nx), int(nu), params_json(drop_none(mppi)), _f64(dynamics, "dynamics"),
+                                        _f64(running_cost, "running_cost"), term, int(seed))
+
+    nx = property(lambda self: self._c.nx)
+    nu = property(lambda self: self._c.nu)
+    plan = property(lambda self: self._c.plan)
+
+    def command(self, state) -> np.ndarray:
+        x = np.ascontiguousarray(np.asarray(state, dtype=np.float64))
+        if x.shape != (self.nx,):
+            raise ValueError(f"state: expected shape ({self.nx},), got {x.shape}")
+        return self._c.command(x)
 
     def reset(self) -> None:
         self._c.reset()

@@ -44,8 +44,8 @@ class VectorEnv(gym.vector.VectorEnv):
         autoreset_mode: `AutoresetMode` (default NEXT_STEP, Gymnasium's default).
         copy: True (default): every call returns fresh arrays. False: the same arrays every
             call, overwritten in place by the next step (no allocation; do not keep them).
-        num_threads: accepted for API compatibility; the pool is the process's rayon pool
-            (set `RAYON_NUM_THREADS`); results do not depend on it.
+        num_threads: threads of this env's own pool (default: the process's rayon pool, sized
+            by `RAYON_NUM_THREADS`); results do not depend on it.
         row_offset: global index of row 0 (a shard of a larger batch reproduces its rows).
         **params: the env's parameters (unknown names raise ValueError listing the accepted).
     """
@@ -71,7 +71,10 @@ class VectorEnv(gym.vector.VectorEnv):
         if render_mode is not None:
             raise ValueError(f"render_mode = {render_mode!r}: Kestrel vector envs do not render")
         self._seed = None if seed is None else check_seed(seed)
-        self._core = _kestrel.VecCore(env_id, int(num_envs), 0, params_json(params), check_seed(row_offset))
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
+            raise ValueError(f"num_threads = {num_threads!r}: an int >= 1, or None for the process's pool")
+        self._core = _kestrel.VecCore(env_id, int(num_envs), 0, params_json(params), check_seed(row_offset),
+                                      None if num_threads is None else int(num_threads))
         spec = self._core.spec()
         self._spec = spec
         self.env_id = env_id
@@ -97,6 +100,7 @@ class VectorEnv(gym.vector.VectorEnv):
         self._done = np.zeros(self.num_envs, bool)
         self._pending = False
         self._reset_called = False
+        self._discrete = isinstance(self.single_action_space, gym.spaces.Discrete)
 
     # -- buffers -------------------------------------------------------------------------
     def _alloc(self):
@@ -158,8 +162,23 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def step(self, actions):
         """Steps every row; returns `(obs, rewards, terminations, truncations, infos)`."""
-        self._submit(actions, asynchronous=False)
-        return self._collect()
+        if self._pending or not self._reset_called or self._core.closed:
+            self._submit(actions, asynchronous=False)  # raises the misuse error
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._done.any():
+            self._submit(actions, asynchronous=False)  # raises for ended rows
+        kw = self._fast(actions)
+        if kw is None:
+            kw = action_kwargs(self.single_action_space, actions, self.num_envs)
+        bufs = self._outputs()
+        self._core.step(**kw, obs=bufs[0], rewards=bufs[1], terminated=bufs[2], truncated=bufs[3])
+        return self._finish(*bufs)
+
+    def _fast(self, actions):
+        # The common case without conversions: an int64 vector for a Discrete space.
+        if (self._discrete and type(actions) is np.ndarray and actions.dtype == np.int64
+                and actions.shape == (self.num_envs,) and actions.flags.c_contiguous):
+            return {"ints": actions}
+        return None
 
     def step_async(self, actions):
         """Starts a step on a background thread (Python may run a policy meanwhile)."""
@@ -200,6 +219,9 @@ class VectorEnv(gym.vector.VectorEnv):
     def _collect(self):
         obs, rew, term, trunc = self._outputs()
         self._core.read(obs, rew, term, trunc)
+        return self._finish(obs, rew, term, trunc)
+
+    def _finish(self, obs, rew, term, trunc):
         done = np.logical_or(term, trunc, out=self._done)
         infos = {}
         if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Kestrel from Python against the Python peers, one launch, Markdown table for BENCHMARKS.md.
+
+Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
+  A. CartPole-v1, random actions (a pool of 64 pre-drawn action batches cycled, the same for
+     every engine), 8 / 64 / 1024 / 4096 envs: Kestrel `make_vec` (copy=False and copy=True)
+     vs gymnasium 1.4 SyncVectorEnv and AsyncVectorEnv (8 and 64 envs only: one process per
+     env) and EnvPool 1.2.5 (sync `step`, and async send/recv with batch_size = num_envs / 2).
+     Also the per-call time of `step` at 8 envs.
+  B. ARC 30x30, ARC-AGI-1 training tasks, o2arc, random mask selections, 1024 envs: Kestrel
+     from Python (pre-drawn actions) vs Kestrel's Rust-only `kestrel arc bench` (sampling
+     fused in the step) vs ARCLE 0.2.6 (one env, its own `action_space.sample()`).
+  C. ES ask + tell per generation (sphere evaluated in numpy, outside the timing), CMA-ES at
+     d = 10 and 100 with the default population: Kestrel from Python vs pycma 4.5.0 and
+     evosax 0.3.2 (jit-compiled ask and tell, compile excluded).
+
+Usage: python3 tools/compare/py_vec.py [--quick]   (creates tools/venv-pyvec on first use and
+installs the release wheel of ./crates/py into it)
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ONE_THREAD, ROOT, commit, kestrel_release, venv_python  # noqa: E402
+
+BODY = textwrap.dedent(r'''
+import json, os, sys, time, warnings
+warnings.filterwarnings("ignore")
+import numpy as np
+quick = sys.argv[1] == "1"
+data = sys.argv[2]
+out = {}
+budget = 0.4 if quick else 1.5
+
+def timed(step, n_rows, budget=budget, warm=3):
+    for _ in range(warm):
+        step()
+    reps = []
+    for _ in range(3):
+        k, t0 = 0, time.perf_counter()
+        while True:
+            step(); k += 1
+            el = time.perf_counter() - t0
+            if el > budget / 3:
+                break
+        reps.append(k * n_rows / el)
+    return float(np.median(reps))
+
+# A. CartPole
+import gymnasium as gym, kestrel, envpool
+rng = np.random.default_rng(0)
+for n in ([8, 64, 1024] if quick else [8, 64, 1024, 4096]):
+    acts = [rng.integers(0, 2, n).astype(np.int64) for _ in range(64)]
+    it = {"i": 0}
+    def nxt():
+        it["i"] = (it["i"] + 1) % 64
+        return acts[it["i"]]
+    row = {}
+    for copy in (False, True):
+        v = kestrel.make_vec("CartPole-v1", n, copy=copy)
+        v.reset(seed=0)
+        row[f"kestrel_copy_{copy}"] = timed(lambda: v.step(nxt()), n)
+        if n == 8:
+            row[f"kestrel_us_per_call_copy_{copy}"] = 1e6 * n / row[f"kestrel_copy_{copy}"]
+    s = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * n)
+    s.reset(seed=0)
+    row["gym_sync"] = timed(lambda: s.step(nxt()), n, budget=budget / 2)
+    s.close()
+    if n <= 64:
+        a = gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * n)
+        a.reset(seed=0)
+        row["gym_async"] = timed(lambda: a.step(nxt()), n, budget=budget / 2)
+        a.close()
+    e = envpool.make_gymnasium("CartPole-v1", num_envs=n, num_threads=2, seed=0)
+    e.reset()
+    row["envpool_sync"] = timed(lambda: e.step(nxt()), n)
+    half = n // 2
+    ea = envpool.make_gymnasium("CartPole-v1", num_envs=n, batch_size=half, num_threads=2, seed=0)
+    ea.async_reset()
+    def astep():
+        o, r, te, tr, info = ea.recv()
+        ea.send(nxt()[:half], info["env_id"])
+    row["envpool_async"] = timed(astep, half)
+    out[f"cartpole_{n}"] = row
+    print(json.dumps({f"cartpole_{n}": row}), file=sys.stderr, flush=True)
+
+# B. ARC from Python, 1024 envs
+n = 1024
+v = kestrel.make_vec("ARC-v0", n, data=data, copy=False, autoreset_mode="same_step")
+v.reset(seed=0)
+v.action_space.seed(0)
+pool = [v.action_space.sample() for _ in range(8)]
+it = {"i": 0}
+def arc_step():
+    it["i"] = (it["i"] + 1) % 8
+    v.step(pool[it["i"]])
+out["arc_python_1024"] = timed(arc_step, n)
+
+# C. ES ask/tell
+import cma, jax, jax.numpy as jnp
+from evosax.algorithms import CMA_ES
+for d in (10, 100):
+    es = kestrel.evo.CMAES(d, seed=0)
+    def k_gen():
+        x = es.ask(); es.tell(x, (x.astype(np.float64) ** 2).sum(1))
+    out[f"es_kestrel_{d}"] = timed(k_gen, 1, budget=budget / 2)
+    pc = cma.CMAEvolutionStrategy(np.zeros(d), 0.5, {"popsize": es.pop_size, "seed": 1, "verbose": -9})
+    def c_gen():
+        X = pc.ask(); pc.tell(X, [float((x ** 2).sum()) for x in X])
+    out[f"es_pycma_{d}"] = timed(c_gen, 1, budget=budget / 2)
+    ev = CMA_ES(population_size=es.pop_size, solution=jnp.zeros(d))
+    params = ev.default_params
+    key = jax.random.key(0)
+    st = {"s": ev.init(key, jnp.zeros(d), params), "k": key}
+    ask = jax.jit(ev.ask); tell = jax.jit(ev.tell)
+    def e_gen():
+        st["k"], k1, k2 = jax.random.split(st["k"], 3)
+        x, s = ask(k1, st["s"], params)
+        f = np.asarray((np.asarray(x) ** 2).sum(1))
+        s, _ = tell(k2, x, jnp.asarray(f), s, params)
+        st["s"] = jax.block_until_ready(s)
+    out[f"es_evosax_{d}"] = timed(e_gen, 1, budget=budget / 2)
+    out[f"es_pop_{d}"] = es.pop_size
+print(json.dumps(out))
+''')
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "arc-agi-1", "training"))
+    a = ap.parse_args()
+    py = venv_python("venv-pyvec", "tools/compare/requirements-pyvec.txt")
+    env = {**os.environ, **ONE_THREAD, "RAYON_NUM_THREADS": "2", "PATH": os.path.dirname(py) + os.pathsep + os.environ["PATH"]}
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall", "--no-deps",
+                    os.path.join(ROOT, "crates", "py")], check=True, env=env)
+    # Rust-only ARC figure and ARCLE, outside the Python process.
+    exe = kestrel_release()
+    secs = "0.5" if a.quick else "2"
+    rust = json.loads(subprocess.run([exe, "arc", "bench", "--json", "--no-ops", "--data", a.data, "--sel", "mask",
+                                      "--mode", "o2arc", "--threads", "2", "--num-envs", "1024", "--seconds", secs],
+                                     check=True, capture_output=True, text=True).stdout)["batches"][0]["steps_per_s"]
+    import arc as arcbench
+    arcle = arcbench.run_py("arcle", arcbench.ARCLE_CODE, "agi1_mask", "3000" if a.quick else "10000", "-")["steps_per_s"]
+    res = json.loads(subprocess.run([py, "-c", BODY, "1" if a.quick else "0", a.data], check=True, capture_output=True,
+                                    text=True, env=env).stdout.strip().splitlines()[-1])
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print(f"\ncommit {commit()}, {cpu}, {os.cpu_count()} cores, 2 threads per engine\n")
+    print("| CartPole-v1, random actions | Kestrel copy=False | Kestrel copy=True | gymnasium Sync | gymnasium Async | EnvPool sync | EnvPool async | Kestrel / EnvPool (best) | Kestrel / Sync |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key in sorted((k for k in res if k.startswith("cartpole_")), key=lambda k: int(k.split("_")[1])):
+        r = res[key]
+        best_pool = max(r["envpool_sync"], r["envpool_async"])
+        kf = r["kestrel_copy_False"]
+        ga = f"{r['gym_async'] / 1e3:,.0f} k" if "gym_async" in r else "-"
+        print(f"| {key.split('_')[1]} envs | {kf / 1e6:.2f} M | {r['kestrel_copy_True'] / 1e6:.2f} M | {r['gym_sync'] / 1e3:,.0f} k | {ga} "
+              f"| {r['envpool_sync'] / 1e6:.2f} M | {r['envpool_async'] / 1e6:.2f} M | {kf / best_pool:.1f}x | {kf / r['gym_sync']:,.0f}x |")
+    r8 = res["cartpole_8"]
+    print(f"\nPer `step` call at 8 envs: {r8['kestrel_us_per_call_copy_False']:.2f} µs (copy=False), "
+          f"{r8['kestrel_us_per_call_copy_True']:.2f} µs (copy=True).")
+    py_arc = res["arc_python_1024"]
+    print(f"\n| ARC 30x30, AGI-1 training, o2arc, mask, 1024 envs | steps/s |\n|---|---|\n"
+          f"| Kestrel from Python (pre-drawn actions) | {py_arc / 1e6:.2f} M |\n| Kestrel Rust-only `arc bench` | {rust / 1e6:.2f} M |\n"
+          f"| ARCLE 0.2.6 O2ARCv2Env (1 env) | {arcle / 1e3:.1f} k |\n\nPython / Rust-only: {py_arc / rust:.2f}; "
+          f"Python / ARCLE: {py_arc / arcle:,.0f}x")
+    print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
+    for d in (10, 100):
+        k, c, e = res[f"es_kestrel_{d}"], res[f"es_pycma_{d}"], res[f"es_evosax_{d}"]
+        print(f"| d={d}, pop {res[f'es_pop_{d}']} | {1e6 / k:.1f} µs | {1e6 / c:.1f} µs | {1e6 / e:.1f} µs | {k / c:.1f}x | {k / e:.1f}x |")
+    json.dump(res, open(os.path.join(ROOT, "target", "py_vec.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
