@@ -285,7 +285,8 @@ impl<E: Env> VecEnv<E> {
         let per = a * self.obs_len;
         let limit = self.spec.max_episode_steps;
         let threads = rayon::current_num_threads().max(1);
-        let block = self.num_envs.div_ceil(threads * 4).max(16);
+        // At least 64 rows a task: below that the hand-off to the pool costs more than the rows.
+        let block = self.num_envs.div_ceil(threads * 4).max(64);
         let (env, params, off, mode) = (&self.env, &self.params, self.row_offset, self.autoreset);
         let chunk = |(b, ((((((((st, ob), fo), rw), ac), te), tr), sc), nr)): Chunk<'_, E>| {
             for j in 0..st.len() {

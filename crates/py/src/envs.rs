@@ -186,30 +186,52 @@ impl Codec for ArcAction<ARC_S> {
                 ops[i]
             ));
         }
-        // One mask per row, packed in parallel (the selection is 900 bytes a row).
-        out.par_iter_mut().zip(ops.par_iter()).zip(sel.par_chunks_exact(cells)).for_each(
-            |((o, &op), m)| {
+        // One mask per row, packed in parallel (900 bytes a row), 8 cells per multiply; `bad`
+        // collects bits outside 0/1.
+        let bad = out
+            .par_iter_mut()
+            .zip(ops.par_iter())
+            .zip(sel.par_chunks_exact(cells))
+            .map(|((o, &op), m)| {
+                let mut bad = 0u64;
                 let mask = std::array::from_fn(|r| {
-                    m[r * ARC_S..(r + 1) * ARC_S]
-                        .iter()
-                        .enumerate()
-                        .fold(0u32, |acc, (c, &b)| acc | (u32::from(b & 1) << c))
+                    let (bits, b) = pack_row(&m[r * ARC_S..(r + 1) * ARC_S]);
+                    bad |= b;
+                    bits
                 });
                 *o = ArcAction { op: op as i32, sel: Selection::Mask(mask) };
-            },
-        );
-        if let Some(i) = sel.par_chunks_exact(cells).position_first(|m| m.iter().any(|&b| b > 1)) {
-            let m = &sel[i * cells..(i + 1) * cells];
-            let j = m.iter().position(|&b| b > 1).unwrap_or(0);
+                bad != 0
+            })
+            .reduce(|| false, |a, b| a || b);
+        if bad && let Some(i) = sel.iter().position(|&b| b > 1) {
             return Err(format!(
-                "actions['selection'][{i}][{}][{}] = {}: not 0 or 1",
-                j / ARC_S,
-                j % ARC_S,
-                m[j]
+                "actions['selection'][{}][{}][{}]: byte value {}, not 0 or 1",
+                i / cells,
+                (i % cells) / ARC_S,
+                i % ARC_S,
+                sel[i]
             ));
         }
         Ok(())
     }
+}
+
+/// One canvas row of 0/1 bytes as mask bits (bit `c` = cell `c`), and the bits of any byte
+/// that is not 0 or 1. Eight bytes at a time: `(x & 0x01..01) * 0x0102040810204080 >> 56`
+/// gathers the low bit of each byte into one byte, in order.
+#[inline]
+fn pack_row(row: &[u8]) -> (u32, u64) {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let (mut bits, mut bad) = (0u32, 0u64);
+    for (g, chunk) in row.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        let x = u64::from_le_bytes(b);
+        bad |= x & !LOW;
+        bits |= ((((x & LOW).wrapping_mul(GATHER)) >> 56) as u32) << (8 * g);
+    }
+    (bits, bad)
 }
 
 /// Observation element types Python sees.
@@ -567,7 +589,7 @@ fn copy_obs(
     rows: Option<&[bool]>,
     per: usize,
 ) -> PyResult<()> {
-    fn put<T: numpy::Element + Copy>(
+    fn put<T: numpy::Element + Copy + Send + Sync>(
         src: &[T],
         dst: &Bound<'_, PyAny>,
         rows: Option<&[bool]>,
@@ -583,6 +605,13 @@ fn copy_obs(
             )));
         }
         match rows {
+            // Large batches (ARC: 0.9 MB at 1,024 rows) are copied by the pool's threads.
+            None if std::mem::size_of_val(src) >= 1 << 18 => {
+                let chunk = (1 << 16) / size_of::<T>();
+                out.par_chunks_mut(chunk)
+                    .zip(src.par_chunks(chunk))
+                    .for_each(|(o, s)| o.copy_from_slice(s));
+            }
             None => out.copy_from_slice(src),
             Some(m) => {
                 for (i, _) in m.iter().enumerate().filter(|(_, b)| **b) {
@@ -596,6 +625,62 @@ fn copy_obs(
         Obs::F32(v) => put(v, dst, rows, per),
         Obs::F64(v) => put(v, dst, rows, per),
         Obs::I8(v) => put(v, dst, rows, per),
+    }
+}
+
+/// A writable numpy observation buffer, borrowed while the GIL is held.
+enum ObsGuard<'py> {
+    F32(PyReadwriteArrayDyn<'py, f32>),
+    F64(PyReadwriteArrayDyn<'py, f64>),
+    I8(PyReadwriteArrayDyn<'py, i8>),
+}
+
+/// Its contiguous elements, usable without the GIL.
+enum ObsMut<'a> {
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+    I8(&'a mut [i8]),
+}
+
+impl<'py> ObsGuard<'py> {
+    fn new(dst: &Bound<'py, PyAny>, dtype: &str) -> PyResult<Self> {
+        Ok(match dtype {
+            "float32" => ObsGuard::F32(dst.extract()?),
+            "float64" => ObsGuard::F64(dst.extract()?),
+            _ => ObsGuard::I8(dst.extract()?),
+        })
+    }
+    fn slice(&mut self) -> PyResult<ObsMut<'_>> {
+        let err = |_| value_error("obs buffer: not contiguous");
+        Ok(match self {
+            ObsGuard::F32(a) => ObsMut::F32(a.as_slice_mut().map_err(err)?),
+            ObsGuard::F64(a) => ObsMut::F64(a.as_slice_mut().map_err(err)?),
+            ObsGuard::I8(a) => ObsMut::I8(a.as_slice_mut().map_err(err)?),
+        })
+    }
+}
+
+/// Copies a whole observation column (large ones by the current pool's threads).
+fn copy_all(src: Obs<'_>, dst: ObsMut<'_>) -> Result<(), String> {
+    fn go<T: Copy + Send + Sync>(src: &[T], out: &mut [T]) -> Result<(), String> {
+        if out.len() != src.len() {
+            return Err(format!("obs buffer: expected {} values, got {}", src.len(), out.len()));
+        }
+        if std::mem::size_of_val(src) >= 1 << 18 {
+            let chunk = (1 << 16) / size_of::<T>();
+            out.par_chunks_mut(chunk)
+                .zip(src.par_chunks(chunk))
+                .for_each(|(o, s)| o.copy_from_slice(s));
+        } else {
+            out.copy_from_slice(src);
+        }
+        Ok(())
+    }
+    match (src, dst) {
+        (Obs::F32(s), ObsMut::F32(d)) => go(s, d),
+        (Obs::F64(s), ObsMut::F64(d)) => go(s, d),
+        (Obs::I8(s), ObsMut::I8(d)) => go(s, d),
+        _ => Err("obs buffer: wrong dtype".into()),
     }
 }
 
@@ -650,11 +735,16 @@ pub(crate) struct VecCore {
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
-/// Runs `f` on `pool` (or the ambient rayon pool).
+/// Runs `f` inside a worker of `pool` (or of the global rayon pool), so the parallel loops
+/// of one call share one hand-off from the Python thread.
 fn on<R: Send>(pool: &Option<Arc<rayon::ThreadPool>>, f: impl FnOnce() -> R + Send) -> R {
     match pool {
         Some(p) => p.install(f),
-        None => f(),
+        None => {
+            let mut out = None;
+            rayon::scope(|_| out = Some(f()));
+            out.expect("rayon::scope runs its body")
+        }
     }
 }
 
@@ -798,19 +888,30 @@ impl VecCore {
     ) -> PyResult<()> {
         let a = actions_from(&ints, &floats, &sel)?;
         let pool = self.pool.clone();
+        let dtype = self.get()?.obs_dtype();
+        let mut guard = obs.map(|o| ObsGuard::new(o, dtype)).transpose()?;
+        let out = guard.as_mut().map(|g| g.slice()).transpose()?;
         let v = self.get_mut()?;
         // The action arrays are read-only borrows held for the call (rust-numpy's borrow
-        // flags); the Python layer hands in arrays it owns or fresh conversions.
+        // flags); the Python layer hands in arrays it owns or fresh conversions. Loading,
+        // stepping and copying the observations run in one pool task without the GIL.
         py.detach(|| {
             on(&pool, || {
                 v.load_actions(&a)?;
                 v.step();
-                Ok::<(), String>(())
+                match out {
+                    Some(o) => copy_all(v.obs(), o),
+                    None => Ok(()),
+                }
             })
         })
         .map_err(value_error)?;
-        if let (Some(o), Some(r), Some(te), Some(tr)) = (obs, rewards, terminated, truncated) {
-            self.read(o, r, te, tr, None)?;
+        drop(guard);
+        if let (Some(mut r), Some(mut te), Some(mut tr)) = (rewards, terminated, truncated) {
+            let v = self.get()?;
+            copy_into("rewards", v.rewards(), &mut r)?;
+            expand(v.terminated(), self.agents, &mut te, "terminated")?;
+            expand(v.truncated(), self.agents, &mut tr, "truncated")?;
         }
         Ok(())
     }

@@ -335,3 +335,325 @@ pub(crate) fn strategies() -> Vec<&'static str> {
 pub(crate) fn default_pop_size(kind: &str, num_dims: usize) -> PyResult<usize> {
     Ok(StrategyKind::parse(kind).map_err(value_error)?.default_pop_size(num_dims))
 }
+
+/// Two arrays returned together.
+type Pair<'py, A, B> = (Bound<'py, A>, Bound<'py, B>);
+
+/// A quality-diversity archive (one elite per cell, minimised fitness), with numpy access.
+#[pyclass(module = "kestrel._kestrel")]
+pub(crate) struct QdArchive {
+    pub(crate) a: kestrel_evo::qd::Archive,
+}
+
+fn f32_rows(x: &PyReadonlyArray2<'_, f32>, cols: usize, what: &str) -> PyResult<Vec<f32>> {
+    let s = x.shape();
+    if s[1] != cols {
+        return Err(value_error(format!(
+            "{what}: expected shape (n, {cols}), got ({}, {})",
+            s[0], s[1]
+        )));
+    }
+    Ok(x.as_array().iter().copied().collect())
+}
+
+#[pymethods]
+impl QdArchive {
+    /// A grid archive: `cells[i]` bins over `[lower[i], upper[i]]` per measure.
+    #[staticmethod]
+    #[pyo3(signature = (num_dims, cells, lower, upper, qd_offset=0.0))]
+    fn grid(
+        num_dims: usize,
+        cells: Vec<usize>,
+        lower: Vec<f32>,
+        upper: Vec<f32>,
+        qd_offset: f64,
+    ) -> PyResult<Self> {
+        if num_dims == 0 {
+            return Err(value_error("num_dims = 0: at least 1"));
+        }
+        let total = cells.iter().try_fold(1usize, |acc, &c| acc.checked_mul(c));
+        if total.is_none_or(|t| t > 1 << 24) {
+            return Err(value_error(format!("cells = {cells:?}: at most 16,777,216 in all")));
+        }
+        kestrel_core::check_bytes(
+            "cells",
+            total.unwrap_or(0),
+            total.unwrap_or(0) as u128,
+            (num_dims * 4 + 16) as u128,
+        )
+        .map_err(value_error)?;
+        Ok(QdArchive {
+            a: kestrel_evo::qd::Archive::grid(num_dims, cells, lower, upper, qd_offset)
+                .map_err(value_error)?,
+        })
+    }
+
+    /// A CVT archive of `num_cells` centroids (k-means over `samples` uniform points, `iters`
+    /// Lloyd iterations, from `key`).
+    #[staticmethod]
+    #[pyo3(signature = (num_dims, num_cells, lower, upper, key, samples=None, iters=20, qd_offset=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn cvt(
+        num_dims: usize,
+        num_cells: usize,
+        lower: Vec<f32>,
+        upper: Vec<f32>,
+        key: PyRef<'_, Key>,
+        samples: Option<usize>,
+        iters: usize,
+        qd_offset: f64,
+    ) -> PyResult<Self> {
+        if num_dims == 0 || num_cells == 0 || num_cells > 1 << 22 {
+            return Err(value_error(format!(
+                "num_dims = {num_dims}, num_cells = {num_cells}: at least 1, at most 4,194,304 cells"
+            )));
+        }
+        let samples = samples.unwrap_or(20 * num_cells);
+        Ok(QdArchive {
+            a: kestrel_evo::qd::Archive::cvt(
+                num_dims, num_cells, lower, upper, samples, iters, qd_offset, key.k,
+            )
+            .map_err(value_error)?,
+        })
+    }
+
+    #[getter]
+    fn num_cells(&self) -> usize {
+        self.a.num_cells()
+    }
+    #[getter]
+    fn num_dims(&self) -> usize {
+        self.a.num_dims()
+    }
+    #[getter]
+    fn num_measures(&self) -> usize {
+        self.a.num_measures()
+    }
+    /// Whether each cell holds an elite (bool, `num_cells`).
+    #[getter]
+    fn occupied<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
+        self.a.occupied.clone().into_pyarray(py)
+    }
+    /// Fitness per cell (float32; meaningless where not occupied).
+    #[getter]
+    fn fitness<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        self.a.fitness.clone().into_pyarray(py)
+    }
+    /// Solutions per cell, `(num_cells, num_dims)`.
+    #[getter]
+    fn solutions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let (c, n) = (self.a.num_cells(), self.a.num_dims());
+        Ok(Array2::from_shape_vec((c, n), self.a.solutions.clone())
+            .map_err(value_error)?
+            .into_pyarray(py))
+    }
+    /// Measures per cell, `(num_cells, num_measures)`.
+    #[getter]
+    fn measures<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let (c, m) = (self.a.num_cells(), self.a.num_measures());
+        Ok(Array2::from_shape_vec((c, m), self.a.measures.clone())
+            .map_err(value_error)?
+            .into_pyarray(py))
+    }
+    /// `{num_elites, coverage, qd_score, best}`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.a.stats();
+        let d = PyDict::new(py);
+        d.set_item("num_elites", s.num_elites)?;
+        d.set_item("coverage", s.coverage)?;
+        d.set_item("qd_score", s.qd_score)?;
+        d.set_item("best", s.best)?;
+        Ok(d)
+    }
+    /// The cell of each row of `measures`.
+    fn index_of<'py>(
+        &self,
+        py: Python<'py>,
+        measures: PyReadonlyArray2<'_, f32>,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let m = f32_rows(&measures, self.a.num_measures(), "measures")?;
+        if let Some(i) = m.iter().position(|v| !v.is_finite()) {
+            return Err(value_error(format!(
+                "measures[{}]: not finite",
+                i / self.a.num_measures()
+            )));
+        }
+        let idx: Vec<u64> =
+            m.chunks_exact(self.a.num_measures()).map(|r| self.a.index_of(r) as u64).collect();
+        Ok(idx.into_pyarray(py))
+    }
+    /// Adds a batch; returns `(status, value)`: 0 not added, 1 improved, 2 new; the
+    /// improvement (for a new cell `qd_offset − fitness`). Non-finite rows are never added.
+    fn add<'py>(
+        &mut self,
+        py: Python<'py>,
+        solutions: PyReadonlyArray2<'_, f32>,
+        fitness: PyReadonlyArray1<'_, f32>,
+        measures: PyReadonlyArray2<'_, f32>,
+    ) -> PyResult<Pair<'py, PyArray1<u8>, PyArray1<f64>>> {
+        let x = f32_rows(&solutions, self.a.num_dims(), "solutions")?;
+        let n = x.len() / self.a.num_dims();
+        let m = f32_rows(&measures, self.a.num_measures(), "measures")?;
+        if fitness.shape() != [n] || m.len() / self.a.num_measures() != n {
+            return Err(value_error(format!(
+                "fitness and measures: expected {n} rows like solutions, got {:?} and {}",
+                fitness.shape(),
+                m.len() / self.a.num_measures()
+            )));
+        }
+        let f: Vec<f32> = fitness.as_array().iter().copied().collect();
+        let mut status = vec![kestrel_evo::qd::AddStatus::NotAdded; n];
+        let mut value = vec![0.0; n];
+        self.a.add(&x, &f, &m, &mut status, &mut value);
+        let st: Vec<u8> = status.iter().map(|s| *s as u8).collect();
+        Ok((st.into_pyarray(py), value.into_pyarray(py)))
+    }
+}
+
+/// A QD emitter (MAP-Elites, iso-line MAP-Elites or CMA-ME) over a [`QdArchive`].
+#[pyclass(module = "kestrel._kestrel")]
+pub(crate) struct QdEmitter {
+    e: Box<dyn kestrel_evo::qd::Emitter>,
+    num_dims: usize,
+}
+
+#[pymethods]
+impl QdEmitter {
+    /// MAP-Elites with Gaussian variation (`sigma`), or iso-line variation with
+    /// `iso_line = (iso_sigma, line_sigma)`; parents from `x0` while the archive is empty.
+    #[staticmethod]
+    #[pyo3(signature = (batch_size, x0, sigma=0.1, iso_line=None))]
+    fn map_elites(
+        batch_size: usize,
+        x0: Vec<f32>,
+        sigma: f32,
+        iso_line: Option<(f32, f32)>,
+    ) -> PyResult<Self> {
+        use kestrel_evo::qd::{MapElites, Variation};
+        if batch_size == 0 || x0.is_empty() {
+            return Err(value_error("batch_size and len(x0): at least 1"));
+        }
+        let variation = match iso_line {
+            Some((iso_sigma, line_sigma)) => Variation::IsoLine { iso_sigma, line_sigma },
+            None => Variation::Gaussian { sigma },
+        };
+        let n = x0.len();
+        Ok(QdEmitter { e: Box::new(MapElites { batch_size, variation, x0 }), num_dims: n })
+    }
+
+    /// CMA-ME (improvement-ranked CMA-ES with restarts) from `x0`, initialised with `key`.
+    #[staticmethod]
+    fn cma_me(batch_size: usize, x0: Vec<f32>, sigma0: f64, key: PyRef<'_, Key>) -> PyResult<Self> {
+        let n = x0.len();
+        let e = kestrel_evo::qd::CmaMe::new(batch_size, &x0, sigma0, key.k).map_err(value_error)?;
+        Ok(QdEmitter { e: Box::new(e), num_dims: n })
+    }
+
+    #[getter]
+    fn batch_size(&self) -> usize {
+        self.e.batch_size()
+    }
+    #[getter]
+    fn restarts(&self) -> u64 {
+        self.e.restarts()
+    }
+
+    /// A batch `(batch_size, num_dims)` given the archive.
+    fn ask<'py>(
+        &mut self,
+        py: Python<'py>,
+        archive: PyRef<'_, QdArchive>,
+        key: PyRef<'_, Key>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        if archive.a.num_dims() != self.num_dims {
+            return Err(value_error(format!(
+                "archive: num_dims = {}, the emitter's is {}",
+                archive.a.num_dims(),
+                self.num_dims
+            )));
+        }
+        let (b, n) = (self.e.batch_size(), self.num_dims);
+        let mut x = vec![0f32; b * n];
+        self.e.ask(key.k, &archive.a, &mut x);
+        Ok(Array2::from_shape_vec((b, n), x).map_err(value_error)?.into_pyarray(py))
+    }
+
+    /// Adds the evaluated batch to the archive and updates the emitter.
+    fn tell(
+        &mut self,
+        mut archive: PyRefMut<'_, QdArchive>,
+        key: PyRef<'_, Key>,
+        population: PyReadonlyArray2<'_, f32>,
+        fitness: PyReadonlyArray1<'_, f32>,
+        measures: PyReadonlyArray2<'_, f32>,
+    ) -> PyResult<()> {
+        let (b, n, m) = (self.e.batch_size(), self.num_dims, archive.a.num_measures());
+        if archive.a.num_dims() != n {
+            return Err(value_error(format!(
+                "archive: num_dims = {}, the emitter's is {n}",
+                archive.a.num_dims()
+            )));
+        }
+        let x = check_population(&population, b, n)?.into_owned();
+        if fitness.shape() != [b] || measures.shape() != [b, m] {
+            return Err(value_error(format!(
+                "fitness and measures: expected shapes ({b},) and ({b}, {m}), got {:?} and {:?}",
+                fitness.shape(),
+                measures.shape()
+            )));
+        }
+        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+            return Err(value_error(format!("population[{}][{}]: not finite", i / n, i % n)));
+        }
+        let f: Vec<f32> = fitness.as_array().iter().copied().collect();
+        if let Some(i) = f.iter().position(|v| v.is_nan()) {
+            return Err(value_error(format!("fitness[{i}] = NaN: a number (±inf allowed)")));
+        }
+        let ms: Vec<f32> = measures.as_array().iter().copied().collect();
+        self.e.tell(key.k, &mut archive.a, &x, &f, &ms);
+        Ok(())
+    }
+}
+
+/// The linear-projection QD benchmark of `kestrel evo qd` (fitness of a test function,
+/// two measures).
+#[pyclass(module = "kestrel._kestrel")]
+pub(crate) struct QdBenchmark {
+    p: kestrel_evo::qd::LinearProjection,
+}
+
+#[pymethods]
+impl QdBenchmark {
+    #[new]
+    #[pyo3(signature = (num_dims, function="sphere"))]
+    fn new(num_dims: usize, function: &str) -> PyResult<Self> {
+        if num_dims < 2 {
+            return Err(value_error(format!("num_dims = {num_dims}: at least 2")));
+        }
+        let function = kestrel_evo::problem::Function::parse(function).map_err(value_error)?;
+        Ok(QdBenchmark { p: kestrel_evo::qd::LinearProjection { num_dims, function } })
+    }
+    /// Each measure lies in `[-bound, bound]`.
+    #[getter]
+    fn measure_bound(&self) -> f32 {
+        self.p.measure_bound()
+    }
+    /// `(fitness (n,), measures (n, 2))`.
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        population: PyReadonlyArray2<'_, f32>,
+    ) -> PyResult<Pair<'py, PyArray1<f32>, PyArray2<f32>>> {
+        use kestrel_evo::qd::QdProblem;
+        let n = self.p.num_dims;
+        let x = f32_rows(&population, n, "population")?;
+        let rows = x.len() / n;
+        let (mut f, mut m) = (vec![0f32; rows], vec![0f32; rows * 2]);
+        let p = &self.p;
+        py.detach(|| p.evaluate(kestrel_core::Key::new(0), &x, &mut f, &mut m));
+        Ok((
+            f.into_pyarray(py),
+            Array2::from_shape_vec((rows, 2), m).map_err(value_error)?.into_pyarray(py),
+        ))
+    }
+}

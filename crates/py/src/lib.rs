@@ -24,6 +24,9 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<evo::Key>()?;
     m.add_class::<evo::Strategy>()?;
     m.add_class::<evo::EvoProblem>()?;
+    m.add_class::<evo::QdArchive>()?;
+    m.add_class::<evo::QdEmitter>()?;
+    m.add_class::<evo::QdBenchmark>()?;
     m.add_function(wrap_pyfunction!(evo::strategies, m)?)?;
     m.add_function(wrap_pyfunction!(evo::default_pop_size, m)?)?;
     m.add_class::<mppi::MppiController>()?;

@@ -99,3 +99,36 @@ def test_neuroevolution_problem_is_keyed_by_global_row():
     whole = p(pop, k)
     halves = np.concatenate([p(pop[:3], k, 0), p(pop[3:], k, 3)])
     np.testing.assert_array_equal(whole, halves)
+
+
+@pytest.mark.parametrize("emitter", ["cma-me", "map-elites", "iso-line"])
+def test_qd_scheduler_loop_equals_the_qd_run(emitter, tmp_path):
+    cfg = dict(emitter=emitter, num_emitters=2, batch_size=8, num_dims=6, cells=10, generations=12, seed=5)
+    res = evo.qd(out_dir=tmp_path, **cfg)
+    sched, problem = evo.Scheduler.from_config(**{k: v for k, v in cfg.items() if k != "generations"})
+    for g in range(12):
+        for e in range(2):
+            x = sched.ask(e)
+            f, m = problem(x)
+            sched.tell(e, x, f, m)
+    s = sched.archive.stats()
+    assert s["num_elites"] == res.summary["num_elites"] == res.metrics["num_elites"][-1]
+    assert s["qd_score"] == res.summary["qd_score"] and s["coverage"] == res.summary["coverage"]
+    el = sched.archive.elites()
+    assert el["solution"].shape == (s["num_elites"], 6) and el["measures"].shape == (s["num_elites"], 2)
+    np.testing.assert_array_equal(sched.archive.index_of(el["measures"]), el["index"])
+
+
+def test_qd_archive_add_and_errors():
+    a = evo.Archive.grid(3, [4, 4], [(-1, 1), (-1, 1)])
+    st, val = a.add(np.zeros((2, 3)), [1.0, 0.5], [[0.1, 0.1], [0.1, 0.12]])
+    assert st.tolist() == [2, 1] and a.stats()["num_elites"] == 1
+    assert a.fitness[a.occupied].tolist() == [0.5]
+    with pytest.raises(ValueError, match=r"solutions: expected shape \(n, 3\)"):
+        a.add(np.zeros((2, 2)), [1.0, 1.0], [[0, 0], [0, 0]])
+    with pytest.raises(ValueError, match="lower < upper"):
+        evo.Archive.grid(3, [4, 4], [(1, -1), (-1, 1)])
+    with pytest.raises(ValueError, match="cells"):
+        evo.Archive.grid(3, [100000, 100000], [(-1, 1), (-1, 1)])
+    c = evo.Archive.cvt(3, 16, [(-1, 1), (-1, 1)], seed=2)
+    assert c.num_cells == 16

@@ -342,7 +342,7 @@ def test_arc_selection_values_and_operation_names():
     v.reset(seed=0)
     sel = np.zeros((2, 30, 30), np.int8)
     sel[1, 4, 5] = -1
-    with pytest.raises(ValueError, match=r"selection'\]\[1\]\[4\]\[5\] = 255: not 0 or 1"):
+    with pytest.raises(ValueError, match=r"selection'\]\[1\]\[4\]\[5\]: byte value 255, not 0 or 1"):
         v.step({"operation": np.zeros(2, np.int64), "selection": sel})
     sel64 = np.zeros((2, 30, 30), np.int64)
     sel64[0, 0, 0] = 256

@@ -209,3 +209,142 @@ def run(config: dict | None = None, *, out_dir="runs", threads: int | None = Non
 def qd(config: dict | None = None, *, out_dir="runs", progress=None, **kw) -> RunResult:
     """`kestrel evo qd` (MAP-Elites / CMA-ME)."""
     return launch(_kestrel.evo_qd, {**(config or {}), **kw}, out_dir, progress)
+
+
+# -- quality diversity ------------------------------------------------------------------------
+class Archive:
+    """A quality-diversity archive with numpy access (`occupied`, `fitness`, `solutions`,
+    `measures`, one row per cell). Kestrel minimises fitness (pyribs maximises objectives:
+    pass `-objective`)."""
+
+    def __init__(self, core):
+        self._a = core
+
+    @classmethod
+    def grid(cls, num_dims: int, cells, ranges, qd_offset: float = 0.0) -> "Archive":
+        """`cells[i]` bins over `ranges[i] = (lower, upper)` for each measure (pyribs GridArchive)."""
+        lo, hi = zip(*ranges)
+        return cls(_kestrel.QdArchive.grid(int(num_dims), [int(c) for c in cells], list(map(float, lo)),
+                                           list(map(float, hi)), float(qd_offset)))
+
+    @classmethod
+    def cvt(cls, num_dims: int, num_cells: int, ranges, *, seed: int = 0, samples: int | None = None,
+            iters: int = 20, qd_offset: float = 0.0) -> "Archive":
+        """`num_cells` centroidal Voronoi cells over the measure box (pyribs CVTArchive)."""
+        lo, hi = zip(*ranges)
+        return cls(_kestrel.QdArchive.cvt(int(num_dims), int(num_cells), list(map(float, lo)), list(map(float, hi)),
+                                          Key(int(seed)), samples, int(iters), float(qd_offset)))
+
+    num_cells = property(lambda self: self._a.num_cells)
+    num_dims = property(lambda self: self._a.num_dims)
+    occupied = property(lambda self: self._a.occupied)
+    fitness = property(lambda self: self._a.fitness)
+    solutions = property(lambda self: self._a.solutions)
+    measures = property(lambda self: self._a.measures)
+
+    def stats(self) -> dict:
+        return self._a.stats()
+
+    def index_of(self, measures) -> np.ndarray:
+        return self._a.index_of(np.ascontiguousarray(np.atleast_2d(measures), np.float32))
+
+    def add(self, solutions, fitness, measures):
+        """Adds a batch; returns `(status, value)` (0 not added, 1 improved, 2 new)."""
+        x = np.ascontiguousarray(np.atleast_2d(solutions), np.float32)
+        return self._a.add(x, np.ascontiguousarray(fitness, np.float32).reshape(-1),
+                           np.ascontiguousarray(np.atleast_2d(measures), np.float32))
+
+    def elites(self) -> dict:
+        """The occupied cells only: `{"index", "solution", "fitness", "measures"}` arrays."""
+        occ = self.occupied
+        return {"index": np.flatnonzero(occ), "solution": self.solutions[occ], "fitness": self.fitness[occ],
+                "measures": self.measures[occ]}
+
+
+class Emitter:
+    """A QD emitter: `MapElites` (Gaussian or iso-line variation) or `CMA-ME`."""
+
+    def __init__(self, core):
+        self._e = core
+
+    @classmethod
+    def map_elites(cls, x0, batch_size: int, sigma: float = 0.1, iso_line=None) -> "Emitter":
+        return cls(_kestrel.QdEmitter.map_elites(int(batch_size), np.asarray(x0, np.float32).tolist(), float(sigma),
+                                                 None if iso_line is None else tuple(map(float, iso_line))))
+
+    @classmethod
+    def cma_me(cls, x0, batch_size: int, sigma0: float = 0.5, key: Key | None = None) -> "Emitter":
+        return cls(_kestrel.QdEmitter.cma_me(int(batch_size), np.asarray(x0, np.float32).tolist(), float(sigma0),
+                                             key if key is not None else Key(0)))
+
+    batch_size = property(lambda self: self._e.batch_size)
+    restarts = property(lambda self: self._e.restarts)
+
+
+class Scheduler:
+    """Asks and tells each emitter in turn with `kestrel evo qd`'s key tree (generation `g`,
+    emitter `e`: `Key(seed).fold_in(g + 1).fold_in(e)`, ask `.fold_in(0)`, tell `.fold_in(2)`),
+    so the loop below reproduces `kestrel.evo.qd` with the same archive and emitters:
+
+        for g in range(G):
+            for e in range(len(sched.emitters)):
+                x = sched.ask(e)
+                f, m = problem(x)
+                sched.tell(e, x, f, m)
+    """
+
+    def __init__(self, archive: Archive, emitters, seed: int = 0):
+        self.archive, self.emitters, self.seed = archive, list(emitters), int(seed)
+        self.generation = 0
+
+    def _key(self, e):
+        return Key(self.seed).fold_in(self.generation + 1).fold_in(e)
+
+    def ask(self, emitter: int) -> np.ndarray:
+        return self.emitters[emitter]._e.ask(self.archive._a, self._key(emitter).fold_in(0))
+
+    def tell(self, emitter: int, population, fitness, measures) -> None:
+        x = _as_population(population, self.emitters[emitter].batch_size, self.archive.num_dims)
+        self.emitters[emitter]._e.tell(self.archive._a, self._key(emitter).fold_in(2), x,
+                                       np.ascontiguousarray(fitness, np.float32),
+                                       np.ascontiguousarray(measures, np.float32))
+        if emitter == len(self.emitters) - 1:
+            self.generation += 1
+
+    @classmethod
+    def from_config(cls, **config) -> "tuple[Scheduler, QdBenchmark]":
+        """The archive, emitters and problem `kestrel evo qd` builds for `config` (its keys:
+        `archive`, `emitter`, `num_emitters`, `batch_size`, `num_dims`, `cells`, `seed`,
+        `function`, `sigma`)."""
+        c = {"archive": "grid", "emitter": "cma-me", "num_emitters": 3, "batch_size": 36, "num_dims": 20,
+             "cells": 50, "seed": 0, "function": "sphere", "sigma": 0.5, **config}
+        problem = QdBenchmark(c["num_dims"], c["function"])
+        b = problem.measure_bound
+        run = Key(c["seed"])
+        if c["archive"] == "grid":
+            arch = Archive.grid(c["num_dims"], [c["cells"]] * 2, [(-b, b)] * 2, qd_offset=1e4)
+        else:
+            arch = Archive(_kestrel.QdArchive.cvt(c["num_dims"], c["cells"], [-b, -b], [b, b], run.fold_in(99),
+                                                  20 * c["cells"], 20, 1e4))
+        x0 = np.zeros(c["num_dims"], np.float32)
+        ems = []
+        for e in range(c["num_emitters"]):
+            if c["emitter"] == "cma-me":
+                ems.append(Emitter.cma_me(x0, c["batch_size"], c["sigma"], run.fold_in(1000 + e)))
+            elif c["emitter"] == "map-elites":
+                ems.append(Emitter.map_elites(x0, c["batch_size"], c["sigma"]))
+            else:
+                ems.append(Emitter.map_elites(x0, c["batch_size"], iso_line=(0.01, 0.2)))
+        return cls(arch, ems, c["seed"]), problem
+
+
+class QdBenchmark:
+    """`kestrel evo qd`'s linear-projection benchmark: `(fitness, measures)` of a population."""
+
+    def __init__(self, num_dims: int, function: str = "sphere"):
+        self._p = _kestrel.QdBenchmark(int(num_dims), function)
+
+    measure_bound = property(lambda self: self._p.measure_bound)
+
+    def __call__(self, population):
+        return self._p.evaluate(np.ascontiguousarray(np.atleast_2d(population), np.float32))

@@ -96,11 +96,14 @@ class VectorEnv(gym.vector.VectorEnv):
             int(np.prod(s)) if s else 1 for _, _, s in self._parts
         )
         self._obs_shape = (self.num_envs, self._obs_len) if self._dict else (self.num_envs, *self.single_observation_space.shape)
+        self._slices = [(name, off, int(np.prod(s)) if s else 1, s) for name, off, s in self._parts] if self._dict else None
         self._bufs = self._alloc()
+        self._bufview = None
         self._done = np.zeros(self.num_envs, bool)
         self._pending = False
         self._reset_called = False
         self._discrete = isinstance(self.single_action_space, gym.spaces.Discrete)
+        self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
 
     # -- buffers -------------------------------------------------------------------------
     def _alloc(self):
@@ -115,7 +118,16 @@ class VectorEnv(gym.vector.VectorEnv):
     def _view(self, flat):
         if not self._dict:
             return flat
-        return {name: flat[:, off : off + (int(np.prod(s)) if s else 1)].reshape(self.num_envs, *s) for name, off, s in self._parts}
+        if flat is self._bufs[0]:
+            # The persistent buffer's views are made once (copy=False returns them every step).
+            if self._bufview is None:
+                self._bufview = self._split(flat)
+            return self._bufview
+        return self._split(flat)
+
+    def _split(self, flat):
+        n = self.num_envs
+        return {name: flat[:, off : off + size].reshape(n, *s) for name, off, size, s in self._slices}
 
     def _outputs(self):
         return self._alloc() if self.copy else self._bufs
@@ -224,7 +236,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def _finish(self, obs, rew, term, trunc):
         done = np.logical_or(term, trunc, out=self._done)
         infos = {}
-        if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
+        if self._same_step and done.any():
             final = np.empty(self._obs_shape, self._dtype)
             self._core.read_final_obs(final, np.ascontiguousarray(done))
             final_obs = np.full(self.num_envs, None, dtype=object)
@@ -237,8 +249,8 @@ class VectorEnv(gym.vector.VectorEnv):
                 "final_info": {},
                 "_final_info": done.copy(),
             }
-        if self.autoreset_mode == AutoresetMode.SAME_STEP:
-            self._done[:] = False
+        if self._same_step:
+            self._done.fill(False)
         return self._view(obs), rew, term, trunc, infos
 
     def _check_open(self):
