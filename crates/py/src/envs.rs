@@ -642,6 +642,16 @@ enum ObsMut<'a> {
     I8(&'a mut [i8]),
 }
 
+impl ObsMut<'_> {
+    fn bytes(&self) -> usize {
+        match self {
+            ObsMut::F32(s) => std::mem::size_of_val(*s),
+            ObsMut::F64(s) => std::mem::size_of_val(*s),
+            ObsMut::I8(s) => std::mem::size_of_val(*s),
+        }
+    }
+}
+
 impl<'py> ObsGuard<'py> {
     fn new(dst: &Bound<'py, PyAny>, dtype: &str) -> PyResult<Self> {
         Ok(match dtype {
@@ -735,16 +745,24 @@ pub(crate) struct VecCore {
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
-/// Runs `f` inside a worker of `pool` (or of the global rayon pool), so the parallel loops
-/// of one call share one hand-off from the Python thread.
-fn on<R: Send>(pool: &Option<Arc<rayon::ThreadPool>>, f: impl FnOnce() -> R + Send) -> R {
+/// Runs `f` on `pool` (or the global rayon pool). With `merge` (calls with several parallel
+/// phases: packing ARC selections, stepping, copying large observations) the whole call runs
+/// inside one pool worker, one hand-off from the Python thread instead of one per phase;
+/// small calls run on the calling thread (a hand-off costs tens of microseconds when the
+/// workers sleep).
+fn on<R: Send>(
+    pool: &Option<Arc<rayon::ThreadPool>>,
+    merge: bool,
+    f: impl FnOnce() -> R + Send,
+) -> R {
     match pool {
         Some(p) => p.install(f),
-        None => {
+        None if merge => {
             let mut out = None;
             rayon::scope(|_| out = Some(f()));
             out.expect("rayon::scope runs its body")
         }
+        None => f(),
     }
 }
 
@@ -861,7 +879,7 @@ impl VecCore {
     fn reset(&mut self, py: Python<'_>, seed: u64) -> PyResult<()> {
         let pool = self.pool.clone();
         let v = self.get_mut()?;
-        py.detach(|| on(&pool, || v.reset(seed)));
+        py.detach(|| on(&pool, false, || v.reset(seed)));
         Ok(())
     }
 
@@ -895,8 +913,9 @@ impl VecCore {
         // The action arrays are read-only borrows held for the call (rust-numpy's borrow
         // flags); the Python layer hands in arrays it owns or fresh conversions. Loading,
         // stepping and copying the observations run in one pool task without the GIL.
+        let merge = out.as_ref().is_some_and(|o| o.bytes() >= 1 << 18);
         py.detach(|| {
-            on(&pool, || {
+            on(&pool, merge, || {
                 v.load_actions(&a)?;
                 v.step();
                 match out {
@@ -936,7 +955,7 @@ impl VecCore {
         };
         let pool = self.pool.clone();
         self.pending = Some(std::thread::spawn(move || {
-            on(&pool, || v.step());
+            on(&pool, false, || v.step());
             v
         }));
         Ok(())
