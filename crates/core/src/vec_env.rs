@@ -197,13 +197,19 @@ impl<E: Env> VecEnv<E> {
             let row_key = k.fold_in(self.row_offset + i as u64);
             let obs = &mut self.obs[i * per..(i + 1) * per];
             self.states[i] = self.env.reset(&self.params, row_key.fold_in(KEY_RESET), obs);
-            self.episode_steps[i] = 0;
-            self.needs_reset[i] = false;
-            self.terminated[i] = false;
-            self.truncated[i] = false;
-            self.rewards[i * a..(i + 1) * a].iter_mut().for_each(|r| *r = 0.0);
+            self.start_row(i);
         }
         Ok(())
+    }
+
+    /// Row `i` at the start of an episode: step count, flags and rewards cleared.
+    fn start_row(&mut self, i: usize) {
+        let a = self.spec.num_agents;
+        self.episode_steps[i] = 0;
+        self.needs_reset[i] = false;
+        self.terminated[i] = false;
+        self.truncated[i] = false;
+        self.rewards[i * a..(i + 1) * a].iter_mut().for_each(|r| *r = 0.0);
     }
 
     /// Puts row `i` into `state` as the first state of a fresh episode (step count 0, flags
@@ -229,11 +235,7 @@ impl<E: Env> VecEnv<E> {
         }
         self.obs[i * per..(i + 1) * per].copy_from_slice(&obs);
         self.states[i] = state;
-        self.episode_steps[i] = 0;
-        self.needs_reset[i] = false;
-        self.terminated[i] = false;
-        self.truncated[i] = false;
-        self.rewards[i * a..(i + 1) * a].iter_mut().for_each(|r| *r = 0.0);
+        self.start_row(i);
         Ok(())
     }
 

@@ -143,59 +143,36 @@ pub(crate) fn mppi_tune(
     launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::tune(c, l))
 }
 
-/// `kestrel allo train` (`resume`: a run folder to continue).
-#[pyfunction]
-#[pyo3(signature = (config_json, out_dir, resume=None, threads=None, progress=None))]
-pub(crate) fn allo_train(
-    py: Python<'_>,
-    config_json: &str,
-    out_dir: PathBuf,
-    resume: Option<PathBuf>,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<(String, String)> {
-    let c =
-        config(&kestrel_agents::runs::AlloRunConfig::default(), config_json, resume.as_deref())?;
-    let argv = format!("kestrel.allo.train({config_json})");
-    launch(py, out_dir, argv, threads, progress, |l| {
-        kestrel_run::allo::train(c, resume.as_deref(), l)
-    })
+/// A run that can continue a run folder (`resume`): its `#[pyfunction]`.
+macro_rules! resumable {
+    ($(#[$doc:meta])* $name:ident, $cfg:ty, $call:literal, $run:path) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (config_json, out_dir, resume=None, threads=None, progress=None))]
+        pub(crate) fn $name(
+            py: Python<'_>,
+            config_json: &str,
+            out_dir: PathBuf,
+            resume: Option<PathBuf>,
+            threads: Option<usize>,
+            progress: Option<Py<PyAny>>,
+        ) -> PyResult<(String, String)> {
+            let c = config(&<$cfg>::default(), config_json, resume.as_deref())?;
+            let argv = format!(concat!($call, "({})"), config_json);
+            launch(py, out_dir, argv, threads, progress, |l| $run(c, resume.as_deref(), l))
+        }
+    };
 }
 
-/// `kestrel hunt train` (`resume`: a run folder to continue).
-#[pyfunction]
-#[pyo3(signature = (config_json, out_dir, resume=None, threads=None, progress=None))]
-pub(crate) fn hunt_train(
-    py: Python<'_>,
-    config_json: &str,
-    out_dir: PathBuf,
-    resume: Option<PathBuf>,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<(String, String)> {
-    let c =
-        config(&kestrel_agents::runs::HuntRunConfig::default(), config_json, resume.as_deref())?;
-    let argv = format!("kestrel.hunt.train({config_json})");
-    launch(py, out_dir, argv, threads, progress, |l| {
-        kestrel_run::hunt::train(c, resume.as_deref(), l)
-    })
-}
-
-/// `kestrel actdyn run` (`resume`: a run folder to continue).
-#[pyfunction]
-#[pyo3(signature = (config_json, out_dir, resume=None, threads=None, progress=None))]
-pub(crate) fn actdyn_run(
-    py: Python<'_>,
-    config_json: &str,
-    out_dir: PathBuf,
-    resume: Option<PathBuf>,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<(String, String)> {
-    let c =
-        config(&kestrel_actdyn::config::ActdynConfig::default(), config_json, resume.as_deref())?;
-    let argv = format!("kestrel.actdyn.run({config_json})");
-    launch(py, out_dir, argv, threads, progress, |l| {
-        kestrel_run::actdyn::run(c, resume.as_deref(), l)
-    })
-}
+resumable!(
+    /// `kestrel allo train` (`resume`: a run folder to continue).
+    allo_train, kestrel_agents::runs::AlloRunConfig, "kestrel.allo.train", kestrel_run::allo::train
+);
+resumable!(
+    /// `kestrel hunt train` (`resume`: a run folder to continue).
+    hunt_train, kestrel_agents::runs::HuntRunConfig, "kestrel.hunt.train", kestrel_run::hunt::train
+);
+resumable!(
+    /// `kestrel actdyn run` (`resume`: a run folder to continue).
+    actdyn_run, kestrel_actdyn::config::ActdynConfig, "kestrel.actdyn.run", kestrel_run::actdyn::run
+);

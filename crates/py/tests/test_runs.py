@@ -112,3 +112,13 @@ def test_callback_errors_propagate_and_leave_the_plan_alone():
         kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, nx=2, nu=1, rollout_samples=2)
     with pytest.raises(TypeError, match="callable"):
         kestrel.mppi.Controller.from_callbacks(3, _basic_cost, nx=2, nu=1)
+
+
+def test_resume_continues_the_run_folder(tmp_path):
+    first = kestrel.allo.train(steps=20, eval_every=10, checkpoint_every=10, out_dir=tmp_path, threads=1)
+    again = kestrel.allo.train(steps=40, eval_every=10, checkpoint_every=10, out_dir=tmp_path, threads=1,
+                               resume=first.dir)
+    assert again.dir == first.dir
+    assert first.metrics["global_step"][-1] == 20 and again.metrics["global_step"][-1] == 40
+    with pytest.raises(RuntimeError, match="only steps may change on resume"):
+        kestrel.allo.train(steps=60, seed=9, out_dir=tmp_path, resume=first.dir)
