@@ -174,10 +174,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def step(self, actions):
         """Steps every row; returns `(obs, rewards, terminations, truncations, infos)`."""
-        if self._pending or not self._reset_called or self._core.closed:
-            self._submit(actions, asynchronous=False)  # raises the misuse error
-        if self.autoreset_mode == AutoresetMode.DISABLED and self._done.any():
-            self._submit(actions, asynchronous=False)  # raises for ended rows
+        self._check_ready()
         kw = self._fast(actions)
         if kw is None:
             kw = action_kwargs(self.single_action_space, actions, self.num_envs)
@@ -211,6 +208,15 @@ class VectorEnv(gym.vector.VectorEnv):
     recv = step_wait
 
     def _submit(self, actions, asynchronous):
+        self._check_ready()
+        kw = action_kwargs(self.single_action_space, actions, self.num_envs)
+        if asynchronous:
+            self._core.step_async(**kw)
+        else:
+            self._core.step(**kw)
+
+    def _check_ready(self):
+        """Raises for misuse: closed, a step in flight, no reset yet, ended rows in DISABLED."""
         self._check_open()
         if self._pending:
             raise RuntimeError("a step is in flight: call step_wait first")
@@ -222,11 +228,6 @@ class VectorEnv(gym.vector.VectorEnv):
                 f"step: envs {rows} ended; with autoreset DISABLED reset them first "
                 "(reset(options={'reset_mask': mask}))"
             )
-        kw = action_kwargs(self.single_action_space, actions, self.num_envs)
-        if asynchronous:
-            self._core.step_async(**kw)
-        else:
-            self._core.step(**kw)
 
     def _collect(self):
         obs, rew, term, trunc = self._outputs()
