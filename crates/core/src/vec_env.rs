@@ -25,32 +25,18 @@ pub enum AutoReset {
     Disabled,
 }
 
-/// One block of rows of every column, as the step loop takes it (block index first).
-type Chunk<'a, E> = (
-    usize,
-    (
-        (
-            (
-                (
-                    (
-                        (
-                            (
-                                (&'a mut [<E as Env>::State], &'a mut [<E as Env>::Obs]),
-                                &'a mut [<E as Env>::Obs],
-                            ),
-                            &'a mut [f32],
-                        ),
-                        &'a mut [<E as Env>::Action],
-                    ),
-                    &'a mut [bool],
-                ),
-                &'a mut [bool],
-            ),
-            &'a mut [u32],
-        ),
-        &'a mut [bool],
-    ),
-);
+/// One block of rows of every column, as the step loop takes it.
+struct Rows<'a, E: Env> {
+    st: &'a mut [E::State],
+    ob: &'a mut [E::Obs],
+    fo: &'a mut [E::Obs],
+    rw: &'a mut [f32],
+    ac: &'a mut [E::Action],
+    te: &'a mut [bool],
+    tr: &'a mut [bool],
+    sc: &'a mut [u32],
+    nr: &'a mut [bool],
+}
 
 /// N environments stepped together, with auto-reset ([`AutoReset`], same-step by default).
 ///
@@ -223,17 +209,15 @@ impl<E: Env> VecEnv<E> {
                 format!("below num_envs = {}", self.num_envs),
             ));
         }
-        let a = self.spec.num_agents;
-        let per = a * self.obs_len;
-        let mut obs = vec![E::Obs::default(); per];
-        if !self.env.observe(&self.params, &state, &mut obs) {
+        let per = self.spec.num_agents * self.obs_len;
+        // An env that cannot observe a state writes nothing and says so.
+        if !self.env.observe(&self.params, &state, &mut self.obs[i * per..(i + 1) * per]) {
             return Err(CoreError::invalid(
                 "state",
                 "given",
                 "an env whose observation is a function of its state",
             ));
         }
-        self.obs[i * per..(i + 1) * per].copy_from_slice(&obs);
         self.states[i] = state;
         self.start_row(i);
         Ok(())
@@ -290,7 +274,7 @@ impl<E: Env> VecEnv<E> {
         // At least 64 rows a task: below that the hand-off to the pool costs more than the rows.
         let block = self.num_envs.div_ceil(threads * 4).max(64);
         let (env, params, off, mode) = (&self.env, &self.params, self.row_offset, self.autoreset);
-        let chunk = |(b, ((((((((st, ob), fo), rw), ac), te), tr), sc), nr)): Chunk<'_, E>| {
+        let chunk = |b: usize, Rows { st, ob, fo, rw, ac, te, tr, sc, nr }: Rows<'_, E>| {
             for j in 0..st.len() {
                 let row = b * block + j;
                 let row_key = step_key.fold_in(off + row as u64);
@@ -330,31 +314,20 @@ impl<E: Env> VecEnv<E> {
         if self.num_envs <= block {
             // One chunk: step it on this thread (no hand-off to the pool, which costs
             // microseconds per call at small batches).
-            chunk((
+            chunk(
                 0,
-                (
-                    (
-                        (
-                            (
-                                (
-                                    (
-                                        (
-                                            (&mut self.states[..], &mut self.obs[..]),
-                                            &mut self.final_obs[..],
-                                        ),
-                                        &mut self.rewards[..],
-                                    ),
-                                    &mut self.actions[..],
-                                ),
-                                &mut self.terminated[..],
-                            ),
-                            &mut self.truncated[..],
-                        ),
-                        &mut self.episode_steps[..],
-                    ),
-                    &mut self.needs_reset[..],
-                ),
-            ));
+                Rows {
+                    st: &mut self.states,
+                    ob: &mut self.obs,
+                    fo: &mut self.final_obs,
+                    rw: &mut self.rewards,
+                    ac: &mut self.actions,
+                    te: &mut self.terminated,
+                    tr: &mut self.truncated,
+                    sc: &mut self.episode_steps,
+                    nr: &mut self.needs_reset,
+                },
+            );
             return;
         }
         self.states
@@ -368,7 +341,9 @@ impl<E: Env> VecEnv<E> {
             .zip(self.episode_steps.par_chunks_mut(block))
             .zip(self.needs_reset.par_chunks_mut(block))
             .enumerate()
-            .for_each(chunk);
+            .for_each(|(b, ((((((((st, ob), fo), rw), ac), te), tr), sc), nr))| {
+                chunk(b, Rows { st, ob, fo, rw, ac, te, tr, sc, nr })
+            });
     }
 
     /// The environment kernel.

@@ -122,7 +122,7 @@ impl MppiParams {
 }
 
 /// Nominal sequence and reusable buffers.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct MppiState {
     /// Nominal controls, row-major `horizon × nu`.
     pub u: Vec<f64>,
@@ -560,7 +560,7 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
         let d = &self.dynamics;
         assert_eq!(x0.len(), d.nx(), "Mppi::command: state length");
         self.command_by(p, s, z, out, shift, |ph| match ph {
-            Phase::Block { ctl, costs, .. } => {
+            Phase::Block { ctl, costs } => {
                 let t = p.horizon;
                 if p.rollout_samples > 1 {
                     let nu = d.nu();
@@ -581,12 +581,10 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
 
 /// Where [`Mppi::command_by`] asks for rollout costs.
 pub enum Phase<'a> {
-    /// One block of samples `k0..k0 + costs.len()` (called in parallel): `ctl` holds their
-    /// scaled controls (`sample × step × nu`); write each sample's rollout cost to `costs` and
-    /// return `true`. Return `false` to leave the costs to the [`Phase::All`] call.
+    /// One block of samples (called in parallel): `ctl` holds their scaled controls
+    /// (`sample × step × nu`); write each sample's rollout cost to `costs` and return `true`.
+    /// Return `false` to leave the costs to the [`Phase::All`] call.
     Block {
-        /// First sample of the block.
-        k0: usize,
         /// Scaled controls of the block's samples.
         ctl: &'a [f64],
         /// Their rollout costs (running + terminal), to write.
@@ -709,7 +707,7 @@ impl<D: Dynamics> Mppi<D> {
                         }
                     }
                 }
-                let done = rollout(Phase::Block { k0, ctl: v_blk, costs: c_blk });
+                let done = rollout(Phase::Block { ctl: v_blk, costs: c_blk });
                 if done {
                     control_costs(e_blk, c_blk);
                 }

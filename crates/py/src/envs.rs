@@ -361,8 +361,7 @@ where
         self.v.set_autoreset(m);
     }
     fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
-        let space = self.v.spec().action_space.clone();
-        E::Action::fill(a, &space, &mut self.acts)
+        E::Action::fill(a, &self.v.spec().action_space, &mut self.acts)
     }
     fn step(&mut self) {
         // `acts` has num_envs * num_agents entries by construction, so this cannot fail.

@@ -339,7 +339,10 @@ impl ExternalMppi {
         let key = Key::new(self.seed).fold_in(self.t);
         let nu = self.mppi.dynamics().nu;
         let mut out = vec![0.0; self.p.u_per_command * nu];
-        let mut s = self.s.clone();
+        // The state leaves `self` for the call (no copy); on a callback error only the plan
+        // (which the shift moved) is put back, the rest is scratch.
+        let mut s = std::mem::take(&mut self.s);
+        let plan = s.u.clone();
         let err = std::sync::Mutex::new(None::<PyErr>);
         {
             let this = &*self;
@@ -358,6 +361,8 @@ impl ExternalMppi {
             });
         }
         if let Some(e) = err.into_inner().ok().flatten() {
+            s.u = plan;
+            self.s = s;
             return Err(e);
         }
         self.s = s;

@@ -68,15 +68,25 @@ def env_spaces(spec):
     return obs, action
 
 
-def obs_parts(desc):
-    """For a dict observation: [(name, offset, shape)] in the flat buffer's order."""
-    out, off = [], 0
+def obs_layout(spec, observation_space):
+    """`(parts, obs_len)` of one agent row's flat observation: `parts` is `[(name, offset,
+    size, shape)]` in buffer order for a dict observation, None otherwise."""
+    desc = spec["obs"]
+    if desc[0] != "dict":
+        return None, int(np.prod(observation_space.shape))
+    parts, off = [], 0
     for name, sub in desc[1]:
         shape = tuple(sub[3]) if sub[0] == "box" else ()
-        n = int(np.prod(shape)) if shape else 1
-        out.append((name, off, shape))
-        off += n
-    return out
+        size = int(np.prod(shape)) if shape else 1
+        parts.append((name, off, size, shape))
+        off += size
+    return parts, off
+
+
+def split(flat, parts):
+    """A flat observation array `(..., obs_len)` as `{name: view (..., *shape)}`."""
+    lead = flat.shape[:-1]
+    return {name: flat[..., off : off + size].reshape(*lead, *shape) for name, off, size, shape in parts}
 
 
 def action_kwargs(action_space, actions, rows):

@@ -7,7 +7,7 @@ import numpy as np
 import gymnasium as gym
 
 from . import _kestrel
-from ._spaces import action_kwargs, check_seed, env_spaces, obs_parts, params_json
+from ._spaces import action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
 
 
 class Env(gym.Env):
@@ -36,17 +36,20 @@ class Env(gym.Env):
         self.observation_space, self.action_space = env_spaces(spec)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
-        self._parts = obs_parts(spec["obs"]) if self._dict else None
-        n = sum(int(np.prod(s)) if s else 1 for _, _, s in self._parts) if self._dict else int(np.prod(self.observation_space.shape))
-        self._obs_len = n
+        self._parts, self._obs_len = obs_layout(spec, self.observation_space)
         self._seeded = False
 
+    def _buffer(self):
+        # A fresh buffer per call: returned observations never share memory across calls.
+        return np.empty((1, self._obs_len) if self._dict else (1, *self.observation_space.shape), self._dtype)
+
+    def _view(self, flat):
+        return split(flat[0], self._parts) if self._dict else flat[0]
+
     def _obs(self):
-        flat = np.empty((1, self._obs_len) if self._dict else (1, *self.observation_space.shape), self._dtype)
+        flat = self._buffer()
         self._core.read_obs(flat)
-        if self._dict:
-            return {name: flat[0, off : off + (int(np.prod(s)) if s else 1)].reshape(s).copy() for name, off, s in self._parts}
-        return flat[0]
+        return self._view(flat)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -81,16 +84,12 @@ class Env(gym.Env):
                 raise ValueError(f"action: expected a scalar for {self.action_space}, got shape {a.shape}")
             batch = a[None]
         self._core.step(**action_kwargs(self.action_space, batch, 1))
-        obs = np.empty((1, self._obs_len) if self._dict else (1, *self.observation_space.shape), self._dtype)
+        obs = self._buffer()
         rew = np.empty(1, np.float32)
         term = np.empty(1, np.bool_)
         trunc = np.empty(1, np.bool_)
         self._core.read(obs, rew, term, trunc)
-        if self._dict:
-            o = {name: obs[0, off : off + (int(np.prod(s)) if s else 1)].reshape(s).copy() for name, off, s in self._parts}
-        else:
-            o = obs[0]
-        return o, float(rew[0]), bool(term[0]), bool(trunc[0]), {}
+        return self._view(obs), float(rew[0]), bool(term[0]), bool(trunc[0]), {}
 
     @property
     def state(self) -> np.ndarray:

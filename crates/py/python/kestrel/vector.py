@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from . import _kestrel
-from ._spaces import action_kwargs, check_seed, env_spaces, obs_parts, params_json
+from ._spaces import action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
 
 _MODES = {
     AutoresetMode.NEXT_STEP: "next-step",
@@ -91,12 +91,8 @@ class VectorEnv(gym.vector.VectorEnv):
         self._core.set_autoreset(_MODES[self.autoreset_mode])
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
-        self._parts = obs_parts(spec["obs"]) if self._dict else None
-        self._obs_len = int(np.prod(self.single_observation_space.shape)) if not self._dict else sum(
-            int(np.prod(s)) if s else 1 for _, _, s in self._parts
-        )
+        self._parts, self._obs_len = obs_layout(spec, self.single_observation_space)
         self._obs_shape = (self.num_envs, self._obs_len) if self._dict else (self.num_envs, *self.single_observation_space.shape)
-        self._slices = [(name, off, int(np.prod(s)) if s else 1, s) for name, off, s in self._parts] if self._dict else None
         self._bufs = self._alloc()
         self._bufview = None
         self._done = np.zeros(self.num_envs, bool)
@@ -121,13 +117,9 @@ class VectorEnv(gym.vector.VectorEnv):
         if flat is self._bufs[0]:
             # The persistent buffer's views are made once (copy=False returns them every step).
             if self._bufview is None:
-                self._bufview = self._split(flat)
+                self._bufview = split(flat, self._parts)
             return self._bufview
-        return self._split(flat)
-
-    def _split(self, flat):
-        n = self.num_envs
-        return {name: flat[:, off : off + size].reshape(n, *s) for name, off, size, s in self._slices}
+        return split(flat, self._parts)
 
     def _outputs(self):
         return self._alloc() if self.copy else self._bufs
