@@ -10,6 +10,7 @@ mod evo;
 mod hunt;
 mod mppi;
 mod nn;
+mod sweep;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -45,6 +46,9 @@ enum Cmd {
     /// Multi-agent treasure hunt with one IQN learner per agent: train, play, bench.
     #[command(subcommand)]
     Hunt(hunt::HuntCmd),
+    /// A grid of configs × seeds of any run type, each an ordinary run folder, skipped when
+    /// finished and resumed when interrupted; then a table (mean, sd, 95% interval) and plot.
+    Sweep(sweep::SweepArgs),
     /// Neural-network kernels: bench.
     #[command(subcommand)]
     Nn(nn::NnCmd),
@@ -62,6 +66,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
         Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
+        Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => actdyn::run(*a),
         Cmd::Actdyn(actdyn::ActdynCmd::Compare(a)) => actdyn::compare(*a),
         Cmd::Actdyn(actdyn::ActdynCmd::Retrain(a)) => actdyn::retrain(*a),

@@ -637,3 +637,37 @@ fn actdyn_retrain_reads_the_saved_transitions() {
     let e = fails(&["actdyn", "retrain", "--run", dir.to_str().unwrap(), "--chunk", "100"]);
     assert!(e.contains("offline.chunk"), "{e}");
 }
+
+#[test]
+fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
+    let dir = tmp("sweep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("maps.toml");
+    std::fs::write(
+        &spec,
+        "kind = \"allo\"\nseeds = 2\n[base]\nsamples = 2000\nbatch = 64\nd = 4\nsteps = 20\neval_every = 10\n\
+         [grid]\nmap = [\"builtin:rooms-2-5\", \"builtin:open-6\"]\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (s, o) = (spec.to_str().unwrap(), out.to_str().unwrap());
+    let first = ok(&["sweep", s, "--out-dir", o, "--threads", "1"]);
+    assert!(first.contains("[4/4] c001-open-6-s1: average cosine"), "{first}");
+    assert!(first.contains("| map=rooms-2-5 | 2 |") && first.contains("| map=open-6 | 2 |"), "{first}");
+    for f in ["sweep.toml", "table.md", "table.csv", "table.json", "curves.png"] {
+        assert!(out.join("maps").join(f).is_file(), "{f}");
+    }
+    let again = ok(&["sweep", s, "--out-dir", o]);
+    assert_eq!(again.matches("skipped").count(), 4, "{again}");
+    let table = |t: &str| t.lines().filter(|l| l.starts_with("| map=")).map(String::from).collect::<Vec<_>>();
+    assert_eq!(table(&first), table(&again));
+    // A bad grid value is named before any folder exists.
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "kind = \"allo\"\nseeds = 1\n[grid]\nd = [4, 0]\n").unwrap();
+    let e = fails(&["sweep", bad.to_str().unwrap(), "--out-dir", o]);
+    assert!(e.contains("bad.toml") && e.contains("d = 0"), "{e}");
+    assert!(!out.join("bad").exists());
+    // The Ray engine needs a Python: a missing one is a clear error.
+    let e = fails(&["sweep", s, "--out-dir", o, "--engine", "ray", "--python", "/nonexistent/python"]);
+    assert!(e.contains("cannot start /nonexistent/python") && e.contains("crates/py[ray]"), "{e}");
+}

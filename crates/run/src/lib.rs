@@ -25,6 +25,7 @@ pub mod hunt;
 mod launch;
 mod metrics;
 pub mod mppi;
+pub mod sweep;
 mod record;
 mod summary;
 

@@ -1,0 +1,949 @@
+//! Sweeps: a grid of configs × seeds of any run type, each cell an ordinary run folder, run
+//! here one after another (`kestrel sweep --engine local`) or as Ray tasks by the Python
+//! package (`kestrel.dist.sweep`, `kestrel sweep --engine ray`); both call [`Sweep::run_cell`],
+//! so skipping, resuming and aggregating are this module's alone.
+//!
+//! A spec (TOML):
+//!
+//! ```toml
+//! kind = "allo"                 # evo | qd | mppi-tune | allo | hunt | actdyn
+//! name = "table1"               # the sweep folder's name (default: the spec file's stem)
+//! seeds = 3                     # seeds 0, 1, 2; or a list: seeds = [0, 7, 9]
+//! metrics = ["cosine_similarity"]  # summary.json numbers tabulated (default: the kind's)
+//! curve = "cosine_similarity"   # metrics.jsonl column plotted (default: the kind's)
+//! [base]                        # the run config every cell shares
+//! steps = 2000
+//! [grid]                        # key (dotted for nested) -> values; the product is the configs
+//! map = ["builtin:rooms-2-5", "builtin:open-7"]
+//! ```
+//!
+//! Folder: `<out>/<name>/sweep.toml` (the spec; a restart must pass the same one), one cell
+//! folder `c<config>-s<seed>/` per run holding that run's ordinary run folder, and after
+//! [`Sweep::aggregate`] `table.md`, `table.json`, `table.csv`, `curves.png/svg`.
+//!
+//! A cell whose run finished (`record.json` says ok, `summary.json` exists) is skipped; a
+//! resumable run (ALLO, hunt, actdyn) whose process died continues from its checkpoint; any
+//! other unfinished run is removed and started again (evo, QD and MPPI tuning runs are
+//! deterministic, so the result is the same). Every cell's config is checked before the sweep
+//! folder is created.
+
+use crate::launch::{Launch, Outcome};
+use crate::{RunError, RunRecord, write_atomic};
+use kestrel_plot::{LinePlot, Series};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// The run types a sweep can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunKind {
+    /// `kestrel evo run`.
+    Evo,
+    /// `kestrel evo qd`.
+    Qd,
+    /// `kestrel mppi tune`.
+    MppiTune,
+    /// `kestrel allo train`.
+    Allo,
+    /// `kestrel hunt train`.
+    Hunt,
+    /// `kestrel actdyn run`.
+    Actdyn,
+}
+
+impl RunKind {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Evo => "evo",
+            RunKind::Qd => "qd",
+            RunKind::MppiTune => "mppi-tune",
+            RunKind::Allo => "allo",
+            RunKind::Hunt => "hunt",
+            RunKind::Actdyn => "actdyn",
+        }
+    }
+
+    /// Where the seed lives in the config.
+    fn seed_key(self) -> &'static [&'static str] {
+        match self {
+            RunKind::MppiTune => &["run", "seed"],
+            _ => &["seed"],
+        }
+    }
+
+    /// Whether an unfinished run continues from its checkpoint.
+    pub fn resumable(self) -> bool {
+        matches!(self, RunKind::Allo | RunKind::Hunt | RunKind::Actdyn)
+    }
+
+    fn default_metrics(self) -> &'static [&'static str] {
+        match self {
+            RunKind::Evo => &["best_fitness", "evals"],
+            RunKind::Qd => &["qd_score", "coverage", "best"],
+            RunKind::MppiTune => &["best_cost", "start_cost"],
+            RunKind::Allo => &["cosine_similarity"],
+            RunKind::Hunt => &["mean_total_reward_last_100"],
+            RunKind::Actdyn => &["obs_r2_k5", "vf_rel_err"],
+        }
+    }
+
+    fn default_curve(self) -> &'static str {
+        match self {
+            RunKind::Evo | RunKind::MppiTune => "best",
+            RunKind::Qd => "qd_score",
+            RunKind::Allo => "cosine_similarity",
+            RunKind::Hunt => "total_reward",
+            RunKind::Actdyn => "elbo_per_t",
+        }
+    }
+}
+
+/// `seeds = N` (0..N) or `seeds = [..]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Seeds {
+    /// Seeds `0..n`.
+    Count(u64),
+    /// These seeds.
+    List(Vec<u64>),
+}
+
+/// A sweep spec (see the module docs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// The run type.
+    pub kind: RunKind,
+    /// The sweep folder's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The seeds every config runs with.
+    pub seeds: Seeds,
+    /// `summary.json` numbers tabulated.
+    #[serde(default)]
+    pub metrics: Option<Vec<String>>,
+    /// The `metrics.jsonl` column plotted.
+    #[serde(default)]
+    pub curve: Option<String>,
+    /// The config every cell shares.
+    #[serde(default)]
+    pub base: toml::Table,
+    /// Key -> values; the cross product of the values gives the configs.
+    #[serde(default)]
+    pub grid: toml::Table,
+}
+
+/// One run of a sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// `c<config>-s<seed>`: the cell folder's name.
+    pub id: String,
+    /// Index of the config (the grid point).
+    pub config: usize,
+    /// The seed.
+    pub seed: u64,
+    /// The grid point: (key, value) for each grid key.
+    pub point: Vec<(String, toml::Value)>,
+    /// The full config table (base, grid point, seed).
+    pub table: toml::Table,
+}
+
+/// Where a cell stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CellStatus {
+    /// Not started (or nothing usable left).
+    New,
+    /// A run folder whose run did not finish.
+    Partial(PathBuf),
+    /// The finished run's folder.
+    Done(PathBuf),
+}
+
+/// What [`Sweep::run_cell`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CellOutcome {
+    /// Already finished: skipped.
+    Skipped(PathBuf),
+    /// Run from the start.
+    Ran(Outcome),
+    /// Continued from its checkpoint.
+    Resumed(Outcome),
+}
+
+impl CellOutcome {
+    /// The run folder.
+    pub fn dir(&self) -> &Path {
+        match self {
+            CellOutcome::Skipped(d) => d,
+            CellOutcome::Ran(o) | CellOutcome::Resumed(o) => &o.dir,
+        }
+    }
+}
+
+/// A planned sweep: the spec, its folder and every cell, each config checked.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    /// The spec.
+    pub spec: SweepSpec,
+    /// The spec's text as written into the folder.
+    pub spec_text: String,
+    /// The sweep folder.
+    pub dir: PathBuf,
+    /// The cells, config-major then seed.
+    pub cells: Vec<Cell>,
+}
+
+fn cfg_err(source: &str, message: String) -> RunError {
+    RunError::Config { source_name: source.to_string(), message }
+}
+
+/// Sets a dotted key in a table, making the intermediate tables.
+fn set_dotted(t: &mut toml::Table, key: &[&str], v: toml::Value, source: &str) -> Result<(), RunError> {
+    let (last, parents) = key.split_last().ok_or_else(|| cfg_err(source, "an empty key".into()))?;
+    let mut at = t;
+    for p in parents {
+        let e = at.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        at = e.as_table_mut().ok_or_else(|| {
+            cfg_err(source, format!("{}: {p} is not a table", key.join(".")))
+        })?;
+    }
+    at.insert(last.to_string(), v);
+    Ok(())
+}
+
+fn value_slug(v: &toml::Value) -> String {
+    let s = match v {
+        toml::Value::String(s) => {
+            let s = s.trim_start_matches("builtin:");
+            let s = s.rsplit('/').next().unwrap_or(s);
+            s.trim_end_matches(".txt").to_string()
+        }
+        other => other.to_string(),
+    };
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).take(24).collect()
+}
+
+/// Checks a cell's config as its run would, before any folder exists.
+fn check_config(kind: RunKind, table: &toml::Table, source: &str) -> Result<(), RunError> {
+    let t = || table.clone();
+    let load = |e: RunError| match e {
+        RunError::Config { message, .. } => cfg_err(source, message),
+        e => e,
+    };
+    match kind {
+        RunKind::Evo => {
+            let c = crate::load_config(&kestrel_evo::run::EsConfig::default(), None, t(), &[])
+                .map_err(load)?;
+            kestrel_evo::run::EsRun::new(c)?;
+        }
+        RunKind::Qd => {
+            let c = crate::load_config(&kestrel_evo::run::QdConfig::default(), None, t(), &[])
+                .map_err(load)?;
+            kestrel_evo::run::QdRun::new(c)?;
+        }
+        RunKind::MppiTune => {
+            let c =
+                crate::load_config(&kestrel_mppi::tune::TuneConfig::default(), None, t(), &[])
+                    .map_err(load)?;
+            kestrel_mppi::tune::validate_tune(&c)?;
+        }
+        RunKind::Allo => {
+            let c = crate::load_config(
+                &kestrel_agents::runs::AlloRunConfig::default(),
+                None,
+                t(),
+                &[],
+            )
+            .map_err(load)?;
+            c.validate()?;
+            kestrel_envs::GridMap::resolve(&c.map).map_err(kestrel_agents::AgentError::from)?;
+        }
+        RunKind::Hunt => {
+            let c = crate::load_config(
+                &kestrel_agents::runs::HuntRunConfig::default(),
+                None,
+                t(),
+                &[],
+            )
+            .map_err(load)?;
+            c.hunt_config()?;
+        }
+        RunKind::Actdyn => {
+            let c = crate::load_config(
+                &kestrel_actdyn::config::ActdynConfig::default(),
+                None,
+                t(),
+                &[],
+            )
+            .map_err(load)?;
+            c.validate()?;
+        }
+    }
+    Ok(())
+}
+
+/// The run folder inside a cell folder (hidden folders, a run being created, are ignored).
+fn run_folder(cell_dir: &Path) -> Result<Option<PathBuf>, RunError> {
+    let rd = match std::fs::read_dir(cell_dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(RunError::io(cell_dir, "cannot read", e)),
+    };
+    let mut found = Vec::new();
+    for e in rd {
+        let e = e.map_err(|e| RunError::io(cell_dir, "cannot read", e))?;
+        let p = e.path();
+        let hidden = e.file_name().to_string_lossy().starts_with('.');
+        if !hidden && p.join("record.json").is_file() {
+            found.push(p);
+        }
+    }
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        n => Err(RunError::Failed(format!(
+            "{}: {n} run folders in one sweep cell; keep the one to use and remove the others",
+            cell_dir.display()
+        ))),
+    }
+}
+
+/// Whether a live process (other than this one) holds a run folder's lock.
+fn locked_by_other(folder: &Path) -> Option<String> {
+    let holder = std::fs::read_to_string(folder.join("run.lock")).ok()?;
+    let pid: u32 = holder.trim().parse().ok()?;
+    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists())
+        .then(|| pid.to_string())
+}
+
+fn remove_dir(p: &Path) -> Result<(), RunError> {
+    std::fs::remove_dir_all(p).map_err(|e| RunError::io(p, "cannot remove an unfinished run", e))
+}
+
+impl Sweep {
+    /// Parses `text` (the spec, named `source` in errors) and plans the sweep under `out_dir`
+    /// (`<out_dir>/<name>`); every cell's config is checked as its run would check it.
+    /// Nothing is written.
+    pub fn plan(text: &str, source: &str, out_dir: &Path) -> Result<Sweep, RunError> {
+        let spec: SweepSpec =
+            toml::from_str(text).map_err(|e| cfg_err(source, e.message().to_string()))?;
+        let seeds: Vec<u64> = match &spec.seeds {
+            Seeds::Count(n) => (0..*n).collect(),
+            Seeds::List(l) => l.clone(),
+        };
+        if seeds.is_empty() || seeds.len() > 100_000 {
+            return Err(cfg_err(source, format!("seeds: {} seeds; 1 to 100000", seeds.len())));
+        }
+        let mut uniq = seeds.clone();
+        uniq.sort_unstable();
+        uniq.dedup();
+        if uniq.len() != seeds.len() {
+            return Err(cfg_err(source, format!("seeds = {seeds:?}: a seed is repeated")));
+        }
+        let name = match &spec.name {
+            Some(n) => n.clone(),
+            None => Path::new(source)
+                .file_stem()
+                .map_or("sweep".into(), |s| s.to_string_lossy().into_owned()),
+        };
+        if name.is_empty()
+            || name.starts_with('.')
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(cfg_err(
+                source,
+                format!("name = {name:?}: letters, digits, '-', '_' and '.', not starting with '.'"),
+            ));
+        }
+        // The grid points, first key slowest.
+        let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+        for (k, vals) in &spec.grid {
+            let vals = vals.as_array().ok_or_else(|| {
+                cfg_err(source, format!("grid.{k} = {vals}: a list of values"))
+            })?;
+            if vals.is_empty() {
+                return Err(cfg_err(source, format!("grid.{k}: an empty list")));
+            }
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    vals.iter().map(move |v| {
+                        let mut q = p.clone();
+                        q.push((k.clone(), v.clone()));
+                        q
+                    })
+                })
+                .collect();
+            if points.len() * seeds.len() > 1_000_000 {
+                return Err(cfg_err(source, "grid: more than 1,000,000 runs".into()));
+            }
+        }
+        let seed_key = spec.kind.seed_key();
+        let mut cells = Vec::with_capacity(points.len() * seeds.len());
+        for (ci, point) in points.iter().enumerate() {
+            let mut table = spec.base.clone();
+            for (k, v) in point {
+                let key: Vec<&str> = k.split('.').collect();
+                if key == seed_key {
+                    return Err(cfg_err(source, format!("grid.{k}: seeds come from `seeds`")));
+                }
+                set_dotted(&mut table, &key, v.clone(), source)?;
+            }
+            for &seed in &seeds {
+                let mut t = table.clone();
+                let s = i64::try_from(seed)
+                    .map_err(|_| cfg_err(source, format!("seeds: {seed} above 2^63")))?;
+                set_dotted(&mut t, seed_key, toml::Value::Integer(s), source)?;
+                let at = if point.is_empty() {
+                    format!("{source} (seed {seed})")
+                } else {
+                    let p: Vec<String> = point.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                    format!("{source} ({}, seed {seed})", p.join(", "))
+                };
+                check_config(spec.kind, &t, &at).map_err(|e| match e {
+                    e @ RunError::Config { .. } => e,
+                    e => cfg_err(&at, e.to_string()),
+                })?;
+                let slug: Vec<String> = point.iter().map(|(_, v)| value_slug(v)).collect();
+                let id = if slug.is_empty() {
+                    format!("c{ci:03}-s{seed}")
+                } else {
+                    format!("c{ci:03}-{}-s{seed}", slug.join("-"))
+                };
+                cells.push(Cell { id, config: ci, seed, point: point.clone(), table: t });
+            }
+        }
+        Ok(Sweep { spec, spec_text: text.to_string(), dir: out_dir.join(name), cells })
+    }
+
+    /// [`Sweep::plan`] from a spec file.
+    pub fn from_file(path: &Path, out_dir: &Path) -> Result<Sweep, RunError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+        Self::plan(&text, &path.display().to_string(), out_dir)
+    }
+
+    /// Creates the sweep folder with `sweep.toml`, or checks that an existing one holds the
+    /// same spec (a restart).
+    pub fn create(&self) -> Result<(), RunError> {
+        let p = self.dir.join("sweep.toml");
+        if p.exists() {
+            let old = std::fs::read_to_string(&p).map_err(|e| RunError::io(&p, "cannot read", e))?;
+            let same = toml::from_str::<SweepSpec>(&old).is_ok_and(|s| s == self.spec);
+            if !same {
+                return Err(RunError::Failed(format!(
+                    "{}: this sweep folder holds a different spec; give the sweep another name or out dir",
+                    p.display()
+                )));
+            }
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| RunError::io(&self.dir, "cannot create", e))?;
+        write_atomic(&p, self.spec_text.as_bytes())
+    }
+
+    /// The cell named `id`.
+    pub fn cell(&self, id: &str) -> Result<&Cell, RunError> {
+        self.cells.iter().find(|c| c.id == id).ok_or_else(|| {
+            RunError::Failed(format!("{}: no cell {id:?} in this sweep", self.dir.display()))
+        })
+    }
+
+    /// Where cell `cell` stands.
+    pub fn status(&self, cell: &Cell) -> Result<CellStatus, RunError> {
+        let Some(folder) = run_folder(&self.dir.join(&cell.id))? else {
+            return Ok(CellStatus::New);
+        };
+        let rec = folder.join("record.json");
+        let text = std::fs::read_to_string(&rec).map_err(|e| RunError::io(&rec, "cannot read", e))?;
+        let done = serde_json::from_str::<RunRecord>(&text)
+            .ok()
+            .and_then(|r| r.launches.last().map(|l| l.status == "ok"))
+            .unwrap_or(false);
+        Ok(if done && folder.join("summary.json").is_file() {
+            CellStatus::Done(folder)
+        } else {
+            CellStatus::Partial(folder)
+        })
+    }
+
+    /// Runs cell `cell` (on the ambient rayon pool): skips a finished one, continues a
+    /// resumable one from its checkpoint, otherwise starts it afresh. The run folder goes
+    /// into the cell folder; `launch.out_dir` is ignored.
+    pub fn run_cell(&self, cell: &Cell, mut launch: Launch<'_>) -> Result<CellOutcome, RunError> {
+        let cell_dir = self.dir.join(&cell.id);
+        let status = self.status(cell)?;
+        let resume = match status {
+            CellStatus::Done(d) => return Ok(CellOutcome::Skipped(d)),
+            CellStatus::Partial(d) => {
+                if let Some(pid) = locked_by_other(&d) {
+                    return Err(RunError::Failed(format!(
+                        "{}: process {pid} is running this cell",
+                        d.display()
+                    )));
+                }
+                if self.spec.kind.resumable() {
+                    Some(d)
+                } else {
+                    remove_dir(&d)?;
+                    None
+                }
+            }
+            CellStatus::New => None,
+        };
+        // Folders a killed process left half-created.
+        if let Ok(rd) = std::fs::read_dir(&cell_dir) {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                let pid = n.rsplit_once(".partial-").and_then(|(_, p)| p.parse::<u32>().ok());
+                if let Some(pid) = pid {
+                    if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                        remove_dir(&e.path())?;
+                    }
+                }
+            }
+        }
+        launch.out_dir = cell_dir;
+        let source = format!("{} cell {}", self.dir.join("sweep.toml").display(), cell.id);
+        let resumed = resume.is_some();
+        let r = resume.as_deref();
+        let t = cell.table.clone();
+        macro_rules! cfg {
+            ($d:expr) => {
+                crate::load_config(&$d, None, t, &[]).map_err(|e| match e {
+                    RunError::Config { message, .. } => cfg_err(&source, message),
+                    e => e,
+                })?
+            };
+        }
+        let out = match self.spec.kind {
+            RunKind::Evo => crate::es::run(cfg!(kestrel_evo::run::EsConfig::default()), launch)?,
+            RunKind::Qd => crate::es::qd(cfg!(kestrel_evo::run::QdConfig::default()), launch)?,
+            RunKind::MppiTune => {
+                crate::mppi::tune(cfg!(kestrel_mppi::tune::TuneConfig::default()), launch)?
+            }
+            RunKind::Allo => crate::allo::train(
+                cfg!(kestrel_agents::runs::AlloRunConfig::default()),
+                r,
+                launch,
+            )?,
+            RunKind::Hunt => crate::hunt::train(
+                cfg!(kestrel_agents::runs::HuntRunConfig::default()),
+                r,
+                launch,
+            )?,
+            RunKind::Actdyn => crate::actdyn::run(
+                cfg!(kestrel_actdyn::config::ActdynConfig::default()),
+                r,
+                launch,
+            )?,
+        };
+        Ok(if resumed { CellOutcome::Resumed(out) } else { CellOutcome::Ran(out) })
+    }
+
+    /// The metrics tabulated.
+    pub fn metric_names(&self) -> Vec<String> {
+        match &self.spec.metrics {
+            Some(m) => m.clone(),
+            None => self.spec.kind.default_metrics().iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Reads every finished cell's summary and writes `table.md`, `table.json`, `table.csv`
+    /// (per config and metric: runs, mean, sd, 95% interval from Student's t) and
+    /// `curves.png/svg` (per config, the mean over seeds of the curve column against the
+    /// global step). Returns the table.
+    pub fn aggregate(&self) -> Result<SweepTable, RunError> {
+        let names = self.metric_names();
+        let curve_col = self.spec.curve.clone().unwrap_or(self.spec.kind.default_curve().into());
+        let n_configs = self.cells.iter().map(|c| c.config + 1).max().unwrap_or(0);
+        let mut rows = Vec::new();
+        let mut curves: Vec<Vec<Vec<(u64, f64)>>> = vec![Vec::new(); n_configs];
+        let mut missing = Vec::new();
+        for ci in 0..n_configs {
+            let cells: Vec<&Cell> = self.cells.iter().filter(|c| c.config == ci).collect();
+            let mut values: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+            for c in &cells {
+                let CellStatus::Done(d) = self.status(c)? else {
+                    missing.push(c.id.clone());
+                    continue;
+                };
+                let p = d.join("summary.json");
+                let s: Value = std::fs::read_to_string(&p)
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .ok_or_else(|| RunError::Failed(format!("{}: not a summary", p.display())))?;
+                for (k, name) in names.iter().enumerate() {
+                    if let Some(v) = s.get(name).and_then(Value::as_f64) {
+                        values[k].push(v);
+                    }
+                }
+                let m = crate::read_metrics(&d.join("metrics.jsonl"))?;
+                curves[ci].push(
+                    m.iter()
+                        .filter_map(|l| {
+                            Some((l.get("global_step")?.as_u64()?, l.get(&curve_col)?.as_f64()?))
+                        })
+                        .collect(),
+                );
+            }
+            let point = cells.first().map(|c| c.point.clone()).unwrap_or_default();
+            let stats = names
+                .iter()
+                .zip(&values)
+                .map(|(n, v)| (n.clone(), Stats::of(v)))
+                .collect();
+            rows.push(TableRow { config: ci, point, stats });
+        }
+        let table = SweepTable { kind: self.spec.kind, metrics: names, rows, missing };
+        write_atomic(&self.dir.join("table.md"), table.markdown().as_bytes())?;
+        write_atomic(&self.dir.join("table.csv"), table.csv().as_bytes())?;
+        let j = serde_json::to_string_pretty(&table.json()).unwrap_or_default();
+        write_atomic(&self.dir.join("table.json"), j.as_bytes())?;
+        let mut plot = LinePlot::new(format!("sweep {}: {curve_col}, mean over seeds", self.spec.kind.name()))
+            .x_label("global step")
+            .y_label(curve_col.clone());
+        let mut any = false;
+        for (ci, runs) in curves.iter().enumerate() {
+            let mean = mean_curve(runs);
+            if !mean.is_empty() {
+                any = true;
+                plot = plot.series(Series::new(table.rows[ci].label(), mean));
+            }
+        }
+        if any {
+            plot.save(&self.dir.join("curves"))?;
+        }
+        Ok(table)
+    }
+}
+
+/// Mean over runs at each step every run logged.
+fn mean_curve(runs: &[Vec<(u64, f64)>]) -> Vec<(f64, f64)> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    first
+        .iter()
+        .filter_map(|&(step, _)| {
+            let vals: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.iter().find(|p| p.0 == step).map(|p| p.1))
+                .collect();
+            (vals.len() == runs.len() && vals.iter().all(|v| v.is_finite()))
+                .then(|| (step as f64, vals.iter().sum::<f64>() / vals.len() as f64))
+        })
+        .collect()
+}
+
+/// Runs, mean, standard deviation (n − 1) and the 95% interval of the mean.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// Runs with a value.
+    pub n: usize,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation (NaN for one run).
+    pub sd: f64,
+    /// Half-width of the 95% interval of the mean, Student's t (NaN for one run).
+    pub ci95: f64,
+}
+
+impl Stats {
+    /// The statistics of `v` (in its order).
+    pub fn of(v: &[f64]) -> Stats {
+        let n = v.len();
+        if n == 0 {
+            return Stats { n, mean: f64::NAN, sd: f64::NAN, ci95: f64::NAN };
+        }
+        let mean = v.iter().sum::<f64>() / n as f64;
+        if n == 1 {
+            return Stats { n, mean, sd: f64::NAN, ci95: f64::NAN };
+        }
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+        let sd = var.sqrt();
+        Stats { n, mean, sd, ci95: t975(n - 1) * sd / (n as f64).sqrt() }
+    }
+}
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (table to 30, then the
+/// Cornish-Fisher expansion; error below 1e-3).
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    if df == 0 {
+        return f64::NAN;
+    }
+    if df <= 30 {
+        return T[df - 1];
+    }
+    let (z, n) = (1.959_964_f64, df as f64);
+    z + (z.powi(3) + z) / (4.0 * n) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+}
+
+/// One config's row of a sweep table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableRow {
+    /// Config index.
+    pub config: usize,
+    /// The grid point.
+    pub point: Vec<(String, toml::Value)>,
+    /// Per metric.
+    pub stats: Vec<(String, Stats)>,
+}
+
+impl TableRow {
+    /// `key=value, ...` (or `base`).
+    pub fn label(&self) -> String {
+        if self.point.is_empty() {
+            return "base".into();
+        }
+        let p: Vec<String> = self.point.iter().map(|(k, v)| format!("{k}={}", value_slug(v))).collect();
+        p.join(", ")
+    }
+}
+
+/// A sweep's table: per config and metric, [`Stats`] over the seeds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepTable {
+    /// The run type.
+    pub kind: RunKind,
+    /// The metrics (columns).
+    pub metrics: Vec<String>,
+    /// One row per config.
+    pub rows: Vec<TableRow>,
+    /// Cells not finished (left out).
+    pub missing: Vec<String>,
+}
+
+fn num(x: f64) -> String {
+    if x.is_nan() {
+        "-".into()
+    } else if x != 0.0 && (x.abs() >= 1e5 || x.abs() < 1e-3) {
+        format!("{x:.4e}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+impl SweepTable {
+    /// Markdown: config, runs, then `mean (sd) ± 95%` per metric.
+    pub fn markdown(&self) -> String {
+        let mut s = format!("| config | runs | {} |\n|---|---:|", self.metrics.join(" | "));
+        s.push_str(&"---:|".repeat(self.metrics.len()));
+        s.push('\n');
+        for r in &self.rows {
+            let n = r.stats.iter().map(|(_, st)| st.n).max().unwrap_or(0);
+            let cols: Vec<String> = r
+                .stats
+                .iter()
+                .map(|(_, st)| format!("{} ({}) ± {}", num(st.mean), num(st.sd), num(st.ci95)))
+                .collect();
+            s.push_str(&format!("| {} | {n} | {} |\n", r.label(), cols.join(" | ")));
+        }
+        s.push_str("\nmean (sd) ± half-width of the 95% interval of the mean (Student's t).\n");
+        if !self.missing.is_empty() {
+            s.push_str(&format!("\nNot finished, left out: {}.\n", self.missing.join(", ")));
+        }
+        s
+    }
+
+    /// CSV: one line per config and metric.
+    pub fn csv(&self) -> String {
+        let mut s = String::from("config,label,metric,n,mean,sd,ci95\n");
+        for r in &self.rows {
+            for (m, st) in &r.stats {
+                s.push_str(&format!(
+                    "{},\"{}\",{m},{},{},{},{}\n",
+                    r.config,
+                    r.label().replace('"', "'"),
+                    st.n,
+                    st.mean,
+                    st.sd,
+                    st.ci95
+                ));
+            }
+        }
+        s
+    }
+
+    /// JSON: `{"kind", "metrics", "rows": [{config, label, point, stats: {metric: {n, mean, sd,
+    /// ci95}}}], "missing"}` (NaN as null).
+    pub fn json(&self) -> Value {
+        let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let point: serde_json::Map<String, Value> = r
+                    .point
+                    .iter()
+                    .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
+                    .collect();
+                let stats: serde_json::Map<String, Value> = r
+                    .stats
+                    .iter()
+                    .map(|(m, st)| {
+                        (m.clone(), json!({"n": st.n, "mean": f(st.mean), "sd": f(st.sd), "ci95": f(st.ci95)}))
+                    })
+                    .collect();
+                json!({"config": r.config, "label": r.label(), "point": point, "stats": stats})
+            })
+            .collect();
+        json!({"kind": self.kind.name(), "metrics": self.metrics, "rows": rows, "missing": self.missing})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kestrel-sweep-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    const EVO: &str = r#"
+kind = "evo"
+name = "t"
+seeds = 2
+[base]
+problem = "sphere"
+num_dims = 3
+generations = 5
+[grid]
+strategy = ["cma-es", "snes"]
+"#;
+
+    #[test]
+    fn plans_the_product_of_grid_and_seeds_and_checks_every_config() {
+        let s = Sweep::plan(EVO, "spec.toml", Path::new("/nonexistent")).unwrap();
+        let ids: Vec<&str> = s.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c000-cma-es-s0", "c000-cma-es-s1", "c001-snes-s0", "c001-snes-s1"]);
+        assert_eq!(s.cells[3].table["seed"].as_integer(), Some(1));
+        assert!(!Path::new("/nonexistent").exists());
+        for (bad, want) in [
+            (EVO.replace("num_dims = 3", "num_dims = 0"), "num_dims"),
+            (EVO.replace("\"snes\"", "\"nope\""), "nope"),
+            (EVO.replace("seeds = 2", "seeds = []"), "seeds"),
+            (EVO.replace("seeds = 2", "seeds = [1, 1]"), "repeated"),
+            (EVO.replace("kind = \"evo\"", "kind = \"chess\""), "chess"),
+            (EVO.replace("[grid]", "[grid]\nseed = [1]"), "seeds come from"),
+            (EVO.replace("[grid]", "[grid]\nsigma = 2.0"), "a list"),
+            (EVO.replace("name = \"t\"", "name = \"../x\""), "name"),
+            (EVO.replace("[base]", "[base]\nwrong_key = 1"), "wrong_key"),
+        ] {
+            let e = Sweep::plan(&bad, "spec.toml", Path::new("/nonexistent")).unwrap_err();
+            let e = e.to_string();
+            assert!(e.contains(want) && e.contains("spec.toml"), "{want}: {e}");
+        }
+    }
+
+    #[test]
+    fn runs_skips_finished_cells_redoes_unfinished_ones_and_aggregates() {
+        let out = tmp("evo");
+        let s = Sweep::plan(EVO, "spec.toml", &out).unwrap();
+        s.create().unwrap();
+        let go = |c: &Cell| {
+            let mut p = |_: crate::Tick<'_>| {};
+            s.run_cell(c, Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p })
+        };
+        let first: Vec<CellOutcome> = s.cells.iter().map(|c| go(c).unwrap()).collect();
+        assert!(first.iter().all(|o| matches!(o, CellOutcome::Ran(_))));
+        let best = |d: &Path| -> f64 {
+            let t = std::fs::read_to_string(d.join("summary.json")).unwrap();
+            serde_json::from_str::<Value>(&t).unwrap()["best_fitness"].as_f64().unwrap()
+        };
+        let (b0, b1) = (best(first[0].dir()), best(first[1].dir()));
+        // Finished cells are skipped; an unfinished one (record says running) is redone.
+        let again = go(&s.cells[0]).unwrap();
+        assert_eq!(again, CellOutcome::Skipped(first[0].dir().to_path_buf()));
+        let rec = first[1].dir().join("record.json");
+        let text = std::fs::read_to_string(&rec).unwrap().replace("\"ok\"", "\"running\"");
+        std::fs::write(&rec, text).unwrap();
+        assert!(matches!(s.status(&s.cells[1]).unwrap(), CellStatus::Partial(_)));
+        let redo = go(&s.cells[1]).unwrap();
+        assert!(matches!(redo, CellOutcome::Ran(_)));
+        assert_eq!(best(redo.dir()), b1);
+        assert_eq!(std::fs::read_dir(out.join("t").join(&s.cells[1].id)).unwrap().count(), 1);
+        // A restart with another spec under the same name is refused.
+        let other = Sweep::plan(&EVO.replace("seeds = 2", "seeds = 3"), "spec.toml", &out).unwrap();
+        assert!(other.create().unwrap_err().to_string().contains("different spec"));
+        let t = s.aggregate().unwrap();
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0].stats[0].1, Stats::of(&[b0, b1]));
+        assert!(out.join("t/table.md").is_file() && out.join("t/curves.png").is_file());
+        assert!(std::fs::read_to_string(out.join("t/table.md")).unwrap().contains("strategy=cma-es"));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn an_interrupted_resumable_run_continues_from_its_checkpoint() {
+        let spec = r#"
+kind = "allo"
+name = "a"
+seeds = [3]
+[base]
+map = "builtin:rooms-2-5"
+samples = 2000
+batch = 64
+d = 4
+steps = 40
+eval_every = 10
+checkpoint_every = 20
+"#;
+        let (whole, cut) = (tmp("allo-whole"), tmp("allo-cut"));
+        let quiet = |out: &Path, s: &Sweep| {
+            let mut p = |_: crate::Tick<'_>| {};
+            let l = Launch { out_dir: out.to_path_buf(), argv: vec!["t".into()], progress: &mut p };
+            s.run_cell(&s.cells[0], l).unwrap()
+        };
+        let a = Sweep::plan(spec, "spec.toml", &whole).unwrap();
+        a.create().unwrap();
+        let done = quiet(&whole, &a);
+        // The same cell stopped at step 20 (its checkpoint), as a killed process leaves it.
+        let b = Sweep::plan(spec, "spec.toml", &cut).unwrap();
+        b.create().unwrap();
+        let mut half: kestrel_agents::runs::AlloRunConfig =
+            crate::load_config(&kestrel_agents::runs::AlloRunConfig::default(), None, b.cells[0].table.clone(), &[])
+                .unwrap();
+        half.steps = 20;
+        let mut p = |_: crate::Tick<'_>| {};
+        let l = Launch { out_dir: b.dir.join(&b.cells[0].id), argv: vec!["t".into()], progress: &mut p };
+        let o = crate::allo::train(half, None, l).unwrap();
+        let rec = o.dir.join("record.json");
+        let text = std::fs::read_to_string(&rec).unwrap().replace("\"ok\"", "\"running\"");
+        std::fs::write(&rec, text).unwrap();
+        std::fs::remove_file(o.dir.join("summary.json")).unwrap();
+        // The config says 40 steps; the cut folder's config says 20 (only `steps` may differ).
+        let resumed = quiet(&cut, &b);
+        assert!(matches!(resumed, CellOutcome::Resumed(_)), "{resumed:?}");
+        assert_eq!(resumed.dir(), o.dir);
+        let col = |d: &Path| -> Vec<(u64, f64)> {
+            crate::read_metrics(&d.join("metrics.jsonl"))
+                .unwrap()
+                .iter()
+                .map(|l| (l["global_step"].as_u64().unwrap(), l["cosine_similarity"].as_f64().unwrap()))
+                .collect()
+        };
+        assert_eq!(col(resumed.dir()), col(done.dir()));
+        assert_eq!(col(done.dir()).len(), 4);
+        let t = (a.aggregate().unwrap(), b.aggregate().unwrap());
+        assert_eq!(t.0.rows[0].stats[0].1.mean, t.1.rows[0].stats[0].1.mean);
+        std::fs::remove_dir_all(&whole).unwrap();
+        std::fs::remove_dir_all(&cut).unwrap();
+    }
+
+    #[test]
+    fn student_t_interval() {
+        let s = Stats::of(&[1.0, 2.0, 3.0]);
+        assert_eq!((s.n, s.mean, s.sd), (3, 2.0, 1.0));
+        assert!((s.ci95 - 4.303 / 3f64.sqrt()).abs() < 1e-12);
+        assert!(Stats::of(&[5.0]).sd.is_nan());
+        assert!((t975(1000) - 1.9623).abs() < 1e-3 && (t975(31) - 2.0395).abs() < 1e-3);
+    }
+}
