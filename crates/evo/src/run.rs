@@ -195,13 +195,29 @@ impl EsRun {
         &self.config
     }
 
+    /// The built problem (what a distributed evaluator must reproduce).
+    pub fn into_problem(self) -> Box<dyn Problem> {
+        self.problem
+    }
+
     /// Runs the generations (on the ambient rayon pool), calling `observe` after each; it may
     /// stop the run by returning `false`.
-    pub fn run(&self, mut observe: impl FnMut(&Generation) -> bool) -> Result<EsResult, EvoError> {
+    pub fn run(&self, observe: impl FnMut(&Generation) -> bool) -> Result<EsResult, EvoError> {
+        self.run_with(None, observe)
+    }
+
+    /// [`EsRun::run`] with the fitness computed by `evaluator` (an equal problem evaluated
+    /// elsewhere: on Ray workers, say) instead of the built problem; the keys it receives are
+    /// the run's, so an evaluator giving the built problem's values gives the same run.
+    pub fn run_with(
+        &self,
+        evaluator: Option<&dyn Problem>,
+        mut observe: impl FnMut(&Generation) -> bool,
+    ) -> Result<EsResult, EvoError> {
         let c = &self.config;
         let run = Key::new(c.seed);
         let opt = c.strategy.build(c.pop_size, c.sigma, &vec![c.x0; c.num_dims], run)?;
-        let mut d = Driver::new(opt, self.problem.as_ref(), run)?;
+        let mut d = Driver::new(opt, evaluator.unwrap_or(self.problem.as_ref()), run)?;
         if let Some(b) = &self.bounds {
             d = d.with_bounds(b.clone())?;
         }

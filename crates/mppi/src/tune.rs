@@ -291,7 +291,18 @@ impl<'a, C: Controller> Tuner<'a, C> {
         problem: &'a TuneProblem<C>,
         key: Key,
     ) -> Result<Self, MppiError> {
-        let driver = Driver::new(optimizer, problem, key)
+        Self::with_evaluator(optimizer, problem, problem, key)
+    }
+
+    /// [`Tuner::new`] with the candidates' costs computed by `evaluator` (the same problem
+    /// evaluated elsewhere, on Ray workers say; it receives the run's keys).
+    pub fn with_evaluator(
+        optimizer: Box<dyn Optimizer>,
+        problem: &'a TuneProblem<C>,
+        evaluator: &'a dyn Problem,
+        key: Key,
+    ) -> Result<Self, MppiError> {
+        let driver = Driver::new(optimizer, evaluator, key)
             .map_err(|e| {
                 MppiError::invalid("strategy", e.to_string(), "sized for the tuned knobs")
             })?
@@ -462,9 +473,20 @@ pub fn run_tune(
     c: &TuneConfig,
     observe: impl FnMut(&TellMetrics) -> bool,
 ) -> Result<TuneOutcome, MppiError> {
+    run_tune_with(c, None, observe)
+}
+
+/// [`run_tune`] with the candidates' costs computed by `evaluator` (see
+/// [`Tuner::with_evaluator`]; [`tune_problem`] builds what it must equal).
+pub fn run_tune_with(
+    c: &TuneConfig,
+    evaluator: Option<&dyn Problem>,
+    observe: impl FnMut(&TellMetrics) -> bool,
+) -> Result<TuneOutcome, MppiError> {
     validate_tune(c)?;
     struct Go<'a, F> {
         c: &'a TuneConfig,
+        evaluator: Option<&'a dyn Problem>,
         observe: F,
     }
     impl<D: Dynamics, F: FnMut(&TellMetrics) -> bool> crate::presets::ControllerVisitor<D>
@@ -483,7 +505,10 @@ pub fn run_tune(
                 .strategy
                 .build(Some(c.pop_size), c.sigma, &problem.start_vector(), key)
                 .map_err(|e| MppiError::invalid("strategy", c.strategy.name(), e.to_string()))?;
-            let mut t = Tuner::new(opt, &problem, key)?;
+            let mut t = match self.evaluator {
+                Some(e) => Tuner::with_evaluator(opt, &problem, e, key)?,
+                None => Tuner::new(opt, &problem, key)?,
+            };
             t.run(c.generations, self.observe);
             let r = t.result();
             let mut best_run = c.run.clone();
@@ -491,5 +516,22 @@ pub fn run_tune(
             Ok(TuneOutcome { start_cost, best_cost: r.best_cost, best_run, history: r.history })
         }
     }
-    c.run.visit(Go { c, observe })?
+    c.run.visit(Go { c, evaluator, observe })?
+}
+
+/// The problem [`run_tune`] evaluates for config `c` (one candidate's cost: the mean
+/// closed-loop cost of its knobs), to be evaluated elsewhere with the run's keys.
+pub fn tune_problem(c: &TuneConfig) -> Result<Box<dyn Problem>, MppiError> {
+    validate_tune(c)?;
+    struct Build<'a>(&'a TuneConfig);
+    impl<D: Dynamics> crate::presets::ControllerVisitor<D> for Build<'_> {
+        type Output = Result<Box<dyn Problem>, MppiError>;
+        fn visit<C: Controller<Dyn = D> + 'static>(self, ctrl: C, p: C::Params) -> Self::Output {
+            let c = self.0;
+            let spec = TuneSpec::from_names(&c.knobs, ctrl.dynamics().nu(), C::base(&p))?;
+            let start = c.run.system.start();
+            Ok(Box::new(TuneProblem::new(ctrl, spec, p, vec![start], c.run.steps)?))
+        }
+    }
+    c.run.visit(Build(c))?
 }

@@ -276,6 +276,30 @@ impl Strategy {
 #[pyclass(module = "kestrel._kestrel")]
 pub(crate) struct EvoProblem {
     p: Box<dyn Problem>,
+    /// A pool of the size last asked for by `evaluate(threads=)`.
+    pool: std::sync::Mutex<Option<(usize, std::sync::Arc<rayon::ThreadPool>)>>,
+}
+
+impl EvoProblem {
+    fn of(p: Box<dyn Problem>) -> Self {
+        EvoProblem { p, pool: std::sync::Mutex::new(None) }
+    }
+
+    fn pool(&self, n: usize) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
+        let mut g = self.pool.lock().map_err(|_| value_error("threads: pool lock poisoned"))?;
+        if let Some((m, p)) = g.as_ref() {
+            if *m == n {
+                return Ok(p.clone());
+            }
+        }
+        let p = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| value_error(format!("threads: {e}")))?;
+        let p = std::sync::Arc::new(p);
+        *g = Some((n, p.clone()));
+        Ok(p)
+    }
 }
 
 #[pymethods]
@@ -295,7 +319,24 @@ impl EvoProblem {
                     .map_err(value_error)?,
             )
         };
-        Ok(EvoProblem { p })
+        Ok(EvoProblem::of(p))
+    }
+
+    /// The problem `kestrel evo run` builds for this config (a JSON object of its keys).
+    #[staticmethod]
+    fn from_es_config(config_json: &str) -> PyResult<Self> {
+        let c = crate::runs::config(&kestrel_evo::run::EsConfig::default(), config_json, None)?;
+        let es = kestrel_evo::run::EsRun::new(c).map_err(value_error)?;
+        Ok(EvoProblem::of(es.into_problem()))
+    }
+
+    /// The problem `kestrel mppi tune` evaluates for this config (one candidate's mean
+    /// closed-loop cost; the run's key is `Key(run.seed).fold_in(0)` in every generation).
+    #[staticmethod]
+    fn from_tune_config(config_json: &str) -> PyResult<Self> {
+        let c =
+            crate::runs::config(&kestrel_mppi::tune::TuneConfig::default(), config_json, None)?;
+        Ok(EvoProblem::of(kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?))
     }
 
     #[getter]
@@ -305,13 +346,15 @@ impl EvoProblem {
 
     /// Fitness of each row of `population` (float32, minimised), keyed by `key` and the
     /// global row `first_row + i` (shards of a population give the whole one's values).
-    #[pyo3(signature = (population, key=None, first_row=0))]
+    /// `threads`: run on a pool of that many threads (absent: the global pool).
+    #[pyo3(signature = (population, key=None, first_row=0, threads=None))]
     fn evaluate<'py>(
         &self,
         py: Python<'py>,
         population: PyReadonlyArray2<'_, f32>,
         key: Option<PyRef<'_, Key>>,
         first_row: u64,
+        threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let s = population.shape();
         let (rows, d) = (s[0], self.p.num_dims());
@@ -319,7 +362,14 @@ impl EvoProblem {
         let key = key.map_or(kestrel_core::Key::new(0), |k| k.k);
         let mut f = vec![0f32; rows];
         let p = &self.p;
-        py.detach(|| p.evaluate_rows(key, first_row, &x, &mut f));
+        match threads {
+            Some(0) => return Err(value_error("threads = 0: at least 1")),
+            Some(n) => {
+                let pool = self.pool(n)?;
+                py.detach(|| pool.install(|| p.evaluate_rows(key, first_row, &x, &mut f)));
+            }
+            None => py.detach(|| p.evaluate_rows(key, first_row, &x, &mut f)),
+        }
         Ok(f.into_pyarray(py))
     }
 }

@@ -39,5 +39,10 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runs::allo_train, m)?)?;
     m.add_function(wrap_pyfunction!(runs::hunt_train, m)?)?;
     m.add_function(wrap_pyfunction!(runs::actdyn_run, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::sweep_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::sweep_create, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::sweep_status, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::sweep_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::sweep_aggregate, m)?)?;
     Ok(())
 }

@@ -21,7 +21,7 @@ pub(crate) fn json_table(json: &str) -> PyResult<toml::Table> {
 
 /// The config: `defaults` (or, resuming, the run folder's `config.toml` over them), then the
 /// dict's keys, each layer checked as the CLI checks it.
-fn config<T: Serialize + DeserializeOwned>(
+pub(crate) fn config<T: Serialize + DeserializeOwned>(
     defaults: &T,
     json: &str,
     resume: Option<&Path>,
@@ -43,15 +43,15 @@ fn config<T: Serialize + DeserializeOwned>(
 }
 
 /// Runs `run` on a pool of `threads` with the GIL released; `progress(done, total, unit,
-/// status)` is called back (with the GIL) on each tick. Returns (folder, headline).
-fn launch(
+/// status)` is called back (with the GIL) on each tick.
+fn launch_with<T: Send>(
     py: Python<'_>,
     out_dir: PathBuf,
     argv: String,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
-    run: impl FnOnce(Launch<'_>) -> Result<Outcome, RunError> + Send,
-) -> PyResult<(String, String)> {
+    run: impl FnOnce(Launch<'_>) -> Result<T, RunError> + Send,
+) -> PyResult<T> {
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(n) = threads {
         if n == 0 {
@@ -80,23 +80,119 @@ fn launch(
     if let Some(e) = callback_error {
         return Err(e);
     }
-    let o = out.map_err(run_error)?;
+    out.map_err(run_error)
+}
+
+/// [`launch_with`] of a whole run: returns (folder, headline).
+fn launch(
+    py: Python<'_>,
+    out_dir: PathBuf,
+    argv: String,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+    run: impl FnOnce(Launch<'_>) -> Result<Outcome, RunError> + Send,
+) -> PyResult<(String, String)> {
+    let o = launch_with(py, out_dir, argv, threads, progress, run)?;
     Ok((o.dir.display().to_string(), o.headline))
 }
 
-/// `kestrel evo run`.
+/// A problem evaluated by a Python callable `f(population (n, d) float32, key, first_row) ->
+/// (n,) float32` (the distributed evaluator of `kestrel.dist`). Its first error stops the run
+/// and is raised as it was.
+struct PyEval {
+    dims: usize,
+    f: Py<PyAny>,
+    error: std::sync::Mutex<Option<PyErr>>,
+}
+
+impl PyEval {
+    fn new(dims: usize, f: Py<PyAny>) -> Self {
+        PyEval { dims, f, error: std::sync::Mutex::new(None) }
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.error.lock().ok()?.as_ref().map(|e| format!("the evaluator failed: {e}"))
+    }
+
+    /// The run's result, or the evaluator's own error when it stopped the run.
+    fn result<T>(&self, r: PyResult<T>) -> PyResult<T> {
+        match self.error.lock().ok().and_then(|mut g| g.take()) {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+}
+
+impl kestrel_evo::Problem for PyEval {
+    fn num_dims(&self) -> usize {
+        self.dims
+    }
+
+    fn evaluate_rows(
+        &self,
+        key: kestrel_core::Key,
+        first_row: u64,
+        population: &[f32],
+        fitness: &mut [f32],
+    ) {
+        use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
+        fitness.fill(f32::NAN);
+        if self.error.lock().map_or(true, |g| g.is_some()) {
+            return;
+        }
+        let n = fitness.len();
+        let r = Python::attach(|py| -> PyResult<()> {
+            let x = PyArray1::from_slice(py, population).reshape([n, self.dims])?;
+            let k = Py::new(py, crate::evo::Key { k: key })?;
+            let out = self.f.call1(py, (x, k, first_row))?;
+            let a = out.bind(py).cast::<PyArray1<f32>>().map_err(|_| {
+                value_error(format!(
+                    "evaluate: expected a float32 array of shape ({n},), got {}",
+                    out.bind(py).repr().map_or("?".into(), |r| r.to_string())
+                ))
+            })?;
+            if a.shape() != [n] {
+                return Err(value_error(format!(
+                    "evaluate: expected shape ({n},), got {:?}",
+                    a.shape()
+                )));
+            }
+            let ro = a.readonly();
+            for (f, v) in fitness.iter_mut().zip(ro.as_array().iter()) {
+                *f = *v;
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            if let Ok(mut g) = self.error.lock() {
+                g.get_or_insert(e);
+            }
+        }
+    }
+}
+
+/// `kestrel evo run`; with `evaluate`, the fitness comes from that callable (see [`PyEval`]).
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, threads=None, progress=None))]
+#[pyo3(signature = (config_json, out_dir, threads=None, progress=None, evaluate=None))]
 pub(crate) fn evo_run(
     py: Python<'_>,
     config_json: &str,
     out_dir: PathBuf,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
+    evaluate: Option<Py<PyAny>>,
 ) -> PyResult<(String, String)> {
     let c = config(&kestrel_evo::run::EsConfig::default(), config_json, None)?;
     let argv = format!("kestrel.evo.run({config_json})");
-    launch(py, out_dir, argv, threads, progress, |l| kestrel_run::es::run(c, l))
+    let Some(f) = evaluate else {
+        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::es::run(c, l));
+    };
+    let dims = kestrel_evo::run::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
+    let ev = PyEval::new(dims, f);
+    let r = launch(py, out_dir, argv, threads, progress, |l| {
+        kestrel_run::es::run_with(c, Some(&ev), &|| ev.failed(), l)
+    });
+    ev.result(r)
 }
 
 /// `kestrel evo qd`.
@@ -128,19 +224,28 @@ pub(crate) fn mppi_run(
     launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::run(c, l))
 }
 
-/// `kestrel mppi tune`.
+/// `kestrel mppi tune`; with `evaluate`, the candidates' costs come from that callable.
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, threads=None, progress=None))]
+#[pyo3(signature = (config_json, out_dir, threads=None, progress=None, evaluate=None))]
 pub(crate) fn mppi_tune(
     py: Python<'_>,
     config_json: &str,
     out_dir: PathBuf,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
+    evaluate: Option<Py<PyAny>>,
 ) -> PyResult<(String, String)> {
     let c = config(&kestrel_mppi::tune::TuneConfig::default(), config_json, None)?;
     let argv = format!("kestrel.mppi.tune({config_json})");
-    launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::tune(c, l))
+    let Some(f) = evaluate else {
+        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::tune(c, l));
+    };
+    let dims = kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?.num_dims();
+    let ev = PyEval::new(dims, f);
+    let r = launch(py, out_dir, argv, threads, progress, |l| {
+        kestrel_run::mppi::tune_with(c, Some(&ev), &|| ev.failed(), l)
+    });
+    ev.result(r)
 }
 
 /// A run that can continue a run folder (`resume`): its `#[pyfunction]`.
@@ -176,3 +281,93 @@ resumable!(
     /// `kestrel actdyn run` (`resume`: a run folder to continue).
     actdyn_run, kestrel_actdyn::config::ActdynConfig, "kestrel.actdyn.run", kestrel_run::actdyn::run
 );
+
+/// A sweep spec: TOML text, or a JSON object (from a Python dict) turned into TOML.
+fn sweep_of(spec: &str, source: &str, out_dir: &Path) -> PyResult<kestrel_run::sweep::Sweep> {
+    use kestrel_run::sweep::{Sweep, SweepSpec};
+    let text = if spec.trim_start().starts_with('{') {
+        let s: SweepSpec = serde_json::from_str(spec)
+            .map_err(|e| value_error(format!("{source}: {e}")))?;
+        kestrel_run::to_toml(&s).map_err(run_error)?
+    } else {
+        spec.to_string()
+    };
+    Sweep::plan(&text, source, out_dir).map_err(run_error)
+}
+
+/// Plans a sweep (every cell's config checked; nothing written): `(folder, kind, [cell id],
+/// spec as TOML)`.
+#[pyfunction]
+pub(crate) fn sweep_plan(
+    spec: &str,
+    source: &str,
+    out_dir: PathBuf,
+) -> PyResult<(String, String, Vec<String>, String)> {
+    let s = sweep_of(spec, source, &out_dir)?;
+    let ids = s.cells.iter().map(|c| c.id.clone()).collect();
+    Ok((s.dir.display().to_string(), s.spec.kind.name().into(), ids, s.spec_text.clone()))
+}
+
+/// Creates the sweep folder (or checks a restart's spec is the folder's).
+#[pyfunction]
+pub(crate) fn sweep_create(spec: &str, source: &str, out_dir: PathBuf) -> PyResult<()> {
+    sweep_of(spec, source, &out_dir)?.create().map_err(run_error)
+}
+
+/// `[(cell id, "new" | "partial" | "done")]`.
+#[pyfunction]
+pub(crate) fn sweep_status(
+    spec: &str,
+    source: &str,
+    out_dir: PathBuf,
+) -> PyResult<Vec<(String, &'static str)>> {
+    use kestrel_run::sweep::CellStatus;
+    let s = sweep_of(spec, source, &out_dir)?;
+    s.cells
+        .iter()
+        .map(|c| {
+            let st = match s.status(c).map_err(run_error)? {
+                CellStatus::New => "new",
+                CellStatus::Partial(_) => "partial",
+                CellStatus::Done(_) => "done",
+            };
+            Ok((c.id.clone(), st))
+        })
+        .collect()
+}
+
+/// Runs one cell (skipped when finished, resumed when interrupted): `("skipped" | "ran" |
+/// "resumed", run folder, headline)`.
+#[pyfunction]
+#[pyo3(signature = (spec, source, out_dir, cell, threads=None, progress=None))]
+pub(crate) fn sweep_cell(
+    py: Python<'_>,
+    spec: &str,
+    source: &str,
+    out_dir: PathBuf,
+    cell: &str,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(&'static str, String, String)> {
+    use kestrel_run::sweep::CellOutcome;
+    let s = sweep_of(spec, source, &out_dir)?;
+    let c = s.cell(cell).map_err(run_error)?.clone();
+    let argv = format!("kestrel.dist.sweep({source}, cell {cell})");
+    let o = launch_with(py, PathBuf::new(), argv, threads, progress, |l| s.run_cell(&c, l))?;
+    Ok(match o {
+        CellOutcome::Skipped(d) => ("skipped", d.display().to_string(), String::new()),
+        CellOutcome::Ran(o) => ("ran", o.dir.display().to_string(), o.headline),
+        CellOutcome::Resumed(o) => ("resumed", o.dir.display().to_string(), o.headline),
+    })
+}
+
+/// Writes the table and plot from the finished cells: `(markdown, json)`.
+#[pyfunction]
+pub(crate) fn sweep_aggregate(
+    spec: &str,
+    source: &str,
+    out_dir: PathBuf,
+) -> PyResult<(String, String)> {
+    let t = sweep_of(spec, source, &out_dir)?.aggregate().map_err(run_error)?;
+    Ok((t.markdown(), t.json().to_string()))
+}

@@ -3,7 +3,7 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, RunError, Summary};
-use kestrel_evo::Stop;
+use kestrel_evo::{Problem, Stop};
 use kestrel_evo::qd::{Archive, Tessellation};
 use kestrel_evo::run::{EsConfig, EsRun, QdConfig, QdRun};
 use kestrel_plot::{Heatmaps, LinePlot, Panel, Series};
@@ -13,7 +13,19 @@ use std::time::Instant;
 /// Validates `config`, then runs it into a new folder: `config.toml`, `record.json`,
 /// `metrics.jsonl` (one line per generation), `convergence.png/svg`, `summary.md/json`. A run
 /// whose best fitness is not finite is an error (after the folder is written).
-pub fn run(config: EsConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn run(config: EsConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    run_with(config, None, &|| None, launch)
+}
+
+/// [`run`] with the fitness computed by `evaluator` (the configured problem evaluated
+/// elsewhere, on Ray workers say; see [`EsRun::run_with`]). `failed` is asked after every
+/// generation: a message stops the run, which then fails with it.
+pub fn run_with(
+    config: EsConfig,
+    evaluator: Option<&dyn Problem>,
+    failed: &dyn Fn() -> Option<String>,
+    mut launch: Launch<'_>,
+) -> Result<Outcome, RunError> {
     let es = EsRun::new(config)?;
     let c = es.config().clone();
     let problem = String::from(c.problem);
@@ -24,7 +36,12 @@ pub fn run(config: EsConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
         let mut progress = launch.progress(c.generations, "generations");
         let (mut curve, mut io) = (Vec::new(), Ok(()));
         let t0 = Instant::now();
-        let res = es.run(|g| {
+        let mut failure = None;
+        let res = es.run_with(evaluator, |g| {
+            failure = failed();
+            if failure.is_some() {
+                return false;
+            }
             let m = &g.metrics;
             curve.push((g.evals as f64, m.best_so_far as f64));
             io = metrics.log(m.generation, json!({"evals": g.evals, "best": m.best_so_far,
@@ -32,6 +49,9 @@ pub fn run(config: EsConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
             progress.tick(m.generation, &format!("best {:.3e} non-finite {}", m.best_so_far, m.nonfinite));
             io.is_ok()
         })?;
+        if let Some(m) = failure {
+            return Err(RunError::Failed(m));
+        }
         io?;
         let secs = t0.elapsed().as_secs_f64();
         metrics.finish()?;

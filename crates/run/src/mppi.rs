@@ -5,7 +5,7 @@
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, RunError, Summary, write_atomic};
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
-use kestrel_mppi::tune::{TuneConfig, run_tune, validate_tune};
+use kestrel_mppi::tune::{TuneConfig, run_tune_with, validate_tune};
 use kestrel_mppi::{MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series, Sketch};
 use serde_json::json;
@@ -151,7 +151,19 @@ fn frames(sys: System, states: &[Vec<f64>], stem: &std::path::Path) -> Result<()
 /// Validates `c`, then tunes into a new folder: `config.toml`, `record.json`, `metrics.jsonl`
 /// (one line per generation), `best.toml` (the base run with the best knobs, which `kestrel
 /// mppi run --config` replays), `best.png/svg`, `summary.md/json`.
-pub fn tune(c: TuneConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn tune(c: TuneConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    tune_with(c, None, &|| None, launch)
+}
+
+/// [`tune`] with the candidates' costs computed by `evaluator` (the problem of
+/// [`kestrel_mppi::tune::tune_problem`] evaluated elsewhere, on Ray workers say). `failed` is
+/// asked after every generation: a message stops the run, which then fails with it.
+pub fn tune_with(
+    c: TuneConfig,
+    evaluator: Option<&dyn kestrel_evo::Problem>,
+    failed: &dyn Fn() -> Option<String>,
+    mut launch: Launch<'_>,
+) -> Result<Outcome, RunError> {
     validate_tune(&c)?;
     let name = format!("{}-{}-{}", c.run.controller.name(), c.run.system.name(), c.strategy);
     let (dir, mut metrics) = start(&launch, "mppi-tune", &name, c.run.seed, &c)?;
@@ -159,7 +171,12 @@ pub fn tune(c: TuneConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
         let t0 = Instant::now();
         let mut progress = launch.progress(c.generations, "generations");
         let (mut io, mut nonfinite) = (Ok(()), 0u64);
-        let out = run_tune(&c, |m| {
+        let mut failure = None;
+        let out = run_tune_with(&c, evaluator, |m| {
+            failure = failed();
+            if failure.is_some() {
+                return false;
+            }
             io = metrics.log(m.generation, json!({"best": m.best_so_far, "best_in_generation": m.best_in_generation, "nonfinite": m.nonfinite, "sigma": m.sigma}));
             nonfinite += m.nonfinite as u64;
             progress.tick(
@@ -168,6 +185,9 @@ pub fn tune(c: TuneConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
             );
             io.is_ok()
         })?;
+        if let Some(m) = failure {
+            return Err(RunError::Failed(m));
+        }
         io?;
         metrics.finish()?;
         let secs = t0.elapsed().as_secs_f64();

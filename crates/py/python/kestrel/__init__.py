@@ -5,7 +5,8 @@
     env = gym.make("kestrel/CartPole-v1")                      # a gymnasium Env
     es = kestrel.evo.CMAES(num_dims=10)                        # ask/tell
 
-Modules: `vector`, `envs`, `evo`, `mppi`, `allo`, `hunt`, `actdyn`.
+Modules: `vector`, `envs`, `evo`, `mppi`, `allo`, `hunt`, `actdyn`, and `dist` (Ray; imported
+on use: `import kestrel.dist`).
 """
 
 from __future__ import annotations
