@@ -149,6 +149,12 @@ def test_errors_arrive_as_our_messages(cluster):
         kd.rollout_returns("GridWorld-v0", 16, 5, num_shards=2, size=-3)
     with pytest.raises(ValueError, match="generations"):
         kd.run_es(problem="sphere", generations=-1)
+    for bad in (dict(num_shards=0), dict(cpus_per_task=0), dict(max_retries=-1), dict(first_row=-1),
+                dict(num_shards=2.5), dict(num_shards=True)):
+        with pytest.raises(ValueError, match=list(bad)[0]):
+            kd.evaluate(spec, np.zeros((8, 4), np.float32), **bad)
+    with pytest.raises(ValueError, match="threads = 0"):
+        kd.sweep({"kind": "evo", "seeds": 1}, engine="ray", threads=0)
 
 
 SPEC = """

@@ -122,3 +122,45 @@ def test_resume_continues_the_run_folder(tmp_path):
     assert first.metrics["global_step"][-1] == 20 and again.metrics["global_step"][-1] == 40
     with pytest.raises(RuntimeError, match="only steps may change on resume"):
         kestrel.allo.train(steps=60, seed=9, out_dir=tmp_path, resume=first.dir)
+
+
+def test_local_sweep_from_python_skips_finished_runs_and_tabulates(tmp_path):
+    import kestrel.dist as kd  # Ray is not needed for the local engine
+
+    spec = {"kind": "evo", "name": "s", "seeds": [1, 2],
+            "base": {"problem": "sphere", "num_dims": 4, "generations": 15}, "grid": {"strategy": ["snes", "cma-es"]}}
+    seen = []
+    a = kd.sweep(spec, out_dir=tmp_path, engine="local", progress=lambda d, t, c, o: seen.append((d, t, c, o)))
+    assert [s[3] for s in seen] == ["ran"] * 4 and seen[-1][:2] == (4, 4)
+    row = a.table["rows"][1]
+    assert row["label"] == "strategy=cma-es" and row["stats"]["best_fitness"]["n"] == 2
+    want = [kestrel.evo.run(problem="sphere", num_dims=4, generations=15, strategy="cma-es", seed=s,
+                            out_dir=tmp_path / "plain").summary["best_fitness"] for s in (1, 2)]
+    assert row["stats"]["best_fitness"]["mean"] == sum(want) / 2
+    assert row["stats"]["best_fitness"]["min"] == min(want)
+    b = kd.sweep(spec, out_dir=tmp_path, engine="local")
+    assert all(o[0] == "skipped" for o in b.cells.values()) and b.table == a.table
+    with pytest.raises(ValueError, match="num_dims"):
+        kd.sweep({**spec, "name": "t", "base": {"num_dims": 0}}, out_dir=tmp_path, engine="local")
+    assert not (tmp_path / "t").exists()
+
+
+def test_the_allo_table1_tool_runs_the_twelve_maps_through_kestrel_sweep(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    maps = root.parent / "shared" / "data" / "laplacian-grids"
+    cli = root / "target" / "debug" / "kestrel"
+    if not maps.is_dir() or not cli.exists():
+        pytest.skip(f"needs {maps} and {cli} (tools/test-all builds it)")
+    args = [sys.executable, str(root / "tools" / "sweeps" / "allo_table1"), "--seeds", "1", "--steps", "4",
+            "--samples", "500", "--kestrel", str(cli), "--out-dir", str(tmp_path), "--threads", "1"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    table = (tmp_path / "allo-table1-4" / "table1.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| Grid")]
+    assert len(rows) == 12 and "| GridRoom-64 |" in table and "0.9917 (0.0059)" in table, table
+    again = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert again.stdout.count("finished before, skipped") == 12

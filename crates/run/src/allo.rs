@@ -130,6 +130,7 @@ pub fn train(
                 ),
             )
             .value("cosine_similarity", "average cosine similarity", avg)
+            .value("ms_per_step", "ms per step (this launch)", per_step)
             .value("barrier", "barrier", learner.barrier)
             .value("commit", "commit", COMMIT)
             .table(

@@ -636,7 +636,7 @@ fn mean_curve(runs: &[Vec<(u64, f64)>]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Runs, mean, standard deviation (n − 1) and the 95% interval of the mean.
+/// Runs, mean, standard deviation (n − 1), the 95% interval of the mean, smallest and largest.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stats {
     /// Runs with a value.
@@ -647,22 +647,29 @@ pub struct Stats {
     pub sd: f64,
     /// Half-width of the 95% interval of the mean, Student's t (NaN for one run).
     pub ci95: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
 }
 
 impl Stats {
     /// The statistics of `v` (in its order).
     pub fn of(v: &[f64]) -> Stats {
         let n = v.len();
+        let nan = f64::NAN;
         if n == 0 {
-            return Stats { n, mean: f64::NAN, sd: f64::NAN, ci95: f64::NAN };
+            return Stats { n, mean: nan, sd: nan, ci95: nan, min: nan, max: nan };
         }
         let mean = v.iter().sum::<f64>() / n as f64;
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         if n == 1 {
-            return Stats { n, mean, sd: f64::NAN, ci95: f64::NAN };
+            return Stats { n, mean, sd: nan, ci95: nan, min, max };
         }
         let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
         let sd = var.sqrt();
-        Stats { n, mean, sd, ci95: t975(n - 1) * sd / (n as f64).sqrt() }
+        Stats { n, mean, sd, ci95: t975(n - 1) * sd / (n as f64).sqrt(), min, max }
     }
 }
 
@@ -753,17 +760,19 @@ impl SweepTable {
 
     /// CSV: one line per config and metric.
     pub fn csv(&self) -> String {
-        let mut s = String::from("config,label,metric,n,mean,sd,ci95\n");
+        let mut s = String::from("config,label,metric,n,mean,sd,ci95,min,max\n");
         for r in &self.rows {
             for (m, st) in &r.stats {
                 s.push_str(&format!(
-                    "{},\"{}\",{m},{},{},{},{}\n",
+                    "{},\"{}\",{m},{},{},{},{},{},{}\n",
                     r.config,
                     r.label().replace('"', "'"),
                     st.n,
                     st.mean,
                     st.sd,
-                    st.ci95
+                    st.ci95,
+                    st.min,
+                    st.max
                 ));
             }
         }
@@ -771,7 +780,7 @@ impl SweepTable {
     }
 
     /// JSON: `{"kind", "metrics", "rows": [{config, label, point, stats: {metric: {n, mean, sd,
-    /// ci95}}}], "missing"}` (NaN as null).
+    /// ci95, min, max}}}], "missing"}` (NaN as null).
     pub fn json(&self) -> Value {
         let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
         let rows: Vec<Value> = self
@@ -787,7 +796,8 @@ impl SweepTable {
                     .stats
                     .iter()
                     .map(|(m, st)| {
-                        (m.clone(), json!({"n": st.n, "mean": f(st.mean), "sd": f(st.sd), "ci95": f(st.ci95)}))
+                        (m.clone(), json!({"n": st.n, "mean": f(st.mean), "sd": f(st.sd), "ci95": f(st.ci95),
+                            "min": f(st.min), "max": f(st.max)}))
                     })
                     .collect();
                 json!({"config": r.config, "label": r.label(), "point": point, "stats": stats})
@@ -836,6 +846,14 @@ strategy = ["cma-es", "snes"]
             (EVO.replace("[grid]", "[grid]\nsigma = 2.0"), "a list"),
             (EVO.replace("name = \"t\"", "name = \"../x\""), "name"),
             (EVO.replace("[base]", "[base]\nwrong_key = 1"), "wrong_key"),
+            (EVO.replace("seeds = 2", "seeds = \"x\""), "seeds"),
+            (EVO.replace("seeds = 2", "seeds = -1"), "seeds"),
+            (EVO.replace("seeds = 2", "seeds = [9223372036854775807, 1]\nmetrics = 3"), "metrics"),
+            (EVO.replace("seeds = 2", "seeds = 2\nbogus = 1"), "bogus"),
+            (EVO.replace("[grid]", "[grid]\nsigma = []"), "empty"),
+            (EVO.replace("[grid]", "[grid]\nsigma = [\"wide\"]"), "sigma"),
+            (EVO.replace("kind = \"evo\"", "kind = "), "spec.toml"),
+            ("seeds = 1".into(), "kind"),
         ] {
             let e = Sweep::plan(&bad, "spec.toml", Path::new("/nonexistent")).unwrap_err();
             let e = e.to_string();

@@ -165,6 +165,16 @@ def _default_shards(ray, rows, cpus_per_task):
     return max(1, min(rows, cpus // max(1, cpus_per_task)))
 
 
+def _check_counts(**kw):
+    """Counts a caller passes: whole numbers, at least 1 (`max_retries`, `first_row`: at least 0)."""
+    for name, v in kw.items():
+        if v is None:
+            continue
+        low = 0 if name in ("max_retries", "first_row", "generation") else 1
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise ValueError(f"{name} = {v!r}: a whole number, at least {low}")
+
+
 def evaluate(spec: ProblemSpec, population, *, generation: int = 0, key: Key | None = None, first_row: int = 0,
              num_shards: int | None = None, cpus_per_task: int = 1, node_ids=None, max_retries: int = 3) -> np.ndarray:
     """Fitness of every row of `population` (float32, minimised), evaluated on Ray in
@@ -173,6 +183,8 @@ def evaluate(spec: ProblemSpec, population, *, generation: int = 0, key: Key | N
     `first_row + i`, so the result does not depend on the shards or where they run. Each task
     runs Kestrel on `cpus_per_task` threads. `node_ids` pins shard `i` to node
     `node_ids[i % len]`. A task whose worker dies is retried up to `max_retries` times."""
+    _check_counts(num_shards=num_shards, cpus_per_task=cpus_per_task, max_retries=max_retries, first_row=first_row,
+                  generation=generation)
     ray = _ensure_ray()
     dims = spec.num_dims
     x = np.asarray(population)
@@ -185,8 +197,6 @@ def evaluate(spec: ProblemSpec, population, *, generation: int = 0, key: Key | N
     if n == 0:
         return np.zeros(0, np.float32)
     k = spec.key(generation) if key is None else key
-    if cpus_per_task < 1:
-        raise ValueError(f"cpus_per_task = {cpus_per_task}: at least 1")
     shards = shard_bounds(n, num_shards if num_shards is not None else _default_shards(ray, n, cpus_per_task))
     ref = ray.put(x)
     task = _remote("eval")
@@ -207,6 +217,7 @@ def _dist_run(fn, spec, cfg, out_dir, progress, num_shards, cpus_per_task, node_
         return evaluate(spec, population, key=key, first_row=first_row, num_shards=num_shards,
                         cpus_per_task=cpus_per_task, node_ids=node_ids, max_retries=max_retries)
 
+    _check_counts(num_shards=num_shards, cpus_per_task=cpus_per_task, max_retries=max_retries)
     _ensure_ray()
     spec.num_dims  # bad configs fail here, on the driver, before any task or folder
     return launch(fn, cfg, out_dir, progress, evaluate=ev)
@@ -333,6 +344,7 @@ def rollout_returns(env_id: str, num_envs: int, steps: int, *, seed: int = 0, po
     `env_id`, reset with `seed`, for `steps` steps, the rows spread over `num_shards` Ray tasks
     (each worker builds its `EnvShard` once and reuses it); the arrays are in row order and
     equal for any shard count or placement."""
+    _check_counts(num_envs=num_envs, num_shards=num_shards, threads=threads, max_retries=max_retries)
     ray = _ensure_ray()
     shards = shard_bounds(int(num_envs), num_shards if num_shards is not None else _default_shards(ray, num_envs, threads))
     task = _remote("rollout")
@@ -401,6 +413,7 @@ def sweep(spec, *, out_dir="runs/sweeps", engine: str = "ray", threads: int = 1,
     cluster, `out_dir` and every path in the spec must be on a filesystem all nodes share."""
     if engine not in ("ray", "local"):
         raise ValueError(f"engine = {engine!r}: 'ray' or 'local'")
+    _check_counts(threads=threads, max_retries=max_retries)
     text, source = _spec_text(spec)
     out = os.path.abspath(os.fspath(out_dir))
     folder, _kind, ids, _toml = _kestrel.sweep_plan(text, source, out)  # every config checked
