@@ -61,7 +61,12 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
             });
             match r {
                 Ok(CellOutcome::Skipped(d)) => {
-                    println!("[{}/{n}] {}: finished before, skipped ({})", i + 1, cell.id, d.display())
+                    println!(
+                        "[{}/{n}] {}: finished before, skipped ({})",
+                        i + 1,
+                        cell.id,
+                        d.display()
+                    )
                 }
                 Ok(CellOutcome::Ran(o)) => println!("[{}/{n}] {}: {}", i + 1, cell.id, o.headline),
                 Ok(CellOutcome::Resumed(o)) => {

@@ -653,13 +653,18 @@ fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
     let (s, o) = (spec.to_str().unwrap(), out.to_str().unwrap());
     let first = ok(&["sweep", s, "--out-dir", o, "--threads", "1"]);
     assert!(first.contains("[4/4] c001-open-6-s1: average cosine"), "{first}");
-    assert!(first.contains("| map=rooms-2-5 | 2 |") && first.contains("| map=open-6 | 2 |"), "{first}");
+    assert!(
+        first.contains("| map=rooms-2-5 | 2 |") && first.contains("| map=open-6 | 2 |"),
+        "{first}"
+    );
     for f in ["sweep.toml", "table.md", "table.csv", "table.json", "curves.png"] {
         assert!(out.join("maps").join(f).is_file(), "{f}");
     }
     let again = ok(&["sweep", s, "--out-dir", o]);
     assert_eq!(again.matches("skipped").count(), 4, "{again}");
-    let table = |t: &str| t.lines().filter(|l| l.starts_with("| map=")).map(String::from).collect::<Vec<_>>();
+    let table = |t: &str| {
+        t.lines().filter(|l| l.starts_with("| map=")).map(String::from).collect::<Vec<_>>()
+    };
     assert_eq!(table(&first), table(&again));
     // A bad grid value is named before any folder exists.
     let bad = dir.join("bad.toml");
@@ -668,6 +673,7 @@ fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
     assert!(e.contains("bad.toml") && e.contains("d = 0"), "{e}");
     assert!(!out.join("bad").exists());
     // The Ray engine needs a Python: a missing one is a clear error.
-    let e = fails(&["sweep", s, "--out-dir", o, "--engine", "ray", "--python", "/nonexistent/python"]);
+    let e =
+        fails(&["sweep", s, "--out-dir", o, "--engine", "ray", "--python", "/nonexistent/python"]);
     assert!(e.contains("cannot start /nonexistent/python") && e.contains("crates/py[ray]"), "{e}");
 }

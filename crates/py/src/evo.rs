@@ -287,10 +287,10 @@ impl EvoProblem {
 
     fn pool(&self, n: usize) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
         let mut g = self.pool.lock().map_err(|_| value_error("threads: pool lock poisoned"))?;
-        if let Some((m, p)) = g.as_ref() {
-            if *m == n {
-                return Ok(p.clone());
-            }
+        if let Some((m, p)) = g.as_ref()
+            && *m == n
+        {
+            return Ok(p.clone());
         }
         let p = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
@@ -334,8 +334,7 @@ impl EvoProblem {
     /// closed-loop cost; the run's key is `Key(run.seed).fold_in(0)` in every generation).
     #[staticmethod]
     fn from_tune_config(config_json: &str) -> PyResult<Self> {
-        let c =
-            crate::runs::config(&kestrel_mppi::tune::TuneConfig::default(), config_json, None)?;
+        let c = crate::runs::config(&kestrel_mppi::tune::TuneConfig::default(), config_json, None)?;
         Ok(EvoProblem::of(kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?))
     }
 

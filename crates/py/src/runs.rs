@@ -163,10 +163,10 @@ impl kestrel_evo::Problem for PyEval {
             }
             Ok(())
         });
-        if let Err(e) = r {
-            if let Ok(mut g) = self.error.lock() {
-                g.get_or_insert(e);
-            }
+        if let Err(e) = r
+            && let Ok(mut g) = self.error.lock()
+        {
+            g.get_or_insert(e);
         }
     }
 }
@@ -286,8 +286,8 @@ resumable!(
 fn sweep_of(spec: &str, source: &str, out_dir: &Path) -> PyResult<kestrel_run::sweep::Sweep> {
     use kestrel_run::sweep::{Sweep, SweepSpec};
     let text = if spec.trim_start().starts_with('{') {
-        let s: SweepSpec = serde_json::from_str(spec)
-            .map_err(|e| value_error(format!("{source}: {e}")))?;
+        let s: SweepSpec =
+            serde_json::from_str(spec).map_err(|e| value_error(format!("{source}: {e}")))?;
         kestrel_run::to_toml(&s).map_err(run_error)?
     } else {
         spec.to_string()

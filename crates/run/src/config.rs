@@ -67,7 +67,7 @@ fn merge(into: &mut toml::Table, from: toml::Table) {
 }
 
 /// One line from toml's multi-line error: the offending `key = value` and the message.
-fn one_line(e: &toml::de::Error) -> String {
+pub(crate) fn one_line(e: &toml::de::Error) -> String {
     let msg = e.message().trim().to_string();
     let text = e.to_string();
     let offending = text

@@ -3,9 +3,9 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, RunError, Summary};
-use kestrel_evo::{Problem, Stop};
 use kestrel_evo::qd::{Archive, Tessellation};
 use kestrel_evo::run::{EsConfig, EsRun, QdConfig, QdRun};
+use kestrel_evo::{Problem, Stop};
 use kestrel_plot::{Heatmaps, LinePlot, Panel, Series};
 use serde_json::json;
 use std::time::Instant;

@@ -25,9 +25,9 @@ pub mod hunt;
 mod launch;
 mod metrics;
 pub mod mppi;
-pub mod sweep;
 mod record;
 mod summary;
+pub mod sweep;
 
 pub use config::{ConfigSource, load_config, parse_overrides, to_toml};
 pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen_checked, start};

@@ -101,13 +101,31 @@ impl RunKind {
 }
 
 /// `seeds = N` (0..N) or `seeds = [..]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Seeds {
     /// Seeds `0..n`.
     Count(u64),
     /// These seeds.
     List(Vec<u64>),
+}
+
+impl<'de> Deserialize<'de> for Seeds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Count(u64),
+            List(Vec<u64>),
+        }
+        match Raw::deserialize(d) {
+            Ok(Raw::Count(n)) => Ok(Seeds::Count(n)),
+            Ok(Raw::List(l)) => Ok(Seeds::List(l)),
+            Err(_) => Err(serde::de::Error::custom(
+                "seeds: a count (seeds = 5) or a list of whole numbers (seeds = [0, 7])",
+            )),
+        }
+    }
 }
 
 /// A sweep spec (see the module docs).
@@ -200,14 +218,19 @@ fn cfg_err(source: &str, message: String) -> RunError {
 }
 
 /// Sets a dotted key in a table, making the intermediate tables.
-fn set_dotted(t: &mut toml::Table, key: &[&str], v: toml::Value, source: &str) -> Result<(), RunError> {
+fn set_dotted(
+    t: &mut toml::Table,
+    key: &[&str],
+    v: toml::Value,
+    source: &str,
+) -> Result<(), RunError> {
     let (last, parents) = key.split_last().ok_or_else(|| cfg_err(source, "an empty key".into()))?;
     let mut at = t;
     for p in parents {
         let e = at.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        at = e.as_table_mut().ok_or_else(|| {
-            cfg_err(source, format!("{}: {p} is not a table", key.join(".")))
-        })?;
+        at = e
+            .as_table_mut()
+            .ok_or_else(|| cfg_err(source, format!("{}: {p} is not a table", key.join("."))))?;
     }
     at.insert(last.to_string(), v);
     Ok(())
@@ -222,7 +245,10 @@ fn value_slug(v: &toml::Value) -> String {
         }
         other => other.to_string(),
     };
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).take(24).collect()
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' })
+        .take(24)
+        .collect()
 }
 
 /// Checks a cell's config as its run would, before any folder exists.
@@ -244,30 +270,21 @@ fn check_config(kind: RunKind, table: &toml::Table, source: &str) -> Result<(), 
             kestrel_evo::run::QdRun::new(c)?;
         }
         RunKind::MppiTune => {
-            let c =
-                crate::load_config(&kestrel_mppi::tune::TuneConfig::default(), None, t(), &[])
-                    .map_err(load)?;
+            let c = crate::load_config(&kestrel_mppi::tune::TuneConfig::default(), None, t(), &[])
+                .map_err(load)?;
             kestrel_mppi::tune::validate_tune(&c)?;
         }
         RunKind::Allo => {
-            let c = crate::load_config(
-                &kestrel_agents::runs::AlloRunConfig::default(),
-                None,
-                t(),
-                &[],
-            )
-            .map_err(load)?;
+            let c =
+                crate::load_config(&kestrel_agents::runs::AlloRunConfig::default(), None, t(), &[])
+                    .map_err(load)?;
             c.validate()?;
             kestrel_envs::GridMap::resolve(&c.map).map_err(kestrel_agents::AgentError::from)?;
         }
         RunKind::Hunt => {
-            let c = crate::load_config(
-                &kestrel_agents::runs::HuntRunConfig::default(),
-                None,
-                t(),
-                &[],
-            )
-            .map_err(load)?;
+            let c =
+                crate::load_config(&kestrel_agents::runs::HuntRunConfig::default(), None, t(), &[])
+                    .map_err(load)?;
             c.hunt_config()?;
         }
         RunKind::Actdyn => {
@@ -328,7 +345,7 @@ impl Sweep {
     /// Nothing is written.
     pub fn plan(text: &str, source: &str, out_dir: &Path) -> Result<Sweep, RunError> {
         let spec: SweepSpec =
-            toml::from_str(text).map_err(|e| cfg_err(source, e.message().to_string()))?;
+            toml::from_str(text).map_err(|e| cfg_err(source, crate::config::one_line(&e)))?;
         let seeds: Vec<u64> = match &spec.seeds {
             Seeds::Count(n) => (0..*n).collect(),
             Seeds::List(l) => l.clone(),
@@ -354,15 +371,17 @@ impl Sweep {
         {
             return Err(cfg_err(
                 source,
-                format!("name = {name:?}: letters, digits, '-', '_' and '.', not starting with '.'"),
+                format!(
+                    "name = {name:?}: letters, digits, '-', '_' and '.', not starting with '.'"
+                ),
             ));
         }
         // The grid points, first key slowest.
         let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
         for (k, vals) in &spec.grid {
-            let vals = vals.as_array().ok_or_else(|| {
-                cfg_err(source, format!("grid.{k} = {vals}: a list of values"))
-            })?;
+            let vals = vals
+                .as_array()
+                .ok_or_else(|| cfg_err(source, format!("grid.{k} = {vals}: a list of values")))?;
             if vals.is_empty() {
                 return Err(cfg_err(source, format!("grid.{k}: an empty list")));
             }
@@ -420,7 +439,8 @@ impl Sweep {
 
     /// [`Sweep::plan`] from a spec file.
     pub fn from_file(path: &Path, out_dir: &Path) -> Result<Sweep, RunError> {
-        let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
         Self::plan(&text, &path.display().to_string(), out_dir)
     }
 
@@ -429,7 +449,8 @@ impl Sweep {
     pub fn create(&self) -> Result<(), RunError> {
         let p = self.dir.join("sweep.toml");
         if p.exists() {
-            let old = std::fs::read_to_string(&p).map_err(|e| RunError::io(&p, "cannot read", e))?;
+            let old =
+                std::fs::read_to_string(&p).map_err(|e| RunError::io(&p, "cannot read", e))?;
             let same = toml::from_str::<SweepSpec>(&old).is_ok_and(|s| s == self.spec);
             if !same {
                 return Err(RunError::Failed(format!(
@@ -457,7 +478,8 @@ impl Sweep {
             return Ok(CellStatus::New);
         };
         let rec = folder.join("record.json");
-        let text = std::fs::read_to_string(&rec).map_err(|e| RunError::io(&rec, "cannot read", e))?;
+        let text =
+            std::fs::read_to_string(&rec).map_err(|e| RunError::io(&rec, "cannot read", e))?;
         let done = serde_json::from_str::<RunRecord>(&text)
             .ok()
             .and_then(|r| r.launches.last().map(|l| l.status == "ok"))
@@ -498,10 +520,11 @@ impl Sweep {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
                 let pid = n.rsplit_once(".partial-").and_then(|(_, p)| p.parse::<u32>().ok());
-                if let Some(pid) = pid {
-                    if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-                        remove_dir(&e.path())?;
-                    }
+                if let Some(pid) = pid
+                    && pid != std::process::id()
+                    && !Path::new(&format!("/proc/{pid}")).exists()
+                {
+                    remove_dir(&e.path())?;
                 }
             }
         }
@@ -524,16 +547,12 @@ impl Sweep {
             RunKind::MppiTune => {
                 crate::mppi::tune(cfg!(kestrel_mppi::tune::TuneConfig::default()), launch)?
             }
-            RunKind::Allo => crate::allo::train(
-                cfg!(kestrel_agents::runs::AlloRunConfig::default()),
-                r,
-                launch,
-            )?,
-            RunKind::Hunt => crate::hunt::train(
-                cfg!(kestrel_agents::runs::HuntRunConfig::default()),
-                r,
-                launch,
-            )?,
+            RunKind::Allo => {
+                crate::allo::train(cfg!(kestrel_agents::runs::AlloRunConfig::default()), r, launch)?
+            }
+            RunKind::Hunt => {
+                crate::hunt::train(cfg!(kestrel_agents::runs::HuntRunConfig::default()), r, launch)?
+            }
             RunKind::Actdyn => crate::actdyn::run(
                 cfg!(kestrel_actdyn::config::ActdynConfig::default()),
                 r,
@@ -590,11 +609,7 @@ impl Sweep {
                 );
             }
             let point = cells.first().map(|c| c.point.clone()).unwrap_or_default();
-            let stats = names
-                .iter()
-                .zip(&values)
-                .map(|(n, v)| (n.clone(), Stats::of(v)))
-                .collect();
+            let stats = names.iter().zip(&values).map(|(n, v)| (n.clone(), Stats::of(v))).collect();
             rows.push(TableRow { config: ci, point, stats });
         }
         let table = SweepTable { kind: self.spec.kind, metrics: names, rows, missing };
@@ -602,9 +617,10 @@ impl Sweep {
         write_atomic(&self.dir.join("table.csv"), table.csv().as_bytes())?;
         let j = serde_json::to_string_pretty(&table.json()).unwrap_or_default();
         write_atomic(&self.dir.join("table.json"), j.as_bytes())?;
-        let mut plot = LinePlot::new(format!("sweep {}: {curve_col}, mean over seeds", self.spec.kind.name()))
-            .x_label("global step")
-            .y_label(curve_col.clone());
+        let mut plot =
+            LinePlot::new(format!("sweep {}: {curve_col}, mean over seeds", self.spec.kind.name()))
+                .x_label("global step")
+                .y_label(curve_col.clone());
         let mut any = false;
         for (ci, runs) in curves.iter().enumerate() {
             let mean = mean_curve(runs);
@@ -626,10 +642,8 @@ fn mean_curve(runs: &[Vec<(u64, f64)>]) -> Vec<(f64, f64)> {
     first
         .iter()
         .filter_map(|&(step, _)| {
-            let vals: Vec<f64> = runs
-                .iter()
-                .filter_map(|r| r.iter().find(|p| p.0 == step).map(|p| p.1))
-                .collect();
+            let vals: Vec<f64> =
+                runs.iter().filter_map(|r| r.iter().find(|p| p.0 == step).map(|p| p.1)).collect();
             (vals.len() == runs.len() && vals.iter().all(|v| v.is_finite()))
                 .then(|| (step as f64, vals.iter().sum::<f64>() / vals.len() as f64))
         })
@@ -677,9 +691,9 @@ impl Stats {
 /// Cornish-Fisher expansion; error below 1e-3).
 pub fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     if df == 0 {
         return f64::NAN;
@@ -688,7 +702,8 @@ pub fn t975(df: usize) -> f64 {
         return T[df - 1];
     }
     let (z, n) = (1.959_964_f64, df as f64);
-    z + (z.powi(3) + z) / (4.0 * n) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+    z + (z.powi(3) + z) / (4.0 * n)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
 }
 
 /// One config's row of a sweep table.
@@ -708,7 +723,8 @@ impl TableRow {
         if self.point.is_empty() {
             return "base".into();
         }
-        let p: Vec<String> = self.point.iter().map(|(k, v)| format!("{k}={}", value_slug(v))).collect();
+        let p: Vec<String> =
+            self.point.iter().map(|(k, v)| format!("{k}={}", value_slug(v))).collect();
         p.join(", ")
     }
 }
@@ -868,7 +884,10 @@ strategy = ["cma-es", "snes"]
         s.create().unwrap();
         let go = |c: &Cell| {
             let mut p = |_: crate::Tick<'_>| {};
-            s.run_cell(c, Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p })
+            s.run_cell(
+                c,
+                Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p },
+            )
         };
         let first: Vec<CellOutcome> = s.cells.iter().map(|c| go(c).unwrap()).collect();
         assert!(first.iter().all(|o| matches!(o, CellOutcome::Ran(_))));
@@ -895,7 +914,9 @@ strategy = ["cma-es", "snes"]
         assert_eq!(t.rows.len(), 2);
         assert_eq!(t.rows[0].stats[0].1, Stats::of(&[b0, b1]));
         assert!(out.join("t/table.md").is_file() && out.join("t/curves.png").is_file());
-        assert!(std::fs::read_to_string(out.join("t/table.md")).unwrap().contains("strategy=cma-es"));
+        assert!(
+            std::fs::read_to_string(out.join("t/table.md")).unwrap().contains("strategy=cma-es")
+        );
         std::fs::remove_dir_all(&out).unwrap();
     }
 
@@ -926,12 +947,20 @@ checkpoint_every = 20
         // The same cell stopped at step 20 (its checkpoint), as a killed process leaves it.
         let b = Sweep::plan(spec, "spec.toml", &cut).unwrap();
         b.create().unwrap();
-        let mut half: kestrel_agents::runs::AlloRunConfig =
-            crate::load_config(&kestrel_agents::runs::AlloRunConfig::default(), None, b.cells[0].table.clone(), &[])
-                .unwrap();
+        let mut half: kestrel_agents::runs::AlloRunConfig = crate::load_config(
+            &kestrel_agents::runs::AlloRunConfig::default(),
+            None,
+            b.cells[0].table.clone(),
+            &[],
+        )
+        .unwrap();
         half.steps = 20;
         let mut p = |_: crate::Tick<'_>| {};
-        let l = Launch { out_dir: b.dir.join(&b.cells[0].id), argv: vec!["t".into()], progress: &mut p };
+        let l = Launch {
+            out_dir: b.dir.join(&b.cells[0].id),
+            argv: vec!["t".into()],
+            progress: &mut p,
+        };
         let o = crate::allo::train(half, None, l).unwrap();
         let rec = o.dir.join("record.json");
         let text = std::fs::read_to_string(&rec).unwrap().replace("\"ok\"", "\"running\"");
@@ -945,7 +974,9 @@ checkpoint_every = 20
             crate::read_metrics(&d.join("metrics.jsonl"))
                 .unwrap()
                 .iter()
-                .map(|l| (l["global_step"].as_u64().unwrap(), l["cosine_similarity"].as_f64().unwrap()))
+                .map(|l| {
+                    (l["global_step"].as_u64().unwrap(), l["cosine_similarity"].as_f64().unwrap())
+                })
                 .collect()
         };
         assert_eq!(col(resumed.dir()), col(done.dir()));
