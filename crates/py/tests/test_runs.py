@@ -164,3 +164,30 @@ def test_the_allo_table1_tool_runs_the_twelve_maps_through_kestrel_sweep(tmp_pat
     assert len(rows) == 12 and "| GridRoom-64 |" in table and "0.9917 (0.0059)" in table, table
     again = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert again.stdout.count("finished before, skipped") == 12
+
+
+def test_an_external_evaluator_gives_the_run_and_its_errors_stop_it(tmp_path):
+    import json
+
+    from kestrel import _kestrel
+
+    cfg = json.dumps({"problem": "rastrigin", "num_dims": 6, "generations": 8, "seed": 2, "rotate": True})
+    p = _kestrel.EvoProblem.from_es_config(cfg)
+    calls = []
+
+    def ev(x, key, first_row):
+        calls.append((x.shape, first_row))
+        return p.evaluate(x, key, first_row)
+
+    a = kestrel._runs.launch(_kestrel.evo_run, json.loads(cfg), tmp_path / "a")
+    b = kestrel._runs.launch(_kestrel.evo_run, json.loads(cfg), tmp_path / "b", evaluate=ev)
+    np.testing.assert_array_equal(a.metrics["best"], b.metrics["best"])
+    assert len(calls) == 8 and calls[0][1] == 0
+    for bad, err, msg in ((lambda x, k, r: 1 / 0, ZeroDivisionError, "division"),
+                          (lambda x, k, r: np.zeros(3, np.float32), ValueError, r"evaluate: expected shape \(\d+,\)"),
+                          (lambda x, k, r: [0.0] * len(x), ValueError, "float32 array")):
+        with pytest.raises(err, match=msg):
+            _kestrel.evo_run(cfg, str(tmp_path / "c"), evaluate=bad)
+    records = [json.loads(r.read_text()) for r in (tmp_path / "c").glob("*/record.json")]
+    assert len(records) == 3 and all(r["launches"][-1]["status"] == "failed" for r in records)
+    assert "the evaluator failed" in records[0]["launches"][-1]["error"]
