@@ -988,6 +988,45 @@ checkpoint_every = 20
     }
 
     #[test]
+    fn every_kind_runs_and_fills_its_default_metrics_and_curve() {
+        let base = |kind: &str, base: &str| {
+            format!("kind = \"{kind}\"\nname = \"{kind}\"\nseeds = 1\n[base]\n{base}\n")
+        };
+        let specs = [
+            base("evo", "problem = \"sphere\"\nnum_dims = 3\ngenerations = 4"),
+            base(
+                "qd",
+                "num_dims = 4\ngenerations = 3\nbatch_size = 8\ncells = 5\nnum_emitters = 1",
+            ),
+            base("mppi-tune", "generations = 2\npop_size = 4\n[base.run]\nsteps = 5"),
+            base(
+                "allo",
+                "map = \"builtin:rooms-2-5\"\nsamples = 500\nbatch = 16\nd = 3\nsteps = 4\neval_every = 2",
+            ),
+            base(
+                "hunt",
+                "epochs = 2\nsize = 9\nturns = 12\nlayer = 16\nbatch = 8\ncapacity = 64\nagents = 2\nrecord_every = 0",
+            ),
+            base("actdyn", "steps = 60\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5"),
+        ];
+        let out = tmp("kinds");
+        for text in &specs {
+            let s = Sweep::plan(text, "spec.toml", &out).unwrap_or_else(|e| panic!("{text}: {e}"));
+            s.create().unwrap();
+            let mut p = |_: crate::Tick<'_>| {};
+            let l = Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p };
+            let o = s.run_cell(&s.cells[0], l).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(matches!(o, CellOutcome::Ran(_)), "{text}");
+            let t = s.aggregate().unwrap();
+            for (m, st) in &t.rows[0].stats {
+                assert_eq!(st.n, 1, "{}: summary.json has no number {m}", s.spec.kind.name());
+            }
+            assert!(s.dir.join("curves.png").is_file(), "{}: no curve", s.spec.kind.name());
+        }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
     fn student_t_interval() {
         let s = Stats::of(&[1.0, 2.0, 3.0]);
         assert_eq!((s.n, s.mean, s.sd), (3, 2.0, 1.0));
