@@ -243,9 +243,6 @@ def mppi_autotune(config: dict | None = None, *, out_dir="runs", num_shards: int
 
 
 # -- env rollouts -------------------------------------------------------------------------------
-_M = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def _mix(z):
     """splitmix64's finaliser over a uint64 array."""
     with np.errstate(over="ignore"):
