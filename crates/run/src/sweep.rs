@@ -347,6 +347,9 @@ impl Sweep {
         let spec: SweepSpec =
             toml::from_str(text).map_err(|e| cfg_err(source, crate::config::one_line(&e)))?;
         let seeds: Vec<u64> = match &spec.seeds {
+            Seeds::Count(n) if *n > 100_000 => {
+                return Err(cfg_err(source, format!("seeds = {n}: 1 to 100000 seeds")));
+            }
             Seeds::Count(n) => (0..*n).collect(),
             Seeds::List(l) => l.clone(),
         };
@@ -385,6 +388,9 @@ impl Sweep {
             if vals.is_empty() {
                 return Err(cfg_err(source, format!("grid.{k}: an empty list")));
             }
+            if points.len().saturating_mul(vals.len()).saturating_mul(seeds.len()) > 1_000_000 {
+                return Err(cfg_err(source, "grid: more than 1,000,000 runs".into()));
+            }
             points = points
                 .into_iter()
                 .flat_map(|p| {
@@ -395,9 +401,6 @@ impl Sweep {
                     })
                 })
                 .collect();
-            if points.len() * seeds.len() > 1_000_000 {
-                return Err(cfg_err(source, "grid: more than 1,000,000 runs".into()));
-            }
         }
         let seed_key = spec.kind.seed_key();
         let mut cells = Vec::with_capacity(points.len() * seeds.len());
@@ -863,6 +866,12 @@ strategy = ["cma-es", "snes"]
             (EVO.replace("name = \"t\"", "name = \"../x\""), "name"),
             (EVO.replace("[base]", "[base]\nwrong_key = 1"), "wrong_key"),
             (EVO.replace("seeds = 2", "seeds = \"x\""), "seeds"),
+            (EVO.replace("seeds = 2", "seeds = 9223372036854775807"), "100000"),
+            (EVO.replace("seeds = 2", "seeds = 0"), "seeds"),
+            (
+                format!("{EVO}sigma = [{l}]\nx0 = [{l}]\n", l = vec!["0.5"; 1001].join(", ")),
+                "1,000,000 runs",
+            ),
             (EVO.replace("seeds = 2", "seeds = -1"), "seeds"),
             (EVO.replace("seeds = 2", "seeds = [9223372036854775807, 1]\nmetrics = 3"), "metrics"),
             (EVO.replace("seeds = 2", "seeds = 2\nbogus = 1"), "bogus"),
