@@ -404,6 +404,12 @@ impl QdRun {
         Ok(QdRun { config, problem, archive, emitters })
     }
 
+    /// The validated config, the empty archive, the emitters and the problem, as the run
+    /// would start them (for callers that drive the ask/tell loop themselves).
+    pub fn into_parts(self) -> (QdConfig, Archive, Vec<Box<dyn Emitter>>, LinearProjection) {
+        (self.config, self.archive, self.emitters, self.problem)
+    }
+
     /// The config.
     pub fn config(&self) -> &QdConfig {
         &self.config

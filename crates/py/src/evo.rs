@@ -706,3 +706,15 @@ impl QdBenchmark {
         ))
     }
 }
+
+/// What `kestrel evo qd` starts from for a config (a JSON object of its keys): `(seed, archive,
+/// [emitter], problem)`, built by the run's own code (its defaults and key tree).
+#[pyfunction]
+pub(crate) fn qd_setup(
+    config_json: &str,
+) -> PyResult<(u64, QdArchive, Vec<QdEmitter>, QdBenchmark)> {
+    let c = crate::runs::config(&kestrel_evo::run::QdConfig::default(), config_json, None)?;
+    let (c, a, emitters, p) = kestrel_evo::run::QdRun::new(c).map_err(value_error)?.into_parts();
+    let emitters = emitters.into_iter().map(|e| QdEmitter { e, num_dims: c.num_dims }).collect();
+    Ok((c.seed, QdArchive { a }, emitters, QdBenchmark { p }))
+}

@@ -28,6 +28,7 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<evo::QdEmitter>()?;
     m.add_class::<evo::QdBenchmark>()?;
     m.add_function(wrap_pyfunction!(evo::strategies, m)?)?;
+    m.add_function(wrap_pyfunction!(evo::qd_setup, m)?)?;
     m.add_function(wrap_pyfunction!(evo::default_pop_size, m)?)?;
     m.add_class::<mppi::MppiController>()?;
     m.add_class::<mppi::ExternalMppi>()?;

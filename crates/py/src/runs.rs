@@ -44,7 +44,7 @@ pub(crate) fn config<T: Serialize + DeserializeOwned>(
 
 /// Runs `run` on a pool of `threads` with the GIL released; `progress(done, total, unit,
 /// status)` is called back (with the GIL) on each tick.
-fn launch_with<T: Send>(
+fn launch<T: Send>(
     py: Python<'_>,
     out_dir: PathBuf,
     argv: String,
@@ -83,17 +83,9 @@ fn launch_with<T: Send>(
     out.map_err(run_error)
 }
 
-/// [`launch_with`] of a whole run: returns (folder, headline).
-fn launch(
-    py: Python<'_>,
-    out_dir: PathBuf,
-    argv: String,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
-    run: impl FnOnce(Launch<'_>) -> Result<Outcome, RunError> + Send,
-) -> PyResult<(String, String)> {
-    let o = launch_with(py, out_dir, argv, threads, progress, run)?;
-    Ok((o.dir.display().to_string(), o.headline))
+/// A finished run as Python gets it: (folder, headline).
+fn folder(o: Outcome) -> (String, String) {
+    (o.dir.display().to_string(), o.headline)
 }
 
 /// A problem evaluated by a Python callable `f(population (n, d) float32, key, first_row) ->
@@ -185,14 +177,15 @@ pub(crate) fn evo_run(
     let c = config(&kestrel_evo::run::EsConfig::default(), config_json, None)?;
     let argv = format!("kestrel.evo.run({config_json})");
     let Some(f) = evaluate else {
-        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::es::run(c, l));
+        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::es::run(c, l))
+            .map(folder);
     };
     let dims = kestrel_evo::run::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
     let ev = PyEval::new(dims, f);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
         kestrel_run::es::run_with(c, Some(&ev), &|| ev.failed(), l)
     });
-    ev.result(r)
+    ev.result(r.map(folder))
 }
 
 /// `kestrel evo qd`.
@@ -206,7 +199,7 @@ pub(crate) fn evo_qd(
 ) -> PyResult<(String, String)> {
     let c = config(&kestrel_evo::run::QdConfig::default(), config_json, None)?;
     let argv = format!("kestrel.evo.qd({config_json})");
-    launch(py, out_dir, argv, Some(1), progress, |l| kestrel_run::es::qd(c, l))
+    launch(py, out_dir, argv, Some(1), progress, |l| kestrel_run::es::qd(c, l)).map(folder)
 }
 
 /// `kestrel mppi run`.
@@ -221,7 +214,7 @@ pub(crate) fn mppi_run(
 ) -> PyResult<(String, String)> {
     let c = crate::mppi::mppi_config(config_json)?;
     let argv = format!("kestrel.mppi.run({config_json})");
-    launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::run(c, l))
+    launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::run(c, l)).map(folder)
 }
 
 /// `kestrel mppi tune`; with `evaluate`, the candidates' costs come from that callable.
@@ -238,14 +231,15 @@ pub(crate) fn mppi_tune(
     let c = config(&kestrel_mppi::tune::TuneConfig::default(), config_json, None)?;
     let argv = format!("kestrel.mppi.tune({config_json})");
     let Some(f) = evaluate else {
-        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::tune(c, l));
+        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::tune(c, l))
+            .map(folder);
     };
     let dims = kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?.num_dims();
     let ev = PyEval::new(dims, f);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
         kestrel_run::mppi::tune_with(c, Some(&ev), &|| ev.failed(), l)
     });
-    ev.result(r)
+    ev.result(r.map(folder))
 }
 
 /// A run that can continue a run folder (`resume`): its `#[pyfunction]`.
@@ -265,6 +259,7 @@ macro_rules! resumable {
             let c = config(&<$cfg>::default(), config_json, resume.as_deref())?;
             let argv = format!(concat!($call, "({})"), config_json);
             launch(py, out_dir, argv, threads, progress, |l| $run(c, resume.as_deref(), l))
+                .map(folder)
         }
     };
 }
@@ -282,8 +277,14 @@ resumable!(
     actdyn_run, kestrel_actdyn::config::ActdynConfig, "kestrel.actdyn.run", kestrel_run::actdyn::run
 );
 
-/// A sweep spec: TOML text, or a JSON object (from a Python dict) turned into TOML.
-fn sweep_of(spec: &str, source: &str, out_dir: &Path) -> PyResult<kestrel_run::sweep::Sweep> {
+/// A sweep spec: TOML text, or a JSON object (from a Python dict) turned into TOML; every
+/// cell's config checked with `check` (the driver's plan), not otherwise (a planned sweep).
+fn sweep_of(
+    spec: &str,
+    source: &str,
+    out_dir: &Path,
+    check: bool,
+) -> PyResult<kestrel_run::sweep::Sweep> {
     use kestrel_run::sweep::{Sweep, SweepSpec};
     let text = if spec.trim_start().starts_with('{') {
         let s: SweepSpec =
@@ -292,7 +293,12 @@ fn sweep_of(spec: &str, source: &str, out_dir: &Path) -> PyResult<kestrel_run::s
     } else {
         spec.to_string()
     };
-    Sweep::plan(&text, source, out_dir).map_err(run_error)
+    let s = if check {
+        Sweep::plan(&text, source, out_dir)
+    } else {
+        Sweep::open(&text, source, out_dir)
+    };
+    s.map_err(run_error)
 }
 
 /// Plans a sweep (every cell's config checked; nothing written): `(folder, kind, [cell id],
@@ -303,7 +309,7 @@ pub(crate) fn sweep_plan(
     source: &str,
     out_dir: PathBuf,
 ) -> PyResult<(String, String, Vec<String>, String)> {
-    let s = sweep_of(spec, source, &out_dir)?;
+    let s = sweep_of(spec, source, &out_dir, true)?;
     let ids = s.cells.iter().map(|c| c.id.clone()).collect();
     Ok((s.dir.display().to_string(), s.spec.kind.name().into(), ids, s.spec_text.clone()))
 }
@@ -311,7 +317,7 @@ pub(crate) fn sweep_plan(
 /// Creates the sweep folder (or checks a restart's spec is the folder's).
 #[pyfunction]
 pub(crate) fn sweep_create(spec: &str, source: &str, out_dir: PathBuf) -> PyResult<()> {
-    sweep_of(spec, source, &out_dir)?.create().map_err(run_error)
+    sweep_of(spec, source, &out_dir, false)?.create().map_err(run_error)
 }
 
 /// `[(cell id, "new" | "partial" | "done")]`.
@@ -322,7 +328,7 @@ pub(crate) fn sweep_status(
     out_dir: PathBuf,
 ) -> PyResult<Vec<(String, &'static str)>> {
     use kestrel_run::sweep::CellStatus;
-    let s = sweep_of(spec, source, &out_dir)?;
+    let s = sweep_of(spec, source, &out_dir, false)?;
     s.cells
         .iter()
         .map(|c| {
@@ -350,10 +356,10 @@ pub(crate) fn sweep_cell(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(&'static str, String, String)> {
     use kestrel_run::sweep::CellOutcome;
-    let s = sweep_of(spec, source, &out_dir)?;
+    let s = sweep_of(spec, source, &out_dir, false)?;
     let c = s.cell(cell).map_err(run_error)?.clone();
     let argv = format!("kestrel.dist.sweep({source}, cell {cell})");
-    let o = launch_with(py, PathBuf::new(), argv, threads, progress, |l| s.run_cell(&c, l))?;
+    let o = launch(py, PathBuf::new(), argv, threads, progress, |l| s.run_cell(&c, l))?;
     Ok(match o {
         CellOutcome::Skipped(d) => ("skipped", d.display().to_string(), String::new()),
         CellOutcome::Ran(o) => ("ran", o.dir.display().to_string(), o.headline),
@@ -368,6 +374,6 @@ pub(crate) fn sweep_aggregate(
     source: &str,
     out_dir: PathBuf,
 ) -> PyResult<(String, String)> {
-    let t = sweep_of(spec, source, &out_dir)?.aggregate().map_err(run_error)?;
+    let t = sweep_of(spec, source, &out_dir, false)?.aggregate().map_err(run_error)?;
     Ok((t.markdown(), t.json().to_string()))
 }

@@ -128,7 +128,7 @@ def test_a_worker_killed_mid_generation_changes_nothing(cluster):
     killed = None
     deadline = time.time() + 60
     while killed is None and time.time() < deadline and th.is_alive():
-        ps = subprocess.run(["pgrep", "-f", "ray::_eval_shard"], capture_output=True, text=True).stdout.split()
+        ps = subprocess.run(["pgrep", "-f", "ray::_eval_rows"], capture_output=True, text=True).stdout.split()
         if ps:
             killed = int(ps[0])
             os.kill(killed, signal.SIGKILL)

@@ -544,23 +544,8 @@ pub fn run_quiet(c: &ActdynConfig) -> Result<(Evaluation, Curves, Option<f64>, f
 /// Mean and 95 % confidence half-width (Student t) of the finite values, with their count.
 pub fn mean_ci(v: &[f64]) -> (f64, f64, usize) {
     let x: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    let n = x.len();
-    if n == 0 {
-        return (f64::NAN, f64::NAN, 0);
-    }
-    let m = x.iter().sum::<f64>() / n as f64;
-    if n == 1 {
-        return (m, f64::NAN, 1);
-    }
-    let sd = (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-    // Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom, then normal.
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    let q = T.get(n - 2).copied().unwrap_or(1.96);
-    (m, q * sd / (n as f64).sqrt(), n)
+    let st = crate::stats::Stats::of(&x);
+    (st.mean, st.ci95, st.n)
 }
 
 /// Median and a distribution-free confidence interval for it of at least 95 % coverage (order

@@ -26,6 +26,7 @@ mod launch;
 mod metrics;
 pub mod mppi;
 mod record;
+pub mod stats;
 mod summary;
 pub mod sweep;
 

@@ -36,9 +36,14 @@ pub fn utc_timestamp(t: f64) -> String {
     )
 }
 
+/// Whether process `pid` runs (on this machine).
+pub(crate) fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// A folder name part: lower-case letters, digits and `_` kept, every other run of
 /// characters one `-`, at most 48 characters.
-fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_alphanumeric() || c == '_' {
@@ -123,8 +128,7 @@ fn lock(dir: &Path) -> Result<(), RunError> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
                 let pid: Option<u32> = holder.trim().parse().ok();
-                let alive =
-                    pid.is_some_and(|p| p != me && Path::new(&format!("/proc/{p}")).exists());
+                let alive = pid.is_some_and(|p| p != me && process_alive(p));
                 if alive {
                     return Err(RunError::Failed(format!(
                         "{}: process {} is writing this run; two processes must not write one run folder",

@@ -28,6 +28,7 @@
 //! folder is created.
 
 use crate::launch::{Launch, Outcome};
+pub use crate::stats::Stats;
 use crate::{RunError, RunRecord, write_atomic};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
@@ -101,31 +102,16 @@ impl RunKind {
 }
 
 /// `seeds = N` (0..N) or `seeds = [..]`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "seeds: a count (seeds = 5) or a list of whole numbers (seeds = [0, 7])"
+)]
 pub enum Seeds {
     /// Seeds `0..n`.
     Count(u64),
     /// These seeds.
     List(Vec<u64>),
-}
-
-impl<'de> Deserialize<'de> for Seeds {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Count(u64),
-            List(Vec<u64>),
-        }
-        match Raw::deserialize(d) {
-            Ok(Raw::Count(n)) => Ok(Seeds::Count(n)),
-            Ok(Raw::List(l)) => Ok(Seeds::List(l)),
-            Err(_) => Err(serde::de::Error::custom(
-                "seeds: a count (seeds = 5) or a list of whole numbers (seeds = [0, 7])",
-            )),
-        }
-    }
 }
 
 /// A sweep spec (see the module docs).
@@ -236,19 +222,17 @@ fn set_dotted(
     Ok(())
 }
 
-fn value_slug(v: &toml::Value) -> String {
-    let s = match v {
+/// A grid value as written in labels: a map path's file stem, a string as it is, any other
+/// value in TOML.
+fn value_label(v: &toml::Value) -> String {
+    match v {
         toml::Value::String(s) => {
             let s = s.trim_start_matches("builtin:");
             let s = s.rsplit('/').next().unwrap_or(s);
             s.trim_end_matches(".txt").to_string()
         }
         other => other.to_string(),
-    };
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' })
-        .take(24)
-        .collect()
+    }
 }
 
 /// Checks a cell's config as its run would, before any folder exists.
@@ -331,8 +315,7 @@ fn run_folder(cell_dir: &Path) -> Result<Option<PathBuf>, RunError> {
 fn locked_by_other(folder: &Path) -> Option<String> {
     let holder = std::fs::read_to_string(folder.join("run.lock")).ok()?;
     let pid: u32 = holder.trim().parse().ok()?;
-    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists())
-        .then(|| pid.to_string())
+    (pid != std::process::id() && crate::record::process_alive(pid)).then(|| pid.to_string())
 }
 
 fn remove_dir(p: &Path) -> Result<(), RunError> {
@@ -344,6 +327,16 @@ impl Sweep {
     /// (`<out_dir>/<name>`); every cell's config is checked as its run would check it.
     /// Nothing is written.
     pub fn plan(text: &str, source: &str, out_dir: &Path) -> Result<Sweep, RunError> {
+        Self::build(text, source, out_dir, true)
+    }
+
+    /// [`Sweep::plan`] without checking each cell's config: for a sweep already planned (the
+    /// workers of the Ray engine, which run one cell each; a cell's run checks its own config).
+    pub fn open(text: &str, source: &str, out_dir: &Path) -> Result<Sweep, RunError> {
+        Self::build(text, source, out_dir, false)
+    }
+
+    fn build(text: &str, source: &str, out_dir: &Path, check: bool) -> Result<Sweep, RunError> {
         let spec: SweepSpec =
             toml::from_str(text).map_err(|e| cfg_err(source, crate::config::one_line(&e)))?;
         let seeds: Vec<u64> = match &spec.seeds {
@@ -424,11 +417,14 @@ impl Sweep {
                     let p: Vec<String> = point.iter().map(|(k, v)| format!("{k} = {v}")).collect();
                     format!("{source} ({}, seed {seed})", p.join(", "))
                 };
-                check_config(spec.kind, &t, &at).map_err(|e| match e {
-                    e @ RunError::Config { .. } => e,
-                    e => cfg_err(&at, e.to_string()),
-                })?;
-                let slug: Vec<String> = point.iter().map(|(_, v)| value_slug(v)).collect();
+                if check {
+                    check_config(spec.kind, &t, &at).map_err(|e| match e {
+                        e @ RunError::Config { .. } => e,
+                        e => cfg_err(&at, e.to_string()),
+                    })?;
+                }
+                let slug: Vec<String> =
+                    point.iter().map(|(_, v)| crate::record::slug(&value_label(v))).collect();
                 let id = if slug.is_empty() {
                     format!("c{ci:03}-s{seed}")
                 } else {
@@ -525,7 +521,7 @@ impl Sweep {
                 let pid = n.rsplit_once(".partial-").and_then(|(_, p)| p.parse::<u32>().ok());
                 if let Some(pid) = pid
                     && pid != std::process::id()
-                    && !Path::new(&format!("/proc/{pid}")).exists()
+                    && !crate::record::process_alive(pid)
                 {
                     remove_dir(&e.path())?;
                 }
@@ -575,7 +571,7 @@ impl Sweep {
 
     /// Reads every finished cell's summary and writes `table.md`, `table.json`, `table.csv`
     /// (per config and metric: runs, mean, sd, 95% interval from Student's t) and
-    /// `curves.png/svg` (per config, the mean over seeds of the curve column against the
+    /// `curves.png/svg` (per config, the mean ± sd over seeds of the curve column against the
     /// global step). Returns the table.
     pub fn aggregate(&self) -> Result<SweepTable, RunError> {
         let names = self.metric_names();
@@ -620,16 +616,18 @@ impl Sweep {
         write_atomic(&self.dir.join("table.csv"), table.csv().as_bytes())?;
         let j = serde_json::to_string_pretty(&table.json()).unwrap_or_default();
         write_atomic(&self.dir.join("table.json"), j.as_bytes())?;
-        let mut plot =
-            LinePlot::new(format!("sweep {}: {curve_col}, mean over seeds", self.spec.kind.name()))
-                .x_label("global step")
-                .y_label(curve_col.clone());
+        let mut plot = LinePlot::new(format!(
+            "sweep {}: {curve_col}, mean ± sd over seeds",
+            self.spec.kind.name()
+        ))
+        .x_label("global step")
+        .y_label(curve_col.clone());
         let mut any = false;
         for (ci, runs) in curves.iter().enumerate() {
-            let mean = mean_curve(runs);
-            if !mean.is_empty() {
+            let rows = mean_curve(runs);
+            if !rows.is_empty() {
                 any = true;
-                plot = plot.series(Series::new(table.rows[ci].label(), mean));
+                plot = plot.series(Series::mean_sd(table.rows[ci].label(), &rows));
             }
         }
         if any {
@@ -639,74 +637,22 @@ impl Sweep {
     }
 }
 
-/// Mean over runs at each step every run logged.
-fn mean_curve(runs: &[Vec<(u64, f64)>]) -> Vec<(f64, f64)> {
+/// `(step, mean, sd)` over runs at each step every run logged (sd 0 for one run).
+fn mean_curve(runs: &[Vec<(u64, f64)>]) -> Vec<(f64, f64, f64)> {
     let Some(first) = runs.first() else { return Vec::new() };
     first
         .iter()
         .filter_map(|&(step, _)| {
             let vals: Vec<f64> =
                 runs.iter().filter_map(|r| r.iter().find(|p| p.0 == step).map(|p| p.1)).collect();
-            (vals.len() == runs.len() && vals.iter().all(|v| v.is_finite()))
-                .then(|| (step as f64, vals.iter().sum::<f64>() / vals.len() as f64))
+            let st = Stats::of(&vals);
+            (vals.len() == runs.len() && vals.iter().all(|v| v.is_finite())).then_some((
+                step as f64,
+                st.mean,
+                if st.n > 1 { st.sd } else { 0.0 },
+            ))
         })
         .collect()
-}
-
-/// Runs, mean, standard deviation (n − 1), the 95% interval of the mean, smallest and largest.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Stats {
-    /// Runs with a value.
-    pub n: usize,
-    /// Mean.
-    pub mean: f64,
-    /// Sample standard deviation (NaN for one run).
-    pub sd: f64,
-    /// Half-width of the 95% interval of the mean, Student's t (NaN for one run).
-    pub ci95: f64,
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-}
-
-impl Stats {
-    /// The statistics of `v` (in its order).
-    pub fn of(v: &[f64]) -> Stats {
-        let n = v.len();
-        let nan = f64::NAN;
-        if n == 0 {
-            return Stats { n, mean: nan, sd: nan, ci95: nan, min: nan, max: nan };
-        }
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if n == 1 {
-            return Stats { n, mean, sd: nan, ci95: nan, min, max };
-        }
-        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
-        let sd = var.sqrt();
-        Stats { n, mean, sd, ci95: t975(n - 1) * sd / (n as f64).sqrt(), min, max }
-    }
-}
-
-/// The 0.975 quantile of Student's t with `df` degrees of freedom (table to 30, then the
-/// Cornish-Fisher expansion; error below 1e-3).
-pub fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    if df == 0 {
-        return f64::NAN;
-    }
-    if df <= 30 {
-        return T[df - 1];
-    }
-    let (z, n) = (1.959_964_f64, df as f64);
-    z + (z.powi(3) + z) / (4.0 * n)
-        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
 }
 
 /// One config's row of a sweep table.
@@ -727,7 +673,7 @@ impl TableRow {
             return "base".into();
         }
         let p: Vec<String> =
-            self.point.iter().map(|(k, v)| format!("{k}={}", value_slug(v))).collect();
+            self.point.iter().map(|(k, v)| format!("{k}={}", value_label(v))).collect();
         p.join(", ")
     }
 }
@@ -1033,14 +979,5 @@ checkpoint_every = 20
             assert!(s.dir.join("curves.png").is_file(), "{}: no curve", s.spec.kind.name());
         }
         std::fs::remove_dir_all(&out).unwrap();
-    }
-
-    #[test]
-    fn student_t_interval() {
-        let s = Stats::of(&[1.0, 2.0, 3.0]);
-        assert_eq!((s.n, s.mean, s.sd), (3, 2.0, 1.0));
-        assert!((s.ci95 - 4.303 / 3f64.sqrt()).abs() < 1e-12);
-        assert!(Stats::of(&[5.0]).sd.is_nan());
-        assert!((t975(1000) - 1.9623).abs() < 1e-3 && (t975(31) - 2.0395).abs() < 1e-3);
     }
 }

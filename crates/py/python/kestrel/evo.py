@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _kestrel
 from ._runs import RunResult, launch
+from ._spaces import params_json
 
 Key = _kestrel.Key
 
@@ -316,26 +317,8 @@ class Scheduler:
         """The archive, emitters and problem `kestrel evo qd` builds for `config` (its keys:
         `archive`, `emitter`, `num_emitters`, `batch_size`, `num_dims`, `cells`, `seed`,
         `function`, `sigma`)."""
-        c = {"archive": "grid", "emitter": "cma-me", "num_emitters": 3, "batch_size": 36, "num_dims": 20,
-             "cells": 50, "seed": 0, "function": "sphere", "sigma": 0.5, **config}
-        problem = QdBenchmark(c["num_dims"], c["function"])
-        b = problem.measure_bound
-        run = Key(c["seed"])
-        if c["archive"] == "grid":
-            arch = Archive.grid(c["num_dims"], [c["cells"]] * 2, [(-b, b)] * 2, qd_offset=1e4)
-        else:
-            arch = Archive(_kestrel.QdArchive.cvt(c["num_dims"], c["cells"], [-b, -b], [b, b], run.fold_in(99),
-                                                  20 * c["cells"], 20, 1e4))
-        x0 = np.zeros(c["num_dims"], np.float32)
-        ems = []
-        for e in range(c["num_emitters"]):
-            if c["emitter"] == "cma-me":
-                ems.append(Emitter.cma_me(x0, c["batch_size"], c["sigma"], run.fold_in(1000 + e)))
-            elif c["emitter"] == "map-elites":
-                ems.append(Emitter.map_elites(x0, c["batch_size"], c["sigma"]))
-            else:
-                ems.append(Emitter.map_elites(x0, c["batch_size"], iso_line=(0.01, 0.2)))
-        return cls(arch, ems, c["seed"]), problem
+        seed, arch, ems, problem = _kestrel.qd_setup(params_json(config))
+        return cls(Archive(arch), [Emitter(e) for e in ems], seed), QdBenchmark.of(problem)
 
 
 class QdBenchmark:
@@ -343,6 +326,13 @@ class QdBenchmark:
 
     def __init__(self, num_dims: int, function: str = "sphere"):
         self._p = _kestrel.QdBenchmark(int(num_dims), function)
+
+    @classmethod
+    def of(cls, core) -> "QdBenchmark":
+        """Wraps a `_kestrel.QdBenchmark`."""
+        b = object.__new__(cls)
+        b._p = core
+        return b
 
     measure_bound = property(lambda self: self._p.measure_bound)
 

@@ -118,39 +118,32 @@ def shard_bounds(rows: int, num_shards: int) -> list[tuple[int, int]]:
     return [(i * rows // s, (i + 1) * rows // s) for i in range(s)]
 
 
-def _eval_rows(spec, population, lo, hi, key_raw, first_row, threads, cwd):
-    """A worker's share: rows `[lo, hi)`, keyed by global row `first_row + lo + i`. Returns
-    ("ok", fitness) or ("error", message): our errors travel as values (never retried), a
-    dead worker is Ray's to retry."""
+def _task(fn, cwd, *args):
+    """Runs `fn(*args)` on a worker from the driver's working folder (relative paths in configs
+    mean the same there). Returns ("ok", value) or ("error", message): our errors travel as
+    values (a deterministic error is not retried), a dead worker is Ray's to retry."""
     try:
         if cwd and os.path.isdir(cwd) and os.getcwd() != cwd:
             os.chdir(cwd)
-        p = spec.build()
-        x = np.ascontiguousarray(population[lo:hi])
-        return "ok", p.evaluate(x, Key.from_raw(key_raw), first_row + lo, threads)
+        return "ok", fn(*args)
     except Exception as e:  # noqa: BLE001 - sent back as our message
         return "error", f"{type(e).__name__}: {e}"
+
+
+def _eval_rows(spec, population, lo, hi, key_raw, first_row, threads):
+    """A worker's share: rows `[lo, hi)`, keyed by global row `first_row + lo + i`."""
+    x = np.ascontiguousarray(population[lo:hi])
+    return spec.build().evaluate(x, Key.from_raw(key_raw), first_row + lo, threads)
 
 
 _remotes: dict = {}
 
 
-def _remote(name):
-    ray = _ray()
-    if name not in _remotes:
-        if name == "eval":
-            def _eval_shard(spec, population, lo, hi, key_raw, first_row, threads, cwd):
-                return _eval_rows(spec, population, lo, hi, key_raw, first_row, threads, cwd)
-            _remotes[name] = ray.remote(_eval_shard)
-        elif name == "rollout":
-            def _rollout_shard(*a):
-                return _rollout_rows(*a)
-            _remotes[name] = ray.remote(_rollout_shard)
-        elif name == "cell":
-            def _sweep_cell(spec, source, out_dir, cell, threads, cwd):
-                return _run_cell(spec, source, out_dir, cell, threads, cwd)
-            _remotes[name] = ray.remote(_sweep_cell)
-    return _remotes[name]
+def _submit(fn, cwd, *args, **options):
+    """`_task(fn, cwd, *args)` as a Ray task named after `fn`, with Ray `options`."""
+    if "task" not in _remotes:
+        _remotes["task"] = _ray().remote(_task)
+    return _remotes["task"].options(name=fn.__name__, **options).remote(fn, cwd, *args)
 
 
 def _placement(i, node_ids):
@@ -199,10 +192,9 @@ def evaluate(spec: ProblemSpec, population, *, generation: int = 0, key: Key | N
     k = spec.key(generation) if key is None else key
     shards = shard_bounds(n, num_shards if num_shards is not None else _default_shards(ray, n, cpus_per_task))
     ref = ray.put(x)
-    task = _remote("eval")
     cwd = os.getcwd()
-    futures = [task.options(num_cpus=cpus_per_task, max_retries=max_retries, **_placement(i, node_ids))
-               .remote(spec, ref, lo, hi, k.raw, int(first_row), cpus_per_task, cwd)
+    futures = [_submit(_eval_rows, cwd, spec, ref, lo, hi, k.raw, int(first_row), cpus_per_task,
+                       num_cpus=cpus_per_task, max_retries=max_retries, **_placement(i, node_ids))
                for i, (lo, hi) in enumerate(shards)]
     out = []
     for (lo, hi), (status, value) in zip(shards, ray.get(futures)):  # in row order, never completion order
@@ -321,17 +313,12 @@ class EnvShard:
 _envs: dict = {}
 
 
-def _rollout_rows(env_id, lo, hi, seed, steps, policy_seed, threads, params_json_text, cwd):
-    try:
-        if cwd and os.path.isdir(cwd) and os.getcwd() != cwd:
-            os.chdir(cwd)
-        k = (env_id, lo, hi, seed, threads, params_json_text)
-        shard = _envs.get(k)
-        if shard is None:
-            shard = _envs[k] = EnvShard(env_id, lo, hi, seed, threads, **json.loads(params_json_text))
-        return "ok", shard.rollout(steps, policy_seed)
-    except Exception as e:  # noqa: BLE001 - sent back as our message
-        return "error", f"{type(e).__name__}: {e}"
+def _rollout_rows(env_id, lo, hi, seed, steps, policy_seed, threads, params_json_text):
+    k = (env_id, lo, hi, seed, threads, params_json_text)
+    shard = _envs.get(k)
+    if shard is None:
+        shard = _envs[k] = EnvShard(env_id, lo, hi, seed, threads, **json.loads(params_json_text))
+    return shard.rollout(steps, policy_seed)
 
 
 def rollout_returns(env_id: str, num_envs: int, steps: int, *, seed: int = 0, policy_seed: int = 0,
@@ -344,11 +331,10 @@ def rollout_returns(env_id: str, num_envs: int, steps: int, *, seed: int = 0, po
     _check_counts(num_envs=num_envs, num_shards=num_shards, threads=threads, max_retries=max_retries)
     ray = _ensure_ray()
     shards = shard_bounds(int(num_envs), num_shards if num_shards is not None else _default_shards(ray, num_envs, threads))
-    task = _remote("rollout")
     pj = params_json(params)
     cwd = os.getcwd()
-    futures = [task.options(num_cpus=threads, max_retries=max_retries, **_placement(i, node_ids))
-               .remote(env_id, lo, hi, int(seed), int(steps), int(policy_seed), threads, pj, cwd)
+    futures = [_submit(_rollout_rows, cwd, env_id, lo, hi, int(seed), int(steps), int(policy_seed), threads, pj,
+                       num_cpus=threads, max_retries=max_retries, **_placement(i, node_ids))
                for i, (lo, hi) in enumerate(shards)]
     parts = []
     for (lo, hi), (status, value) in zip(shards, ray.get(futures)):
@@ -386,13 +372,9 @@ def _spec_text(spec):
     return spec, "sweep(text)"
 
 
-def _run_cell(spec, source, out_dir, cell, threads, cwd):
-    try:
-        if cwd and os.path.isdir(cwd) and os.getcwd() != cwd:
-            os.chdir(cwd)
-        return ("ok",) + tuple(_kestrel.sweep_cell(spec, source, out_dir, cell, threads))
-    except Exception as e:  # noqa: BLE001 - sent back as our message
-        return ("error", f"{type(e).__name__}: {e}", "", "")
+def _sweep_cell(spec, source, out_dir, cell, threads):
+    """One cell through the Rust sweep engine: (outcome, run folder, headline)."""
+    return tuple(_kestrel.sweep_cell(spec, source, out_dir, cell, threads))
 
 
 def sweep(spec, *, out_dir="runs/sweeps", engine: str = "ray", threads: int = 1, address: str | None = None,
@@ -420,29 +402,27 @@ def sweep(spec, *, out_dir="runs/sweeps", engine: str = "ray", threads: int = 1,
     errors = []
     total = len(ids)
 
-    def done(cid, outcome):
-        cells[cid] = outcome
+    def done(cid, result):
+        status, value = result
+        if status == "error":
+            errors.append(f"{cid}: {value}")
+            value = ("error", value, "")
+        cells[cid] = value
         if progress is not None:
-            progress(len(cells), total, cid, outcome[0])
+            progress(len(cells), total, cid, value[0])
 
     for cid in ids:
         if status[cid] == "done":
-            done(cid, ("skipped", "", ""))
+            done(cid, ("ok", ("skipped", "", "")))
     todo = [c for c in ids if c not in cells]
     cwd = os.getcwd()
     if engine == "local":
         for cid in todo:
-            r = _run_cell(text, source, out, cid, threads, cwd)
-            if r[0] == "error":
-                errors.append(f"{cid}: {r[1]}")
-                done(cid, ("error", r[1], ""))
-            else:
-                done(cid, r[1:])
+            done(cid, _task(_sweep_cell, cwd, text, source, out, cid, threads))
     else:
         ray = _ensure_ray(address)
-        task = _remote("cell")
-        pending = {task.options(num_cpus=threads, max_retries=max_retries)
-                   .remote(text, source, out, cid, threads, cwd): cid for cid in todo}
+        pending = {_submit(_sweep_cell, cwd, text, source, out, cid, threads, num_cpus=threads,
+                           max_retries=max_retries): cid for cid in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -450,12 +430,8 @@ def sweep(spec, *, out_dir="runs/sweeps", engine: str = "ray", threads: int = 1,
                 try:
                     r = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - a task that died more than max_retries times
-                    r = ("error", f"{type(e).__name__}: {e}", "", "")
-                if r[0] == "error":
-                    errors.append(f"{cid}: {r[1]}")
-                    done(cid, ("error", r[1], ""))
-                else:
-                    done(cid, r[1:])
+                    r = ("error", f"{type(e).__name__}: {e}")
+                done(cid, r)
     md, js = _kestrel.sweep_aggregate(text, source, out)
     if errors:
         raise RuntimeError(f"{len(errors)} of {total} sweep runs failed (table of the others in {folder}):\n  "
