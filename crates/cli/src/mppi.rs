@@ -5,7 +5,7 @@ use crate::common::{ConfigArgs, Flag, launch, load_two_pass, pool};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_mppi::tune::{TuneConfig, run_tune};
-use kestrel_mppi::{ControllerKind, MppiRunConfig, System};
+use kestrel_mppi::{ControllerKind, MppiRunConfig, Precision, System};
 use serde_json::json;
 use std::time::Instant;
 
@@ -36,6 +36,9 @@ pub struct BenchArgs {
     /// One JSON object.
     #[arg(long)]
     json: bool,
+    /// Arithmetic: f64 (bit-exact, the default) or f32 (SIMD lanes, jax-mppi's float32).
+    #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
+    precision: String,
     /// Time tuning instead: CMA-ES with this many candidates tunes λ and Σ on jax-mppi's basic
     /// example (K=50, T=15, 20 closed-loop steps from (1, −0.5), λ₀=5, Σ₀=1).
     #[arg(long)]
@@ -50,6 +53,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     if a.commands == 0 || a.tune_generations == 0 {
         bail!("invalid commands/tune_generations = 0: at least 1 each");
     }
+    let precision = if a.precision == "f32" { Precision::F32 } else { Precision::F64 };
     if let Some(pop) = a.tune_pop {
         let mut c = TuneConfig {
             run: MppiRunConfig::defaults_for(ControllerKind::Mppi, System::Basic, 20, 0),
@@ -59,6 +63,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             ..TuneConfig::default()
         };
         c.run.mppi.num_samples = 50;
+        c.run.mppi.precision = precision;
         let t = Instant::now();
         let r = pool.install(|| run_tune(&c, |_| true))?;
         let secs = t.elapsed().as_secs_f64();
@@ -66,28 +71,28 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         if a.json {
             println!(
                 "{}",
-                json!({"pop_size": c.pop_size, "generations": a.tune_generations, "threads": a.threads, "seconds": secs, "us_per_candidate_episode": us, "best_cost": r.best_cost})
+                json!({"pop_size": c.pop_size, "generations": a.tune_generations, "threads": a.threads, "precision": a.precision, "seconds": secs, "us_per_candidate_episode": us, "best_cost": r.best_cost})
             );
         } else {
             println!(
-                "MPPI tuning (basic, λ and Σ, CMA-ES pop {}, {} generations), {} thread(s): {secs:.3} s, {us:.1} µs per candidate episode, best cost {:.4}",
-                c.pop_size, a.tune_generations, a.threads, r.best_cost
+                "MPPI tuning (basic, λ and Σ, CMA-ES pop {}, {} generations), {} thread(s), {}: {secs:.3} s, {us:.1} µs per candidate episode, best cost {:.4}",
+                c.pop_size, a.tune_generations, a.threads, a.precision, r.best_cost
             );
         }
         return Ok(());
     }
     let us = pool.install(|| {
-        kestrel_mppi::bench::pendulum_command_us(a.num_samples, a.horizon, a.commands)
+        kestrel_mppi::bench::pendulum_command_us(a.num_samples, a.horizon, a.commands, precision)
     })?;
     if a.json {
         println!(
             "{}",
-            json!({"num_samples": a.num_samples, "horizon": a.horizon, "threads": a.threads, "us_per_command": us})
+            json!({"num_samples": a.num_samples, "horizon": a.horizon, "threads": a.threads, "precision": a.precision, "us_per_command": us})
         );
     } else {
         println!(
-            "MPPI command, pendulum, K={} T={}, {} thread(s): {us:.1} µs",
-            a.num_samples, a.horizon, a.threads
+            "MPPI command, pendulum, K={} T={}, {} thread(s), {}: {us:.1} µs",
+            a.num_samples, a.horizon, a.threads, a.precision
         );
     }
     Ok(())

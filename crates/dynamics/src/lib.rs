@@ -15,8 +15,23 @@
 //! | [`DoubleIntegrator`] | `[p, v]` per dimension | acceleration | rest at 0 | — |
 //! | [`DiffDrive`] | `[x, y, heading]` | `[v, ω]` | origin, facing +x | — |
 //! | [`BasicLinear`] | `[x₁, x₂]` | one input | `(1, −0.5)` | jax-mppi's basic tuning example |
+//!
+//! # Batches
+//!
+//! Besides one state at a time, [`Dynamics`] steps and costs `n` samples at once in structure
+//! of arrays ([`Dynamics::step_batch`]: component `i` of sample `j` at `x[i·n + j]`), in f64 and
+//! in f32 ([`Dynamics::step_batch_f32`]). Every built-in system writes its physics once over
+//! [`Real`] and runs one lane per sample in both: the f64 batch is bit-identical to the scalar
+//! step (same operations, `std`'s `sin`), the f32 batch uses `kestrel_core::simd`'s polynomial
+//! `sin`/`cos`/`exp` (errors stated there) and vectorises. Dynamics without batch code get
+//! defaults that loop over the scalar methods.
 
-use kestrel_core::math;
+use kestrel_core::simd::Real;
+
+/// Largest state size of the batched defaults (their per-sample scratch is on the stack).
+pub const MAX_NX: usize = 32;
+/// Largest control size of the batched defaults.
+pub const MAX_NU: usize = 8;
 
 /// How the pendulum step computes its torque term `3/(m l²) · u`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -55,19 +70,23 @@ impl Default for PendulumPhysics {
 /// The pendulum's one step (the only implementation of its physics): torque `u` clamped to
 /// `±max_torque`, `θ̇' = clip(θ̇ + (3g/(2l) sin θ + 3/(m l²) u) dt, ±max_speed)`,
 /// `θ' = θ + θ̇' dt`.
+/// Generic over the precision `R` (f64: the MPPI peers' and Gymnasium's; f32: the batched
+/// f32 mode, where `Torque::F32` is the same as `Torque::F64`).
 #[inline(always)]
-pub fn pendulum_step(p: &PendulumPhysics, x: [f64; 2], u: f64, torque: Torque) -> [f64; 2] {
+pub fn pendulum_step<R: Real>(p: &PendulumPhysics, x: [R; 2], u: R, torque: Torque) -> [R; 2] {
     let [th, thdot] = x;
     let torque = match torque {
-        Torque::F64 => 3.0 / (p.m * p.l * p.l) * u.clamp(-p.max_torque, p.max_torque),
+        Torque::F64 => {
+            R::c(3.0 / (p.m * p.l * p.l)) * u.clamp(R::c(-p.max_torque), R::c(p.max_torque))
+        }
         Torque::F32 => {
             let mt = p.max_torque as f32;
-            ((3.0 / (p.m * p.l * p.l)) as f32 * (u as f32).clamp(-mt, mt)) as f64
+            R::from_f32((3.0 / (p.m * p.l * p.l)) as f32 * (u.to_f64() as f32).clamp(-mt, mt))
         }
     };
-    let thdot = (thdot + (3.0 * p.g / (2.0 * p.l) * th.sin() + torque) * p.dt)
-        .clamp(-p.max_speed, p.max_speed);
-    [th + thdot * p.dt, thdot]
+    let thdot = (thdot + (R::c(3.0 * p.g / (2.0 * p.l)) * th.sin() + torque) * R::c(p.dt))
+        .clamp(R::c(-p.max_speed), R::c(p.max_speed));
+    [th + thdot * R::c(p.dt), thdot]
 }
 
 /// Cart-pole constants (Gymnasium `CartPole-v1`'s defaults; `length` is half the pole).
@@ -93,22 +112,19 @@ impl Default for CartPolePhysics {
 
 /// The cart-pole's one step (the only implementation of its physics): Gymnasium's equations
 /// with explicit Euler, force `force` in newtons on state `[x, ẋ, θ, θ̇]` (θ = 0 upright).
+/// Generic over the precision `R`.
 #[inline(always)]
-pub fn cartpole_step(p: &CartPolePhysics, x: [f64; 4], force: f64) -> [f64; 4] {
+pub fn cartpole_step<R: Real>(p: &CartPolePhysics, x: [R; 4], force: R) -> [R; 4] {
     let [pos, vel, theta, theta_dot] = x;
     let (sin, cos) = (theta.sin(), theta.cos());
-    let total = p.mass_pole + p.mass_cart;
-    let pml = p.mass_pole * p.length;
+    let total = R::c(p.mass_pole + p.mass_cart);
+    let pml = R::c(p.mass_pole * p.length);
     let temp = (force + pml * theta_dot * theta_dot * sin) / total;
-    let theta_acc =
-        (p.gravity * sin - cos * temp) / (p.length * (4.0 / 3.0 - p.mass_pole * cos * cos / total));
+    let theta_acc = (R::c(p.gravity) * sin - cos * temp)
+        / (R::c(p.length) * (R::c(4.0 / 3.0) - R::c(p.mass_pole) * cos * cos / total));
     let x_acc = temp - pml * theta_acc * cos / total;
-    [
-        pos + p.tau * vel,
-        vel + p.tau * x_acc,
-        theta + p.tau * theta_dot,
-        theta_dot + p.tau * theta_acc,
-    ]
+    let tau = R::c(p.tau);
+    [pos + tau * vel, vel + tau * x_acc, theta + tau * theta_dot, theta_dot + tau * theta_acc]
 }
 
 /// A dynamical system with its costs, one state at a time (pytorch-mppi's `dynamics`,
@@ -144,6 +160,152 @@ pub trait Dynamics: Send + Sync {
     fn terminated(&self, _x: &[f64]) -> bool {
         false
     }
+
+    /// [`Dynamics::step`] of `n` samples in structure of arrays: component `i` of sample `j`
+    /// is `x[i·n + j]` (likewise `u` and `next`), all at horizon step `t`. Same values as
+    /// `step` per sample. The default loops over `step` (`nx ≤` [`MAX_NX`], `nu ≤` [`MAX_NU`]).
+    fn step_batch(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64], n: usize) {
+        let (nx, nu) = (self.nx(), self.nu());
+        let (mut xs, mut us, mut ns) = ([0.0; MAX_NX], [0.0; MAX_NU], [0.0; MAX_NX]);
+        for j in 0..n {
+            (0..nx).for_each(|i| xs[i] = x[i * n + j]);
+            (0..nu).for_each(|i| us[i] = u[i * n + j]);
+            self.step(&xs[..nx], &us[..nu], t, &mut ns[..nx]);
+            (0..nx).for_each(|i| next[i * n + j] = ns[i]);
+        }
+    }
+    /// Adds [`Dynamics::running_cost`] of each of `n` samples (layout of
+    /// [`Dynamics::step_batch`]) to `cost[j]`.
+    fn running_cost_batch(&self, x: &[f64], u: &[f64], t: usize, cost: &mut [f64], n: usize) {
+        let (nx, nu) = (self.nx(), self.nu());
+        let (mut xs, mut us) = ([0.0; MAX_NX], [0.0; MAX_NU]);
+        for (j, c) in cost[..n].iter_mut().enumerate() {
+            (0..nx).for_each(|i| xs[i] = x[i * n + j]);
+            (0..nu).for_each(|i| us[i] = u[i * n + j]);
+            *c += self.running_cost(&xs[..nx], &us[..nu], t);
+        }
+    }
+    /// Adds [`Dynamics::terminal_cost`] of each of `n` samples to `cost[j]`.
+    fn terminal_cost_batch(&self, x: &[f64], cost: &mut [f64], n: usize) {
+        let nx = self.nx();
+        let mut xs = [0.0; MAX_NX];
+        for (j, c) in cost[..n].iter_mut().enumerate() {
+            (0..nx).for_each(|i| xs[i] = x[i * n + j]);
+            *c += self.terminal_cost(&xs[..nx]);
+        }
+    }
+    /// [`Dynamics::step_batch`] in f32 (MPPI's f32 precision mode). The default computes each
+    /// sample's [`Dynamics::step`] in f64 and rounds the result; built-in systems run in f32.
+    fn step_batch_f32(&self, x: &[f32], u: &[f32], t: usize, next: &mut [f32], n: usize) {
+        let (nx, nu) = (self.nx(), self.nu());
+        let (mut xs, mut us, mut ns) = ([0.0; MAX_NX], [0.0; MAX_NU], [0.0; MAX_NX]);
+        for j in 0..n {
+            (0..nx).for_each(|i| xs[i] = x[i * n + j] as f64);
+            (0..nu).for_each(|i| us[i] = u[i * n + j] as f64);
+            self.step(&xs[..nx], &us[..nu], t, &mut ns[..nx]);
+            (0..nx).for_each(|i| next[i * n + j] = ns[i] as f32);
+        }
+    }
+    /// [`Dynamics::running_cost_batch`] in f32 (default: f64 per sample, rounded).
+    fn running_cost_batch_f32(&self, x: &[f32], u: &[f32], t: usize, cost: &mut [f32], n: usize) {
+        let (nx, nu) = (self.nx(), self.nu());
+        let (mut xs, mut us) = ([0.0; MAX_NX], [0.0; MAX_NU]);
+        for (j, c) in cost[..n].iter_mut().enumerate() {
+            (0..nx).for_each(|i| xs[i] = x[i * n + j] as f64);
+            (0..nu).for_each(|i| us[i] = u[i * n + j] as f64);
+            *c += self.running_cost(&xs[..nx], &us[..nu], t) as f32;
+        }
+    }
+    /// [`Dynamics::terminal_cost_batch`] in f32 (default: f64 per sample, rounded).
+    fn terminal_cost_batch_f32(&self, x: &[f32], cost: &mut [f32], n: usize) {
+        let nx = self.nx();
+        let mut xs = [0.0; MAX_NX];
+        for (j, c) in cost[..n].iter_mut().enumerate() {
+            (0..nx).for_each(|i| xs[i] = x[i * n + j] as f64);
+            *c += self.terminal_cost(&xs[..nx]) as f32;
+        }
+    }
+}
+
+/// The rows of a structure-of-arrays buffer: `N` slices of `n` values.
+#[inline(always)]
+fn rows<R, const N: usize>(v: &[R], n: usize) -> [&[R]; N] {
+    std::array::from_fn(|i| &v[i * n..(i + 1) * n])
+}
+
+/// One lane per sample: `next[·, j] = f(x[·, j], u[·, j])` over `n` samples in structure of
+/// arrays (the batched step of a system with `NX` states and `NU` controls). Branch-free
+/// `f` vectorises.
+#[inline(always)]
+pub fn lanes_step<R: Real, const NX: usize, const NU: usize>(
+    x: &[R],
+    u: &[R],
+    next: &mut [R],
+    n: usize,
+    f: impl Fn([R; NX], [R; NU]) -> [R; NX],
+) {
+    if n == 0 {
+        return;
+    }
+    let (xr, ur) = (rows::<R, NX>(x, n), rows::<R, NU>(u, n));
+    let mut it = next[..NX * n].chunks_exact_mut(n);
+    let nr: [&mut [R]; NX] = std::array::from_fn(|_| it.next().expect("NX rows"));
+    for j in 0..n {
+        let y = f(std::array::from_fn(|i| xr[i][j]), std::array::from_fn(|i| ur[i][j]));
+        for i in 0..NX {
+            nr[i][j] = y[i];
+        }
+    }
+}
+
+/// One lane per sample: `cost[j] += f(x[·, j], u[·, j])` (a batched running cost; a terminal
+/// cost takes `NU = 0` and an empty `u`).
+#[inline(always)]
+pub fn lanes_cost<R: Real, const NX: usize, const NU: usize>(
+    x: &[R],
+    u: &[R],
+    cost: &mut [R],
+    n: usize,
+    f: impl Fn([R; NX], [R; NU]) -> R,
+) {
+    if n == 0 {
+        return;
+    }
+    let (xr, ur) = (rows::<R, NX>(x, n), rows::<R, NU>(u, n));
+    for (j, c) in cost[..n].iter_mut().enumerate() {
+        *c += f(std::array::from_fn(|i| xr[i][j]), std::array::from_fn(|i| ur[i][j]));
+    }
+}
+
+/// The six batched methods of a system with `NX` states and `NU` controls from its generic
+/// physics: `$step(x, u) -> [R; NX]`, `$cost(x, u) -> R`, `$term(x) -> R`.
+macro_rules! batched {
+    ($nx:literal, $nu:literal, $step:expr, $cost:expr, $term:expr) => {
+        #[inline(always)]
+        fn step_batch(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64], n: usize) {
+            lanes_step::<f64, $nx, $nu>(x, u, next, n, |x, u| $step(x, u))
+        }
+        #[inline(always)]
+        fn running_cost_batch(&self, x: &[f64], u: &[f64], _t: usize, c: &mut [f64], n: usize) {
+            lanes_cost::<f64, $nx, $nu>(x, u, c, n, |x, u| $cost(x, u))
+        }
+        #[inline(always)]
+        fn terminal_cost_batch(&self, x: &[f64], c: &mut [f64], n: usize) {
+            lanes_cost::<f64, $nx, 0>(x, &[], c, n, |x, _| $term(x))
+        }
+        #[inline(always)]
+        fn step_batch_f32(&self, x: &[f32], u: &[f32], _t: usize, next: &mut [f32], n: usize) {
+            lanes_step::<f32, $nx, $nu>(x, u, next, n, |x, u| $step(x, u))
+        }
+        #[inline(always)]
+        fn running_cost_batch_f32(&self, x: &[f32], u: &[f32], _t: usize, c: &mut [f32], n: usize) {
+            lanes_cost::<f32, $nx, $nu>(x, u, c, n, |x, u| $cost(x, u))
+        }
+        #[inline(always)]
+        fn terminal_cost_batch_f32(&self, x: &[f32], c: &mut [f32], n: usize) {
+            lanes_cost::<f32, $nx, 0>(x, &[], c, n, |x, _| $term(x))
+        }
+    };
 }
 
 impl<D: Dynamics> Dynamics for &D {
@@ -171,6 +333,30 @@ impl<D: Dynamics> Dynamics for &D {
     fn terminated(&self, x: &[f64]) -> bool {
         (*self).terminated(x)
     }
+    #[inline(always)]
+    fn step_batch(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64], n: usize) {
+        (*self).step_batch(x, u, t, next, n)
+    }
+    #[inline(always)]
+    fn running_cost_batch(&self, x: &[f64], u: &[f64], t: usize, cost: &mut [f64], n: usize) {
+        (*self).running_cost_batch(x, u, t, cost, n)
+    }
+    #[inline(always)]
+    fn terminal_cost_batch(&self, x: &[f64], cost: &mut [f64], n: usize) {
+        (*self).terminal_cost_batch(x, cost, n)
+    }
+    #[inline(always)]
+    fn step_batch_f32(&self, x: &[f32], u: &[f32], t: usize, next: &mut [f32], n: usize) {
+        (*self).step_batch_f32(x, u, t, next, n)
+    }
+    #[inline(always)]
+    fn running_cost_batch_f32(&self, x: &[f32], u: &[f32], t: usize, cost: &mut [f32], n: usize) {
+        (*self).running_cost_batch_f32(x, u, t, cost, n)
+    }
+    #[inline(always)]
+    fn terminal_cost_batch_f32(&self, x: &[f32], cost: &mut [f32], n: usize) {
+        (*self).terminal_cost_batch_f32(x, cost, n)
+    }
 }
 
 /// Gym pendulum dynamics for MPPI (state `[θ, θ̇]`, control torque clamped to ±2; running
@@ -179,6 +365,23 @@ impl<D: Dynamics> Dynamics for &D {
 /// arithmetic is `kestrel_envs::Pendulum`, the [`Torque::F32`] mode of the same step).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PendulumDynamics;
+
+impl PendulumDynamics {
+    #[inline(always)]
+    fn step_r<R: Real>(x: [R; 2], u: [R; 1]) -> [R; 2] {
+        pendulum_step(&PendulumPhysics::default(), x, u[0], Torque::F64)
+    }
+
+    #[inline(always)]
+    fn cost_r<R: Real>(x: [R; 2], u: [R; 1]) -> R {
+        // ((θ + π) mod 2π) − π with the floored remainder a − b⌊a/b⌋ (torch.remainder's
+        // definition; cheaper than fmod).
+        let (pi, tau) = (R::c(std::f64::consts::PI), R::c(std::f64::consts::TAU));
+        let a = x[0] + pi;
+        let th = a - tau * (a / tau).floor() - pi;
+        th * th + R::c(0.1) * x[1] * x[1] + R::c(0.001) * u[0] * u[0]
+    }
+}
 
 impl Dynamics for PendulumDynamics {
     #[inline]
@@ -191,22 +394,22 @@ impl Dynamics for PendulumDynamics {
     }
     #[inline(always)]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
-        let n = pendulum_step(&PendulumPhysics::default(), [x[0], x[1]], u[0], Torque::F64);
-        next[..2].copy_from_slice(&n);
+        next[..2].copy_from_slice(&Self::step_r([x[0], x[1]], [u[0]]));
     }
     #[inline(always)]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        // ((θ + π) mod 2π) − π with the floored remainder a − b⌊a/b⌋ (torch.remainder's
-        // definition; cheaper than fmod).
-        let a = x[0] + std::f64::consts::PI;
-        let th = a
-            - std::f64::consts::TAU * math::floor(a / std::f64::consts::TAU)
-            - std::f64::consts::PI;
-        th * th + 0.1 * x[1] * x[1] + 0.001 * u[0] * u[0]
+        Self::cost_r([x[0], x[1]], [u[0]])
     }
     fn initial_state(&self, x: &mut [f64]) {
         x.copy_from_slice(&[std::f64::consts::PI, 0.0]);
     }
+    batched!(2, 1, Self::step_r, Self::cost_r, no_cost);
+}
+
+/// The terminal cost of systems without one (0 in either precision).
+#[inline(always)]
+fn no_cost<R: Real, const N: usize>(_x: [R; N]) -> R {
+    R::ZERO
 }
 
 /// pytorch-mppi's `Toy2DEnvironment` (also jax-mppi's smoothing benchmark): `x' = x + B u`
@@ -226,13 +429,35 @@ impl Nav2d {
 
     /// The hill term at `x`.
     pub fn hill(x: &[f64]) -> f64 {
-        let (dx, dy) = (Self::HILL[0] - x[0], Self::HILL[1] - x[1]);
-        200.0 * (-(2.5 * (0.1 * dx * dx + 0.1 * dx * dy + 0.1 * dy * dy))).exp()
+        Self::hill_r([x[0], x[1]])
     }
 
-    fn state_cost(x: &[f64]) -> f64 {
-        let (gx, gy) = (Self::GOAL[0] - x[0], Self::GOAL[1] - x[1]);
-        gx * gx + gy * gy + Self::hill(x)
+    #[inline(always)]
+    fn hill_r<R: Real>(x: [R; 2]) -> R {
+        let (dx, dy) = (R::c(Self::HILL[0]) - x[0], R::c(Self::HILL[1]) - x[1]);
+        let q = R::c(0.1) * dx * dx + R::c(0.1) * dx * dy + R::c(0.1) * dy * dy;
+        R::c(200.0) * (-(R::c(2.5) * q)).exp()
+    }
+
+    #[inline(always)]
+    fn state_cost<R: Real>(x: [R; 2]) -> R {
+        let (gx, gy) = (R::c(Self::GOAL[0]) - x[0], R::c(Self::GOAL[1]) - x[1]);
+        gx * gx + gy * gy + Self::hill_r(x)
+    }
+
+    #[inline(always)]
+    fn step_r<R: Real>(x: [R; 2], u: [R; 2]) -> [R; 2] {
+        [x[0] + R::c(0.5) * u[0], x[1] - R::c(0.5) * u[1]]
+    }
+
+    #[inline(always)]
+    fn cost_r<R: Real>(x: [R; 2], u: [R; 2]) -> R {
+        Self::state_cost(x) + R::c(0.01) * (u[0] * u[0] + u[1] * u[1])
+    }
+
+    #[inline(always)]
+    fn terminal_r<R: Real>(x: [R; 2]) -> R {
+        R::c(10.0) * Self::state_cost(x)
     }
 }
 
@@ -247,26 +472,43 @@ impl Dynamics for Nav2d {
     }
     #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
-        next[0] = x[0] + 0.5 * u[0];
-        next[1] = x[1] - 0.5 * u[1];
+        next[..2].copy_from_slice(&Self::step_r([x[0], x[1]], [u[0], u[1]]));
     }
     #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        Self::state_cost(x) + 0.01 * (u[0] * u[0] + u[1] * u[1])
+        Self::cost_r([x[0], x[1]], [u[0], u[1]])
     }
     #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
-        10.0 * Self::state_cost(x)
+        Self::terminal_r([x[0], x[1]])
     }
     fn initial_state(&self, x: &mut [f64]) {
         x.copy_from_slice(&Self::START);
     }
+    batched!(2, 2, Self::step_r, Self::cost_r, Self::terminal_r);
 }
 
 /// jax-mppi's basic tuning example: `x' = x + 0.1 u` (`u` broadcast over the 2 states), cost
 /// `|x|² + 0.01 u²`, terminal `10 |x|²`, start `(1, −0.5)`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BasicLinear;
+
+impl BasicLinear {
+    #[inline(always)]
+    fn step_r<R: Real>(x: [R; 2], u: [R; 1]) -> [R; 2] {
+        [x[0] + R::c(0.1) * u[0], x[1] + R::c(0.1) * u[0]]
+    }
+
+    #[inline(always)]
+    fn cost_r<R: Real>(x: [R; 2], u: [R; 1]) -> R {
+        x[0] * x[0] + x[1] * x[1] + R::c(0.01) * u[0] * u[0]
+    }
+
+    #[inline(always)]
+    fn terminal_r<R: Real>(x: [R; 2]) -> R {
+        R::c(10.0) * (x[0] * x[0] + x[1] * x[1])
+    }
+}
 
 impl Dynamics for BasicLinear {
     #[inline]
@@ -279,20 +521,20 @@ impl Dynamics for BasicLinear {
     }
     #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
-        next[0] = x[0] + 0.1 * u[0];
-        next[1] = x[1] + 0.1 * u[0];
+        next[..2].copy_from_slice(&Self::step_r([x[0], x[1]], [u[0]]));
     }
     #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        x[0] * x[0] + x[1] * x[1] + 0.01 * u[0] * u[0]
+        Self::cost_r([x[0], x[1]], [u[0]])
     }
     #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
-        10.0 * (x[0] * x[0] + x[1] * x[1])
+        Self::terminal_r([x[0], x[1]])
     }
     fn initial_state(&self, x: &mut [f64]) {
         x.copy_from_slice(&[1.0, -0.5]);
     }
+    batched!(2, 1, Self::step_r, Self::cost_r, Self::terminal_r);
 }
 
 /// A double integrator in `d` dimensions: state `[positions, velocities]`, control
@@ -301,6 +543,44 @@ impl Dynamics for BasicLinear {
 pub struct DoubleIntegrator {
     /// Dimensions (1 to 4).
     pub dims: usize,
+}
+
+impl DoubleIntegrator {
+    /// The batched step in either precision: dimension by dimension, one lane per sample.
+    #[inline(always)]
+    fn step_rows<R: Real>(&self, x: &[R], u: &[R], next: &mut [R], n: usize) {
+        let d = self.dims;
+        for i in 0..d {
+            let (p, v, a) = (&x[i * n..][..n], &x[(d + i) * n..][..n], &u[i * n..][..n]);
+            let (np, nv) = next[..2 * d * n].split_at_mut(d * n);
+            let (np, nv) = (&mut np[i * n..][..n], &mut nv[i * n..][..n]);
+            for j in 0..n {
+                nv[j] = v[j] + R::c(0.1) * a[j];
+                np[j] = p[j] + R::c(0.1) * nv[j];
+            }
+        }
+    }
+
+    /// The batched running cost in either precision: each sample's sum over dimensions in the
+    /// order of the scalar cost, then added to `cost`.
+    #[inline(always)]
+    fn cost_rows<R: Real>(&self, x: &[R], u: &[R], cost: &mut [R], n: usize) {
+        let d = self.dims;
+        let mut acc = [R::ZERO; 64];
+        for j0 in (0..n).step_by(64) {
+            let m = (n - j0).min(64);
+            acc[..m].iter_mut().for_each(|a| *a = R::ZERO);
+            for i in 0..d {
+                let p = &x[i * n + j0..][..m];
+                let (v, a) = (&x[(d + i) * n + j0..][..m], &u[i * n + j0..][..m]);
+                for j in 0..m {
+                    let e = p[j] - R::c(1.0);
+                    acc[j] += e * e + R::c(0.1) * v[j] * v[j] + R::c(0.01) * a[j] * a[j];
+                }
+            }
+            cost[j0..j0 + m].iter_mut().zip(&acc[..m]).for_each(|(c, &a)| *c += a);
+        }
+    }
 }
 
 impl Dynamics for DoubleIntegrator {
@@ -314,17 +594,34 @@ impl Dynamics for DoubleIntegrator {
     }
     #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
-        let d = self.dims;
-        for i in 0..d {
-            next[d + i] = x[d + i] + 0.1 * u[i];
-            next[i] = x[i] + 0.1 * next[d + i];
-        }
+        self.step_rows(x, u, next, 1)
     }
     #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        let d = self.dims;
-        (0..d).map(|i| (x[i] - 1.0).powi(2) + 0.1 * x[d + i] * x[d + i] + 0.01 * u[i] * u[i]).sum()
+        let mut c = [0.0];
+        self.cost_rows(x, u, &mut c, 1);
+        c[0]
     }
+    #[inline(always)]
+    fn step_batch(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64], n: usize) {
+        self.step_rows(x, u, next, n)
+    }
+    #[inline(always)]
+    fn running_cost_batch(&self, x: &[f64], u: &[f64], _t: usize, cost: &mut [f64], n: usize) {
+        self.cost_rows(x, u, cost, n)
+    }
+    #[inline(always)]
+    fn terminal_cost_batch(&self, _x: &[f64], _cost: &mut [f64], _n: usize) {}
+    #[inline(always)]
+    fn step_batch_f32(&self, x: &[f32], u: &[f32], _t: usize, next: &mut [f32], n: usize) {
+        self.step_rows(x, u, next, n)
+    }
+    #[inline(always)]
+    fn running_cost_batch_f32(&self, x: &[f32], u: &[f32], _t: usize, cost: &mut [f32], n: usize) {
+        self.cost_rows(x, u, cost, n)
+    }
+    #[inline(always)]
+    fn terminal_cost_batch_f32(&self, _x: &[f32], _cost: &mut [f32], _n: usize) {}
 }
 
 /// Gymnasium's cart-pole equations (CartPole-v1 constants, Euler, `τ = 0.02`) with a continuous
@@ -339,8 +636,25 @@ impl ContinuousCartPole {
     /// Largest force magnitude.
     pub const FORCE_MAG: f64 = 10.0;
 
-    fn state_cost(x: &[f64]) -> f64 {
-        x[2] * x[2] + 0.1 * x[3] * x[3] + 0.1 * x[0] * x[0] + 0.01 * x[1] * x[1]
+    #[inline(always)]
+    fn state_cost<R: Real>(x: [R; 4]) -> R {
+        x[2] * x[2] + R::c(0.1) * x[3] * x[3] + R::c(0.1) * x[0] * x[0] + R::c(0.01) * x[1] * x[1]
+    }
+
+    #[inline(always)]
+    fn step_r<R: Real>(x: [R; 4], u: [R; 1]) -> [R; 4] {
+        let force = u[0].clamp(R::c(-Self::FORCE_MAG), R::c(Self::FORCE_MAG));
+        cartpole_step(&CartPolePhysics::default(), x, force)
+    }
+
+    #[inline(always)]
+    fn cost_r<R: Real>(x: [R; 4], u: [R; 1]) -> R {
+        Self::state_cost(x) + R::c(1e-4) * u[0] * u[0]
+    }
+
+    #[inline(always)]
+    fn terminal_r<R: Real>(x: [R; 4]) -> R {
+        R::c(10.0) * Self::state_cost(x)
     }
 }
 
@@ -355,17 +669,15 @@ impl Dynamics for ContinuousCartPole {
     }
     #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
-        let force = u[0].clamp(-Self::FORCE_MAG, Self::FORCE_MAG);
-        let n = cartpole_step(&CartPolePhysics::default(), [x[0], x[1], x[2], x[3]], force);
-        next[..4].copy_from_slice(&n);
+        next[..4].copy_from_slice(&Self::step_r([x[0], x[1], x[2], x[3]], [u[0]]));
     }
     #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        Self::state_cost(x) + 1e-4 * u[0] * u[0]
+        Self::cost_r([x[0], x[1], x[2], x[3]], [u[0]])
     }
     #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
-        10.0 * Self::state_cost(x)
+        Self::terminal_r([x[0], x[1], x[2], x[3]])
     }
     fn initial_state(&self, x: &mut [f64]) {
         x.copy_from_slice(&[0.0, 0.0, 0.2, 0.0]);
@@ -374,6 +686,7 @@ impl Dynamics for ContinuousCartPole {
     fn terminated(&self, x: &[f64]) -> bool {
         x[0].abs() > 2.4 || x[2].abs() > 12.0 * 2.0 * std::f64::consts::PI / 360.0
     }
+    batched!(4, 1, Self::step_r, Self::cost_r, Self::terminal_r);
 }
 
 /// A differential-drive (unicycle) robot: state `[x, y, heading]`, control `[v, ω]` (forward
@@ -387,9 +700,27 @@ impl DiffDrive {
     /// Goal position.
     pub const GOAL: [f64; 2] = [2.0, 1.0];
 
-    fn state_cost(x: &[f64]) -> f64 {
-        let (dx, dy) = (x[0] - Self::GOAL[0], x[1] - Self::GOAL[1]);
+    #[inline(always)]
+    fn state_cost<R: Real>(x: [R; 3]) -> R {
+        let (dx, dy) = (x[0] - R::c(Self::GOAL[0]), x[1] - R::c(Self::GOAL[1]));
         dx * dx + dy * dy
+    }
+
+    #[inline(always)]
+    fn step_r<R: Real>(x: [R; 3], u: [R; 2]) -> [R; 3] {
+        let dt = R::c(0.1);
+        let (s, c) = (x[2].sin(), x[2].cos());
+        [x[0] + dt * u[0] * c, x[1] + dt * u[0] * s, x[2] + dt * u[1]]
+    }
+
+    #[inline(always)]
+    fn cost_r<R: Real>(x: [R; 3], u: [R; 2]) -> R {
+        Self::state_cost(x) + R::c(0.01) * (u[0] * u[0] + u[1] * u[1])
+    }
+
+    #[inline(always)]
+    fn terminal_r<R: Real>(x: [R; 3]) -> R {
+        R::c(10.0) * Self::state_cost(x)
     }
 }
 
@@ -404,18 +735,15 @@ impl Dynamics for DiffDrive {
     }
     #[inline]
     fn step(&self, x: &[f64], u: &[f64], _t: usize, next: &mut [f64]) {
-        let dt = 0.1;
-        let (s, c) = x[2].sin_cos();
-        next[0] = x[0] + dt * u[0] * c;
-        next[1] = x[1] + dt * u[0] * s;
-        next[2] = x[2] + dt * u[1];
+        next[..3].copy_from_slice(&Self::step_r([x[0], x[1], x[2]], [u[0], u[1]]));
     }
     #[inline]
     fn running_cost(&self, x: &[f64], u: &[f64], _t: usize) -> f64 {
-        Self::state_cost(x) + 0.01 * (u[0] * u[0] + u[1] * u[1])
+        Self::cost_r([x[0], x[1], x[2]], [u[0], u[1]])
     }
     #[inline]
     fn terminal_cost(&self, x: &[f64]) -> f64 {
-        10.0 * Self::state_cost(x)
+        Self::terminal_r([x[0], x[1], x[2]])
     }
+    batched!(3, 2, Self::step_r, Self::cost_r, Self::terminal_r);
 }

@@ -1,15 +1,16 @@
 //! Timings of the controllers (`kestrel mppi bench`, `tools/compare/mppi.py`).
 
-use crate::{Controller, Mppi, MppiError, MppiParams, PendulumDynamics};
+use crate::{Controller, Mppi, MppiError, MppiParams, PendulumDynamics, Precision};
 use kestrel_core::Key;
 
 /// Mean µs per MPPI `command` on the gym pendulum (pytorch-mppi's benchmark problem: σ = 1,
 /// |u| ≤ 2) with `num_samples` samples over `horizon` steps, from `(3, 0)`, `commands` timed
-/// after 10 warm-up commands, on the current thread pool.
+/// after 10 warm-up commands, on the current thread pool, in `precision`.
 pub fn pendulum_command_us(
     num_samples: usize,
     horizon: usize,
     commands: u64,
+    precision: Precision,
 ) -> Result<f64, MppiError> {
     if commands == 0 {
         return Err(MppiError::from(kestrel_core::Invalid::new("commands", 0, "at least 1")));
@@ -20,6 +21,7 @@ pub fn pendulum_command_us(
         horizon,
         u_min: vec![-2.0],
         u_max: vec![2.0],
+        precision,
         ..MppiParams::new(1, 1.0)
     };
     m.validate(&p)?;

@@ -128,6 +128,13 @@ impl<D: Dynamics> Kmppi<D> {
     /// Checks the MPPI params and the KMPPI extras.
     pub fn validate(&self, p: &KmppiParams) -> Result<(), crate::MppiError> {
         crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
+        if p.mppi.precision != crate::Precision::F64 {
+            return Err(crate::MppiError::invalid(
+                "precision",
+                "f32",
+                "f64 for KMPPI (the f32 lanes are MPPI's)",
+            ));
+        }
         if p.num_support_pts == 0
             || p.num_support_pts > p.mppi.horizon
             || !(p.kernel_sigma.is_finite() && p.kernel_sigma > 0.0)

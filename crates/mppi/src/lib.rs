@@ -17,6 +17,7 @@ pub mod bench;
 mod controller;
 pub mod icem;
 mod kmppi;
+mod lanes;
 mod mppi;
 pub mod presets;
 mod smppi;
@@ -30,6 +31,7 @@ pub use icem::{
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{
     Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, Phase,
+    Precision,
 };
 pub use presets::{ControllerKind, MppiRunConfig, System};
 pub use smppi::{Smppi, SmppiParams, SmppiState};

@@ -6,9 +6,9 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 /// Largest state size (rollouts keep states on the stack).
-pub const MAX_NX: usize = 32;
+pub const MAX_NX: usize = kestrel_dynamics::MAX_NX;
 /// Largest control size.
-pub const MAX_NU: usize = 8;
+pub const MAX_NU: usize = kestrel_dynamics::MAX_NU;
 /// Most rollouts per sample (`rollout_samples`; their states are on the stack).
 pub const MAX_M: usize = 16;
 
@@ -65,6 +65,32 @@ pub struct MppiParams {
     /// Whose conventions `command` follows (MPPI, and SMPPI/KMPPI through their `mppi` field;
     /// their own rows are documented on [`crate::Smppi`] and [`crate::Kmppi`]).
     pub convention: Convention,
+    /// Arithmetic of sampling, rollouts and weights ([`Precision`]; MPPI only, SMPPI and KMPPI
+    /// run in f64).
+    #[serde(default)]
+    pub precision: Precision,
+}
+
+/// The arithmetic MPPI's `command` runs in.
+///
+/// | | `F64` (default) | `F32` |
+/// |---|---|---|
+/// | sampling, rollout, costs | f64, [`Dynamics::step_batch`] over blocks of 8 samples | f32, [`Dynamics::step_batch_f32`] over blocks of 32 samples, one SIMD lane per sample |
+/// | `sin`, `cos`, `exp` | `std` | `kestrel_core::simd` polynomials (max error there) |
+/// | weights | f64 | f32 `exp`, normalised in f64 |
+/// | keyed normals (`command`) | sample-major ([`Controller::command`]'s definition) | block-major: block `b`'s `T × nu × 32` normals from `key.fold_in(b)` |
+/// | golden tests | every one (pytorch-mppi, jax-mppi in x64) | none: checked against f64 within f32 error (`tests/precision.rs`) |
+///
+/// `F32` is jax-mppi's default arithmetic (JAX without x64); it needs `rollout_samples = 1`.
+/// The nominal plan, its update and the returned controls stay f64 in both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precision {
+    /// Bit-exact f64 (what the golden tests pin).
+    #[default]
+    F64,
+    /// f32 lanes (vectorised; jax-mppi's float32).
+    F32,
 }
 
 /// The two peers' MPPI conventions (`shared/reference/mppi-es-qd.md` §4).
@@ -117,6 +143,7 @@ impl MppiParams {
             rollout_var_cost: 0.0,
             rollout_var_discount: 0.95,
             convention: Convention::PytorchMppi,
+            precision: Precision::F64,
         }
     }
 }
@@ -135,6 +162,8 @@ pub struct MppiState {
     normals: Vec<f64>,
     /// Scaled, clamped controls of every sample, `K × T × nu` (scratch reused across commands).
     controls: Vec<f64>,
+    /// Scratch of the f32 mode (normals, noise, costs, partial updates; see `lanes.rs`).
+    pub(crate) lanes: crate::lanes::Scratch,
 }
 
 /// An MPPI controller over dynamics `D`.
@@ -210,6 +239,13 @@ impl<D: Dynamics> Mppi<D> {
             return Err(invalid("u_per_command", p.u_per_command, "1 to horizon"));
         }
         validate_rollouts(p)?;
+        if p.rollout_samples > 1 && p.precision == Precision::F32 {
+            return Err(invalid(
+                "rollout_samples",
+                p.rollout_samples,
+                "1 with precision f32 (stochastic rollouts run in f64)",
+            ));
+        }
         if p.rollout_samples > 1 && p.convention == Convention::JaxMppi {
             return Err(invalid(
                 "rollout_samples",
@@ -231,6 +267,7 @@ impl<D: Dynamics> Mppi<D> {
             noise: vec![0.0; k * t * nu],
             normals: Vec::new(),
             controls: Vec::new(),
+            lanes: Default::default(),
         }
     }
 
@@ -276,15 +313,21 @@ impl<D: Dynamics> Mppi<D> {
     }
 }
 
-/// Resizes `z` to `k × per` and fills row `r` with standard normals from `key.fold_in(r)`
-/// (the same draw on any thread count). Shared by MPPI, SMPPI and KMPPI.
+/// Samples per chunk of [`draw_normals`].
+const NORMAL_CHUNK: usize = 8;
+
+/// Resizes `z` to `k × per` (sample-major) and fills it with standard normals: the rows of
+/// samples `8c..8c + 8` (fewer in the last chunk) are one [`kestrel_core::fill_normal_f32`]
+/// draw from `key.fold_in(c)` (the one vectorised sampler; the same values on any thread
+/// count and CPU). Shared by MPPI, SMPPI and KMPPI.
 pub(crate) fn draw_normals(key: Key, k: usize, per: usize, z: &mut Vec<f64>) {
     z.resize(k * per, 0.0);
-    // Split rows only in tasks of ~4k normals: small K (as in tuning, where many commands
-    // already run in parallel) stays on one thread.
-    let min = (4096 / per.max(1)).max(1);
-    z.par_chunks_mut(per.max(1)).enumerate().with_min_len(min).for_each(|(r, row)| {
-        key.fold_in(r as u64).rng().fill_standard_normal(row);
+    let chunk = NORMAL_CHUNK * per.max(1);
+    // Split only in tasks of ~4k normals: small K (as in tuning, where many commands already
+    // run in parallel) stays on one thread.
+    let min = (4096 / chunk).max(1);
+    z.par_chunks_mut(chunk).enumerate().with_min_len(min).for_each(|(c, rows)| {
+        kestrel_core::fill_normal_f32(key.fold_in(c as u64), rows);
     });
 }
 
@@ -401,11 +444,11 @@ fn control_cost(e: &[f64], u_nom: &[f64], sinv: &[f64], nu: usize, jax: bool, ab
 /// Samples rolled out together by [`rollout_block`].
 pub(crate) const BLOCK: usize = 8;
 
-/// Rolls out `out.len() ≤ BLOCK` samples from `x0` interleaved step by step and writes each
-/// one's running + terminal cost (`M = 1`); `controls` holds their scaled controls
-/// (`sample × step × nu`). `cost_before`: jax-mppi's running cost on the state before each
-/// step; otherwise pytorch-mppi's, on the state after. Per sample the arithmetic is that of
-/// [`rollout_cost_by`] / [`rollout_cost_jax`].
+/// Rolls out `out.len() ≤ BLOCK` samples from `x0` through [`Dynamics::step_batch`] (states
+/// in structure of arrays, one lane per sample) and writes each one's running + terminal cost
+/// (`M = 1`); `controls` holds their scaled controls (`sample × step × nu`). `cost_before`:
+/// jax-mppi's running cost on the state before each step; otherwise pytorch-mppi's, on the
+/// state after. Per sample the arithmetic is that of [`rollout_cost_by`] / [`rollout_cost_jax`].
 pub(crate) fn rollout_block<D: Dynamics>(
     d: &D,
     x0: &[f64],
@@ -415,28 +458,31 @@ pub(crate) fn rollout_block<D: Dynamics>(
     controls: &[f64],
 ) {
     let (nx, nu, nb) = (d.nx(), d.nu(), out.len());
-    let mut xa = [[0.0f64; MAX_NX]; BLOCK];
-    let mut xb = [[0.0f64; MAX_NX]; BLOCK];
-    let mut total = [0.0f64; BLOCK];
-    xa[..nb].iter_mut().for_each(|x| x[..nx].copy_from_slice(x0));
+    let mut xa = [0.0f64; MAX_NX * BLOCK];
+    let mut xb = [0.0f64; MAX_NX * BLOCK];
+    let mut us = [0.0f64; MAX_NU * BLOCK];
+    for i in 0..nx {
+        xa[i * nb..(i + 1) * nb].fill(x0[i]);
+    }
+    out.fill(0.0);
     for tt in 0..t {
         // States alternate between the two arrays (no copies).
         let (cur, next) = if tt.is_multiple_of(2) { (&xa, &mut xb) } else { (&xb, &mut xa) };
         for b in 0..nb {
             let u = &controls[(b * t + tt) * nu..(b * t + tt + 1) * nu];
-            if cost_before {
-                total[b] += d.running_cost(&cur[b][..nx], u, tt);
-            }
-            d.step(&cur[b][..nx], u, tt, &mut next[b][..nx]);
-            if !cost_before {
-                total[b] += d.running_cost(&next[b][..nx], u, tt);
-            }
+            (0..nu).for_each(|i| us[i * nb + b] = u[i]);
+        }
+        let (cur, next, u) = (&cur[..nx * nb], &mut next[..nx * nb], &us[..nu * nb]);
+        if cost_before {
+            d.running_cost_batch(cur, u, tt, out, nb);
+        }
+        d.step_batch(cur, u, tt, next, nb);
+        if !cost_before {
+            d.running_cost_batch(next, u, tt, out, nb);
         }
     }
     let fin = if t.is_multiple_of(2) { &xa } else { &xb };
-    for b in 0..nb {
-        out[b] = total[b] + d.terminal_cost(&fin[b][..nx]);
-    }
+    d.terminal_cost_batch(&fin[..nx * nb], out, nb);
 }
 
 /// jax-mppi's rollout: the running cost is charged on the state *before* each step (so `x_0`
@@ -545,9 +591,21 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
     fn normals_buffer(s: &mut MppiState) -> &mut Vec<f64> {
         &mut s.normals
     }
+    /// With [`Precision::F32`], the block-major keyed normals of [`Precision`]'s table, drawn
+    /// inside the parallel blocks; with `F64`, the trait's sample-major draw.
+    fn command(&self, key: Key, p: &MppiParams, s: &mut MppiState, x0: &[f64], out: &mut [f64]) {
+        if p.precision == Precision::F32 {
+            let n = crate::lanes::Normals::Keyed(key);
+            return crate::lanes::command(&self.dynamics, p, s, x0, n, out, true);
+        }
+        let mut z = std::mem::take(&mut s.normals);
+        draw_normals(key, p.num_samples, self.normals_per_sample(p), &mut z);
+        self.command_with_normals(p, s, x0, &z, out, true);
+        s.normals = z;
+    }
     /// One control step with given standard normals `z` (`K × T × nu`): shift (if asked),
     /// sample `ε = μ + L z`, clamp `U + ε`, roll out, weight, update, return `U[..u_per_command]`.
-    /// On return `s.noise` holds the effective noise.
+    /// On return `s.noise` holds the effective noise. [`Precision::F32`] runs `lanes.rs`.
     fn command_with_normals(
         &self,
         p: &MppiParams,
@@ -558,6 +616,10 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
         shift: bool,
     ) {
         let d = &self.dynamics;
+        if p.precision == Precision::F32 {
+            let n = crate::lanes::Normals::Given(z);
+            return crate::lanes::command(d, p, s, x0, n, out, shift);
+        }
         assert_eq!(x0.len(), d.nx(), "Mppi::command: state length");
         self.command_by(p, s, z, out, shift, |ph| match ph {
             Phase::Block { ctl, costs } => {
@@ -729,29 +791,37 @@ impl<D: Dynamics> Mppi<D> {
                 }
             }
         }
-        if jax {
-            for (idx, u) in s.u.iter_mut().enumerate() {
-                let i = idx % nu;
-                *u = u.max(p.u_min[i] / p.u_scale).min(p.u_max[i] / p.u_scale);
-            }
-            for (idx, o) in out.iter_mut().enumerate() {
-                let i = idx % nu;
-                *o = (s.u[idx] * p.u_scale).max(p.u_min[i]).min(p.u_max[i]);
-            }
-            if shift {
-                let k_shift = p.u_per_command.min(t) * nu;
-                s.u.copy_within(k_shift.., 0);
-                for r in 0..p.u_per_command.min(t) {
-                    s.u[(t - 1 - r) * nu..(t - r) * nu].copy_from_slice(&p.u_init);
-                }
-            }
-        } else {
-            out.copy_from_slice(&s.u[..p.u_per_command * nu]);
-        }
         s.costs = costs;
         s.weights = w;
         s.noise = eps;
         s.controls = ctl;
+        finish(p, s, out, shift);
+    }
+}
+
+/// After the update: jax-mppi clips the plan, returns its scaled, clipped first controls and
+/// shifts by `u_per_command`; pytorch-mppi returns the first controls as they are.
+pub(crate) fn finish(p: &MppiParams, s: &mut MppiState, out: &mut [f64], shift: bool) {
+    let nu = p.u_init.len();
+    let t = p.horizon;
+    if p.convention == Convention::JaxMppi {
+        for (idx, u) in s.u.iter_mut().enumerate() {
+            let i = idx % nu;
+            *u = u.max(p.u_min[i] / p.u_scale).min(p.u_max[i] / p.u_scale);
+        }
+        for (idx, o) in out.iter_mut().enumerate() {
+            let i = idx % nu;
+            *o = (s.u[idx] * p.u_scale).max(p.u_min[i]).min(p.u_max[i]);
+        }
+        if shift {
+            let k_shift = p.u_per_command.min(t) * nu;
+            s.u.copy_within(k_shift.., 0);
+            for r in 0..p.u_per_command.min(t) {
+                s.u[(t - 1 - r) * nu..(t - r) * nu].copy_from_slice(&p.u_init);
+            }
+        }
+    } else {
+        out.copy_from_slice(&s.u[..p.u_per_command * nu]);
     }
 }
 

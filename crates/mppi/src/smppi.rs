@@ -81,6 +81,13 @@ impl<D: Dynamics> Smppi<D> {
     /// Checks the MPPI params and the SMPPI extras.
     pub fn validate(&self, p: &SmppiParams) -> Result<(), crate::MppiError> {
         crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
+        if p.mppi.precision != crate::Precision::F64 {
+            return Err(crate::MppiError::invalid(
+                "precision",
+                "f32",
+                "f64 for SMPPI (the f32 lanes are MPPI's)",
+            ));
+        }
         let nu = self.dynamics.nu();
         let bad =
             |f: &'static str, v: String, a: &'static str| Err(crate::MppiError::invalid(f, v, a));

@@ -174,11 +174,11 @@ fn batched_commands_equal_single_commands_with_the_shared_noise() {
     let mut batch: Vec<_> = (0..3).map(|_| m.init(&p)).collect();
     let mut out = [0.0; 3];
     m.command_batch(Key::new(4), &p, &mut batch, &x0s, &mut out);
-    // The same normals through single commands.
+    // The same normals through single commands: the rows of samples 8c..8c+8 are one
+    // vectorised draw from key.fold_in(c).
     let mut z = vec![0.0; p.num_samples * p.horizon];
-    for (k, row) in z.chunks_mut(p.horizon).enumerate() {
-        let mut rng = Key::new(4).fold_in(k as u64).rng();
-        row.iter_mut().for_each(|v| *v = rng.standard_normal());
+    for (c, rows) in z.chunks_mut(8 * p.horizon).enumerate() {
+        kestrel_core::fill_normal_f32(Key::new(4).fold_in(c as u64), rows);
     }
     for i in 0..3 {
         let mut s = m.init(&p);

@@ -68,10 +68,16 @@ fn tuning_improves_a_bad_controller_with_any_strategy() {
             .best_cost
             < 0.6 * start as f32
     );
+    // SNES with 8 candidates and 15 generations leaves this start (λ = 500, σ = 0.01) on most
+    // seeds, not all (3 of 10 stay within 1% of it): most of 10 seeds must improve by 20%.
     let snes = Snes::new(8, 2).unwrap();
-    assert!(
-        tune(&snes, &snes.default_params(), &p, 15, Key::new(3)).best_cost < 0.8 * start as f32
-    );
+    let improved = (0..10)
+        .filter(|&seed| {
+            tune(&snes, &snes.default_params(), &p, 15, Key::new(seed)).best_cost
+                < 0.8 * start as f32
+        })
+        .count();
+    assert!(improved >= 6, "SNES improved on {improved} of 10 seeds");
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub trait Float:
     + AddAssign
     + SubAssign
     + MulAssign
+    + kestrel_core::simd::FromF32
 {
     /// 0.
     const ZERO: Self;

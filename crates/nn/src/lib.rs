@@ -26,7 +26,6 @@ mod loss;
 pub mod matmul;
 mod model;
 mod noisy;
-mod normal;
 
 pub use adam::{Adam, AdamState};
 
@@ -54,9 +53,9 @@ pub use gru::{Gru, GruCache};
 pub use io::{
     TensorFile, checkpoint_set, load_safetensors, save_safetensors, write_checkpoint_set,
 };
+pub use kestrel_core::fill_normal_f32;
 pub use layer::{Act, Activation, Dense, Init, Layer};
 pub use loss::{Loss, quantile_huber};
 pub use model::{MlpConfig, Sequential, Trainee, Workspace, train_many};
 pub use noisy::NoisyDense;
-pub use normal::fill_normal_f32;
 pub use pulp::{Simd, WithSimd};

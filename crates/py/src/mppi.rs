@@ -296,6 +296,11 @@ impl ExternalMppi {
                 p.rollout_samples
             )));
         }
+        if p.precision != kestrel_mppi::Precision::F64 {
+            return Err(value_error(
+                "precision = \"f32\": callback dynamics run in f64 (the f32 lanes are for built-in systems)",
+            ));
+        }
         let mppi = kestrel_mppi::Mppi::new(External { nx, nu });
         mppi.validate(&p).map_err(value_error)?;
         let s = mppi.init(&p);

@@ -1,6 +1,6 @@
 //! Shared by the MPPI golden tests: the scripts' linear system and the comparison.
 
-use kestrel_mppi::{Convention, Dynamics, MppiParams};
+use kestrel_mppi::{Convention, Dynamics, MppiParams, Precision};
 use kestrel_testkit::floats;
 use serde_json::Value;
 
@@ -61,6 +61,8 @@ pub fn params(case: &Value, convention: Convention) -> MppiParams {
         rollout_var_cost: f("rollout_var_cost", 0.0),
         rollout_var_discount: f("rollout_var_discount", 0.95),
         convention,
+        // Every golden test pins the bit-exact f64 mode.
+        precision: Precision::F64,
     }
 }
 

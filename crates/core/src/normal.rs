@@ -1,4 +1,5 @@
-//! Standard normals in bulk for parameter noise, written so the compiler vectorises the whole
+//! Standard normals in bulk (MPPI's sampling noise, the nn crate's parameter noise): the one
+//! counter-based vectorised sampler, written so the compiler vectorises the whole
 //! loop: no table, no branch, no state carried between iterations.
 //!
 //! Value `i` of the first half and value `i` of the second half are the Box–Muller pair of
@@ -9,21 +10,21 @@
 //! u₁ bounds |z| by √(48 ln 2) ≈ 5.77: the tail beyond it (probability 8·10⁻⁹) is not drawn.
 //! An odd last value takes the cosine of one more draw.
 
-use crate::Float;
-use kestrel_core::Key;
+use crate::Key;
+use crate::simd::FromF32;
 
 const TWO_POW_M24: f32 = 1.0 / (1u32 << 24) as f32;
 
 /// Fills `out` with standard normals from `key` (see the module notes for the definition),
 /// computed in f32 and stored as `T`. Runs in the best vector extension the CPU has; the
 /// values do not depend on which.
-pub fn fill_normal_f32<T: Float>(key: Key, out: &mut [T]) {
+pub fn fill_normal_f32<T: FromF32>(key: Key, out: &mut [T]) {
     let half = out.len() / 2;
     let (a, rest) = out.split_at_mut(half);
     let (b, last) = rest.split_at_mut(half);
-    pulp::Arch::new().dispatch(Pairs { key, a, b });
+    crate::simd::dispatch(Pairs { key, a, b });
     if let Some(v) = last.first_mut() {
-        *v = T::from_f64(pair(key.fold_in(half as u64).raw()).0 as f64);
+        *v = T::from_f32(pair(key.fold_in(half as u64).raw()).0);
     }
 }
 
@@ -36,14 +37,14 @@ struct Pairs<'a, T> {
     b: &'a mut [T],
 }
 
-impl<T: Float> pulp::WithSimd for Pairs<'_, T> {
+impl<T: FromF32> crate::simd::WithSimd for Pairs<'_, T> {
     type Output = ();
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+    fn with_simd<S: crate::simd::Simd>(self, _simd: S) {
         for (i, (x, y)) in self.a.iter_mut().zip(self.b.iter_mut()).enumerate() {
             let (c, s) = pair(self.key.fold_in(i as u64).raw());
-            *x = T::from_f64(c as f64);
-            *y = T::from_f64(s as f64);
+            *x = T::from_f32(c);
+            *y = T::from_f32(s);
         }
     }
 }

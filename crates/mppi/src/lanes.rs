@@ -1,0 +1,373 @@
+//! MPPI's f32 mode ([`Precision::F32`](crate::mppi::Precision)): one SIMD lane per sample.
+//!
+//! Samples are processed in blocks of [`LANES`]. A block's standard normals, its effective
+//! noise and its controls are structure of arrays (`step × control × lane`), its states
+//! `state × lane` on the stack; sampling, clamping, the control cost, the rollout through
+//! [`Dynamics::step_batch_f32`] and the costs are lane-wise loops compiled, by
+//! [`kestrel_core::simd::dispatch`], for the best vector extension of the CPU (values do not
+//! depend on which). Blocks run in parallel; weights and the plan update are reduced in a
+//! fixed order, so results do not depend on the thread count either. Nothing allocates once
+//! the state's scratch has grown to the problem's size.
+
+use crate::mppi::{Convention, Dynamics, MAX_NU, MAX_NX, MppiParams, MppiState};
+use kestrel_core::Key;
+use kestrel_core::simd::{Simd, WithSimd, dispatch, exp_f32};
+use rayon::prelude::*;
+
+/// Samples per block (one lane each).
+pub(crate) const LANES: usize = 32;
+
+/// Reused buffers of the f32 mode.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scratch {
+    /// Standard normals, block-major (`block × step × control × lane`).
+    z: Vec<f32>,
+    /// Effective noise, same layout.
+    eps: Vec<f32>,
+    /// Total cost per lane (padding lanes +∞).
+    cost: Vec<f32>,
+    /// Normalised weights per lane.
+    w: Vec<f32>,
+    /// Each block's weighted noise sum (`block × step × control`).
+    partial: Vec<f64>,
+    /// The nominal plan in f32.
+    unom: Vec<f32>,
+}
+
+/// Where a command's standard normals come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Normals<'a> {
+    /// Drawn per block: block `b`'s `T × nu × LANES` values are one
+    /// [`kestrel_core::fill_normal_f32`] draw from `key.fold_in(b)`.
+    Keyed(Key),
+    /// Given sample-major (`K × T × nu`, [`crate::Controller::command_with_normals`]).
+    Given(&'a [f64]),
+}
+
+/// The command's constants in f32.
+struct Consts {
+    l: [f32; MAX_NU * MAX_NU],
+    sinv: [f32; MAX_NU * MAX_NU],
+    mu: [f32; MAX_NU],
+    lo: [f32; MAX_NU],
+    hi: [f32; MAX_NU],
+    scale: f32,
+    lambda: f32,
+    jax: bool,
+    abs: bool,
+}
+
+/// `v` limited to `[lo, hi]` by selects.
+#[inline(always)]
+fn clampf(v: f32, lo: f32, hi: f32) -> f32 {
+    let v = if v < lo { lo } else { v };
+    if v > hi { hi } else { v }
+}
+
+/// One command in f32 (see the module notes); the conventions are those of the f64
+/// [`crate::Mppi::command_by`], step for step.
+pub(crate) fn command<D: Dynamics>(
+    d: &D,
+    p: &MppiParams,
+    s: &mut MppiState,
+    x0: &[f64],
+    normals: Normals<'_>,
+    out: &mut [f64],
+    shift: bool,
+) {
+    let (k, t, nu, nx) = (p.num_samples, p.horizon, d.nu(), d.nx());
+    assert_eq!(x0.len(), nx, "Mppi::command: state length");
+    assert_eq!(s.u.len(), t * nu, "Mppi::command: the state was made for another horizon");
+    if let Normals::Given(z) = normals {
+        assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
+    }
+    let jax = p.convention == Convention::JaxMppi;
+    if shift && !jax {
+        s.u.copy_within(nu.., 0);
+        s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);
+    }
+    let l = crate::mppi::cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
+    let sinv = crate::mppi::inverse_spd(&l, nu);
+    let mut c = Consts {
+        l: [0.0; MAX_NU * MAX_NU],
+        sinv: [0.0; MAX_NU * MAX_NU],
+        mu: [0.0; MAX_NU],
+        lo: [0.0; MAX_NU],
+        hi: [0.0; MAX_NU],
+        scale: p.u_scale as f32,
+        lambda: p.lambda as f32,
+        jax,
+        abs: p.noise_abs_cost,
+    };
+    for i in 0..nu * nu {
+        (c.l[i], c.sinv[i]) = (l[i] as f32, sinv[i] as f32);
+    }
+    for i in 0..nu {
+        (c.mu[i], c.lo[i], c.hi[i]) = (p.noise_mu[i] as f32, p.u_min[i] as f32, p.u_max[i] as f32);
+    }
+    let per = t * nu;
+    let blocks = k.div_ceil(LANES);
+    let mut sc = std::mem::take(&mut s.lanes);
+    sc.z.resize(blocks * LANES * per, 0.0);
+    sc.eps.resize(blocks * LANES * per, 0.0);
+    sc.cost.resize(blocks * LANES, 0.0);
+    sc.w.resize(blocks * LANES, 0.0);
+    sc.partial.resize(blocks * per, 0.0);
+    sc.unom.clear();
+    sc.unom.extend(s.u.iter().map(|&v| v as f32));
+    let null = p.sample_null_action;
+    // Tasks of at least ~4k lane-steps: small K (as in tuning, where many commands already run
+    // in parallel) stays on one thread.
+    let min_blocks = (4096 / (LANES * t).max(1)).max(1);
+    {
+        let (c, unom) = (&c, &sc.unom[..]);
+        sc.z.par_chunks_mut(LANES * per)
+            .zip(sc.eps.par_chunks_mut(LANES * per))
+            .zip(sc.cost.par_chunks_mut(LANES))
+            .enumerate()
+            .with_min_len(min_blocks)
+            .for_each(|(b, ((z, eps), cost))| {
+                match normals {
+                    Normals::Keyed(key) => kestrel_core::fill_normal_f32(key.fold_in(b as u64), z),
+                    Normals::Given(given) => {
+                        for lane in 0..LANES {
+                            let kk = b * LANES + lane;
+                            for r in 0..per {
+                                z[r * LANES + lane] =
+                                    if kk < k { given[kk * per + r] as f32 } else { 0.0 };
+                            }
+                        }
+                    }
+                }
+                dispatch(Block {
+                    d,
+                    c,
+                    x0,
+                    unom,
+                    t,
+                    null: null && b == 0,
+                    valid: (k - b * LANES).min(LANES),
+                    z,
+                    eps,
+                    cost,
+                });
+            });
+    }
+    // Weights exp(−(S − min S)/λ), normalised (non-finite costs and padding lanes weigh 0).
+    s.costs.clear();
+    s.costs.extend(sc.cost[..k].iter().map(|&v| v as f64));
+    let beta = sc.cost[..k].iter().cloned().fold(f32::INFINITY, f32::min);
+    dispatch(Weights { cost: &sc.cost, w: &mut sc.w, beta, lambda: c.lambda });
+    let mut acc = [0.0f64; 8];
+    for (i, &w) in sc.w[..k].iter().enumerate() {
+        acc[i % 8] += w as f64;
+    }
+    let eta = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    s.weights.resize(k, 0.0);
+    if eta > 0.0 {
+        for (sw, w) in s.weights.iter_mut().zip(sc.w.iter_mut()) {
+            *sw = *w as f64 / eta;
+            *w = *sw as f32;
+        }
+        // U += Σ_k ω_k ε_k: each block's sum in parallel (a fixed lane order), then the blocks in
+        // order. The effective noise goes out sample-major to `s.noise` on the way.
+        s.noise.resize(k * per, 0.0);
+        sc.partial
+            .par_chunks_mut(per)
+            .zip(sc.eps.par_chunks(LANES * per))
+            .zip(sc.w.par_chunks(LANES))
+            .zip(s.noise.par_chunks_mut(LANES * per))
+            .with_min_len(min_blocks)
+            .for_each(|(((partial, eps), w), noise)| {
+                dispatch(Update { eps, w, partial, noise });
+            });
+        for part in sc.partial.chunks_exact(per) {
+            for (u, v) in s.u.iter_mut().zip(part) {
+                *u += v;
+            }
+        }
+    } else {
+        s.weights.fill(0.0);
+        s.noise.resize(k * per, 0.0);
+        s.noise
+            .par_chunks_mut(LANES * per)
+            .zip(sc.eps.par_chunks(LANES * per))
+            .with_min_len(min_blocks)
+            .for_each(|(noise, eps)| transpose_out(eps, noise));
+    }
+    s.lanes = sc;
+    crate::mppi::finish(p, s, out, shift);
+}
+
+/// The effective noise of one block (lanes) written sample-major (`noise` holds the block's
+/// real samples only).
+#[inline(always)]
+fn transpose_out(eps: &[f32], noise: &mut [f64]) {
+    let per = eps.len() / LANES;
+    for (lane, row) in noise.chunks_exact_mut(per).enumerate() {
+        for (r, v) in row.iter_mut().enumerate() {
+            *v = eps[r * LANES + lane] as f64;
+        }
+    }
+}
+
+/// One block: sample, clamp, control cost, roll out, total cost.
+struct Block<'a, D> {
+    d: &'a D,
+    c: &'a Consts,
+    x0: &'a [f64],
+    unom: &'a [f32],
+    t: usize,
+    /// Lane 0 is the null-action sample.
+    null: bool,
+    /// Real samples in the block (the rest are padding, cost +∞).
+    valid: usize,
+    z: &'a [f32],
+    eps: &'a mut [f32],
+    cost: &'a mut [f32],
+}
+
+impl<D: Dynamics> WithSimd for Block<'_, D> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        const L: usize = LANES;
+        let Block { d, c, x0, unom, t, null, valid, z, eps, cost } = self;
+        let (nx, nu) = (d.nx(), d.nu());
+        let mut xa = [0.0f32; MAX_NX * L];
+        let mut xb = [0.0f32; MAX_NX * L];
+        let mut us = [0.0f32; MAX_NU * L];
+        for i in 0..nx {
+            xa[i * L..(i + 1) * L].fill(x0[i] as f32);
+        }
+        let (mut run, mut ctrl) = ([0.0f32; L], [0.0f32; L]);
+        for tt in 0..t {
+            for i in 0..nu {
+                let un = unom[tt * nu + i];
+                let (lo, hi, scale) = (c.lo[i], c.hi[i], c.scale);
+                let mut noise = [c.mu[i]; L];
+                for j in 0..=i {
+                    let lij = c.l[i * nu + j];
+                    let zr = &z[(tt * nu + j) * L..][..L];
+                    for lane in 0..L {
+                        noise[lane] += lij * zr[lane];
+                    }
+                }
+                let er = &mut eps[(tt * nu + i) * L..][..L];
+                let ur = &mut us[i * L..][..L];
+                if c.jax {
+                    // Raw ε kept; bounds on the scaled action.
+                    for lane in 0..L {
+                        er[lane] = noise[lane];
+                        ur[lane] = clampf(scale * (un + noise[lane]), lo, hi);
+                    }
+                    if null {
+                        er[0] = 0.0;
+                        ur[0] = clampf(scale * un, lo, hi);
+                    }
+                } else {
+                    for lane in 0..L {
+                        let v = clampf(un + noise[lane], lo, hi);
+                        er[lane] = v - un;
+                        ur[lane] = scale * v;
+                    }
+                    if null {
+                        let v = clampf(0.0, lo, hi);
+                        er[0] = v - un;
+                        ur[0] = scale * v;
+                    }
+                }
+            }
+            // Control cost: jax-mppi εᵀΣ⁻¹ε, pytorch-mppi Uᵀ Σ⁻¹ ε (|·| with noise_abs_cost).
+            for i in 0..nu {
+                let ei = &eps[(tt * nu + i) * L..][..L];
+                for j in 0..nu {
+                    let sij = c.sinv[i * nu + j];
+                    let ej = &eps[(tt * nu + j) * L..][..L];
+                    match (c.jax, c.abs) {
+                        (true, false) => {
+                            (0..L).for_each(|lane| ctrl[lane] += ei[lane] * sij * ej[lane])
+                        }
+                        (true, true) => (0..L).for_each(|lane| {
+                            ctrl[lane] += ei[lane].abs() * sij.abs() * ej[lane].abs()
+                        }),
+                        (false, false) => {
+                            let ui = unom[tt * nu + i];
+                            (0..L).for_each(|lane| ctrl[lane] += ui * sij * ej[lane])
+                        }
+                        (false, true) => {
+                            let ui = unom[tt * nu + i];
+                            (0..L).for_each(|lane| ctrl[lane] += ui * sij * ej[lane].abs())
+                        }
+                    }
+                }
+            }
+            let (cur, next) = if tt.is_multiple_of(2) { (&xa, &mut xb) } else { (&xb, &mut xa) };
+            let (cur, next, u) = (&cur[..nx * L], &mut next[..nx * L], &us[..nu * L]);
+            if c.jax {
+                d.running_cost_batch_f32(cur, u, tt, &mut run, L);
+            }
+            d.step_batch_f32(cur, u, tt, next, L);
+            if !c.jax {
+                d.running_cost_batch_f32(next, u, tt, &mut run, L);
+            }
+        }
+        let fin = if t.is_multiple_of(2) { &xa } else { &xb };
+        d.terminal_cost_batch_f32(&fin[..nx * L], &mut run, L);
+        let factor = if c.jax { 0.5 } else { c.lambda };
+        for lane in 0..L {
+            let total = run[lane] + factor * ctrl[lane];
+            cost[lane] = if lane >= valid || total.is_nan() { f32::INFINITY } else { total };
+        }
+    }
+}
+
+/// Unnormalised weights `exp(−(c − β)/λ)`, 0 for non-finite costs (and padding).
+struct Weights<'a> {
+    cost: &'a [f32],
+    w: &'a mut [f32],
+    beta: f32,
+    lambda: f32,
+}
+
+impl WithSimd for Weights<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let finite_beta = self.beta.is_finite();
+        for (w, &c) in self.w.iter_mut().zip(self.cost) {
+            let e = exp_f32(-(c - self.beta) / self.lambda);
+            *w = if finite_beta && c.is_finite() { e } else { 0.0 };
+        }
+    }
+}
+
+/// One block's `Σ_lane ω ε` per (step, control), summed in a fixed lane order (8 partial sums
+/// of 4 lanes each, then a tree), and its noise written out sample-major.
+struct Update<'a> {
+    eps: &'a [f32],
+    w: &'a [f32],
+    partial: &'a mut [f64],
+    noise: &'a mut [f64],
+}
+
+impl WithSimd for Update<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        const L: usize = LANES;
+        let w: &[f32; L] = self.w.try_into().expect("a block of weights");
+        for (r, out) in self.partial.iter_mut().enumerate() {
+            let e = &self.eps[r * L..][..L];
+            let mut acc = [0.0f32; 8];
+            for q in 0..L / 8 {
+                for lane in 0..8 {
+                    acc[lane] += w[q * 8 + lane] * e[q * 8 + lane];
+                }
+            }
+            *out = (((acc[0] + acc[1]) + (acc[2] + acc[3]))
+                + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) as f64;
+        }
+        transpose_out(self.eps, self.noise);
+    }
+}
