@@ -99,10 +99,10 @@ pub(crate) fn norm(v: &[f64]) -> f64 {
     v.iter().map(|x| x * x).sum::<f64>().sqrt()
 }
 
-/// Draws `out.len()` standard normals from a key (row-major order; ziggurat).
+/// Draws `out.len()` standard normals from a key: one [`kestrel_core::fill_normal_f32`] draw
+/// (the vectorised sampler MPPI and the nn crate use), stored as f64.
 pub(crate) fn normals(key: kestrel_core::Key, out: &mut [f64]) {
-    let mut rng = key.rng();
-    rng.fill_standard_normal(out);
+    kestrel_core::fill_normal_f32(key, out);
 }
 
 #[cfg(test)]

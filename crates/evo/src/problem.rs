@@ -177,14 +177,21 @@ impl Benchmark {
 
     /// Fitness of one point.
     pub fn value(&self, x: &[f32]) -> f64 {
+        self.value_with(x, &mut Vec::new(), &mut Vec::new())
+    }
+
+    /// [`Benchmark::value`] with its shifted and rotated point in reused buffers (no
+    /// allocation once they have grown to `num_dims`).
+    pub fn value_with(&self, x: &[f32], d: &mut Vec<f64>, z: &mut Vec<f64>) -> f64 {
         let n = self.num_dims;
-        let d: Vec<f64> = x.iter().zip(&self.shift).map(|(&v, s)| v as f64 - s).collect();
+        d.clear();
+        d.extend(x.iter().zip(&self.shift).map(|(&v, s)| v as f64 - s));
         match &self.rotation {
-            None => self.function.value(&d),
+            None => self.function.value(d),
             Some(r) => {
-                let z: Vec<f64> =
-                    (0..n).map(|i| (0..n).map(|j| r[i * n + j] * d[j]).sum()).collect();
-                self.function.value(&z)
+                z.clear();
+                z.extend((0..n).map(|i| (0..n).map(|j| r[i * n + j] * d[j]).sum::<f64>()));
+                self.function.value(z)
             }
         }
     }
@@ -205,11 +212,10 @@ impl Problem for Benchmark {
         // At least ~16k coordinates per task: a cheap test function on a small population is
         // faster on one thread than the fork-join it would take to split it.
         let min_rows = (16_384 / n).max(1);
-        population
-            .par_chunks(n)
-            .zip(fitness.par_iter_mut())
-            .with_min_len(min_rows)
-            .for_each(|(x, f)| *f = self.value(x) as f32);
+        population.par_chunks(n).zip(fitness.par_iter_mut()).with_min_len(min_rows).for_each_init(
+            || (Vec::with_capacity(n), Vec::with_capacity(n)),
+            |(d, z), (x, f)| *f = self.value_with(x, d, z) as f32,
+        );
     }
 }
 

@@ -40,6 +40,7 @@ pub struct SepCmaState {
     y: Vec<f64>,
     w: Vec<f64>,
     order: Vec<usize>,
+    rank_mu: Vec<f64>,
 }
 
 impl SepCmaEs {
@@ -53,9 +54,10 @@ impl SepCmaEs {
     pub fn ask_from_normals(&self, state: &SepCmaState, z: &[f64], population: &mut [f32]) {
         let n = self.num_dims();
         check_lens("SepCmaEs::ask", self.pop_size(), n, population, None);
-        for (i, x) in population.iter_mut().enumerate() {
-            let j = i % n;
-            *x = (state.mean[j] + state.sigma * state.d[j] * z[i]) as f32;
+        for (row, zr) in population.chunks_exact_mut(n).zip(z.chunks_exact(n)) {
+            for (((x, m), d), z) in row.iter_mut().zip(&state.mean).zip(&state.d).zip(zr) {
+                *x = (m + state.sigma * d * z) as f32;
+            }
         }
     }
 }
@@ -97,6 +99,7 @@ impl Strategy for SepCmaEs {
             y: vec![0.0; lam * n],
             w: vec![0.0; lam],
             order: vec![0; lam],
+            rank_mu: vec![0.0; n],
         }
     }
 
@@ -146,13 +149,17 @@ impl Strategy for SepCmaEs {
         let delta = (1.0 - h) * p.c_c * (2.0 - p.c_c);
         let wsum: f64 = p.weights.iter().sum();
         let a = 1.0 + p.c_1 * delta - p.c_1 - p.c_mu * wsum;
-        for j in 0..n {
-            let mut rank_mu = 0.0;
-            for i in 0..lam {
-                // Sep-CMA has no negative weights, so w_o = w.
-                rank_mu += s.w[i] * s.y[i * n + j] * s.y[i * n + j];
+        // Rank-μ sums per coordinate, candidate by candidate (row-wise over `y`; each sum in
+        // candidate order). Sep-CMA has no negative weights, so w_o = w.
+        let rank_mu = &mut s.rank_mu;
+        rank_mu.iter_mut().for_each(|r| *r = 0.0);
+        for (wi, yi) in s.w.iter().zip(s.y.chunks_exact(n)) {
+            for (r, y) in rank_mu.iter_mut().zip(yi) {
+                *r += wi * y * y;
             }
-            s.c[j] = a * s.c[j] + p.c_1 * s.p_c[j] * s.p_c[j] + p.c_mu * rank_mu;
+        }
+        for j in 0..n {
+            s.c[j] = a * s.c[j] + p.c_1 * s.p_c[j] * s.p_c[j] + p.c_mu * rank_mu[j];
         }
         s.z = y_w;
         s.sigma = sigma;
