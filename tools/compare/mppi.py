@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Side-by-side MPPI `command`: pytorch-mppi 0.9.1 (torch on the CPU, one thread, float32 as
 its examples, and float64) and jax-mppi 0.3.0 (jitted, float32, XLA single-threaded) vs
-Kestrel on the same gym-pendulum problem (K=1000, T=20, Σ=1, |u| ≤ 2), one launch, ratios
-as Markdown. Then jax-mppi's basic autotuning example as shipped (its `Autotune` with the pycma
+Kestrel in both precisions (f64 bit-exact, f32 SIMD lanes) on the same gym-pendulum problem
+(K=1000, T=20, Σ=1, |u| ≤ 2), peers and Kestrel alternated in one launch (medians of
+`--rounds`), ratios as Markdown. Then jax-mppi's basic autotuning example as shipped (its `Autotune` with the pycma
 `CMAESOpt`, un-jitted evaluate) against Kestrel's tuner on the same problem, population and
 generations. jax-mppi needs Python ≥ 3.12 (`tools/venv-jaxmppi` with `cma`, see
 tools/golden/README.md).
@@ -10,6 +11,7 @@ tools/golden/README.md).
 Usage (from the repository root):
     python3 tools/compare/mppi.py
 """
+import argparse
 import json
 import os
 import platform
@@ -107,25 +109,36 @@ print(json.dumps({"pop_size": pop, "generations": gens, "seconds": secs, "us_per
 
 def tuning(jpy, jenv, exe, commit, cpu):
     """jax-mppi's basic autotuning example as shipped (pycma CMA-ES, un-jitted evaluate) vs
-    `kestrel mppi bench --tune-pop`, same population and generations."""
+    `kestrel mppi bench --tune-pop`, same population and generations, in both precisions."""
     pop, gens = 4, 3
     peer = json.loads(subprocess.run([jpy, "-c", JAX_TUNE, str(pop), str(gens)], check=True, capture_output=True, text=True, env=jenv).stdout.strip().splitlines()[-1])
-    k = {}
-    for th in (1, 2):
-        out = subprocess.run([exe, "mppi", "bench", "--json", "--threads", str(th), "--tune-pop", str(pop), "--tune-generations", str(gens)], check=True, capture_output=True, text=True).stdout
-        k[th] = json.loads(out)
-    big = json.loads(subprocess.run([exe, "mppi", "bench", "--json", "--threads", "2", "--tune-pop", "64", "--tune-generations", "100"], check=True, capture_output=True, text=True).stdout)
+    k, big = {}, {}
+    for pr in ("f64", "f32"):
+        for th in (1, 2):
+            out = subprocess.run([exe, "mppi", "bench", "--json", "--threads", str(th), "--precision", pr, "--tune-pop", str(pop), "--tune-generations", str(gens)], check=True, capture_output=True, text=True).stdout
+            k[pr, th] = json.loads(out)
+        big[pr] = json.loads(subprocess.run([exe, "mppi", "bench", "--json", "--threads", "2", "--precision", pr, "--tune-pop", "64", "--tune-generations", "100"], check=True, capture_output=True, text=True).stdout)
     print(f"\n### MPPI tuning, jax-mppi basic example (K=50, T=15, 20 steps; λ and Σ; CMA-ES pop {pop}, {gens} generations) — commit {commit}, {cpu}\n")
     print("| | seconds | µs per candidate episode | best cost | ratio vs jax-mppi |\n|---|---:|---:|---:|---:|")
     pu = peer["us_per_candidate_episode"]
     print(f"| jax-mppi `Autotune` + `CMAESOpt` (pycma), un-jitted evaluate as shipped, 1 thread | {peer['seconds']:.2f} | {pu:,.0f} | {peer['best_cost']:.3f} | 1x |")
-    for th in (1, 2):
-        r = k[th]
-        print(f"| Kestrel `tune`, CMA-ES, {th} thread(s) | {r['seconds']:.4f} | {r['us_per_candidate_episode']:,.1f} | {r['best_cost']:.3f} | {pu / r['us_per_candidate_episode']:,.0f}x |")
-    print(f"\nKestrel, 64 candidates × 100 generations, 2 threads: {big['seconds']:.2f} s ({big['us_per_candidate_episode']:.1f} µs per candidate episode).")
+    for pr in ("f64", "f32"):
+        for th in (1, 2):
+            r = k[pr, th]
+            print(f"| Kestrel `tune`, CMA-ES, {pr}, {th} thread(s) | {r['seconds']:.4f} | {r['us_per_candidate_episode']:,.1f} | {r['best_cost']:.3f} | {pu / r['us_per_candidate_episode']:,.0f}x |")
+    for pr in ("f64", "f32"):
+        print(f"\nKestrel {pr}, 64 candidates × 100 generations, 2 threads: {big[pr]['seconds']:.3f} s ({big[pr]['us_per_candidate_episode']:.1f} µs per candidate episode, best cost {big[pr]['best_cost']:.3f}).")
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3, help="peers and Kestrel alternated this many times; medians")
+    a = ap.parse_args()
     py = os.path.join(VENV, "bin", "python")
     if not os.path.exists(py):
         subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
@@ -133,29 +146,35 @@ def main():
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
     exe = os.path.join(ROOT, "target", "release", "kestrel")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    rows = []
-    for dt in ("f32", "f64"):
-        peer = json.loads(subprocess.run([py, "-c", PEER, dt], check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
-        rows.append((f"pytorch-mppi MPPI.command, torch {dt}, 1 thread", peer["us_per_command"]))
     jpy = os.path.join(ROOT, "tools", "venv-jaxmppi", "bin", "python")
-    if os.path.exists(jpy):
-        jenv = {**env, "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
-        peer = json.loads(subprocess.run([jpy, "-c", JAX_PEER], check=True, capture_output=True, text=True, env=jenv).stdout.strip().splitlines()[-1])
-        rows.append(("jax-mppi mppi.command, jax.jit, float32, 1 thread", peer["us_per_command"]))
-    else:
+    jenv = {**env, "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+    if not os.path.exists(jpy):
         print("jax-mppi venv missing (tools/venv-jaxmppi): its row is left out", file=sys.stderr)
-    k = {}
-    for th in (1, 2):
-        out = subprocess.run([exe, "mppi", "bench", "--json", "--threads", str(th)], check=True, capture_output=True, text=True).stdout
-        k[th] = json.loads(out)["us_per_command"]
+    peers, k = {}, {}
+    for _ in range(a.rounds):
+        for dt in ("f32", "f64"):
+            peer = json.loads(subprocess.run([py, "-c", PEER, dt], check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
+            peers.setdefault(f"pytorch-mppi MPPI.command, torch {dt}, 1 thread", []).append(peer["us_per_command"])
+        if os.path.exists(jpy):
+            peer = json.loads(subprocess.run([jpy, "-c", JAX_PEER], check=True, capture_output=True, text=True, env=jenv).stdout.strip().splitlines()[-1])
+            peers.setdefault("jax-mppi mppi.command, jax.jit, float32, 1 thread", []).append(peer["us_per_command"])
+        for pr in ("f64", "f32"):
+            for th in (1, 2):
+                out = subprocess.run([exe, "mppi", "bench", "--json", "--threads", str(th), "--precision", pr, "--commands", "1000"], check=True, capture_output=True, text=True).stdout
+                k.setdefault((pr, th), []).append(json.loads(out)["us_per_command"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    print(f"### MPPI command, gym pendulum, K=1000, T=20 — commit {commit}, {cpu}, {os.cpu_count()} cores\n")
-    print("| peer | peer µs | Kestrel 1 thread µs | ratio | Kestrel 2 threads µs | ratio |\n|---|---:|---:|---:|---:|---:|")
-    for name, us in rows:
-        print(f"| {name} | {us:,.0f} | {k[1]:,.0f} | {us / k[1]:.1f}x | {k[2]:,.0f} | {us / k[2]:.1f}x |")
+    km = {key: median(v) for key, v in k.items()}
+    print(f"### MPPI command, gym pendulum, K=1000, T=20 — commit {commit}, {cpu}, {os.cpu_count()} cores, median of {a.rounds} alternated rounds\n")
+    print("| peer | peer µs | Kestrel f64 1 thr µs | ratio | f64 2 thr µs | ratio | Kestrel f32 1 thr µs | ratio | f32 2 thr µs | ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, v in peers.items():
+        us = median(v)
+        cells = " | ".join(f"{km[pr, th]:,.1f} | {us / km[pr, th]:.1f}x" for pr in ("f64", "f32") for th in (1, 2))
+        print(f"| {name} | {us:,.0f} | {cells} |")
+    print("\nRounds (µs): " + "; ".join(f"{n}: {', '.join(f'{x:.0f}' for x in v)}" for n, v in peers.items())
+          + "; " + "; ".join(f"Kestrel {pr} {th} thr: {', '.join(f'{x:.1f}' for x in v)}" for (pr, th), v in k.items()))
     if os.path.exists(jpy):
-        tuning(jpy, {**env, "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}, exe, commit, cpu)
+        tuning(jpy, jenv, exe, commit, cpu)
 
 
 if __name__ == "__main__":

@@ -139,6 +139,26 @@ impl Dynamics for System {
     fn terminated(&self, x: &[f64]) -> bool {
         each_system!(self, d => d.terminated(x))
     }
+    // The batched methods forward too, so the enum gives the concrete systems' values (a
+    // match per batch, not per sample).
+    fn step_batch(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64], n: usize) {
+        each_system!(self, d => d.step_batch(x, u, t, next, n))
+    }
+    fn running_cost_batch(&self, x: &[f64], u: &[f64], t: usize, cost: &mut [f64], n: usize) {
+        each_system!(self, d => d.running_cost_batch(x, u, t, cost, n))
+    }
+    fn terminal_cost_batch(&self, x: &[f64], cost: &mut [f64], n: usize) {
+        each_system!(self, d => d.terminal_cost_batch(x, cost, n))
+    }
+    fn step_batch_f32(&self, x: &[f32], u: &[f32], t: usize, next: &mut [f32], n: usize) {
+        each_system!(self, d => d.step_batch_f32(x, u, t, next, n))
+    }
+    fn running_cost_batch_f32(&self, x: &[f32], u: &[f32], t: usize, cost: &mut [f32], n: usize) {
+        each_system!(self, d => d.running_cost_batch_f32(x, u, t, cost, n))
+    }
+    fn terminal_cost_batch_f32(&self, x: &[f32], cost: &mut [f32], n: usize) {
+        each_system!(self, d => d.terminal_cost_batch_f32(x, cost, n))
+    }
 }
 
 /// The three controllers, by name.

@@ -264,3 +264,48 @@ fn f32_is_refused_where_it_does_not_run() {
     let e = sm.validate(&sp).unwrap_err().to_string();
     assert!(e.contains("precision"), "{e}");
 }
+
+/// The `System` enum (the presets' dynamics) forwards the batched methods: f32 commands over it
+/// equal those over the concrete system.
+#[test]
+fn the_system_enum_gives_the_concrete_systems_values() {
+    use kestrel_mppi::System;
+    for (sys, nu) in [(System::Pendulum, 1), (System::Nav2d, 2), (System::Cartpole, 1)] {
+        let p = MppiParams {
+            num_samples: 40,
+            horizon: 10,
+            precision: Precision::F32,
+            ..MppiParams::new(nu, 1.0)
+        };
+        let run = |d: &dyn Fn(&mut Vec<f64>, &mut MppiState)| {
+            let mut s = MppiState::default();
+            let mut out = vec![0.0; nu];
+            d(&mut out, &mut s);
+            (out, s.costs)
+        };
+        let x0 = sys.start();
+        let by_enum = run(&|out, s| {
+            let m = Mppi::new(sys);
+            *s = m.init(&p);
+            m.command(Key::new(1), &p, s, &x0, out);
+        });
+        let concrete = match sys {
+            System::Pendulum => run(&|out, s| {
+                let m = Mppi::new(PendulumDynamics);
+                *s = m.init(&p);
+                m.command(Key::new(1), &p, s, &x0, out);
+            }),
+            System::Nav2d => run(&|out, s| {
+                let m = Mppi::new(Nav2d);
+                *s = m.init(&p);
+                m.command(Key::new(1), &p, s, &x0, out);
+            }),
+            _ => run(&|out, s| {
+                let m = Mppi::new(ContinuousCartPole);
+                *s = m.init(&p);
+                m.command(Key::new(1), &p, s, &x0, out);
+            }),
+        };
+        assert_eq!(by_enum, concrete, "{sys:?}");
+    }
+}

@@ -82,7 +82,8 @@ impl MppiController {
     fn new(config_json: &str) -> PyResult<Self> {
         let config = mppi_config(config_json)?;
         config.validate().map_err(value_error)?;
-        let ctl = config.with_controller(config.system, Make).map_err(value_error)?;
+        // Over the concrete system (statically dispatched rollouts, as `kestrel mppi run`).
+        let ctl = config.visit(Make).map_err(value_error)?;
         Ok(MppiController { ctl, config, t: 0 })
     }
 

@@ -191,3 +191,21 @@ def test_an_external_evaluator_gives_the_run_and_its_errors_stop_it(tmp_path):
     records = [json.loads(r.read_text()) for r in (tmp_path / "c").glob("*/record.json")]
     assert len(records) == 3 and all(r["launches"][-1]["status"] == "failed" for r in records)
     assert "the evaluator failed" in records[0]["launches"][-1]["error"]
+
+
+def test_mppi_f32_lanes_from_python(tmp_path):
+    # The f32 precision mode through the controller equals `kestrel mppi run` with the same key,
+    # and callbacks (f64 only) refuse it with the library's message.
+    res = kestrel.mppi.run(system="pendulum", steps=20, seed=3, out_dir=tmp_path, threads=2,
+                           mppi={"precision": "f32"})
+    ctl = kestrel.mppi.Controller(system="pendulum", steps=20, seed=3, mppi={"precision": "f32"})
+    assert 'precision = "f32"' in ctl.config_toml
+    x, costs = ctl.start_state(), []
+    for _ in range(20):
+        x, c = ctl.plant_step(x, ctl.command(x))
+        costs.append(c)
+    np.testing.assert_array_equal(np.asarray(costs), res.metrics["cost"])
+    with pytest.raises(ValueError, match="precision"):
+        kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, nx=2, nu=1, precision="f32")
+    with pytest.raises(ValueError, match="precision"):
+        kestrel.mppi.Controller(system="pendulum", mppi={"precision": "f16"})
