@@ -301,14 +301,18 @@ impl Strategy for CmaEs {
         if s.w.iter().any(|&w| w < 0.0) {
             // |C^{-1/2} y_i|^2 = |D^{-1} Bᵀ y_i|^2, with Bᵀ Y as one product.
             matmul(s.tmp.as_mut(), Accum::Replace, s.b.transpose(), s.y.as_ref(), 1.0, Par::Seq);
+            // 1/D once (v2 is free again), not a division per entry.
+            for (v, d) in s.v2.iter_mut().zip(&s.d) {
+                *v = 1.0 / d;
+            }
             for i in 0..lam {
                 if s.w[i] < 0.0 {
                     let q: f64 = s
                         .tmp
                         .col_as_slice(i)
                         .iter()
-                        .zip(&s.d)
-                        .map(|(t, d)| (t / d) * (t / d))
+                        .zip(&s.v2)
+                        .map(|(t, inv)| (t * inv) * (t * inv))
                         .sum();
                     s.w[i] *= n as f64 / q.max(1e-8);
                 }

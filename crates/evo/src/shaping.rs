@@ -45,7 +45,9 @@ pub fn ranks(fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
     for (i, o) in order.iter_mut().enumerate() {
         *o = i;
     }
-    order.sort_by(|&a, &b| key(fitness[a]).total_cmp(&key(fitness[b])));
+    // Unstable sort with the index as tiebreak: the stable order, without the merge sort's
+    // buffer.
+    order.sort_unstable_by(|&a, &b| key(fitness[a]).total_cmp(&key(fitness[b])).then(a.cmp(&b)));
     let mut i = 0;
     while i < n {
         let mut j = i;
