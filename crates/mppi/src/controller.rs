@@ -2,9 +2,9 @@
 //! episode every caller (the CLI's `mppi run`, the autotuner, tests) runs.
 //!
 //! A controller is pure: explicit params and state, a key per command. [`Controller::command`]
-//! is written once here (draw the standard normals of every sample from `key.fold_in(k)`, then
-//! the controller's own [`Controller::command_with_normals`]: shift, sample, roll out, weight,
-//! update). [`Controller::base`] exposes the shared MPPI knobs (K, T, λ, Σ, μ, bounds...) so
+//! is written once here (draw the standard normals of samples `8c..8c + 8` as one vectorised
+//! draw from `key.fold_in(c)`, then the controller's own
+//! [`Controller::command_with_normals`]: shift, sample, roll out, weight, update). [`Controller::base`] exposes the shared MPPI knobs (K, T, λ, Σ, μ, bounds...) so
 //! the tuner can set them on any controller.
 
 use crate::mppi::{Convention, Dynamics, MppiError, MppiParams, draw_normals};
@@ -45,8 +45,10 @@ pub trait Controller: Send + Sync {
         shift: bool,
     );
 
-    /// One control step from state `x0`: sample `k` draws its standard normals from
-    /// `key.fold_in(k)` (in parallel; the result does not depend on the thread count).
+    /// One control step from state `x0`, the standard normals from one vectorised draw per 8
+    /// samples, `key.fold_in(c)` for samples `8c..8c + 8` (in parallel; the result does not
+    /// depend on the thread count). MPPI's f32 mode draws per block of 32 lanes instead
+    /// ([`crate::Precision`]).
     fn command(
         &self,
         key: Key,

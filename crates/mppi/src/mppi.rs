@@ -864,11 +864,16 @@ mod tests {
             }
         }
         let m = Mppi::new(Bad);
-        let p = MppiParams { num_samples: 8, horizon: 4, ..MppiParams::new(1, 1.0) };
-        let mut s = m.init(&p);
-        let mut out = [0.0];
-        m.command(Key::new(1), &p, &mut s, &[0.0], &mut out);
-        assert_eq!(out, [0.0]);
-        assert!(s.weights.iter().all(|&w| w == 0.0));
+        // Both precisions (40 samples: two f32 blocks, the second partly padding).
+        for precision in [Precision::F64, Precision::F32] {
+            let p =
+                MppiParams { num_samples: 40, horizon: 4, precision, ..MppiParams::new(1, 1.0) };
+            let mut s = m.init(&p);
+            let mut out = [0.0];
+            m.command(Key::new(1), &p, &mut s, &[0.0], &mut out);
+            assert_eq!(out, [0.0], "{precision:?}");
+            assert!(s.weights.iter().all(|&w| w == 0.0), "{precision:?}");
+            assert!(s.costs.iter().all(|c| c.is_infinite()), "{precision:?}");
+        }
     }
 }
