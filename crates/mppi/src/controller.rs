@@ -4,8 +4,9 @@
 //! A controller is pure: explicit params and state, a key per command. [`Controller::command`]
 //! is written once here (draw the standard normals of samples `8c..8c + 8` as one vectorised
 //! draw from `key.fold_in(c)`, then the controller's own
-//! [`Controller::command_with_normals`]: shift, sample, roll out, weight, update). [`Controller::base`] exposes the shared MPPI knobs (K, T, λ, Σ, μ, bounds...) so
-//! the tuner can set them on any controller.
+//! [`Controller::command_with_normals`]: shift, sample, roll out, weight, update).
+//! [`Controller::base`] exposes the shared MPPI knobs (K, T, λ, Σ, μ, bounds...) so the tuner
+//! can set them on any controller.
 
 use crate::mppi::{Convention, Dynamics, MppiError, MppiParams, draw_normals};
 use kestrel_core::Key;
