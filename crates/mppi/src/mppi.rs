@@ -239,6 +239,15 @@ impl<D: Dynamics> Mppi<D> {
             return Err(invalid("u_per_command", p.u_per_command, "1 to horizon"));
         }
         validate_rollouts(p)?;
+        if p.precision == Precision::F32 {
+            // What f32 arithmetic must represent: λ as a normal f32, Σ without overflow.
+            if !(1e-30..=1e30).contains(&p.lambda) {
+                return Err(invalid("lambda", p.lambda, "1e-30 to 1e30 with precision f32"));
+            }
+            if let Some(v) = p.noise_sigma.iter().find(|v| v.abs() > 1e30) {
+                return Err(invalid("noise_sigma", v, "entries within ±1e30 with precision f32"));
+            }
+        }
         if p.rollout_samples > 1 && p.precision == Precision::F32 {
             return Err(invalid(
                 "rollout_samples",

@@ -221,6 +221,25 @@ fn f32_is_refused_where_it_does_not_run() {
     let p = MppiParams { rollout_samples: 4, precision: Precision::F32, ..MppiParams::new(1, 1.0) };
     let e = m.validate(&p).unwrap_err().to_string();
     assert!(e.contains("rollout_samples") && e.contains("f32"), "{e}");
+    // Values f32 cannot carry are refused, not turned into NaN weights.
+    for (p, field) in [
+        (
+            MppiParams { lambda: 1e-40, precision: Precision::F32, ..MppiParams::new(1, 1.0) },
+            "lambda",
+        ),
+        (
+            MppiParams {
+                noise_sigma: vec![1e40],
+                precision: Precision::F32,
+                ..MppiParams::new(1, 1.0)
+            },
+            "noise_sigma",
+        ),
+    ] {
+        let e = m.validate(&p).unwrap_err().to_string();
+        assert!(e.contains(field) && e.contains("f32"), "{e}");
+        assert!(m.validate(&MppiParams { precision: Precision::F64, ..p }).is_ok());
+    }
     let sm = kestrel_mppi::Smppi::new(PendulumDynamics);
     let sp = kestrel_mppi::SmppiParams {
         mppi: MppiParams { precision: Precision::F32, ..MppiParams::new(1, 1.0) },
