@@ -16,8 +16,13 @@ fn params() -> MppiParams {
 
 /// Runs 200 steps from hanging down; returns the angle trace.
 fn swing(seed: u64) -> Vec<f64> {
+    swing_with(&params(), seed)
+}
+
+/// [`swing`] with given params.
+fn swing_with(p: &MppiParams, seed: u64) -> Vec<f64> {
     let m = Mppi::new(PendulumDynamics);
-    let p = params();
+    let p = p.clone();
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
     let env_p = PendulumParams::default();
@@ -34,12 +39,15 @@ fn swing(seed: u64) -> Vec<f64> {
 
 #[test]
 fn swings_up_and_balances() {
-    for seed in 0..3 {
-        let trace = swing(seed);
+    // In both precisions (f32: MPPI's SIMD lanes).
+    let f32 = MppiParams { precision: kestrel_mppi::Precision::F32, ..params() };
+    for (seed, p) in (0..3).flat_map(|s| [(s, params()), (s, f32.clone())]) {
+        let trace = swing_with(&p, seed);
         let tail = &trace[150..];
         assert!(
             tail.iter().all(|th| th.abs() < 0.3),
-            "seed {seed}: last angles {:?}",
+            "seed {seed}, {:?}: last angles {:?}",
+            p.precision,
             &trace[190..]
         );
     }
