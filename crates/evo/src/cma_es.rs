@@ -15,7 +15,7 @@
 //! every update, so a gap only delays when what was learnt is used; Hansen's tutorial (and
 //! pycma) use `lazy_gap = 0.1`, pyribs 0.5. At d = 100 (λ = 64) the decomposition of a CMA
 //! covariance costs ~550 µs, 3.4 times the rest of a generation, so Kestrel's default is 2.5
-//! (every 9th generation there; every generation on small problems, where it is cheap), chosen
+//! (every 9th generation there; every 2nd at d = 10 with λ = 64, every 4th with λ = 10), chosen
 //! by evaluations to 1e-8 against the 0.1 rule, 15 seeds each (7 at d = 100): sphere, ellipsoid,
 //! rotated ellipsoid and Rosenbrock at d = 10 (λ 10), 40 (λ 15) and 100 (λ 64) all within
 //! −4% … +3% (`tests/lazy_gap.rs` keeps a short version of that comparison).
