@@ -185,10 +185,7 @@ pub fn tune(a: TuneArgs) -> Result<()> {
     };
     let c: TuneConfig = load_two_pass(&a.cfg, flags, |f: Option<&TuneConfig>| match f {
         None => TuneConfig::default(),
-        Some(f) => TuneConfig {
-            run: MppiRunConfig::defaults_for(f.run.controller, f.run.system, 20, 0),
-            ..TuneConfig::default()
-        },
+        Some(f) => TuneConfig::defaults_for(&f.run),
     })?;
     launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::mppi::tune(c, l))
 }

@@ -417,6 +417,18 @@ pub struct TuneConfig {
     pub sigma: f64,
 }
 
+impl TuneConfig {
+    /// The defaults a tuning config is read over once its run's controller and system are
+    /// known (the second of the two passes every front end makes): that system's MPPI run
+    /// defaults (its noise size, bounds and start), the rest as [`TuneConfig::default`].
+    pub fn defaults_for(run: &crate::MppiRunConfig) -> TuneConfig {
+        TuneConfig {
+            run: crate::MppiRunConfig::defaults_for(run.controller, run.system, 20, 0),
+            ..TuneConfig::default()
+        }
+    }
+}
+
 impl Default for TuneConfig {
     fn default() -> Self {
         TuneConfig {

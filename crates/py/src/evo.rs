@@ -334,7 +334,8 @@ impl EvoProblem {
     /// closed-loop cost; the run's key is `Key(run.seed).fold_in(0)` in every generation).
     #[staticmethod]
     fn from_tune_config(config_json: &str) -> PyResult<Self> {
-        let c = crate::runs::config(&kestrel_mppi::tune::TuneConfig::default(), config_json, None)?;
+        let table = crate::runs::json_table(config_json)?;
+        let c = kestrel_run::mppi::load_tune(None, table).map_err(crate::errors::run_error)?;
         Ok(EvoProblem::of(kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?))
     }
 

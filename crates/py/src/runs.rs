@@ -228,7 +228,7 @@ pub(crate) fn mppi_tune(
     progress: Option<Py<PyAny>>,
     evaluate: Option<Py<PyAny>>,
 ) -> PyResult<(String, String)> {
-    let c = config(&kestrel_mppi::tune::TuneConfig::default(), config_json, None)?;
+    let c = kestrel_run::mppi::load_tune(None, json_table(config_json)?).map_err(run_error)?;
     let argv = format!("kestrel.mppi.tune({config_json})");
     let Some(f) = evaluate else {
         return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::tune(c, l))

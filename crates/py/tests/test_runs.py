@@ -209,3 +209,13 @@ def test_mppi_f32_lanes_from_python(tmp_path):
         kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, nx=2, nu=1, precision="f32")
     with pytest.raises(ValueError, match="precision"):
         kestrel.mppi.Controller(system="pendulum", mppi={"precision": "f16"})
+
+
+def test_mppi_tune_reads_its_config_over_the_run_systems_defaults(tmp_path):
+    # A pendulum tuning run gets the pendulum's one-control noise (the defaults of the run's
+    # system, as `kestrel mppi tune` loads it), here and in the tuner's problem.
+    r = kestrel.mppi.tune({"generations": 2, "pop_size": 4, "run": {"system": "pendulum", "steps": 10}},
+                          out_dir=tmp_path)
+    assert 'system = "pendulum"' in (r.dir / "config.toml").read_text()
+    p = kestrel._kestrel.EvoProblem.from_tune_config('{"run": {"system": "pendulum", "steps": 10}}')
+    assert p.num_dims == 2  # lambda and the one sigma

@@ -148,6 +148,18 @@ fn frames(sys: System, states: &[Vec<f64>], stem: &std::path::Path) -> Result<()
     Ok(())
 }
 
+/// A tuning config from `file` and `table` in two passes (the first finds the run's controller
+/// and system, the second reads everything over [`TuneConfig::defaults_for`] them), as
+/// `kestrel mppi tune` loads it: a pendulum run gets the pendulum's one-control noise, not the
+/// default system's.
+pub fn load_tune(
+    file: Option<&std::path::Path>,
+    table: toml::Table,
+) -> Result<TuneConfig, RunError> {
+    let first = crate::load_config(&TuneConfig::default(), file, table.clone(), &[])?;
+    crate::load_config(&TuneConfig::defaults_for(&first.run), file, table, &[])
+}
+
 /// Validates `c`, then tunes into a new folder: `config.toml`, `record.json`, `metrics.jsonl`
 /// (one line per generation), `best.toml` (the base run with the best knobs, which `kestrel
 /// mppi run --config` replays), `best.png/svg`, `summary.md/json`.
@@ -232,4 +244,29 @@ pub fn tune_with(
         ))
     })();
     finish(dir, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tuner's config is read over its run system's defaults: a pendulum (one control) gets
+    /// a 1×1 noise, not the default Nav2d's 2×2, and explicit keys still win.
+    #[test]
+    fn tune_configs_load_over_their_systems_defaults() {
+        let table = |s: &str| s.parse::<toml::Table>().unwrap();
+        let c = load_tune(None, table("[run]\nsystem = \"pendulum\"")).unwrap();
+        assert_eq!(c.run.system, System::Pendulum);
+        assert_eq!(c.run.mppi.noise_sigma.len(), 1);
+        validate_tune(&c).unwrap();
+        let c = load_tune(
+            None,
+            table("pop_size = 6\n[run]\nsystem = \"basic\"\n[run.mppi]\nlambda = 3.0"),
+        )
+        .unwrap();
+        assert_eq!((c.pop_size, c.run.mppi.lambda, c.run.system), (6, 3.0, System::Basic));
+        assert!(load_tune(None, table("[run]\nsystem = \"pendulm\"")).is_err());
+        // The default system is unchanged.
+        assert_eq!(load_tune(None, toml::Table::new()).unwrap().run.system, System::Nav2d);
+    }
 }

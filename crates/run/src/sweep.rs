@@ -254,8 +254,7 @@ fn check_config(kind: RunKind, table: &toml::Table, source: &str) -> Result<(), 
             kestrel_evo::run::QdRun::new(c)?;
         }
         RunKind::MppiTune => {
-            let c = crate::load_config(&kestrel_mppi::tune::TuneConfig::default(), None, t(), &[])
-                .map_err(load)?;
+            let c = crate::mppi::load_tune(None, t()).map_err(load)?;
             kestrel_mppi::tune::validate_tune(&c)?;
         }
         RunKind::Allo => {
@@ -544,7 +543,11 @@ impl Sweep {
             RunKind::Evo => crate::es::run(cfg!(kestrel_evo::run::EsConfig::default()), launch)?,
             RunKind::Qd => crate::es::qd(cfg!(kestrel_evo::run::QdConfig::default()), launch)?,
             RunKind::MppiTune => {
-                crate::mppi::tune(cfg!(kestrel_mppi::tune::TuneConfig::default()), launch)?
+                let c = crate::mppi::load_tune(None, t).map_err(|e| match e {
+                    RunError::Config { message, .. } => cfg_err(&source, message),
+                    e => e,
+                })?;
+                crate::mppi::tune(c, launch)?
             }
             RunKind::Allo => {
                 crate::allo::train(cfg!(kestrel_agents::runs::AlloRunConfig::default()), r, launch)?
