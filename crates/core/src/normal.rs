@@ -28,7 +28,7 @@ pub fn fill_normal_f32<T: FromF32>(key: Key, out: &mut [T]) {
     }
 }
 
-/// The loop over the pairs as a [`pulp::WithSimd`] operation: monomorphised inside the
+/// The loop over the pairs as a [`crate::simd::WithSimd`] operation: monomorphised inside the
 /// dispatcher's target-feature function with everything it calls inlined, so it vectorises
 /// (a closure this size is not inlined there and would stay scalar).
 struct Pairs<'a, T> {

@@ -87,10 +87,6 @@ pub trait Real:
     fn exp(self) -> Self;
     /// ⌊x⌋.
     fn floor(self) -> Self;
-    /// Square root (IEEE, exact rounding in both precisions).
-    fn sqrt(self) -> Self;
-    /// Absolute value.
-    fn abs(self) -> Self;
     /// `self` limited to `[lo, hi]` (`std`'s `clamp`: NaN stays NaN).
     fn clamp(self, lo: Self, hi: Self) -> Self;
 }
@@ -120,14 +116,6 @@ impl Real for f64 {
     #[inline(always)]
     fn floor(self) -> Self {
         crate::math::floor(self)
-    }
-    #[inline(always)]
-    fn sqrt(self) -> Self {
-        f64::sqrt(self)
-    }
-    #[inline(always)]
-    fn abs(self) -> Self {
-        f64::abs(self)
     }
     #[inline(always)]
     fn clamp(self, lo: Self, hi: Self) -> Self {
@@ -162,19 +150,17 @@ impl Real for f32 {
         floor_f32(self)
     }
     #[inline(always)]
-    fn sqrt(self) -> Self {
-        f32::sqrt(self)
-    }
-    #[inline(always)]
-    fn abs(self) -> Self {
-        f32::abs(self)
-    }
-    #[inline(always)]
     fn clamp(self, lo: Self, hi: Self) -> Self {
-        // std's clamp without its bound assertion (selects only).
-        let v = if self < lo { lo } else { self };
-        if v > hi { hi } else { v }
+        clamp_f32(self, lo, hi)
     }
+}
+
+/// `v` limited to `[lo, hi]` by two selects: `std`'s `clamp` (NaN stays NaN) without its
+/// bound assertion, so lane loops over it vectorise.
+#[inline(always)]
+pub fn clamp_f32(v: f32, lo: f32, hi: f32) -> f32 {
+    let v = if v < lo { lo } else { v };
+    if v > hi { hi } else { v }
 }
 
 /// 1.5·2²³: adding it rounds an f32 of magnitude below 2²² to an integer (to nearest, ties to
@@ -220,7 +206,7 @@ pub fn sin_cos_f32(x: f32) -> (f32, f32) {
 pub fn exp_f32(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
-    let x = x.clamp_nan(-87.0, 88.0);
+    let x = clamp_f32(x, -87.0, 88.0);
     let shifted = x * std::f32::consts::LOG2_E + ROUND;
     let n = shifted - ROUND;
     let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
@@ -233,18 +219,6 @@ pub fn exp_f32(x: f32) -> f32 {
     let p = p * r + 5.000_000_120_1e-1;
     let e = 1.0 + r + r * r * p;
     e * f32::from_bits((ni.wrapping_add(127) as u32) << 23)
-}
-
-trait ClampNan {
-    fn clamp_nan(self, lo: Self, hi: Self) -> Self;
-}
-
-impl ClampNan for f32 {
-    #[inline(always)]
-    fn clamp_nan(self, lo: f32, hi: f32) -> f32 {
-        let v = if self < lo { lo } else { self };
-        if v > hi { hi } else { v }
-    }
 }
 
 /// ⌊x⌋ in f32, exact and branch-free (|x| ≥ 2²³ is already an integer and returned as is).

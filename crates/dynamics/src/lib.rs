@@ -165,65 +165,77 @@ pub trait Dynamics: Send + Sync {
     /// is `x[i·n + j]` (likewise `u` and `next`), all at horizon step `t`. Same values as
     /// `step` per sample. The default loops over `step` (`nx ≤` [`MAX_NX`], `nu ≤` [`MAX_NU`]).
     fn step_batch(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64], n: usize) {
-        let (nx, nu) = (self.nx(), self.nu());
-        let (mut xs, mut us, mut ns) = ([0.0; MAX_NX], [0.0; MAX_NU], [0.0; MAX_NX]);
-        for j in 0..n {
-            (0..nx).for_each(|i| xs[i] = x[i * n + j]);
-            (0..nu).for_each(|i| us[i] = u[i * n + j]);
-            self.step(&xs[..nx], &us[..nu], t, &mut ns[..nx]);
-            (0..nx).for_each(|i| next[i * n + j] = ns[i]);
-        }
+        per_sample_step(self, x, u, t, next, n)
     }
     /// Adds [`Dynamics::running_cost`] of each of `n` samples (layout of
     /// [`Dynamics::step_batch`]) to `cost[j]`.
     fn running_cost_batch(&self, x: &[f64], u: &[f64], t: usize, cost: &mut [f64], n: usize) {
-        let (nx, nu) = (self.nx(), self.nu());
-        let (mut xs, mut us) = ([0.0; MAX_NX], [0.0; MAX_NU]);
-        for (j, c) in cost[..n].iter_mut().enumerate() {
-            (0..nx).for_each(|i| xs[i] = x[i * n + j]);
-            (0..nu).for_each(|i| us[i] = u[i * n + j]);
-            *c += self.running_cost(&xs[..nx], &us[..nu], t);
-        }
+        per_sample_cost(self, x, u, t, cost, n)
     }
     /// Adds [`Dynamics::terminal_cost`] of each of `n` samples to `cost[j]`.
     fn terminal_cost_batch(&self, x: &[f64], cost: &mut [f64], n: usize) {
-        let nx = self.nx();
-        let mut xs = [0.0; MAX_NX];
-        for (j, c) in cost[..n].iter_mut().enumerate() {
-            (0..nx).for_each(|i| xs[i] = x[i * n + j]);
-            *c += self.terminal_cost(&xs[..nx]);
-        }
+        per_sample_terminal(self, x, cost, n)
     }
     /// [`Dynamics::step_batch`] in f32 (MPPI's f32 precision mode). The default computes each
     /// sample's [`Dynamics::step`] in f64 and rounds the result; built-in systems run in f32.
     fn step_batch_f32(&self, x: &[f32], u: &[f32], t: usize, next: &mut [f32], n: usize) {
-        let (nx, nu) = (self.nx(), self.nu());
-        let (mut xs, mut us, mut ns) = ([0.0; MAX_NX], [0.0; MAX_NU], [0.0; MAX_NX]);
-        for j in 0..n {
-            (0..nx).for_each(|i| xs[i] = x[i * n + j] as f64);
-            (0..nu).for_each(|i| us[i] = u[i * n + j] as f64);
-            self.step(&xs[..nx], &us[..nu], t, &mut ns[..nx]);
-            (0..nx).for_each(|i| next[i * n + j] = ns[i] as f32);
-        }
+        per_sample_step(self, x, u, t, next, n)
     }
     /// [`Dynamics::running_cost_batch`] in f32 (default: f64 per sample, rounded).
     fn running_cost_batch_f32(&self, x: &[f32], u: &[f32], t: usize, cost: &mut [f32], n: usize) {
-        let (nx, nu) = (self.nx(), self.nu());
-        let (mut xs, mut us) = ([0.0; MAX_NX], [0.0; MAX_NU]);
-        for (j, c) in cost[..n].iter_mut().enumerate() {
-            (0..nx).for_each(|i| xs[i] = x[i * n + j] as f64);
-            (0..nu).for_each(|i| us[i] = u[i * n + j] as f64);
-            *c += self.running_cost(&xs[..nx], &us[..nu], t) as f32;
-        }
+        per_sample_cost(self, x, u, t, cost, n)
     }
     /// [`Dynamics::terminal_cost_batch`] in f32 (default: f64 per sample, rounded).
     fn terminal_cost_batch_f32(&self, x: &[f32], cost: &mut [f32], n: usize) {
-        let nx = self.nx();
-        let mut xs = [0.0; MAX_NX];
-        for (j, c) in cost[..n].iter_mut().enumerate() {
-            (0..nx).for_each(|i| xs[i] = x[i * n + j] as f64);
-            *c += self.terminal_cost(&xs[..nx]) as f32;
-        }
+        per_sample_terminal(self, x, cost, n)
+    }
+}
+
+/// The batched defaults in either precision: each sample gathered into f64, the scalar method,
+/// the result rounded back (exact for f64).
+fn per_sample_step<D: Dynamics + ?Sized, R: Real>(
+    d: &D,
+    x: &[R],
+    u: &[R],
+    t: usize,
+    next: &mut [R],
+    n: usize,
+) {
+    let (nx, nu) = (d.nx(), d.nu());
+    let (mut xs, mut us, mut ns) = ([0.0; MAX_NX], [0.0; MAX_NU], [0.0; MAX_NX]);
+    for j in 0..n {
+        (0..nx).for_each(|i| xs[i] = x[i * n + j].to_f64());
+        (0..nu).for_each(|i| us[i] = u[i * n + j].to_f64());
+        d.step(&xs[..nx], &us[..nu], t, &mut ns[..nx]);
+        (0..nx).for_each(|i| next[i * n + j] = R::c(ns[i]));
+    }
+}
+
+/// See [`per_sample_step`]: `cost[j] +=` each sample's running cost.
+fn per_sample_cost<D: Dynamics + ?Sized, R: Real>(
+    d: &D,
+    x: &[R],
+    u: &[R],
+    t: usize,
+    cost: &mut [R],
+    n: usize,
+) {
+    let (nx, nu) = (d.nx(), d.nu());
+    let (mut xs, mut us) = ([0.0; MAX_NX], [0.0; MAX_NU]);
+    for (j, c) in cost[..n].iter_mut().enumerate() {
+        (0..nx).for_each(|i| xs[i] = x[i * n + j].to_f64());
+        (0..nu).for_each(|i| us[i] = u[i * n + j].to_f64());
+        *c += R::c(d.running_cost(&xs[..nx], &us[..nu], t));
+    }
+}
+
+/// See [`per_sample_step`]: `cost[j] +=` each sample's terminal cost.
+fn per_sample_terminal<D: Dynamics + ?Sized, R: Real>(d: &D, x: &[R], cost: &mut [R], n: usize) {
+    let nx = d.nx();
+    let mut xs = [0.0; MAX_NX];
+    for (j, c) in cost[..n].iter_mut().enumerate() {
+        (0..nx).for_each(|i| xs[i] = x[i * n + j].to_f64());
+        *c += R::c(d.terminal_cost(&xs[..nx]));
     }
 }
 

@@ -58,10 +58,7 @@ pub trait Controller: Send + Sync {
         x0: &[f64],
         out: &mut [f64],
     ) {
-        let mut z = std::mem::take(Self::normals_buffer(s));
-        draw_normals(key, Self::base(p).num_samples, self.normals_per_sample(p), &mut z);
-        self.command_with_normals(p, s, x0, &z, out, true);
-        *Self::normals_buffer(s) = z;
+        keyed_command(self, key, p, s, x0, out)
     }
 
     /// Puts the plan back to its initial value (a new episode).
@@ -78,6 +75,22 @@ pub trait Controller: Send + Sync {
             *a = scale * u;
         }
     }
+}
+
+/// [`Controller::command`]'s definition (for controllers that override it for some params):
+/// the sample-major keyed normals into the state's buffer, then `command_with_normals`.
+pub(crate) fn keyed_command<C: Controller + ?Sized>(
+    c: &C,
+    key: Key,
+    p: &C::Params,
+    s: &mut C::State,
+    x0: &[f64],
+    out: &mut [f64],
+) {
+    let mut z = std::mem::take(C::normals_buffer(s));
+    draw_normals(key, C::base(p).num_samples, c.normals_per_sample(p), &mut z);
+    c.command_with_normals(p, s, x0, &z, out, true);
+    *C::normals_buffer(s) = z;
 }
 
 /// A closed-loop run: every state visited, the control applied at each step, and its cost.

@@ -11,7 +11,7 @@
 
 use crate::mppi::{Convention, Dynamics, MAX_NU, MAX_NX, MppiParams, MppiState};
 use kestrel_core::Key;
-use kestrel_core::simd::{Simd, WithSimd, dispatch, exp_f32};
+use kestrel_core::simd::{Simd, WithSimd, clamp_f32 as clampf, dispatch, exp_f32};
 use rayon::prelude::*;
 
 /// Samples per block (one lane each).
@@ -55,13 +55,6 @@ struct Consts {
     lambda: f32,
     jax: bool,
     abs: bool,
-}
-
-/// `v` limited to `[lo, hi]` by selects.
-#[inline(always)]
-fn clampf(v: f32, lo: f32, hi: f32) -> f32 {
-    let v = if v < lo { lo } else { v };
-    if v > hi { hi } else { v }
 }
 
 /// One command in f32 (see the module notes); the conventions are those of the f64
@@ -169,31 +162,29 @@ pub(crate) fn command<D: Dynamics>(
             *sw = *w as f64 / eta;
             *w = *sw as f32;
         }
-        // U += Σ_k ω_k ε_k: each block's sum in parallel (a fixed lane order), then the blocks in
-        // order. The effective noise goes out sample-major to `s.noise` on the way.
-        s.noise.resize(k * per, 0.0);
-        sc.partial
-            .par_chunks_mut(per)
-            .zip(sc.eps.par_chunks(LANES * per))
-            .zip(sc.w.par_chunks(LANES))
-            .zip(s.noise.par_chunks_mut(LANES * per))
-            .with_min_len(min_blocks)
-            .for_each(|(((partial, eps), w), noise)| {
-                dispatch(Update { eps, w, partial, noise });
-            });
+    } else {
+        s.weights.fill(0.0);
+        sc.w.fill(0.0);
+    }
+    // U += Σ_k ω_k ε_k: each block's sum in parallel (a fixed lane order), then the blocks in
+    // order (no update when no sample weighs). The effective noise goes out sample-major to
+    // `s.noise` on the way.
+    s.noise.resize(k * per, 0.0);
+    sc.partial
+        .par_chunks_mut(per)
+        .zip(sc.eps.par_chunks(LANES * per))
+        .zip(sc.w.par_chunks(LANES))
+        .zip(s.noise.par_chunks_mut(LANES * per))
+        .with_min_len(min_blocks)
+        .for_each(|(((partial, eps), w), noise)| {
+            dispatch(Update { eps, w, partial, noise });
+        });
+    if eta > 0.0 {
         for part in sc.partial.chunks_exact(per) {
             for (u, v) in s.u.iter_mut().zip(part) {
                 *u += v;
             }
         }
-    } else {
-        s.weights.fill(0.0);
-        s.noise.resize(k * per, 0.0);
-        s.noise
-            .par_chunks_mut(LANES * per)
-            .zip(sc.eps.par_chunks(LANES * per))
-            .with_min_len(min_blocks)
-            .for_each(|(noise, eps)| transpose_out(eps, noise));
     }
     s.lanes = sc;
     crate::mppi::finish(p, s, out, shift);

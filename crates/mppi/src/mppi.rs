@@ -607,10 +607,7 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
             let n = crate::lanes::Normals::Keyed(key);
             return crate::lanes::command(&self.dynamics, p, s, x0, n, out, true);
         }
-        let mut z = std::mem::take(&mut s.normals);
-        draw_normals(key, p.num_samples, self.normals_per_sample(p), &mut z);
-        self.command_with_normals(p, s, x0, &z, out, true);
-        s.normals = z;
+        crate::controller::keyed_command(self, key, p, s, x0, out)
     }
     /// One control step with given standard normals `z` (`K × T × nu`): shift (if asked),
     /// sample `ε = μ + L z`, clamp `U + ε`, roll out, weight, update, return `U[..u_per_command]`.

@@ -39,14 +39,6 @@ pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
     pulp::Arch::new().dispatch(f)
 }
 
-/// Runs `op` compiled for the best vector extension this CPU has. Unlike [`simd`], whose
-/// closure LLVM may leave out of line (and then scalar), an operation's `with_simd` is
-/// `#[inline(always)]` into the dispatcher's target-feature function, so loops of any size
-/// inside it vectorise. Values do not depend on the extension chosen.
-#[inline(always)]
-pub fn dispatch<Op: WithSimd>(op: Op) -> Op::Output {
-    pulp::Arch::new().dispatch(op)
-}
 pub use error::NnError;
 pub use float::Float;
 pub use gru::{Gru, GruCache};
@@ -54,8 +46,12 @@ pub use io::{
     TensorFile, checkpoint_set, load_safetensors, save_safetensors, write_checkpoint_set,
 };
 pub use kestrel_core::fill_normal_f32;
+/// The run-time dispatcher of `kestrel-core` (unlike [`simd`], whose closure LLVM may leave out
+/// of line and then scalar, an operation's `with_simd` is inlined into the target-feature
+/// function, so loops of any size inside it vectorise).
+pub use kestrel_core::simd::dispatch;
+pub use kestrel_core::simd::{Simd, WithSimd};
 pub use layer::{Act, Activation, Dense, Init, Layer};
 pub use loss::{Loss, quantile_huber};
 pub use model::{MlpConfig, Sequential, Trainee, Workspace, train_many};
 pub use noisy::NoisyDense;
-pub use pulp::{Simd, WithSimd};
