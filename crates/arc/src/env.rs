@@ -191,8 +191,17 @@ impl<const S: usize> ArcEnv<S> {
     /// The padded grids of a state's pair.
     #[inline]
     pub fn pair_of(&self, s: &ArcState<S>) -> &PairGrids<S> {
-        let t = &self.tasks[s.task as usize];
-        if s.test { &t.test[s.pair as usize] } else { &t.train[s.pair as usize] }
+        self.pair_grids(s.task, s.pair, s.test)
+    }
+
+    /// The padded grids of pair `pair` of task `task` (test or train split).
+    ///
+    /// # Panics
+    /// If the task or pair is not in the env.
+    #[inline]
+    pub fn pair_grids(&self, task: u32, pair: u16, test: bool) -> &PairGrids<S> {
+        let t = &self.tasks[task as usize];
+        if test { &t.test[pair as usize] } else { &t.train[pair as usize] }
     }
 
     /// A fresh state for a given task and pair (what `reset` builds after sampling).
@@ -297,6 +306,18 @@ impl<const S: usize> Env for ArcEnv<S> {
         let s = self.init_state(p, task, pair, p.split == Split::Test, key);
         self.write_obs(p, &s, obs);
         s
+    }
+
+    /// Writes the observation of a state whose task, pair and dims are in this env (false,
+    /// writing nothing, for any other).
+    fn observe(&self, p: &ArcParams, s: &ArcState<S>, obs: &mut [i8]) -> bool {
+        let Some(t) = self.tasks.get(s.task as usize) else { return false };
+        let n = if s.test { t.test.len() } else { t.train.len() };
+        if s.pair as usize >= n || s.dims.iter().any(|&d| d as usize > S) {
+            return false;
+        }
+        self.write_obs(p, s, obs);
+        true
     }
 
     #[inline]

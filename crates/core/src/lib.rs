@@ -40,4 +40,4 @@ pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};
 pub use key::{Key, Rng};
 pub use normal::fill_normal_f32;
 pub use space::{Space, Spec};
-pub use vec_env::{AutoReset, VecEnv};
+pub use vec_env::{AutoReset, KEY_POLICY, KEY_RESET, KEY_STEP, VecEnv};

@@ -4,10 +4,13 @@ use crate::FromInvalid;
 use crate::{CoreError, Env, Key, Spec};
 use rayon::prelude::*;
 
-/// Tags of the per-row keys (see the crate docs).
-const KEY_STEP: u64 = 0;
-const KEY_RESET: u64 = 1;
-const KEY_POLICY: u64 = 2;
+/// Tag of a row's step key (`key.fold_in(t).fold_in(row).fold_in(KEY_STEP)`; see the crate
+/// docs). Batched drivers of one env kind (`kestrel_arc::ArcLanes`) derive the same keys.
+pub const KEY_STEP: u64 = 0;
+/// Tag of a row's reset key.
+pub const KEY_RESET: u64 = 1;
+/// Tag of a row's policy key.
+pub const KEY_POLICY: u64 = 2;
 
 /// When a finished row starts its next episode (Gymnasium's `AutoresetMode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,0 +1,1091 @@
+//! The structure-of-arrays ARC kernel for small canvases (`S ≤ 10`): [`ArcLanes`], a batch
+//! of `jaxarc` envs stepped in blocks of [`LANES`] envs, one SIMD lane per env.
+//!
+//! Every cell of a block is a column of 64 bytes (`grid[r][c][lane]`), every selection row a
+//! column of 64 `u16` bit rows, and every per-env scalar (op, dims, bbox, similarity) a
+//! column of 64 values. A step computes each op's result for every lane and keeps the
+//! lane's own with lane-wise selects: there is no per-env branch on the op. Ops that move
+//! cells (moves, flips, rotations, paste) share one remap, `out[r][c] = src[ri(r)][ci(c)]`
+//! with lane-wise row and column indices over the grid, its transpose or the clipboard, done
+//! as two select passes (`2·S³` byte selects per block). Flood fill is a lane-wise bitmask
+//! dilation. Everything is compiled by [`kestrel_core::simd::dispatch`] for the best vector
+//! extension the CPU has; values do not depend on it.
+//!
+//! [`ArcLanes`] is the batched driver of these blocks: the same keys, auto-reset modes and
+//! columns as [`VecEnv`](kestrel_core::VecEnv) over [`ArcEnv`], with the same results bit
+//! for bit (`tests/lanes.rs`: every op, every bug switch, every selection form, both splits,
+//! both layouts, all three auto-reset modes, 1 and 2 threads). Resets and the `full`
+//! layout's extra fields go through [`ArcEnv`] itself, one env at a time (a reset is about
+//! one step in thirty under random actions). `o2arc` mode is not laned (its object state
+//! machine runs per env): [`ArcLanes::new`] refuses it, and small `o2arc` canvases run on
+//! `VecEnv`.
+
+use crate::action::{ArcAction, SelKind};
+use crate::env::{ArcEnv, ArcParams, Mode};
+use crate::error::ArcError;
+use crate::jaxarc::{JaxBugs, JaxRewards, JaxarcTable};
+use crate::obs::Layout;
+use crate::ops::NUM_OPS;
+use crate::state::{ArcState, PairGrids};
+use kestrel_core::simd::{Simd, WithSimd, dispatch};
+use kestrel_core::{AutoReset, Env, FromInvalid, KEY_POLICY, KEY_RESET, Key, Spec};
+use rayon::prelude::*;
+
+/// Envs per block (one byte lane each in a 512-bit register).
+pub const LANES: usize = 64;
+const L: usize = LANES;
+
+/// Largest canvas side [`ArcLanes`] takes (row bits fit a `u16`).
+pub const MAX_LANE_SIDE: usize = 10;
+
+/// One byte per cell per lane.
+type Plane<const S: usize> = [[[i8; L]; S]; S];
+/// One bit row per row per lane.
+type Rows<const S: usize> = [[u16; L]; S];
+
+/// The state of [`LANES`] envs, structure of arrays, plus the step's inputs and outputs.
+#[derive(Clone)]
+struct Block<const S: usize> {
+    grid: Plane<S>,
+    clip: Plane<S>,
+    /// The pair's input padded with -1 beyond its dims (CopyInput's grid).
+    input: Plane<S>,
+    /// The pair's output (0 beyond its dims).
+    target: Plane<S>,
+    selected: Rows<S>,
+    h: [u8; L],
+    w: [u8; L],
+    in_h: [u8; L],
+    in_w: [u8; L],
+    out_h: [u8; L],
+    out_w: [u8; L],
+    empty: [bool; L],
+    sim: [f32; L],
+    steps: [u32; L],
+    task: [u32; L],
+    pair: [u16; L],
+    test: [bool; L],
+    /// The step's op ids (clipped to 0–34) and raw selections (clipped to the canvas).
+    op: [u8; L],
+    raw: Rows<S>,
+    /// The step's rewards and terminations.
+    reward: [f32; L],
+    term: [bool; L],
+}
+
+impl<const S: usize> Block<S> {
+    fn new() -> Box<Self> {
+        Box::new(Block {
+            grid: [[[0; L]; S]; S],
+            clip: [[[0; L]; S]; S],
+            input: [[[0; L]; S]; S],
+            target: [[[0; L]; S]; S],
+            selected: [[0; L]; S],
+            h: [0; L],
+            w: [0; L],
+            in_h: [0; L],
+            in_w: [0; L],
+            out_h: [0; L],
+            out_w: [0; L],
+            empty: [false; L],
+            sim: [0.0; L],
+            steps: [0; L],
+            task: [0; L],
+            pair: [0; L],
+            test: [false; L],
+            op: [NUM_OPS as u8 - 1; L],
+            raw: [[0; L]; S],
+            reward: [0.0; L],
+            term: [false; L],
+        })
+    }
+
+    /// Lane `l` takes state `s` of pair `pg`.
+    fn load(&mut self, l: usize, s: &ArcState<S>, pg: &PairGrids<S>) {
+        let (ih, iw) = (pg.in_dims[0] as usize, pg.in_dims[1] as usize);
+        for r in 0..S {
+            for c in 0..S {
+                self.grid[r][c][l] = s.grid[r][c];
+                self.clip[r][c][l] = s.clip[r][c];
+                self.input[r][c][l] = if r < ih && c < iw { pg.input[r][c] } else { -1 };
+                self.target[r][c][l] = pg.output[r][c];
+            }
+            self.selected[r][l] = s.selected[r] as u16;
+        }
+        [self.h[l], self.w[l]] = s.dims;
+        [self.in_h[l], self.in_w[l]] = pg.in_dims;
+        [self.out_h[l], self.out_w[l]] = pg.out_dims;
+        self.empty[l] = s.empty_target;
+        self.sim[l] = s.similarity;
+        self.steps[l] = s.steps;
+        self.task[l] = s.task;
+        self.pair[l] = s.pair;
+        self.test[l] = s.test;
+    }
+
+    /// Lane `l`'s action.
+    #[inline]
+    fn set_action(&mut self, l: usize, a: &ArcAction<S>) {
+        self.op[l] = a.op.clamp(0, NUM_OPS - 1) as u8;
+        let m = a.sel.to_mask();
+        for r in 0..S {
+            self.raw[r][l] = m[r] as u16;
+        }
+    }
+
+    /// Writes lane `l`'s compact observation (grid, then dims).
+    #[inline]
+    fn write_compact(&self, l: usize, obs: &mut [i8]) {
+        for r in 0..S {
+            for c in 0..S {
+                obs[r * S + c] = self.grid[r][c][l];
+            }
+        }
+        obs[S * S] = self.h[l] as i8;
+        obs[S * S + 1] = self.w[l] as i8;
+    }
+}
+
+/// `v` as a cell index (255, which matches no cell, outside the canvas).
+#[inline(always)]
+fn ix<const S: usize>(v: i16) -> u8 {
+    if v >= 0 && v < S as i16 { v as u8 } else { 255 }
+}
+
+/// An affine lane-wise index `a ± i`, with one wrapped position (`at → to`; `at = 255` for
+/// none): how the remap reads rows (or columns) of its source.
+#[derive(Clone, Copy)]
+struct Axis {
+    a: [i16; L],
+    neg: [bool; L],
+    at: [u8; L],
+    to: [u8; L],
+}
+
+impl Axis {
+    #[inline(always)]
+    fn index<const S: usize>(&self, i: usize, out: &mut [u8; L]) {
+        for l in 0..L {
+            let v = if self.neg[l] { self.a[l] - i as i16 } else { self.a[l] + i as i16 };
+            out[l] = if self.at[l] == i as u8 { self.to[l] } else { ix::<S>(v) };
+        }
+    }
+}
+
+/// Which lanes' op writes what, decided once per lane before the cell pass.
+mod kind {
+    /// Grid unchanged.
+    pub const NONE: u8 = 0;
+    /// A constant into the selected cells.
+    pub const SEL: u8 = 1;
+    /// A constant into the flood region.
+    pub const REGION: u8 = 2;
+    /// A constant into every cell (JaxARC's Clear of the whole canvas).
+    pub const ALL: u8 = 3;
+    /// A constant into the working area.
+    pub const WORK: u8 = 4;
+    /// The remap, clipped at 0, inside the bbox (moves, flips, bbox rotation).
+    pub const BBOX: u8 = 5;
+    /// JaxARC's canvas rotation merged over the grid with the bbox cleared.
+    pub const CANVAS: u8 = 6;
+    /// The remapped clipboard into the selected cells (paste).
+    pub const PASTE: u8 = 7;
+    /// The padded input (copy-input).
+    pub const INPUT: u8 = 8;
+    /// Resize to `nh × nw`.
+    pub const RESIZE: u8 = 9;
+}
+
+/// One `jaxarc` step of a block (dispatched).
+struct JaxStep<'a, const S: usize> {
+    b: &'a mut Block<S>,
+    bugs: JaxBugs,
+    rewards: JaxRewards,
+    train: bool,
+}
+
+impl<const S: usize> WithSimd for JaxStep<'_, S> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: Simd>(self, _simd: Sd) {
+        jax_step(self.b, &self.bugs, &self.rewards, self.train);
+    }
+}
+
+/// Lowest and highest `i < n` with `has(i)` per lane (`n` and 0 when none).
+#[inline(always)]
+fn range_of(n: usize, has: impl Fn(usize, usize) -> bool, lo: &mut [u8; L], hi: &mut [u8; L]) {
+    *lo = [n as u8; L];
+    *hi = [0; L];
+    for i in (0..n).rev() {
+        for l in 0..L {
+            lo[l] = if has(i, l) { i as u8 } else { lo[l] };
+        }
+    }
+    for i in 0..n {
+        for l in 0..L {
+            hi[l] = if has(i, l) { i as u8 } else { hi[l] };
+        }
+    }
+}
+
+/// One step of every lane of `b` under JaxARC's rules (`jaxarc.rs` is the specification;
+/// `tests/lanes.rs` checks the two agree bit for bit).
+#[inline(always)]
+fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, train: bool) {
+    let full = ((1u32 << S) - 1) as u16;
+    // The working area's row bits, and the selection ANDed with it.
+    let mut wrow = [0u16; L];
+    for l in 0..L {
+        wrow[l] = ((1u32 << b.w[l]) - 1) as u16;
+    }
+    let mut sel = [[0u16; L]; S];
+    for r in 0..S {
+        for l in 0..L {
+            sel[r][l] = if (r as u8) < b.h[l] { b.raw[r][l] & wrow[l] } else { 0 };
+        }
+    }
+    b.selected = sel;
+    // Selection summaries: count, column bits, bbox.
+    let mut cnt = [0u32; L];
+    let mut cols = [0u16; L];
+    for row in &sel {
+        for l in 0..L {
+            cnt[l] += row[l].count_ones();
+            cols[l] |= row[l];
+        }
+    }
+    let (mut sr0, mut sr1, mut sc0, mut sc1) = ([0u8; L], [0u8; L], [0u8; L], [0u8; L]);
+    range_of(S, |r, l| sel[r][l] != 0, &mut sr0, &mut sr1);
+    range_of(S, |c, l| cols[l] >> c & 1 != 0, &mut sc0, &mut sc1);
+    // The clipboard's non-zero top-left (paste).
+    let mut crow = [0u16; L];
+    let mut ccol = [0u16; L];
+    for r in 0..S {
+        for c in 0..S {
+            for l in 0..L {
+                let nz = (b.clip[r][c][l] != 0) as u16;
+                crow[l] |= nz << r;
+                ccol[l] |= nz << c;
+            }
+        }
+    }
+    let (mut cr, mut cc, mut unused) = ([0u8; L], [0u8; L], [0u8; L]);
+    range_of(S, |r, l| crow[l] >> r & 1 != 0, &mut cr, &mut unused);
+    range_of(S, |c, l| ccol[l] >> c & 1 != 0, &mut cc, &mut unused);
+    // Resize's source rows: the last non-empty row and its highest column.
+    let rsrc = if bugs.shrink_only_resize { &sel } else { &b.raw };
+    let (mut unused2, mut rlast) = ([0u8; L], [0u8; L]);
+    range_of(S, |r, l| rsrc[r][l] != 0, &mut unused2, &mut rlast);
+    let mut lastrow = [0u16; L];
+    for (r, row) in rsrc.iter().enumerate() {
+        for l in 0..L {
+            lastrow[l] = if rlast[l] == r as u8 { row[l] } else { lastrow[l] };
+        }
+    }
+    let (mut unused3, mut clast) = ([0u8; L], [0u8; L]);
+    range_of(S, |c, l| lastrow[l] >> c & 1 != 0, &mut unused3, &mut clast);
+
+    // Per lane: what the op writes, the remap's axes and source, the new dims.
+    let mut k = [kind::NONE; L];
+    let mut value = [0i8; L];
+    let mut src = [0u8; L]; // 0 grid, 1 transpose, 2 clipboard
+    let ident = Axis { a: [0; L], neg: [false; L], at: [255; L], to: [0; L] };
+    let (mut ra, mut ca) = (ident, ident);
+    let (mut er0, mut er1, mut ec0, mut ec1) = ([0u8; L], [0u8; L], [0u8; L], [0u8; L]);
+    let (mut nh, mut nw) = ([0u8; L], [0u8; L]);
+    let mut flood = [false; L];
+    let mut copy = [false; L];
+    let inv = if bugs.inverted_moves { -1i16 } else { 1 };
+    let last = (S - 1) as i16;
+    for l in 0..L {
+        let op = b.op[l];
+        let (h, w) = (b.h[l], b.w[l]);
+        let any = cols[l] != 0;
+        // The effective selection's bbox: the selection, else the working area.
+        let work = h > 0 && w > 0;
+        let has_eff = any || work;
+        er0[l] = if any { sr0[l] } else { 0 };
+        er1[l] = if any { sr1[l] } else { h.wrapping_sub(1) };
+        ec0[l] = if any { sc0[l] } else { 0 };
+        ec1[l] = if any { sc1[l] } else { w.wrapping_sub(1) };
+        let (r0, r1, c0, c1) = (er0[l] as i16, er1[l] as i16, ec0[l] as i16, ec1[l] as i16);
+        let square = r1 - r0 == c1 - c0;
+        // Moves: content direction as named, flipped by the bug switch.
+        let dr = inv * if op == 20 { -1 } else if op == 21 { 1 } else { 0 };
+        let dc = inv * if op == 22 { -1 } else if op == 23 { 1 } else { 0 };
+        let is_move = (20..=23).contains(&op) && has_eff;
+        let is_rot = (op == 24 || op == 25) && has_eff && square;
+        let cw = op == 24;
+        let is_flip = (op == 26 || op == 27) && has_eff;
+        let paste = op == 29 && any && crow[l] != 0;
+        let canvas = is_rot && bugs.canvas_rotation;
+        flood[l] = (10..20).contains(&op) && cnt[l] == 1;
+        copy[l] = op == 28 || op == 30;
+        let resize = op == 33 && rlast_any(rsrc, l);
+        k[l] = if op < 10 {
+            kind::SEL
+        } else if flood[l] {
+            kind::REGION
+        } else if op == 30 || (op == 31 && any) {
+            kind::SEL
+        } else if op == 31 {
+            if bugs.clear_overwrites_padding { kind::ALL } else { kind::WORK }
+        } else if canvas {
+            kind::CANVAS
+        } else if is_move || is_rot || is_flip {
+            kind::BBOX
+        } else if paste {
+            kind::PASTE
+        } else if op == 32 {
+            kind::INPUT
+        } else if resize {
+            kind::RESIZE
+        } else {
+            kind::NONE
+        };
+        value[l] = if op < 10 {
+            op as i8
+        } else if op < 20 {
+            op as i8 - 10
+        } else {
+            0
+        };
+        src[l] = if paste {
+            2
+        } else if is_rot {
+            1
+        } else {
+            0
+        };
+        // Row axis: ri(r) = a ± r, with the move's wrap.
+        let (a, neg) = if is_rot && canvas {
+            if cw { (0, false) } else { (last, true) }
+        } else if is_rot {
+            if cw { (c0 - r0, false) } else { (c0 + r1, true) }
+        } else if op == 27 {
+            (r0 + r1, true)
+        } else if paste {
+            (cr[l] as i16 - sr0[l] as i16, false)
+        } else {
+            (-dr, false)
+        };
+        ra.a[l] = a;
+        ra.neg[l] = neg;
+        ra.at[l] = if is_move && dr > 0 {
+            er0[l]
+        } else if is_move && dr < 0 {
+            er1[l]
+        } else {
+            255
+        };
+        ra.to[l] = if dr > 0 { er1[l] } else { er0[l] };
+        // Column axis.
+        let (a, neg) = if is_rot && canvas {
+            if cw { (last, true) } else { (0, false) }
+        } else if is_rot {
+            if cw { (r1 + c0, true) } else { (r0 - c0, false) }
+        } else if op == 26 {
+            (c0 + c1, true)
+        } else if paste {
+            (cc[l] as i16 - sc0[l] as i16, false)
+        } else {
+            (-dc, false)
+        };
+        ca.a[l] = a;
+        ca.neg[l] = neg;
+        ca.at[l] = if is_move && dc > 0 {
+            ec0[l]
+        } else if is_move && dc < 0 {
+            ec1[l]
+        } else {
+            255
+        };
+        ca.to[l] = if dc > 0 { ec1[l] } else { ec0[l] };
+        // New dims.
+        let input = op == 32 && !bugs.copy_input_keeps_mask;
+        nh[l] = if resize {
+            rlast[l] + 1
+        } else if input {
+            b.in_h[l]
+        } else {
+            h
+        };
+        nw[l] = if resize {
+            clast[l] + 1
+        } else if input {
+            b.in_w[l]
+        } else {
+            w
+        };
+    }
+
+    // Flood regions (lane-wise dilation from the one selected cell; only when a lane floods).
+    let mut region = [[0u16; L]; S];
+    if flood.iter().any(|&f| f) {
+        let mut colour = [0i8; L];
+        for r in 0..S {
+            for c in 0..S {
+                for l in 0..L {
+                    let at = sr0[l] == r as u8 && sc0[l] == c as u8;
+                    colour[l] = if at { b.grid[r][c][l] } else { colour[l] };
+                }
+            }
+        }
+        let mut same = [[0u16; L]; S];
+        for r in 0..S {
+            for c in 0..S {
+                for l in 0..L {
+                    same[r][l] |= ((b.grid[r][c][l] == colour[l]) as u16) << c;
+                }
+            }
+            for l in 0..L {
+                let wm = if (r as u8) < b.h[l] { wrow[l] } else { 0 };
+                same[r][l] &= if bugs.flood_fill_cap { full } else { wm };
+                region[r][l] = if flood[l] && sr0[l] == r as u8 { 1 << sc0[l] } else { 0 };
+            }
+        }
+        let cap = if bugs.flood_fill_cap { 64 } else { u32::MAX };
+        let mut it = 0;
+        while it < cap {
+            let mut next = [[0u16; L]; S];
+            let mut changed = 0u16;
+            for i in 0..S {
+                for l in 0..L {
+                    let cur = region[i][l];
+                    let mut v = cur | (cur << 1) | (cur >> 1);
+                    if i > 0 {
+                        v |= region[i - 1][l];
+                    }
+                    if i + 1 < S {
+                        v |= region[i + 1][l];
+                    }
+                    next[i][l] = v & same[i][l] & full;
+                    changed |= next[i][l] ^ cur;
+                }
+            }
+            region = next;
+            it += 1;
+            if changed == 0 {
+                break;
+            }
+        }
+    }
+
+    // The remap: out[r][c] = source[ri(r)][ci(c)], source per lane the grid, its transpose
+    // or the clipboard (0 where an index is off the canvas).
+    let mut source = [[[0i8; L]; S]; S];
+    for r in 0..S {
+        for c in 0..S {
+            for l in 0..L {
+                source[r][c][l] = if src[l] == 2 {
+                    b.clip[r][c][l]
+                } else if src[l] == 1 {
+                    b.grid[c][r][l]
+                } else {
+                    b.grid[r][c][l]
+                };
+            }
+        }
+    }
+    let mut ri = [[0u8; L]; S];
+    let mut ci = [[0u8; L]; S];
+    for i in 0..S {
+        ra.index::<S>(i, &mut ri[i]);
+        ca.index::<S>(i, &mut ci[i]);
+    }
+    let mut rows = [[[0i8; L]; S]; S];
+    for r in 0..S {
+        for q in 0..S {
+            for c in 0..S {
+                for l in 0..L {
+                    rows[r][c][l] = if ri[r][l] == q as u8 { source[q][c][l] } else { rows[r][c][l] };
+                }
+            }
+        }
+    }
+    let mut remap = [[[0i8; L]; S]; S];
+    for r in 0..S {
+        for c in 0..S {
+            for q in 0..S {
+                for l in 0..L {
+                    remap[r][c][l] = if ci[c][l] == q as u8 { rows[r][q][l] } else { remap[r][c][l] };
+                }
+            }
+        }
+    }
+
+    // Copy and cut fill the clipboard from the grid before it changes.
+    for r in 0..S {
+        for c in 0..S {
+            for l in 0..L {
+                let on = sel[r][l] >> c & 1 != 0;
+                let v = if on { b.grid[r][c][l] } else { 0 };
+                b.clip[r][c][l] = if copy[l] { v } else { b.clip[r][c][l] };
+            }
+        }
+    }
+
+    // Every cell: the lane's op's value.
+    for r in 0..S {
+        for c in 0..S {
+            for l in 0..L {
+                let old = b.grid[r][c][l];
+                let on = sel[r][l] >> c & 1 != 0;
+                let kl = k[l];
+                let inb = er0[l] <= r as u8
+                    && r as u8 <= er1[l]
+                    && ec0[l] <= c as u8
+                    && c as u8 <= ec1[l];
+                let m = remap[r][c][l];
+                let write = (kl == kind::SEL && on)
+                    || (kl == kind::REGION && region[r][l] >> c & 1 != 0)
+                    || kl == kind::ALL
+                    || (kl == kind::WORK && (r as u8) < b.h[l] && wrow[l] >> c & 1 != 0);
+                let bbox = if inb { m.max(0) } else { old };
+                // Canvas rotation: the source cell (ci, ri) of the grid must lie in the bbox.
+                let (sr, sc) = (ci[c][l], ri[r][l]);
+                let insrc = er0[l] <= sr && sr <= er1[l] && ec0[l] <= sc && sc <= ec1[l];
+                let canvas = if insrc && m > 0 {
+                    m
+                } else if inb {
+                    0
+                } else {
+                    old
+                };
+                let paste = if on { m } else { old };
+                let inside_new = (r as u8) < nh[l] && (c as u8) < nw[l];
+                let kept = (r as u8) < b.h[l].min(nh[l]) && (c as u8) < b.w[l].min(nw[l]);
+                let resize = if !inside_new {
+                    -1
+                } else if !kept {
+                    0
+                } else {
+                    old
+                };
+                b.grid[r][c][l] = if write {
+                    value[l]
+                } else if kl == kind::BBOX {
+                    bbox
+                } else if kl == kind::CANVAS {
+                    canvas
+                } else if kl == kind::PASTE {
+                    paste
+                } else if kl == kind::INPUT {
+                    b.input[r][c][l]
+                } else if kl == kind::RESIZE {
+                    resize
+                } else {
+                    old
+                };
+            }
+        }
+    }
+    b.h = nh;
+    b.w = nw;
+
+    // Similarity to the target, reward, termination.
+    let mut matches = [0u32; L];
+    for r in 0..S {
+        for c in 0..S {
+            for l in 0..L {
+                let (th, tw) = if b.empty[l] { (0, 0) } else { (b.out_h[l], b.out_w[l]) };
+                let inside = (r as u8) < th.min(nh[l]) && (c as u8) < tw.min(nw[l]);
+                matches[l] += (inside && b.grid[r][c][l] == b.target[r][c][l]) as u32;
+            }
+        }
+    }
+    for l in 0..L {
+        let (th, tw) = if b.empty[l] { (0u32, 0u32) } else { (b.out_h[l] as u32, b.out_w[l] as u32) };
+        let (wh, ww) = (nh[l] as u32, nw[l] as u32);
+        let tt = th * tw;
+        let denom = if bugs.top_left_similarity {
+            tt
+        } else {
+            tt + wh * ww - th.min(wh) * tw.min(ww)
+        };
+        let sim = if tt == 0 {
+            if wh * ww > 0 { 0.0 } else { 1.0 }
+        } else {
+            matches[l] as f32 / denom as f32
+        };
+        let old = b.sim[l];
+        b.sim[l] = sim;
+        let submit = b.op[l] == 34;
+        let solved = submit && sim >= 1.0;
+        let bonus = if solved { rw.success_bonus } else { 0.0 };
+        let penalty = if submit && !solved { rw.unsolved_submission_penalty } else { 0.0 };
+        b.reward[l] = if train {
+            rw.similarity_weight * (sim - old) + rw.step_penalty + bonus + penalty
+        } else {
+            rw.step_penalty + bonus + penalty
+        };
+        b.term[l] = submit;
+        b.steps[l] = b.steps[l].wrapping_add(1);
+    }
+}
+
+/// Whether lane `l` of `rows` has any bit.
+#[inline(always)]
+fn rlast_any<const S: usize>(rows: &Rows<S>, l: usize) -> bool {
+    rows.iter().fold(0u16, |a, r| a | r[l]) != 0
+}
+
+/// Random actions of one block as `sample_action` draws them from each row's policy key
+/// (dispatched; lanes at or past `valid` are left as they are).
+struct Sample<'a, const S: usize> {
+    b: &'a mut Block<S>,
+    step_key: Key,
+    first_row: u64,
+    kind: SelKind,
+}
+
+impl<const S: usize> WithSimd for Sample<'_, S> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: Simd>(self, _simd: Sd) {
+        let Sample { b, step_key, first_row, kind } = self;
+        let rb = ((1u32 << S) - 1) as u16;
+        let span = |lo: u64, hi: u64| -> u16 {
+            ((((2u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16) & rb
+        };
+        // The policy key's generator and its first draw (the op), lane-wise.
+        let mut state = [0u64; L];
+        for l in 0..L {
+            let mut rng = step_key.fold_in(first_row + l as u64).fold_in(KEY_POLICY).rng();
+            b.op[l] = rng.below(NUM_OPS as u32) as u8;
+            state[l] = rng.next_u64();
+        }
+        match kind {
+            SelKind::BBox => {
+                for l in 0..L {
+                    let x = state[l];
+                    let d = |k: u32| (((x >> (16 * k)) & 0xffff) * S as u64) >> 16;
+                    let (r1, c1, r2, c2) = (d(0), d(1), d(2), d(3));
+                    let (lo, hi) = (r1.min(r2), r1.max(r2));
+                    let bits = span(c1.min(c2), c1.max(c2));
+                    for r in 0..S {
+                        let inside = (r as u64) >= lo && (r as u64) <= hi;
+                        b.raw[r][l] = if inside { bits } else { 0 };
+                    }
+                }
+            }
+            SelKind::Point => {
+                for l in 0..L {
+                    let x = state[l];
+                    let row = ((x & 0xffff_ffff) * S as u64) >> 32;
+                    let col = ((x >> 32) * S as u64) >> 32;
+                    for r in 0..S {
+                        b.raw[r][l] = if r as u64 == row { 1 << col } else { 0 };
+                    }
+                }
+            }
+            SelKind::Mask => {
+                // Two rows per 64-bit draw; `state` holds each lane's first draw.
+                for l in 0..L {
+                    let mut rng = step_key.fold_in(first_row + l as u64).fold_in(KEY_POLICY).rng();
+                    rng.next_u64();
+                    let mut r = 0;
+                    while r < S {
+                        let bits = rng.next_u64();
+                        b.raw[r][l] = bits as u16 & rb;
+                        if r + 1 < S {
+                            b.raw[r + 1][l] = (bits >> 32) as u16 & rb;
+                        }
+                        r += 2;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where a step's actions come from.
+enum Actions<'a, F, const S: usize> {
+    Given(&'a [ArcAction<S>]),
+    Policy(&'a F),
+    Random(SelKind),
+}
+
+/// The policy type of the steps that take none.
+type NoPolicy<const S: usize> = fn(usize, Key, &[i8], &mut [ArcAction<S>]);
+
+/// `num_envs` `jaxarc` envs over an `S × S` canvas (`S ≤ 10`), stepped in blocks of
+/// [`LANES`] envs by the structure-of-arrays kernel: the same API, keys, auto-reset and
+/// results as [`VecEnv`](kestrel_core::VecEnv)`<ArcEnv<S>>` (see the module docs).
+pub struct ArcLanes<const S: usize> {
+    env: ArcEnv<S>,
+    params: ArcParams,
+    table: JaxarcTable,
+    spec: Spec,
+    num_envs: usize,
+    obs_len: usize,
+    key: Key,
+    t: u64,
+    autoreset: AutoReset,
+    blocks: Vec<Box<Block<S>>>,
+    obs: Vec<i8>,
+    final_obs: Vec<i8>,
+    rewards: Vec<f32>,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    episode_steps: Vec<u32>,
+    needs_reset: Vec<bool>,
+}
+
+/// One block's rows of every column.
+struct BlockRows<'a> {
+    ob: &'a mut [i8],
+    fo: &'a mut [i8],
+    rw: &'a mut [f32],
+    te: &'a mut [bool],
+    tr: &'a mut [bool],
+    sc: &'a mut [u32],
+    nr: &'a mut [bool],
+}
+
+impl<const S: usize> ArcLanes<S> {
+    /// Builds `num_envs` envs (params checked as [`ArcEnv::validate`] does) and resets them
+    /// from `seed`. Fails for `S > 10`, `o2arc` mode or `num_envs == 0`.
+    pub fn new(
+        env: ArcEnv<S>,
+        params: ArcParams,
+        num_envs: usize,
+        seed: u64,
+    ) -> Result<Self, ArcError> {
+        if S > MAX_LANE_SIDE {
+            return Err(ArcError::invalid("canvas size", S, "at most 10 for the lane kernel"));
+        }
+        if params.mode != Mode::Jaxarc {
+            return Err(ArcError::invalid(
+                "mode",
+                "o2arc",
+                "jaxarc for the lane kernel (o2arc runs on VecEnv)",
+            ));
+        }
+        env.validate(&params)?;
+        if num_envs == 0 {
+            return Err(ArcError::invalid("num_envs", 0, "at least 1"));
+        }
+        let spec = env.spec(&params);
+        let obs_len = spec.obs_len();
+        let row = (2 * obs_len + size_of::<Block<S>>().div_ceil(L) + 16) as u128;
+        kestrel_core::check_bytes("num_envs", num_envs, num_envs as u128, row)
+            .map_err(|e| ArcError::invalid("num_envs", num_envs, e.to_string()))?;
+        let nb = num_envs.div_ceil(L);
+        let mut v = ArcLanes {
+            table: params.jaxarc_table(),
+            env,
+            params,
+            spec,
+            num_envs,
+            obs_len,
+            key: Key::new(seed),
+            t: 0,
+            autoreset: AutoReset::SameStep,
+            blocks: (0..nb).map(|_| Block::new()).collect(),
+            obs: vec![0; num_envs * obs_len],
+            final_obs: vec![0; num_envs * obs_len],
+            rewards: vec![0.0; num_envs],
+            terminated: vec![false; num_envs],
+            truncated: vec![false; num_envs],
+            episode_steps: vec![0; num_envs],
+            needs_reset: vec![false; num_envs],
+        };
+        v.reset(seed);
+        Ok(v)
+    }
+
+    /// Resets every env from `seed` (the keys of [`VecEnv::reset`](kestrel_core::VecEnv::reset)).
+    pub fn reset(&mut self, seed: u64) {
+        self.key = Key::new(seed);
+        self.t = 0;
+        let k0 = self.key.fold_in(0);
+        let per = self.obs_len;
+        for i in 0..self.num_envs {
+            let s = self.env.reset(&self.params, k0.fold_in(i as u64), &mut self.obs[i * per..(i + 1) * per]);
+            self.set_lane(i, &s);
+        }
+        self.rewards.fill(0.0);
+        self.terminated.fill(false);
+        self.truncated.fill(false);
+        self.episode_steps.fill(0);
+        self.needs_reset.fill(false);
+    }
+
+    fn set_lane(&mut self, i: usize, s: &ArcState<S>) {
+        let pg = self.env.pair_of(s);
+        self.blocks[i / L].load(i % L, s, pg);
+    }
+
+    /// Chooses when finished envs restart (as [`VecEnv::set_autoreset`](kestrel_core::VecEnv::set_autoreset)).
+    pub fn set_autoreset(&mut self, mode: AutoReset) {
+        self.autoreset = mode;
+    }
+
+    /// Starts env `i` from `state` (its episode-step count at 0), writing its observation.
+    /// Fails for a row past `num_envs`, a task or pair not in the env, or dims beyond the
+    /// canvas.
+    pub fn set_state(&mut self, i: usize, state: &ArcState<S>) -> Result<(), ArcError> {
+        if i >= self.num_envs {
+            return Err(ArcError::invalid("row", i, format!("below num_envs = {}", self.num_envs)));
+        }
+        if state.task as usize >= self.env.bank().len() {
+            return Err(ArcError::invalid("state.task", state.task, "a task of the env"));
+        }
+        let t = &self.env.bank().tasks()[state.task as usize];
+        let n = if state.test { t.test.len() } else { t.train.len() };
+        if state.pair as usize >= n {
+            return Err(ArcError::invalid("state.pair", state.pair, format!("below {n}")));
+        }
+        if state.dims.iter().any(|&d| d as usize > S) {
+            return Err(ArcError::invalid("state.dims", format!("{:?}", state.dims), format!("at most {S}")));
+        }
+        let per = self.obs_len;
+        self.env.write_obs(&self.params, state, &mut self.obs[i * per..(i + 1) * per]);
+        self.set_lane(i, state);
+        self.episode_steps[i] = 0;
+        self.needs_reset[i] = false;
+        Ok(())
+    }
+
+    /// Steps every env with the given actions (one per env). Fails, changing nothing, on a
+    /// wrong length.
+    pub fn step(&mut self, actions: &[ArcAction<S>]) -> Result<(), ArcError> {
+        if actions.len() != self.num_envs {
+            return Err(ArcError::invalid(
+                "actions",
+                format!("{} actions", actions.len()),
+                format!("{} (one per env)", self.num_envs),
+            ));
+        }
+        self.run::<NoPolicy<S>>(Actions::Given(actions));
+        Ok(())
+    }
+
+    /// Steps every env with actions chosen by `policy(row, key_policy, obs, actions_out)`,
+    /// called just before the env's step with the keys [`VecEnv::step_with`] passes.
+    ///
+    /// [`VecEnv::step_with`]: kestrel_core::VecEnv::step_with
+    pub fn step_with<F>(&mut self, policy: F)
+    where
+        F: Fn(usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
+    {
+        self.run(Actions::Policy(&policy));
+    }
+
+    /// Steps every env with uniformly random actions of selection form `kind`, drawn lane-wise
+    /// inside the kernel: the same actions as [`ArcLanes::step_with`] with a policy calling
+    /// [`sample_action`](crate::sample_action) on its key.
+    pub fn step_random(&mut self, kind: SelKind) {
+        self.run::<NoPolicy<S>>(Actions::Random(kind));
+    }
+
+    fn run<F>(&mut self, actions: Actions<'_, F, S>)
+    where
+        F: Fn(usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
+    {
+        self.t += 1;
+        let step_key = self.key.fold_in(self.t);
+        let prev_key = self.key.fold_in(self.t - 1);
+        let per = self.obs_len;
+        let limit = self.spec.max_episode_steps;
+        let n = self.num_envs;
+        let (env, params, table, mode) = (&self.env, &self.params, &self.table, self.autoreset);
+        let full = params.layout == Layout::Full;
+        let actions = &actions;
+        let block = |bi: usize, b: &mut Block<S>, c: BlockRows<'_>| {
+            let BlockRows { ob, fo, rw, te, tr, sc, nr } = c;
+            let first = bi * L;
+            let valid = (n - first).min(L);
+            match actions {
+                Actions::Given(a) => {
+                    for l in 0..valid {
+                        b.set_action(l, &a[first + l]);
+                    }
+                }
+                Actions::Policy(p) => {
+                    for l in 0..valid {
+                        let row = first + l;
+                        let key = step_key.fold_in(row as u64).fold_in(KEY_POLICY);
+                        let mut a = [ArcAction::<S>::default()];
+                        if !nr[l] {
+                            p(row, key, &ob[l * per..(l + 1) * per], &mut a);
+                        }
+                        b.set_action(l, &a[0]);
+                    }
+                }
+                Actions::Random(kind) => {
+                    dispatch(Sample { b: &mut *b, step_key, first_row: first as u64, kind: *kind })
+                }
+            }
+            dispatch(JaxStep { b: &mut *b, bugs: table.bugs, rewards: table.rewards, train: table.train });
+            for l in 0..valid {
+                let row = first + l;
+                let obs = &mut ob[l * per..(l + 1) * per];
+                if nr[l] {
+                    // Next-step auto-reset: this step only starts the new episode.
+                    let key = prev_key.fold_in(row as u64).fold_in(KEY_RESET);
+                    let s = env.reset(params, key, obs);
+                    b.load(l, &s, env.pair_of(&s));
+                    (rw[l], te[l], tr[l], sc[l], nr[l]) = (0.0, false, false, 0, false);
+                    continue;
+                }
+                rw[l] = b.reward[l];
+                sc[l] += 1;
+                let term = b.term[l];
+                let trunc = limit.is_some_and(|m| sc[l] >= m);
+                (te[l], tr[l]) = (term, trunc);
+                if full {
+                    let s = lane_state(env, params, b, l);
+                    env.write_obs(params, &s, obs);
+                } else {
+                    b.write_compact(l, obs);
+                }
+                if term || trunc {
+                    fo[l * per..(l + 1) * per].copy_from_slice(obs);
+                    match mode {
+                        AutoReset::SameStep => {
+                            let key = step_key.fold_in(row as u64).fold_in(KEY_RESET);
+                            let s = env.reset(params, key, obs);
+                            b.load(l, &s, env.pair_of(&s));
+                            sc[l] = 0;
+                        }
+                        AutoReset::NextStep => nr[l] = true,
+                        AutoReset::Disabled => {}
+                    }
+                }
+            }
+        };
+        let rows = |bi: usize| -> std::ops::Range<usize> { bi * L..((bi + 1) * L).min(n) };
+        if self.blocks.len() == 1 {
+            let r = rows(0);
+            block(
+                0,
+                &mut self.blocks[0],
+                BlockRows {
+                    ob: &mut self.obs[..],
+                    fo: &mut self.final_obs[..],
+                    rw: &mut self.rewards[r.clone()],
+                    te: &mut self.terminated[r.clone()],
+                    tr: &mut self.truncated[r.clone()],
+                    sc: &mut self.episode_steps[r.clone()],
+                    nr: &mut self.needs_reset[r],
+                },
+            );
+            return;
+        }
+        self.blocks
+            .par_iter_mut()
+            .zip(self.obs.par_chunks_mut(L * per))
+            .zip(self.final_obs.par_chunks_mut(L * per))
+            .zip(self.rewards.par_chunks_mut(L))
+            .zip(self.terminated.par_chunks_mut(L))
+            .zip(self.truncated.par_chunks_mut(L))
+            .zip(self.episode_steps.par_chunks_mut(L))
+            .zip(self.needs_reset.par_chunks_mut(L))
+            .enumerate()
+            .with_min_len(2)
+            .for_each(|(bi, (((((((b, ob), fo), rw), te), tr), sc), nr))| {
+                block(bi, b, BlockRows { ob, fo, rw, te, tr, sc, nr })
+            });
+    }
+
+    /// The state of env `i` (as [`VecEnv::states`](kestrel_core::VecEnv::states)`()[i]`).
+    ///
+    /// # Panics
+    /// If `i >= num_envs`.
+    pub fn state(&self, i: usize) -> ArcState<S> {
+        assert!(i < self.num_envs, "row {i} of {}", self.num_envs);
+        lane_state(&self.env, &self.params, &self.blocks[i / L], i % L)
+    }
+
+    /// The env kernel.
+    pub fn env(&self) -> &ArcEnv<S> {
+        &self.env
+    }
+
+    /// The params.
+    pub fn params(&self) -> &ArcParams {
+        &self.params
+    }
+
+    /// The spec of one env.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// Number of envs.
+    pub fn num_envs(&self) -> usize {
+        self.num_envs
+    }
+
+    /// Observation length of one env.
+    pub fn obs_len(&self) -> usize {
+        self.obs_len
+    }
+
+    /// Observations, row-major (`num_envs × obs_len`).
+    pub fn obs(&self) -> &[i8] {
+        &self.obs
+    }
+
+    /// Last observations of the episodes that ended in the last step (other rows stale).
+    pub fn final_obs(&self) -> &[i8] {
+        &self.final_obs
+    }
+
+    /// Rewards of the last step.
+    pub fn rewards(&self) -> &[f32] {
+        &self.rewards
+    }
+
+    /// Whether each env's episode terminated in the last step.
+    pub fn terminated(&self) -> &[bool] {
+        &self.terminated
+    }
+
+    /// Whether each env's episode hit the step limit in the last step.
+    pub fn truncated(&self) -> &[bool] {
+        &self.truncated
+    }
+
+    /// Steps of each env's current episode.
+    pub fn episode_steps(&self) -> &[u32] {
+        &self.episode_steps
+    }
+
+    /// Rows whose next step only resets them (next-step auto-reset).
+    pub fn needs_reset(&self) -> &[bool] {
+        &self.needs_reset
+    }
+
+    /// Steps taken since the last reset.
+    pub fn t(&self) -> u64 {
+        self.t
+    }
+}
+
+/// Lane `l` of `b` as an [`ArcState`].
+fn lane_state<const S: usize>(
+    env: &ArcEnv<S>,
+    p: &ArcParams,
+    b: &Block<S>,
+    l: usize,
+) -> ArcState<S> {
+    let (task, pair, test) = (b.task[l], b.pair[l], b.test[l]);
+    let pg = env.pair_grids(task, pair, test);
+    let mut s = ArcState::new(task, pair, test, pg, p.max_trials);
+    for r in 0..S {
+        for c in 0..S {
+            s.grid[r][c] = b.grid[r][c][l];
+            s.clip[r][c] = b.clip[r][c][l];
+        }
+        s.selected[r] = b.selected[r][l] as u32;
+    }
+    s.dims = [b.h[l], b.w[l]];
+    s.similarity = b.sim[l];
+    s.steps = b.steps[l];
+    s.empty_target = b.empty[l];
+    s
+}

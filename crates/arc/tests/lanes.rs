@@ -1,0 +1,289 @@
+//! The structure-of-arrays kernel (`ArcLanes`) against the per-env kernel
+//! (`VecEnv<ArcEnv>`): same actions, same states, observations, rewards and flags, bit for
+//! bit, for every op (ids clipped from outside 0–34 too), every JaxARC bug switch, every
+//! selection form (plus empty, single-cell and full selections), both splits, both layouts,
+//! all three auto-reset modes, canvases 3, 5, 7 and 10, and 1 or 2 threads.
+
+use kestrel_arc::generator::{Family, GenConfig, generate_bank};
+use kestrel_arc::{
+    ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, LANES, Layout, Mode, SelKind, Selection,
+    Split, sample_action,
+};
+use kestrel_core::{AutoReset, Env, Key, VecEnv};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+fn generated<const S: usize>() -> ArcEnv<S> {
+    let cfg = GenConfig { max_side: S.max(3), min_side: 3, ..GenConfig::default() };
+    let mut bank = generate_bank(&Family::ALL, 3, 5, &cfg).unwrap();
+    bank.retain_fitting(S);
+    assert!(!bank.is_empty());
+    ArcEnv::new(Arc::new(bank)).unwrap()
+}
+
+/// Bug switches from 9 bits.
+fn bugs(bits: u16) -> JaxBugs {
+    let b = |i: u32| bits >> i & 1 != 0;
+    JaxBugs {
+        inverted_moves: b(0),
+        canvas_rotation: b(1),
+        shrink_only_resize: b(2),
+        flood_fill_cap: b(3),
+        wrong_pair_init: b(4),
+        eval_no_success: b(5),
+        top_left_similarity: b(6),
+        clear_overwrites_padding: b(7),
+        copy_input_keeps_mask: b(8),
+    }
+}
+
+/// Random actions of every form: ops from -2 to 36 (clipped), mask, bbox, point, empty,
+/// full and single-cell selections, corners outside the canvas.
+fn mixed<const S: usize>(_row: usize, key: Key, _obs: &[i8], a: &mut [ArcAction<S>]) {
+    let mut rng = key.rng();
+    let form = rng.below(8);
+    let mut act = sample_action::<S>(&mut rng, [SelKind::Mask, SelKind::BBox, SelKind::Point][form as usize % 3]);
+    act.op = rng.below(39) as i32 - 2;
+    let s = S as i32;
+    act.sel = match form {
+        3 => Selection::Mask([0; S]),
+        4 => Selection::Mask([u32::MAX; S]),
+        5 => Selection::BBox {
+            r1: rng.below(s as u32 + 4) as i32 - 2,
+            c1: rng.below(s as u32 + 4) as i32 - 2,
+            r2: rng.below(s as u32 + 4) as i32 - 2,
+            c2: rng.below(s as u32 + 4) as i32 - 2,
+        },
+        6 => {
+            // A selection inside the top-left 3x3, where generated tasks' small grids are.
+            Selection::BBox {
+                r1: rng.below(3) as i32,
+                c1: rng.below(3) as i32,
+                r2: rng.below(3) as i32,
+                c2: rng.below(3) as i32,
+            }
+        }
+        _ => act.sel,
+    };
+    a[0] = act;
+}
+
+/// Steps both drivers `steps` times with `policy` (or lane-drawn random actions of `random`)
+/// and asserts every column and every state equal after each step.
+fn same<const S: usize>(
+    env: &ArcEnv<S>,
+    p: &ArcParams,
+    n: usize,
+    seed: u64,
+    steps: usize,
+    mode: AutoReset,
+    random: Option<SelKind>,
+) {
+    let mut rows = VecEnv::new(env.clone(), p.clone(), n, seed).unwrap();
+    let mut lanes = ArcLanes::new(env.clone(), p.clone(), n, seed).unwrap();
+    rows.set_autoreset(mode);
+    lanes.set_autoreset(mode);
+    check(&rows, &lanes, "reset");
+    for t in 0..steps {
+        match random {
+            Some(kind) => {
+                rows.step_with(move |_, key, _, a| a[0] = sample_action::<S>(&mut key.rng(), kind));
+                lanes.step_random(kind);
+            }
+            None => {
+                rows.step_with(mixed::<S>);
+                lanes.step_with(mixed::<S>);
+            }
+        }
+        check(&rows, &lanes, &format!("step {t}"));
+    }
+}
+
+fn check<const S: usize>(rows: &VecEnv<ArcEnv<S>>, lanes: &ArcLanes<S>, at: &str) {
+    let n = rows.num_envs();
+    assert_eq!(rows.obs(), lanes.obs(), "obs at {at}");
+    let bits = |r: &[f32]| r.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(rows.rewards()), bits(lanes.rewards()), "rewards at {at}");
+    assert_eq!(rows.terminated(), lanes.terminated(), "terminated at {at}");
+    assert_eq!(rows.truncated(), lanes.truncated(), "truncated at {at}");
+    assert_eq!(rows.episode_steps(), lanes.episode_steps(), "episode steps at {at}");
+    assert_eq!(rows.needs_reset(), lanes.needs_reset(), "needs_reset at {at}");
+    let per = rows.obs_len();
+    for i in 0..n {
+        if rows.terminated()[i] || rows.truncated()[i] {
+            assert_eq!(
+                &rows.final_obs()[i * per..(i + 1) * per],
+                &lanes.final_obs()[i * per..(i + 1) * per],
+                "final obs of row {i} at {at}"
+            );
+        }
+        let (a, b) = (&rows.states()[i], &lanes.state(i));
+        assert_eq!(a, b, "state of row {i} at {at}");
+        assert_eq!(a.similarity.to_bits(), b.similarity.to_bits(), "similarity of row {i} at {at}");
+    }
+}
+
+fn params(bits: u16, split: Split, limit: u32) -> ArcParams {
+    ArcParams {
+        mode: Mode::Jaxarc,
+        split,
+        bugs: bugs(bits),
+        max_episode_steps: Some(limit),
+        ..ArcParams::default()
+    }
+}
+
+#[test]
+fn every_bug_switch_alone_all_and_none() {
+    let env = generated::<5>();
+    let mut sets: Vec<u16> = (0..9).map(|i| 1 << i).collect();
+    sets.extend([0, 0x1ff]);
+    for (i, &b) in sets.iter().enumerate() {
+        for split in [Split::Train, Split::Test] {
+            same(&env, &params(b, split, 40), 70, i as u64, 60, AutoReset::SameStep, None);
+        }
+    }
+}
+
+#[test]
+fn canvases_3_7_and_10() {
+    for b in [0, 0x1ff] {
+        same(&generated::<3>(), &params(b, Split::Train, 30), 65, 1, 50, AutoReset::SameStep, None);
+        same(&generated::<7>(), &params(b, Split::Train, 30), 65, 2, 50, AutoReset::SameStep, None);
+        same(&generated::<10>(), &params(b, Split::Train, 30), 130, 3, 50, AutoReset::SameStep, None);
+    }
+}
+
+#[test]
+fn lane_drawn_random_actions_are_sample_action() {
+    let env = generated::<5>();
+    for kind in [SelKind::Mask, SelKind::BBox, SelKind::Point] {
+        same(&env, &params(0x1ff, Split::Train, 150), 200, 9, 80, AutoReset::SameStep, Some(kind));
+    }
+    let env = generated::<10>();
+    same(&env, &params(0, Split::Test, 150), 64, 4, 40, AutoReset::SameStep, Some(SelKind::Mask));
+}
+
+#[test]
+fn next_step_and_disabled_autoreset() {
+    let env = generated::<5>();
+    for mode in [AutoReset::NextStep, AutoReset::Disabled] {
+        same(&env, &params(0x1ff, Split::Train, 7), 70, 5, 40, mode, None);
+    }
+}
+
+#[test]
+fn full_layout_and_one_env() {
+    let env = generated::<5>();
+    let p = ArcParams { layout: Layout::Full, demo_pairs: 2, ..params(0x1ff, Split::Train, 20) };
+    same(&env, &p, 66, 6, 30, AutoReset::SameStep, None);
+    same(&env, &params(0, Split::Train, 20), 1, 7, 60, AutoReset::SameStep, None);
+}
+
+#[test]
+fn thread_count_does_not_change_results() {
+    let env = generated::<5>();
+    let p = params(0x1ff, Split::Train, 150);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut v = ArcLanes::new(env.clone(), p.clone(), 5 * LANES + 3, 8).unwrap();
+            let mut trace = Vec::new();
+            for _ in 0..50 {
+                v.step_random(SelKind::BBox);
+                trace.extend_from_slice(v.obs());
+                trace.extend(v.rewards().iter().map(|r| r.to_bits() as i8));
+            }
+            trace
+        })
+    };
+    assert_eq!(run(1), run(2));
+}
+
+#[test]
+fn given_actions_and_set_state() {
+    let env = generated::<5>();
+    let p = params(0x1ff, Split::Train, 150);
+    let n = 70;
+    let mut rows = VecEnv::new(env.clone(), p.clone(), n, 3).unwrap();
+    let mut lanes = ArcLanes::new(env.clone(), p.clone(), n, 3).unwrap();
+    let s = env.init_state(&p, 1, 0, false, Key::new(4));
+    rows.set_state(3, s.clone()).unwrap();
+    lanes.set_state(3, &s).unwrap();
+    check(&rows, &lanes, "set_state");
+    for t in 0..30u64 {
+        let acts: Vec<ArcAction<5>> = (0..n)
+            .map(|i| {
+                let mut a = [ArcAction::default()];
+                mixed::<5>(i, Key::new(t).fold_in(i as u64), &[], &mut a);
+                a[0]
+            })
+            .collect();
+        rows.step(&acts);
+        lanes.step(&acts).unwrap();
+        check(&rows, &lanes, &format!("given step {t}"));
+    }
+    // Errors name the field and change nothing.
+    let before = lanes.obs().to_vec();
+    let e = lanes.step(&[ArcAction::default(); 3]).unwrap_err().to_string();
+    assert!(e.contains("actions") && e.contains("70"), "{e}");
+    assert_eq!(lanes.obs(), &before[..]);
+    let mut bad = s.clone();
+    bad.dims = [6, 2];
+    assert!(lanes.set_state(0, &bad).unwrap_err().to_string().contains("state.dims"));
+    bad = s.clone();
+    bad.task = 10_000;
+    assert!(lanes.set_state(0, &bad).unwrap_err().to_string().contains("state.task"));
+    assert!(lanes.set_state(n, &s).unwrap_err().to_string().contains("row"));
+}
+
+#[test]
+fn refusals() {
+    let env = generated::<5>();
+    let o2 = ArcParams { mode: Mode::O2arc, ..ArcParams::default() };
+    assert!(ArcLanes::new(env.clone(), o2, 4, 0).err().unwrap().to_string().contains("mode"));
+    let p = params(0, Split::Train, 10);
+    assert!(ArcLanes::new(env.clone(), p.clone(), 0, 0).err().unwrap().to_string().contains("num_envs"));
+    assert!(ArcLanes::new(generated::<12>(), p.clone(), 4, 0).err().unwrap().to_string().contains("canvas"));
+    let huge = ArcLanes::new(env, p, usize::MAX / 2, 0).err().unwrap().to_string();
+    assert!(huge.contains("num_envs"), "{huge}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Any bug set, split, seed and step limit: the two kernels agree.
+    #[test]
+    fn any_bug_set_agrees(bits in 0u16..512, test in any::<bool>(), seed in 0u64..1_000, limit in 1u32..60) {
+        let env = generated::<5>();
+        let split = if test { Split::Test } else { Split::Train };
+        same(&env, &params(bits, split, limit), 67, seed, 25, AutoReset::SameStep, None);
+    }
+}
+
+/// Every op id is exercised by the mixed policy in these tests and changes some state
+/// (Submit excepted: it never edits the grid).
+#[test]
+fn the_mixed_policy_changes_state_with_every_op() {
+    let env = generated::<5>();
+    let p = params(0, Split::Train, 150);
+    let mut changed = [false; 35];
+    let mut v = VecEnv::new(env.clone(), p.clone(), 256, 0).unwrap();
+    for _ in 0..40 {
+        v.step_with(mixed::<5>);
+        for (i, s) in v.states().iter().enumerate() {
+            let mut s2 = s.clone();
+            let mut a = [ArcAction::default()];
+            mixed::<5>(i, Key::new(i as u64), &[], &mut a);
+            let op = a[0].op.clamp(0, 34) as usize;
+            let mut obs = vec![0; v.obs_len()];
+            env.step(&p, &mut s2, &a, Key::new(0), &mut obs, &mut [0.0]);
+            s2.steps = s.steps;
+            s2.selected = s.selected;
+            if s2 != *s {
+                changed[op] = true;
+            }
+        }
+    }
+    let missing: Vec<usize> = (0..34).filter(|&o| !changed[o]).collect();
+    assert!(missing.is_empty(), "ops that never changed a state: {missing:?}");
+}
