@@ -2,41 +2,88 @@
 //! benchmarks): batched steps per second, the memory-bandwidth bound of writing observations,
 //! and the cost of each operation.
 
-use crate::{ArcAction, ArcEnv, ArcError, ArcParams, NUM_OPS, SelKind, sample_action};
+use crate::{
+    ArcAction, ArcEnv, ArcError, ArcLanes, ArcParams, MAX_LANE_SIDE, Mode, NUM_OPS, SelKind,
+    sample_action,
+};
 use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, VecEnv};
 use std::time::Instant;
 
-/// Steps per second of `VecEnv<ArcEnv<S>>` over `n` rows for at least `seconds`, with random
-/// actions of selection form `kind` sampled inside the loop.
+/// Which batched driver steps the envs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// `VecEnv<ArcEnv<S>>`: one env at a time per row (every mode and canvas).
+    Rows,
+    /// [`ArcLanes`]: the structure-of-arrays kernel (`jaxarc` mode, canvases up to 10×10).
+    Lanes,
+}
+
+impl Kernel {
+    /// The lanes where they apply (`jaxarc`, `S ≤ 10`), else rows.
+    pub fn auto<const S: usize>(p: &ArcParams) -> Kernel {
+        if S <= MAX_LANE_SIDE && p.mode == Mode::Jaxarc { Kernel::Lanes } else { Kernel::Rows }
+    }
+}
+
+impl std::str::FromStr for Kernel {
+    type Err = ArcError;
+    /// `rows` or `lanes`.
+    fn from_str(s: &str) -> Result<Self, ArcError> {
+        match s {
+            "rows" => Ok(Kernel::Rows),
+            "lanes" => Ok(Kernel::Lanes),
+            _ => Err(ArcError::invalid("kernel", format!("{s:?}"), "rows or lanes")),
+        }
+    }
+}
+
+/// Steps per second of `n` envs under `kernel` for at least `seconds`, with random actions
+/// of selection form `kind` sampled inside the loop (by the row policy for
+/// [`Kernel::Rows`], lane-wise for [`Kernel::Lanes`]: the same actions).
 pub fn steps_per_second<const S: usize>(
     env: &ArcEnv<S>,
     p: &ArcParams,
     n: usize,
     kind: SelKind,
     seconds: f64,
+    kernel: Kernel,
 ) -> Result<f64, ArcError> {
     if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
         return Err(ArcError::invalid("seconds", seconds, "more than 0, at most 86400"));
     }
-    let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)
-        .map_err(|e| ArcError::invalid("num_envs", n, e.to_string()))?;
-    let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| {
-        a[0] = sample_action::<S>(&mut key.rng(), kind)
-    };
+    match kernel {
+        Kernel::Rows => {
+            let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)
+                .map_err(|e| ArcError::invalid("num_envs", n, e.to_string()))?;
+            let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| {
+                a[0] = sample_action::<S>(&mut key.rng(), kind)
+            };
+            Ok(time_steps(n, seconds, || v.step_with(policy)))
+        }
+        Kernel::Lanes => {
+            let mut v = ArcLanes::new(env.clone(), p.clone(), n, 1)?;
+            Ok(time_steps(n, seconds, || v.step_random(kind)))
+        }
+    }
+}
+
+/// Rows per second of `step` (which steps `n` rows) over at least `seconds`, after 3
+/// warm-up steps.
+fn time_steps(n: usize, seconds: f64, mut step: impl FnMut()) -> f64 {
     for _ in 0..3 {
-        v.step_with(policy);
+        step();
     }
     let (mut iters, mut steps) = (1u64, 0u64);
     let t0 = Instant::now();
     loop {
         for _ in 0..iters {
-            v.step_with(policy);
+            step();
         }
         steps += iters * n as u64;
         let el = t0.elapsed().as_secs_f64();
         if el >= seconds {
-            return Ok(steps as f64 / el);
+            return steps as f64 / el;
         }
         iters = (iters * 2).min(1 << 20);
     }

@@ -132,24 +132,43 @@ impl<const S: usize> Block<S> {
             self.raw[r][l] = m[r] as u16;
         }
     }
+}
 
-    /// Writes lane `l`'s compact observation (grid, then dims).
-    #[inline]
-    fn write_compact(&self, l: usize, obs: &mut [i8]) {
-        for r in 0..S {
-            for c in 0..S {
-                obs[r * S + c] = self.grid[r][c][l];
+/// Lane-wise select by bit masks (`m ? a : b`): written so that a lane loop stays a vector
+/// blend instead of a branch or a pointer select.
+trait Pick: Copy {
+    fn pick(m: bool, a: Self, b: Self) -> Self;
+}
+
+macro_rules! impl_pick {
+    ($($t:ty),*) => {$(
+        impl Pick for $t {
+            #[inline(always)]
+            fn pick(m: bool, a: $t, b: $t) -> $t {
+                let k = (m as $t).wrapping_neg();
+                (a & k) | (b & !k)
             }
         }
-        obs[S * S] = self.h[l] as i8;
-        obs[S * S + 1] = self.w[l] as i8;
+    )*};
+}
+impl_pick!(i8, u8, i16, u16, u32);
+
+impl Pick for bool {
+    #[inline(always)]
+    fn pick(m: bool, a: bool, b: bool) -> bool {
+        (m & a) | (!m & b)
     }
+}
+
+#[inline(always)]
+fn pick<T: Pick>(m: bool, a: T, b: T) -> T {
+    T::pick(m, a, b)
 }
 
 /// `v` as a cell index (255, which matches no cell, outside the canvas).
 #[inline(always)]
 fn ix<const S: usize>(v: i16) -> u8 {
-    if v >= 0 && v < S as i16 { v as u8 } else { 255 }
+    pick((v >= 0) & (v < S as i16), v as u8, 255)
 }
 
 /// An affine lane-wise index `a ± i`, with one wrapped position (`at → to`; `at = 255` for
@@ -166,8 +185,8 @@ impl Axis {
     #[inline(always)]
     fn index<const S: usize>(&self, i: usize, out: &mut [u8; L]) {
         for l in 0..L {
-            let v = if self.neg[l] { self.a[l] - i as i16 } else { self.a[l] + i as i16 };
-            out[l] = if self.at[l] == i as u8 { self.to[l] } else { ix::<S>(v) };
+            let v = self.a[l] + pick(self.neg[l], -(i as i16), i as i16);
+            out[l] = pick(self.at[l] == i as u8, self.to[l], ix::<S>(v));
         }
     }
 }
@@ -219,12 +238,12 @@ fn range_of(n: usize, has: impl Fn(usize, usize) -> bool, lo: &mut [u8; L], hi: 
     *hi = [0; L];
     for i in (0..n).rev() {
         for l in 0..L {
-            lo[l] = if has(i, l) { i as u8 } else { lo[l] };
+            lo[l] = pick(has(i, l), i as u8, lo[l]);
         }
     }
     for i in 0..n {
         for l in 0..L {
-            hi[l] = if has(i, l) { i as u8 } else { hi[l] };
+            hi[l] = pick(has(i, l), i as u8, hi[l]);
         }
     }
 }
@@ -242,7 +261,7 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     let mut sel = [[0u16; L]; S];
     for r in 0..S {
         for l in 0..L {
-            sel[r][l] = if (r as u8) < b.h[l] { b.raw[r][l] & wrow[l] } else { 0 };
+            sel[r][l] = pick((r as u8) < b.h[l], b.raw[r][l] & wrow[l], 0);
         }
     }
     b.selected = sel;
@@ -280,7 +299,7 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     let mut lastrow = [0u16; L];
     for (r, row) in rsrc.iter().enumerate() {
         for l in 0..L {
-            lastrow[l] = if rlast[l] == r as u8 { row[l] } else { lastrow[l] };
+            lastrow[l] = pick(rlast[l] == r as u8, row[l], lastrow[l]);
         }
     }
     let (mut unused3, mut clast) = ([0u8; L], [0u8; L]);
@@ -298,126 +317,79 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     let mut copy = [false; L];
     let inv = if bugs.inverted_moves { -1i16 } else { 1 };
     let last = (S - 1) as i16;
+    let clear_kind = if bugs.clear_overwrites_padding { kind::ALL } else { kind::WORK };
+    let mut rany = [false; L];
+    for row in rsrc {
+        for l in 0..L {
+            rany[l] |= row[l] != 0;
+        }
+    }
+    // Branch-free per lane (picks, not branches, so the loop runs in vector lanes).
     for l in 0..L {
         let op = b.op[l];
         let (h, w) = (b.h[l], b.w[l]);
         let any = cols[l] != 0;
         // The effective selection's bbox: the selection, else the working area.
-        let work = h > 0 && w > 0;
-        let has_eff = any || work;
-        er0[l] = if any { sr0[l] } else { 0 };
-        er1[l] = if any { sr1[l] } else { h.wrapping_sub(1) };
-        ec0[l] = if any { sc0[l] } else { 0 };
-        ec1[l] = if any { sc1[l] } else { w.wrapping_sub(1) };
+        let has_eff = any | ((h > 0) & (w > 0));
+        er0[l] = pick(any, sr0[l], 0);
+        er1[l] = pick(any, sr1[l], h.wrapping_sub(1));
+        ec0[l] = pick(any, sc0[l], 0);
+        ec1[l] = pick(any, sc1[l], w.wrapping_sub(1));
         let (r0, r1, c0, c1) = (er0[l] as i16, er1[l] as i16, ec0[l] as i16, ec1[l] as i16);
         let square = r1 - r0 == c1 - c0;
         // Moves: content direction as named, flipped by the bug switch.
-        let dr = inv * if op == 20 { -1 } else if op == 21 { 1 } else { 0 };
-        let dc = inv * if op == 22 { -1 } else if op == 23 { 1 } else { 0 };
-        let is_move = (20..=23).contains(&op) && has_eff;
-        let is_rot = (op == 24 || op == 25) && has_eff && square;
+        let dr = inv * (pick(op == 21, 1, 0) - pick(op == 20, 1, 0));
+        let dc = inv * (pick(op == 23, 1, 0) - pick(op == 22, 1, 0));
+        let is_move = (20..=23).contains(&op) & has_eff;
+        let is_rot = ((op == 24) | (op == 25)) & has_eff & square;
         let cw = op == 24;
-        let is_flip = (op == 26 || op == 27) && has_eff;
-        let paste = op == 29 && any && crow[l] != 0;
-        let canvas = is_rot && bugs.canvas_rotation;
-        flood[l] = (10..20).contains(&op) && cnt[l] == 1;
-        copy[l] = op == 28 || op == 30;
-        let resize = op == 33 && rlast_any(rsrc, l);
-        k[l] = if op < 10 {
-            kind::SEL
-        } else if flood[l] {
-            kind::REGION
-        } else if op == 30 || (op == 31 && any) {
-            kind::SEL
-        } else if op == 31 {
-            if bugs.clear_overwrites_padding { kind::ALL } else { kind::WORK }
-        } else if canvas {
-            kind::CANVAS
-        } else if is_move || is_rot || is_flip {
-            kind::BBOX
-        } else if paste {
-            kind::PASTE
-        } else if op == 32 {
-            kind::INPUT
-        } else if resize {
-            kind::RESIZE
-        } else {
-            kind::NONE
-        };
-        value[l] = if op < 10 {
-            op as i8
-        } else if op < 20 {
-            op as i8 - 10
-        } else {
-            0
-        };
-        src[l] = if paste {
-            2
-        } else if is_rot {
-            1
-        } else {
-            0
-        };
+        let is_flip = ((op == 26) | (op == 27)) & has_eff;
+        let paste = (op == 29) & any & (crow[l] != 0);
+        let canvas = is_rot & bugs.canvas_rotation;
+        let fl = (10..20).contains(&op) & (cnt[l] == 1);
+        flood[l] = fl;
+        copy[l] = (op == 28) | (op == 30);
+        let resize = (op == 33) & rany[l];
+        // The op's kind, lowest priority first.
+        let mut kl = pick(resize, kind::RESIZE, kind::NONE);
+        kl = pick(op == 32, kind::INPUT, kl);
+        kl = pick(paste, kind::PASTE, kl);
+        kl = pick(is_move | is_rot | is_flip, kind::BBOX, kl);
+        kl = pick(canvas, kind::CANVAS, kl);
+        kl = pick(op == 31, clear_kind, kl);
+        kl = pick((op == 30) | ((op == 31) & any), kind::SEL, kl);
+        kl = pick(fl, kind::REGION, kl);
+        k[l] = pick(op < 10, kind::SEL, kl);
+        value[l] = pick(op < 10, op as i8, pick(op < 20, op as i8 - 10, 0));
+        src[l] = pick(paste, 2, pick(is_rot, 1, 0));
         // Row axis: ri(r) = a ± r, with the move's wrap.
-        let (a, neg) = if is_rot && canvas {
-            if cw { (0, false) } else { (last, true) }
-        } else if is_rot {
-            if cw { (c0 - r0, false) } else { (c0 + r1, true) }
-        } else if op == 27 {
-            (r0 + r1, true)
-        } else if paste {
-            (cr[l] as i16 - sr0[l] as i16, false)
-        } else {
-            (-dr, false)
-        };
-        ra.a[l] = a;
-        ra.neg[l] = neg;
-        ra.at[l] = if is_move && dr > 0 {
-            er0[l]
-        } else if is_move && dr < 0 {
-            er1[l]
-        } else {
-            255
-        };
-        ra.to[l] = if dr > 0 { er1[l] } else { er0[l] };
+        let mut a = -dr;
+        let mut neg = false;
+        a = pick(paste, cr[l] as i16 - sr0[l] as i16, a);
+        (a, neg) = (pick(op == 27, r0 + r1, a), neg | (op == 27));
+        let (ba, bn) = (pick(cw, c0 - r0, c0 + r1), !cw);
+        let (ka, kn) = (pick(cw, 0, last), !cw);
+        let (ra_, rn_) = (pick(canvas, ka, ba), pick(canvas, kn, bn));
+        ra.a[l] = pick(is_rot, ra_, a);
+        ra.neg[l] = pick(is_rot, rn_, neg);
+        ra.at[l] = pick(is_move & (dr > 0), er0[l], pick(is_move & (dr < 0), er1[l], 255));
+        ra.to[l] = pick(dr > 0, er1[l], er0[l]);
         // Column axis.
-        let (a, neg) = if is_rot && canvas {
-            if cw { (last, true) } else { (0, false) }
-        } else if is_rot {
-            if cw { (r1 + c0, true) } else { (r0 - c0, false) }
-        } else if op == 26 {
-            (c0 + c1, true)
-        } else if paste {
-            (cc[l] as i16 - sc0[l] as i16, false)
-        } else {
-            (-dc, false)
-        };
-        ca.a[l] = a;
-        ca.neg[l] = neg;
-        ca.at[l] = if is_move && dc > 0 {
-            ec0[l]
-        } else if is_move && dc < 0 {
-            ec1[l]
-        } else {
-            255
-        };
-        ca.to[l] = if dc > 0 { ec1[l] } else { ec0[l] };
+        let mut a = -dc;
+        let mut neg = false;
+        a = pick(paste, cc[l] as i16 - sc0[l] as i16, a);
+        (a, neg) = (pick(op == 26, c0 + c1, a), neg | (op == 26));
+        let (ba, bn) = (pick(cw, r1 + c0, r0 - c0), cw);
+        let (ka, kn) = (pick(cw, last, 0), cw);
+        let (ca_, cn_) = (pick(canvas, ka, ba), pick(canvas, kn, bn));
+        ca.a[l] = pick(is_rot, ca_, a);
+        ca.neg[l] = pick(is_rot, cn_, neg);
+        ca.at[l] = pick(is_move & (dc > 0), ec0[l], pick(is_move & (dc < 0), ec1[l], 255));
+        ca.to[l] = pick(dc > 0, ec1[l], ec0[l]);
         // New dims.
-        let input = op == 32 && !bugs.copy_input_keeps_mask;
-        nh[l] = if resize {
-            rlast[l] + 1
-        } else if input {
-            b.in_h[l]
-        } else {
-            h
-        };
-        nw[l] = if resize {
-            clast[l] + 1
-        } else if input {
-            b.in_w[l]
-        } else {
-            w
-        };
+        let input = (op == 32) & !bugs.copy_input_keeps_mask;
+        nh[l] = pick(resize, rlast[l] + 1, pick(input, b.in_h[l], h));
+        nw[l] = pick(resize, clast[l] + 1, pick(input, b.in_w[l], w));
     }
 
     // Flood regions (lane-wise dilation from the one selected cell; only when a lane floods).
@@ -427,8 +399,8 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
         for r in 0..S {
             for c in 0..S {
                 for l in 0..L {
-                    let at = sr0[l] == r as u8 && sc0[l] == c as u8;
-                    colour[l] = if at { b.grid[r][c][l] } else { colour[l] };
+                    let at = (sr0[l] == r as u8) & (sc0[l] == c as u8);
+                    colour[l] = pick(at, b.grid[r][c][l], colour[l]);
                 }
             }
         }
@@ -440,9 +412,9 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
                 }
             }
             for l in 0..L {
-                let wm = if (r as u8) < b.h[l] { wrow[l] } else { 0 };
+                let wm = pick((r as u8) < b.h[l], wrow[l], 0);
                 same[r][l] &= if bugs.flood_fill_cap { full } else { wm };
-                region[r][l] = if flood[l] && sr0[l] == r as u8 { 1 << sc0[l] } else { 0 };
+                region[r][l] = pick(flood[l] & (sr0[l] == r as u8), 1 << sc0[l], 0);
             }
         }
         let cap = if bugs.flood_fill_cap { 64 } else { u32::MAX };
@@ -478,13 +450,8 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     for r in 0..S {
         for c in 0..S {
             for l in 0..L {
-                source[r][c][l] = if src[l] == 2 {
-                    b.clip[r][c][l]
-                } else if src[l] == 1 {
-                    b.grid[c][r][l]
-                } else {
-                    b.grid[r][c][l]
-                };
+                let (clip, t, g) = (b.clip[r][c][l], b.grid[c][r][l], b.grid[r][c][l]);
+                source[r][c][l] = pick(src[l] == 2, clip, pick(src[l] == 1, t, g));
             }
         }
     }
@@ -497,10 +464,22 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     let mut rows = [[[0i8; L]; S]; S];
     for r in 0..S {
         for q in 0..S {
+            let mut eq = [false; L];
+            for l in 0..L {
+                eq[l] = ri[r][l] == q as u8;
+            }
             for c in 0..S {
                 for l in 0..L {
-                    rows[r][c][l] = if ri[r][l] == q as u8 { source[q][c][l] } else { rows[r][c][l] };
+                    rows[r][c][l] = pick(eq[l], source[q][c][l], rows[r][c][l]);
                 }
+            }
+        }
+    }
+    let mut ceq = [[[false; L]; S]; S];
+    for c in 0..S {
+        for q in 0..S {
+            for l in 0..L {
+                ceq[c][q][l] = ci[c][l] == q as u8;
             }
         }
     }
@@ -509,7 +488,7 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
         for c in 0..S {
             for q in 0..S {
                 for l in 0..L {
-                    remap[r][c][l] = if ci[c][l] == q as u8 { rows[r][q][l] } else { remap[r][c][l] };
+                    remap[r][c][l] = pick(ceq[c][q][l], rows[r][q][l], remap[r][c][l]);
                 }
             }
         }
@@ -520,64 +499,81 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
         for c in 0..S {
             for l in 0..L {
                 let on = sel[r][l] >> c & 1 != 0;
-                let v = if on { b.grid[r][c][l] } else { 0 };
-                b.clip[r][c][l] = if copy[l] { v } else { b.clip[r][c][l] };
+                let v = pick(on, b.grid[r][c][l], 0);
+                b.clip[r][c][l] = pick(copy[l], v, b.clip[r][c][l]);
             }
         }
     }
 
-    // Every cell: the lane's op's value.
+    // Every cell: `m1 ? x1 : (m2 ? 0 : old)`, where the lane's op picks which masks make `m1`
+    // and `m2` and which value is `x1` (the op's value, the remap, or the input).
+    let (mut u_sel, mut u_reg, mut u_all, mut u_work) =
+        ([false; L], [false; L], [false; L], [false; L]);
+    let (mut u_inb, mut u_insrc, mut u_new) = ([false; L], [false; L], [false; L]);
+    let (mut u_input, mut u_m, mut u_clamp, mut u_inb0, mut u_kept) =
+        ([false; L], [false; L], [false; L], [false; L], [false; L]);
+    for l in 0..L {
+        let kl = k[l];
+        u_sel[l] = (kl == kind::SEL) | (kl == kind::PASTE);
+        u_reg[l] = kl == kind::REGION;
+        u_all[l] = (kl == kind::ALL) | (kl == kind::INPUT);
+        u_work[l] = kl == kind::WORK;
+        u_inb[l] = kl == kind::BBOX;
+        u_insrc[l] = kl == kind::CANVAS;
+        u_new[l] = kl == kind::RESIZE;
+        u_input[l] = kl == kind::INPUT;
+        u_m[l] = (kl == kind::BBOX) | (kl == kind::CANVAS) | (kl == kind::PASTE);
+        u_clamp[l] = kl == kind::BBOX;
+        u_inb0[l] = kl == kind::CANVAS;
+        u_kept[l] = kl == kind::RESIZE;
+        value[l] = pick(kl == kind::RESIZE, -1, value[l]);
+    }
+    // Per-axis masks: working area, bbox, canvas rotation's source in the bbox, resize's new
+    // and kept areas.
+    macro_rules! axis {
+        (|$i:ident, $l:ident| $e:expr) => {{
+            let mut out = [[false; L]; S];
+            for (i, o) in out.iter_mut().enumerate() {
+                let $i = i as u8;
+                for $l in 0..L {
+                    o[$l] = $e;
+                }
+            }
+            out
+        }};
+    }
+    let r_work = axis!(|r, l| r < b.h[l]);
+    let c_work = axis!(|c, l| c < b.w[l]);
+    let r_in = axis!(|r, l| (er0[l] <= r) & (r <= er1[l]));
+    let c_in = axis!(|c, l| (ec0[l] <= c) & (c <= ec1[l]));
+    let r_src = axis!(|r, l| (ec0[l] <= ri[r as usize][l]) & (ri[r as usize][l] <= ec1[l]));
+    let c_src = axis!(|c, l| (er0[l] <= ci[c as usize][l]) & (ci[c as usize][l] <= er1[l]));
+    let r_new = axis!(|r, l| r < nh[l]);
+    let c_new = axis!(|c, l| c < nw[l]);
+    let r_kept = axis!(|r, l| r < b.h[l].min(nh[l]));
+    let c_kept = axis!(|c, l| c < b.w[l].min(nw[l]));
     for r in 0..S {
         for c in 0..S {
             for l in 0..L {
                 let old = b.grid[r][c][l];
-                let on = sel[r][l] >> c & 1 != 0;
-                let kl = k[l];
-                let inb = er0[l] <= r as u8
-                    && r as u8 <= er1[l]
-                    && ec0[l] <= c as u8
-                    && c as u8 <= ec1[l];
                 let m = remap[r][c][l];
-                let write = (kl == kind::SEL && on)
-                    || (kl == kind::REGION && region[r][l] >> c & 1 != 0)
-                    || kl == kind::ALL
-                    || (kl == kind::WORK && (r as u8) < b.h[l] && wrow[l] >> c & 1 != 0);
-                let bbox = if inb { m.max(0) } else { old };
-                // Canvas rotation: the source cell (ci, ri) of the grid must lie in the bbox.
-                let (sr, sc) = (ci[c][l], ri[r][l]);
-                let insrc = er0[l] <= sr && sr <= er1[l] && ec0[l] <= sc && sc <= ec1[l];
-                let canvas = if insrc && m > 0 {
-                    m
-                } else if inb {
-                    0
-                } else {
-                    old
-                };
-                let paste = if on { m } else { old };
-                let inside_new = (r as u8) < nh[l] && (c as u8) < nw[l];
-                let kept = (r as u8) < b.h[l].min(nh[l]) && (c as u8) < b.w[l].min(nw[l]);
-                let resize = if !inside_new {
-                    -1
-                } else if !kept {
-                    0
-                } else {
-                    old
-                };
-                b.grid[r][c][l] = if write {
-                    value[l]
-                } else if kl == kind::BBOX {
-                    bbox
-                } else if kl == kind::CANVAS {
-                    canvas
-                } else if kl == kind::PASTE {
-                    paste
-                } else if kl == kind::INPUT {
-                    b.input[r][c][l]
-                } else if kl == kind::RESIZE {
-                    resize
-                } else {
-                    old
-                };
+                let on = sel[r][l] >> c & 1 != 0;
+                let reg = region[r][l] >> c & 1 != 0;
+                let inb = r_in[r][l] & c_in[c][l];
+                let m1 = (u_sel[l] & on)
+                    | (u_reg[l] & reg)
+                    | u_all[l]
+                    | (u_work[l] & r_work[r][l] & c_work[c][l])
+                    | (u_inb[l] & inb)
+                    | (u_insrc[l] & r_src[r][l] & c_src[c][l] & (m > 0))
+                    | (u_new[l] & !(r_new[r][l] & c_new[c][l]));
+                let x1 = pick(
+                    u_input[l],
+                    b.input[r][c][l],
+                    pick(u_m[l], pick(u_clamp[l], m.max(0), m), value[l]),
+                );
+                let m2 = (u_inb0[l] & inb) | (u_kept[l] & !(r_kept[r][l] & c_kept[c][l]));
+                b.grid[r][c][l] = pick(m1, x1, pick(m2, 0, old));
             }
         }
     }
@@ -585,25 +581,28 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     b.w = nw;
 
     // Similarity to the target, reward, termination.
-    let mut matches = [0u32; L];
+    let (mut th, mut tw, mut mh, mut mw) = ([0u8; L], [0u8; L], [0u8; L], [0u8; L]);
+    for l in 0..L {
+        th[l] = pick(b.empty[l], 0, b.out_h[l]);
+        tw[l] = pick(b.empty[l], 0, b.out_w[l]);
+        mh[l] = th[l].min(nh[l]);
+        mw[l] = tw[l].min(nw[l]);
+    }
+    let mut matches = [0u8; L];
     for r in 0..S {
         for c in 0..S {
             for l in 0..L {
-                let (th, tw) = if b.empty[l] { (0, 0) } else { (b.out_h[l], b.out_w[l]) };
-                let inside = (r as u8) < th.min(nh[l]) && (c as u8) < tw.min(nw[l]);
-                matches[l] += (inside && b.grid[r][c][l] == b.target[r][c][l]) as u32;
+                let inside = ((r as u8) < mh[l]) & ((c as u8) < mw[l]);
+                matches[l] += (inside & (b.grid[r][c][l] == b.target[r][c][l])) as u8;
             }
         }
     }
     for l in 0..L {
-        let (th, tw) = if b.empty[l] { (0u32, 0u32) } else { (b.out_h[l] as u32, b.out_w[l] as u32) };
+        let (th, tw) = (th[l] as u32, tw[l] as u32);
         let (wh, ww) = (nh[l] as u32, nw[l] as u32);
         let tt = th * tw;
-        let denom = if bugs.top_left_similarity {
-            tt
-        } else {
-            tt + wh * ww - th.min(wh) * tw.min(ww)
-        };
+        let denom =
+            if bugs.top_left_similarity { tt } else { tt + wh * ww - th.min(wh) * tw.min(ww) };
         let sim = if tt == 0 {
             if wh * ww > 0 { 0.0 } else { 1.0 }
         } else {
@@ -625,10 +624,119 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     }
 }
 
-/// Whether lane `l` of `rows` has any bit.
+/// The compact observations (grid, then dims) of a block's first `valid` lanes, written
+/// row-major: an 8×8 byte transpose per 8 cells × 8 lanes (three swap stages over `u64`
+/// words, eight lane groups side by side), dispatched.
+struct WriteCompact<'a, const S: usize> {
+    b: &'a Block<S>,
+    ob: &'a mut [i8],
+    valid: usize,
+}
+
+impl<const S: usize> WithSimd for WriteCompact<'_, S> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: Simd>(self, _simd: Sd) {
+        let WriteCompact { b, ob, valid } = self;
+        let per = S * S + 2;
+        let cells = b.grid.as_flattened();
+        // Bytes 8g..8g+8 of row k of the observation across lanes (0 past its end).
+        let word = |k: usize, g: usize| -> u64 {
+            let bytes: [u8; 8] = if k < S * S {
+                std::array::from_fn(|t| cells[k][8 * g + t] as u8)
+            } else if k == S * S {
+                std::array::from_fn(|t| b.h[8 * g + t])
+            } else if k == S * S + 1 {
+                std::array::from_fn(|t| b.w[8 * g + t])
+            } else {
+                [0; 8]
+            };
+            u64::from_le_bytes(bytes)
+        };
+        for j in 0..per.div_ceil(8) {
+            // w[i][g]: cells 8j+i of lanes 8g..8g+8, one byte per lane.
+            let mut w = [[0u64; 8]; 8];
+            for (i, wi) in w.iter_mut().enumerate() {
+                for (g, v) in wi.iter_mut().enumerate() {
+                    *v = word(8 * j + i, g);
+                }
+            }
+            transpose8(&mut w);
+            // Now w[t][g] holds cells 8j..8j+8 of lane 8g+t.
+            let n = (per - 8 * j).min(8);
+            let lanes = ob.chunks_exact_mut(per).take(valid).enumerate();
+            if n == 8 {
+                for (l, out) in lanes {
+                    let bytes = w[l % 8][l / 8].to_le_bytes().map(|v| v as i8);
+                    let dst: &mut [i8; 8] = (&mut out[8 * j..8 * j + 8]).try_into().unwrap();
+                    *dst = bytes;
+                }
+            } else {
+                for (l, out) in lanes {
+                    let bytes = w[l % 8][l / 8].to_le_bytes();
+                    for (o, &v) in out[8 * j..].iter_mut().zip(&bytes[..n]) {
+                        *o = v as i8;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Transposes 8×8 bytes held as eight `u64` rows (byte `t` of row `i` goes to byte `i` of
+/// row `t`), for eight matrices side by side.
 #[inline(always)]
-fn rlast_any<const S: usize>(rows: &Rows<S>, l: usize) -> bool {
-    rows.iter().fold(0u16, |a, r| a | r[l]) != 0
+fn transpose8(w: &mut [[u64; 8]; 8]) {
+    #[inline(always)]
+    fn swap(w: &mut [[u64; 8]; 8], i: usize, j: usize, shift: u32, lo: u64) {
+        for g in 0..8 {
+            let (a, b) = (w[i][g], w[j][g]);
+            w[i][g] = (a & lo) | ((b & lo) << shift);
+            w[j][g] = ((a >> shift) & lo) | (b & !lo);
+        }
+    }
+    for i in 0..4 {
+        swap(w, i, i + 4, 32, 0x0000_0000_FFFF_FFFF);
+    }
+    for i in [0, 1, 4, 5] {
+        swap(w, i, i + 2, 16, 0x0000_FFFF_0000_FFFF);
+    }
+    for i in [0, 2, 4, 6] {
+        swap(w, i, i + 1, 8, 0x00FF_00FF_00FF_00FF);
+    }
+}
+
+/// The per-env columns of a block's step (rewards, flags, episode steps), lane-wise; returns
+/// the lanes to restart (a pending next-step reset, or an episode that ended) as bits.
+struct Columns<'a, const S: usize> {
+    b: &'a Block<S>,
+    rw: &'a mut [f32],
+    te: &'a mut [bool],
+    tr: &'a mut [bool],
+    sc: &'a mut [u32],
+    nr: &'a [bool],
+    limit: Option<u32>,
+}
+
+impl<const S: usize> WithSimd for Columns<'_, S> {
+    type Output = u64;
+    #[inline(always)]
+    fn with_simd<Sd: Simd>(self, _simd: Sd) -> u64 {
+        let Columns { b, rw, te, tr, sc, nr, limit } = self;
+        let (has_limit, m) = (limit.is_some(), limit.unwrap_or(0));
+        let n = nr.len();
+        let (rw, te, tr, sc) = (&mut rw[..n], &mut te[..n], &mut tr[..n], &mut sc[..n]);
+        let mut restart = 0u64;
+        for l in 0..n {
+            let was = nr[l];
+            sc[l] = pick(was, 0, sc[l] + 1);
+            rw[l] = f32::from_bits(pick(was, 0, b.reward[l].to_bits()));
+            te[l] = !was & b.term[l];
+            tr[l] = !was & has_limit & (sc[l] >= m);
+            restart |= ((was | te[l] | tr[l]) as u64) << l;
+        }
+        restart
+    }
 }
 
 /// Random actions of one block as `sample_action` draws them from each row's policy key
@@ -646,9 +754,8 @@ impl<const S: usize> WithSimd for Sample<'_, S> {
     fn with_simd<Sd: Simd>(self, _simd: Sd) {
         let Sample { b, step_key, first_row, kind } = self;
         let rb = ((1u32 << S) - 1) as u16;
-        let span = |lo: u64, hi: u64| -> u16 {
-            ((((2u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16) & rb
-        };
+        let span =
+            |lo: u64, hi: u64| -> u16 { ((((2u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16) & rb };
         // The policy key's generator and its first draw (the op), lane-wise.
         let mut state = [0u64; L];
         for l in 0..L {
@@ -803,7 +910,11 @@ impl<const S: usize> ArcLanes<S> {
         let k0 = self.key.fold_in(0);
         let per = self.obs_len;
         for i in 0..self.num_envs {
-            let s = self.env.reset(&self.params, k0.fold_in(i as u64), &mut self.obs[i * per..(i + 1) * per]);
+            let s = self.env.reset(
+                &self.params,
+                k0.fold_in(i as u64),
+                &mut self.obs[i * per..(i + 1) * per],
+            );
             self.set_lane(i, &s);
         }
         self.rewards.fill(0.0);
@@ -839,7 +950,11 @@ impl<const S: usize> ArcLanes<S> {
             return Err(ArcError::invalid("state.pair", state.pair, format!("below {n}")));
         }
         if state.dims.iter().any(|&d| d as usize > S) {
-            return Err(ArcError::invalid("state.dims", format!("{:?}", state.dims), format!("at most {S}")));
+            return Err(ArcError::invalid(
+                "state.dims",
+                format!("{:?}", state.dims),
+                format!("at most {S}"),
+            ));
         }
         let per = self.obs_len;
         self.env.write_obs(&self.params, state, &mut self.obs[i * per..(i + 1) * per]);
@@ -919,8 +1034,34 @@ impl<const S: usize> ArcLanes<S> {
                     dispatch(Sample { b: &mut *b, step_key, first_row: first as u64, kind: *kind })
                 }
             }
-            dispatch(JaxStep { b: &mut *b, bugs: table.bugs, rewards: table.rewards, train: table.train });
-            for l in 0..valid {
+            dispatch(JaxStep {
+                b: &mut *b,
+                bugs: table.bugs,
+                rewards: table.rewards,
+                train: table.train,
+            });
+            // Observations of every lane, then the columns lane-wise; resets (one lane in
+            // about thirty under random actions) one at a time.
+            if full {
+                for l in 0..valid {
+                    let s = lane_state(env, params, b, l);
+                    env.write_obs(params, &s, &mut ob[l * per..(l + 1) * per]);
+                }
+            } else {
+                dispatch(WriteCompact { b: &*b, ob: &mut *ob, valid });
+            }
+            let mut restart = dispatch(Columns {
+                b: &*b,
+                rw: &mut *rw,
+                te: &mut *te,
+                tr: &mut *tr,
+                sc: &mut *sc,
+                nr: &*nr,
+                limit,
+            });
+            while restart != 0 {
+                let l = restart.trailing_zeros() as usize;
+                restart &= restart - 1;
                 let row = first + l;
                 let obs = &mut ob[l * per..(l + 1) * per];
                 if nr[l] {
@@ -928,32 +1069,19 @@ impl<const S: usize> ArcLanes<S> {
                     let key = prev_key.fold_in(row as u64).fold_in(KEY_RESET);
                     let s = env.reset(params, key, obs);
                     b.load(l, &s, env.pair_of(&s));
-                    (rw[l], te[l], tr[l], sc[l], nr[l]) = (0.0, false, false, 0, false);
+                    nr[l] = false;
                     continue;
                 }
-                rw[l] = b.reward[l];
-                sc[l] += 1;
-                let term = b.term[l];
-                let trunc = limit.is_some_and(|m| sc[l] >= m);
-                (te[l], tr[l]) = (term, trunc);
-                if full {
-                    let s = lane_state(env, params, b, l);
-                    env.write_obs(params, &s, obs);
-                } else {
-                    b.write_compact(l, obs);
-                }
-                if term || trunc {
-                    fo[l * per..(l + 1) * per].copy_from_slice(obs);
-                    match mode {
-                        AutoReset::SameStep => {
-                            let key = step_key.fold_in(row as u64).fold_in(KEY_RESET);
-                            let s = env.reset(params, key, obs);
-                            b.load(l, &s, env.pair_of(&s));
-                            sc[l] = 0;
-                        }
-                        AutoReset::NextStep => nr[l] = true,
-                        AutoReset::Disabled => {}
+                fo[l * per..(l + 1) * per].copy_from_slice(obs);
+                match mode {
+                    AutoReset::SameStep => {
+                        let key = step_key.fold_in(row as u64).fold_in(KEY_RESET);
+                        let s = env.reset(params, key, obs);
+                        b.load(l, &s, env.pair_of(&s));
+                        sc[l] = 0;
                     }
+                    AutoReset::NextStep => nr[l] = true,
+                    AutoReset::Disabled => {}
                 }
             }
         };

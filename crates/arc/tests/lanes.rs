@@ -42,7 +42,10 @@ fn bugs(bits: u16) -> JaxBugs {
 fn mixed<const S: usize>(_row: usize, key: Key, _obs: &[i8], a: &mut [ArcAction<S>]) {
     let mut rng = key.rng();
     let form = rng.below(8);
-    let mut act = sample_action::<S>(&mut rng, [SelKind::Mask, SelKind::BBox, SelKind::Point][form as usize % 3]);
+    let mut act = sample_action::<S>(
+        &mut rng,
+        [SelKind::Mask, SelKind::BBox, SelKind::Point][form as usize % 3],
+    );
     act.op = rng.below(39) as i32 - 2;
     let s = S as i32;
     act.sel = match form {
@@ -150,7 +153,15 @@ fn canvases_3_7_and_10() {
     for b in [0, 0x1ff] {
         same(&generated::<3>(), &params(b, Split::Train, 30), 65, 1, 50, AutoReset::SameStep, None);
         same(&generated::<7>(), &params(b, Split::Train, 30), 65, 2, 50, AutoReset::SameStep, None);
-        same(&generated::<10>(), &params(b, Split::Train, 30), 130, 3, 50, AutoReset::SameStep, None);
+        same(
+            &generated::<10>(),
+            &params(b, Split::Train, 30),
+            130,
+            3,
+            50,
+            AutoReset::SameStep,
+            None,
+        );
     }
 }
 
@@ -243,8 +254,16 @@ fn refusals() {
     let o2 = ArcParams { mode: Mode::O2arc, ..ArcParams::default() };
     assert!(ArcLanes::new(env.clone(), o2, 4, 0).err().unwrap().to_string().contains("mode"));
     let p = params(0, Split::Train, 10);
-    assert!(ArcLanes::new(env.clone(), p.clone(), 0, 0).err().unwrap().to_string().contains("num_envs"));
-    assert!(ArcLanes::new(generated::<12>(), p.clone(), 4, 0).err().unwrap().to_string().contains("canvas"));
+    assert!(
+        ArcLanes::new(env.clone(), p.clone(), 0, 0).err().unwrap().to_string().contains("num_envs")
+    );
+    assert!(
+        ArcLanes::new(generated::<12>(), p.clone(), 4, 0)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("canvas")
+    );
     let huge = ArcLanes::new(env, p, usize::MAX / 2, 0).err().unwrap().to_string();
     assert!(huge.contains("num_envs"), "{huge}");
 }

@@ -196,6 +196,10 @@ pub struct BenchArgs {
     /// Skip the per-operation table.
     #[arg(long)]
     no_ops: bool,
+    /// Batched kernel: rows (VecEnv, every mode and canvas) or lanes (the structure-of-arrays
+    /// kernel, jaxarc modes with canvas 5 or 10). Default: lanes where it applies.
+    #[arg(long)]
+    kernel: Option<bench::Kernel>,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
@@ -213,9 +217,13 @@ fn bench(a: BenchArgs) -> Result<()> {
         env.validate(&p)?;
         let obs_bytes = kestrel_core::Env::spec(&env, &p).obs_len();
         let pool = pool(a.threads)?;
+        let kernel = a.kernel.unwrap_or(bench::Kernel::auto::<S>(&p));
+        if !a.json {
+            outln!("kernel: {kernel:?}");
+        }
         let mut rows = Vec::new();
         for &n in &a.num_envs {
-            let sps = pool.install(|| bench::steps_per_second::<S>(&env, &p, n, kind, a.seconds))?;
+            let sps = pool.install(|| bench::steps_per_second::<S>(&env, &p, n, kind, a.seconds, kernel))?;
             rows.push((n, sps));
             if !a.json {
                 outln!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step  {:>8.2} GB/s obs written",
@@ -240,6 +248,7 @@ fn bench(a: BenchArgs) -> Result<()> {
         if a.json {
             outln!("{}", json!({
                 "canvas": S, "mode": format!("{:?}", a.mode), "layout": format!("{:?}", a.layout),
+                "kernel": format!("{kernel:?}"),
                 "sel": format!("{:?}", a.sel), "threads": a.threads, "tasks": env.bank().len(),
                 "obs_bytes": obs_bytes,
                 "batches": rows.iter().map(|(n, s)| json!({"num_envs": n, "steps_per_s": s})).collect::<Vec<_>>(),
