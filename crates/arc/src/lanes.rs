@@ -653,35 +653,39 @@ impl<const S: usize> WithSimd for WriteCompact<'_, S> {
             };
             u64::from_le_bytes(bytes)
         };
-        for j in 0..per.div_ceil(8) {
-            // w[i][g]: cells 8j+i of lanes 8g..8g+8, one byte per lane.
-            let mut w = [[0u64; 8]; 8];
+        // words[j][t][g]: cells 8j..8j+8 of lane 8g+t, after the transposes.
+        let oct = per.div_ceil(8);
+        let mut words = [[[0u64; 8]; 8]; OCTETS];
+        for (j, w) in words.iter_mut().enumerate().take(oct) {
             for (i, wi) in w.iter_mut().enumerate() {
                 for (g, v) in wi.iter_mut().enumerate() {
                     *v = word(8 * j + i, g);
                 }
             }
-            transpose8(&mut w);
-            // Now w[t][g] holds cells 8j..8j+8 of lane 8g+t.
-            let n = (per - 8 * j).min(8);
-            let lanes = ob.chunks_exact_mut(per).take(valid).enumerate();
-            if n == 8 {
-                for (l, out) in lanes {
-                    let bytes = w[l % 8][l / 8].to_le_bytes().map(|v| v as i8);
-                    let dst: &mut [i8; 8] = (&mut out[8 * j..8 * j + 8]).try_into().unwrap();
+            transpose8(w);
+        }
+        // Whole words per lane, in lane order: a lane's last word spills into the next lane's
+        // row, which that lane's own words then overwrite; the block's last lane ends with a
+        // partial word.
+        for l in 0..valid {
+            for (j, w) in words.iter().enumerate().take(oct) {
+                let bytes = w[l % 8][l / 8].to_le_bytes().map(|v| v as i8);
+                let at = l * per + 8 * j;
+                if at + 8 <= ob.len() {
+                    let dst: &mut [i8; 8] = (&mut ob[at..at + 8]).try_into().unwrap();
                     *dst = bytes;
-                }
-            } else {
-                for (l, out) in lanes {
-                    let bytes = w[l % 8][l / 8].to_le_bytes();
-                    for (o, &v) in out[8 * j..].iter_mut().zip(&bytes[..n]) {
-                        *o = v as i8;
+                } else {
+                    for (o, &v) in ob[at..].iter_mut().zip(&bytes) {
+                        *o = v;
                     }
                 }
             }
         }
     }
 }
+
+/// 8-byte words of the longest compact observation ([`MAX_LANE_SIDE`]² + 2 bytes).
+const OCTETS: usize = (MAX_LANE_SIDE * MAX_LANE_SIDE + 2).div_ceil(8);
 
 /// Transposes 8×8 bytes held as eight `u64` rows (byte `t` of row `i` goes to byte `i` of
 /// row `t`), for eight matrices side by side.
