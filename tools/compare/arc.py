@@ -191,11 +191,14 @@ def main():
             f"(JAX compile {j['compile_s']:.1f} s)")
     # B. Mini-ARC 5x5, one task, bbox
     jax_b = run_py("jaxarc", JAXARC_CODE, "bbox", "5", ",".join(map(str, batches)), str(jsteps * 10), mini)
-    kbx = kestrel(["--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc-bugs", "--threads", "2",
-                   "--num-envs", ",".join(map(str, batches)), "--seconds", secs])
-    for j, k in zip(jax_b, kbx["batches"]):
-        add(f"Mini-ARC 5x5 bbox, jaxarc, {j['num_envs']} envs", "JaxARC jit(vmap(scan))", j["steps_per_s"], k["steps_per_s"],
-            f"(JAX compile {j['compile_s']:.1f} s)")
+    # Kestrel's two batched kernels: the structure-of-arrays lanes (the default at this canvas)
+    # and VecEnv's rows.
+    for kern in ("lanes", "rows"):
+        kbx = kestrel(["--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc-bugs", "--threads", "2",
+                       "--num-envs", ",".join(map(str, batches)), "--seconds", secs, "--kernel", kern])
+        for j, k in zip(jax_b, kbx["batches"]):
+            add(f"Mini-ARC 5x5 bbox, jaxarc, {j['num_envs']} envs, {kern}", "JaxARC jit(vmap(scan))", j["steps_per_s"],
+                k["steps_per_s"], f"(JAX compile {j['compile_s']:.1f} s)")
     arcle_b = run_py("arcle", ARCLE_CODE, "mini_bbox", "5000" if a.quick else "20000", mini)
     kmo = kestrel(["--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "o2arc", "--threads", "1", "--num-envs", "1", "--seconds", secs])
     add("Mini-ARC 5x5 bbox, o2arc, 1 env 1 thread", "ARCLE O2ARCv2Env", arcle_b["steps_per_s"], kmo["batches"][0]["steps_per_s"])

@@ -3,6 +3,8 @@
 //! with ARCLE's `O2ARCv2Env` and JaxARC's semantics as named modes.
 //!
 //! Modules, each depending only on those below it:
+//! - `lanes`: [`ArcLanes`], the structure-of-arrays `jaxarc` kernel and its batched driver for
+//!   canvases up to 10×10 (blocks of 64 envs; bit-identical to `VecEnv<ArcEnv>`);
 //! - `env`: [`ArcEnv`], [`ArcParams`], and the per-step dispatch to the mode's op table;
 //! - `o2arc`, `jaxarc`: the two op tables behind [`OpTable`] (ops, names, rewards);
 //! - `action`, `obs`: [`ArcAction`] and its sampler; the observation layouts and writer;
