@@ -20,9 +20,14 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    /// The lanes where they apply (`jaxarc`, `S ≤ 10`), else rows.
-    pub fn auto<const S: usize>(p: &ArcParams) -> Kernel {
-        if S <= MAX_LANE_SIDE && p.mode == Mode::Jaxarc { Kernel::Lanes } else { Kernel::Rows }
+    /// The lanes where they apply (`jaxarc`, `S ≤ 10`) and pay (at least 16 envs: a block
+    /// steps 64 lanes whatever the batch, which costs more than 11 envs on rows), else rows.
+    pub fn auto<const S: usize>(p: &ArcParams, num_envs: usize) -> Kernel {
+        if S <= MAX_LANE_SIDE && p.mode == Mode::Jaxarc && num_envs >= 16 {
+            Kernel::Lanes
+        } else {
+            Kernel::Rows
+        }
     }
 }
 

@@ -197,7 +197,7 @@ pub struct BenchArgs {
     #[arg(long)]
     no_ops: bool,
     /// Batched kernel: rows (VecEnv, every mode and canvas) or lanes (the structure-of-arrays
-    /// kernel, jaxarc modes with canvas 5 or 10). Default: lanes where it applies.
+    /// kernel, jaxarc modes with canvas 5 or 10). Default: lanes where it applies, from 16 envs.
     #[arg(long)]
     kernel: Option<bench::Kernel>,
     /// Print one JSON object instead of tables.
@@ -217,16 +217,13 @@ fn bench(a: BenchArgs) -> Result<()> {
         env.validate(&p)?;
         let obs_bytes = kestrel_core::Env::spec(&env, &p).obs_len();
         let pool = pool(a.threads)?;
-        let kernel = a.kernel.unwrap_or(bench::Kernel::auto::<S>(&p));
-        if !a.json {
-            outln!("kernel: {kernel:?}");
-        }
         let mut rows = Vec::new();
         for &n in &a.num_envs {
+            let kernel = a.kernel.unwrap_or(bench::Kernel::auto::<S>(&p, n));
             let sps = pool.install(|| bench::steps_per_second::<S>(&env, &p, n, kind, a.seconds, kernel))?;
-            rows.push((n, sps));
+            rows.push((n, sps, kernel));
             if !a.json {
-                outln!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step  {:>8.2} GB/s obs written",
+                outln!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step  {:>8.2} GB/s obs written  ({kernel:?})",
                     n, sps, 1e9 / sps, sps * obs_bytes as f64 / 1e9);
             }
         }
@@ -239,7 +236,7 @@ fn bench(a: BenchArgs) -> Result<()> {
         };
         if !a.json && !bounds.is_empty() {
             outln!("\nmemory-bandwidth bound for {obs_bytes} B/step (row copy, same threads):");
-            for ((n, sps), b) in rows.iter().zip(&bounds) {
+            for ((n, sps, _), b) in rows.iter().zip(&bounds) {
                 outln!("{:>8} envs  bound {:>12.0} steps/s  ({:.2} GB/s)  env at {:.2} of the bound ({:.2}x from it)",
                     n, b, b * obs_bytes as f64 / 1e9, sps / b, b / sps);
             }
@@ -248,10 +245,9 @@ fn bench(a: BenchArgs) -> Result<()> {
         if a.json {
             outln!("{}", json!({
                 "canvas": S, "mode": format!("{:?}", a.mode), "layout": format!("{:?}", a.layout),
-                "kernel": format!("{kernel:?}"),
                 "sel": format!("{:?}", a.sel), "threads": a.threads, "tasks": env.bank().len(),
                 "obs_bytes": obs_bytes,
-                "batches": rows.iter().map(|(n, s)| json!({"num_envs": n, "steps_per_s": s})).collect::<Vec<_>>(),
+                "batches": rows.iter().map(|(n, s, k)| json!({"num_envs": n, "steps_per_s": s, "kernel": format!("{k:?}")})).collect::<Vec<_>>(),
                 "copy_bound_steps_per_s": bounds,
                 "ops_ns": ops,
             }));
