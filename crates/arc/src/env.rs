@@ -204,6 +204,26 @@ impl<const S: usize> ArcEnv<S> {
         if test { &t.test[pair as usize] } else { &t.train[pair as usize] }
     }
 
+    /// Checks that a given state's task, pair and dims are in this env (what stepping and
+    /// observing it index), naming the field that is not.
+    pub fn check_state(&self, s: &ArcState<S>) -> Result<(), ArcError> {
+        let Some(t) = self.tasks.get(s.task as usize) else {
+            return Err(ArcError::invalid("state.task", s.task, "a task of the env"));
+        };
+        let n = if s.test { t.test.len() } else { t.train.len() };
+        if s.pair as usize >= n {
+            return Err(ArcError::invalid("state.pair", s.pair, format!("below {n}")));
+        }
+        if s.dims.iter().any(|&d| d as usize > S) {
+            return Err(ArcError::invalid(
+                "state.dims",
+                format!("{:?}", s.dims),
+                format!("at most {S}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// A fresh state for a given task and pair (what `reset` builds after sampling).
     pub fn init_state(
         &self,
@@ -311,9 +331,7 @@ impl<const S: usize> Env for ArcEnv<S> {
     /// Writes the observation of a state whose task, pair and dims are in this env (false,
     /// writing nothing, for any other).
     fn observe(&self, p: &ArcParams, s: &ArcState<S>, obs: &mut [i8]) -> bool {
-        let Some(t) = self.tasks.get(s.task as usize) else { return false };
-        let n = if s.test { t.test.len() } else { t.train.len() };
-        if s.pair as usize >= n || s.dims.iter().any(|&d| d as usize > S) {
+        if self.check_state(s).is_err() {
             return false;
         }
         self.write_obs(p, s, obs);

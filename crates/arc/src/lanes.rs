@@ -28,7 +28,7 @@ use crate::obs::Layout;
 use crate::ops::NUM_OPS;
 use crate::state::{ArcState, PairGrids};
 use kestrel_core::simd::{Simd, WithSimd, dispatch};
-use kestrel_core::{AutoReset, Env, FromInvalid, KEY_POLICY, KEY_RESET, Key, Spec};
+use kestrel_core::{AutoReset, Env, FromInvalid, KEY_POLICY, KEY_RESET, Key, Rng, Spec};
 use rayon::prelude::*;
 
 /// Envs per block (one byte lane each in a 512-bit register).
@@ -231,21 +231,28 @@ impl<const S: usize> WithSimd for JaxStep<'_, S> {
     }
 }
 
-/// Lowest and highest `i < n` with `has(i)` per lane (`n` and 0 when none).
+/// Per lane, the lowest `i < n` with `has(i, lane)` (`n` when none).
 #[inline(always)]
-fn range_of(n: usize, has: impl Fn(usize, usize) -> bool, lo: &mut [u8; L], hi: &mut [u8; L]) {
-    *lo = [n as u8; L];
-    *hi = [0; L];
+fn first_of(n: usize, has: impl Fn(usize, usize) -> bool) -> [u8; L] {
+    let mut lo = [n as u8; L];
     for i in (0..n).rev() {
         for l in 0..L {
             lo[l] = pick(has(i, l), i as u8, lo[l]);
         }
     }
+    lo
+}
+
+/// Per lane, the highest `i < n` with `has(i, lane)` (0 when none).
+#[inline(always)]
+fn last_of(n: usize, has: impl Fn(usize, usize) -> bool) -> [u8; L] {
+    let mut hi = [0u8; L];
     for i in 0..n {
         for l in 0..L {
             hi[l] = pick(has(i, l), i as u8, hi[l]);
         }
     }
+    hi
 }
 
 /// One step of every lane of `b` under JaxARC's rules (`jaxarc.rs` is the specification;
@@ -274,9 +281,9 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
             cols[l] |= row[l];
         }
     }
-    let (mut sr0, mut sr1, mut sc0, mut sc1) = ([0u8; L], [0u8; L], [0u8; L], [0u8; L]);
-    range_of(S, |r, l| sel[r][l] != 0, &mut sr0, &mut sr1);
-    range_of(S, |c, l| cols[l] >> c & 1 != 0, &mut sc0, &mut sc1);
+    let (sr0, sr1) = (first_of(S, |r, l| sel[r][l] != 0), last_of(S, |r, l| sel[r][l] != 0));
+    let (sc0, sc1) =
+        (first_of(S, |c, l| cols[l] >> c & 1 != 0), last_of(S, |c, l| cols[l] >> c & 1 != 0));
     // The clipboard's non-zero top-left (paste).
     let mut crow = [0u16; L];
     let mut ccol = [0u16; L];
@@ -289,21 +296,18 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
             }
         }
     }
-    let (mut cr, mut cc, mut unused) = ([0u8; L], [0u8; L], [0u8; L]);
-    range_of(S, |r, l| crow[l] >> r & 1 != 0, &mut cr, &mut unused);
-    range_of(S, |c, l| ccol[l] >> c & 1 != 0, &mut cc, &mut unused);
+    let cr = first_of(S, |r, l| crow[l] >> r & 1 != 0);
+    let cc = first_of(S, |c, l| ccol[l] >> c & 1 != 0);
     // Resize's source rows: the last non-empty row and its highest column.
     let rsrc = if bugs.shrink_only_resize { &sel } else { &b.raw };
-    let (mut unused2, mut rlast) = ([0u8; L], [0u8; L]);
-    range_of(S, |r, l| rsrc[r][l] != 0, &mut unused2, &mut rlast);
+    let rlast = last_of(S, |r, l| rsrc[r][l] != 0);
     let mut lastrow = [0u16; L];
     for (r, row) in rsrc.iter().enumerate() {
         for l in 0..L {
             lastrow[l] = pick(rlast[l] == r as u8, row[l], lastrow[l]);
         }
     }
-    let (mut unused3, mut clast) = ([0u8; L], [0u8; L]);
-    range_of(S, |c, l| lastrow[l] >> c & 1 != 0, &mut unused3, &mut clast);
+    let clast = last_of(S, |c, l| lastrow[l] >> c & 1 != 0);
 
     // Per lane: what the op writes, the remap's axes and source, the new dims.
     let mut k = [kind::NONE; L];
@@ -360,7 +364,8 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
         kl = pick((op == 30) | ((op == 31) & any), kind::SEL, kl);
         kl = pick(fl, kind::REGION, kl);
         k[l] = pick(op < 10, kind::SEL, kl);
-        value[l] = pick(op < 10, op as i8, pick(op < 20, op as i8 - 10, 0));
+        // The constant an op writes: its colour, 0 (cut, clear), or -1 (resize's padding).
+        value[l] = pick(op < 10, op as i8, pick(op < 20, op as i8 - 10, pick(op == 33, -1, 0)));
         src[l] = pick(paste, 2, pick(is_rot, 1, 0));
         // Row axis: ri(r) = a ± r, with the move's wrap.
         let mut a = -dr;
@@ -526,7 +531,6 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
         u_clamp[l] = kl == kind::BBOX;
         u_inb0[l] = kl == kind::CANVAS;
         u_kept[l] = kl == kind::RESIZE;
-        value[l] = pick(kl == kind::RESIZE, -1, value[l]);
     }
     // Per-axis masks: working area, bbox, canvas rotation's source in the bbox, resize's new
     // and kept areas.
@@ -760,17 +764,17 @@ impl<const S: usize> WithSimd for Sample<'_, S> {
         let rb = ((1u32 << S) - 1) as u16;
         let span =
             |lo: u64, hi: u64| -> u16 { ((((2u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16) & rb };
-        // The policy key's generator and its first draw (the op), lane-wise.
-        let mut state = [0u64; L];
+        // The policy key's generator per lane, after its first draw (the op).
+        let mut rngs: [Rng; L] = std::array::from_fn(|l| {
+            step_key.fold_in(first_row + l as u64).fold_in(KEY_POLICY).rng()
+        });
         for l in 0..L {
-            let mut rng = step_key.fold_in(first_row + l as u64).fold_in(KEY_POLICY).rng();
-            b.op[l] = rng.below(NUM_OPS as u32) as u8;
-            state[l] = rng.next_u64();
+            b.op[l] = rngs[l].below(NUM_OPS as u32) as u8;
         }
         match kind {
             SelKind::BBox => {
                 for l in 0..L {
-                    let x = state[l];
+                    let x = rngs[l].next_u64();
                     let d = |k: u32| (((x >> (16 * k)) & 0xffff) * S as u64) >> 16;
                     let (r1, c1, r2, c2) = (d(0), d(1), d(2), d(3));
                     let (lo, hi) = (r1.min(r2), r1.max(r2));
@@ -783,7 +787,7 @@ impl<const S: usize> WithSimd for Sample<'_, S> {
             }
             SelKind::Point => {
                 for l in 0..L {
-                    let x = state[l];
+                    let x = rngs[l].next_u64();
                     let row = ((x & 0xffff_ffff) * S as u64) >> 32;
                     let col = ((x >> 32) * S as u64) >> 32;
                     for r in 0..S {
@@ -792,10 +796,8 @@ impl<const S: usize> WithSimd for Sample<'_, S> {
                 }
             }
             SelKind::Mask => {
-                // Two rows per 64-bit draw; `state` holds each lane's first draw.
-                for l in 0..L {
-                    let mut rng = step_key.fold_in(first_row + l as u64).fold_in(KEY_POLICY).rng();
-                    rng.next_u64();
+                // Two rows per 64-bit draw.
+                for (l, rng) in rngs.iter_mut().enumerate() {
                     let mut r = 0;
                     while r < S {
                         let bits = rng.next_u64();
@@ -945,26 +947,13 @@ impl<const S: usize> ArcLanes<S> {
         if i >= self.num_envs {
             return Err(ArcError::invalid("row", i, format!("below num_envs = {}", self.num_envs)));
         }
-        if state.task as usize >= self.env.bank().len() {
-            return Err(ArcError::invalid("state.task", state.task, "a task of the env"));
-        }
-        let t = &self.env.bank().tasks()[state.task as usize];
-        let n = if state.test { t.test.len() } else { t.train.len() };
-        if state.pair as usize >= n {
-            return Err(ArcError::invalid("state.pair", state.pair, format!("below {n}")));
-        }
-        if state.dims.iter().any(|&d| d as usize > S) {
-            return Err(ArcError::invalid(
-                "state.dims",
-                format!("{:?}", state.dims),
-                format!("at most {S}"),
-            ));
-        }
+        self.env.check_state(state)?;
         let per = self.obs_len;
         self.env.write_obs(&self.params, state, &mut self.obs[i * per..(i + 1) * per]);
         self.set_lane(i, state);
         self.episode_steps[i] = 0;
         self.needs_reset[i] = false;
+        (self.terminated[i], self.truncated[i], self.rewards[i]) = (false, false, 0.0);
         Ok(())
     }
 
