@@ -532,51 +532,57 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
         u_inb0[l] = kl == kind::CANVAS;
         u_kept[l] = kl == kind::RESIZE;
     }
-    // Per-axis masks: working area, bbox, canvas rotation's source in the bbox, resize's new
-    // and kept areas.
-    macro_rules! axis {
-        (|$i:ident, $l:ident| $e:expr) => {{
-            let mut out = [[false; L]; S];
-            for (i, o) in out.iter_mut().enumerate() {
-                let $i = i as u8;
-                for $l in 0..L {
-                    o[$l] = $e;
-                }
-            }
-            out
-        }};
+    // The masks as row bits per lane, so the cell pass tests three bits: `m1` without the
+    // canvas rotation's `m > 0` term, that term's area (the rotation's source inside the
+    // bbox), and `m2`.
+    let bits_below = |n: u8| -> u16 { ((1u32 << n) - 1) as u16 };
+    let mut c_in = [0u16; L];
+    let mut c_src = [0u16; L];
+    let mut c_new = [0u16; L];
+    let mut c_kept = [0u16; L];
+    for l in 0..L {
+        // (`ec1` is 255 for an empty working area: every column.)
+        let end = (ec1[l] as u16 + 1).min(S as u16) as u8;
+        c_in[l] = bits_below(end) & !bits_below(ec0[l].min(S as u8));
+        c_new[l] = bits_below(nw[l]);
+        c_kept[l] = bits_below(b.w[l].min(nw[l]));
     }
-    let r_work = axis!(|r, l| r < b.h[l]);
-    let c_work = axis!(|c, l| c < b.w[l]);
-    let r_in = axis!(|r, l| (er0[l] <= r) & (r <= er1[l]));
-    let c_in = axis!(|c, l| (ec0[l] <= c) & (c <= ec1[l]));
-    let r_src = axis!(|r, l| (ec0[l] <= ri[r as usize][l]) & (ri[r as usize][l] <= ec1[l]));
-    let c_src = axis!(|c, l| (er0[l] <= ci[c as usize][l]) & (ci[c as usize][l] <= er1[l]));
-    let r_new = axis!(|r, l| r < nh[l]);
-    let c_new = axis!(|c, l| c < nw[l]);
-    let r_kept = axis!(|r, l| r < b.h[l].min(nh[l]));
-    let c_kept = axis!(|c, l| c < b.w[l].min(nw[l]));
+    for (c, ci) in ci.iter().enumerate() {
+        for l in 0..L {
+            c_src[l] |= (((er0[l] <= ci[l]) & (ci[l] <= er1[l])) as u16) << c;
+        }
+    }
+    let mut m1row = [[0u16; L]; S];
+    let mut srcrow = [[0u16; L]; S];
+    let mut m2row = [[0u16; L]; S];
+    for r in 0..S {
+        let rb = r as u8;
+        for l in 0..L {
+            let r_in = (er0[l] <= rb) & (rb <= er1[l]);
+            let r_src = (ec0[l] <= ri[r][l]) & (ri[r][l] <= ec1[l]);
+            m1row[r][l] = pick(u_sel[l], sel[r][l], 0)
+                | pick(u_reg[l], region[r][l], 0)
+                | pick(u_all[l], full, 0)
+                | pick(u_work[l] & (rb < b.h[l]), wrow[l], 0)
+                | pick(u_inb[l] & r_in, c_in[l], 0)
+                | pick(u_new[l], !pick(rb < nh[l], c_new[l], 0), 0);
+            srcrow[r][l] = pick(u_insrc[l] & r_src, c_src[l], 0);
+            m2row[r][l] = pick(u_inb0[l] & r_in, c_in[l], 0)
+                | pick(u_kept[l], !pick(rb < b.h[l].min(nh[l]), c_kept[l], 0), 0);
+        }
+    }
     for r in 0..S {
         for c in 0..S {
             for l in 0..L {
                 let old = b.grid[r][c][l];
                 let m = remap[r][c][l];
-                let on = sel[r][l] >> c & 1 != 0;
-                let reg = region[r][l] >> c & 1 != 0;
-                let inb = r_in[r][l] & c_in[c][l];
-                let m1 = (u_sel[l] & on)
-                    | (u_reg[l] & reg)
-                    | u_all[l]
-                    | (u_work[l] & r_work[r][l] & c_work[c][l])
-                    | (u_inb[l] & inb)
-                    | (u_insrc[l] & r_src[r][l] & c_src[c][l] & (m > 0))
-                    | (u_new[l] & !(r_new[r][l] & c_new[c][l]));
+                let m1 = (m1row[r][l] >> c & 1 != 0) | ((srcrow[r][l] >> c & 1 != 0) & (m > 0));
                 let x1 = pick(
                     u_input[l],
                     b.input[r][c][l],
                     pick(u_m[l], pick(u_clamp[l], m.max(0), m), value[l]),
                 );
-                let m2 = (u_inb0[l] & inb) | (u_kept[l] & !(r_kept[r][l] & c_kept[c][l]));
+                let m2 = m2row[r][l] >> c & 1 != 0;
                 b.grid[r][c][l] = pick(m1, x1, pick(m2, 0, old));
             }
         }
@@ -657,22 +663,20 @@ impl<const S: usize> WithSimd for WriteCompact<'_, S> {
             };
             u64::from_le_bytes(bytes)
         };
-        // words[j][t][g]: cells 8j..8j+8 of lane 8g+t, after the transposes.
+        // One octet of cells at a time: w[t][g] holds cells 8j..8j+8 of lane 8g+t after the
+        // transposes, written as one whole word per lane. A lane's last word spills into the
+        // next lane's first word, so the last octet goes first and the others overwrite the
+        // spill; the block's last lane ends with a partial word.
         let oct = per.div_ceil(8);
-        let mut words = [[[0u64; 8]; 8]; OCTETS];
-        for (j, w) in words.iter_mut().enumerate().take(oct) {
+        for j in std::iter::once(oct - 1).chain(0..oct - 1) {
+            let mut w = [[0u64; 8]; 8];
             for (i, wi) in w.iter_mut().enumerate() {
                 for (g, v) in wi.iter_mut().enumerate() {
                     *v = word(8 * j + i, g);
                 }
             }
-            transpose8(w);
-        }
-        // Whole words per lane, in lane order: a lane's last word spills into the next lane's
-        // row, which that lane's own words then overwrite; the block's last lane ends with a
-        // partial word.
-        for l in 0..valid {
-            for (j, w) in words.iter().enumerate().take(oct) {
+            transpose8(&mut w);
+            for l in 0..valid {
                 let bytes = w[l % 8][l / 8].to_le_bytes().map(|v| v as i8);
                 let at = l * per + 8 * j;
                 if at + 8 <= ob.len() {
@@ -687,9 +691,6 @@ impl<const S: usize> WithSimd for WriteCompact<'_, S> {
         }
     }
 }
-
-/// 8-byte words of the longest compact observation ([`MAX_LANE_SIDE`]² + 2 bytes).
-const OCTETS: usize = (MAX_LANE_SIDE * MAX_LANE_SIDE + 2).div_ceil(8);
 
 /// Transposes 8×8 bytes held as eight `u64` rows (byte `t` of row `i` goes to byte `i` of
 /// row `t`), for eight matrices side by side.
