@@ -258,12 +258,14 @@ impl Strategy for CmaEs {
         // y_i = (x_i - m) / σ and y_w = Σ max(w_i, 0) y_i.
         let inv_sigma = 1.0 / s.sigma;
         s.v1.iter_mut().for_each(|v| *v = 0.0);
+        let (mean, acc) = (&s.mean[..n], &mut s.v1[..n]);
         for i in 0..lam {
             let wi = s.w[i].max(0.0);
-            let (col, row) = (s.y.col_as_slice_mut(i), &population[i * n..(i + 1) * n]);
-            for (((y, &x), m), acc) in col.iter_mut().zip(row).zip(&s.mean).zip(s.v1.iter_mut()) {
-                *y = (x as f64 - m) * inv_sigma;
-                *acc += wi * *y;
+            let (col, row) = (&mut s.y.col_as_slice_mut(i)[..n], &population[i * n..(i + 1) * n]);
+            for j in 0..n {
+                let y = (row[j] as f64 - mean[j]) * inv_sigma;
+                col[j] = y;
+                acc[j] += wi * y;
             }
         }
         let y_w = &s.v1;

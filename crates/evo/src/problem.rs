@@ -183,19 +183,32 @@ impl Benchmark {
     /// [`Benchmark::value`] with its shifted and rotated point in reused buffers (no
     /// allocation once they have grown to `num_dims`).
     pub fn value_with(&self, x: &[f32], d: &mut Vec<f64>, z: &mut Vec<f64>) -> f64 {
+        d.resize(self.num_dims, 0.0);
+        z.resize(self.num_dims, 0.0);
+        self.value_in(x, d, z)
+    }
+
+    /// The value at `x` with `d` and `z` (`num_dims` each) as scratch.
+    fn value_in(&self, x: &[f32], d: &mut [f64], z: &mut [f64]) -> f64 {
         let n = self.num_dims;
-        d.clear();
-        d.extend(x.iter().zip(&self.shift).map(|(&v, s)| v as f64 - s));
+        let d = &mut d[..x.len().min(n)];
+        for ((d, &v), s) in d.iter_mut().zip(x).zip(&self.shift) {
+            *d = v as f64 - s;
+        }
         match &self.rotation {
             None => self.function.value(d),
             Some(r) => {
-                z.clear();
-                z.extend((0..n).map(|i| (0..n).map(|j| r[i * n + j] * d[j]).sum::<f64>()));
+                for (i, z) in z.iter_mut().enumerate() {
+                    *z = (0..n).map(|j| r[i * n + j] * d[j]).sum::<f64>();
+                }
                 self.function.value(z)
             }
         }
     }
 }
+
+/// Dimensions up to which a single-task evaluation keeps its scratch on the stack.
+const SMALL: usize = 256;
 
 impl Problem for Benchmark {
     fn num_dims(&self) -> usize {
@@ -212,6 +225,14 @@ impl Problem for Benchmark {
         // At least ~16k coordinates per task: a cheap test function on a small population is
         // faster on one thread than the fork-join it would take to split it.
         let min_rows = (16_384 / n).max(1);
+        if fitness.len() <= min_rows && n <= SMALL {
+            // One task: no fork-join, scratch on the stack.
+            let (mut d, mut z) = ([0.0; SMALL], [0.0; SMALL]);
+            for (x, f) in population.chunks_exact(n).zip(fitness.iter_mut()) {
+                *f = self.value_in(x, &mut d[..n], &mut z[..n]) as f32;
+            }
+            return;
+        }
         population.par_chunks(n).zip(fitness.par_iter_mut()).with_min_len(min_rows).for_each_init(
             || (Vec::with_capacity(n), Vec::with_capacity(n)),
             |(d, z), (x, f)| *f = self.value_with(x, d, z) as f32,

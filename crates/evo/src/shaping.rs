@@ -39,24 +39,46 @@ impl Shaping {
 /// `scipy.stats.rankdata`), non-finite values ranked last. `order` is scratch of the same
 /// length.
 pub fn ranks(fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
+    assert!(out.len() == fitness.len(), "ranks: buffers must match fitness");
+    tie_groups(fitness, order, |k, lo, hi| out[k] = (lo + hi) as f64 / 2.0);
+}
+
+/// Sorts `fitness` (non-finite values last, ties in index order) and calls `emit(k, lo, hi)`
+/// for every row `k`, where `lo..=hi` are the sorted positions of `k`'s tie group.
+#[inline]
+fn tie_groups(fitness: &[f32], order: &mut [usize], mut emit: impl FnMut(usize, usize, usize)) {
     let n = fitness.len();
-    assert!(order.len() == n && out.len() == n, "ranks: buffers must match fitness");
+    assert!(order.len() == n, "ranks: buffers must match fitness");
     let key = |f: f32| if f.is_finite() { f } else { f32::INFINITY };
-    for (i, o) in order.iter_mut().enumerate() {
-        *o = i;
+    if usize::BITS == 64 && n <= u32::MAX as usize {
+        // The stable order as one integer sort: each entry is the key's total-order bits
+        // (`f32::total_cmp`'s) above its index.
+        for (i, o) in order.iter_mut().enumerate() {
+            let b = key(fitness[i]).to_bits();
+            let k = if b >> 31 != 0 { !b } else { b | 1 << 31 };
+            *o = ((k as u64) << 32 | i as u64) as usize;
+        }
+        order.sort_unstable();
+        for o in order.iter_mut() {
+            *o = (*o as u64 & 0xffff_ffff) as usize;
+        }
+    } else {
+        // Unstable sort with the index as tiebreak: the stable order, without the merge
+        // sort's buffer.
+        for (i, o) in order.iter_mut().enumerate() {
+            *o = i;
+        }
+        order
+            .sort_unstable_by(|&a, &b| key(fitness[a]).total_cmp(&key(fitness[b])).then(a.cmp(&b)));
     }
-    // Unstable sort with the index as tiebreak: the stable order, without the merge sort's
-    // buffer.
-    order.sort_unstable_by(|&a, &b| key(fitness[a]).total_cmp(&key(fitness[b])).then(a.cmp(&b)));
     let mut i = 0;
     while i < n {
         let mut j = i;
         while j + 1 < n && key(fitness[order[j + 1]]) == key(fitness[order[i]]) {
             j += 1;
         }
-        let avg = (i + j) as f64 / 2.0;
         for &k in &order[i..=j] {
-            out[k] = avg;
+            emit(k, i, j);
         }
         i = j + 1;
     }
@@ -93,11 +115,13 @@ pub fn z_score(fitness: &[f32], out: &mut [f64]) {
 /// Rank-based weights: row `i` gets `weights[floor(rank_i)]` (evosax
 /// `weights_fitness_shaping_fn`); all zeros when every value is non-finite.
 pub fn rank_weights(fitness: &[f32], weights: &[f64], order: &mut [usize], out: &mut [f64]) {
-    ranks(fitness, order, out);
-    let all_failed = fitness.iter().all(|f| !f.is_finite());
-    for r in out.iter_mut() {
-        *r = if all_failed { 0.0 } else { weights[*r as usize] };
+    assert!(out.len() == fitness.len(), "rank_weights: buffers must match fitness");
+    if fitness.iter().all(|f| !f.is_finite()) {
+        out.fill(0.0);
+        return;
     }
+    // floor of the average rank (lo + hi) / 2.
+    tie_groups(fitness, order, |k, lo, hi| out[k] = weights[(lo + hi) / 2]);
 }
 
 #[cfg(test)]
@@ -115,6 +139,34 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn ranks_are_counts_of_smaller_and_equal_values(
+            f in proptest::collection::vec(
+                prop_oneof![
+                    Just(f32::NAN), Just(f32::INFINITY), Just(f32::NEG_INFINITY), Just(-0.0f32),
+                    Just(0.0f32), (-4i8..4).prop_map(|v| v as f32), -1e3f32..1e3,
+                ],
+                1..80,
+            )
+        ) {
+            let n = f.len();
+            let (mut o, mut r) = (vec![0; n], vec![0.0; n]);
+            ranks(&f, &mut o, &mut r);
+            let key = |v: f32| if v.is_finite() { v } else { f32::INFINITY };
+            for i in 0..n {
+                let less = f.iter().filter(|&&v| key(v) < key(f[i])).count();
+                let same = f.iter().filter(|&&v| key(v) == key(f[i])).count();
+                prop_assert_eq!(r[i], less as f64 + (same - 1) as f64 / 2.0);
+            }
+            let weights: Vec<f64> = (0..n).map(|i| (i as f64 + 1.0).ln()).collect();
+            let mut w = vec![0.0; n];
+            rank_weights(&f, &weights, &mut o, &mut w);
+            let all_failed = f.iter().all(|v| !v.is_finite());
+            for i in 0..n {
+                prop_assert_eq!(w[i], if all_failed { 0.0 } else { weights[r[i].floor() as usize] });
+            }
+        }
+
         #[test]
         fn rank_shaping_is_invariant_to_monotone_transforms(f in proptest::collection::vec(-1e3f32..1e3, 2..40)) {
             let n = f.len();
