@@ -233,6 +233,19 @@ impl<const S: usize> ArcEnv<S> {
         test: bool,
         key: Key,
     ) -> ArcState<S> {
+        self.init_state_from(p, task, pair, test, self.start_source(p, task, key))
+    }
+
+    /// [`ArcEnv::init_state`] with the working grid started from training pair `source`'s
+    /// input instead of the pair's own (as [`ArcEnv::start_source`] draws it; `jaxarc` only).
+    pub fn init_state_from(
+        &self,
+        p: &ArcParams,
+        task: u32,
+        pair: u16,
+        test: bool,
+        source: Option<usize>,
+    ) -> ArcState<S> {
         let task = task % self.tasks.len() as u32;
         let t = &self.tasks[task as usize];
         let n = if test { t.test.len() } else { t.train.len() };
@@ -240,8 +253,8 @@ impl<const S: usize> ArcEnv<S> {
         let pg = if test { &t.test[pair as usize] } else { &t.train[pair as usize] };
         let mut s = ArcState::new(task, pair, test, pg, p.max_trials);
         if p.mode == Mode::Jaxarc {
-            if p.bugs.wrong_pair_init {
-                let i = key.fold_in(2).rng().below(t.train.len() as u32) as usize;
+            if let Some(i) = source {
+                let i = i % t.train.len();
                 s.grid = t.train[i].input;
                 s.dims = t.train[i].in_dims;
             }
@@ -283,6 +296,19 @@ impl<const S: usize> ArcEnv<S> {
             let pad_input = p.mode == Mode::Jaxarc;
             obs::write_full(s, self.pair_of(s), pad_input, demos, p.demo_pairs as usize, obs);
         }
+    }
+
+    /// Tasks, and each task's (training, test) pair counts.
+    pub(crate) fn pair_counts(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.tasks.iter().map(|t| (t.train.len(), t.test.len()))
+    }
+
+    /// The training pair whose input starts the working grid of a reset of `task` from
+    /// `key`, when it is not the episode's own pair's input (JaxARC's `wrong_pair_init` bug).
+    pub fn start_source(&self, p: &ArcParams, task: u32, key: Key) -> Option<usize> {
+        let t = &self.tasks[task as usize % self.tasks.len()];
+        (p.mode == Mode::Jaxarc && p.bugs.wrong_pair_init)
+            .then(|| key.fold_in(2).rng().below(t.train.len() as u32) as usize)
     }
 
     /// Samples task and pair from `key` as `reset` does.

@@ -14,14 +14,15 @@
 //! [`ArcLanes`] is the batched driver of these blocks: the same keys, auto-reset modes and
 //! columns as [`VecEnv`](kestrel_core::VecEnv) over [`ArcEnv`], with the same results bit
 //! for bit (`tests/lanes.rs`: every op, every bug switch, every selection form, both splits,
-//! both layouts, all three auto-reset modes, 1 and 2 threads). Resets and the `full`
-//! layout's extra fields go through [`ArcEnv`] itself, one env at a time (a reset is about
-//! one step in thirty under random actions). `o2arc` mode is not laned (its object state
+//! both layouts, all three auto-reset modes, 1 and 2 threads). Resets (about one step in
+//! thirty under random actions) go one env at a time: a copy of a start state built once
+//! per (task, pair, start source) up to [`MAX_START_STATES`], else [`ArcEnv::reset`]; the
+//! `full` layout's extra fields go through [`ArcEnv`] itself. `o2arc` mode is not laned (its object state
 //! machine runs per env): [`ArcLanes::new`] refuses it, and small `o2arc` canvases run on
 //! `VecEnv`.
 
 use crate::action::{ArcAction, SelKind};
-use crate::env::{ArcEnv, ArcParams, Mode};
+use crate::env::{ArcEnv, ArcParams, Mode, Split};
 use crate::error::ArcError;
 use crate::jaxarc::{JaxBugs, JaxRewards, JaxarcTable};
 use crate::obs::Layout;
@@ -838,6 +839,7 @@ pub struct ArcLanes<const S: usize> {
     t: u64,
     autoreset: AutoReset,
     blocks: Vec<Box<Block<S>>>,
+    starts: Option<Starts<S>>,
     obs: Vec<i8>,
     final_obs: Vec<i8>,
     rewards: Vec<f32>,
@@ -845,6 +847,79 @@ pub struct ArcLanes<const S: usize> {
     truncated: Vec<bool>,
     episode_steps: Vec<u32>,
     needs_reset: Vec<bool>,
+}
+
+/// Every start state a reset can draw (each task, pair and start source of
+/// [`ArcEnv::start_source`]), built once, so a reset copies a state instead of building it.
+struct Starts<const S: usize> {
+    /// Per task: its first state's index and its number of start sources per pair.
+    tasks: Vec<(usize, usize)>,
+    states: Vec<ArcState<S>>,
+}
+
+/// Start states [`ArcLanes`] keeps at most (about 4 MB at the 10×10 canvas): a bank and
+/// params with more (every task's pairs of the split, times its training pairs under
+/// `wrong_pair_init`) reset through [`ArcEnv::reset`], with the same results.
+pub const MAX_START_STATES: usize = 1 << 13;
+
+impl<const S: usize> Starts<S> {
+    fn new(env: &ArcEnv<S>, p: &ArcParams) -> Option<Self> {
+        let test = p.split == Split::Test;
+        let wrong = p.bugs.wrong_pair_init;
+        let mut tasks = Vec::new();
+        let mut total = 0usize;
+        for (train, tests) in env.pair_counts() {
+            let sources = if wrong { train } else { 1 };
+            tasks.push((total, sources));
+            total += if test { tests } else { train } * sources;
+            if total > MAX_START_STATES {
+                return None;
+            }
+        }
+        let mut states = Vec::with_capacity(total);
+        for (task, (train, tests)) in env.pair_counts().enumerate() {
+            for pair in 0..if test { tests } else { train } {
+                for source in 0..tasks[task].1 {
+                    let source = wrong.then_some(source);
+                    states.push(env.init_state_from(p, task as u32, pair as u16, test, source));
+                }
+            }
+        }
+        Some(Starts { tasks, states })
+    }
+
+    /// The state [`ArcEnv::reset`] starts from `key`.
+    #[inline]
+    fn get(&self, env: &ArcEnv<S>, p: &ArcParams, key: Key) -> &ArcState<S> {
+        let (task, pair) = env.sample_instance(p, key);
+        let (first, sources) = self.tasks[task as usize];
+        let source = env.start_source(p, task, key).unwrap_or(0);
+        &self.states[first + pair as usize * sources + source]
+    }
+}
+
+/// Resets lane `l` of `b` from `key`, writing its observation (`ArcEnv::reset`'s result).
+#[inline]
+fn reset_lane<const S: usize>(
+    env: &ArcEnv<S>,
+    p: &ArcParams,
+    starts: Option<&Starts<S>>,
+    key: Key,
+    b: &mut Block<S>,
+    l: usize,
+    obs: &mut [i8],
+) {
+    match starts {
+        Some(st) => {
+            let s = st.get(env, p, key);
+            env.write_obs(p, s, obs);
+            b.load(l, s, env.pair_of(s));
+        }
+        None => {
+            let s = env.reset(p, key, obs);
+            b.load(l, &s, env.pair_of(&s));
+        }
+    }
 }
 
 /// One block's rows of every column.
@@ -898,6 +973,7 @@ impl<const S: usize> ArcLanes<S> {
             t: 0,
             autoreset: AutoReset::SameStep,
             blocks: (0..nb).map(|_| Block::new()).collect(),
+            starts: None,
             obs: vec![0; num_envs * obs_len],
             final_obs: vec![0; num_envs * obs_len],
             rewards: vec![0.0; num_envs],
@@ -906,6 +982,7 @@ impl<const S: usize> ArcLanes<S> {
             episode_steps: vec![0; num_envs],
             needs_reset: vec![false; num_envs],
         };
+        v.starts = Starts::new(&v.env, &v.params);
         v.reset(seed);
         Ok(v)
     }
@@ -917,12 +994,15 @@ impl<const S: usize> ArcLanes<S> {
         let k0 = self.key.fold_in(0);
         let per = self.obs_len;
         for i in 0..self.num_envs {
-            let s = self.env.reset(
+            reset_lane(
+                &self.env,
                 &self.params,
+                self.starts.as_ref(),
                 k0.fold_in(i as u64),
+                &mut self.blocks[i / L],
+                i % L,
                 &mut self.obs[i * per..(i + 1) * per],
             );
-            self.set_lane(i, &s);
         }
         self.rewards.fill(0.0);
         self.terminated.fill(false);
@@ -1001,6 +1081,7 @@ impl<const S: usize> ArcLanes<S> {
         let limit = self.spec.max_episode_steps;
         let n = self.num_envs;
         let (env, params, table, mode) = (&self.env, &self.params, &self.table, self.autoreset);
+        let starts = self.starts.as_ref();
         let full = params.layout == Layout::Full;
         let actions = &actions;
         let block = |bi: usize, b: &mut Block<S>, c: BlockRows<'_>| {
@@ -1061,8 +1142,7 @@ impl<const S: usize> ArcLanes<S> {
                 if nr[l] {
                     // Next-step auto-reset: this step only starts the new episode.
                     let key = prev_key.fold_in(row as u64).fold_in(KEY_RESET);
-                    let s = env.reset(params, key, obs);
-                    b.load(l, &s, env.pair_of(&s));
+                    reset_lane(env, params, starts, key, b, l, obs);
                     nr[l] = false;
                     continue;
                 }
@@ -1070,8 +1150,7 @@ impl<const S: usize> ArcLanes<S> {
                 match mode {
                     AutoReset::SameStep => {
                         let key = step_key.fold_in(row as u64).fold_in(KEY_RESET);
-                        let s = env.reset(params, key, obs);
-                        b.load(l, &s, env.pair_of(&s));
+                        reset_lane(env, params, starts, key, b, l, obs);
                         sc[l] = 0;
                     }
                     AutoReset::NextStep => nr[l] = true,
@@ -1097,6 +1176,9 @@ impl<const S: usize> ArcLanes<S> {
             );
             return;
         }
+        // Two tasks per thread: one fork-join hand-off per step costs about as much as a
+        // block, so fewer, larger tasks (resets even out over 64-env blocks).
+        let min_len = self.blocks.len().div_ceil(2 * rayon::current_num_threads()).max(1);
         self.blocks
             .par_iter_mut()
             .zip(self.obs.par_chunks_mut(L * per))
@@ -1107,7 +1189,7 @@ impl<const S: usize> ArcLanes<S> {
             .zip(self.episode_steps.par_chunks_mut(L))
             .zip(self.needs_reset.par_chunks_mut(L))
             .enumerate()
-            .with_min_len(2)
+            .with_min_len(min_len)
             .for_each(|(bi, (((((((b, ob), fo), rw), te), tr), sc), nr))| {
                 block(bi, b, BlockRows { ob, fo, rw, te, tr, sc, nr })
             });

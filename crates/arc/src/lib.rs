@@ -33,7 +33,7 @@ pub use action::{ArcAction, SelKind, Selection, sample_action};
 pub use env::{ArcEnv, ArcParams, Mode, Split};
 pub use error::ArcError;
 pub use jaxarc::{JAXARC_OPS, JaxBugs, JaxRewards, JaxarcOp, JaxarcTable};
-pub use lanes::{ArcLanes, LANES, MAX_LANE_SIDE};
+pub use lanes::{ArcLanes, LANES, MAX_LANE_SIDE, MAX_START_STATES};
 pub use o2arc::{O2ARC_OPS, O2arcOp, O2arcTable};
 pub use obs::{FullObsView, FullOffsets, Layout};
 pub use ops::{NUM_OPS, OpTable};

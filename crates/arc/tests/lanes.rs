@@ -6,8 +6,8 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, LANES, Layout, Mode, SelKind, Selection,
-    Split, sample_action,
+    ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, LANES, Layout, MAX_START_STATES, Mode,
+    SelKind, Selection, Split, sample_action,
 };
 use kestrel_core::{AutoReset, Env, Key, VecEnv};
 use proptest::prelude::*;
@@ -145,6 +145,23 @@ fn every_bug_switch_alone_all_and_none() {
         for split in [Split::Train, Split::Test] {
             same(&env, &params(b, split, 40), 70, i as u64, 60, AutoReset::SameStep, None);
         }
+    }
+}
+
+#[test]
+fn banks_past_the_start_state_cache_reset_through_the_env() {
+    // More start states than the lanes keep (pairs x training pairs under wrong_pair_init),
+    // and a small bank with the same switch: both paths give VecEnv's results.
+    let cfg = GenConfig { max_side: 5, min_side: 3, ..GenConfig::default() };
+    let mut bank = generate_bank(&Family::ALL, 150, 9, &cfg).unwrap();
+    bank.retain_fitting(5);
+    let starts: usize = bank.tasks().iter().map(|t| t.train.len() * t.train.len()).sum();
+    assert!(starts > MAX_START_STATES, "{starts} start states");
+    let big = ArcEnv::<5>::new(Arc::new(bank)).unwrap();
+    let wrong_pair_init = 1 << 4;
+    assert!(bugs(wrong_pair_init).wrong_pair_init);
+    for env in [&big, &generated::<5>()] {
+        same(env, &params(wrong_pair_init, Split::Train, 9), 130, 4, 30, AutoReset::SameStep, None);
     }
 }
 

@@ -185,7 +185,7 @@ impl<T: Float> Layer<T> for Dense {
 
 impl Dense {
     /// `dW (+)= xᵀ dy; db (+)= Σ_rows dy; dx = dy Wᵀ`: the product writes or adds to the
-    /// gradient in its output pass, and the bias sum starts from the first row or from `db`.
+    /// gradient in its output pass, and the bias sum starts from zero or from `db`.
     #[allow(clippy::too_many_arguments)]
     fn backward_with<T: Float>(
         &self,
