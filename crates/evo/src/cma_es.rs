@@ -130,8 +130,13 @@ impl CmaEs {
     /// The population from given standard normals `z` (`pop_size × num_dims`, row-major):
     /// `x_i = mean + σ B (D ∘ z_i)`. `ask` draws `z` from its key and calls this.
     pub fn ask_from_normals(&self, state: &mut CmaState, z: &[f64], population: &mut [f32]) {
+        check_lens("CmaEs::ask", self.pop_size, self.num_dims, population, None);
+        kestrel_core::simd::dispatch(Ask { es: self, state, z, population })
+    }
+
+    #[inline(always)]
+    fn ask_body(&self, state: &mut CmaState, z: &[f64], population: &mut [f32]) {
         let (lam, n) = (self.pop_size, self.num_dims);
-        check_lens("CmaEs::ask", lam, n, population, None);
         // Candidates are columns of `y` (n × λ): contiguous per candidate in a column-major Mat.
         for i in 0..lam {
             let (col, zi) = (state.y.col_as_slice_mut(i), &z[i * n..(i + 1) * n]);
@@ -250,6 +255,64 @@ impl Strategy for CmaEs {
         s: &mut CmaState,
         p: &CmaParams,
     ) -> TellMetrics {
+        kestrel_core::simd::dispatch(Tell { es: self, population, fitness, s, p })
+    }
+
+    fn mean(&self, state: &CmaState) -> Vec<f32> {
+        to_f32(&state.mean)
+    }
+
+    fn progress<'a>(&self, state: &'a CmaState) -> &'a Progress {
+        &state.progress
+    }
+}
+
+/// [`CmaEs`]'s ask after the normals, dispatched as [`Tell`] is.
+struct Ask<'a> {
+    es: &'a CmaEs,
+    state: &'a mut CmaState,
+    z: &'a [f64],
+    population: &'a mut [f32],
+}
+
+impl kestrel_core::simd::WithSimd for Ask<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: kestrel_core::simd::Simd>(self, _simd: Sd) {
+        let Ask { es, state, z, population } = self;
+        es.ask_body(state, z, population)
+    }
+}
+
+/// [`CmaEs`]'s tell, compiled for the best vector extension the CPU has (its loops over
+/// candidates and coordinates; the values do not depend on it: element-wise arithmetic in
+/// the same order, never contracted into FMAs).
+struct Tell<'a> {
+    es: &'a CmaEs,
+    population: &'a [f32],
+    fitness: &'a [f32],
+    s: &'a mut CmaState,
+    p: &'a CmaParams,
+}
+
+impl kestrel_core::simd::WithSimd for Tell<'_> {
+    type Output = TellMetrics;
+    #[inline(always)]
+    fn with_simd<Sd: kestrel_core::simd::Simd>(self, _simd: Sd) -> TellMetrics {
+        let Tell { es, population, fitness, s, p } = self;
+        es.tell_body(population, fitness, s, p)
+    }
+}
+
+impl CmaEs {
+    #[inline(always)]
+    fn tell_body(
+        &self,
+        population: &[f32],
+        fitness: &[f32],
+        s: &mut CmaState,
+        p: &CmaParams,
+    ) -> TellMetrics {
         let (lam, n) = (self.pop_size, self.num_dims);
         check_lens("CmaEs::tell", lam, n, population, Some(fitness));
         let g = s.progress.generation;
@@ -347,14 +410,6 @@ impl Strategy for CmaEs {
             s.eigen_generation = gen_now;
         }
         s.progress.metrics(best, bad, s.sigma)
-    }
-
-    fn mean(&self, state: &CmaState) -> Vec<f32> {
-        to_f32(&state.mean)
-    }
-
-    fn progress<'a>(&self, state: &'a CmaState) -> &'a Progress {
-        &state.progress
     }
 }
 
