@@ -387,7 +387,8 @@ impl Allo {
             self.drows.copy_from_slice(&self.dphi);
         }
         let t = &mut self.trainee;
-        self.net.backward_into(&t.params, &mut t.ws, &self.drows, &mut t.grads, None);
+        t.grads.iter_mut().for_each(|g| *g = 0.0);
+        self.net.backward(&t.params, &mut t.ws, &self.drows, &mut t.grads, None);
         self.adam.step(&mut t.opt, &mut t.params, &t.grads)?;
         if self.cfg.method == Method::Allo {
             self.update_duals_and_barrier(&e, &q);

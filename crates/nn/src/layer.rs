@@ -46,22 +46,6 @@ pub trait Layer<T: Float>: Send + Sync + std::fmt::Debug {
         dx: Option<&mut [T]>,
         batch: usize,
     );
-    /// [`Layer::backward`] with `dparams = ∂L/∂params` (overwritten, not added to): the same
-    /// values as zeroing `dparams` first, without the extra pass over it.
-    #[allow(clippy::too_many_arguments)]
-    fn backward_into(
-        &self,
-        params: &[T],
-        x: &[T],
-        y: &[T],
-        dy: &[T],
-        dparams: &mut [T],
-        dx: Option<&mut [T]>,
-        batch: usize,
-    ) {
-        dparams.iter_mut().for_each(|g| *g = T::ZERO);
-        self.backward(params, x, y, dy, dparams, dx, batch);
-    }
 }
 
 /// How a [`Dense`] layer's parameters start.
@@ -167,44 +151,11 @@ impl<T: Float> Layer<T> for Dense {
         dx: Option<&mut [T]>,
         batch: usize,
     ) {
-        self.backward_with(params, x, dy, dparams, dx, batch, true);
-    }
-    fn backward_into(
-        &self,
-        params: &[T],
-        x: &[T],
-        _y: &[T],
-        dy: &[T],
-        dparams: &mut [T],
-        dx: Option<&mut [T]>,
-        batch: usize,
-    ) {
-        self.backward_with(params, x, dy, dparams, dx, batch, false);
-    }
-}
-
-impl Dense {
-    /// `dW (+)= xᵀ dy; db (+)= Σ_rows dy; dx = dy Wᵀ`: the product writes or adds to the
-    /// gradient in its output pass, and the bias sum starts from zero or from `db`.
-    #[allow(clippy::too_many_arguments)]
-    fn backward_with<T: Float>(
-        &self,
-        params: &[T],
-        x: &[T],
-        dy: &[T],
-        dparams: &mut [T],
-        dx: Option<&mut [T]>,
-        batch: usize,
-        accumulate: bool,
-    ) {
         let (i, o) = (self.input, self.output);
         let (dw, db) = dparams.split_at_mut(i * o);
-        matmul(i, batch, o, x, Op::T, dy, Op::N, dw, accumulate);
+        // dW += xᵀ dy; db += Σ_rows dy; dx = dy Wᵀ.
+        matmul(i, batch, o, x, Op::T, dy, Op::N, dw, true);
         crate::simd(|| {
-            let db = &mut db[..o];
-            if !accumulate {
-                db.iter_mut().for_each(|g| *g = T::ZERO);
-            }
             for row in dy[..batch * o].chunks(o) {
                 for (g, d) in db.iter_mut().zip(row) {
                     *g += *d;

@@ -249,35 +249,6 @@ impl<T: Float> Sequential<T> {
         grads: &mut [T],
         dx: Option<&mut [T]>,
     ) {
-        self.backward_with(params, ws, dy, grads, dx, true);
-    }
-
-    /// [`Sequential::backward`] that writes `∂L/∂params` to `grads` instead of adding to it
-    /// (the values of zeroing `grads` first, without that pass: each layer's product writes
-    /// its gradient in its output pass).
-    ///
-    /// # Panics
-    /// If the lengths do not match the last forward pass.
-    pub fn backward_into(
-        &self,
-        params: &[T],
-        ws: &mut Workspace<T>,
-        dy: &[T],
-        grads: &mut [T],
-        dx: Option<&mut [T]>,
-    ) {
-        self.backward_with(params, ws, dy, grads, dx, false);
-    }
-
-    fn backward_with(
-        &self,
-        params: &[T],
-        ws: &mut Workspace<T>,
-        dy: &[T],
-        grads: &mut [T],
-        dx: Option<&mut [T]>,
-        accumulate: bool,
-    ) {
         assert_eq!(grads.len(), self.num_params(), "Sequential::backward: grads length");
         let batch = ws.batch;
         assert_eq!(dy.len(), batch * self.out_dim(), "Sequential::backward: dy length");
@@ -292,10 +263,7 @@ impl<T: Float> Sequential<T> {
             let (src, dst) = if in_a { (&ga[..], &mut gb[..]) } else { (&gb[..], &mut ga[..]) };
             let target = if i > 0 { Some(dst) } else { dx.take() };
             let (o0, o1) = (self.offsets[i], self.offsets[i + 1]);
-            let layer = &self.layers[i];
-            let backward = if accumulate { Layer::backward } else { Layer::backward_into };
-            backward(
-                layer.as_ref(),
+            self.layers[i].backward(
                 &params[o0..o1],
                 &acts[i],
                 &acts[i + 1],
@@ -341,7 +309,8 @@ impl<T: Float> Sequential<T> {
         if !l.is_finite() {
             return Err(NnError::NonFinite { what: "loss", value: l });
         }
-        self.backward_into(params, ws, dy, grads, None);
+        grads.iter_mut().for_each(|g| *g = T::ZERO);
+        self.backward(params, ws, dy, grads, None);
         adam.step(opt, params, grads)?;
         Ok(l)
     }
