@@ -1,6 +1,8 @@
-//! Row-major matrix products over the `gemm` crate, single-threaded (parallelism belongs across
-//! models, not inside one small product). The only unsafe code in the crate: every call checks
-//! the slice lengths against the shapes first, which is all `gemm` needs to stay in bounds.
+//! Row-major matrix products, single-threaded (parallelism belongs across models, not inside
+//! one small product): f32 on CPUs with AVX-512 through this module's own kernel (below), the
+//! rest (f64, fewer than four rows, other CPUs) through the `gemm` crate. The only unsafe code
+//! in the crate: every call checks the slice lengths against the shapes first, which is all
+//! either path needs to stay in bounds.
 #![allow(unsafe_code)]
 
 use crate::Float;
@@ -33,21 +35,12 @@ pub fn matmul<T: Float>(
     c: &mut [T],
     accumulate: bool,
 ) {
-    assert!(a.len() >= m * k, "matmul: lhs has {} values, needs {}", a.len(), m * k);
-    assert!(b.len() >= k * n, "matmul: rhs has {} values, needs {}", b.len(), k * n);
-    assert!(c.len() >= m * n, "matmul: dst has {} values, needs {}", c.len(), m * n);
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        if !accumulate {
-            c[..m * n].iter_mut().for_each(|v| *v = T::ZERO);
-        }
+    if !checked(m, k, n, a, b, c, accumulate) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if avx512::MIN_ROWS <= m
-        && k <= avx512::MAX_DEPTH
+        && (op_b == Op::N || k <= avx512::MAX_PANEL_DEPTH)
         && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
         && avx512::available()
     {
@@ -71,9 +64,32 @@ pub fn matmul<T: Float>(
     gemm_matmul(m, k, n, a, op_a, b, op_b, c, accumulate);
 }
 
-/// The same product through `gemm` (the path on CPUs without AVX-512 and for `f64`).
+/// Checks the lengths (panics if short) and settles the empty products; false when nothing is
+/// left to compute.
+fn checked<T: Float>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    acc: bool,
+) -> bool {
+    assert!(a.len() >= m * k, "matmul: lhs has {} values, needs {}", a.len(), m * k);
+    assert!(b.len() >= k * n, "matmul: rhs has {} values, needs {}", b.len(), k * n);
+    assert!(c.len() >= m * n, "matmul: dst has {} values, needs {}", c.len(), m * n);
+    if k == 0 && !acc {
+        c[..m * n].iter_mut().for_each(|v| *v = T::ZERO);
+    }
+    m > 0 && n > 0 && k > 0
+}
+
+/// [`matmul`] through `gemm` on every CPU and type (what `matmul` falls back to; public to
+/// compare the two paths).
+///
+/// # Panics
+/// If a slice is shorter than its shape.
 #[allow(clippy::too_many_arguments)]
-#[doc(hidden)]
 pub fn gemm_matmul<T: Float>(
     m: usize,
     k: usize,
@@ -85,8 +101,7 @@ pub fn gemm_matmul<T: Float>(
     c: &mut [T],
     accumulate: bool,
 ) {
-    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-    if m == 0 || n == 0 || k == 0 {
+    if !checked(m, k, n, a, b, c, accumulate) {
         return;
     }
     // (column stride, row stride) of each operand as read.
@@ -126,25 +141,28 @@ pub fn gemm_matmul<T: Float>(
     }
 }
 
-/// f32 products with AVX-512: the right operand is packed into panels of 32 columns (two
-/// vectors) by `k` rows, one panel at a time, and reused by every 12-row tile of the result;
-/// the left operand is read in place, one broadcast per element, in either layout. Each
-/// result element is `Σ_p a·b` in increasing `p` with one fused multiply-add per term, added
-/// to `c` at the end when accumulating.
+/// f32 products with AVX-512, tiles of up to 12 rows × 32 columns (two vectors) of the result
+/// held in registers over the whole depth. The left operand is read in place, one broadcast
+/// per element, in either layout; the right one row by row in place when stored as read, else
+/// through a panel of its 32 columns transposed once (16×16 blocks in registers) and shared
+/// by every tile of those columns. Each result element is `Σ_p a·b` in increasing `p`, one
+/// fused multiply-add per term from zero, then added to `c` when accumulating: the order of
+/// `gemm` 0.19 up to its depth blocking (it splits depths past 256 and short rows otherwise).
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::Op;
     use std::arch::x86_64::*;
     use std::cell::RefCell;
 
-    /// Rows per tile.
+    /// Rows per tile (with 8- and 4-row tiles for the last rows).
     const MR: usize = 12;
-    /// Fewer rows than one tile go to `gemm` (its row-vector kernels win there).
-    pub(super) const MIN_ROWS: usize = MR;
-    /// Deeper products go to `gemm` (this kernel's panel, `k × 32` values, would leave L2).
-    pub(super) const MAX_DEPTH: usize = 8192;
-    /// Columns per panel (two vectors of 16).
+    /// Columns per tile (two vectors of 16).
     const NR: usize = 32;
+    /// Fewer rows go to `gemm` (its row-vector kernels win there).
+    pub(super) const MIN_ROWS: usize = 4;
+    /// A transposed right operand deeper than this goes to `gemm` (the panel, `k × 32` values,
+    /// is grown once per thread and kept).
+    pub(super) const MAX_PANEL_DEPTH: usize = 8192;
 
     thread_local! {
         static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
@@ -169,18 +187,24 @@ mod avx512 {
         c: *mut f32,
         accumulate: bool,
     ) {
-        PANEL.with_borrow_mut(|panel| {
-            if panel.len() < k * NR {
-                panel.resize(k * NR, 0.0);
-            }
-            // SAFETY: forwarded from the caller; the panel holds k·NR values.
+        let run = |panel: &mut [f32]| {
+            // SAFETY: forwarded from the caller; the panel holds k·NR values when op_b is T.
             unsafe {
                 match op_a {
                     Op::N => blocks::<false>(m, k, n, a, op_b, b, c, accumulate, panel),
                     Op::T => blocks::<true>(m, k, n, a, op_b, b, c, accumulate, panel),
                 }
             }
-        })
+        };
+        match op_b {
+            Op::N => run(&mut []),
+            Op::T => PANEL.with_borrow_mut(|panel| {
+                if panel.len() < k * NR {
+                    panel.resize(k * NR, 0.0);
+                }
+                run(panel)
+            }),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -199,18 +223,42 @@ mod avx512 {
         let mut j0 = 0;
         while j0 < n {
             let w = NR.min(n - j0);
-            // SAFETY: columns j0..j0+w of op(b) are in bounds; the panel holds k·NR values.
-            unsafe { pack(k, n, b, op_b, j0, w, panel) };
-            let p = panel.as_ptr();
+            // Where row p of the 32-column slice starts: b itself when stored untransposed
+            // (rows read in place), else a panel of the transposed columns.
+            let (p, ldp) = match op_b {
+                // SAFETY: column j0 < n of b.
+                Op::N => (unsafe { b.add(j0) }, n),
+                Op::T => {
+                    // SAFETY: columns j0..j0+w of op(b) are in bounds; the panel holds k·NR
+                    // values.
+                    unsafe { pack_transposed(k, b, j0, w, panel) };
+                    (panel.as_ptr(), NR)
+                }
+            };
             let mut i0 = 0;
             while i0 < m {
                 let rows = MR.min(m - i0);
                 // SAFETY: rows i0..i0+rows of op(a) and c, columns j0..j0+w of c.
                 unsafe {
-                    if w > 16 {
-                        tile::<AT, 2>(m, k, n, a, i0, rows, p, c, j0, w, accumulate);
-                    } else {
-                        tile::<AT, 1>(m, k, n, a, i0, rows, p, c, j0, w, accumulate);
+                    match (w > 16, rows) {
+                        (true, 9..) => {
+                            tile::<AT, MR, 2>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
+                        }
+                        (true, 5..) => {
+                            tile::<AT, 8, 2>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
+                        }
+                        (true, _) => {
+                            tile::<AT, 4, 2>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
+                        }
+                        (false, 9..) => {
+                            tile::<AT, MR, 1>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
+                        }
+                        (false, 5..) => {
+                            tile::<AT, 8, 1>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
+                        }
+                        (false, _) => {
+                            tile::<AT, 4, 1>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
+                        }
                     }
                 }
                 i0 += MR;
@@ -219,61 +267,35 @@ mod avx512 {
         }
     }
 
-    /// panel[p·NR + jj] = op(b)[p, j0 + jj] for jj < w, zero beyond.
+    /// panel[p·NR + jj] = op(b)[p, j0 + jj] = b[(j0 + jj)·k + p] for jj < w, zero beyond:
+    /// 16×16 blocks transposed in registers, the edges element by element.
     #[target_feature(enable = "avx512f")]
-    unsafe fn pack(
-        k: usize,
-        n: usize,
-        b: *const f32,
-        op_b: Op,
-        j0: usize,
-        w: usize,
-        panel: &mut [f32],
-    ) {
+    unsafe fn pack_transposed(k: usize, b: *const f32, j0: usize, w: usize, panel: &mut [f32]) {
         let panel = &mut panel[..k * NR];
-        match op_b {
-            Op::N => {
-                let lo = mask(w.min(16));
-                let hi = mask(w.saturating_sub(16));
-                for p in 0..k {
-                    // SAFETY: row p of b, columns j0..j0+w (masked), panel row p.
-                    unsafe {
-                        let src = b.add(p * n + j0);
-                        let dst = panel.as_mut_ptr().add(p * NR);
-                        _mm512_storeu_ps(dst, _mm512_maskz_loadu_ps(lo, src));
-                        _mm512_storeu_ps(dst.add(16), _mm512_maskz_loadu_ps(hi, src.add(16)));
-                    }
-                }
+        if w < NR {
+            panel.fill(0.0);
+        }
+        let (w16, k16) = (w / 16 * 16, k / 16 * 16);
+        for jb in (0..w16).step_by(16) {
+            for pb in (0..k16).step_by(16) {
+                // SAFETY: rows j0+jb.. j0+jb+16 of the stored b, values pb..pb+16;
+                // panel rows pb..pb+16, columns jb..jb+16.
+                unsafe {
+                    transpose16(
+                        b.add((j0 + jb) * k + pb),
+                        k,
+                        panel.as_mut_ptr().add(pb * NR + jb),
+                        NR,
+                    )
+                };
             }
-            Op::T => {
-                // op(b)[p, j] = b[j·k + p]: 16×16 blocks transposed in registers, the edges
-                // element by element.
-                if w < NR {
-                    panel.fill(0.0);
-                }
-                let (w16, k16) = (w / 16 * 16, k / 16 * 16);
-                for jb in (0..w16).step_by(16) {
-                    for pb in (0..k16).step_by(16) {
-                        // SAFETY: rows j0+jb.. j0+jb+16 of the stored b, values pb..pb+16;
-                        // panel rows pb..pb+16, columns jb..jb+16.
-                        unsafe {
-                            transpose16(
-                                b.add((j0 + jb) * k + pb),
-                                k,
-                                panel.as_mut_ptr().add(pb * NR + jb),
-                                NR,
-                            )
-                        };
-                    }
-                }
-                for jj in 0..w {
-                    // SAFETY: row j0 + jj of the stored b has k values.
-                    let src = unsafe { std::slice::from_raw_parts(b.add((j0 + jj) * k), k) };
-                    let from = if jj < w16 { k16 } else { 0 };
-                    for (p, v) in src.iter().enumerate().skip(from) {
-                        panel[p * NR + jj] = *v;
-                    }
-                }
+        }
+        for jj in 0..w {
+            // SAFETY: row j0 + jj of the stored b has k values.
+            let src = unsafe { std::slice::from_raw_parts(b.add((j0 + jj) * k), k) };
+            let from = if jj < w16 { k16 } else { 0 };
+            for (p, v) in src.iter().enumerate().skip(from) {
+                panel[p * NR + jj] = *v;
             }
         }
     }
@@ -325,12 +347,12 @@ mod avx512 {
         if w >= 16 { 0xffff } else { ((1u32 << w) - 1) as __mmask16 }
     }
 
-    /// One tile: rows i0..i0+rows (≤ MR) and columns j0..j0+w (≤ 16·NV) of c. Rows past
+    /// One tile: rows i0..i0+rows (≤ R) and columns j0..j0+w (≤ 16·NV) of c. Rows past
     /// `rows` repeat the last row's reads and are not stored.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn tile<const AT: bool, const NV: usize>(
+    unsafe fn tile<const AT: bool, const R: usize, const NV: usize>(
         m: usize,
         k: usize,
         n: usize,
@@ -338,6 +360,7 @@ mod avx512 {
         i0: usize,
         rows: usize,
         panel: *const f32,
+        ldp: usize,
         c: *mut f32,
         j0: usize,
         w: usize,
@@ -345,21 +368,22 @@ mod avx512 {
     ) {
         // op(a)[i, p] at a + i·rs + p·cs.
         let (rs, cs) = if AT { (1, m) } else { (k, 1) };
-        let mut off = [0usize; MR];
+        let mut off = [0usize; R];
         for (r, o) in off.iter_mut().enumerate() {
             *o = (i0 + r.min(rows - 1)) * rs;
         }
-        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+        let mut acc = [[_mm512_setzero_ps(); NV]; R];
+        let bm = [mask(w), mask(w.saturating_sub(16))];
         for p in 0..k {
             // SAFETY: panel row p holds NR values; op(a)[i, p] is in bounds for i < m.
             unsafe {
-                let bp = panel.add(p * NR);
+                let bp = panel.add(p * ldp);
                 let mut bv = [_mm512_setzero_ps(); NV];
                 for (v, x) in bv.iter_mut().enumerate() {
-                    *x = _mm512_loadu_ps(bp.add(16 * v));
+                    *x = _mm512_maskz_loadu_ps(bm[v], bp.add(16 * v));
                 }
                 let ap = a.add(p * cs);
-                for r in 0..MR {
+                for r in 0..R {
                     let av = _mm512_set1_ps(*ap.add(off[r]));
                     for v in 0..NV {
                         acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
