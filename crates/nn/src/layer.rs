@@ -2,7 +2,7 @@
 //! [`Dense`] and the element-wise [`Activation`]s.
 
 use crate::matmul::{Op, matmul};
-use crate::{Float, NnError};
+use crate::{Float, NnError, Simd, WithSimd};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
@@ -155,13 +155,7 @@ impl<T: Float> Layer<T> for Dense {
         let (dw, db) = dparams.split_at_mut(i * o);
         // dW += xᵀ dy; db += Σ_rows dy; dx = dy Wᵀ.
         matmul(i, batch, o, x, Op::T, dy, Op::N, dw, true);
-        crate::simd(|| {
-            for row in dy[..batch * o].chunks(o) {
-                for (g, d) in db.iter_mut().zip(row) {
-                    *g += *d;
-                }
-            }
-        });
+        crate::dispatch(BiasGrad { dy: &dy[..batch * o], db: &mut db[..o] });
         if let Some(dx) = dx {
             matmul(batch, o, i, dy, Op::N, &params[..i * o], Op::T, dx, false);
         }
@@ -297,22 +291,7 @@ impl<T: Float> Layer<T> for Act {
     }
     fn forward(&self, _params: &[T], x: &[T], y: &mut [T], batch: usize) {
         let n = batch * self.dim;
-        let (x, y) = (&x[..n], &mut y[..n]);
-        // One loop per function so each is a plain (vectorisable) loop.
-        let f = self.f;
-        crate::simd(|| match f {
-            Activation::Identity => y.copy_from_slice(x),
-            Activation::Relu => {
-                for (yo, &xi) in y.iter_mut().zip(x) {
-                    *yo = if xi > T::ZERO { xi } else { T::ZERO };
-                }
-            }
-            f => {
-                for (yo, &xi) in y.iter_mut().zip(x) {
-                    *yo = f.apply(xi);
-                }
-            }
-        })
+        crate::dispatch(ActForward { f: self.f, x: &x[..n], y: &mut y[..n] });
     }
     fn backward(
         &self,
@@ -326,9 +305,80 @@ impl<T: Float> Layer<T> for Act {
     ) {
         let Some(dx) = dx else { return };
         let n = batch * self.dim;
-        let (x, y, dy, dx) = (&x[..n], &y[..n], &dy[..n], &mut dx[..n]);
-        let f = self.f;
-        crate::simd(|| match f {
+        crate::dispatch(ActBackward {
+            f: self.f,
+            x: &x[..n],
+            y: &y[..n],
+            dy: &dy[..n],
+            dx: &mut dx[..n],
+        });
+    }
+}
+
+/// `db += Σ_rows dy` (rows of `db.len()` values).
+pub(crate) struct BiasGrad<'a, T> {
+    pub(crate) dy: &'a [T],
+    pub(crate) db: &'a mut [T],
+}
+
+impl<T: Float> WithSimd for BiasGrad<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        for row in self.dy.chunks(self.db.len()) {
+            for (g, d) in self.db.iter_mut().zip(row) {
+                *g += *d;
+            }
+        }
+    }
+}
+
+// The activations' element-wise passes as `WithSimd` operations (see `crate::dispatch`).
+
+/// `y = f(x)`.
+struct ActForward<'a, T> {
+    f: Activation,
+    x: &'a [T],
+    y: &'a mut [T],
+}
+
+impl<T: Float> WithSimd for ActForward<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let ActForward { f, x, y } = self;
+        // One loop per function so each is a plain (vectorisable) loop.
+        match f {
+            Activation::Identity => y.copy_from_slice(x),
+            Activation::Relu => {
+                for (yo, &xi) in y.iter_mut().zip(x) {
+                    *yo = if xi > T::ZERO { xi } else { T::ZERO };
+                }
+            }
+            f => {
+                for (yo, &xi) in y.iter_mut().zip(x) {
+                    *yo = f.apply(xi);
+                }
+            }
+        }
+    }
+}
+
+/// `dx = dy · f'(x, y)`.
+struct ActBackward<'a, T> {
+    f: Activation,
+    x: &'a [T],
+    y: &'a [T],
+    dy: &'a [T],
+    dx: &'a mut [T],
+}
+
+impl<T: Float> WithSimd for ActBackward<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let ActBackward { f, x, y, dy, dx } = self;
+        match f {
             Activation::Identity => dx.copy_from_slice(dy),
             Activation::Relu => {
                 for ((g, &d), &yi) in dx.iter_mut().zip(dy).zip(y) {
@@ -345,6 +395,6 @@ impl<T: Float> Layer<T> for Act {
                     *g = d * f.derivative(xi, yi);
                 }
             }
-        })
+        }
     }
 }

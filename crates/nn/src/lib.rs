@@ -3,7 +3,8 @@
 //!
 //! - Layers with explicit forward and backward ([`Layer`]: [`Dense`], [`Act`]) over flat
 //!   parameter slices, stacked in a [`Sequential`] (an MLP from an [`MlpConfig`]).
-//! - Matrix products over the `gemm` crate (AVX-512 kernels picked at run time), always
+//! - Matrix products ([`matmul`]) through a register-tiled AVX-512 kernel of the crate's own
+//!   for f32 where the CPU has it (chosen at run time), else the `gemm` crate; always
 //!   single-threaded: several models train in parallel, one per thread ([`train_many`]).
 //! - [`Workspace`]s reused between steps: a training step allocates nothing once warm.
 //! - Fused [`Adam`] with global gradient-norm clipping; non-finite losses or gradients are
@@ -29,16 +30,6 @@ mod noisy;
 
 pub use adam::{Adam, AdamState};
 
-/// Runs `f` compiled for the best vector extension this CPU has (AVX-512, AVX2, or the
-/// baseline), chosen at run time: the element-wise loops inside are plain Rust that the
-/// compiler vectorises for that extension (functions it calls are compiled for it only where
-/// they are inlined). Element-wise IEEE operations give the same results at any vector width,
-/// so the choice does not change values.
-#[inline(always)]
-pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
-    pulp::Arch::new().dispatch(f)
-}
-
 pub use error::NnError;
 pub use float::Float;
 pub use gru::{Gru, GruCache};
@@ -46,9 +37,10 @@ pub use io::{
     TensorFile, checkpoint_set, load_safetensors, save_safetensors, write_checkpoint_set,
 };
 pub use kestrel_core::fill_normal_f32;
-/// The run-time dispatcher of `kestrel-core` (unlike [`simd`], whose closure LLVM may leave out
-/// of line and then scalar, an operation's `with_simd` is inlined into the target-feature
-/// function, so loops of any size inside it vectorise).
+/// The run-time dispatcher of `kestrel-core`: every element-wise pass of the crate is a
+/// [`WithSimd`] operation run through it (its `with_simd` is inlined into the target-feature
+/// function, so the loops inside vectorise for the CPU's widest extension; a closure handed to
+/// a dispatcher may stay out of line, compiled for the baseline).
 pub use kestrel_core::simd::dispatch;
 pub use kestrel_core::simd::{Simd, WithSimd};
 pub use layer::{Act, Activation, Dense, Init, Layer};

@@ -7,8 +7,9 @@
 //! Parameter layout (flat): `mu_w` (`in × out`, row-major as [`crate::Dense`]), `mu_b`
 //! (`out`), `sigma_w` (`in × out`), `sigma_b` (`out`). Noise layout: `eps_w` then `eps_b`.
 
+use crate::layer::BiasGrad;
 use crate::matmul::{Op, matmul};
-use crate::{Float, NnError};
+use crate::{Float, NnError, Simd, WithSimd};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
@@ -82,11 +83,7 @@ impl NoisyDense {
         let h = self.half();
         let (mu, sigma) = params.split_at(h);
         match noise {
-            Some(eps) => crate::simd(|| {
-                for (((e, &m), &s), &n) in eff[..h].iter_mut().zip(mu).zip(sigma).zip(eps) {
-                    *e = m + s * n;
-                }
-            }),
+            Some(eps) => crate::dispatch(Effective { eff: &mut eff[..h], mu, sigma, eps }),
             None => eff[..h].copy_from_slice(mu),
         }
     }
@@ -140,27 +137,57 @@ impl NoisyDense {
         let (dw, db) = scratch[..h].split_at_mut(i * o);
         matmul(i, batch, o, x, Op::T, dy, Op::N, dw, false);
         db.fill(T::ZERO);
-        crate::simd(|| {
-            for row in dy[..batch * o].chunks(o) {
-                for (g, d) in db.iter_mut().zip(row) {
-                    *g += *d;
-                }
-            }
-        });
+        crate::dispatch(BiasGrad { dy: &dy[..batch * o], db });
         let (dmu, dsigma) = dparams.split_at_mut(h);
         let g = &scratch[..h];
-        crate::simd(|| {
-            for (d, &v) in dmu.iter_mut().zip(g) {
-                *d += v;
-            }
-            if let Some(eps) = noise {
-                for ((d, &v), &n) in dsigma.iter_mut().zip(g).zip(eps) {
-                    *d += v * n;
-                }
-            }
-        });
+        crate::dispatch(NoisyGrad { dmu, dsigma, g, noise });
         if let Some(dx) = dx {
             matmul(batch, o, i, dy, Op::N, &eff[..i * o], Op::T, dx, accumulate_dx);
+        }
+    }
+}
+
+// Element-wise passes as `WithSimd` operations (vectorised for the CPU's widest extension).
+
+/// `eff = μ + σ ⊙ ε`.
+struct Effective<'a, T> {
+    eff: &'a mut [T],
+    mu: &'a [T],
+    sigma: &'a [T],
+    eps: &'a [T],
+}
+
+impl<T: Float> WithSimd for Effective<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let Effective { eff, mu, sigma, eps } = self;
+        for (((e, &m), &s), &n) in eff.iter_mut().zip(mu).zip(sigma).zip(eps) {
+            *e = m + s * n;
+        }
+    }
+}
+
+/// `dμ += g`, `dσ += g ⊙ ε` (with noise).
+struct NoisyGrad<'a, T> {
+    dmu: &'a mut [T],
+    dsigma: &'a mut [T],
+    g: &'a [T],
+    noise: Option<&'a [T]>,
+}
+
+impl<T: Float> WithSimd for NoisyGrad<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let NoisyGrad { dmu, dsigma, g, noise } = self;
+        for (d, &v) in dmu.iter_mut().zip(g) {
+            *d += v;
+        }
+        if let Some(eps) = noise {
+            for ((d, &v), &n) in dsigma.iter_mut().zip(g).zip(eps) {
+                *d += v * n;
+            }
         }
     }
 }
