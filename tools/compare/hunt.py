@@ -18,7 +18,7 @@ step per agent per epoch), in one launch:
 Markdown on stdout. Uses tools/venv-sorrel (Python 3.12; see tools/golden/README.md).
 
 Usage (from the repository root):
-    python3 tools/compare/hunt.py [--seeds 5] [--epochs 1001] [--png PATH]
+    python3 tools/compare/hunt.py [--seeds 5] [--epochs 1001] [--png PATH] [--parts-only]
 """
 import argparse
 import concurrent.futures
@@ -139,11 +139,23 @@ def mean_sd(xs):
     return m, sd
 
 
+def print_parts(parts, k, measured, what):
+    print(f"### Treasure hunt, sorrel 1.6.0 (torch {parts['torch']}, 1 thread) vs Kestrel — commit {measured}, "
+          f"{platform.processor() or platform.machine()}, {what}\n")
+    print("| | sorrel | Kestrel | ratio |")
+    print("|---|---:|---:|---:|")
+    print(f"| environment turn, 2 agents (spawn sweep + moves), CPU µs | {parts['turn_ms'] * 1e3:,.0f} | {k['turn_us']:.2f} | {parts['turn_ms'] * 1e3 / k['turn_us']:,.0f}x |")
+    print(f"| IQN update, batch 64, 12×12 quantiles, layer 250, 1 thread, µs | {parts['update_ms'] * 1e3:,.0f} | {k['iqn_update_us']:,.0f} | {parts['update_ms'] * 1e3 / k['iqn_update_us']:.2f}x |")
+    print(f"| Kestrel's update against its own matrix products alone (same shapes, same GEMM) | | {k['gemm_only_us']:,.0f} µs of GEMM | {k['update_over_gemm']:.2f}x the GEMM time |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=1001)
     ap.add_argument("--png", default=os.path.join(ROOT, "docs", "benchmarks", "hunt-curves.png"))
+    ap.add_argument("--parts-only", action="store_true",
+                    help="time the environment turn and the IQN update only (no whole runs, no PNG)")
     a = ap.parse_args()
     measured = commit()
     py = venv_python("venv-sorrel", "tools/golden/requirements-sorrel.txt")
@@ -151,6 +163,9 @@ def main():
     parts = peer(py, "parts")
     k = json.loads(subprocess.run(["taskset", "-c", "0", binary, "hunt", "bench", "--json"], cwd=ROOT, check=True,
                                   capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    if a.parts_only:
+        print_parts(parts, k, measured, "parts only")
+        return
     # Whole runs: sorrel's seeds two at a time (CPU time is what is compared), then Kestrel's
     # alone on the machine.
     with concurrent.futures.ThreadPoolExecutor(2) as ex:
@@ -160,13 +175,7 @@ def main():
     k2 = [kestrel_run(binary, s, a.epochs, 2, tmp) for s in range(a.seeds)]
     shutil.rmtree(tmp)
 
-    print(f"### Treasure hunt, sorrel 1.6.0 (torch {parts['torch']}, 1 thread) vs Kestrel — commit {measured}, "
-          f"{platform.processor() or platform.machine()}, {a.seeds} seeds × {a.epochs} epochs\n")
-    print("| | sorrel | Kestrel | ratio |")
-    print("|---|---:|---:|---:|")
-    print(f"| environment turn, 2 agents (spawn sweep + moves), CPU µs | {parts['turn_ms'] * 1e3:,.0f} | {k['turn_us']:.2f} | {parts['turn_ms'] * 1e3 / k['turn_us']:,.0f}x |")
-    print(f"| IQN update, batch 64, 12×12 quantiles, layer 250, 1 thread, µs | {parts['update_ms'] * 1e3:,.0f} | {k['iqn_update_us']:,.0f} | {parts['update_ms'] * 1e3 / k['iqn_update_us']:.2f}x |")
-    print(f"| Kestrel's update against its own matrix products alone (same shapes, same GEMM) | | {k['gemm_only_us']:,.0f} µs of GEMM | {k['update_over_gemm']:.2f}x the GEMM time |")
+    print_parts(parts, k, measured, f"{a.seeds} seeds × {a.epochs} epochs")
     s_cpu = mean_sd([r["cpu_s"] for r in s_runs])
     k1w, k2w = mean_sd([r["wall_s"] for r in k1]), mean_sd([r["wall_s"] for r in k2])
     print(f"| whole default run, s (sorrel CPU time; Kestrel wall, 1 core) | {s_cpu[0]:,.1f} ± {s_cpu[1]:.1f} | {k1w[0]:.2f} ± {k1w[1]:.2f} | {s_cpu[0] / k1w[0]:.1f}x |")
