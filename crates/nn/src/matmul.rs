@@ -40,6 +40,8 @@ pub fn matmul<T: Float>(
     }
     #[cfg(target_arch = "x86_64")]
     if avx512::MIN_ROWS <= m
+        && n > 1
+        && (op_a == Op::T || m * k < avx512::MAX_LHS)
         && (op_b == Op::N || k <= avx512::MAX_PANEL_DEPTH)
         && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
         && avx512::available()
@@ -146,8 +148,10 @@ pub fn gemm_matmul<T: Float>(
 /// per element, in either layout; the right one row by row in place when stored as read, else
 /// through a panel of its 32 columns transposed once (16×16 blocks in registers) and shared
 /// by every tile of those columns. Each result element is `Σ_p a·b` in increasing `p`, one
-/// fused multiply-add per term from zero, then added to `c` when accumulating: the order of
-/// `gemm` 0.19 up to its depth blocking (it splits depths past 256 and short rows otherwise).
+/// fused multiply-add per term from zero, then added to `c` when accumulating. On the MLP
+/// step's products (depth ≤ 256) that is `gemm` 0.19's order too, bit for bit; `gemm` splits
+/// deeper sums (and some narrow shapes) differently, so there the two paths differ in the last
+/// bits.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::Op;
@@ -158,8 +162,12 @@ mod avx512 {
     const MR: usize = 12;
     /// Columns per tile (two vectors of 16).
     const NR: usize = 32;
-    /// Fewer rows go to `gemm` (its row-vector kernels win there).
+    /// Fewer rows go to `gemm` (its row-vector kernels win there), and so do single columns
+    /// (its matrix-vector path).
     pub(super) const MIN_ROWS: usize = 4;
+    /// An untransposed left operand of this many values (1 MiB) or more goes to `gemm`, whose
+    /// cache blocking wins by ~5% there (4096 × 256 rows: measured).
+    pub(super) const MAX_LHS: usize = 1 << 18;
     /// A transposed right operand deeper than this goes to `gemm` (the panel, `k × 32` values,
     /// is grown once per thread and kept).
     pub(super) const MAX_PANEL_DEPTH: usize = 8192;
