@@ -41,8 +41,7 @@ pub fn matmul<T: Float>(
     #[cfg(target_arch = "x86_64")]
     if avx512::MIN_ROWS <= m
         && n > 1
-        && (op_a == Op::T || m * k < avx512::MAX_LHS)
-        && (op_b == Op::N || k <= avx512::MAX_PANEL_DEPTH)
+        && m * k + k * n <= avx512::MAX_OPERANDS
         && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
         && avx512::available()
     {
@@ -144,14 +143,14 @@ pub fn gemm_matmul<T: Float>(
 }
 
 /// f32 products with AVX-512, tiles of up to 12 rows × 32 columns (two vectors) of the result
-/// held in registers over the whole depth. The left operand is read in place, one broadcast
-/// per element, in either layout; the right one row by row in place when stored as read, else
-/// through a panel of its 32 columns transposed once (16×16 blocks in registers) and shared
-/// by every tile of those columns. Each result element is `Σ_p a·b` in increasing `p`, one
-/// fused multiply-add per term from zero, then added to `c` when accumulating. On the MLP
-/// step's products (depth ≤ 256) that is `gemm` 0.19's order too, bit for bit; `gemm` splits
-/// deeper sums (and some narrow shapes) differently, so there the two paths differ in the last
-/// bits.
+/// held in registers over a block of up to 256 depths. The left operand is read in place, one
+/// broadcast per element, in either layout; the right one row by row in place when stored as
+/// read, else through a panel of its 32 columns × 256 depths transposed once (16×16 blocks in
+/// registers) and shared by every tile of those columns. Each depth block of a result element
+/// is `Σ_p a·b` in increasing `p`, one fused multiply-add per term from zero, then added to `c`
+/// (the first block overwrites `c` when not accumulating). With depths ≤ 256 that is `gemm`
+/// 0.19's order too, bit for bit on the MLP step's products; `gemm` blocks deeper sums (and
+/// some narrow shapes) its own way, so there the two paths differ in the last bits.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::Op;
@@ -165,12 +164,16 @@ mod avx512 {
     /// Fewer rows go to `gemm` (its row-vector kernels win there), and so do single columns
     /// (its matrix-vector path).
     pub(super) const MIN_ROWS: usize = 4;
-    /// An untransposed left operand of this many values (1 MiB) or more goes to `gemm`, whose
-    /// cache blocking wins by ~5% there (4096 × 256 rows: measured).
-    pub(super) const MAX_LHS: usize = 1 << 18;
-    /// A transposed right operand deeper than this goes to `gemm` (the panel, `k × 32` values,
-    /// is grown once per thread and kept).
-    pub(super) const MAX_PANEL_DEPTH: usize = 8192;
+    /// Depths per block: a tile sums this many terms in registers, then adds them to `c`.
+    const KC: usize = 256;
+    /// Rows per chunk (21 tiles): the chunk's block of the left operand, `MC × KC` values
+    /// (252 KiB), stays in L2 while every column panel passes over it.
+    const MC: usize = 21 * MR;
+    /// Products whose two operands hold more values than this (1 MiB) go to `gemm`: this
+    /// kernel reads them in place, which wins while they sit in L2 (a network's weights and a
+    /// batch of a few hundred rows) and loses ~10% to `gemm`'s packed copies when they stream
+    /// from memory (measured: ALLO's plain 4,096-row encoder step).
+    pub(super) const MAX_OPERANDS: usize = 1 << 18;
 
     thread_local! {
         static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
@@ -196,7 +199,8 @@ mod avx512 {
         accumulate: bool,
     ) {
         let run = |panel: &mut [f32]| {
-            // SAFETY: forwarded from the caller; the panel holds k·NR values when op_b is T.
+            // SAFETY: forwarded from the caller; the panel buffer holds ⌈n/NR⌉·KC·NR values when
+            // op_b is T.
             unsafe {
                 match op_a {
                     Op::N => blocks::<false>(m, k, n, a, op_b, b, c, accumulate, panel),
@@ -207,8 +211,9 @@ mod avx512 {
         match op_b {
             Op::N => run(&mut []),
             Op::T => PANEL.with_borrow_mut(|panel| {
-                if panel.len() < k * NR {
-                    panel.resize(k * NR, 0.0);
+                let len = n.div_ceil(NR) * KC * NR;
+                if panel.len() < len {
+                    panel.resize(len, 0.0);
                 }
                 run(panel)
             }),
@@ -228,82 +233,109 @@ mod avx512 {
         accumulate: bool,
         panel: &mut [f32],
     ) {
-        let mut j0 = 0;
-        while j0 < n {
-            let w = NR.min(n - j0);
-            // Where row p of the 32-column slice starts: b itself when stored untransposed
-            // (rows read in place), else a panel of the transposed columns.
-            let (p, ldp) = match op_b {
-                // SAFETY: column j0 < n of b.
-                Op::N => (unsafe { b.add(j0) }, n),
-                Op::T => {
-                    // SAFETY: columns j0..j0+w of op(b) are in bounds; the panel holds k·NR
-                    // values.
-                    unsafe { pack_transposed(k, b, j0, w, panel) };
-                    (panel.as_ptr(), NR)
+        // op(a)[i, p] at a + i·rs + p·cs.
+        let cs = if AT { m } else { 1 };
+        let panels = n.div_ceil(NR);
+        // Depth blocks outermost (each result tile is added to once per block), then chunks of
+        // rows whose block of op(a) stays in L2 while every column panel passes over it.
+        let mut p0 = 0;
+        while p0 < k {
+            let kc = KC.min(k - p0);
+            if op_b == Op::T {
+                for jp in 0..panels {
+                    let j0 = jp * NR;
+                    // SAFETY: columns j0..j0+w of op(b), depths p0..p0+kc, are in bounds; the
+                    // panel buffer holds `panels` panels of KC·NR values.
+                    unsafe {
+                        pack_transposed(
+                            kc,
+                            k,
+                            b.add(p0),
+                            j0,
+                            NR.min(n - j0),
+                            &mut panel[jp * KC * NR..(jp + 1) * KC * NR],
+                        )
+                    };
                 }
-            };
-            let mut i0 = 0;
-            while i0 < m {
-                let rows = MR.min(m - i0);
-                // SAFETY: rows i0..i0+rows of op(a) and c, columns j0..j0+w of c.
-                unsafe {
-                    match (w > 16, rows) {
-                        (true, 9..) => {
-                            tile::<AT, MR, 2>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
+            }
+            // SAFETY: depth p0 < k of op(a).
+            let ap = unsafe { a.add(p0 * cs) };
+            // Blocks after the first add to what the first wrote.
+            let add = accumulate || p0 > 0;
+            let mut c0 = 0;
+            while c0 < m {
+                let c1 = (c0 + MC).min(m);
+                for jp in 0..panels {
+                    let j0 = jp * NR;
+                    let w = NR.min(n - j0);
+                    // Where row p0 + q of the 32-column slice starts, q < kc: b itself when
+                    // stored untransposed (rows read in place), else its packed panel.
+                    let (bp, ldp) = match op_b {
+                        // SAFETY: row p0 < k, column j0 < n of b.
+                        Op::N => (unsafe { b.add(p0 * n + j0) }, n),
+                        Op::T => (panel[jp * KC * NR..].as_ptr(), NR),
+                    };
+                    let mut i0 = c0;
+                    while i0 < c1 {
+                        let rows = MR.min(c1 - i0);
+                        let t = Tile { m, k, n, i0, rows, kc, j0, w, add };
+                        // SAFETY: rows i0..i0+rows of op(a) and c, depths p0..p0+kc, columns
+                        // j0..j0+w of c.
+                        unsafe {
+                            match (w > 16, rows) {
+                                (true, 9..) => tile::<AT, MR, 2>(t, ap, bp, ldp, c),
+                                (true, 5..) => tile::<AT, 8, 2>(t, ap, bp, ldp, c),
+                                (true, _) => tile::<AT, 4, 2>(t, ap, bp, ldp, c),
+                                (false, 9..) => tile::<AT, MR, 1>(t, ap, bp, ldp, c),
+                                (false, 5..) => tile::<AT, 8, 1>(t, ap, bp, ldp, c),
+                                (false, _) => tile::<AT, 4, 1>(t, ap, bp, ldp, c),
+                            }
                         }
-                        (true, 5..) => {
-                            tile::<AT, 8, 2>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
-                        }
-                        (true, _) => {
-                            tile::<AT, 4, 2>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
-                        }
-                        (false, 9..) => {
-                            tile::<AT, MR, 1>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
-                        }
-                        (false, 5..) => {
-                            tile::<AT, 8, 1>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
-                        }
-                        (false, _) => {
-                            tile::<AT, 4, 1>(m, k, n, a, i0, rows, p, ldp, c, j0, w, accumulate)
-                        }
+                        i0 += MR;
                     }
                 }
-                i0 += MR;
+                c0 = c1;
             }
-            j0 += NR;
+            p0 += kc;
         }
     }
 
-    /// panel[p·NR + jj] = op(b)[p, j0 + jj] = b[(j0 + jj)·k + p] for jj < w, zero beyond:
-    /// 16×16 blocks transposed in registers, the edges element by element.
+    /// panel[q·NR + jj] = b[(j0 + jj)·ld + q] for q < depth and jj < w, zero for jj ≥ w: 16×16
+    /// blocks transposed in registers, the edges element by element.
     #[target_feature(enable = "avx512f")]
-    unsafe fn pack_transposed(k: usize, b: *const f32, j0: usize, w: usize, panel: &mut [f32]) {
-        let panel = &mut panel[..k * NR];
+    unsafe fn pack_transposed(
+        depth: usize,
+        ld: usize,
+        b: *const f32,
+        j0: usize,
+        w: usize,
+        panel: &mut [f32],
+    ) {
+        let panel = &mut panel[..depth * NR];
         if w < NR {
             panel.fill(0.0);
         }
-        let (w16, k16) = (w / 16 * 16, k / 16 * 16);
+        let (w16, d16) = (w / 16 * 16, depth / 16 * 16);
         for jb in (0..w16).step_by(16) {
-            for pb in (0..k16).step_by(16) {
-                // SAFETY: rows j0+jb.. j0+jb+16 of the stored b, values pb..pb+16;
-                // panel rows pb..pb+16, columns jb..jb+16.
+            for qb in (0..d16).step_by(16) {
+                // SAFETY: rows j0+jb.. j0+jb+16 of the stored b, values qb..qb+16; panel rows
+                // qb..qb+16, columns jb..jb+16.
                 unsafe {
                     transpose16(
-                        b.add((j0 + jb) * k + pb),
-                        k,
-                        panel.as_mut_ptr().add(pb * NR + jb),
+                        b.add((j0 + jb) * ld + qb),
+                        ld,
+                        panel.as_mut_ptr().add(qb * NR + jb),
                         NR,
                     )
                 };
             }
         }
         for jj in 0..w {
-            // SAFETY: row j0 + jj of the stored b has k values.
-            let src = unsafe { std::slice::from_raw_parts(b.add((j0 + jj) * k), k) };
-            let from = if jj < w16 { k16 } else { 0 };
-            for (p, v) in src.iter().enumerate().skip(from) {
-                panel[p * NR + jj] = *v;
+            // SAFETY: row j0 + jj of the stored b has depth values from here.
+            let src = unsafe { std::slice::from_raw_parts(b.add((j0 + jj) * ld), depth) };
+            let from = if jj < w16 { d16 } else { 0 };
+            for (q, v) in src.iter().enumerate().skip(from) {
+                panel[q * NR + jj] = *v;
             }
         }
     }
@@ -355,25 +387,34 @@ mod avx512 {
         if w >= 16 { 0xffff } else { ((1u32 << w) - 1) as __mmask16 }
     }
 
-    /// One tile: rows i0..i0+rows (≤ R) and columns j0..j0+w (≤ 16·NV) of c. Rows past
-    /// `rows` repeat the last row's reads and are not stored.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn tile<const AT: bool, const R: usize, const NV: usize>(
+    /// A tile's place: rows i0..i0+rows (≤ R) of op(a) (`m × k`) and c (`m × n`), columns
+    /// j0..j0+w (≤ 16·NV) of c, `kc` depths; `add`: add to c rather than overwrite it.
+    #[derive(Clone, Copy)]
+    struct Tile {
         m: usize,
         k: usize,
         n: usize,
-        a: *const f32,
         i0: usize,
         rows: usize,
-        panel: *const f32,
-        ldp: usize,
-        c: *mut f32,
+        kc: usize,
         j0: usize,
         w: usize,
-        accumulate: bool,
+        add: bool,
+    }
+
+    /// One tile over `kc` depths: `a` points at depth p0 of op(a), `bp` at row p0 of the
+    /// 32-column slice (rows `ldp` apart). Rows past `rows` repeat the last row's reads and are
+    /// not stored.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn tile<const AT: bool, const R: usize, const NV: usize>(
+        t: Tile,
+        a: *const f32,
+        bp: *const f32,
+        ldp: usize,
+        c: *mut f32,
     ) {
+        let Tile { m, k, n, i0, rows, kc, j0, w, add } = t;
         // op(a)[i, p] at a + i·rs + p·cs.
         let (rs, cs) = if AT { (1, m) } else { (k, 1) };
         let mut off = [0usize; R];
@@ -382,15 +423,16 @@ mod avx512 {
         }
         let mut acc = [[_mm512_setzero_ps(); NV]; R];
         let bm = [mask(w), mask(w.saturating_sub(16))];
-        for p in 0..k {
-            // SAFETY: panel row p holds NR values; op(a)[i, p] is in bounds for i < m.
+        for q in 0..kc {
+            // SAFETY: slice row q holds w values (masked); op(a)[i, p0 + q] is in bounds for
+            // i < m.
             unsafe {
-                let bp = panel.add(p * ldp);
+                let br = bp.add(q * ldp);
                 let mut bv = [_mm512_setzero_ps(); NV];
                 for (v, x) in bv.iter_mut().enumerate() {
-                    *x = _mm512_maskz_loadu_ps(bm[v], bp.add(16 * v));
+                    *x = _mm512_maskz_loadu_ps(bm[v], br.add(16 * v));
                 }
-                let ap = a.add(p * cs);
+                let ap = a.add(q * cs);
                 for r in 0..R {
                     let av = _mm512_set1_ps(*ap.add(off[r]));
                     for v in 0..NV {
@@ -406,7 +448,7 @@ mod avx512 {
                 unsafe {
                     let dst = c.add((i0 + r) * n + j0 + 16 * v);
                     let mut x = acc[r][v];
-                    if accumulate {
+                    if add {
                         x = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, dst), x);
                     }
                     _mm512_mask_storeu_ps(dst, mk, x);
@@ -465,9 +507,10 @@ mod tests {
         }
     }
 
-    /// With AVX-512, each f32 element is the fused multiply-adds in increasing `p` from zero,
-    /// then added to `c` when accumulating: exactly, at every edge of the tiles and the 16×16
-    /// transposes of the packing.
+    /// With AVX-512, each f32 element is, per block of 256 depths, the fused multiply-adds in
+    /// increasing `p` from zero, added to `c` (the first block written over `c` when not
+    /// accumulating): exactly, at every edge of the tiles, the 16×16 transposes of the packing,
+    /// the depth blocks and the row chunks.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx512_products_sum_in_the_documented_order() {
@@ -475,7 +518,15 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX-512");
             return;
         }
-        for (m, k, n) in [(12, 1, 1), (13, 16, 17), (25, 33, 48), (37, 40, 70), (24, 256, 33)] {
+        for (m, k, n) in [
+            (12, 1, 2),
+            (13, 16, 17),
+            (25, 33, 48),
+            (37, 40, 70),
+            (24, 256, 33),
+            (13, 600, 40),
+            (300, 270, 40),
+        ] {
             let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
             let c0: Vec<f32> = (0..m * n).map(|i| (i as f32 * 0.05).sin()).collect();
@@ -488,8 +539,15 @@ mod tests {
                         matmul(m, k, n, &a, oa, &b, ob, &mut c, acc);
                         for i in 0..m {
                             for j in 0..n {
-                                let s = (0..k).fold(0.0f32, |s, p| at(i, p).mul_add(bt(p, j), s));
-                                let want = if acc { c0[i * n + j] + s } else { s };
+                                let block = |p0: usize| {
+                                    (p0..k.min(p0 + 256))
+                                        .fold(0.0f32, |s, p| at(i, p).mul_add(bt(p, j), s))
+                                };
+                                let first = block(0);
+                                let mut want = if acc { c0[i * n + j] + first } else { first };
+                                for p0 in (256..k).step_by(256) {
+                                    want += block(p0);
+                                }
                                 assert_eq!(
                                     c[i * n + j].to_bits(),
                                     want.to_bits(),
