@@ -5,7 +5,7 @@ drift hits both alike, and prints each figure's median over the repeats and the 
 (time-like figures: above 1 means B is slower). Prints Markdown for BENCHMARKS.md.
 
 Usage (from the repository root, after building both binaries):
-    python3 tools/compare/before_after.py OLD_BINARY NEW_BINARY [--repeats 5]
+    python3 tools/compare/before_after.py OLD_BINARY NEW_BINARY [--repeats 5] [--cases MLP,IQN]
 """
 import argparse
 import json
@@ -23,6 +23,12 @@ CASES = [
     ("ARC 30x30 o2arc, 1024 envs, 2 threads (steps/s)", ["arc", "bench", "--num-envs", "1024", "--no-ops", "--seconds", "1", "--json"], "batches", "rate"),
     ("ALLO step, rooms-2-5, batch 1024 (µs)", ["allo", "bench", "--steps", "50", "--json"], "step_dedup_us", "time"),
     ("IQN update, treasure hunt (µs)", ["hunt", "bench", "--reps", "60", "--json"], "iqn_update_us", "time"),
+    ("IQN update's matrix products alone (µs)", ["hunt", "bench", "--reps", "60", "--json"], "gemm_only_us", "time"),
+    ("IQN greedy action, batch 1 (µs)", ["hunt", "bench", "--reps", "60", "--json"], "act_us", "time"),
+    ("ALLO plain step, 4 x 1024 rows (µs)", ["allo", "bench", "--steps", "30", "--json"], "step_plain_us", "time"),
+    ("MLP train step 64-256-256-16, batch 256, 1 thread (µs)", ["nn", "bench", "--threads", "1", "--seconds", "1", "--json"], "train_us", "time"),
+    ("MLP 8 models x batch 64, one step each, 1 thread (µs)", ["nn", "bench", "--threads", "1", "--seconds", "1", "--json"], "train_many_us", "time"),
+    ("MLP forward, batch 1 (µs)", ["nn", "bench", "--threads", "1", "--seconds", "1", "--json"], "forward_b1_us", "time"),
 ]
 
 
@@ -37,10 +43,14 @@ def main():
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cases", default="", help="comma-separated label substrings; only the cases matching one")
     a = ap.parse_args()
+    keys = [c.strip() for c in a.cases.split(",") if c.strip()]
     print("| workload | before | after | after/before |")
     print("|---|---:|---:|---:|")
     for label, argv, field, kind in CASES:
+        if keys and not any(k in label for k in keys):
+            continue
         old, new = [], []
         for _ in range(a.repeats):
             old.append(figure(a.old, argv, field))
