@@ -1,8 +1,11 @@
 //! Row-major matrix products, single-threaded (parallelism belongs across models, not inside
-//! one small product): f32 on CPUs with AVX-512 through this module's own kernel (below), the
-//! rest (f64, fewer than four rows, other CPUs) through the `gemm` crate. The only unsafe code
-//! in the crate: every call checks the slice lengths against the shapes first, which is all
-//! either path needs to stay in bounds.
+//! one small product): f32 on CPUs with AVX-512 through this module's own kernel (below), which
+//! allocates nothing once warm; the rest (f64, f32 with a single row or column, operands over
+//! 1 MiB, CPUs without AVX-512) through the `gemm` crate, which allocates its packing buffers
+//! on each call except for a single row or column (f64's products, actdyn's models and the
+//! gradient checks, still do; a plain-loop f64 kernel was measured 1.5–4x slower than `gemm`
+//! on actdyn's shapes). The only unsafe code in the crate: every call checks the slice lengths
+//! against the shapes first, which is all the kernels need to stay in bounds.
 #![allow(unsafe_code)]
 
 use crate::Float;
@@ -157,13 +160,13 @@ mod avx512 {
     use std::arch::x86_64::*;
     use std::cell::RefCell;
 
-    /// Rows per tile (with 8- and 4-row tiles for the last rows).
+    /// Rows per tile (with 8-, 4- and 2-row tiles for the last rows).
     const MR: usize = 12;
     /// Columns per tile (two vectors of 16).
     const NR: usize = 32;
-    /// Fewer rows go to `gemm` (its row-vector kernels win there), and so do single columns
-    /// (its matrix-vector path).
-    pub(super) const MIN_ROWS: usize = 4;
+    /// Single rows go to `gemm` (its vector-matrix path is faster there and allocates
+    /// nothing), and so do single columns (its matrix-vector path).
+    pub(super) const MIN_ROWS: usize = 2;
     /// Depths per block: a tile sums this many terms in registers, then adds them to `c`.
     const KC: usize = 256;
     /// Rows per chunk (21 tiles): the chunk's block of the left operand, `MC × KC` values
@@ -285,10 +288,12 @@ mod avx512 {
                             match (w > 16, rows) {
                                 (true, 9..) => tile::<AT, MR, 2>(t, ap, bp, ldp, c),
                                 (true, 5..) => tile::<AT, 8, 2>(t, ap, bp, ldp, c),
-                                (true, _) => tile::<AT, 4, 2>(t, ap, bp, ldp, c),
+                                (true, 3..) => tile::<AT, 4, 2>(t, ap, bp, ldp, c),
+                                (true, _) => tile::<AT, 2, 2>(t, ap, bp, ldp, c),
                                 (false, 9..) => tile::<AT, MR, 1>(t, ap, bp, ldp, c),
                                 (false, 5..) => tile::<AT, 8, 1>(t, ap, bp, ldp, c),
-                                (false, _) => tile::<AT, 4, 1>(t, ap, bp, ldp, c),
+                                (false, 3..) => tile::<AT, 4, 1>(t, ap, bp, ldp, c),
+                                (false, _) => tile::<AT, 2, 1>(t, ap, bp, ldp, c),
                             }
                         }
                         i0 += MR;
@@ -519,6 +524,8 @@ mod tests {
             return;
         }
         for (m, k, n) in [
+            (2, 40, 70),
+            (3, 17, 33),
             (12, 1, 2),
             (13, 16, 17),
             (25, 33, 48),

@@ -1,0 +1,72 @@
+//! A warm f32 training step allocates nothing: the workspace, the gradient buffers and the
+//! matrix kernel's packing panel are grown once and reused (f64 products go through `gemm`,
+//! which allocates per call: see `kestrel_nn::matmul`). Its own test binary, with a global
+//! allocator that counts, and a single test, so no other test allocates meanwhile.
+#![allow(unsafe_code)]
+
+use kestrel_core::Key;
+use kestrel_nn::{Adam, Loss, MlpConfig, Sequential, Trainee};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a side
+// effect only.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded from the caller.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded from the caller.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn data(key: Key, rows: usize, width: usize) -> Vec<f32> {
+    let mut r = key.rng();
+    (0..rows * width).map(|_| r.uniform_f32() * 2.0 - 1.0).collect()
+}
+
+fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
+}
+
+#[test]
+fn warm_training_steps_allocate_nothing() {
+    if !has_avx512() {
+        eprintln!("skipped: no AVX-512 here, so the products go through gemm, which allocates");
+        return;
+    }
+    // Batches that take the AVX-512 kernel where the CPU has it (2- and 4-row tiles,
+    // transposed panels, depth blocks past 256 rows, row chunks past 252) and `gemm`'s
+    // vector-matrix path (one row).
+    for batch in [1, 3, 64, 256, 300] {
+        let net = Sequential::<f32>::mlp(&MlpConfig::relu(&[64, 256, 256, 16])).unwrap();
+        let adam = Adam { max_grad_norm: Some(1.0), ..Adam::new(1e-4) };
+        let (x, y) = (data(Key::new(1), batch, 64), data(Key::new(2), batch, 16));
+        let mut t = Trainee::new(&net, Key::new(3));
+        net.train_step(&mut t, &adam, &x, &y, Loss::Mse).unwrap();
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        for _ in 0..5 {
+            net.train_step(&mut t, &adam, &x, &y, Loss::Mse).unwrap();
+        }
+        let n = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        assert_eq!(n, 0, "f32 batch {batch}: {n} allocations in 5 warm steps");
+    }
+}
