@@ -2,38 +2,13 @@
 //! matrix kernel's packing panel are grown once and reused (f64 products go through `gemm`,
 //! which allocates per call: see `kestrel_nn::matmul`). Its own test binary, with a global
 //! allocator that counts, and a single test, so no other test allocates meanwhile.
-#![allow(unsafe_code)]
 
 use kestrel_core::Key;
 use kestrel_nn::{Adam, Loss, MlpConfig, Sequential, Trainee};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a side
-// effect only.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded from the caller.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded from the caller.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded from the caller.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use kestrel_testkit::{CountingAlloc, allocations_in};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 fn data(key: Key, rows: usize, width: usize) -> Vec<f32> {
     let mut r = key.rng();
@@ -49,6 +24,7 @@ fn has_avx512() -> bool {
 
 #[test]
 fn warm_training_steps_allocate_nothing() {
+    assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
     if !has_avx512() {
         eprintln!("skipped: no AVX-512 here, so the products go through gemm, which allocates");
         return;
@@ -62,11 +38,11 @@ fn warm_training_steps_allocate_nothing() {
         let (x, y) = (data(Key::new(1), batch, 64), data(Key::new(2), batch, 16));
         let mut t = Trainee::new(&net, Key::new(3));
         net.train_step(&mut t, &adam, &x, &y, Loss::Mse).unwrap();
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        for _ in 0..5 {
-            net.train_step(&mut t, &adam, &x, &y, Loss::Mse).unwrap();
-        }
-        let n = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let n = allocations_in(|| {
+            for _ in 0..5 {
+                net.train_step(&mut t, &adam, &x, &y, Loss::Mse).unwrap();
+            }
+        });
         assert_eq!(n, 0, "f32 batch {batch}: {n} allocations in 5 warm steps");
     }
 }

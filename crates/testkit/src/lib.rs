@@ -1,5 +1,9 @@
 //! Test helpers shared by Kestrel's crates: the environment conformance check of
-//! DESIGN.md §6, golden-fixture loading, and central differences for gradient tests.
+//! DESIGN.md §6, golden-fixture loading, central differences for gradient tests, and a
+//! counting global allocator for no-allocation tests.
+
+mod alloc;
+pub use alloc::{CountingAlloc, allocations, allocations_in};
 
 use kestrel_core::{Env, Key, VecEnv};
 use std::path::{Path, PathBuf};

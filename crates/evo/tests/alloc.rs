@@ -1,0 +1,46 @@
+//! A warm CMA-ES (and Sep-CMA-ES) generation through the driver (ask, evaluate, tell)
+//! allocates nothing, at d = 10 and d = 100, on 1 and 2 threads. Its own test binary, with a
+//! global allocator that counts, and a single test.
+
+use kestrel_core::Key;
+use kestrel_evo::driver::{Driver, Instance};
+use kestrel_evo::problem::{Benchmark, Function};
+use kestrel_evo::{CmaEs, CmaParams, SepCmaEs, Strategy};
+use kestrel_testkit::{CountingAlloc, allocations_in};
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn warm<S: Strategy + Clone + 'static>(s: S, p: S::Params) -> usize {
+    let n = s.num_dims();
+    let prob = Benchmark::new(Function::Sphere, n).unwrap();
+    let mut d =
+        Driver::new(Instance::new(s, p, Key::new(0), &vec![1.0; n]), &prob, Key::new(0)).unwrap();
+    for _ in 0..5 {
+        d.step();
+    }
+    allocations_in(|| {
+        for _ in 0..20 {
+            d.step();
+        }
+    })
+}
+
+#[test]
+fn warm_generations_allocate_nothing() {
+    assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        for dims in [10, 100] {
+            let (cma, sep) = pool.install(|| {
+                let s = CmaEs::new(64, dims).unwrap();
+                let p = CmaParams { sigma_init: 0.3, ..s.default_params() };
+                let s2 = SepCmaEs::new(64, dims).unwrap();
+                let p2 = CmaParams { sigma_init: 0.3, ..s2.default_params() };
+                (warm(s, p), warm(s2, p2))
+            });
+            assert_eq!(cma, 0, "CMA-ES d={dims}, {threads} threads: {cma} allocations");
+            assert_eq!(sep, 0, "Sep-CMA-ES d={dims}, {threads} threads: {sep} allocations");
+        }
+    }
+}
