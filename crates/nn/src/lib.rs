@@ -6,7 +6,8 @@
 //! - Matrix products ([`matmul`]) through a register-tiled AVX-512 kernel of the crate's own
 //!   for f32 where the CPU has it (chosen at run time), else the `gemm` crate; always
 //!   single-threaded: several models train in parallel, one per thread ([`train_many`]).
-//! - [`Workspace`]s reused between steps: a training step allocates nothing once warm.
+//! - [`Workspace`]s reused between steps: an f32 training step allocates nothing once warm
+//!   where the matrix kernel runs (see [`matmul`] for the paths through `gemm`, which do).
 //! - Fused [`Adam`] with global gradient-norm clipping; non-finite losses or gradients are
 //!   errors that leave the model untouched.
 //! - Generic over [`Float`]: f32 to train, f64 for the finite-difference gradient tests that
