@@ -1,5 +1,6 @@
-//! A warm MPPI `command` allocates nothing, f32 lanes and bit-exact f64, on 1 and 2 threads.
-//! Its own test binary, with a global allocator that counts, and a single test.
+//! A warm MPPI `command` allocates nothing, f32 lanes and bit-exact f64, counted on the one
+//! thread of a one-thread pool (see `kestrel_testkit::CountingAlloc` for why one). Its own test
+//! binary, with a global allocator that counts.
 
 use kestrel_core::Key;
 use kestrel_mppi::{Controller, Mppi, MppiParams, PendulumDynamics, Precision};
@@ -11,31 +12,29 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 #[test]
 fn warm_commands_allocate_nothing() {
     assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     for precision in [Precision::F32, Precision::F64] {
-        for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let n = pool.install(|| {
-                let m = Mppi::new(PendulumDynamics);
-                let p = MppiParams {
-                    num_samples: 1000,
-                    horizon: 20,
-                    u_min: vec![-2.0],
-                    u_max: vec![2.0],
-                    precision,
-                    ..MppiParams::new(1, 1.0)
-                };
-                let mut s = m.init(&p);
-                let mut u = [0.0];
-                for k in 0..5 {
+        let n = pool.install(|| {
+            let m = Mppi::new(PendulumDynamics);
+            let p = MppiParams {
+                num_samples: 1000,
+                horizon: 20,
+                u_min: vec![-2.0],
+                u_max: vec![2.0],
+                precision,
+                ..MppiParams::new(1, 1.0)
+            };
+            let mut s = m.init(&p);
+            let mut u = [0.0];
+            for k in 0..5 {
+                m.command(Key::new(k), &p, &mut s, &[3.0, 0.0], &mut u);
+            }
+            allocations_in(|| {
+                for k in 5..25 {
                     m.command(Key::new(k), &p, &mut s, &[3.0, 0.0], &mut u);
                 }
-                allocations_in(|| {
-                    for k in 5..25 {
-                        m.command(Key::new(k), &p, &mut s, &[3.0, 0.0], &mut u);
-                    }
-                })
-            });
-            assert_eq!(n, 0, "{precision:?} on {threads} threads: {n} allocations in 20 commands");
-        }
+            })
+        });
+        assert_eq!(n, 0, "{precision:?}: {n} allocations in 20 commands");
     }
 }

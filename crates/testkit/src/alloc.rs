@@ -1,13 +1,25 @@
 //! A global allocator that counts, for tests that a warm hot loop allocates nothing. A test
 //! binary installs it with `#[global_allocator] static A: CountingAlloc = CountingAlloc;`
-//! (safe code) and compares [`allocations`] before and after the loop; keep such a test alone
-//! in its binary, since the count is process-wide.
+//! (safe code) and compares [`allocations`] before and after the loop. The count is per thread
+//! (the thread that allocates), so run the loop on one thread — a one-thread rayon pool, or
+//! none — and read the count there: a process-wide count would also see the test harness's
+//! and idle pool threads' own allocations, and a scheduler stealing work between threads may
+//! allocate (its deques grow and shrink) whatever the kernel does.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    // A const-initialised `Cell` without a destructor: reading it never allocates, so the
+    // allocator can touch it.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: during thread teardown the slot may be gone; those allocations go uncounted.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
 
 /// The system allocator, counting allocations and reallocations.
 pub struct CountingAlloc;
@@ -16,12 +28,12 @@ pub struct CountingAlloc;
 // effect only.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: forwarded from the caller.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: forwarded from the caller.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -30,19 +42,19 @@ unsafe impl GlobalAlloc for CountingAlloc {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: forwarded from the caller.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 
-/// Allocations and reallocations so far in this process (through [`CountingAlloc`] when it is
+/// Allocations and reallocations so far on this thread (through [`CountingAlloc`] when it is
 /// the global allocator; 0 otherwise).
 pub fn allocations() -> usize {
-    ALLOCATIONS.load(Ordering::Relaxed)
+    ALLOCATIONS.with(Cell::get)
 }
 
-/// Allocations made while `f` runs.
+/// Allocations made on this thread while `f` runs.
 pub fn allocations_in(f: impl FnOnce()) -> usize {
     let before = allocations();
     f();
