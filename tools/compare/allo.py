@@ -13,8 +13,8 @@ parts faithfully and times them:
     independent states);
   * update: the ALLO loss of §1.6a (graph term, stop-gradient inner products, tril error
     matrices, duals and barrier), an MLP 2-256-256-256-11 applied to the four sub-batches,
-    optax Adam 1e-3, then the dual/barrier rules, all in one `jax.jit` (float32, XLA
-    single-threaded).
+    optax Adam 1e-3, then the dual/barrier rules, all in one `jax.jit` (float32, the
+    process pinned to one core: `common.ONE_CORE`).
 
 Kestrel: `kestrel allo bench` (sampling the same 4 × 1024 draw; the training step with the
 encoder run once over the batch's distinct states, and the plain 4 × 1024-row path).
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import textwrap
 
-from common import ONE_THREAD, ROOT, commit, kestrel_release, venv_python
+from common import ONE_CORE, ONE_THREAD, ROOT, commit, kestrel_release, venv_python
 
 
 PEER = textwrap.dedent('''
@@ -139,7 +139,7 @@ def main():
     if not os.path.exists(a.map):
         sys.exit(f"{a.map}: not found (pass --map with a map in the paper's text format)")
     measured = commit()
-    peer = json.loads(subprocess.run([venv_python("venv-evosax", "tools/compare/requirements-evo.txt"), "-c", PEER, a.map], check=True, capture_output=True, text=True,
+    peer = json.loads(subprocess.run(ONE_CORE + [venv_python("venv-evosax", "tools/compare/requirements-evo.txt"), "-c", PEER, a.map], check=True, capture_output=True, text=True,
                                      env={**os.environ, **ONE_THREAD}).stdout.strip().splitlines()[-1])
     binary = kestrel_release()
     k = {}

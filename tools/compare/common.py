@@ -9,6 +9,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1", "PYTHONWARNINGS": "ignore"}
 
+# Prefix of a peer process timed as "1 thread": one core. JAX 0.10's CPU runtime does not
+# honour XLA_FLAGS' single-thread settings above (measured: its jitted MLP and ALLO updates ran
+# at 128-142% CPU with them), so the variables alone did not keep JAX peers on one core.
+ONE_CORE = ["taskset", "-c", "0"]
+
 
 def venv_python(venv, requirements):
     """The venv's python, creating the venv from `requirements` when it does not exist."""

@@ -21,11 +21,11 @@ import sys
 import tempfile
 import textwrap
 
+from common import ONE_CORE, ONE_THREAD
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV = os.path.join(ROOT, "tools", "venv-evosax")
 REQ = os.path.join(ROOT, "tools", "compare", "requirements-evo.txt")
-ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1", "PYTHONWARNINGS": "ignore"}
 
 
 def py():
@@ -37,7 +37,7 @@ def py():
 
 
 def run_py(code, *args):
-    out = subprocess.run([py(), "-c", code, *map(str, args)], check=True, capture_output=True, text=True,
+    out = subprocess.run(ONE_CORE + [py(), "-c", code, *map(str, args)], check=True, capture_output=True, text=True,
                          env={**os.environ, **ONE_THREAD})
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Side-by-side MPPI `command`: pytorch-mppi 0.9.1 (torch on the CPU, one thread, float32 as
-its examples, and float64) and jax-mppi 0.3.0 (jitted, float32, XLA single-threaded) vs
+its examples, and float64) and jax-mppi 0.3.0 (jitted, float32; both peers pinned to one core) vs
 Kestrel in both precisions (f64 bit-exact, f32 SIMD lanes) on the same gym-pendulum problem
 (K=1000, T=20, Σ=1, |u| ≤ 2), peers and Kestrel alternated in one launch (medians of
 `--rounds`), ratios as Markdown. Then jax-mppi's basic autotuning example as shipped (its `Autotune` with the pycma
@@ -18,6 +18,8 @@ import platform
 import subprocess
 import sys
 import textwrap
+
+from common import ONE_CORE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV = os.path.join(ROOT, "tools", "venv-torch")
@@ -153,10 +155,10 @@ def main():
     peers, k = {}, {}
     for _ in range(a.rounds):
         for dt in ("f32", "f64"):
-            peer = json.loads(subprocess.run([py, "-c", PEER, dt], check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
+            peer = json.loads(subprocess.run(ONE_CORE + [py, "-c", PEER, dt], check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
             peers.setdefault(f"pytorch-mppi MPPI.command, torch {dt}, 1 thread", []).append(peer["us_per_command"])
         if os.path.exists(jpy):
-            peer = json.loads(subprocess.run([jpy, "-c", JAX_PEER], check=True, capture_output=True, text=True, env=jenv).stdout.strip().splitlines()[-1])
+            peer = json.loads(subprocess.run(ONE_CORE + [jpy, "-c", JAX_PEER], check=True, capture_output=True, text=True, env=jenv).stdout.strip().splitlines()[-1])
             peers.setdefault("jax-mppi mppi.command, jax.jit, float32, 1 thread", []).append(peer["us_per_command"])
         for pr in ("f64", "f32"):
             for th in (1, 2):

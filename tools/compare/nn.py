@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side MLP training: jitted JAX (0.10.2 + optax, XLA single-threaded, the fastest peer
+"""Side-by-side MLP training: jitted JAX (0.10.2 + optax, pinned to one core, the fastest peer
 in shared/reference/nn-backends.md) vs kestrel-nn on the same workloads, one launch:
 
   (b) one training step of an MLP 64→256→256→16 (ReLU, MSE, Adam lr 1e-4) at batch 256;
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import textwrap
 
-from common import ONE_THREAD, ROOT, commit, kestrel_release, venv_python
+from common import ONE_CORE, ONE_THREAD, ROOT, commit, kestrel_release, venv_python
 
 
 JAX = textwrap.dedent('''
@@ -89,7 +89,7 @@ def kestrel(threads):
 
 def main():
     measured = commit()
-    j = json.loads(subprocess.run([venv_python("venv-evosax", "tools/compare/requirements-evo.txt"), "-c", JAX], check=True, capture_output=True, text=True,
+    j = json.loads(subprocess.run(ONE_CORE + [venv_python("venv-evosax", "tools/compare/requirements-evo.txt"), "-c", JAX], check=True, capture_output=True, text=True,
                                   env={**os.environ, **ONE_THREAD}).stdout.strip().splitlines()[-1])
     k1, k2 = kestrel(1), kestrel(2)
     print(f"### kestrel-nn vs jitted JAX {j['jax']} — commit {measured}, {platform.processor() or platform.machine()}, 2 cores\n")
