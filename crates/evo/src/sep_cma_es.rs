@@ -52,6 +52,11 @@ impl SepCmaEs {
 
     /// `x_i = mean + σ D ∘ z_i` from given standard normals.
     pub fn ask_from_normals(&self, state: &SepCmaState, z: &[f64], population: &mut [f32]) {
+        kestrel_core::simd::dispatch(SepAsk { es: self, state, z, population })
+    }
+
+    #[inline(always)]
+    fn ask_body(&self, state: &SepCmaState, z: &[f64], population: &mut [f32]) {
         let n = self.num_dims();
         check_lens("SepCmaEs::ask", self.pop_size(), n, population, None);
         for (row, zr) in population.chunks_exact_mut(n).zip(z.chunks_exact(n)) {
@@ -62,7 +67,44 @@ impl SepCmaEs {
     }
 }
 
+/// [`SepCmaEs`]'s ask and tell, compiled for the best vector extension the CPU has (as
+/// [`CmaEs`]'s: element-wise arithmetic in the same order, never contracted into FMAs, so the
+/// values do not depend on it).
+struct SepAsk<'a> {
+    es: &'a SepCmaEs,
+    state: &'a SepCmaState,
+    z: &'a [f64],
+    population: &'a mut [f32],
+}
+
+impl kestrel_core::simd::WithSimd for SepAsk<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: kestrel_core::simd::Simd>(self, _simd: Sd) {
+        let SepAsk { es, state, z, population } = self;
+        es.ask_body(state, z, population)
+    }
+}
+
+struct SepTell<'a> {
+    es: &'a SepCmaEs,
+    population: &'a [f32],
+    fitness: &'a [f32],
+    s: &'a mut SepCmaState,
+    p: &'a CmaParams,
+}
+
+impl kestrel_core::simd::WithSimd for SepTell<'_> {
+    type Output = TellMetrics;
+    #[inline(always)]
+    fn with_simd<Sd: kestrel_core::simd::Simd>(self, _simd: Sd) -> TellMetrics {
+        let SepTell { es, population, fitness, s, p } = self;
+        es.tell_body(population, fitness, s, p)
+    }
+}
+
 /// evosax's diagonal regularisation: `C ← clip(C, 0, 1e8) + 1e-8`, `D = sqrt(C)`.
+#[inline(always)]
 fn regularise(c: &mut [f64], d: &mut [f64]) {
     for (ci, di) in c.iter_mut().zip(d.iter_mut()) {
         *ci = ci.clamp(0.0, 1e8) + 1e-8;
@@ -118,6 +160,26 @@ impl Strategy for SepCmaEs {
         s: &mut SepCmaState,
         p: &CmaParams,
     ) -> TellMetrics {
+        kestrel_core::simd::dispatch(SepTell { es: self, population, fitness, s, p })
+    }
+
+    fn mean(&self, state: &SepCmaState) -> Vec<f32> {
+        to_f32(&state.mean)
+    }
+    fn progress<'a>(&self, state: &'a SepCmaState) -> &'a Progress {
+        &state.progress
+    }
+}
+
+impl SepCmaEs {
+    #[inline(always)]
+    fn tell_body(
+        &self,
+        population: &[f32],
+        fitness: &[f32],
+        s: &mut SepCmaState,
+        p: &CmaParams,
+    ) -> TellMetrics {
         let (lam, n) = (self.pop_size(), self.num_dims());
         check_lens("SepCmaEs::tell", lam, n, population, Some(fitness));
         let g = s.progress.generation;
@@ -125,11 +187,19 @@ impl Strategy for SepCmaEs {
         rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
         let mut y_w = std::mem::take(&mut s.z);
         y_w[..n].iter_mut().for_each(|v| *v = 0.0);
-        for i in 0..lam {
-            for j in 0..n {
-                let y = (population[i * n + j] as f64 - s.mean[j]) / s.sigma;
-                s.y[i * n + j] = y;
-                y_w[j] += s.w[i].max(0.0) * y;
+        // Over slices of equal length (no bounds checks, so it vectorises); each y_w[j] still
+        // sums its candidates in order.
+        let sigma0 = s.sigma;
+        for ((prow, yrow), &wi) in
+            population.chunks_exact(n).zip(s.y.chunks_exact_mut(n)).zip(&s.w).take(lam)
+        {
+            let wi = wi.max(0.0);
+            for (((y, &x), &m), yw) in
+                yrow.iter_mut().zip(prow).zip(&s.mean[..n]).zip(y_w[..n].iter_mut())
+            {
+                let v = (x as f64 - m) / sigma0;
+                *y = v;
+                *yw += wi * v;
             }
         }
         let cs = (p.c_sigma * (2.0 - p.c_sigma) * p.mu_eff).sqrt();
@@ -166,13 +236,6 @@ impl Strategy for SepCmaEs {
         let (c, d) = (&mut s.c, &mut s.d);
         regularise(c, d);
         s.progress.metrics(best, bad, s.sigma)
-    }
-
-    fn mean(&self, state: &SepCmaState) -> Vec<f32> {
-        to_f32(&state.mean)
-    }
-    fn progress<'a>(&self, state: &'a SepCmaState) -> &'a Progress {
-        &state.progress
     }
 }
 
