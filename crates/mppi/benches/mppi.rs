@@ -3,20 +3,14 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kestrel_core::Key;
+use kestrel_mppi::bench::pendulum_params;
 use kestrel_mppi::systems::BasicLinear;
 use kestrel_mppi::{Controller, Mppi, MppiParams, PendulumDynamics, Precision};
 
 fn bench(c: &mut Criterion) {
     let m = Mppi::new(PendulumDynamics);
     for precision in [Precision::F64, Precision::F32] {
-        let p = MppiParams {
-            num_samples: 1000,
-            horizon: 20,
-            u_min: vec![-2.0],
-            u_max: vec![2.0],
-            precision,
-            ..MppiParams::new(1, 1.0)
-        };
+        let p = pendulum_params(1000, 20, precision);
         m.validate(&p).unwrap();
         let name = if precision == Precision::F32 { "f32" } else { "f64" };
         for threads in [1, 2] {

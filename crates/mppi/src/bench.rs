@@ -3,6 +3,19 @@
 use crate::{Controller, Mppi, MppiError, MppiParams, PendulumDynamics, Precision};
 use kestrel_core::Key;
 
+/// The benchmark problem's settings: pytorch-mppi's pendulum (σ = 1, |u| ≤ 2) with
+/// `num_samples` samples over `horizon` steps, in `precision` (for [`PendulumDynamics`]).
+pub fn pendulum_params(num_samples: usize, horizon: usize, precision: Precision) -> MppiParams {
+    MppiParams {
+        num_samples,
+        horizon,
+        u_min: vec![-2.0],
+        u_max: vec![2.0],
+        precision,
+        ..MppiParams::new(1, 1.0)
+    }
+}
+
 /// Mean µs per MPPI `command` on the gym pendulum (pytorch-mppi's benchmark problem: σ = 1,
 /// |u| ≤ 2) with `num_samples` samples over `horizon` steps, from `(3, 0)`, `commands` timed
 /// after 10 warm-up commands, on the current thread pool, in `precision`.
@@ -16,14 +29,7 @@ pub fn pendulum_command_us(
         return Err(MppiError::from(kestrel_core::Invalid::new("commands", 0, "at least 1")));
     }
     let m = Mppi::new(PendulumDynamics);
-    let p = MppiParams {
-        num_samples,
-        horizon,
-        u_min: vec![-2.0],
-        u_max: vec![2.0],
-        precision,
-        ..MppiParams::new(1, 1.0)
-    };
+    let p = pendulum_params(num_samples, horizon, precision);
     m.validate(&p)?;
     let mut s = m.init(&p);
     let mut u = [0.0];

@@ -3,7 +3,8 @@
 //! binary, with a global allocator that counts.
 
 use kestrel_core::Key;
-use kestrel_mppi::{Controller, Mppi, MppiParams, PendulumDynamics, Precision};
+use kestrel_mppi::bench::pendulum_params;
+use kestrel_mppi::{Controller, Mppi, PendulumDynamics, Precision};
 use kestrel_testkit::{CountingAlloc, allocations_in};
 
 #[global_allocator]
@@ -16,14 +17,7 @@ fn warm_commands_allocate_nothing() {
     for precision in [Precision::F32, Precision::F64] {
         let n = pool.install(|| {
             let m = Mppi::new(PendulumDynamics);
-            let p = MppiParams {
-                num_samples: 1000,
-                horizon: 20,
-                u_min: vec![-2.0],
-                u_max: vec![2.0],
-                precision,
-                ..MppiParams::new(1, 1.0)
-            };
+            let p = pendulum_params(1000, 20, precision);
             let mut s = m.init(&p);
             let mut u = [0.0];
             for k in 0..5 {

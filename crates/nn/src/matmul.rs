@@ -65,7 +65,7 @@ pub fn matmul<T: Float>(
         }
         return;
     }
-    gemm_matmul(m, k, n, a, op_a, b, op_b, c, accumulate);
+    gemm_checked(m, k, n, a, op_a, b, op_b, c, accumulate);
 }
 
 /// Checks the lengths (panics if short) and settles the empty products; false when nothing is
@@ -105,9 +105,24 @@ pub fn gemm_matmul<T: Float>(
     c: &mut [T],
     accumulate: bool,
 ) {
-    if !checked(m, k, n, a, b, c, accumulate) {
-        return;
+    if checked(m, k, n, a, b, c, accumulate) {
+        gemm_checked(m, k, n, a, op_a, b, op_b, c, accumulate);
     }
+}
+
+/// The `gemm` call, once [`checked`] has passed (lengths hold, `m, n, k > 0`).
+#[allow(clippy::too_many_arguments)]
+fn gemm_checked<T: Float>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    op_a: Op,
+    b: &[T],
+    op_b: Op,
+    c: &mut [T],
+    accumulate: bool,
+) {
     // (column stride, row stride) of each operand as read.
     let (a_cs, a_rs) = match op_a {
         Op::N => (1, k as isize),

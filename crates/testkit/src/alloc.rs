@@ -1,6 +1,6 @@
 //! A global allocator that counts, for tests that a warm hot loop allocates nothing. A test
 //! binary installs it with `#[global_allocator] static A: CountingAlloc = CountingAlloc;`
-//! (safe code) and compares [`allocations`] before and after the loop. The count is per thread
+//! (safe code) and measures the loop with [`allocations_in`]. The count is per thread
 //! (the thread that allocates), so run the loop on one thread — a one-thread rayon pool, or
 //! none — and read the count there: a process-wide count would also see the test harness's
 //! and idle pool threads' own allocations, and a scheduler stealing work between threads may
@@ -50,11 +50,12 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
 /// Allocations and reallocations so far on this thread (through [`CountingAlloc`] when it is
 /// the global allocator; 0 otherwise).
-pub fn allocations() -> usize {
+fn allocations() -> usize {
     ALLOCATIONS.with(Cell::get)
 }
 
-/// Allocations made on this thread while `f` runs.
+/// Allocations and reallocations made on this thread while `f` runs (0 for every `f` unless
+/// [`CountingAlloc`] is the global allocator).
 pub fn allocations_in(f: impl FnOnce()) -> usize {
     let before = allocations();
     f();
