@@ -1,11 +1,10 @@
 //! Row-major matrix products, single-threaded (parallelism belongs across models, not inside
-//! one small product): f32 on CPUs with AVX-512 through this module's own kernel (below), which
-//! allocates nothing once warm; the rest (f64, f32 with a single row or column, operands over
+//! one small product): f32 and f64 on CPUs with AVX-512 through this module's own kernel
+//! (below), which allocates nothing once warm; the rest (a single row or column, operands over
 //! 1 MiB, CPUs without AVX-512) through the `gemm` crate, which allocates its packing buffers
-//! on each call except for a single row or column (f64's products, actdyn's models and the
-//! gradient checks, still do; a plain-loop f64 kernel was measured 1.5–4x slower than `gemm`
-//! on actdyn's shapes). The only unsafe code in the crate: every call checks the slice lengths
-//! against the shapes first, which is all the kernels need to stay in bounds.
+//! on each call except for a single row or column. The only unsafe code in the crate: every
+//! call checks the slice lengths against the shapes first, which is all the kernels need to
+//! stay in bounds.
 #![allow(unsafe_code)]
 
 use crate::Float;
@@ -44,26 +43,25 @@ pub fn matmul<T: Float>(
     #[cfg(target_arch = "x86_64")]
     if avx512::MIN_ROWS <= m
         && n > 1
-        && m * k + k * n <= avx512::MAX_OPERANDS
-        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        && (m * k + k * n) * T::BYTES <= avx512::MAX_BYTES
         && avx512::available()
     {
-        // SAFETY: `T` is `f32` (checked just above), so the casts reinterpret the same memory
-        // as the same type; the lengths were checked above and `avx512f` is present.
+        use std::any::TypeId;
+        // SAFETY: `T` is the type cast to (checked by its `TypeId`), so the casts reinterpret
+        // the same memory as the same type; the lengths were checked above and `avx512f` is
+        // present.
         unsafe {
-            avx512::matmul(
-                m,
-                k,
-                n,
-                a.as_ptr().cast::<f32>(),
-                op_a,
-                b.as_ptr().cast::<f32>(),
-                op_b,
-                c.as_mut_ptr().cast::<f32>(),
-                accumulate,
-            );
+            if TypeId::of::<T>() == TypeId::of::<f32>() {
+                let (a, b, c) =
+                    (a.as_ptr().cast::<f32>(), b.as_ptr().cast(), c.as_mut_ptr().cast());
+                return avx512::matmul(m, k, n, a, op_a, b, op_b, c, accumulate);
+            }
+            if TypeId::of::<T>() == TypeId::of::<f64>() {
+                let (a, b, c) =
+                    (a.as_ptr().cast::<f64>(), b.as_ptr().cast(), c.as_mut_ptr().cast());
+                return avx512::matmul(m, k, n, a, op_a, b, op_b, c, accumulate);
+            }
         }
-        return;
     }
     gemm_checked(m, k, n, a, op_a, b, op_b, c, accumulate);
 }
@@ -160,15 +158,16 @@ fn gemm_checked<T: Float>(
     }
 }
 
-/// f32 products with AVX-512, tiles of up to 12 rows × 32 columns (two vectors) of the result
-/// held in registers over a block of up to 256 depths. The left operand is read in place, one
-/// broadcast per element, in either layout; the right one row by row in place when stored as
-/// read, else through a panel of its 32 columns × 256 depths transposed once (16×16 blocks in
-/// registers) and shared by every tile of those columns. Each depth block of a result element
-/// is `Σ_p a·b` in increasing `p`, one fused multiply-add per term from zero, then added to `c`
-/// (the first block overwrites `c` when not accumulating). With depths ≤ 256 that is `gemm`
-/// 0.19's order too, bit for bit on the MLP step's products; `gemm` blocks deeper sums (and
-/// some narrow shapes) its own way, so there the two paths differ in the last bits.
+/// Products with AVX-512 in f32 and f64 alike: tiles of up to 12 rows × two vectors (32 f32
+/// or 16 f64 columns) of the result held in registers over a block of up to 256 depths. The
+/// left operand is read in place, one broadcast per element, in either layout; the right one
+/// row by row in place when stored as read, else through a panel of its tile's columns × 256
+/// depths transposed once (16×16 or 8×8 blocks in registers) and shared by every tile of those
+/// columns. Each depth block of a result element is `Σ_p a·b` in increasing `p`, one fused
+/// multiply-add per term from zero, then added to `c` (the first block overwrites `c` when not
+/// accumulating). With depths ≤ 256 that is `gemm` 0.19's f32 order too, bit for bit on the
+/// MLP step's products; `gemm` blocks deeper sums (and some narrow shapes, and f64) its own
+/// way, so there the two paths differ in the last bits.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::Op;
@@ -177,24 +176,203 @@ mod avx512 {
 
     /// Rows per tile (with 8-, 4- and 2-row tiles for the last rows).
     const MR: usize = 12;
-    /// Columns per tile (two vectors of 16).
-    const NR: usize = 32;
     /// Single rows go to `gemm` (its vector-matrix path is faster there and allocates
     /// nothing), and so do single columns (its matrix-vector path).
     pub(super) const MIN_ROWS: usize = 2;
     /// Depths per block: a tile sums this many terms in registers, then adds them to `c`.
     const KC: usize = 256;
     /// Rows per chunk (21 tiles): the chunk's block of the left operand, `MC × KC` values
-    /// (252 KiB), stays in L2 while every column panel passes over it.
+    /// (252 KiB in f32), stays in L2 while every column panel passes over it.
     const MC: usize = 21 * MR;
-    /// Products whose two operands hold more values than this (1 MiB) go to `gemm`: this
+    /// Products whose two operands hold more bytes than this (1 MiB) go to `gemm`: this
     /// kernel reads them in place, which wins while they sit in L2 (a network's weights and a
     /// batch of a few hundred rows) and loses ~10% to `gemm`'s packed copies when they stream
-    /// from memory (measured: ALLO's plain 4,096-row encoder step).
-    pub(super) const MAX_OPERANDS: usize = 1 << 18;
+    /// from memory (measured in f32: ALLO's plain 4,096-row encoder step).
+    pub(super) const MAX_BYTES: usize = 1 << 20;
+
+    /// One element type's vector operations (all need `avx512f`): a vector holds `LANES`
+    /// values, a mask selects its first lanes.
+    pub(super) trait Lanes: Copy + 'static {
+        type V: Copy;
+        const LANES: usize;
+        /// Columns per tile: two vectors.
+        const NR: usize = 2 * Self::LANES;
+        unsafe fn zero() -> Self::V;
+        unsafe fn splat(x: Self) -> Self::V;
+        /// The first `w` lanes from `p` (the rest zero).
+        unsafe fn load(w: usize, p: *const Self) -> Self::V;
+        /// `a·b + c`, rounded once.
+        unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+        unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
+        /// The first `w` lanes to `p`.
+        unsafe fn store(w: usize, p: *mut Self, v: Self::V);
+        /// dst[j·ld_dst + i] = src[i·ld_src + j] for i, j < LANES.
+        unsafe fn transpose(src: *const Self, ld_src: usize, dst: *mut Self, ld_dst: usize);
+        /// The thread's packing panel.
+        fn with_panel<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
+    }
 
     thread_local! {
-        static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+        static PANEL_F32: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+        static PANEL_F64: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+    }
+
+    #[inline(always)]
+    fn mask(w: usize) -> u16 {
+        if w >= 16 { 0xffff } else { ((1u32 << w) - 1) as u16 }
+    }
+
+    impl Lanes for f32 {
+        type V = __m512;
+        const LANES: usize = 16;
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn zero() -> __m512 {
+            _mm512_setzero_ps()
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn splat(x: f32) -> __m512 {
+            _mm512_set1_ps(x)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn load(w: usize, p: *const f32) -> __m512 {
+            // SAFETY: the caller's: the first w values from p are readable.
+            unsafe { _mm512_maskz_loadu_ps(mask(w), p) }
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
+            _mm512_fmadd_ps(a, b, c)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn add(a: __m512, b: __m512) -> __m512 {
+            _mm512_add_ps(a, b)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn store(w: usize, p: *mut f32, v: __m512) {
+            // SAFETY: the caller's: the first w values from p are writable.
+            unsafe { _mm512_mask_storeu_ps(p, mask(w), v) }
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn transpose(src: *const f32, ld_src: usize, dst: *mut f32, ld_dst: usize) {
+            let mut r = [_mm512_setzero_ps(); 16];
+            for (i, x) in r.iter_mut().enumerate() {
+                // SAFETY: row i of the source block.
+                *x = unsafe { _mm512_loadu_ps(src.add(i * ld_src)) };
+            }
+            // Pairs of rows interleaved, then pairs of pairs: u[4g + c] holds, in 128-bit lane
+            // L, column 4L + c of rows 4g..4g+4.
+            let mut t = [_mm512_setzero_ps(); 16];
+            for g in 0..8 {
+                t[2 * g] = _mm512_unpacklo_ps(r[2 * g], r[2 * g + 1]);
+                t[2 * g + 1] = _mm512_unpackhi_ps(r[2 * g], r[2 * g + 1]);
+            }
+            let mut u = [_mm512_setzero_ps(); 16];
+            for g in 0..4 {
+                let pd = |x: __m512| _mm512_castps_pd(x);
+                let (t0, t1, t2, t3) =
+                    (pd(t[4 * g]), pd(t[4 * g + 1]), pd(t[4 * g + 2]), pd(t[4 * g + 3]));
+                u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+                u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+                u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+                u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+            }
+            // A 4×4 transpose of 128-bit lanes across u[c], u[4 + c], u[8 + c], u[12 + c].
+            for c in 0..4 {
+                let v0 = _mm512_shuffle_f32x4::<0x44>(u[c], u[4 + c]);
+                let v1 = _mm512_shuffle_f32x4::<0xEE>(u[c], u[4 + c]);
+                let v2 = _mm512_shuffle_f32x4::<0x44>(u[8 + c], u[12 + c]);
+                let v3 = _mm512_shuffle_f32x4::<0xEE>(u[8 + c], u[12 + c]);
+                // SAFETY: rows c, 4 + c, 8 + c, 12 + c of the destination block.
+                unsafe {
+                    let row = |i: usize| dst.add(i * ld_dst);
+                    _mm512_storeu_ps(row(c), _mm512_shuffle_f32x4::<0x88>(v0, v2));
+                    _mm512_storeu_ps(row(4 + c), _mm512_shuffle_f32x4::<0xDD>(v0, v2));
+                    _mm512_storeu_ps(row(8 + c), _mm512_shuffle_f32x4::<0x88>(v1, v3));
+                    _mm512_storeu_ps(row(12 + c), _mm512_shuffle_f32x4::<0xDD>(v1, v3));
+                }
+            }
+        }
+        fn with_panel<R>(f: impl FnOnce(&mut Vec<f32>) -> R) -> R {
+            PANEL_F32.with_borrow_mut(f)
+        }
+    }
+
+    impl Lanes for f64 {
+        type V = __m512d;
+        const LANES: usize = 8;
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn zero() -> __m512d {
+            _mm512_setzero_pd()
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn splat(x: f64) -> __m512d {
+            _mm512_set1_pd(x)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn load(w: usize, p: *const f64) -> __m512d {
+            // SAFETY: the caller's: the first w values from p are readable.
+            unsafe { _mm512_maskz_loadu_pd(mask(w) as u8, p) }
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn fma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            _mm512_fmadd_pd(a, b, c)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn add(a: __m512d, b: __m512d) -> __m512d {
+            _mm512_add_pd(a, b)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn store(w: usize, p: *mut f64, v: __m512d) {
+            // SAFETY: the caller's: the first w values from p are writable.
+            unsafe { _mm512_mask_storeu_pd(p, mask(w) as u8, v) }
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn transpose(src: *const f64, ld_src: usize, dst: *mut f64, ld_dst: usize) {
+            let mut r = [_mm512_setzero_pd(); 8];
+            for (i, x) in r.iter_mut().enumerate() {
+                // SAFETY: row i of the source block.
+                *x = unsafe { _mm512_loadu_pd(src.add(i * ld_src)) };
+            }
+            // Pairs of rows interleaved: t[2g + h] holds, in 128-bit lane L, column 2L + h of
+            // rows 2g and 2g + 1.
+            let mut t = [_mm512_setzero_pd(); 8];
+            for g in 0..4 {
+                t[2 * g] = _mm512_unpacklo_pd(r[2 * g], r[2 * g + 1]);
+                t[2 * g + 1] = _mm512_unpackhi_pd(r[2 * g], r[2 * g + 1]);
+            }
+            // Then a 4×4 transpose of 128-bit lanes across t[h], t[2 + h], t[4 + h], t[6 + h]:
+            // lane L of the result for column 2L' + h takes lane L' of row pair L.
+            for h in 0..2 {
+                let v0 = _mm512_shuffle_f64x2::<0x44>(t[h], t[2 + h]);
+                let v1 = _mm512_shuffle_f64x2::<0xEE>(t[h], t[2 + h]);
+                let v2 = _mm512_shuffle_f64x2::<0x44>(t[4 + h], t[6 + h]);
+                let v3 = _mm512_shuffle_f64x2::<0xEE>(t[4 + h], t[6 + h]);
+                // SAFETY: rows h, 2 + h, 4 + h, 6 + h of the destination block.
+                unsafe {
+                    let row = |i: usize| dst.add(i * ld_dst);
+                    _mm512_storeu_pd(row(h), _mm512_shuffle_f64x2::<0x88>(v0, v2));
+                    _mm512_storeu_pd(row(2 + h), _mm512_shuffle_f64x2::<0xDD>(v0, v2));
+                    _mm512_storeu_pd(row(4 + h), _mm512_shuffle_f64x2::<0x88>(v1, v3));
+                    _mm512_storeu_pd(row(6 + h), _mm512_shuffle_f64x2::<0xDD>(v1, v3));
+                }
+            }
+        }
+        fn with_panel<R>(f: impl FnOnce(&mut Vec<f64>) -> R) -> R {
+            PANEL_F64.with_borrow_mut(f)
+        }
     }
 
     pub(super) fn available() -> bool {
@@ -205,33 +383,33 @@ mod avx512 {
     /// `avx512f` is present; `a` holds `m·k`, `b` `k·n` and `c` `m·n` values; `c` aliases
     /// neither input; `m, n, k > 0`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn matmul(
+    pub(super) unsafe fn matmul<E: Lanes + Default>(
         m: usize,
         k: usize,
         n: usize,
-        a: *const f32,
+        a: *const E,
         op_a: Op,
-        b: *const f32,
+        b: *const E,
         op_b: Op,
-        c: *mut f32,
+        c: *mut E,
         accumulate: bool,
     ) {
-        let run = |panel: &mut [f32]| {
+        let run = |panel: &mut [E]| {
             // SAFETY: forwarded from the caller; the panel buffer holds ⌈n/NR⌉·KC·NR values when
             // op_b is T.
             unsafe {
                 match op_a {
-                    Op::N => blocks::<false>(m, k, n, a, op_b, b, c, accumulate, panel),
-                    Op::T => blocks::<true>(m, k, n, a, op_b, b, c, accumulate, panel),
+                    Op::N => blocks::<E, false>(m, k, n, a, op_b, b, c, accumulate, panel),
+                    Op::T => blocks::<E, true>(m, k, n, a, op_b, b, c, accumulate, panel),
                 }
             }
         };
         match op_b {
             Op::N => run(&mut []),
-            Op::T => PANEL.with_borrow_mut(|panel| {
-                let len = n.div_ceil(NR) * KC * NR;
+            Op::T => E::with_panel(|panel| {
+                let len = n.div_ceil(E::NR) * KC * E::NR;
                 if panel.len() < len {
-                    panel.resize(len, 0.0);
+                    panel.resize(len, E::default());
                 }
                 run(panel)
             }),
@@ -240,20 +418,21 @@ mod avx512 {
 
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
-    unsafe fn blocks<const AT: bool>(
+    unsafe fn blocks<E: Lanes + Default, const AT: bool>(
         m: usize,
         k: usize,
         n: usize,
-        a: *const f32,
+        a: *const E,
         op_b: Op,
-        b: *const f32,
-        c: *mut f32,
+        b: *const E,
+        c: *mut E,
         accumulate: bool,
-        panel: &mut [f32],
+        panel: &mut [E],
     ) {
+        let (nr, lanes) = (E::NR, E::LANES);
         // op(a)[i, p] at a + i·rs + p·cs.
         let cs = if AT { m } else { 1 };
-        let panels = n.div_ceil(NR);
+        let panels = n.div_ceil(nr);
         // Depth blocks outermost (each result tile is added to once per block), then chunks of
         // rows whose block of op(a) stays in L2 while every column panel passes over it.
         let mut p0 = 0;
@@ -261,7 +440,7 @@ mod avx512 {
             let kc = KC.min(k - p0);
             if op_b == Op::T {
                 for jp in 0..panels {
-                    let j0 = jp * NR;
+                    let j0 = jp * nr;
                     // SAFETY: columns j0..j0+w of op(b), depths p0..p0+kc, are in bounds; the
                     // panel buffer holds `panels` panels of KC·NR values.
                     unsafe {
@@ -270,8 +449,8 @@ mod avx512 {
                             k,
                             b.add(p0),
                             j0,
-                            NR.min(n - j0),
-                            &mut panel[jp * KC * NR..(jp + 1) * KC * NR],
+                            nr.min(n - j0),
+                            &mut panel[jp * KC * nr..(jp + 1) * KC * nr],
                         )
                     };
                 }
@@ -284,14 +463,14 @@ mod avx512 {
             while c0 < m {
                 let c1 = (c0 + MC).min(m);
                 for jp in 0..panels {
-                    let j0 = jp * NR;
-                    let w = NR.min(n - j0);
-                    // Where row p0 + q of the 32-column slice starts, q < kc: b itself when
+                    let j0 = jp * nr;
+                    let w = nr.min(n - j0);
+                    // Where row p0 + q of the tile's column slice starts, q < kc: b itself when
                     // stored untransposed (rows read in place), else its packed panel.
                     let (bp, ldp) = match op_b {
                         // SAFETY: row p0 < k, column j0 < n of b.
                         Op::N => (unsafe { b.add(p0 * n + j0) }, n),
-                        Op::T => (panel[jp * KC * NR..].as_ptr(), NR),
+                        Op::T => (panel[jp * KC * nr..].as_ptr(), nr),
                     };
                     let mut i0 = c0;
                     while i0 < c1 {
@@ -300,15 +479,15 @@ mod avx512 {
                         // SAFETY: rows i0..i0+rows of op(a) and c, depths p0..p0+kc, columns
                         // j0..j0+w of c.
                         unsafe {
-                            match (w > 16, rows) {
-                                (true, 9..) => tile::<AT, MR, 2>(t, ap, bp, ldp, c),
-                                (true, 5..) => tile::<AT, 8, 2>(t, ap, bp, ldp, c),
-                                (true, 3..) => tile::<AT, 4, 2>(t, ap, bp, ldp, c),
-                                (true, _) => tile::<AT, 2, 2>(t, ap, bp, ldp, c),
-                                (false, 9..) => tile::<AT, MR, 1>(t, ap, bp, ldp, c),
-                                (false, 5..) => tile::<AT, 8, 1>(t, ap, bp, ldp, c),
-                                (false, 3..) => tile::<AT, 4, 1>(t, ap, bp, ldp, c),
-                                (false, _) => tile::<AT, 2, 1>(t, ap, bp, ldp, c),
+                            match (w > lanes, rows) {
+                                (true, 9..) => tile::<E, AT, MR, 2>(t, ap, bp, ldp, c),
+                                (true, 5..) => tile::<E, AT, 8, 2>(t, ap, bp, ldp, c),
+                                (true, 3..) => tile::<E, AT, 4, 2>(t, ap, bp, ldp, c),
+                                (true, _) => tile::<E, AT, 2, 2>(t, ap, bp, ldp, c),
+                                (false, 9..) => tile::<E, AT, MR, 1>(t, ap, bp, ldp, c),
+                                (false, 5..) => tile::<E, AT, 8, 1>(t, ap, bp, ldp, c),
+                                (false, 3..) => tile::<E, AT, 4, 1>(t, ap, bp, ldp, c),
+                                (false, _) => tile::<E, AT, 2, 1>(t, ap, bp, ldp, c),
                             }
                         }
                         i0 += MR;
@@ -320,32 +499,33 @@ mod avx512 {
         }
     }
 
-    /// panel[q·NR + jj] = b[(j0 + jj)·ld + q] for q < depth and jj < w, zero for jj ≥ w: 16×16
-    /// blocks transposed in registers, the edges element by element.
+    /// panel[q·NR + jj] = b[(j0 + jj)·ld + q] for q < depth and jj < w, zero for jj ≥ w:
+    /// LANES×LANES blocks transposed in registers, the edges element by element.
     #[target_feature(enable = "avx512f")]
-    unsafe fn pack_transposed(
+    unsafe fn pack_transposed<E: Lanes + Default>(
         depth: usize,
         ld: usize,
-        b: *const f32,
+        b: *const E,
         j0: usize,
         w: usize,
-        panel: &mut [f32],
+        panel: &mut [E],
     ) {
-        let panel = &mut panel[..depth * NR];
-        if w < NR {
-            panel.fill(0.0);
+        let (nr, l) = (E::NR, E::LANES);
+        let panel = &mut panel[..depth * nr];
+        if w < nr {
+            panel.fill(E::default());
         }
-        let (w16, d16) = (w / 16 * 16, depth / 16 * 16);
-        for jb in (0..w16).step_by(16) {
-            for qb in (0..d16).step_by(16) {
-                // SAFETY: rows j0+jb.. j0+jb+16 of the stored b, values qb..qb+16; panel rows
-                // qb..qb+16, columns jb..jb+16.
+        let (wl, dl) = (w / l * l, depth / l * l);
+        for jb in (0..wl).step_by(l) {
+            for qb in (0..dl).step_by(l) {
+                // SAFETY: rows j0+jb.. j0+jb+LANES of the stored b, values qb..qb+LANES; panel
+                // rows qb..qb+LANES, columns jb..jb+LANES.
                 unsafe {
-                    transpose16(
+                    E::transpose(
                         b.add((j0 + jb) * ld + qb),
                         ld,
-                        panel.as_mut_ptr().add(qb * NR + jb),
-                        NR,
+                        panel.as_mut_ptr().add(qb * nr + jb),
+                        nr,
                     )
                 };
             }
@@ -353,62 +533,15 @@ mod avx512 {
         for jj in 0..w {
             // SAFETY: row j0 + jj of the stored b has depth values from here.
             let src = unsafe { std::slice::from_raw_parts(b.add((j0 + jj) * ld), depth) };
-            let from = if jj < w16 { d16 } else { 0 };
+            let from = if jj < wl { dl } else { 0 };
             for (q, v) in src.iter().enumerate().skip(from) {
-                panel[q * NR + jj] = *v;
+                panel[q * nr + jj] = *v;
             }
         }
-    }
-
-    /// dst[j·ld_dst + i] = src[i·ld_src + j] for i, j < 16.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn transpose16(src: *const f32, ld_src: usize, dst: *mut f32, ld_dst: usize) {
-        let mut r = [_mm512_setzero_ps(); 16];
-        for (i, x) in r.iter_mut().enumerate() {
-            // SAFETY: row i of the source block.
-            *x = unsafe { _mm512_loadu_ps(src.add(i * ld_src)) };
-        }
-        // Pairs of rows interleaved, then pairs of pairs: u[4g + c] holds, in 128-bit lane L,
-        // column 4L + c of rows 4g..4g+4.
-        let mut t = [_mm512_setzero_ps(); 16];
-        for g in 0..8 {
-            t[2 * g] = _mm512_unpacklo_ps(r[2 * g], r[2 * g + 1]);
-            t[2 * g + 1] = _mm512_unpackhi_ps(r[2 * g], r[2 * g + 1]);
-        }
-        let mut u = [_mm512_setzero_ps(); 16];
-        for g in 0..4 {
-            let pd = |x: __m512| _mm512_castps_pd(x);
-            let (t0, t1, t2, t3) =
-                (pd(t[4 * g]), pd(t[4 * g + 1]), pd(t[4 * g + 2]), pd(t[4 * g + 3]));
-            u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-            u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-            u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-            u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-        }
-        // A 4×4 transpose of 128-bit lanes across u[c], u[4 + c], u[8 + c], u[12 + c].
-        for c in 0..4 {
-            let v0 = _mm512_shuffle_f32x4::<0x44>(u[c], u[4 + c]);
-            let v1 = _mm512_shuffle_f32x4::<0xEE>(u[c], u[4 + c]);
-            let v2 = _mm512_shuffle_f32x4::<0x44>(u[8 + c], u[12 + c]);
-            let v3 = _mm512_shuffle_f32x4::<0xEE>(u[8 + c], u[12 + c]);
-            // SAFETY: rows c, 4 + c, 8 + c, 12 + c of the destination block.
-            unsafe {
-                _mm512_storeu_ps(dst.add(c * ld_dst), _mm512_shuffle_f32x4::<0x88>(v0, v2));
-                _mm512_storeu_ps(dst.add((4 + c) * ld_dst), _mm512_shuffle_f32x4::<0xDD>(v0, v2));
-                _mm512_storeu_ps(dst.add((8 + c) * ld_dst), _mm512_shuffle_f32x4::<0x88>(v1, v3));
-                _mm512_storeu_ps(dst.add((12 + c) * ld_dst), _mm512_shuffle_f32x4::<0xDD>(v1, v3));
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn mask(w: usize) -> __mmask16 {
-        if w >= 16 { 0xffff } else { ((1u32 << w) - 1) as __mmask16 }
     }
 
     /// A tile's place: rows i0..i0+rows (≤ R) of op(a) (`m × k`) and c (`m × n`), columns
-    /// j0..j0+w (≤ 16·NV) of c, `kc` depths; `add`: add to c rather than overwrite it.
+    /// j0..j0+w (≤ LANES·NV) of c, `kc` depths; `add`: add to c rather than overwrite it.
     #[derive(Clone, Copy)]
     struct Tile {
         m: usize,
@@ -423,55 +556,55 @@ mod avx512 {
     }
 
     /// One tile over `kc` depths: `a` points at depth p0 of op(a), `bp` at row p0 of the
-    /// 32-column slice (rows `ldp` apart). Rows past `rows` repeat the last row's reads and are
-    /// not stored.
+    /// tile's column slice (rows `ldp` apart). Rows past `rows` repeat the last row's reads and
+    /// are not stored.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn tile<const AT: bool, const R: usize, const NV: usize>(
+    unsafe fn tile<E: Lanes, const AT: bool, const R: usize, const NV: usize>(
         t: Tile,
-        a: *const f32,
-        bp: *const f32,
+        a: *const E,
+        bp: *const E,
         ldp: usize,
-        c: *mut f32,
+        c: *mut E,
     ) {
         let Tile { m, k, n, i0, rows, kc, j0, w, add } = t;
+        let l = E::LANES;
         // op(a)[i, p] at a + i·rs + p·cs.
         let (rs, cs) = if AT { (1, m) } else { (k, 1) };
         let mut off = [0usize; R];
         for (r, o) in off.iter_mut().enumerate() {
             *o = (i0 + r.min(rows - 1)) * rs;
         }
-        let mut acc = [[_mm512_setzero_ps(); NV]; R];
-        let bm = [mask(w), mask(w.saturating_sub(16))];
+        // SAFETY (every block below): `avx512f` is enabled here; slice row q holds w values
+        // (the loads are masked to them); op(a)[i, p0 + q] is in bounds for i < m; row i0 + r
+        // of c holds columns j0 + LANES·v.. under the store's mask.
+        let mut acc = [[unsafe { E::zero() }; NV]; R];
         for q in 0..kc {
-            // SAFETY: slice row q holds w values (masked); op(a)[i, p0 + q] is in bounds for
-            // i < m.
             unsafe {
                 let br = bp.add(q * ldp);
-                let mut bv = [_mm512_setzero_ps(); NV];
+                let mut bv = [E::zero(); NV];
                 for (v, x) in bv.iter_mut().enumerate() {
-                    *x = _mm512_maskz_loadu_ps(bm[v], br.add(16 * v));
+                    *x = E::load(w.saturating_sub(l * v), br.add(l * v));
                 }
                 let ap = a.add(q * cs);
                 for r in 0..R {
-                    let av = _mm512_set1_ps(*ap.add(off[r]));
+                    let av = E::splat(*ap.add(off[r]));
                     for v in 0..NV {
-                        acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+                        acc[r][v] = E::fma(av, bv[v], acc[r][v]);
                     }
                 }
             }
         }
         for r in 0..rows {
             for v in 0..NV {
-                let mk = mask(w.saturating_sub(16 * v));
-                // SAFETY: row i0 + r of c, columns j0 + 16v.. under the mask.
+                let wv = w.saturating_sub(l * v);
                 unsafe {
-                    let dst = c.add((i0 + r) * n + j0 + 16 * v);
+                    let dst = c.add((i0 + r) * n + j0 + l * v);
                     let mut x = acc[r][v];
                     if add {
-                        x = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, dst), x);
+                        x = E::add(E::load(wv, dst), x);
                     }
-                    _mm512_mask_storeu_ps(dst, mk, x);
+                    E::store(wv, dst, x);
                 }
             }
         }
@@ -495,13 +628,13 @@ mod tests {
     }
 
     /// Every layout, both write modes, and shapes with partial tiles (rows past a multiple of
-    /// 12, columns past 16 and 32, depths past 16) on whichever path this CPU takes: within
-    /// rounding of the f64 definition.
+    /// 12, columns past 8, 16 and 32, depths past 8 and 16) on whichever path this CPU takes,
+    /// in f32 and f64: within rounding of the definition.
     #[test]
-    fn f32_products_match_the_definition_on_every_edge() {
+    fn products_match_the_definition_on_every_edge() {
         for m in [1, 11, 12, 13, 25, 37] {
-            for n in [1, 15, 16, 17, 31, 32, 33, 70] {
-                for k in [1, 5, 16, 17, 40] {
+            for n in [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 70] {
+                for k in [1, 5, 8, 9, 16, 17, 40] {
                     let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
                     let b: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();
                     let c0: Vec<f64> = (0..m * n).map(|i| (i as f64 * 0.05).sin()).collect();
@@ -510,13 +643,21 @@ mod tests {
                         for (tb, ob) in [(false, Op::N), (true, Op::T)] {
                             let want = naive(m, k, n, &a, ta, &b, tb);
                             for acc in [false, true] {
+                                let want = |idx: usize| want[idx] + if acc { c0[idx] } else { 0.0 };
                                 let mut c = f(&c0);
                                 matmul(m, k, n, &f(&a), oa, &f(&b), ob, &mut c, acc);
-                                for (idx, (x, y)) in c.iter().zip(&want).enumerate() {
-                                    let y = if acc { y + c0[idx] } else { *y };
+                                for (idx, x) in c.iter().enumerate() {
                                     assert!(
-                                        (*x as f64 - y).abs() < 1e-5 * (k as f64 + 1.0),
-                                        "{m}x{k}x{n} {oa:?}{ob:?} acc {acc} at {idx}: {x} vs {y}"
+                                        (*x as f64 - want(idx)).abs() < 1e-5 * (k as f64 + 1.0),
+                                        "f32 {m}x{k}x{n} {oa:?}{ob:?} acc {acc} at {idx}: {x}"
+                                    );
+                                }
+                                let mut c = c0.clone();
+                                matmul(m, k, n, &a, oa, &b, ob, &mut c, acc);
+                                for (idx, x) in c.iter().enumerate() {
+                                    assert!(
+                                        (x - want(idx)).abs() < 1e-14 * (k as f64 + 1.0),
+                                        "f64 {m}x{k}x{n} {oa:?}{ob:?} acc {acc} at {idx}: {x}"
                                     );
                                 }
                             }
@@ -527,61 +668,73 @@ mod tests {
         }
     }
 
-    /// With AVX-512, each f32 element is, per block of 256 depths, the fused multiply-adds in
+    /// With AVX-512, each element is, per block of 256 depths, the fused multiply-adds in
     /// increasing `p` from zero, added to `c` (the first block written over `c` when not
-    /// accumulating): exactly, at every edge of the tiles, the 16×16 transposes of the packing,
-    /// the depth blocks and the row chunks.
+    /// accumulating): exactly, in f32 and f64, at every edge of the tiles, the transposes of
+    /// the packing, the depth blocks and the row chunks.
     #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn avx512_products_sum_in_the_documented_order() {
-        if !avx512::available() {
-            eprintln!("skipped: this CPU has no AVX-512");
-            return;
-        }
-        for (m, k, n) in [
-            (2, 40, 70),
-            (3, 17, 33),
-            (12, 1, 2),
-            (13, 16, 17),
-            (25, 33, 48),
-            (37, 40, 70),
-            (24, 256, 33),
-            (13, 600, 40),
-            (300, 270, 40),
-        ] {
-            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
-            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
-            let c0: Vec<f32> = (0..m * n).map(|i| (i as f32 * 0.05).sin()).collect();
-            for (ta, oa) in [(false, Op::N), (true, Op::T)] {
-                for (tb, ob) in [(false, Op::N), (true, Op::T)] {
-                    let at = |i: usize, p: usize| if ta { a[p * m + i] } else { a[i * k + p] };
-                    let bt = |p: usize, j: usize| if tb { b[j * k + p] } else { b[p * n + j] };
-                    for acc in [false, true] {
-                        let mut c = c0.clone();
-                        matmul(m, k, n, &a, oa, &b, ob, &mut c, acc);
-                        for i in 0..m {
-                            for j in 0..n {
-                                let block = |p0: usize| {
-                                    (p0..k.min(p0 + 256))
-                                        .fold(0.0f32, |s, p| at(i, p).mul_add(bt(p, j), s))
-                                };
-                                let first = block(0);
-                                let mut want = if acc { c0[i * n + j] + first } else { first };
-                                for p0 in (256..k).step_by(256) {
-                                    want += block(p0);
+    macro_rules! summation_order_test {
+        ($name:ident, $t:ty) => {
+            #[test]
+            fn $name() {
+                if !avx512::available() {
+                    eprintln!("skipped: this CPU has no AVX-512");
+                    return;
+                }
+                for (m, k, n) in [
+                    (2, 40, 70),
+                    (3, 17, 33),
+                    (12, 1, 2),
+                    (13, 16, 17),
+                    (13, 9, 9),
+                    (25, 33, 48),
+                    (37, 40, 70),
+                    (24, 256, 33),
+                    (13, 600, 40),
+                    (300, 270, 40),
+                ] {
+                    let a: Vec<$t> = (0..m * k).map(|i| (i as $t * 0.37).sin()).collect();
+                    let b: Vec<$t> = (0..k * n).map(|i| (i as $t * 0.11).cos()).collect();
+                    let c0: Vec<$t> = (0..m * n).map(|i| (i as $t * 0.05).sin()).collect();
+                    for (ta, oa) in [(false, Op::N), (true, Op::T)] {
+                        for (tb, ob) in [(false, Op::N), (true, Op::T)] {
+                            let at =
+                                |i: usize, p: usize| if ta { a[p * m + i] } else { a[i * k + p] };
+                            let bt =
+                                |p: usize, j: usize| if tb { b[j * k + p] } else { b[p * n + j] };
+                            for acc in [false, true] {
+                                let mut c = c0.clone();
+                                matmul(m, k, n, &a, oa, &b, ob, &mut c, acc);
+                                for i in 0..m {
+                                    for j in 0..n {
+                                        let block = |p0: usize| {
+                                            (p0..k.min(p0 + 256))
+                                                .fold(0.0, |s: $t, p| at(i, p).mul_add(bt(p, j), s))
+                                        };
+                                        let first = block(0);
+                                        let mut want =
+                                            if acc { c0[i * n + j] + first } else { first };
+                                        for p0 in (256..k).step_by(256) {
+                                            want += block(p0);
+                                        }
+                                        assert_eq!(
+                                            c[i * n + j].to_bits(),
+                                            want.to_bits(),
+                                            "{m}x{k}x{n} {oa:?}{ob:?} acc {acc} ({i}, {j})"
+                                        );
+                                    }
                                 }
-                                assert_eq!(
-                                    c[i * n + j].to_bits(),
-                                    want.to_bits(),
-                                    "{m}x{k}x{n} {oa:?}{ob:?} acc {acc} ({i}, {j})"
-                                );
                             }
                         }
                     }
                 }
             }
-        }
+        };
     }
+    #[cfg(target_arch = "x86_64")]
+    summation_order_test!(avx512_f32_products_sum_in_the_documented_order, f32);
+    #[cfg(target_arch = "x86_64")]
+    summation_order_test!(avx512_f64_products_sum_in_the_documented_order, f64);
 
     #[test]
     fn all_transpose_combinations_match_the_definition() {

@@ -1,6 +1,6 @@
 //! A warm f32 training step allocates nothing: the workspace, the gradient buffers and the
-//! matrix kernel's packing panel are grown once and reused (f64 products go through `gemm`,
-//! which allocates per call: see `kestrel_nn::matmul`). Its own test binary, with a global
+//! matrix kernel's packing panel are grown once and reused (f64 likewise: actdyn's models,
+//! tested in kestrel-actdyn's `alloc` test). Its own test binary, with a global
 //! allocator that counts, and a single test, so no other test allocates meanwhile.
 
 use kestrel_core::Key;
