@@ -276,7 +276,7 @@ fn update_block(
 }
 
 /// Per-thread buffers of the information recursion.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct FisherScratch {
     /// `Φ` of the current point (`C`).
     pub phi: Vec<f64>,
@@ -366,13 +366,34 @@ impl TrajectoryCost for FisherCost<'_> {
     }
 
     fn cost(&self, x: &[f64], horizon: usize, _action_dim: usize, out: &mut [f64]) {
+        let c = self.metric.model.num_centres();
         out.par_iter_mut().zip(x.par_chunks_exact(2 * horizon)).with_min_len(8).for_each_init(
-            || self.metric.scratch(),
+            || {
+                let spare = SPARE.with_borrow_mut(Vec::pop).filter(|s| s.phi.len() == c);
+                Spare(spare.unwrap_or_else(|| self.metric.scratch()))
+            },
             |scr, (o, row)| {
-                self.metric.plan_information(self.belief, row, scr, |_, _, _, _| {});
-                *o = self.metric.objective(self.which, &scr.info, self.accumulated);
+                self.metric.plan_information(self.belief, row, &mut scr.0, |_, _, _, _| {});
+                *o = self.metric.objective(self.which, &scr.0.info, self.accumulated);
             },
         );
+    }
+}
+
+thread_local! {
+    /// Scratch of the planner's finished splits on this thread, for the next ones to reuse
+    /// (a warm planner call allocates nothing).
+    static SPARE: std::cell::RefCell<Vec<FisherScratch>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A split's scratch, handed back to [`SPARE`] when the split ends.
+struct Spare(FisherScratch);
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        let s = std::mem::take(&mut self.0);
+        let _ = SPARE.try_with(|p| p.borrow_mut().push(s));
     }
 }
 

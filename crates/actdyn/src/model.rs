@@ -345,8 +345,16 @@ impl SeqVae {
     /// The values of tensor `name` in PyTorch's layout and row-major order (`None` for an
     /// unknown name).
     pub fn tensor_values(&self, params: &[f64], name: &str) -> Option<Vec<f64>> {
-        let t = self.tensor(name)?;
-        Some((0..t.len()).map(|i| params[t.index(i)]).collect())
+        let mut out = Vec::new();
+        self.tensor_values_into(params, name, &mut out).then_some(out)
+    }
+
+    /// [`SeqVae::tensor_values`] into `out` (cleared first; false for an unknown name).
+    pub fn tensor_values_into(&self, params: &[f64], name: &str, out: &mut Vec<f64>) -> bool {
+        let Some(t) = self.tensor(name) else { return false };
+        out.clear();
+        out.extend((0..t.len()).map(|i| params[t.index(i)]));
+        true
     }
 
     /// Writes tensor `name` from `values` in PyTorch's layout and row-major order (what the
@@ -394,8 +402,16 @@ impl SeqVae {
 
     /// The log-linear decoder's C′ (`N_y × D`, PyTorch layout) and b′.
     pub fn decoder_linear(&self, params: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        let get = |name| self.tensor_values(params, name).expect("a log-linear decoder");
-        (get("decoder.mapping.network.0.weight"), get("decoder.mapping.network.0.bias"))
+        let (mut c, mut b) = (Vec::new(), Vec::new());
+        self.decoder_linear_into(params, &mut c, &mut b);
+        (c, b)
+    }
+
+    /// [`SeqVae::decoder_linear`] into `c` and `b` (their buffers reused).
+    pub fn decoder_linear_into(&self, params: &[f64], c: &mut Vec<f64>, b: &mut Vec<f64>) {
+        let found = self.tensor_values_into(params, "decoder.mapping.network.0.weight", c)
+            && self.tensor_values_into(params, "decoder.mapping.network.0.bias", b);
+        assert!(found, "a log-linear decoder");
     }
 
     /// Process variance v = softplus(ℓ) + 1e-6 (per latent dimension).

@@ -211,6 +211,8 @@ pub struct ActiveRun {
     mu: Vec<f64>,
     var: Vec<f64>,
     phi: Vec<f64>,
+    /// The Fisher metric's parts of the last planning step, refilled in place at the next.
+    fisher: Option<(RbfDynamics, LogLinearDecoder)>,
 }
 
 impl std::fmt::Debug for ActiveRun {
@@ -285,6 +287,7 @@ impl ActiveRun {
             mu: vec![0.0; cfg.train.window * 2],
             var: vec![0.0; cfg.train.window * 2],
             phi: vec![0.0; c],
+            fisher: None,
             model,
             cfg,
         };
@@ -361,13 +364,21 @@ impl ActiveRun {
         }
     }
 
-    /// The current RBF dynamics and log-linear decoder, as the Fisher metric reads them.
-    fn fisher_parts(&self) -> Result<(RbfDynamics, LogLinearDecoder), ActdynError> {
-        let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
-        let w = self.model.rbf_weights(&self.params).expect("RBF").to_vec();
-        let cfg = self.model.config();
-        let dynamics = RbfDynamics::new(grid, w, cfg.dt, cfg.residual)?;
-        let (c, bias) = self.model.decoder_linear(&self.params);
+    /// The current RBF dynamics and log-linear decoder, as the Fisher metric reads them: the
+    /// parts of the last call (`self.fisher`) with the current parameters copied in and checked
+    /// as the constructors check them, or new ones on the first call.
+    fn fisher_parts(&mut self) -> Result<(RbfDynamics, LogLinearDecoder), ActdynError> {
+        let w = self.model.rbf_weights(&self.params).expect("RBF");
+        let Some((mut dynamics, mut decoder)) = self.fisher.take() else {
+            let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
+            let cfg = self.model.config();
+            let dynamics = RbfDynamics::new(grid, w.to_vec(), cfg.dt, cfg.residual)?;
+            let (c, bias) = self.model.decoder_linear(&self.params);
+            return Ok((dynamics, LogLinearDecoder::new(c, bias)?));
+        };
+        dynamics.set_weights(w)?;
+        let (mut c, mut bias) = (std::mem::take(&mut decoder.c), std::mem::take(&mut decoder.b));
+        self.model.decoder_linear_into(&self.params, &mut c, &mut bias);
         Ok((dynamics, LogLinearDecoder::new(c, bias)?))
     }
 
@@ -375,12 +386,15 @@ impl ActiveRun {
     /// on as in a step). `key` is the step's policy key.
     pub fn act(&mut self, key: Key) -> Result<([f64; 2], Option<f64>), ActdynError> {
         let parts = self.fisher_parts_if_planned()?;
-        self.act_with(key, parts.as_ref())
+        let out = self.act_with(key, parts.as_ref());
+        self.fisher = parts;
+        out
     }
 
-    /// The Fisher metric's model parts when the policy plans on a Fisher metric.
+    /// The Fisher metric's model parts when the policy plans on a Fisher metric (hand them
+    /// back to `self.fisher` after use, for the next call to refill).
     fn fisher_parts_if_planned(
-        &self,
+        &mut self,
     ) -> Result<Option<(RbfDynamics, LogLinearDecoder)>, ActdynError> {
         let p = &self.cfg.policy;
         let fisher = matches!(p.metric, Metric::AOptimality | Metric::DOptimality);
@@ -527,6 +541,7 @@ impl ActiveRun {
                 self.acc.update(&metric, b);
             }
         }
+        self.fisher = fisher_parts;
         // Training on the window.
         let tc = self.trainer.config();
         let train = if t > tc.window as u64 && t.is_multiple_of(tc.train_every) {

@@ -188,6 +188,23 @@ impl RbfDynamics {
         Ok(RbfDynamics { grid, weights, dt, residual })
     }
 
+    /// Replaces the weights by `weights` (checked as [`RbfDynamics::new`] checks them; on
+    /// error the old ones stay).
+    pub fn set_weights(&mut self, weights: &[f64]) -> Result<(), ActdynError> {
+        if weights.len() != self.weights.len() {
+            return Err(ActdynError::invalid(
+                "rbf_weights",
+                format!("{} values", weights.len()),
+                format!("C·2 = {} values ([C][2] row-major)", self.weights.len()),
+            ));
+        }
+        if let Some(w) = weights.iter().find(|w| !w.is_finite()) {
+            return Err(ActdynError::invalid("rbf_weights", w, "finite values"));
+        }
+        self.weights.copy_from_slice(weights);
+        Ok(())
+    }
+
     /// Number of centres `C`.
     pub fn num_centres(&self) -> usize {
         self.grid.num_centres()

@@ -263,7 +263,7 @@ impl Trainer {
             }
             OptimizerKind::Adam => {
                 if self.fresh_optimizer {
-                    self.adam = AdamState::new(params.len());
+                    self.adam.reset(params.len());
                 }
                 self.grads.iter_mut().for_each(|g| *g *= coef);
                 Adam::new(self.cfg.lr).step(&mut self.adam, params, &self.grads)?;

@@ -165,4 +165,13 @@ impl<T: Float> AdamState<T> {
     pub fn new(n: usize) -> Self {
         AdamState { m: vec![T::ZERO; n], v: vec![T::ZERO; n], t: 0 }
     }
+
+    /// Back to [`AdamState::new`]`(n)`, reusing the buffers.
+    pub fn reset(&mut self, n: usize) {
+        for x in [&mut self.m, &mut self.v] {
+            x.clear();
+            x.resize(n, T::ZERO);
+        }
+        self.t = 0;
+    }
 }
