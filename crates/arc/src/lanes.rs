@@ -836,6 +836,8 @@ pub struct ArcLanes<const S: usize> {
     num_envs: usize,
     obs_len: usize,
     key: Key,
+    /// Global index of row 0 (a shard's first row), folded into every row's keys.
+    row_offset: u64,
     t: u64,
     autoreset: AutoReset,
     blocks: Vec<Box<Block<S>>>,
@@ -942,6 +944,26 @@ impl<const S: usize> ArcLanes<S> {
         num_envs: usize,
         seed: u64,
     ) -> Result<Self, ArcError> {
+        Self::shard(env, params, num_envs, seed, 0)
+    }
+
+    /// Rows `row_offset..row_offset + num_envs` of a batch seeded `seed`: their keys, and so
+    /// their states and results, are those rows' of the whole batch (as
+    /// [`VecEnv::shard`](kestrel_core::VecEnv::shard)), however the batch is split.
+    pub fn shard(
+        env: ArcEnv<S>,
+        params: ArcParams,
+        num_envs: usize,
+        seed: u64,
+        row_offset: u64,
+    ) -> Result<Self, ArcError> {
+        if row_offset.checked_add(num_envs as u64).is_none() {
+            return Err(ArcError::invalid(
+                "row_offset",
+                row_offset,
+                "row_offset + num_envs < 2^64",
+            ));
+        }
         if S > MAX_LANE_SIDE {
             return Err(ArcError::invalid("canvas size", S, "at most 10 for the lane kernel"));
         }
@@ -970,6 +992,7 @@ impl<const S: usize> ArcLanes<S> {
             num_envs,
             obs_len,
             key: Key::new(seed),
+            row_offset,
             t: 0,
             autoreset: AutoReset::SameStep,
             blocks: (0..nb).map(|_| Block::new()).collect(),
@@ -998,7 +1021,7 @@ impl<const S: usize> ArcLanes<S> {
                 &self.env,
                 &self.params,
                 self.starts.as_ref(),
-                k0.fold_in(i as u64),
+                k0.fold_in(self.row_offset + i as u64),
                 &mut self.blocks[i / L],
                 i % L,
                 &mut self.obs[i * per..(i + 1) * per],
@@ -1009,6 +1032,36 @@ impl<const S: usize> ArcLanes<S> {
         self.truncated.fill(false);
         self.episode_steps.fill(0);
         self.needs_reset.fill(false);
+    }
+
+    /// Resets the rows where `mask` is true, with the keys of
+    /// [`VecEnv::reset_rows`](kestrel_core::VecEnv::reset_rows); fails, changing nothing, on a
+    /// mask of the wrong length.
+    pub fn reset_rows(&mut self, mask: &[bool]) -> Result<(), ArcError> {
+        if mask.len() != self.num_envs {
+            return Err(ArcError::invalid(
+                "reset mask",
+                format!("{} values", mask.len()),
+                format!("{} (one per env)", self.num_envs),
+            ));
+        }
+        let k = self.key.fold_in(self.t);
+        let per = self.obs_len;
+        for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+            reset_lane(
+                &self.env,
+                &self.params,
+                self.starts.as_ref(),
+                k.fold_in(self.row_offset + i as u64).fold_in(KEY_RESET),
+                &mut self.blocks[i / L],
+                i % L,
+                &mut self.obs[i * per..(i + 1) * per],
+            );
+            self.episode_steps[i] = 0;
+            self.needs_reset[i] = false;
+            (self.terminated[i], self.truncated[i], self.rewards[i]) = (false, false, 0.0);
+        }
+        Ok(())
     }
 
     fn set_lane(&mut self, i: usize, s: &ArcState<S>) {
@@ -1079,7 +1132,7 @@ impl<const S: usize> ArcLanes<S> {
         let prev_key = self.key.fold_in(self.t - 1);
         let per = self.obs_len;
         let limit = self.spec.max_episode_steps;
-        let n = self.num_envs;
+        let (n, off) = (self.num_envs, self.row_offset);
         let (env, params, table, mode) = (&self.env, &self.params, &self.table, self.autoreset);
         let starts = self.starts.as_ref();
         let full = params.layout == Layout::Full;
@@ -1097,7 +1150,7 @@ impl<const S: usize> ArcLanes<S> {
                 Actions::Policy(p) => {
                     for l in 0..valid {
                         let row = first + l;
-                        let key = step_key.fold_in(row as u64).fold_in(KEY_POLICY);
+                        let key = step_key.fold_in(off + row as u64).fold_in(KEY_POLICY);
                         let mut a = [ArcAction::<S>::default()];
                         if !nr[l] {
                             p(row, key, &ob[l * per..(l + 1) * per], &mut a);
@@ -1106,7 +1159,8 @@ impl<const S: usize> ArcLanes<S> {
                     }
                 }
                 Actions::Random(kind) => {
-                    dispatch(Sample { b: &mut *b, step_key, first_row: first as u64, kind: *kind })
+                    let first_row = off + first as u64;
+                    dispatch(Sample { b: &mut *b, step_key, first_row, kind: *kind })
                 }
             }
             dispatch(JaxStep {
@@ -1141,7 +1195,7 @@ impl<const S: usize> ArcLanes<S> {
                 let obs = &mut ob[l * per..(l + 1) * per];
                 if nr[l] {
                     // Next-step auto-reset: this step only starts the new episode.
-                    let key = prev_key.fold_in(row as u64).fold_in(KEY_RESET);
+                    let key = prev_key.fold_in(off + row as u64).fold_in(KEY_RESET);
                     reset_lane(env, params, starts, key, b, l, obs);
                     nr[l] = false;
                     continue;
@@ -1149,7 +1203,7 @@ impl<const S: usize> ArcLanes<S> {
                 fo[l * per..(l + 1) * per].copy_from_slice(obs);
                 match mode {
                     AutoReset::SameStep => {
-                        let key = step_key.fold_in(row as u64).fold_in(KEY_RESET);
+                        let key = step_key.fold_in(off + row as u64).fold_in(KEY_RESET);
                         reset_lane(env, params, starts, key, b, l, obs);
                         sc[l] = 0;
                     }

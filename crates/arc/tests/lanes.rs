@@ -2,7 +2,8 @@
 //! (`VecEnv<ArcEnv>`): same actions, same states, observations, rewards and flags, bit for
 //! bit, for every op (ids clipped from outside 0–34 too), every JaxARC bug switch, every
 //! selection form (plus empty, single-cell and full selections), both splits, both layouts,
-//! all three auto-reset modes, canvases 3, 5, 7 and 10, and 1 or 2 threads.
+//! all three auto-reset modes, canvases 3, 5, 7 and 10, 1 or 2 threads, shards of a batch and
+//! row resets.
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
@@ -263,6 +264,62 @@ fn given_actions_and_set_state() {
     bad.task = 10_000;
     assert!(lanes.set_state(0, &bad).unwrap_err().to_string().contains("state.task"));
     assert!(lanes.set_state(n, &s).unwrap_err().to_string().contains("row"));
+}
+
+/// A shard (rows 70..140 of a batch of 200) keys its rows by their place in the batch, as the
+/// per-env kernel's shard does: the same results as the per-env shard and as those rows of the
+/// whole batch, through steps (policy-chosen and lane-drawn actions), auto-resets of every mode
+/// and `reset_rows`.
+#[test]
+fn shards_and_row_resets() {
+    let env = generated::<5>();
+    let p = params(0, Split::Train, 12);
+    let per = env.spec(&p).obs_len();
+    for mode in [AutoReset::SameStep, AutoReset::NextStep, AutoReset::Disabled] {
+        let mut rows = VecEnv::shard(env.clone(), p.clone(), 70, 9, 70).unwrap();
+        let mut lanes = ArcLanes::shard(env.clone(), p.clone(), 70, 9, 70).unwrap();
+        let mut whole = ArcLanes::new(env.clone(), p.clone(), 200, 9).unwrap();
+        rows.set_autoreset(mode);
+        lanes.set_autoreset(mode);
+        whole.set_autoreset(mode);
+        check(&rows, &lanes, "reset");
+        for t in 0..40 {
+            if t % 2 == 0 {
+                rows.step_with(mixed::<5>);
+                lanes.step_with(mixed::<5>);
+                whole.step_with(mixed::<5>);
+            } else {
+                rows.step_with(|_, key, _, a| {
+                    a[0] = sample_action::<5>(&mut key.rng(), SelKind::BBox)
+                });
+                lanes.step_random(SelKind::BBox);
+                whole.step_random(SelKind::BBox);
+            }
+            if t % 7 == 3 {
+                let mask: Vec<bool> = (0..70).map(|i| i % 3 == t % 3).collect();
+                let mut big = vec![false; 200];
+                big[70..140].copy_from_slice(&mask);
+                rows.reset_rows(&mask).unwrap();
+                lanes.reset_rows(&mask).unwrap();
+                whole.reset_rows(&big).unwrap();
+            }
+            let at = format!("{mode:?} step {t}");
+            check(&rows, &lanes, &at);
+            assert_eq!(&whole.obs()[70 * per..140 * per], lanes.obs(), "whole batch at {at}");
+            assert_eq!(&whole.episode_steps()[70..140], lanes.episode_steps(), "{at}");
+            for i in 0..70 {
+                assert_eq!(whole.state(70 + i), lanes.state(i), "row {i} at {at}");
+            }
+        }
+    }
+    let err = lanes_err(ArcLanes::new(env.clone(), p.clone(), 4, 0).unwrap().reset_rows(&[true]));
+    assert!(err.contains("reset mask") && err.contains("1 values"), "{err}");
+    let err = lanes_err(ArcLanes::shard(env, p, 4, 0, u64::MAX - 1).map(|_| ()));
+    assert!(err.contains("row_offset"), "{err}");
+}
+
+fn lanes_err(r: Result<(), kestrel_arc::ArcError>) -> String {
+    r.err().expect("an error").to_string()
 }
 
 #[test]
