@@ -5,7 +5,8 @@
 use crate::errors::{Kw, value_error};
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, Layout, LoadOptions, Mode, Selection, Split, TaskBank,
+    ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, Layout, LoadOptions, MAX_LANE_SIDE, Mode,
+    Selection, Split, TaskBank,
 };
 use kestrel_core::{AutoReset, Env, Key, Space, Spec, VecEnv};
 use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
@@ -22,8 +23,9 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// ARC's canvas side in the bindings (ARC-AGI's 30).
-const ARC_S: usize = 30;
+/// The ARC canvas sides compiled into the bindings (the `canvas` keyword): ARC-AGI's 30,
+/// and 5 and 10, where `jaxarc` mode runs on the structure-of-arrays kernel ([`ArcLanes`]).
+const ARC_CANVASES: [usize; 3] = [5, 10, 30];
 
 /// Every env id with a one-line description: the one name table of the bindings.
 pub(crate) fn env_ids() -> Vec<(String, String)> {
@@ -46,8 +48,14 @@ pub(crate) fn env_ids() -> Vec<(String, String)> {
         "TreasureHunt-v0".into(),
         "sorrel's treasure hunt, one row per agent (PufferLib style)".into(),
     ));
-    v.push(("ARC-v0".into(), "ARC in ARCLE O2ARCv2Env 0.2.6 semantics (30x30 canvas)".into()));
-    v.push(("ARC-jaxarc-v0".into(), "ARC in JaxARC 1.0.3 semantics (30x30 canvas)".into()));
+    v.push((
+        "ARC-v0".into(),
+        "ARC in ARCLE O2ARCv2Env 0.2.6 semantics (canvas = 30, 10 or 5)".into(),
+    ));
+    v.push((
+        "ARC-jaxarc-v0".into(),
+        "ARC in JaxARC 1.0.3 semantics (canvas = 30, or 10 or 5 on the lane kernel)".into(),
+    ));
     v.push((
         "VectorField-v0".into(),
         "actdyn's latent vector-field systems with an observation model".into(),
@@ -160,13 +168,13 @@ impl Codec for [f64; 2] {
     }
 }
 
-impl Codec for ArcAction<ARC_S> {
+impl<const S: usize> Codec for ArcAction<S> {
     fn fill(input: &Actions<'_>, _space: &Space, out: &mut [Self]) -> Result<(), String> {
         let Actions::Arc { ops, sel } = input else {
             return Err("actions: ARC takes a dict {operation, selection}".into());
         };
         let n = out.len();
-        let cells = ARC_S * ARC_S;
+        let cells = S * S;
         if ops.len() != n {
             return Err(format!(
                 "actions['operation']: expected shape ({n},), got ({},)",
@@ -175,7 +183,7 @@ impl Codec for ArcAction<ARC_S> {
         }
         if sel.len() != n * cells {
             return Err(format!(
-                "actions['selection']: expected shape ({n}, {ARC_S}, {ARC_S}), got {} values",
+                "actions['selection']: expected shape ({n}, {S}, {S}), got {} values",
                 sel.len()
             ));
         }
@@ -195,7 +203,7 @@ impl Codec for ArcAction<ARC_S> {
             .map(|((o, &op), m)| {
                 let mut bad = 0u64;
                 let mask = std::array::from_fn(|r| {
-                    let (bits, b) = pack_row(&m[r * ARC_S..(r + 1) * ARC_S]);
+                    let (bits, b) = pack_row(&m[r * S..(r + 1) * S]);
                     bad |= b;
                     bits
                 });
@@ -207,8 +215,8 @@ impl Codec for ArcAction<ARC_S> {
             return Err(format!(
                 "actions['selection'][{}][{}][{}]: byte value {}, not 0 or 1",
                 i / cells,
-                (i % cells) / ARC_S,
-                i % ARC_S,
+                (i % cells) / S,
+                i % S,
                 sel[i]
             ));
         }
@@ -303,7 +311,7 @@ impl StateIo for ControlState {
 }
 impl StateIo for u32 {}
 impl StateIo for kestrel_envs::TreasureState {}
-impl StateIo for kestrel_arc::ArcState<ARC_S> {}
+impl<const S: usize> StateIo for kestrel_arc::ArcState<S> {}
 impl StateIo for kestrel_envs::VectorFieldState {
     fn to_flat(&self) -> Vec<f64> {
         self.z.to_vec()
@@ -412,6 +420,66 @@ where
     Ok(Box::new(Holder { v, acts }))
 }
 
+/// `jaxarc` ARC on a canvas of at most 10×10 through the structure-of-arrays kernel: the
+/// same keys and results as [`Holder`] over `VecEnv<ArcEnv<S>>` (kestrel-arc's lane tests).
+struct Lanes<const S: usize> {
+    v: ArcLanes<S>,
+    acts: Vec<ArcAction<S>>,
+}
+
+impl<const S: usize> DynVec for Lanes<S> {
+    fn spec(&self) -> &Spec {
+        self.v.spec()
+    }
+    fn num_envs(&self) -> usize {
+        self.v.num_envs()
+    }
+    fn obs_dtype(&self) -> &'static str {
+        i8::DTYPE
+    }
+    fn reset(&mut self, seed: u64) {
+        self.v.reset(seed);
+    }
+    fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String> {
+        self.v.reset_rows(mask).map_err(|e| e.to_string())
+    }
+    fn set_autoreset(&mut self, m: AutoReset) {
+        self.v.set_autoreset(m);
+    }
+    fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
+        ArcAction::<S>::fill(a, &self.v.spec().action_space, &mut self.acts)
+    }
+    fn step(&mut self) {
+        // `acts` has num_envs entries by construction, so this cannot fail.
+        let _ = self.v.step(&self.acts);
+    }
+    fn obs(&self) -> Obs<'_> {
+        Obs::I8(self.v.obs())
+    }
+    fn final_obs(&self) -> Obs<'_> {
+        Obs::I8(self.v.final_obs())
+    }
+    fn rewards(&self) -> &[f32] {
+        self.v.rewards()
+    }
+    fn terminated(&self) -> &[bool] {
+        self.v.terminated()
+    }
+    fn truncated(&self) -> &[bool] {
+        self.v.truncated()
+    }
+    fn episode_steps(&self) -> &[u32] {
+        self.v.episode_steps()
+    }
+    fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String> {
+        let s = kestrel_arc::ArcState::<S>::from_flat(state)?;
+        self.v.set_state(row, &s).map_err(|e| e.to_string())
+    }
+    fn state(&self, row: usize) -> Vec<f64> {
+        if row < self.v.num_envs() { self.v.state(row).to_flat() } else { Vec::new() }
+    }
+}
+
 fn control<D>(system: D, kw: &mut Kw, n: usize, seed: u64, off: u64) -> PyResult<Box<dyn DynVec>>
 where
     D: kestrel_envs::Dynamics + Clone + std::fmt::Debug + 'static,
@@ -455,18 +523,56 @@ fn arc(mode: Mode, kw: &mut Kw, n: usize, seed: u64, off: u64) -> PyResult<Box<d
     let (mut per_family, mut gen_seed) = (8usize, 0u64);
     kw.usize("tasks_per_family", &mut per_family)?;
     kw.u64("gen_seed", &mut gen_seed)?;
+    let mut bugs = String::from("none");
+    kw.string("bugs", &mut bugs)?;
+    p.bugs = match bugs.as_str() {
+        "none" => JaxBugs::default(),
+        "all" if mode == Mode::Jaxarc => JaxBugs::all(),
+        "all" => return Err(kw.bad("bugs", "\"all\"", "\"none\" in o2arc mode (JaxARC's bugs)")),
+        other => {
+            let want = "\"none\" (fixed) or \"all\" (JaxARC 1.0.3's, bit-compatible)";
+            return Err(kw.bad("bugs", format!("{other:?}"), want));
+        }
+    };
+    let mut canvas = 30usize;
+    kw.usize("canvas", &mut canvas)?;
+    if !ARC_CANVASES.contains(&canvas) {
+        return Err(kw.bad("canvas", canvas, "5, 10 or 30 (the canvas sides compiled in)"));
+    }
     kw.finish()?;
-    let mut bank = if data.is_empty() {
-        generate_bank(&Family::ALL, per_family, gen_seed, &GenConfig::default())
-            .map_err(value_error)?
+    let bank = if data.is_empty() {
+        // Generated grids up to the canvas (the generator's default is up to 30×30).
+        let cfg =
+            GenConfig { max_side: canvas.min(GenConfig::default().max_side), ..Default::default() };
+        generate_bank(&Family::ALL, per_family, gen_seed, &cfg).map_err(value_error)?
     } else {
         let (b, _) = TaskBank::load(std::path::Path::new(&data), LoadOptions { strict: false })
             .map_err(value_error)?;
         b
     };
-    bank.retain_fitting(ARC_S);
-    let env = ArcEnv::<ARC_S>::new(Arc::new(bank)).map_err(value_error)?;
+    match canvas {
+        5 => arc_on::<5>(bank, p, n, seed, off),
+        10 => arc_on::<10>(bank, p, n, seed, off),
+        _ => arc_on::<30>(bank, p, n, seed, off),
+    }
+}
+
+/// ARC on an `S × S` canvas (tasks that do not fit dropped from `bank`): `jaxarc` mode on the
+/// lane kernel where `S ≤ 10`, else one env per row.
+fn arc_on<const S: usize>(
+    mut bank: TaskBank,
+    p: ArcParams,
+    n: usize,
+    seed: u64,
+    off: u64,
+) -> PyResult<Box<dyn DynVec>> {
+    bank.retain_fitting(S);
+    let env = ArcEnv::<S>::new(Arc::new(bank)).map_err(value_error)?;
     env.validate(&p).map_err(value_error)?;
+    if p.mode == Mode::Jaxarc && S <= MAX_LANE_SIDE {
+        let v = ArcLanes::shard(env, p, n, seed, off).map_err(value_error)?;
+        return Ok(Box::new(Lanes { v, acts: vec![ArcAction::default(); n] }));
+    }
     holder(env, p, n, seed, off)
 }
 

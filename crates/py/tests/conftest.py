@@ -8,6 +8,9 @@ import kestrel
 SINGLE = [(i, {}) for i in kestrel.list_envs() if i not in ("TreasureHunt-v0", "ARC-v0", "ARC-jaxarc-v0")]
 SINGLE += [("TreasureHunt-v0", {"num_agents": 1})]
 SINGLE += [(a, {"layout": l, "tasks_per_family": 2}) for a in ("ARC-v0", "ARC-jaxarc-v0") for l in ("compact", "full")]
+# Small canvases: jaxarc on the lane kernel (both layouts at 5x5, compact at 10x10), o2arc per env.
+SINGLE += [("ARC-jaxarc-v0", {"canvas": c, "layout": l, "tasks_per_family": 2}) for c, l in ((5, "compact"), (5, "full"), (10, "compact"))]
+SINGLE += [("ARC-v0", {"canvas": 5, "tasks_per_family": 2})]
 
 
 def ids(cases):

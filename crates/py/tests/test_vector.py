@@ -349,3 +349,71 @@ def test_arc_selection_values_and_operation_names():
     with pytest.raises(ValueError, match="0 or 1"):
         v.step({"operation": np.zeros(2, np.int64), "selection": sel64})
     v.step({"operation": np.full(2, 34), "selection": np.ones((2, 30, 30), bool)})
+
+
+@pytest.mark.parametrize("canvas", [5, 10])
+def test_small_arc_canvases_on_the_lane_kernel_keep_rows_shards_and_threads(canvas):
+    n, lo, hi = 200, 70, 140
+    kw = dict(canvas=canvas, tasks_per_family=2, max_episode_steps=9)
+    whole = kestrel.make_vec("ARC-jaxarc-v0", n, **kw)
+    assert whole.single_observation_space["grid"].shape == (canvas, canvas)
+    space = whole.action_space
+    space.seed(5)
+    acts = [space.sample() for _ in range(30)]
+    part = lambda t: {k: v[lo:hi] for k, v in acts[t].items()}
+    for mode in MODES:
+        w = kestrel.make_vec("ARC-jaxarc-v0", n, autoreset_mode=mode, **kw)
+        s = kestrel.make_vec("ARC-jaxarc-v0", hi - lo, autoreset_mode=mode, row_offset=lo, **kw)
+        ow, _ = w.reset(seed=3)
+        os_, _ = s.reset(seed=3)
+        np.testing.assert_array_equal(ow["grid"][lo:hi], os_["grid"])
+        for t in range(30):
+            a = w.step(acts[t])
+            b = s.step(part(t))
+            np.testing.assert_array_equal(a[0]["grid"][lo:hi], b[0]["grid"], err_msg=f"{mode} {t}")
+            for x, y in zip(a[1:4], b[1:4]):
+                np.testing.assert_array_equal(x[lo:hi], y, err_msg=f"{mode} {t}")
+            ended = a[2] | a[3]
+            if mode == AutoresetMode.DISABLED and ended[lo:hi].any():
+                ow, _ = w.reset(options={"reset_mask": ended})
+                os_, _ = s.reset(options={"reset_mask": ended[lo:hi]})
+                np.testing.assert_array_equal(ow["grid"][lo:hi], os_["grid"], err_msg=f"reset {t}")
+            elif mode == AutoresetMode.DISABLED and ended.any():
+                w.reset(options={"reset_mask": ended})
+    outs = []
+    for threads in (1, 2):
+        v = kestrel.make_vec("ARC-jaxarc-v0", 96, num_threads=threads, **kw)
+        v.reset(seed=9)
+        h = hashlib.sha256()
+        for t in range(15):
+            o, r, te, tr, _ = v.step({k: x[:96] for k, x in acts[t].items()})
+            for x in [o["grid"], r, te, tr]:
+                h.update(np.ascontiguousarray(x).tobytes())
+        outs.append(h.hexdigest())
+    assert outs[0] == outs[1]
+
+
+def test_arc_canvas_must_be_compiled_in_and_bugs_named():
+    for bad in (0, 7, 31):
+        with pytest.raises(ValueError, match=r"canvas = %d: expected 5, 10 or 30" % bad):
+            kestrel.make_vec("ARC-jaxarc-v0", 2, canvas=bad, tasks_per_family=1)
+    with pytest.raises(ValueError, match=r'bugs = "some": expected "none" \(fixed\) or "all"'):
+        kestrel.make_vec("ARC-jaxarc-v0", 2, bugs="some", tasks_per_family=1)
+    with pytest.raises(ValueError, match=r'bugs = "all": expected "none" in o2arc mode'):
+        kestrel.make_vec("ARC-v0", 2, bugs="all", tasks_per_family=1)
+    # JaxARC's bugs change what ops do (moves inverted, rotation about the canvas centre, ...):
+    # the same actions from the same start give other grids with them on.
+    grids = {}
+    for bugs in ("none", "all"):
+        for canvas in (5, 30):
+            v = kestrel.make_vec("ARC-jaxarc-v0", 64, canvas=canvas, bugs=bugs, tasks_per_family=2)
+            v.reset(seed=1)
+            v.action_space.seed(2)
+            grids[bugs, canvas] = [v.step(v.action_space.sample())[0]["grid"].copy() for _ in range(10)]
+    for canvas in (5, 30):
+        assert any((a != b).any() for a, b in zip(grids["none", canvas], grids["all", canvas])), canvas
+    sel = np.zeros((2, 30, 30), np.int8)
+    v = kestrel.make_vec("ARC-jaxarc-v0", 2, canvas=5, tasks_per_family=1)
+    v.reset(seed=0)
+    with pytest.raises(ValueError, match=r"selection'\]: expected shape \(2, 5, 5\)"):
+        v.step({"operation": np.zeros(2, np.int64), "selection": sel})

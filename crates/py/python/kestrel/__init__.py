@@ -30,7 +30,9 @@ def arc_operations(mode: str = "o2arc") -> list[str]:
 
     ARC observations: `layout="compact"` (default) is the working grid and its size only;
     `layout="full"` adds ARCLE's keys (input, selection, clipboard, object state, trials) and
-    `demo_pairs` demonstration pairs, which an agent needs to infer the task."""
+    `demo_pairs` demonstration pairs, which an agent needs to infer the task. `canvas` (30,
+    10 or 5) is the canvas side; `ARC-jaxarc-v0` at 10 or 5 runs on the lane kernel.
+    `bugs="all"` (jaxarc) switches on JaxARC 1.0.3's bugs; the default "none" fixes them."""
     return list(_kestrel.arc_operations(mode))
 
 

@@ -8,8 +8,6 @@ from collections import OrderedDict
 import numpy as np
 from gymnasium import spaces
 
-ARC_SIDE = 30
-
 # Gymnasium's own bounds for the two bit-exact classic-control envs.
 _F32_MAX = np.finfo(np.float32).max
 _EXACT = {
@@ -55,12 +53,12 @@ def env_spaces(spec):
         return exact
     obs = to_space(spec["obs"], spec["obs_dtype"])
     act = spec["action"]
-    if act[0] == "dict":  # ARC: ARCLE's {operation, selection}
+    if act[0] == "dict":  # ARC: ARCLE's {operation, selection}, the selection canvas-sized
         parts = dict(act[1])
         action = spaces.Dict(
             OrderedDict(
                 operation=spaces.Discrete(int(parts["operation"][1])),
-                selection=spaces.MultiBinary([ARC_SIDE, ARC_SIDE]),
+                selection=spaces.MultiBinary([int(x) for x in parts["selection"][3]]),
             )
         )
     else:
@@ -118,9 +116,10 @@ def action_kwargs(action_space, actions, rows):
             )
         if op.shape != (rows,):
             raise ValueError(f"actions['operation']: expected shape ({rows},), got {op.shape}")
-        if sel.shape != (rows, ARC_SIDE, ARC_SIDE):
+        side = action_space["selection"].shape
+        if sel.shape != (rows, *side):
             raise ValueError(
-                f"actions['selection']: expected shape ({rows}, {ARC_SIDE}, {ARC_SIDE}), got {sel.shape}"
+                f"actions['selection']: expected shape {(rows, *side)}, got {sel.shape}"
             )
         if sel.dtype.itemsize == 1:
             # bool / int8 / uint8: viewed as bytes without a copy; Rust checks each is 0 or 1.
