@@ -150,6 +150,13 @@ JAXARC_CODE = textwrap.dedent('''
 ''')
 
 
+def mini_task():
+    """The path of JaxARC's paper task, read from ARCLE's bundled Mini-ARC."""
+    return subprocess.run([venv_python("arcle"), "-c", "import arcle, os; print(os.path.join(os.path.dirname(arcle.__file__), "
+                           "'arcs/Mini-ARC/data/MiniARC/Most_Common_color_l6ab0lf3xztbyxsu3p.json'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
 def kestrel(args):
     exe = os.path.join(ROOT, "target", "release", "kestrel")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
@@ -166,10 +173,7 @@ def main():
     jsteps = 50 if a.quick else 100
     secs = "0.5" if a.quick else "2"
     files = sorted(os.path.join(a.data, f) for f in os.listdir(a.data) if f.endswith(".json"))
-    arcle_py = venv_python("arcle")
-    mini = subprocess.run([arcle_py, "-c", "import arcle, os; print(os.path.join(os.path.dirname(arcle.__file__), "
-                           "'arcs/Mini-ARC/data/MiniARC/Most_Common_color_l6ab0lf3xztbyxsu3p.json'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    mini = mini_task()
     rows = []
 
     def add(workload, peer, peer_sps, kes_sps, note=""):

@@ -13,9 +13,13 @@ Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
   C. ES ask + tell per generation (sphere evaluated in numpy, outside the timing), CMA-ES at
      d = 10 and 100 with the default population: Kestrel from Python vs pycma 4.5.0 and
      evosax 0.3.2 (jit-compiled ask and tell, compile excluded).
+  D. JaxARC's paper setup from Python: one 5x5 Mini-ARC task, jaxarc with JaxARC 1.0.3's bugs,
+     bbox selections, 1024 and 4096 envs: Kestrel from Python (`canvas=5`: the lane kernel;
+     pre-drawn batches of bbox masks; NEXT_STEP autoreset) vs Kestrel's Rust-only lanes (`kestrel arc bench
+     --kernel lanes`, bboxes drawn in the kernel) vs JaxARC jit(vmap(scan)) (arc.py's code).
 
-Usage: python3 tools/compare/py_vec.py [--quick]   (creates tools/venv-pyvec on first use and
-installs the release wheel of ./crates/py into it)
+Usage: python3 tools/compare/py_vec.py [--quick] [--workloads ABCD]   (creates
+tools/venv-pyvec on first use and installs the release wheel of ./crates/py into it)
 """
 import argparse
 import json
@@ -34,6 +38,8 @@ warnings.filterwarnings("ignore")
 import numpy as np
 quick = sys.argv[1] == "1"
 data = sys.argv[2]
+mini = sys.argv[3]
+work = sys.argv[4]
 out = {}
 budget = 0.4 if quick else 1.5
 
@@ -52,9 +58,10 @@ def timed(step, n_rows, budget=budget, warm=3):
     return float(np.median(reps))
 
 # A. CartPole
-import gymnasium as gym, kestrel, envpool
+import gymnasium as gym, kestrel
 rng = np.random.default_rng(0)
-for n in ([8, 64, 1024] if quick else [8, 64, 1024, 4096]):
+for n in ([8, 64, 1024] if quick else [8, 64, 1024, 4096]) if "A" in work else []:
+    import envpool
     acts = [rng.integers(0, 2, n).astype(np.int64) for _ in range(64)]
     it = {"i": 0}
     def nxt():
@@ -90,21 +97,38 @@ for n in ([8, 64, 1024] if quick else [8, 64, 1024, 4096]):
     print(json.dumps({f"cartpole_{n}": row}), file=sys.stderr, flush=True)
 
 # B. ARC from Python, 1024 envs
-n = 1024
-v = kestrel.make_vec("ARC-v0", n, data=data, copy=False, autoreset_mode="same_step")
-v.reset(seed=0)
-v.action_space.seed(0)
-pool = [v.action_space.sample() for _ in range(8)]
-it = {"i": 0}
-def arc_step():
-    it["i"] = (it["i"] + 1) % 8
-    v.step(pool[it["i"]])
-out["arc_python_1024"] = timed(arc_step, n)
+def pooled(v, pool):
+    it = {"i": 0}
+    def step():
+        it["i"] = (it["i"] + 1) % len(pool)
+        v.step(pool[it["i"]])
+    return step
+
+if "B" in work:
+    n = 1024
+    v = kestrel.make_vec("ARC-v0", n, data=data, copy=False, autoreset_mode="same_step")
+    v.reset(seed=0)
+    v.action_space.seed(0)
+    out["arc_python_1024"] = timed(pooled(v, [v.action_space.sample() for _ in range(8)]), n)
+
+# D. Mini-ARC 5x5 on the lane kernel from Python
+for n in [1024, 4096] if "D" in work else []:
+    # NEXT_STEP (gymnasium's default): SAME_STEP adds gymnasium's per-row `final_obs` object
+    # array, built in Python for the ~3% of rows that end each step.
+    v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False, autoreset_mode="next_step")
+    v.reset(seed=0)
+    r, idx = np.random.default_rng(1), np.arange(5)
+    def bbox_batch():
+        rr, cc = np.sort(r.integers(0, 5, (n, 2)), 1), np.sort(r.integers(0, 5, (n, 2)), 1)
+        rows = (idx[None] >= rr[:, :1]) & (idx[None] <= rr[:, 1:])
+        cols = (idx[None] >= cc[:, :1]) & (idx[None] <= cc[:, 1:])
+        return {"operation": r.integers(0, 35, n), "selection": rows[:, :, None] & cols[:, None, :]}
+    out[f"mini_python_{n}"] = timed(pooled(v, [bbox_batch() for _ in range(8)]), n)
 
 # C. ES ask/tell
-import cma, jax, jax.numpy as jnp
-from evosax.algorithms import CMA_ES
-for d in (10, 100):
+for d in (10, 100) if "C" in work else []:
+    import cma, jax, jax.numpy as jnp
+    from evosax.algorithms import CMA_ES
     es = kestrel.evo.CMAES(d, seed=0)
     def k_gen():
         x = es.ask(); es.tell(x, (x.astype(np.float64) ** 2).sum(1))
@@ -134,21 +158,30 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "arc-agi-1", "training"))
+    ap.add_argument("--workloads", default="ABCD", help="which of the workloads A-D to run")
     a = ap.parse_args()
+    work = a.workloads.upper()
     py = venv_python("venv-pyvec", "tools/compare/requirements-pyvec.txt")
     env = {**os.environ, **ONE_THREAD, "RAYON_NUM_THREADS": "2", "PATH": os.path.dirname(py) + os.pathsep + os.environ["PATH"]}
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall", "--no-deps",
                     os.path.join(ROOT, "crates", "py")], check=True, env=env)
-    # Rust-only ARC figure and ARCLE, outside the Python process.
+    # Rust-only ARC figures, ARCLE and JaxARC, outside the Python process.
     exe = kestrel_release()
     secs = "0.5" if a.quick else "2"
-    rust = json.loads(subprocess.run([exe, "arc", "bench", "--json", "--no-ops", "--data", a.data, "--sel", "mask",
-                                      "--mode", "o2arc", "--threads", "2", "--num-envs", "1024", "--seconds", secs],
-                                     check=True, capture_output=True, text=True).stdout)["batches"][0]["steps_per_s"]
     import arc as arcbench
-    arcle = arcbench.run_py("arcle", arcbench.ARCLE_CODE, "agi1_mask", "3000" if a.quick else "10000", "-")["steps_per_s"]
-    res = json.loads(subprocess.run([py, "-c", BODY, "1" if a.quick else "0", a.data], check=True, capture_output=True,
-                                    text=True, env=env).stdout.strip().splitlines()[-1])
+    mini = arcbench.mini_task()
+    bench = lambda *args: json.loads(subprocess.run([exe, "arc", "bench", "--json", "--no-ops", *args], check=True,
+                                                    capture_output=True, text=True).stdout)["batches"]
+    if "B" in work:
+        rust = bench("--data", a.data, "--sel", "mask", "--mode", "o2arc", "--threads", "2", "--num-envs", "1024",
+                     "--seconds", secs)[0]["steps_per_s"]
+        arcle = arcbench.run_py("arcle", arcbench.ARCLE_CODE, "agi1_mask", "3000" if a.quick else "10000", "-")["steps_per_s"]
+    if "D" in work:
+        mini_rust = bench("--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc-bugs", "--threads", "2",
+                          "--num-envs", "1024,4096", "--seconds", secs, "--kernel", "lanes")
+        mini_jax = arcbench.run_py("jaxarc", arcbench.JAXARC_CODE, "bbox", "5", "1024,4096", "500" if a.quick else "1000", mini)
+    res = json.loads(subprocess.run([py, "-c", BODY, "1" if a.quick else "0", a.data, mini, work], check=True,
+                                    capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
     cpu = platform.processor() or platform.machine()
     try:
         cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
@@ -157,23 +190,32 @@ def main():
     print(f"\ncommit {commit()}, {cpu}, {os.cpu_count()} cores, 2 threads per engine\n")
     print("| CartPole-v1, random actions | Kestrel copy=False | Kestrel copy=True | gymnasium Sync | gymnasium Async | EnvPool sync | EnvPool async | Kestrel / EnvPool (best) | Kestrel / Sync |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for key in sorted((k for k in res if k.startswith("cartpole_")), key=lambda k: int(k.split("_")[1])):
+    for key in sorted((k for k in res if k.startswith("cartpole_")), key=lambda k: int(k.split("_")[1])):  # A
         r = res[key]
         best_pool = max(r["envpool_sync"], r["envpool_async"])
         kf = r["kestrel_copy_False"]
         ga = f"{r['gym_async'] / 1e3:,.0f} k" if "gym_async" in r else "-"
         print(f"| {key.split('_')[1]} envs | {kf / 1e6:.2f} M | {r['kestrel_copy_True'] / 1e6:.2f} M | {r['gym_sync'] / 1e3:,.0f} k | {ga} "
               f"| {r['envpool_sync'] / 1e6:.2f} M | {r['envpool_async'] / 1e6:.2f} M | {kf / best_pool:.1f}x | {kf / r['gym_sync']:,.0f}x |")
-    r8 = res["cartpole_8"]
-    print(f"\nPer `step` call at 8 envs: {r8['kestrel_us_per_call_copy_False']:.2f} µs (copy=False), "
-          f"{r8['kestrel_us_per_call_copy_True']:.2f} µs (copy=True).")
-    py_arc = res["arc_python_1024"]
-    print(f"\n| ARC 30x30, AGI-1 training, o2arc, mask, 1024 envs | steps/s |\n|---|---|\n"
-          f"| Kestrel from Python (pre-drawn actions) | {py_arc / 1e6:.2f} M |\n| Kestrel Rust-only `arc bench` | {rust / 1e6:.2f} M |\n"
-          f"| ARCLE 0.2.6 O2ARCv2Env (1 env) | {arcle / 1e3:.1f} k |\n\nPython / Rust-only: {py_arc / rust:.2f}; "
-          f"Python / ARCLE: {py_arc / arcle:,.0f}x")
-    print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
-    for d in (10, 100):
+    if "A" in work:
+        r8 = res["cartpole_8"]
+        print(f"\nPer `step` call at 8 envs: {r8['kestrel_us_per_call_copy_False']:.2f} µs (copy=False), "
+              f"{r8['kestrel_us_per_call_copy_True']:.2f} µs (copy=True).")
+    if "B" in work:
+        py_arc = res["arc_python_1024"]
+        print(f"\n| ARC 30x30, AGI-1 training, o2arc, mask, 1024 envs | steps/s |\n|---|---|\n"
+              f"| Kestrel from Python (pre-drawn actions) | {py_arc / 1e6:.2f} M |\n| Kestrel Rust-only `arc bench` | {rust / 1e6:.2f} M |\n"
+              f"| ARCLE 0.2.6 O2ARCv2Env (1 env) | {arcle / 1e3:.1f} k |\n\nPython / Rust-only: {py_arc / rust:.2f}; "
+              f"Python / ARCLE: {py_arc / arcle:,.0f}x")
+    if "D" in work:
+        print("\n| Mini-ARC 5x5, one task, bbox, jaxarc with JaxARC's bugs | Kestrel from Python (lanes) | Kestrel Rust-only lanes "
+              "| JaxARC jit(vmap(scan)) | Python / JaxARC | Python / Rust-only |\n|---|---|---|---|---|---|")
+        for n, kr, jx in zip((1024, 4096), mini_rust, mini_jax):
+            kp, kr, jx = res[f"mini_python_{n}"], kr["steps_per_s"], jx["steps_per_s"]
+            print(f"| {n} envs | {kp / 1e6:.1f} M | {kr / 1e6:.1f} M | {jx / 1e6:.2f} M | {kp / jx:.0f}x | {kp / kr:.2f} |")
+    if "C" in work:
+        print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
+    for d in (10, 100) if "C" in work else []:
         k, c, e = res[f"es_kestrel_{d}"], res[f"es_pycma_{d}"], res[f"es_evosax_{d}"]
         print(f"| d={d}, pop {res[f'es_pop_{d}']} | {1e6 / k:.1f} µs | {1e6 / c:.1f} µs | {1e6 / e:.1f} µs | {k / c:.1f}x | {k / e:.1f}x |")
     json.dump(res, open(os.path.join(ROOT, "target", "py_vec.json"), "w"), indent=1)
