@@ -319,7 +319,7 @@ fn shards_and_row_resets() {
 }
 
 fn lanes_err(r: Result<(), kestrel_arc::ArcError>) -> String {
-    r.err().expect("an error").to_string()
+    r.expect_err("an error").to_string()
 }
 
 #[test]
