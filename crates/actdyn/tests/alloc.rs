@@ -11,17 +11,10 @@ use kestrel_actdyn::model::SeqVae;
 use kestrel_actdyn::online::ActiveRun;
 use kestrel_actdyn::train::Trainer;
 use kestrel_core::Key;
-use kestrel_testkit::{CountingAlloc, allocations_in};
+use kestrel_testkit::{CountingAlloc, allocations_in, has_avx512};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
-
-fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
 
 #[test]
 fn warm_training_planning_and_steps_allocate_nothing_but_results() {

@@ -5,7 +5,7 @@
 
 use kestrel_core::Key;
 use kestrel_nn::{Adam, Loss, MlpConfig, Sequential, Trainee};
-use kestrel_testkit::{CountingAlloc, allocations_in};
+use kestrel_testkit::{CountingAlloc, allocations_in, has_avx512};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -13,13 +13,6 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 fn data(key: Key, rows: usize, width: usize) -> Vec<f32> {
     let mut r = key.rng();
     (0..rows * width).map(|_| r.uniform_f32() * 2.0 - 1.0).collect()
-}
-
-fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
 }
 
 #[test]

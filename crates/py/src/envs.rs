@@ -338,6 +338,49 @@ pub(crate) trait DynVec: Send + Sync {
     fn state(&self, row: usize) -> Vec<f64>;
 }
 
+/// The [`DynVec`] methods that forward to the batched driver `self.v` (`VecEnv` or
+/// `ArcLanes`, which share these names and meanings), `$obs` its observation element type.
+macro_rules! forward_batch {
+    ($obs:ty) => {
+        fn spec(&self) -> &Spec {
+            self.v.spec()
+        }
+        fn num_envs(&self) -> usize {
+            self.v.num_envs()
+        }
+        fn obs_dtype(&self) -> &'static str {
+            <$obs as ObsElem>::DTYPE
+        }
+        fn reset(&mut self, seed: u64) {
+            self.v.reset(seed);
+        }
+        fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String> {
+            self.v.reset_rows(mask).map_err(|e| e.to_string())
+        }
+        fn set_autoreset(&mut self, m: AutoReset) {
+            self.v.set_autoreset(m);
+        }
+        fn obs(&self) -> Obs<'_> {
+            <$obs as ObsElem>::wrap(self.v.obs())
+        }
+        fn final_obs(&self) -> Obs<'_> {
+            <$obs as ObsElem>::wrap(self.v.final_obs())
+        }
+        fn rewards(&self) -> &[f32] {
+            self.v.rewards()
+        }
+        fn terminated(&self) -> &[bool] {
+            self.v.terminated()
+        }
+        fn truncated(&self) -> &[bool] {
+            self.v.truncated()
+        }
+        fn episode_steps(&self) -> &[u32] {
+            self.v.episode_steps()
+        }
+    };
+}
+
 struct Holder<E: Env> {
     v: VecEnv<E>,
     acts: Vec<E::Action>,
@@ -350,48 +393,13 @@ where
     E::Obs: ObsElem,
     E::State: StateIo,
 {
-    fn spec(&self) -> &Spec {
-        self.v.spec()
-    }
-    fn num_envs(&self) -> usize {
-        self.v.num_envs()
-    }
-    fn obs_dtype(&self) -> &'static str {
-        E::Obs::DTYPE
-    }
-    fn reset(&mut self, seed: u64) {
-        self.v.reset(seed);
-    }
-    fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String> {
-        self.v.reset_rows(mask).map_err(|e| e.to_string())
-    }
-    fn set_autoreset(&mut self, m: AutoReset) {
-        self.v.set_autoreset(m);
-    }
+    forward_batch!(E::Obs);
     fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
         E::Action::fill(a, &self.v.spec().action_space, &mut self.acts)
     }
     fn step(&mut self) {
         // `acts` has num_envs * num_agents entries by construction, so this cannot fail.
         let _ = self.v.try_step(&self.acts);
-    }
-    fn obs(&self) -> Obs<'_> {
-        E::Obs::wrap(self.v.obs())
-    }
-    fn final_obs(&self) -> Obs<'_> {
-        E::Obs::wrap(self.v.final_obs())
-    }
-    fn rewards(&self) -> &[f32] {
-        self.v.rewards()
-    }
-    fn terminated(&self) -> &[bool] {
-        self.v.terminated()
-    }
-    fn truncated(&self) -> &[bool] {
-        self.v.truncated()
-    }
-    fn episode_steps(&self) -> &[u32] {
-        self.v.episode_steps()
     }
     fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String> {
         let s = E::State::from_flat(state)?;
@@ -428,48 +436,13 @@ struct Lanes<const S: usize> {
 }
 
 impl<const S: usize> DynVec for Lanes<S> {
-    fn spec(&self) -> &Spec {
-        self.v.spec()
-    }
-    fn num_envs(&self) -> usize {
-        self.v.num_envs()
-    }
-    fn obs_dtype(&self) -> &'static str {
-        i8::DTYPE
-    }
-    fn reset(&mut self, seed: u64) {
-        self.v.reset(seed);
-    }
-    fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String> {
-        self.v.reset_rows(mask).map_err(|e| e.to_string())
-    }
-    fn set_autoreset(&mut self, m: AutoReset) {
-        self.v.set_autoreset(m);
-    }
+    forward_batch!(i8);
     fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
         ArcAction::<S>::fill(a, &self.v.spec().action_space, &mut self.acts)
     }
     fn step(&mut self) {
         // `acts` has num_envs entries by construction, so this cannot fail.
         let _ = self.v.step(&self.acts);
-    }
-    fn obs(&self) -> Obs<'_> {
-        Obs::I8(self.v.obs())
-    }
-    fn final_obs(&self) -> Obs<'_> {
-        Obs::I8(self.v.final_obs())
-    }
-    fn rewards(&self) -> &[f32] {
-        self.v.rewards()
-    }
-    fn terminated(&self) -> &[bool] {
-        self.v.terminated()
-    }
-    fn truncated(&self) -> &[bool] {
-        self.v.truncated()
-    }
-    fn episode_steps(&self) -> &[u32] {
-        self.v.episode_steps()
     }
     fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String> {
         let s = kestrel_arc::ArcState::<S>::from_flat(state)?;
