@@ -3,11 +3,11 @@
 //!
 //! - Layers with explicit forward and backward ([`Layer`]: [`Dense`], [`Act`]) over flat
 //!   parameter slices, stacked in a [`Sequential`] (an MLP from an [`MlpConfig`]).
-//! - Matrix products ([`matmul`]) through a register-tiled AVX-512 kernel of the crate's own
-//!   for f32 where the CPU has it (chosen at run time), else the `gemm` crate; always
+//! - Matrix products ([`matmul`]) through register-tiled kernels of the crate's own, AVX-512
+//!   or AVX2 with FMA as the CPU has them (chosen at run time), else the `gemm` crate; always
 //!   single-threaded: several models train in parallel, one per thread ([`train_many`]).
-//! - [`Workspace`]s reused between steps: an f32 training step allocates nothing once warm
-//!   where the matrix kernel runs (see [`matmul`] for the paths through `gemm`, which do).
+//! - [`Workspace`]s reused between steps: a training step allocates nothing once warm where
+//!   the matrix kernels run (see [`matmul`] for the paths through `gemm`, which do).
 //! - Fused [`Adam`] with global gradient-norm clipping; non-finite losses or gradients are
 //!   errors that leave the model untouched.
 //! - Generic over [`Float`]: f32 to train, f64 for the finite-difference gradient tests that

@@ -5,15 +5,6 @@
 mod alloc;
 pub use alloc::{CountingAlloc, allocations_in};
 
-/// Whether this CPU has AVX-512 (where `kestrel_nn::matmul` runs its own kernel, which
-/// allocates nothing once warm; elsewhere it falls back to `gemm`, which does).
-pub fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
 use kestrel_core::{Env, Key, VecEnv};
 use std::path::{Path, PathBuf};
 
