@@ -295,6 +295,33 @@ mod simd {
         add: bool,
     }
 
+    /// The [`Lanes`] methods that are one intrinsic each: `zero`, `splat`, `fma` and `add`,
+    /// compiled for the features `$feat`.
+    macro_rules! vector_ops {
+        ($feat:literal, $e:ty, $v:ty, $zero:ident, $splat:ident, $fma:ident, $add:ident) => {
+            #[inline]
+            #[target_feature(enable = $feat)]
+            unsafe fn zero() -> $v {
+                $zero()
+            }
+            #[inline]
+            #[target_feature(enable = $feat)]
+            unsafe fn splat(x: $e) -> $v {
+                $splat(x)
+            }
+            #[inline]
+            #[target_feature(enable = $feat)]
+            unsafe fn fma(a: $v, b: $v, c: $v) -> $v {
+                $fma(a, b, c)
+            }
+            #[inline]
+            #[target_feature(enable = $feat)]
+            unsafe fn add(a: $v, b: $v) -> $v {
+                $add(a, b)
+            }
+        };
+    }
+
     /// The kernel's functions compiled for the features `$feat`; the module around it gives
     /// `run_tile` (which tile heights the registers hold) and the [`Lanes`] types.
     macro_rules! kernel {
@@ -563,31 +590,20 @@ mod simd {
             type E = f32;
             type V = __m512;
             const LANES: usize = 16;
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn zero() -> __m512 {
-                _mm512_setzero_ps()
-            }
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn splat(x: f32) -> __m512 {
-                _mm512_set1_ps(x)
-            }
+            vector_ops!(
+                "avx512f",
+                f32,
+                __m512,
+                _mm512_setzero_ps,
+                _mm512_set1_ps,
+                _mm512_fmadd_ps,
+                _mm512_add_ps
+            );
             #[inline]
             #[target_feature(enable = "avx512f")]
             unsafe fn load(w: usize, p: *const f32) -> __m512 {
                 // SAFETY: the caller's: the first w values from p are readable.
                 unsafe { _mm512_maskz_loadu_ps(mask(w), p) }
-            }
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
-                _mm512_fmadd_ps(a, b, c)
-            }
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn add(a: __m512, b: __m512) -> __m512 {
-                _mm512_add_ps(a, b)
             }
             #[inline]
             #[target_feature(enable = "avx512f")]
@@ -645,31 +661,20 @@ mod simd {
             type E = f64;
             type V = __m512d;
             const LANES: usize = 8;
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn zero() -> __m512d {
-                _mm512_setzero_pd()
-            }
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn splat(x: f64) -> __m512d {
-                _mm512_set1_pd(x)
-            }
+            vector_ops!(
+                "avx512f",
+                f64,
+                __m512d,
+                _mm512_setzero_pd,
+                _mm512_set1_pd,
+                _mm512_fmadd_pd,
+                _mm512_add_pd
+            );
             #[inline]
             #[target_feature(enable = "avx512f")]
             unsafe fn load(w: usize, p: *const f64) -> __m512d {
                 // SAFETY: the caller's: the first w values from p are readable.
                 unsafe { _mm512_maskz_loadu_pd(mask(w) as u8, p) }
-            }
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn fma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
-                _mm512_fmadd_pd(a, b, c)
-            }
-            #[inline]
-            #[target_feature(enable = "avx512f")]
-            unsafe fn add(a: __m512d, b: __m512d) -> __m512d {
-                _mm512_add_pd(a, b)
             }
             #[inline]
             #[target_feature(enable = "avx512f")]
@@ -786,16 +791,15 @@ mod simd {
             type E = f32;
             type V = __m256;
             const LANES: usize = 8;
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn zero() -> __m256 {
-                _mm256_setzero_ps()
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn splat(x: f32) -> __m256 {
-                _mm256_set1_ps(x)
-            }
+            vector_ops!(
+                "avx2,fma",
+                f32,
+                __m256,
+                _mm256_setzero_ps,
+                _mm256_set1_ps,
+                _mm256_fmadd_ps,
+                _mm256_add_ps
+            );
             #[inline]
             #[target_feature(enable = "avx2,fma")]
             unsafe fn load(w: usize, p: *const f32) -> __m256 {
@@ -804,16 +808,6 @@ mod simd {
                 unsafe {
                     if w >= 8 { _mm256_loadu_ps(p) } else { _mm256_maskload_ps(p, mask32(w)) }
                 }
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
-                _mm256_fmadd_ps(a, b, c)
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn add(a: __m256, b: __m256) -> __m256 {
-                _mm256_add_ps(a, b)
             }
             #[inline]
             #[target_feature(enable = "avx2,fma")]
@@ -873,16 +867,15 @@ mod simd {
             type E = f64;
             type V = __m256d;
             const LANES: usize = 4;
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn zero() -> __m256d {
-                _mm256_setzero_pd()
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn splat(x: f64) -> __m256d {
-                _mm256_set1_pd(x)
-            }
+            vector_ops!(
+                "avx2,fma",
+                f64,
+                __m256d,
+                _mm256_setzero_pd,
+                _mm256_set1_pd,
+                _mm256_fmadd_pd,
+                _mm256_add_pd
+            );
             #[inline]
             #[target_feature(enable = "avx2,fma")]
             unsafe fn load(w: usize, p: *const f64) -> __m256d {
@@ -891,16 +884,6 @@ mod simd {
                 unsafe {
                     if w >= 4 { _mm256_loadu_pd(p) } else { _mm256_maskload_pd(p, mask64(w)) }
                 }
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn fma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
-                _mm256_fmadd_pd(a, b, c)
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn add(a: __m256d, b: __m256d) -> __m256d {
-                _mm256_add_pd(a, b)
             }
             #[inline]
             #[target_feature(enable = "avx2,fma")]
