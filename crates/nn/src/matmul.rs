@@ -101,6 +101,8 @@ pub fn matmul_with<T: Float>(
     if !checked(m, k, n, a, b, c, accumulate) {
         return;
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = kernel; // only `gemm` off x86-64
     #[cfg(target_arch = "x86_64")]
     if kernel != Kernel::Gemm
         && simd::MIN_ROWS <= m
