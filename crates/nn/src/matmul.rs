@@ -68,7 +68,7 @@ pub fn matmul<T: Float>(
     c: &mut [T],
     accumulate: bool,
 ) {
-    matmul_with(best(), m, k, n, a, op_a, b, op_b, c, accumulate);
+    matmul_on(best(), m, k, n, a, op_a, b, op_b, c, accumulate);
 }
 
 /// [`Kernel::best`], detected once.
@@ -98,6 +98,24 @@ pub fn matmul_with<T: Float>(
     c: &mut [T],
     accumulate: bool,
 ) {
+    let kernel = if kernel.available() { kernel } else { Kernel::Gemm };
+    matmul_on(kernel, m, k, n, a, op_a, b, op_b, c, accumulate);
+}
+
+/// [`matmul_with`] on a kernel this CPU runs.
+#[allow(clippy::too_many_arguments)]
+fn matmul_on<T: Float>(
+    kernel: Kernel,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    op_a: Op,
+    b: &[T],
+    op_b: Op,
+    c: &mut [T],
+    accumulate: bool,
+) {
     if !checked(m, k, n, a, b, c, accumulate) {
         return;
     }
@@ -108,7 +126,6 @@ pub fn matmul_with<T: Float>(
         && simd::MIN_ROWS <= m
         && n > 1
         && (m * k + k * n) * T::BYTES <= simd::MAX_BYTES
-        && kernel.available()
     {
         use std::any::TypeId;
         let avx512 = kernel == Kernel::Avx512;
@@ -766,6 +783,26 @@ mod simd {
         /// 64-bit lane masks: from index `4 − w`, the first `w` of 4 lanes set.
         static MASK64: [i64; 8] = [-1, -1, -1, -1, 0, 0, 0, 0];
 
+        /// `load` and `store` of [`Lanes`]: whole vectors plainly, partial ones through a lane
+        /// mask (masked-off lanes are neither read nor written).
+        macro_rules! masked_io {
+            ($e:ty, $v:ty, $lanes:literal, $loadu:ident, $maskload:ident, $storeu:ident,
+             $maskstore:ident, $mask:ident) => {
+                #[inline]
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn load(w: usize, p: *const $e) -> $v {
+                    // SAFETY: the caller's: the first w values from p are readable.
+                    unsafe { if w >= $lanes { $loadu(p) } else { $maskload(p, $mask(w)) } }
+                }
+                #[inline]
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn store(w: usize, p: *mut $e, v: $v) {
+                    // SAFETY: the caller's: the first w values from p are writable.
+                    unsafe { if w >= $lanes { $storeu(p, v) } else { $maskstore(p, $mask(w), v) } }
+                }
+            };
+        }
+
         /// f32, 8 lanes.
         #[derive(Clone, Copy)]
         pub(crate) struct F32x8;
@@ -802,28 +839,16 @@ mod simd {
                 _mm256_fmadd_ps,
                 _mm256_add_ps
             );
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn load(w: usize, p: *const f32) -> __m256 {
-                // SAFETY: the caller's: the first w values from p are readable (masked-off
-                // lanes are not read).
-                unsafe {
-                    if w >= 8 { _mm256_loadu_ps(p) } else { _mm256_maskload_ps(p, mask32(w)) }
-                }
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn store(w: usize, p: *mut f32, v: __m256) {
-                // SAFETY: the caller's: the first w values from p are writable (masked-off
-                // lanes are not written).
-                unsafe {
-                    if w >= 8 {
-                        _mm256_storeu_ps(p, v)
-                    } else {
-                        _mm256_maskstore_ps(p, mask32(w), v)
-                    }
-                }
-            }
+            masked_io!(
+                f32,
+                __m256,
+                8,
+                _mm256_loadu_ps,
+                _mm256_maskload_ps,
+                _mm256_storeu_ps,
+                _mm256_maskstore_ps,
+                mask32
+            );
             #[inline]
             #[target_feature(enable = "avx2,fma")]
             unsafe fn transpose(src: *const f32, ld_src: usize, dst: *mut f32, ld_dst: usize) {
@@ -878,28 +903,16 @@ mod simd {
                 _mm256_fmadd_pd,
                 _mm256_add_pd
             );
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn load(w: usize, p: *const f64) -> __m256d {
-                // SAFETY: the caller's: the first w values from p are readable (masked-off
-                // lanes are not read).
-                unsafe {
-                    if w >= 4 { _mm256_loadu_pd(p) } else { _mm256_maskload_pd(p, mask64(w)) }
-                }
-            }
-            #[inline]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn store(w: usize, p: *mut f64, v: __m256d) {
-                // SAFETY: the caller's: the first w values from p are writable (masked-off
-                // lanes are not written).
-                unsafe {
-                    if w >= 4 {
-                        _mm256_storeu_pd(p, v)
-                    } else {
-                        _mm256_maskstore_pd(p, mask64(w), v)
-                    }
-                }
-            }
+            masked_io!(
+                f64,
+                __m256d,
+                4,
+                _mm256_loadu_pd,
+                _mm256_maskload_pd,
+                _mm256_storeu_pd,
+                _mm256_maskstore_pd,
+                mask64
+            );
             #[inline]
             #[target_feature(enable = "avx2,fma")]
             unsafe fn transpose(src: *const f64, ld_src: usize, dst: *mut f64, ld_dst: usize) {
