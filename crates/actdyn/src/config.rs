@@ -42,7 +42,7 @@ macro_rules! bug_switches {
         }
 
         /// Overrides of single [`Bugs`] switches (unset: the profile's).
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, kestrel_core::Documented)]
         #[serde(default, deny_unknown_fields)]
         pub struct BugOverrides {
             $($(#[doc = $doc])* pub $name: Option<bool>,)*
@@ -127,7 +127,7 @@ pub enum ObsNoiseKind {
 }
 
 /// The true environment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(default, deny_unknown_fields)]
 pub struct EnvConfig {
     /// The vector field.
@@ -198,7 +198,7 @@ pub enum Metric {
 }
 
 /// The policy.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Which policy.
@@ -250,7 +250,7 @@ impl Default for PolicyConfig {
 }
 
 /// The evaluation (reference `compute_model_r2` and spec §4.2).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(default, deny_unknown_fields)]
 pub struct EvalConfig {
     /// Validation episodes (10).
@@ -284,7 +284,7 @@ impl Default for EvalConfig {
 }
 
 /// A whole experiment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(default, deny_unknown_fields)]
 pub struct ActdynConfig {
     /// Seed of everything (42).
@@ -294,16 +294,22 @@ pub struct ActdynConfig {
     /// Profile.
     pub profile: Profile,
     /// Single-switch overrides of the profile.
+    #[documented(nested)]
     pub bugs: BugOverrides,
     /// True environment.
+    #[documented(nested)]
     pub env: EnvConfig,
     /// Model.
+    #[documented(nested)]
     pub model: ModelConfig,
     /// Online training.
+    #[documented(nested)]
     pub train: TrainConfig,
     /// Policy.
+    #[documented(nested)]
     pub policy: PolicyConfig,
     /// Evaluation.
+    #[documented(nested)]
     pub eval: EvalConfig,
     /// Save a checkpoint every this many steps (0: only at the end).
     pub checkpoint_every: u64,

@@ -78,7 +78,7 @@ pub enum Likelihood {
 }
 
 /// Shape of the sequential VAE. Defaults are the reference's (`config.py`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
     /// Observation width N_y (50).

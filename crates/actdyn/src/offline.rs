@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// Offline training hyper-parameters (reference defaults: AdamW lr 1e-4, weight decay 1e-4,
 /// 5,000 epochs, batches of 32 chunks of 1,000 steps, no perturbation).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(default, deny_unknown_fields)]
 pub struct OfflineConfig {
     /// Passes over the chunks (5,000).

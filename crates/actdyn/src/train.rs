@@ -32,7 +32,7 @@ pub enum Annealing {
 
 /// Training hyper-parameters; defaults are the reference's online training (`config.py`) with
 /// the mandatory gradient clip of 10.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainConfig {
     /// Learning rate (1e-3).

@@ -32,7 +32,7 @@ pub enum MethodName {
 }
 
 /// `kestrel allo train`'s config.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 pub struct AlloRunConfig {
     /// A map file (the paper code's text format) or `builtin:NAME` (open-N, rooms-K-N,
@@ -278,7 +278,7 @@ pub enum OrderName {
 }
 
 /// `kestrel hunt train`'s config: the world, the learners and the run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 pub struct HuntRunConfig {
     /// Agents.

@@ -27,6 +27,17 @@ pub fn action_from_json<const S: usize>(v: &Value, at: &str) -> Result<ArcAction
             ),
         ));
     }
+    let given: Vec<&str> =
+        ["mask", "bbox", "point"].into_iter().filter(|k| v.get(*k).is_some()).collect();
+    if given.len() > 1 {
+        return Err(bad(
+            at,
+            format!(
+                "fields {} together: an action has one selection (mask, bbox or point)",
+                given.join(" and ")
+            ),
+        ));
+    }
     let sel = if let Some(m) = v.get("mask") {
         let rows = m.as_array().ok_or_else(|| {
             bad(at, format!("field \"mask\" must be a list of 0/1 rows, got {m}"))
@@ -121,6 +132,12 @@ mod tests {
         assert!(action_from_json::<5>(&json!({"op": 1, "mask": [[2]]}), "t").is_err());
         let e = action_from_json::<5>(&json!({"op": 99}), "t").unwrap_err().to_string();
         assert!(e.contains("op 99"), "{e}");
+        // One selection per action: two are refused, not one silently preferred.
+        let e =
+            action_from_json::<5>(&json!({"op": 1, "bbox": [0, 0, 1, 1], "point": [0, 0]}), "t")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("bbox and point together"), "{e}");
     }
 }
 

@@ -1,10 +1,11 @@
 //! `kestrel actdyn run | compare | bench`: active learning of latent dynamics. The loop lives
 //! in `kestrel_actdyn::online`, the run folder in `kestrel_run::actdyn`.
 
-use crate::common::{ConfigArgs, Flag, launch, saved_config};
+use crate::common::{ConfigArgs, Flag, launch};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_actdyn::config::ActdynConfig;
+use kestrel_run::runs::actdyn::Actdyn;
 use std::path::PathBuf;
 
 #[derive(Subcommand)]
@@ -45,25 +46,24 @@ pub fn retrain(a: RetrainArgs) -> Result<()> {
         vec![("epochs", Flag::I(a.epochs)), ("chunk", Flag::I(a.chunk))],
     )?;
     let run = a.run.clone();
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::actdyn::retrain(&run, c, l))
+    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::runs::actdyn::retrain(&run, c, l))
 }
 
-/// The base config of a preset: `e1` (random policy, MLP dynamics) or `e2` (RBF dynamics,
-/// iCEM, A-optimality).
+/// The base config of a preset (see `Actdyn::preset`).
 fn preset(name: &str) -> Result<ActdynConfig> {
-    Ok(match name {
-        "e1" => ActdynConfig::e1(),
-        "e2" => ActdynConfig::e2(),
-        other => bail!("invalid --preset = {other}: e1 or e2"),
-    })
+    use kestrel_run::Run;
+    match Actdyn::preset(name) {
+        Some(c) => Ok(c),
+        None => bail!("invalid --preset = {name}: one of {}", Actdyn::PRESETS.join(", ")),
+    }
 }
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Base config: e1 (random policy, MLP dynamics) or e2 (RBF dynamics, iCEM,
-    /// A-optimality); a --config file and flags apply over it.
-    #[arg(long, default_value = "e1")]
-    preset: String,
+    /// Base config: e1 (random policy, MLP dynamics; the defaults) or e2 (RBF dynamics, iCEM,
+    /// A-optimality); a --config file and flags apply over it. Not with --resume.
+    #[arg(long)]
+    preset: Option<String>,
     /// faithful (the reference as it runs) or fixed (the intended math) (config `profile`).
     #[arg(long)]
     profile: Option<String>,
@@ -106,12 +106,7 @@ fn flags(
 pub fn run(a: RunArgs) -> Result<()> {
     let mut f = flags(&a.profile, &a.policy, a.steps, a.seed);
     f.push(("checkpoint_every", Flag::I(a.checkpoint_every)));
-    let c: ActdynConfig = match &a.resume {
-        Some(folder) => a.cfg.load(&saved_config(folder, &ActdynConfig::default())?, f)?,
-        None => a.cfg.load(&preset(&a.preset)?, f)?,
-    };
-    let resume = a.resume.as_deref();
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::actdyn::run(c, resume, l))
+    a.cfg.run_preset::<Actdyn>(a.preset.as_deref(), f, a.resume.as_deref(), a.threads)
 }
 
 #[derive(Args)]
@@ -162,7 +157,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         a.cfg.load(&preset(&a.preset)?, flags(&a.profile, &None, a.steps, None))?;
     let seeds = parse_seeds(&a.seeds)?;
     let arms: Vec<String> = a.arms.split(',').map(|s| s.trim().to_string()).collect();
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::actdyn::compare(c, seeds, arms, l))
+    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::runs::actdyn::compare(c, seeds, arms, l))
 }
 
 #[derive(Args)]

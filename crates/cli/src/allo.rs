@@ -1,10 +1,10 @@
 //! `kestrel allo train | bench`: config, run folder, checkpoints, heat maps here; the run in
 //! `kestrel_agents::runs::AlloRun`.
 
-use crate::common::{ConfigArgs, Flag, launch, saved_config};
+use crate::common::{ConfigArgs, Flag};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use kestrel_agents::runs::AlloRunConfig;
+use kestrel_run::runs::allo::Allo;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -98,20 +98,15 @@ pub struct TrainArgs {
 
 pub fn train(a: TrainArgs) -> Result<()> {
     let flags = vec![
-        ("map", Flag::S(a.map.clone())),
+        ("map", Flag::S(a.map)),
         ("steps", Flag::I(a.steps)),
         ("seed", Flag::I(a.seed)),
-        ("method", Flag::S(a.method.clone())),
+        ("method", Flag::S(a.method)),
         ("d", Flag::I(a.d)),
         ("batch", Flag::I(a.batch)),
         ("samples", Flag::I(a.samples)),
         ("eval_every", Flag::I(a.eval_every)),
         ("checkpoint_every", Flag::I(a.checkpoint_every)),
     ];
-    let c: AlloRunConfig = match &a.resume {
-        Some(folder) => a.cfg.load(&saved_config(folder, &AlloRunConfig::default())?, flags)?,
-        None => a.cfg.load(&AlloRunConfig::default(), flags)?,
-    };
-    let resume = a.resume.as_deref();
-    launch(&a.cfg.out_dir, Some(a.threads), |l| kestrel_run::allo::train(c, resume, l))
+    a.cfg.run::<Allo>(flags, a.resume.as_deref(), Some(a.threads))
 }

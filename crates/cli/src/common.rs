@@ -3,7 +3,8 @@
 
 use anyhow::Result;
 use clap::Args;
-use kestrel_run::{Launch, Outcome, RunError, Tick};
+use kestrel_core::Documented;
+use kestrel_run::{Launch, Layers, Outcome, Run, RunError, Tick};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::io::IsTerminal;
@@ -37,60 +38,75 @@ pub enum Flag {
     L(Option<Vec<String>>),
 }
 
+/// The flags given, as the config table they set (dotted keys make nested tables).
+pub fn flag_table(flags: Vec<(&str, Flag)>) -> toml::Table {
+    let mut table = toml::Table::new();
+    for (k, f) in flags {
+        let v = match f {
+            Flag::S(v) => v.map(toml::Value::String),
+            Flag::I(v) => v.map(|x| match i64::try_from(x) {
+                Ok(i) => toml::Value::Integer(i),
+                Err(_) => toml::Value::String(x.to_string()),
+            }),
+            Flag::F(v) => v.map(toml::Value::Float),
+            Flag::L(v) => {
+                v.map(|l| toml::Value::Array(l.into_iter().map(toml::Value::String).collect()))
+            }
+        };
+        let Some(v) = v else { continue };
+        let mut at = &mut table;
+        let mut parts: Vec<&str> = k.split('.').collect();
+        let last = parts.pop().unwrap_or(k);
+        for p in parts {
+            let e = at.entry(p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            at = e.as_table_mut().expect("flag tables are tables");
+        }
+        at.insert(last.to_string(), v);
+    }
+    table
+}
+
 impl ConfigArgs {
-    /// The config: `defaults`, the file, the flags given, then `--set`.
-    pub fn load<T: Serialize + DeserializeOwned>(
+    /// The config of a command outside the run registry (`actdyn compare`, `actdyn
+    /// retrain`): `defaults`, the file, the flags given, then `--set`.
+    pub fn load<T: Serialize + DeserializeOwned + Documented>(
         &self,
         defaults: &T,
         flags: Vec<(&str, Flag)>,
     ) -> Result<T> {
-        let mut table = toml::Table::new();
-        for (k, f) in flags {
-            let v = match f {
-                Flag::S(v) => v.map(toml::Value::String),
-                Flag::I(v) => v.map(|x| match i64::try_from(x) {
-                    Ok(i) => toml::Value::Integer(i),
-                    Err(_) => toml::Value::String(x.to_string()),
-                }),
-                Flag::F(v) => v.map(toml::Value::Float),
-                Flag::L(v) => {
-                    v.map(|l| toml::Value::Array(l.into_iter().map(toml::Value::String).collect()))
-                }
-            };
-            let Some(v) = v else { continue };
-            let mut at = &mut table;
-            let mut parts: Vec<&str> = k.split('.').collect();
-            let last = parts.pop().unwrap_or(k);
-            for p in parts {
-                let e = at.entry(p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-                at = e.as_table_mut().expect("flag tables are tables");
-            }
-            at.insert(last.to_string(), v);
-        }
-        Ok(kestrel_run::load_config(defaults, self.config.as_deref(), table, &self.set)?)
+        Ok(kestrel_run::load_config(
+            defaults,
+            self.config.as_deref(),
+            flag_table(flags),
+            &self.set,
+        )?)
     }
-}
 
-/// A config whose defaults depend on two of its own keys (MPPI: the controller and the
-/// system): a first pass reads them over `defaults(None)`, the second loads over
-/// `defaults(Some(first))`.
-pub fn load_two_pass<T: Serialize + DeserializeOwned>(
-    cfg: &ConfigArgs,
-    flags: impl Fn() -> Vec<(&'static str, Flag)>,
-    defaults: impl Fn(Option<&T>) -> T,
-) -> Result<T> {
-    let first = cfg.load(&defaults(None), flags())?;
-    cfg.load(&defaults(Some(&first)), flags())
-}
+    /// Runs the run kind `R` through the registry: its config from the defaults, `--config`,
+    /// the flags given and `--set`s (resuming: the folder's `config.toml` first), on a pool of
+    /// `threads`, with a progress line.
+    pub fn run<R: Run>(
+        &self,
+        flags: Vec<(&str, Flag)>,
+        resume: Option<&Path>,
+        threads: Option<usize>,
+    ) -> Result<()> {
+        self.run_preset::<R>(None, flags, resume, threads)
+    }
 
-/// The `config.toml` of a run folder.
-pub fn saved_config<T: Serialize + DeserializeOwned>(folder: &Path, defaults: &T) -> Result<T> {
-    let file = ConfigArgs {
-        config: Some(folder.join("config.toml")),
-        set: vec![],
-        out_dir: PathBuf::new(),
-    };
-    file.load(defaults, vec![])
+    /// [`ConfigArgs::run`] over a named preset of `R` instead of its defaults.
+    pub fn run_preset<R: Run>(
+        &self,
+        preset: Option<&str>,
+        flags: Vec<(&str, Flag)>,
+        resume: Option<&Path>,
+        threads: Option<usize>,
+    ) -> Result<()> {
+        let table = flag_table(flags);
+        let layers =
+            Layers { preset, file: self.config.as_deref(), table: &table, sets: &self.set };
+        launch(&self.out_dir, threads, |l| kestrel_run::registry::launch::<R>(layers, resume, l))
+    }
 }
 
 /// Runs a whole run of `kestrel_run` on a pool of `threads` (absent: all cores) with a

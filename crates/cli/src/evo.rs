@@ -1,10 +1,10 @@
 //! `kestrel evo run | qd | bench`: configs and the run folder here, the runs in
 //! `kestrel_evo::run`.
 
-use crate::common::{ConfigArgs, Flag, launch, pool};
+use crate::common::{ConfigArgs, Flag, pool};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kestrel_evo::run::{EsConfig, QdConfig};
+use kestrel_run::runs::{es::Es, qd::Qd};
 use serde_json::json;
 
 #[derive(Subcommand)]
@@ -48,8 +48,7 @@ pub struct RunArgs {
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
-    let c: EsConfig = a.cfg.load(
-        &EsConfig::default(),
+    a.cfg.run::<Es>(
         vec![
             ("strategy", Flag::S(a.strategy)),
             ("problem", Flag::S(a.problem)),
@@ -59,8 +58,9 @@ pub fn run(a: RunArgs) -> Result<()> {
             ("seed", Flag::I(a.seed)),
             ("sigma", Flag::F(a.sigma)),
         ],
-    )?;
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::es::run(c, l))
+        None,
+        a.threads,
+    )
 }
 
 #[derive(Args)]
@@ -80,13 +80,15 @@ pub struct QdArgs {
     /// Seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Worker threads (default: all cores; results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
     #[command(flatten)]
     cfg: ConfigArgs,
 }
 
 pub fn qd(a: QdArgs) -> Result<()> {
-    let c: QdConfig = a.cfg.load(
-        &QdConfig::default(),
+    a.cfg.run::<Qd>(
         vec![
             ("archive", Flag::S(a.archive)),
             ("emitter", Flag::S(a.emitter)),
@@ -94,8 +96,9 @@ pub fn qd(a: QdArgs) -> Result<()> {
             ("generations", Flag::I(a.generations)),
             ("seed", Flag::I(a.seed)),
         ],
-    )?;
-    launch(&a.cfg.out_dir, Some(1), |l| kestrel_run::es::qd(c, l))
+        None,
+        a.threads,
+    )
 }
 
 #[derive(Args)]

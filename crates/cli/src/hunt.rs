@@ -2,10 +2,11 @@
 //! metrics and episode renderings written off the training thread, checkpoints, resume,
 //! learning curve, summary), play a trained checkpoint, and bench the parts.
 
-use crate::common::{ConfigArgs, Flag, launch, saved_config};
+use crate::common::{ConfigArgs, Flag};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kestrel_agents::runs::{HuntRunConfig, ObsName};
+use kestrel_agents::runs::ObsName;
+use kestrel_run::runs::hunt::Hunt;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -84,28 +85,21 @@ pub struct BenchArgs {
 }
 
 pub fn train(a: TrainArgs) -> Result<()> {
-    let flags = || {
-        vec![
-            ("agents", Flag::I(a.agents)),
-            ("obs", Flag::S(a.obs.clone())),
-            ("worlds", Flag::I(a.worlds)),
-            ("updates_per_turn", Flag::F(a.updates_per_turn)),
-            ("epochs", Flag::I(a.epochs)),
-            ("seed", Flag::I(a.seed)),
-            ("record_every", Flag::I(a.record_every)),
-            ("checkpoint_every", Flag::I(a.checkpoint_every)),
-        ]
-    };
-    let c: HuntRunConfig = match &a.resume {
-        Some(folder) => a.cfg.load(&saved_config(folder, &HuntRunConfig::default())?, flags())?,
-        None => a.cfg.load(&HuntRunConfig::default(), flags())?,
-    };
-    let resume = a.resume.as_deref();
-    launch(&a.cfg.out_dir, Some(a.threads), |l| kestrel_run::hunt::train(c, resume, l))
+    let flags = vec![
+        ("agents", Flag::I(a.agents)),
+        ("obs", Flag::S(a.obs)),
+        ("worlds", Flag::I(a.worlds)),
+        ("updates_per_turn", Flag::F(a.updates_per_turn)),
+        ("epochs", Flag::I(a.epochs)),
+        ("seed", Flag::I(a.seed)),
+        ("record_every", Flag::I(a.record_every)),
+        ("checkpoint_every", Flag::I(a.checkpoint_every)),
+    ];
+    a.cfg.run::<Hunt>(flags, a.resume.as_deref(), Some(a.threads))
 }
 
 pub fn play(a: PlayArgs) -> Result<()> {
-    let (rewards, png) = kestrel_run::hunt::play(&a.checkpoint, a.seed, &a.out)?;
+    let (rewards, png) = kestrel_run::runs::hunt::play(&a.checkpoint, a.seed, &a.out)?;
     let r: Vec<String> = rewards.iter().map(|r| format!("{r:.0}")).collect();
     println!("rewards per agent: {}; frames in {}", r.join(", "), png.display());
     Ok(())

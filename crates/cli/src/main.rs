@@ -5,6 +5,7 @@ mod actdyn;
 mod allo;
 mod arc;
 mod common;
+mod config;
 mod demo;
 mod evo;
 mod hunt;
@@ -27,6 +28,9 @@ pub struct Cli {
 enum Cmd {
     /// The main job on the embedded defaults: every system briefly, with a one-screen report.
     Demo(demo::DemoArgs),
+    /// The run kinds, or one kind's config keys with their docs and defaults as commented TOML
+    /// (`kestrel config mppi-tune > tune.toml`, edit, `kestrel mppi tune --config tune.toml`).
+    Config(config::ConfigArgs),
     /// The ARC environment: bench, replay, show, rollout.
     #[command(subcommand)]
     Arc(arc::ArcCmd),
@@ -58,6 +62,7 @@ enum Cmd {
 pub fn dispatch(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Demo(a) => demo::demo(a),
+        Cmd::Config(a) => config::config(a),
         Cmd::Arc(c) => arc::run(c),
         Cmd::Evo(evo::EvoCmd::Run(a)) => evo::run(a),
         Cmd::Evo(evo::EvoCmd::Qd(a)) => evo::qd(a),

@@ -1,11 +1,12 @@
 //! `kestrel mppi run | tune | bench`: configs, run folders and pictures here; controllers,
 //! presets, episodes and tuning in `kestrel_mppi`.
 
-use crate::common::{ConfigArgs, Flag, launch, load_two_pass, pool};
+use crate::common::{ConfigArgs, Flag, pool};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_mppi::tune::{TuneConfig, run_tune};
 use kestrel_mppi::{ControllerKind, MppiRunConfig, Precision, System};
+use kestrel_run::runs::{mppi::MppiRun, mppi_tune::MppiTune};
 use serde_json::json;
 use std::time::Instant;
 
@@ -120,21 +121,13 @@ pub struct RunArgs {
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
-    let (env, ctrl, steps, seed) = (a.env.clone(), a.controller.clone(), a.steps, a.seed);
-    let flags = || {
-        vec![
-            ("system", Flag::S(env.clone())),
-            ("controller", Flag::S(ctrl.clone())),
-            ("steps", Flag::I(steps)),
-            ("seed", Flag::I(seed)),
-        ]
-    };
-    let c: MppiRunConfig = load_two_pass(&a.cfg, flags, |f: Option<&MppiRunConfig>| {
-        let (k, s) =
-            f.map_or((ControllerKind::Mppi, System::Pendulum), |f| (f.controller, f.system));
-        MppiRunConfig::defaults(k, s)
-    })?;
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::mppi::run(c, l))
+    let flags = vec![
+        ("system", Flag::S(a.env)),
+        ("controller", Flag::S(a.controller)),
+        ("steps", Flag::I(a.steps)),
+        ("seed", Flag::I(a.seed)),
+    ];
+    a.cfg.run::<MppiRun>(flags, None, a.threads)
 }
 
 #[derive(Args)]
@@ -171,21 +164,15 @@ pub struct TuneArgs {
 }
 
 pub fn tune(a: TuneArgs) -> Result<()> {
-    let flags = || {
-        vec![
-            ("run.system", Flag::S(a.env.clone())),
-            ("run.controller", Flag::S(a.controller.clone())),
-            ("run.steps", Flag::I(a.steps)),
-            ("run.seed", Flag::I(a.seed)),
-            ("knobs", Flag::L(a.tune.clone())),
-            ("strategy", Flag::S(a.strategy.clone())),
-            ("pop_size", Flag::I(a.pop_size)),
-            ("generations", Flag::I(a.generations)),
-        ]
-    };
-    let c: TuneConfig = load_two_pass(&a.cfg, flags, |f: Option<&TuneConfig>| match f {
-        None => TuneConfig::default(),
-        Some(f) => TuneConfig::defaults_for(&f.run),
-    })?;
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::mppi::tune(c, l))
+    let flags = vec![
+        ("run.system", Flag::S(a.env)),
+        ("run.controller", Flag::S(a.controller)),
+        ("run.steps", Flag::I(a.steps)),
+        ("run.seed", Flag::I(a.seed)),
+        ("knobs", Flag::L(a.tune)),
+        ("strategy", Flag::S(a.strategy)),
+        ("pop_size", Flag::I(a.pop_size)),
+        ("generations", Flag::I(a.generations)),
+    ];
+    a.cfg.run::<MppiTune>(flags, None, a.threads)
 }

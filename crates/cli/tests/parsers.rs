@@ -45,18 +45,24 @@ fn json() -> impl Strategy<Value = serde_json::Value> {
     })
 }
 
-#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 struct Config {
+    /// Steps.
     steps: u64,
+    /// Rate.
     rate: f64,
+    /// Names.
     names: Vec<String>,
+    /// A nested table.
+    #[documented(nested)]
     inner: Inner,
 }
 
-#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 struct Inner {
+    /// Temperature.
     lambda: f64,
 }
 

@@ -25,6 +25,7 @@
 //! `truncated`, each a contiguous row-major buffer. `terminated` and `truncated` stay
 //! separate everywhere: a time-out bootstraps, a termination does not.
 
+mod documented;
 mod env;
 mod error;
 mod key;
@@ -35,8 +36,11 @@ mod space;
 pub mod timing;
 mod vec_env;
 
+pub use documented::{Documented, FieldDoc, closest, field_at};
 pub use env::Env;
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};
+/// `#[derive(Documented)]`: see [`Documented`].
+pub use kestrel_derive::Documented;
 pub use key::{Key, Rng};
 pub use normal::fill_normal_f32;
 pub use space::{Space, Spec};

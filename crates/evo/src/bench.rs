@@ -85,6 +85,12 @@ pub fn neuro(
     pop_size: usize,
     generations: u64,
 ) -> Result<NeuroTimes, EvoError> {
+    if pop_size == 0 || pop_size > 1 << 20 {
+        return Err(EvoError::invalid("pop_size", pop_size, "1 to 1048576"));
+    }
+    if generations == 0 {
+        return Err(EvoError::invalid("generations", generations, "at least 1"));
+    }
     let p = cartpole_problem()?;
     let mut r = Key::new(1).rng();
     let pop: Vec<f32> = (0..pop_size * p.num_dims()).map(|_| 0.5 * r.normal_f64() as f32).collect();

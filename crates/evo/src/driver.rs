@@ -37,7 +37,7 @@ use crate::sep_cma_es::SepCmaEs;
 use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
 use crate::xnes::Xnes;
-use crate::{EvoError, problem};
+use crate::{EvoError, StrategyParams, problem};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
@@ -122,8 +122,10 @@ impl StrategyKind {
         }
     }
 
-    /// `requested` made valid for the strategy: the default when `None`, rounded up to even
-    /// for the antithetic strategies. Sizes below [`StrategyKind::min_pop_size`] are errors.
+    /// `requested` checked for the strategy (the default when `None`). Sizes below
+    /// [`StrategyKind::min_pop_size`] are errors, and so are odd sizes for the antithetic
+    /// strategies (OpenAI-ES, PGPE), which sample in mirrored pairs: a size is never changed
+    /// behind the user's back.
     pub fn pop_size(self, requested: Option<usize>, num_dims: usize) -> Result<usize, EvoError> {
         let Some(p) = requested else { return Ok(self.default_pop_size(num_dims)) };
         if p < self.min_pop_size() {
@@ -133,10 +135,14 @@ impl StrategyKind {
                 format!("at least {} for {}", self.min_pop_size(), self.name()),
             ));
         }
-        Ok(match self {
-            StrategyKind::OpenEs | StrategyKind::Pgpe => p + p % 2,
-            _ => p,
-        })
+        if matches!(self, StrategyKind::OpenEs | StrategyKind::Pgpe) && p % 2 == 1 {
+            return Err(EvoError::invalid(
+                "pop_size",
+                p,
+                format!("an even number for {} (it samples antithetic pairs)", self.name()),
+            ));
+        }
+        Ok(p)
     }
 
     /// A ready optimiser: the strategy with `pop_size` rows (see [`StrategyKind::pop_size`])
@@ -149,6 +155,20 @@ impl StrategyKind {
         mean: &[f32],
         key: Key,
     ) -> Result<Box<dyn Optimizer>, EvoError> {
+        self.build_with(pop_size, sigma, &StrategyParams::default(), mean, key)
+    }
+
+    /// [`StrategyKind::build`] with hyper-parameter overrides (a knob this strategy does not
+    /// have, or a value out of its range, is an error naming it).
+    pub fn build_with(
+        self,
+        pop_size: Option<usize>,
+        sigma: f64,
+        params: &StrategyParams,
+        mean: &[f32],
+        key: Key,
+    ) -> Result<Box<dyn Optimizer>, EvoError> {
+        params.check_for(self)?;
         let n = mean.len();
         if !(sigma.is_finite() && sigma > 0.0) {
             return Err(EvoError::invalid("sigma", sigma, "finite and > 0"));
@@ -160,37 +180,40 @@ impl StrategyKind {
         Ok(match self {
             StrategyKind::CmaEs => {
                 let s = CmaEs::new(pop, n)?;
-                let p = crate::CmaParams { sigma_init: sigma, ..s.default_params() };
+                let p = params.cma(crate::CmaParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::SepCmaEs => {
                 let s = SepCmaEs::new(pop, n)?;
-                let p = crate::CmaParams { sigma_init: sigma, ..s.default_params() };
+                let p = params.cma(crate::CmaParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Snes => {
                 let s = Snes::new(pop, n)?;
-                let p = crate::SnesParams { sigma_init: sigma, ..s.default_params() };
+                let p =
+                    params.snes(crate::SnesParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Xnes => {
                 let s = Xnes::new(pop, n)?;
-                let p = crate::XnesParams { sigma_init: sigma, ..s.default_params() };
+                let p =
+                    params.xnes(crate::XnesParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::OpenEs => {
                 let s = OpenEs::new(pop, n)?;
-                let p = crate::OpenEsParams { sigma, ..s.default_params() };
+                let p = params.open_es(crate::OpenEsParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Pgpe => {
                 let s = Pgpe::new(pop, n)?;
-                let p = crate::PgpeParams { sigma_init: sigma, ..s.default_params() };
+                let p =
+                    params.pgpe(crate::PgpeParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::De => {
                 let s = DifferentialEvolution::new(pop, n)?;
-                let p = crate::DeParams { sigma_init: sigma, ..s.default_params() };
+                let p = params.de(crate::DeParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })
@@ -665,7 +688,12 @@ mod tests {
         assert!(StrategyKind::CmaEs.build(Some(2), 0.5, &[0.0; 3], Key::new(0)).is_err());
         assert!(StrategyKind::Snes.build(None, f64::NAN, &[0.0; 3], Key::new(0)).is_err());
         assert!(StrategyKind::Snes.build(None, 0.5, &[f32::INFINITY; 3], Key::new(0)).is_err());
-        assert_eq!(StrategyKind::OpenEs.pop_size(Some(7), 3).unwrap(), 8);
+        // Antithetic strategies take even sizes only; an odd one is refused, not rounded.
+        assert_eq!(StrategyKind::OpenEs.pop_size(Some(8), 3).unwrap(), 8);
+        for s in [StrategyKind::OpenEs, StrategyKind::Pgpe] {
+            let e = s.pop_size(Some(3), 3).unwrap_err().to_string();
+            assert!(e.contains("pop_size") && e.contains("3") && e.contains("even"), "{e}");
+        }
         let prob = Benchmark::new(Function::Sphere, 4).unwrap();
         let opt = StrategyKind::Snes.build(None, 0.5, &[0.0; 3], Key::new(0)).unwrap();
         assert!(Driver::new(opt, &prob, Key::new(0)).is_err());

@@ -64,7 +64,7 @@ pub enum BoundModeName {
 }
 
 /// `kestrel evo run`'s config.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 pub struct EsConfig {
     /// The strategy.
@@ -94,6 +94,11 @@ pub struct EsConfig {
     pub bounds: Option<[f32; 2]>,
     /// How bounds are applied.
     pub bound_mode: BoundModeName,
+    /// The strategy's hyper-parameters (absent: its reference defaults); a knob the strategy
+    /// does not have is an error naming the strategies that have it.
+    #[serde(default)]
+    #[documented(nested)]
+    pub params: crate::StrategyParams,
 }
 
 impl Default for EsConfig {
@@ -112,6 +117,7 @@ impl Default for EsConfig {
             target: None,
             bounds: None,
             bound_mode: BoundModeName::Clip,
+            params: crate::StrategyParams::default(),
         }
     }
 }
@@ -185,7 +191,9 @@ impl EsRun {
             None => None,
         };
         // Build once to validate sizes and step size before any folder exists.
-        let opt = config.strategy.build(config.pop_size, config.sigma, &vec![config.x0; n], run)?;
+        let x0 = vec![config.x0; n];
+        let opt =
+            config.strategy.build_with(config.pop_size, config.sigma, &config.params, &x0, run)?;
         Driver::new(opt, problem.as_ref(), run)?;
         Ok(EsRun { config, problem, bounds })
     }
@@ -216,7 +224,8 @@ impl EsRun {
     ) -> Result<EsResult, EvoError> {
         let c = &self.config;
         let run = Key::new(c.seed);
-        let opt = c.strategy.build(c.pop_size, c.sigma, &vec![c.x0; c.num_dims], run)?;
+        let x0 = vec![c.x0; c.num_dims];
+        let opt = c.strategy.build_with(c.pop_size, c.sigma, &c.params, &x0, run)?;
         let mut d = Driver::new(opt, evaluator.unwrap_or(self.problem.as_ref()), run)?;
         if let Some(b) = &self.bounds {
             d = d.with_bounds(b.clone())?;
@@ -269,7 +278,7 @@ pub enum EmitterKind {
 }
 
 /// `kestrel evo qd`'s config (the linear-projection benchmark of the CMA-ME paper).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 pub struct QdConfig {
     /// Archive layout.
@@ -480,6 +489,31 @@ mod tests {
         }
         let e = EsProblem::try_from("sphre".to_string()).unwrap_err().to_string();
         assert!(e.contains("sphre") && e.contains("cartpole"), "{e}");
+    }
+
+    /// `params` reach the strategy: a knob changes the run, a knob of another strategy or out
+    /// of range is refused by name before anything runs.
+    #[test]
+    fn strategy_params_reach_the_strategy_and_foreign_knobs_are_refused() {
+        let base = EsConfig {
+            strategy: StrategyKind::OpenEs,
+            problem: EsProblem::Function(Function::Sphere),
+            num_dims: 6,
+            x0: 1.0,
+            generations: 30,
+            ..EsConfig::default()
+        };
+        let best = |c: EsConfig| EsRun::new(c).unwrap().run(|_| true).unwrap().best_fitness;
+        let slow = crate::StrategyParams { lr: Some(1e-6), ..Default::default() };
+        let (a, b) = (best(base.clone()), best(EsConfig { params: slow, ..base.clone() }));
+        assert!(a < b, "lr 0.05 reaches {a}, lr 1e-6 {b}");
+        let lr = crate::StrategyParams { lr: Some(0.01), ..Default::default() };
+        let cma = EsConfig { strategy: StrategyKind::CmaEs, params: lr, ..base.clone() };
+        let e = EsRun::new(cma).err().unwrap().to_string();
+        assert!(e.contains("params.lr") && e.contains("open-es and pgpe only"), "{e}");
+        let bad = crate::StrategyParams { beta2: Some(1.5), ..Default::default() };
+        let e = EsRun::new(EsConfig { params: bad, ..base }).err().unwrap().to_string();
+        assert!(e.contains("params.beta2") && e.contains("1.5"), "{e}");
     }
 
     #[test]

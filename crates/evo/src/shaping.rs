@@ -3,7 +3,8 @@
 /// A shaping choice for strategies that take one ([`crate::OpenEs`], [`crate::Pgpe`]).
 /// Rank-weighted strategies (CMA-ES family, SNES, xNES) shape by their recombination
 /// weights instead.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Shaping {
     /// Centred ranks in `[-0.5, 0.5]` (evosax's default for both).
     #[default]

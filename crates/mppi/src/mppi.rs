@@ -25,7 +25,9 @@ fn invalid(field: &'static str, value: impl ToString, accepted: &'static str) ->
 }
 
 /// Every runtime knob of MPPI (what an autotuner may change), pytorch-mppi's defaults.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
 #[serde(deny_unknown_fields)]
 pub struct MppiParams {
     /// Sampled control sequences (K).

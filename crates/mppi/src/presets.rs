@@ -187,7 +187,9 @@ impl ControllerKind {
 /// A closed-loop MPPI run: the system, the episode, and every knob of every controller (the
 /// shared MPPI params, then SMPPI's and KMPPI's own, used only by that controller). Defaults
 /// come from [`System::default_params`] ([`MppiRunConfig::defaults`]).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
 #[serde(deny_unknown_fields)]
 pub struct MppiRunConfig {
     /// The system (model and plant).
@@ -199,15 +201,20 @@ pub struct MppiRunConfig {
     /// Which controller.
     pub controller: ControllerKind,
     /// The shared MPPI knobs.
+    #[documented(nested)]
     pub mppi: MppiParams,
     /// SMPPI's knobs (besides `mppi`).
+    #[documented(nested)]
     pub smppi: SmppiExtras,
     /// KMPPI's knobs (besides `mppi`).
+    #[documented(nested)]
     pub kmppi: KmppiExtras,
 }
 
 /// SMPPI's own knobs.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
 #[serde(deny_unknown_fields)]
 pub struct SmppiExtras {
     /// Weight of the action-sequence smoothness cost.
@@ -223,7 +230,9 @@ pub struct SmppiExtras {
 }
 
 /// KMPPI's own knobs.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
 #[serde(deny_unknown_fields)]
 pub struct KmppiExtras {
     /// Control points S.

@@ -372,6 +372,16 @@ pub enum KnobName {
 impl TuneSpec {
     /// The spec of `names` for a system with `nu` controls and base params `base`.
     pub fn from_names(names: &[KnobName], nu: usize, base: &MppiParams) -> Result<Self, MppiError> {
+        if let Some((i, n)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+            return Err(MppiError::invalid(
+                "knobs",
+                format!(
+                    "{n:?} twice (entries {} and {i})",
+                    names.iter().position(|m| m == n).unwrap_or(0)
+                ),
+                "each knob at most once",
+            ));
+        }
         let mut knobs = Vec::new();
         let t = |knob, lower, upper, transform| Tuned { knob, lower, upper, transform };
         for n in names {
@@ -399,22 +409,29 @@ impl TuneSpec {
 
 /// A tuning run: the base run (system, episode length, seed, controller and its knobs), the
 /// knobs tuned, and the strategy searching them.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
 #[serde(deny_unknown_fields)]
 pub struct TuneConfig {
     /// The run whose knobs are tuned (its `steps` is each candidate's episode length; its
     /// `seed` keys the strategy and the episodes).
+    #[documented(nested)]
     pub run: crate::MppiRunConfig,
     /// Knobs tuned.
     pub knobs: Vec<KnobName>,
     /// The strategy.
     pub strategy: kestrel_evo::StrategyKind,
-    /// Candidates per generation (rounded up to even for the antithetic strategies).
+    /// Candidates per generation (even for the antithetic strategies, open-es and pgpe).
     pub pop_size: usize,
     /// Generations.
     pub generations: u64,
     /// Initial step size of the search (in the knobs' transformed coordinates).
     pub sigma: f64,
+    /// The strategy's hyper-parameters (absent: its reference defaults).
+    #[serde(default)]
+    #[documented(nested)]
+    pub params: kestrel_evo::StrategyParams,
 }
 
 impl TuneConfig {
@@ -443,6 +460,7 @@ impl Default for TuneConfig {
             pop_size: 16,
             generations: 20,
             sigma: 1.0,
+            params: kestrel_evo::StrategyParams::default(),
         }
     }
 }
@@ -468,6 +486,9 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     c.strategy
         .pop_size(Some(c.pop_size), 1)
         .map_err(|e| MppiError::invalid("pop_size", c.pop_size, e.to_string()))?;
+    c.params
+        .check_for(c.strategy)
+        .map_err(|e| MppiError::invalid("params", c.strategy.name(), e.to_string()))?;
     if !(c.sigma.is_finite() && c.sigma > 0.0) {
         return Err(MppiError::invalid("sigma", c.sigma, "finite and > 0"));
     }
@@ -515,7 +536,7 @@ pub fn run_tune_with(
             let start_cost = problem.episode_cost(key.fold_in(0), &p);
             let opt = c
                 .strategy
-                .build(Some(c.pop_size), c.sigma, &problem.start_vector(), key)
+                .build_with(Some(c.pop_size), c.sigma, &c.params, &problem.start_vector(), key)
                 .map_err(|e| MppiError::invalid("strategy", c.strategy.name(), e.to_string()))?;
             let mut t = match self.evaluator {
                 Some(e) => Tuner::with_evaluator(opt, &problem, e, key)?,
@@ -546,4 +567,61 @@ pub fn tune_problem(c: &TuneConfig) -> Result<Box<dyn Problem>, MppiError> {
         }
     }
     c.run.visit(Build(c))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Knob names map to the search vector in order, `sigma` and `mu` once per control, and the
+    /// vector round-trips through the params (inside the bounds; log knobs in log space).
+    #[test]
+    fn knob_names_expand_per_control_and_round_trip_through_params() {
+        let base = crate::System::Nav2d.default_params();
+        let names = [KnobName::Lambda, KnobName::Sigma, KnobName::Mu, KnobName::Horizon];
+        let spec = TuneSpec::from_names(&names, 2, &base).unwrap();
+        let knobs: Vec<Knob> = spec.knobs.iter().map(|t| t.knob).collect();
+        assert_eq!(
+            knobs,
+            [Knob::Lambda, Knob::Sigma(0), Knob::Sigma(1), Knob::Mu(0), Knob::Mu(1), Knob::Horizon]
+        );
+        assert_eq!(spec.num_dims(), 6);
+        let x = [0.5f32.ln(), 2.0f32.ln(), 0.25f32.ln(), -1.0, 1.5, 7.0];
+        let p = spec.to_params(&base, 2, &x);
+        assert!((p.lambda - 0.5).abs() < 1e-6 && (p.noise_sigma[0] - 4.0).abs() < 1e-5);
+        assert!((p.noise_sigma[3] - 0.0625).abs() < 1e-6 && p.noise_mu == [-1.0, 1.5]);
+        assert_eq!(p.horizon, 7);
+        let back = spec.from_params(&p, 2);
+        for (a, b) in back.iter().zip(x) {
+            assert!((a - b).abs() < 1e-5, "{back:?} vs {x:?}");
+        }
+        // Out of bounds and NaN clip to the bounds, never pass through.
+        let p = spec.to_params(&base, 2, &[f32::NAN, 50.0, -50.0, 9.0, -9.0, 1e6]);
+        assert_eq!(p.lambda, 1e-3);
+        assert!((p.noise_sigma[0] - 1e4).abs() < 1e-6 && (p.noise_sigma[3] - 1e-6).abs() < 1e-12);
+        assert_eq!((p.noise_mu[0], p.noise_mu[1], p.horizon), (5.0, -5.0, 3 * base.horizon));
+    }
+
+    /// A knob named twice, an empty list and an odd population for an antithetic strategy are
+    /// refused by name, never silently deduplicated or rounded.
+    #[test]
+    fn repeated_knobs_and_odd_antithetic_populations_are_refused() {
+        let base = crate::System::Nav2d.default_params();
+        let e =
+            TuneSpec::from_names(&[KnobName::Lambda, KnobName::Sigma, KnobName::Lambda], 2, &base)
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("knobs") && e.contains("Lambda twice (entries 0 and 2)"), "{e}");
+        assert!(TuneSpec::from_names(&[], 2, &base).is_err());
+        let c =
+            TuneConfig { knobs: vec![KnobName::Sigma, KnobName::Sigma], ..TuneConfig::default() };
+        assert!(validate_tune(&c).unwrap_err().to_string().contains("twice"));
+        for s in [kestrel_evo::StrategyKind::OpenEs, kestrel_evo::StrategyKind::Pgpe] {
+            let c = TuneConfig { strategy: s, pop_size: 7, ..TuneConfig::default() };
+            let e = validate_tune(&c).unwrap_err().to_string();
+            assert!(e.contains("pop_size") && e.contains("even"), "{e}");
+            validate_tune(&TuneConfig { strategy: s, pop_size: 8, ..TuneConfig::default() })
+                .unwrap();
+        }
+    }
 }

@@ -142,7 +142,7 @@ impl Strategy {
     /// `kind` (`cma-es`, `sep-cma-es`, `snes`, `xnes`, `open-es`, `pgpe`, `de`) initialised at
     /// `mean` with `Key(seed)` (as `kestrel evo run`) or with `init_key`.
     #[new]
-    #[pyo3(signature = (kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None))]
+    #[pyo3(signature = (kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None, params_json="{}"))]
     fn new(
         kind: &str,
         mean: Vec<f32>,
@@ -150,6 +150,7 @@ impl Strategy {
         sigma: f64,
         seed: u64,
         init_key: Option<PyRef<'_, Key>>,
+        params_json: &str,
     ) -> PyResult<Self> {
         let kind = StrategyKind::parse(kind).map_err(value_error)?;
         if mean.is_empty() {
@@ -161,7 +162,18 @@ impl Strategy {
             None => None,
         };
         let key = init_key.map_or(kestrel_core::Key::new(seed), |k| k.k);
-        let opt = kind.build(pop, sigma, &mean, key).map_err(value_error)?;
+        // The hyper-parameters as a run config's `[params]` table reads them: an unknown key
+        // is answered with the closest valid one.
+        let table = crate::runs::json_table(params_json)?;
+        let params: kestrel_evo::StrategyParams =
+            kestrel_run::load_config(&kestrel_evo::StrategyParams::default(), None, table, &[])
+                .map_err(|e| match e {
+                    kestrel_run::RunError::Config { message, .. } => {
+                        value_error(format!("params: {message}"))
+                    }
+                    e => crate::errors::run_error(e),
+                })?;
+        let opt = kind.build_with(pop, sigma, &params, &mean, key).map_err(value_error)?;
         Ok(Strategy { opt, kind, seed, generation: 0 })
     }
 
@@ -325,7 +337,12 @@ impl EvoProblem {
     /// The problem `kestrel evo run` builds for this config (a JSON object of its keys).
     #[staticmethod]
     fn from_es_config(config_json: &str) -> PyResult<Self> {
-        let c = crate::runs::config(&kestrel_evo::run::EsConfig::default(), config_json, None)?;
+        let table = crate::runs::json_table(config_json)?;
+        let c = kestrel_run::registry::load::<kestrel_run::runs::es::Es>(
+            kestrel_run::Layers::table(&table),
+            None,
+        )
+        .map_err(crate::errors::run_error)?;
         let es = kestrel_evo::run::EsRun::new(c).map_err(value_error)?;
         Ok(EvoProblem::of(es.into_problem()))
     }
@@ -335,7 +352,11 @@ impl EvoProblem {
     #[staticmethod]
     fn from_tune_config(config_json: &str) -> PyResult<Self> {
         let table = crate::runs::json_table(config_json)?;
-        let c = kestrel_run::mppi::load_tune(None, table).map_err(crate::errors::run_error)?;
+        let c = kestrel_run::registry::load::<kestrel_run::runs::mppi_tune::MppiTune>(
+            kestrel_run::Layers::table(&table),
+            None,
+        )
+        .map_err(crate::errors::run_error)?;
         Ok(EvoProblem::of(kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?))
     }
 
@@ -714,7 +735,12 @@ impl QdBenchmark {
 pub(crate) fn qd_setup(
     config_json: &str,
 ) -> PyResult<(u64, QdArchive, Vec<QdEmitter>, QdBenchmark)> {
-    let c = crate::runs::config(&kestrel_evo::run::QdConfig::default(), config_json, None)?;
+    let table = crate::runs::json_table(config_json)?;
+    let c = kestrel_run::registry::load::<kestrel_run::runs::qd::Qd>(
+        kestrel_run::Layers::table(&table),
+        None,
+    )
+    .map_err(crate::errors::run_error)?;
     let (c, a, emitters, p) = kestrel_evo::run::QdRun::new(c).map_err(value_error)?.into_parts();
     let emitters = emitters.into_iter().map(|e| QdEmitter { e, num_dims: c.num_dims }).collect();
     Ok((c.seed, QdArchive { a }, emitters, QdBenchmark { p }))

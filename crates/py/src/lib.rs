@@ -33,13 +33,11 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mppi::MppiController>()?;
     m.add_class::<mppi::ExternalMppi>()?;
     m.add_function(wrap_pyfunction!(mppi::systems, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::evo_run, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::evo_qd, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::mppi_run, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::mppi_tune, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::allo_train, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::hunt_train, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::actdyn_run, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::run, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::run_config, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::run_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::evo_run_with, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::mppi_tune_with, m)?)?;
     m.add_function(wrap_pyfunction!(runs::sweep_plan, m)?)?;
     m.add_function(wrap_pyfunction!(runs::sweep_create, m)?)?;
     m.add_function(wrap_pyfunction!(runs::sweep_status, m)?)?;

@@ -3,7 +3,7 @@
 use crate::errors::{run_error, value_error};
 use kestrel_core::Key;
 use kestrel_mppi::presets::ControllerVisitor;
-use kestrel_mppi::{Controller, ControllerKind, Dynamics, MppiRunConfig, System};
+use kestrel_mppi::{Controller, Dynamics, MppiRunConfig, System};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -59,19 +59,15 @@ pub(crate) struct MppiController {
     t: u64,
 }
 
-/// `kestrel mppi run`'s config from the defaults of (controller, system) and a JSON dict of
-/// overrides (the same two passes as the CLI).
+/// `kestrel mppi run`'s config from a JSON dict of overrides, through the run registry (the
+/// defaults of the controller and system the dict names, as the CLI reads them).
 pub(crate) fn mppi_config(json: &str) -> PyResult<MppiRunConfig> {
     let table = crate::runs::json_table(json)?;
-    let first = kestrel_run::load_config(
-        &MppiRunConfig::defaults(ControllerKind::Mppi, System::Pendulum),
+    kestrel_run::registry::load::<kestrel_run::runs::mppi::MppiRun>(
+        kestrel_run::Layers::table(&table),
         None,
-        table.clone(),
-        &[],
     )
-    .map_err(run_error)?;
-    let d = MppiRunConfig::defaults_for(first.controller, first.system, first.steps, first.seed);
-    kestrel_run::load_config(&d, None, table, &[]).map_err(run_error)
+    .map_err(run_error)
 }
 
 #[pymethods]

@@ -4,8 +4,6 @@
 use crate::errors::{run_error, value_error};
 use kestrel_run::{Launch, Outcome, RunError, Tick};
 use pyo3::prelude::*;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
 /// A JSON object (from Python's `json.dumps` of a dict) as a TOML table, the config layer
@@ -19,27 +17,64 @@ pub(crate) fn json_table(json: &str) -> PyResult<toml::Table> {
     toml::Table::try_from(v).map_err(|e| value_error(format!("config: {e}")))
 }
 
-/// The config: `defaults` (or, resuming, the run folder's `config.toml` over them), then the
-/// dict's keys, each layer checked as the CLI checks it.
-pub(crate) fn config<T: Serialize + DeserializeOwned>(
-    defaults: &T,
-    json: &str,
-    resume: Option<&Path>,
-) -> PyResult<T> {
-    let table = json_table(json)?;
-    let base = match resume {
-        Some(folder) => kestrel_run::load_config(
-            defaults,
-            Some(&folder.join("config.toml")),
-            toml::Table::new(),
-            &[],
-        )
-        .map_err(run_error)?,
-        None => {
-            kestrel_run::load_config(defaults, None, toml::Table::new(), &[]).map_err(run_error)?
-        }
-    };
-    kestrel_run::load_config(&base, None, table, &[]).map_err(run_error)
+/// The layers a Python call gives: a preset, a TOML file, then the dict's keys.
+fn layers<'a>(
+    preset: Option<&'a str>,
+    file: Option<&'a Path>,
+    table: &'a toml::Table,
+) -> kestrel_run::Layers<'a> {
+    kestrel_run::Layers { preset, file, table, sets: &[] }
+}
+
+/// The run kinds: `[(name, CLI command)]`.
+#[pyfunction]
+pub(crate) fn run_kinds() -> Vec<(&'static str, &'static str)> {
+    kestrel_run::RunKind::ALL.iter().map(|k| (k.name(), k.command())).collect()
+}
+
+/// A run kind's config (its defaults, or what `preset`, `config_file` and the dict resolve to,
+/// validated) as JSON text; with `toml`, as the commented TOML `kestrel config` prints.
+#[pyfunction]
+#[pyo3(signature = (kind, config_json="{}", config_file=None, preset=None, toml=false))]
+pub(crate) fn run_config(
+    kind: &str,
+    config_json: &str,
+    config_file: Option<PathBuf>,
+    preset: Option<&str>,
+    toml: bool,
+) -> PyResult<String> {
+    let kind = kestrel_run::RunKind::from_name(kind).map_err(run_error)?;
+    let table = json_table(config_json)?;
+    let l = layers(preset, config_file.as_deref(), &table);
+    if toml {
+        kind.config_toml(l).map_err(run_error)
+    } else {
+        Ok(kind.resolve(l).map_err(run_error)?.to_string())
+    }
+}
+
+/// Any run kind through the registry, as the CLI runs it: the config from the defaults (or a
+/// preset), `config_file`, then the dict's keys; `resume`: a run folder to continue.
+#[pyfunction]
+#[pyo3(signature = (kind, config_json, out_dir, config_file=None, preset=None, resume=None, threads=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    py: Python<'_>,
+    kind: &str,
+    config_json: &str,
+    out_dir: PathBuf,
+    config_file: Option<PathBuf>,
+    preset: Option<&str>,
+    resume: Option<PathBuf>,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(String, String)> {
+    let kind = kestrel_run::RunKind::from_name(kind).map_err(run_error)?;
+    let table = json_table(config_json)?;
+    let l = layers(preset, config_file.as_deref(), &table);
+    let argv = format!("kestrel.run({:?}, {config_json})", kind.name());
+    launch(py, out_dir, argv, threads, progress, |lc| kind.launch(l, resume.as_deref(), lc))
+        .map(folder)
 }
 
 /// Runs `run` on a pool of `threads` with the GIL released; `progress(done, total, unit,
@@ -163,119 +198,53 @@ impl kestrel_evo::Problem for PyEval {
     }
 }
 
-/// `kestrel evo run`; with `evaluate`, the fitness comes from that callable (see [`PyEval`]).
+/// `kestrel evo run` with the fitness from `evaluate` (see [`PyEval`]; `kestrel.dist`).
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, threads=None, progress=None, evaluate=None))]
-pub(crate) fn evo_run(
+#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None))]
+pub(crate) fn evo_run_with(
     py: Python<'_>,
     config_json: &str,
     out_dir: PathBuf,
+    evaluate: Py<PyAny>,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
-    evaluate: Option<Py<PyAny>>,
 ) -> PyResult<(String, String)> {
-    let c = config(&kestrel_evo::run::EsConfig::default(), config_json, None)?;
+    use kestrel_run::runs::es::{Es, run_with};
+    let table = json_table(config_json)?;
+    let c = kestrel_run::registry::load::<Es>(kestrel_run::Layers::table(&table), None)
+        .map_err(run_error)?;
     let argv = format!("kestrel.evo.run({config_json})");
-    let Some(f) = evaluate else {
-        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::es::run(c, l))
-            .map(folder);
-    };
     let dims = kestrel_evo::run::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
-    let ev = PyEval::new(dims, f);
+    let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
-        kestrel_run::es::run_with(c, Some(&ev), &|| ev.failed(), l)
+        run_with(c, Some(&ev), &|| ev.failed(), l)
     });
     ev.result(r.map(folder))
 }
 
-/// `kestrel evo qd`.
+/// `kestrel mppi tune` with the candidates' costs from `evaluate` (`kestrel.dist`).
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, progress=None))]
-pub(crate) fn evo_qd(
+#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None))]
+pub(crate) fn mppi_tune_with(
     py: Python<'_>,
     config_json: &str,
     out_dir: PathBuf,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<(String, String)> {
-    let c = config(&kestrel_evo::run::QdConfig::default(), config_json, None)?;
-    let argv = format!("kestrel.evo.qd({config_json})");
-    launch(py, out_dir, argv, Some(1), progress, |l| kestrel_run::es::qd(c, l)).map(folder)
-}
-
-/// `kestrel mppi run`.
-#[pyfunction]
-#[pyo3(signature = (config_json, out_dir, threads=None, progress=None))]
-pub(crate) fn mppi_run(
-    py: Python<'_>,
-    config_json: &str,
-    out_dir: PathBuf,
+    evaluate: Py<PyAny>,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(String, String)> {
-    let c = crate::mppi::mppi_config(config_json)?;
-    let argv = format!("kestrel.mppi.run({config_json})");
-    launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::run(c, l)).map(folder)
-}
-
-/// `kestrel mppi tune`; with `evaluate`, the candidates' costs come from that callable.
-#[pyfunction]
-#[pyo3(signature = (config_json, out_dir, threads=None, progress=None, evaluate=None))]
-pub(crate) fn mppi_tune(
-    py: Python<'_>,
-    config_json: &str,
-    out_dir: PathBuf,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
-    evaluate: Option<Py<PyAny>>,
-) -> PyResult<(String, String)> {
-    let c = kestrel_run::mppi::load_tune(None, json_table(config_json)?).map_err(run_error)?;
+    use kestrel_run::runs::mppi_tune::{MppiTune, tune_with};
+    let table = json_table(config_json)?;
+    let c = kestrel_run::registry::load::<MppiTune>(kestrel_run::Layers::table(&table), None)
+        .map_err(run_error)?;
     let argv = format!("kestrel.mppi.tune({config_json})");
-    let Some(f) = evaluate else {
-        return launch(py, out_dir, argv, threads, progress, |l| kestrel_run::mppi::tune(c, l))
-            .map(folder);
-    };
     let dims = kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?.num_dims();
-    let ev = PyEval::new(dims, f);
+    let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
-        kestrel_run::mppi::tune_with(c, Some(&ev), &|| ev.failed(), l)
+        tune_with(c, Some(&ev), &|| ev.failed(), l)
     });
     ev.result(r.map(folder))
 }
-
-/// A run that can continue a run folder (`resume`): its `#[pyfunction]`.
-macro_rules! resumable {
-    ($(#[$doc:meta])* $name:ident, $cfg:ty, $call:literal, $run:path) => {
-        $(#[$doc])*
-        #[pyfunction]
-        #[pyo3(signature = (config_json, out_dir, resume=None, threads=None, progress=None))]
-        pub(crate) fn $name(
-            py: Python<'_>,
-            config_json: &str,
-            out_dir: PathBuf,
-            resume: Option<PathBuf>,
-            threads: Option<usize>,
-            progress: Option<Py<PyAny>>,
-        ) -> PyResult<(String, String)> {
-            let c = config(&<$cfg>::default(), config_json, resume.as_deref())?;
-            let argv = format!(concat!($call, "({})"), config_json);
-            launch(py, out_dir, argv, threads, progress, |l| $run(c, resume.as_deref(), l))
-                .map(folder)
-        }
-    };
-}
-
-resumable!(
-    /// `kestrel allo train` (`resume`: a run folder to continue).
-    allo_train, kestrel_agents::runs::AlloRunConfig, "kestrel.allo.train", kestrel_run::allo::train
-);
-resumable!(
-    /// `kestrel hunt train` (`resume`: a run folder to continue).
-    hunt_train, kestrel_agents::runs::HuntRunConfig, "kestrel.hunt.train", kestrel_run::hunt::train
-);
-resumable!(
-    /// `kestrel actdyn run` (`resume`: a run folder to continue).
-    actdyn_run, kestrel_actdyn::config::ActdynConfig, "kestrel.actdyn.run", kestrel_run::actdyn::run
-);
 
 /// A sweep spec: TOML text, or a JSON object (from a Python dict) turned into TOML; every
 /// cell's config checked with `check` (the driver's plan), not otherwise (a planned sweep).

@@ -179,15 +179,15 @@ def test_an_external_evaluator_gives_the_run_and_its_errors_stop_it(tmp_path):
         calls.append((x.shape, first_row))
         return p.evaluate(x, key, first_row)
 
-    a = kestrel._runs.launch(_kestrel.evo_run, json.loads(cfg), tmp_path / "a")
-    b = kestrel._runs.launch(_kestrel.evo_run, json.loads(cfg), tmp_path / "b", evaluate=ev)
+    a = kestrel._runs.run("evo", json.loads(cfg), out_dir=tmp_path / "a")
+    b = kestrel._runs.launch(_kestrel.evo_run_with, json.loads(cfg), tmp_path / "b", evaluate=ev)
     np.testing.assert_array_equal(a.metrics["best"], b.metrics["best"])
     assert len(calls) == 8 and calls[0][1] == 0
     for bad, err, msg in ((lambda x, k, r: 1 / 0, ZeroDivisionError, "division"),
                           (lambda x, k, r: np.zeros(3, np.float32), ValueError, r"evaluate: expected shape \(\d+,\)"),
                           (lambda x, k, r: [0.0] * len(x), ValueError, "float32 array")):
         with pytest.raises(err, match=msg):
-            _kestrel.evo_run(cfg, str(tmp_path / "c"), evaluate=bad)
+            _kestrel.evo_run_with(cfg, str(tmp_path / "c"), bad)
     records = [json.loads(r.read_text()) for r in (tmp_path / "c").glob("*/record.json")]
     assert len(records) == 3 and all(r["launches"][-1]["status"] == "failed" for r in records)
     assert "the evaluator failed" in records[0]["launches"][-1]["error"]

@@ -4,10 +4,12 @@
 
 use kestrel_run::{MetricsSink, RunDir, Summary, load_config};
 
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 struct Config {
+    /// Steps to run.
     steps: u64,
+    /// Decay per step.
     rate: f64,
 }
 

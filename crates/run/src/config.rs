@@ -6,6 +6,7 @@
 //! run folder's `config.toml` holds, and `--config` accepts that file again.
 
 use crate::RunError;
+use kestrel_core::{Documented, FieldDoc, closest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::path::Path;
@@ -80,6 +81,140 @@ pub(crate) fn one_line(e: &toml::de::Error) -> String {
     }
 }
 
+/// Every dotted key path under `fields` (nested tables' keys included).
+fn all_paths(fields: &'static [FieldDoc], prefix: &str, out: &mut Vec<String>) {
+    for f in fields {
+        let p = if prefix.is_empty() { f.name.to_string() } else { format!("{prefix}.{}", f.name) };
+        if let Some(sub) = f.nested {
+            all_paths(sub(), &p, out);
+        }
+        out.push(p);
+    }
+}
+
+/// Checks that every key of one layer is a field of the config (nested tables recursively),
+/// so a misspelt key is answered with the closest valid one rather than serde's list.
+fn check_keys(
+    layer: &toml::Table,
+    fields: &'static [FieldDoc],
+    prefix: &str,
+    root: &'static [FieldDoc],
+    source: &ConfigSource<'_>,
+) -> Result<(), RunError> {
+    for (k, v) in layer {
+        let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        match fields.iter().find(|f| f.name == k) {
+            Some(f) => {
+                if let (Some(sub), toml::Value::Table(t)) = (f.nested, v) {
+                    check_keys(t, sub(), &path, root, source)?;
+                }
+            }
+            None => {
+                let siblings = closest(k, fields.iter().map(|f| f.name)).map(|c| {
+                    if prefix.is_empty() { c.to_string() } else { format!("{prefix}.{c}") }
+                });
+                // A key given at the wrong depth (`lambda` for `run.mppi.lambda`).
+                let elsewhere = || {
+                    let mut paths = Vec::new();
+                    all_paths(root, "", &mut paths);
+                    let lasts: Vec<&str> =
+                        paths.iter().map(|p| p.rsplit('.').next().unwrap_or(p)).collect();
+                    let c = closest(k, lasts.iter().copied())?;
+                    paths.iter().find(|p| p.rsplit('.').next() == Some(c)).cloned()
+                };
+                let hint = match siblings.or_else(elsewhere) {
+                    Some(c) => format!("; the closest valid key is `{c}`"),
+                    None => {
+                        let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
+                        format!("; valid keys here: {}", names.join(", "))
+                    }
+                };
+                return Err(config_error(
+                    source,
+                    format!("unknown key `{path}`{hint} (`kestrel config <kind>` lists every key)"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The config as commented TOML: `header` as comment lines, then every field in declaration
+/// order with its doc comment above it, nested tables as `[section]`s. Keys without a value
+/// (an unset option) are written commented out. `--config` reads the text back as `value`.
+pub fn commented_toml<T: Serialize + Documented>(
+    value: &T,
+    header: &str,
+) -> Result<String, RunError> {
+    let table = to_table(value)?;
+    let mut out = String::new();
+    for l in header.lines() {
+        out.push_str(&format!("# {l}\n"));
+    }
+    write_table(&mut out, &table, T::fields(), "")?;
+    Ok(out)
+}
+
+fn comment(out: &mut String, doc: &str) {
+    // Wrap at ~96 columns.
+    let mut line = String::from("#");
+    for w in doc.split_whitespace() {
+        if line.len() + w.len() + 1 > 96 && line.len() > 1 {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from("#");
+        }
+        line.push(' ');
+        line.push_str(w);
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
+fn key_text(k: &str) -> String {
+    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        k.to_string()
+    } else {
+        toml::Value::String(k.to_string()).to_string()
+    }
+}
+
+fn write_table(
+    out: &mut String,
+    table: &toml::Table,
+    fields: &'static [FieldDoc],
+    prefix: &str,
+) -> Result<(), RunError> {
+    let mut sections = Vec::new();
+    let mut seen = Vec::new();
+    for f in fields {
+        seen.push(f.name);
+        match (table.get(f.name), f.nested) {
+            (Some(toml::Value::Table(t)), Some(sub)) => sections.push((f, t, sub)),
+            (Some(v), _) => {
+                comment(out, f.doc);
+                out.push_str(&format!("{} = {v}\n\n", key_text(f.name)));
+            }
+            (None, _) => {
+                comment(out, f.doc);
+                out.push_str(&format!("# {} = (unset)\n\n", key_text(f.name)));
+            }
+        }
+    }
+    // Keys the serialised value has that no field documents (none today): written plainly.
+    for (k, v) in table.iter().filter(|(k, _)| !seen.contains(&k.as_str())) {
+        out.push_str(&format!("{} = {v}\n\n", key_text(k)));
+    }
+    for (f, t, sub) in sections {
+        let path =
+            if prefix.is_empty() { f.name.to_string() } else { format!("{prefix}.{}", f.name) };
+        comment(out, f.doc);
+        out.push_str(&format!("[{path}]\n"));
+        write_table(out, t, sub(), &path)?;
+    }
+    Ok(())
+}
+
 fn check<T: DeserializeOwned>(
     table: &toml::Table,
     source: &ConfigSource<'_>,
@@ -126,25 +261,32 @@ pub fn read_table(path: &Path) -> Result<toml::Table, RunError> {
 
 /// The config: `defaults`, then the file, then `flags`, then each `--set`, each layer checked
 /// against `T` as it is added.
-pub fn load_config<T: Serialize + DeserializeOwned>(
+pub fn load_config<T: Serialize + DeserializeOwned + Documented>(
     defaults: &T,
     file: Option<&Path>,
     flags: toml::Table,
     sets: &[String],
 ) -> Result<T, RunError> {
+    let fields = T::fields();
     let mut table = to_table(defaults)?;
     let mut value: T = check(&table, &ConfigSource::Defaults)?;
     if let Some(path) = file {
-        merge(&mut table, read_table(path)?);
-        value = check(&table, &ConfigSource::File(path))?;
+        let layer = read_table(path)?;
+        let src = ConfigSource::File(path);
+        check_keys(&layer, fields, "", fields, &src)?;
+        merge(&mut table, layer);
+        value = check(&table, &src)?;
     }
     if !flags.is_empty() {
+        check_keys(&flags, fields, "", fields, &ConfigSource::Flags)?;
         merge(&mut table, flags);
         value = check(&table, &ConfigSource::Flags)?;
     }
     for (s, t) in parse_overrides(sets)? {
+        let src = ConfigSource::Set(&s);
+        check_keys(&t, fields, "", fields, &src)?;
         merge(&mut table, t);
-        value = check(&table, &ConfigSource::Set(&s))?;
+        value = check(&table, &src)?;
     }
     Ok(value)
 }
@@ -153,18 +295,27 @@ pub fn load_config<T: Serialize + DeserializeOwned>(
 mod tests {
     use super::*;
 
-    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, Documented)]
     #[serde(deny_unknown_fields)]
     struct Inner {
+        /// Temperature.
         lambda: f64,
+        /// Bounds.
         bounds: Vec<f64>,
     }
 
-    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, Documented)]
     #[serde(deny_unknown_fields)]
     struct Cfg {
+        /// A name.
         name: String,
+        /// Steps to run, a doc long enough to wrap: words words words words words words words
+        /// words words words words words words words words.
         steps: u64,
+        /// Unset by default.
+        cap: Option<u64>,
+        /// The inner table.
+        #[documented(nested)]
         inner: Inner,
     }
 
@@ -172,6 +323,7 @@ mod tests {
         Cfg {
             name: "a".into(),
             steps: 10,
+            cap: None,
             inner: Inner { lambda: 1.0, bounds: vec![f64::NEG_INFINITY, 2.0] },
         }
     }
@@ -198,11 +350,42 @@ mod tests {
     }
 
     #[test]
+    fn commented_defaults_document_every_key_and_read_back_as_the_defaults() {
+        let mut d = defaults();
+        d.inner.bounds = vec![-1.5, 2.0];
+        let text = commented_toml(&d, "header line").unwrap();
+        assert!(text.starts_with("# header line\n# A name.\nname = \"a\"\n"), "{text}");
+        assert!(text.contains("# Unset by default.\n# cap = (unset)\n"), "{text}");
+        assert!(
+            text.contains("# The inner table.\n[inner]\n# Temperature.\nlambda = 1.0\n"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.len() <= 100), "{text}");
+        let dir = std::env::temp_dir().join(format!("kestrel-cfg-doc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(&file, &text).unwrap();
+        let other = Cfg { name: "z".into(), steps: 99, cap: Some(3), ..defaults() };
+        let back: Cfg = load_config(&other, Some(&file), toml::Table::new(), &[]).unwrap();
+        assert_eq!(back, Cfg { cap: Some(3), ..d });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn unknown_and_ill_typed_keys_name_their_source_field_and_value() {
         let e = load_config(&defaults(), None, toml::Table::new(), &["inner.lamda=2".into()])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--set inner.lamda=2") && e.contains("lamda"), "{e}");
+        assert!(e.contains("--set inner.lamda=2") && e.contains("`inner.lambda`"), "{e}");
+        // A key at the wrong depth is pointed to where it lives.
+        let e = load_config(&defaults(), None, toml::Table::new(), &["lambda=2".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown key `lambda`") && e.contains("`inner.lambda`"), "{e}");
+        let e = load_config(&defaults(), None, toml::Table::new(), &["qqqqqqqq=2".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("valid keys here: name, steps, cap, inner"), "{e}");
         let e = load_config(&defaults(), None, toml::Table::new(), &["steps=-3".into()])
             .unwrap_err()
             .to_string();

@@ -90,7 +90,7 @@ pub fn finish(dir: RunDir, r: Result<String, RunError>) -> Result<Outcome, RunEr
 /// Reopens a run folder for `--resume`: its saved `config.toml` is the truth, so `config`
 /// must equal it wherever `same` looks (everything but the budget fields named by `budget`);
 /// the launch is appended to the record and the config rewritten.
-pub fn reopen_checked<T: Serialize + DeserializeOwned + PartialEq>(
+pub fn reopen_checked<T: Serialize + DeserializeOwned + PartialEq + kestrel_core::Documented>(
     folder: &Path,
     config: &T,
     argv: Vec<String>,

@@ -1,8 +1,9 @@
 //! Kestrel's whole runs and their one writer. Every run (an ES run, a QD run, an MPPI episode,
-//! a tuning run, an ALLO or IQN training) is a library call over a typed config that writes
-//! its run folder: [`es`], [`mppi`], [`allo`], [`hunt`], each taking the config and a
-//! [`Launch`] (where to write, the recorded command line, a progress callback). The CLI and
-//! the Python package call these; neither owns a loop or a writer. The parts:
+//! a tuning run, an ALLO, IQN or actdyn training) is one [`Run`] in one file under [`runs`]:
+//! its typed config and its loop, writing its run folder through a [`Launch`] (where to write,
+//! the recorded command line, a progress callback). The [`registry`] ([`RunKind`]) is how the
+//! CLI, the Python package, sweeps and Ray reach them; none of those owns a loop or a writer.
+//! The parts:
 //!
 //! - [`config`]: the typed config from defaults, a TOML file, flags and `--set key=value`
 //!   overrides (dotted keys for nested fields), unknown keys rejected with the source, the
@@ -17,23 +18,21 @@
 //! - [`Summary`]: `summary.md` and `summary.json` from the same key/value list.
 //! - [`write_atomic`]: temp file, fsync, rename.
 
-pub mod actdyn;
-pub mod allo;
 pub mod config;
-pub mod es;
-pub mod hunt;
 mod launch;
 mod metrics;
-pub mod mppi;
 mod record;
+pub mod registry;
+pub mod runs;
 pub mod stats;
 mod summary;
 pub mod sweep;
 
-pub use config::{ConfigSource, load_config, parse_overrides, to_toml};
+pub use config::{ConfigSource, commented_toml, load_config, parse_overrides, to_toml};
 pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen_checked, start};
 pub use metrics::{MetricsSink, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
+pub use registry::{Layers, Run, RunKind};
 pub use summary::Summary;
 
 use std::path::{Path, PathBuf};

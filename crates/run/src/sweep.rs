@@ -6,7 +6,7 @@
 //! A spec (TOML):
 //!
 //! ```toml
-//! kind = "allo"                 # evo | qd | mppi-tune | allo | hunt | actdyn
+//! kind = "allo"                 # a run kind: `kestrel config` lists them
 //! name = "table1"               # the sweep folder's name (default: the spec file's stem)
 //! seeds = 3                     # seeds 0, 1, 2; or a list: seeds = [0, 7, 9]
 //! metrics = ["cosine_similarity"]  # summary.json numbers tabulated (default: the kind's)
@@ -29,77 +29,11 @@
 
 use crate::launch::{Launch, Outcome};
 pub use crate::stats::Stats;
-use crate::{RunError, RunRecord, write_atomic};
+use crate::{Layers, RunError, RunKind, RunRecord, write_atomic};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-
-/// The run types a sweep can hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RunKind {
-    /// `kestrel evo run`.
-    Evo,
-    /// `kestrel evo qd`.
-    Qd,
-    /// `kestrel mppi tune`.
-    MppiTune,
-    /// `kestrel allo train`.
-    Allo,
-    /// `kestrel hunt train`.
-    Hunt,
-    /// `kestrel actdyn run`.
-    Actdyn,
-}
-
-impl RunKind {
-    /// The config spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            RunKind::Evo => "evo",
-            RunKind::Qd => "qd",
-            RunKind::MppiTune => "mppi-tune",
-            RunKind::Allo => "allo",
-            RunKind::Hunt => "hunt",
-            RunKind::Actdyn => "actdyn",
-        }
-    }
-
-    /// Where the seed lives in the config.
-    fn seed_key(self) -> &'static [&'static str] {
-        match self {
-            RunKind::MppiTune => &["run", "seed"],
-            _ => &["seed"],
-        }
-    }
-
-    /// Whether an unfinished run continues from its checkpoint.
-    pub fn resumable(self) -> bool {
-        matches!(self, RunKind::Allo | RunKind::Hunt | RunKind::Actdyn)
-    }
-
-    fn default_metrics(self) -> &'static [&'static str] {
-        match self {
-            RunKind::Evo => &["best_fitness", "evals"],
-            RunKind::Qd => &["qd_score", "coverage", "best"],
-            RunKind::MppiTune => &["best_cost", "start_cost"],
-            RunKind::Allo => &["cosine_similarity"],
-            RunKind::Hunt => &["mean_total_reward_last_100"],
-            RunKind::Actdyn => &["obs_r2_k5", "vf_rel_err"],
-        }
-    }
-
-    fn default_curve(self) -> &'static str {
-        match self {
-            RunKind::Evo | RunKind::MppiTune => "best",
-            RunKind::Qd => "qd_score",
-            RunKind::Allo => "cosine_similarity",
-            RunKind::Hunt => "total_reward",
-            RunKind::Actdyn => "elbo_per_t",
-        }
-    }
-}
 
 /// `seeds = N` (0..N) or `seeds = [..]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -235,55 +169,6 @@ fn value_label(v: &toml::Value) -> String {
     }
 }
 
-/// Checks a cell's config as its run would, before any folder exists.
-fn check_config(kind: RunKind, table: &toml::Table, source: &str) -> Result<(), RunError> {
-    let t = || table.clone();
-    let load = |e: RunError| match e {
-        RunError::Config { message, .. } => cfg_err(source, message),
-        e => e,
-    };
-    match kind {
-        RunKind::Evo => {
-            let c = crate::load_config(&kestrel_evo::run::EsConfig::default(), None, t(), &[])
-                .map_err(load)?;
-            kestrel_evo::run::EsRun::new(c)?;
-        }
-        RunKind::Qd => {
-            let c = crate::load_config(&kestrel_evo::run::QdConfig::default(), None, t(), &[])
-                .map_err(load)?;
-            kestrel_evo::run::QdRun::new(c)?;
-        }
-        RunKind::MppiTune => {
-            let c = crate::mppi::load_tune(None, t()).map_err(load)?;
-            kestrel_mppi::tune::validate_tune(&c)?;
-        }
-        RunKind::Allo => {
-            let c =
-                crate::load_config(&kestrel_agents::runs::AlloRunConfig::default(), None, t(), &[])
-                    .map_err(load)?;
-            c.validate()?;
-            kestrel_envs::GridMap::resolve(&c.map).map_err(kestrel_agents::AgentError::from)?;
-        }
-        RunKind::Hunt => {
-            let c =
-                crate::load_config(&kestrel_agents::runs::HuntRunConfig::default(), None, t(), &[])
-                    .map_err(load)?;
-            c.hunt_config()?;
-        }
-        RunKind::Actdyn => {
-            let c = crate::load_config(
-                &kestrel_actdyn::config::ActdynConfig::default(),
-                None,
-                t(),
-                &[],
-            )
-            .map_err(load)?;
-            c.validate()?;
-        }
-    }
-    Ok(())
-}
-
 /// The run folder inside a cell folder (hidden folders, a run being created, are ignored).
 fn run_folder(cell_dir: &Path) -> Result<Option<PathBuf>, RunError> {
     let rd = match std::fs::read_dir(cell_dir) {
@@ -417,7 +302,8 @@ impl Sweep {
                     format!("{source} ({}, seed {seed})", p.join(", "))
                 };
                 if check {
-                    check_config(spec.kind, &t, &at).map_err(|e| match e {
+                    let layers = Layers::table(&t);
+                    spec.kind.check(layers, &at).map_err(|e| match e {
                         e @ RunError::Config { .. } => e,
                         e => cfg_err(&at, e.to_string()),
                     })?;
@@ -529,38 +415,12 @@ impl Sweep {
         launch.out_dir = cell_dir;
         let source = format!("{} cell {}", self.dir.join("sweep.toml").display(), cell.id);
         let resumed = resume.is_some();
-        let r = resume.as_deref();
-        let t = cell.table.clone();
-        macro_rules! cfg {
-            ($d:expr) => {
-                crate::load_config(&$d, None, t, &[]).map_err(|e| match e {
-                    RunError::Config { message, .. } => cfg_err(&source, message),
-                    e => e,
-                })?
-            };
-        }
-        let out = match self.spec.kind {
-            RunKind::Evo => crate::es::run(cfg!(kestrel_evo::run::EsConfig::default()), launch)?,
-            RunKind::Qd => crate::es::qd(cfg!(kestrel_evo::run::QdConfig::default()), launch)?,
-            RunKind::MppiTune => {
-                let c = crate::mppi::load_tune(None, t).map_err(|e| match e {
-                    RunError::Config { message, .. } => cfg_err(&source, message),
-                    e => e,
-                })?;
-                crate::mppi::tune(c, launch)?
-            }
-            RunKind::Allo => {
-                crate::allo::train(cfg!(kestrel_agents::runs::AlloRunConfig::default()), r, launch)?
-            }
-            RunKind::Hunt => {
-                crate::hunt::train(cfg!(kestrel_agents::runs::HuntRunConfig::default()), r, launch)?
-            }
-            RunKind::Actdyn => crate::actdyn::run(
-                cfg!(kestrel_actdyn::config::ActdynConfig::default()),
-                r,
-                launch,
-            )?,
-        };
+        let layers = Layers::table(&cell.table);
+        let out =
+            self.spec.kind.launch(layers, resume.as_deref(), launch).map_err(|e| match e {
+                RunError::Config { message, .. } => cfg_err(&source, message),
+                e => e,
+            })?;
         Ok(if resumed { CellOutcome::Resumed(out) } else { CellOutcome::Ran(out) })
     }
 
@@ -919,7 +779,7 @@ checkpoint_every = 20
             argv: vec!["t".into()],
             progress: &mut p,
         };
-        let o = crate::allo::train(half, None, l).unwrap();
+        let o = crate::runs::allo::train(half, None, l).unwrap();
         let rec = o.dir.join("record.json");
         let text = std::fs::read_to_string(&rec).unwrap().replace("\"ok\"", "\"running\"");
         std::fs::write(&rec, text).unwrap();
@@ -957,6 +817,7 @@ checkpoint_every = 20
                 "num_dims = 4\ngenerations = 3\nbatch_size = 8\ncells = 5\nnum_emitters = 1",
             ),
             base("mppi-tune", "generations = 2\npop_size = 4\n[base.run]\nsteps = 5"),
+            base("mppi-run", "steps = 5\n[base.mppi]\nnum_samples = 32"),
             base(
                 "allo",
                 "map = \"builtin:rooms-2-5\"\nsamples = 500\nbatch = 16\nd = 3\nsteps = 4\neval_every = 2",

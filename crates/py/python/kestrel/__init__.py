@@ -5,6 +5,10 @@
     env = gym.make("kestrel/CartPole-v1")                      # a gymnasium Env
     es = kestrel.evo.CMAES(num_dims=10)                        # ask/tell
 
+Every whole run (`kestrel.run_kinds()`) runs through one registry, as on the command line:
+`kestrel.config("mppi-tune")` gives its keys and defaults as a dict, `kestrel.run("evo",
+config=..., sigma=0.3)` (or `kestrel.evo.run(...)`) runs it into a run folder.
+
 Modules: `vector`, `envs`, `evo`, `mppi`, `allo`, `hunt`, `actdyn`, and `dist` (Ray; imported
 on use: `import kestrel.dist`).
 """
@@ -15,9 +19,10 @@ from . import _kestrel
 from ._kestrel import Key, __version__
 from .envs import Env, register_envs
 from .vector import VectorEnv
+from ._runs import RunResult, config, config_toml, run, run_kinds
 from . import evo, mppi, allo, hunt, actdyn  # noqa: E402
 
-__all__ = ["Key", "Env", "VectorEnv", "make", "make_vec", "list_envs", "arc_operations", "evo", "mppi", "allo", "hunt", "actdyn", "__version__"]
+__all__ = ["Key", "Env", "VectorEnv", "RunResult", "config", "config_toml", "run", "run_kinds", "make", "make_vec", "list_envs", "arc_operations", "evo", "mppi", "allo", "hunt", "actdyn", "__version__"]
 
 
 def list_envs() -> list[str]:

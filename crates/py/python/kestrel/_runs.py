@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _kestrel
 from ._spaces import params_json
 
 
@@ -60,10 +61,75 @@ def drop_none(d):
     return {k: (drop_none(v) if isinstance(v, dict) else v) for k, v in d.items() if v is not None}
 
 
+def _merge(base: dict, over: dict) -> dict:
+    """`over`'s keys over `base`'s; nested dicts merge key by key."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def split_config(config, overrides: dict) -> tuple[dict, str | None]:
+    """`config=` (a dict, or the path of a TOML file such as a run folder's `config.toml` or
+    what `kestrel config KIND` prints) and keyword overrides: `(dict of keys, TOML path)`.
+    The layers apply as on the command line: defaults, the file, then the keys."""
+    if config is None:
+        base, path = {}, None
+    elif isinstance(config, dict):
+        base, path = dict(config), None
+    elif isinstance(config, (str, os.PathLike)):
+        base, path = {}, os.fspath(config)
+    else:
+        raise TypeError(f"config: a dict or the path of a TOML file, got {type(config).__name__}")
+    return drop_none(_merge(base, overrides)), path
+
+
+def config(kind: str, config=None, *, preset: str | None = None, **overrides) -> dict:
+    """A run kind's config as a dict: its defaults (every key, resolved), or what `config`
+    (a dict or TOML path), `preset` and keyword overrides resolve to, validated as the run
+    would. `kestrel.config("mppi-tune")["run"]["mppi"]["lambda"]`. Kinds:
+    `kestrel.run_kinds()`; the same keys with their docs: `kestrel config KIND` on the
+    command line, or `config_toml(kind)`."""
+    keys, path = split_config(config, overrides)
+    return json.loads(_kestrel.run_config(kind, params_json(keys), config_file=path, preset=preset))
+
+
+def config_toml(kind: str, config=None, *, preset: str | None = None, **overrides) -> str:
+    """`config(kind, ...)` as commented TOML (each key's doc above it), as `kestrel config
+    KIND` prints it; a run's `config=` accepts the file."""
+    keys, path = split_config(config, overrides)
+    return _kestrel.run_config(kind, params_json(keys), config_file=path, preset=preset, toml=True)
+
+
+def run_kinds() -> dict[str, str]:
+    """`{run kind: the CLI command that runs it}`."""
+    return dict(_kestrel.run_kinds())
+
+
+def run(kind: str, config=None, *, out_dir="runs", preset: str | None = None, resume=None,
+        threads: int | None = None, progress=None, **overrides) -> RunResult:
+    """Any run kind (`kestrel.run_kinds()`) through Kestrel's run registry, exactly as the
+    CLI runs it: the config from the defaults (or `preset`), then `config` (a dict or a TOML
+    path), then keyword overrides (nested dicts merge: `run={"system": "pendulum"}`). An
+    unknown key is a ValueError naming it and the closest valid key. `resume`: a run folder
+    to continue (resumable kinds: allo, hunt, actdyn)."""
+    keys, path = split_config(config, overrides)
+    folder, headline = _kestrel.run(
+        kind, params_json(keys), os.fspath(out_dir), config_file=path, preset=preset,
+        resume=None if resume is None else os.fspath(resume), threads=threads, progress=progress)
+    return result(folder, headline)
+
+
 def launch(fn, config: dict | None, out_dir, progress=None, **kw) -> RunResult:
-    """Calls the Rust run `fn(config_json, out_dir, ..., progress=...)` and reads its folder."""
+    """Calls the Rust run `fn(config_json, out_dir, ..., progress=...)` and reads its folder
+    (the runs whose evaluation a Python callable does: `kestrel.dist`)."""
     cfg = drop_none(dict(config or {}))
     folder, headline = fn(params_json(cfg), os.fspath(out_dir), progress=progress, **kw)
+    return result(folder, headline)
+
+
+def result(folder: str, headline: str) -> RunResult:
+    """A finished run's folder read back."""
     d = Path(folder)
     summary = {}
     if (d / "summary.json").exists():

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
-from . import _kestrel
-from ._runs import RunResult, launch
+from ._runs import RunResult, run as _run
 
 
-def run(config: dict | None = None, *, out_dir="runs", resume=None, threads: int | None = None,
+def run(config: dict | str | None = None, *, out_dir="runs", preset: str | None = None, resume=None, threads: int | None = None,
           progress=None, **kw) -> RunResult:
     """Runs into a new run folder (or continues `resume`, a run folder); keys as `kestrel
-    actdyn run --config` (`steps`, `seed`, `env={...}`, `model={...}`, ...)."""
-    return launch(_kestrel.actdyn_run, {**(config or {}), **kw}, out_dir, progress,
-                  resume=None if resume is None else os.fspath(resume), threads=threads)
+    actdyn run --config` (`steps`, `seed`, `env={...}`, `model={...}`, ...); `preset`: "e1" (the
+    defaults) or "e2" (RBF dynamics, iCEM, A-optimality)."""
+    return _run("actdyn", config, out_dir=out_dir, preset=preset, resume=resume, threads=threads,
+                progress=progress, **kw)

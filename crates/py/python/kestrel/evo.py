@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kestrel
-from ._runs import RunResult, launch
+from ._runs import RunResult, run as _run
 from ._spaces import params_json
 
 Key = _kestrel.Key
@@ -50,14 +50,45 @@ def _as_fitness(f, pop):
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
+@dataclass
+class Result:
+    """What pycma's `es.result` holds: the best solution and fitness, the evaluations when it
+    was found and in all, generations, the current mean (`xfavorite`) and the stop
+    conditions met (`stop`, as `Strategy.stop()`)."""
+
+    xbest: np.ndarray
+    fbest: float
+    evals_best: int
+    evaluations: int
+    iterations: int
+    xfavorite: np.ndarray
+    stop: dict
+
+
+# pycma's stop options (its names), each off when None.
+STOP_OPTIONS = ("ftarget", "tolfun", "tolx", "maxfevals", "maxiter")
+
+
 class Strategy:
     """One evolution strategy (minimising), stateful, with the CLI's key tree: generation `g`
-    asks with `Key(seed).fold_in(g + 1).fold_in(0)` and tells with `.fold_in(2)`."""
+    asks with `Key(seed).fold_in(g + 1).fold_in(0)` and tells with `.fold_in(2)`.
+
+    Hyper-parameters: `params={"lr": 0.01}` or keyword arguments (`OpenES(10, lr=0.01)`),
+    the keys of a run config's `[params]` table (`kestrel config evo` lists them with their
+    defaults); a knob this strategy does not have, or a misspelt one, is a ValueError naming
+    it. Stop conditions as pycma's options: `ftarget` (best fitness at or below), `tolfun`
+    (best fitness of the last `10 + ceil(30 n / pop_size)` generations and this generation's
+    fitness within `tolfun`), `tolx` (step size below), `maxfevals` (evaluations),
+    `maxiter` (generations); `stop()` returns those met, `result` pycma's summary, and
+    `optimize` stops at the first."""
 
     kind = "cma-es"
 
     def __init__(self, num_dims: int | None = None, *, pop_size: int | None = None, mean=0.0,
-                 sigma: float = 0.5, seed: int = 0, init_key: Key | None = None):
+                 sigma: float = 0.5, seed: int = 0, init_key: Key | None = None,
+                 params: dict | None = None, ftarget: float | None = None,
+                 tolfun: float | None = None, tolx: float | None = None,
+                 maxfevals: int | None = None, maxiter: int | None = None, **kw):
         m = np.asarray(mean, dtype=np.float32)
         if m.ndim == 0:
             if num_dims is None:
@@ -67,9 +98,30 @@ class Strategy:
             raise ValueError(f"mean: expected shape ({num_dims},), got {m.shape}")
         if m.ndim != 1:
             raise ValueError(f"mean: expected a vector, got shape {m.shape}")
-        self._args = dict(pop_size=pop_size, sigma=float(sigma), seed=int(seed))
+        if params is not None and not isinstance(params, dict):
+            raise TypeError(f"params: a dict of hyper-parameters, got {type(params).__name__}")
+        hyper = {**(params or {}), **kw}
+        stops = dict(ftarget=ftarget, tolfun=tolfun, tolx=tolx, maxfevals=maxfevals, maxiter=maxiter)
+        for k, v in stops.items():
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v != v):
+                raise ValueError(f"{k} = {v!r}: a number (or None: off)")
+        self._args = dict(pop_size=pop_size, sigma=float(sigma), seed=int(seed), params=hyper, stops=stops)
         self._mean0 = m.copy()
-        self._s = _kestrel.Strategy(self.kind, m.tolist(), pop_size, float(sigma), int(seed), init_key)
+        self._s = _kestrel.Strategy(self.kind, m.tolist(), pop_size, float(sigma), int(seed), init_key,
+                                    params_json(hyper))
+        self._reset_bookkeeping()
+
+    def _reset_bookkeeping(self):
+        self._history: list[float] = []  # best fitness per generation (tolfun)
+        self._last: TellMetrics | None = None
+        self._range = np.inf  # this generation's fitness range
+        self._evals = 0
+        self._evals_best = 0
+
+    @property
+    def params(self) -> dict:
+        """The hyper-parameters given (the rest are the strategy's reference defaults)."""
+        return dict(self._args["params"])
 
     # shapes and progress
     pop_size = property(lambda self: self._s.pop_size)
@@ -87,15 +139,62 @@ class Strategy:
         """Updates from `population` and its `fitness` (minimised; NaN refused, ±inf ranked)."""
         x = _as_population(population, self.pop_size, self.num_dims)
         f = _as_fitness(fitness, self.pop_size)
-        return TellMetrics(**self._s.tell(x, f))
+        before = self.best_fitness
+        m = TellMetrics(**self._s.tell(x, f))
+        self._note(m, f)
+        if m.best_so_far < before:
+            self._evals_best = self._evals
+        return m
 
-    def optimize(self, f, generations: int, target: float | None = None) -> TellMetrics:
-        """Runs `generations` ask/evaluate/tell steps with `f(population) -> fitness`."""
-        m = None
-        for _ in range(int(generations)):
+    def _note(self, m: TellMetrics, f: np.ndarray) -> None:
+        self._evals += len(f)
+        self._history.append(m.best_in_generation)
+        finite = f[np.isfinite(f)]
+        self._range = float(finite.max() - finite.min()) if len(finite) else np.inf
+        self._last = m
+
+    def stop(self) -> dict:
+        """The stop conditions met, `{name: its setting}` as pycma's `es.stop()` (empty: go on)."""
+        s, out = self._args["stops"], {}
+        m = self._last
+        if m is None:
+            return out
+        if s["ftarget"] is not None and self.best_fitness <= s["ftarget"]:
+            out["ftarget"] = s["ftarget"]
+        if s["maxfevals"] is not None and self._evals >= s["maxfevals"]:
+            out["maxfevals"] = s["maxfevals"]
+        if s["maxiter"] is not None and self.generation >= s["maxiter"]:
+            out["maxiter"] = s["maxiter"]
+        if s["tolx"] is not None and m.sigma < s["tolx"]:
+            out["tolx"] = s["tolx"]
+        if s["tolfun"] is not None:
+            window = 10 + int(np.ceil(30 * self.num_dims / self.pop_size))
+            recent = np.asarray(self._history[-window:], np.float64)
+            if len(self._history) >= window and np.all(np.isfinite(recent)) \
+                    and recent.max() - recent.min() < s["tolfun"] and self._range < s["tolfun"]:
+                out["tolfun"] = s["tolfun"]
+        return out
+
+    @property
+    def result(self) -> Result:
+        """pycma's `es.result`: best solution and fitness, evaluations, generations, mean, stops."""
+        return Result(xbest=self.best_solution, fbest=float(self.best_fitness), evals_best=self._evals_best,
+                      evaluations=self._evals, iterations=self.generation, xfavorite=self.mean, stop=self.stop())
+
+    def optimize(self, f, generations: int | None = None, target: float | None = None) -> TellMetrics:
+        """Ask/evaluate/tell with `f(population) -> fitness` until `generations` more have run
+        (None: no limit, then some stop condition must be set) or `stop()` holds; `target` is
+        a one-off `ftarget`."""
+        if generations is None and not any(v is not None for v in self._args["stops"].values()) \
+                and target is None:
+            raise ValueError("generations = None: give generations or a stop condition "
+                             f"({', '.join(STOP_OPTIONS)}), or the loop never ends")
+        m, g = self._last, 0
+        while generations is None or g < int(generations):
             x = self.ask()
             m = self.tell(x, f(x))
-            if target is not None and m.best_so_far <= target:
+            g += 1
+            if self.stop() or (target is not None and m.best_so_far <= target):
                 break
         return m
 
@@ -104,7 +203,8 @@ class Strategy:
         """A new state initialised with `key` at `mean` (default: this one's start)."""
         m = self._mean0 if mean is None else np.asarray(mean, np.float32)
         return type(self)(pop_size=self._args["pop_size"], mean=m, sigma=self._args["sigma"],
-                          seed=self._args["seed"], init_key=key)
+                          seed=self._args["seed"], init_key=key, params=self._args["params"],
+                          **self._args["stops"])
 
     def ask_with(self, key: Key, state: "Strategy | None" = None):
         """`(population, new_state)`; `state` (default self) is left unchanged."""
@@ -116,11 +216,15 @@ class Strategy:
         new = (state or self).copy()
         x = _as_population(population, new.pop_size, new.num_dims)
         f = _as_fitness(fitness, new.pop_size)
-        return new, TellMetrics(**new._s.tell_with(key, x, f))
+        m = TellMetrics(**new._s.tell_with(key, x, f))
+        new._note(m, f)
+        return new, m
 
     def copy(self) -> "Strategy":
         new = object.__new__(type(self))
         new._args, new._mean0, new._s = dict(self._args), self._mean0.copy(), self._s.copy()
+        new._history, new._last, new._range = list(self._history), self._last, self._range
+        new._evals, new._evals_best = self._evals, self._evals_best
         return new
 
     # checkpoints and pickling
@@ -133,13 +237,23 @@ class Strategy:
         self._s.generation = int(d["generation"])
 
     def __getstate__(self):
-        return {"args": self._args, "mean0": self._mean0, "state": self.state_dict()}
+        book = {"history": self._history, "last": self._last, "range": self._range,
+                "evals": self._evals, "evals_best": self._evals_best}
+        return {"args": self._args, "mean0": self._mean0, "state": self.state_dict(), "book": book}
 
     def __setstate__(self, st):
         self._args, self._mean0 = st["args"], st["mean0"]
+        self._args.setdefault("params", {})
+        self._args.setdefault("stops", dict.fromkeys(STOP_OPTIONS))
         self._s = _kestrel.Strategy(self.kind, self._mean0.tolist(), self._args["pop_size"],
-                                    self._args["sigma"], self._args["seed"], None)
+                                    self._args["sigma"], self._args["seed"], None,
+                                    params_json(self._args["params"]))
         self.load_state_dict(st["state"])
+        self._reset_bookkeeping()
+        b = st.get("book")
+        if b:
+            self._history, self._last, self._range = list(b["history"]), b["last"], b["range"]
+            self._evals, self._evals_best = b["evals"], b["evals_best"]
 
     def __repr__(self):
         return f"{type(self).__name__}(num_dims={self.num_dims}, pop_size={self.pop_size}, generation={self.generation})"
@@ -201,15 +315,15 @@ class Problem:
         return self._p.evaluate(_as_population(x, x.shape[0], self.num_dims), key, int(first_row))
 
 
-def run(config: dict | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
     """`kestrel evo run`: the config's keys as a dict or keywords (`strategy`, `problem`,
     `num_dims`, `generations`, `seed`, ...); writes the same run folder."""
-    return launch(_kestrel.evo_run, {**(config or {}), **kw}, out_dir, progress, threads=threads)
+    return _run("evo", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 
 
-def qd(config: dict | None = None, *, out_dir="runs", progress=None, **kw) -> RunResult:
+def qd(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
     """`kestrel evo qd` (MAP-Elites / CMA-ME)."""
-    return launch(_kestrel.evo_qd, {**(config or {}), **kw}, out_dir, progress)
+    return _run("qd", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 
 
 # -- quality diversity ------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kestrel
-from ._runs import RunResult, drop_none, launch
+from ._runs import RunResult, drop_none, run as _run
 from ._spaces import params_json
 
 SYSTEMS = tuple(_kestrel.systems())
@@ -97,12 +97,12 @@ class CallbackController:
         self._c.reset()
 
 
-def run(config: dict | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
     """`kestrel mppi run`: one closed-loop episode into a run folder."""
-    return launch(_kestrel.mppi_run, {**(config or {}), **kw}, out_dir, progress, threads=threads)
+    return _run("mppi-run", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 
 
-def tune(config: dict | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def tune(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
     """`kestrel mppi tune`: the population-parallel autotuner (`run={...}`, `knobs`,
     `strategy`, `pop_size`, `generations`, `sigma`)."""
-    return launch(_kestrel.mppi_tune, {**(config or {}), **kw}, out_dir, progress, threads=threads)
+    return _run("mppi-tune", config, out_dir=out_dir, threads=threads, progress=progress, **kw)

@@ -221,7 +221,7 @@ def run_es(config: dict | None = None, *, out_dir="runs", num_shards: int | None
     evaluated on Ray; ask and tell run here. Bit-identical to `kestrel.evo.run` with the same
     config for any `num_shards` and placement."""
     cfg = drop_none({**(config or {}), **kw})
-    return _dist_run(_kestrel.evo_run, ProblemSpec.evo(cfg), cfg, out_dir, progress, num_shards, cpus_per_task,
+    return _dist_run(_kestrel.evo_run_with, ProblemSpec.evo(cfg), cfg, out_dir, progress, num_shards, cpus_per_task,
                      node_ids, max_retries)
 
 
@@ -230,7 +230,7 @@ def mppi_autotune(config: dict | None = None, *, out_dir="runs", num_shards: int
     """`kestrel mppi tune` (same keys, same run folder) with every generation's candidates'
     closed-loop episodes run on Ray. Bit-identical to `kestrel.mppi.tune`."""
     cfg = drop_none({**(config or {}), **kw})
-    return _dist_run(_kestrel.mppi_tune, ProblemSpec.mppi_tune(cfg), cfg, out_dir, progress, num_shards,
+    return _dist_run(_kestrel.mppi_tune_with, ProblemSpec.mppi_tune(cfg), cfg, out_dir, progress, num_shards,
                      cpus_per_task, node_ids, max_retries)
 
 

@@ -3,7 +3,7 @@
 //! evaluation, plots and a summary.
 
 use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
-use crate::{COMMIT, MetricsSink, RunError, Summary};
+use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
 use kestrel_actdyn::eval::{Evaluation, learned_field};
 use kestrel_actdyn::offline::{OfflineConfig, Transitions};
@@ -95,6 +95,46 @@ fn metrics_line(r: &StepRecord, t: usize, ny: usize) -> serde_json::Value {
 
 fn failed(e: impl std::fmt::Display) -> RunError {
     RunError::Failed(e.to_string())
+}
+
+/// The `actdyn` run kind.
+pub struct Actdyn;
+
+impl Run for Actdyn {
+    const NAME: &'static str = "actdyn";
+    const COMMAND: &'static str = "actdyn run";
+    const RESUMABLE: bool = true;
+    const METRICS: &'static [&'static str] = &["obs_r2_k5", "vf_rel_err"];
+    const CURVE: &'static str = "elbo_per_t";
+    type Config = ActdynConfig;
+
+    fn defaults(_: Option<&ActdynConfig>) -> ActdynConfig {
+        ActdynConfig::default()
+    }
+
+    const PRESETS: &'static [&'static str] = &["e1", "e2"];
+
+    /// `e1` (random policy, MLP dynamics: the defaults) or `e2` (RBF dynamics, iCEM,
+    /// A-optimality), the reference's two experiments.
+    fn preset(name: &str) -> Option<ActdynConfig> {
+        match name {
+            "e1" => Some(ActdynConfig::e1()),
+            "e2" => Some(ActdynConfig::e2()),
+            _ => None,
+        }
+    }
+
+    fn validate(c: &ActdynConfig) -> Result<(), RunError> {
+        Ok(c.validate()?)
+    }
+
+    fn run(
+        c: ActdynConfig,
+        resume: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        run(c, resume, launch)
+    }
 }
 
 /// Validates `c` and runs it into a new folder, or (with `resume`) continues the run in that

@@ -3,7 +3,7 @@
 //! the training thread, exact resume from a folder.
 
 use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
-use crate::{COMMIT, MetricsSink, RunError, Summary};
+use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::laplacian::GroundTruth;
 use kestrel_agents::runs::{AlloEvent, AlloRun, AlloRunConfig};
@@ -12,6 +12,36 @@ use kestrel_envs::GridMap;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
 use serde_json::json;
 use std::path::Path;
+
+/// The `allo` run kind.
+pub struct Allo;
+
+impl Run for Allo {
+    const NAME: &'static str = "allo";
+    const COMMAND: &'static str = "allo train";
+    const RESUMABLE: bool = true;
+    const METRICS: &'static [&'static str] = &["cosine_similarity"];
+    const CURVE: &'static str = "cosine_similarity";
+    type Config = AlloRunConfig;
+
+    fn defaults(_: Option<&AlloRunConfig>) -> AlloRunConfig {
+        AlloRunConfig::default()
+    }
+
+    fn validate(c: &AlloRunConfig) -> Result<(), RunError> {
+        c.validate()?;
+        GridMap::resolve(&c.map).map_err(AgentError::from)?;
+        Ok(())
+    }
+
+    fn run(
+        c: AlloRunConfig,
+        resume: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        train(c, resume, launch)
+    }
+}
 
 /// Validates `c` and trains into a new folder, or (with `resume`) continues the run in that
 /// folder from its checkpoint: its saved `config.toml` is the truth, only `steps` may change.

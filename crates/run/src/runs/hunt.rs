@@ -3,7 +3,7 @@
 //! resume; and greedy play of a trained run.
 
 use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
-use crate::{COMMIT, MetricsSink, RunError, Summary};
+use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::runs::{HuntEvent, HuntRun, HuntRunConfig};
 use kestrel_core::{FromInvalid, Key};
@@ -39,6 +39,35 @@ fn sheet(p: &TreasureParams, frames: &[Vec<u8>], title: &str) -> Sketch {
 fn mean_last(v: &[f64], n: usize) -> f64 {
     let s = &v[v.len().saturating_sub(n)..];
     s.iter().sum::<f64>() / s.len().max(1) as f64
+}
+
+/// The `hunt` run kind.
+pub struct Hunt;
+
+impl Run for Hunt {
+    const NAME: &'static str = "hunt";
+    const COMMAND: &'static str = "hunt train";
+    const RESUMABLE: bool = true;
+    const METRICS: &'static [&'static str] = &["mean_total_reward_last_100"];
+    const CURVE: &'static str = "total_reward";
+    type Config = HuntRunConfig;
+
+    fn defaults(_: Option<&HuntRunConfig>) -> HuntRunConfig {
+        HuntRunConfig::default()
+    }
+
+    fn validate(c: &HuntRunConfig) -> Result<(), RunError> {
+        c.hunt_config()?;
+        Ok(())
+    }
+
+    fn run(
+        c: HuntRunConfig,
+        resume: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        train(c, resume, launch)
+    }
 }
 
 /// Validates `c` and trains into a new folder, or (with `resume`) continues the run in that

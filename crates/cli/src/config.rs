@@ -1,0 +1,49 @@
+//! `kestrel config [KIND]`: the run kinds, or one kind's config (its defaults, or what
+//! `--preset`, `--config` and `--set` resolve to) as commented TOML that `--config` reads back.
+
+use anyhow::Result;
+use clap::Args;
+use kestrel_run::{Layers, RunKind};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ConfigArgs {
+    /// The run kind (absent: list the kinds).
+    kind: Option<String>,
+    /// Start from this preset instead of the defaults (actdyn: e1, e2).
+    #[arg(long)]
+    preset: Option<String>,
+    /// A TOML config whose keys apply over the defaults.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override a key: `--set mppi.lambda=0.5` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Print JSON (what Python's `kestrel.config(kind)` returns) instead of commented TOML.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn config(a: ConfigArgs) -> Result<()> {
+    let Some(name) = a.kind else {
+        println!("Run kinds (`kestrel config KIND` prints one's keys with their docs):");
+        for k in RunKind::ALL {
+            println!("  {:<10} kestrel {}", k.name(), k.command());
+        }
+        return Ok(());
+    };
+    let kind = RunKind::from_name(&name)?;
+    let table = toml::Table::new();
+    let layers = Layers {
+        preset: a.preset.as_deref(),
+        file: a.config.as_deref(),
+        table: &table,
+        sets: &a.set,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&kind.resolve(layers)?)?);
+    } else {
+        print!("{}", kind.config_toml(layers)?);
+    }
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! `#[derive(Documented)]`: a config struct's field names and `///` doc comments, read at run
+//! time through `kestrel_core::Documented` (`kestrel config <kind>` prints them as commented
+//! TOML; an unknown key is answered with the closest valid one). The field names are the
+//! struct's own, so no key is spelled twice. A field whose type is itself a documented config
+//! table is marked `#[documented(nested)]`; its keys are then listed (and checked) below it.
+//! A field without a doc comment is a compile error: every config key is documented.
+
+use proc_macro::TokenStream;
+use quote::quote;
+use syn::{Data, DeriveInput, Fields, parse_macro_input};
+
+/// Implements `kestrel_core::Documented` for a struct with named fields.
+#[proc_macro_derive(Documented, attributes(documented))]
+pub fn derive_documented(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match expand(&input) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn doc_of(attrs: &[syn::Attribute]) -> String {
+    let mut lines = Vec::new();
+    for a in attrs {
+        if !a.path().is_ident("doc") {
+            continue;
+        }
+        let syn::Meta::NameValue(nv) = &a.meta else { continue };
+        // A doc passed through a `macro_rules!` `$doc:expr` arrives wrapped in a group.
+        let mut value = &nv.value;
+        while let syn::Expr::Group(g) = value {
+            value = &g.expr;
+        }
+        if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = value {
+            lines.push(s.value().trim().to_string());
+        }
+    }
+    // Rustdoc links read as plain code in a config file: [`Foo`] -> `Foo`.
+    lines.join(" ").trim().replace("[`", "`").replace("`]", "`")
+}
+
+fn nested(attrs: &[syn::Attribute]) -> syn::Result<bool> {
+    let mut found = false;
+    for a in attrs.iter().filter(|a| a.path().is_ident("documented")) {
+        a.parse_nested_meta(|m| {
+            if m.path.is_ident("nested") {
+                found = true;
+                Ok(())
+            } else {
+                Err(m.error("expected `nested`"))
+            }
+        })?;
+    }
+    Ok(found)
+}
+
+fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
+    let Data::Struct(data) = &input.data else {
+        return Err(syn::Error::new_spanned(input, "Documented: a struct with named fields"));
+    };
+    let Fields::Named(fields) = &data.fields else {
+        return Err(syn::Error::new_spanned(input, "Documented: a struct with named fields"));
+    };
+    let mut entries = Vec::new();
+    for f in &fields.named {
+        let ident = f.ident.as_ref().expect("named fields have names");
+        let name = ident.to_string();
+        let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+        let doc = doc_of(&f.attrs);
+        if doc.is_empty() {
+            return Err(syn::Error::new_spanned(
+                ident,
+                "Documented: every field needs a `///` doc comment",
+            ));
+        }
+        let ty = &f.ty;
+        let sub = if nested(&f.attrs)? {
+            quote! { ::core::option::Option::Some(<#ty as ::kestrel_core::Documented>::fields) }
+        } else {
+            quote! { ::core::option::Option::None }
+        };
+        entries.push(quote! {
+            ::kestrel_core::FieldDoc { name: #name, doc: #doc, nested: #sub }
+        });
+    }
+    let ident = &input.ident;
+    let (imp, ty, wh) = input.generics.split_for_impl();
+    Ok(quote! {
+        impl #imp ::kestrel_core::Documented for #ident #ty #wh {
+            fn fields() -> &'static [::kestrel_core::FieldDoc] {
+                &[#(#entries),*]
+            }
+        }
+    })
+}

@@ -1,0 +1,394 @@
+//! Strategy hyper-parameters from a config or a Python dict: [`StrategyParams`], every knob of
+//! every strategy as an optional override of its reference default (evosax's
+//! `default_params`, Hansen's tutorial for CMA-ES). A run config holds them as its `[params]`
+//! table (`--set params.lr=0.01`); the Python ask/tell objects take them as `params={...}` or
+//! keyword arguments. A knob the chosen strategy does not have is an error naming the
+//! strategies that have it, never silently ignored.
+
+use crate::driver::StrategyKind;
+use crate::shaping::Shaping;
+use crate::{CmaParams, DeParams, EvoError, OpenEsParams, PgpeParams, SnesParams, XnesParams};
+use kestrel_core::FromInvalid;
+use serde::{Deserialize, Serialize};
+
+/// Overrides of a strategy's hyper-parameters; absent keys keep the strategy's reference
+/// default (which depends on the population size and dimension where the reference says so).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
+#[serde(default, deny_unknown_fields)]
+pub struct StrategyParams {
+    /// CMA-ES, Sep-CMA-ES: lower clip of the step size (default 0).
+    pub sigma_min: Option<f64>,
+    /// CMA-ES, Sep-CMA-ES: upper clip of the step size (default 1e8).
+    pub sigma_max: Option<f64>,
+    /// CMA-ES, Sep-CMA-ES: learning rate of the mean (`c_m`, default 1).
+    pub c_mean: Option<f64>,
+    /// CMA-ES, Sep-CMA-ES: step-size path learning rate (`c_σ`, in (0, 1]).
+    pub c_sigma: Option<f64>,
+    /// CMA-ES, Sep-CMA-ES: step-size damping (`d_σ`, > 0).
+    pub d_sigma: Option<f64>,
+    /// CMA-ES, Sep-CMA-ES: covariance path learning rate (`c_c`, in (0, 1]).
+    pub c_c: Option<f64>,
+    /// CMA-ES, Sep-CMA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1).
+    pub c_1: Option<f64>,
+    /// CMA-ES, Sep-CMA-ES: rank-μ learning rate (`c_μ`).
+    pub c_mu: Option<f64>,
+    /// CMA-ES: decompose the covariance lazily (off: every generation, as evosax).
+    pub lazy_eigen: Option<bool>,
+    /// CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
+    pub lazy_gap: Option<f64>,
+    /// SNES, xNES: learning rate of the mean (default 1).
+    pub lr_mean: Option<f64>,
+    /// SNES, xNES: learning rate of the step sizes.
+    pub lr_sigma: Option<f64>,
+    /// xNES: learning rate of the shape matrix B.
+    pub lr_b: Option<f64>,
+    /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01).
+    pub lr: Option<f64>,
+    /// OpenAI-ES: Adam's first-moment decay (in [0, 1), default 0.9).
+    pub beta1: Option<f64>,
+    /// OpenAI-ES: Adam's second-moment decay (in [0, 1), default 0.999).
+    pub beta2: Option<f64>,
+    /// OpenAI-ES: Adam's epsilon (> 0, default 1e-8).
+    pub eps: Option<f64>,
+    /// OpenAI-ES: mirrored sampling `z, −z` (default true; the population is even either way).
+    pub antithetic: Option<bool>,
+    /// OpenAI-ES, PGPE: fitness shaping: centered-rank (default), z-score or raw.
+    pub shaping: Option<Shaping>,
+    /// PGPE: learning rate of the step sizes (default 0.1).
+    pub sigma_lr: Option<f64>,
+    /// PGPE: largest relative change of a step size per generation (default 0.2).
+    pub sigma_max_change: Option<f64>,
+    /// PGPE: ClipUp's largest velocity norm (default 0.02).
+    pub max_velocity: Option<f64>,
+    /// PGPE: ClipUp's momentum (in [0, 1), default 0.9).
+    pub momentum: Option<f64>,
+    /// DE: binomial crossover rate `CR` (in [0, 1], default 0.9).
+    pub crossover_rate: Option<f64>,
+    /// DE: differential weight `F` (in (0, 2], default 0.8).
+    pub differential_weight: Option<f64>,
+    /// DE: the base vector is the current best (default true; false: a random member).
+    pub elitism: Option<bool>,
+}
+
+use StrategyKind as K;
+
+/// Which strategies have each knob (the error for a knob the chosen one lacks names them).
+const OWNERS: &[(&str, &[StrategyKind])] = &[
+    ("sigma_min", &[K::CmaEs, K::SepCmaEs]),
+    ("sigma_max", &[K::CmaEs, K::SepCmaEs]),
+    ("c_mean", &[K::CmaEs, K::SepCmaEs]),
+    ("c_sigma", &[K::CmaEs, K::SepCmaEs]),
+    ("d_sigma", &[K::CmaEs, K::SepCmaEs]),
+    ("c_c", &[K::CmaEs, K::SepCmaEs]),
+    ("c_1", &[K::CmaEs, K::SepCmaEs]),
+    ("c_mu", &[K::CmaEs, K::SepCmaEs]),
+    ("lazy_eigen", &[K::CmaEs]),
+    ("lazy_gap", &[K::CmaEs]),
+    ("lr_mean", &[K::Snes, K::Xnes]),
+    ("lr_sigma", &[K::Snes, K::Xnes]),
+    ("lr_b", &[K::Xnes]),
+    ("lr", &[K::OpenEs, K::Pgpe]),
+    ("beta1", &[K::OpenEs]),
+    ("beta2", &[K::OpenEs]),
+    ("eps", &[K::OpenEs]),
+    ("antithetic", &[K::OpenEs]),
+    ("shaping", &[K::OpenEs, K::Pgpe]),
+    ("sigma_lr", &[K::Pgpe]),
+    ("sigma_max_change", &[K::Pgpe]),
+    ("max_velocity", &[K::Pgpe]),
+    ("momentum", &[K::Pgpe]),
+    ("crossover_rate", &[K::De]),
+    ("differential_weight", &[K::De]),
+    ("elitism", &[K::De]),
+];
+
+/// `value` inside `[lo, hi]` (each end open or closed), else an error naming `field`.
+fn check(field: &str, value: f64, lo: (f64, bool), hi: (f64, bool)) -> Result<(), EvoError> {
+    let above = if lo.1 { value >= lo.0 } else { value > lo.0 };
+    let below = if hi.1 { value <= hi.0 } else { value < hi.0 };
+    if value.is_finite() && above && below {
+        return Ok(());
+    }
+    let l = if lo.1 { "[" } else { "(" };
+    let h = if hi.1 { "]" } else { ")" };
+    let hi_s = if hi.0.is_infinite() { "inf".to_string() } else { hi.0.to_string() };
+    Err(EvoError::invalid(format!("params.{field}"), value, format!("in {l}{}, {hi_s}{h}", lo.0)))
+}
+
+const POS: (f64, bool) = (0.0, false);
+const NONNEG: (f64, bool) = (0.0, true);
+const INF: (f64, bool) = (f64::INFINITY, false);
+const ONE: (f64, bool) = (1.0, true);
+const BELOW_ONE: (f64, bool) = (1.0, false);
+
+impl StrategyParams {
+    /// The knobs that are set, by config name.
+    pub fn set_keys(&self) -> Vec<&'static str> {
+        let set = [
+            self.sigma_min.is_some(),
+            self.sigma_max.is_some(),
+            self.c_mean.is_some(),
+            self.c_sigma.is_some(),
+            self.d_sigma.is_some(),
+            self.c_c.is_some(),
+            self.c_1.is_some(),
+            self.c_mu.is_some(),
+            self.lazy_eigen.is_some(),
+            self.lazy_gap.is_some(),
+            self.lr_mean.is_some(),
+            self.lr_sigma.is_some(),
+            self.lr_b.is_some(),
+            self.lr.is_some(),
+            self.beta1.is_some(),
+            self.beta2.is_some(),
+            self.eps.is_some(),
+            self.antithetic.is_some(),
+            self.shaping.is_some(),
+            self.sigma_lr.is_some(),
+            self.sigma_max_change.is_some(),
+            self.max_velocity.is_some(),
+            self.momentum.is_some(),
+            self.crossover_rate.is_some(),
+            self.differential_weight.is_some(),
+            self.elitism.is_some(),
+        ];
+        // In field order (the test below checks OWNERS follows it).
+        OWNERS.iter().zip(set).filter(|(_, s)| *s).map(|((k, _), _)| *k).collect()
+    }
+
+    /// Errors for a knob that `kind` does not have.
+    pub fn check_for(&self, kind: StrategyKind) -> Result<(), EvoError> {
+        for k in self.set_keys() {
+            let owners = OWNERS.iter().find(|(n, _)| *n == k).map_or(&[][..], |(_, o)| o);
+            if !owners.contains(&kind) {
+                let names: Vec<&str> = owners.iter().map(|o| o.name()).collect();
+                return Err(EvoError::invalid(
+                    format!("params.{k}"),
+                    format!("set for {}", kind.name()),
+                    format!("a knob of {} only", names.join(" and ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// CMA-ES / Sep-CMA-ES params with these overrides.
+    pub fn cma(&self, mut p: CmaParams) -> Result<CmaParams, EvoError> {
+        if let Some(v) = self.sigma_min {
+            check("sigma_min", v, NONNEG, INF)?;
+            p.sigma_min = v;
+        }
+        if let Some(v) = self.sigma_max {
+            check("sigma_max", v, POS, INF)?;
+            p.sigma_max = v;
+        }
+        if p.sigma_min > p.sigma_max {
+            return Err(EvoError::invalid(
+                "params.sigma_min",
+                p.sigma_min,
+                format!("at most sigma_max = {}", p.sigma_max),
+            ));
+        }
+        if let Some(v) = self.c_mean {
+            check("c_mean", v, POS, INF)?;
+            p.c_mean = v;
+        }
+        if let Some(v) = self.c_sigma {
+            check("c_sigma", v, POS, ONE)?;
+            p.c_sigma = v;
+        }
+        if let Some(v) = self.d_sigma {
+            check("d_sigma", v, POS, INF)?;
+            p.d_sigma = v;
+        }
+        if let Some(v) = self.c_c {
+            check("c_c", v, POS, ONE)?;
+            p.c_c = v;
+        }
+        if let Some(v) = self.c_1 {
+            check("c_1", v, NONNEG, ONE)?;
+            p.c_1 = v;
+        }
+        if let Some(v) = self.c_mu {
+            check("c_mu", v, NONNEG, ONE)?;
+            p.c_mu = v;
+        }
+        if p.c_1 + p.c_mu > 1.0 {
+            return Err(EvoError::invalid("params.c_1 + params.c_mu", p.c_1 + p.c_mu, "at most 1"));
+        }
+        if let Some(v) = self.lazy_eigen {
+            p.lazy_eigen = v;
+        }
+        if let Some(v) = self.lazy_gap {
+            check("lazy_gap", v, POS, INF)?;
+            p.lazy_gap = v;
+        }
+        Ok(p)
+    }
+
+    /// SNES params with these overrides.
+    pub fn snes(&self, mut p: SnesParams) -> Result<SnesParams, EvoError> {
+        if let Some(v) = self.lr_mean {
+            check("lr_mean", v, POS, INF)?;
+            p.lr_mean = v;
+        }
+        if let Some(v) = self.lr_sigma {
+            check("lr_sigma", v, POS, INF)?;
+            p.lr_sigma = v;
+        }
+        Ok(p)
+    }
+
+    /// xNES params with these overrides.
+    pub fn xnes(&self, mut p: XnesParams) -> Result<XnesParams, EvoError> {
+        if let Some(v) = self.lr_mean {
+            check("lr_mean", v, POS, INF)?;
+            p.lr_mean = v;
+        }
+        if let Some(v) = self.lr_sigma {
+            check("lr_sigma", v, POS, INF)?;
+            p.lr_sigma = v;
+        }
+        if let Some(v) = self.lr_b {
+            check("lr_b", v, POS, INF)?;
+            p.lr_b = v;
+        }
+        Ok(p)
+    }
+
+    /// OpenAI-ES params with these overrides.
+    pub fn open_es(&self, mut p: OpenEsParams) -> Result<OpenEsParams, EvoError> {
+        if let Some(v) = self.lr {
+            check("lr", v, POS, INF)?;
+            p.adam.lr = v;
+        }
+        if let Some(v) = self.beta1 {
+            check("beta1", v, NONNEG, BELOW_ONE)?;
+            p.adam.beta1 = v;
+        }
+        if let Some(v) = self.beta2 {
+            check("beta2", v, NONNEG, BELOW_ONE)?;
+            p.adam.beta2 = v;
+        }
+        if let Some(v) = self.eps {
+            check("eps", v, POS, INF)?;
+            p.adam.eps = v;
+        }
+        if let Some(v) = self.antithetic {
+            p.antithetic = v;
+        }
+        if let Some(v) = self.shaping {
+            p.shaping = v;
+        }
+        Ok(p)
+    }
+
+    /// PGPE params with these overrides.
+    pub fn pgpe(&self, mut p: PgpeParams) -> Result<PgpeParams, EvoError> {
+        if let Some(v) = self.lr {
+            check("lr", v, POS, INF)?;
+            p.lr = v;
+        }
+        if let Some(v) = self.sigma_lr {
+            check("sigma_lr", v, NONNEG, INF)?;
+            p.sigma_lr = v;
+        }
+        if let Some(v) = self.sigma_max_change {
+            check("sigma_max_change", v, NONNEG, INF)?;
+            p.sigma_max_change = v;
+        }
+        if let Some(v) = self.max_velocity {
+            check("max_velocity", v, POS, INF)?;
+            p.max_velocity = v;
+        }
+        if let Some(v) = self.momentum {
+            check("momentum", v, NONNEG, BELOW_ONE)?;
+            p.momentum = v;
+        }
+        if let Some(v) = self.shaping {
+            p.shaping = v;
+        }
+        Ok(p)
+    }
+
+    /// DE params with these overrides.
+    pub fn de(&self, mut p: DeParams) -> Result<DeParams, EvoError> {
+        if let Some(v) = self.crossover_rate {
+            check("crossover_rate", v, NONNEG, ONE)?;
+            p.crossover_rate = v;
+        }
+        if let Some(v) = self.differential_weight {
+            check("differential_weight", v, POS, (2.0, true))?;
+            p.differential_weight = v;
+        }
+        if let Some(v) = self.elitism {
+            p.elitism = v;
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kestrel_core::Documented;
+
+    #[test]
+    fn every_knob_has_owners_and_a_doc() {
+        let fields: Vec<&str> = StrategyParams::fields().iter().map(|f| f.name).collect();
+        let owned: Vec<&str> = OWNERS.iter().map(|(k, _)| *k).collect();
+        assert_eq!(fields, owned);
+        let all = StrategyParams {
+            sigma_min: Some(0.0),
+            lazy_eigen: Some(true),
+            shaping: Some(Shaping::Raw),
+            elitism: Some(false),
+            ..StrategyParams::default()
+        };
+        assert_eq!(all.set_keys(), ["sigma_min", "lazy_eigen", "shaping", "elitism"]);
+        // Each key alone reads back as exactly that key (the `set` list follows OWNERS).
+        for (k, _) in OWNERS {
+            let one = [serde_json::json!(0.5), serde_json::json!(true), serde_json::json!("raw")]
+                .into_iter()
+                .find_map(|v| {
+                    serde_json::from_value::<StrategyParams>(serde_json::json!({ *k: v })).ok()
+                })
+                .unwrap_or_else(|| panic!("{k}: no value parses"));
+            assert_eq!(one.set_keys(), [*k]);
+        }
+    }
+
+    #[test]
+    fn knobs_of_other_strategies_and_values_out_of_range_are_refused_by_name() {
+        let p = StrategyParams { lr: Some(0.01), ..StrategyParams::default() };
+        p.check_for(StrategyKind::OpenEs).unwrap();
+        p.check_for(StrategyKind::Pgpe).unwrap();
+        let e = p.check_for(StrategyKind::CmaEs).unwrap_err().to_string();
+        assert!(e.contains("params.lr") && e.contains("open-es and pgpe only"), "{e}");
+        for (bad, want) in [
+            (StrategyParams { beta1: Some(1.0), ..Default::default() }, "params.beta1"),
+            (StrategyParams { lr: Some(f64::NAN), ..Default::default() }, "params.lr"),
+            (StrategyParams { eps: Some(0.0), ..Default::default() }, "params.eps"),
+        ] {
+            let o = OpenEsParams {
+                sigma: 0.1,
+                adam: crate::open_es::Adam::default(),
+                antithetic: true,
+                shaping: Shaping::CenteredRank,
+            };
+            let e = bad.open_es(o).unwrap_err().to_string();
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        let d = DeParams {
+            sigma_init: 1.0,
+            crossover_rate: 0.9,
+            differential_weight: 0.8,
+            elitism: true,
+        };
+        let e = StrategyParams { crossover_rate: Some(1.5), ..Default::default() }.de(d.clone());
+        assert!(e.unwrap_err().to_string().contains("params.crossover_rate"));
+        let got =
+            StrategyParams { differential_weight: Some(0.5), ..Default::default() }.de(d).unwrap();
+        assert_eq!(got.differential_weight, 0.5);
+    }
+}

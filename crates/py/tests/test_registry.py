@@ -1,0 +1,136 @@
+"""The run registry from Python: every kind's config as a dict and as the commented TOML the
+CLI prints, `kestrel.run(kind, config=..., **overrides)` with a dict or a TOML path, unknown
+keys answered with the closest valid key; strategy hyper-parameters and pycma-style stop
+conditions on the ask/tell objects."""
+
+import json
+import pickle
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kestrel
+
+KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "allo", "hunt", "actdyn"]
+
+
+def test_every_kind_is_listed_with_its_command_and_its_defaults_round_trip(tmp_path):
+    kinds = kestrel.run_kinds()
+    assert list(kinds) == KINDS
+    assert kinds["mppi-tune"] == "mppi tune" and kinds["allo"] == "allo train"
+    for kind in KINDS:
+        d = kestrel.config(kind)
+        assert isinstance(d, dict) and d, kind
+        text = kestrel.config_toml(kind)
+        assert text.startswith(f"# {kind}: the config of `kestrel {kinds[kind]}`"), text[:80]
+        path = tmp_path / f"{kind}.toml"
+        path.write_text(text)
+        # The printed defaults read back (as a TOML path) give the defaults.
+        assert kestrel.config(kind, str(path)) == d, kind
+
+
+def test_config_layers_and_closest_key_errors():
+    d = kestrel.config("mppi-tune", {"run": {"system": "pendulum"}}, pop_size=6)
+    assert d["pop_size"] == 6 and d["run"]["system"] == "pendulum"
+    # The second pass: the pendulum's one control, not the default system's two.
+    assert len(d["run"]["mppi"]["noise_sigma"]) == 1
+    with pytest.raises(ValueError, match=r"unknown key `run.mppi.lamda`.*`run.mppi.lambda`"):
+        kestrel.config("mppi-tune", {"run": {"mppi": {"lamda": 0.5}}})
+    with pytest.raises(ValueError, match=r"unknown key `lambda`.*`run.mppi.lambda`"):
+        kestrel.config("mppi-tune", **{"lambda": 0.5})
+    with pytest.raises(ValueError, match=r"did you mean `mppi-tune`"):
+        kestrel.config("mppi-tuen")
+    with pytest.raises(ValueError, match="num_dims"):
+        kestrel.config("evo", num_dims=0)
+    with pytest.raises(TypeError, match="config: a dict or the path"):
+        kestrel.config("evo", 3)
+    e2 = kestrel.config("actdyn", preset="e2")
+    assert e2["policy"]["kind"] == "icem" and kestrel.config("actdyn")["policy"]["kind"] == "random"
+    with pytest.raises(ValueError, match="unknown preset"):
+        kestrel.config("actdyn", preset="e3")
+
+
+def test_a_run_from_a_toml_path_equals_the_cli_and_the_dict(tmp_path):
+    cfg = tmp_path / "evo.toml"
+    cfg.write_text(kestrel.config_toml("evo", strategy="snes", problem="sphere", num_dims=4, generations=6))
+    a = kestrel.run("evo", str(cfg), out_dir=tmp_path / "a")
+    b = kestrel.evo.run({"strategy": "snes", "problem": "sphere", "num_dims": 4}, generations=6,
+                        out_dir=tmp_path / "b")
+    np.testing.assert_array_equal(a.metrics["best"], b.metrics["best"])
+    # The CLI on the same file (the binary `cargo test` builds; tools/test-all builds it first).
+    root = Path(__file__).resolve().parents[3]
+    cli = next((str(p) for p in (root / "target/debug/kestrel", root / "target/release/kestrel") if p.exists()),
+               shutil.which("kestrel"))
+    if cli is not None:
+        out = subprocess.run([cli, "evo", "run", "--config", str(cfg), "--out-dir", str(tmp_path / "c")],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        (c,) = (tmp_path / "c").iterdir()
+        assert json.loads((c / "summary.json").read_text())["best_fitness"] == a.summary["best_fitness"]
+    # The saved config of a run replays it.
+    again = kestrel.run("evo", str(a.dir / "config.toml"), out_dir=tmp_path / "d")
+    np.testing.assert_array_equal(a.metrics["best"], again.metrics["best"])
+    with pytest.raises(ValueError, match=r"`kestrel evo run` runs cannot be resumed"):
+        kestrel.run("evo", resume=a.dir, out_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"unknown key `genrations`.*`generations`"):
+        kestrel.evo.run(genrations=3, out_dir=tmp_path)
+    assert not (tmp_path / "e").exists()
+
+
+def test_strategy_params_reach_the_strategy_and_are_checked_by_name():
+    f = lambda x: (x ** 2).sum(axis=1)
+    slow = kestrel.evo.OpenES(6, mean=1.0, seed=1, lr=1e-6)
+    fast = kestrel.evo.OpenES(6, mean=1.0, seed=1, params={"lr": 0.05})
+    assert slow.params == {"lr": 1e-6}
+    a, b = slow.optimize(f, 30), fast.optimize(f, 30)
+    assert b.best_so_far < a.best_so_far
+    de = kestrel.evo.DE(4, seed=0, crossover_rate=0.5, differential_weight=0.3, elitism=False)
+    assert de.optimize(f, 5).generation == 5
+    with pytest.raises(ValueError, match=r"params.lr.*open-es and pgpe only"):
+        kestrel.evo.CMAES(4, lr=0.1)
+    with pytest.raises(ValueError, match=r"params: .*unknown key `lrr`.*`lr`"):
+        kestrel.evo.OpenES(4, lrr=0.1)
+    with pytest.raises(ValueError, match=r"params.beta1"):
+        kestrel.evo.OpenES(4, beta1=1.0)
+    with pytest.raises(ValueError, match=r"pop_size.*even"):
+        kestrel.evo.PGPE(4, pop_size=3)
+    with pytest.raises(TypeError, match="params: a dict"):
+        kestrel.evo.CMAES(4, params=[1])
+    # Hyper-parameters survive pickling and the functional layer.
+    c = pickle.loads(pickle.dumps(slow))
+    assert c.params == {"lr": 1e-6}
+    x = c.ask()
+    np.testing.assert_array_equal(x, slow.copy().ask())
+
+
+def test_pycma_style_stops_and_result():
+    f = lambda x: (x ** 2).sum(axis=1)
+    es = kestrel.evo.CMAES(5, mean=1.0, sigma=0.5, seed=3, ftarget=1e-6)
+    assert es.stop() == {}
+    m = es.optimize(f)
+    assert es.stop() == {"ftarget": 1e-6} and m.best_so_far <= 1e-6
+    r = es.result
+    assert r.fbest == es.best_fitness and r.iterations == es.generation
+    assert r.evaluations == es.generation * es.pop_size and 0 < r.evals_best <= r.evaluations
+    np.testing.assert_array_equal(r.xbest, es.best_solution)
+    es = kestrel.evo.CMAES(5, mean=1.0, seed=3, maxfevals=40)
+    es.optimize(f)
+    assert es.stop() == {"maxfevals": 40} and es.result.evaluations == 40
+    es = kestrel.evo.CMAES(3, mean=1.0, seed=3, tolfun=1e-9, maxiter=2000)
+    es.optimize(f)
+    assert "tolfun" in es.stop() and es.generation < 2000
+    es = kestrel.evo.SNES(3, mean=1.0, seed=3, tolx=1e-4, maxiter=5000)
+    es.optimize(f)
+    assert "tolx" in es.stop()
+    with pytest.raises(ValueError, match="generations = None"):
+        kestrel.evo.CMAES(3).optimize(f)
+    with pytest.raises(ValueError, match="ftarget"):
+        kestrel.evo.CMAES(3, ftarget="low")
+    # The bookkeeping is pickled with the state.
+    es = kestrel.evo.CMAES(3, mean=1.0, seed=3, maxfevals=1000)
+    es.optimize(f, 4)
+    back = pickle.loads(pickle.dumps(es))
+    assert back.result.evaluations == es.result.evaluations and back.stop() == es.stop()

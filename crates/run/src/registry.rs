@@ -1,0 +1,456 @@
+//! The one registry of run kinds. Every whole run is one [`Run`]: a config type (serde, a doc
+//! comment per field, its defaults the reference's) and a loop in one file under
+//! [`crate::runs`]. [`RunKind`] names them; its methods are the only place that matches on
+//! run kinds, and every front end (the CLI, the Python package, sweeps, Ray) goes through
+//! them: loading a config from its layers, checking it before any folder exists, printing its
+//! defaults as commented TOML (`kestrel config <kind>`), running it.
+//!
+//! Adding a run kind: one file under `runs/` with its `impl Run`, one variant here, one arm in
+//! [`with_run!`].
+
+use crate::config::{commented_toml, load_config};
+use crate::launch::{Launch, Outcome};
+use crate::{RunError, runs};
+use kestrel_core::Documented;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One kind of whole run: its config and its loop.
+pub trait Run {
+    /// Its name in the registry, configs and sweep specs (`mppi-tune`).
+    const NAME: &'static str;
+    /// The command that runs it (`evo run`).
+    const COMMAND: &'static str;
+    /// Where the seed lives in the config (dotted path).
+    const SEED_KEY: &'static [&'static str] = &["seed"];
+    /// Whether an unfinished run continues from its checkpoint (`--resume`).
+    const RESUMABLE: bool = false;
+    /// The `summary.json` numbers a sweep tabulates by default.
+    const METRICS: &'static [&'static str];
+    /// The `metrics.jsonl` column a sweep plots by default.
+    const CURVE: &'static str;
+    /// The config.
+    type Config: Serialize + DeserializeOwned + Clone + PartialEq + Documented + Send;
+
+    /// The defaults a config is read over. `first` is the config read in a first pass over
+    /// `defaults(None)`: kinds whose defaults depend on some of their own keys (MPPI: the
+    /// system fixes the noise size and the bounds) read those from it; the rest ignore it.
+    fn defaults(first: Option<&Self::Config>) -> Self::Config;
+
+    /// Named base configs a run can start from instead of the defaults (actdyn's `e1`, `e2`).
+    const PRESETS: &'static [&'static str] = &[];
+
+    /// The preset `name` (one of [`Run::PRESETS`]).
+    fn preset(name: &str) -> Option<Self::Config> {
+        let _ = name;
+        None
+    }
+
+    /// Everything the run checks before it creates its folder.
+    fn validate(config: &Self::Config) -> Result<(), RunError>;
+
+    /// Runs `config` into a new folder under `launch.out_dir`, or (with `resume`, for a
+    /// resumable kind) continues the run in that folder from its checkpoint.
+    fn run(
+        config: Self::Config,
+        resume: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError>;
+}
+
+/// The layers of a config above its defaults, as a front end gathered them: a TOML file, the
+/// keys a front end set itself (CLI flags, a Python dict, a sweep cell), then `--set`s.
+#[derive(Clone, Copy, Debug)]
+pub struct Layers<'a> {
+    /// A named preset the other layers apply over (instead of the defaults).
+    pub preset: Option<&'a str>,
+    /// A TOML file (`--config`, or Python's `config="path.toml"`).
+    pub file: Option<&'a Path>,
+    /// Keys set by the front end (flags, keyword arguments, a sweep cell's table).
+    pub table: &'a toml::Table,
+    /// `--set key=value` overrides, last.
+    pub sets: &'a [String],
+}
+
+impl Layers<'_> {
+    /// No layer: the defaults.
+    pub fn none() -> Layers<'static> {
+        static EMPTY: std::sync::OnceLock<toml::Table> = std::sync::OnceLock::new();
+        Layers { preset: None, file: None, table: EMPTY.get_or_init(toml::Table::new), sets: &[] }
+    }
+
+    /// Only `table` (a sweep cell's, a Python dict's).
+    pub fn table(table: &toml::Table) -> Layers<'_> {
+        Layers { preset: None, file: None, table, sets: &[] }
+    }
+}
+
+/// `R`'s config from its layers: read over `R::defaults(None)`, then again over the defaults
+/// the first pass implies. Resuming, the run folder's `config.toml` is read first (over the
+/// defaults) and the layers apply over it; the run then compares it with its checkpoint.
+pub fn load<R: Run>(layers: Layers<'_>, resume: Option<&Path>) -> Result<R::Config, RunError> {
+    let Layers { preset, file, table, sets } = layers;
+    let preset = match preset {
+        None => None,
+        Some(p) if resume.is_some() => {
+            return Err(RunError::Config {
+                source_name: "preset".into(),
+                message: format!("preset {p:?} with a resume: a resumed run keeps its own config"),
+            });
+        }
+        Some(p) => Some(R::preset(p).ok_or_else(|| {
+            let hint = kestrel_core::closest(p, R::PRESETS.iter().copied())
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            RunError::Config {
+                source_name: "preset".into(),
+                message: if R::PRESETS.is_empty() {
+                    format!("preset {p:?}: `{}` has no presets", R::COMMAND)
+                } else {
+                    format!("unknown preset {p:?}{hint}; one of: {}", R::PRESETS.join(", "))
+                },
+            }
+        })?),
+    };
+    let defaults = |first: Option<&R::Config>| match &preset {
+        Some(p) => p.clone(),
+        None => R::defaults(first),
+    };
+    if let Some(folder) = resume {
+        if !R::RESUMABLE {
+            return Err(RunError::Config {
+                source_name: format!("resume {}", folder.display()),
+                message: format!(
+                    "`kestrel {}` runs cannot be resumed (they are deterministic: start a new one)",
+                    R::COMMAND
+                ),
+            });
+        }
+        let saved = folder.join("config.toml");
+        let first = load_config(&R::defaults(None), Some(&saved), toml::Table::new(), &[])?;
+        let base = load_config(&R::defaults(Some(&first)), Some(&saved), toml::Table::new(), &[])?;
+        return load_config(&base, file, table.clone(), sets);
+    }
+    let first = load_config(&defaults(None), file, table.clone(), sets)?;
+    load_config(&defaults(Some(&first)), file, table.clone(), sets)
+}
+
+/// Loads `R`'s config from its layers, validates it, and runs it (see [`Run::run`]).
+pub fn launch<R: Run>(
+    layers: Layers<'_>,
+    resume: Option<&Path>,
+    launch: Launch<'_>,
+) -> Result<Outcome, RunError> {
+    let c = load::<R>(layers, resume)?;
+    R::validate(&c)?;
+    R::run(c, resume, launch)
+}
+
+/// Every run kind (spelled by its [`Run::NAME`] in configs, sweeps and on the command line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunKind {
+    /// `kestrel evo run`: an evolution strategy on a benchmark function or CartPole.
+    Evo,
+    /// `kestrel evo qd`: quality diversity on the linear-projection benchmark.
+    Qd,
+    /// `kestrel mppi run`: one closed-loop MPPI/SMPPI/KMPPI episode.
+    MppiRun,
+    /// `kestrel mppi tune`: an evolution strategy tuning a controller's knobs.
+    MppiTune,
+    /// `kestrel allo train`: ALLO Laplacian representation learning on a grid map.
+    Allo,
+    /// `kestrel hunt train`: IQN agents on the multi-agent treasure hunt.
+    Hunt,
+    /// `kestrel actdyn run`: active learning of latent dynamics.
+    Actdyn,
+}
+
+/// Runs `$body` with `$R` the [`Run`] type of `$kind`: the one `match` on run kinds.
+macro_rules! with_run {
+    ($kind:expr, $R:ident => $body:expr) => {
+        match $kind {
+            RunKind::Evo => {
+                type $R = runs::es::Es;
+                $body
+            }
+            RunKind::Qd => {
+                type $R = runs::qd::Qd;
+                $body
+            }
+            RunKind::MppiRun => {
+                type $R = runs::mppi::MppiRun;
+                $body
+            }
+            RunKind::MppiTune => {
+                type $R = runs::mppi_tune::MppiTune;
+                $body
+            }
+            RunKind::Allo => {
+                type $R = runs::allo::Allo;
+                $body
+            }
+            RunKind::Hunt => {
+                type $R = runs::hunt::Hunt;
+                $body
+            }
+            RunKind::Actdyn => {
+                type $R = runs::actdyn::Actdyn;
+                $body
+            }
+        }
+    };
+}
+
+impl RunKind {
+    /// Every kind, in the order `kestrel config` lists them.
+    pub const ALL: [RunKind; 7] = [
+        RunKind::Evo,
+        RunKind::Qd,
+        RunKind::MppiRun,
+        RunKind::MppiTune,
+        RunKind::Allo,
+        RunKind::Hunt,
+        RunKind::Actdyn,
+    ];
+
+    /// The config spelling (`mppi-tune`).
+    pub fn name(self) -> &'static str {
+        with_run!(self, R => R::NAME)
+    }
+
+    /// The kind spelled `name`; otherwise an error listing the kinds and naming the closest.
+    pub fn from_name(name: &str) -> Result<RunKind, RunError> {
+        if let Some(k) = Self::ALL.into_iter().find(|k| k.name() == name) {
+            return Ok(k);
+        }
+        let names: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
+        let hint = kestrel_core::closest(name, names.iter().copied())
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        Err(RunError::Config {
+            source_name: "run kind".into(),
+            message: format!("unknown run kind {name:?}{hint}; one of: {}", names.join(", ")),
+        })
+    }
+
+    /// The command that runs it (`mppi tune`).
+    pub fn command(self) -> &'static str {
+        with_run!(self, R => R::COMMAND)
+    }
+
+    /// Where the seed lives in the config.
+    pub fn seed_key(self) -> &'static [&'static str] {
+        with_run!(self, R => R::SEED_KEY)
+    }
+
+    /// Whether an unfinished run continues from its checkpoint.
+    pub fn resumable(self) -> bool {
+        with_run!(self, R => R::RESUMABLE)
+    }
+
+    /// The `summary.json` numbers a sweep tabulates by default.
+    pub fn default_metrics(self) -> &'static [&'static str] {
+        with_run!(self, R => R::METRICS)
+    }
+
+    /// The `metrics.jsonl` column a sweep plots by default.
+    pub fn default_curve(self) -> &'static str {
+        with_run!(self, R => R::CURVE)
+    }
+
+    /// The config `layers` give (`Layers::none()`: the defaults), validated, as commented
+    /// TOML (every key with its doc comment), which `--config` reads back as the same run.
+    pub fn config_toml(self, layers: Layers<'_>) -> Result<String, RunError> {
+        with_run!(self, R => {
+            let c = load::<R>(layers, None)?;
+            R::validate(&c)?;
+            let header = format!(
+                "{}: the config of `kestrel {}`.\nEdit and pass with `--config FILE`, or set single keys with `--set key=value`.",
+                self.name(),
+                R::COMMAND
+            );
+            commented_toml(&c, &header)
+        })
+    }
+
+    /// The resolved defaults as JSON (for Python's `kestrel.config(kind)`).
+    pub fn defaults_json(self) -> Result<serde_json::Value, RunError> {
+        with_run!(self, R => {
+            let c = load::<R>(Layers::none(), None)?;
+            serde_json::to_value(&c).map_err(|e| RunError::Failed(format!("{}: {e}", self.name())))
+        })
+    }
+
+    /// The config from `layers`, validated, as JSON: what the run would use.
+    pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
+        with_run!(self, R => {
+            let c = load::<R>(layers, None)?;
+            R::validate(&c)?;
+            serde_json::to_value(&c).map_err(|e| RunError::Failed(format!("{}: {e}", self.name())))
+        })
+    }
+
+    /// Checks the config `layers` give as the run would, before any folder exists; errors
+    /// name `source`.
+    pub fn check(self, layers: Layers<'_>, source: &str) -> Result<(), RunError> {
+        self.resolve(layers).map(drop).map_err(|e| match e {
+            RunError::Config { message, .. } => {
+                RunError::Config { source_name: source.to_string(), message }
+            }
+            e => e,
+        })
+    }
+
+    /// Loads, validates and runs (see [`launch`]).
+    pub fn launch(
+        self,
+        layers: Layers<'_>,
+        resume: Option<&Path>,
+        launch_: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        with_run!(self, R => launch::<R>(layers, resume, launch_))
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for RunKind {
+    type Err = RunError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RunKind::from_name(s)
+    }
+}
+
+impl Serialize for RunKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        RunKind::from_name(&s).map_err(|e| match e {
+            RunError::Config { message, .. } => serde::de::Error::custom(message),
+            e => serde::de::Error::custom(e),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("kestrel-registry-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// `kestrel config <kind>` round-trips: the printed defaults, fed back as `--config`, are
+    /// the default config, for every kind; and every line is a comment, a key, a section or
+    /// blank.
+    #[test]
+    fn printed_defaults_read_back_as_the_defaults_for_every_kind() {
+        let dir = tmp("roundtrip");
+        for kind in RunKind::ALL {
+            let text = kind.config_toml(Layers::none()).unwrap();
+            assert!(text.starts_with(&format!(
+                "# {}: the config of `kestrel {}`",
+                kind,
+                kind.command()
+            )));
+            for l in text.lines() {
+                assert!(
+                    l.is_empty() || l.starts_with('#') || l.starts_with('[') || l.contains(" = "),
+                    "{kind}: {l}"
+                );
+            }
+            let file = dir.join(format!("{kind}.toml"));
+            std::fs::write(&file, &text).unwrap();
+            let table = toml::Table::new();
+            let layers = Layers { preset: None, file: Some(&file), table: &table, sets: &[] };
+            assert_eq!(kind.resolve(layers).unwrap(), kind.defaults_json().unwrap(), "{kind}");
+            assert_eq!(RunKind::from_name(kind.name()).unwrap(), kind);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The MPPI kinds read their defaults over the system the layers name (the second pass):
+    /// a pendulum tuning run has one control's noise.
+    #[test]
+    fn two_pass_kinds_read_over_the_named_systems_defaults() {
+        let t: toml::Table = "[run]\nsystem = \"pendulum\"".parse().unwrap();
+        let j = RunKind::MppiTune.resolve(Layers::table(&t)).unwrap();
+        assert_eq!(j["run"]["mppi"]["noise_sigma"].as_array().unwrap().len(), 1);
+        let t: toml::Table = "system = \"cartpole\"".parse().unwrap();
+        let j = RunKind::MppiRun.resolve(Layers::table(&t)).unwrap();
+        assert_eq!(j["mppi"]["u_min"].as_array().unwrap().len(), 1);
+        assert_eq!(j["system"], "cartpole");
+    }
+
+    #[test]
+    fn unknown_kinds_keys_and_presets_name_the_closest_valid_one() {
+        let e = RunKind::from_name("mppi-tuen").unwrap_err().to_string();
+        assert!(e.contains("did you mean `mppi-tune`") && e.contains("evo, qd"), "{e}");
+        let e = "kind = \"alo\"".parse::<toml::Table>().unwrap();
+        let e = toml::from_str::<std::collections::BTreeMap<String, RunKind>>(&e.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean `allo`"), "{e}");
+        let sets = ["run.mppi.lamda=0.5".to_string()];
+        let table = toml::Table::new();
+        let l = Layers { preset: None, file: None, table: &table, sets: &sets };
+        let e = RunKind::MppiTune.resolve(l).unwrap_err().to_string();
+        assert!(e.contains("--set run.mppi.lamda=0.5") && e.contains("`run.mppi.lambda`"), "{e}");
+        let t: toml::Table = "lambda = 0.5".parse().unwrap();
+        let e = RunKind::MppiTune.resolve(Layers::table(&t)).unwrap_err().to_string();
+        assert!(e.contains("unknown key `lambda`") && e.contains("`run.mppi.lambda`"), "{e}");
+        let l = Layers { preset: Some("e3"), ..Layers::none() };
+        let e = RunKind::Actdyn.resolve(l).unwrap_err().to_string();
+        assert!(e.contains("unknown preset \"e3\"") && e.contains("e1, e2"), "{e}");
+        let l = Layers { preset: Some("e1"), ..Layers::none() };
+        let e = RunKind::Evo.resolve(l).unwrap_err().to_string();
+        assert!(e.contains("has no presets"), "{e}");
+        // A preset is the base the other layers apply over.
+        let t: toml::Table = "steps = 7".parse().unwrap();
+        let l = Layers { preset: Some("e2"), ..Layers::table(&t) };
+        let j = RunKind::Actdyn.resolve(l).unwrap();
+        assert_eq!((j["policy"]["kind"].as_str(), j["steps"].as_u64()), (Some("icem"), Some(7)));
+        // Presets and non-resumable kinds refuse a resume before anything is read.
+        let l = Layers { preset: Some("e2"), ..Layers::none() };
+        let e = load::<runs::actdyn::Actdyn>(l, Some(Path::new("/nonexistent"))).unwrap_err();
+        assert!(e.to_string().contains("keeps its own config"), "{e}");
+        let e = load::<runs::es::Es>(Layers::none(), Some(Path::new("/nonexistent"))).unwrap_err();
+        assert!(e.to_string().contains("cannot be resumed"), "{e}");
+    }
+
+    #[test]
+    fn every_documented_key_has_a_doc_and_the_metadata_is_consistent() {
+        fn walk(fields: &'static [kestrel_core::FieldDoc], at: &str) {
+            for f in fields {
+                assert!(!f.doc.is_empty(), "{at}{}", f.name);
+                if let Some(sub) = f.nested {
+                    walk(sub(), &format!("{at}{}.", f.name));
+                }
+            }
+        }
+        for kind in RunKind::ALL {
+            with_run!(kind, R => walk(<R as Run>::Config::fields(), ""));
+            let j = kind.defaults_json().unwrap();
+            let mut at = &j;
+            for k in kind.seed_key() {
+                at = &at[k];
+            }
+            assert!(at.is_u64(), "{kind}: no seed at {:?}", kind.seed_key());
+            assert!(!kind.default_metrics().is_empty() && !kind.default_curve().is_empty());
+        }
+    }
+}
