@@ -34,8 +34,9 @@ use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};
 use kestrel_replay::{Convention, EpisodicReplay};
 use std::sync::Arc;
 
-/// ALLO or its baseline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// ALLO or its baseline (config spelling `allo`, `ggdo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Augmented Lagrangian with duals and an increasing barrier.
     Allo,

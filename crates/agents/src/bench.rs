@@ -5,11 +5,12 @@
 use crate::AgentError;
 use crate::allo::{Allo, AlloConfig, collect};
 use crate::iqn::IqnLearner;
-use crate::runs::{HuntRunConfig, ObsName};
+use crate::runs::HuntRunConfig;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::timing::{median_pair_us, median_us};
 use kestrel_envs::GridMap;
+use kestrel_envs::treasure::TreasureObs;
 use kestrel_envs::treasure::{KeyDraws, TreasureHunt};
 use kestrel_nn::matmul::matmul;
 use kestrel_replay::FrameReplay;
@@ -34,7 +35,7 @@ pub struct HuntTimes {
 
 /// Times sorrel's treasure-hunt defaults with `obs` observations, `reps` repetitions (×100 for
 /// turns, ×10 for observation and action choice).
-pub fn hunt(obs: ObsName, reps: u64) -> Result<HuntTimes, AgentError> {
+pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
     if reps == 0 {
         return Err(AgentError::invalid("reps", 0, "at least 1"));
     }

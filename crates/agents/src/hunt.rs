@@ -23,8 +23,9 @@ use kestrel_envs::treasure::{KeyDraws, TreasureHunt, TreasureParams, TreasureSta
 use kestrel_replay::FrameReplay;
 use rayon::prelude::*;
 
-/// How agents take their turns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How agents take their turns (config spelling `sequential`, `simultaneous`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TurnOrder {
     /// sorrel's rule: agent `a` observes after agents `0..a` moved.
     #[default]

@@ -5,7 +5,7 @@
 //! `deny_unknown_fields`; their `Default` is the CLI's default run.
 
 use crate::AgentError;
-use crate::allo::{Allo, AlloConfig, StepMetrics, collect};
+use crate::allo::{Allo, AlloConfig, Method, StepMetrics, collect};
 use crate::hunt::{EpochStats, Hunt, HuntConfig, TurnOrder};
 use crate::laplacian::{GroundTruth, ground_truth};
 use kestrel_core::FromInvalid;
@@ -21,16 +21,6 @@ fn no_checkpoint(dir: &std::path::Path) -> String {
     format!("{}: no complete checkpoint yet; the run starts over in its folder", dir.display())
 }
 
-/// ALLO or GGDO (config spelling).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MethodName {
-    /// The augmented Lagrangian Laplacian objective.
-    Allo,
-    /// The generalised graph drawing objective baseline.
-    Ggdo,
-}
-
 /// `kestrel allo train`'s config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
@@ -39,7 +29,7 @@ pub struct AlloRunConfig {
     /// maze-N-SEED).
     pub map: String,
     /// Method.
-    pub method: MethodName,
+    pub method: Method,
     /// Components.
     pub d: usize,
     /// Rows per sub-batch.
@@ -64,7 +54,7 @@ impl Default for AlloRunConfig {
     fn default() -> Self {
         AlloRunConfig {
             map: "builtin:rooms-2-5".into(),
-            method: MethodName::Allo,
+            method: Method::Allo,
             d: 11,
             batch: 1024,
             samples: 3_000_000,
@@ -87,8 +77,8 @@ impl AlloRunConfig {
     /// The learner's config (the method's defaults with this run's settings), validated.
     pub fn learner_config(&self) -> Result<AlloConfig, AgentError> {
         let mut cfg = match self.method {
-            MethodName::Allo => AlloConfig::paper(),
-            MethodName::Ggdo => AlloConfig::ggdo(),
+            Method::Allo => AlloConfig::paper(),
+            Method::Ggdo => AlloConfig::ggdo(),
         };
         cfg.d = self.d;
         cfg.batch = self.batch;
@@ -257,26 +247,6 @@ impl AlloRun {
     }
 }
 
-/// Observation encoding (config spelling).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ObsName {
-    /// Colour image (sorrel's main.py).
-    Rgb,
-    /// One-hot planes.
-    Onehot,
-}
-
-/// Turn order (config spelling).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OrderName {
-    /// Agents act one after another (sorrel's).
-    Sequential,
-    /// Agents act at once.
-    Simultaneous,
-}
-
 /// `kestrel hunt train`'s config: the world, the learners and the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
@@ -284,7 +254,7 @@ pub struct HuntRunConfig {
     /// Agents.
     pub agents: usize,
     /// Observation encoding.
-    pub obs: ObsName,
+    pub obs: TreasureObs,
     /// World side including the wall border.
     pub size: usize,
     /// Item spawn probability per empty cell per turn.
@@ -298,7 +268,7 @@ pub struct HuntRunConfig {
     /// Extra gradient steps per agent per turn (a ratio, e.g. 0.25).
     pub updates_per_turn: f64,
     /// Turn order.
-    pub order: OrderName,
+    pub order: TurnOrder,
     /// Hidden width of the IQN.
     pub layer: usize,
     /// Gradient-step batch.
@@ -323,14 +293,14 @@ impl Default for HuntRunConfig {
     fn default() -> Self {
         HuntRunConfig {
             agents: 2,
-            obs: ObsName::Rgb,
+            obs: TreasureObs::Rgb,
             size: 21,
             spawn_prob: 0.005,
             turns: 100,
             worlds: 1,
             updates_per_epoch: 1,
             updates_per_turn: 0.0,
-            order: OrderName::Sequential,
+            order: TurnOrder::Sequential,
             layer: 250,
             batch: 64,
             capacity: 1024,
@@ -359,10 +329,7 @@ impl HuntRunConfig {
             width: self.size,
             num_agents: self.agents,
             spawn_prob: self.spawn_prob,
-            obs: match self.obs {
-                ObsName::Rgb => TreasureObs::Rgb,
-                ObsName::Onehot => TreasureObs::OneHot,
-            },
+            obs: self.obs,
             max_turns: self.turns,
             ..TreasureParams::default()
         };
@@ -372,10 +339,7 @@ impl HuntRunConfig {
         c.turns = self.turns;
         c.updates_per_epoch = self.updates_per_epoch;
         c.updates_per_turn = self.updates_per_turn;
-        c.order = match self.order {
-            OrderName::Sequential => TurnOrder::Sequential,
-            OrderName::Simultaneous => TurnOrder::Simultaneous,
-        };
+        c.order = self.order;
         c.iqn.layer = self.layer;
         c.iqn.batch = self.batch;
         c.iqn.capacity = self.capacity;

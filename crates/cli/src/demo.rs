@@ -109,7 +109,7 @@ const PARTS: [Part; 6] = [
         |f| {
             let c = f.column("cosine_similarity");
             format!(
-                "Laplacian eigenvectors: cosine similarity with the true ones {} at the first evaluation -> {} after 3,000 steps (1 = exact; it keeps rising with more steps)",
+                "Laplacian eigenvectors: cosine similarity with the true ones {} at the first evaluation -> {} after 3,000 steps (1 = exact; 20,000 steps reach 0.62 here)",
                 num(c.first().copied().unwrap_or(f64::NAN)),
                 num(f.value("cosine_similarity"))
             )

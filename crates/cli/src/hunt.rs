@@ -3,9 +3,9 @@
 //! learning curve, summary), play a trained checkpoint, and bench the parts.
 
 use crate::common::{ConfigArgs, Flag};
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, Subcommand};
-use kestrel_agents::runs::ObsName;
+use kestrel_envs::treasure::TreasureObs;
 use kestrel_run::runs::hunt::Hunt;
 use serde_json::json;
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ pub struct TrainArgs {
     /// Agents (config key `agents`).
     #[arg(long)]
     agents: Option<u64>,
-    /// Observation encoding: rgb (sorrel's main.py) or onehot.
+    /// Observation encoding: rgb (sorrel's main.py) or one-hot.
     #[arg(long)]
     obs: Option<String>,
     /// Independent worlds played at once.
@@ -73,7 +73,7 @@ pub struct PlayArgs {
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Observation encoding: rgb or onehot.
+    /// Observation encoding: rgb or one-hot.
     #[arg(long, default_value = "rgb")]
     obs: String,
     /// Timed repetitions.
@@ -106,11 +106,9 @@ pub fn play(a: PlayArgs) -> Result<()> {
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
-    let obs = match a.obs.as_str() {
-        "rgb" => ObsName::Rgb,
-        "onehot" => ObsName::Onehot,
-        o => bail!("invalid obs = {o:?}: rgb or onehot"),
-    };
+    // The config's spelling, read as the config reads it.
+    let obs: TreasureObs = serde_json::from_value(json!(a.obs))
+        .map_err(|_| anyhow::anyhow!("invalid --obs = {:?}: rgb or one-hot", a.obs))?;
     let t = kestrel_agents::bench::hunt(obs, a.reps)?;
     let gflops = t.update_flops / t.update_us / 1e3;
     let out = json!({

@@ -37,7 +37,7 @@ enum Cmd {
     /// Evolution strategies and quality diversity: run, qd, bench.
     #[command(subcommand)]
     Evo(evo::EvoCmd),
-    /// MPPI control: run, tune, bench.
+    /// MPPI control: run, tune, qd, bench.
     #[command(subcommand)]
     Mppi(mppi::MppiCmd),
     /// Active learning of latent dynamics (sequential VAE + iCEM on Fisher information): run,
@@ -70,6 +70,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Mppi(mppi::MppiCmd::Bench(a)) => mppi::bench(a),
         Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
         Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
+        Cmd::Mppi(mppi::MppiCmd::Qd(a)) => mppi::qd(a),
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
         Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => actdyn::run(*a),

@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_mppi::tune::{TuneConfig, run_tune};
 use kestrel_mppi::{ControllerKind, MppiRunConfig, Precision, System};
-use kestrel_run::runs::{mppi::MppiRun, mppi_tune::MppiTune};
+use kestrel_run::runs::{mppi::MppiRun, mppi_qd::MppiQd, mppi_tune::MppiTune};
 use serde_json::json;
 use std::time::Instant;
 
@@ -18,6 +18,9 @@ pub enum MppiCmd {
     Run(RunArgs),
     /// Tune a controller's knobs with an evolution strategy; writes the best as a config.
     Tune(TuneArgs),
+    /// Quality-diversity tuning: CMA-ME fills an archive of good knob settings spread over the
+    /// first two knobs; writes every elite and the best as a config.
+    Qd(QdArgs),
 }
 
 #[derive(Args)]
@@ -175,4 +178,44 @@ pub fn tune(a: TuneArgs) -> Result<()> {
         ("generations", Flag::I(a.generations)),
     ];
     a.cfg.run::<MppiTune>(flags, None, a.threads)
+}
+
+#[derive(Args)]
+pub struct QdArgs {
+    /// System (config key `run.system`).
+    #[arg(long)]
+    env: Option<String>,
+    /// Controller (config key `run.controller`).
+    #[arg(long)]
+    controller: Option<String>,
+    /// Knobs searched: lambda, sigma, mu, horizon; the first two search coordinates are the
+    /// archive's measures.
+    #[arg(long, value_delimiter = ',')]
+    tune: Option<Vec<String>>,
+    /// Generations.
+    #[arg(long)]
+    generations: Option<u64>,
+    /// Closed-loop steps per episode (config key `run.steps`).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Seed (config key `run.seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    cfg: ConfigArgs,
+}
+
+pub fn qd(a: QdArgs) -> Result<()> {
+    let flags = vec![
+        ("run.system", Flag::S(a.env)),
+        ("run.controller", Flag::S(a.controller)),
+        ("run.steps", Flag::I(a.steps)),
+        ("run.seed", Flag::I(a.seed)),
+        ("knobs", Flag::L(a.tune)),
+        ("generations", Flag::I(a.generations)),
+    ];
+    a.cfg.run::<MppiQd>(flags, None, a.threads)
 }

@@ -440,7 +440,7 @@ fn hunt_train_resume_play_and_bench() {
         "--set",
         "capacity=64",
         "--obs",
-        "onehot",
+        "one-hot",
         "--agents",
         "3",
         "--updates-per-turn",

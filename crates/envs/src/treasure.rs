@@ -39,11 +39,14 @@ pub mod cell {
     pub const AGENT: u8 = 5;
 }
 
-/// Observation encodings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// Observation encodings (config spelling `one-hot`, `rgb`; `onehot` is read as `one-hot`, the
+/// spelling of run folders written before the two front ends agreed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TreasureObs {
     /// 6 channels.
     #[default]
+    #[serde(alias = "onehot")]
     OneHot,
     /// 3 channels in [0, 1].
     Rgb,
@@ -366,6 +369,16 @@ mod tests {
     /// Index of (row, col) in the 6 × 6 test world.
     fn at(r: usize, c: usize) -> usize {
         r * 6 + c
+    }
+
+    #[test]
+    fn observation_encodings_have_one_config_spelling() {
+        let obs: Vec<TreasureObs> =
+            serde_json::from_str(r#"["one-hot", "rgb", "onehot"]"#).unwrap();
+        assert_eq!(obs, [TreasureObs::OneHot, TreasureObs::Rgb, TreasureObs::OneHot]);
+        assert_eq!(serde_json::to_string(&TreasureObs::OneHot).unwrap(), r#""one-hot""#);
+        let e = serde_json::from_str::<TreasureObs>(r#""one_hot""#).unwrap_err().to_string();
+        assert!(e.contains("one-hot") && e.contains("rgb"), "{e}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ import pytest
 
 import kestrel
 
-KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "allo", "hunt", "actdyn"]
+KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "mppi-qd", "allo", "hunt", "actdyn"]
 
 
 def test_every_kind_is_listed_with_its_command_and_its_defaults_round_trip(tmp_path):

@@ -158,6 +158,8 @@ pub enum RunKind {
     MppiRun,
     /// `kestrel mppi tune`: an evolution strategy tuning a controller's knobs.
     MppiTune,
+    /// `kestrel mppi qd`: CMA-ME filling an archive of good, diverse knob settings.
+    MppiQd,
     /// `kestrel allo train`: ALLO Laplacian representation learning on a grid map.
     Allo,
     /// `kestrel hunt train`: IQN agents on the multi-agent treasure hunt.
@@ -186,6 +188,10 @@ macro_rules! with_run {
                 type $R = runs::mppi_tune::MppiTune;
                 $body
             }
+            RunKind::MppiQd => {
+                type $R = runs::mppi_qd::MppiQd;
+                $body
+            }
             RunKind::Allo => {
                 type $R = runs::allo::Allo;
                 $body
@@ -204,11 +210,12 @@ macro_rules! with_run {
 
 impl RunKind {
     /// Every kind, in the order `kestrel config` lists them.
-    pub const ALL: [RunKind; 7] = [
+    pub const ALL: [RunKind; 8] = [
         RunKind::Evo,
         RunKind::Qd,
         RunKind::MppiRun,
         RunKind::MppiTune,
+        RunKind::MppiQd,
         RunKind::Allo,
         RunKind::Hunt,
         RunKind::Actdyn,

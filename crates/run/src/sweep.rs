@@ -818,6 +818,7 @@ checkpoint_every = 20
             ),
             base("mppi-tune", "generations = 2\npop_size = 4\n[base.run]\nsteps = 5"),
             base("mppi-run", "steps = 5\n[base.mppi]\nnum_samples = 32"),
+            base("mppi-qd", "generations = 2\nbatch_size = 4\n[base.run]\nsteps = 4"),
             base(
                 "allo",
                 "map = \"builtin:rooms-2-5\"\nsamples = 500\nbatch = 16\nd = 3\nsteps = 4\neval_every = 2",

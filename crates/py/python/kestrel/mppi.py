@@ -106,3 +106,10 @@ def tune(config: dict | str | None = None, *, out_dir="runs", threads: int | Non
     """`kestrel mppi tune`: the population-parallel autotuner (`run={...}`, `knobs`,
     `strategy`, `pop_size`, `generations`, `sigma`)."""
     return _run("mppi-tune", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
+
+
+def qd(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+    """`kestrel mppi qd`: CMA-ME fills an archive of good knob settings over the first two
+    knobs (`run={...}`, `knobs`, `num_emitters`, `batch_size`, `cells`, `generations`,
+    `sigma`); the folder has every elite (`elites.csv`) and the best as `best.toml`."""
+    return _run("mppi-qd", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
