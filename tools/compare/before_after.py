@@ -29,6 +29,10 @@ CASES = [
     ("MLP train step 64-256-256-16, batch 256, 1 thread (µs)", ["nn", "bench", "--threads", "1", "--seconds", "1", "--json"], "train_us", "time"),
     ("MLP 8 models x batch 64, one step each, 1 thread (µs)", ["nn", "bench", "--threads", "1", "--seconds", "1", "--json"], "train_many_us", "time"),
     ("MLP forward, batch 1 (µs)", ["nn", "bench", "--threads", "1", "--seconds", "1", "--json"], "forward_b1_us", "time"),
+    ("actdyn training step E1, MLP dynamics (ms)", ["actdyn", "bench", "--reps", "50", "--threads", "1", "--json"], "train_mlp_ms", "time"),
+    ("actdyn training step E2, RBF dynamics (ms)", ["actdyn", "bench", "--reps", "50", "--threads", "1", "--json"], "train_rbf_ms", "time"),
+    ("actdyn planner call E2, 1 thread (ms)", ["actdyn", "bench", "--reps", "50", "--threads", "1", "--json"], "planner_ms", "time"),
+    ("actdyn environment step + belief (µs)", ["actdyn", "bench", "--reps", "50", "--threads", "1", "--json"], "env_belief_us", "time"),
 ]
 
 

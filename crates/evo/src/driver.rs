@@ -423,6 +423,10 @@ pub struct Generation {
     pub metrics: TellMetrics,
     /// Evaluations so far (this generation's included).
     pub evals: u64,
+    /// Restarts before this generation (0 without restarts; see [`crate::restarts`]).
+    pub restart: u32,
+    /// This generation's population size (it changes between IPOP/BIPOP restarts).
+    pub pop_size: usize,
 }
 
 /// Why [`Driver::run`] returned.
@@ -434,6 +438,65 @@ pub enum Stop {
     Target,
     /// The observer asked to stop.
     Observer,
+    /// The evaluation budget ([`StopRules::max_evals`]) is spent.
+    MaxEvals,
+    /// The fitness stalled ([`StopRules::tol_fun`]).
+    TolFun,
+    /// The step size fell below [`StopRules::tol_x`].
+    TolX,
+    /// Every restart ran and ended by its own stop rules ([`crate::restarts`]).
+    Restarts,
+}
+
+impl Stop {
+    /// A short phrase for summaries.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stop::Generations => "generations spent",
+            Stop::Target => "target reached",
+            Stop::Observer => "stopped by its observer",
+            Stop::MaxEvals => "evaluation budget spent",
+            Stop::TolFun => "fitness stalled (tol_fun)",
+            Stop::TolX => "step size below tol_x",
+            Stop::Restarts => "every restart ran",
+        }
+    }
+}
+
+/// pycma-style stop rules of a run (each off when `None`), checked after every generation in
+/// this order: `target`, `max_evals`, `tol_fun`, `tol_x`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StopRules {
+    /// Stop once the best fitness is at or below this (pycma's `ftarget`).
+    pub target: Option<f32>,
+    /// Stop once this many evaluations are spent (pycma's `maxfevals`).
+    pub max_evals: Option<u64>,
+    /// Stop once the best fitness of each of the last `10 + ⌈30 n / λ⌉` generations and every
+    /// fitness of this one lie within a range below this (pycma's `tolfun`).
+    pub tol_fun: Option<f64>,
+    /// Stop once the step size ([`TellMetrics::sigma`]) is below this (pycma's `tolx`, here
+    /// on σ alone).
+    pub tol_x: Option<f64>,
+}
+
+impl StopRules {
+    /// Checks the values (finite and positive where set).
+    pub fn validate(&self) -> Result<(), EvoError> {
+        if self.target.is_some_and(f32::is_nan) {
+            return Err(EvoError::invalid("target", "NaN", "a number (or absent)"));
+        }
+        if self.max_evals == Some(0) {
+            return Err(EvoError::invalid("max_evals", 0, "at least 1 (or absent)"));
+        }
+        for (name, v) in [("tol_fun", self.tol_fun), ("tol_x", self.tol_x)] {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0)
+            {
+                return Err(EvoError::invalid(name, v, "finite and > 0 (or absent)"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The ask → repair → evaluate → penalise → tell loop over any [`Optimizer`] (the one in
@@ -552,7 +615,11 @@ impl<'p, O: Optimizer> Driver<'p, O> {
         let t3 = std::time::Instant::now();
         self.generation += 1;
         self.evals += self.fitness.len() as u64;
-        (Generation { metrics, evals: self.evals }, [t1 - t0, t2 - t1, t3 - t2])
+        let pop_size = self.fitness.len();
+        (
+            Generation { metrics, evals: self.evals, restart: 0, pop_size },
+            [t1 - t0, t2 - t1, t3 - t2],
+        )
     }
 
     /// Runs up to `generations` more generations, stopping early once the best fitness is at
@@ -561,13 +628,47 @@ impl<'p, O: Optimizer> Driver<'p, O> {
         &mut self,
         generations: u64,
         target: Option<f32>,
+        observe: impl FnMut(&Generation) -> bool,
+    ) -> Stop {
+        self.run_until(generations, &StopRules { target, ..StopRules::default() }, observe)
+    }
+
+    /// [`Driver::run`] with every [`StopRules`] rule; `observe` sees every generation and
+    /// may stop the run by returning `false`.
+    pub fn run_until(
+        &mut self,
+        generations: u64,
+        rules: &StopRules,
         mut observe: impl FnMut(&Generation) -> bool,
     ) -> Stop {
+        let lam = self.fitness.len().max(1);
+        let window = 10 + (30 * self.optimizer.num_dims()).div_ceil(lam);
+        let mut history = std::collections::VecDeque::with_capacity(window + 1);
         for _ in 0..generations {
             let g = self.step();
             let go_on = observe(&g);
-            if target.is_some_and(|t| g.metrics.best_so_far <= t) {
+            if rules.target.is_some_and(|t| g.metrics.best_so_far <= t) {
                 return Stop::Target;
+            }
+            if rules.max_evals.is_some_and(|m| self.evals >= m) {
+                return Stop::MaxEvals;
+            }
+            if let Some(tol) = rules.tol_fun {
+                history.push_back(g.metrics.best_in_generation);
+                if history.len() > window {
+                    history.pop_front();
+                }
+                let (lo, hi) = self
+                    .fitness
+                    .iter()
+                    .chain(history.iter())
+                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &f| (a.min(f), b.max(f)));
+                if history.len() == window && ((hi - lo) as f64) < tol {
+                    return Stop::TolFun;
+                }
+            }
+            if rules.tol_x.is_some_and(|t| g.metrics.sigma < t) {
+                return Stop::TolX;
             }
             if !go_on {
                 return Stop::Observer;

@@ -40,7 +40,9 @@ mod xnes;
 pub use bounds::{BoundMode, Bounds};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
 pub use de::{DeParams, DeState, DifferentialEvolution};
-pub use driver::{Driver, EvalKeys, Generation, Instance, Optimizer, Stop, StrategyKind};
+pub use driver::{
+    Driver, EvalKeys, Generation, Instance, Optimizer, Stop, StopRules, StrategyKind,
+};
 pub use error::EvoError;
 pub use hyper::StrategyParams;
 pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};

@@ -10,15 +10,17 @@
 //! `key.fold_in(u64::MAX)`.
 
 use crate::EvoError;
+use crate::StrategyParams;
 use crate::cma_es::{CmaEs, default_pop_size};
-use crate::driver::{Driver, Instance};
+use crate::driver::{Driver, Generation, Instance};
 use crate::problem::Problem;
 use crate::strategy::Strategy;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
-/// Which restart scheme.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which restart scheme (config spelling `ipop`, `bipop`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum RestartKind {
     /// Increasing population (×2 per restart).
     Ipop,
@@ -61,6 +63,8 @@ pub enum StopReason {
     MaxIter,
     /// Evaluation budget spent.
     Budget,
+    /// The observer of [`cma_restarts_with`] asked to stop.
+    Observer,
 }
 
 /// One run of a restarted search.
@@ -76,6 +80,8 @@ pub struct RunSummary {
     pub best: f32,
     /// Why it stopped.
     pub stop: StopReason,
+    /// Generations it ran.
+    pub generations: u64,
 }
 
 /// Result of a restarted search.
@@ -91,6 +97,8 @@ pub struct RestartResult {
     pub runs: Vec<RunSummary>,
 }
 
+/// One CMA-ES run of a restarted search; `observe` sees each generation (`false` stops it).
+#[allow(clippy::too_many_arguments)]
 fn run_once(
     problem: &dyn Problem,
     x0: &[f32],
@@ -98,11 +106,13 @@ fn run_once(
     sigma0: f64,
     budget: u64,
     target: f32,
+    params: &StrategyParams,
     key: Key,
+    observe: &mut dyn FnMut(&Generation) -> bool,
 ) -> Result<(RunSummary, Vec<f32>), EvoError> {
     let n = x0.len();
     let es = CmaEs::new(lam, n)?;
-    let p = crate::CmaParams { sigma_init: sigma0, ..Strategy::default_params(&es) };
+    let p = params.cma(crate::CmaParams { sigma_init: sigma0, ..Strategy::default_params(&es) })?;
     let mut driver = Driver::new(Instance::new(es, p, key, x0), problem, key)?;
     let hist_len = 10 + (30.0 * n as f64 / lam as f64).ceil() as usize;
     let mut hist = std::collections::VecDeque::with_capacity(hist_len + 1);
@@ -112,9 +122,14 @@ fn run_once(
             break StopReason::Budget;
         }
         let g = driver.generation();
-        let m = driver.step().metrics;
+        let step = driver.step();
+        let m = step.metrics;
+        let go_on = observe(&step);
         if m.best_so_far <= target {
             break StopReason::Target;
+        }
+        if !go_on {
+            break StopReason::Observer;
         }
         hist.push_back(m.best_in_generation);
         if hist.len() > hist_len {
@@ -147,7 +162,14 @@ fn run_once(
     };
     let pr = driver.progress();
     Ok((
-        RunSummary { pop_size: lam, sigma0, evals: driver.evals(), best: pr.best_fitness, stop },
+        RunSummary {
+            pop_size: lam,
+            sigma0,
+            evals: driver.evals(),
+            best: pr.best_fitness,
+            stop,
+            generations: driver.generation(),
+        },
         pr.best_solution.clone(),
     ))
 }
@@ -159,6 +181,22 @@ pub fn cma_restarts(
     cfg: &RestartConfig,
     key: Key,
 ) -> Result<RestartResult, EvoError> {
+    cma_restarts_with(problem, x0, cfg, &StrategyParams::default(), key, |_| true)
+}
+
+/// [`cma_restarts`] with CMA-ES hyper-parameter overrides (`params`, the step size excepted:
+/// each run starts with its own) and an observer of every generation: `observe` receives it
+/// with the evaluations and generations counted over all runs so far and the restart index;
+/// returning `false` stops the whole search.
+pub fn cma_restarts_with(
+    problem: &dyn Problem,
+    x0: &[f32],
+    cfg: &RestartConfig,
+    params: &StrategyParams,
+    key: Key,
+    mut observe: impl FnMut(&Generation) -> bool,
+) -> Result<RestartResult, EvoError> {
+    params.check_for(crate::StrategyKind::CmaEs)?;
     let n = problem.num_dims();
     if n == 0 {
         return Err(EvoError::invalid("num_dims", 0, "at least 1"));
@@ -199,8 +237,27 @@ pub fn cma_restarts(
             Some([lo, hi]) if r > 0 => (0..n).map(|_| lo + (hi - lo) * rng.uniform_f32()).collect(),
             _ => x0.to_vec(),
         };
-        let (sum, x) =
-            run_once(problem, &start, lam, sigma, left, cfg.target, key.fold_in(r as u64))?;
+        let (evals0, gens0) = (res.evals, res.runs.iter().map(|s| s.generations).sum::<u64>());
+        let mut seen = |g: &Generation| {
+            let mut g = *g;
+            g.evals += evals0;
+            g.metrics.generation += gens0;
+            g.metrics.best_so_far = g.metrics.best_so_far.min(res.best_fitness);
+            g.restart = r as u32;
+            observe(&g)
+        };
+        let (sum, x) = run_once(
+            problem,
+            &start,
+            lam,
+            sigma,
+            left,
+            cfg.target,
+            params,
+            key.fold_in(r as u64),
+            &mut seen,
+        )?;
+        let stopped = sum.stop == StopReason::Observer;
         if small {
             small_evals += sum.evals
         } else {
@@ -212,6 +269,9 @@ pub fn cma_restarts(
             res.best_solution = x;
         }
         res.runs.push(sum);
+        if stopped {
+            break;
+        }
     }
     Ok(res)
 }

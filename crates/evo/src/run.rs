@@ -4,7 +4,8 @@
 //! generation. Configs are serde types with `deny_unknown_fields` (TOML keys are the field
 //! names) and `Default` values that reproduce the CLI's defaults.
 
-use crate::driver::{Driver, Generation, Stop, StrategyKind, benchmark};
+use crate::cma_es::default_pop_size;
+use crate::driver::{Driver, Generation, Stop, StopRules, StrategyKind, benchmark};
 use crate::neuro::{Neuro, argmax};
 use crate::problem::{Function, Problem};
 use crate::qd::{Archive, CmaMe, Emitter, LinearProjection, MapElites, QdProblem, Variation};
@@ -94,11 +95,35 @@ pub struct EsConfig {
     pub bounds: Option<[f32; 2]>,
     /// How bounds are applied.
     pub bound_mode: BoundModeName,
+    /// Stop once this many evaluations are spent (pycma's `maxfevals`; absent: no limit).
+    #[serde(default)]
+    pub max_evals: Option<u64>,
+    /// Stop once the best fitness of each of the last 10 + ⌈30 n / pop_size⌉ generations and
+    /// every fitness of the current one lie within a range below this (pycma's `tolfun`;
+    /// absent: off).
+    #[serde(default)]
+    pub tol_fun: Option<f64>,
+    /// Stop once the step size falls below this (pycma's `tolx`, on σ alone; absent: off).
+    #[serde(default)]
+    pub tol_x: Option<f64>,
+    /// Restart CMA-ES when a run stalls: `ipop` (population doubles each restart; Auger &
+    /// Hansen 2005) or `bipop` (large and small populations interleaved; Hansen 2009); absent:
+    /// no restarts. Each run stops by pycma's default rules; `generations`, `max_evals` and
+    /// `target` bound the whole search. CMA-ES only, without bounds.
+    #[serde(default)]
+    pub restarts: Option<crate::restarts::RestartKind>,
+    /// Most restarts after the first run (pycma's `restarts`).
+    #[serde(default = "default_max_restarts")]
+    pub max_restarts: usize,
     /// The strategy's hyper-parameters (absent: its reference defaults); a knob the strategy
     /// does not have is an error naming the strategies that have it.
     #[serde(default)]
     #[documented(nested)]
     pub params: crate::StrategyParams,
+}
+
+fn default_max_restarts() -> usize {
+    9
 }
 
 impl Default for EsConfig {
@@ -117,6 +142,11 @@ impl Default for EsConfig {
             target: None,
             bounds: None,
             bound_mode: BoundModeName::Clip,
+            max_evals: None,
+            tol_fun: None,
+            tol_x: None,
+            restarts: None,
+            max_restarts: default_max_restarts(),
             params: crate::StrategyParams::default(),
         }
     }
@@ -179,6 +209,26 @@ impl EsRun {
             return Err(EvoError::invalid("target", target, "a number (or absent)"));
         }
         config.target = Some(target);
+        StopRules::from(&config).validate()?;
+        if config.restarts.is_some() {
+            if config.strategy != StrategyKind::CmaEs {
+                return Err(EvoError::invalid(
+                    "restarts",
+                    format!("with strategy {}", config.strategy),
+                    "cma-es only (IPOP and BIPOP restart CMA-ES)",
+                ));
+            }
+            if config.bounds.is_some() {
+                return Err(EvoError::invalid(
+                    "restarts",
+                    "with bounds",
+                    "no bounds (restarted runs are unbounded)",
+                ));
+            }
+            if config.max_restarts > 1000 {
+                return Err(EvoError::invalid("max_restarts", config.max_restarts, "0 to 1000"));
+            }
+        }
         let bounds = match config.bounds {
             Some([lo, hi]) => {
                 let mode = match config.bound_mode {
@@ -225,13 +275,17 @@ impl EsRun {
         let c = &self.config;
         let run = Key::new(c.seed);
         let x0 = vec![c.x0; c.num_dims];
+        let problem = evaluator.unwrap_or(self.problem.as_ref());
+        if let Some(kind) = c.restarts {
+            return self.run_restarts(kind, problem, &x0, observe);
+        }
         let opt = c.strategy.build_with(c.pop_size, c.sigma, &c.params, &x0, run)?;
-        let mut d = Driver::new(opt, evaluator.unwrap_or(self.problem.as_ref()), run)?;
+        let mut d = Driver::new(opt, problem, run)?;
         if let Some(b) = &self.bounds {
             d = d.with_bounds(b.clone())?;
         }
         let mut nonfinite = 0u64;
-        let stop = d.run(c.generations, c.target, |g| {
+        let stop = d.run_until(c.generations, &StopRules::from(c), |g| {
             nonfinite += g.metrics.nonfinite as u64;
             observe(g)
         });
@@ -244,6 +298,70 @@ impl EsRun {
             stop,
             nonfinite,
         })
+    }
+}
+
+impl EsRun {
+    /// The restarted search ([`crate::restarts::cma_restarts_with`]): generations and
+    /// evaluations are counted over all runs, and the run's `generations`, `max_evals` and
+    /// `target` bound the whole search.
+    fn run_restarts(
+        &self,
+        kind: crate::restarts::RestartKind,
+        problem: &dyn Problem,
+        x0: &[f32],
+        mut observe: impl FnMut(&Generation) -> bool,
+    ) -> Result<EsResult, EvoError> {
+        let c = &self.config;
+        let cfg = crate::restarts::RestartConfig {
+            kind,
+            sigma0: c.sigma,
+            max_evals: c.max_evals.unwrap_or(u64::MAX),
+            target: c.target.unwrap_or(f32::NEG_INFINITY),
+            max_restarts: c.max_restarts,
+            restart_box: None,
+        };
+        let (mut nonfinite, mut generations, mut stop) = (0u64, 0u64, None);
+        let res = crate::restarts::cma_restarts_with(
+            problem,
+            x0,
+            &cfg,
+            &c.params,
+            Key::new(c.seed),
+            |g| {
+                nonfinite += g.metrics.nonfinite as u64;
+                generations = g.metrics.generation;
+                if !observe(g) {
+                    stop = Some(Stop::Observer);
+                } else if generations >= c.generations {
+                    stop = Some(Stop::Generations);
+                }
+                stop.is_none()
+            },
+        )?;
+        let stop = if res.best_fitness <= cfg.target {
+            Stop::Target
+        } else if let Some(s) = stop {
+            s
+        } else if c.max_evals.is_some_and(|m| res.evals + default_pop_size(c.num_dims) as u64 > m) {
+            Stop::MaxEvals
+        } else {
+            Stop::Restarts
+        };
+        Ok(EsResult {
+            best_fitness: res.best_fitness,
+            best_solution: res.best_solution,
+            evals: res.evals,
+            generations,
+            stop,
+            nonfinite,
+        })
+    }
+}
+
+impl From<&EsConfig> for StopRules {
+    fn from(c: &EsConfig) -> StopRules {
+        StopRules { target: c.target, max_evals: c.max_evals, tol_fun: c.tol_fun, tol_x: c.tol_x }
     }
 }
 
@@ -489,6 +607,76 @@ mod tests {
         }
         let e = EsProblem::try_from("sphre".to_string()).unwrap_err().to_string();
         assert!(e.contains("sphre") && e.contains("cartpole"), "{e}");
+    }
+
+    /// pycma-style stop rules end a run with their reason; restarts count generations and
+    /// evaluations over all runs and report each generation's restart and population.
+    #[test]
+    fn stop_rules_and_restarts_end_runs_with_their_reason() {
+        let sphere = EsConfig {
+            problem: EsProblem::Function(Function::Sphere),
+            num_dims: 4,
+            x0: 1.0,
+            generations: 5000,
+            target: Some(f32::NEG_INFINITY),
+            ..EsConfig::default()
+        };
+        let go = |c: EsConfig| {
+            let mut seen = Vec::new();
+            let r = EsRun::new(c).unwrap().run(|g| {
+                seen.push(*g);
+                true
+            });
+            (r.unwrap(), seen)
+        };
+        let (r, seen) = go(EsConfig { max_evals: Some(50), ..sphere.clone() });
+        assert_eq!((r.stop, r.evals), (Stop::MaxEvals, 56), "8 per generation: stops at 56 >= 50");
+        assert_eq!(seen.len(), 7);
+        let (r, _) = go(EsConfig { tol_fun: Some(1e-9), ..sphere.clone() });
+        assert_eq!(r.stop, Stop::TolFun);
+        assert!(r.best_fitness < 1e-7 && r.generations < 5000, "{r:?}");
+        let (r, seen) = go(EsConfig { tol_x: Some(1e-3), ..sphere.clone() });
+        assert_eq!(r.stop, Stop::TolX);
+        assert!(
+            seen.last().unwrap().metrics.sigma < 1e-3 && seen[seen.len() - 2].metrics.sigma >= 1e-3
+        );
+        let rastrigin = EsConfig {
+            problem: EsProblem::Function(Function::Rastrigin),
+            num_dims: 4,
+            x0: 3.0,
+            sigma: 2.0,
+            generations: 3000,
+            max_evals: Some(40_000),
+            restarts: Some(crate::restarts::RestartKind::Ipop),
+            max_restarts: 4,
+            ..EsConfig::default()
+        };
+        let (r, seen) = go(rastrigin.clone());
+        assert!(matches!(r.stop, Stop::Target | Stop::Restarts | Stop::MaxEvals), "{r:?}");
+        let last = seen.last().unwrap();
+        assert!(last.restart >= 1, "no restart happened: {last:?}");
+        assert_eq!((last.evals, last.metrics.generation), (r.evals, r.generations));
+        for w in seen.windows(2) {
+            assert_eq!(w[1].metrics.generation, w[0].metrics.generation + 1);
+            assert!(
+                w[1].evals > w[0].evals && w[1].metrics.best_so_far <= w[0].metrics.best_so_far
+            );
+            if w[1].restart > w[0].restart {
+                assert_eq!(w[1].pop_size, 2 * w[0].pop_size, "IPOP doubles the population");
+            }
+        }
+        // The generation budget bounds the whole search.
+        let (r, seen) = go(EsConfig { generations: 30, ..rastrigin.clone() });
+        assert_eq!((r.stop, r.generations, seen.len()), (Stop::Generations, 30, 30));
+        for (bad, want) in [
+            (EsConfig { strategy: StrategyKind::Snes, ..rastrigin.clone() }, "cma-es only"),
+            (EsConfig { bounds: Some([-5.0, 5.0]), ..rastrigin.clone() }, "no bounds"),
+            (EsConfig { tol_fun: Some(0.0), ..sphere.clone() }, "tol_fun"),
+            (EsConfig { max_evals: Some(0), ..sphere.clone() }, "max_evals"),
+        ] {
+            let e = EsRun::new(bad).err().unwrap().to_string();
+            assert!(e.contains(want), "{want}: {e}");
+        }
     }
 
     /// `params` reach the strategy: a knob changes the run, a knob of another strategy or out

@@ -164,7 +164,7 @@ impl Strategy {
         let key = init_key.map_or(kestrel_core::Key::new(seed), |k| k.k);
         // The hyper-parameters as a run config's `[params]` table reads them: an unknown key
         // is answered with the closest valid one.
-        let table = crate::runs::json_table(params_json)?;
+        let table = crate::config::json_table(params_json)?;
         let params: kestrel_evo::StrategyParams =
             kestrel_run::load_config(&kestrel_evo::StrategyParams::default(), None, table, &[])
                 .map_err(|e| match e {
@@ -337,7 +337,7 @@ impl EvoProblem {
     /// The problem `kestrel evo run` builds for this config (a JSON object of its keys).
     #[staticmethod]
     fn from_es_config(config_json: &str) -> PyResult<Self> {
-        let table = crate::runs::json_table(config_json)?;
+        let table = crate::config::json_table(config_json)?;
         let c = kestrel_run::registry::load::<kestrel_run::runs::es::Es>(
             kestrel_run::Layers::table(&table),
             None,
@@ -351,7 +351,7 @@ impl EvoProblem {
     /// closed-loop cost; the run's key is `Key(run.seed).fold_in(0)` in every generation).
     #[staticmethod]
     fn from_tune_config(config_json: &str) -> PyResult<Self> {
-        let table = crate::runs::json_table(config_json)?;
+        let table = crate::config::json_table(config_json)?;
         let c = kestrel_run::registry::load::<kestrel_run::runs::mppi_tune::MppiTune>(
             kestrel_run::Layers::table(&table),
             None,
@@ -735,7 +735,7 @@ impl QdBenchmark {
 pub(crate) fn qd_setup(
     config_json: &str,
 ) -> PyResult<(u64, QdArchive, Vec<QdEmitter>, QdBenchmark)> {
-    let table = crate::runs::json_table(config_json)?;
+    let table = crate::config::json_table(config_json)?;
     let c = kestrel_run::registry::load::<kestrel_run::runs::qd::Qd>(
         kestrel_run::Layers::table(&table),
         None,

@@ -6,6 +6,7 @@
 //! Python input reaches a panic. The Python classes (Gymnasium envs, vector envs, ask/tell
 //! optimisers) are in `python/kestrel/`.
 
+mod config;
 mod envs;
 mod errors;
 mod evo;

@@ -62,7 +62,7 @@ pub(crate) struct MppiController {
 /// `kestrel mppi run`'s config from a JSON dict of overrides, through the run registry (the
 /// defaults of the controller and system the dict names, as the CLI reads them).
 pub(crate) fn mppi_config(json: &str) -> PyResult<MppiRunConfig> {
-    let table = crate::runs::json_table(json)?;
+    let table = crate::config::json_table(json)?;
     kestrel_run::registry::load::<kestrel_run::runs::mppi::MppiRun>(
         kestrel_run::Layers::table(&table),
         None,
@@ -283,7 +283,7 @@ impl ExternalMppi {
                 kestrel_mppi::MAX_NU
             )));
         }
-        let table = crate::runs::json_table(params_json)?;
+        let table = crate::config::json_table(params_json)?;
         let p: kestrel_mppi::MppiParams =
             kestrel_run::load_config(&kestrel_mppi::MppiParams::new(nu, 1.0), None, table, &[])
                 .map_err(run_error)?;

@@ -1,21 +1,11 @@
 //! Whole runs from Python (`kestrel.evo.run`, `kestrel.mppi.tune`, `kestrel.allo.train`, ...):
 //! the same library calls as the CLI, the same run folders, progress through a callback.
 
+use crate::config::json_table;
 use crate::errors::{run_error, value_error};
 use kestrel_run::{Launch, Outcome, RunError, Tick};
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
-
-/// A JSON object (from Python's `json.dumps` of a dict) as a TOML table, the config layer
-/// the CLI's flags are.
-pub(crate) fn json_table(json: &str) -> PyResult<toml::Table> {
-    let v: serde_json::Value = serde_json::from_str(json)
-        .map_err(|e| value_error(format!("config: not valid JSON: {e}")))?;
-    if !v.is_object() {
-        return Err(value_error("config: must be a dict"));
-    }
-    toml::Table::try_from(v).map_err(|e| value_error(format!("config: {e}")))
-}
 
 /// The layers a Python call gives: a preset, a TOML file, then the dict's keys.
 fn layers<'a>(

@@ -5,8 +5,8 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Run, RunError, Summary};
+use kestrel_evo::Problem;
 use kestrel_evo::run::{EsConfig, EsRun};
-use kestrel_evo::{Problem, Stop};
 use kestrel_plot::{LinePlot, Series};
 use serde_json::json;
 use std::path::Path;
@@ -70,8 +70,13 @@ pub fn run_with(
             }
             let m = &g.metrics;
             curve.push((g.evals as f64, m.best_so_far as f64));
-            io = metrics.log(m.generation, json!({"evals": g.evals, "best": m.best_so_far,
-                "best_in_generation": m.best_in_generation, "sigma": m.sigma, "nonfinite": m.nonfinite}));
+            let mut line = json!({"evals": g.evals, "best": m.best_so_far,
+                "best_in_generation": m.best_in_generation, "sigma": m.sigma, "nonfinite": m.nonfinite});
+            if c.restarts.is_some() {
+                line["restart"] = json!(g.restart);
+                line["pop_size"] = json!(g.pop_size);
+            }
+            io = metrics.log(m.generation, line);
             progress.tick(m.generation, &format!("best {:.3e} non-finite {}", m.best_so_far, m.nonfinite));
             io.is_ok()
         })?;
@@ -87,7 +92,7 @@ pub fn run_with(
             .series(Series::new("best so far", curve))
             .save(&dir.join("convergence"))?;
         let x = &res.best_solution;
-        let reached = if res.stop == Stop::Target { "target reached" } else { "generations spent" };
+        let reached = res.stop.describe();
         let per_eval = secs * 1e6 / res.evals.max(1) as f64;
         Summary::new(format!("evo run: {title}"))
             .value("best_fitness", "best fitness", res.best_fitness as f64)
