@@ -82,34 +82,13 @@ pub struct Evaluation {
     pub affine: [f64; 6],
 }
 
-/// Solves the 3×3 system `a x = b` for two right-hand sides (Gaussian elimination with
-/// partial pivoting); `None` when singular.
-fn solve3(mut a: [[f64; 3]; 3], mut b: [[f64; 2]; 3]) -> Option<[[f64; 2]; 3]> {
-    for c in 0..3 {
-        let p = (c..3).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
-        if a[p][c].abs() < 1e-300 {
-            return None;
-        }
-        a.swap(c, p);
-        b.swap(c, p);
-        for r in c + 1..3 {
-            let f = a[r][c] / a[c][c];
-            for k in c..3 {
-                a[r][k] -= f * a[c][k];
-            }
-            for k in 0..2 {
-                b[r][k] -= f * b[c][k];
-            }
-        }
-    }
-    let mut x = [[0.0; 2]; 3];
-    for c in (0..3).rev() {
-        for k in 0..2 {
-            let s: f64 = (c + 1..3).map(|j| a[c][j] * x[j][k]).sum();
-            x[c][k] = (b[c][k] - s) / a[c][c];
-        }
-    }
-    Some(x)
+/// Solves the 3×3 system `a x = b` for two right-hand sides
+/// ([`kestrel_core::linalg::solve`]); `None` when singular.
+fn solve3(a: [[f64; 3]; 3], b: [[f64; 2]; 3]) -> Option<[[f64; 2]; 3]> {
+    let mut a = [a[0][0], a[0][1], a[0][2], a[1][0], a[1][1], a[1][2], a[2][0], a[2][1], a[2][2]];
+    let mut x = [b[0][0], b[0][1], b[1][0], b[1][1], b[2][0], b[2][1]];
+    kestrel_core::linalg::solve(&mut a, 3, &mut x, 2)
+        .then(|| [[x[0], x[1]], [x[2], x[3]], [x[4], x[5]]])
 }
 
 /// Evaluates `params` on `data`; the posterior and prior draws come from `key` (one sub-key

@@ -29,6 +29,7 @@ mod documented;
 mod env;
 mod error;
 mod key;
+pub mod linalg;
 pub mod math;
 mod normal;
 pub mod simd;

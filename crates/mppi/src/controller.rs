@@ -8,8 +8,10 @@
 //! [`Controller::base`] exposes the shared MPPI knobs (K, T, λ, Σ, μ, bounds...) so the tuner
 //! can set them on any controller.
 
-use crate::mppi::{Convention, Dynamics, MppiError, MppiParams, draw_normals};
+use crate::params::{Convention, MppiError, MppiParams};
+use crate::rollout::draw_normals;
 use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 
 /// An MPPI-family controller over its dynamics.
 pub trait Controller: Send + Sync {

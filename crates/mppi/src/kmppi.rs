@@ -19,11 +19,10 @@
 //! | control cost | `λ Σ_t U_tᵀ Σ⁻¹ (a_t − U_t)` over the horizon | `Σ_j εθ_jᵀ Σ⁻¹ εθ_j` over the support points (no λ), or `Σ \|εθ\|` |
 //! | returned action | `U[..u_per_command]` | `U[..u_per_command] · u_scale` (before the shift) |
 
-use crate::mppi::{
-    Convention, Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, rollout_cost_jax,
-    weights,
-};
+use crate::params::{Convention, MppiParams, cholesky, inverse_spd};
+use crate::rollout::{rollout_cost, rollout_cost_jax, weights};
 use kestrel_core::FromInvalid;
+use kestrel_dynamics::Dynamics;
 
 use rayon::prelude::*;
 
@@ -80,7 +79,8 @@ fn linspace(a: f64, b: f64, n: usize) -> Vec<f64> {
 }
 
 /// `K(t, tk) K(tk, tk)⁻¹` (rows: `t`, columns: `tk`), by Gaussian elimination with partial
-/// pivoting on the transposed system (the kernel matrix is symmetric).
+/// pivoting ([`kestrel_core::linalg::solve`]) on the transposed system (the kernel matrix is
+/// symmetric); a singular kernel matrix gives NaN rows (costs NaN: such params rank last).
 fn interp_matrix(t: &[f64], tk: &[f64], sigma: f64) -> Vec<f64> {
     let k = |a: f64, b: f64| (-(a - b) * (a - b) / (1e-8 + 2.0 * sigma * sigma)).exp();
     let s = tk.len();
@@ -91,29 +91,10 @@ fn interp_matrix(t: &[f64], tk: &[f64], sigma: f64) -> Vec<f64> {
             .flat_map(|i| (0..s).map(move |j| (i, j)))
             .map(|(i, j)| k(tk[i], tk[j]))
             .collect();
-        let mut bvec: Vec<f64> = tk.iter().map(|&tj| k(ti, tj)).collect();
-        for col in 0..s {
-            let piv = (col..s)
-                .max_by(|&x, &y| a[x * s + col].abs().total_cmp(&a[y * s + col].abs()))
-                .unwrap_or(col);
-            if piv != col {
-                for j in 0..s {
-                    a.swap(col * s + j, piv * s + j);
-                }
-                bvec.swap(col, piv);
-            }
-            let d = a[col * s + col];
-            for row in col + 1..s {
-                let f = a[row * s + col] / d;
-                for j in col..s {
-                    a[row * s + j] -= f * a[col * s + j];
-                }
-                bvec[row] -= f * bvec[col];
-            }
-        }
-        for i in (0..s).rev() {
-            let acc: f64 = (i + 1..s).map(|j| a[i * s + j] * out[r * s + j]).sum();
-            out[r * s + i] = (bvec[i] - acc) / a[i * s + i];
+        let row = &mut out[r * s..(r + 1) * s];
+        row.iter_mut().zip(tk).for_each(|(o, &tj)| *o = k(ti, tj));
+        if !kestrel_core::linalg::solve(&mut a, s, row, 1) {
+            row.fill(f64::NAN);
         }
     }
     out

@@ -1,4 +1,4 @@
-//! MPPI's f32 mode ([`Precision::F32`](crate::mppi::Precision)): one SIMD lane per sample.
+//! MPPI's f32 mode ([`Precision::F32`](crate::Precision)): one SIMD lane per sample.
 //!
 //! Samples are processed in blocks of [`LANES`]. A block's standard normals, its effective
 //! noise and its controls are structure of arrays (`step × control × lane`), its states
@@ -9,30 +9,15 @@
 //! fixed order, so results do not depend on the thread count either. Nothing allocates once
 //! the state's scratch has grown to the problem's size.
 
-use crate::mppi::{Convention, Dynamics, MAX_NU, MAX_NX, MppiParams, MppiState};
+use crate::params::{Convention, MAX_NU, MAX_NX, MppiParams};
+use crate::state::MppiState;
 use kestrel_core::Key;
 use kestrel_core::simd::{Simd, WithSimd, clamp_f32 as clampf, dispatch, exp_f32};
+use kestrel_dynamics::Dynamics;
 use rayon::prelude::*;
 
 /// Samples per block (one lane each).
 pub(crate) const LANES: usize = 32;
-
-/// Reused buffers of the f32 mode.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Scratch {
-    /// Standard normals, block-major (`block × step × control × lane`).
-    z: Vec<f32>,
-    /// Effective noise, same layout.
-    eps: Vec<f32>,
-    /// Total cost per lane (padding lanes +∞).
-    cost: Vec<f32>,
-    /// Normalised weights per lane.
-    w: Vec<f32>,
-    /// Each block's weighted noise sum (`block × step × control`).
-    partial: Vec<f64>,
-    /// The nominal plan in f32.
-    unom: Vec<f32>,
-}
 
 /// Where a command's standard normals come from.
 #[derive(Clone, Copy)]
@@ -79,8 +64,8 @@ pub(crate) fn command<D: Dynamics>(
         s.u.copy_within(nu.., 0);
         s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);
     }
-    let l = crate::mppi::cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
-    let sinv = crate::mppi::inverse_spd(&l, nu);
+    let l = crate::params::cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
+    let sinv = crate::params::inverse_spd(&l, nu);
     let mut c = Consts {
         l: [0.0; MAX_NU * MAX_NU],
         sinv: [0.0; MAX_NU * MAX_NU],
@@ -187,7 +172,7 @@ pub(crate) fn command<D: Dynamics>(
         }
     }
     s.lanes = sc;
-    crate::mppi::finish(p, s, out, shift);
+    crate::rollout::finish(p, s, out, shift);
 }
 
 /// The effective noise of one block (lanes) written sample-major (`noise` holds the block's

@@ -19,8 +19,11 @@ pub mod icem;
 mod kmppi;
 mod lanes;
 mod mppi;
+mod params;
 pub mod presets;
+mod rollout;
 mod smppi;
+mod state;
 pub mod systems;
 pub mod tune;
 
@@ -28,11 +31,11 @@ pub use controller::{Controller, Episode, episode};
 pub use icem::{
     Icem, IcemIteration, IcemParams, IcemState, KeyedPink, NoiseSource, PinkNoise, TrajectoryCost,
 };
+pub use kestrel_dynamics::Dynamics;
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
-pub use mppi::{
-    Convention, Dynamics, MAX_M, MAX_NU, MAX_NX, Mppi, MppiError, MppiParams, MppiState, Phase,
-    Precision,
-};
+pub use mppi::{Mppi, Phase};
+pub use params::{Convention, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, Precision};
 pub use presets::{ControllerKind, MppiRunConfig, System};
 pub use smppi::{Smppi, SmppiParams, SmppiState};
+pub use state::MppiState;
 pub use systems::PendulumDynamics;

@@ -6,10 +6,11 @@
 //! types.
 
 use crate::controller::{Controller, Episode, episode};
-use crate::mppi::{Dynamics, MppiError, MppiParams};
+use crate::params::{MppiError, MppiParams};
 use crate::systems::{BasicLinear, ContinuousCartPole, DiffDrive, Nav2d, PendulumDynamics};
 use crate::{Kmppi, KmppiParams, Mppi, Smppi, SmppiParams};
 use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 
 /// The systems the CLI and the bindings can drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

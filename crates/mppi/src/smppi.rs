@@ -21,11 +21,10 @@
 //! | smoothness cost | `w Σ_t \|u_scale Δa_t\|²` | the same |
 //! | returned action | `A[..u_per_command]` | `A[..u_per_command] · u_scale` (before the shift) |
 
-use crate::mppi::{
-    Convention, Dynamics, MppiParams, cholesky, inverse_spd, rollout_cost, rollout_cost_jax,
-    weights,
-};
+use crate::params::{Convention, MppiParams, cholesky, inverse_spd};
+use crate::rollout::{rollout_cost, rollout_cost_jax, weights};
 use kestrel_core::FromInvalid;
+use kestrel_dynamics::Dynamics;
 
 use rayon::prelude::*;
 

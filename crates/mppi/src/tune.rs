@@ -10,9 +10,10 @@
 //! [`Driver`]) or [`tune`]; any [`Controller`] (MPPI, SMPPI, KMPPI) can be tuned.
 
 use crate::Controller;
-use crate::mppi::{Dynamics, MppiError, MppiParams};
+use crate::params::{MppiError, MppiParams};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 use kestrel_evo::{Driver, EvalKeys, Instance, Optimizer, Problem, Strategy, TellMetrics};
 use rayon::prelude::*;
 
