@@ -1348,3 +1348,58 @@ fn lane_state<const S: usize>(
     s.empty_target = b.empty[l];
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The register transpose of the observation pass against its definition: byte `t` of row
+    /// `i` becomes byte `i` of row `t`, in each of the eight matrices independently.
+    #[test]
+    fn transpose8_moves_byte_t_of_row_i_to_byte_i_of_row_t() {
+        let mut r = Key::new(3).rng();
+        let mut w = [[0u64; 8]; 8];
+        for row in w.iter_mut() {
+            for v in row.iter_mut() {
+                *v = (r.uniform_f64() * u64::MAX as f64) as u64 ^ (r.uniform_f64() * 1e9) as u64;
+            }
+        }
+        let byte = |v: u64, t: usize| (v >> (8 * t)) & 0xff;
+        let before = w;
+        transpose8(&mut w);
+        for g in 0..8 {
+            for i in 0..8 {
+                for t in 0..8 {
+                    assert_eq!(byte(w[t][g], i), byte(before[i][g], t), "matrix {g} ({i}, {t})");
+                }
+            }
+        }
+        transpose8(&mut w);
+        assert_eq!(w, before, "a transpose is its own inverse");
+    }
+
+    /// The lane-wise helpers of the cell pass: indices outside the canvas become 255 (no
+    /// cell), the first/last row with a property per lane (n / 0 when none), and the remap's
+    /// affine axis with its one wrapped position.
+    #[test]
+    fn lane_helpers_follow_their_scalar_definitions() {
+        assert_eq!((ix::<5>(-1), ix::<5>(0), ix::<5>(4), ix::<5>(5)), (255, 0, 4, 255));
+        let has = |i: usize, l: usize| l % 7 != 0 && (i == l % 5 || i == (l + 2) % 5);
+        let (lo, hi) = (first_of(5, has), last_of(5, has));
+        for l in 0..L {
+            let rows: Vec<usize> = (0..5).filter(|&i| has(i, l)).collect();
+            assert_eq!(lo[l] as usize, rows.first().copied().unwrap_or(5), "lane {l}");
+            assert_eq!(hi[l] as usize, rows.last().copied().unwrap_or(0), "lane {l}");
+        }
+        let mut axis = Axis { a: [4; L], neg: [true; L], at: [255; L], to: [0; L] };
+        axis.neg[1] = false;
+        axis.a[1] = 1;
+        axis.at[2] = 3;
+        axis.to[2] = 9;
+        let mut out = [0u8; L];
+        axis.index::<5>(3, &mut out);
+        assert_eq!((out[0], out[1], out[2]), (1, 4, 9), "4 - 3, 1 + 3, the wrapped position");
+        axis.index::<5>(4, &mut out);
+        assert_eq!((out[0], out[1]), (0, 255), "1 + 4 is outside a 5-wide canvas");
+    }
+}

@@ -632,3 +632,68 @@ impl FrameReplay {
         Ok(r)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffer() -> FrameReplay {
+        FrameReplay::new(FrameReplayConfig {
+            capacity: 8,
+            frame_dim: 1,
+            n_frames: 2,
+            n_step: 2,
+            gamma: 0.5,
+            prioritized: None,
+        })
+        .unwrap()
+    }
+
+    /// One terminated episode, worked by hand: frames 1, 2, 3 with actions 0, 1, 2, rewards
+    /// 1, 2, 4, the last step terminating, then the final frame 4. Two-frame states never
+    /// reach before the episode's start; two-step targets stop at its end.
+    #[test]
+    fn stacked_n_step_transitions_of_one_episode_by_hand() {
+        let mut r = buffer();
+        r.begin_episode();
+        r.push(&[1.0], 0, 1.0, false, false).unwrap();
+        r.push(&[2.0], 1, 2.0, false, false).unwrap();
+        let mut now = [0.0; 2];
+        r.stack_current(&[9.0], &mut now).unwrap();
+        assert_eq!(now, [2.0, 9.0], "acting sees the last stored frame, then the new one");
+        r.push(&[3.0], 2, 4.0, true, false).unwrap();
+        r.push_final(&[4.0]).unwrap();
+        assert_eq!(r.num_transitions(), 3);
+        let mut b = FrameBatch::new(3, 2);
+        r.sample(Key::new(0), &mut b).unwrap();
+        let mut rows: Vec<(u32, Vec<f32>, Vec<f32>, f32, f32, bool)> = (0..3)
+            .map(|i| {
+                let s = b.states[2 * i..2 * i + 2].to_vec();
+                let n = b.next_states[2 * i..2 * i + 2].to_vec();
+                (b.actions[i], s, n, b.returns[i], b.discounts[i], b.terminated[i])
+            })
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        assert_eq!(rows[0], (0, vec![0.0, 1.0], vec![2.0, 3.0], 1.0 + 0.5 * 2.0, 0.25, false));
+        assert_eq!(rows[1], (1, vec![1.0, 2.0], vec![3.0, 4.0], 2.0 + 0.5 * 4.0, 0.0, true));
+        assert_eq!(rows[2], (2, vec![2.0, 3.0], vec![3.0, 4.0], 4.0, 0.0, true));
+        assert!(b.weights.iter().all(|&w| w == 1.0) && !b.truncated.iter().any(|&t| t));
+        // Uniform sampling is without replacement: a fourth row has nothing to draw.
+        assert!(r.sample(Key::new(0), &mut FrameBatch::new(4, 2)).is_err());
+    }
+
+    #[test]
+    fn bad_frames_rewards_and_orders_are_errors_that_store_nothing() {
+        let mut r = buffer();
+        let e = r.push(&[1.0], 0, 0.0, false, false).unwrap_err().to_string();
+        assert!(e.contains("begin_episode"), "{e}");
+        r.begin_episode();
+        assert!(r.push(&[1.0, 2.0], 0, 0.0, false, false).is_err());
+        assert!(r.push(&[1.0], 0, f32::NAN, false, false).is_err());
+        assert!(r.push(&[1.0], u32::MAX, 0.0, false, false).is_err());
+        assert!(r.stack_current(&[1.0], &mut [0.0; 3]).is_err());
+        assert_eq!((r.len(), r.num_transitions()), (0, 0));
+        let bad = FrameReplayConfig { capacity: 3, ..r.config().clone() };
+        assert!(FrameReplay::new(bad).unwrap_err().to_string().contains("capacity"));
+    }
+}
