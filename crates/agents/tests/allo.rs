@@ -146,11 +146,7 @@ fn metric_scores_rotations_inside_degenerate_blocks_as_perfect() {
 
 #[test]
 fn sr_eigenvalues_match_the_papers_table_3() {
-    let Some(root) = kestrel_testkit::shared_data() else {
-        eprintln!("SKIPPED: ../shared/data not found; Table 3 check needs laplacian-grids/");
-        return;
-    };
-    let dir = root.join("laplacian-grids");
+    let Some(dir) = kestrel_testkit::shared_subdir("laplacian-grids") else { return };
     for (name, want) in [
         (
             "GridRoom-16",

@@ -1,5 +1,6 @@
 //! The task bank and environment on the real datasets in `../shared/data` (CI has them).
-//! Each test prints a clear SKIP line and passes when the data directory is absent.
+//! Each test prints a clear SKIP line and passes when the data directory is absent, and fails
+//! when `KESTREL_REQUIRE_DATA=1` (as `.ci/run` sets it).
 
 use kestrel_arc::{
     ArcAction, ArcEnv, ArcParams, LoadOptions, Mode, SelKind, TaskBank, sample_action,
@@ -8,20 +9,9 @@ use kestrel_core::{Key, VecEnv};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// `../shared/data/<sub>`; absent, a SKIP line (a failure under `KESTREL_REQUIRE_DATA=1`).
 fn data(sub: &str) -> Option<PathBuf> {
-    match kestrel_testkit::shared_data() {
-        Some(d) if d.join(sub).is_dir() => Some(d.join(sub)),
-        _ => {
-            // Written to stderr directly, not with eprintln!, so the test harness's output
-            // capture does not hide it.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIP: ../shared/data/{sub} is absent; dataset test not run"
-            );
-            None
-        }
-    }
+    kestrel_testkit::shared_subdir(sub)
 }
 
 fn load_strict(sub: &str) -> Option<TaskBank> {

@@ -5,11 +5,7 @@ use kestrel_envs::GridMap;
 
 #[test]
 fn the_paper_maps_have_the_reference_sizes() {
-    let Some(root) = kestrel_testkit::shared_data() else {
-        eprintln!("SKIPPED: ../shared/data not found; the grid-map test needs laplacian-grids/");
-        return;
-    };
-    let dir = root.join("laplacian-grids");
+    let Some(dir) = kestrel_testkit::shared_subdir("laplacian-grids") else { return };
     let want = [
         ("GridMaze-7", 7, 9, 11),
         ("GridMaze-9", 9, 9, 13),

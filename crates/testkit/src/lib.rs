@@ -138,12 +138,52 @@ where
     assert!(problems.is_empty(), "conformance failed:\n{}", problems.join("\n"));
 }
 
+/// The environment variable that turns a missing reference into a failure: `.ci/run` sets
+/// `KESTREL_REQUIRE_DATA=1`, so CI can never go green without the data its golden and dataset
+/// tests check against. Unset (a checkout without `../shared`), those tests print a SKIP
+/// line and pass.
+pub const REQUIRE_DATA: &str = "KESTREL_REQUIRE_DATA";
+
+/// Whether [`REQUIRE_DATA`] is set to `1`.
+pub fn data_required() -> bool {
+    std::env::var(REQUIRE_DATA).is_ok_and(|v| v == "1")
+}
+
+/// Reports reference data that is absent: a panic naming it under [`REQUIRE_DATA`]`=1`,
+/// otherwise a SKIP line on standard error (written directly, so the test harness's output
+/// capture does not hide it).
+pub fn data_absent(what: &str, path: &Path) {
+    if data_required() {
+        panic!("{REQUIRE_DATA}=1 and {what} is absent: {}", path.display());
+    }
+    use std::io::Write;
+    let _ =
+        writeln!(std::io::stderr(), "SKIP: {what} is absent ({}); test not run", path.display());
+}
+
 /// The workspace's `../shared/data` directory, if present (CI has it). Tests that need it
-/// call this and print a clear skip line when it returns `None`.
+/// call this; when it is absent, [`data_absent`] reports it (a failure under
+/// [`REQUIRE_DATA`]`=1`) and this returns `None`.
 pub fn shared_data() -> Option<PathBuf> {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let p = here.join("../../../shared/data");
-    p.is_dir().then(|| p.canonicalize().unwrap_or(p))
+    if p.is_dir() {
+        Some(p.canonicalize().unwrap_or(p))
+    } else {
+        data_absent("../shared/data", &p);
+        None
+    }
+}
+
+/// `../shared/data/<sub>`, if that folder is present (see [`shared_data`]).
+pub fn shared_subdir(sub: &str) -> Option<PathBuf> {
+    let d = shared_data()?.join(sub);
+    if d.is_dir() {
+        Some(d)
+    } else {
+        data_absent(&format!("../shared/data/{sub}"), &d);
+        None
+    }
 }
 
 /// The repository's `tests/golden` fixtures directory.
@@ -211,15 +251,31 @@ pub fn flat(v: &serde_json::Value) -> Vec<f64> {
 /// The actdyn golden fixture `name` from `shared/data/actdyn-golden`, or `None` (after printing
 /// a SKIP line naming the test) when the shared data is absent.
 pub fn actdyn_fixture(name: &str) -> Option<serde_json::Value> {
-    let Some(root) = shared_data() else {
-        eprintln!("SKIP {name}: ../shared/data is absent");
-        return None;
-    };
-    let path = root.join("actdyn-golden").join(name);
+    let path = shared_subdir("actdyn-golden")?.join(name);
     if !path.is_file() {
-        eprintln!("SKIP {name}: {} is absent", path.display());
+        data_absent(&format!("the actdyn fixture {name}"), &path);
         return None;
     }
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Some(serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod data_tests {
+    use super::*;
+
+    /// Absent reference data fails exactly when `KESTREL_REQUIRE_DATA=1` (CI) and is a SKIP
+    /// otherwise; the panic names the variable and the path.
+    #[test]
+    fn absent_data_fails_exactly_when_required() {
+        let r = std::panic::catch_unwind(|| data_absent("the thing", Path::new("/nonexistent/x")));
+        assert_eq!(r.is_err(), data_required());
+        if let Err(e) = r {
+            let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(msg.contains(REQUIRE_DATA) && msg.contains("/nonexistent/x"), "{msg}");
+        }
+        if !data_required() {
+            assert!(shared_subdir("no-such-folder-kestrel").is_none());
+        }
+    }
 }
