@@ -1384,7 +1384,7 @@ mod tests {
     #[test]
     fn lane_helpers_follow_their_scalar_definitions() {
         assert_eq!((ix::<5>(-1), ix::<5>(0), ix::<5>(4), ix::<5>(5)), (255, 0, 4, 255));
-        let has = |i: usize, l: usize| l % 7 != 0 && (i == l % 5 || i == (l + 2) % 5);
+        let has = |i: usize, l: usize| !l.is_multiple_of(7) && (i == l % 5 || i == (l + 2) % 5);
         let (lo, hi) = (first_of(5, has), last_of(5, has));
         for l in 0..L {
             let rows: Vec<usize> = (0..5).filter(|&i| has(i, l)).collect();
