@@ -666,7 +666,9 @@ mod tests {
         assert_eq!(r.num_transitions(), 3);
         let mut b = FrameBatch::new(3, 2);
         r.sample(Key::new(0), &mut b).unwrap();
-        let mut rows: Vec<(u32, Vec<f32>, Vec<f32>, f32, f32, bool)> = (0..3)
+        // (action, state, next state, return, discount, terminated) per row.
+        type Row = (u32, Vec<f32>, Vec<f32>, f32, f32, bool);
+        let mut rows: Vec<Row> = (0..3)
             .map(|i| {
                 let s = b.states[2 * i..2 * i + 2].to_vec();
                 let n = b.next_states[2 * i..2 * i + 2].to_vec();
