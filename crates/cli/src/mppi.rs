@@ -20,7 +20,7 @@ pub enum MppiCmd {
     Tune(TuneArgs),
     /// Quality-diversity tuning: CMA-ME fills an archive of good knob settings spread over the
     /// first two knobs; writes every elite and the best as a config.
-    Qd(QdArgs),
+    Qd(KnobSearch),
 }
 
 #[derive(Args)]
@@ -133,89 +133,66 @@ pub fn run(a: RunArgs) -> Result<()> {
     a.cfg.run::<MppiRun>(flags, None, a.threads)
 }
 
+/// The flags `mppi tune` and `mppi qd` share: the base run and the knobs searched.
 #[derive(Args)]
-pub struct TuneArgs {
+pub struct KnobSearch {
     /// System (config key `run.system`).
     #[arg(long)]
     env: Option<String>,
     /// Controller (config key `run.controller`).
     #[arg(long)]
     controller: Option<String>,
-    /// Knobs to tune: lambda, sigma, mu, horizon (sigma/mu tune every control dimension).
+    /// Knobs searched: lambda, sigma, mu, horizon (sigma/mu: every control dimension; for
+    /// `mppi qd` the first two search coordinates are the archive's measures).
     #[arg(long, value_delimiter = ',')]
     tune: Option<Vec<String>>,
+    /// Generations.
+    #[arg(long)]
+    generations: Option<u64>,
+    /// Closed-loop steps per episode (config key `run.steps`).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Seed (config key `run.seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Worker threads (results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    cfg: ConfigArgs,
+}
+
+impl KnobSearch {
+    fn flags(&self) -> Vec<(&'static str, Flag)> {
+        vec![
+            ("run.system", Flag::S(self.env.clone())),
+            ("run.controller", Flag::S(self.controller.clone())),
+            ("run.steps", Flag::I(self.steps)),
+            ("run.seed", Flag::I(self.seed)),
+            ("knobs", Flag::L(self.tune.clone())),
+            ("generations", Flag::I(self.generations)),
+        ]
+    }
+}
+
+#[derive(Args)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    search: KnobSearch,
     /// Strategy: cma-es, sep-cma-es, snes, xnes, open-es, pgpe, de.
     #[arg(long)]
     strategy: Option<String>,
     /// Candidates per generation.
     #[arg(long)]
     pop_size: Option<u64>,
-    /// Generations.
-    #[arg(long)]
-    generations: Option<u64>,
-    /// Closed-loop steps per episode (config key `run.steps`).
-    #[arg(long)]
-    steps: Option<u64>,
-    /// Seed (config key `run.seed`).
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Worker threads (results do not depend on it).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
 }
 
 pub fn tune(a: TuneArgs) -> Result<()> {
-    let flags = vec![
-        ("run.system", Flag::S(a.env)),
-        ("run.controller", Flag::S(a.controller)),
-        ("run.steps", Flag::I(a.steps)),
-        ("run.seed", Flag::I(a.seed)),
-        ("knobs", Flag::L(a.tune)),
-        ("strategy", Flag::S(a.strategy)),
-        ("pop_size", Flag::I(a.pop_size)),
-        ("generations", Flag::I(a.generations)),
-    ];
-    a.cfg.run::<MppiTune>(flags, None, a.threads)
+    let mut flags = a.search.flags();
+    flags.extend([("strategy", Flag::S(a.strategy)), ("pop_size", Flag::I(a.pop_size))]);
+    a.search.cfg.run::<MppiTune>(flags, None, a.search.threads)
 }
 
-#[derive(Args)]
-pub struct QdArgs {
-    /// System (config key `run.system`).
-    #[arg(long)]
-    env: Option<String>,
-    /// Controller (config key `run.controller`).
-    #[arg(long)]
-    controller: Option<String>,
-    /// Knobs searched: lambda, sigma, mu, horizon; the first two search coordinates are the
-    /// archive's measures.
-    #[arg(long, value_delimiter = ',')]
-    tune: Option<Vec<String>>,
-    /// Generations.
-    #[arg(long)]
-    generations: Option<u64>,
-    /// Closed-loop steps per episode (config key `run.steps`).
-    #[arg(long)]
-    steps: Option<u64>,
-    /// Seed (config key `run.seed`).
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Worker threads (results do not depend on it).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-}
-
-pub fn qd(a: QdArgs) -> Result<()> {
-    let flags = vec![
-        ("run.system", Flag::S(a.env)),
-        ("run.controller", Flag::S(a.controller)),
-        ("run.steps", Flag::I(a.steps)),
-        ("run.seed", Flag::I(a.seed)),
-        ("knobs", Flag::L(a.tune)),
-        ("generations", Flag::I(a.generations)),
-    ];
-    a.cfg.run::<MppiQd>(flags, None, a.threads)
+pub fn qd(a: KnobSearch) -> Result<()> {
+    a.cfg.run::<MppiQd>(a.flags(), None, a.threads)
 }

@@ -120,6 +120,23 @@ const NONNEG: (f64, bool) = (0.0, true);
 const INF: (f64, bool) = (f64::INFINITY, false);
 const ONE: (f64, bool) = (1.0, true);
 const BELOW_ONE: (f64, bool) = (1.0, false);
+const TWO: (f64, bool) = (2.0, true);
+
+/// Copies each set override into the params: `field in LO..HI` checks the value first (a
+/// closed or open end each, see [`check`]); a plain `field` (a flag or an enum) is copied.
+macro_rules! set {
+    ($s:ident, $p:ident: $($f:ident in $lo:ident..$hi:ident),+) => {
+        $(if let Some(v) = $s.$f {
+            check(stringify!($f), v, $lo, $hi)?;
+            $p.$f = v;
+        })+
+    };
+    ($s:ident, $p:ident: $($f:ident),+) => {
+        $(if let Some(v) = $s.$f {
+            $p.$f = v;
+        })+
+    };
+}
 
 impl StrategyParams {
     /// The knobs that are set, by config name.
@@ -174,14 +191,7 @@ impl StrategyParams {
 
     /// CMA-ES / Sep-CMA-ES params with these overrides.
     pub fn cma(&self, mut p: CmaParams) -> Result<CmaParams, EvoError> {
-        if let Some(v) = self.sigma_min {
-            check("sigma_min", v, NONNEG, INF)?;
-            p.sigma_min = v;
-        }
-        if let Some(v) = self.sigma_max {
-            check("sigma_max", v, POS, INF)?;
-            p.sigma_max = v;
-        }
+        set!(self, p: sigma_min in NONNEG..INF, sigma_max in POS..INF);
         if p.sigma_min > p.sigma_max {
             return Err(EvoError::invalid(
                 "params.sigma_min",
@@ -189,141 +199,50 @@ impl StrategyParams {
                 format!("at most sigma_max = {}", p.sigma_max),
             ));
         }
-        if let Some(v) = self.c_mean {
-            check("c_mean", v, POS, INF)?;
-            p.c_mean = v;
-        }
-        if let Some(v) = self.c_sigma {
-            check("c_sigma", v, POS, ONE)?;
-            p.c_sigma = v;
-        }
-        if let Some(v) = self.d_sigma {
-            check("d_sigma", v, POS, INF)?;
-            p.d_sigma = v;
-        }
-        if let Some(v) = self.c_c {
-            check("c_c", v, POS, ONE)?;
-            p.c_c = v;
-        }
-        if let Some(v) = self.c_1 {
-            check("c_1", v, NONNEG, ONE)?;
-            p.c_1 = v;
-        }
-        if let Some(v) = self.c_mu {
-            check("c_mu", v, NONNEG, ONE)?;
-            p.c_mu = v;
-        }
+        set!(self, p: c_mean in POS..INF, c_sigma in POS..ONE, d_sigma in POS..INF);
+        set!(self, p: c_c in POS..ONE, c_1 in NONNEG..ONE, c_mu in NONNEG..ONE);
         if p.c_1 + p.c_mu > 1.0 {
             return Err(EvoError::invalid("params.c_1 + params.c_mu", p.c_1 + p.c_mu, "at most 1"));
         }
-        if let Some(v) = self.lazy_eigen {
-            p.lazy_eigen = v;
-        }
-        if let Some(v) = self.lazy_gap {
-            check("lazy_gap", v, POS, INF)?;
-            p.lazy_gap = v;
-        }
+        set!(self, p: lazy_gap in POS..INF);
+        set!(self, p: lazy_eigen);
         Ok(p)
     }
 
     /// SNES params with these overrides.
     pub fn snes(&self, mut p: SnesParams) -> Result<SnesParams, EvoError> {
-        if let Some(v) = self.lr_mean {
-            check("lr_mean", v, POS, INF)?;
-            p.lr_mean = v;
-        }
-        if let Some(v) = self.lr_sigma {
-            check("lr_sigma", v, POS, INF)?;
-            p.lr_sigma = v;
-        }
+        set!(self, p: lr_mean in POS..INF, lr_sigma in POS..INF);
         Ok(p)
     }
 
     /// xNES params with these overrides.
     pub fn xnes(&self, mut p: XnesParams) -> Result<XnesParams, EvoError> {
-        if let Some(v) = self.lr_mean {
-            check("lr_mean", v, POS, INF)?;
-            p.lr_mean = v;
-        }
-        if let Some(v) = self.lr_sigma {
-            check("lr_sigma", v, POS, INF)?;
-            p.lr_sigma = v;
-        }
-        if let Some(v) = self.lr_b {
-            check("lr_b", v, POS, INF)?;
-            p.lr_b = v;
-        }
+        set!(self, p: lr_mean in POS..INF, lr_sigma in POS..INF, lr_b in POS..INF);
         Ok(p)
     }
 
-    /// OpenAI-ES params with these overrides.
+    /// OpenAI-ES params with these overrides (`lr`, `beta1`, `beta2`, `eps` are Adam's).
     pub fn open_es(&self, mut p: OpenEsParams) -> Result<OpenEsParams, EvoError> {
-        if let Some(v) = self.lr {
-            check("lr", v, POS, INF)?;
-            p.adam.lr = v;
-        }
-        if let Some(v) = self.beta1 {
-            check("beta1", v, NONNEG, BELOW_ONE)?;
-            p.adam.beta1 = v;
-        }
-        if let Some(v) = self.beta2 {
-            check("beta2", v, NONNEG, BELOW_ONE)?;
-            p.adam.beta2 = v;
-        }
-        if let Some(v) = self.eps {
-            check("eps", v, POS, INF)?;
-            p.adam.eps = v;
-        }
-        if let Some(v) = self.antithetic {
-            p.antithetic = v;
-        }
-        if let Some(v) = self.shaping {
-            p.shaping = v;
-        }
+        let mut adam = p.adam;
+        set!(self, adam: lr in POS..INF, beta1 in NONNEG..BELOW_ONE, beta2 in NONNEG..BELOW_ONE);
+        set!(self, adam: eps in POS..INF);
+        p.adam = adam;
+        set!(self, p: antithetic, shaping);
         Ok(p)
     }
 
     /// PGPE params with these overrides.
     pub fn pgpe(&self, mut p: PgpeParams) -> Result<PgpeParams, EvoError> {
-        if let Some(v) = self.lr {
-            check("lr", v, POS, INF)?;
-            p.lr = v;
-        }
-        if let Some(v) = self.sigma_lr {
-            check("sigma_lr", v, NONNEG, INF)?;
-            p.sigma_lr = v;
-        }
-        if let Some(v) = self.sigma_max_change {
-            check("sigma_max_change", v, NONNEG, INF)?;
-            p.sigma_max_change = v;
-        }
-        if let Some(v) = self.max_velocity {
-            check("max_velocity", v, POS, INF)?;
-            p.max_velocity = v;
-        }
-        if let Some(v) = self.momentum {
-            check("momentum", v, NONNEG, BELOW_ONE)?;
-            p.momentum = v;
-        }
-        if let Some(v) = self.shaping {
-            p.shaping = v;
-        }
+        set!(self, p: lr in POS..INF, sigma_lr in NONNEG..INF, sigma_max_change in NONNEG..INF);
+        set!(self, p: max_velocity in POS..INF, momentum in NONNEG..BELOW_ONE);
+        set!(self, p: shaping);
         Ok(p)
     }
 
     /// DE params with these overrides.
     pub fn de(&self, mut p: DeParams) -> Result<DeParams, EvoError> {
-        if let Some(v) = self.crossover_rate {
-            check("crossover_rate", v, NONNEG, ONE)?;
-            p.crossover_rate = v;
-        }
-        if let Some(v) = self.differential_weight {
-            check("differential_weight", v, POS, (2.0, true))?;
-            p.differential_weight = v;
-        }
-        if let Some(v) = self.elitism {
-            p.elitism = v;
-        }
+        set!(self, p: crossover_rate in NONNEG..ONE, differential_weight in POS..TWO);
+        set!(self, p: elitism);
         Ok(p)
     }
 }
