@@ -1,0 +1,147 @@
+//! Every run kind gives the same run from every front end: the CLI (its config written by
+//! `kestrel config KIND` and fed back with `--config`), a sweep cell over the same keys, and
+//! the registry call the Python package makes (`RunKind::launch`). Compared: every
+//! `metrics.jsonl` value and every `summary.json` number, except wall-clock figures.
+
+use kestrel_run::sweep::Sweep;
+use kestrel_run::{Launch, Layers, RunKind, Tick};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A tiny config per kind (a few seconds in all on 2 cores).
+fn tiny(kind: RunKind) -> &'static str {
+    match kind {
+        RunKind::Evo => "problem = \"sphere\"\nnum_dims = 3\ngenerations = 6",
+        RunKind::Qd => "num_dims = 4\ngenerations = 3\nbatch_size = 8\ncells = 5\nnum_emitters = 2",
+        RunKind::MppiRun => "steps = 6\n[mppi]\nnum_samples = 32",
+        RunKind::MppiTune => "generations = 2\npop_size = 4\n[run]\nsteps = 5",
+        RunKind::MppiQd => "generations = 2\nbatch_size = 4\n[run]\nsteps = 4",
+        RunKind::Allo => {
+            "map = \"builtin:rooms-2-5\"\nsamples = 500\nbatch = 16\nd = 3\nsteps = 6\neval_every = 2"
+        }
+        RunKind::Hunt => {
+            "epochs = 2\nsize = 9\nturns = 12\nlayer = 16\nbatch = 8\ncapacity = 64\nagents = 2\nrecord_every = 0"
+        }
+        RunKind::Actdyn => "steps = 40\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
+    }
+}
+
+/// Wall-clock figures differ between any two runs; everything else must not.
+fn timeless(key: &str) -> bool {
+    !["wall", "per_second", "ms_per", "seconds", "commit"].iter().any(|w| key.contains(w))
+}
+
+/// `metrics.jsonl` without its wall-clock columns, and `summary.json`'s other entries.
+fn figures(dir: &Path) -> (Vec<Value>, Vec<(String, Value)>) {
+    let lines = kestrel_run::read_metrics(&dir.join("metrics.jsonl")).unwrap();
+    let lines = lines
+        .into_iter()
+        .map(|mut l| {
+            if let Some(o) = l.as_object_mut() {
+                o.retain(|k, _| timeless(k));
+            }
+            l
+        })
+        .collect();
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary = s
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| timeless(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (lines, summary)
+}
+
+fn only_folder(dir: &Path) -> PathBuf {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("record.json").is_file())
+        .collect();
+    assert_eq!(found.len(), 1, "{}: {found:?}", dir.display());
+    found.pop().unwrap()
+}
+
+#[test]
+fn every_kind_runs_the_same_from_the_cli_a_sweep_cell_and_the_registry() {
+    let root = std::env::temp_dir().join(format!("kestrel-front-ends-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    for kind in RunKind::ALL {
+        let name = kind.name();
+        let table: toml::Table = tiny(kind).parse().unwrap();
+        // The CLI: the config `kestrel config` prints for these keys, fed back with --config.
+        let cfg = root.join(format!("{name}.toml"));
+        let mut sets = Vec::new();
+        for (k, v) in flatten(&table, "") {
+            sets.extend(["--set".to_string(), format!("{k}={v}")]);
+        }
+        let printed = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+            .args(["config", name])
+            .args(&sets)
+            .output()
+            .unwrap();
+        assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
+        std::fs::write(&cfg, &printed.stdout).unwrap();
+        let cli_out = root.join(format!("cli-{name}"));
+        let mut args: Vec<String> = kind.command().split(' ').map(str::to_string).collect();
+        args.extend(["--config".into(), cfg.display().to_string()]);
+        args.extend(["--out-dir".into(), cli_out.display().to_string()]);
+        let o = Command::new(env!("CARGO_BIN_EXE_kestrel")).args(&args).output().unwrap();
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        let cli = figures(&only_folder(&cli_out));
+        // The registry call the Python package makes (kestrel.run(kind, dict)).
+        let reg_out = root.join(format!("registry-{name}"));
+        let mut p = |_: Tick<'_>| {};
+        let l = Launch { out_dir: reg_out.clone(), argv: vec!["test".into()], progress: &mut p };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        pool.install(|| kind.launch(Layers::table(&table), None, l)).unwrap();
+        let reg = figures(&only_folder(&reg_out));
+        // A sweep cell with the same keys as its base.
+        let spec = format!("kind = \"{name}\"\nname = \"s\"\nseeds = [{}]\n[base]\n", seed(kind));
+        let spec = spec + &base_table(&table);
+        let s = Sweep::plan(&spec, "spec.toml", &root.join(format!("sweep-{name}"))).unwrap();
+        s.create().unwrap();
+        let mut p = |_: Tick<'_>| {};
+        let l = Launch { out_dir: PathBuf::new(), argv: vec!["test".into()], progress: &mut p };
+        let cell = pool.install(|| s.run_cell(&s.cells[0], l)).unwrap();
+        let sweep = figures(cell.dir());
+        assert!(!cli.0.is_empty() && !cli.1.is_empty(), "{name}: nothing to compare");
+        assert_eq!(cli, reg, "{name}: the CLI and the registry differ");
+        assert_eq!(cli, sweep, "{name}: the CLI and a sweep cell differ");
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The default seed of `kind` (a sweep sets the seed itself).
+fn seed(kind: RunKind) -> u64 {
+    let mut at = kind.resolve(Layers::none()).unwrap();
+    for k in kind.seed_key() {
+        at = at[k].clone();
+    }
+    at.as_u64().unwrap()
+}
+
+/// `(dotted key, value)` of every leaf of a table.
+fn flatten(t: &toml::Table, prefix: &str) -> Vec<(String, toml::Value)> {
+    t.iter()
+        .flat_map(|(k, v)| {
+            let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            match v {
+                toml::Value::Table(sub) => flatten(sub, &key),
+                v => vec![(key, v.clone())],
+            }
+        })
+        .collect()
+}
+
+/// A table as the `[base]` section of a sweep spec (nested tables as `[base.x]`).
+fn base_table(t: &toml::Table) -> String {
+    let mut wrapped = toml::Table::new();
+    wrapped.insert("base".into(), toml::Value::Table(t.clone()));
+    toml::to_string(&wrapped).unwrap().replacen("[base]\n", "", 1)
+}
