@@ -74,6 +74,9 @@ pub(crate) struct Strategy {
     kind: StrategyKind,
     seed: u64,
     generation: u64,
+    /// Box bounds as `kestrel evo run` applies them: `ask` returns repaired rows (clip or
+    /// reflect), `tell` adds the penalty (penalty mode).
+    bounds: Option<kestrel_evo::Bounds>,
 }
 
 impl Clone for Strategy {
@@ -83,6 +86,7 @@ impl Clone for Strategy {
             kind: self.kind,
             seed: self.seed,
             generation: self.generation,
+            bounds: self.bounds.clone(),
         }
     }
 }
@@ -111,6 +115,9 @@ impl Strategy {
         let mut x = vec![0f32; p * d];
         let opt = &mut self.opt;
         py.detach(|| opt.try_ask(key, &mut x)).map_err(value_error)?;
+        if let Some(b) = &self.bounds {
+            b.repair(&mut x);
+        }
         Array2::from_shape_vec((p, d), x).map_err(value_error)
     }
 
@@ -129,7 +136,10 @@ impl Strategy {
                 f.shape()
             )));
         }
-        let f: Vec<f32> = f.as_array().iter().copied().collect();
+        let mut f: Vec<f32> = f.as_array().iter().copied().collect();
+        if let Some(b) = &self.bounds {
+            b.penalize(&x, &mut f);
+        }
         let opt = &mut self.opt;
         let m = py.detach(|| opt.try_tell(key, &x, &f)).map_err(value_error)?;
         metrics_dict(py, &m)
@@ -142,7 +152,8 @@ impl Strategy {
     /// `kind` (`cma-es`, `sep-cma-es`, `snes`, `xnes`, `open-es`, `pgpe`, `de`) initialised at
     /// `mean` with `Key(seed)` (as `kestrel evo run`) or with `init_key`.
     #[new]
-    #[pyo3(signature = (kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None, params_json="{}"))]
+    #[pyo3(signature = (kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None, params_json="{}", bounds=None, bound_mode="clip"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         kind: &str,
         mean: Vec<f32>,
@@ -151,6 +162,8 @@ impl Strategy {
         seed: u64,
         init_key: Option<PyRef<'_, Key>>,
         params_json: &str,
+        bounds: Option<(Vec<f32>, Vec<f32>)>,
+        bound_mode: &str,
     ) -> PyResult<Self> {
         let kind = StrategyKind::parse(kind).map_err(value_error)?;
         if mean.is_empty() {
@@ -174,7 +187,32 @@ impl Strategy {
                     e => crate::errors::run_error(e),
                 })?;
         let opt = kind.build_with(pop, sigma, &params, &mean, key).map_err(value_error)?;
-        Ok(Strategy { opt, kind, seed, generation: 0 })
+        let mode = match bound_mode {
+            "clip" => kestrel_evo::BoundMode::Clip,
+            "reflect" => kestrel_evo::BoundMode::Reflect,
+            "penalty" => kestrel_evo::BoundMode::Penalty { weight: 1e3 },
+            other => {
+                return Err(value_error(format!(
+                    "bound_mode = {other:?}: \"clip\", \"reflect\" or \"penalty\""
+                )));
+            }
+        };
+        let bounds = match bounds {
+            None => None,
+            Some((lo, hi)) if lo.len() != mean.len() || hi.len() != mean.len() => {
+                return Err(value_error(format!(
+                    "bounds: {} lower and {} upper values; num_dims = {} each",
+                    lo.len(),
+                    hi.len(),
+                    mean.len()
+                )));
+            }
+            Some((lo, hi)) => Some(
+                kestrel_evo::Bounds::new(lo, hi, mode)
+                    .map_err(|e| value_error(format!("bounds: {e}")))?,
+            ),
+        };
+        Ok(Strategy { opt, kind, seed, generation: 0, bounds })
     }
 
     #[getter]

@@ -188,3 +188,31 @@ def test_every_kind_runs_the_same_from_python_and_the_cli(kind, tmp_path):
             assert [json.dumps(v, default=list) for v in x] == [json.dumps(v, default=list) for v in y], c
         else:
             np.testing.assert_array_equal(x, y, err_msg=c)
+
+
+def test_bounds_on_the_ask_tell_objects_as_pycma_and_evo_run_apply_them():
+    f = lambda x: ((x - 3.0) ** 2).sum(axis=1)  # the optimum (3, 3, 3) lies outside the box
+    for mode in ("clip", "reflect"):
+        es = kestrel.evo.CMAES(3, mean=0.0, sigma=2.0, seed=1, bounds=[-1, [1.0, 2.0, 0.5]], bound_mode=mode)
+        for _ in range(40):
+            x = es.ask()
+            assert (x >= -1).all() and (x <= [1.0, 2.0, 0.5]).all(), mode
+            es.tell(x, f(x))
+        if mode == "clip":  # clipped samples reach the box's nearest corner exactly
+            np.testing.assert_allclose(es.best_solution, [1.0, 2.0, 0.5], atol=1e-2)
+        else:  # reflected ones approach it (the corner costs 11.25, the start 27)
+            assert es.best_fitness < 20.0, es.best_fitness
+    # Penalty: rows are left alone, the told fitness grows with the distance to the box.
+    es = kestrel.evo.CMAES(3, mean=0.0, sigma=2.0, seed=1, bounds=[-1, 1], bound_mode="penalty")
+    es.optimize(f, 60)
+    assert np.abs(es.best_solution).max() < 1.05 and es.best_fitness > f(np.ones((1, 3)))[0] - 1e-3
+    # The box survives pickling and the functional layer.
+    es = kestrel.evo.SNES(2, seed=0, bounds=[-0.1, 0.1])
+    back = pickle.loads(pickle.dumps(es))
+    assert (np.abs(back.ask()) <= 0.1).all()
+    assert (np.abs(es.init(kestrel.Key(3)).ask()) <= 0.1).all()
+    for bad, msg in (([1, 0], "bounds"), ([-1, [1, 2]], "bounds"), (5, "bounds"), ([-1, np.nan], "bounds")):
+        with pytest.raises(ValueError, match=msg):
+            kestrel.evo.CMAES(3, bounds=bad)
+    with pytest.raises(ValueError, match="bound_mode"):
+        kestrel.evo.CMAES(3, bounds=[-1, 1], bound_mode="wrap")

@@ -65,6 +65,20 @@ class Result:
     stop: dict
 
 
+def _bounds(bounds, n: int):
+    """pycma's `bounds=[lower, upper]` (each a number or `n` numbers; None: unbounded) as two
+    lists of `n` floats."""
+    if bounds is None:
+        return None
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        raise ValueError(f"bounds: [lower, upper] (each a number or {n} numbers), got {bounds!r}")
+    lo, hi = (np.broadcast_to(np.asarray(b, np.float32), (n,)) if np.ndim(b) == 0
+              else np.asarray(b, np.float32) for b in bounds)
+    if lo.shape != (n,) or hi.shape != (n,):
+        raise ValueError(f"bounds: lower and upper must be numbers or {n} values each")
+    return (lo.tolist(), hi.tolist())
+
+
 # pycma's stop options (its names), each off when None.
 STOP_OPTIONS = ("ftarget", "tolfun", "tolx", "maxfevals", "maxiter")
 
@@ -76,7 +90,10 @@ class Strategy:
     Hyper-parameters: `params={"lr": 0.01}` or keyword arguments (`OpenES(10, lr=0.01)`),
     the keys of a run config's `[params]` table (`kestrel config evo` lists them with their
     defaults); a knob this strategy does not have, or a misspelt one, is a ValueError naming
-    it. Stop conditions as pycma's options: `ftarget` (best fitness at or below), `tolfun`
+    it. `bounds=[lower, upper]` (numbers or one per dimension, as pycma's option) with
+    `bound_mode` "clip" or "reflect" (`ask` returns repaired rows) or "penalty" (`tell` adds
+    1e3 × the squared distance to the box), as `kestrel evo run` applies them. Stop conditions
+    as pycma's options: `ftarget` (best fitness at or below), `tolfun`
     (best fitness of the last `10 + ceil(30 n / pop_size)` generations and this generation's
     fitness within `tolfun`), `tolx` (step size below), `maxfevals` (evaluations),
     `maxiter` (generations); `stop()` returns those met, `result` pycma's summary, and
@@ -88,7 +105,8 @@ class Strategy:
                  sigma: float = 0.5, seed: int = 0, init_key: Key | None = None,
                  params: dict | None = None, ftarget: float | None = None,
                  tolfun: float | None = None, tolx: float | None = None,
-                 maxfevals: int | None = None, maxiter: int | None = None, **kw):
+                 maxfevals: int | None = None, maxiter: int | None = None, bounds=None,
+                 bound_mode: str = "clip", **kw):
         m = np.asarray(mean, dtype=np.float32)
         if m.ndim == 0:
             if num_dims is None:
@@ -105,10 +123,12 @@ class Strategy:
         for k, v in stops.items():
             if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v != v):
                 raise ValueError(f"{k} = {v!r}: a number (or None: off)")
-        self._args = dict(pop_size=pop_size, sigma=float(sigma), seed=int(seed), params=hyper, stops=stops)
+        box = _bounds(bounds, len(m))
+        self._args = dict(pop_size=pop_size, sigma=float(sigma), seed=int(seed), params=hyper, stops=stops,
+                          bounds=box, bound_mode=bound_mode)
         self._mean0 = m.copy()
         self._s = _kestrel.Strategy(self.kind, m.tolist(), pop_size, float(sigma), int(seed), init_key,
-                                    params_json(hyper))
+                                    params_json(hyper), box, bound_mode)
         self._reset_bookkeeping()
 
     def _reset_bookkeeping(self):
@@ -204,6 +224,7 @@ class Strategy:
         m = self._mean0 if mean is None else np.asarray(mean, np.float32)
         return type(self)(pop_size=self._args["pop_size"], mean=m, sigma=self._args["sigma"],
                           seed=self._args["seed"], init_key=key, params=self._args["params"],
+                          bounds=self._args["bounds"], bound_mode=self._args["bound_mode"],
                           **self._args["stops"])
 
     def ask_with(self, key: Key, state: "Strategy | None" = None):
@@ -245,9 +266,12 @@ class Strategy:
         self._args, self._mean0 = st["args"], st["mean0"]
         self._args.setdefault("params", {})
         self._args.setdefault("stops", dict.fromkeys(STOP_OPTIONS))
+        self._args.setdefault("bounds", None)
+        self._args.setdefault("bound_mode", "clip")
         self._s = _kestrel.Strategy(self.kind, self._mean0.tolist(), self._args["pop_size"],
                                     self._args["sigma"], self._args["seed"], None,
-                                    params_json(self._args["params"]))
+                                    params_json(self._args["params"]), self._args["bounds"],
+                                    self._args["bound_mode"])
         self.load_state_dict(st["state"])
         self._reset_bookkeeping()
         b = st.get("book")
