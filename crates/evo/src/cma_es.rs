@@ -414,3 +414,36 @@ impl CmaEs {
 }
 
 crate::strategy::state_tensors!(CmaState { vec mean, scalar sigma, vec p_sigma, vec p_c, mat c, mat b, vec d, count eigen_generation });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults against Hansen's tutorial (arXiv:1604.00772, Table 1): the population
+    /// rule, positive weights summing to 1 and decreasing, the others not positive, μ_eff from
+    /// the positive weights, the learning rates inside their ranges, E‖N(0, I)‖'s
+    /// approximation.
+    #[test]
+    fn default_params_follow_the_tutorial() {
+        assert_eq!([2, 10, 100].map(default_pop_size), [6, 10, 17]);
+        for (lam, n) in [(6, 2), (10, 10), (17, 100), (64, 10)] {
+            let es = CmaEs::new(lam, n).unwrap();
+            let p = Strategy::default_params(&es);
+            let mu = lam / 2;
+            let (pos, neg) = p.weights.split_at(mu);
+            assert!((pos.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            assert!(pos.windows(2).all(|w| w[0] > w[1]) && pos.iter().all(|&w| w > 0.0));
+            assert!(neg.iter().all(|&w| w <= 0.0));
+            let mu_eff = 1.0 / pos.iter().map(|w| w * w).sum::<f64>();
+            assert!((p.mu_eff - mu_eff).abs() < 1e-9 * mu_eff, "({lam}, {n})");
+            assert!(p.c_1 > 0.0 && p.c_mu > 0.0 && p.c_1 + p.c_mu <= 1.0, "({lam}, {n})");
+            assert!(p.c_sigma > 0.0 && p.c_sigma < 1.0 && p.c_c > 0.0 && p.c_c <= 1.0);
+            assert!(p.d_sigma >= 1.0);
+            let nf = n as f64;
+            let chi = nf.sqrt() * (1.0 - 1.0 / (4.0 * nf) + 1.0 / (21.0 * nf * nf));
+            assert_eq!(p.chi_n, chi);
+        }
+        assert!(CmaEs::new(3, 2).is_err(), "populations below 4 are refused");
+        assert!(CmaEs::new(4, 0).is_err());
+    }
+}

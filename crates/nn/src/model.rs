@@ -369,3 +369,55 @@ pub fn train_many<T: Float>(
         .map(|(t, (x, y))| net.train_step(t, adam, x, y, loss))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An MLP from its config: the layer list (an activation after each hidden dense layer,
+    /// none after a linear output), the parameter count and names, keyed initialisation, and a
+    /// forward pass against the layers' definition (ReLU of `x W + b`, `W` stored `in × out`) on
+    /// hand-set weights.
+    #[test]
+    fn an_mlp_is_its_config_and_computes_its_definition() {
+        let net = Sequential::<f64>::mlp(&MlpConfig::relu(&[3, 4, 2])).unwrap();
+        assert_eq!((net.in_dim(), net.out_dim(), net.layers().len()), (3, 2, 3));
+        assert_eq!(net.num_params(), 3 * 4 + 4 + 4 * 2 + 2);
+        let params = net.init(Key::new(1));
+        assert_eq!(params, net.init(Key::new(1)));
+        assert_ne!(params, net.init(Key::new(2)));
+        let names: Vec<(String, Vec<usize>)> =
+            net.named_params(&params).into_iter().map(|(n, s, _)| (n, s)).collect();
+        let shapes = |v: &[(&str, &[usize])]| -> Vec<(String, Vec<usize>)> {
+            v.iter().map(|(n, s)| (n.to_string(), s.to_vec())).collect()
+        };
+        assert_eq!(
+            names,
+            shapes(&[
+                ("0.weight", &[3, 4]),
+                ("0.bias", &[4]),
+                ("2.weight", &[4, 2]),
+                ("2.bias", &[2])
+            ])
+        );
+        // Hand-set weights: every parameter k has value (k mod 7 − 3) / 4.
+        let p: Vec<f64> = (0..net.num_params()).map(|k| ((k % 7) as f64 - 3.0) / 4.0).collect();
+        let x = [0.5, -1.0, 2.0];
+        let mut ws = net.workspace(1);
+        let got = net.forward(&p, &x, &mut ws).to_vec();
+        let (w1, rest) = p.split_at(12);
+        let (b1, rest) = rest.split_at(4);
+        let (w2, b2) = rest.split_at(8);
+        let h: Vec<f64> = (0..4)
+            .map(|o| (b1[o] + (0..3).map(|i| x[i] * w1[i * 4 + o]).sum::<f64>()).max(0.0))
+            .collect();
+        let want: Vec<f64> =
+            (0..2).map(|o| b2[o] + (0..4).map(|i| h[i] * w2[i * 2 + o]).sum::<f64>()).collect();
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-12, "{got:?} vs {want:?}");
+        }
+        for bad in [vec![3], vec![3, 0, 2], vec![]] {
+            assert!(Sequential::<f64>::mlp(&MlpConfig::relu(&bad)).is_err(), "{bad:?}");
+        }
+    }
+}
