@@ -149,6 +149,9 @@ pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
     if v.is_empty() || v.len() > 10_000 {
         return Err(bad());
     }
+    if let Some(i) = (1..v.len()).find(|&i| v[..i].contains(&v[i])) {
+        bail!("invalid --seeds = {s}: seed {} is repeated (each seed runs once)", v[i]);
+    }
     Ok(v)
 }
 
@@ -174,6 +177,9 @@ pub struct BenchArgs {
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
+    if a.reps == 0 || a.reps > 1_000_000 {
+        bail!("invalid --reps = {}: 1 to 1000000 repetitions", a.reps);
+    }
     let pool = crate::common::pool(a.threads)?;
     let (t, threads) =
         pool.install(|| (kestrel_actdyn::bench::run(a.reps), rayon::current_num_threads()));

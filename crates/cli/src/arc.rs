@@ -332,7 +332,7 @@ pub struct ShowArgs {
     /// PNG output path (default: <task>.png).
     #[arg(long)]
     png: Option<PathBuf>,
-    /// Pixels per cell in the PNG.
+    /// Pixels per cell in the PNG (1 to 64).
     #[arg(long, default_value_t = 16)]
     cell: usize,
     #[command(flatten)]
@@ -368,7 +368,10 @@ fn show(a: ShowArgs) -> Result<()> {
         out!("{}", render::text_task(&t));
     }
     let path = a.png.unwrap_or_else(|| PathBuf::from(format!("{}.png", t.id.replace('/', "_"))));
-    let (w, h, img) = render::task_image(&t, a.cell.clamp(1, 64));
+    if !(1..=64).contains(&a.cell) {
+        bail!("invalid --cell = {}: 1 to 64 pixels per cell", a.cell);
+    }
+    let (w, h, img) = render::task_image(&t, a.cell);
     write_png(&path, w, h, &img)?;
     outln!("wrote {} ({w}x{h})", path.display());
     Ok(())

@@ -280,6 +280,19 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("evo run --no-such-flag".into(), "--no-such-flag"),
     ];
     cases.push(("evo run --set pop_size=-1".into(), "pop_size"));
+    // Silent acceptances found by issue 33's probe, and issue 29's.
+    cases.push(("actdyn compare --seeds 1,1".into(), "repeated"));
+    cases.push(("actdyn bench --reps 0".into(), "--reps"));
+    cases.push(("arc show symmetry-0 --cell 0".into(), "--cell"));
+    cases.push(("arc show symmetry-0 --cell 100000".into(), "--cell"));
+    cases.push(("mppi tune --tune lambda,lambda".into(), "twice"));
+    cases.push(("evo bench --neuro --pop-size 0".into(), "pop_size"));
+    cases.push(("evo run --strategy open-es --pop-size 7".into(), "even"));
+    cases.push(("evo run --strategy pgpe --pop-size 3".into(), "even"));
+    cases.push(("evo run --strategy cma-es --set params.lr=0.1".into(), "params.lr"));
+    cases.push(("evo run --set restarts=ipop --strategy snes".into(), "cma-es only"));
+    cases.push(("mppi run --set mppi.lamda=0.5".into(), "mppi.lambda"));
+    cases.push(("config nosuch".into(), "nosuch"));
     cases.into_iter().map(|(c, w)| (c, w.to_string())).collect()
 }
 

@@ -482,6 +482,11 @@ fn hunt_train_resume_play_and_bench() {
     let stem = tmp("hunt-play");
     let out = ok(&["hunt", "play", "--checkpoint", r, "--out", stem.to_str().unwrap()]);
     assert!(out.contains("rewards per agent") && stem.with_extension("png").exists(), "{out}");
+    // An output path ending in .png is taken as given (it was x.png.png).
+    let png = tmp("hunt-play-named.png");
+    ok(&["hunt", "play", "--checkpoint", r, "--out", png.to_str().unwrap()]);
+    assert!(png.exists() && png.with_extension("svg").exists(), "{}", png.display());
+    assert!(!tmp("hunt-play-named.png.png").exists());
     let out = ok(&["hunt", "bench", "--reps", "3", "--json"]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert!(v["iqn_update_us"].as_f64().unwrap() > 0.0 && v["turn_us"].as_f64().unwrap() > 0.0);

@@ -217,7 +217,8 @@ pub fn train(
 }
 
 /// Greedy play of the trained run in `folder` on a world seeded `seed`: every turn's frame in
-/// one picture at `out` (`.png` and `.svg`); returns each agent's reward and the PNG's path.
+/// one picture at `out` (`.png` and `.svg`; an `out` ending in `.png` or `.svg` is that file
+/// and its twin); returns each agent's reward and the PNG's path.
 pub fn play(folder: &Path, seed: u64, out: &Path) -> Result<(Vec<f64>, PathBuf), RunError> {
     let c: HuntRunConfig = crate::load_config(
         &HuntRunConfig::default(),
@@ -236,6 +237,10 @@ pub fn play(folder: &Path, seed: u64, out: &Path) -> Result<(Vec<f64>, PathBuf),
     let mut frames = Vec::new();
     let rewards = run.hunt.play(Key::new(seed), |w| frames.push(w[0].cells.clone()))?;
     let title = format!("greedy play after {} epochs", run.hunt.epoch);
-    let files = sheet(&run.hunt.cfg.world, &frames, &title).save(out)?;
+    let stem = match out.extension().and_then(|e| e.to_str()) {
+        Some("png" | "svg") => out.with_extension(""),
+        _ => out.to_path_buf(),
+    };
+    let files = sheet(&run.hunt.cfg.world, &frames, &title).save(&stem)?;
     Ok((rewards, files[0].clone()))
 }
