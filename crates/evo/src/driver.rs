@@ -479,6 +479,38 @@ pub struct StopRules {
     pub tol_x: Option<f64>,
 }
 
+/// pycma's `tolfun` bookkeeping: the best fitness of each of the last `10 + ⌈30 n / λ⌉`
+/// generations. Shared by [`Driver::run_until`] and the restarted runs of
+/// [`crate::restarts`].
+pub(crate) struct FitnessHistory {
+    window: usize,
+    best: std::collections::VecDeque<f32>,
+}
+
+impl FitnessHistory {
+    /// An empty history for `num_dims` dimensions and populations of `pop_size`.
+    pub(crate) fn new(num_dims: usize, pop_size: usize) -> Self {
+        let window = 10 + (30 * num_dims).div_ceil(pop_size.max(1));
+        FitnessHistory { window, best: std::collections::VecDeque::with_capacity(window + 1) }
+    }
+
+    /// Adds a generation (its best and every fitness value); true once the window is full and
+    /// the finite values of both lie within a range below `tol`.
+    pub(crate) fn stalled(&mut self, best_in_generation: f32, fitness: &[f32], tol: f64) -> bool {
+        self.best.push_back(best_in_generation);
+        if self.best.len() > self.window {
+            self.best.pop_front();
+        }
+        let (lo, hi) = fitness
+            .iter()
+            .copied()
+            .filter(|f| f.is_finite())
+            .chain(self.best.iter().copied())
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), f| (a.min(f), b.max(f)));
+        self.best.len() == self.window && ((hi - lo) as f64) < tol
+    }
+}
+
 impl StopRules {
     /// Checks the values (finite and positive where set).
     pub fn validate(&self) -> Result<(), EvoError> {
@@ -641,9 +673,7 @@ impl<'p, O: Optimizer> Driver<'p, O> {
         rules: &StopRules,
         mut observe: impl FnMut(&Generation) -> bool,
     ) -> Stop {
-        let lam = self.fitness.len().max(1);
-        let window = 10 + (30 * self.optimizer.num_dims()).div_ceil(lam);
-        let mut history = std::collections::VecDeque::with_capacity(window + 1);
+        let mut history = FitnessHistory::new(self.optimizer.num_dims(), self.fitness.len());
         for _ in 0..generations {
             let g = self.step();
             let go_on = observe(&g);
@@ -653,19 +683,10 @@ impl<'p, O: Optimizer> Driver<'p, O> {
             if rules.max_evals.is_some_and(|m| self.evals >= m) {
                 return Stop::MaxEvals;
             }
-            if let Some(tol) = rules.tol_fun {
-                history.push_back(g.metrics.best_in_generation);
-                if history.len() > window {
-                    history.pop_front();
-                }
-                let (lo, hi) = self
-                    .fitness
-                    .iter()
-                    .chain(history.iter())
-                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &f| (a.min(f), b.max(f)));
-                if history.len() == window && ((hi - lo) as f64) < tol {
-                    return Stop::TolFun;
-                }
+            if let Some(tol) = rules.tol_fun
+                && history.stalled(g.metrics.best_in_generation, &self.fitness, tol)
+            {
+                return Stop::TolFun;
             }
             if rules.tol_x.is_some_and(|t| g.metrics.sigma < t) {
                 return Stop::TolX;

@@ -11,96 +11,94 @@ use crate::{CmaParams, DeParams, EvoError, OpenEsParams, PgpeParams, SnesParams,
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
 
-/// Overrides of a strategy's hyper-parameters; absent keys keep the strategy's reference
-/// default (which depends on the population size and dimension where the reference says so).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
-#[serde(default, deny_unknown_fields)]
-pub struct StrategyParams {
-    /// CMA-ES, Sep-CMA-ES: lower clip of the step size (default 0).
-    pub sigma_min: Option<f64>,
-    /// CMA-ES, Sep-CMA-ES: upper clip of the step size (default 1e8).
-    pub sigma_max: Option<f64>,
-    /// CMA-ES, Sep-CMA-ES: learning rate of the mean (`c_m`, default 1).
-    pub c_mean: Option<f64>,
-    /// CMA-ES, Sep-CMA-ES: step-size path learning rate (`c_σ`, in (0, 1]).
-    pub c_sigma: Option<f64>,
-    /// CMA-ES, Sep-CMA-ES: step-size damping (`d_σ`, > 0).
-    pub d_sigma: Option<f64>,
-    /// CMA-ES, Sep-CMA-ES: covariance path learning rate (`c_c`, in (0, 1]).
-    pub c_c: Option<f64>,
-    /// CMA-ES, Sep-CMA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1).
-    pub c_1: Option<f64>,
-    /// CMA-ES, Sep-CMA-ES: rank-μ learning rate (`c_μ`).
-    pub c_mu: Option<f64>,
-    /// CMA-ES: decompose the covariance lazily (off: every generation, as evosax).
-    pub lazy_eigen: Option<bool>,
-    /// CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
-    pub lazy_gap: Option<f64>,
-    /// SNES, xNES: learning rate of the mean (default 1).
-    pub lr_mean: Option<f64>,
-    /// SNES, xNES: learning rate of the step sizes.
-    pub lr_sigma: Option<f64>,
-    /// xNES: learning rate of the shape matrix B.
-    pub lr_b: Option<f64>,
-    /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01).
-    pub lr: Option<f64>,
-    /// OpenAI-ES: Adam's first-moment decay (in [0, 1), default 0.9).
-    pub beta1: Option<f64>,
-    /// OpenAI-ES: Adam's second-moment decay (in [0, 1), default 0.999).
-    pub beta2: Option<f64>,
-    /// OpenAI-ES: Adam's epsilon (> 0, default 1e-8).
-    pub eps: Option<f64>,
-    /// OpenAI-ES: mirrored sampling `z, −z` (default true; the population is even either way).
-    pub antithetic: Option<bool>,
-    /// OpenAI-ES, PGPE: fitness shaping: centered-rank (default), z-score or raw.
-    pub shaping: Option<Shaping>,
-    /// PGPE: learning rate of the step sizes (default 0.1).
-    pub sigma_lr: Option<f64>,
-    /// PGPE: largest relative change of a step size per generation (default 0.2).
-    pub sigma_max_change: Option<f64>,
-    /// PGPE: ClipUp's largest velocity norm (default 0.02).
-    pub max_velocity: Option<f64>,
-    /// PGPE: ClipUp's momentum (in [0, 1), default 0.9).
-    pub momentum: Option<f64>,
-    /// DE: binomial crossover rate `CR` (in [0, 1], default 0.9).
-    pub crossover_rate: Option<f64>,
-    /// DE: differential weight `F` (in (0, 2], default 0.8).
-    pub differential_weight: Option<f64>,
-    /// DE: the base vector is the current best (default true; false: a random member).
-    pub elitism: Option<bool>,
-}
-
 use StrategyKind as K;
 
-/// Which strategies have each knob (the error for a knob the chosen one lacks names them).
-const OWNERS: &[(&str, &[StrategyKind])] = &[
-    ("sigma_min", &[K::CmaEs, K::SepCmaEs]),
-    ("sigma_max", &[K::CmaEs, K::SepCmaEs]),
-    ("c_mean", &[K::CmaEs, K::SepCmaEs]),
-    ("c_sigma", &[K::CmaEs, K::SepCmaEs]),
-    ("d_sigma", &[K::CmaEs, K::SepCmaEs]),
-    ("c_c", &[K::CmaEs, K::SepCmaEs]),
-    ("c_1", &[K::CmaEs, K::SepCmaEs]),
-    ("c_mu", &[K::CmaEs, K::SepCmaEs]),
-    ("lazy_eigen", &[K::CmaEs]),
-    ("lazy_gap", &[K::CmaEs]),
-    ("lr_mean", &[K::Snes, K::Xnes]),
-    ("lr_sigma", &[K::Snes, K::Xnes]),
-    ("lr_b", &[K::Xnes]),
-    ("lr", &[K::OpenEs, K::Pgpe]),
-    ("beta1", &[K::OpenEs]),
-    ("beta2", &[K::OpenEs]),
-    ("eps", &[K::OpenEs]),
-    ("antithetic", &[K::OpenEs]),
-    ("shaping", &[K::OpenEs, K::Pgpe]),
-    ("sigma_lr", &[K::Pgpe]),
-    ("sigma_max_change", &[K::Pgpe]),
-    ("max_velocity", &[K::Pgpe]),
-    ("momentum", &[K::Pgpe]),
-    ("crossover_rate", &[K::De]),
-    ("differential_weight", &[K::De]),
-    ("elitism", &[K::De]),
-];
+/// Declares [`StrategyParams`] (one optional override per knob), the strategies that own
+/// each knob (`OWNERS`, for errors) and [`StrategyParams::set_keys`], from one list, so a
+/// knob's name is written once.
+macro_rules! strategy_params {
+    ($($(#[doc = $doc:expr])* $name:ident: $ty:ty => [$($owner:ident),+],)*) => {
+        /// Overrides of a strategy's hyper-parameters; absent keys keep the strategy's
+        /// reference default (which depends on the population size and dimension where the
+        /// reference says so).
+        #[derive(
+            Clone, Debug, Default, PartialEq, Serialize, Deserialize, kestrel_core::Documented,
+        )]
+        #[serde(default, deny_unknown_fields)]
+        pub struct StrategyParams {
+            $($(#[doc = $doc])* pub $name: Option<$ty>,)*
+        }
+
+        /// Which strategies have each knob, in field order.
+        const OWNERS: &[(&str, &[StrategyKind])] = &[$((stringify!($name), &[$(K::$owner),+]),)*];
+
+        impl StrategyParams {
+            /// The knobs that are set, by config name, in field order.
+            pub fn set_keys(&self) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                $(if self.$name.is_some() {
+                    keys.push(stringify!($name));
+                })*
+                keys
+            }
+        }
+    };
+}
+
+strategy_params! {
+    /// CMA-ES, Sep-CMA-ES: lower clip of the step size (default 0).
+    sigma_min: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES: upper clip of the step size (default 1e8).
+    sigma_max: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES: learning rate of the mean (`c_m`, default 1).
+    c_mean: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES: step-size path learning rate (`c_σ`, in (0, 1]).
+    c_sigma: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES: step-size damping (`d_σ`, > 0).
+    d_sigma: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES: covariance path learning rate (`c_c`, in (0, 1]).
+    c_c: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1).
+    c_1: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES: rank-μ learning rate (`c_μ`).
+    c_mu: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES: decompose the covariance lazily (off: every generation, as evosax).
+    lazy_eigen: bool => [CmaEs],
+    /// CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
+    lazy_gap: f64 => [CmaEs],
+    /// SNES, xNES: learning rate of the mean (default 1).
+    lr_mean: f64 => [Snes, Xnes],
+    /// SNES, xNES: learning rate of the step sizes.
+    lr_sigma: f64 => [Snes, Xnes],
+    /// xNES: learning rate of the shape matrix B.
+    lr_b: f64 => [Xnes],
+    /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01).
+    lr: f64 => [OpenEs, Pgpe],
+    /// OpenAI-ES: Adam's first-moment decay (in [0, 1), default 0.9).
+    beta1: f64 => [OpenEs],
+    /// OpenAI-ES: Adam's second-moment decay (in [0, 1), default 0.999).
+    beta2: f64 => [OpenEs],
+    /// OpenAI-ES: Adam's epsilon (> 0, default 1e-8).
+    eps: f64 => [OpenEs],
+    /// OpenAI-ES: mirrored sampling `z, −z` (default true; the population is even either way).
+    antithetic: bool => [OpenEs],
+    /// OpenAI-ES, PGPE: fitness shaping: centered-rank (default), z-score or raw.
+    shaping: Shaping => [OpenEs, Pgpe],
+    /// PGPE: learning rate of the step sizes (default 0.1).
+    sigma_lr: f64 => [Pgpe],
+    /// PGPE: largest relative change of a step size per generation (default 0.2).
+    sigma_max_change: f64 => [Pgpe],
+    /// PGPE: ClipUp's largest velocity norm (default 0.02).
+    max_velocity: f64 => [Pgpe],
+    /// PGPE: ClipUp's momentum (in [0, 1), default 0.9).
+    momentum: f64 => [Pgpe],
+    /// DE: binomial crossover rate `CR` (in [0, 1], default 0.9).
+    crossover_rate: f64 => [De],
+    /// DE: differential weight `F` (in (0, 2], default 0.8).
+    differential_weight: f64 => [De],
+    /// DE: the base vector is the current best (default true; false: a random member).
+    elitism: bool => [De],
+}
 
 /// `value` inside `[lo, hi]` (each end open or closed), else an error naming `field`.
 fn check(field: &str, value: f64, lo: (f64, bool), hi: (f64, bool)) -> Result<(), EvoError> {
@@ -139,40 +137,6 @@ macro_rules! set {
 }
 
 impl StrategyParams {
-    /// The knobs that are set, by config name.
-    pub fn set_keys(&self) -> Vec<&'static str> {
-        let set = [
-            self.sigma_min.is_some(),
-            self.sigma_max.is_some(),
-            self.c_mean.is_some(),
-            self.c_sigma.is_some(),
-            self.d_sigma.is_some(),
-            self.c_c.is_some(),
-            self.c_1.is_some(),
-            self.c_mu.is_some(),
-            self.lazy_eigen.is_some(),
-            self.lazy_gap.is_some(),
-            self.lr_mean.is_some(),
-            self.lr_sigma.is_some(),
-            self.lr_b.is_some(),
-            self.lr.is_some(),
-            self.beta1.is_some(),
-            self.beta2.is_some(),
-            self.eps.is_some(),
-            self.antithetic.is_some(),
-            self.shaping.is_some(),
-            self.sigma_lr.is_some(),
-            self.sigma_max_change.is_some(),
-            self.max_velocity.is_some(),
-            self.momentum.is_some(),
-            self.crossover_rate.is_some(),
-            self.differential_weight.is_some(),
-            self.elitism.is_some(),
-        ];
-        // In field order (the test below checks OWNERS follows it).
-        OWNERS.iter().zip(set).filter(|(_, s)| *s).map(|((k, _), _)| *k).collect()
-    }
-
     /// Errors for a knob that `kind` does not have.
     pub fn check_for(&self, kind: StrategyKind) -> Result<(), EvoError> {
         for k in self.set_keys() {

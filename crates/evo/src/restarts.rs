@@ -12,7 +12,7 @@
 use crate::EvoError;
 use crate::StrategyParams;
 use crate::cma_es::{CmaEs, default_pop_size};
-use crate::driver::{Driver, Generation, Instance};
+use crate::driver::{Driver, FitnessHistory, Generation, Instance};
 use crate::problem::Problem;
 use crate::strategy::Strategy;
 use kestrel_core::FromInvalid;
@@ -93,6 +93,9 @@ pub struct RestartResult {
     pub best_fitness: f32,
     /// Evaluations over all runs.
     pub evals: u64,
+    /// Why the whole search ended: `Target`, `Budget` (fewer evaluations left than a
+    /// population), `Observer`, or, when every restart ran, the last run's own reason.
+    pub ended: StopReason,
     /// Each run in order.
     pub runs: Vec<RunSummary>,
 }
@@ -114,8 +117,7 @@ fn run_once(
     let es = CmaEs::new(lam, n)?;
     let p = params.cma(crate::CmaParams { sigma_init: sigma0, ..Strategy::default_params(&es) })?;
     let mut driver = Driver::new(Instance::new(es, p, key, x0), problem, key)?;
-    let hist_len = 10 + (30.0 * n as f64 / lam as f64).ceil() as usize;
-    let mut hist = std::collections::VecDeque::with_capacity(hist_len + 1);
+    let mut hist = FitnessHistory::new(n, lam);
     let max_gen = 100 + (150.0 * ((n + 3) * (n + 3)) as f64 / (lam as f64).sqrt()) as u64;
     let stop = loop {
         if driver.evals() + lam as u64 > budget {
@@ -131,15 +133,8 @@ fn run_once(
         if !go_on {
             break StopReason::Observer;
         }
-        hist.push_back(m.best_in_generation);
-        if hist.len() > hist_len {
-            hist.pop_front();
-        }
-        let finite = driver.fitness().iter().copied().filter(|f| f.is_finite());
-        let (lo, hi) = finite
-            .chain(hist.iter().copied())
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), f| (a.min(f), b.max(f)));
-        if hist.len() == hist_len && (hi - lo) < 1e-11 {
+        // pycma's tolfun 1e-11, compared in f32 as it always was here.
+        if hist.stalled(m.best_in_generation, driver.fitness(), 1e-11f32 as f64) {
             break StopReason::TolFun;
         }
         let st = &driver.optimizer().state;
@@ -213,12 +208,18 @@ pub fn cma_restarts_with(
         best_fitness: f32::INFINITY,
         evals: 0,
         runs: Vec::new(),
+        ended: StopReason::MaxIter,
     };
     let (mut large_pop, mut large_evals, mut small_evals) = (lam0, 0u64, 0u64);
     let mut rng = key.fold_in(u64::MAX).rng();
     for r in 0..=cfg.max_restarts {
         let left = cfg.max_evals.saturating_sub(res.evals);
-        if left < lam0 as u64 || res.best_fitness <= cfg.target {
+        if res.best_fitness <= cfg.target {
+            res.ended = StopReason::Target;
+            break;
+        }
+        if left < lam0 as u64 {
+            res.ended = StopReason::Budget;
             break;
         }
         let small = cfg.kind == RestartKind::Bipop && r > 0 && small_evals < large_evals;
@@ -257,6 +258,7 @@ pub fn cma_restarts_with(
             key.fold_in(r as u64),
             &mut seen,
         )?;
+        res.ended = sum.stop;
         let stopped = sum.stop == StopReason::Observer;
         if small {
             small_evals += sum.evals

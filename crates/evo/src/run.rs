@@ -4,7 +4,6 @@
 //! generation. Configs are serde types with `deny_unknown_fields` (TOML keys are the field
 //! names) and `Default` values that reproduce the CLI's defaults.
 
-use crate::cma_es::default_pop_size;
 use crate::driver::{Driver, Generation, Stop, StopRules, StrategyKind, benchmark};
 use crate::neuro::{Neuro, argmax};
 use crate::problem::{Function, Problem};
@@ -205,10 +204,8 @@ impl EsRun {
             EsProblem::Cartpole => -500.0,
             EsProblem::Function(_) => 1e-8,
         });
-        if target.is_nan() {
-            return Err(EvoError::invalid("target", target, "a number (or absent)"));
-        }
         config.target = Some(target);
+        // NaN target, zero budget, non-positive tolerances.
         StopRules::from(&config).validate()?;
         if config.restarts.is_some() {
             if config.strategy != StrategyKind::CmaEs {
@@ -339,14 +336,12 @@ impl EsRun {
                 stop.is_none()
             },
         )?;
-        let stop = if res.best_fitness <= cfg.target {
-            Stop::Target
-        } else if let Some(s) = stop {
-            s
-        } else if c.max_evals.is_some_and(|m| res.evals + default_pop_size(c.num_dims) as u64 > m) {
-            Stop::MaxEvals
-        } else {
-            Stop::Restarts
+        use crate::restarts::StopReason as R;
+        let stop = match res.ended {
+            R::Target => Stop::Target,
+            R::Budget => Stop::MaxEvals,
+            R::Observer => stop.unwrap_or(Stop::Observer),
+            _ => Stop::Restarts,
         };
         Ok(EsResult {
             best_fitness: res.best_fitness,

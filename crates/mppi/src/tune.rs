@@ -53,6 +53,21 @@ pub struct Tuned {
     pub transform: Transform,
 }
 
+impl Tuned {
+    /// The search coordinate of knob value `v` (`ln v` for log knobs).
+    pub fn to_search(&self, v: f64) -> f32 {
+        (if self.transform == Transform::Log { v.ln() } else { v }) as f32
+    }
+
+    /// The knob value search coordinate `x` sets: transformed back, clipped to
+    /// `[lower, upper]` (NaN: `lower`), rounded for the horizon.
+    pub fn value(&self, x: f32) -> f64 {
+        let raw = if self.transform == Transform::Log { (x as f64).exp() } else { x as f64 };
+        let v = if raw.is_nan() { self.lower } else { raw.clamp(self.lower, self.upper) };
+        if self.knob == Knob::Horizon { v.round().max(1.0) } else { v }
+    }
+}
+
 /// The tuned knobs, in search-vector order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TuneSpec {
@@ -107,7 +122,7 @@ impl TuneSpec {
                     Knob::Horizon => p.horizon as f64,
                 }
                 .clamp(t.lower, t.upper);
-                (if t.transform == Transform::Log { v.ln() } else { v }) as f32
+                t.to_search(v)
             })
             .collect()
     }
@@ -116,14 +131,13 @@ impl TuneSpec {
     pub fn to_params(&self, base: &MppiParams, nu: usize, x: &[f32]) -> MppiParams {
         let mut p = base.clone();
         for (t, &xi) in self.knobs.iter().zip(x) {
-            let raw = if t.transform == Transform::Log { (xi as f64).exp() } else { xi as f64 };
-            let v = if raw.is_nan() { t.lower } else { raw.clamp(t.lower, t.upper) };
+            let v = t.value(xi);
             match t.knob {
                 Knob::Lambda => p.lambda = v,
                 Knob::Sigma(d) => p.noise_sigma[d * nu + d] = v * v,
                 Knob::Mu(d) => p.noise_mu[d] = v,
                 Knob::Horizon => {
-                    p.horizon = v.round().max(1.0) as usize;
+                    p.horizon = v as usize;
                     p.u_per_command = p.u_per_command.min(p.horizon);
                 }
             }

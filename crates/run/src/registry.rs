@@ -281,14 +281,6 @@ impl RunKind {
         })
     }
 
-    /// The resolved defaults as JSON (for Python's `kestrel.config(kind)`).
-    pub fn defaults_json(self) -> Result<serde_json::Value, RunError> {
-        with_run!(self, R => {
-            let c = load::<R>(Layers::none(), None)?;
-            serde_json::to_value(&c).map_err(|e| RunError::Failed(format!("{}: {e}", self.name())))
-        })
-    }
-
     /// The config from `layers`, validated, as JSON: what the run would use.
     pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
         with_run!(self, R => {
@@ -384,7 +376,8 @@ mod tests {
             std::fs::write(&file, &text).unwrap();
             let table = toml::Table::new();
             let layers = Layers { preset: None, file: Some(&file), table: &table, sets: &[] };
-            assert_eq!(kind.resolve(layers).unwrap(), kind.defaults_json().unwrap(), "{kind}");
+            let defaults = kind.resolve(Layers::none()).unwrap();
+            assert_eq!(kind.resolve(layers).unwrap(), defaults, "{kind}");
             assert_eq!(RunKind::from_name(kind.name()).unwrap(), kind);
         }
         std::fs::remove_dir_all(&dir).unwrap();
@@ -451,7 +444,7 @@ mod tests {
         }
         for kind in RunKind::ALL {
             with_run!(kind, R => walk(<R as Run>::Config::fields(), ""));
-            let j = kind.defaults_json().unwrap();
+            let j = kind.resolve(Layers::none()).unwrap();
             let mut at = &j;
             for k in kind.seed_key() {
                 at = &at[k];

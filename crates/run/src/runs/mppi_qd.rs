@@ -137,13 +137,10 @@ impl Run for MppiQd {
     }
 }
 
-/// The transformed bounds of search coordinate `i` (the archive's extent on that measure).
+/// The bounds of search coordinate `i` (the archive's extent on that measure).
 fn bounds(spec: &TuneSpec, i: usize) -> (f32, f32) {
     let t = &spec.knobs[i];
-    match t.transform {
-        Transform::Log => (t.lower.ln() as f32, t.upper.ln() as f32),
-        Transform::Linear => (t.lower as f32, t.upper as f32),
-    }
+    (t.to_search(t.lower), t.to_search(t.upper))
 }
 
 /// Validates `c`, then fills the archive into a new folder: `config.toml`, `record.json`,
@@ -204,29 +201,15 @@ pub fn qd(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
         metrics.finish()?;
         let secs = t0.elapsed().as_secs_f64();
         let s = archive.stats();
-        // Every elite: its knobs as the run uses them (transformed back and clipped to the
-        // knob's bounds, as `TuneSpec::to_params` applies them), and its cost.
+        // Every elite: its knobs as the run uses them (`Tuned::value`, as `to_params` sets
+        // them), and its cost.
         let knob = |i: usize| format!("{:?}", spec.knobs[i].knob);
         let mut csv = (0..dims).map(knob).collect::<Vec<_>>().join(",") + ",cost\n";
         let mut best: Option<(f32, usize)> = None;
         for cell in (0..archive.num_cells()).filter(|&i| archive.occupied[i]) {
             let x = archive.solution(cell);
-            let values: Vec<String> = spec
-                .knobs
-                .iter()
-                .zip(x)
-                .map(|(t, &v)| {
-                    let raw = match t.transform {
-                        Transform::Log => (v as f64).exp(),
-                        Transform::Linear => v as f64,
-                    };
-                    let v = if raw.is_nan() { t.lower } else { raw.clamp(t.lower, t.upper) };
-                    match t.knob {
-                        kestrel_mppi::tune::Knob::Horizon => format!("{}", v.round().max(1.0)),
-                        _ => format!("{v}"),
-                    }
-                })
-                .collect();
+            let values: Vec<String> =
+                spec.knobs.iter().zip(x).map(|(t, &v)| t.value(v).to_string()).collect();
             csv.push_str(&format!("{},{}\n", values.join(","), archive.fitness[cell]));
             if best.is_none_or(|(f, _)| archive.fitness[cell] < f) {
                 best = Some((archive.fitness[cell], cell));
