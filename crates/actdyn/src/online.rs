@@ -581,8 +581,12 @@ impl ActiveRun {
 impl ActiveRun {
     /// Writes the whole state as one checkpoint set in `dir` (atomically: a crash leaves the
     /// previous set).
-    pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), ActdynError> {
-        kestrel_nn::write_checkpoint_set(dir, |tmp| -> Result<(), ActdynError> {
+    pub fn save_checkpoint(
+        &self,
+        dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<(), ActdynError> {
+        kestrel_nn::write_checkpoint_set(dir, stamp, self.step, |tmp| -> Result<(), ActdynError> {
             let mut parts: Vec<(&str, &[f64])> = vec![
                 ("params", &self.params),
                 ("adam_m", &self.trainer.adam.m),

@@ -125,9 +125,11 @@ fn resume_from_a_checkpoint_continues_exactly() {
         let half = run_steps(&c, 25);
         let dir = std::env::temp_dir().join(format!("kestrel-actdyn-ck-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        half.save_checkpoint(&dir).unwrap();
-        let (set, _) = kestrel_nn::checkpoint_set(&dir).expect("a complete set");
-        let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set).unwrap();
+        let stamp = kestrel_nn::Stamp::new("actdyn", serde_json::json!({"test": 1}), "test");
+        half.save_checkpoint(&dir, &stamp).unwrap();
+        let set = kestrel_nn::checkpoint_set(&dir, &stamp).unwrap().expect("a complete set");
+        assert_eq!(set.step, 25);
+        let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set.path).unwrap();
         assert_eq!(resumed.steps_done(), 25);
         for _ in 25..40 {
             resumed.step().unwrap();
@@ -189,9 +191,10 @@ fn an_ensemble_plans_on_disagreement_and_resumes_exactly() {
     let half = run_steps(&c, 12);
     let dir = std::env::temp_dir().join(format!("kestrel-actdyn-ens-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    half.save_checkpoint(&dir).unwrap();
-    let (set, _) = kestrel_nn::checkpoint_set(&dir).unwrap();
-    let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set).unwrap();
+    let stamp = kestrel_nn::Stamp::new("actdyn", serde_json::json!({"test": 2}), "test");
+    half.save_checkpoint(&dir, &stamp).unwrap();
+    let set = kestrel_nn::checkpoint_set(&dir, &stamp).unwrap().unwrap();
+    let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set.path).unwrap();
     for _ in 12..20 {
         let rec = resumed.step().unwrap();
         assert!(rec.plan_cost.unwrap() <= 0.0, "disagreement is a negative variance");

@@ -427,10 +427,15 @@ impl Allo {
 
     /// Writes a checkpoint into `dir`: `encoder.safetensors` (parameters and Adam state) and
     /// `allo_state.safetensors` (duals and the two EMAs in f64; barrier and step count in its
-    /// metadata), each atomically. With the same data and keys, [`Allo::load_checkpoint`]
-    /// continues exactly where this run was.
-    pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), AgentError> {
-        kestrel_nn::write_checkpoint_set(dir, |tmp| -> Result<(), AgentError> {
+    /// metadata), as one set stamped with the run's config (`kestrel_nn::write_checkpoint_set`).
+    /// With the same data and keys, [`Allo::load_checkpoint`] continues exactly where this run
+    /// was.
+    pub fn save_checkpoint(
+        &self,
+        dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<(), AgentError> {
+        kestrel_nn::write_checkpoint_set(dir, stamp, self.steps, |tmp| -> Result<(), AgentError> {
             self.net.save_trainee(&tmp.join("encoder.safetensors"), &self.trainee, &[])?;
             let d = self.cfg.d;
             kestrel_nn::save_safetensors(

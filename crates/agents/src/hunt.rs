@@ -387,8 +387,12 @@ impl Hunt {
     /// Writes everything needed to continue exactly (parameters, targets, Adam states, ε,
     /// replay buffers, epoch, key) to `dir` as one set (`kestrel_nn::write_checkpoint_set`):
     /// an interrupted save leaves the previous set intact.
-    pub fn save_checkpoint(&self, dir: &std::path::Path) -> Result<(), AgentError> {
-        kestrel_nn::write_checkpoint_set(dir, |tmp| self.write_checkpoint(tmp))
+    pub fn save_checkpoint(
+        &self,
+        dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<(), AgentError> {
+        kestrel_nn::write_checkpoint_set(dir, stamp, self.epoch, |tmp| self.write_checkpoint(tmp))
     }
 
     fn write_checkpoint(&self, tmp: &std::path::Path) -> Result<(), AgentError> {

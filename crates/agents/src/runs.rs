@@ -21,6 +21,18 @@ fn no_checkpoint(dir: &std::path::Path) -> String {
     format!("{}: no complete checkpoint yet; the run starts over in its folder", dir.display())
 }
 
+/// The step the loaded state holds must be the one its set's manifest records.
+fn same_step(set: &kestrel_nn::Verified, loaded: u64, unit: &str) -> Result<(), AgentError> {
+    if loaded == set.step {
+        return Ok(());
+    }
+    Err(AgentError::invalid(
+        "checkpoint",
+        format!("{}: holds {unit} {loaded}", set.path.display()),
+        format!("{unit} {}, as its manifest.json records", set.step),
+    ))
+}
+
 /// `kestrel allo train`'s config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
@@ -156,19 +168,21 @@ impl AlloRun {
         Ok(AlloRun { config, map, truth, learner })
     }
 
-    /// The same from the newest complete checkpoint set at `dir` (written by
-    /// [`AlloEvent::Checkpoint`]'s observer with `Allo::save_checkpoint`); the note says when
-    /// it was not `dir` itself.
+    /// The same from the newest checkpoint set at `dir` that verifies against `stamp` (written
+    /// by [`AlloEvent::Checkpoint`]'s observer with `Allo::save_checkpoint`); the note says
+    /// when it was not `dir` itself, or that there was none yet.
     pub fn resume(
         config: AlloRunConfig,
         dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
     ) -> Result<(Self, Option<String>), AgentError> {
-        let Some((set, note)) = kestrel_nn::checkpoint_set(dir) else {
+        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
             return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
         };
         let (map, cfg, truth) = Self::prepare(&config)?;
-        let learner = Allo::load_checkpoint(cfg, map.clone(), &set)?;
-        Ok((AlloRun { config, map, truth, learner }, note))
+        let learner = Allo::load_checkpoint(cfg, map.clone(), &set.path)?;
+        same_step(&set, learner.steps, "step")?;
+        Ok((AlloRun { config, map, truth, learner }, set.note))
     }
 
     fn prepare(c: &AlloRunConfig) -> Result<(Arc<GridMap>, AlloConfig, GroundTruth), AgentError> {
@@ -384,17 +398,19 @@ impl HuntRun {
         Ok(HuntRun { config, hunt })
     }
 
-    /// A run resumed from the newest complete checkpoint set at `dir`; the note says when it
-    /// was not `dir` itself.
+    /// A run resumed from the newest checkpoint set at `dir` that verifies against `stamp`;
+    /// the note says when it was not `dir` itself, or that there was none yet.
     pub fn resume(
         config: HuntRunConfig,
         dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
     ) -> Result<(Self, Option<String>), AgentError> {
-        let Some((set, note)) = kestrel_nn::checkpoint_set(dir) else {
+        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
             return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
         };
-        let hunt = Hunt::load_checkpoint(config.hunt_config()?, &set)?;
-        Ok((HuntRun { config, hunt }, note))
+        let hunt = Hunt::load_checkpoint(config.hunt_config()?, &set.path)?;
+        same_step(&set, hunt.epoch, "epoch")?;
+        Ok((HuntRun { config, hunt }, set.note))
     }
 
     /// The config.

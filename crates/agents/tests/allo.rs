@@ -189,7 +189,8 @@ fn a_checkpointed_run_resumes_exactly() {
         a.step(&replay, Key::new(2).fold_in(t)).unwrap();
     }
     let dir = std::env::temp_dir().join(format!("kestrel-allo-ckpt-{}", std::process::id()));
-    a.save_checkpoint(&dir).unwrap();
+    let stamp = kestrel_nn::Stamp::new("allo", Default::default(), "test");
+    a.save_checkpoint(&dir, &stamp).unwrap();
     let mut b = Allo::load_checkpoint(cfg.clone(), map.clone(), &dir).unwrap();
     assert_eq!((b.steps, b.barrier), (a.steps, a.barrier));
     for t in 5..10 {

@@ -54,9 +54,11 @@ fn a_resumed_run_continues_exactly() {
     let cfg = small(TurnOrder::Sequential);
     let (mut whole, _) = run(&cfg, 1, 2);
     let dir = std::env::temp_dir().join(format!("kestrel-hunt-ckpt-{}", std::process::id()));
-    whole.save_checkpoint(&dir).unwrap();
+    let stamp = kestrel_nn::Stamp::new("hunt", Default::default(), "test");
+    whole.save_checkpoint(&dir, &stamp).unwrap();
     // Saving again over an existing checkpoint works (swap, not partial overwrite).
-    whole.save_checkpoint(&dir).unwrap();
+    whole.save_checkpoint(&dir, &stamp).unwrap();
+    assert_eq!(kestrel_nn::checkpoint_set(&dir, &stamp).unwrap().unwrap().step, 2);
     let mut resumed = Hunt::load_checkpoint(cfg.clone(), &dir).unwrap();
     assert_eq!(resumed.epoch, 2);
     for _ in 0..2 {

@@ -59,8 +59,7 @@ pub fn steps_per_second<const S: usize>(
     }
     match kernel {
         Kernel::Rows => {
-            let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)
-                .map_err(|e| ArcError::invalid("num_envs", n, e.to_string()))?;
+            let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)?;
             let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| {
                 a[0] = sample_action::<S>(&mut key.rng(), kind)
             };
@@ -168,8 +167,7 @@ pub fn random_rollouts<const S: usize>(
     if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
         return Err(ArcError::invalid("seconds", seconds, "more than 0, at most 86400"));
     }
-    let mut v = VecEnv::new(env, p, num_envs, seed)
-        .map_err(|e| ArcError::invalid("num_envs", num_envs, e.to_string()))?;
+    let mut v = VecEnv::new(env, p, num_envs, seed)?;
     let policy = |_: usize, key: Key, _: &[i8], act: &mut [ArcAction<S>]| {
         act[0] = sample_action::<S>(&mut key.rng(), SelKind::BBox)
     };

@@ -58,4 +58,7 @@ pub enum ArcError {
     /// A value outside what is accepted (the shared validation error).
     #[error(transparent)]
     Invalid(#[from] kestrel_core::Invalid),
+    /// From the batched driver (a mask or buffer of the wrong length, a bad size).
+    #[error(transparent)]
+    Core(#[from] kestrel_core::CoreError),
 }

@@ -981,8 +981,7 @@ impl<const S: usize> ArcLanes<S> {
         let spec = env.spec(&params);
         let obs_len = spec.obs_len();
         let row = (2 * obs_len + size_of::<Block<S>>().div_ceil(L) + 16) as u128;
-        kestrel_core::check_bytes("num_envs", num_envs, num_envs as u128, row)
-            .map_err(|e| ArcError::invalid("num_envs", num_envs, e.to_string()))?;
+        kestrel_core::check_bytes("num_envs", num_envs, num_envs as u128, row)?;
         let nb = num_envs.div_ceil(L);
         let mut v = ArcLanes {
             table: params.jaxarc_table(),

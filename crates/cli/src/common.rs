@@ -149,8 +149,14 @@ impl Progress {
         }
     }
 
-    /// Reports a run's tick (its total and unit included).
+    /// Reports a run's tick (its total and unit included); a tick over no units is a note
+    /// (`Launch::note`), printed as its own line.
     pub fn report(&mut self, t: Tick<'_>) {
+        if t.total == 0 {
+            let clear = if self.tty { "\r\x1b[2K" } else { "" };
+            eprintln!("{clear}note: {}", t.status);
+            return;
+        }
         (self.total, self.what) = (t.total, t.unit);
         self.tick(t.done, t.status);
     }

@@ -99,7 +99,21 @@ fn main() {
         }) {
             std::process::exit(0);
         }
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", message(&e));
         std::process::exit(1);
     }
+}
+
+/// The error and its causes, each said once: a library error that already prints its cause
+/// (an OS error after the path) is not followed by that cause again.
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
 }

@@ -293,7 +293,24 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
     cases.push(("evo run --set restarts=ipop --strategy snes".into(), "cma-es only"));
     cases.push(("mppi run --set mppi.lamda=0.5".into(), "mppi.lambda"));
     cases.push(("config nosuch".into(), "nosuch"));
+    // Issue 33: no folder before validation; messages that say each thing once.
+    cases.push(("mppi tune --generations 0".into(), "generations"));
+    let binary = dir.join("binary.toml");
+    std::fs::write(&binary, [b'a', b' ', b'=', 0xc0, 0xff, 0x00, 0x01]).unwrap();
+    cases.push((format!("evo run --config {}", binary.display()), "byte 3 is 0xc0"));
+    cases.push(("evo run --config /nonexistent/c.toml".into(), "/nonexistent/c.toml"));
+    cases.push(("arc bench --num-envs 0".into(), "num_envs"));
     cases.into_iter().map(|(c, w)| (c, w.to_string())).collect()
+}
+
+/// A part of `msg` said twice in a row (`invalid x = 0: invalid x = 0`), or an OS error said
+/// twice.
+fn repeated(msg: &str) -> Option<String> {
+    if msg.matches("(os error").count() > 1 {
+        return Some("(os error".into());
+    }
+    let parts: Vec<&str> = msg.split(": ").collect();
+    parts.windows(2).find(|w| w[0] == w[1] && w[0].len() > 3).map(|w| w[0].to_string())
 }
 
 #[test]
@@ -316,6 +333,10 @@ fn every_bad_input_is_a_clear_error_and_leaves_no_run_folder() {
                     failures.push(format!("kestrel {line}: panicked\n{err}"));
                 } else if !err.contains(word.as_str()) {
                     failures.push(format!("kestrel {line}: message lacks {word:?}\n{err}"));
+                } else if let Some(r) = repeated(&err) {
+                    failures.push(format!("kestrel {line}: the message repeats {r:?}\n{err}"));
+                } else if err.contains('\u{fffd}') {
+                    failures.push(format!("kestrel {line}: the message echoes raw bytes\n{err}"));
                 }
             }
         }

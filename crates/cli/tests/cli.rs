@@ -68,7 +68,15 @@ fn bench_tables_and_json() {
         "full",
     ]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap() > 0.0);
+    // The report is of the workload asked for (a rate alone cannot be wrong).
+    assert_eq!(v["batches"][0]["num_envs"], 4, "{v}");
+    assert_eq!((v["canvas"].as_u64(), v["tasks"].as_u64()), (Some(5), Some(1)), "{v}");
+    assert_eq!(
+        (&v["layout"], &v["sel"], &v["mode"]),
+        (&"Full".into(), &"BBox".into(), &"JaxarcBugs".into())
+    );
+    assert!(v["ops_ns"].as_array().unwrap().is_empty(), "--no-ops: {v}");
+    assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap().is_finite());
 }
 
 #[test]
@@ -421,7 +429,11 @@ fn nn_bench_reports_json() {
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert!(v["train_us"].as_f64().unwrap() > 0.0 && v["train_many_us"].as_f64().unwrap() > 0.0);
+    assert_eq!((&v["batch"], &v["models"], &v["model_batch"]), (&8.into(), &2.into(), &4.into()));
+    assert_eq!(v["sizes"], serde_json::json!([4, 8, 2]));
+    for k in ["train_us", "train_many_us", "forward_b1_us"] {
+        assert!(v[k].as_f64().is_some_and(f64::is_finite), "{k}: {v}");
+    }
 }
 
 #[test]
@@ -489,7 +501,13 @@ fn hunt_train_resume_play_and_bench() {
     assert!(!tmp("hunt-play-named.png.png").exists());
     let out = ok(&["hunt", "bench", "--reps", "3", "--json"]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert!(v["iqn_update_us"].as_f64().unwrap() > 0.0 && v["turn_us"].as_f64().unwrap() > 0.0);
+    // The derived figures are the timings' own: GFLOP/s = 1000 MFLOP / µs, the ratio to the
+    // gemm calls alone = the two times' quotient.
+    let f = |k: &str| v[k].as_f64().unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    assert!(close(f("iqn_update_gflops"), 1e3 * f("iqn_update_mflop") / f("iqn_update_us")), "{v}");
+    assert!(close(f("update_over_gemm"), f("iqn_update_us") / f("gemm_only_us")), "{v}");
+    assert!(f("turn_us").is_finite() && f("act_us").is_finite(), "{v}");
     let e = fails(&["hunt", "train", "--obs", "hsv", "--out-dir", o]);
     assert!(e.contains("hsv") && e.contains("obs"), "{e}");
     let e = fails(&["hunt", "play", "--checkpoint", "/nonexistent/run"]);

@@ -76,7 +76,7 @@ fn a_run_killed_at_random_points_and_resumed_ends_as_an_uninterrupted_one() {
     let whole_run = only_dir(&whole).unwrap();
 
     let killed = tmp("killed");
-    let (mut kills, mut finished) = (0, false);
+    let (mut kills, mut in_write, mut finished) = (0, 0, false);
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let t0 = Instant::now();
     while !finished && t0.elapsed() < Duration::from_secs(240) {
@@ -104,17 +104,25 @@ fn a_run_killed_at_random_points_and_resumed_ends_as_an_uninterrupted_one() {
                 child.kill().unwrap();
                 child.wait().unwrap();
                 kills += 1;
+                // A set being written when the kill came is left as `checkpoint.tmp`.
+                if only_dir(&killed).is_some_and(|r| r.join("checkpoint.tmp").exists()) {
+                    in_write += 1;
+                }
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
     }
     assert!(finished, "the run did not finish after {kills} kills");
+    // A run that ends before the kills start proves nothing.
+    assert!(kills >= 5, "only {kills} launches were killed");
     let run = only_dir(&killed).unwrap();
     assert_eq!(metrics(&run), metrics(&whole_run), "after {kills} kills");
     assert_eq!(checkpoint_bytes(&run), checkpoint_bytes(&whole_run), "after {kills} kills");
     assert!(!run.join("run.lock").exists());
-    eprintln!("finished after {kills} kills");
+    eprintln!(
+        "finished after {kills} kills, {in_write} of them while a checkpoint set was written"
+    );
 }
 
 /// `sh -c` with a file-size limit of `kib` KiB and SIGXFSZ ignored, so writes past the limit

@@ -52,12 +52,23 @@ pub fn median_for_us(seconds: f64, mut f: impl FnMut()) -> f64 {
 mod tests {
     use super::*;
 
+    use std::time::Duration;
+
+    fn nap(_: u64) {
+        std::thread::sleep(Duration::from_micros(400));
+    }
+
     #[test]
-    fn medians_are_positive_and_zero_counts_still_time_once() {
+    fn medians_time_what_they_are_given_and_zero_counts_still_time_once() {
         let mut calls = 0;
         let t = median_us(0, |_| calls += 1);
-        assert!(t >= 0.0 && calls == 2);
-        let (a, b) = median_pair_us(5, |_| std::hint::black_box(()), |_| std::hint::black_box(()));
-        assert!(a >= 0.0 && b >= 0.0);
+        assert!(t.is_finite() && calls == 2, "{t} {calls}");
+        // A sleep lasts at least its duration; a no-op takes less.
+        let (slow, fast) = median_pair_us(5, nap, |_| std::hint::black_box(()));
+        assert!(slow >= 400.0 && fast < slow, "{slow} {fast}");
+        let (fast, slow) = median_pair_us(5, |_| std::hint::black_box(()), nap);
+        assert!(slow >= 400.0 && fast < slow, "{slow} {fast}");
+        assert!(median_us(3, nap) >= 400.0);
+        assert!(median_for_us(0.0, || nap(0)) >= 400.0);
     }
 }

@@ -175,11 +175,23 @@ mod tests {
             let (mut o, mut a, mut b) = (vec![0; n], vec![0.0; n], vec![0.0; n]);
             centered_ranks(&f, &mut o, &mut a);
             centered_ranks(&g, &mut o, &mut b);
-            // exp can merge close values into ties; compare orderings instead of values then.
+            // exp can merge close values into ties; where it does not, the order is strict.
             for i in 0..n { for j in 0..n {
-                if f[i] < f[j] { prop_assert!(b[i] <= b[j]); }
+                if f[i] < f[j] {
+                    prop_assert!(a[i] < a[j]);
+                    let strict = g[i] < g[j];
+                    prop_assert!(if strict { b[i] < b[j] } else { b[i] <= b[j] }, "{} {}", b[i], b[j]);
+                }
             }}
             prop_assert!(a.iter().all(|v| (-0.5..=0.5).contains(v)));
+            // Centred: the ranks sum to zero, the best and worst at the ends when all differ.
+            prop_assert!(a.iter().sum::<f64>().abs() < 1e-9);
+            let mut s = f.clone();
+            s.sort_by(f32::total_cmp);
+            if s.windows(2).all(|w| w[0] < w[1]) {
+                let (lo, hi) = a.iter().fold((1.0f64, -1.0f64), |(l, h), &v| (l.min(v), h.max(v)));
+                prop_assert_eq!((lo, hi), (-0.5, 0.5));
+            }
         }
 
         #[test]
@@ -187,6 +199,22 @@ mod tests {
             let mut out = vec![0.0; f.len()];
             z_score(&f, &mut out);
             prop_assert!(out.iter().all(|v| v.is_finite()));
+            // Over the finite values: mean 0 and, where they spread, unit deviation; a failed
+            // (non-finite) value is worse than every finite one.
+            let fin: Vec<f64> = f.iter().zip(&out).filter(|(v, _)| v.is_finite()).map(|(_, &z)| z).collect();
+            if !fin.is_empty() {
+                let m = fin.iter().sum::<f64>() / fin.len() as f64;
+                prop_assert!(m.abs() < 1e-6, "mean {}", m);
+                let var = fin.iter().map(|z| (z - m).powi(2)).sum::<f64>() / fin.len() as f64;
+                let spread = f.iter().filter(|v| v.is_finite()).any(|&v| (v - f.iter().copied().find(|x| x.is_finite()).unwrap()).abs() > 1.0);
+                if spread {
+                    prop_assert!((var - 1.0).abs() < 1e-6, "var {}", var);
+                }
+                let worst = fin.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                for (v, z) in f.iter().zip(&out) {
+                    if !v.is_finite() { prop_assert!(*z > worst); }
+                }
+            }
         }
     }
 }

@@ -498,17 +498,18 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     let nu = c.run.system.nu();
     TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
     c.run.validate()?;
-    c.strategy
-        .pop_size(Some(c.pop_size), 1)
-        .map_err(|e| MppiError::invalid("pop_size", c.pop_size, e.to_string()))?;
-    c.params
-        .check_for(c.strategy)
-        .map_err(|e| MppiError::invalid("params", c.strategy.name(), e.to_string()))?;
+    // The strategy's own refusal, said once (it names the field and the value).
+    let evo = |kestrel_evo::EvoError::Invalid(i)| MppiError::Invalid(i);
+    c.strategy.pop_size(Some(c.pop_size), 1).map_err(evo)?;
+    c.params.check_for(c.strategy).map_err(evo)?;
     if !(c.sigma.is_finite() && c.sigma > 0.0) {
         return Err(MppiError::invalid("sigma", c.sigma, "finite and > 0"));
     }
     if c.run.steps == 0 {
         return Err(MppiError::invalid("run.steps", 0, "at least 1"));
+    }
+    if c.generations == 0 {
+        return Err(MppiError::invalid("generations", 0, "at least 1"));
     }
     Ok(())
 }

@@ -168,71 +168,6 @@ pub fn load_safetensors<T: Float>(path: &Path) -> Result<TensorFile<T>, NnError>
     Ok(out)
 }
 
-/// The marker written last into a complete checkpoint set.
-const COMPLETE: &str = "COMPLETE";
-
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
-/// Writes a checkpoint as one set: `write` fills a fresh sibling folder `<dir>.tmp`; its files
-/// and the folder are synced and a `COMPLETE` marker is written last; then the previous set
-/// becomes `<dir>.prev` (the last two are kept) and the new one `<dir>`. A kill at any point
-/// leaves a complete set that [`checkpoint_set`] finds.
-pub fn write_checkpoint_set<E: From<NnError>>(
-    dir: &Path,
-    write: impl FnOnce(&Path) -> Result<(), E>,
-) -> Result<(), E> {
-    let tmp = dir.with_extension("tmp");
-    let prev = dir.with_extension("prev");
-    let io = |p: &Path, e: std::io::Error| E::from(io_err(p, e));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-    write(&tmp)?;
-    for entry in std::fs::read_dir(&tmp).map_err(|e| io(&tmp, e))? {
-        let p = entry.map_err(|e| io(&tmp, e))?.path();
-        std::fs::File::open(&p).and_then(|f| f.sync_all()).map_err(|e| io(&p, e))?;
-    }
-    let marker = tmp.join(COMPLETE);
-    std::fs::File::create(&marker).and_then(|f| f.sync_all()).map_err(|e| io(&marker, e))?;
-    sync_dir(&tmp).map_err(|e| io(&tmp, e))?;
-    if dir.exists() {
-        if prev.exists() {
-            std::fs::remove_dir_all(&prev).map_err(|e| io(&prev, e))?;
-        }
-        std::fs::rename(dir, &prev).map_err(|e| io(dir, e))?;
-    }
-    std::fs::rename(&tmp, dir).map_err(|e| io(dir, e))?;
-    if let Some(parent) = dir.parent() {
-        sync_dir(parent).map_err(|e| io(parent, e))?;
-    }
-    Ok(())
-}
-
-/// The newest complete checkpoint set saved by [`write_checkpoint_set`] at `dir`: `dir`
-/// itself, or `<dir>.tmp` when a kill came after it was complete but before the swap, or
-/// `<dir>.prev`; `None` when there is none. Sets without their `COMPLETE` marker (a kill
-/// while writing) are passed over; the second value says which was taken when it is not
-/// `dir` (to report).
-pub fn checkpoint_set(dir: &Path) -> Option<(std::path::PathBuf, Option<String>)> {
-    let complete = |d: &Path| d.join(COMPLETE).is_file();
-    if complete(dir) {
-        return Some((dir.to_path_buf(), None));
-    }
-    for (ext, why) in [
-        ("tmp", "the newest set was complete but not yet swapped in when the run stopped"),
-        ("prev", "the newest set was incomplete; using the one before it"),
-    ] {
-        let d = dir.with_extension(ext);
-        if complete(&d) {
-            return Some((d.clone(), Some(format!("{}: {why}", d.display()))));
-        }
-    }
-    None
-}
-
 impl<T: Float> Sequential<T> {
     /// Saves `params` (named as [`Sequential::named_params`]) with `metadata`.
     pub fn save(
@@ -320,47 +255,6 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
-    }
-
-    fn save(dir: &Path, v: f32) -> Result<(), NnError> {
-        write_checkpoint_set(dir, |tmp| {
-            save_safetensors(
-                &tmp.join("a.safetensors"),
-                &[("w".to_string(), vec![1], &[v][..])],
-                &[],
-            )
-        })
-    }
-
-    fn value(dir: &Path) -> f32 {
-        load_safetensors::<f32>(&dir.join("a.safetensors")).unwrap().tensors[0].2[0]
-    }
-
-    #[test]
-    fn a_checkpoint_set_is_swapped_in_whole_and_the_previous_one_kept() {
-        let root = folder("swap");
-        let dir = root.join("checkpoint");
-        assert!(checkpoint_set(&dir).is_none());
-        save(&dir, 1.0).unwrap();
-        save(&dir, 2.0).unwrap();
-        let (set, note) = checkpoint_set(&dir).unwrap();
-        assert_eq!((set, note), (dir.clone(), None));
-        assert_eq!(value(&dir), 2.0);
-        assert_eq!(value(&dir.with_extension("prev")), 1.0);
-        // A kill between the two renames: the new set complete in `.tmp`, `dir` gone.
-        std::fs::rename(&dir, dir.with_extension("tmp")).unwrap();
-        let (set, note) = checkpoint_set(&dir).unwrap();
-        assert_eq!(set, dir.with_extension("tmp"));
-        assert!(note.unwrap().contains("not yet swapped"));
-        // A kill while writing: `.tmp` without its marker is passed over for `.prev`.
-        std::fs::remove_file(dir.with_extension("tmp").join(COMPLETE)).unwrap();
-        let (set, note) = checkpoint_set(&dir).unwrap();
-        assert_eq!(set, dir.with_extension("prev"));
-        assert!(note.unwrap().contains("incomplete"));
-        // The next save starts over from a clean `.tmp`.
-        save(&dir, 3.0).unwrap();
-        assert_eq!(value(&checkpoint_set(&dir).unwrap().0), 3.0);
-        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

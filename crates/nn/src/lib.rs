@@ -12,13 +12,16 @@
 //!   errors that leave the model untouched.
 //! - Generic over [`Float`]: f32 to train, f64 for the finite-difference gradient tests that
 //!   cover every layer and loss (`tests/gradients.rs`).
-//! - Checkpoints as safetensors files ([`save_safetensors`], [`Sequential::save_trainee`]).
+//! - Checkpoints as safetensors files ([`save_safetensors`], [`Sequential::save_trainee`]),
+//!   written as sets with a manifest that a resume verifies ([`write_checkpoint_set`],
+//!   [`checkpoint_set`]).
 //!
 //! Why hand-written rather than a framework: `shared/reference/nn-backends.md` measured this
 //! design faster than candle, burn and jitted JAX for these model sizes, with a 26 s build.
 
 mod adam;
 pub mod bench;
+mod checkpoint;
 mod error;
 mod float;
 pub mod gru;
@@ -31,12 +34,11 @@ mod noisy;
 
 pub use adam::{Adam, AdamState};
 
+pub use checkpoint::{MANIFEST, Stamp, Verified, checkpoint_set, verify_set, write_checkpoint_set};
 pub use error::NnError;
 pub use float::Float;
 pub use gru::{Gru, GruCache};
-pub use io::{
-    TensorFile, checkpoint_set, load_safetensors, save_safetensors, write_checkpoint_set,
-};
+pub use io::{TensorFile, load_safetensors, save_safetensors};
 pub use kestrel_core::fill_normal_f32;
 /// The run-time dispatcher of `kestrel-core`: every element-wise pass of the crate is a
 /// [`WithSimd`] operation run through it (its `with_simd` is inlined into the target-feature

@@ -62,13 +62,22 @@ def test_functional_layer_is_pure_and_keyed():
 
 
 def test_read_only_arrays_and_lists_are_accepted():
-    es = evo.CMAES(3, seed=0)
-    x = es.ask()
-    x.flags.writeable = False
-    f = np.asarray((x**2).sum(1))
-    f.flags.writeable = False
-    es.tell(x, f)
-    es.tell(es.ask().tolist(), [1.0] * es.pop_size)
+    # Read-only arrays and plain lists tell the same as writable arrays.
+    a, b, c = evo.CMAES(3, seed=0), evo.CMAES(3, seed=0), evo.CMAES(3, seed=0)
+    for _ in range(3):
+        x = a.ask()
+        np.testing.assert_array_equal(x, b.ask())
+        np.testing.assert_array_equal(x, c.ask())
+        f = (x**2).sum(1)
+        a.tell(x, f)
+        ro_x, ro_f = x.copy(), f.copy()
+        ro_x.flags.writeable = False
+        ro_f.flags.writeable = False
+        b.tell(ro_x, ro_f)
+        c.tell(x.tolist(), f.tolist())
+    np.testing.assert_array_equal(a.mean, b.mean)
+    np.testing.assert_array_equal(a.mean, c.mean)
+    assert not np.array_equal(a.mean, np.zeros(3))
 
 
 def test_bad_input_raises():

@@ -124,6 +124,31 @@ def test_resume_continues_the_run_folder(tmp_path):
         kestrel.allo.train(steps=60, seed=9, out_dir=tmp_path, resume=first.dir)
 
 
+def test_a_resume_verifies_the_checkpoint_as_the_cli_does(tmp_path):
+    import pathlib
+    import shutil
+
+    first = kestrel.allo.train(steps=20, eval_every=10, checkpoint_every=10, out_dir=tmp_path, threads=1)
+    edited = pathlib.Path(tmp_path) / "edited"
+    shutil.copytree(first.dir, edited)
+    cfg = edited / "config.toml"
+    cfg.write_text(cfg.read_text().replace("seed = 0", "seed = 3"))
+    with pytest.raises(ValueError, match=r"not the one this checkpoint was written under: seed = 3 \(the checkpoint's: 0\)"):
+        kestrel.allo.train(steps=40, resume=edited)
+    # The newest set corrupted: the previous one verifies, and the record says why.
+    damaged = pathlib.Path(tmp_path) / "damaged"
+    shutil.copytree(first.dir, damaged)
+    enc = damaged / "checkpoint" / "encoder.safetensors"
+    data = bytearray(enc.read_bytes())
+    data[-1] ^= 1
+    enc.write_bytes(bytes(data))
+    again = kestrel.allo.train(steps=40, resume=damaged)
+    assert again.metrics["global_step"][-1] == 40
+    import json
+    notes = json.loads((damaged / "record.json").read_text())["launches"][-1]["notes"]
+    assert "encoder.safetensors" in notes[0] and "checkpoint.prev (step 10)" in notes[0]
+
+
 def test_local_sweep_from_python_skips_finished_runs_and_tabulates(tmp_path):
     import kestrel.dist as kd  # Ray is not needed for the local engine
 

@@ -255,7 +255,7 @@ pub fn parse_overrides(sets: &[String]) -> Result<Vec<(String, toml::Table)>, Ru
 
 /// Reads a TOML file into a table (errors name the file and line).
 pub fn read_table(path: &Path) -> Result<toml::Table, RunError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+    let text = crate::read_text(path)?;
     text.parse::<toml::Table>().map_err(|e| config_error(&ConfigSource::File(path), one_line(&e)))
 }
 

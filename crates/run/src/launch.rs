@@ -1,9 +1,8 @@
 //! What every whole run shares: where it writes, who hears its progress, starting its folder
 //! and recording how it ended.
 
-use crate::{MetricsSink, RunDir, RunError};
+use crate::{MetricsSink, Run, RunDir, RunError};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
 /// One progress report: `done` of `total` `unit`s, with a short status.
@@ -34,6 +33,18 @@ impl Launch<'_> {
     /// A progress reporter over `total` units named `unit`.
     pub fn progress(&mut self, total: u64, unit: &'static str) -> Reporter<'_> {
         Reporter { sink: &mut *self.progress, total, unit }
+    }
+
+    /// Tells the person watching and the folder's record what the launch found (a resume from
+    /// the previous checkpoint set, and why).
+    pub fn note(
+        &mut self,
+        dir: &mut RunDir,
+        unit: &'static str,
+        note: &str,
+    ) -> Result<(), RunError> {
+        self.progress(0, unit).tick(0, note);
+        dir.note(note)
     }
 }
 
@@ -87,22 +98,22 @@ pub fn finish(dir: RunDir, r: Result<String, RunError>) -> Result<Outcome, RunEr
     Ok(Outcome { dir: path, headline })
 }
 
-/// Reopens a run folder for `--resume`: its saved `config.toml` is the truth, so `config`
-/// must equal it wherever `same` looks (everything but the budget fields named by `budget`);
-/// the launch is appended to the record and the config rewritten.
-pub fn reopen_checked<T: Serialize + DeserializeOwned + PartialEq + kestrel_core::Documented>(
+/// Reopens a run folder for `--resume`: `config` may differ from the folder's `config.toml`
+/// only in `R`'s budget ([`Run::BUDGET`]); the launch is appended to the record and the config
+/// rewritten. `config.toml` itself is not trusted: the run then verifies its checkpoint against
+/// the config's stamp ([`crate::registry::stamp`]).
+pub fn reopen<R: Run>(
     folder: &Path,
-    config: &T,
+    config: &R::Config,
     argv: Vec<String>,
-    same: impl Fn(&T) -> T,
-    budget: &str,
 ) -> Result<RunDir, RunError> {
     let path = folder.join("config.toml");
-    let saved: T = crate::load_config(config, Some(&path), toml::Table::new(), &[])?;
-    if same(config) != same(&saved) {
+    let saved: R::Config = crate::load_config(config, Some(&path), toml::Table::new(), &[])?;
+    if R::without_budget(config) != R::without_budget(&saved) {
         return Err(RunError::Failed(format!(
-            "{}: the saved config is the run's; only {budget} may change on resume",
-            path.display()
+            "{}: the saved config is the run's; only {} may change on resume",
+            path.display(),
+            R::BUDGET
         )));
     }
     let dir = RunDir::reopen(folder, argv)?;

@@ -29,7 +29,7 @@ mod summary;
 pub mod sweep;
 
 pub use config::{ConfigSource, commented_toml, load_config, parse_overrides, to_toml};
-pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen_checked, start};
+pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen, start};
 pub use metrics::{MetricsSink, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
 pub use registry::{Layers, Run, RunKind};
@@ -84,6 +84,9 @@ pub enum RunError {
     /// From an active-dynamics run.
     #[error(transparent)]
     Actdyn(#[from] kestrel_actdyn::ActdynError),
+    /// From a checkpoint set (a manifest that does not verify, a file that cannot be read).
+    #[error(transparent)]
+    Nn(#[from] kestrel_nn::NnError),
     /// From drawing or writing a plot.
     #[error(transparent)]
     Plot(#[from] kestrel_plot::PlotError),
@@ -93,6 +96,22 @@ impl RunError {
     pub(crate) fn io(path: &Path, what: &'static str, source: std::io::Error) -> Self {
         RunError::Io { path: path.to_path_buf(), what, source }
     }
+}
+
+/// Reads a text file (a config, a spec, a record): an I/O error names the path; bytes that are
+/// not UTF-8 are reported by their offset, never echoed.
+pub fn read_text(path: &Path) -> Result<String, RunError> {
+    let bytes = std::fs::read(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        RunError::Config {
+            source_name: path.display().to_string(),
+            message: format!(
+                "not UTF-8 text: byte {at} is 0x{:02x} (is this a binary file?)",
+                e.as_bytes()[at]
+            ),
+        }
+    })
 }
 
 /// Writes a file atomically: a temporary file beside it, fsync, rename. A reader sees the old

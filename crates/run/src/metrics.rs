@@ -35,8 +35,7 @@ impl MetricsSink {
     /// file holds each step once and in order after the resumed run.
     pub fn resume(path: &Path, next_step: u64) -> Result<Self, RunError> {
         if path.exists() {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+            let text = crate::read_text(path)?;
             let mut kept = String::with_capacity(text.len());
             for (i, line) in text.split_inclusive('\n').enumerate() {
                 let Some(body) = line.strip_suffix('\n') else { break };
@@ -138,7 +137,7 @@ impl MetricsSink {
 /// Every line of a `metrics.jsonl` as JSON (the whole run's curve, a resumed run's earlier
 /// launches included); an error names the file and the line.
 pub fn read_metrics(path: &Path) -> Result<Vec<Value>, RunError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+    let text = crate::read_text(path)?;
     text.lines()
         .enumerate()
         .map(|(i, l)| {

@@ -88,6 +88,10 @@ pub struct Launch {
     pub status: String,
     /// The error of a failed launch.
     pub error: Option<String>,
+    /// What the launch found and accepted that a reader should know (a resume from the
+    /// previous checkpoint set because the newest did not verify, and why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// `record.json`: what the run is and every launch of it.
@@ -242,6 +246,7 @@ impl RunDir {
             wall_seconds: None,
             status: "running".into(),
             error: None,
+            notes: Vec::new(),
         }
     }
 
@@ -269,6 +274,14 @@ impl RunDir {
     pub fn write_config<T: Serialize>(&self, config: &T) -> Result<(), RunError> {
         let text = crate::config::to_toml(config)?;
         write_atomic(&self.join("config.toml"), text.as_bytes())
+    }
+
+    /// Adds `note` to this launch's record (written at once).
+    pub fn note(&mut self, note: &str) -> Result<(), RunError> {
+        if let Some(l) = self.record.launches.last_mut() {
+            l.notes.push(note.to_string());
+        }
+        self.write_record()
     }
 
     /// Seconds since this launch started.

@@ -26,6 +26,8 @@ pub trait Run {
     const SEED_KEY: &'static [&'static str] = &["seed"];
     /// Whether an unfinished run continues from its checkpoint (`--resume`).
     const RESUMABLE: bool = false;
+    /// The fields a resume may change (its budget: `steps`), for messages.
+    const BUDGET: &'static str = "nothing";
     /// The `summary.json` numbers a sweep tabulates by default.
     const METRICS: &'static [&'static str];
     /// The `metrics.jsonl` column a sweep plots by default.
@@ -45,6 +47,12 @@ pub trait Run {
     fn preset(name: &str) -> Option<Self::Config> {
         let _ = name;
         None
+    }
+
+    /// `config` with its budget fields ([`Run::BUDGET`]) at neutral values: what a resume must
+    /// not change, and what a checkpoint's fingerprint covers ([`stamp`]).
+    fn without_budget(config: &Self::Config) -> Self::Config {
+        config.clone()
     }
 
     /// Everything the run checks before it creates its folder.
@@ -134,6 +142,13 @@ pub fn load<R: Run>(layers: Layers<'_>, resume: Option<&Path>) -> Result<R::Conf
     }
     let first = load_config(&defaults(None), file, table.clone(), sets)?;
     load_config(&defaults(Some(&first)), file, table.clone(), sets)
+}
+
+/// What `R`'s checkpoints under `config` are stamped with and verified against: the kind, the
+/// config without its budget ([`Run::without_budget`]) and the build's commit.
+pub fn stamp<R: Run>(config: &R::Config) -> kestrel_nn::Stamp {
+    let c = serde_json::to_value(R::without_budget(config)).expect("a config serialises");
+    kestrel_nn::Stamp::new(R::NAME, c, crate::COMMIT)
 }
 
 /// Loads `R`'s config from its layers, validates it, and runs it (see [`Run::run`]).

@@ -323,8 +323,7 @@ impl Sweep {
 
     /// [`Sweep::plan`] from a spec file.
     pub fn from_file(path: &Path, out_dir: &Path) -> Result<Sweep, RunError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+        let text = crate::read_text(path)?;
         Self::plan(&text, &path.display().to_string(), out_dir)
     }
 
@@ -333,8 +332,7 @@ impl Sweep {
     pub fn create(&self) -> Result<(), RunError> {
         let p = self.dir.join("sweep.toml");
         if p.exists() {
-            let old =
-                std::fs::read_to_string(&p).map_err(|e| RunError::io(&p, "cannot read", e))?;
+            let old = crate::read_text(&p)?;
             let same = toml::from_str::<SweepSpec>(&old).is_ok_and(|s| s == self.spec);
             if !same {
                 return Err(RunError::Failed(format!(
@@ -362,8 +360,7 @@ impl Sweep {
             return Ok(CellStatus::New);
         };
         let rec = folder.join("record.json");
-        let text =
-            std::fs::read_to_string(&rec).map_err(|e| RunError::io(&rec, "cannot read", e))?;
+        let text = crate::read_text(&rec)?;
         let done = serde_json::from_str::<RunRecord>(&text)
             .ok()
             .and_then(|r| r.launches.last().map(|l| l.status == "ok"))
@@ -421,7 +418,64 @@ impl Sweep {
                 RunError::Config { message, .. } => cfg_err(&source, message),
                 e => e,
             })?;
+        self.check_names(&out.dir)?;
         Ok(if resumed { CellOutcome::Resumed(out) } else { CellOutcome::Ran(out) })
+    }
+
+    /// The spec's `metrics` must be numbers of a finished cell's `summary.json` and its `curve`
+    /// a column of its `metrics.jsonl`: a misspelt name stops the sweep at its first cell,
+    /// naming what the run kind writes, instead of tabulating nothing after every cell ran.
+    fn check_names(&self, run: &Path) -> Result<(), RunError> {
+        let source = self.dir.join("sweep.toml").display().to_string();
+        let p = run.join("summary.json");
+        let summary: Value = serde_json::from_str(&crate::read_text(&p)?)
+            .map_err(|e| RunError::Failed(format!("{}: not a summary: {e}", p.display())))?;
+        let numbers: Vec<&str> = summary
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v.is_number())
+            .map(|(k, _)| k.as_str())
+            .collect();
+        for name in self.metric_names() {
+            if !numbers.contains(&name.as_str()) {
+                let hint = kestrel_core::closest(&name, numbers.iter().copied())
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                return Err(cfg_err(
+                    &source,
+                    format!(
+                        "metrics: `{name}` is not a number of {}{hint}; it has: {}",
+                        p.display(),
+                        numbers.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(curve) = &self.spec.curve {
+            let lines = crate::read_metrics(&run.join("metrics.jsonl"))?;
+            let mut columns: Vec<&str> = lines
+                .iter()
+                .filter_map(Value::as_object)
+                .flat_map(|o| o.iter().filter(|(_, v)| v.is_number()).map(|(k, _)| k.as_str()))
+                .collect();
+            columns.sort_unstable();
+            columns.dedup();
+            if !columns.contains(&curve.as_str()) {
+                let hint = kestrel_core::closest(curve, columns.iter().copied())
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                return Err(cfg_err(
+                    &source,
+                    format!(
+                        "curve: `{curve}` is not a column of {}{hint}; it has: {}",
+                        run.join("metrics.jsonl").display(),
+                        columns.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The metrics tabulated.
@@ -692,6 +746,27 @@ strategy = ["cma-es", "snes"]
             let e = Sweep::plan(&bad, "spec.toml", Path::new("/nonexistent")).unwrap_err();
             let e = e.to_string();
             assert!(e.contains(want) && e.contains("spec.toml"), "{want}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_misspelt_metric_or_curve_stops_the_sweep_at_its_first_cell() {
+        for (extra, want) in [
+            ("metrics = [\"best_fitnes\"]", "metrics: `best_fitnes`"),
+            ("curve = \"nosuch\"", "curve: `nosuch` is not a column"),
+        ] {
+            let out = tmp(&format!("names-{}", &extra[..5]));
+            let spec = EVO.replace("seeds = 2", &format!("seeds = 2\n{extra}"));
+            let s = Sweep::plan(&spec, "spec.toml", &out).unwrap();
+            s.create().unwrap();
+            let mut p = |_: crate::Tick<'_>| {};
+            let l = Launch { out_dir: PathBuf::new(), argv: vec![], progress: &mut p };
+            let e = s.run_cell(&s.cells[0], l).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("sweep.toml"), "{e}");
+            if want.starts_with("metrics") {
+                assert!(e.contains("did you mean `best_fitness`"), "{e}");
+            }
+            std::fs::remove_dir_all(&out).unwrap();
         }
     }
 

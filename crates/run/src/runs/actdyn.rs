@@ -2,7 +2,7 @@
 //! the online loop with metrics written off the hot path, checkpoints and exact resume,
 //! evaluation, plots and a summary.
 
-use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
+use crate::launch::{Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
 use kestrel_actdyn::eval::{Evaluation, learned_field};
@@ -104,6 +104,7 @@ impl Run for Actdyn {
     const NAME: &'static str = "actdyn";
     const COMMAND: &'static str = "actdyn run";
     const RESUMABLE: bool = true;
+    const BUDGET: &'static str = "steps";
     const METRICS: &'static [&'static str] = &["obs_r2_k5", "vf_rel_err"];
     const CURVE: &'static str = "elbo_per_t";
     type Config = ActdynConfig;
@@ -124,6 +125,10 @@ impl Run for Actdyn {
         }
     }
 
+    fn without_budget(c: &ActdynConfig) -> ActdynConfig {
+        ActdynConfig { steps: 0, ..c.clone() }
+    }
+
     fn validate(c: &ActdynConfig) -> Result<(), RunError> {
         Ok(c.validate()?)
     }
@@ -134,6 +139,44 @@ impl Run for Actdyn {
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError> {
         run(c, resume, launch)
+    }
+}
+
+/// The run of `c` from the newest checkpoint set at `ck` that verifies against `stamp` (its
+/// step checked against the manifest's), with the note saying which set when it was not the
+/// newest; `None` when no set was ever completed.
+fn load_set(
+    c: &ActdynConfig,
+    ck: &Path,
+    stamp: &kestrel_nn::Stamp,
+) -> Result<Option<(ActiveRun, Option<String>)>, RunError> {
+    let Some(set) = kestrel_nn::checkpoint_set(ck, stamp)? else {
+        return Ok(None);
+    };
+    let run = ActiveRun::load_checkpoint(c.clone(), &set.path)?;
+    if run.steps_done() != set.step {
+        return Err(RunError::Failed(format!(
+            "{}: holds step {}; its manifest.json records step {}",
+            set.path.display(),
+            run.steps_done(),
+            set.step
+        )));
+    }
+    Ok(Some((run, set.note)))
+}
+
+/// [`load_set`], or a fresh run (and a note saying so) when there is no set yet.
+fn resume_from(
+    c: &ActdynConfig,
+    ck: &Path,
+    stamp: &kestrel_nn::Stamp,
+) -> Result<(ActiveRun, Option<String>), RunError> {
+    match load_set(c, ck, stamp)? {
+        Some(r) => Ok(r),
+        None => {
+            let note = format!("{}: no complete checkpoint yet; starting over", ck.display());
+            Ok((ActiveRun::new(c.clone())?, Some(note)))
+        }
     }
 }
 
@@ -149,21 +192,18 @@ pub fn run(
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     c.validate()?;
+    let stamp = crate::registry::stamp::<Actdyn>(&c);
     let (mut run, dir, mut metrics) = match resume {
         Some(folder) => {
-            let same = |c: &ActdynConfig| ActdynConfig { steps: 0, ..c.clone() };
-            let dir = reopen_checked(folder, &c, launch.argv.clone(), same, "steps")?;
-            let ck = folder.join("checkpoint");
-            let run = match kestrel_nn::checkpoint_set(&ck) {
-                Some((set, _)) => ActiveRun::load_checkpoint(c.clone(), &set),
-                None => {
-                    launch.progress(0, "steps").tick(0, "no complete checkpoint: starting over");
-                    ActiveRun::new(c.clone())
+            let mut dir = reopen::<Actdyn>(folder, &c, launch.argv.clone())?;
+            let run = match resume_from(&c, &folder.join("checkpoint"), &stamp) {
+                Ok((run, note)) => {
+                    if let Some(note) = note {
+                        launch.note(&mut dir, "steps", &note)?;
+                    }
+                    run
                 }
-            };
-            let run = match run {
-                Ok(r) => r,
-                Err(e) => return finish(dir, Err(e.into())),
+                Err(e) => return finish(dir, Err(e)),
             };
             let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.steps_done() + 1)?;
             (run, dir, m)
@@ -181,6 +221,8 @@ pub fn run(
         let start_step = run.steps_done();
         let mut progress = launch.progress(c.steps, "steps");
         let data = run.validation_data();
+        // The step of the newest set in the folder (a resumed run's is where it starts).
+        let mut saved = if start_step > 0 { start_step } else { u64::MAX };
         let t0 = std::time::Instant::now();
         // The last TRAIL latents of this launch, for the field plot (bounded at any length).
         let mut traj = std::collections::VecDeque::with_capacity(TRAIL);
@@ -200,7 +242,8 @@ pub fn run(
                 save_transitions(&mut run, dir.path())?;
             }
             if c.checkpoint_every > 0 && s.is_multiple_of(c.checkpoint_every) {
-                run.save_checkpoint(&dir.join("checkpoint"))?;
+                run.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
+                saved = s;
             }
             if s.is_multiple_of(100) || s == c.steps {
                 let status = match &rec.train {
@@ -214,7 +257,11 @@ pub fn run(
         if c.save_every > 0 {
             save_transitions(&mut run, dir.path())?;
         }
-        run.save_checkpoint(&dir.join("checkpoint"))?;
+        // Not again when the last periodic checkpoint is this one (`checkpoint.prev/` keeps the
+        // older fallback).
+        if saved != run.steps_done() {
+            run.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
+        }
         let eval = run.evaluate(&data);
         metrics.log(run.steps_done(), json!({"eval": &eval}))?;
         metrics.finish()?;
@@ -380,10 +427,9 @@ pub fn retrain(
     let c: ActdynConfig =
         crate::load_config(&ActdynConfig::default(), Some(&cfg_path), toml::Table::new(), &[])?;
     let ck = run_dir.join("checkpoint");
-    let Some((set, _)) = kestrel_nn::checkpoint_set(&ck) else {
+    let Some((mut run, _)) = load_set(&c, &ck, &crate::registry::stamp::<Actdyn>(&c))? else {
         return Err(RunError::Failed(format!("{}: no complete checkpoint", ck.display())));
     };
-    let mut run = ActiveRun::load_checkpoint(c.clone(), &set)?;
     let data = load_transitions(run_dir)?;
     let (dir, mut metrics) = start(&launch, "actdyn", "retrain", off.seed, &off)?;
     let mut launch = launch;

@@ -2,7 +2,7 @@
 //! `kestrel.allo.train`): checkpoints every `checkpoint_every` steps with heat maps drawn off
 //! the training thread, exact resume from a folder.
 
-use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
+use crate::launch::{Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::laplacian::GroundTruth;
@@ -20,12 +20,17 @@ impl Run for Allo {
     const NAME: &'static str = "allo";
     const COMMAND: &'static str = "allo train";
     const RESUMABLE: bool = true;
+    const BUDGET: &'static str = "steps";
     const METRICS: &'static [&'static str] = &["cosine_similarity"];
     const CURVE: &'static str = "cosine_similarity";
     type Config = AlloRunConfig;
 
     fn defaults(_: Option<&AlloRunConfig>) -> AlloRunConfig {
         AlloRunConfig::default()
+    }
+
+    fn without_budget(c: &AlloRunConfig) -> AlloRunConfig {
+        AlloRunConfig { steps: 0, ..c.clone() }
     }
 
     fn validate(c: &AlloRunConfig) -> Result<(), RunError> {
@@ -52,14 +57,14 @@ pub fn train(
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
+    let stamp = crate::registry::stamp::<Allo>(&c);
     let (mut run, dir, mut metrics) = match resume {
         Some(folder) => {
-            let same = |c: &AlloRunConfig| AlloRunConfig { steps: 0, ..c.clone() };
-            let dir = reopen_checked(folder, &c, launch.argv.clone(), same, "steps")?;
-            let run = match AlloRun::resume(c.clone(), &folder.join("checkpoint")) {
+            let mut dir = reopen::<Allo>(folder, &c, launch.argv.clone())?;
+            let run = match AlloRun::resume(c.clone(), &folder.join("checkpoint"), &stamp) {
                 Ok((run, note)) => {
                     if let Some(note) = note {
-                        launch.progress(0, "steps").tick(0, &note);
+                        launch.note(&mut dir, "steps", &note)?;
                     }
                     run
                 }
@@ -83,6 +88,8 @@ pub fn train(
         let mut progress = launch.progress(c.steps, "steps");
         let mut drawers = Vec::new();
         let mut curve = Vec::new();
+        // The step of the newest set in the folder (a resumed run's is where it starts).
+        let mut saved = if start > 0 { start } else { u64::MAX };
         let t0 = std::time::Instant::now();
         {
             run.run(|e| {
@@ -107,7 +114,8 @@ pub fn train(
                         progress.tick(step, &format!("cos {cos} b {:.3}", m.barrier));
                     }
                     AlloEvent::Checkpoint { step, learner } => {
-                        learner.save_checkpoint(&dir.join("checkpoint"))?;
+                        learner.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
+                        saved = step;
                         // The heat maps of this checkpoint are drawn off the training thread.
                         let (rep, map, truth) =
                             (learner.representation(), map.clone(), truth.clone());
@@ -125,7 +133,11 @@ pub fn train(
             d.join().map_err(|_| RunError::Failed("a heat-map thread panicked".into()))??;
         }
         let learner = run.learner();
-        learner.save_checkpoint(&dir.join("checkpoint"))?;
+        // The last periodic checkpoint may be this one; saving it again would leave
+        // `checkpoint.prev/` a copy instead of the older fallback.
+        if saved != learner.steps {
+            learner.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
+        }
         metrics.finish()?;
         let rep = learner.representation();
         let (avg, sims) = truth.cosine_similarity(&rep);

@@ -2,7 +2,7 @@
 //! `kestrel.hunt.train`): episode sheets drawn off the training thread, checkpoints, exact
 //! resume; and greedy play of a trained run.
 
-use crate::launch::{Launch, Outcome, finish, reopen_checked, start};
+use crate::launch::{Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::runs::{HuntEvent, HuntRun, HuntRunConfig};
@@ -48,12 +48,17 @@ impl Run for Hunt {
     const NAME: &'static str = "hunt";
     const COMMAND: &'static str = "hunt train";
     const RESUMABLE: bool = true;
+    const BUDGET: &'static str = "epochs, record_every and checkpoint_every";
     const METRICS: &'static [&'static str] = &["mean_total_reward_last_100"];
     const CURVE: &'static str = "total_reward";
     type Config = HuntRunConfig;
 
     fn defaults(_: Option<&HuntRunConfig>) -> HuntRunConfig {
         HuntRunConfig::default()
+    }
+
+    fn without_budget(c: &HuntRunConfig) -> HuntRunConfig {
+        HuntRunConfig { epochs: 0, record_every: 0, checkpoint_every: 0, ..c.clone() }
     }
 
     fn validate(c: &HuntRunConfig) -> Result<(), RunError> {
@@ -80,20 +85,14 @@ pub fn train(
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
+    let stamp = crate::registry::stamp::<Hunt>(&c);
     let (mut run, dir, mut metrics) = match resume {
         Some(folder) => {
-            let same = |c: &HuntRunConfig| HuntRunConfig {
-                epochs: 0,
-                record_every: 0,
-                checkpoint_every: 0,
-                ..c.clone()
-            };
-            let budget = "epochs, record_every and checkpoint_every";
-            let dir = reopen_checked(folder, &c, launch.argv.clone(), same, budget)?;
-            let run = match HuntRun::resume(c.clone(), &folder.join("checkpoint")) {
+            let mut dir = reopen::<Hunt>(folder, &c, launch.argv.clone())?;
+            let run = match HuntRun::resume(c.clone(), &folder.join("checkpoint"), &stamp) {
                 Ok((run, note)) => {
                     if let Some(note) = note {
-                        launch.progress(0, "epochs").tick(0, &note);
+                        launch.note(&mut dir, "epochs", &note)?;
                     }
                     run
                 }
@@ -119,6 +118,8 @@ pub fn train(
         let mut progress = launch.progress(c.epochs, "epochs");
         let mut drawers = Vec::new();
         let start_epoch = run.hunt.epoch;
+        // The epoch of the newest set in the folder (a resumed run's is where it starts).
+        let mut saved = if start_epoch > 0 { start_epoch } else { u64::MAX };
         let t0 = std::time::Instant::now();
         {
             run.run(|e| {
@@ -150,7 +151,8 @@ pub fn train(
                         );
                     }
                     HuntEvent::Checkpoint { hunt, .. } => {
-                        hunt.save_checkpoint(&dir.join("checkpoint"))?
+                        hunt.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
+                        saved = hunt.epoch;
                     }
                 }
                 Ok(true)
@@ -161,7 +163,11 @@ pub fn train(
             d.join().map_err(|_| RunError::Failed("a rendering thread panicked".into()))??;
         }
         let hunt = &run.hunt;
-        hunt.save_checkpoint(&dir.join("checkpoint"))?;
+        // Not again when the last periodic checkpoint is this one (`checkpoint.prev/` keeps the
+        // older fallback).
+        if saved != hunt.epoch {
+            hunt.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
+        }
         metrics.finish()?;
         // The whole run's curve (a resumed run reads its earlier epochs back).
         let lines = crate::read_metrics(&dir.join("metrics.jsonl"))?;
@@ -227,13 +233,14 @@ pub fn play(folder: &Path, seed: u64, out: &Path) -> Result<(Vec<f64>, PathBuf),
         &[],
     )?;
     let ckpt = folder.join("checkpoint");
-    if kestrel_nn::checkpoint_set(&ckpt).is_none() {
+    let stamp = crate::registry::stamp::<Hunt>(&c);
+    if kestrel_nn::checkpoint_set(&ckpt, &stamp)?.is_none() {
         return Err(RunError::Failed(format!(
             "{}: no complete checkpoint to play",
             ckpt.display()
         )));
     }
-    let (run, _) = HuntRun::resume(c, &ckpt)?;
+    let (run, _) = HuntRun::resume(c, &ckpt, &stamp)?;
     let mut frames = Vec::new();
     let rewards = run.hunt.play(Key::new(seed), |w| frames.push(w[0].cells.clone()))?;
     let title = format!("greedy play after {} epochs", run.hunt.epoch);
