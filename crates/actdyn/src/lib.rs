@@ -15,6 +15,7 @@ pub mod config;
 mod error;
 pub mod eval;
 pub mod fisher;
+mod memory;
 pub mod model;
 pub mod offline;
 pub mod online;

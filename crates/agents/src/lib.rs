@@ -12,6 +12,7 @@ pub mod bench;
 pub mod hunt;
 pub mod iqn;
 pub mod laplacian;
+mod memory;
 pub mod runs;
 
 use thiserror::Error;

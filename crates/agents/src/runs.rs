@@ -80,11 +80,6 @@ impl Default for AlloRunConfig {
     }
 }
 
-/// Memory the transition data of `samples` takes, roughly (bytes).
-fn sample_bytes(samples: usize) -> usize {
-    samples.saturating_mul(16)
-}
-
 impl AlloRunConfig {
     /// The learner's config (the method's defaults with this run's settings), validated.
     pub fn learner_config(&self) -> Result<AlloConfig, AgentError> {
@@ -107,12 +102,10 @@ impl AlloRunConfig {
     /// Checks everything that needs no map: sizes and intervals.
     pub fn validate(&self) -> Result<(), AgentError> {
         self.learner_config()?;
-        if self.samples == 0 || sample_bytes(self.samples) > 8 << 30 {
-            return Err(AgentError::invalid(
-                "samples",
-                self.samples,
-                "1 to 500,000,000 (16 bytes each; at most 8 GiB)",
-            ));
+        if !(1..=1_000_000_000).contains(&self.samples) {
+            // Within this range, the memory is the run's budget's to refuse
+            // (`AlloRunConfig::budget`: about 4.4 bytes per sample).
+            return Err(AgentError::invalid("samples", self.samples, "1 to 1,000,000,000"));
         }
         if self.steps == 0 {
             return Err(AgentError::invalid("steps", 0, "at least 1"));

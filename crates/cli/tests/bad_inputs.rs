@@ -300,6 +300,21 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
     cases.push((format!("evo run --config {}", binary.display()), "byte 3 is 0xc0"));
     cases.push(("evo run --config /nonexistent/c.toml".into(), "/nonexistent/c.toml"));
     cases.push(("arc bench --num-envs 0".into(), "num_envs"));
+    // Sizes that aborted past the 8 GiB budget (issue 33), now refused from the estimate.
+    cases.push(("actdyn run --preset e2 --set policy.horizon=1048576".into(), "policy.horizon"));
+    cases.push((
+        "actdyn run --set train.ensemble=64 --set model.dynamics.type=\"mlp\" --set model.dynamics.hidden=[4096,4096,4096,4096,4096,4096,4096,4096]".into(),
+        "train.ensemble",
+    ));
+    cases.push((
+        "actdyn run --set env.obs_dim=100000 --set model.obs_dim=100000 --set model.rnn_hidden=4096".into(),
+        "model.rnn_hidden",
+    ));
+    cases.push(("hunt train --set capacity=30000000".into(), "capacity"));
+    cases.push((
+        "mppi run --set mppi.num_samples=10000000 --set mppi.horizon=1000".into(),
+        "mppi.num_samples",
+    ));
     cases.into_iter().map(|(c, w)| (c, w.to_string())).collect()
 }
 

@@ -25,6 +25,7 @@
 //! `truncated`, each a contiguous row-major buffer. `terminated` and `truncated` stay
 //! separate everywhere: a time-out bootstraps, a termination does not.
 
+mod budget;
 mod documented;
 mod env;
 mod error;
@@ -37,6 +38,7 @@ mod space;
 pub mod timing;
 mod vec_env;
 
+pub use budget::{Budget, Term, human};
 pub use documented::{Documented, FieldDoc, closest, field_at};
 pub use env::Env;
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};

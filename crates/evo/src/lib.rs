@@ -24,6 +24,7 @@ pub mod driver;
 mod error;
 pub mod hyper;
 mod linalg;
+pub mod memory;
 pub mod neuro;
 mod open_es;
 mod pgpe;

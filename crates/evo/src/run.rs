@@ -156,6 +156,9 @@ pub fn cartpole_problem() -> Result<Neuro<CartPole>, EvoError> {
     Neuro::new(CartPole, CartPoleParams::default(), &[8], 2, 2, 500, |o| o, argmax)
 }
 
+/// The search dimensions of [`cartpole_problem`]: a 4-8-2 MLP's weights and biases.
+pub const CARTPOLE_DIMS: usize = 4 * 8 + 8 + 8 * 2 + 2;
+
 /// An ES run, validated and ready: the problem, the optimiser and the bounds are built.
 pub struct EsRun {
     config: EsConfig,

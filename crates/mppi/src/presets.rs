@@ -243,6 +243,53 @@ pub struct KmppiExtras {
 }
 
 impl MppiRunConfig {
+    /// Heap bytes of one controller of this config planning over `horizon` steps (the
+    /// config's own, or a tuned one), with `threads` workers' scratch: the noise, its normals
+    /// and the sampled controls (K × T × nu each; f32 lanes padded to 32 samples), costs and
+    /// the plan (mppi.rs, rollout.rs, lanes.rs, smppi.rs, kmppi.rs).
+    pub fn controller_bytes(&self, horizon: usize, threads: usize) -> u128 {
+        let k = self.mppi.num_samples as u128;
+        let t = horizon as u128;
+        let nu = self.system.nu() as u128;
+        let th = threads as u128;
+        let ktn = k.saturating_mul(t).saturating_mul(nu);
+        match self.controller {
+            ControllerKind::Mppi => match self.mppi.precision {
+                crate::Precision::F64 => ktn.saturating_mul(24).saturating_add(16 * k + 8 * t * nu),
+                crate::Precision::F32 => {
+                    let k32 = k.div_ceil(32).saturating_mul(32);
+                    let lanes = k32.saturating_mul(t).saturating_mul(nu).saturating_mul(33) / 4;
+                    ktn.saturating_mul(8)
+                        .saturating_add(lanes)
+                        .saturating_add(8 * k32 + 16 * k + 12 * t * nu)
+                }
+            },
+            ControllerKind::Smppi => ktn
+                .saturating_mul(16)
+                .saturating_add(16 * k + 16 * t * nu)
+                .saturating_add(th.saturating_mul(8 * t * nu)),
+            ControllerKind::Kmppi => {
+                let s = self.kmppi.num_support_pts as u128;
+                k.saturating_mul(s)
+                    .saturating_mul(nu)
+                    .saturating_mul(16)
+                    .saturating_add(16 * k + 8 * t * nu + 16 * s * nu)
+                    .saturating_add(t.saturating_mul(s).saturating_mul(8))
+                    .saturating_add(s.saturating_mul(s).saturating_mul(8))
+                    .saturating_add(th.saturating_mul(s.saturating_add(t)).saturating_mul(8 * nu))
+            }
+        }
+    }
+
+    /// Heap bytes of an episode's record (states, controls and costs per step; doubling
+    /// `Vec`s counted at twice their length) and of its written trajectory and plots (about
+    /// 500 B per step, measured).
+    pub fn episode_bytes(&self) -> u128 {
+        let steps = self.steps as u128 + 1;
+        let (nx, nu) = (self.system.nx() as u128, self.system.nu() as u128);
+        steps.saturating_mul(2 * 24 + 2 * 24 + 8 * nx + 8 * nu + 8 + 500)
+    }
+
     /// The defaults for `system`: its MPPI params; SMPPI integrating with Δt = 1 and its action
     /// bounded by the system's control bounds (the lifted control by ±1 per step); KMPPI with
     /// `T / 2` control points and kernel width 1 (pytorch-mppi's defaults).

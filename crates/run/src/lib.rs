@@ -30,7 +30,7 @@ pub mod sweep;
 
 pub use config::{ConfigSource, commented_toml, load_config, parse_overrides, to_toml};
 pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen, start};
-pub use metrics::{MetricsSink, read_metrics};
+pub use metrics::{MetricsSink, for_each_metric, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
 pub use registry::{Layers, Run, RunKind};
 pub use summary::Summary;

@@ -137,16 +137,33 @@ impl MetricsSink {
 /// Every line of a `metrics.jsonl` as JSON (the whole run's curve, a resumed run's earlier
 /// launches included); an error names the file and the line.
 pub fn read_metrics(path: &Path) -> Result<Vec<Value>, RunError> {
-    let text = crate::read_text(path)?;
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| RunError::Config {
-                source_name: path.display().to_string(),
-                message: format!("line {}: not JSON: {e}", i + 1),
-            })
-        })
-        .collect()
+    let mut rows = Vec::new();
+    for_each_metric(path, |v| rows.push(v))?;
+    Ok(rows)
+}
+
+/// [`read_metrics`] one line at a time, holding one line in memory (a long run's file is
+/// gigabytes as parsed JSON).
+pub fn for_each_metric(path: &Path, mut f: impl FnMut(Value)) -> Result<(), RunError> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|e| RunError::io(path, "cannot read", e))?;
+    let mut line = String::new();
+    let mut reader = std::io::BufReader::new(file);
+    for i in 1.. {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(|e| RunError::Config {
+            source_name: path.display().to_string(),
+            message: format!("line {i}: {e}"),
+        })?;
+        if n == 0 {
+            return Ok(());
+        }
+        f(serde_json::from_str(line.trim_end()).map_err(|e| RunError::Config {
+            source_name: path.display().to_string(),
+            message: format!("line {i}: not JSON: {e}"),
+        })?);
+    }
+    Ok(())
 }
 
 impl MetricsSink {

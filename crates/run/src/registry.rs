@@ -11,7 +11,7 @@
 use crate::config::{commented_toml, load_config};
 use crate::launch::{Launch, Outcome};
 use crate::{RunError, runs};
-use kestrel_core::Documented;
+use kestrel_core::{Budget, Documented};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -57,6 +57,14 @@ pub trait Run {
 
     /// Everything the run checks before it creates its folder.
     fn validate(config: &Self::Config) -> Result<(), RunError>;
+
+    /// The run's peak heap memory, estimated from its config before anything is allocated
+    /// (before [`Run::validate`] too, so it must not assume a valid config: saturating
+    /// arithmetic, nothing built): every buffer that grows with the config, with the fields it grows with
+    /// (`threads` workers may each hold their own). [`checked`] refuses a total past
+    /// [`kestrel_core::MAX_BYTES`]; `crates/run/tests/budget.rs` compares it with the peak a
+    /// counting allocator measures.
+    fn budget(config: &Self::Config, threads: usize) -> Budget;
 
     /// Runs `config` into a new folder under `launch.out_dir`, or (with `resume`, for a
     /// resumable kind) continues the run in that folder from its checkpoint.
@@ -151,14 +159,24 @@ pub fn stamp<R: Run>(config: &R::Config) -> kestrel_nn::Stamp {
     kestrel_nn::Stamp::new(R::NAME, c, crate::COMMIT)
 }
 
-/// Loads `R`'s config from its layers, validates it, and runs it (see [`Run::run`]).
+/// `R::budget` on the ambient rayon pool's threads, then `R::validate`: everything a config
+/// must pass before a run folder exists. The budget comes first because some validations
+/// build the run's parts (an archive, a strategy) to check them.
+pub fn checked<R: Run>(c: &R::Config) -> Result<(), RunError> {
+    R::budget(c, rayon::current_num_threads()).check()?;
+    R::validate(c)?;
+    Ok(())
+}
+
+/// Loads `R`'s config from its layers, checks it ([`checked`]), and runs it (see
+/// [`Run::run`]).
 pub fn launch<R: Run>(
     layers: Layers<'_>,
     resume: Option<&Path>,
     launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     let c = load::<R>(layers, resume)?;
-    R::validate(&c)?;
+    checked::<R>(&c)?;
     R::run(c, resume, launch)
 }
 
@@ -286,7 +304,7 @@ impl RunKind {
     pub fn config_toml(self, layers: Layers<'_>) -> Result<String, RunError> {
         with_run!(self, R => {
             let c = load::<R>(layers, None)?;
-            R::validate(&c)?;
+            checked::<R>(&c)?;
             let header = format!(
                 "{}: the config of `kestrel {}`.\nEdit and pass with `--config FILE`, or set single keys with `--set key=value`.",
                 self.name(),
@@ -300,9 +318,14 @@ impl RunKind {
     pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
         with_run!(self, R => {
             let c = load::<R>(layers, None)?;
-            R::validate(&c)?;
+            checked::<R>(&c)?;
             serde_json::to_value(&c).map_err(|e| RunError::Failed(format!("{}: {e}", self.name())))
         })
+    }
+
+    /// The peak-memory estimate of the config `layers` give, on `threads` workers.
+    pub fn budget(self, layers: Layers<'_>, threads: usize) -> Result<Budget, RunError> {
+        with_run!(self, R => Ok(R::budget(&load::<R>(layers, None)?, threads)))
     }
 
     /// Checks the config `layers` give as the run would, before any folder exists; errors

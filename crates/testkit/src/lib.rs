@@ -3,7 +3,7 @@
 //! counting global allocator for no-allocation tests.
 
 mod alloc;
-pub use alloc::{CountingAlloc, allocations_in};
+pub use alloc::{CountingAlloc, allocations_in, peak_bytes_in};
 
 use kestrel_core::{Env, Key, VecEnv};
 use std::path::{Path, PathBuf};

@@ -133,6 +133,13 @@ impl Run for Actdyn {
         Ok(c.validate()?)
     }
 
+    /// See `kestrel_actdyn::ActdynConfig::budget` (the model, its training workspaces, the
+    /// planner, the validation data, and the largest of a checkpoint, an evaluation or the
+    /// end-of-run plots).
+    fn budget(c: &ActdynConfig, threads: usize) -> kestrel_core::Budget {
+        c.budget(threads)
+    }
+
     fn run(
         c: ActdynConfig,
         resume: Option<&Path>,
@@ -266,9 +273,8 @@ pub fn run(
         metrics.log(run.steps_done(), json!({"eval": &eval}))?;
         metrics.finish()?;
         // Curves over the whole run (this launch and any before it), from metrics.jsonl.
-        let rows = crate::read_metrics(&dir.join("metrics.jsonl"))?;
         let mut acc = CurveAcc::default();
-        for row in &rows {
+        crate::for_each_metric(&dir.join("metrics.jsonl"), |row| {
             if let (Some(step), Some(l), Some(ll), Some(kl)) = (
                 row["global_step"].as_u64(),
                 row["loss_per_t"].as_f64(),
@@ -277,7 +283,7 @@ pub fn run(
             ) {
                 acc.push(step, [l, ll, kl]);
             }
-        }
+        })?;
         let curves = acc.finish();
         crate::write_atomic(
             &dir.join("evaluation.json"),

@@ -33,6 +33,11 @@ impl Run for Allo {
         AlloRunConfig { steps: 0, ..c.clone() }
     }
 
+    /// See `kestrel_agents::runs::AlloRunConfig::budget`.
+    fn budget(c: &AlloRunConfig, threads: usize) -> kestrel_core::Budget {
+        c.budget(threads)
+    }
+
     fn validate(c: &AlloRunConfig) -> Result<(), RunError> {
         c.validate()?;
         GridMap::resolve(&c.map).map_err(AgentError::from)?;

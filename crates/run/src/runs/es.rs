@@ -4,7 +4,8 @@
 //! `kestrel-evo`'s; the generation loop is [`EsRun::run_with`].
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary};
+use crate::{COMMIT, Run, RunError, Summary, runs};
+use kestrel_core::Budget;
 use kestrel_evo::Problem;
 use kestrel_evo::run::{EsConfig, EsRun};
 use kestrel_plot::{LinePlot, Series};
@@ -29,6 +30,58 @@ impl Run for Es {
     fn validate(c: &EsConfig) -> Result<(), RunError> {
         EsRun::new(c.clone())?;
         Ok(())
+    }
+
+    /// The problem (shift, rotation), bounds, the strategy's state with the driver's
+    /// population (the largest population of a restarted search: the first one's times
+    /// 2^`max_restarts`), evaluation scratch per thread, and the curve.
+    fn budget(c: &EsConfig, threads: usize) -> Budget {
+        use kestrel_evo::run::EsProblem;
+        let n = match c.problem {
+            EsProblem::Cartpole => kestrel_evo::run::CARTPOLE_DIMS,
+            EsProblem::Function(_) => c.num_dims,
+        };
+        let (nn, t) = (n as u128, threads as u128);
+        let dims = format!("num_dims = {n}");
+        let mut b = Budget::new();
+        runs::fixed(&mut b);
+        b.add("problem shift and start", dims.clone(), nn, 12);
+        if c.rotate {
+            b.add("problem rotation", format!("{dims}, rotate = true"), nn.saturating_mul(nn), 8);
+        }
+        if c.bounds.is_some() {
+            b.add("bounds", dims.clone(), nn, 16);
+        }
+        let pop = c.pop_size.unwrap_or_else(|| c.strategy.default_pop_size(n));
+        let (pop, why) = match c.restarts {
+            Some(_) => {
+                let grow = 1usize.checked_shl(c.max_restarts as u32).unwrap_or(usize::MAX);
+                let first = kestrel_evo::default_pop_size(n);
+                (first.saturating_mul(grow), format!("{dims}, max_restarts = {}", c.max_restarts))
+            }
+            None => (pop, format!("{dims}, pop_size = {pop}")),
+        };
+        b.add(
+            format!("{} state and population", c.strategy.name()),
+            why,
+            c.strategy.state_bytes(n, pop),
+            1,
+        );
+        runs::packing(&mut b, c.strategy, n, pop, threads);
+        b.add(
+            "fitness history",
+            dims.clone(),
+            nn.saturating_mul(30) / (pop.max(1) as u128) + 12,
+            4,
+        );
+        b.add(
+            "evaluation scratch per thread",
+            format!("{dims}, threads = {threads}"),
+            nn.saturating_mul(t),
+            16,
+        );
+        runs::curve(&mut b, format!("generations = {}", c.generations), c.generations as u128);
+        b
     }
 
     fn run(c: EsConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {

@@ -61,6 +61,11 @@ impl Run for Hunt {
         HuntRunConfig { epochs: 0, record_every: 0, checkpoint_every: 0, ..c.clone() }
     }
 
+    /// See `kestrel_agents::runs::HuntRunConfig::budget`.
+    fn budget(c: &HuntRunConfig, threads: usize) -> kestrel_core::Budget {
+        c.budget(threads)
+    }
+
     fn validate(c: &HuntRunConfig) -> Result<(), RunError> {
         c.hunt_config()?;
         Ok(())
@@ -170,10 +175,12 @@ pub fn train(
         }
         metrics.finish()?;
         // The whole run's curve (a resumed run reads its earlier epochs back).
-        let lines = crate::read_metrics(&dir.join("metrics.jsonl"))?;
-        let reward = |v: &serde_json::Value, i: usize| v["reward"][i].as_f64().unwrap_or(f64::NAN);
-        let all: Vec<Vec<f64>> =
-            (0..n).map(|i| lines.iter().map(|v| reward(v, i)).collect()).collect();
+        let mut all: Vec<Vec<f64>> = vec![Vec::new(); n];
+        crate::for_each_metric(&dir.join("metrics.jsonl"), |v| {
+            for (i, a) in all.iter_mut().enumerate() {
+                a.push(v["reward"][i].as_f64().unwrap_or(f64::NAN));
+            }
+        })?;
         let total: Vec<f64> = (0..all[0].len()).map(|e| all.iter().map(|c| c[e]).sum()).collect();
         let smooth: Vec<(f64, f64)> =
             (0..total.len()).map(|e| (e as f64, mean_last(&total[..=e], 50))).collect();

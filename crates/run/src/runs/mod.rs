@@ -21,3 +21,44 @@ pub mod mppi;
 pub mod mppi_qd;
 pub mod mppi_tune;
 pub mod qd;
+
+use kestrel_core::Budget;
+
+/// What every run holds beside its config-sized buffers: the run folder's writer, the metrics
+/// thread and one plot's bitmap and PNG encoder (measured: about 1.7 MB).
+pub(crate) const FIXED_BYTES: u128 = 4 << 20;
+
+/// The fixed part of every run ([`FIXED_BYTES`]).
+pub(crate) fn fixed(b: &mut Budget) {
+    b.add("run folder, metrics writer, plot bitmap", "fixed", FIXED_BYTES, 1);
+}
+
+/// A curve of `points` points kept through the run (16 B each, in a doubling `Vec`: 1.5 times
+/// that while it grows) and drawn as a line plot (about 45 B per point more).
+pub(crate) fn curve(b: &mut Budget, fields: String, points: u128) {
+    b.add("curve and its plot", fields, points.saturating_add(4), 16 * 2 + 45);
+}
+
+/// A heat map of `res × res` pixels (about 165 B per pixel, mostly its SVG text).
+pub(crate) fn heat_map(b: &mut Budget, fields: String, res: u128) {
+    b.add("archive heat map", fields, res.saturating_mul(res), 170);
+}
+
+/// The packing buffer of large matrix products, once per thread, when `strategy` at `n`
+/// dimensions and population `pop` packs (see `kestrel_evo::memory`).
+pub(crate) fn packing(
+    b: &mut Budget,
+    strategy: kestrel_evo::StrategyKind,
+    n: usize,
+    pop: usize,
+    threads: usize,
+) {
+    if strategy.packs(n, pop) {
+        b.add(
+            "matrix-product packing buffer per thread",
+            format!("num_dims = {n}, threads = {threads}"),
+            threads as u128,
+            kestrel_evo::memory::PACKING_BYTES,
+        );
+    }
+}

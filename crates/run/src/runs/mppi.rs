@@ -4,7 +4,8 @@
 //! [`MppiRunConfig::episode`].
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary, write_atomic};
+use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
+use kestrel_core::Budget;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_mppi::{ControllerKind, MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series, Sketch};
@@ -32,6 +33,25 @@ impl Run for MppiRun {
 
     fn validate(c: &MppiRunConfig) -> Result<(), RunError> {
         Ok(c.validate()?)
+    }
+
+    /// The controller's sample buffers and the episode's record, trajectory and plots.
+    fn budget(c: &MppiRunConfig, threads: usize) -> Budget {
+        let mut b = Budget::new();
+        runs::fixed(&mut b);
+        b.add(
+            "controller samples",
+            format!(
+                "mppi.num_samples = {}, mppi.horizon = {}, controller = {}",
+                c.mppi.num_samples,
+                c.mppi.horizon,
+                c.controller.name()
+            ),
+            c.controller_bytes(c.mppi.horizon, threads),
+            1,
+        );
+        b.add("episode record and plots", format!("steps = {}", c.steps), c.episode_bytes(), 1);
+        b
     }
 
     fn run(c: MppiRunConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {

@@ -14,7 +14,8 @@
 //! the thread count.
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary, write_atomic};
+use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
+use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::EvoError;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
@@ -102,6 +103,39 @@ impl Run for MppiQd {
         first.map_or_else(MppiQdConfig::default, |f| {
             MppiQdConfig::defaults_for(f.run.controller, f.run.system)
         })
+    }
+
+    /// The archive, the CMA-ME emitters over the knobs (one more while one restarts), their
+    /// batches, the candidate controllers in flight, `elites.csv`, the heat map and the curve.
+    fn budget(c: &MppiQdConfig, threads: usize) -> Budget {
+        use crate::runs::mppi_tune::{candidates, knob_dims};
+        let mut b = Budget::new();
+        runs::fixed(&mut b);
+        let d = knob_dims(&c.run, &c.knobs);
+        let cells = c.cells.saturating_mul(c.cells);
+        let sizes = format!("cells = {}, knobs = {d} coordinates", c.cells);
+        b.add("archive", sizes.clone(), kestrel_evo::memory::archive_bytes(cells, d), 1);
+        // At most one elite per evaluation.
+        let evals = (c.generations as u128)
+            .saturating_mul(c.num_emitters as u128)
+            .saturating_mul(c.batch_size as u128);
+        b.add("elites.csv", format!("cells = {}", c.cells), (cells as u128).min(evals), 160);
+        let (e, lam) = (c.num_emitters as u128, c.batch_size as u128);
+        let one = kestrel_evo::StrategyKind::CmaEs.state_bytes(d, c.batch_size);
+        runs::packing(&mut b, kestrel_evo::StrategyKind::CmaEs, d, c.batch_size, threads);
+        let ems = format!("num_emitters = {}, batch_size = {}", c.num_emitters, c.batch_size);
+        b.add(
+            "CMA-ME emitters (one restarting)",
+            ems.clone(),
+            e.saturating_add(1),
+            one.saturating_add(21 * lam),
+        );
+        b.add("batches", ems, e.saturating_mul(lam), 4 * d as u128 + 12);
+        let live = c.num_emitters.saturating_mul(c.batch_size).min(threads.max(1));
+        candidates(&mut b, &c.run, &c.knobs, live, threads);
+        runs::heat_map(&mut b, format!("cells = {}", c.cells), c.cells.clamp(1, 400) as u128);
+        runs::curve(&mut b, format!("generations = {}", c.generations), c.generations as u128);
+        b
     }
 
     fn validate(c: &MppiQdConfig) -> Result<(), RunError> {

@@ -4,8 +4,11 @@
 //! ([`run_tune_with`]); the best knobs are written as a run config `kestrel mppi run` replays.
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary, write_atomic};
+use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
+use kestrel_core::Budget;
+use kestrel_mppi::tune::{KnobName, TuneSpec};
 use kestrel_mppi::tune::{TuneConfig, run_tune_with, validate_tune};
+use kestrel_mppi::{Dynamics, MppiRunConfig};
 use kestrel_plot::{LinePlot, Series};
 use serde_json::json;
 use std::path::Path;
@@ -30,6 +33,25 @@ impl Run for MppiTune {
 
     fn validate(c: &TuneConfig) -> Result<(), RunError> {
         Ok(validate_tune(c)?)
+    }
+
+    /// A controller per candidate episode in flight (one per thread, at most `pop_size`), the
+    /// strategy over the knobs, the history and its plot.
+    fn budget(c: &TuneConfig, threads: usize) -> Budget {
+        let mut b = Budget::new();
+        runs::fixed(&mut b);
+        let live = c.pop_size.min(threads.max(1));
+        candidates(&mut b, &c.run, &c.knobs, live, threads);
+        let d = knob_dims(&c.run, &c.knobs);
+        runs::packing(&mut b, c.strategy, d, c.pop_size, threads);
+        b.add(
+            format!("{} over the knobs", c.strategy.name()),
+            format!("pop_size = {}, knobs = {d} coordinates", c.pop_size),
+            c.strategy.state_bytes(d, c.pop_size),
+            1,
+        );
+        runs::curve(&mut b, format!("generations = {}", c.generations), 2 * c.generations as u128);
+        b
     }
 
     fn run(c: TuneConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
@@ -121,6 +143,39 @@ pub fn tune_with(
         ))
     })();
     finish(dir, r)
+}
+
+/// The search coordinates of `knobs` for `run` (their count as names when they do not parse:
+/// validation reports that).
+pub(crate) fn knob_dims(run: &MppiRunConfig, knobs: &[KnobName]) -> usize {
+    TuneSpec::from_names(knobs, run.system.nu(), &run.mppi)
+        .map_or(knobs.len().saturating_mul(run.system.nu()), |s| s.num_dims())
+}
+
+/// `live` candidate episodes in flight, each with its controller (planning over up to three
+/// times the base horizon when the horizon is tuned) and its cost trace.
+pub(crate) fn candidates(
+    b: &mut Budget,
+    run: &MppiRunConfig,
+    knobs: &[KnobName],
+    live: usize,
+    threads: usize,
+) {
+    let horizon = if knobs.contains(&KnobName::Horizon) {
+        run.mppi.horizon.saturating_mul(3).max(2)
+    } else {
+        run.mppi.horizon
+    };
+    let one = run.controller_bytes(horizon, threads).saturating_add(8 * run.steps as u128);
+    b.add(
+        "candidate controllers in flight",
+        format!(
+            "run.mppi.num_samples = {}, run.mppi.horizon = {}, run.steps = {}, {live} in flight",
+            run.mppi.num_samples, run.mppi.horizon, run.steps
+        ),
+        live as u128,
+        one,
+    );
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! generation loop is [`QdRun::run`].
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary};
+use crate::{COMMIT, Run, RunError, Summary, runs};
+use kestrel_core::Budget;
 use kestrel_evo::qd::{Archive, Tessellation};
 use kestrel_evo::run::{QdConfig, QdRun};
 use kestrel_plot::{Heatmaps, LinePlot, Panel, Series};
@@ -29,6 +30,65 @@ impl Run for Qd {
     fn validate(c: &QdConfig) -> Result<(), RunError> {
         QdRun::new(c.clone())?;
         Ok(())
+    }
+
+    /// The archive (and a CVT's construction), the emitters (a CMA-ES state each for CMA-ME,
+    /// one more while one restarts), the batch, per-thread scratch, the heat map and the
+    /// curve.
+    fn budget(c: &QdConfig, threads: usize) -> Budget {
+        use kestrel_evo::memory::archive_bytes;
+        use kestrel_evo::run::{ArchiveKind, EmitterKind};
+        let (n, lam, e) = (c.num_dims as u128, c.batch_size as u128, c.num_emitters as u128);
+        let cells = match c.archive {
+            ArchiveKind::Grid => c.cells.saturating_mul(c.cells),
+            ArchiveKind::Cvt => c.cells,
+        };
+        let mut b = Budget::new();
+        runs::fixed(&mut b);
+        let sizes = format!("cells = {}, num_dims = {}", c.cells, c.num_dims);
+        b.add("archive", sizes.clone(), archive_bytes(cells, c.num_dims), 1);
+        if c.archive == ArchiveKind::Cvt {
+            b.add("CVT construction", format!("cells = {}", c.cells), c.cells as u128, 360);
+        }
+        let ems = format!(
+            "num_emitters = {}, batch_size = {}, num_dims = {}",
+            c.num_emitters, c.batch_size, c.num_dims
+        );
+        match c.emitter {
+            EmitterKind::CmaMe => {
+                let one = kestrel_evo::StrategyKind::CmaEs.state_bytes(c.num_dims, c.batch_size);
+                runs::packing(
+                    &mut b,
+                    kestrel_evo::StrategyKind::CmaEs,
+                    c.num_dims,
+                    c.batch_size,
+                    threads,
+                );
+                b.add(
+                    "CMA-ME emitters (one restarting)",
+                    ems.clone(),
+                    e.saturating_add(1),
+                    one.saturating_add(21 * lam),
+                );
+            }
+            EmitterKind::MapElites | EmitterKind::IsoLine => {
+                b.add("emitters", ems.clone(), e.saturating_mul(n), 4);
+            }
+        }
+        b.add("batch", ems, lam.saturating_mul(n.saturating_add(3)), 4);
+        b.add(
+            "scratch per thread",
+            format!("num_dims = {}, threads = {threads}", c.num_dims),
+            n.saturating_mul(threads as u128),
+            8,
+        );
+        let res = match c.archive {
+            ArchiveKind::Grid => c.cells.clamp(1, 400),
+            ArchiveKind::Cvt => 200,
+        };
+        runs::heat_map(&mut b, format!("cells = {}", c.cells), res as u128);
+        runs::curve(&mut b, format!("generations = {}", c.generations), c.generations as u128);
+        b
     }
 
     fn run(c: QdConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {

@@ -1,0 +1,106 @@
+//! Heap bytes of the crate's parts as functions of their sizes, for the run budgets of
+//! `kestrel-run` (see `kestrel_core::Budget`). Each formula lists the buffers its part allocates
+//! (the file and the buffer named in a comment) and was checked against a counting allocator's
+//! peak; `crates/run/tests/budget.rs` keeps checking it.
+
+use crate::StrategyKind;
+
+/// `n` rounded up to a multiple of 8: faer pads every f64 column to 64 bytes.
+fn p8(n: u128) -> u128 {
+    n.div_ceil(8).saturating_mul(8)
+}
+
+/// faer's workspace for the eigen-decomposition of an `n × n` symmetric matrix (measured:
+/// 3,200 B at n = 10, 100,160 B at n = 100, 416,768 B at n = 128 and 24.5 MB at n = 1000;
+/// the bounds hold on both sides of faer's blocked path at 128).
+pub fn eigen_bytes(n: usize) -> u128 {
+    let n = n as u128;
+    if n < 128 { 8 * n * n + 240 * n + 512 } else { n.saturating_mul(n).saturating_mul(26) }
+}
+
+/// The packing buffer a large matrix product allocates once per thread (faer's gemm backend:
+/// 4 MiB on the machines measured; its size follows the CPU's cache, so twice that is
+/// counted).
+pub const PACKING_BYTES: u128 = 8 << 20;
+
+/// A QD archive of `cells` cells over `num_dims` dimensions: the f32 solutions, objectives,
+/// measures and occupancy (qd.rs).
+pub fn archive_bytes(cells: usize, num_dims: usize) -> u128 {
+    (cells as u128).saturating_mul(17u128.saturating_add((num_dims as u128).saturating_mul(4)))
+}
+
+impl StrategyKind {
+    /// Whether this strategy's matrix products at `n` dimensions and population `pop` are
+    /// large enough for the packing buffer ([`PACKING_BYTES`], once per thread).
+    pub fn packs(self, n: usize, pop: usize) -> bool {
+        let (n, l) = (n as u128, pop as u128);
+        match self {
+            StrategyKind::CmaEs => n.saturating_mul(n).saturating_mul(l) > 4096,
+            StrategyKind::Xnes => n.saturating_mul(n).saturating_mul(l.max(n)) > 4096,
+            _ => false,
+        }
+    }
+
+    /// Heap bytes of this strategy's state for `n` dimensions and population `pop`, with its
+    /// weights and scratch, and the ask/tell driver's population and fitness buffers (the
+    /// packing buffer is per thread: [`StrategyKind::packs`]).
+    pub fn state_bytes(self, n: usize, pop: usize) -> u128 {
+        let (n, l) = (n as u128, pop as u128);
+        let nl = n.saturating_mul(l);
+        // Driver: the f32 population and fitness (driver.rs).
+        let driver = nl.saturating_mul(4).saturating_add(4 * l);
+        let state = match self {
+            // C and B (n × n), y and tmp (n × λ, padded), the f64 population, the eigen
+            // workspace, weights and vectors (cma_es.rs).
+            StrategyKind::CmaEs => p8(n)
+                .saturating_mul(n)
+                .saturating_mul(16)
+                .saturating_add(nl.saturating_mul(8))
+                .saturating_add(p8(n).saturating_mul(l).saturating_mul(16))
+                .saturating_add(eigen_bytes(n as usize))
+                .saturating_add(8 * p8(n) + 24 * l + 60 * n),
+            // Diagonal: z and y (λ × n, f64) and vectors (sep_cma_es.rs).
+            StrategyKind::SepCmaEs => nl.saturating_mul(16).saturating_add(24 * l + 52 * n),
+            // z (λ × n, f64) and vectors (snes.rs).
+            StrategyKind::Snes => nl.saturating_mul(8).saturating_add(24 * l + 20 * n),
+            // A, its exponential and gradients (six n × n), z and x (λ × n, padded), the eigen
+            // workspace (xnes.rs).
+            StrategyKind::Xnes => p8(n)
+                .saturating_mul(n)
+                .saturating_mul(48)
+                .saturating_add(p8(l).saturating_mul(n).saturating_mul(16))
+                .saturating_add(eigen_bytes(n as usize))
+                .saturating_add(8 * p8(n) + 24 * l + 28 * n),
+            // The f64 noise (λ × n) and Adam's vectors (open_es.rs).
+            StrategyKind::OpenEs => nl.saturating_mul(8).saturating_add(16 * l + 28 * n),
+            // The f32 noise and the ClipUp vectors (pgpe.rs).
+            StrategyKind::Pgpe => nl.saturating_mul(4).saturating_add(16 * l + 36 * n),
+            // The f32 trial population (de.rs).
+            StrategyKind::De => nl.saturating_mul(4).saturating_add(4 * l + 4 * n),
+        };
+        driver.saturating_add(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_formulas_grow_as_their_buffers_do() {
+        // CMA-ES at n = 1000, λ = 24: measured 41,149,080 B for the state with the driver.
+        let b = StrategyKind::CmaEs.state_bytes(1000, 24);
+        assert!(StrategyKind::CmaEs.packs(1000, 24) && !StrategyKind::Snes.packs(1000, 24));
+        assert!((41_149_080..43_000_000).contains(&b), "{b}");
+        // Quadratic in n for the full-covariance strategies, linear for the others.
+        for s in [StrategyKind::CmaEs, StrategyKind::Xnes] {
+            assert!(s.state_bytes(2000, 10) > 3 * s.state_bytes(1000, 10));
+        }
+        for s in [StrategyKind::Snes, StrategyKind::OpenEs, StrategyKind::Pgpe, StrategyKind::De] {
+            assert!(s.state_bytes(2000, 10) < 3 * s.state_bytes(1000, 10));
+        }
+        assert_eq!(StrategyKind::Snes.state_bytes(usize::MAX, usize::MAX), u128::MAX);
+        use crate::Problem;
+        assert_eq!(crate::run::cartpole_problem().unwrap().num_dims(), crate::run::CARTPOLE_DIMS);
+    }
+}

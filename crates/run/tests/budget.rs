@@ -1,0 +1,200 @@
+//! Each run kind's memory estimate against what it really holds: every kind runs configs whose
+//! config-sized buffers are tens to hundreds of MB, under a counting allocator that tracks the
+//! process's live heap bytes, and its estimate (`RunKind::budget`) must cover the measured peak
+//! without overstating it by more than half. At the boundary, a config just past the 8 GiB
+//! budget is refused before anything is allocated, naming the field that grew, and one just
+//! under is accepted.
+//!
+//! One test function: the peak is process-wide, so the measurements run one after another.
+
+use kestrel_core::{MAX_BYTES, human};
+use kestrel_run::{Launch, Layers, RunKind};
+use kestrel_testkit::{CountingAlloc, peak_bytes_in};
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn table(text: &str) -> toml::Table {
+    toml::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// The estimate and the measured peak of `kind` under `config` on a fresh one-thread pool (a
+/// pool's first large matrix product allocates its packing buffer, which is counted); with
+/// `resume` (a `--set` raising the budget), the larger of that peak and the resumed launch's
+/// (which reads the checkpoint back).
+fn measure(kind: RunKind, config: &str, resume: Option<&str>) -> (u128, usize) {
+    let t = table(config);
+    let out = std::env::temp_dir().join(format!("kestrel-budget-{}-{}", std::process::id(), kind));
+    let pool = || rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let est = pool().install(|| kind.budget(Layers::table(&t), 1)).unwrap();
+    let mut dir = None;
+    let p = pool();
+    let mut peak = peak_bytes_in(|| {
+        p.install(|| {
+            let mut p = |_: kestrel_run::Tick<'_>| {};
+            let l = Launch { out_dir: out.clone(), argv: vec![], progress: &mut p };
+            let o = kind.launch(Layers::table(&t), None, l);
+            dir = Some(o.unwrap_or_else(|e| panic!("{kind} {config}: {e}")).dir);
+        })
+    });
+    if let (Some(set), Some(dir)) = (resume, dir) {
+        let sets = [set.to_string()];
+        let layers = Layers { preset: None, file: None, table: &toml::Table::new(), sets: &sets };
+        let p = pool();
+        peak = peak.max(peak_bytes_in(|| {
+            p.install(|| {
+                let mut p = |_: kestrel_run::Tick<'_>| {};
+                let l = Launch { out_dir: out.clone(), argv: vec![], progress: &mut p };
+                kind.launch(layers, Some(&dir), l).unwrap_or_else(|e| panic!("{kind} resume: {e}"));
+            })
+        }));
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    (est.total(), peak)
+}
+
+const MB: u128 = 1 << 20;
+
+/// (kind, a config whose config-sized buffers dominate, a resume's budget for resumable kinds).
+const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
+    (RunKind::Evo, "problem = \"sphere\"\nnum_dims = 1000\ngenerations = 20", None),
+    (
+        RunKind::Evo,
+        "strategy = \"open-es\"\nproblem = \"sphere\"\nnum_dims = 10000\npop_size = 2000\ngenerations = 3",
+        None,
+    ),
+    (RunKind::Qd, "cells = 1000\nnum_dims = 20\ngenerations = 20", None),
+    (RunKind::Qd, "cells = 10\nnum_dims = 100\nnum_emitters = 256\ngenerations = 5", None),
+    (RunKind::MppiRun, "steps = 3\n[mppi]\nnum_samples = 100000\nhorizon = 50", None),
+    (
+        RunKind::MppiRun,
+        "system = \"nav2d\"\nsteps = 3\n[mppi]\nnum_samples = 100000\nhorizon = 50\nprecision = \"f32\"",
+        None,
+    ),
+    (
+        RunKind::MppiTune,
+        "pop_size = 4\ngenerations = 2\n[run]\nsteps = 2\n[run.mppi]\nnum_samples = 20000\nhorizon = 50",
+        None,
+    ),
+    (
+        RunKind::MppiQd,
+        "generations = 2\ncells = 1024\n[run]\nsteps = 2\n[run.mppi]\nnum_samples = 10\nhorizon = 5",
+        None,
+    ),
+    (
+        RunKind::MppiQd,
+        "generations = 1\nnum_emitters = 1\nbatch_size = 4\n[run]\nsteps = 2\n[run.mppi]\nnum_samples = 20000\nhorizon = 50",
+        None,
+    ),
+    (
+        RunKind::Allo,
+        "map = \"builtin:maze-25-0\"\nd = 8\nbatch = 64\nsamples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
+        Some("steps=21"),
+    ),
+    (
+        RunKind::Allo,
+        "map = \"builtin:maze-20-0\"\nd = 64\nbatch = 256\nsamples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
+        Some("steps=11"),
+    ),
+    (
+        RunKind::Hunt,
+        "agents = 1\nobs = \"one-hot\"\ncapacity = 50000\nepochs = 2\nrecord_every = 0",
+        Some("epochs=3"),
+    ),
+    (
+        RunKind::Hunt,
+        "layer = 512\nbatch = 256\nworlds = 4\nepochs = 1\nrecord_every = 0",
+        Some("epochs=2"),
+    ),
+    (
+        RunKind::Actdyn,
+        "steps = 21\n[env]\nobs_dim = 1000\n[model]\nobs_dim = 1000\nrnn_hidden = 1024\n[eval]\nepisodes = 1\nsteps = 100\nsamples = 10\nstarts = 10",
+        Some("steps=22"),
+    ),
+    (
+        RunKind::Actdyn,
+        "steps = 5\n[model.dynamics]\ntype = \"mlp\"\nhidden = [1024, 1024]\n[train]\nensemble = 16\nsamples = 1\nwindow = 4\nk_steps = 1\n[eval]\nepisodes = 1\nsteps = 100\nsamples = 10\nstarts = 10",
+        Some("steps=6"),
+    ),
+];
+
+#[test]
+fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for &(kind, config, resume) in MEASURED {
+        let (est, peak) = measure(kind, config, resume);
+        let peak = peak as u128;
+        let line = format!(
+            "{kind}: estimate {} measured {} ({})",
+            human(est),
+            human(peak),
+            config.replace('\n', "; ")
+        );
+        // Covers what is held; overstates by at most half (plus the fixed terms' slack).
+        if peak > est || est > peak + peak / 2 + 16 * MB {
+            failures.push(line.clone());
+        }
+        report.push(line);
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(failures.is_empty(), "estimates off:\n{}", failures.join("\n"));
+    // At the boundary: (kind, just under, just over, the field named).
+    for (kind, under, over, field) in BOUNDARY {
+        let b = |c: &str| kind.budget(Layers::table(&table(c)), 2).unwrap();
+        let (u, o) = (b(under), b(over));
+        assert!(u.total() <= MAX_BYTES, "{kind} {under}: {}", u.describe(3));
+        assert!(o.total() > MAX_BYTES, "{kind} {over}: {}", o.describe(3));
+        let e = kind.check(Layers::table(&table(over)), "test").unwrap_err().to_string();
+        assert!(e.contains(field) && e.contains("8 GiB"), "{kind}: {e}");
+    }
+}
+
+/// Configs on either side of the 8 GiB budget (found from each kind's terms: the dominant
+/// field doubled or less between them).
+const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
+    (
+        RunKind::Evo,
+        "num_dims = 14000\ngenerations = 1",
+        "num_dims = 17000\ngenerations = 1",
+        "num_dims",
+    ),
+    (
+        RunKind::Evo,
+        "strategy = \"snes\"\nnum_dims = 100000\npop_size = 6000\ngenerations = 1",
+        "strategy = \"snes\"\nnum_dims = 100000\npop_size = 8000\ngenerations = 1",
+        "pop_size",
+    ),
+    (
+        RunKind::Qd,
+        "cells = 2048\nnum_dims = 400\ngenerations = 1",
+        "cells = 2048\nnum_dims = 600\ngenerations = 1",
+        "cells",
+    ),
+    (
+        RunKind::MppiRun,
+        "[mppi]\nnum_samples = 1000000\nhorizon = 300",
+        "[mppi]\nnum_samples = 1000000\nhorizon = 400",
+        "mppi.num_samples",
+    ),
+    (
+        RunKind::MppiTune,
+        "pop_size = 2\n[run.mppi]\nnum_samples = 1000000\nhorizon = 50",
+        "pop_size = 2\n[run.mppi]\nnum_samples = 1000000\nhorizon = 100",
+        "run.mppi.num_samples",
+    ),
+    (
+        RunKind::MppiQd,
+        "cells = 1024",
+        "cells = 1024\n[run.mppi]\nnum_samples = 10000000\nhorizon = 100",
+        "run.mppi.num_samples",
+    ),
+    (RunKind::Allo, "samples = 1500000000", "samples = 2000000000", "samples"),
+    (RunKind::Hunt, "capacity = 2000000", "capacity = 3000000", "capacity"),
+    (
+        RunKind::Actdyn,
+        "[policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 30000",
+        "[policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 40000",
+        "policy.horizon",
+    ),
+];
