@@ -75,53 +75,64 @@ fn a_run_killed_at_random_points_and_resumed_ends_as_an_uninterrupted_one() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let whole_run = only_dir(&whole).unwrap();
 
-    let killed = tmp("killed");
-    let (mut kills, mut in_write, mut finished) = (0, 0, false);
+    // Runs killed and resumed until done, again in a fresh folder until at least one kill has
+    // landed inside a checkpoint write (left `checkpoint.tmp` behind): each must end as the
+    // uninterrupted run did.
+    let (mut kills, mut in_write, mut runs) = (0, 0, 0);
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let t0 = Instant::now();
-    while !finished && t0.elapsed() < Duration::from_secs(240) {
-        let mut cmd = kestrel();
-        cmd.args(ALLO).args(["--steps", steps, "--out-dir"]).arg(&killed);
-        if let Some(run) = only_dir(&killed) {
-            cmd.arg("--resume").arg(run);
-        }
-        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        // A pseudo-random delay of 5 to 200 ms, then SIGKILL (if still running).
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let delay = Duration::from_millis(5 + rng % 196);
-        let start = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                let mut err = String::new();
-                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-                assert!(status.success(), "a resumed launch failed:\n{err}");
-                finished = true;
-                break;
+    while (runs == 0 || in_write == 0) && t0.elapsed() < Duration::from_secs(240) {
+        let killed = tmp(&format!("killed-{runs}"));
+        let (mut this, mut finished) = (0, false);
+        while !finished && t0.elapsed() < Duration::from_secs(300) {
+            let mut cmd = kestrel();
+            cmd.args(ALLO).args(["--steps", steps, "--out-dir"]).arg(&killed);
+            if let Some(run) = only_dir(&killed) {
+                cmd.arg("--resume").arg(run);
             }
-            if start.elapsed() >= delay {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                kills += 1;
-                // A set being written when the kill came is left as `checkpoint.tmp`.
-                if only_dir(&killed).is_some_and(|r| r.join("checkpoint.tmp").exists()) {
-                    in_write += 1;
+            let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+            // A pseudo-random delay of 5 to 200 ms, then SIGKILL (if still running).
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let delay = Duration::from_millis(5 + rng % 196);
+            let start = Instant::now();
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    let mut err = String::new();
+                    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err)
+                        .unwrap();
+                    assert!(status.success(), "a resumed launch failed:\n{err}");
+                    finished = true;
+                    break;
                 }
-                break;
+                if start.elapsed() >= delay {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    this += 1;
+                    // A set being written when the kill came is left as `checkpoint.tmp`.
+                    if only_dir(&killed).is_some_and(|r| r.join("checkpoint.tmp").exists()) {
+                        in_write += 1;
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
             }
-            std::thread::sleep(Duration::from_millis(1));
         }
+        assert!(finished, "the run did not finish after {this} kills");
+        let run = only_dir(&killed).unwrap();
+        assert_eq!(metrics(&run), metrics(&whole_run), "after {this} kills");
+        assert_eq!(checkpoint_bytes(&run), checkpoint_bytes(&whole_run), "after {this} kills");
+        assert!(!run.join("run.lock").exists());
+        kills += this;
+        runs += 1;
     }
-    assert!(finished, "the run did not finish after {kills} kills");
-    // A run that ends before the kills start proves nothing.
+    // A run that ends before the kills start proves nothing; nor does one never killed while
+    // it writes a checkpoint.
     assert!(kills >= 5, "only {kills} launches were killed");
-    let run = only_dir(&killed).unwrap();
-    assert_eq!(metrics(&run), metrics(&whole_run), "after {kills} kills");
-    assert_eq!(checkpoint_bytes(&run), checkpoint_bytes(&whole_run), "after {kills} kills");
-    assert!(!run.join("run.lock").exists());
+    assert!(in_write >= 1, "none of {kills} kills landed inside a checkpoint write");
     eprintln!(
-        "finished after {kills} kills, {in_write} of them while a checkpoint set was written"
+        "{runs} runs finished after {kills} kills, {in_write} of them while a checkpoint set was written"
     );
 }
 

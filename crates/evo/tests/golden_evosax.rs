@@ -200,3 +200,126 @@ fn strategies_match_evosax() {
     );
     assert_eq!(tells, 40);
 }
+
+/// The same 40 tells run freely: each case starts from its first state and goes on from its own
+/// results (only the normals and the fitness come from the fixture), so an error that grows over
+/// the generations is caught, which re-injecting evosax's state before every tell would hide.
+/// The population, mean and step size are compared after every generation (CMA-ES takes
+/// evosax's eigenbasis for each ask, as sampling from the fixture's normals needs; its mean,
+/// paths, step size and covariance run free). Tolerance:
+/// `FREE_TOL` relative (with an absolute floor of 1e-2, the populations being of order 0.1 to
+/// 1), the smallest power of ten that passes: evosax's float32 rounding compounding over six
+/// generations reaches 8.8e-5 (the state-injected test's one-update error is at most `TOL`).
+#[test]
+fn strategies_follow_evosax_freely_over_every_generation() {
+    const FREE_TOL: f64 = 1e-4;
+    let fx = load_fixture("evosax_tell.json");
+    let mut worst = (0.0f64, String::new());
+    let mut check = |what: String, got: &[f64], want: &[f64]| {
+        for (i, (g, e)) in got.iter().zip(want).enumerate() {
+            let err = (g - e).abs() / e.abs().max(1e-2);
+            if err > worst.0 {
+                worst = (err, format!("{what}[{i}]: {g} vs {e}"));
+            }
+            assert!(err <= FREE_TOL, "{what}[{i}]: kestrel {g}, evosax {e} ({err:.2e})");
+        }
+    };
+    let as64 = |x: &[f32]| x.iter().map(|&v| v as f64).collect::<Vec<_>>();
+    let mut tells = 0;
+    for case in fx["cases"].as_array().unwrap() {
+        let (lam, n) = (
+            case["pop_size"].as_u64().unwrap() as usize,
+            case["num_dims"].as_u64().unwrap() as usize,
+        );
+        let name = case["strategy"].as_str().unwrap();
+        let steps = case["steps"].as_array().unwrap();
+        let first = &steps[0]["before"];
+        let mut out = vec![0.0f32; lam * n];
+        match name {
+            "cma_es" => {
+                let s = CmaEs::new(lam, n).unwrap();
+                let mut p = Strategy::default_params(&s);
+                p.sigma_init = first["sigma"].as_f64().unwrap();
+                let mut k = s.init(Key::new(0), &p, &f32s(&first["mean"]));
+                (k.mean, k.p_sigma, k.p_c) =
+                    (v(&first["mean"]), v(&first["p_sigma"]), v(&first["p_c"]));
+                (k.c, k.b, k.d) = (mat(&first["c"], n), mat(&first["b"], n), v(&first["d"]));
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    // The eigenbasis is evosax's: an eigensolver fixes it only up to the sign
+                    // and order of its columns, and the fixture's normals are drawn in evosax's.
+                    (k.b, k.d) = (mat(&st["before"]["b"], n), v(&st["before"]["d"]));
+                    s.ask_from_normals(&mut k, &v(&st["z"]), &mut out);
+                    check(format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    s.tell(Key::new(0), &out, &f32s(&st["fitness"]), &mut k, &p);
+                    check(format!("{at} mean"), &k.mean, &v(&st["after"]["mean"]));
+                    check(
+                        format!("{at} sigma"),
+                        &[k.sigma],
+                        &[st["after"]["sigma"].as_f64().unwrap()],
+                    );
+                    tells += 1;
+                }
+            }
+            "sep_cma_es" => {
+                let s = SepCmaEs::new(lam, n).unwrap();
+                let mut p = Strategy::default_params(&s);
+                p.sigma_init = first["sigma"].as_f64().unwrap();
+                let mut k = s.init(Key::new(0), &p, &f32s(&first["mean"]));
+                k.mean = v(&first["mean"]);
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    s.ask_from_normals(&k, &v(&st["z"]), &mut out);
+                    check(format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    s.tell(Key::new(0), &out, &f32s(&st["fitness"]), &mut k, &p);
+                    check(format!("{at} mean"), &k.mean, &v(&st["after"]["mean"]));
+                    check(
+                        format!("{at} sigma"),
+                        &[k.sigma],
+                        &[st["after"]["sigma"].as_f64().unwrap()],
+                    );
+                    tells += 1;
+                }
+            }
+            "snes" => {
+                let s = Snes::new(lam, n).unwrap();
+                let p = Strategy::default_params(&s);
+                let mut k = s.init(Key::new(0), &p, &f32s(&first["mean"]));
+                (k.mean, k.sigma) = (v(&first["mean"]), v(&first["sigma"]));
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    s.ask_from_normals(&k, &v(&st["z"]), &mut out);
+                    check(format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    s.tell(Key::new(0), &out, &f32s(&st["fitness"]), &mut k, &p);
+                    check(format!("{at} mean"), &k.mean, &v(&st["after"]["mean"]));
+                    check(format!("{at} sigma"), &k.sigma, &v(&st["after"]["sigma"]));
+                    tells += 1;
+                }
+            }
+            _ => {
+                let s = OpenEs::new(lam, n).unwrap();
+                let p = OpenEsParams { sigma: 0.3, ..Strategy::default_params(&s) };
+                let mut k = s.init(Key::new(0), &p, &f32s(&first["mean"]));
+                (k.mean, k.m, k.v, k.adam_steps) = (
+                    v(&first["mean"]),
+                    v(&first["m"]),
+                    v(&first["v"]),
+                    first["count"].as_u64().unwrap(),
+                );
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    s.ask_from_normals(&k, &p, &v(&st["z"]), &mut out);
+                    check(format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    s.tell(Key::new(0), &out, &f32s(&st["fitness"]), &mut k, &p);
+                    check(format!("{at} mean"), &k.mean, &v(&st["after"]["mean"]));
+                    tells += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{tells} free tells follow evosax 0.3.2; largest relative error {:.2e} at {}",
+        worst.0, worst.1
+    );
+    assert_eq!(tells, 40);
+}

@@ -5,6 +5,16 @@ use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, DoubleIn
 use kestrel_mppi::{Controller, Dynamics, Mppi, MppiParams};
 
 fn closed_loop<D: Dynamics>(d: D, p: &MppiParams, x0: &[f64], steps: usize) -> Vec<Vec<f64>> {
+    closed_loop_seeded(d, p, x0, steps, 7)
+}
+
+fn closed_loop_seeded<D: Dynamics>(
+    d: D,
+    p: &MppiParams,
+    x0: &[f64],
+    steps: usize,
+    seed: u64,
+) -> Vec<Vec<f64>> {
     let m = Mppi::new(d);
     m.validate(p).unwrap();
     let mut s = m.init(p);
@@ -12,7 +22,7 @@ fn closed_loop<D: Dynamics>(d: D, p: &MppiParams, x0: &[f64], steps: usize) -> V
     let (mut x, mut next, mut u) = (x0.to_vec(), vec![0.0; x0.len()], vec![0.0; nu]);
     let mut path = vec![x.clone()];
     for t in 0..steps {
-        m.command(Key::new(7).fold_in(t as u64), p, &mut s, &x, &mut u);
+        m.command(Key::new(seed).fold_in(t as u64), p, &mut s, &x, &mut u);
         m.dynamics().step(&x, &u, t, &mut next);
         std::mem::swap(&mut x, &mut next);
         path.push(x.clone());
@@ -54,12 +64,20 @@ fn basic_linear_and_double_integrator_settle() {
     let last: f64 = path.last().unwrap().iter().map(|v| v * v).sum();
     assert!(last < first, "{first} -> {last}");
     // From 1 away, the positions settle at the goal; plain MPPI (Σ = I on the acceleration)
-    // keeps jittering around it, so the last 10 positions are averaged (over 30 seeds the
-    // worst coordinate of that mean is within 0.05 at the median and 0.2 at the 90th percentile).
+    // keeps jittering around it, so the last 10 positions are averaged, and judged over 30
+    // seeds rather than one draw: the original bound (0.1 on each coordinate) holds at the
+    // median, and no seed strays past 0.5.
     let p = MppiParams { num_samples: 200, horizon: 20, ..MppiParams::new(2, 1.0) };
-    let path = closed_loop(DoubleIntegrator { dims: 2 }, &p, &[0.0; 4], 60);
-    let mean = |i: usize| path[path.len() - 10..].iter().map(|x| x[i]).sum::<f64>() / 10.0;
-    assert!((mean(0) - 1.0).abs() < 0.3 && (mean(1) - 1.0).abs() < 0.3, "{:?}", (mean(0), mean(1)));
+    let mut worst: Vec<f64> = (0..30)
+        .map(|seed| {
+            let path = closed_loop_seeded(DoubleIntegrator { dims: 2 }, &p, &[0.0; 4], 60, seed);
+            let mean = |i: usize| path[path.len() - 10..].iter().map(|x| x[i]).sum::<f64>() / 10.0;
+            (mean(0) - 1.0).abs().max((mean(1) - 1.0).abs())
+        })
+        .collect();
+    worst.sort_by(f64::total_cmp);
+    eprintln!("double integrator, worst coordinate's error over 30 seeds: {worst:?}");
+    assert!(worst[15] < 0.1 && worst[29] < 0.5, "{worst:?}");
 }
 
 #[test]
@@ -133,7 +151,6 @@ fn batched_mppi_drives_a_vec_env_of_control_envs() {
     let env = ControlEnv::new(Nav2d).unwrap();
     let ep = ControlParams { reset_noise: 0.5, max_episode_steps: 60, ..Default::default() };
     env.validate(&ep).unwrap();
-    let mut venv = VecEnv::new(env, ep, 4, 11).unwrap();
     let m = Mppi::new(Nav2d);
     let p = MppiParams {
         num_samples: 300,
@@ -143,42 +160,48 @@ fn batched_mppi_drives_a_vec_env_of_control_envs() {
         ..MppiParams::new(2, 1.0)
     };
     m.validate(&p).unwrap();
-    let mut ms: Vec<_> = (0..4).map(|_| m.init(&p)).collect();
-    let (mut x0s, mut out) = (vec![0.0; 8], vec![0.0; 8]);
-    let mut actions = vec![[0.0f32; ENV_MAX_NU]; 4];
-    let starts: Vec<[f64; 2]> = venv.states().iter().map(|s| [s.x[0], s.x[1]]).collect();
-    assert!(starts.windows(2).all(|w| w[0] != w[1]), "perturbed starts differ");
     let dist =
         |x: &[f64]| ((x[0] - Nav2d::GOAL[0]).powi(2) + (x[1] - Nav2d::GOAL[1]).powi(2)).sqrt();
-    let (mut closest, mut tail) = ([f64::INFINITY; 4], [0.0; 4]);
-    for t in 0..40 {
-        for (i, s) in venv.states().iter().enumerate() {
-            x0s[2 * i..2 * i + 2].copy_from_slice(&s.x[..2]);
-        }
-        m.command_batch(Key::new(3).fold_in(t), &p, &mut ms, &x0s, &mut out);
-        for (a, u) in actions.iter_mut().zip(out.chunks(2)) {
-            a[0] = u[0] as f32;
-            a[1] = u[1] as f32;
-        }
-        venv.step(&actions);
-        assert!(venv.terminated().iter().all(|&d| !d));
-        for (i, s) in venv.states().iter().enumerate() {
-            closest[i] = closest[i].min(dist(&s.x));
-            if t >= 30 {
-                tail[i] += dist(&s.x) / 10.0;
+    let (mut all_closest, mut all_tail) = (Vec::new(), Vec::new());
+    for seed in 0..8u64 {
+        let mut venv = VecEnv::new(env, ep.clone(), 4, 11 + seed).unwrap();
+        let mut ms: Vec<_> = (0..4).map(|_| m.init(&p)).collect();
+        let (mut x0s, mut out) = (vec![0.0; 8], vec![0.0; 8]);
+        let mut actions = vec![[0.0f32; ENV_MAX_NU]; 4];
+        let starts: Vec<[f64; 2]> = venv.states().iter().map(|s| [s.x[0], s.x[1]]).collect();
+        assert!(starts.windows(2).all(|w| w[0] != w[1]), "perturbed starts differ");
+        let (mut closest, mut tail) = ([f64::INFINITY; 4], [0.0; 4]);
+        for t in 0..40 {
+            for (i, s) in venv.states().iter().enumerate() {
+                x0s[2 * i..2 * i + 2].copy_from_slice(&s.x[..2]);
+            }
+            m.command_batch(Key::new(3 + seed).fold_in(t), &p, &mut ms, &x0s, &mut out);
+            for (a, u) in actions.iter_mut().zip(out.chunks(2)) {
+                a[0] = u[0] as f32;
+                a[1] = u[1] as f32;
+            }
+            venv.step(&actions);
+            assert!(venv.terminated().iter().all(|&d| !d));
+            for (i, s) in venv.states().iter().enumerate() {
+                closest[i] = closest[i].min(dist(&s.x));
+                if t >= 30 {
+                    tail[i] += dist(&s.x) / 10.0;
+                }
             }
         }
+        all_closest.extend(closest);
+        all_tail.extend(tail);
     }
     // As the single-env test: arrive, then stay near (plain MPPI jitters around the goal with
-    // steps up to 0.5 long; thresholds re-set when the keyed normals moved to the vectorised
-    // sampler, whose draw here comes to 0.33 of the goal for env 1 and a tail of 1.04 for env 0;
-    // the starts are ~5.7 away).
-    for i in 0..4 {
-        assert!(
-            closest[i] < 0.4 && tail[i] < 1.25,
-            "env {i}: closest {}, tail {}",
-            closest[i],
-            tail[i]
-        );
+    // steps up to 0.5 long; the starts are ~5.7 away). Judged over 32 episodes (8 seeds of 4
+    // envs) rather than one draw: the original bounds (closest approach 0.25, mean distance
+    // over the last 10 steps 1.0) hold at the median, and every episode arrives within 0.5.
+    for v in [&mut all_closest, &mut all_tail] {
+        v.sort_by(f64::total_cmp);
     }
+    eprintln!(
+        "closest approach over 32 episodes: {all_closest:?}\nlast-10 mean distance: {all_tail:?}"
+    );
+    assert!(all_closest[16] < 0.25 && all_tail[16] < 1.0, "{all_closest:?} {all_tail:?}");
+    assert!(all_closest[31] < 0.5, "{all_closest:?}");
 }

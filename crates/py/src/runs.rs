@@ -203,6 +203,7 @@ pub(crate) fn evo_run_with(
     let table = json_table(config_json)?;
     let c = kestrel_run::registry::load::<Es>(kestrel_run::Layers::table(&table), None)
         .map_err(run_error)?;
+    kestrel_run::registry::checked::<Es>(&c).map_err(run_error)?;
     let argv = format!("kestrel.evo.run({config_json})");
     let dims = kestrel_evo::run::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
     let ev = PyEval::new(dims, evaluate);
@@ -227,6 +228,7 @@ pub(crate) fn mppi_tune_with(
     let table = json_table(config_json)?;
     let c = kestrel_run::registry::load::<MppiTune>(kestrel_run::Layers::table(&table), None)
         .map_err(run_error)?;
+    kestrel_run::registry::checked::<MppiTune>(&c).map_err(run_error)?;
     let argv = format!("kestrel.mppi.tune({config_json})");
     let dims = kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?.num_dims();
     let ev = PyEval::new(dims, evaluate);

@@ -1,6 +1,8 @@
 """Whole runs and MPPI from Python: the library's run folders, progress callbacks, metrics
 as numpy arrays, the controller loop equal to `kestrel mppi run`."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -244,3 +246,13 @@ def test_mppi_tune_reads_its_config_over_the_run_systems_defaults(tmp_path):
     assert 'system = "pendulum"' in (r.dir / "config.toml").read_text()
     p = kestrel._kestrel.EvoProblem.from_tune_config('{"run": {"system": "pendulum", "steps": 10}}')
     assert p.num_dims == 2  # lambda and the one sigma
+
+
+def test_a_run_past_the_memory_budget_is_refused_before_its_folder(tmp_path):
+    # The size that aborted the process (8 TiB for iCEM's pink-noise matrix) is a ValueError
+    # naming the field and the estimate, and nothing is written.
+    with pytest.raises(ValueError, match=r"policy\.horizon.*GiB"):
+        kestrel.actdyn.run(preset="e2", out_dir=tmp_path, policy={"horizon": 1048576})
+    with pytest.raises(ValueError, match="capacity"):
+        kestrel.hunt.train(out_dir=tmp_path, capacity=30_000_000)
+    assert list(pathlib.Path(tmp_path).iterdir()) == []
