@@ -3,7 +3,8 @@
 
 Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
   A. CartPole-v1, random actions (a pool of 64 pre-drawn action batches cycled, the same for
-     every engine), 8 / 64 / 1024 / 4096 envs: Kestrel `make_vec` (copy=False and copy=True)
+     every engine), 8 / 64 / 1024 / 4096 envs: Kestrel `make_vec` (copy=False and copy=True,
+     and copy=False with the built-in episode statistics off: their cost, alternated twice)
      vs gymnasium 1.4 SyncVectorEnv and AsyncVectorEnv (8 and 64 envs only: one process per
      env) and EnvPool 1.2.5 (sync `step`, and async send/recv with batch_size = num_envs / 2).
      Also the per-call time of `step` at 8 envs.
@@ -68,11 +69,15 @@ for n in ([8, 64, 1024] if quick else [8, 64, 1024, 4096]) if "A" in work else [
         it["i"] = (it["i"] + 1) % 64
         return acts[it["i"]]
     row = {}
-    for copy in (False, True):
-        v = kestrel.make_vec("CartPole-v1", n, copy=copy)
-        v.reset(seed=0)
-        row[f"kestrel_copy_{copy}"] = timed(lambda: v.step(nxt()), n)
-        if n == 8:
+    # The built-in episode statistics (infos["episode"]) on and off, alternated in one launch.
+    for rep in range(2):
+        for copy, stats in ((False, True), (True, True), (False, False)):
+            v = kestrel.make_vec("CartPole-v1", n, copy=copy, episode_stats=stats)
+            v.reset(seed=0)
+            key = f"kestrel_copy_{copy}" + ("" if stats else "_nostats")
+            row[key] = max(row.get(key, 0.0), timed(lambda: v.step(nxt()), n))
+    if n == 8:
+        for copy in (False, True):
             row[f"kestrel_us_per_call_copy_{copy}"] = 1e6 * n / row[f"kestrel_copy_{copy}"]
     s = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * n)
     s.reset(seed=0)
@@ -188,15 +193,16 @@ def main():
     except (OSError, StopIteration):
         pass
     print(f"\ncommit {commit()}, {cpu}, {os.cpu_count()} cores, 2 threads per engine\n")
-    print("| CartPole-v1, random actions | Kestrel copy=False | Kestrel copy=True | gymnasium Sync | gymnasium Async | EnvPool sync | EnvPool async | Kestrel / EnvPool (best) | Kestrel / Sync |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| CartPole-v1, random actions | Kestrel copy=False | Kestrel copy=True | Kestrel copy=False, episode stats off | gymnasium Sync | gymnasium Async | EnvPool sync | EnvPool async | Kestrel / EnvPool (best) | Kestrel / Sync | stats on / off |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted((k for k in res if k.startswith("cartpole_")), key=lambda k: int(k.split("_")[1])):  # A
         r = res[key]
         best_pool = max(r["envpool_sync"], r["envpool_async"])
         kf = r["kestrel_copy_False"]
         ga = f"{r['gym_async'] / 1e3:,.0f} k" if "gym_async" in r else "-"
-        print(f"| {key.split('_')[1]} envs | {kf / 1e6:.2f} M | {r['kestrel_copy_True'] / 1e6:.2f} M | {r['gym_sync'] / 1e3:,.0f} k | {ga} "
-              f"| {r['envpool_sync'] / 1e6:.2f} M | {r['envpool_async'] / 1e6:.2f} M | {kf / best_pool:.1f}x | {kf / r['gym_sync']:,.0f}x |")
+        off = r["kestrel_copy_False_nostats"]
+        print(f"| {key.split('_')[1]} envs | {kf / 1e6:.2f} M | {r['kestrel_copy_True'] / 1e6:.2f} M | {off / 1e6:.2f} M | {r['gym_sync'] / 1e3:,.0f} k | {ga} "
+              f"| {r['envpool_sync'] / 1e6:.2f} M | {r['envpool_async'] / 1e6:.2f} M | {kf / best_pool:.1f}x | {kf / r['gym_sync']:,.0f}x | {kf / off:.3f} |")
     if "A" in work:
         r8 = res["cartpole_8"]
         print(f"\nPer `step` call at 8 envs: {r8['kestrel_us_per_call_copy_False']:.2f} µs (copy=False), "

@@ -477,3 +477,148 @@ impl ActdynConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_profiles_set_every_switch_and_overrides_take_one() {
+        let on = Bugs::of(Profile::Faithful);
+        let off = Bugs::of(Profile::Fixed);
+        assert!(on.fisher_off_by_one && on.kl_prior_variance_v && on.env_alpha_autoscale);
+        assert!(!off.fisher_off_by_one && !off.kl_prior_variance_v && !off.env_alpha_autoscale);
+        let o = BugOverrides { fresh_optimizer: Some(false), ..BugOverrides::default() };
+        let b = o.resolve(Profile::Faithful);
+        assert!(!b.fresh_optimizer && b.perturb_single_model);
+        assert_eq!(BugOverrides::default().resolve(Profile::Fixed), off);
+    }
+
+    #[test]
+    fn the_reference_experiments_validate_and_bad_fields_are_named() {
+        ActdynConfig::e1().validate().unwrap();
+        ActdynConfig::e2().validate().unwrap();
+        assert_eq!(ActdynConfig::e2().policy.kind, PolicyKind::Icem);
+        let cases: Vec<(ActdynConfig, &str)> = vec![
+            (ActdynConfig { steps: 0, ..ActdynConfig::e1() }, "steps"),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.env.dt = 0.0;
+                    c
+                },
+                "env.dt",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.env.alpha = f64::NAN;
+                    c
+                },
+                "env.alpha",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.env.obs_dim = 0;
+                    c
+                },
+                "env.obs_dim",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.model.obs_dim = 7;
+                    c
+                },
+                "model.obs_dim",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.model.latent_dim = 3;
+                    c
+                },
+                "model.latent_dim",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.env.obs = ObsKind::Identity;
+                    c
+                },
+                "env.obs_dim",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.env.obs = ObsKind::Linear;
+                    c.env.obs_noise_kind = ObsNoiseKind::Poisson;
+                    c
+                },
+                "env.obs_noise_kind",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.policy.hold = 0;
+                    c
+                },
+                "policy.hold",
+            ),
+            // A Fisher objective needs RBF dynamics (e1's are an MLP).
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.policy.kind = PolicyKind::Icem;
+                    c
+                },
+                "policy.metric",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e2();
+                    c.policy.discount = 1.5;
+                    c
+                },
+                "policy.discount",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e2();
+                    c.policy.metric = Metric::EnsembleDisagreement;
+                    c
+                },
+                "policy.metric",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.eval.episodes = 0;
+                    c
+                },
+                "eval.episodes",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.eval.steps = c.eval.k_max;
+                    c
+                },
+                "eval.steps",
+            ),
+            (
+                {
+                    let mut c = ActdynConfig::e1();
+                    c.eval.samples = 0;
+                    c
+                },
+                "eval.samples",
+            ),
+        ];
+        for (c, field) in cases {
+            let e = c.validate().expect_err(field).to_string();
+            assert!(e.contains(field), "{field}: {e}");
+        }
+    }
+}

@@ -28,6 +28,7 @@
 mod budget;
 mod documented;
 mod env;
+mod episode;
 mod error;
 mod key;
 pub mod linalg;
@@ -41,6 +42,7 @@ mod vec_env;
 pub use budget::{Budget, Term, human};
 pub use documented::{Documented, FieldDoc, closest, field_at};
 pub use env::Env;
+pub use episode::EpisodeStats;
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};
 /// `#[derive(Documented)]`: see [`Documented`].
 pub use kestrel_derive::Documented;

@@ -398,3 +398,55 @@ impl<T: Float> WithSimd for ActBackward<'_, T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dense_layer_is_x_w_plus_b_and_its_backward_the_transposes() {
+        // 2 → 3 on hand-set weights, two rows.
+        let d = Dense::new(2, 3, Init::TorchUniform).unwrap();
+        let p = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0, 0.5, -0.5, 1.0];
+        let x = [1.0, 0.0, -1.0, 2.0];
+        let mut y = [0.0; 6];
+        Layer::<f64>::forward(&d, &p, &x, &mut y, 2);
+        assert_eq!(y, [1.5, 1.5, 4.0, 7.5, 7.5, 10.0]);
+        let dy = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0];
+        let (mut dp, mut dx) = ([0.0; 9], [0.0; 4]);
+        d.backward(&p, &x, &y, &dy, &mut dp, Some(&mut dx), 2);
+        // dW = xᵀ dy, db = Σ dy, dx = dy Wᵀ.
+        assert_eq!(dp, [1.0, -1.0, -1.0, 0.0, 2.0, 2.0, 1.0, 1.0, 1.0]);
+        assert_eq!(dx, [1.0, 4.0, 5.0, 11.0]);
+        assert!(Dense::new(0, 3, Init::TorchUniform).is_err());
+        assert_eq!(Layer::<f64>::num_params(&d), 9);
+    }
+
+    #[test]
+    fn inits_stay_in_their_bounds_and_activations_match_their_formulas() {
+        let d = Dense::new(16, 8, Init::TorchUniform).unwrap();
+        let mut p = vec![0.0f64; 16 * 8 + 8];
+        d.init(Key::new(3), &mut p);
+        assert!(p.iter().all(|v| v.abs() <= 0.25) && p.iter().any(|v| v.abs() > 0.1));
+        let g = Dense { init: Init::GlorotUniform, ..d.clone() };
+        g.init(Key::new(3), &mut p);
+        let bound = (6.0f64 / 24.0).sqrt();
+        assert!(p[..128].iter().all(|v| v.abs() <= bound) && p[128..].iter().all(|&v| v == 0.0));
+        let t = Dense { init: Init::TruncatedNormal, ..d };
+        t.init(Key::new(3), &mut p);
+        assert!(p[..128].iter().all(|v| v.abs() <= 2.0 / 4.0));
+        for (f, x, y) in [
+            (Activation::Relu, -1.0f64, 0.0),
+            (Activation::Relu, 2.0, 2.0),
+            (Activation::LeakyRelu(0.1), -2.0, -0.2),
+            (Activation::Tanh, 0.5, 0.5f64.tanh()),
+            (Activation::Sigmoid, 0.0, 0.5),
+            (Activation::Softplus, 0.0, 2f64.ln()),
+            (Activation::Elu, -1.0, (-1f64).exp() - 1.0),
+        ] {
+            assert!((f.apply(x) - y).abs() < 1e-12, "{f:?}({x}) = {} not {y}", f.apply(x));
+        }
+        assert_eq!(Activation::parse("leaky_relu").unwrap(), Activation::LeakyRelu(0.01));
+        assert!(Activation::parse("swishy").is_err());
+    }
+}

@@ -8,7 +8,7 @@ use kestrel_arc::{
     ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, Layout, LoadOptions, MAX_LANE_SIDE, Mode,
     Selection, Split, TaskBank,
 };
-use kestrel_core::{AutoReset, Env, Key, Space, Spec, VecEnv};
+use kestrel_core::{AutoReset, Env, EpisodeStats, Key, Space, Spec, VecEnv};
 use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
 use kestrel_envs::{
     CartPole, CartPoleParams, CartPoleState, ControlEnv, ControlParams, ControlState,
@@ -821,6 +821,10 @@ pub(crate) struct VecCore {
     obs_len: usize,
     /// The env's own thread pool (`num_threads`); the process's rayon pool when absent.
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Episode returns and lengths for `info["episode"]`, counted after every step.
+    stats: EpisodeStats,
+    /// The autoreset mode the stats count under.
+    mode: AutoReset,
 }
 
 /// Runs `f` on `pool` (or the global rayon pool). With `merge` (calls with several parallel
@@ -845,6 +849,15 @@ fn on<R: Send>(
 }
 
 impl VecCore {
+    /// Counts the step just taken in the episode statistics.
+    fn count_step(&mut self) -> PyResult<()> {
+        let Some(v) = self.inner.as_ref() else {
+            return Err(PyRuntimeError::new_err("the env is closed"));
+        };
+        self.stats.record(self.mode, v.rewards(), v.terminated(), v.truncated());
+        Ok(())
+    }
+
     fn get(&self) -> PyResult<&dyn DynVec> {
         match (&self.inner, &self.pending) {
             (Some(v), _) => Ok(v.as_ref()),
@@ -917,7 +930,17 @@ impl VecCore {
         let mut kw = Kw::parse(env_id, params_json)?;
         let inner = build(env_id, &mut kw, num_envs as usize, seed, row_offset)?;
         let (agents, obs_len) = (inner.spec().num_agents, inner.spec().obs_len());
-        Ok(VecCore { inner: Some(inner), pending: None, id: env_id.into(), agents, obs_len, pool })
+        let stats = EpisodeStats::new(inner.num_envs(), agents);
+        Ok(VecCore {
+            inner: Some(inner),
+            pending: None,
+            id: env_id.into(),
+            agents,
+            obs_len,
+            pool,
+            stats,
+            mode: AutoReset::SameStep,
+        })
     }
 
     /// `{"obs": space, "action": space, "num_agents", "max_episode_steps", "obs_dtype",
@@ -950,6 +973,7 @@ impl VecCore {
             }
         };
         self.get_mut()?.set_autoreset(m);
+        self.mode = m;
         Ok(())
     }
 
@@ -958,13 +982,16 @@ impl VecCore {
         let pool = self.pool.clone();
         let v = self.get_mut()?;
         py.detach(|| on(&pool, false, || v.reset(seed)));
+        self.stats.reset();
         Ok(())
     }
 
     /// Resets the envs where `mask` (one per env, not per agent row) is true.
     fn reset_rows(&mut self, mask: PyReadonlyArray1<'_, bool>) -> PyResult<()> {
         let m = mask.as_slice().map_err(|_| value_error("reset_mask: not contiguous"))?.to_vec();
-        self.get_mut()?.reset_rows(&m).map_err(value_error)
+        self.get_mut()?.reset_rows(&m).map_err(value_error)?;
+        self.stats.reset_envs(&m);
+        Ok(())
     }
 
     /// Loads actions then steps every row, both with the GIL released; with output arrays
@@ -1004,6 +1031,7 @@ impl VecCore {
         })
         .map_err(value_error)?;
         drop(guard);
+        self.count_step()?;
         if let (Some(mut r), Some(mut te), Some(mut tr)) = (rewards, terminated, truncated) {
             let v = self.get()?;
             copy_into("rewards", v.rewards(), &mut r)?;
@@ -1047,7 +1075,7 @@ impl VecCore {
         match py.detach(|| h.join()) {
             Ok(v) => {
                 self.inner = Some(v);
-                Ok(())
+                self.count_step()
             }
             Err(_) => Err(PyRuntimeError::new_err("the background step failed")),
         }
@@ -1092,7 +1120,41 @@ impl VecCore {
 
     /// Starts env `row` from a given state (CartPole, Pendulum, control systems).
     fn set_state(&mut self, row: usize, state: Vec<f64>) -> PyResult<()> {
-        self.get_mut()?.set_state(row, &state).map_err(value_error)
+        self.get_mut()?.set_state(row, &state).map_err(value_error)?;
+        let mut mask = vec![false; self.get()?.num_envs()];
+        mask[row] = true;
+        self.stats.reset_envs(&mask);
+        Ok(())
+    }
+
+    /// The statistics of the episodes that ended in the last step, as Gymnasium's vector
+    /// `RecordEpisodeStatistics` reports them: per agent row the return, the length and the
+    /// wall seconds where an episode ended, 0 elsewhere, and whether any did.
+    fn read_episode(
+        &self,
+        mut returns: PyReadwriteArray1<'_, f64>,
+        mut lengths: PyReadwriteArray1<'_, i64>,
+        mut seconds: PyReadwriteArray1<'_, f64>,
+    ) -> PyResult<bool> {
+        let s = &self.stats;
+        let n = s.done().len();
+        let (r, l, t) = (returns.as_slice_mut(), lengths.as_slice_mut(), seconds.as_slice_mut());
+        let (Ok(r), Ok(l), Ok(t)) = (r, l, t) else {
+            return Err(value_error("episode statistics: arrays must be contiguous"));
+        };
+        if r.len() != n || l.len() != n || t.len() != n {
+            return Err(value_error(format!("episode statistics: expected {n} rows")));
+        }
+        let mut any = false;
+        for (i, &d) in s.done().iter().enumerate() {
+            any |= d;
+            (r[i], l[i], t[i]) = if d {
+                (s.final_returns()[i], s.final_lengths()[i] as i64, s.final_seconds()[i])
+            } else {
+                (0.0, 0, 0.0)
+            };
+        }
+        Ok(any)
     }
 
     /// The state of env `row` as floats (empty where the env has no flat state).

@@ -71,7 +71,8 @@ def test_vector_contract_on_every_env_and_mode(env_id, params, mode):
 
 def _pair(mode, n=5):
     params = dict(reset_noise=0.0, max_episode_steps=7)
-    ours = kestrel.make_vec("Control-pendulum-v0", n, autoreset_mode=mode, **params)
+    # SyncVectorEnv over plain envs has no episode statistics; neither does ours here.
+    ours = kestrel.make_vec("Control-pendulum-v0", n, autoreset_mode=mode, episode_stats=False, **params)
     theirs = SyncVectorEnv([lambda: kestrel.make("Control-pendulum-v0", **params)] * n, autoreset_mode=mode)
     return ours, theirs
 
@@ -125,7 +126,8 @@ def test_disabled_mode_refuses_stepping_ended_rows_and_bad_masks():
 
 
 def test_gymnasium_wrappers_work_on_a_next_step_env():
-    venv = kestrel.make_vec("CartPole-v1", 8, seed=0)
+    # The wrapper adds its own `episode` key, so the env's built-in statistics are off.
+    venv = kestrel.make_vec("CartPole-v1", 8, seed=0, episode_stats=False)
     venv = gym.wrappers.vector.RecordEpisodeStatistics(venv)
     venv = gym.wrappers.vector.NormalizeObservation(venv)
     venv.reset(seed=0)
@@ -417,3 +419,52 @@ def test_arc_canvas_must_be_compiled_in_and_bugs_named():
     v.reset(seed=0)
     with pytest.raises(ValueError, match=r"selection'\]: expected shape \(2, 5, 5\)"):
         v.step({"operation": np.zeros(2, np.int64), "selection": sel})
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "TreasureHunt-v0"])
+def test_built_in_episode_statistics_equal_gymnasiums_wrapper(env_id, mode):
+    # `infos["episode"]` counted in Rust equals what RecordEpisodeStatistics counts over the same
+    # steps, in every autoreset mode (DISABLED: ended rows reset by mask, as its users do), for
+    # a one-agent and a multi-agent env (one row per agent).
+    kw = dict(seed=3, autoreset_mode=mode)
+    if env_id == "TreasureHunt-v0":
+        kw.update(max_turns=40)
+    ours = kestrel.make_vec(env_id, 4, **kw)
+    theirs = gym.wrappers.vector.RecordEpisodeStatistics(kestrel.make_vec(env_id, 4, episode_stats=False, **kw))
+    ours.reset(seed=3)
+    theirs.reset(seed=3)
+    ours.action_space.seed(1)
+    ended = 0
+    for _ in range(600):
+        a = ours.action_space.sample()
+        _, r1, te1, tr1, i1 = ours.step(a)
+        _, r2, te2, tr2, i2 = theirs.step(a)
+        np.testing.assert_array_equal(r1, r2)
+        assert ("episode" in i1) == ("episode" in i2)
+        if "episode" in i1:
+            np.testing.assert_array_equal(i1["_episode"], i2["_episode"])
+            np.testing.assert_array_equal(i1["episode"]["r"], i2["episode"]["r"])
+            np.testing.assert_array_equal(i1["episode"]["l"], i2["episode"]["l"])
+            assert (i1["episode"]["t"] >= 0).all() and (i1["episode"]["t"][~i1["_episode"]] == 0).all()
+            ended += int(i1["_episode"].sum())
+        done = te1 | tr1
+        if mode == "disabled" and done.any():
+            mask = done.reshape(-1, ours.num_agents).any(axis=1).repeat(ours.num_agents)
+            ours.reset(options={"reset_mask": mask})
+            theirs.reset(options={"reset_mask": mask})
+    assert ended >= 4
+
+
+def test_gym_make_vec_reports_no_statistics_unless_asked_so_gymnasium_wrappers_compose():
+    venv = gym.make_vec("kestrel/CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")
+    venv = gym.wrappers.vector.RecordEpisodeStatistics(venv)
+    venv.reset(seed=0)
+    seen = 0
+    for _ in range(200):
+        _, _, _, _, info = venv.step(np.zeros(8, np.int64))
+        seen += int(info.get("_episode", np.zeros(8, bool)).sum())
+    assert seen > 8
+    own = gym.make_vec("kestrel/CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point", episode_stats=True)
+    own.reset(seed=0)
+    assert any("episode" in own.step(np.zeros(8, np.int64))[4] for _ in range(200))

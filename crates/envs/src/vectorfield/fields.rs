@@ -311,3 +311,78 @@ pub fn step_latent(
 pub fn reset_latent(uniform: [f64; 2]) -> [f64; 2] {
     [2.0 * uniform[0] - 1.0, 2.0 * uniform[1] - 1.0]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_scales_are_the_references_constants() {
+        // C's α from its 40 × 40 grid, bit for bit (the radius squared after a square root).
+        assert_eq!(LimitCycle::default().alpha, 0.09999999999999996);
+        assert_eq!(DoubleLimitCycle::default().alpha, 0.17612978621429448);
+        // The construction's definition: the largest speed over the grid is 2 (resp. 1).
+        let lc = LimitCycle::default();
+        let m = max_speed(2.0, 40, |x, y| lc.eval([x, y]));
+        assert!((m - 2.0).abs() < 1e-12, "{m}");
+        let dl = DoubleLimitCycle::default();
+        assert!((max_speed(2.0, 40, |x, y| dl.eval([x, y])) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn each_field_has_its_cycle_or_equilibria_where_the_formula_puts_them() {
+        // Limit cycle of radius √d: on it the flow is tangential with speed α·w·√d.
+        let lc = LimitCycle { alpha: 0.5, w: 2.0, d: 4.0 };
+        for k in 0..8 {
+            let t = k as f64 * std::f64::consts::PI / 4.0;
+            let z = [2.0 * t.cos(), 2.0 * t.sin()];
+            let f = lc.eval(z);
+            assert!((f[0] * z[0] + f[1] * z[1]).abs() < 1e-12, "radial part at {z:?}");
+            assert!(((f[0] * f[0] + f[1] * f[1]).sqrt() - 0.5 * 2.0 * 2.0).abs() < 1e-12);
+            // Inside it the flow points out, outside in.
+            let inner = lc.eval([z[0] / 2.0, z[1] / 2.0]);
+            assert!(inner[0] * z[0] + inner[1] * z[1] > 0.0);
+            let outer = lc.eval([z[0] * 2.0, z[1] * 2.0]);
+            assert!(outer[0] * z[0] + outer[1] * z[1] < 0.0);
+        }
+        // Double limit cycle: no radial flow at r = d.
+        let dl = DoubleLimitCycle { alpha: 1.0, w: 1.0, d: 1.5 };
+        let f = dl.eval([0.0, 1.5]);
+        assert!((f[1]).abs() < 1e-12, "{f:?}");
+        // Van der Pol and Duffing: equilibria at the origin (and Duffing's at x² = −b/c).
+        assert_eq!(VanDerPol::default().eval([0.0, 0.0]), [0.0, 0.0]);
+        let du = Duffing::default();
+        assert_eq!(du.eval([0.0, 0.0]), [0.0, 0.0]);
+        let x = (-du.b / du.c).sqrt();
+        for z in [[x, 0.0], [-x, 0.0]] {
+            let f = du.eval(z);
+            assert!(f[0].abs() < 1e-15 && f[1].abs() < 1e-12, "{z:?}: {f:?}");
+        }
+    }
+
+    #[test]
+    fn the_step_follows_each_noise_convention_and_batches_agree() {
+        let field = VectorField::VanDerPol(VanDerPol::default());
+        let (z, gu, eps) = ([0.3, -0.2], [0.01, 0.02], [1.0, -0.5]);
+        let f = field.eval(z);
+        let (c, _) = step_latent(&field, z, gu, eps, 0.1, 0.04, NoiseConvention::SqrtQTimesDt);
+        let (h, fz) = step_latent(&field, z, gu, eps, 0.1, 0.04, NoiseConvention::SqrtOfQDt);
+        assert_eq!(fz, f);
+        for d in 0..2 {
+            let drift = z[d] + (f[d] + gu[d]) * 0.1;
+            assert_eq!(c[d], drift + (eps[d] * 0.2) * 0.1);
+            assert_eq!(h[d], drift + eps[d] * (0.04f64 * 0.1).sqrt());
+        }
+        let zs = [0.1, 0.2, -0.3, 0.4, 1.5, -1.0];
+        let mut out = [0.0; 6];
+        field.eval_batch(&zs, &mut out);
+        for i in 0..3 {
+            assert_eq!(out[2 * i..2 * i + 2], field.eval([zs[2 * i], zs[2 * i + 1]]));
+        }
+        assert_eq!(reset_latent([0.0, 0.75]), [-1.0, 0.5]);
+        // Non-finite parameters are refused by name.
+        let bad = VectorField::Duffing(Duffing { c: f64::NAN, ..Duffing::default() });
+        assert!(bad.validate().unwrap_err().to_string().contains('c'));
+        assert!(LimitCycle::from_range(0.0, 40, 1.0).is_err());
+    }
+}

@@ -113,6 +113,10 @@ def _vec_entry(env_id):
 
         kw = dict(vector_kwargs or {})
         kw.update(kwargs)
+        # Through gymnasium.make_vec the env behaves as Gymnasium's own vector envs: no episode
+        # statistics of its own, so Gymnasium's RecordEpisodeStatistics wraps it unchanged
+        # (it refuses an `episode` key that is already there). episode_stats=True turns them on.
+        kw.setdefault("episode_stats", False)
         return VectorEnv(env_id, num_envs, **kw)
 
     return make_vec

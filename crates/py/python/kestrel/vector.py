@@ -47,6 +47,13 @@ class VectorEnv(gym.vector.VectorEnv):
         num_threads: threads of this env's own pool (default: the process's rayon pool, sized
             by `RAYON_NUM_THREADS`); results do not depend on it.
         row_offset: global index of row 0 (a shard of a larger batch reproduces its rows).
+        episode_stats: True (default): when episodes end, `infos["episode"] = {"r", "l", "t"}`
+            (return, length, wall seconds; 0 for rows that did not end) and
+            `infos["_episode"]` (the rows that did), counted in Rust exactly as Gymnasium's
+            `gymnasium.wrappers.vector.RecordEpisodeStatistics` counts them in every autoreset
+            mode. Pass False to wrap the env in that wrapper instead (it refuses an `episode`
+            key that is already there); `gymnasium.make_vec("kestrel/...")` passes False
+            unless told otherwise, as Gymnasium's own vector envs report nothing.
         **params: the env's parameters (unknown names raise ValueError listing the accepted).
     """
 
@@ -61,6 +68,7 @@ class VectorEnv(gym.vector.VectorEnv):
         num_threads: int | None = None,
         row_offset: int = 0,
         render_mode: str | None = None,
+        episode_stats: bool = True,
         **params,
     ):
         env_id = env_id.removeprefix("kestrel/")
@@ -100,6 +108,8 @@ class VectorEnv(gym.vector.VectorEnv):
         self._reset_called = False
         self._discrete = isinstance(self.single_action_space, gym.spaces.Discrete)
         self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        self._stats = bool(episode_stats)
+        self._ep = self._episode_arrays()
 
     # -- buffers -------------------------------------------------------------------------
     def _alloc(self):
@@ -110,6 +120,10 @@ class VectorEnv(gym.vector.VectorEnv):
             np.empty(n, np.bool_),
             np.empty(n, np.bool_),
         )
+
+    def _episode_arrays(self):
+        n = self.num_envs
+        return np.empty(n), np.empty(n, np.int64), np.empty(n), np.empty(n, np.bool_)
 
     def _view(self, flat):
         if not self._dict:
@@ -242,6 +256,13 @@ class VectorEnv(gym.vector.VectorEnv):
                 "final_info": {},
                 "_final_info": done.copy(),
             }
+        if self._stats and done.any():
+            # copy=False: the same four arrays every step, as the observations.
+            r, length, t, mask = self._ep if not self.copy else self._episode_arrays()
+            np.copyto(mask, done)
+            self._core.read_episode(r, length, t)
+            infos["episode"] = {"r": r, "l": length, "t": t}
+            infos["_episode"] = mask
         if self._same_step:
             self._done.fill(False)
         return self._view(obs), rew, term, trunc, infos

@@ -1,0 +1,174 @@
+//! Episode statistics of a batch, kept as Gymnasium 1.x's vector `RecordEpisodeStatistics`
+//! keeps them (`gymnasium/wrappers/vector/common.py`), so a front end can report them in
+//! `info["episode"] = {"r", "l", "t"}` without the wrapper: the return (f64 sum of the f32
+//! rewards) and length of every episode that ended in the last step, and its wall seconds.
+//!
+//! The rules per autoreset mode are the wrapper's: with [`AutoReset::SameStep`] every step
+//! counts and a finished row starts its next episode at once; with [`AutoReset::NextStep`]
+//! (and [`AutoReset::Disabled`], whose rows the caller resets) the step after an episode's end
+//! only resets the row and does not count. One pass over the rows after each step: a few
+//! additions per row.
+
+use crate::AutoReset;
+use std::time::Instant;
+
+/// Returns, lengths and start times of the running episodes, one per agent row, and the
+/// statistics of the episodes that ended in the last step.
+#[derive(Clone, Debug)]
+pub struct EpisodeStats {
+    agents: usize,
+    returns: Vec<f64>,
+    lengths: Vec<u64>,
+    starts: Vec<Instant>,
+    prev_done: Vec<bool>,
+    done: Vec<bool>,
+    final_returns: Vec<f64>,
+    final_lengths: Vec<u64>,
+    final_seconds: Vec<f64>,
+}
+
+impl EpisodeStats {
+    /// `envs` envs of `agents` agent rows each, all at the start of an episode.
+    pub fn new(envs: usize, agents: usize) -> Self {
+        let rows = envs * agents.max(1);
+        let now = Instant::now();
+        EpisodeStats {
+            agents: agents.max(1),
+            returns: vec![0.0; rows],
+            lengths: vec![0; rows],
+            starts: vec![now; rows],
+            prev_done: vec![false; rows],
+            done: vec![false; rows],
+            final_returns: vec![0.0; rows],
+            final_lengths: vec![0; rows],
+            final_seconds: vec![0.0; rows],
+        }
+    }
+
+    /// Every row starts a new episode (a full reset).
+    pub fn reset(&mut self) {
+        let now = Instant::now();
+        self.returns.fill(0.0);
+        self.lengths.fill(0);
+        self.starts.fill(now);
+        self.prev_done.fill(false);
+        self.done.fill(false);
+    }
+
+    /// The envs where `mask` (one per env) is true start a new episode.
+    pub fn reset_envs(&mut self, mask: &[bool]) {
+        let now = Instant::now();
+        for (e, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+            for r in e * self.agents..(e + 1) * self.agents {
+                (self.returns[r], self.lengths[r], self.starts[r]) = (0.0, 0, now);
+                (self.prev_done[r], self.done[r]) = (false, false);
+            }
+        }
+    }
+
+    /// Counts the step whose `rewards` (one per agent row) and flags (one per env) the batch
+    /// just returned, under `mode`.
+    pub fn record(
+        &mut self,
+        mode: AutoReset,
+        rewards: &[f32],
+        terminated: &[bool],
+        truncated: &[bool],
+    ) {
+        let now = Instant::now();
+        let a = self.agents;
+        for (r, &rew) in rewards.iter().enumerate().take(self.returns.len()) {
+            let e = r / a;
+            if mode != AutoReset::SameStep && self.prev_done[r] {
+                // This step only reset the row.
+                (self.returns[r], self.lengths[r], self.starts[r]) = (0.0, 0, now);
+            } else {
+                self.returns[r] += f64::from(rew);
+                self.lengths[r] += 1;
+            }
+            let done = terminated[e] || truncated[e];
+            self.done[r] = done;
+            self.prev_done[r] = done;
+            if done {
+                self.final_returns[r] = self.returns[r];
+                self.final_lengths[r] = self.lengths[r];
+                let secs = now.duration_since(self.starts[r]).as_secs_f64();
+                self.final_seconds[r] = (secs * 1e6).round() / 1e6;
+                if mode == AutoReset::SameStep {
+                    (self.returns[r], self.lengths[r], self.starts[r]) = (0.0, 0, now);
+                }
+            }
+        }
+    }
+
+    /// Which agent rows ended an episode in the last step.
+    pub fn done(&self) -> &[bool] {
+        &self.done
+    }
+
+    /// The returns of the episodes that ended in the last step (rows where [`Self::done`]).
+    pub fn final_returns(&self) -> &[f64] {
+        &self.final_returns
+    }
+
+    /// Their lengths in steps.
+    pub fn final_lengths(&self) -> &[u64] {
+        &self.final_lengths
+    }
+
+    /// Their wall seconds, rounded to microseconds (as the wrapper rounds them).
+    pub fn final_seconds(&self) -> &[f64] {
+        &self.final_seconds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_modes_count_as_gymnasiums_wrapper_does() {
+        // One env, one agent: episodes of 2 steps with rewards 1, 2 then 3, 4.
+        let rewards = [1.0f32, 2.0, 0.0, 3.0, 4.0];
+        let ends = [false, true, false, false, true];
+        // Next-step: the third step only resets.
+        let mut s = EpisodeStats::new(1, 1);
+        let mut seen = Vec::new();
+        for (r, e) in rewards.iter().zip(ends) {
+            s.record(AutoReset::NextStep, &[*r], &[e], &[false]);
+            if s.done()[0] {
+                seen.push((s.final_returns()[0], s.final_lengths()[0]));
+            }
+        }
+        assert_eq!(seen, [(3.0, 2), (7.0, 2)]);
+        // Same-step: every step counts; a finished row starts over at once.
+        let mut s = EpisodeStats::new(1, 1);
+        let mut seen = Vec::new();
+        for (r, e) in [1.0f32, 2.0, 3.0, 4.0].iter().zip([false, true, false, true]) {
+            s.record(AutoReset::SameStep, &[*r], &[false], &[e]);
+            if s.done()[0] {
+                seen.push((s.final_returns()[0], s.final_lengths()[0]));
+            }
+        }
+        assert_eq!(seen, [(3.0, 2), (7.0, 2)]);
+        assert!(s.final_seconds()[0] >= 0.0);
+    }
+
+    #[test]
+    fn agent_rows_share_their_envs_flags_and_resets_clear_rows() {
+        let mut s = EpisodeStats::new(2, 2);
+        s.record(AutoReset::NextStep, &[1.0, 2.0, 3.0, 4.0], &[false, true], &[false, false]);
+        assert_eq!(s.done(), [false, false, true, true]);
+        assert_eq!(&s.final_returns()[2..], [3.0, 4.0]);
+        s.reset_envs(&[false, true]);
+        assert_eq!(s.done(), [false, false, false, false]);
+        // After the mask reset env 1 counts again from zero (no reset step is skipped).
+        s.record(AutoReset::Disabled, &[1.0, 1.0, 5.0, 5.0], &[false, true], &[false, false]);
+        assert_eq!(
+            (&s.final_returns()[2..], &s.final_lengths()[2..]),
+            (&[5.0, 5.0][..], &[1, 1][..])
+        );
+        s.reset();
+        assert!(s.done().iter().all(|d| !d));
+    }
+}
