@@ -849,13 +849,14 @@ fn on<R: Send>(
 }
 
 impl VecCore {
-    /// Counts the step just taken in the episode statistics.
-    fn count_step(&mut self) -> PyResult<()> {
+    /// Counts the step just taken in the episode statistics; returns the agent rows whose
+    /// episode ended (the Python layer reads the statistics only when some did).
+    fn count_step(&mut self) -> PyResult<usize> {
         let Some(v) = self.inner.as_ref() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
         self.stats.record(self.mode, v.rewards(), v.terminated(), v.truncated());
-        Ok(())
+        Ok(self.stats.done().iter().filter(|&&d| d).count())
     }
 
     fn get(&self) -> PyResult<&dyn DynVec> {
@@ -996,6 +997,7 @@ impl VecCore {
 
     /// Loads actions then steps every row, both with the GIL released; with output arrays
     /// given, copies the results into them as [`VecCore::read`] does (one call per step).
+    /// Returns the number of agent rows whose episode ended.
     #[pyo3(signature = (ints=None, floats=None, sel=None, obs=None, rewards=None, terminated=None, truncated=None))]
     #[allow(clippy::too_many_arguments)]
     fn step(
@@ -1008,7 +1010,7 @@ impl VecCore {
         rewards: Option<PyReadwriteArray1<'_, f32>>,
         terminated: Option<PyReadwriteArray1<'_, bool>>,
         truncated: Option<PyReadwriteArray1<'_, bool>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<usize> {
         let a = actions_from(&ints, &floats, &sel)?;
         let pool = self.pool.clone();
         let dtype = self.get()?.obs_dtype();
@@ -1031,14 +1033,14 @@ impl VecCore {
         })
         .map_err(value_error)?;
         drop(guard);
-        self.count_step()?;
+        let ended = self.count_step()?;
         if let (Some(mut r), Some(mut te), Some(mut tr)) = (rewards, terminated, truncated) {
             let v = self.get()?;
             copy_into("rewards", v.rewards(), &mut r)?;
             expand(v.terminated(), self.agents, &mut te, "terminated")?;
             expand(v.truncated(), self.agents, &mut tr, "truncated")?;
         }
-        Ok(())
+        Ok(ended)
     }
 
     /// Loads actions and starts the step on a background thread; `step_wait` joins it.
@@ -1067,8 +1069,9 @@ impl VecCore {
         Ok(())
     }
 
-    /// Waits for the step started by `step_async` (GIL released while waiting).
-    fn step_wait(&mut self, py: Python<'_>) -> PyResult<()> {
+    /// Waits for the step started by `step_async` (GIL released while waiting); returns the
+    /// number of agent rows whose episode ended.
+    fn step_wait(&mut self, py: Python<'_>) -> PyResult<usize> {
         let Some(h) = self.pending.take() else {
             return Err(PyRuntimeError::new_err("step_wait called without a pending step_async"));
         };
@@ -1146,13 +1149,11 @@ impl VecCore {
             return Err(value_error(format!("episode statistics: expected {n} rows")));
         }
         let mut any = false;
-        for (i, &d) in s.done().iter().enumerate() {
+        let finals = s.final_returns().iter().zip(s.final_lengths()).zip(s.final_seconds());
+        let outs = r.iter_mut().zip(l.iter_mut()).zip(t.iter_mut());
+        for ((&d, ((&fr, &fl), &ft)), ((r, l), t)) in s.done().iter().zip(finals).zip(outs) {
             any |= d;
-            (r[i], l[i], t[i]) = if d {
-                (s.final_returns()[i], s.final_lengths()[i] as i64, s.final_seconds()[i])
-            } else {
-                (0.0, 0, 0.0)
-            };
+            (*r, *l, *t) = if d { (fr, fl as i64, ft) } else { (0.0, 0, 0.0) };
         }
         Ok(any)
     }

@@ -185,8 +185,8 @@ class VectorEnv(gym.vector.VectorEnv):
         if kw is None:
             kw = action_kwargs(self.single_action_space, actions, self.num_envs)
         bufs = self._outputs()
-        self._core.step(**kw, obs=bufs[0], rewards=bufs[1], terminated=bufs[2], truncated=bufs[3])
-        return self._finish(*bufs)
+        ended = self._core.step(**kw, obs=bufs[0], rewards=bufs[1], terminated=bufs[2], truncated=bufs[3])
+        return self._finish(*bufs, ended)
 
     def _fast(self, actions):
         # The common case without conversions: an int64 vector for a Discrete space.
@@ -206,9 +206,9 @@ class VectorEnv(gym.vector.VectorEnv):
         """Waits for the step started by `step_async` and returns its results."""
         if not self._pending:
             raise RuntimeError("step_wait called without a pending step_async")
-        self._core.step_wait()
+        ended = self._core.step_wait()
         self._pending = False
-        return self._collect()
+        return self._collect(ended)
 
     send = step_async
     recv = step_wait
@@ -235,15 +235,15 @@ class VectorEnv(gym.vector.VectorEnv):
                 "(reset(options={'reset_mask': mask}))"
             )
 
-    def _collect(self):
+    def _collect(self, ended):
         obs, rew, term, trunc = self._outputs()
         self._core.read(obs, rew, term, trunc)
-        return self._finish(obs, rew, term, trunc)
+        return self._finish(obs, rew, term, trunc, ended)
 
-    def _finish(self, obs, rew, term, trunc):
+    def _finish(self, obs, rew, term, trunc, ended):
         done = np.logical_or(term, trunc, out=self._done)
         infos = {}
-        if self._same_step and done.any():
+        if self._same_step and ended:
             final = np.empty(self._obs_shape, self._dtype)
             self._core.read_final_obs(final, np.ascontiguousarray(done))
             final_obs = np.full(self.num_envs, None, dtype=object)
@@ -256,8 +256,8 @@ class VectorEnv(gym.vector.VectorEnv):
                 "final_info": {},
                 "_final_info": done.copy(),
             }
-        if self._stats and done.any():
-            # copy=False: the same four arrays every step, as the observations.
+        if ended and self._stats:
+            # copy=False: the same arrays every step, as the observations.
             r, length, t, mask = self._ep if not self.copy else self._episode_arrays()
             np.copyto(mask, done)
             self._core.read_episode(r, length, t)
