@@ -52,6 +52,12 @@ fn distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
+/// ` (did you mean `c`?)` with the [`closest`] candidate `c`, or nothing: the hint every
+/// "unknown name" message ends with.
+pub fn did_you_mean<'a>(key: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    closest(key, candidates).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default()
+}
+
 /// The candidate closest to `key` (fewest edits; a candidate containing `key`, or contained
 /// in it, counts as one edit away), or `None` when nothing is within half the key's length.
 pub fn closest<'a>(key: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {

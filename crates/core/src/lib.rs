@@ -40,7 +40,7 @@ pub mod timing;
 mod vec_env;
 
 pub use budget::{Budget, Term, human};
-pub use documented::{Documented, FieldDoc, closest, field_at};
+pub use documented::{Documented, FieldDoc, closest, did_you_mean, field_at};
 pub use env::Env;
 pub use episode::EpisodeStats;
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};

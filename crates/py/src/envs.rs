@@ -1132,30 +1132,31 @@ impl VecCore {
 
     /// The statistics of the episodes that ended in the last step, as Gymnasium's vector
     /// `RecordEpisodeStatistics` reports them: per agent row the return, the length and the
-    /// wall seconds where an episode ended, 0 elsewhere, and whether any did.
+    /// wall seconds where an episode ended, 0 elsewhere, and in `ended` whether it did.
     fn read_episode(
         &self,
         mut returns: PyReadwriteArray1<'_, f64>,
         mut lengths: PyReadwriteArray1<'_, i64>,
         mut seconds: PyReadwriteArray1<'_, f64>,
-    ) -> PyResult<bool> {
+        mut ended: PyReadwriteArray1<'_, bool>,
+    ) -> PyResult<()> {
         let s = &self.stats;
         let n = s.done().len();
-        let (r, l, t) = (returns.as_slice_mut(), lengths.as_slice_mut(), seconds.as_slice_mut());
-        let (Ok(r), Ok(l), Ok(t)) = (r, l, t) else {
+        let (r, l) = (returns.as_slice_mut(), lengths.as_slice_mut());
+        let (t, e) = (seconds.as_slice_mut(), ended.as_slice_mut());
+        let (Ok(r), Ok(l), Ok(t), Ok(e)) = (r, l, t, e) else {
             return Err(value_error("episode statistics: arrays must be contiguous"));
         };
-        if r.len() != n || l.len() != n || t.len() != n {
+        if r.len() != n || l.len() != n || t.len() != n || e.len() != n {
             return Err(value_error(format!("episode statistics: expected {n} rows")));
         }
-        let mut any = false;
+        e.copy_from_slice(s.done());
         let finals = s.final_returns().iter().zip(s.final_lengths()).zip(s.final_seconds());
         let outs = r.iter_mut().zip(l.iter_mut()).zip(t.iter_mut());
         for ((&d, ((&fr, &fl), &ft)), ((r, l), t)) in s.done().iter().zip(finals).zip(outs) {
-            any |= d;
             (*r, *l, *t) = if d { (fr, fl as i64, ft) } else { (0.0, 0, 0.0) };
         }
-        Ok(any)
+        Ok(())
     }
 
     /// The state of env `row` as floats (empty where the env has no flat state).

@@ -116,9 +116,7 @@ pub fn load<R: Run>(layers: Layers<'_>, resume: Option<&Path>) -> Result<R::Conf
             });
         }
         Some(p) => Some(R::preset(p).ok_or_else(|| {
-            let hint = kestrel_core::closest(p, R::PRESETS.iter().copied())
-                .map(|c| format!(" (did you mean `{c}`?)"))
-                .unwrap_or_default();
+            let hint = kestrel_core::did_you_mean(p, R::PRESETS.iter().copied());
             RunError::Config {
                 source_name: "preset".into(),
                 message: if R::PRESETS.is_empty() {
@@ -265,9 +263,7 @@ impl RunKind {
             return Ok(k);
         }
         let names: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
-        let hint = kestrel_core::closest(name, names.iter().copied())
-            .map(|c| format!(" (did you mean `{c}`?)"))
-            .unwrap_or_default();
+        let hint = kestrel_core::did_you_mean(name, names.iter().copied());
         Err(RunError::Config {
             source_name: "run kind".into(),
             message: format!("unknown run kind {name:?}{hint}; one of: {}", names.join(", ")),

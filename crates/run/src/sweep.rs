@@ -439,9 +439,7 @@ impl Sweep {
             .collect();
         for name in self.metric_names() {
             if !numbers.contains(&name.as_str()) {
-                let hint = kestrel_core::closest(&name, numbers.iter().copied())
-                    .map(|c| format!(" (did you mean `{c}`?)"))
-                    .unwrap_or_default();
+                let hint = kestrel_core::did_you_mean(&name, numbers.iter().copied());
                 return Err(cfg_err(
                     &source,
                     format!(
@@ -453,18 +451,15 @@ impl Sweep {
             }
         }
         if let Some(curve) = &self.spec.curve {
-            let lines = crate::read_metrics(&run.join("metrics.jsonl"))?;
-            let mut columns: Vec<&str> = lines
-                .iter()
-                .filter_map(Value::as_object)
-                .flat_map(|o| o.iter().filter(|(_, v)| v.is_number()).map(|(k, _)| k.as_str()))
-                .collect();
-            columns.sort_unstable();
-            columns.dedup();
+            let mut columns = std::collections::BTreeSet::new();
+            crate::for_each_metric(&run.join("metrics.jsonl"), |line| {
+                if let Value::Object(o) = line {
+                    columns.extend(o.into_iter().filter(|(_, v)| v.is_number()).map(|(k, _)| k));
+                }
+            })?;
+            let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
             if !columns.contains(&curve.as_str()) {
-                let hint = kestrel_core::closest(curve, columns.iter().copied())
-                    .map(|c| format!(" (did you mean `{c}`?)"))
-                    .unwrap_or_default();
+                let hint = kestrel_core::did_you_mean(curve, columns.iter().copied());
                 return Err(cfg_err(
                     &source,
                     format!(

@@ -259,8 +259,7 @@ class VectorEnv(gym.vector.VectorEnv):
         if ended and self._stats:
             # copy=False: the same arrays every step, as the observations.
             r, length, t, mask = self._ep if not self.copy else self._episode_arrays()
-            np.copyto(mask, done)
-            self._core.read_episode(r, length, t)
+            self._core.read_episode(r, length, t, mask)
             infos["episode"] = {"r": r, "l": length, "t": t}
             infos["_episode"] = mask
         if self._same_step:
