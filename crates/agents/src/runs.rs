@@ -21,18 +21,6 @@ fn no_checkpoint(dir: &std::path::Path) -> String {
     format!("{}: no complete checkpoint yet; the run starts over in its folder", dir.display())
 }
 
-/// The step the loaded state holds must be the one its set's manifest records.
-fn same_step(set: &kestrel_nn::Verified, loaded: u64, unit: &str) -> Result<(), AgentError> {
-    if loaded == set.step {
-        return Ok(());
-    }
-    Err(AgentError::invalid(
-        "checkpoint",
-        format!("{}: holds {unit} {loaded}", set.path.display()),
-        format!("{unit} {}, as its manifest.json records", set.step),
-    ))
-}
-
 /// `kestrel allo train`'s config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
@@ -174,7 +162,7 @@ impl AlloRun {
         };
         let (map, cfg, truth) = Self::prepare(&config)?;
         let learner = Allo::load_checkpoint(cfg, map.clone(), &set.path)?;
-        same_step(&set, learner.steps, "step")?;
+        set.expect_step(learner.steps, "step")?;
         Ok((AlloRun { config, map, truth, learner }, set.note))
     }
 
@@ -391,19 +379,31 @@ impl HuntRun {
         Ok(HuntRun { config, hunt })
     }
 
-    /// A run resumed from the newest checkpoint set at `dir` that verifies against `stamp`;
-    /// the note says when it was not `dir` itself, or that there was none yet.
+    /// The run from the newest checkpoint set at `dir` that verifies against `stamp`, with a
+    /// note when it was not `dir` itself; `None` when no set was ever completed.
+    pub fn load(
+        config: &HuntRunConfig,
+        dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<Option<(Self, Option<String>)>, AgentError> {
+        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
+            return Ok(None);
+        };
+        let hunt = Hunt::load_checkpoint(config.hunt_config()?, &set.path)?;
+        set.expect_step(hunt.epoch, "epoch")?;
+        Ok(Some((HuntRun { config: config.clone(), hunt }, set.note)))
+    }
+
+    /// [`HuntRun::load`], or a fresh run (the note says so) when there is no set yet.
     pub fn resume(
         config: HuntRunConfig,
         dir: &std::path::Path,
         stamp: &kestrel_nn::Stamp,
     ) -> Result<(Self, Option<String>), AgentError> {
-        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
-            return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
-        };
-        let hunt = Hunt::load_checkpoint(config.hunt_config()?, &set.path)?;
-        same_step(&set, hunt.epoch, "epoch")?;
-        Ok((HuntRun { config, hunt }, set.note))
+        match Self::load(&config, dir, stamp)? {
+            Some(r) => Ok(r),
+            None => Ok((Self::new(config)?, Some(no_checkpoint(dir)))),
+        }
     }
 
     /// The config.

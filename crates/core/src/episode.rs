@@ -7,10 +7,10 @@
 //! counts and a finished row starts its next episode at once; with [`AutoReset::NextStep`]
 //! (and [`AutoReset::Disabled`], whose rows the caller resets) the step after an episode's end
 //! only resets the row and does not count. One pass over the rows after each step: a few
-//! additions per row.
+//! additions per row. Time is the caller's (`now`, seconds on any clock): a library reads no
+//! clock of its own.
 
 use crate::AutoReset;
-use std::time::Instant;
 
 /// Returns, lengths and start times of the running episodes, one per agent row, and the
 /// statistics of the episodes that ended in the last step.
@@ -19,7 +19,7 @@ pub struct EpisodeStats {
     agents: usize,
     returns: Vec<f64>,
     lengths: Vec<u64>,
-    starts: Vec<Instant>,
+    starts: Vec<f64>,
     prev_done: Vec<bool>,
     done: Vec<bool>,
     final_returns: Vec<f64>,
@@ -28,10 +28,9 @@ pub struct EpisodeStats {
 }
 
 impl EpisodeStats {
-    /// `envs` envs of `agents` agent rows each, all at the start of an episode.
-    pub fn new(envs: usize, agents: usize) -> Self {
+    /// `envs` envs of `agents` agent rows each, all at the start of an episode at `now`.
+    pub fn new(envs: usize, agents: usize, now: f64) -> Self {
         let rows = envs * agents.max(1);
-        let now = Instant::now();
         EpisodeStats {
             agents: agents.max(1),
             returns: vec![0.0; rows],
@@ -45,9 +44,8 @@ impl EpisodeStats {
         }
     }
 
-    /// Every row starts a new episode (a full reset).
-    pub fn reset(&mut self) {
-        let now = Instant::now();
+    /// Every row starts a new episode at `now` (a full reset).
+    pub fn reset(&mut self, now: f64) {
         self.returns.fill(0.0);
         self.lengths.fill(0);
         self.starts.fill(now);
@@ -55,9 +53,8 @@ impl EpisodeStats {
         self.done.fill(false);
     }
 
-    /// The envs where `mask` (one per env) is true start a new episode.
-    pub fn reset_envs(&mut self, mask: &[bool]) {
-        let now = Instant::now();
+    /// The envs where `mask` (one per env) is true start a new episode at `now`.
+    pub fn reset_envs(&mut self, mask: &[bool], now: f64) {
         for (e, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
             for r in e * self.agents..(e + 1) * self.agents {
                 (self.returns[r], self.lengths[r], self.starts[r]) = (0.0, 0, now);
@@ -67,15 +64,15 @@ impl EpisodeStats {
     }
 
     /// Counts the step whose `rewards` (one per agent row) and flags (one per env) the batch
-    /// just returned, under `mode`.
+    /// just returned at `now`, under `mode`.
     pub fn record(
         &mut self,
         mode: AutoReset,
         rewards: &[f32],
         terminated: &[bool],
         truncated: &[bool],
+        now: f64,
     ) {
-        let now = Instant::now();
         let a = self.agents;
         for (r, &rew) in rewards.iter().enumerate().take(self.returns.len()) {
             let e = r / a;
@@ -92,7 +89,7 @@ impl EpisodeStats {
             if done {
                 self.final_returns[r] = self.returns[r];
                 self.final_lengths[r] = self.lengths[r];
-                let secs = now.duration_since(self.starts[r]).as_secs_f64();
+                let secs = (now - self.starts[r]).max(0.0);
                 self.final_seconds[r] = (secs * 1e6).round() / 1e6;
                 if mode == AutoReset::SameStep {
                     (self.returns[r], self.lengths[r], self.starts[r]) = (0.0, 0, now);
@@ -128,47 +125,51 @@ mod tests {
 
     #[test]
     fn the_modes_count_as_gymnasiums_wrapper_does() {
-        // One env, one agent: episodes of 2 steps with rewards 1, 2 then 3, 4.
+        // One env, one agent: episodes of 2 steps with rewards 1, 2 then 3, 4; step k at k/2 s.
         let rewards = [1.0f32, 2.0, 0.0, 3.0, 4.0];
         let ends = [false, true, false, false, true];
         // Next-step: the third step only resets.
-        let mut s = EpisodeStats::new(1, 1);
+        let mut s = EpisodeStats::new(1, 1, 0.0);
         let mut seen = Vec::new();
-        for (r, e) in rewards.iter().zip(ends) {
-            s.record(AutoReset::NextStep, &[*r], &[e], &[false]);
+        for (k, (r, e)) in rewards.iter().zip(ends).enumerate() {
+            s.record(AutoReset::NextStep, &[*r], &[e], &[false], 0.5 * (k + 1) as f64);
             if s.done()[0] {
-                seen.push((s.final_returns()[0], s.final_lengths()[0]));
+                seen.push((s.final_returns()[0], s.final_lengths()[0], s.final_seconds()[0]));
             }
         }
-        assert_eq!(seen, [(3.0, 2), (7.0, 2)]);
+        // The second episode starts at the reset step (1.5 s) and ends at 2.5 s.
+        assert_eq!(seen, [(3.0, 2, 1.0), (7.0, 2, 1.0)]);
         // Same-step: every step counts; a finished row starts over at once.
-        let mut s = EpisodeStats::new(1, 1);
+        let mut s = EpisodeStats::new(1, 1, 0.0);
         let mut seen = Vec::new();
-        for (r, e) in [1.0f32, 2.0, 3.0, 4.0].iter().zip([false, true, false, true]) {
-            s.record(AutoReset::SameStep, &[*r], &[false], &[e]);
+        for (k, (r, e)) in
+            [1.0f32, 2.0, 3.0, 4.0].iter().zip([false, true, false, true]).enumerate()
+        {
+            s.record(AutoReset::SameStep, &[*r], &[false], &[e], 0.5 * (k + 1) as f64);
             if s.done()[0] {
-                seen.push((s.final_returns()[0], s.final_lengths()[0]));
+                seen.push((s.final_returns()[0], s.final_lengths()[0], s.final_seconds()[0]));
             }
         }
-        assert_eq!(seen, [(3.0, 2), (7.0, 2)]);
+        assert_eq!(seen, [(3.0, 2, 1.0), (7.0, 2, 1.0)]);
         assert!(s.final_seconds()[0] >= 0.0);
     }
 
     #[test]
     fn agent_rows_share_their_envs_flags_and_resets_clear_rows() {
-        let mut s = EpisodeStats::new(2, 2);
-        s.record(AutoReset::NextStep, &[1.0, 2.0, 3.0, 4.0], &[false, true], &[false, false]);
+        let mut s = EpisodeStats::new(2, 2, 0.0);
+        s.record(AutoReset::NextStep, &[1.0, 2.0, 3.0, 4.0], &[false, true], &[false, false], 1.0);
         assert_eq!(s.done(), [false, false, true, true]);
         assert_eq!(&s.final_returns()[2..], [3.0, 4.0]);
-        s.reset_envs(&[false, true]);
+        s.reset_envs(&[false, true], 2.0);
         assert_eq!(s.done(), [false, false, false, false]);
         // After the mask reset env 1 counts again from zero (no reset step is skipped).
-        s.record(AutoReset::Disabled, &[1.0, 1.0, 5.0, 5.0], &[false, true], &[false, false]);
+        s.record(AutoReset::Disabled, &[1.0, 1.0, 5.0, 5.0], &[false, true], &[false, false], 3.5);
         assert_eq!(
             (&s.final_returns()[2..], &s.final_lengths()[2..]),
             (&[5.0, 5.0][..], &[1, 1][..])
         );
-        s.reset();
+        assert_eq!(&s.final_seconds()[2..], [1.5, 1.5]);
+        s.reset(4.0);
         assert!(s.done().iter().all(|d| !d));
     }
 }

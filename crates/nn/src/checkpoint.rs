@@ -62,6 +62,20 @@ pub struct Verified {
     pub note: Option<String>,
 }
 
+impl Verified {
+    /// An error unless the state loaded from the set is at the step its manifest records
+    /// (`unit`: step, epoch).
+    pub fn expect_step(&self, loaded: u64, unit: &str) -> Result<(), NnError> {
+        if loaded == self.step {
+            return Ok(());
+        }
+        Err(bad(
+            &self.path,
+            format!("holds {unit} {loaded}; its manifest.json records {unit} {}", self.step),
+        ))
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -107,14 +121,14 @@ fn digest_file(path: &Path, sync: bool) -> Result<(u64, String), NnError> {
 
 /// The manifest's own checksum: SHA-256 of its compact JSON without the `sha256` field.
 fn self_sum(body: &Map<String, Value>) -> String {
-    hex(&Sha256::digest(Value::Object(body.clone()).to_string().as_bytes()))
+    hex(&Sha256::digest(serde_json::to_vec(body).expect("a JSON map prints")))
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// The regular files of a set folder, sorted, without the manifest.
+/// The entries of a set folder, sorted, without the manifest.
 fn files_of(dir: &Path) -> Result<Vec<String>, NnError> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| io_err(dir, e))? {
@@ -212,6 +226,11 @@ fn config_diff(now: &Value, then: &Value, prefix: &str, out: &mut Vec<String>) {
 
 /// Checks the set at `set` against `expect` and returns its step; reads every file once.
 pub fn verify_set(set: &Path, expect: &Stamp) -> Result<u64, NnError> {
+    verify(set, expect).map(|(step, _)| step)
+}
+
+/// [`verify_set`], also returning the commit that wrote the set.
+fn verify(set: &Path, expect: &Stamp) -> Result<(u64, String), NnError> {
     let mpath = set.join(MANIFEST);
     let bytes = match std::fs::read(&mpath) {
         Ok(b) => b,
@@ -258,10 +277,11 @@ pub fn verify_set(set: &Path, expect: &Stamp) -> Result<u64, NnError> {
         ));
     }
     let config = field("config")?;
-    if text("fingerprint")? != fingerprint(&kind, config) {
+    let recorded = text("fingerprint")?;
+    if recorded != fingerprint(&kind, config) {
         return Err(bad(&mpath, "its config does not match its fingerprint (edited)"));
     }
-    if text("fingerprint")? != expect.fingerprint {
+    if recorded != expect.fingerprint {
         let mut diff = Vec::new();
         config_diff(&expect.config, config, "", &mut diff);
         let shown = diff.iter().take(6).cloned().collect::<Vec<_>>().join("; ");
@@ -276,6 +296,7 @@ pub fn verify_set(set: &Path, expect: &Stamp) -> Result<u64, NnError> {
         ));
     }
     let step = field("step")?.as_u64().ok_or_else(|| bad(&mpath, "`step` is not an integer"))?;
+    let commit = text("commit")?;
     let listed =
         field("files")?.as_object().ok_or_else(|| bad(&mpath, "`files` is not a table"))?;
     let present = files_of(set)?;
@@ -306,7 +327,7 @@ pub fn verify_set(set: &Path, expect: &Stamp) -> Result<u64, NnError> {
             ));
         }
     }
-    Ok(step)
+    Ok((step, commit))
 }
 
 /// The newest checkpoint set at `dir` (written by [`write_checkpoint_set`]) that verifies
@@ -319,17 +340,6 @@ pub fn checkpoint_set(dir: &Path, expect: &Stamp) -> Result<Option<Verified>, Nn
     let tmp = dir.with_extension("tmp");
     let prev = dir.with_extension("prev");
     let mut failed: Vec<NnError> = Vec::new();
-    let other_build = |step: u64, set: &Path| -> Option<String> {
-        let m: Value = serde_json::from_slice(&std::fs::read(set.join(MANIFEST)).ok()?).ok()?;
-        let commit = m["commit"].as_str()?;
-        (commit != expect.commit).then(|| {
-            format!(
-                "{}: step {step} was written by commit {commit}; this build is {}",
-                set.display(),
-                expect.commit
-            )
-        })
-    };
     for (set, always) in [(dir, true), (tmp.as_path(), false), (prev.as_path(), true)] {
         if !set.exists() {
             continue;
@@ -337,8 +347,8 @@ pub fn checkpoint_set(dir: &Path, expect: &Stamp) -> Result<Option<Verified>, Nn
         if !always && !set.join(MANIFEST).is_file() {
             continue; // an interrupted write
         }
-        match verify_set(set, expect) {
-            Ok(step) => {
+        match verify(set, expect) {
+            Ok((step, commit)) => {
                 let why = if let Some(e) = failed.first() {
                     Some(format!("{e}; using {} (step {step}), which verifies", set.display()))
                 } else if set == tmp {
@@ -355,7 +365,14 @@ pub fn checkpoint_set(dir: &Path, expect: &Stamp) -> Result<Option<Verified>, Nn
                 } else {
                     None
                 };
-                let note = match (why, other_build(step, set)) {
+                let other_build = (commit != expect.commit).then(|| {
+                    format!(
+                        "{}: step {step} was written by commit {commit}; this build is {}",
+                        set.display(),
+                        expect.commit
+                    )
+                });
+                let note = match (why, other_build) {
                     (Some(a), Some(b)) => Some(format!("{a}; {b}")),
                     (a, b) => a.or(b),
                 };

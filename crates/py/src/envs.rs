@@ -823,6 +823,9 @@ pub(crate) struct VecCore {
     pool: Option<Arc<rayon::ThreadPool>>,
     /// Episode returns and lengths for `info["episode"]`, counted after every step.
     stats: EpisodeStats,
+    /// The clock of the statistics' wall seconds (the front end reads the time; the core
+    /// library takes it as a number).
+    born: std::time::Instant,
     /// The autoreset mode the stats count under.
     mode: AutoReset,
 }
@@ -855,8 +858,14 @@ impl VecCore {
         let Some(v) = self.inner.as_ref() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
-        self.stats.record(self.mode, v.rewards(), v.terminated(), v.truncated());
+        let now = self.now();
+        self.stats.record(self.mode, v.rewards(), v.terminated(), v.truncated(), now);
         Ok(self.stats.done().iter().filter(|&&d| d).count())
+    }
+
+    /// Seconds since the batch was made.
+    fn now(&self) -> f64 {
+        self.born.elapsed().as_secs_f64()
     }
 
     fn get(&self) -> PyResult<&dyn DynVec> {
@@ -931,7 +940,7 @@ impl VecCore {
         let mut kw = Kw::parse(env_id, params_json)?;
         let inner = build(env_id, &mut kw, num_envs as usize, seed, row_offset)?;
         let (agents, obs_len) = (inner.spec().num_agents, inner.spec().obs_len());
-        let stats = EpisodeStats::new(inner.num_envs(), agents);
+        let stats = EpisodeStats::new(inner.num_envs(), agents, 0.0);
         Ok(VecCore {
             inner: Some(inner),
             pending: None,
@@ -940,6 +949,7 @@ impl VecCore {
             obs_len,
             pool,
             stats,
+            born: std::time::Instant::now(),
             mode: AutoReset::SameStep,
         })
     }
@@ -983,7 +993,8 @@ impl VecCore {
         let pool = self.pool.clone();
         let v = self.get_mut()?;
         py.detach(|| on(&pool, false, || v.reset(seed)));
-        self.stats.reset();
+        let now = self.now();
+        self.stats.reset(now);
         Ok(())
     }
 
@@ -991,7 +1002,8 @@ impl VecCore {
     fn reset_rows(&mut self, mask: PyReadonlyArray1<'_, bool>) -> PyResult<()> {
         let m = mask.as_slice().map_err(|_| value_error("reset_mask: not contiguous"))?.to_vec();
         self.get_mut()?.reset_rows(&m).map_err(value_error)?;
-        self.stats.reset_envs(&m);
+        let now = self.now();
+        self.stats.reset_envs(&m, now);
         Ok(())
     }
 
@@ -1126,7 +1138,8 @@ impl VecCore {
         self.get_mut()?.set_state(row, &state).map_err(value_error)?;
         let mut mask = vec![false; self.get()?.num_envs()];
         mask[row] = true;
-        self.stats.reset_envs(&mask);
+        let now = self.now();
+        self.stats.reset_envs(&mask, now);
         Ok(())
     }
 

@@ -5,7 +5,8 @@ use crate::{MetricsSink, Run, RunDir, RunError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// One progress report: `done` of `total` `unit`s, with a short status.
+/// One progress report: `done` of `total` `unit`s, with a short status. A tick with `total`
+/// 0 is a note ([`Launch::note`]): its status is a message to show once, not progress.
 #[derive(Clone, Copy, Debug)]
 pub struct Tick<'a> {
     /// Units done.
@@ -69,6 +70,38 @@ pub struct Outcome {
     pub dir: PathBuf,
     /// One line: the headline figures and the folder.
     pub headline: String,
+}
+
+/// A run's checkpoint sets at `<run folder>/checkpoint`, stamped with the run's config: each
+/// step is saved at most once, so the final save at the step of the last periodic one is
+/// skipped and `checkpoint.prev/` stays the older fallback.
+pub(crate) struct Checkpoints {
+    dir: PathBuf,
+    stamp: kestrel_nn::Stamp,
+    last: Option<u64>,
+}
+
+impl Checkpoints {
+    /// The sets of the run in `folder`; `resumed_at` is the step a resumed run continues from
+    /// (its set is the newest there), 0 for a run that starts afresh.
+    pub(crate) fn new(folder: &Path, stamp: kestrel_nn::Stamp, resumed_at: u64) -> Self {
+        let last = (resumed_at > 0).then_some(resumed_at);
+        Checkpoints { dir: folder.join("checkpoint"), stamp, last }
+    }
+
+    /// Saves the state at `step` with `write(dir, stamp)` (a learner's `save_checkpoint`),
+    /// unless that step is already the newest set.
+    pub(crate) fn save<E>(
+        &mut self,
+        step: u64,
+        write: impl FnOnce(&Path, &kestrel_nn::Stamp) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.last != Some(step) {
+            write(&self.dir, &self.stamp)?;
+            self.last = Some(step);
+        }
+        Ok(())
+    }
 }
 
 /// A new run folder with `config.toml` written and a metrics sink open.

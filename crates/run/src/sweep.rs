@@ -427,6 +427,15 @@ impl Sweep {
     /// naming what the run kind writes, instead of tabulating nothing after every cell ran.
     fn check_names(&self, run: &Path) -> Result<(), RunError> {
         let source = self.dir.join("sweep.toml").display().to_string();
+        // `key: `name` is not a <what> of <file> (did you mean ...); it has: ...`.
+        let unknown = |key: &str, name: &str, what: &str, file: &Path, names: &[&str]| {
+            let hint = kestrel_core::did_you_mean(name, names.iter().copied());
+            let (file, all) = (file.display(), names.join(", "));
+            cfg_err(
+                &source,
+                format!("{key}: `{name}` is not a {what} of {file}{hint}; it has: {all}"),
+            )
+        };
         let p = run.join("summary.json");
         let summary: Value = serde_json::from_str(&crate::read_text(&p)?)
             .map_err(|e| RunError::Failed(format!("{}: not a summary: {e}", p.display())))?;
@@ -439,15 +448,7 @@ impl Sweep {
             .collect();
         for name in self.metric_names() {
             if !numbers.contains(&name.as_str()) {
-                let hint = kestrel_core::did_you_mean(&name, numbers.iter().copied());
-                return Err(cfg_err(
-                    &source,
-                    format!(
-                        "metrics: `{name}` is not a number of {}{hint}; it has: {}",
-                        p.display(),
-                        numbers.join(", ")
-                    ),
-                ));
+                return Err(unknown("metrics", &name, "number", &p, &numbers));
             }
         }
         if let Some(curve) = &self.spec.curve {
@@ -459,14 +460,12 @@ impl Sweep {
             })?;
             let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
             if !columns.contains(&curve.as_str()) {
-                let hint = kestrel_core::did_you_mean(curve, columns.iter().copied());
-                return Err(cfg_err(
-                    &source,
-                    format!(
-                        "curve: `{curve}` is not a column of {}{hint}; it has: {}",
-                        run.join("metrics.jsonl").display(),
-                        columns.join(", ")
-                    ),
+                return Err(unknown(
+                    "curve",
+                    curve,
+                    "column",
+                    &run.join("metrics.jsonl"),
+                    &columns,
                 ));
             }
         }
@@ -510,14 +509,15 @@ impl Sweep {
                         values[k].push(v);
                     }
                 }
-                let m = crate::read_metrics(&d.join("metrics.jsonl"))?;
-                curves[ci].push(
-                    m.iter()
-                        .filter_map(|l| {
-                            Some((l.get("global_step")?.as_u64()?, l.get(&curve_col)?.as_f64()?))
-                        })
-                        .collect(),
-                );
+                // One line at a time: only the curve's column is kept.
+                let mut curve = Vec::new();
+                crate::for_each_metric(&d.join("metrics.jsonl"), |l| {
+                    let point =
+                        (|| Some((l.get("global_step")?.as_u64()?, l.get(&curve_col)?.as_f64()?)))(
+                        );
+                    curve.extend(point);
+                })?;
+                curves[ci].push(curve);
             }
             let point = cells.first().map(|c| c.point.clone()).unwrap_or_default();
             let stats = names.iter().zip(&values).map(|(n, v)| (n.clone(), Stats::of(v))).collect();

@@ -2,7 +2,7 @@
 //! the online loop with metrics written off the hot path, checkpoints and exact resume,
 //! evaluation, plots and a summary.
 
-use crate::launch::{Launch, Outcome, finish, reopen, start};
+use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
 use kestrel_actdyn::eval::{Evaluation, learned_field};
@@ -161,14 +161,7 @@ fn load_set(
         return Ok(None);
     };
     let run = ActiveRun::load_checkpoint(c.clone(), &set.path)?;
-    if run.steps_done() != set.step {
-        return Err(RunError::Failed(format!(
-            "{}: holds step {}; its manifest.json records step {}",
-            set.path.display(),
-            run.steps_done(),
-            set.step
-        )));
-    }
+    set.expect_step(run.steps_done(), "step")?;
     Ok(Some((run, set.note)))
 }
 
@@ -228,8 +221,7 @@ pub fn run(
         let start_step = run.steps_done();
         let mut progress = launch.progress(c.steps, "steps");
         let data = run.validation_data();
-        // The step of the newest set in the folder (a resumed run's is where it starts).
-        let mut saved = if start_step > 0 { start_step } else { u64::MAX };
+        let mut ckpts = Checkpoints::new(dir.path(), stamp, start_step);
         let t0 = std::time::Instant::now();
         // The last TRAIL latents of this launch, for the field plot (bounded at any length).
         let mut traj = std::collections::VecDeque::with_capacity(TRAIL);
@@ -249,8 +241,7 @@ pub fn run(
                 save_transitions(&mut run, dir.path())?;
             }
             if c.checkpoint_every > 0 && s.is_multiple_of(c.checkpoint_every) {
-                run.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
-                saved = s;
+                ckpts.save(s, |d, st| run.save_checkpoint(d, st))?;
             }
             if s.is_multiple_of(100) || s == c.steps {
                 let status = match &rec.train {
@@ -264,11 +255,7 @@ pub fn run(
         if c.save_every > 0 {
             save_transitions(&mut run, dir.path())?;
         }
-        // Not again when the last periodic checkpoint is this one (`checkpoint.prev/` keeps the
-        // older fallback).
-        if saved != run.steps_done() {
-            run.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
-        }
+        ckpts.save(run.steps_done(), |d, st| run.save_checkpoint(d, st))?;
         let eval = run.evaluate(&data);
         metrics.log(run.steps_done(), json!({"eval": &eval}))?;
         metrics.finish()?;

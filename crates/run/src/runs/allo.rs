@@ -2,7 +2,7 @@
 //! `kestrel.allo.train`): checkpoints every `checkpoint_every` steps with heat maps drawn off
 //! the training thread, exact resume from a folder.
 
-use crate::launch::{Launch, Outcome, finish, reopen, start};
+use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::laplacian::GroundTruth;
@@ -93,8 +93,7 @@ pub fn train(
         let mut progress = launch.progress(c.steps, "steps");
         let mut drawers = Vec::new();
         let mut curve = Vec::new();
-        // The step of the newest set in the folder (a resumed run's is where it starts).
-        let mut saved = if start > 0 { start } else { u64::MAX };
+        let mut ckpts = Checkpoints::new(dir.path(), stamp, start);
         let t0 = std::time::Instant::now();
         {
             run.run(|e| {
@@ -119,8 +118,7 @@ pub fn train(
                         progress.tick(step, &format!("cos {cos} b {:.3}", m.barrier));
                     }
                     AlloEvent::Checkpoint { step, learner } => {
-                        learner.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
-                        saved = step;
+                        ckpts.save(step, |d, s| learner.save_checkpoint(d, s))?;
                         // The heat maps of this checkpoint are drawn off the training thread.
                         let (rep, map, truth) =
                             (learner.representation(), map.clone(), truth.clone());
@@ -138,11 +136,7 @@ pub fn train(
             d.join().map_err(|_| RunError::Failed("a heat-map thread panicked".into()))??;
         }
         let learner = run.learner();
-        // The last periodic checkpoint may be this one; saving it again would leave
-        // `checkpoint.prev/` a copy instead of the older fallback.
-        if saved != learner.steps {
-            learner.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
-        }
+        ckpts.save(learner.steps, |d, s| learner.save_checkpoint(d, s))?;
         metrics.finish()?;
         let rep = learner.representation();
         let (avg, sims) = truth.cosine_similarity(&rep);

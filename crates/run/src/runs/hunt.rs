@@ -2,7 +2,7 @@
 //! `kestrel.hunt.train`): episode sheets drawn off the training thread, checkpoints, exact
 //! resume; and greedy play of a trained run.
 
-use crate::launch::{Launch, Outcome, finish, reopen, start};
+use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::runs::{HuntEvent, HuntRun, HuntRunConfig};
@@ -123,8 +123,7 @@ pub fn train(
         let mut progress = launch.progress(c.epochs, "epochs");
         let mut drawers = Vec::new();
         let start_epoch = run.hunt.epoch;
-        // The epoch of the newest set in the folder (a resumed run's is where it starts).
-        let mut saved = if start_epoch > 0 { start_epoch } else { u64::MAX };
+        let mut ckpts = Checkpoints::new(dir.path(), stamp, start_epoch);
         let t0 = std::time::Instant::now();
         {
             run.run(|e| {
@@ -156,8 +155,7 @@ pub fn train(
                         );
                     }
                     HuntEvent::Checkpoint { hunt, .. } => {
-                        hunt.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
-                        saved = hunt.epoch;
+                        ckpts.save(hunt.epoch, |d, s| hunt.save_checkpoint(d, s))?;
                     }
                 }
                 Ok(true)
@@ -168,11 +166,7 @@ pub fn train(
             d.join().map_err(|_| RunError::Failed("a rendering thread panicked".into()))??;
         }
         let hunt = &run.hunt;
-        // Not again when the last periodic checkpoint is this one (`checkpoint.prev/` keeps the
-        // older fallback).
-        if saved != hunt.epoch {
-            hunt.save_checkpoint(&dir.join("checkpoint"), &stamp)?;
-        }
+        ckpts.save(hunt.epoch, |d, s| hunt.save_checkpoint(d, s))?;
         metrics.finish()?;
         // The whole run's curve (a resumed run reads its earlier epochs back).
         let mut all: Vec<Vec<f64>> = vec![Vec::new(); n];
@@ -240,14 +234,12 @@ pub fn play(folder: &Path, seed: u64, out: &Path) -> Result<(Vec<f64>, PathBuf),
         &[],
     )?;
     let ckpt = folder.join("checkpoint");
-    let stamp = crate::registry::stamp::<Hunt>(&c);
-    if kestrel_nn::checkpoint_set(&ckpt, &stamp)?.is_none() {
+    let Some((run, _)) = HuntRun::load(&c, &ckpt, &crate::registry::stamp::<Hunt>(&c))? else {
         return Err(RunError::Failed(format!(
             "{}: no complete checkpoint to play",
             ckpt.display()
         )));
-    }
-    let (run, _) = HuntRun::resume(c, &ckpt, &stamp)?;
+    };
     let mut frames = Vec::new();
     let rewards = run.hunt.play(Key::new(seed), |w| frames.push(w[0].cells.clone()))?;
     let title = format!("greedy play after {} epochs", run.hunt.epoch);
