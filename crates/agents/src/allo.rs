@@ -28,7 +28,7 @@
 
 use crate::AgentError;
 use kestrel_core::FromInvalid;
-use kestrel_core::{Key, VecEnv};
+use kestrel_core::{BatchEnv, Key, VecEnv};
 use kestrel_envs::{GridMap, GridParams, GridWorld};
 use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};
 use kestrel_replay::{Convention, EpisodicReplay};

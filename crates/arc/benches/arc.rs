@@ -5,7 +5,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{ArcAction, ArcEnv, ArcParams, Mode, SelKind, sample_action};
-use kestrel_core::{Key, VecEnv};
+use kestrel_core::{BatchEnv, Key, VecEnv};
 use std::sync::Arc;
 
 fn bench(c: &mut Criterion) {

@@ -4,7 +4,7 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{ArcAction, ArcEnv, ArcParams, O2ARC_OPS, SelKind, sample_action};
-use kestrel_core::{Key, VecEnv};
+use kestrel_core::{BatchEnv, Key, VecEnv};
 use std::sync::Arc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

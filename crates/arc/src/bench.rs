@@ -7,7 +7,7 @@ use crate::{
     sample_action,
 };
 use kestrel_core::FromInvalid;
-use kestrel_core::{Env, Key, VecEnv};
+use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use std::time::Instant;
 
 /// Which batched driver steps the envs.

@@ -47,7 +47,8 @@ pub enum Mode {
 }
 
 /// Which pairs an episode is drawn from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Split {
     /// Demonstration pairs (ARCLE `adaptation=True`, JaxARC train mode).
     #[default]

@@ -141,16 +141,29 @@ impl JaxarcOp {
 }
 
 /// JaxARC reward weights. `Default` is JaxARC's Hydra `reward/training.yaml`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(default, deny_unknown_fields)]
 pub struct JaxRewards {
     /// Added every step.
+    #[serde(serialize_with = "short_f32")]
     pub step_penalty: f32,
     /// Added on a solved Submit.
+    #[serde(serialize_with = "short_f32")]
     pub success_bonus: f32,
     /// Added on an unsolved Submit.
+    #[serde(serialize_with = "short_f32")]
     pub unsolved_submission_penalty: f32,
     /// Weight of the similarity improvement (train split only).
+    #[serde(serialize_with = "short_f32")]
     pub similarity_weight: f32,
+}
+
+/// An `f32` written as the shortest decimal that reads back as it (`-0.005`, not the f64
+/// `-0.004999999888241291` a plain widening prints in a config).
+fn short_f32<S: serde::Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(v.to_string().parse().unwrap_or(f64::from(*v)))
 }
 
 impl Default for JaxRewards {

@@ -29,7 +29,7 @@ use crate::obs::Layout;
 use crate::ops::NUM_OPS;
 use crate::state::{ArcState, PairGrids};
 use kestrel_core::simd::{Simd, WithSimd, dispatch};
-use kestrel_core::{AutoReset, Env, FromInvalid, KEY_POLICY, KEY_RESET, Key, Rng, Spec};
+use kestrel_core::{BatchEnv, CoreError, Env, FromInvalid, Key, Rng, StepKeys, end_episode};
 use rayon::prelude::*;
 
 /// Envs per block (one byte lane each in a 512-bit register).
@@ -716,9 +716,10 @@ fn transpose8(w: &mut [[u64; 8]; 8]) {
     }
 }
 
-/// The per-env columns of a block's step (rewards, flags, episode steps), lane-wise; returns
-/// the lanes to restart (a pending next-step reset, or an episode that ended) as bits.
-struct Columns<'a, const S: usize> {
+/// The per-env columns of a block's step (rewards, flags, episode steps), lane-wise
+/// ([`kestrel_core::count_step`] without a branch); returns the lanes to restart (a pending
+/// next-step reset, or an episode that ended) as bits.
+struct Flags<'a, const S: usize> {
     b: &'a Block<S>,
     rw: &'a mut [f32],
     te: &'a mut [bool],
@@ -728,11 +729,11 @@ struct Columns<'a, const S: usize> {
     limit: Option<u32>,
 }
 
-impl<const S: usize> WithSimd for Columns<'_, S> {
+impl<const S: usize> WithSimd for Flags<'_, S> {
     type Output = u64;
     #[inline(always)]
     fn with_simd<Sd: Simd>(self, _simd: Sd) -> u64 {
-        let Columns { b, rw, te, tr, sc, nr, limit } = self;
+        let Flags { b, rw, te, tr, sc, nr, limit } = self;
         let (has_limit, m) = (limit.is_some(), limit.unwrap_or(0));
         let n = nr.len();
         let (rw, te, tr, sc) = (&mut rw[..n], &mut te[..n], &mut tr[..n], &mut sc[..n]);
@@ -753,8 +754,8 @@ impl<const S: usize> WithSimd for Columns<'_, S> {
 /// (dispatched; lanes at or past `valid` are left as they are).
 struct Sample<'a, const S: usize> {
     b: &'a mut Block<S>,
-    step_key: Key,
-    first_row: u64,
+    keys: StepKeys,
+    first: usize,
     kind: SelKind,
 }
 
@@ -762,14 +763,12 @@ impl<const S: usize> WithSimd for Sample<'_, S> {
     type Output = ();
     #[inline(always)]
     fn with_simd<Sd: Simd>(self, _simd: Sd) {
-        let Sample { b, step_key, first_row, kind } = self;
+        let Sample { b, keys, first, kind } = self;
         let rb = ((1u32 << S) - 1) as u16;
         let span =
             |lo: u64, hi: u64| -> u16 { ((((2u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16) & rb };
         // The policy key's generator per lane, after its first draw (the op).
-        let mut rngs: [Rng; L] = std::array::from_fn(|l| {
-            step_key.fold_in(first_row + l as u64).fold_in(KEY_POLICY).rng()
-        });
+        let mut rngs: [Rng; L] = std::array::from_fn(|l| keys.policy(first + l).rng());
         for l in 0..L {
             b.op[l] = rngs[l].below(NUM_OPS as u32) as u8;
         }
@@ -826,29 +825,16 @@ enum Actions<'a, F, const S: usize> {
 type NoPolicy<const S: usize> = fn(usize, Key, &[i8], &mut [ArcAction<S>]);
 
 /// `num_envs` `jaxarc` envs over an `S × S` canvas (`S ≤ 10`), stepped in blocks of
-/// [`LANES`] envs by the structure-of-arrays kernel: the same API, keys, auto-reset and
-/// results as [`VecEnv`](kestrel_core::VecEnv)`<ArcEnv<S>>` (see the module docs).
+/// [`LANES`] envs by the structure-of-arrays kernel: a [`BatchEnv`] with the same keys,
+/// auto-reset and results as [`VecEnv`](kestrel_core::VecEnv)`<ArcEnv<S>>` (see the module
+/// docs).
 pub struct ArcLanes<const S: usize> {
     env: ArcEnv<S>,
     params: ArcParams,
     table: JaxarcTable,
-    spec: Spec,
-    num_envs: usize,
-    obs_len: usize,
-    key: Key,
-    /// Global index of row 0 (a shard's first row), folded into every row's keys.
-    row_offset: u64,
-    t: u64,
-    autoreset: AutoReset,
+    cols: kestrel_core::Columns<i8>,
     blocks: Vec<Box<Block<S>>>,
     starts: Option<Starts<S>>,
-    obs: Vec<i8>,
-    final_obs: Vec<i8>,
-    rewards: Vec<f32>,
-    terminated: Vec<bool>,
-    truncated: Vec<bool>,
-    episode_steps: Vec<u32>,
-    needs_reset: Vec<bool>,
 }
 
 /// Every start state a reset can draw (each task, pair and start source of
@@ -935,35 +921,22 @@ struct BlockRows<'a> {
     nr: &'a mut [bool],
 }
 
-impl<const S: usize> ArcLanes<S> {
-    /// Builds `num_envs` envs (params checked as [`ArcEnv::validate`] does) and resets them
-    /// from `seed`. Fails for `S > 10`, `o2arc` mode or `num_envs == 0`.
-    pub fn new(
-        env: ArcEnv<S>,
-        params: ArcParams,
-        num_envs: usize,
-        seed: u64,
-    ) -> Result<Self, ArcError> {
-        Self::shard(env, params, num_envs, seed, 0)
-    }
+impl<const S: usize> BatchEnv for ArcLanes<S> {
+    type Kernel = ArcEnv<S>;
+    type Params = ArcParams;
+    type State = ArcState<S>;
+    type Obs = i8;
+    type Action = ArcAction<S>;
+    type Error = ArcError;
 
-    /// Rows `row_offset..row_offset + num_envs` of a batch seeded `seed`: their keys, and so
-    /// their states and results, are those rows' of the whole batch (as
-    /// [`VecEnv::shard`](kestrel_core::VecEnv::shard)), however the batch is split.
-    pub fn shard(
+    /// Params checked as [`ArcEnv::validate`] does; fails for `S > 10` or `o2arc` mode too.
+    fn shard(
         env: ArcEnv<S>,
         params: ArcParams,
         num_envs: usize,
         seed: u64,
         row_offset: u64,
     ) -> Result<Self, ArcError> {
-        if row_offset.checked_add(num_envs as u64).is_none() {
-            return Err(ArcError::invalid(
-                "row_offset",
-                row_offset,
-                "row_offset + num_envs < 2^64",
-            ));
-        }
         if S > MAX_LANE_SIDE {
             return Err(ArcError::invalid("canvas size", S, "at most 10 for the lane kernel"));
         }
@@ -975,148 +948,104 @@ impl<const S: usize> ArcLanes<S> {
             ));
         }
         env.validate(&params)?;
-        if num_envs == 0 {
-            return Err(ArcError::invalid("num_envs", 0, "at least 1"));
-        }
         let spec = env.spec(&params);
-        let obs_len = spec.obs_len();
-        let row = (2 * obs_len + size_of::<Block<S>>().div_ceil(L) + 16) as u128;
-        kestrel_core::check_bytes("num_envs", num_envs, num_envs as u128, row)?;
-        let nb = num_envs.div_ceil(L);
+        let kernel_row = (size_of::<Block<S>>().div_ceil(L) + 4) as u128;
+        let cols = kestrel_core::Columns::new(spec, num_envs, seed, row_offset, kernel_row)?;
         let mut v = ArcLanes {
             table: params.jaxarc_table(),
+            blocks: (0..num_envs.div_ceil(L)).map(|_| Block::new()).collect(),
+            starts: Starts::new(&env, &params),
             env,
             params,
-            spec,
-            num_envs,
-            obs_len,
-            key: Key::new(seed),
-            row_offset,
-            t: 0,
-            autoreset: AutoReset::SameStep,
-            blocks: (0..nb).map(|_| Block::new()).collect(),
-            starts: None,
-            obs: vec![0; num_envs * obs_len],
-            final_obs: vec![0; num_envs * obs_len],
-            rewards: vec![0.0; num_envs],
-            terminated: vec![false; num_envs],
-            truncated: vec![false; num_envs],
-            episode_steps: vec![0; num_envs],
-            needs_reset: vec![false; num_envs],
+            cols,
         };
-        v.starts = Starts::new(&v.env, &v.params);
         v.reset(seed);
         Ok(v)
     }
 
-    /// Resets every env from `seed` (the keys of [`VecEnv::reset`](kestrel_core::VecEnv::reset)).
-    pub fn reset(&mut self, seed: u64) {
-        self.key = Key::new(seed);
-        self.t = 0;
-        let k0 = self.key.fold_in(0);
-        let per = self.obs_len;
-        for i in 0..self.num_envs {
+    fn columns(&self) -> &kestrel_core::Columns<i8> {
+        &self.cols
+    }
+
+    fn columns_mut(&mut self) -> &mut kestrel_core::Columns<i8> {
+        &mut self.cols
+    }
+
+    fn reset(&mut self, seed: u64) {
+        let keys = self.cols.restart(seed);
+        let per = self.cols.per_env();
+        for i in 0..self.cols.num_envs() {
             reset_lane(
                 &self.env,
                 &self.params,
                 self.starts.as_ref(),
-                k0.fold_in(self.row_offset + i as u64),
+                keys.row(i),
                 &mut self.blocks[i / L],
                 i % L,
-                &mut self.obs[i * per..(i + 1) * per],
+                &mut self.cols.obs[i * per..(i + 1) * per],
             );
         }
-        self.rewards.fill(0.0);
-        self.terminated.fill(false);
-        self.truncated.fill(false);
-        self.episode_steps.fill(0);
-        self.needs_reset.fill(false);
     }
 
-    /// Resets the rows where `mask` is true, with the keys of
-    /// [`VecEnv::reset_rows`](kestrel_core::VecEnv::reset_rows); fails, changing nothing, on a
-    /// mask of the wrong length.
-    pub fn reset_rows(&mut self, mask: &[bool]) -> Result<(), ArcError> {
-        if mask.len() != self.num_envs {
-            return Err(ArcError::invalid(
-                "reset mask",
-                format!("{} values", mask.len()),
-                format!("{} (one per env)", self.num_envs),
-            ));
-        }
-        let k = self.key.fold_in(self.t);
-        let per = self.obs_len;
+    fn reset_rows(&mut self, mask: &[bool]) -> Result<(), ArcError> {
+        self.cols.check_mask(mask)?;
+        let (keys, per) = (self.cols.keys(), self.cols.per_env());
         for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
             reset_lane(
                 &self.env,
                 &self.params,
                 self.starts.as_ref(),
-                k.fold_in(self.row_offset + i as u64).fold_in(KEY_RESET),
+                keys.reset(i),
                 &mut self.blocks[i / L],
                 i % L,
-                &mut self.obs[i * per..(i + 1) * per],
+                &mut self.cols.obs[i * per..(i + 1) * per],
             );
-            self.episode_steps[i] = 0;
-            self.needs_reset[i] = false;
-            (self.terminated[i], self.truncated[i], self.rewards[i]) = (false, false, 0.0);
+            self.cols.start_row(i);
         }
         Ok(())
     }
 
-    fn set_lane(&mut self, i: usize, s: &ArcState<S>) {
-        let pg = self.env.pair_of(s);
-        self.blocks[i / L].load(i % L, s, pg);
-    }
-
-    /// Chooses when finished envs restart (as [`VecEnv::set_autoreset`](kestrel_core::VecEnv::set_autoreset)).
-    pub fn set_autoreset(&mut self, mode: AutoReset) {
-        self.autoreset = mode;
-    }
-
-    /// Starts env `i` from `state` (its episode-step count at 0), writing its observation.
-    /// Fails for a row past `num_envs`, a task or pair not in the env, or dims beyond the
-    /// canvas.
-    pub fn set_state(&mut self, i: usize, state: &ArcState<S>) -> Result<(), ArcError> {
-        if i >= self.num_envs {
-            return Err(ArcError::invalid("row", i, format!("below num_envs = {}", self.num_envs)));
-        }
-        self.env.check_state(state)?;
-        let per = self.obs_len;
-        self.env.write_obs(&self.params, state, &mut self.obs[i * per..(i + 1) * per]);
-        self.set_lane(i, state);
-        self.episode_steps[i] = 0;
-        self.needs_reset[i] = false;
-        (self.terminated[i], self.truncated[i], self.rewards[i]) = (false, false, 0.0);
-        Ok(())
-    }
-
-    /// Steps every env with the given actions (one per env). Fails, changing nothing, on a
-    /// wrong length.
-    pub fn step(&mut self, actions: &[ArcAction<S>]) -> Result<(), ArcError> {
-        if actions.len() != self.num_envs {
-            return Err(ArcError::invalid(
-                "actions",
-                format!("{} actions", actions.len()),
-                format!("{} (one per env)", self.num_envs),
-            ));
+    fn try_step(&mut self, actions: &[ArcAction<S>]) -> Result<(), ArcError> {
+        if actions.len() != self.cols.num_envs() {
+            return Err(CoreError::Length {
+                what: "actions",
+                expected: self.cols.num_envs(),
+                got: actions.len(),
+            }
+            .into());
         }
         self.run::<NoPolicy<S>>(Actions::Given(actions));
         Ok(())
     }
 
-    /// Steps every env with actions chosen by `policy(row, key_policy, obs, actions_out)`,
-    /// called just before the env's step with the keys [`VecEnv::step_with`] passes.
-    ///
-    /// [`VecEnv::step_with`]: kestrel_core::VecEnv::step_with
-    pub fn step_with<F>(&mut self, policy: F)
+    fn step_with<F>(&mut self, policy: F)
     where
         F: Fn(usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
     {
         self.run(Actions::Policy(&policy));
     }
 
+    fn state(&self, i: usize) -> Option<ArcState<S>> {
+        (i < self.cols.num_envs())
+            .then(|| lane_state(&self.env, &self.params, &self.blocks[i / L], i % L))
+    }
+
+    /// Also fails for a task or pair not in the env, or dims beyond the canvas.
+    fn set_state(&mut self, i: usize, state: ArcState<S>) -> Result<(), ArcError> {
+        self.cols.check_row(i)?;
+        self.env.check_state(&state)?;
+        let per = self.cols.per_env();
+        self.env.write_obs(&self.params, &state, &mut self.cols.obs[i * per..(i + 1) * per]);
+        let pg = self.env.pair_of(&state);
+        self.blocks[i / L].load(i % L, &state, pg);
+        self.cols.start_row(i);
+        Ok(())
+    }
+}
+
+impl<const S: usize> ArcLanes<S> {
     /// Steps every env with uniformly random actions of selection form `kind`, drawn lane-wise
-    /// inside the kernel: the same actions as [`ArcLanes::step_with`] with a policy calling
+    /// inside the kernel: the same actions as [`BatchEnv::step_with`] with a policy calling
     /// [`sample_action`](crate::sample_action) on its key.
     pub fn step_random(&mut self, kind: SelKind) {
         self.run::<NoPolicy<S>>(Actions::Random(kind));
@@ -1126,13 +1055,11 @@ impl<const S: usize> ArcLanes<S> {
     where
         F: Fn(usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
     {
-        self.t += 1;
-        let step_key = self.key.fold_in(self.t);
-        let prev_key = self.key.fold_in(self.t - 1);
-        let per = self.obs_len;
-        let limit = self.spec.max_episode_steps;
-        let (n, off) = (self.num_envs, self.row_offset);
-        let (env, params, table, mode) = (&self.env, &self.params, &self.table, self.autoreset);
+        let keys = self.cols.next_step();
+        let per = self.cols.per_env();
+        let limit = self.cols.spec().max_episode_steps;
+        let (n, mode) = (self.cols.num_envs(), self.cols.autoreset());
+        let (env, params, table) = (&self.env, &self.params, &self.table);
         let starts = self.starts.as_ref();
         let full = params.layout == Layout::Full;
         let actions = &actions;
@@ -1149,18 +1076,14 @@ impl<const S: usize> ArcLanes<S> {
                 Actions::Policy(p) => {
                     for l in 0..valid {
                         let row = first + l;
-                        let key = step_key.fold_in(off + row as u64).fold_in(KEY_POLICY);
                         let mut a = [ArcAction::<S>::default()];
                         if !nr[l] {
-                            p(row, key, &ob[l * per..(l + 1) * per], &mut a);
+                            p(row, keys.policy(row), &ob[l * per..(l + 1) * per], &mut a);
                         }
                         b.set_action(l, &a[0]);
                     }
                 }
-                Actions::Random(kind) => {
-                    let first_row = off + first as u64;
-                    dispatch(Sample { b: &mut *b, step_key, first_row, kind: *kind })
-                }
+                Actions::Random(kind) => dispatch(Sample { b: &mut *b, keys, first, kind: *kind }),
             }
             dispatch(JaxStep {
                 b: &mut *b,
@@ -1178,7 +1101,7 @@ impl<const S: usize> ArcLanes<S> {
             } else {
                 dispatch(WriteCompact { b: &*b, ob: &mut *ob, valid });
             }
-            let mut restart = dispatch(Columns {
+            let mut restart = dispatch(Flags {
                 b: &*b,
                 rw: &mut *rw,
                 te: &mut *te,
@@ -1194,37 +1117,31 @@ impl<const S: usize> ArcLanes<S> {
                 let obs = &mut ob[l * per..(l + 1) * per];
                 if nr[l] {
                     // Next-step auto-reset: this step only starts the new episode.
-                    let key = prev_key.fold_in(off + row as u64).fold_in(KEY_RESET);
-                    reset_lane(env, params, starts, key, b, l, obs);
+                    reset_lane(env, params, starts, keys.pending_reset(row), b, l, obs);
                     nr[l] = false;
                     continue;
                 }
-                fo[l * per..(l + 1) * per].copy_from_slice(obs);
-                match mode {
-                    AutoReset::SameStep => {
-                        let key = step_key.fold_in(off + row as u64).fold_in(KEY_RESET);
-                        reset_lane(env, params, starts, key, b, l, obs);
-                        sc[l] = 0;
-                    }
-                    AutoReset::NextStep => nr[l] = true,
-                    AutoReset::Disabled => {}
+                let fo = &mut fo[l * per..(l + 1) * per];
+                if let Some(k) = end_episode(mode, &keys, row, obs, fo, &mut sc[l], &mut nr[l]) {
+                    reset_lane(env, params, starts, k, b, l, obs);
                 }
             }
         };
         let rows = |bi: usize| -> std::ops::Range<usize> { bi * L..((bi + 1) * L).min(n) };
+        let c = &mut self.cols;
         if self.blocks.len() == 1 {
             let r = rows(0);
             block(
                 0,
                 &mut self.blocks[0],
                 BlockRows {
-                    ob: &mut self.obs[..],
-                    fo: &mut self.final_obs[..],
-                    rw: &mut self.rewards[r.clone()],
-                    te: &mut self.terminated[r.clone()],
-                    tr: &mut self.truncated[r.clone()],
-                    sc: &mut self.episode_steps[r.clone()],
-                    nr: &mut self.needs_reset[r],
+                    ob: &mut c.obs[..],
+                    fo: &mut c.final_obs[..],
+                    rw: &mut c.rewards[r.clone()],
+                    te: &mut c.terminated[r.clone()],
+                    tr: &mut c.truncated[r.clone()],
+                    sc: &mut c.episode_steps[r.clone()],
+                    nr: &mut c.needs_reset[r],
                 },
             );
             return;
@@ -1235,27 +1152,18 @@ impl<const S: usize> ArcLanes<S> {
         let min_len = self.blocks.len().div_ceil(2 * rayon::current_num_threads()).max(1);
         self.blocks
             .par_iter_mut()
-            .zip(self.obs.par_chunks_mut(L * per))
-            .zip(self.final_obs.par_chunks_mut(L * per))
-            .zip(self.rewards.par_chunks_mut(L))
-            .zip(self.terminated.par_chunks_mut(L))
-            .zip(self.truncated.par_chunks_mut(L))
-            .zip(self.episode_steps.par_chunks_mut(L))
-            .zip(self.needs_reset.par_chunks_mut(L))
+            .zip(c.obs.par_chunks_mut(L * per))
+            .zip(c.final_obs.par_chunks_mut(L * per))
+            .zip(c.rewards.par_chunks_mut(L))
+            .zip(c.terminated.par_chunks_mut(L))
+            .zip(c.truncated.par_chunks_mut(L))
+            .zip(c.episode_steps.par_chunks_mut(L))
+            .zip(c.needs_reset.par_chunks_mut(L))
             .enumerate()
             .with_min_len(min_len)
             .for_each(|(bi, (((((((b, ob), fo), rw), te), tr), sc), nr))| {
                 block(bi, b, BlockRows { ob, fo, rw, te, tr, sc, nr })
             });
-    }
-
-    /// The state of env `i` (as [`VecEnv::states`](kestrel_core::VecEnv::states)`()[i]`).
-    ///
-    /// # Panics
-    /// If `i >= num_envs`.
-    pub fn state(&self, i: usize) -> ArcState<S> {
-        assert!(i < self.num_envs, "row {i} of {}", self.num_envs);
-        lane_state(&self.env, &self.params, &self.blocks[i / L], i % L)
     }
 
     /// The env kernel.
@@ -1266,61 +1174,6 @@ impl<const S: usize> ArcLanes<S> {
     /// The params.
     pub fn params(&self) -> &ArcParams {
         &self.params
-    }
-
-    /// The spec of one env.
-    pub fn spec(&self) -> &Spec {
-        &self.spec
-    }
-
-    /// Number of envs.
-    pub fn num_envs(&self) -> usize {
-        self.num_envs
-    }
-
-    /// Observation length of one env.
-    pub fn obs_len(&self) -> usize {
-        self.obs_len
-    }
-
-    /// Observations, row-major (`num_envs × obs_len`).
-    pub fn obs(&self) -> &[i8] {
-        &self.obs
-    }
-
-    /// Last observations of the episodes that ended in the last step (other rows stale).
-    pub fn final_obs(&self) -> &[i8] {
-        &self.final_obs
-    }
-
-    /// Rewards of the last step.
-    pub fn rewards(&self) -> &[f32] {
-        &self.rewards
-    }
-
-    /// Whether each env's episode terminated in the last step.
-    pub fn terminated(&self) -> &[bool] {
-        &self.terminated
-    }
-
-    /// Whether each env's episode hit the step limit in the last step.
-    pub fn truncated(&self) -> &[bool] {
-        &self.truncated
-    }
-
-    /// Steps of each env's current episode.
-    pub fn episode_steps(&self) -> &[u32] {
-        &self.episode_steps
-    }
-
-    /// Rows whose next step only resets them (next-step auto-reset).
-    pub fn needs_reset(&self) -> &[bool] {
-        &self.needs_reset
-    }
-
-    /// Steps taken since the last reset.
-    pub fn t(&self) -> u64 {
-        self.t
     }
 }
 

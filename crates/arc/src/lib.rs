@@ -15,6 +15,7 @@
 
 mod action;
 pub mod bench;
+mod config;
 mod env;
 mod error;
 pub mod generator;
@@ -30,6 +31,7 @@ mod task;
 pub mod trace;
 
 pub use action::{ArcAction, SelKind, Selection, sample_action};
+pub use config::{ArcConfig, CANVASES, JaxBugsKind};
 pub use env::{ArcEnv, ArcParams, Mode, Split};
 pub use error::ArcError;
 pub use jaxarc::{JAXARC_OPS, JaxBugs, JaxRewards, JaxarcOp, JaxarcTable};

@@ -8,7 +8,8 @@ use crate::state::{ArcState, PairGrids};
 use kestrel_core::Space;
 
 /// Observation layout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// Working grid (`S×S`) then its dims `[h, w]`: `S*S + 2` elements.
     #[default]

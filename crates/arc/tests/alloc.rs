@@ -5,7 +5,7 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{ArcAction, ArcEnv, ArcLanes, ArcParams, Mode, SelKind, sample_action};
-use kestrel_core::{Key, VecEnv};
+use kestrel_core::{BatchEnv, Key, VecEnv};
 use kestrel_testkit::{CountingAlloc, allocations_in};
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 use kestrel_arc::{
     ArcAction, ArcEnv, ArcParams, LoadOptions, Mode, SelKind, TaskBank, sample_action,
 };
-use kestrel_core::{Key, VecEnv};
+use kestrel_core::{BatchEnv, Key, VecEnv};
 use std::path::PathBuf;
 use std::sync::Arc;
 

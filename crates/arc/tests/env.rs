@@ -7,7 +7,7 @@ use kestrel_arc::{
     ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, GridData, JaxBugs, Layout, Mode, Pair,
     SelKind, Selection, Split, Task, TaskBank, sample_action,
 };
-use kestrel_core::{Env, Key, VecEnv};
+use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use kestrel_testkit::{Conformance, check_env};
 use std::sync::Arc;
 

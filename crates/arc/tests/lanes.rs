@@ -10,7 +10,7 @@ use kestrel_arc::{
     ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, LANES, Layout, MAX_START_STATES, Mode,
     SelKind, Selection, Split, sample_action,
 };
-use kestrel_core::{AutoReset, Env, Key, VecEnv};
+use kestrel_core::{AutoReset, BatchEnv, Env, Key, VecEnv};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -121,7 +121,7 @@ fn check<const S: usize>(rows: &VecEnv<ArcEnv<S>>, lanes: &ArcLanes<S>, at: &str
                 "final obs of row {i} at {at}"
             );
         }
-        let (a, b) = (&rows.states()[i], &lanes.state(i));
+        let (a, b) = (&rows.states()[i], &lanes.state(i).expect("a row below num_envs"));
         assert_eq!(a, b, "state of row {i} at {at}");
         assert_eq!(a.similarity.to_bits(), b.similarity.to_bits(), "similarity of row {i} at {at}");
     }
@@ -238,7 +238,7 @@ fn given_actions_and_set_state() {
     let mut lanes = ArcLanes::new(env.clone(), p.clone(), n, 3).unwrap();
     let s = env.init_state(&p, 1, 0, false, Key::new(4));
     rows.set_state(3, s.clone()).unwrap();
-    lanes.set_state(3, &s).unwrap();
+    lanes.set_state(3, s.clone()).unwrap();
     check(&rows, &lanes, "set_state");
     for t in 0..30u64 {
         let acts: Vec<ArcAction<5>> = (0..n)
@@ -249,21 +249,21 @@ fn given_actions_and_set_state() {
             })
             .collect();
         rows.step(&acts);
-        lanes.step(&acts).unwrap();
+        lanes.try_step(&acts).unwrap();
         check(&rows, &lanes, &format!("given step {t}"));
     }
     // Errors name the field and change nothing.
     let before = lanes.obs().to_vec();
-    let e = lanes.step(&[ArcAction::default(); 3]).unwrap_err().to_string();
+    let e = lanes.try_step(&[ArcAction::default(); 3]).unwrap_err().to_string();
     assert!(e.contains("actions") && e.contains("70"), "{e}");
     assert_eq!(lanes.obs(), &before[..]);
     let mut bad = s.clone();
     bad.dims = [6, 2];
-    assert!(lanes.set_state(0, &bad).unwrap_err().to_string().contains("state.dims"));
+    assert!(lanes.set_state(0, bad.clone()).unwrap_err().to_string().contains("state.dims"));
     bad = s.clone();
     bad.task = 10_000;
-    assert!(lanes.set_state(0, &bad).unwrap_err().to_string().contains("state.task"));
-    assert!(lanes.set_state(n, &s).unwrap_err().to_string().contains("row"));
+    assert!(lanes.set_state(0, bad.clone()).unwrap_err().to_string().contains("state.task"));
+    assert!(lanes.set_state(n, s.clone()).unwrap_err().to_string().contains("row"));
 }
 
 /// A shard (rows 70..140 of a batch of 200) keys its rows by their place in the batch, as the
@@ -313,7 +313,7 @@ fn shards_and_row_resets() {
         }
     }
     let err = lanes_err(ArcLanes::new(env.clone(), p.clone(), 4, 0).unwrap().reset_rows(&[true]));
-    assert!(err.contains("reset mask") && err.contains("1 values"), "{err}");
+    assert!(err.contains("reset mask") && err.contains("got 1"), "{err}");
     let err = lanes_err(ArcLanes::shard(env, p, 4, 0, u64::MAX - 1).map(|_| ()));
     assert!(err.contains("row_offset"), "{err}");
 }

@@ -1,14 +1,16 @@
-//! `kestrel config [KIND]`: the run kinds, or one kind's config (its defaults, or what
-//! `--preset`, `--config` and `--set` resolve to) as commented TOML that `--config` reads back.
+//! `kestrel config [KIND]`: the run kinds and env ids, or one kind's config (its defaults, or
+//! what `--preset`, `--config` and `--set` resolve to) as commented TOML that `--config` reads
+//! back; for an env id, its params.
 
 use anyhow::Result;
 use clap::Args;
-use kestrel_run::{Layers, RunKind};
+use kestrel_run::envs::Configurable;
+use kestrel_run::{EnvId, Layers, RunKind};
 use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ConfigArgs {
-    /// The run kind (absent: list the kinds).
+    /// The run kind or env id (absent: list them).
     kind: Option<String>,
     /// Start from this preset instead of the defaults (actdyn: e1, e2).
     #[arg(long)]
@@ -30,9 +32,14 @@ pub fn config(a: ConfigArgs) -> Result<()> {
         for k in RunKind::ALL {
             println!("  {:<10} kestrel {}", k.name(), k.command());
         }
+        println!(
+            "Env ids (`kestrel config ID` prints its params; Python: kestrel.make(ID, **params)):"
+        );
+        for id in EnvId::all() {
+            println!("  {:<30} {}", id.name(), id.about());
+        }
         return Ok(());
     };
-    let kind = RunKind::from_name(&name)?;
     let table = toml::Table::new();
     let layers = Layers {
         preset: a.preset.as_deref(),
@@ -40,6 +47,7 @@ pub fn config(a: ConfigArgs) -> Result<()> {
         table: &table,
         sets: &a.set,
     };
+    let kind = Configurable::parse(&name)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&kind.resolve(layers)?)?);
     } else {

@@ -7,6 +7,7 @@ mod arc;
 mod common;
 mod config;
 mod demo;
+mod env;
 mod evo;
 mod hunt;
 mod mppi;
@@ -31,6 +32,9 @@ enum Cmd {
     /// The run kinds, or one kind's config keys with their docs and defaults as commented TOML
     /// (`kestrel config mppi-tune > tune.toml`, edit, `kestrel mppi tune --config tune.toml`).
     Config(config::ConfigArgs),
+    /// Any env of the registry by its id: bench.
+    #[command(subcommand)]
+    Env(env::EnvCmd),
     /// The ARC environment: bench, replay, show, rollout.
     #[command(subcommand)]
     Arc(arc::ArcCmd),
@@ -63,6 +67,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Demo(a) => demo::demo(a),
         Cmd::Config(a) => config::config(a),
+        Cmd::Env(env::EnvCmd::Bench(a)) => env::bench(a),
         Cmd::Arc(c) => arc::run(c),
         Cmd::Evo(evo::EvoCmd::Run(a)) => evo::run(a),
         Cmd::Evo(evo::EvoCmd::Qd(a)) => evo::qd(a),

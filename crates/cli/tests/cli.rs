@@ -700,3 +700,38 @@ fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
         fails(&["sweep", s, "--out-dir", o, "--engine", "ray", "--python", "/nonexistent/python"]);
     assert!(e.contains("cannot start /nonexistent/python") && e.contains("crates/py[ray]"), "{e}");
 }
+
+/// Every env id's params print as TOML that `--config` reads back to the same params, and
+/// `kestrel env bench` steps the id with them.
+#[test]
+fn env_ids_print_their_params_and_bench_through_the_registry() {
+    let list = ok(&["config"]);
+    assert!(list.contains("CartPole-v1") && list.contains("ARC-jaxarc-v0"), "{list}");
+    for id in ["CartPole-v1", "Control-double-integrator-v0", "ARC-jaxarc-v0", "VectorField-v0"] {
+        let toml = ok(&["config", id, "--set", "max_episode_steps=7"]);
+        let path = tmp(&format!("{id}.toml"));
+        std::fs::write(&path, &toml).unwrap();
+        let back = ok(&["config", id, "--config", path.to_str().unwrap(), "--json"]);
+        let direct = ok(&["config", id, "--set", "max_episode_steps=7", "--json"]);
+        assert_eq!(back, direct, "{id}");
+        assert!(back.contains("\"max_episode_steps\": 7"), "{back}");
+    }
+    let out = ok(&[
+        "env",
+        "bench",
+        "ARC-jaxarc-v0",
+        "--num-envs",
+        "70",
+        "--seconds",
+        "0.05",
+        "--set",
+        "canvas=10",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap() > 0.0, "{out}");
+    let e = fails(&["env", "bench", "CartPole-v1", "--set", "gravty=3"]);
+    assert!(e.contains("gravty") && e.contains("gravity"), "{e}");
+    let e = fails(&["config", "Pendulm-v1"]);
+    assert!(e.contains("neither a run kind nor an env id") && e.contains("Pendulum-v1"), "{e}");
+}

@@ -1,5 +1,6 @@
 //! Kestrel core: counter-based random keys, spaces, the single-env kernel trait [`Env`]
-//! and the one batched driver [`VecEnv`].
+//! the batched-env contract [`BatchEnv`]
+//! (its bookkeeping written once) and the batched driver of any env, [`VecEnv`].
 //!
 //! # Key derivation tree
 //!
@@ -14,17 +15,19 @@
 //! key_step  = row_t.fold_in(0), key_reset = row_t.fold_in(1), key_policy = row_t.fold_in(2)
 //! ```
 //!
-//! `row` is the global row (a [`VecEnv::shard`] adds its offset). `key_step` goes to
+//! `row` is the global row (a [`BatchEnv::shard`] adds its offset); [`StepKeys`] derives
+//! these keys for every batch. `key_step` goes to
 //! [`Env::step`], `key_reset` to [`Env::reset`] when the row finishes in that step (with
-//! [`AutoReset::NextStep`], in the following step but still with the finishing step's key), and `key_policy` to the policy closure of [`VecEnv::step_with`]. Inside one
+//! [`AutoReset::NextStep`], in the following step but still with the finishing step's key), and `key_policy` to the policy closure of [`BatchEnv::step_with`]. Inside one
 //! kernel call, sequential draws come from [`Key::rng`].
 //!
 //! # Columns
 //!
-//! [`VecEnv`] keeps Gymnasium's column names: `obs`, `final_obs`, `rewards`, `terminated`,
+//! Every [`BatchEnv`] keeps Gymnasium's column names ([`Columns`]): `obs`, `final_obs`, `rewards`, `terminated`,
 //! `truncated`, each a contiguous row-major buffer. `terminated` and `truncated` stay
 //! separate everywhere: a time-out bootstraps, a termination does not.
 
+mod batch;
 mod budget;
 mod documented;
 mod env;
@@ -39,6 +42,10 @@ mod space;
 pub mod timing;
 mod vec_env;
 
+pub use batch::{
+    AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, StepKeys, count_step,
+    end_episode,
+};
 pub use budget::{Budget, Term, human};
 pub use documented::{Documented, FieldDoc, closest, did_you_mean, field_at};
 pub use env::Env;
@@ -49,4 +56,4 @@ pub use kestrel_derive::Documented;
 pub use key::{Key, Rng};
 pub use normal::fill_normal_f32;
 pub use space::{Space, Spec};
-pub use vec_env::{AutoReset, KEY_POLICY, KEY_RESET, KEY_STEP, VecEnv};
+pub use vec_env::VecEnv;

@@ -3,7 +3,9 @@
 //! TOML; an unknown key is answered with the closest valid one). The field names are the
 //! struct's own, so no key is spelled twice. A field whose type is itself a documented config
 //! table is marked `#[documented(nested)]`; its keys are then listed (and checked) below it.
-//! A field without a doc comment is a compile error: every config key is documented.
+//! A field marked `#[documented(flatten)]` (beside `#[serde(flatten)]`) contributes its
+//! type's keys in its place, as serde reads them. A field without a doc comment is a compile
+//! error: every config key is documented.
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -39,15 +41,26 @@ fn doc_of(attrs: &[syn::Attribute]) -> String {
     lines.join(" ").trim().replace("[`", "`").replace("`]", "`")
 }
 
-fn nested(attrs: &[syn::Attribute]) -> syn::Result<bool> {
-    let mut found = false;
+/// The field's `#[documented(...)]` mark: `nested` or `flatten`.
+#[derive(Clone, Copy, PartialEq)]
+enum Mark {
+    Plain,
+    Nested,
+    Flatten,
+}
+
+fn mark(attrs: &[syn::Attribute]) -> syn::Result<Mark> {
+    let mut found = Mark::Plain;
     for a in attrs.iter().filter(|a| a.path().is_ident("documented")) {
         a.parse_nested_meta(|m| {
             if m.path.is_ident("nested") {
-                found = true;
+                found = Mark::Nested;
+                Ok(())
+            } else if m.path.is_ident("flatten") {
+                found = Mark::Flatten;
                 Ok(())
             } else {
-                Err(m.error("expected `nested`"))
+                Err(m.error("expected `nested` or `flatten`"))
             }
         })?;
     }
@@ -61,11 +74,20 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let Fields::Named(fields) = &data.fields else {
         return Err(syn::Error::new_spanned(input, "Documented: a struct with named fields"));
     };
+    // Each field is one entry, or (flattened) its type's whole list.
     let mut entries = Vec::new();
+    let mut flattened = Vec::new();
     for f in &fields.named {
         let ident = f.ident.as_ref().expect("named fields have names");
         let name = ident.to_string();
         let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+        let ty = &f.ty;
+        let m = mark(&f.attrs)?;
+        if m == Mark::Flatten {
+            flattened.push(entries.len());
+            entries.push(quote! { <#ty as ::kestrel_core::Documented>::fields() });
+            continue;
+        }
         let doc = doc_of(&f.attrs);
         if doc.is_empty() {
             return Err(syn::Error::new_spanned(
@@ -73,8 +95,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                 "Documented: every field needs a `///` doc comment",
             ));
         }
-        let ty = &f.ty;
-        let sub = if nested(&f.attrs)? {
+        let sub = if m == Mark::Nested {
             quote! { ::core::option::Option::Some(<#ty as ::kestrel_core::Documented>::fields) }
         } else {
             quote! { ::core::option::Option::None }
@@ -85,10 +106,39 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     }
     let ident = &input.ident;
     let (imp, ty, wh) = input.generics.split_for_impl();
+    if flattened.is_empty() {
+        return Ok(quote! {
+            impl #imp ::kestrel_core::Documented for #ident #ty #wh {
+                fn fields() -> &'static [::kestrel_core::FieldDoc] {
+                    &[#(#entries),*]
+                }
+            }
+        });
+    }
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "Documented: `flatten` in a generic struct",
+        ));
+    }
+    let pushes = entries.iter().enumerate().map(|(i, e)| {
+        if flattened.contains(&i) {
+            quote! { v.extend_from_slice(#e); }
+        } else {
+            quote! { v.push(#e); }
+        }
+    });
+    // The list is built once, on first use, and kept for the program's life.
     Ok(quote! {
-        impl #imp ::kestrel_core::Documented for #ident #ty #wh {
+        impl ::kestrel_core::Documented for #ident {
             fn fields() -> &'static [::kestrel_core::FieldDoc] {
-                &[#(#entries),*]
+                static FIELDS: ::std::sync::OnceLock<::std::vec::Vec<::kestrel_core::FieldDoc>> =
+                    ::std::sync::OnceLock::new();
+                FIELDS.get_or_init(|| {
+                    let mut v = ::std::vec::Vec::new();
+                    #(#pushes)*
+                    v
+                })
             }
         }
     })

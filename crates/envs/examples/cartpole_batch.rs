@@ -2,7 +2,7 @@
 //! the unit of work, and every draw comes from the key tree (same numbers on any thread
 //! count). Run: `cargo run --release -p kestrel-envs --example cartpole_batch`.
 
-use kestrel_core::{Key, VecEnv};
+use kestrel_core::{BatchEnv, Key, VecEnv};
 use kestrel_envs::{CartPole, CartPoleParams};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

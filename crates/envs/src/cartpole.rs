@@ -17,23 +17,44 @@
 use kestrel_core::{Env, Key, Space, Spec};
 use kestrel_dynamics::{CartPolePhysics, cartpole_step};
 
-/// Physical constants (Gymnasium's defaults).
-#[derive(Clone, Debug, PartialEq)]
+/// Physical constants (Gymnasium's defaults, `cartpole.py`'s `__init__`).
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(default, deny_unknown_fields)]
 pub struct CartPoleParams {
-    /// Gravity.
+    /// Gravity (m/s²; Gymnasium's 9.8).
     pub gravity: f64,
-    /// Cart mass.
+    /// Cart mass (kg; 1.0).
     pub mass_cart: f64,
-    /// Pole mass.
+    /// Pole mass (kg; 0.1).
     pub mass_pole: f64,
-    /// Half the pole length.
+    /// Half the pole length (m; 0.5).
     pub length: f64,
-    /// Push force.
+    /// Push force (N; 10.0).
     pub force_mag: f64,
-    /// Time step.
+    /// Time step (s; 0.02).
     pub tau: f64,
-    /// Episode limit.
+    /// Steps before truncation (CartPole-v1's 500).
     pub max_episode_steps: u32,
+}
+
+impl CartPoleParams {
+    /// Checks every constant is finite and positive and the limit at least 1.
+    pub fn validate(&self) -> Result<(), crate::EnvError> {
+        let p = self;
+        for (field, v) in [
+            ("gravity", p.gravity),
+            ("mass_cart", p.mass_cart),
+            ("mass_pole", p.mass_pole),
+            ("length", p.length),
+            ("force_mag", p.force_mag),
+            ("tau", p.tau),
+        ] {
+            crate::positive(field, v)?;
+        }
+        crate::limit(p.max_episode_steps)
+    }
 }
 
 impl Default for CartPoleParams {

@@ -16,13 +16,16 @@ pub const ENV_MAX_NX: usize = 16;
 pub const ENV_MAX_NU: usize = 8;
 
 /// Episode settings of a [`ControlEnv`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(default, deny_unknown_fields)]
 pub struct ControlParams {
-    /// Start state; empty means the system's [`Dynamics::initial_state`].
+    /// Start state; empty means the system's initial state.
     pub start: Vec<f64>,
-    /// Each start coordinate is perturbed by `U[−reset_noise, reset_noise]`.
+    /// Each start coordinate is perturbed by `U[-reset_noise, reset_noise]`.
     pub reset_noise: f64,
-    /// Episode limit (applied by `VecEnv`).
+    /// Steps before truncation.
     pub max_episode_steps: u32,
 }
 
@@ -89,7 +92,7 @@ impl<D: Dynamics> ControlEnv<D> {
                 "finite and >= 0",
             ));
         }
-        Ok(())
+        crate::limit(p.max_episode_steps)
     }
 
     fn observe(&self, s: &ControlState, obs: &mut [f32]) {

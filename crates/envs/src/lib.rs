@@ -15,9 +15,25 @@ pub use control::{
     DoubleIntegrator, Dynamics, Nav2d, PendulumDynamics,
 };
 pub use error::EnvError;
-pub use grid::{GridMap, GridParams, GridWorld};
+pub use grid::{GridConfig, GridMap, GridParams, GridWorld};
 pub use pendulum::{Pendulum, PendulumParams, PendulumState};
 pub use treasure::{TreasureHunt, TreasureObs, TreasureParams, TreasureState};
+/// Checks a physical constant is finite and positive.
+pub(crate) fn positive(field: &'static str, v: f64) -> Result<(), EnvError> {
+    if v.is_finite() && v > 0.0 {
+        return Ok(());
+    }
+    Err(kestrel_core::Invalid::new(field, v, "a finite number above 0").into())
+}
+
+/// Checks an episode limit is at least one step.
+pub(crate) fn limit(steps: u32) -> Result<(), EnvError> {
+    if steps == 0 {
+        return Err(kestrel_core::Invalid::new("max_episode_steps", 0, "at least 1").into());
+    }
+    Ok(())
+}
+
 pub use vectorfield::{
     ActionModel, DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor,
     MultiAttractorConfig, NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant,

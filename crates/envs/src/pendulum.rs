@@ -17,23 +17,44 @@
 use kestrel_core::{Env, Key, Space, Spec};
 use kestrel_dynamics::{PendulumPhysics, Torque, pendulum_step};
 
-/// Physical constants (Gymnasium's defaults).
-#[derive(Clone, Debug, PartialEq)]
+/// Physical constants (Gymnasium's defaults, `pendulum.py`'s `__init__`).
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(default, deny_unknown_fields)]
 pub struct PendulumParams {
-    /// Gravity.
+    /// Gravity (Gymnasium's `g`, 10.0).
     pub g: f64,
-    /// Mass.
+    /// Mass (1.0).
     pub m: f64,
-    /// Length.
+    /// Length (1.0).
     pub l: f64,
-    /// Time step.
+    /// Time step (0.05).
     pub dt: f64,
-    /// Largest |θ̇|.
+    /// Largest |θ̇| (8.0).
     pub max_speed: f64,
-    /// Largest |u|.
+    /// Largest |u|: the action space's bound (2.0).
     pub max_torque: f32,
-    /// Episode limit.
+    /// Steps before truncation (Pendulum-v1's 200).
     pub max_episode_steps: u32,
+}
+
+impl PendulumParams {
+    /// Checks every constant is finite and positive and the limit at least 1.
+    pub fn validate(&self) -> Result<(), crate::EnvError> {
+        let p = self;
+        for (field, v) in [
+            ("g", p.g),
+            ("m", p.m),
+            ("l", p.l),
+            ("dt", p.dt),
+            ("max_speed", p.max_speed),
+            ("max_torque", f64::from(p.max_torque)),
+        ] {
+            crate::positive(field, v)?;
+        }
+        crate::limit(p.max_episode_steps)
+    }
 }
 
 impl Default for PendulumParams {

@@ -53,7 +53,10 @@ pub enum TreasureObs {
 }
 
 /// World settings (sorrel's `main.py` defaults).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(default, deny_unknown_fields)]
 pub struct TreasureParams {
     /// Rows including the border.
     pub height: usize,
@@ -73,9 +76,9 @@ pub struct TreasureParams {
     pub spawn_prob: f64,
     /// View radius (the view is `(2r+1)²`).
     pub vision_radius: usize,
-    /// Encoding.
+    /// Observation encoding: `one-hot` (6 channels per cell) or `rgb` (3).
     pub obs: TreasureObs,
-    /// Turns per episode.
+    /// Turns per episode (the time limit).
     pub max_turns: u32,
 }
 
@@ -117,6 +120,19 @@ impl TreasureParams {
                 format!("{}x{} with {} agents", self.height, self.width, self.num_agents),
                 "at most 255 a side and at least one interior cell per agent",
             ));
+        }
+        for (field, v) in [
+            ("gem_value", self.gem_value),
+            ("food_value", self.food_value),
+            ("bone_value", self.bone_value),
+            ("wall_value", self.wall_value),
+        ] {
+            if !v.is_finite() {
+                return Err(crate::EnvError::invalid(field, v, "a finite number"));
+            }
+        }
+        if self.max_turns == 0 {
+            return Err(crate::EnvError::invalid("max_turns", 0, "at least 1"));
         }
         if !(0.0..=1.0).contains(&self.spawn_prob) {
             return Err(crate::EnvError::invalid(

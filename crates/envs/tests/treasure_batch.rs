@@ -1,6 +1,7 @@
 //! Many treasure-hunt worlds at once through `VecEnv`: identical on 1 and 2 threads,
 //! truncated by the turn limit, rewards from the item values only.
 
+use kestrel_core::BatchEnv;
 use kestrel_core::VecEnv;
 use kestrel_envs::treasure::{TreasureHunt, TreasureObs, TreasureParams};
 

@@ -143,7 +143,7 @@ fn continuous_cartpole_at_full_force_is_gymnasium_cartpole() {
 
 #[test]
 fn batched_mppi_drives_a_vec_env_of_control_envs() {
-    use kestrel_core::VecEnv;
+    use kestrel_core::{BatchEnv, VecEnv};
     use kestrel_envs::control::ENV_MAX_NU;
     use kestrel_envs::{ControlEnv, ControlParams};
     // Four navigation envs with perturbed starts, one `command_batch` per step on the envs'

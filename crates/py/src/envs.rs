@@ -1,649 +1,17 @@
-//! Every Kestrel env behind one object-safe batch interface ([`DynVec`]) and the one table
-//! of env ids ([`ENV_IDS`]); the Python classes in `kestrel/vector.py` and `kestrel/envs.py`
+//! numpy marshalling of the env registry's batches (`kestrel_run::envs`: the env ids, their
+//! configs and [`DynBatch`]); the Python classes in `kestrel/vector.py` and `kestrel/envs.py`
 //! are thin layers over [`VecCore`].
 
-use crate::errors::{Kw, value_error};
-use kestrel_arc::generator::{Family, GenConfig, generate_bank};
-use kestrel_arc::{
-    ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, Layout, LoadOptions, MAX_LANE_SIDE, Mode,
-    Selection, Split, TaskBank,
-};
-use kestrel_core::{AutoReset, Env, EpisodeStats, Key, Space, Spec, VecEnv};
-use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
-use kestrel_envs::{
-    CartPole, CartPoleParams, CartPoleState, ControlEnv, ControlParams, ControlState,
-    DoubleIntegrator, GridMap, GridParams, GridWorld, Pendulum, PendulumParams, PendulumState,
-    TreasureHunt, TreasureObs, TreasureParams, VectorFieldEnv,
-};
-use kestrel_mppi::presets::System;
+use crate::errors::{run_error, value_error};
+use kestrel_core::{AutoReset, EpisodeStats, Space};
+use kestrel_run::Layers;
+use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs};
 use numpy::{PyReadonlyArray1, PyReadwriteArray1, PyReadwriteArrayDyn};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 use std::sync::Arc;
-
-/// The ARC canvas sides compiled into the bindings (the `canvas` keyword): ARC-AGI's 30,
-/// and 5 and 10, where `jaxarc` mode runs on the structure-of-arrays kernel ([`ArcLanes`]).
-const ARC_CANVASES: [usize; 3] = [5, 10, 30];
-
-/// Every env id with a one-line description: the one name table of the bindings.
-pub(crate) fn env_ids() -> Vec<(String, String)> {
-    let mut v = vec![
-        ("CartPole-v1".into(), "Gymnasium CartPole-v1 (bit-exact), Discrete(2)".into()),
-        ("Pendulum-v1".into(), "Gymnasium Pendulum-v1 (bit-exact), Box(-2, 2, (1,))".into()),
-    ];
-    for s in System::ALL {
-        v.push((
-            format!("Control-{}-v0", s.name()),
-            format!("the MPPI system {:?} as an env: obs = state, reward = -running cost", s),
-        ));
-    }
-    v.push((
-        "Control-double-integrator-v0".into(),
-        "a double integrator (dims = 1..4) as an env".into(),
-    ));
-    v.push(("GridWorld-v0".into(), "an ALLO grid maze (map = builtin name or map_path)".into()));
-    v.push((
-        "TreasureHunt-v0".into(),
-        "sorrel's treasure hunt, one row per agent (PufferLib style)".into(),
-    ));
-    v.push((
-        "ARC-v0".into(),
-        "ARC in ARCLE O2ARCv2Env 0.2.6 semantics (canvas = 30, 10 or 5)".into(),
-    ));
-    v.push((
-        "ARC-jaxarc-v0".into(),
-        "ARC in JaxARC 1.0.3 semantics (canvas = 30, or 10 or 5 on the lane kernel)".into(),
-    ));
-    v.push((
-        "VectorField-v0".into(),
-        "actdyn's latent vector-field systems with an observation model".into(),
-    ));
-    v
-}
-
-/// One batch of observations, by element type.
-pub(crate) enum Obs<'a> {
-    F32(&'a [f32]),
-    F64(&'a [f64]),
-    I8(&'a [i8]),
-}
-
-/// Actions as they arrive from Python (already converted to one dtype by the Python layer).
-pub(crate) enum Actions<'a> {
-    /// One integer per agent row (Discrete spaces).
-    Int(&'a [i64]),
-    /// `nu` floats per agent row (Box spaces).
-    Float(&'a [f64]),
-    /// ARC: one operation per row and a `30 × 30` 0/1 selection per row.
-    Arc { ops: &'a [i64], sel: &'a [u8] },
-}
-
-/// How an action type is filled from Python input; each checks ranges so nothing invalid
-/// reaches a kernel silently.
-pub(crate) trait Codec: Sized + Copy {
-    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String>;
-}
-
-fn want(kind: &str, space: &Space) -> String {
-    format!("actions: expected {kind} for the action space {space:?}")
-}
-
-fn ints<T: Copy + TryFrom<i64>>(
-    input: &Actions<'_>,
-    space: &Space,
-    out: &mut [T],
-) -> Result<(), String> {
-    let (Actions::Int(v), Space::Discrete { n }) = (input, space) else {
-        return Err(want("integers", space));
-    };
-    if v.len() != out.len() {
-        return Err(format!("actions: expected shape ({},), got ({},)", out.len(), v.len()));
-    }
-    for (i, (&a, o)) in v.iter().zip(out.iter_mut()).enumerate() {
-        if a < 0 || a as u64 >= *n {
-            return Err(format!("actions[{i}] = {a}: outside Discrete({n}) (0 to {})", n - 1));
-        }
-        *o = T::try_from(a).map_err(|_| format!("actions[{i}] = {a}: out of range"))?;
-    }
-    Ok(())
-}
-
-impl Codec for u32 {
-    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
-        ints(input, space, out)
-    }
-}
-
-impl Codec for u8 {
-    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
-        ints(input, space, out)
-    }
-}
-
-/// Floats, `nu` per row, finite, into `out` rows written by `put(row, values)`.
-fn floats(
-    input: &Actions<'_>,
-    space: &Space,
-    rows: usize,
-    mut put: impl FnMut(usize, &[f64]),
-) -> Result<(), String> {
-    let (Actions::Float(v), Space::Box { shape, .. }) = (input, space) else {
-        return Err(want("floats", space));
-    };
-    let nu: usize = shape.iter().product();
-    if v.len() != rows * nu {
-        return Err(format!("actions: expected shape ({rows}, {nu}), got {} values", v.len()));
-    }
-    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-        return Err(format!("actions[{}][{}] = {}: not finite", i / nu, i % nu, v[i]));
-    }
-    for (r, row) in v.chunks_exact(nu.max(1)).enumerate() {
-        put(r, row);
-    }
-    Ok(())
-}
-
-impl Codec for f32 {
-    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
-        floats(input, space, out.len(), |r, v| out[r] = v[0] as f32)
-    }
-}
-
-impl Codec for [f32; ENV_MAX_NU] {
-    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
-        floats(input, space, out.len(), |r, v| {
-            out[r] = [0.0; ENV_MAX_NU];
-            for (o, x) in out[r].iter_mut().zip(v) {
-                *o = *x as f32;
-            }
-        })
-    }
-}
-
-impl Codec for [f64; 2] {
-    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
-        floats(input, space, out.len(), |r, v| out[r] = [v[0], v[1]])
-    }
-}
-
-impl<const S: usize> Codec for ArcAction<S> {
-    fn fill(input: &Actions<'_>, _space: &Space, out: &mut [Self]) -> Result<(), String> {
-        let Actions::Arc { ops, sel } = input else {
-            return Err("actions: ARC takes a dict {operation, selection}".into());
-        };
-        let n = out.len();
-        let cells = S * S;
-        if ops.len() != n {
-            return Err(format!(
-                "actions['operation']: expected shape ({n},), got ({},)",
-                ops.len()
-            ));
-        }
-        if sel.len() != n * cells {
-            return Err(format!(
-                "actions['selection']: expected shape ({n}, {S}, {S}), got {} values",
-                sel.len()
-            ));
-        }
-        let nops = kestrel_arc::NUM_OPS as i64;
-        if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
-            return Err(format!(
-                "actions['operation'][{i}] = {}: outside Discrete({nops})",
-                ops[i]
-            ));
-        }
-        // One mask per row, packed in parallel (900 bytes a row), 8 cells per multiply; `bad`
-        // collects bits outside 0/1.
-        let bad = out
-            .par_iter_mut()
-            .zip(ops.par_iter())
-            .zip(sel.par_chunks_exact(cells))
-            .map(|((o, &op), m)| {
-                let mut bad = 0u64;
-                let mask = std::array::from_fn(|r| {
-                    let (bits, b) = pack_row(&m[r * S..(r + 1) * S]);
-                    bad |= b;
-                    bits
-                });
-                *o = ArcAction { op: op as i32, sel: Selection::Mask(mask) };
-                bad != 0
-            })
-            .reduce(|| false, |a, b| a || b);
-        if bad && let Some(i) = sel.iter().position(|&b| b > 1) {
-            return Err(format!(
-                "actions['selection'][{}][{}][{}]: byte value {}, not 0 or 1",
-                i / cells,
-                (i % cells) / S,
-                i % S,
-                sel[i]
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// One canvas row of 0/1 bytes as mask bits (bit `c` = cell `c`), and the bits of any byte
-/// that is not 0 or 1. Eight bytes at a time: `(x & 0x01..01) * 0x0102040810204080 >> 56`
-/// gathers the low bit of each byte into one byte, in order.
-#[inline]
-fn pack_row(row: &[u8]) -> (u32, u64) {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    let (mut bits, mut bad) = (0u32, 0u64);
-    for (g, chunk) in row.chunks(8).enumerate() {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        let x = u64::from_le_bytes(b);
-        bad |= x & !LOW;
-        bits |= ((((x & LOW).wrapping_mul(GATHER)) >> 56) as u32) << (8 * g);
-    }
-    (bits, bad)
-}
-
-/// Observation element types Python sees.
-pub(crate) trait ObsElem: Copy {
-    fn wrap(v: &[Self]) -> Obs<'_>;
-    const DTYPE: &'static str;
-}
-impl ObsElem for f32 {
-    fn wrap(v: &[Self]) -> Obs<'_> {
-        Obs::F32(v)
-    }
-    const DTYPE: &'static str = "float32";
-}
-impl ObsElem for f64 {
-    fn wrap(v: &[Self]) -> Obs<'_> {
-        Obs::F64(v)
-    }
-    const DTYPE: &'static str = "float64";
-}
-impl ObsElem for i8 {
-    fn wrap(v: &[Self]) -> Obs<'_> {
-        Obs::I8(v)
-    }
-    const DTYPE: &'static str = "int8";
-}
-
-/// States settable from a flat f64 vector (envs whose observation is a function of it).
-pub(crate) trait StateIo: Sized {
-    fn from_flat(v: &[f64]) -> Result<Self, String> {
-        let _ = v;
-        Err("this env's state cannot be set".into())
-    }
-    fn to_flat(&self) -> Vec<f64> {
-        Vec::new()
-    }
-}
-impl StateIo for CartPoleState {
-    fn from_flat(v: &[f64]) -> Result<Self, String> {
-        let a: [f64; 4] =
-            v.try_into().map_err(|_| format!("state: expected 4 values, got {}", v.len()))?;
-        Ok(CartPoleState(a))
-    }
-    fn to_flat(&self) -> Vec<f64> {
-        self.0.to_vec()
-    }
-}
-impl StateIo for PendulumState {
-    fn from_flat(v: &[f64]) -> Result<Self, String> {
-        let a: [f64; 2] =
-            v.try_into().map_err(|_| format!("state: expected 2 values, got {}", v.len()))?;
-        Ok(PendulumState(a))
-    }
-    fn to_flat(&self) -> Vec<f64> {
-        self.0.to_vec()
-    }
-}
-impl StateIo for ControlState {
-    fn from_flat(v: &[f64]) -> Result<Self, String> {
-        if v.is_empty() || v.len() > ENV_MAX_NX {
-            return Err(format!("state: expected 1 to {ENV_MAX_NX} values, got {}", v.len()));
-        }
-        let mut x = [0.0; ENV_MAX_NX];
-        x[..v.len()].copy_from_slice(v);
-        Ok(ControlState { x, t: 0 })
-    }
-    fn to_flat(&self) -> Vec<f64> {
-        self.x.to_vec()
-    }
-}
-impl StateIo for u32 {}
-impl StateIo for kestrel_envs::TreasureState {}
-impl<const S: usize> StateIo for kestrel_arc::ArcState<S> {}
-impl StateIo for kestrel_envs::VectorFieldState {
-    fn to_flat(&self) -> Vec<f64> {
-        self.z.to_vec()
-    }
-}
-
-/// N copies of any env, object-safe: what one Python vector env holds.
-pub(crate) trait DynVec: Send + Sync {
-    fn spec(&self) -> &Spec;
-    fn num_envs(&self) -> usize;
-    fn obs_dtype(&self) -> &'static str;
-    fn reset(&mut self, seed: u64);
-    fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String>;
-    fn set_autoreset(&mut self, m: AutoReset);
-    fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String>;
-    fn step(&mut self);
-    fn obs(&self) -> Obs<'_>;
-    fn final_obs(&self) -> Obs<'_>;
-    fn rewards(&self) -> &[f32];
-    fn terminated(&self) -> &[bool];
-    fn truncated(&self) -> &[bool];
-    fn episode_steps(&self) -> &[u32];
-    fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String>;
-    fn state(&self, row: usize) -> Vec<f64>;
-}
-
-/// The [`DynVec`] methods that forward to the batched driver `self.v` (`VecEnv` or
-/// `ArcLanes`, which share these names and meanings), `$obs` its observation element type.
-macro_rules! forward_batch {
-    ($obs:ty) => {
-        fn spec(&self) -> &Spec {
-            self.v.spec()
-        }
-        fn num_envs(&self) -> usize {
-            self.v.num_envs()
-        }
-        fn obs_dtype(&self) -> &'static str {
-            <$obs as ObsElem>::DTYPE
-        }
-        fn reset(&mut self, seed: u64) {
-            self.v.reset(seed);
-        }
-        fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String> {
-            self.v.reset_rows(mask).map_err(|e| e.to_string())
-        }
-        fn set_autoreset(&mut self, m: AutoReset) {
-            self.v.set_autoreset(m);
-        }
-        fn obs(&self) -> Obs<'_> {
-            <$obs as ObsElem>::wrap(self.v.obs())
-        }
-        fn final_obs(&self) -> Obs<'_> {
-            <$obs as ObsElem>::wrap(self.v.final_obs())
-        }
-        fn rewards(&self) -> &[f32] {
-            self.v.rewards()
-        }
-        fn terminated(&self) -> &[bool] {
-            self.v.terminated()
-        }
-        fn truncated(&self) -> &[bool] {
-            self.v.truncated()
-        }
-        fn episode_steps(&self) -> &[u32] {
-            self.v.episode_steps()
-        }
-    };
-}
-
-struct Holder<E: Env> {
-    v: VecEnv<E>,
-    acts: Vec<E::Action>,
-}
-
-impl<E> DynVec for Holder<E>
-where
-    E: Env + 'static,
-    E::Action: Codec,
-    E::Obs: ObsElem,
-    E::State: StateIo,
-{
-    forward_batch!(E::Obs);
-    fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
-        E::Action::fill(a, &self.v.spec().action_space, &mut self.acts)
-    }
-    fn step(&mut self) {
-        // `acts` has num_envs * num_agents entries by construction, so this cannot fail.
-        let _ = self.v.try_step(&self.acts);
-    }
-    fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String> {
-        let s = E::State::from_flat(state)?;
-        self.v.set_state(row, s).map_err(|e| e.to_string())
-    }
-    fn state(&self, row: usize) -> Vec<f64> {
-        self.v.states().get(row).map(StateIo::to_flat).unwrap_or_default()
-    }
-}
-
-fn holder<E>(
-    env: E,
-    params: E::Params,
-    n: usize,
-    seed: u64,
-    offset: u64,
-) -> PyResult<Box<dyn DynVec>>
-where
-    E: Env + 'static,
-    E::Action: Codec,
-    E::Obs: ObsElem,
-    E::State: StateIo,
-{
-    let v = VecEnv::shard(env, params, n, seed, offset).map_err(value_error)?;
-    let acts = vec![E::Action::default(); n * v.spec().num_agents];
-    Ok(Box::new(Holder { v, acts }))
-}
-
-/// `jaxarc` ARC on a canvas of at most 10×10 through the structure-of-arrays kernel: the
-/// same keys and results as [`Holder`] over `VecEnv<ArcEnv<S>>` (kestrel-arc's lane tests).
-struct Lanes<const S: usize> {
-    v: ArcLanes<S>,
-    acts: Vec<ArcAction<S>>,
-}
-
-impl<const S: usize> DynVec for Lanes<S> {
-    forward_batch!(i8);
-    fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
-        ArcAction::<S>::fill(a, &self.v.spec().action_space, &mut self.acts)
-    }
-    fn step(&mut self) {
-        // `acts` has num_envs entries by construction, so this cannot fail.
-        let _ = self.v.step(&self.acts);
-    }
-    fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String> {
-        let s = kestrel_arc::ArcState::<S>::from_flat(state)?;
-        self.v.set_state(row, &s).map_err(|e| e.to_string())
-    }
-    fn state(&self, row: usize) -> Vec<f64> {
-        if row < self.v.num_envs() { self.v.state(row).to_flat() } else { Vec::new() }
-    }
-}
-
-fn control<D>(system: D, kw: &mut Kw, n: usize, seed: u64, off: u64) -> PyResult<Box<dyn DynVec>>
-where
-    D: kestrel_envs::Dynamics + Clone + std::fmt::Debug + 'static,
-{
-    let env = ControlEnv::new(system).map_err(value_error)?;
-    let mut p = ControlParams::default();
-    kw.f64_list("start", &mut p.start)?;
-    kw.f64("reset_noise", &mut p.reset_noise)?;
-    kw.u32("max_episode_steps", &mut p.max_episode_steps)?;
-    kw.finish()?;
-    env.validate(&p).map_err(value_error)?;
-    holder(env, p, n, seed, off)
-}
-
-fn arc(mode: Mode, kw: &mut Kw, n: usize, seed: u64, off: u64) -> PyResult<Box<dyn DynVec>> {
-    let mut p = ArcParams { mode, ..Default::default() };
-    let mut layout = String::from("compact");
-    kw.string("layout", &mut layout)?;
-    p.layout = match layout.as_str() {
-        "compact" => Layout::Compact,
-        "full" => Layout::Full,
-        other => {
-            return Err(kw.bad("layout", format!("{other:?}"), "\"compact\" or \"full\""));
-        }
-    };
-    let mut split = String::from("train");
-    kw.string("split", &mut split)?;
-    p.split = match split.as_str() {
-        "train" => Split::Train,
-        "test" => Split::Test,
-        other => return Err(kw.bad("split", format!("{other:?}"), "\"train\" or \"test\"")),
-    };
-    let mut limit = p.max_episode_steps.unwrap_or(0);
-    kw.u32("max_episode_steps", &mut limit)?;
-    p.max_episode_steps = (limit > 0).then_some(limit);
-    kw.i8("max_trials", &mut p.max_trials)?;
-    kw.bool("reset_on_submit", &mut p.reset_on_submit)?;
-    kw.u8("demo_pairs", &mut p.demo_pairs)?;
-    let mut data = String::new();
-    kw.string("data", &mut data)?;
-    let (mut per_family, mut gen_seed) = (8usize, 0u64);
-    kw.usize("tasks_per_family", &mut per_family)?;
-    kw.u64("gen_seed", &mut gen_seed)?;
-    let mut bugs = String::from("none");
-    kw.string("bugs", &mut bugs)?;
-    p.bugs = match bugs.as_str() {
-        "none" => JaxBugs::default(),
-        "all" if mode == Mode::Jaxarc => JaxBugs::all(),
-        "all" => return Err(kw.bad("bugs", "\"all\"", "\"none\" in o2arc mode (JaxARC's bugs)")),
-        other => {
-            let want = "\"none\" (fixed) or \"all\" (JaxARC 1.0.3's, bit-compatible)";
-            return Err(kw.bad("bugs", format!("{other:?}"), want));
-        }
-    };
-    let mut canvas = 30usize;
-    kw.usize("canvas", &mut canvas)?;
-    if !ARC_CANVASES.contains(&canvas) {
-        return Err(kw.bad("canvas", canvas, "5, 10 or 30 (the canvas sides compiled in)"));
-    }
-    kw.finish()?;
-    let bank = if data.is_empty() {
-        // Generated grids up to the canvas (the generator's default is up to 30×30).
-        let cfg =
-            GenConfig { max_side: canvas.min(GenConfig::default().max_side), ..Default::default() };
-        generate_bank(&Family::ALL, per_family, gen_seed, &cfg).map_err(value_error)?
-    } else {
-        let (b, _) = TaskBank::load(std::path::Path::new(&data), LoadOptions { strict: false })
-            .map_err(value_error)?;
-        b
-    };
-    match canvas {
-        5 => arc_on::<5>(bank, p, n, seed, off),
-        10 => arc_on::<10>(bank, p, n, seed, off),
-        _ => arc_on::<30>(bank, p, n, seed, off),
-    }
-}
-
-/// ARC on an `S × S` canvas (tasks that do not fit dropped from `bank`): `jaxarc` mode on the
-/// lane kernel where `S ≤ 10`, else one env per row.
-fn arc_on<const S: usize>(
-    mut bank: TaskBank,
-    p: ArcParams,
-    n: usize,
-    seed: u64,
-    off: u64,
-) -> PyResult<Box<dyn DynVec>> {
-    bank.retain_fitting(S);
-    let env = ArcEnv::<S>::new(Arc::new(bank)).map_err(value_error)?;
-    env.validate(&p).map_err(value_error)?;
-    if p.mode == Mode::Jaxarc && S <= MAX_LANE_SIDE {
-        let v = ArcLanes::shard(env, p, n, seed, off).map_err(value_error)?;
-        return Ok(Box::new(Lanes { v, acts: vec![ArcAction::default(); n] }));
-    }
-    holder(env, p, n, seed, off)
-}
-
-/// Builds `num_envs` rows of env `id` with keyword params `kw`.
-fn build(id: &str, kw: &mut Kw, n: usize, seed: u64, off: u64) -> PyResult<Box<dyn DynVec>> {
-    match id {
-        "CartPole-v1" => {
-            let mut p = CartPoleParams::default();
-            kw.f64("gravity", &mut p.gravity)?;
-            kw.f64("mass_cart", &mut p.mass_cart)?;
-            kw.f64("mass_pole", &mut p.mass_pole)?;
-            kw.f64("length", &mut p.length)?;
-            kw.f64("force_mag", &mut p.force_mag)?;
-            kw.f64("tau", &mut p.tau)?;
-            kw.u32("max_episode_steps", &mut p.max_episode_steps)?;
-            kw.finish()?;
-            holder(CartPole, p, n, seed, off)
-        }
-        "Pendulum-v1" => {
-            let mut p = PendulumParams::default();
-            kw.f64("g", &mut p.g)?;
-            kw.u32("max_episode_steps", &mut p.max_episode_steps)?;
-            kw.finish()?;
-            holder(Pendulum, p, n, seed, off)
-        }
-        "Control-double-integrator-v0" => {
-            let mut dims = 1usize;
-            kw.usize("dims", &mut dims)?;
-            if !(1..=4).contains(&dims) {
-                return Err(kw.bad("dims", dims, "1 to 4"));
-            }
-            control(DoubleIntegrator { dims }, kw, n, seed, off)
-        }
-        "GridWorld-v0" => {
-            let mut p = GridParams::default();
-            let (mut map, mut path) = (String::new(), String::new());
-            kw.string("map", &mut map)?;
-            kw.string("map_path", &mut path)?;
-            kw.u32("max_episode_steps", &mut p.max_episode_steps)?;
-            kw.finish()?;
-            if !path.is_empty() {
-                p.map = Arc::new(GridMap::load(std::path::Path::new(&path)).map_err(value_error)?);
-            } else if !map.is_empty() {
-                p.map = Arc::new(GridMap::builtin(&map).map_err(value_error)?);
-            }
-            if p.max_episode_steps == 0 {
-                return Err(kw.bad("max_episode_steps", 0, "at least 1"));
-            }
-            holder(GridWorld, p, n, seed, off)
-        }
-        "TreasureHunt-v0" => {
-            let mut p = TreasureParams::default();
-            kw.usize("height", &mut p.height)?;
-            kw.usize("width", &mut p.width)?;
-            kw.usize("num_agents", &mut p.num_agents)?;
-            kw.f32("gem_value", &mut p.gem_value)?;
-            kw.f32("food_value", &mut p.food_value)?;
-            kw.f32("bone_value", &mut p.bone_value)?;
-            kw.f32("wall_value", &mut p.wall_value)?;
-            kw.f64("spawn_prob", &mut p.spawn_prob)?;
-            kw.usize("vision_radius", &mut p.vision_radius)?;
-            kw.u32("max_turns", &mut p.max_turns)?;
-            let mut obs = String::from("one-hot");
-            kw.string("obs", &mut obs)?;
-            p.obs = match obs.as_str() {
-                "one-hot" => TreasureObs::OneHot,
-                "rgb" => TreasureObs::Rgb,
-                other => return Err(kw.bad("obs", format!("{other:?}"), "\"one-hot\" or \"rgb\"")),
-            };
-            kw.finish()?;
-            p.validate().map_err(value_error)?;
-            holder(TreasureHunt, p, n, seed, off)
-        }
-        "ARC-v0" => arc(Mode::O2arc, kw, n, seed, off),
-        "ARC-jaxarc-v0" => arc(Mode::Jaxarc, kw, n, seed, off),
-        "VectorField-v0" => {
-            let (mut model_seed, mut limit) = (0u64, 0u32);
-            kw.u64("model_seed", &mut model_seed)?;
-            kw.u32("max_episode_steps", &mut limit)?;
-            let cfg: kestrel_actdyn::config::EnvConfig = kw.rest_as("VectorField-v0")?;
-            let run = kestrel_actdyn::config::ActdynConfig { env: cfg, ..Default::default() };
-            let mut p = kestrel_actdyn::online::build_env(&run, &run.bugs(), Key::new(model_seed))
-                .map_err(value_error)?;
-            p.max_episode_steps = (limit > 0).then_some(limit);
-            p.validate().map_err(value_error)?;
-            holder(VectorFieldEnv, p, n, seed, off)
-        }
-        _ => {
-            if let Some(s) =
-                System::ALL.into_iter().find(|s| id == format!("Control-{}-v0", s.name()))
-            {
-                return control(s, kw, n, seed, off);
-            }
-            let ids: Vec<String> = env_ids().into_iter().map(|(i, _)| i).collect();
-            Err(value_error(format!("env id {id:?}: unknown; one of {}", ids.join(", "))))
-        }
-    }
-}
 
 fn space_py<'py>(py: Python<'py>, s: &Space) -> PyResult<Bound<'py, PyAny>> {
     Ok(match s {
@@ -813,9 +181,9 @@ fn expand(
 /// released. Rows are agent rows (`num_envs × num_agents`).
 #[pyclass(module = "kestrel._kestrel")]
 pub(crate) struct VecCore {
-    inner: Option<Box<dyn DynVec>>,
+    inner: Option<Box<dyn DynBatch>>,
     /// A step running on a background thread (`step_async`).
-    pending: Option<std::thread::JoinHandle<Box<dyn DynVec>>>,
+    pending: Option<std::thread::JoinHandle<Box<dyn DynBatch>>>,
     id: String,
     agents: usize,
     obs_len: usize,
@@ -868,7 +236,7 @@ impl VecCore {
         self.born.elapsed().as_secs_f64()
     }
 
-    fn get(&self) -> PyResult<&dyn DynVec> {
+    fn get(&self) -> PyResult<&dyn DynBatch> {
         match (&self.inner, &self.pending) {
             (Some(v), _) => Ok(v.as_ref()),
             (None, Some(_)) => {
@@ -877,7 +245,7 @@ impl VecCore {
             (None, None) => Err(PyRuntimeError::new_err("the env is closed")),
         }
     }
-    fn get_mut(&mut self) -> PyResult<&mut Box<dyn DynVec>> {
+    fn get_mut(&mut self) -> PyResult<&mut Box<dyn DynBatch>> {
         match (&mut self.inner, &self.pending) {
             (Some(v), _) => Ok(v),
             (None, Some(_)) => {
@@ -911,9 +279,11 @@ fn actions_from<'a>(
 
 #[pymethods]
 impl VecCore {
-    /// `VecCore(env_id, num_envs, seed, params_json, row_offset=0, num_threads=None)`.
+    /// `VecCore(env_id, num_envs, seed, params_json, row_offset=0, num_threads=None,
+    /// config_file=None)`: the env's params from its defaults, then `config_file` (TOML), then
+    /// the dict's keys.
     #[new]
-    #[pyo3(signature = (env_id, num_envs, seed, params_json, row_offset=0, num_threads=None))]
+    #[pyo3(signature = (env_id, num_envs, seed, params_json, row_offset=0, num_threads=None, config_file=None))]
     fn new(
         env_id: &str,
         num_envs: i64,
@@ -921,6 +291,7 @@ impl VecCore {
         params_json: &str,
         row_offset: u64,
         num_threads: Option<i64>,
+        config_file: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         if num_envs < 1 {
             return Err(value_error(format!("num_envs = {num_envs}: at least 1")));
@@ -937,8 +308,16 @@ impl VecCore {
                     .map_err(|e| value_error(format!("num_threads = {n}: {e}")))?,
             )),
         };
-        let mut kw = Kw::parse(env_id, params_json)?;
-        let inner = build(env_id, &mut kw, num_envs as usize, seed, row_offset)?;
+        let table = crate::config::json_table(params_json)?;
+        let id = EnvId::parse(env_id).map_err(run_error)?;
+        let inner = id
+            .build(
+                Layers { file: config_file.as_deref(), ..Layers::table(&table) },
+                num_envs as usize,
+                seed,
+                row_offset,
+            )
+            .map_err(run_error)?;
         let (agents, obs_len) = (inner.spec().num_agents, inner.spec().obs_len());
         let stats = EpisodeStats::new(inner.num_envs(), agents, 0.0);
         Ok(VecCore {
@@ -1195,7 +574,7 @@ impl VecCore {
 /// `[(id, description), ...]`.
 #[pyfunction]
 pub(crate) fn list_envs() -> Vec<(String, String)> {
-    env_ids()
+    EnvId::all().into_iter().map(|id| (id.name(), id.about())).collect()
 }
 
 /// ARC's operation names in id order for `mode` (`"o2arc"`: ARCLE's, `"jaxarc"`: JaxARC's).

@@ -23,7 +23,8 @@ pub(crate) fn run_kinds() -> Vec<(&'static str, &'static str)> {
 }
 
 /// A run kind's config (its defaults, or what `preset`, `config_file` and the dict resolve to,
-/// validated) as JSON text; with `toml`, as the commented TOML `kestrel config` prints.
+/// validated) as JSON text; with `toml`, as the commented TOML `kestrel config` prints. An env
+/// id (`CartPole-v1`) gives its params the same way.
 #[pyfunction]
 #[pyo3(signature = (kind, config_json="{}", config_file=None, preset=None, toml=false))]
 pub(crate) fn run_config(
@@ -33,9 +34,9 @@ pub(crate) fn run_config(
     preset: Option<&str>,
     toml: bool,
 ) -> PyResult<String> {
-    let kind = kestrel_run::RunKind::from_name(kind).map_err(run_error)?;
     let table = json_table(config_json)?;
     let l = layers(preset, config_file.as_deref(), &table);
+    let kind = kestrel_run::envs::Configurable::parse(kind).map_err(run_error)?;
     if toml {
         kind.config_toml(l).map_err(run_error)
     } else {

@@ -82,9 +82,43 @@ def test_multi_agent_needs_one_agent_for_a_single_env():
 
 
 def test_unknown_params_and_ids_name_the_accepted():
-    with pytest.raises(ValueError, match="accepted: .*force_mag"):
+    with pytest.raises(ValueError, match="unknown key `forse_mag`; the closest valid key is `force_mag`"):
         kestrel.make("CartPole-v1", forse_mag=3.0)
-    with pytest.raises(ValueError, match="unknown; one of .*CartPole-v1"):
+    with pytest.raises(ValueError, match="unknown env id .*did you mean `CartPole-v1`.*one of: .*Pendulum-v1"):
         kestrel.make("CartPol-v1")
     with pytest.raises(ValueError, match="tau = nan"):
         kestrel.make("CartPole-v1", tau=float("nan"))
+
+
+def test_env_params_come_from_the_registry_with_config_files_and_dicts(tmp_path):
+    """Every env's params are its registry config: `kestrel.config(id)` gives the defaults,
+    `config=` takes a dict or the TOML `kestrel config ID` prints, keywords go over it."""
+    d = kestrel.config("Pendulum-v1")
+    assert (d["g"], d["max_episode_steps"], d["dt"]) == (10.0, 200, 0.05)
+    assert kestrel.config("ARC-jaxarc-v0")["rewards"]["step_penalty"] == -0.005
+    for env_id in kestrel.list_envs():
+        text = kestrel.config_toml(env_id)
+        path = tmp_path / f"{env_id}.toml"
+        path.write_text(text)
+        assert kestrel.config(env_id, config=str(path)) == kestrel.config(env_id), env_id
+    # A key that only the registry exposed (Pendulum's mass) changes the dynamics.
+    (tmp_path / "heavy.toml").write_text("m = 4.0\n")
+    runs = []
+    for cfg in (None, tmp_path / "heavy.toml", {"m": 4.0}):
+        e = kestrel.make("Pendulum-v1", config=cfg)
+        e.reset(seed=3)
+        runs.append(e.step(np.array([1.0], dtype=np.float32))[0])
+    assert not np.array_equal(runs[0], runs[1]) and np.array_equal(runs[1], runs[2])
+    # Keywords go over the file.
+    e = kestrel.make("Pendulum-v1", config=tmp_path / "heavy.toml", m=1.0)
+    e.reset(seed=3)
+    assert np.array_equal(e.step(np.array([1.0], dtype=np.float32))[0], runs[0])
+    v = kestrel.make_vec("CartPole-v1", 2, config={"max_episode_steps": 3})
+    v.reset(seed=0)
+    for _ in range(3):
+        _, _, term, trunc, _ = v.step(np.zeros(2, dtype=np.int64))
+    assert trunc.all() and not term.any()
+    with pytest.raises(ValueError, match="max_episode_steps = 0: at least 1"):
+        kestrel.make("CartPole-v1", max_episode_steps=0)
+    with pytest.raises(ValueError, match="neither a run kind nor an env id .*CartPole-v1"):
+        kestrel.config("CartPol-v1")

@@ -397,11 +397,11 @@ def test_small_arc_canvases_on_the_lane_kernel_keep_rows_shards_and_threads(canv
 
 def test_arc_canvas_must_be_compiled_in_and_bugs_named():
     for bad in (0, 7, 31):
-        with pytest.raises(ValueError, match=r"canvas = %d: expected 5, 10 or 30" % bad):
+        with pytest.raises(ValueError, match=r"canvas = %d: 5, 10 or 30" % bad):
             kestrel.make_vec("ARC-jaxarc-v0", 2, canvas=bad, tasks_per_family=1)
-    with pytest.raises(ValueError, match=r'bugs = "some": expected "none" \(fixed\) or "all"'):
+    with pytest.raises(ValueError, match=r'bugs = "some"`: unknown variant `some`, expected `none` or `all`'):
         kestrel.make_vec("ARC-jaxarc-v0", 2, bugs="some", tasks_per_family=1)
-    with pytest.raises(ValueError, match=r'bugs = "all": expected "none" in o2arc mode'):
+    with pytest.raises(ValueError, match=r"bugs = all: none in o2arc mode"):
         kestrel.make_vec("ARC-v0", 2, bugs="all", tasks_per_family=1)
     # JaxARC's bugs change what ops do (moves inverted, rotation about the canvas centre, ...):
     # the same actions from the same start give other grids with them on.

@@ -18,7 +18,8 @@ pub enum ConfigSource<'a> {
     Defaults,
     /// A TOML file.
     File(&'a Path),
-    /// The command line's named flags.
+    /// The keys a front end set: the command line's flags, a Python call's keyword arguments
+    /// or dict, a sweep cell's table.
     Flags,
     /// One `--set key=value`.
     Set(&'a str),
@@ -29,7 +30,7 @@ impl ConfigSource<'_> {
         match self {
             ConfigSource::Defaults => "defaults".into(),
             ConfigSource::File(p) => p.display().to_string(),
-            ConfigSource::Flags => "command line".into(),
+            ConfigSource::Flags => "arguments".into(),
             ConfigSource::Set(s) => format!("--set {s}"),
         }
     }

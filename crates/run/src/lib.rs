@@ -3,7 +3,8 @@
 //! its typed config and its loop, writing its run folder through a [`Launch`] (where to write,
 //! the recorded command line, a progress callback). The [`registry`] ([`RunKind`]) is how the
 //! CLI, the Python package, sweeps and Ray reach them; none of those owns a loop or a writer.
-//! The parts:
+//! The [`envs`] registry ([`EnvId`]) is the same for env ids: each id's config and the batch
+//! it builds. The parts:
 //!
 //! - [`config`]: the typed config from defaults, a TOML file, flags and `--set key=value`
 //!   overrides (dotted keys for nested fields), unknown keys rejected with the source, the
@@ -19,6 +20,7 @@
 //! - [`write_atomic`]: temp file, fsync, rename.
 
 pub mod config;
+pub mod envs;
 mod launch;
 mod metrics;
 mod record;
@@ -29,6 +31,7 @@ mod summary;
 pub mod sweep;
 
 pub use config::{ConfigSource, commented_toml, load_config, parse_overrides, to_toml};
+pub use envs::{DynBatch, EnvId};
 pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen, start};
 pub use metrics::{MetricsSink, for_each_metric, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
@@ -60,7 +63,7 @@ pub enum RunError {
     /// A config (file, flag or `--set`) is malformed or has an unknown or ill-typed key.
     #[error("{source_name}: {message}")]
     Config {
-        /// Where the config came from: a file path, `--set`, or `command line`.
+        /// Where the config came from: a file path, `--set`, or `arguments`.
         source_name: String,
         /// What is wrong, naming the field and value.
         message: String,
@@ -87,6 +90,15 @@ pub enum RunError {
     /// From a checkpoint set (a manifest that does not verify, a file that cannot be read).
     #[error(transparent)]
     Nn(#[from] kestrel_nn::NnError),
+    /// From building an env (a map that does not load, params out of range).
+    #[error(transparent)]
+    Env(#[from] kestrel_envs::EnvError),
+    /// From building an ARC env (a task file that does not load, params out of range).
+    #[error(transparent)]
+    Arc(#[from] kestrel_arc::ArcError),
+    /// From the batched driver (a size that does not fit, a mask of the wrong length).
+    #[error(transparent)]
+    Core(#[from] kestrel_core::CoreError),
     /// From drawing or writing a plot.
     #[error(transparent)]
     Plot(#[from] kestrel_plot::PlotError),

@@ -5,7 +5,7 @@
 mod alloc;
 pub use alloc::{CountingAlloc, allocations_in, peak_bytes_in};
 
-use kestrel_core::{Env, Key, VecEnv};
+use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use std::path::{Path, PathBuf};
 
 /// Options for [`check_env`].

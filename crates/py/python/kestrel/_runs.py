@@ -89,7 +89,8 @@ def config(kind: str, config=None, *, preset: str | None = None, **overrides) ->
     (a dict or TOML path), `preset` and keyword overrides resolve to, validated as the run
     would. `kestrel.config("mppi-tune")["run"]["mppi"]["lambda"]`. Kinds:
     `kestrel.run_kinds()`; the same keys with their docs: `kestrel config KIND` on the
-    command line, or `config_toml(kind)`."""
+    command line, or `config_toml(kind)`. An env id gives the env's params the same way
+    (`kestrel.config("CartPole-v1")["gravity"]`; ids: `kestrel.list_envs()`)."""
     keys, path = split_config(config, overrides)
     return json.loads(_kestrel.run_config(kind, params_json(keys), config_file=path, preset=preset))
 

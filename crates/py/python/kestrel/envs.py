@@ -7,6 +7,7 @@ import numpy as np
 import gymnasium as gym
 
 from . import _kestrel
+from ._runs import split_config
 from ._spaces import action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
 
 
@@ -14,17 +15,22 @@ class Env(gym.Env):
     """A single Kestrel env. Always returns fresh arrays. The episode ends with `terminated`
     (the env's rule) or `truncated` (its step limit); call `reset()` then.
 
+    The env's params: its defaults (`kestrel.config(env_id)`), then `config` (a dict or
+    the path of a TOML file, as `kestrel config ID` prints), then keyword arguments; an
+    unknown key is a ValueError naming the closest valid one.
+
     `reset(options={"state": [...]})` starts from a given state (CartPole-v1, Pendulum-v1 and
     the control systems), e.g. to compare with Gymnasium's own implementation.
     """
 
     metadata = {"render_modes": []}
 
-    def __init__(self, env_id: str, render_mode: str | None = None, **params):
+    def __init__(self, env_id: str, render_mode: str | None = None, config=None, **params):
         env_id = env_id.removeprefix("kestrel/")
         if render_mode is not None:
             raise ValueError(f"render_mode = {render_mode!r}: Kestrel envs do not render")
-        self._core = _kestrel.VecCore(env_id, 1, 0, params_json(params), 0)
+        keys, path = split_config(config, params)
+        self._core = _kestrel.VecCore(env_id, 1, 0, params_json(keys), 0, None, path)
         self._core.set_autoreset("disabled")
         spec = self._core.spec()
         if spec["num_agents"] != 1:

@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from . import _kestrel
+from ._runs import split_config
 from ._spaces import action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
 
 _MODES = {
@@ -54,7 +55,10 @@ class VectorEnv(gym.vector.VectorEnv):
             mode. Pass False to wrap the env in that wrapper instead (it refuses an `episode`
             key that is already there); `gymnasium.make_vec("kestrel/...")` passes False
             unless told otherwise, as Gymnasium's own vector envs report nothing.
-        **params: the env's parameters (unknown names raise ValueError listing the accepted).
+        config: the env's params as a dict or the path of a TOML file (what `kestrel config
+            ID` prints; `kestrel.config(env_id)` returns the defaults as a dict).
+        **params: the env's params, over `config` (an unknown name raises ValueError naming
+            the closest valid one).
     """
 
     def __init__(
@@ -69,6 +73,7 @@ class VectorEnv(gym.vector.VectorEnv):
         row_offset: int = 0,
         render_mode: str | None = None,
         episode_stats: bool = True,
+        config=None,
         **params,
     ):
         env_id = env_id.removeprefix("kestrel/")
@@ -81,8 +86,9 @@ class VectorEnv(gym.vector.VectorEnv):
         self._seed = None if seed is None else check_seed(seed)
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads = {num_threads!r}: an int >= 1, or None for the process's pool")
-        self._core = _kestrel.VecCore(env_id, int(num_envs), 0, params_json(params), check_seed(row_offset),
-                                      None if num_threads is None else int(num_threads))
+        keys, path = split_config(config, params)
+        self._core = _kestrel.VecCore(env_id, int(num_envs), 0, params_json(keys), check_seed(row_offset),
+                                      None if num_threads is None else int(num_threads), path)
         spec = self._core.spec()
         self._spec = spec
         self.env_id = env_id

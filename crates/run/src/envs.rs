@@ -1,0 +1,934 @@
+//! The one registry of env ids ([`EnvId`]): each id's config type (serde, a doc comment per
+//! field, `Default` = the reference's), read from its layers as a run's config is (a TOML
+//! file, a Python dict, `--set key=value`; an unknown key named with the closest one), and
+//! the batch it builds, behind one object-safe interface ([`DynBatch`]) over any
+//! [`BatchEnv`]. The Python package's `make`/`make_vec`, `kestrel config ID` and
+//! `kestrel env` all go through it; the bindings keep only numpy marshalling.
+//!
+//! | id | config |
+//! |---|---|
+//! | `CartPole-v1` | [`CartPoleParams`] |
+//! | `Pendulum-v1` | [`PendulumParams`] |
+//! | `Control-<system>-v0` | [`ControlParams`] |
+//! | `Control-double-integrator-v0` | [`DoubleIntegratorConfig`] |
+//! | `GridWorld-v0` | [`GridConfig`] |
+//! | `TreasureHunt-v0` | [`TreasureParams`] |
+//! | `ARC-v0`, `ARC-jaxarc-v0` | [`ArcConfig`] |
+//! | `VectorField-v0` | [`VectorFieldConfig`] |
+
+use crate::config::{commented_toml, load_config, to_table};
+use crate::{Layers, RunError};
+use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ArcLanes, MAX_LANE_SIDE, Mode, Selection};
+use kestrel_core::{BatchEnv, Documented, FieldDoc, Key, Space, Spec, VecEnv};
+use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
+use kestrel_envs::{
+    CartPole, CartPoleParams, CartPoleState, ControlEnv, ControlParams, ControlState,
+    DoubleIntegrator, GridConfig, GridWorld, Pendulum, PendulumParams, PendulumState, TreasureHunt,
+    TreasureParams, VectorFieldEnv,
+};
+use kestrel_mppi::presets::System;
+use rayon::prelude::*;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+
+/// One env id of the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnvId {
+    /// Gymnasium's `CartPole-v1`, bit-exact.
+    CartPole,
+    /// Gymnasium's `Pendulum-v1`, bit-exact.
+    Pendulum,
+    /// An MPPI system as an env (obs = state, reward = -running cost).
+    Control(System),
+    /// A double integrator of 1 to 4 dimensions.
+    DoubleIntegrator,
+    /// An ALLO grid maze.
+    GridWorld,
+    /// sorrel's treasure hunt, one row per agent.
+    TreasureHunt,
+    /// ARC in ARCLE `O2ARCv2Env` 0.2.6 semantics ([`Mode::O2arc`]) or JaxARC 1.0.3's.
+    Arc(Mode),
+    /// actdyn's latent vector-field systems with an observation model.
+    VectorField,
+}
+
+/// A double integrator's settings: its dimensions and the control env's.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize, kestrel_core::Documented)]
+#[serde(default, deny_unknown_fields)]
+pub struct DoubleIntegratorConfig {
+    /// Dimensions (1 to 4): the state is positions then velocities.
+    pub dims: usize,
+    /// The episode settings.
+    #[serde(flatten)]
+    #[documented(flatten)]
+    pub control: ControlParams,
+}
+
+impl Default for DoubleIntegratorConfig {
+    fn default() -> Self {
+        DoubleIntegratorConfig { dims: 1, control: ControlParams::default() }
+    }
+}
+
+/// A vector-field env's settings: the seed of its generated parts, its limit, and actdyn's
+/// environment table.
+#[derive(
+    Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(default, deny_unknown_fields)]
+pub struct VectorFieldConfig {
+    /// Seed of the generated field and observation model (actdyn's model key).
+    pub model_seed: u64,
+    /// Steps before truncation; 0 for none.
+    pub max_episode_steps: u32,
+    /// The system (actdyn's `[env]` table).
+    #[serde(flatten)]
+    #[documented(flatten)]
+    pub env: kestrel_actdyn::config::EnvConfig,
+}
+
+/// A batch the registry built, or why it could not.
+type Built = Result<Box<dyn DynBatch>, RunError>;
+
+/// An env id's config: read from layers, checked, then built into `num_envs` rows.
+trait EnvConfig: Serialize + DeserializeOwned + Documented + Default {
+    /// Everything checked before anything is built (what `kestrel config ID` checks too).
+    fn validate(&self, id: EnvId) -> Result<(), RunError>;
+    /// The batch, from a config [`EnvConfig::validate`] passed.
+    fn build(&self, id: EnvId, n: usize, seed: u64, off: u64) -> Built;
+}
+
+/// Runs `$body` with `$C` the config type of env id `$id`.
+macro_rules! with_env {
+    ($id:expr, $C:ident => $body:expr) => {
+        match $id {
+            EnvId::CartPole => {
+                type $C = CartPoleParams;
+                $body
+            }
+            EnvId::Pendulum => {
+                type $C = PendulumParams;
+                $body
+            }
+            EnvId::Control(_) => {
+                type $C = ControlParams;
+                $body
+            }
+            EnvId::DoubleIntegrator => {
+                type $C = DoubleIntegratorConfig;
+                $body
+            }
+            EnvId::GridWorld => {
+                type $C = GridConfig;
+                $body
+            }
+            EnvId::TreasureHunt => {
+                type $C = TreasureParams;
+                $body
+            }
+            EnvId::Arc(_) => {
+                type $C = ArcConfig;
+                $body
+            }
+            EnvId::VectorField => {
+                type $C = VectorFieldConfig;
+                $body
+            }
+        }
+    };
+}
+
+impl EnvId {
+    /// Every env id, in the order `kestrel env list` prints them.
+    pub fn all() -> Vec<EnvId> {
+        let mut v = vec![EnvId::CartPole, EnvId::Pendulum];
+        v.extend(System::ALL.into_iter().map(EnvId::Control));
+        v.extend([
+            EnvId::DoubleIntegrator,
+            EnvId::GridWorld,
+            EnvId::TreasureHunt,
+            EnvId::Arc(Mode::O2arc),
+            EnvId::Arc(Mode::Jaxarc),
+            EnvId::VectorField,
+        ]);
+        v
+    }
+
+    /// The id as `make` takes it (`CartPole-v1`).
+    pub fn name(self) -> String {
+        match self {
+            EnvId::CartPole => "CartPole-v1".into(),
+            EnvId::Pendulum => "Pendulum-v1".into(),
+            EnvId::Control(s) => format!("Control-{}-v0", s.name()),
+            EnvId::DoubleIntegrator => "Control-double-integrator-v0".into(),
+            EnvId::GridWorld => "GridWorld-v0".into(),
+            EnvId::TreasureHunt => "TreasureHunt-v0".into(),
+            EnvId::Arc(Mode::O2arc) => "ARC-v0".into(),
+            EnvId::Arc(Mode::Jaxarc) => "ARC-jaxarc-v0".into(),
+            EnvId::VectorField => "VectorField-v0".into(),
+        }
+    }
+
+    /// One line on what the env is.
+    pub fn about(self) -> String {
+        match self {
+            EnvId::CartPole => "Gymnasium CartPole-v1 (bit-exact), Discrete(2)".into(),
+            EnvId::Pendulum => "Gymnasium Pendulum-v1 (bit-exact), Box(-2, 2, (1,))".into(),
+            EnvId::Control(s) => {
+                format!("the MPPI system {s:?} as an env: obs = state, reward = -running cost")
+            }
+            EnvId::DoubleIntegrator => "a double integrator (dims = 1..4) as an env".into(),
+            EnvId::GridWorld => "an ALLO grid maze (map = builtin name or map_path)".into(),
+            EnvId::TreasureHunt => {
+                "sorrel's treasure hunt, one row per agent (PufferLib style)".into()
+            }
+            EnvId::Arc(Mode::O2arc) => {
+                "ARC in ARCLE O2ARCv2Env 0.2.6 semantics (canvas = 30, 10 or 5)".into()
+            }
+            EnvId::Arc(Mode::Jaxarc) => {
+                "ARC in JaxARC 1.0.3 semantics (canvas = 30, or 10 or 5 on the lane kernel)".into()
+            }
+            EnvId::VectorField => {
+                "actdyn's latent vector-field systems with an observation model".into()
+            }
+        }
+    }
+
+    /// The env id `name`; an unknown one is an error naming the closest id and listing all.
+    pub fn parse(name: &str) -> Result<EnvId, RunError> {
+        let all = EnvId::all();
+        if let Some(id) = all.iter().find(|id| id.name() == name) {
+            return Ok(*id);
+        }
+        let names: Vec<String> = all.iter().map(|id| id.name()).collect();
+        let hint = kestrel_core::did_you_mean(name, names.iter().map(String::as_str));
+        Err(RunError::Config {
+            source_name: "env id".into(),
+            message: format!("unknown env id {name:?}{hint}; one of: {}", names.join(", ")),
+        })
+    }
+
+    /// The config's keys with their docs.
+    pub fn fields(self) -> &'static [FieldDoc] {
+        with_env!(self, C => C::fields())
+    }
+
+    /// The config `layers` give, as a TOML table (Python's `kestrel.config(id)`).
+    pub fn resolve(self, layers: Layers<'_>) -> Result<toml::Table, RunError> {
+        with_env!(self, C => to_table(&self.load::<C>(layers)?))
+    }
+
+    /// The config `layers` give as commented TOML (`kestrel config ID`), which `--config`
+    /// reads back.
+    pub fn config_toml(self, layers: Layers<'_>) -> Result<String, RunError> {
+        let header = format!(
+            "{}: the params of {}.\nPass as a Python dict or keywords to `kestrel.make`/`make_vec`, or to `kestrel env bench ID` with `--config FILE` or `--set key=value`.",
+            self.name(),
+            self.about()
+        );
+        with_env!(self, C => commented_toml(&self.load::<C>(layers)?, &header))
+    }
+
+    /// Rows `[row_offset, row_offset + num_envs)` of a batch of this env seeded `seed`, its
+    /// config read from `layers` and checked before anything is built.
+    pub fn build(self, layers: Layers<'_>, num_envs: usize, seed: u64, row_offset: u64) -> Built {
+        with_env!(self, C => self.load::<C>(layers)?.build(self, num_envs, seed, row_offset))
+    }
+
+    fn load<C: EnvConfig>(self, layers: Layers<'_>) -> Result<C, RunError> {
+        if layers.preset.is_some() {
+            return Err(RunError::Config {
+                source_name: "preset".into(),
+                message: format!("env {} has no presets", self.name()),
+            });
+        }
+        let c: C = load_config(&C::default(), layers.file, layers.table.clone(), layers.sets)?;
+        c.validate(self)?;
+        Ok(c)
+    }
+}
+
+/// What `kestrel config NAME` and Python's `kestrel.config(NAME)` describe: a run kind's
+/// config or an env id's params.
+#[derive(Clone, Copy, Debug)]
+pub enum Configurable {
+    /// A run kind.
+    Run(crate::RunKind),
+    /// An env id.
+    Env(EnvId),
+}
+
+impl Configurable {
+    /// The run kind or env id `name`; neither is an error naming the closest of both.
+    pub fn parse(name: &str) -> Result<Configurable, RunError> {
+        if let Ok(k) = crate::RunKind::from_name(name) {
+            return Ok(Configurable::Run(k));
+        }
+        if let Ok(id) = EnvId::parse(name) {
+            return Ok(Configurable::Env(id));
+        }
+        let ids: Vec<String> = EnvId::all().into_iter().map(EnvId::name).collect();
+        let kinds = crate::RunKind::ALL.iter().map(|k| k.name());
+        let hint = kestrel_core::did_you_mean(name, kinds.chain(ids.iter().map(String::as_str)));
+        Err(RunError::Config {
+            source_name: "config".into(),
+            message: format!(
+                "{name:?} is neither a run kind nor an env id{hint} (`kestrel config` lists both)"
+            ),
+        })
+    }
+
+    /// The resolved config as commented TOML.
+    pub fn config_toml(self, layers: Layers<'_>) -> Result<String, RunError> {
+        match self {
+            Configurable::Run(k) => k.config_toml(layers),
+            Configurable::Env(id) => id.config_toml(layers),
+        }
+    }
+
+    /// The resolved config as JSON.
+    pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
+        match self {
+            Configurable::Run(k) => k.resolve(layers),
+            Configurable::Env(id) => serde_json::to_value(id.resolve(layers)?)
+                .map_err(|e| RunError::Failed(format!("{}: {e}", id.name()))),
+        }
+    }
+}
+
+impl EnvConfig for CartPoleParams {
+    fn validate(&self, _: EnvId) -> Result<(), RunError> {
+        Ok(CartPoleParams::validate(self)?)
+    }
+    fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        holder::<VecEnv<_>>(CartPole, self.clone(), n, seed, off)
+    }
+}
+
+impl EnvConfig for PendulumParams {
+    fn validate(&self, _: EnvId) -> Result<(), RunError> {
+        Ok(PendulumParams::validate(self)?)
+    }
+    fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        holder::<VecEnv<_>>(Pendulum, self.clone(), n, seed, off)
+    }
+}
+
+/// A control env over `system`.
+fn control<D>(system: D, p: &ControlParams, n: usize, seed: u64, off: u64) -> Built
+where
+    D: kestrel_envs::Dynamics + Clone + std::fmt::Debug + 'static,
+{
+    let env = ControlEnv::new(system)?;
+    env.validate(p)?;
+    holder::<VecEnv<_>>(env, p.clone(), n, seed, off)
+}
+
+impl EnvConfig for ControlParams {
+    fn validate(&self, id: EnvId) -> Result<(), RunError> {
+        let EnvId::Control(s) = id else { unreachable!("with_env! pairs ids and configs") };
+        Ok(ControlEnv::new(s)?.validate(self)?)
+    }
+    fn build(&self, id: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        let EnvId::Control(s) = id else { unreachable!("with_env! pairs ids and configs") };
+        control(s, self, n, seed, off)
+    }
+}
+
+impl EnvConfig for DoubleIntegratorConfig {
+    fn validate(&self, _: EnvId) -> Result<(), RunError> {
+        if !(1..=4).contains(&self.dims) {
+            return Err(kestrel_core::Invalid::new("dims", self.dims, "1 to 4").into());
+        }
+        Ok(ControlEnv::new(DoubleIntegrator { dims: self.dims })?.validate(&self.control)?)
+    }
+    fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        control(DoubleIntegrator { dims: self.dims }, &self.control, n, seed, off)
+    }
+}
+
+impl EnvConfig for GridConfig {
+    fn validate(&self, _: EnvId) -> Result<(), RunError> {
+        self.params().map(drop).map_err(RunError::from)
+    }
+    fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        holder::<VecEnv<_>>(GridWorld, self.params()?, n, seed, off)
+    }
+}
+
+impl EnvConfig for TreasureParams {
+    fn validate(&self, _: EnvId) -> Result<(), RunError> {
+        Ok(TreasureParams::validate(self)?)
+    }
+    fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        holder::<VecEnv<_>>(TreasureHunt, self.clone(), n, seed, off)
+    }
+}
+
+impl EnvConfig for ArcConfig {
+    fn validate(&self, id: EnvId) -> Result<(), RunError> {
+        let EnvId::Arc(mode) = id else { unreachable!("with_env! pairs ids and configs") };
+        self.params(mode).map(drop).map_err(RunError::from)
+    }
+    fn build(&self, id: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        let EnvId::Arc(mode) = id else { unreachable!("with_env! pairs ids and configs") };
+        let p = self.params(mode)?;
+        let bank = self.bank()?;
+        match self.canvas {
+            5 => arc_on::<5>(bank, p, n, seed, off),
+            10 => arc_on::<10>(bank, p, n, seed, off),
+            _ => arc_on::<30>(bank, p, n, seed, off),
+        }
+    }
+}
+
+/// ARC on an `S × S` canvas (tasks that do not fit dropped from `bank`): `jaxarc` mode on the
+/// lane kernel where `S ≤ 10`, else one env per row.
+fn arc_on<const S: usize>(
+    mut bank: kestrel_arc::TaskBank,
+    p: kestrel_arc::ArcParams,
+    n: usize,
+    seed: u64,
+    off: u64,
+) -> Built {
+    bank.retain_fitting(S);
+    let env = ArcEnv::<S>::new(Arc::new(bank))?;
+    env.validate(&p)?;
+    if p.mode == Mode::Jaxarc && S <= MAX_LANE_SIDE {
+        return holder::<ArcLanes<S>>(env, p, n, seed, off);
+    }
+    holder::<VecEnv<_>>(env, p, n, seed, off)
+}
+
+impl VectorFieldConfig {
+    /// actdyn's config with this env table and its other defaults.
+    fn run(&self) -> kestrel_actdyn::config::ActdynConfig {
+        kestrel_actdyn::config::ActdynConfig { env: self.env.clone(), ..Default::default() }
+    }
+}
+
+impl EnvConfig for VectorFieldConfig {
+    fn validate(&self, _: EnvId) -> Result<(), RunError> {
+        Ok(self.run().validate()?)
+    }
+    fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
+        let run = self.run();
+        let mut p =
+            kestrel_actdyn::online::build_env(&run, &run.bugs(), Key::new(self.model_seed))?;
+        p.max_episode_steps = (self.max_episode_steps > 0).then_some(self.max_episode_steps);
+        p.validate()?;
+        holder::<VecEnv<_>>(VectorFieldEnv, p, n, seed, off)
+    }
+}
+
+/// One batch of observations, by element type.
+pub enum Obs<'a> {
+    /// `float32` observations.
+    F32(&'a [f32]),
+    /// `float64` observations.
+    F64(&'a [f64]),
+    /// `int8` observations (ARC grids).
+    I8(&'a [i8]),
+}
+
+/// Actions as a front end holds them (one dtype per space kind).
+pub enum Actions<'a> {
+    /// One integer per agent row (Discrete spaces).
+    Int(&'a [i64]),
+    /// `nu` floats per agent row (Box spaces).
+    Float(&'a [f64]),
+    /// ARC: one operation per row and an `S × S` 0/1 selection per row.
+    Arc {
+        /// The operations.
+        ops: &'a [i64],
+        /// The selections, row-major.
+        sel: &'a [u8],
+    },
+}
+
+/// How an action type is filled from a front end's [`Actions`]; each checks ranges so nothing
+/// invalid reaches a kernel silently.
+pub trait Codec: Sized + Copy {
+    /// Fills `out` from `input` for `space`, or says what is wrong (field and value).
+    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String>;
+}
+
+fn want(kind: &str, space: &Space) -> String {
+    format!("actions: expected {kind} for the action space {space:?}")
+}
+
+fn ints<T: Copy + TryFrom<i64>>(
+    input: &Actions<'_>,
+    space: &Space,
+    out: &mut [T],
+) -> Result<(), String> {
+    let (Actions::Int(v), Space::Discrete { n }) = (input, space) else {
+        return Err(want("integers", space));
+    };
+    if v.len() != out.len() {
+        return Err(format!("actions: expected shape ({},), got ({},)", out.len(), v.len()));
+    }
+    for (i, (&a, o)) in v.iter().zip(out.iter_mut()).enumerate() {
+        if a < 0 || a as u64 >= *n {
+            return Err(format!("actions[{i}] = {a}: outside Discrete({n}) (0 to {})", n - 1));
+        }
+        *o = T::try_from(a).map_err(|_| format!("actions[{i}] = {a}: out of range"))?;
+    }
+    Ok(())
+}
+
+impl Codec for u32 {
+    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
+        ints(input, space, out)
+    }
+}
+
+impl Codec for u8 {
+    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
+        ints(input, space, out)
+    }
+}
+
+/// Floats, `nu` per row, finite, into `out` rows written by `put(row, values)`.
+fn floats(
+    input: &Actions<'_>,
+    space: &Space,
+    rows: usize,
+    mut put: impl FnMut(usize, &[f64]),
+) -> Result<(), String> {
+    let (Actions::Float(v), Space::Box { shape, .. }) = (input, space) else {
+        return Err(want("floats", space));
+    };
+    let nu: usize = shape.iter().product();
+    if v.len() != rows * nu {
+        return Err(format!("actions: expected shape ({rows}, {nu}), got {} values", v.len()));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(format!("actions[{}][{}] = {}: not finite", i / nu, i % nu, v[i]));
+    }
+    for (r, row) in v.chunks_exact(nu.max(1)).enumerate() {
+        put(r, row);
+    }
+    Ok(())
+}
+
+impl Codec for f32 {
+    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
+        floats(input, space, out.len(), |r, v| out[r] = v[0] as f32)
+    }
+}
+
+impl Codec for [f32; ENV_MAX_NU] {
+    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
+        floats(input, space, out.len(), |r, v| {
+            out[r] = [0.0; ENV_MAX_NU];
+            for (o, x) in out[r].iter_mut().zip(v) {
+                *o = *x as f32;
+            }
+        })
+    }
+}
+
+impl Codec for [f64; 2] {
+    fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String> {
+        floats(input, space, out.len(), |r, v| out[r] = [v[0], v[1]])
+    }
+}
+
+impl<const S: usize> Codec for ArcAction<S> {
+    fn fill(input: &Actions<'_>, _space: &Space, out: &mut [Self]) -> Result<(), String> {
+        let Actions::Arc { ops, sel } = input else {
+            return Err("actions: ARC takes a dict {operation, selection}".into());
+        };
+        let n = out.len();
+        let cells = S * S;
+        if ops.len() != n {
+            return Err(format!(
+                "actions['operation']: expected shape ({n},), got ({},)",
+                ops.len()
+            ));
+        }
+        if sel.len() != n * cells {
+            return Err(format!(
+                "actions['selection']: expected shape ({n}, {S}, {S}), got {} values",
+                sel.len()
+            ));
+        }
+        let nops = kestrel_arc::NUM_OPS as i64;
+        if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
+            return Err(format!(
+                "actions['operation'][{i}] = {}: outside Discrete({nops})",
+                ops[i]
+            ));
+        }
+        // One mask per row, packed in parallel (900 bytes a row), 8 cells per multiply; `bad`
+        // collects bits outside 0/1.
+        let bad = out
+            .par_iter_mut()
+            .zip(ops.par_iter())
+            .zip(sel.par_chunks_exact(cells))
+            .map(|((o, &op), m)| {
+                let mut bad = 0u64;
+                let mask = std::array::from_fn(|r| {
+                    let (bits, b) = pack_row(&m[r * S..(r + 1) * S]);
+                    bad |= b;
+                    bits
+                });
+                *o = ArcAction { op: op as i32, sel: Selection::Mask(mask) };
+                bad != 0
+            })
+            .reduce(|| false, |a, b| a || b);
+        if bad && let Some(i) = sel.iter().position(|&b| b > 1) {
+            return Err(format!(
+                "actions['selection'][{}][{}][{}]: byte value {}, not 0 or 1",
+                i / cells,
+                (i % cells) / S,
+                i % S,
+                sel[i]
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One canvas row of 0/1 bytes as mask bits (bit `c` = cell `c`), and the bits of any byte
+/// that is not 0 or 1. Eight bytes at a time: `(x & 0x01..01) * 0x0102040810204080 >> 56`
+/// gathers the low bit of each byte into one byte, in order.
+#[inline]
+fn pack_row(row: &[u8]) -> (u32, u64) {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let (mut bits, mut bad) = (0u32, 0u64);
+    for (g, chunk) in row.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        let x = u64::from_le_bytes(b);
+        bad |= x & !LOW;
+        bits |= ((((x & LOW).wrapping_mul(GATHER)) >> 56) as u32) << (8 * g);
+    }
+    (bits, bad)
+}
+
+/// Observation element types a front end sees.
+pub trait ObsElem: Copy {
+    /// The slice as an [`Obs`].
+    fn wrap(v: &[Self]) -> Obs<'_>;
+    /// numpy's name of the type.
+    const DTYPE: &'static str;
+}
+impl ObsElem for f32 {
+    fn wrap(v: &[Self]) -> Obs<'_> {
+        Obs::F32(v)
+    }
+    const DTYPE: &'static str = "float32";
+}
+impl ObsElem for f64 {
+    fn wrap(v: &[Self]) -> Obs<'_> {
+        Obs::F64(v)
+    }
+    const DTYPE: &'static str = "float64";
+}
+impl ObsElem for i8 {
+    fn wrap(v: &[Self]) -> Obs<'_> {
+        Obs::I8(v)
+    }
+    const DTYPE: &'static str = "int8";
+}
+
+/// States settable from a flat f64 vector (envs whose observation is a function of it).
+pub trait StateIo: Sized {
+    /// The state from its flat values, or what is wrong with them.
+    fn from_flat(v: &[f64]) -> Result<Self, String> {
+        let _ = v;
+        Err("this env's state cannot be set".into())
+    }
+    /// The state as flat values (empty where it has none).
+    fn to_flat(&self) -> Vec<f64> {
+        Vec::new()
+    }
+}
+impl StateIo for CartPoleState {
+    fn from_flat(v: &[f64]) -> Result<Self, String> {
+        let a: [f64; 4] =
+            v.try_into().map_err(|_| format!("state: expected 4 values, got {}", v.len()))?;
+        Ok(CartPoleState(a))
+    }
+    fn to_flat(&self) -> Vec<f64> {
+        self.0.to_vec()
+    }
+}
+impl StateIo for PendulumState {
+    fn from_flat(v: &[f64]) -> Result<Self, String> {
+        let a: [f64; 2] =
+            v.try_into().map_err(|_| format!("state: expected 2 values, got {}", v.len()))?;
+        Ok(PendulumState(a))
+    }
+    fn to_flat(&self) -> Vec<f64> {
+        self.0.to_vec()
+    }
+}
+impl StateIo for ControlState {
+    fn from_flat(v: &[f64]) -> Result<Self, String> {
+        if v.is_empty() || v.len() > ENV_MAX_NX {
+            return Err(format!("state: expected 1 to {ENV_MAX_NX} values, got {}", v.len()));
+        }
+        let mut x = [0.0; ENV_MAX_NX];
+        x[..v.len()].copy_from_slice(v);
+        Ok(ControlState { x, t: 0 })
+    }
+    fn to_flat(&self) -> Vec<f64> {
+        self.x.to_vec()
+    }
+}
+impl StateIo for u32 {}
+impl StateIo for kestrel_envs::TreasureState {}
+impl<const S: usize> StateIo for kestrel_arc::ArcState<S> {}
+impl StateIo for kestrel_envs::VectorFieldState {
+    fn to_flat(&self) -> Vec<f64> {
+        self.z.to_vec()
+    }
+}
+
+/// A batch of any env, object-safe: what the env registry builds and a front end steps.
+pub trait DynBatch: Send + Sync {
+    /// The spec of one env.
+    fn spec(&self) -> &Spec;
+    /// Number of envs.
+    fn num_envs(&self) -> usize;
+    /// numpy's name of the observation element type.
+    fn obs_dtype(&self) -> &'static str;
+    /// Resets every row from `seed`.
+    fn reset(&mut self, seed: u64);
+    /// Resets the masked rows ([`BatchEnv::reset_rows`]).
+    fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String>;
+    /// Sets the auto-reset mode.
+    fn set_autoreset(&mut self, m: kestrel_core::AutoReset);
+    /// Decodes and checks the next step's actions.
+    fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String>;
+    /// Steps with the loaded actions.
+    fn step(&mut self);
+    /// Current observations.
+    fn obs(&self) -> Obs<'_>;
+    /// Last observations of the episodes that ended in the last step.
+    fn final_obs(&self) -> Obs<'_>;
+    /// Rewards of the last step, one per agent row.
+    fn rewards(&self) -> &[f32];
+    /// Terminations of the last step, one per env.
+    fn terminated(&self) -> &[bool];
+    /// Truncations of the last step, one per env.
+    fn truncated(&self) -> &[bool];
+    /// Steps of each env's current episode.
+    fn episode_steps(&self) -> &[u32];
+    /// Puts row `row` into the state with these flat values.
+    fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String>;
+    /// Row `row`'s state as flat values (empty where it has none).
+    fn state(&self, row: usize) -> Vec<f64>;
+}
+
+/// Any [`BatchEnv`] with its actions buffer, as a [`DynBatch`].
+struct Holder<B: BatchEnv> {
+    v: B,
+    acts: Vec<B::Action>,
+}
+
+fn holder<B>(kernel: B::Kernel, params: B::Params, n: usize, seed: u64, off: u64) -> Built
+where
+    B: BatchEnv + Sync + 'static,
+    B::Action: Codec,
+    B::Obs: ObsElem,
+    B::State: StateIo,
+    RunError: From<B::Error>,
+{
+    let v = B::shard(kernel, params, n, seed, off)?;
+    let acts = vec![B::Action::default(); n * v.spec().num_agents];
+    Ok(Box::new(Holder { v, acts }))
+}
+
+impl<B> DynBatch for Holder<B>
+where
+    B: BatchEnv + Sync,
+    B::Action: Codec,
+    B::Obs: ObsElem,
+    B::State: StateIo,
+{
+    fn spec(&self) -> &Spec {
+        self.v.spec()
+    }
+    fn num_envs(&self) -> usize {
+        self.v.num_envs()
+    }
+    fn obs_dtype(&self) -> &'static str {
+        B::Obs::DTYPE
+    }
+    fn reset(&mut self, seed: u64) {
+        self.v.reset(seed);
+    }
+    fn reset_rows(&mut self, mask: &[bool]) -> Result<(), String> {
+        self.v.reset_rows(mask).map_err(|e| e.to_string())
+    }
+    fn set_autoreset(&mut self, m: kestrel_core::AutoReset) {
+        self.v.set_autoreset(m);
+    }
+    fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
+        B::Action::fill(a, &self.v.spec().action_space, &mut self.acts)
+    }
+    fn step(&mut self) {
+        // `acts` has num_envs * num_agents entries by construction, so this cannot fail.
+        let _ = self.v.try_step(&self.acts);
+    }
+    fn obs(&self) -> Obs<'_> {
+        B::Obs::wrap(self.v.obs())
+    }
+    fn final_obs(&self) -> Obs<'_> {
+        B::Obs::wrap(self.v.final_obs())
+    }
+    fn rewards(&self) -> &[f32] {
+        self.v.rewards()
+    }
+    fn terminated(&self) -> &[bool] {
+        self.v.terminated()
+    }
+    fn truncated(&self) -> &[bool] {
+        self.v.truncated()
+    }
+    fn episode_steps(&self) -> &[u32] {
+        self.v.episode_steps()
+    }
+    fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String> {
+        let s = B::State::from_flat(state)?;
+        self.v.set_state(row, s).map_err(|e| e.to_string())
+    }
+    fn state(&self, row: usize) -> Vec<f64> {
+        self.v.state(row).map(|s| s.to_flat()).unwrap_or_default()
+    }
+}
+
+/// Uniformly random actions of `space` for `rows` agent rows, from `key`: integers below `n`
+/// (Discrete), floats between the bounds (Box; [-1, 1] where unbounded), ARC operations and 0/1 selections (Dict).
+#[derive(Clone, Debug, Default)]
+pub struct RandomActions {
+    ints: Vec<i64>,
+    floats: Vec<f64>,
+    sel: Vec<u8>,
+}
+
+impl RandomActions {
+    /// Draws the next batch of actions.
+    pub fn draw(&mut self, space: &Space, rows: usize, key: Key) -> Actions<'_> {
+        let mut r = key.rng();
+        match space {
+            Space::Discrete { n } => {
+                self.ints.clear();
+                self.ints.extend((0..rows).map(|_| r.below(*n as u32) as i64));
+                Actions::Int(&self.ints)
+            }
+            Space::Box { low, high, shape } => {
+                let nu: usize = shape.iter().product();
+                // An unbounded side draws from [-1, 1] there.
+                let lo = if low.is_finite() { *low } else { -1.0 };
+                let hi = if high.is_finite() { *high } else { 1.0 };
+                self.floats.clear();
+                self.floats.extend((0..rows * nu).map(|_| lo + r.uniform_f64() * (hi - lo)));
+                Actions::Float(&self.floats)
+            }
+            Space::Dict(parts) => {
+                let cells = parts
+                    .iter()
+                    .find_map(|(name, s)| match s {
+                        Space::Box { shape, .. } if *name == "selection" => {
+                            Some(shape.iter().product::<usize>())
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                self.ints.clear();
+                self.ints.extend((0..rows).map(|_| r.below(kestrel_arc::NUM_OPS as u32) as i64));
+                self.sel.clear();
+                self.sel.extend((0..rows * cells).map(|_| (r.next_u64() & 1) as u8));
+                Actions::Arc { ops: &self.ints, sel: &self.sel }
+            }
+        }
+    }
+}
+
+/// Steps per second of `batch` under uniformly random actions ([`RandomActions`]), timed for
+/// about `seconds` after one warm-up step: each timed call steps every row once with actions
+/// drawn before the clock starts (so the figure is the env's, not the sampler's), in the
+/// current rayon pool.
+pub fn steps_per_second(batch: &mut dyn DynBatch, seconds: f64) -> Result<f64, RunError> {
+    let rows = batch.num_envs() * batch.spec().num_agents;
+    let space = batch.spec().action_space.clone();
+    let mut actions = RandomActions::default();
+    batch.load_actions(&actions.draw(&space, rows, Key::new(0))).map_err(RunError::Failed)?;
+    batch.step();
+    let start = std::time::Instant::now();
+    let mut calls = 0u64;
+    while calls == 0 || start.elapsed().as_secs_f64() < seconds {
+        for _ in 0..16 {
+            batch.step();
+        }
+        calls += 16;
+    }
+    Ok((calls * batch.num_envs() as u64) as f64 / start.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every id parses back from its name, prints defaults that read back, and builds a batch
+    /// that steps under random actions.
+    #[test]
+    fn every_id_round_trips_and_steps() {
+        for id in EnvId::all() {
+            assert_eq!(EnvId::parse(&id.name()).unwrap(), id);
+            let toml = id.config_toml(Layers::none()).unwrap();
+            let table: toml::Table = toml::from_str(&toml).unwrap();
+            assert_eq!(table, id.resolve(Layers::none()).unwrap(), "{}", id.name());
+            assert!(!id.fields().is_empty());
+            let small = toml::toml! { canvas = 5 };
+            let layers = match id {
+                EnvId::Arc(_) => Layers::table(&small),
+                _ => Layers::none(),
+            };
+            let mut b = id.build(layers, 3, 1, 0).unwrap();
+            let mut acts = RandomActions::default();
+            let rows = 3 * b.spec().num_agents;
+            for t in 0..5 {
+                let space = b.spec().action_space.clone();
+                let a = acts.draw(&space, rows, Key::new(t));
+                b.load_actions(&a).unwrap();
+                b.step();
+            }
+            assert_eq!(b.rewards().len(), rows, "{}", id.name());
+        }
+    }
+
+    #[test]
+    fn unknown_ids_and_keys_are_named_with_the_closest() {
+        let e = EnvId::parse("CartPole-v2").unwrap_err().to_string();
+        assert!(e.contains("CartPole-v1") && e.contains("did you mean"), "{e}");
+        let t = toml::toml! { gravty = 1.0 };
+        let e = EnvId::CartPole.build(Layers::table(&t), 1, 0, 0).err().unwrap().to_string();
+        assert!(e.contains("gravty") && e.contains("gravity"), "{e}");
+        let t = toml::toml! { gravity = -1.0 };
+        let e = EnvId::CartPole.build(Layers::table(&t), 1, 0, 0).err().unwrap().to_string();
+        assert!(e.contains("gravity = -1"), "{e}");
+        let t = toml::toml! { dims = 5 reset_noise = 0.1 };
+        let e = EnvId::DoubleIntegrator.build(Layers::table(&t), 1, 0, 0).err().unwrap();
+        assert!(e.to_string().contains("dims = 5"), "{e}");
+        let t = toml::toml! { obs = "onehot" num_agnts = 2 };
+        let e = EnvId::TreasureHunt.build(Layers::table(&t), 1, 0, 0).err().unwrap();
+        assert!(e.to_string().contains("num_agents"), "{e}");
+    }
+
+    #[test]
+    fn flattened_keys_are_documented_and_set() {
+        let names: Vec<&str> = EnvId::VectorField.fields().iter().map(|f| f.name).collect();
+        assert!(names.contains(&"model_seed") && names.contains(&"field"), "{names:?}");
+        let t = toml::toml! { dims = 2 reset_noise = 0.5 };
+        let c = EnvId::DoubleIntegrator.resolve(Layers::table(&t)).unwrap();
+        assert_eq!((c["dims"].as_integer(), c["reset_noise"].as_float()), (Some(2), Some(0.5)));
+    }
+}
