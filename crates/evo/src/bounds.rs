@@ -4,19 +4,21 @@
 use crate::EvoError;
 use kestrel_core::FromInvalid;
 
-/// How out-of-bounds samples are handled.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// How out-of-bounds samples are handled (configs spell it `clip`, `reflect`, `penalty`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum BoundMode {
     /// Clamp each coordinate to its interval.
     Clip,
     /// Mirror at the bounds (repeatedly, so any value lands inside).
     Reflect,
-    /// Leave samples alone; [`Bounds::penalize`] adds `weight × squared distance` to fitness.
-    Penalty {
-        /// Penalty weight.
-        weight: f32,
-    },
+    /// Leave samples alone; [`Bounds::penalize`] adds `weight × squared distance` to fitness
+    /// ([`PENALTY_WEIGHT`] unless [`Bounds::with_penalty_weight`] says otherwise).
+    Penalty,
 }
+
+/// The penalty mode's default weight.
+pub const PENALTY_WEIGHT: f32 = 1e3;
 
 /// Per-dimension intervals `[lower, upper]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +26,7 @@ pub struct Bounds {
     lower: Vec<f32>,
     upper: Vec<f32>,
     mode: BoundMode,
+    penalty_weight: f32,
 }
 
 impl Bounds {
@@ -45,12 +48,15 @@ impl Bounds {
                 "finite lower < upper",
             ));
         }
-        if let BoundMode::Penalty { weight } = mode
-            && !(weight.is_finite() && weight >= 0.0)
-        {
+        Ok(Bounds { lower, upper, mode, penalty_weight: PENALTY_WEIGHT })
+    }
+
+    /// The penalty mode's weight (finite, at least 0).
+    pub fn with_penalty_weight(self, weight: f32) -> Result<Self, EvoError> {
+        if !(weight.is_finite() && weight >= 0.0) {
             return Err(EvoError::invalid("penalty weight", weight, "finite and >= 0"));
         }
-        Ok(Bounds { lower, upper, mode })
+        Ok(Bounds { penalty_weight: weight, ..self })
     }
 
     /// The same interval in every dimension.
@@ -76,7 +82,7 @@ impl Bounds {
                 *x = match self.mode {
                     BoundMode::Clip => x.clamp(lo, hi),
                     BoundMode::Reflect => reflect(*x, lo, hi),
-                    BoundMode::Penalty { .. } => *x,
+                    BoundMode::Penalty => *x,
                 };
             }
         }
@@ -84,7 +90,10 @@ impl Bounds {
 
     /// Adds the penalty to each fitness (penalty mode only).
     pub fn penalize(&self, population: &[f32], fitness: &mut [f32]) {
-        let BoundMode::Penalty { weight } = self.mode else { return };
+        if self.mode != BoundMode::Penalty {
+            return;
+        }
+        let weight = self.penalty_weight;
         let n = self.lower.len();
         for (row, f) in population.chunks_exact(n).zip(fitness.iter_mut()) {
             let d2: f32 = row
@@ -142,7 +151,9 @@ mod tests {
     fn reflect_mirrors_and_penalty_adds() {
         assert_eq!(reflect(2.5, 0.0, 2.0), 1.5);
         assert_eq!(reflect(-0.5, 0.0, 2.0), 0.5);
-        let b = Bounds::uniform(2, 0.0, 1.0, BoundMode::Penalty { weight: 10.0 }).unwrap();
+        let b = Bounds::uniform(2, 0.0, 1.0, BoundMode::Penalty)
+            .and_then(|b| b.with_penalty_weight(10.0))
+            .unwrap();
         let mut f = [1.0, 1.0];
         b.penalize(&[0.5, 0.5, 2.0, -1.0], &mut f);
         assert_eq!(f, [1.0, 21.0]);

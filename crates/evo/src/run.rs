@@ -51,18 +51,6 @@ impl From<EsProblem> for String {
     }
 }
 
-/// How out-of-bounds samples are handled (config spelling of [`BoundMode`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BoundModeName {
-    /// Clamp.
-    Clip,
-    /// Mirror.
-    Reflect,
-    /// Penalty 1e3 × squared distance.
-    Penalty,
-}
-
 /// `kestrel evo run`'s config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
@@ -92,8 +80,9 @@ pub struct EsConfig {
     pub target: Option<f32>,
     /// Box bounds `[lower, upper]` for every coordinate (absent: none).
     pub bounds: Option<[f32; 2]>,
-    /// How bounds are applied.
-    pub bound_mode: BoundModeName,
+    /// How bounds are applied: `clip`, `reflect` (`ask` returns repaired rows) or `penalty`
+    /// (1e3 × the squared distance added to fitness).
+    pub bound_mode: BoundMode,
     /// Stop once this many evaluations are spent (pycma's `maxfevals`; absent: no limit).
     #[serde(default)]
     pub max_evals: Option<u64>,
@@ -140,7 +129,7 @@ impl Default for EsConfig {
             shift: 0.0,
             target: None,
             bounds: None,
-            bound_mode: BoundModeName::Clip,
+            bound_mode: BoundMode::Clip,
             max_evals: None,
             tol_fun: None,
             tol_x: None,
@@ -231,11 +220,7 @@ impl EsRun {
         }
         let bounds = match config.bounds {
             Some([lo, hi]) => {
-                let mode = match config.bound_mode {
-                    BoundModeName::Clip => BoundMode::Clip,
-                    BoundModeName::Reflect => BoundMode::Reflect,
-                    BoundModeName::Penalty => BoundMode::Penalty { weight: 1e3 },
-                };
+                let mode = config.bound_mode;
                 Some(Bounds::uniform(n, lo, hi, mode)?)
             }
             None => None,

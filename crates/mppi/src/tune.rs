@@ -370,10 +370,11 @@ impl<'a, C: Controller> Tuner<'a, C> {
     }
 }
 
-/// A tunable knob by config name (`sigma` and `mu` stand for every control dimension).
+/// A kind of tunable knob, as a config names it: `sigma` and `mu` stand for every control
+/// dimension's, each becoming one [`Knob`] per dimension ([`TuneSpec::from_names`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum KnobName {
+pub enum KnobKind {
     /// λ, log-scale in `[1e-3, 1e3]`.
     Lambda,
     /// Noise σ per control dimension, log-scale in `[1e-3, 1e2]`.
@@ -386,7 +387,7 @@ pub enum KnobName {
 
 impl TuneSpec {
     /// The spec of `names` for a system with `nu` controls and base params `base`.
-    pub fn from_names(names: &[KnobName], nu: usize, base: &MppiParams) -> Result<Self, MppiError> {
+    pub fn from_names(names: &[KnobKind], nu: usize, base: &MppiParams) -> Result<Self, MppiError> {
         if let Some((i, n)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
             return Err(MppiError::invalid(
                 "knobs",
@@ -401,14 +402,14 @@ impl TuneSpec {
         let t = |knob, lower, upper, transform| Tuned { knob, lower, upper, transform };
         for n in names {
             match n {
-                KnobName::Lambda => knobs.push(t(Knob::Lambda, 1e-3, 1e3, Transform::Log)),
-                KnobName::Sigma => {
+                KnobKind::Lambda => knobs.push(t(Knob::Lambda, 1e-3, 1e3, Transform::Log)),
+                KnobKind::Sigma => {
                     (0..nu).for_each(|d| knobs.push(t(Knob::Sigma(d), 1e-3, 1e2, Transform::Log)))
                 }
-                KnobName::Mu => {
+                KnobKind::Mu => {
                     (0..nu).for_each(|d| knobs.push(t(Knob::Mu(d), -5.0, 5.0, Transform::Linear)))
                 }
-                KnobName::Horizon => knobs.push(t(
+                KnobKind::Horizon => knobs.push(t(
                     Knob::Horizon,
                     2.0,
                     (3 * base.horizon).max(2) as f64,
@@ -434,7 +435,7 @@ pub struct TuneConfig {
     #[documented(nested)]
     pub run: crate::MppiRunConfig,
     /// Knobs tuned.
-    pub knobs: Vec<KnobName>,
+    pub knobs: Vec<KnobKind>,
     /// The strategy.
     pub strategy: kestrel_evo::StrategyKind,
     /// Candidates per generation (even for the antithetic strategies, open-es and pgpe).
@@ -470,7 +471,7 @@ impl Default for TuneConfig {
                 20,
                 0,
             ),
-            knobs: vec![KnobName::Lambda, KnobName::Sigma],
+            knobs: vec![KnobKind::Lambda, KnobKind::Sigma],
             strategy: kestrel_evo::StrategyKind::CmaEs,
             pop_size: 16,
             generations: 20,
@@ -594,7 +595,7 @@ mod tests {
     #[test]
     fn knob_names_expand_per_control_and_round_trip_through_params() {
         let base = crate::System::Nav2d.default_params();
-        let names = [KnobName::Lambda, KnobName::Sigma, KnobName::Mu, KnobName::Horizon];
+        let names = [KnobKind::Lambda, KnobKind::Sigma, KnobKind::Mu, KnobKind::Horizon];
         let spec = TuneSpec::from_names(&names, 2, &base).unwrap();
         let knobs: Vec<Knob> = spec.knobs.iter().map(|t| t.knob).collect();
         assert_eq!(
@@ -624,13 +625,13 @@ mod tests {
     fn repeated_knobs_and_odd_antithetic_populations_are_refused() {
         let base = crate::System::Nav2d.default_params();
         let e =
-            TuneSpec::from_names(&[KnobName::Lambda, KnobName::Sigma, KnobName::Lambda], 2, &base)
+            TuneSpec::from_names(&[KnobKind::Lambda, KnobKind::Sigma, KnobKind::Lambda], 2, &base)
                 .unwrap_err()
                 .to_string();
         assert!(e.contains("knobs") && e.contains("Lambda twice (entries 0 and 2)"), "{e}");
         assert!(TuneSpec::from_names(&[], 2, &base).is_err());
         let c =
-            TuneConfig { knobs: vec![KnobName::Sigma, KnobName::Sigma], ..TuneConfig::default() };
+            TuneConfig { knobs: vec![KnobKind::Sigma, KnobKind::Sigma], ..TuneConfig::default() };
         assert!(validate_tune(&c).unwrap_err().to_string().contains("twice"));
         for s in [kestrel_evo::StrategyKind::OpenEs, kestrel_evo::StrategyKind::Pgpe] {
             let c = TuneConfig { strategy: s, pop_size: 7, ..TuneConfig::default() };

@@ -187,16 +187,9 @@ impl Strategy {
                     e => crate::errors::run_error(e),
                 })?;
         let opt = kind.build_with(pop, sigma, &params, &mean, key).map_err(value_error)?;
-        let mode = match bound_mode {
-            "clip" => kestrel_evo::BoundMode::Clip,
-            "reflect" => kestrel_evo::BoundMode::Reflect,
-            "penalty" => kestrel_evo::BoundMode::Penalty { weight: 1e3 },
-            other => {
-                return Err(value_error(format!(
-                    "bound_mode = {other:?}: \"clip\", \"reflect\" or \"penalty\""
-                )));
-            }
-        };
+        let mode: kestrel_evo::BoundMode =
+            serde_json::from_value(serde_json::Value::String(bound_mode.into()))
+                .map_err(|e| value_error(format!("bound_mode = {bound_mode:?}: {e}")))?;
         let bounds = match bounds {
             None => None,
             Some((lo, hi)) if lo.len() != mean.len() || hi.len() != mean.len() => {

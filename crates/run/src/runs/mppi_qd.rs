@@ -19,7 +19,7 @@ use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::EvoError;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
-use kestrel_mppi::tune::{KnobName, Transform, TuneConfig, TuneSpec, tune_problem};
+use kestrel_mppi::tune::{KnobKind, Transform, TuneConfig, TuneSpec, tune_problem};
 use kestrel_mppi::{ControllerKind, Dynamics, MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
@@ -37,7 +37,7 @@ pub struct MppiQdConfig {
     pub run: MppiRunConfig,
     /// Knobs searched (lambda, sigma, mu, horizon; sigma and mu stand for every control
     /// dimension). The first two search coordinates are the archive's two measures.
-    pub knobs: Vec<KnobName>,
+    pub knobs: Vec<KnobKind>,
     /// CMA-ME emitters side by side.
     pub num_emitters: usize,
     /// Candidates per emitter per generation.
@@ -61,7 +61,7 @@ impl MppiQdConfig {
     pub fn defaults_for(controller: ControllerKind, system: System) -> Self {
         MppiQdConfig {
             run: MppiRunConfig::defaults_for(controller, system, 20, 0),
-            knobs: vec![KnobName::Lambda, KnobName::Sigma],
+            knobs: vec![KnobKind::Lambda, KnobKind::Sigma],
             num_emitters: 2,
             batch_size: 8,
             cells: 8,
@@ -348,7 +348,7 @@ mod tests {
             best.mppi.lambda
         );
         for bad in [
-            MppiQdConfig { knobs: vec![KnobName::Lambda], ..c.clone() },
+            MppiQdConfig { knobs: vec![KnobKind::Lambda], ..c.clone() },
             MppiQdConfig { batch_size: 2, ..c.clone() },
             MppiQdConfig { cells: 0, ..c.clone() },
             MppiQdConfig { generations: 0, ..c.clone() },

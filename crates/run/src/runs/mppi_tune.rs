@@ -6,7 +6,7 @@
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
-use kestrel_mppi::tune::{KnobName, TuneSpec};
+use kestrel_mppi::tune::{KnobKind, TuneSpec};
 use kestrel_mppi::tune::{TuneConfig, run_tune_with, validate_tune};
 use kestrel_mppi::{Dynamics, MppiRunConfig};
 use kestrel_plot::{LinePlot, Series};
@@ -147,7 +147,7 @@ pub fn tune_with(
 
 /// The search coordinates of `knobs` for `run` (their count as names when they do not parse:
 /// validation reports that).
-pub(crate) fn knob_dims(run: &MppiRunConfig, knobs: &[KnobName]) -> usize {
+pub(crate) fn knob_dims(run: &MppiRunConfig, knobs: &[KnobKind]) -> usize {
     TuneSpec::from_names(knobs, run.system.nu(), &run.mppi)
         .map_or(knobs.len().saturating_mul(run.system.nu()), |s| s.num_dims())
 }
@@ -157,11 +157,11 @@ pub(crate) fn knob_dims(run: &MppiRunConfig, knobs: &[KnobName]) -> usize {
 pub(crate) fn candidates(
     b: &mut Budget,
     run: &MppiRunConfig,
-    knobs: &[KnobName],
+    knobs: &[KnobKind],
     live: usize,
     threads: usize,
 ) {
-    let horizon = if knobs.contains(&KnobName::Horizon) {
+    let horizon = if knobs.contains(&KnobKind::Horizon) {
         run.mppi.horizon.saturating_mul(3).max(2)
     } else {
         run.mppi.horizon
