@@ -1,5 +1,5 @@
-//! `kestrel evo run | qd | bench`: configs and the run folder here, the runs in
-//! `kestrel_evo::run`.
+//! `kestrel evo run | qd | bench`: flags into the registry's configs; the runs are
+//! `kestrel_run::runs::{es, qd}`.
 
 use crate::common::{ConfigArgs, Flag, pool};
 use anyhow::{Result, bail};

@@ -2,8 +2,8 @@
 //! phases through the driver, and a neuroevolution generation on 1 and 2 threads.
 
 use crate::driver::{Driver, Instance};
+use crate::neuro::cartpole_problem;
 use crate::problem::{Benchmark, Function, Problem};
-use crate::run::cartpole_problem;
 use crate::{CmaEs, CmaParams, EvoError, SepCmaEs, Strategy};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;

@@ -31,7 +31,6 @@ mod pgpe;
 pub mod problem;
 pub mod qd;
 pub mod restarts;
-pub mod run;
 mod sep_cma_es;
 pub mod shaping;
 mod snes;

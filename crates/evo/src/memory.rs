@@ -101,6 +101,9 @@ mod tests {
         }
         assert_eq!(StrategyKind::Snes.state_bytes(usize::MAX, usize::MAX), u128::MAX);
         use crate::Problem;
-        assert_eq!(crate::run::cartpole_problem().unwrap().num_dims(), crate::run::CARTPOLE_DIMS);
+        assert_eq!(
+            crate::neuro::cartpole_problem().unwrap().num_dims(),
+            crate::neuro::CARTPOLE_DIMS
+        );
     }
 }

@@ -170,3 +170,11 @@ pub fn argmax(out: &[f32]) -> u32 {
     }
     best as u32
 }
+/// The neuroevolution problem of `problem = "cartpole"`.
+pub fn cartpole_problem() -> Result<Neuro<kestrel_envs::CartPole>, EvoError> {
+    let params = kestrel_envs::CartPoleParams::default();
+    Neuro::new(kestrel_envs::CartPole, params, &[8], 2, 2, 500, |o| o, argmax)
+}
+
+/// The search dimensions of [`cartpole_problem`]: a 4-8-2 MLP's weights and biases.
+pub const CARTPOLE_DIMS: usize = 4 * 8 + 8 + 8 * 2 + 2;

@@ -354,7 +354,7 @@ impl EvoProblem {
     #[pyo3(signature = (name, num_dims=10, shift=0.0, rotate=false, seed=0))]
     fn new(name: &str, num_dims: usize, shift: f64, rotate: bool, seed: u64) -> PyResult<Self> {
         let p: Box<dyn Problem> = if name == "cartpole" {
-            Box::new(kestrel_evo::run::cartpole_problem().map_err(value_error)?)
+            Box::new(kestrel_evo::neuro::cartpole_problem().map_err(value_error)?)
         } else {
             let run = kestrel_core::Key::new(seed);
             Box::new(
@@ -374,7 +374,7 @@ impl EvoProblem {
             None,
         )
         .map_err(crate::errors::run_error)?;
-        let es = kestrel_evo::run::EsRun::new(c).map_err(value_error)?;
+        let es = kestrel_run::runs::es::EsRun::new(c).map_err(value_error)?;
         Ok(EvoProblem::of(es.into_problem()))
     }
 
@@ -772,7 +772,8 @@ pub(crate) fn qd_setup(
         None,
     )
     .map_err(crate::errors::run_error)?;
-    let (c, a, emitters, p) = kestrel_evo::run::QdRun::new(c).map_err(value_error)?.into_parts();
+    let (c, a, emitters, p) =
+        kestrel_run::runs::qd::QdRun::new(c).map_err(value_error)?.into_parts();
     let emitters = emitters.into_iter().map(|e| QdEmitter { e, num_dims: c.num_dims }).collect();
     Ok((c.seed, QdArchive { a }, emitters, QdBenchmark { p }))
 }

@@ -206,7 +206,7 @@ pub(crate) fn evo_run_with(
         .map_err(run_error)?;
     kestrel_run::registry::checked::<Es>(&c).map_err(run_error)?;
     let argv = format!("kestrel.evo.run({config_json})");
-    let dims = kestrel_evo::run::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
+    let dims = kestrel_run::runs::es::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
     let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
         run_with(c, Some(&ev), &|| ev.failed(), l)

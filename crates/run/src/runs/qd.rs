@@ -1,17 +1,232 @@
 //! `kestrel evo qd` (run kind `qd`, the Python package's `kestrel.evo.qd`): quality diversity
 //! on the linear-projection benchmark of the CMA-ME paper (Fontaine et al. 2020), an archive
 //! heat map and the QD score per generation. Archives and emitters are `kestrel-evo`'s; the
-//! generation loop is [`QdRun::run`].
+//! config, its checks and the generation loop ([`QdRun::run`]) are here.
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Run, RunError, Summary, runs};
 use kestrel_core::Budget;
-use kestrel_evo::qd::{Archive, Tessellation};
-use kestrel_evo::run::{QdConfig, QdRun};
+use kestrel_core::{FromInvalid, Key};
+use kestrel_evo::EvoError;
+use kestrel_evo::problem::Function;
+use kestrel_evo::qd::{
+    Archive, CmaMe, Emitter, LinearProjection, MapElites, QdProblem, Tessellation, Variation,
+};
 use kestrel_plot::{Heatmaps, LinePlot, Panel, Series};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::Path;
 use std::time::Instant;
+
+/// Archive layout of a QD run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArchiveKind {
+    /// `cells × cells` grid over the two measures.
+    Grid,
+    /// `cells` centroidal Voronoi cells.
+    Cvt,
+}
+
+/// Emitters of a QD run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EmitterKind {
+    /// CMA-ME (improvement-ranked CMA-ES).
+    CmaMe,
+    /// MAP-Elites with Gaussian variation.
+    MapElites,
+    /// MAP-Elites with iso-line variation.
+    IsoLine,
+}
+
+/// `kestrel evo qd`'s config (the linear-projection benchmark of the CMA-ME paper).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
+#[serde(deny_unknown_fields)]
+pub struct QdConfig {
+    /// Archive layout.
+    pub archive: ArchiveKind,
+    /// Emitter type.
+    pub emitter: EmitterKind,
+    /// Emitters run side by side.
+    pub num_emitters: usize,
+    /// Solutions per emitter per generation.
+    pub batch_size: usize,
+    /// Search dimensions.
+    pub num_dims: usize,
+    /// Cells per measure (grid) or cells in all (cvt).
+    pub cells: usize,
+    /// Generations.
+    pub generations: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Objective.
+    pub function: Function,
+    /// Emitter step size / mutation scale.
+    pub sigma: f64,
+}
+
+impl Default for QdConfig {
+    fn default() -> Self {
+        QdConfig {
+            archive: ArchiveKind::Grid,
+            emitter: EmitterKind::CmaMe,
+            num_emitters: 3,
+            batch_size: 36,
+            num_dims: 20,
+            cells: 50,
+            generations: 500,
+            seed: 0,
+            function: Function::Sphere,
+            sigma: 0.5,
+        }
+    }
+}
+
+/// One QD generation's report.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QdGeneration {
+    /// Generations done.
+    pub generation: u64,
+    /// Evaluations so far.
+    pub evals: u64,
+    /// Archive statistics.
+    pub stats: kestrel_evo::qd::ArchiveStats,
+    /// Emitter restarts so far.
+    pub restarts: u64,
+    /// NaN or infinite fitness or measures so far (never added to the archive).
+    pub nonfinite: u64,
+}
+
+/// A validated QD run: the problem, the empty archive and the emitters.
+pub struct QdRun {
+    config: QdConfig,
+    problem: LinearProjection,
+    archive: Archive,
+    emitters: Vec<Box<dyn Emitter>>,
+}
+
+impl QdRun {
+    /// Validates `config` and builds the archive and emitters. Key tree: the run key is
+    /// `Key::new(seed)`; the CVT centroids use `run.fold_in(99)`, emitter `e` starts from
+    /// `run.fold_in(1000 + e)`; generation `g`, emitter `e` asks with
+    /// `run.fold_in(g + 1).fold_in(e).fold_in(0)`, evaluates with `.fold_in(1)`, tells with
+    /// `.fold_in(2)`.
+    pub fn new(config: QdConfig) -> Result<Self, EvoError> {
+        let c = &config;
+        if c.num_dims < 2 {
+            return Err(EvoError::invalid("num_dims", c.num_dims, "at least 2"));
+        }
+        if c.batch_size < 4 {
+            return Err(EvoError::invalid("batch_size", c.batch_size, "at least 4"));
+        }
+        if c.num_emitters == 0 || c.num_emitters > 1024 {
+            return Err(EvoError::invalid("num_emitters", c.num_emitters, "1 to 1024"));
+        }
+        if !(c.sigma.is_finite() && c.sigma > 0.0) {
+            return Err(EvoError::invalid("sigma", c.sigma, "finite and > 0"));
+        }
+        let grid_cells = c.cells.checked_mul(c.cells);
+        if c.cells == 0 || grid_cells.is_none_or(|g| g > 1 << 22) {
+            return Err(EvoError::invalid(
+                "cells",
+                c.cells,
+                "1 to 2048 per measure (grid) or 4,194,304 (cvt)",
+            ));
+        }
+        let problem = LinearProjection { num_dims: c.num_dims, function: c.function };
+        let b = problem.measure_bound();
+        let run = Key::new(c.seed);
+        let archive = match c.archive {
+            ArchiveKind::Grid => {
+                Archive::grid(c.num_dims, vec![c.cells, c.cells], vec![-b, -b], vec![b, b], 1e4)?
+            }
+            ArchiveKind::Cvt => Archive::cvt(
+                c.num_dims,
+                c.cells,
+                vec![-b, -b],
+                vec![b, b],
+                20 * c.cells,
+                20,
+                1e4,
+                run.fold_in(99),
+            )?,
+        };
+        let x0 = vec![0.0f32; c.num_dims];
+        let emitters = (0..c.num_emitters)
+            .map(|e| -> Result<Box<dyn Emitter>, EvoError> {
+                let lam = c.batch_size;
+                Ok(match c.emitter {
+                    EmitterKind::CmaMe => {
+                        Box::new(CmaMe::new(lam, &x0, c.sigma, run.fold_in(1000 + e as u64))?)
+                    }
+                    EmitterKind::MapElites => Box::new(MapElites {
+                        batch_size: lam,
+                        variation: Variation::Gaussian { sigma: c.sigma as f32 },
+                        x0: x0.clone(),
+                    }),
+                    EmitterKind::IsoLine => Box::new(MapElites {
+                        batch_size: lam,
+                        variation: Variation::IsoLine { iso_sigma: 0.01, line_sigma: 0.2 },
+                        x0: x0.clone(),
+                    }),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(QdRun { config, problem, archive, emitters })
+    }
+
+    /// The validated config, the empty archive, the emitters and the problem, as the run
+    /// would start them (for callers that drive the ask/tell loop themselves).
+    pub fn into_parts(self) -> (QdConfig, Archive, Vec<Box<dyn Emitter>>, LinearProjection) {
+        (self.config, self.archive, self.emitters, self.problem)
+    }
+
+    /// The config.
+    pub fn config(&self) -> &QdConfig {
+        &self.config
+    }
+
+    /// The measure bound of the problem (the archive covers `[-b, b]²`).
+    pub fn measure_bound(&self) -> f32 {
+        self.problem.measure_bound()
+    }
+
+    /// Runs the generations, calling `observe` after each (return `false` to stop), and
+    /// returns the archive.
+    pub fn run(mut self, mut observe: impl FnMut(&QdGeneration) -> bool) -> Archive {
+        let c = &self.config;
+        let (lam, n) = (c.batch_size, c.num_dims);
+        let (mut pop, mut fit, mut meas) = (vec![0.0; lam * n], vec![0.0; lam], vec![0.0; lam * 2]);
+        let run = Key::new(c.seed);
+        let (mut evals, mut nonfinite) = (0u64, 0u64);
+        for g in 0..c.generations {
+            for (e, em) in self.emitters.iter_mut().enumerate() {
+                let k = run.fold_in(g + 1).fold_in(e as u64);
+                em.ask(k.fold_in(0), &self.archive, &mut pop);
+                self.problem.evaluate(k.fold_in(1), &pop, &mut fit, &mut meas);
+                nonfinite += fit
+                    .iter()
+                    .zip(meas.chunks_exact(2))
+                    .filter(|(f, m)| !f.is_finite() || !m.iter().all(|v| v.is_finite()))
+                    .count() as u64;
+                em.tell(k.fold_in(2), &mut self.archive, &pop, &fit, &meas);
+                evals += lam as u64;
+            }
+            let report = QdGeneration {
+                generation: g + 1,
+                evals,
+                stats: self.archive.stats(),
+                restarts: self.emitters.iter().map(|e| e.restarts()).sum(),
+                nonfinite,
+            };
+            if !observe(&report) {
+                break;
+            }
+        }
+        self.archive
+    }
+}
 
 /// The `qd` run kind.
 pub struct Qd;
@@ -37,7 +252,6 @@ impl Run for Qd {
     /// curve.
     fn budget(c: &QdConfig, threads: usize) -> Budget {
         use kestrel_evo::memory::archive_bytes;
-        use kestrel_evo::run::{ArchiveKind, EmitterKind};
         let (n, lam, e) = (c.num_dims as u128, c.batch_size as u128, c.num_emitters as u128);
         let cells = match c.archive {
             ArchiveKind::Grid => c.cells.saturating_mul(c.cells),
@@ -194,4 +408,24 @@ pub fn qd(config: QdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError>
         ))
     })();
     finish(dir, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_qd_run_fills_its_archive() {
+        let cfg = QdConfig { generations: 20, num_dims: 6, cells: 10, ..QdConfig::default() };
+        let mut last = None;
+        let a = QdRun::new(cfg).unwrap().run(|g| {
+            last = Some(*g);
+            true
+        });
+        let g = last.unwrap();
+        assert_eq!(g.generation, 20);
+        assert_eq!(g.evals, 20 * 3 * 36);
+        assert!(a.stats().coverage > 0.05);
+        assert!(QdRun::new(QdConfig { cells: 100_000, ..QdConfig::default() }).is_err());
+    }
 }
