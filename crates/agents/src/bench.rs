@@ -4,14 +4,14 @@
 
 use crate::AgentError;
 use crate::allo::{Allo, AlloConfig, collect};
+use crate::hunt::HuntConfig;
 use crate::iqn::IqnLearner;
-use crate::runs::HuntRunConfig;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::timing::{median_pair_us, median_us};
 use kestrel_envs::GridMap;
-use kestrel_envs::treasure::TreasureObs;
 use kestrel_envs::treasure::{KeyDraws, TreasureHunt};
+use kestrel_envs::treasure::{TreasureObs, TreasureParams};
 use kestrel_nn::matmul::matmul;
 use kestrel_replay::FrameReplay;
 use std::sync::Arc;
@@ -39,7 +39,8 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
     if reps == 0 {
         return Err(AgentError::invalid("reps", 0, "at least 1"));
     }
-    let cfg = HuntRunConfig { obs, ..HuntRunConfig::default() }.hunt_config()?;
+    let cfg = HuntConfig::sorrel(TreasureParams { obs, ..TreasureParams::default() });
+    cfg.validate()?;
     let p = cfg.world.clone();
     // Environment turn, 2 agents: spawning and both moves (observation and action choice
     // excluded, as the target).

@@ -6,14 +6,15 @@
 //! - [`iqn`]: implicit quantile network agents (sorrel's iRainbow), one learner per agent.
 //! - [`hunt`]: the multi-agent treasure hunt trained with one IQN learner per agent, agents'
 //!   gradient steps in parallel.
+//!
+//! Parts only: the whole runs that train them (config, loop, folder) are `kestrel-run`'s
+//! `runs::allo` and `runs::hunt`.
 
 pub mod allo;
 pub mod bench;
 pub mod hunt;
 pub mod iqn;
 pub mod laplacian;
-mod memory;
-pub mod runs;
 
 use thiserror::Error;
 

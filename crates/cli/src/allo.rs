@@ -1,5 +1,5 @@
 //! `kestrel allo train | bench`: config, run folder, checkpoints, heat maps here; the run in
-//! `kestrel_agents::runs::AlloRun`.
+//! `kestrel_run::runs::allo::AlloRun`.
 
 use crate::common::{ConfigArgs, Flag};
 use anyhow::Result;

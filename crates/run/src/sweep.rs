@@ -835,8 +835,8 @@ checkpoint_every = 20
         // The same cell stopped at step 20 (its checkpoint), as a killed process leaves it.
         let b = Sweep::plan(spec, "spec.toml", &cut).unwrap();
         b.create().unwrap();
-        let mut half: kestrel_agents::runs::AlloRunConfig = crate::load_config(
-            &kestrel_agents::runs::AlloRunConfig::default(),
+        let mut half: crate::runs::allo::AlloRunConfig = crate::load_config(
+            &crate::runs::allo::AlloRunConfig::default(),
             None,
             b.cells[0].table.clone(),
             &[],

@@ -1,17 +1,331 @@
 //! ALLO training runs with their folders (`kestrel allo train`, the Python package's
 //! `kestrel.allo.train`): checkpoints every `checkpoint_every` steps with heat maps drawn off
-//! the training thread, exact resume from a folder.
+//! the training thread, exact resume from a folder. The config ([`AlloRunConfig`]), its checks,
+//! its memory budget and the training loop ([`AlloRun::run`]) are here; the learner, the data
+//! collection and the ground truth are `kestrel-agents`' parts.
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
+use crate::runs::{self, no_checkpoint};
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
+use kestrel_agents::allo::{Allo as AlloLearner, AlloConfig, Method, StepMetrics, collect};
 use kestrel_agents::laplacian::GroundTruth;
-use kestrel_agents::runs::{AlloEvent, AlloRun, AlloRunConfig};
+use kestrel_agents::laplacian::ground_truth;
 use kestrel_core::FromInvalid;
+use kestrel_core::{Budget, Key};
 use kestrel_envs::GridMap;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
+use kestrel_replay::EpisodicReplay;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::Path;
+use std::sync::Arc;
+
+/// `kestrel allo train`'s config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
+#[serde(deny_unknown_fields)]
+pub struct AlloRunConfig {
+    /// A map file (the paper code's text format) or `builtin:NAME` (open-N, rooms-K-N,
+    /// maze-N-SEED).
+    pub map: String,
+    /// Method.
+    pub method: Method,
+    /// Components.
+    pub d: usize,
+    /// Rows per sub-batch.
+    pub batch: usize,
+    /// Transition samples collected, in 50-step episodes (the paper's 12-map study: 3,000,000).
+    pub samples: usize,
+    /// Gradient steps in total (a resumed run's included).
+    pub steps: u64,
+    /// Seed (data, initialisation and batches).
+    pub seed: u64,
+    /// Initial barrier coefficient (absent: the method's, 0.5 for ALLO, 2.0 for GGDO).
+    pub barrier: Option<f64>,
+    /// Barrier increase rate (absent: the method's, 0.01 / 0).
+    pub lr_barrier: Option<f64>,
+    /// Evaluate the cosine similarity every this many steps.
+    pub eval_every: u64,
+    /// Checkpoint every this many steps (0: only at the end).
+    pub checkpoint_every: u64,
+}
+
+impl Default for AlloRunConfig {
+    fn default() -> Self {
+        AlloRunConfig {
+            map: "builtin:rooms-2-5".into(),
+            method: Method::Allo,
+            d: 11,
+            batch: 1024,
+            samples: 3_000_000,
+            steps: 20_000,
+            seed: 0,
+            barrier: None,
+            lr_barrier: None,
+            eval_every: 1000,
+            checkpoint_every: 10_000,
+        }
+    }
+}
+
+impl AlloRunConfig {
+    /// The learner's config (the method's defaults with this run's settings), validated.
+    pub fn learner_config(&self) -> Result<AlloConfig, AgentError> {
+        let mut cfg = match self.method {
+            Method::Allo => AlloConfig::paper(),
+            Method::Ggdo => AlloConfig::ggdo(),
+        };
+        cfg.d = self.d;
+        cfg.batch = self.batch;
+        if let Some(b) = self.barrier {
+            cfg.barrier_init = b;
+        }
+        if let Some(l) = self.lr_barrier {
+            cfg.lr_barrier = l;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks everything that needs no map: sizes and intervals.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        self.learner_config()?;
+        if !(1..=1_000_000_000).contains(&self.samples) {
+            // Within this range, the memory is the run's budget's to refuse
+            // (`AlloRunConfig::budget`: about 4.4 bytes per sample).
+            return Err(AgentError::invalid("samples", self.samples, "1 to 1,000,000,000"));
+        }
+        if self.steps == 0 {
+            return Err(AgentError::invalid("steps", 0, "at least 1"));
+        }
+        if self.eval_every == 0 {
+            return Err(AgentError::invalid("eval_every", 0, "at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// What an ALLO run reports through `observe`.
+pub enum AlloEvent<'a> {
+    /// The data is collected and the ground truth computed.
+    Ready {
+        /// Transition samples in the replay.
+        samples: usize,
+    },
+    /// A gradient step (every step; `cosine` is the last evaluation's, NaN before the first).
+    Step {
+        /// Steps done.
+        step: u64,
+        /// The step's metrics.
+        metrics: &'a StepMetrics,
+        /// Average cosine similarity at the last evaluation.
+        cosine: f64,
+        /// Whether this step was evaluated.
+        evaluated: bool,
+    },
+    /// A checkpoint is due (every `checkpoint_every` steps): the observer writes it.
+    Checkpoint {
+        /// Steps done.
+        step: u64,
+        /// The learner.
+        learner: &'a AlloLearner,
+    },
+}
+
+/// An ALLO run, validated: the map, its ground truth and the learner (fresh or resumed).
+pub struct AlloRun {
+    config: AlloRunConfig,
+    map: Arc<GridMap>,
+    truth: GroundTruth,
+    learner: AlloLearner,
+}
+
+impl AlloRun {
+    /// Loads the map, checks the config against it and builds a fresh learner
+    /// (initialisation key `Key::new(seed).fold_in(1)`).
+    pub fn new(config: AlloRunConfig) -> Result<Self, AgentError> {
+        let (map, cfg, truth) = Self::prepare(&config)?;
+        let learner = AlloLearner::new(cfg, map.clone(), Key::new(config.seed).fold_in(1))?;
+        Ok(AlloRun { config, map, truth, learner })
+    }
+
+    /// The same from the newest checkpoint set at `dir` that verifies against `stamp` (written
+    /// by [`AlloEvent::Checkpoint`]'s observer with `AlloLearner::save_checkpoint`); the note says
+    /// when it was not `dir` itself, or that there was none yet.
+    pub fn resume(
+        config: AlloRunConfig,
+        dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<(Self, Option<String>), AgentError> {
+        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
+            return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
+        };
+        let (map, cfg, truth) = Self::prepare(&config)?;
+        let learner = AlloLearner::load_checkpoint(cfg, map.clone(), &set.path)?;
+        set.expect_step(learner.steps, "step")?;
+        Ok((AlloRun { config, map, truth, learner }, set.note))
+    }
+
+    fn prepare(c: &AlloRunConfig) -> Result<(Arc<GridMap>, AlloConfig, GroundTruth), AgentError> {
+        c.validate()?;
+        let map = Arc::new(GridMap::resolve(&c.map)?);
+        if c.d > map.num_states() {
+            return Err(AgentError::invalid(
+                "d",
+                c.d,
+                format!("at most the map's {} states", map.num_states()),
+            ));
+        }
+        if map.num_states() > 10_000 {
+            return Err(AgentError::invalid(
+                "map",
+                format!("{} ({} states)", c.map, map.num_states()),
+                "at most 10,000 states (the ground truth is a dense eigenproblem)",
+            ));
+        }
+        let truth = ground_truth(&map, c.d)?;
+        Ok((map, c.learner_config()?, truth))
+    }
+
+    /// The config.
+    pub fn config(&self) -> &AlloRunConfig {
+        &self.config
+    }
+
+    /// The map.
+    pub fn map(&self) -> &Arc<GridMap> {
+        &self.map
+    }
+
+    /// The ground truth.
+    pub fn truth(&self) -> &GroundTruth {
+        &self.truth
+    }
+
+    /// The learner.
+    pub fn learner(&self) -> &AlloLearner {
+        &self.learner
+    }
+
+    /// Collects the data (seed `seed`, 50-step episodes, 64 envs) and trains up to `steps`
+    /// steps in total (step `t` with `Key::new(seed).fold_in(2).fold_in(t)`), evaluating every
+    /// `eval_every` steps and at the end. `observe` may stop the run by returning `false`.
+    pub fn run(
+        &mut self,
+        mut observe: impl FnMut(AlloEvent<'_>) -> Result<bool, AgentError>,
+    ) -> Result<(), AgentError> {
+        let c = &self.config;
+        let episodes = c.samples.div_ceil(50).max(1);
+        let replay: EpisodicReplay<u32> = collect(self.map.clone(), episodes, 50, 64, c.seed)?;
+        if !observe(AlloEvent::Ready { samples: episodes * 50 })? {
+            return Ok(());
+        }
+        let key = Key::new(c.seed).fold_in(2);
+        let mut cosine = f64::NAN;
+        while self.learner.steps < c.steps {
+            let t = self.learner.steps;
+            let m = self.learner.step(&replay, key.fold_in(t))?;
+            let done = t + 1;
+            let evaluated = done.is_multiple_of(c.eval_every) || done == c.steps;
+            if evaluated {
+                cosine = self.truth.cosine_similarity(&self.learner.representation()).0;
+            }
+            let go = observe(AlloEvent::Step { step: done, metrics: &m, cosine, evaluated })?;
+            if c.checkpoint_every > 0 && done.is_multiple_of(c.checkpoint_every) {
+                observe(AlloEvent::Checkpoint { step: done, learner: &self.learner })?;
+            }
+            if !go {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AlloRunConfig {
+    /// The run's peak heap bytes as named terms: the map, the learner and the ground truth held
+    /// throughout, plus the largest phase (solving for the ground truth; training with the
+    /// replay, the step's buffers, evaluations and a checkpoint's heat maps drawn alongside;
+    /// the final plots). A map that does not load counts as empty (validation reports it).
+    pub fn budget(&self, threads: usize) -> Budget {
+        let _ = threads; // the learner trains on one thread
+        let (n, rows, cols) = GridMap::resolve(&self.map)
+            .map_or((0.0, 0.0, 0.0), |m| (m.num_states() as f64, m.rows as f64, m.cols as f64));
+        let (d, batch) = (self.d as f64, self.batch as f64);
+        let rc = rows * cols;
+        let map = format!("map = {:?} ({n} states)", self.map);
+        let md = format!("{map}, d = {}", self.d);
+        // The encoder: 2 → 256 → 256 → 256 → d (AlloConfig::paper).
+        let p = 132_352.0 + 257.0 * d;
+        let mut b = Budget::new();
+        let mut add = |what: &'static str, fields: String, bytes: f64| {
+            b.add(what, fields, bytes.max(0.0) as u128, 1);
+        };
+        add("kernel buffers, run folder", "fixed".into(), runs::MATRIX_FIXED);
+        add("map (envs/grid.rs)", map.clone(), rc * 5.0 + 8.0 * runs::np2(n) + 16.0 * n);
+        add(
+            "encoder, Adam state, duals (allo.rs)",
+            format!("d = {}", self.d),
+            16.0 * p + 24.0 * d * d + 4.0 * n,
+        );
+        // The truth is held by the run, by the training loop and by a drawing thread.
+        add(
+            "ground-truth eigenvectors, three copies (laplacian.rs)",
+            md.clone(),
+            3.0 * (8.0 * d * n + 8.0 * d + 16.0 * runs::np2(d)),
+        );
+        let solve =
+            8.0 * n * n + 16.0 * runs::ceil8(n) * n + 8.0 * runs::ceil8(n) + 25.5 * n * n + 8192.0;
+        let episodes = (self.samples as f64 / 50.0).ceil().max(1.0);
+        let m = (4.0 * batch).min(n);
+        let step = 16.0 * batch
+            + 32.0 * batch * d
+            + (4.0 * (2050.0 + d) + 8.0 + 4.0 * d) * 2.0 * m
+            + 4.0 * runs::np2(m)
+            + 8.0 * (d + 6.0 * d * d);
+        let eval = 8.0 * n + 4.0 * (2050.0 + d) * n + 8.0 * d * n;
+        // Heat maps of every component, true and learned (run/allo.rs, plot).
+        let panel = (900.0 / d.max(1.0)).floor().clamp(60.0, 160.0);
+        let digits = (rows.max(cols) - 1.0).max(1.0).log10().floor() + 1.0;
+        let (w, h) = (d * (panel + 35.0 + 8.0 * digits) + 99.0, 2.0 * panel + 166.0);
+        let png = 6.0 * w * h + 524_288.0;
+        let svg = 1.5 * runs::np2(96.0 * (2.0 * d * rc + 2.0 * panel + 200.0));
+        let heat = 8.0 * d * n + 16.0 * d * rc + png.max(svg);
+        let mut training: runs::Phase = vec![
+            (
+                "replay of transitions (replay/lib.rs)",
+                format!("samples = {}", self.samples),
+                204.0 * episodes + 14.0 * runs::np2(episodes),
+            ),
+            ("step buffers (allo.rs)", format!("batch = {}, d = {}", self.batch, self.d), step),
+            ("evaluation over every state (allo.rs)", md.clone(), eval),
+            // Written at every checkpoint; read back (the file and its tensors) on resume.
+            (
+                "checkpoint written or read back (allo.rs)",
+                format!("d = {}", self.d),
+                24.0 * p + 4096.0,
+            ),
+        ];
+        if self.checkpoint_every > 0 && self.checkpoint_every <= self.steps {
+            training.push((
+                "a checkpoint's heat maps, drawn alongside",
+                md.clone(),
+                16.0 * d * n + heat,
+            ));
+        }
+        let phases = vec![
+            vec![(
+                "ground truth: the SR matrix and its eigen-decomposition (laplacian.rs)",
+                map,
+                solve,
+            )],
+            training,
+            vec![("final heat maps", md, 8.0 * d * n + eval.max(heat))],
+        ];
+        runs::largest(&mut b, phases);
+        b
+    }
+}
 
 /// The `allo` run kind.
 pub struct Allo;
@@ -33,7 +347,7 @@ impl Run for Allo {
         AlloRunConfig { steps: 0, ..c.clone() }
     }
 
-    /// See `kestrel_agents::runs::AlloRunConfig::budget`.
+    /// See [`AlloRunConfig::budget`].
     fn budget(c: &AlloRunConfig, threads: usize) -> kestrel_core::Budget {
         c.budget(threads)
     }
@@ -230,4 +544,67 @@ fn heatmaps(map: &GridMap, truth: &GroundTruth, rep: &[f64]) -> Heatmaps {
         figure.push(Panel::new(format!("learned {}", i + 1), map.cols, map.rows, grid(l)));
     }
     figure
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_run_configs_are_errors_before_any_work() {
+        for bad in [
+            AlloRunConfig { eval_every: 0, ..AlloRunConfig::default() },
+            AlloRunConfig { steps: 0, ..AlloRunConfig::default() },
+            AlloRunConfig { samples: usize::MAX, ..AlloRunConfig::default() },
+            AlloRunConfig { d: 0, ..AlloRunConfig::default() },
+            AlloRunConfig { map: "builtin:maze-499-0".into(), ..AlloRunConfig::default() },
+            AlloRunConfig { d: 60, map: "builtin:open-3".into(), ..AlloRunConfig::default() },
+        ] {
+            assert!(AlloRun::new(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn a_short_allo_run_reports_steps_evaluations_and_checkpoints() {
+        let cfg = AlloRunConfig {
+            samples: 2000,
+            steps: 20,
+            batch: 32,
+            eval_every: 10,
+            checkpoint_every: 10,
+            d: 4,
+            ..AlloRunConfig::default()
+        };
+        let mut run = AlloRun::new(cfg).unwrap();
+        let (mut steps, mut evals, mut ckpts) = (0, 0, 0);
+        run.run(|e| {
+            match e {
+                AlloEvent::Step { evaluated, cosine, .. } => {
+                    steps += 1;
+                    if evaluated {
+                        evals += 1;
+                        assert!(cosine.is_finite());
+                    }
+                }
+                AlloEvent::Checkpoint { .. } => ckpts += 1,
+                AlloEvent::Ready { .. } => {}
+            }
+            Ok(true)
+        })
+        .unwrap();
+        assert_eq!((steps, evals, ckpts), (20, 2, 2));
+        assert_eq!(run.learner().steps, 20);
+        assert_eq!(run.learner().config().method, kestrel_agents::allo::Method::Allo);
+    }
+
+    #[test]
+    fn the_default_budget_fits_and_absurd_sizes_are_refused_naming_them() {
+        let b = AlloRunConfig::default().budget(2);
+        assert!(b.total() < 128 << 20, "{}", b.describe(4));
+        let c = AlloRunConfig { map: "builtin:open-100".into(), ..AlloRunConfig::default() };
+        assert!(c.budget(2).total() > 1 << 30, "ten thousand states: a 10,000² eigenproblem");
+        let c = AlloRunConfig { samples: 4_000_000_000, ..AlloRunConfig::default() };
+        let e = c.budget(2).check().unwrap_err().to_string();
+        assert!(e.contains("samples = 4000000000"), "{e}");
+    }
 }

@@ -1,16 +1,340 @@
 //! Treasure-hunt training runs with their folders (`kestrel hunt train`, the Python package's
 //! `kestrel.hunt.train`): episode sheets drawn off the training thread, checkpoints, exact
-//! resume; and greedy play of a trained run.
+//! resume; and greedy play of a trained run. The config ([`HuntRunConfig`]), its checks, its
+//! memory budget and the epoch loop ([`HuntRun::run`]) are here; the world, the trainer and
+//! the IQN learners are `kestrel-envs`' and `kestrel-agents`' parts.
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
+use crate::runs;
 use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
 use kestrel_agents::AgentError;
-use kestrel_agents::runs::{HuntEvent, HuntRun, HuntRunConfig};
+use kestrel_agents::hunt::{EpochStats, Hunt as Trainer, HuntConfig, TurnOrder};
+use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
+use kestrel_envs::treasure::TreasureObs;
 use kestrel_envs::treasure::TreasureParams;
 use kestrel_plot::{Anchor, LinePlot, Series, Sketch};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
+
+/// `kestrel hunt train`'s config: the world, the learners and the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
+#[serde(deny_unknown_fields)]
+pub struct HuntRunConfig {
+    /// Agents.
+    pub agents: usize,
+    /// Observation encoding.
+    pub obs: TreasureObs,
+    /// World side including the wall border.
+    pub size: usize,
+    /// Item spawn probability per empty cell per turn.
+    pub spawn_prob: f64,
+    /// Turns per epoch.
+    pub turns: u32,
+    /// Independent worlds played at once.
+    pub worlds: usize,
+    /// Gradient steps per agent after every epoch (sorrel: 1).
+    pub updates_per_epoch: usize,
+    /// Extra gradient steps per agent per turn (a ratio, e.g. 0.25).
+    pub updates_per_turn: f64,
+    /// Turn order.
+    pub order: TurnOrder,
+    /// Hidden width of the IQN.
+    pub layer: usize,
+    /// Gradient-step batch.
+    pub batch: usize,
+    /// Replay frames per agent and world.
+    pub capacity: usize,
+    /// n-step returns (sorrel: 1-step).
+    pub n_step: usize,
+    /// Prioritised replay (α 0.6, β 0.4).
+    pub prioritized: bool,
+    /// Epochs in total (sorrel's default run is 1,001: its loop runs epochs + 1).
+    pub epochs: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Record an epoch's frames every this many epochs (0: never).
+    pub record_every: u64,
+    /// Checkpoint every this many epochs (0: only at the end).
+    pub checkpoint_every: u64,
+}
+
+impl Default for HuntRunConfig {
+    fn default() -> Self {
+        HuntRunConfig {
+            agents: 2,
+            obs: TreasureObs::Rgb,
+            size: 21,
+            spawn_prob: 0.005,
+            turns: 100,
+            worlds: 1,
+            updates_per_epoch: 1,
+            updates_per_turn: 0.0,
+            order: TurnOrder::Sequential,
+            layer: 250,
+            batch: 64,
+            capacity: 1024,
+            n_step: 1,
+            prioritized: false,
+            epochs: 1001,
+            seed: 0,
+            record_every: 50,
+            checkpoint_every: 100,
+        }
+    }
+}
+
+impl HuntRunConfig {
+    /// The trainer's config (sorrel's defaults with this run's settings), validated.
+    pub fn hunt_config(&self) -> Result<HuntConfig, AgentError> {
+        if !(3..=255).contains(&self.size) {
+            return Err(AgentError::invalid(
+                "size",
+                self.size,
+                "3 to 255 (the wall border included)",
+            ));
+        }
+        let world = TreasureParams {
+            height: self.size,
+            width: self.size,
+            num_agents: self.agents,
+            spawn_prob: self.spawn_prob,
+            obs: self.obs,
+            max_turns: self.turns,
+            ..TreasureParams::default()
+        };
+        world.validate()?;
+        let mut c = HuntConfig::sorrel(world);
+        c.worlds = self.worlds;
+        c.turns = self.turns;
+        c.updates_per_epoch = self.updates_per_epoch;
+        c.updates_per_turn = self.updates_per_turn;
+        c.order = self.order;
+        c.iqn.layer = self.layer;
+        c.iqn.batch = self.batch;
+        c.iqn.capacity = self.capacity;
+        c.iqn.n_step = self.n_step;
+        if self.prioritized {
+            c.iqn.prioritized = Some(kestrel_replay::Prioritized::default());
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+/// What a hunt run reports through `observe`.
+pub enum HuntEvent<'a> {
+    /// An epoch ended; `frames` holds world 0's cells after every turn when it was recorded.
+    Epoch {
+        /// The epoch's statistics.
+        stats: &'a EpochStats,
+        /// Recorded frames (empty when not recorded).
+        frames: Vec<Vec<u8>>,
+    },
+    /// A checkpoint is due: the observer writes it (`Trainer::save_checkpoint`).
+    Checkpoint {
+        /// Epochs done.
+        epoch: u64,
+        /// The trainer.
+        hunt: &'a Trainer,
+    },
+}
+
+/// A treasure-hunt training run: the trainer (fresh or resumed) and its run settings.
+pub struct HuntRun {
+    config: HuntRunConfig,
+    /// The trainer.
+    pub hunt: Trainer,
+}
+
+impl HuntRun {
+    /// A fresh run.
+    pub fn new(config: HuntRunConfig) -> Result<Self, AgentError> {
+        let hunt = Trainer::new(config.hunt_config()?, config.seed)?;
+        Ok(HuntRun { config, hunt })
+    }
+
+    /// The run from the newest checkpoint set at `dir` that verifies against `stamp`, with a
+    /// note when it was not `dir` itself; `None` when no set was ever completed.
+    pub fn load(
+        config: &HuntRunConfig,
+        dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<Option<(Self, Option<String>)>, AgentError> {
+        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
+            return Ok(None);
+        };
+        let hunt = Trainer::load_checkpoint(config.hunt_config()?, &set.path)?;
+        set.expect_step(hunt.epoch, "epoch")?;
+        Ok(Some((HuntRun { config: config.clone(), hunt }, set.note)))
+    }
+
+    /// [`HuntRun::load`], or a fresh run (the note says so) when there is no set yet.
+    pub fn resume(
+        config: HuntRunConfig,
+        dir: &std::path::Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<(Self, Option<String>), AgentError> {
+        match Self::load(&config, dir, stamp)? {
+            Some(r) => Ok(r),
+            None => Ok((Self::new(config)?, Some(crate::runs::no_checkpoint(dir)))),
+        }
+    }
+
+    /// The config.
+    pub fn config(&self) -> &HuntRunConfig {
+        &self.config
+    }
+
+    /// Trains epochs until `epochs` in total, recording world 0's frames every `record_every`
+    /// epochs and asking for a checkpoint every `checkpoint_every`; `observe` may stop the run
+    /// by returning `false`.
+    pub fn run(
+        &mut self,
+        mut observe: impl FnMut(HuntEvent<'_>) -> Result<bool, AgentError>,
+    ) -> Result<(), AgentError> {
+        let c = &self.config;
+        while self.hunt.epoch < c.epochs {
+            let e = self.hunt.epoch;
+            let record = c.record_every > 0 && e.is_multiple_of(c.record_every);
+            let mut frames = Vec::new();
+            let stats = self.hunt.run_epoch(|w| {
+                if record {
+                    frames.push(w[0].cells.clone());
+                }
+            })?;
+            let go = observe(HuntEvent::Epoch { stats: &stats, frames })?;
+            let done = e + 1;
+            if c.checkpoint_every > 0 && done.is_multiple_of(c.checkpoint_every) {
+                observe(HuntEvent::Checkpoint { epoch: done, hunt: &self.hunt })?;
+            }
+            if !go {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl HuntRunConfig {
+    /// The run's peak heap bytes as named terms: per agent its learner, replay buffers, agent
+    /// buffers and workspaces; the worlds; the thread-local kernel buffers; and the larger of
+    /// a recorded epoch's drawing with a checkpoint, or the end-of-run curves.
+    pub fn budget(&self, threads: usize) -> Budget {
+        let fd = match self.obs {
+            TreasureObs::Rgb => 75.0,
+            TreasureObs::OneHot => 150.0,
+        };
+        let sd = 5.0 * fd;
+        let (l, bt, c) = (self.layer as f64, self.batch as f64, self.capacity as f64);
+        let (agents, worlds, size, turns) =
+            (self.agents as f64, self.worlds as f64, self.size as f64, self.turns as f64);
+        let rq = 12.0 * bt;
+        let p = 2.0 * l * l + l * (sd + 78.0) + 10.0;
+        let k = l * l + 6.0 * l + 5.0;
+        let learner = 20.0 * p + bt * (8.0 * sd + 26.0);
+        let replay = worlds * (c * (4.0 * fd + 26.0) + 16.0 * runs::np2(c));
+        let bufs = 4.0 * worlds * (sd + fd + 1.0);
+        let ws = 4.0
+            * (2.0 * (rq * (3.0 * l + 74.0) + bt * (sd + l) + 2.0 * k)
+                + rq * (6.0 * l + 79.0)
+                + bt * (sd + 2.0 * l)
+                + 2.0 * k
+                + l * l
+                + l
+                + 12.0 * worlds * (3.0 * l + 74.0)
+                + worlds * (sd + l)
+                + 7.0 * rq
+                + 4.0 * bt.max(worlds));
+        let per = format!("agents = {}", self.agents);
+        let mut b = Budget::new();
+        let mut add = |what: &'static str, fields: String, bytes: f64| {
+            b.add(what, fields, bytes.max(0.0) as u128, 1);
+        };
+        add("run folder", "fixed".into(), 4.0 * 1048576.0);
+        add(
+            "IQN learners: parameters, targets, Adam, batch frames (iqn.rs)",
+            format!("{per}, layer = {}, batch = {}, obs = {:?}", self.layer, self.batch, self.obs),
+            agents * learner,
+        );
+        add(
+            "replay buffers (replay/frames.rs)",
+            format!(
+                "{per}, capacity = {}, worlds = {}, obs = {:?}",
+                self.capacity, self.worlds, self.obs
+            ),
+            agents * replay,
+        );
+        add(
+            "IQN workspaces and agent buffers (iqn.rs, hunt.rs)",
+            format!(
+                "{per}, layer = {}, batch = {}, worlds = {}",
+                self.layer, self.batch, self.worlds
+            ),
+            agents * (ws + bufs),
+        );
+        add(
+            "worlds (hunt.rs)",
+            format!("worlds = {}, size = {}", self.worlds, self.size),
+            2.0 * worlds * size * size,
+        );
+        let kernels = (threads.min(self.agents) as f64 + 1.0)
+            * (1048576.0 + 1024.0 * (l + 31.0) + 2048.0 * l);
+        add(
+            "thread-local kernel buffers",
+            format!("threads = {threads}, layer = {}", self.layer),
+            kernels,
+        );
+        let record = if self.record_every > 0 {
+            let cell = 6.0 * size + 6.0;
+            let (wd, hd) = (
+                (10.0 * cell).min(16384.0),
+                (cell * (turns / 10.0).ceil().max(1.0) + 30.0).min(16384.0),
+            );
+            let frames = turns * size * size;
+            frames
+                + 24.0 * runs::np2(turns)
+                + 56.0 * runs::np2(frames + 1.0)
+                + (6.0 * wd * hd + 524_288.0).max(1.5 * runs::np2(96.0 * frames))
+        } else {
+            0.0
+        };
+        // Agents are saved one at a time (the replay as f64, then the file); read back on resume.
+        let ckpt = 2.0 * (16.0 * p).max(16.0 * worlds * c * (fd + 7.0)) + 8192.0;
+        let epochs = self.epochs as f64;
+        let curves = epochs * (12.0 * agents + 200.0);
+        runs::largest(
+            &mut b,
+            vec![
+                vec![
+                    (
+                        "a recorded epoch's frames and drawing (run/hunt.rs)",
+                        format!(
+                            "size = {}, turns = {}, record_every = {}",
+                            self.size, self.turns, self.record_every
+                        ),
+                        record,
+                    ),
+                    (
+                        "checkpoint of one agent, written or read back (hunt.rs)",
+                        format!(
+                            "capacity = {}, worlds = {}, layer = {}",
+                            self.capacity, self.worlds, self.layer
+                        ),
+                        ckpt,
+                    ),
+                ],
+                vec![(
+                    "reward curves and their plot",
+                    format!("epochs = {}, {per}", self.epochs),
+                    curves,
+                )],
+            ],
+        );
+        b
+    }
+}
 
 const ITEM_RGB: [[u8; 3]; 6] =
     [[235, 225, 190], [255, 0, 0], [203, 255, 0], [0, 255, 102], [0, 102, 255], [204, 0, 255]];
@@ -61,7 +385,7 @@ impl Run for Hunt {
         HuntRunConfig { epochs: 0, record_every: 0, checkpoint_every: 0, ..c.clone() }
     }
 
-    /// See `kestrel_agents::runs::HuntRunConfig::budget`.
+    /// See [`HuntRunConfig::budget`].
     fn budget(c: &HuntRunConfig, threads: usize) -> kestrel_core::Budget {
         c.budget(threads)
     }
@@ -249,4 +573,26 @@ pub fn play(folder: &Path, seed: u64, out: &Path) -> Result<(Vec<f64>, PathBuf),
     };
     let files = sheet(&run.hunt.cfg.world, &frames, &title).save(&stem)?;
     Ok((rewards, files[0].clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default run trains sorrel's defaults; bad settings and absurd sizes are refused by
+    /// name before any work.
+    #[test]
+    fn defaults_are_sorrels_and_bad_configs_are_refused() {
+        for obs in [TreasureObs::Rgb, TreasureObs::OneHot] {
+            let world = TreasureParams { obs, ..TreasureParams::default() };
+            let run = HuntRunConfig { obs, ..HuntRunConfig::default() };
+            assert_eq!(run.hunt_config().unwrap(), HuntConfig::sorrel(world), "{obs:?}");
+        }
+        assert!(HuntRun::new(HuntRunConfig { agents: 0, ..HuntRunConfig::default() }).is_err());
+        let b = HuntRunConfig::default().budget(2);
+        assert!(b.total() < 128 << 20, "{}", b.describe(4));
+        let c = HuntRunConfig { capacity: 100_000_000, ..HuntRunConfig::default() };
+        let e = c.budget(2).check().unwrap_err().to_string();
+        assert!(e.contains("capacity = 100000000"), "{e}");
+    }
 }

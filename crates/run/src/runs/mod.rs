@@ -62,3 +62,34 @@ pub(crate) fn packing(
         );
     }
 }
+
+/// The note of a resume that found no complete checkpoint set.
+pub(crate) fn no_checkpoint(dir: &std::path::Path) -> String {
+    format!("{}: no complete checkpoint yet; the run starts over in its folder", dir.display())
+}
+
+/// Next power of two at or above `x` (a `Vec` grown by pushing).
+pub(crate) fn np2(x: f64) -> f64 {
+    if x <= 1.0 { 1.0 } else { 2f64.powi(x.log2().ceil() as i32) }
+}
+
+pub(crate) fn ceil8(x: f64) -> f64 {
+    (x / 8.0).ceil() * 8.0
+}
+
+/// What one phase of a run holds: (what, fields, bytes).
+pub(crate) type Phase = Vec<(&'static str, String, f64)>;
+
+/// Adds the terms of the phase with the largest total.
+pub(crate) fn largest(b: &mut Budget, phases: Vec<Phase>) {
+    let total = |p: &Phase| p.iter().map(|t| t.2).sum::<f64>();
+    if let Some(p) = phases.into_iter().max_by(|a, b| total(a).total_cmp(&total(b))) {
+        for (what, fields, bytes) in p {
+            b.add(what, fields, bytes.max(0.0) as u128, 1);
+        }
+    }
+}
+
+/// The thread-local buffers of the matrix kernels (faer's packing, Kestrel's panels, gemm's
+/// L2 slab: a few MiB, sized by the CPU's caches) and the run folder's writer.
+pub(crate) const MATRIX_FIXED: f64 = 12.0 * 1048576.0;

@@ -1,8 +1,8 @@
 //! An ALLO training run as a library call: the same config and run the CLI's
 //! `kestrel allo train` uses, with events delivered to a closure. Run:
-//! `cargo run --release -p kestrel-agents --example allo_run`.
+//! `cargo run --release -p kestrel-run --example allo_run`.
 
-use kestrel_agents::runs::{AlloEvent, AlloRun, AlloRunConfig};
+use kestrel_run::runs::allo::{AlloEvent, AlloRun, AlloRunConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cfg = AlloRunConfig {
