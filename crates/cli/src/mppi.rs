@@ -4,8 +4,8 @@
 use crate::common::{ConfigArgs, Flag, pool};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kestrel_mppi::tune::{TuneConfig, run_tune};
 use kestrel_mppi::{ControllerKind, MppiRunConfig, Precision, System};
+use kestrel_run::runs::mppi_tune::{TuneConfig, run_tune_with};
 use kestrel_run::runs::{mppi::MppiRun, mppi_qd::MppiQd, mppi_tune::MppiTune};
 use serde_json::json;
 use std::time::Instant;
@@ -69,7 +69,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         c.run.mppi.num_samples = 50;
         c.run.mppi.precision = precision;
         let t = Instant::now();
-        let r = pool.install(|| run_tune(&c, |_| true))?;
+        let r = pool.install(|| run_tune_with(&c, None, |_| true))?;
         let secs = t.elapsed().as_secs_f64();
         let us = secs * 1e6 / (c.pop_size as u64 * a.tune_generations) as f64;
         if a.json {

@@ -388,7 +388,7 @@ impl EvoProblem {
             None,
         )
         .map_err(crate::errors::run_error)?;
-        Ok(EvoProblem::of(kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?))
+        Ok(EvoProblem::of(kestrel_run::runs::mppi_tune::tune_problem(&c).map_err(value_error)?))
     }
 
     #[getter]

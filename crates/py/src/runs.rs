@@ -231,7 +231,7 @@ pub(crate) fn mppi_tune_with(
         .map_err(run_error)?;
     kestrel_run::registry::checked::<MppiTune>(&c).map_err(run_error)?;
     let argv = format!("kestrel.mppi.tune({config_json})");
-    let dims = kestrel_mppi::tune::tune_problem(&c).map_err(value_error)?.num_dims();
+    let dims = kestrel_run::runs::mppi_tune::tune_problem(&c).map_err(value_error)?.num_dims();
     let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
         tune_with(c, Some(&ev), &|| ev.failed(), l)

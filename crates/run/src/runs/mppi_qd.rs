@@ -14,12 +14,13 @@
 //! the thread count.
 
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::runs::mppi_tune::{TuneConfig, tune_problem, validate_tune};
 use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::EvoError;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
-use kestrel_mppi::tune::{KnobKind, Transform, TuneConfig, TuneSpec, tune_problem};
+use kestrel_mppi::tune::{KnobKind, Transform, TuneSpec};
 use kestrel_mppi::{ControllerKind, Dynamics, MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
@@ -139,7 +140,7 @@ impl Run for MppiQd {
     }
 
     fn validate(c: &MppiQdConfig) -> Result<(), RunError> {
-        kestrel_mppi::tune::validate_tune(&c.tune_config())?;
+        validate_tune(&c.tune_config())?;
         if c.spec()?.num_dims() < 2 {
             return Err(EvoError::invalid(
                 "knobs",

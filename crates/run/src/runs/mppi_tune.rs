@@ -1,18 +1,171 @@
 //! `kestrel mppi tune` (run kind `mppi-tune`, the Python package's `kestrel.mppi.tune`): an
 //! evolution strategy searching a controller's knobs (λ, Σ, μ, horizon), each candidate's
-//! cost its closed-loop episode's mean running cost. The tuner is `kestrel-mppi`'s
-//! ([`run_tune_with`]); the best knobs are written as a run config `kestrel mppi run` replays.
+//! cost its closed-loop episode's mean running cost. The config ([`TuneConfig`]), its checks and
+//! the generation loop ([`run_tune_with`]) are here, over `kestrel-mppi`'s tuner parts
+//! ([`Tuner`], [`TuneProblem`], [`TuneSpec`]); the best knobs are written as a run config
+//! `kestrel mppi run` replays.
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
-use kestrel_mppi::tune::{KnobKind, TuneSpec};
-use kestrel_mppi::tune::{TuneConfig, run_tune_with, validate_tune};
-use kestrel_mppi::{Dynamics, MppiRunConfig};
+use kestrel_core::{FromInvalid, Key};
+use kestrel_evo::{Problem, TellMetrics};
+use kestrel_mppi::presets::ControllerVisitor;
+use kestrel_mppi::tune::{KnobKind, TuneProblem, TuneSpec, Tuner};
+use kestrel_mppi::{Controller, ControllerKind, Dynamics, MppiError, MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series};
 use serde_json::json;
 use std::path::Path;
 use std::time::Instant;
+
+/// A tuning run: the base run (system, episode length, seed, controller and its knobs), the
+/// knobs tuned, and the strategy searching them.
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(deny_unknown_fields)]
+pub struct TuneConfig {
+    /// The run whose knobs are tuned (its `steps` is each candidate's episode length; its
+    /// `seed` keys the strategy and the episodes).
+    #[documented(nested)]
+    pub run: MppiRunConfig,
+    /// Knobs tuned.
+    pub knobs: Vec<KnobKind>,
+    /// The strategy.
+    pub strategy: kestrel_evo::StrategyKind,
+    /// Candidates per generation (even for the antithetic strategies, open-es and pgpe).
+    pub pop_size: usize,
+    /// Generations.
+    pub generations: u64,
+    /// Initial step size of the search (in the knobs' transformed coordinates).
+    pub sigma: f64,
+    /// The strategy's hyper-parameters (absent: its reference defaults).
+    #[serde(default)]
+    #[documented(nested)]
+    pub params: kestrel_evo::StrategyParams,
+}
+
+impl TuneConfig {
+    /// The defaults a tuning config is read over once its run's controller and system are
+    /// known (the second of the two passes every front end makes): that system's MPPI run
+    /// defaults (its noise size, bounds and start), the rest as [`TuneConfig::default`].
+    pub fn defaults_for(run: &MppiRunConfig) -> TuneConfig {
+        TuneConfig {
+            run: MppiRunConfig::defaults_for(run.controller, run.system, 20, 0),
+            ..TuneConfig::default()
+        }
+    }
+}
+
+impl Default for TuneConfig {
+    fn default() -> Self {
+        TuneConfig {
+            run: MppiRunConfig::defaults_for(ControllerKind::Mppi, System::Nav2d, 20, 0),
+            knobs: vec![KnobKind::Lambda, KnobKind::Sigma],
+            strategy: kestrel_evo::StrategyKind::CmaEs,
+            pop_size: 16,
+            generations: 20,
+            sigma: 1.0,
+            params: kestrel_evo::StrategyParams::default(),
+        }
+    }
+}
+
+/// What [`run_tune_with`] returns.
+#[derive(Clone, Debug)]
+pub struct TuneOutcome {
+    /// Mean closed-loop cost of the base params.
+    pub start_cost: f64,
+    /// Best cost found.
+    pub best_cost: f32,
+    /// The base run with the best knobs: a config `kestrel mppi run --config` replays.
+    pub best_run: MppiRunConfig,
+    /// One entry per generation.
+    pub history: Vec<TellMetrics>,
+}
+
+/// Validates a tuning config (before any run folder exists).
+pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
+    let nu = c.run.system.nu();
+    TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
+    c.run.validate()?;
+    // The strategy's own refusal, said once (it names the field and the value).
+    let evo = |kestrel_evo::EvoError::Invalid(i)| MppiError::Invalid(i);
+    c.strategy.pop_size(Some(c.pop_size), 1).map_err(evo)?;
+    c.params.check_for(c.strategy).map_err(evo)?;
+    if !(c.sigma.is_finite() && c.sigma > 0.0) {
+        return Err(MppiError::invalid("sigma", c.sigma, "finite and > 0"));
+    }
+    if c.run.steps == 0 {
+        return Err(MppiError::invalid("run.steps", 0, "at least 1"));
+    }
+    if c.generations == 0 {
+        return Err(MppiError::invalid("generations", 0, "at least 1"));
+    }
+    Ok(())
+}
+
+/// Tunes the configured knobs: the strategy (run key `Key::new(run.seed)`) searches the knobs'
+/// transformed coordinates from the base values; candidates are scored by
+/// [`TuneProblem::episode_cost`] from the system's start (common random numbers);
+/// `observe` sees every generation and may stop the run by returning `false`. With
+/// `evaluator`, the candidates' costs come from it instead (see [`Tuner::with_evaluator`];
+/// [`tune_problem`] builds what it must equal).
+pub fn run_tune_with(
+    c: &TuneConfig,
+    evaluator: Option<&dyn Problem>,
+    observe: impl FnMut(&TellMetrics) -> bool,
+) -> Result<TuneOutcome, MppiError> {
+    validate_tune(c)?;
+    struct Go<'a, F> {
+        c: &'a TuneConfig,
+        evaluator: Option<&'a dyn Problem>,
+        observe: F,
+    }
+    impl<D: Dynamics, F: FnMut(&TellMetrics) -> bool> ControllerVisitor<D> for Go<'_, F> {
+        type Output = Result<TuneOutcome, MppiError>;
+        fn visit<C: Controller<Dyn = D>>(self, ctrl: C, p: C::Params) -> Self::Output {
+            let c = self.c;
+            let nu = ctrl.dynamics().nu();
+            let spec = TuneSpec::from_names(&c.knobs, nu, C::base(&p))?;
+            let start = c.run.system.start();
+            let problem = TuneProblem::new(ctrl, spec, p.clone(), vec![start], c.run.steps)?;
+            let key = Key::new(c.run.seed);
+            let start_cost = problem.episode_cost(key.fold_in(0), &p);
+            let opt = c
+                .strategy
+                .build_with(Some(c.pop_size), c.sigma, &c.params, &problem.start_vector(), key)
+                .map_err(|e| MppiError::invalid("strategy", c.strategy.name(), e.to_string()))?;
+            let mut t = match self.evaluator {
+                Some(e) => Tuner::with_evaluator(opt, &problem, e, key)?,
+                None => Tuner::new(opt, &problem, key)?,
+            };
+            t.run(c.generations, self.observe);
+            let r = t.result();
+            let mut best_run = c.run.clone();
+            best_run.mppi = C::base(&r.best_params).clone();
+            Ok(TuneOutcome { start_cost, best_cost: r.best_cost, best_run, history: r.history })
+        }
+    }
+    c.run.visit(Go { c, evaluator, observe })?
+}
+
+/// The problem [`run_tune_with`] evaluates for config `c` (one candidate's cost: the mean
+/// closed-loop cost of its knobs), to be evaluated elsewhere with the run's keys.
+pub fn tune_problem(c: &TuneConfig) -> Result<Box<dyn Problem>, MppiError> {
+    validate_tune(c)?;
+    struct Build<'a>(&'a TuneConfig);
+    impl<D: Dynamics> ControllerVisitor<D> for Build<'_> {
+        type Output = Result<Box<dyn Problem>, MppiError>;
+        fn visit<C: Controller<Dyn = D> + 'static>(self, ctrl: C, p: C::Params) -> Self::Output {
+            let c = self.0;
+            let spec = TuneSpec::from_names(&c.knobs, ctrl.dynamics().nu(), C::base(&p))?;
+            let start = c.run.system.start();
+            Ok(Box::new(TuneProblem::new(ctrl, spec, p, vec![start], c.run.steps)?))
+        }
+    }
+    c.run.visit(Build(c))?
+}
 
 /// The `mppi-tune` run kind.
 pub struct MppiTune;
@@ -181,6 +334,22 @@ pub(crate) fn candidates(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A knob named twice and an odd population for an antithetic strategy are refused by
+    /// name, never silently deduplicated or rounded.
+    #[test]
+    fn repeated_knobs_and_odd_antithetic_populations_are_refused() {
+        let c =
+            TuneConfig { knobs: vec![KnobKind::Sigma, KnobKind::Sigma], ..TuneConfig::default() };
+        assert!(validate_tune(&c).unwrap_err().to_string().contains("twice"));
+        for s in [kestrel_evo::StrategyKind::OpenEs, kestrel_evo::StrategyKind::Pgpe] {
+            let c = TuneConfig { strategy: s, pop_size: 7, ..TuneConfig::default() };
+            let e = validate_tune(&c).unwrap_err().to_string();
+            assert!(e.contains("pop_size") && e.contains("even"), "{e}");
+            validate_tune(&TuneConfig { strategy: s, pop_size: 8, ..TuneConfig::default() })
+                .unwrap();
+        }
+    }
     use kestrel_mppi::System;
 
     fn load_tune(_: Option<&Path>, table: toml::Table) -> Result<TuneConfig, RunError> {
