@@ -660,3 +660,62 @@ pub fn loss_with_stop_gradient(
     }
     graph + pen
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn learner(d: usize) -> Allo {
+        let map = Arc::new(GridMap::builtin("open-3").unwrap());
+        Allo::new(AlloConfig { d, ..AlloConfig::paper() }, map, Key::new(0)).unwrap()
+    }
+
+    /// The dual and barrier rules of the paper code: the first step takes E and Q as they
+    /// are (the EMAs start there), later steps move them by their rates; the duals ascend on
+    /// the lower triangle only and are clamped to ±`max_dual`; the barrier ascends on the
+    /// mean positive part of Q and stays in `[0, max_barrier]`.
+    #[test]
+    fn duals_and_barrier_follow_the_paper_codes_rules() {
+        let d = 2;
+        let mut a = learner(d);
+        let c = a.cfg.clone();
+        let (e, q) = ([0.5, -2.0, 1.0, 0.25], [1.0, -3.0, 0.0, 2.0]);
+        let b0 = a.barrier;
+        a.update_duals_and_barrier(&e, &q);
+        assert_eq!((a.e_ema.as_slice(), a.q_ema.as_slice()), (&e[..], &q[..]));
+        let lr = c.lr_duals;
+        let want =
+            [lr * 0.5, 0.0, lr * 1.0, lr * 0.25].map(|v: f64| v.clamp(-c.max_dual, c.max_dual));
+        assert_eq!(a.duals, want, "upper triangle zero");
+        let mean_q = (1.0 + 0.0 + 0.0 + 2.0) / 4.0;
+        let b1 = (b0 + c.lr_barrier * mean_q).clamp(0.0, c.max_barrier);
+        assert!((a.barrier - b1).abs() < 1e-15, "{} vs {b1}", a.barrier);
+        // A later step moves the EMAs by their rates.
+        a.steps = 1;
+        a.update_duals_and_barrier(&[0.0; 4], &[0.0; 4]);
+        let ema = e[0] + c.error_update_rate * (0.0 - e[0]);
+        assert!((a.e_ema[0] - ema).abs() < 1e-15);
+        // Huge errors saturate at the clamps.
+        a.update_duals_and_barrier(&[1e12; 4], &[1e12; 4]);
+        assert!(a.duals.iter().all(|v| v.abs() <= c.max_dual) && a.barrier <= c.max_barrier);
+        assert_eq!(a.eigenvalue_estimates()[0], -c.discount * a.duals[0] / 4.0);
+    }
+
+    /// Collection refuses empty counts by name, and every stored episode has `steps + 1`
+    /// states, each a move (or a stay against a wall) from the one before.
+    #[test]
+    fn collection_counts_are_checked_and_episodes_are_walks() {
+        let map = Arc::new(GridMap::builtin("rooms-2-3").unwrap());
+        let e = collect(map.clone(), 0, 5, 4, 0).unwrap_err().to_string();
+        assert!(e.contains("collection") && e.contains("0 episodes"), "{e}");
+        let r = collect(map.clone(), 6, 5, 4, 1).unwrap();
+        assert_eq!((r.num_episodes(), r.len()), (6, 36));
+        for ep in 0..r.num_episodes() {
+            let s = r.episode(ep);
+            for w in s.windows(2) {
+                let moves = &map.next[w[0] as usize * 4..w[0] as usize * 4 + 4];
+                assert!(moves.contains(&w[1]), "{} -> {} is not one move", w[0], w[1]);
+            }
+        }
+    }
+}

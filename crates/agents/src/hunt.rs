@@ -516,3 +516,50 @@ impl Hunt {
         Ok(h)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each setting sorrel's config could get wrong is refused by name with its value.
+    #[test]
+    fn bad_settings_are_named_with_their_values() {
+        let good = HuntConfig::sorrel(TreasureParams::default());
+        good.validate().unwrap();
+        let cases: [(HuntConfig, &str); 5] = [
+            (HuntConfig { worlds: 0, ..good.clone() }, "worlds = 0"),
+            (HuntConfig { turns: 0, ..good.clone() }, "turns = 0"),
+            (HuntConfig { updates_per_turn: f64::NAN, ..good.clone() }, "updates_per_turn = NaN"),
+            (
+                HuntConfig {
+                    world: TreasureParams { vision_radius: 3, ..good.world.clone() },
+                    ..good.clone()
+                },
+                "iqn.frame_dim",
+            ),
+            (
+                HuntConfig { iqn: IqnConfig { actions: 5, ..good.iqn.clone() }, ..good.clone() },
+                "iqn.actions = 5",
+            ),
+        ];
+        for (c, want) in cases {
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(want), "{want}: {e}");
+        }
+    }
+
+    /// A checkpoint's metadata number is read when present and well formed; otherwise the
+    /// error names the file and the field.
+    #[test]
+    fn checkpoint_metadata_numbers_name_the_file_when_missing_or_malformed() {
+        let path = std::path::Path::new("/runs/x/checkpoint/hunt.safetensors");
+        let mut meta = std::collections::BTreeMap::new();
+        meta.insert("epoch".to_string(), "12".to_string());
+        meta.insert("eps".to_string(), "zero".to_string());
+        assert_eq!(meta_num::<u64>(path, &meta, "epoch").unwrap(), 12);
+        for name in ["eps", "turn"] {
+            let e = meta_num::<f64>(path, &meta, name).unwrap_err().to_string();
+            assert!(e.contains("hunt.safetensors") && e.contains(name), "{e}");
+        }
+    }
+}

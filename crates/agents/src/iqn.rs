@@ -917,3 +917,84 @@ impl IqnLearner {
         Ok(Some(loss))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> (IqnConfig, IqnNet) {
+        let mut c = IqnConfig::sorrel(3, 4);
+        c.n_frames = 2;
+        c.layer = 6;
+        c.n_cos = 9;
+        let net = IqnNet::new(&c).unwrap();
+        (c, net)
+    }
+
+    /// The τ embedding is sorrel's `cos(π i τ)` for `i = 1..=n_cos` (computed here by a
+    /// Chebyshev recurrence eight rows at a time): checked against `cos` directly on a row
+    /// count that is not a multiple of eight.
+    #[test]
+    fn the_cosine_embedding_is_cos_of_pi_i_tau() {
+        let nc = 9;
+        let mut r = Key::new(3).rng();
+        let taus: Vec<f64> = (0..11).map(|_| r.uniform_f64()).collect();
+        let mut out = vec![0.0f64; taus.len() * nc];
+        kestrel_nn::dispatch(CosEmbedding { nc, taus: &taus, out: &mut out });
+        for (row, &t) in taus.iter().enumerate() {
+            for i in 0..nc {
+                let want = (std::f64::consts::PI * (i + 1) as f64 * t).cos();
+                let got = out[row * nc + i];
+                assert!((got - want).abs() < 1e-12, "row {row}, i {}: {got} vs {want}", i + 1);
+            }
+        }
+    }
+
+    /// The dueling head centres the advantages: for every state and τ, the quantiles' mean
+    /// over actions is the value head's output; `q_means` averages the quantiles over τ.
+    #[test]
+    fn the_dueling_head_centres_advantages_and_q_means_average_over_tau() {
+        let (c, net) = small();
+        let params = net.init::<f64>(Key::new(1));
+        let mut ws = IqnWork::<f64>::default();
+        let (b, n, a) = (3, 5, c.actions);
+        ws.draw(&net, Key::new(2), b, n, true);
+        let mut r = Key::new(4).rng();
+        let x: Vec<f64> = (0..b * net.input).map(|_| r.uniform_f64() - 0.5).collect();
+        net.forward(&params, &x, &mut ws);
+        for row in 0..b * n {
+            let mean = ws.q[row * a..(row + 1) * a].iter().sum::<f64>() / a as f64;
+            assert!((mean - ws.val[row]).abs() < 1e-12, "row {row}: {mean} vs {}", ws.val[row]);
+        }
+        let mut means = vec![0.0; b * a];
+        net.q_means(&ws, &mut means);
+        for s in 0..b {
+            for act in 0..a {
+                let want = (0..n).map(|i| ws.q[(s * n + i) * a + act]).sum::<f64>() / n as f64;
+                assert!((means[s * a + act] - want).abs() < 1e-12);
+            }
+        }
+    }
+
+    /// The named tensors tile the flat parameter vector in order with no gap or overlap, and
+    /// the step's FLOP count is twice the multiply-adds of its 23 matrix products.
+    #[test]
+    fn tensors_tile_the_parameters_and_flops_follow_the_products() {
+        let (c, net) = small();
+        let t = net.tensors();
+        let mut next = 0;
+        for (name, shape, off) in &t {
+            assert_eq!(*off, next, "{name} starts where the previous tensor ends");
+            next += shape.iter().product::<usize>();
+        }
+        assert_eq!(next, net.num_params());
+        assert_eq!(t.first().map(|x| x.0.as_str()), Some("head.weight"));
+        let shapes = c.update_gemm_shapes();
+        assert_eq!(shapes.len(), 23);
+        let (bt, i, l) = (c.batch, c.state_dim(), c.layer);
+        assert!(shapes.contains(&(bt, i, l, Op::N, Op::N)), "the head's forward product");
+        let fl: usize = shapes.iter().map(|s| 2 * s.0 * s.1 * s.2).sum();
+        assert_eq!(c.update_flops(), fl as f64);
+        assert_eq!((argmax(&[1.0f32, 3.0, 3.0, 2.0]), argmax(&[0.0f64])), (1, 0), "first on ties");
+    }
+}
