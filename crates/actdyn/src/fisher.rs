@@ -542,3 +542,64 @@ impl TrajectoryCost for WeightedCost<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One block step by hand: `S ← J·S + κ ⊗ Φ`, then `info += g₀ S₀² + g₁ S₁²` per centre.
+    #[test]
+    fn a_block_update_applies_the_jacobian_and_adds_the_weighted_squares() {
+        let (mut s0, mut s1, mut info) = (vec![1.0, 2.0], vec![3.0, 4.0], vec![0.5, 0.0]);
+        let j = [[1.0, 2.0], [0.0, -1.0]];
+        update_block(&mut s0, &mut s1, &mut info, &[1.0, 0.5], 0.5, -1.0, j, [2.0, 3.0]);
+        // Centre 0: (1 + 6 + 0.5, -3 - 1) = (7.5, -4); centre 1: (2 + 8 + 0.25, -4 - 0.5).
+        assert_eq!((s0, s1), (vec![7.5, 10.25], vec![-4.0, -4.5]));
+        assert_eq!(info, vec![0.5 + 2.0 * 56.25 + 3.0 * 16.0, 2.0 * 105.0625 + 3.0 * 20.25]);
+    }
+
+    /// A- and D-optimality of planned plus discounted accumulated information, each value
+    /// floored; the metric's settings and an accumulated vector of the wrong length are
+    /// refused by name.
+    #[test]
+    fn objectives_add_discounted_accumulated_information_above_the_floor() {
+        let grid = RbfGrid::new(2, 1.0, 1.0, 1.0).unwrap();
+        let c = grid.num_centres();
+        let model = RbfDynamics::new(grid, vec![0.0; 2 * c], 0.1, true).unwrap();
+        let decoder = LogLinearDecoder::new(vec![1.0, 0.0], vec![0.0]).unwrap();
+        let m = FisherMetric::new(&model, &decoder, FisherBugs::default());
+        let info: Vec<f64> = (0..2 * c).map(|i| i as f64).collect();
+        let acc: Vec<f64> = (0..2 * c).map(|i| 1.0 + i as f64).collect();
+        let total = |i: usize| (info[i] + 0.99 * acc[i]).max(1e-12);
+        let a: f64 = (0..2 * c).map(|i| 1.0 / total(i)).sum();
+        let d: f64 = -(0..2 * c).map(|i| total(i).ln_1p()).sum::<f64>();
+        assert!((m.objective(Optimality::A, &info, Some(&acc)) - a).abs() < 1e-12);
+        assert!((m.objective(Optimality::D, &info, Some(&acc)) - d).abs() < 1e-12);
+        // Zero information is floored, not divided by.
+        assert_eq!(m.objective(Optimality::A, &[0.0], None), 1e12);
+        m.validate(Some(&acc)).unwrap();
+        let e = m.validate(Some(&acc[1..])).unwrap_err().to_string();
+        assert!(e.contains("I_acc"), "{e}");
+        let e = FisherMetric { discount: f64::NAN, ..m.clone() }.validate(None).unwrap_err();
+        assert!(e.to_string().contains("discount = NaN"), "{e}");
+    }
+
+    /// A weighted cost is the weighted sum of its terms; no term or a non-finite weight is
+    /// refused, and shapes other than 2-D actions over at least one step too.
+    #[test]
+    fn weighted_costs_sum_their_terms_and_refuse_bad_weights_and_shapes() {
+        let x = [1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 1.0, 1.0];
+        let mut plain = [0.0; 2];
+        ActionCost.cost(&x, 2, 2, &mut plain);
+        assert_eq!(plain, [30.0, 2.0]);
+        let w = WeightedCost::new(vec![(2.0, &ActionCost), (-0.5, &ActionCost)]).unwrap();
+        let mut out = [0.0; 2];
+        w.cost(&x, 2, 2, &mut out);
+        assert_eq!(out, [45.0, 3.0]);
+        assert!(WeightedCost::new(vec![]).unwrap_err().to_string().contains("costs"));
+        let e = WeightedCost::new(vec![(f64::NAN, &ActionCost)]).unwrap_err().to_string();
+        assert!(e.contains("cost_weight = NaN"), "{e}");
+        assert!(check_shape(3, 1).unwrap_err().to_string().contains("action_dim = 1"));
+        assert!(check_shape(0, 2).unwrap_err().to_string().contains("horizon = 0"));
+    }
+}

@@ -1251,3 +1251,59 @@ impl ElboWorkspace {
         &self.levels[k - 1].prior_mu
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tensor round-trips through `set_tensor_values`/`tensor_values` in PyTorch's
+    /// row-major order (transposed weights included), the tensors tile the flat vector, and
+    /// unknown names or wrong lengths are refused by name.
+    #[test]
+    fn tensors_round_trip_in_pytorchs_layout_and_tile_the_parameters() {
+        let m = SeqVae::new(ModelConfig::default()).unwrap();
+        let mut params = vec![0.0; m.num_params()];
+        let mut seen = vec![false; m.num_params()];
+        for t in m.tensors() {
+            let values: Vec<f64> = (0..t.len()).map(|i| t.offset as f64 + i as f64 / 1e4).collect();
+            m.set_tensor_values(&mut params, &t.name, &values).unwrap();
+            assert_eq!(m.tensor_values(&params, &t.name).unwrap(), values, "{}", t.name);
+            for i in 0..t.len() {
+                assert!(!seen[t.index(i)], "{} overlaps another tensor", t.name);
+                seen[t.index(i)] = true;
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "every parameter belongs to one tensor");
+        let t = m.tensors().iter().find(|t| t.transposed).expect("a transposed weight");
+        let (rows, cols) = (t.shape[0], t.shape[1]);
+        assert_eq!(t.index(cols + 2), t.offset + 2 * rows + 1, "row 1, column 2 of [out][in]");
+        let e = m.set_tensor_values(&mut params, "nope", &[]).unwrap_err().to_string();
+        assert!(e.contains("nope"), "{e}");
+        let e = m.set_tensor_values(&mut params, &t.name, &[1.0]).unwrap_err().to_string();
+        assert!(e.contains("1 values"), "{e}");
+        assert!(m.tensor_values(&params, "nope").is_none());
+    }
+
+    /// Softplus and the sigmoid agree with their definitions, softplus without overflow far
+    /// out; the mask draws keep about `1 − p_mask` of the steps and are all ones at 0.
+    #[test]
+    fn activations_and_mask_draws_follow_their_definitions() {
+        for x in [-30.0, -1.0, 0.0, 0.5, 19.0] {
+            assert!((softplus(x) - (1.0 + f64::exp(x)).ln()).abs() < 1e-12, "{x}");
+            assert!((sigmoid(x) - 1.0 / (1.0 + f64::exp(-x))).abs() < 1e-15, "{x}");
+        }
+        assert_eq!(softplus(1e6), 1e6);
+        let mut n = ElboNoise::zeros(2, 2000, 3, 2);
+        assert_eq!(
+            n.xi.iter().map(Vec::len).collect::<Vec<_>>(),
+            [2 * 1999 * 2, 2 * 1998 * 2, 2 * 1997 * 2]
+        );
+        n.draw(Key::new(5), 0.0);
+        assert!(n.mask.iter().all(|&m| m == 1.0));
+        n.draw(Key::new(5), 0.25);
+        let kept = n.mask.iter().sum::<f64>() / 2000.0;
+        assert!((kept - 0.75).abs() < 0.04, "kept {kept}");
+        let t = ElboTerms { loss: 8.0, ll: -6.0, kl_w: 4.0, kl: vec![4.0], w: vec![1.0] };
+        assert_eq!(t.logged(4, 3, 2), [2.0, -0.5, 0.5]);
+    }
+}

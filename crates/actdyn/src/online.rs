@@ -718,3 +718,24 @@ impl ActiveRun {
         Ok(run)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The training window keeps the latest `cap` transitions in order, dropping the oldest
+    /// first, with every column shifted together.
+    #[test]
+    fn the_window_keeps_the_latest_transitions_in_order() {
+        let mut w = Window::new(3, 2);
+        assert!(w.is_empty());
+        for t in 0..5 {
+            let v = t as f64;
+            w.push(&[v, -v], &[v + 0.5, -v - 0.5], [10.0 * v, 1.0]);
+        }
+        assert_eq!(w.len(), 3);
+        assert_eq!(w.obs, [2.0, -2.0, 3.0, -3.0, 4.0, -4.0]);
+        assert_eq!(w.next_obs, [2.5, -2.5, 3.5, -3.5, 4.5, -4.5]);
+        assert_eq!(w.action, [20.0, 1.0, 30.0, 1.0, 40.0, 1.0]);
+    }
+}

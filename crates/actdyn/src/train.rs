@@ -357,3 +357,45 @@ impl Trainer {
         &self.grads
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// β is 0 through the warm-up, then constant, a ramp capped at β, or a ramp repeating
+    /// every `2 · anneal_steps` calls (held at β for the second half of each period).
+    #[test]
+    fn beta_follows_each_annealing_schedule() {
+        let c = |annealing| TrainConfig {
+            beta: 2.0,
+            warmup: 3,
+            anneal_steps: 4,
+            annealing,
+            ..TrainConfig::default()
+        };
+        let at = |a, steps: &[u64]| steps.iter().map(|&s| c(a).beta_at(s)).collect::<Vec<_>>();
+        assert_eq!(at(Annealing::None, &[0, 2, 3, 100]), [0.0, 0.0, 2.0, 2.0]);
+        assert_eq!(at(Annealing::Linear, &[2, 3, 5, 7, 50]), [0.0, 0.0, 1.0, 2.0, 2.0]);
+        assert_eq!(at(Annealing::Cyclic, &[3, 5, 7, 9, 11, 13]), [0.0, 1.0, 2.0, 2.0, 0.0, 1.0]);
+    }
+
+    /// PyTorch's clip coefficient, and each field refused by its name with its value.
+    #[test]
+    fn clipping_follows_pytorch_and_bad_fields_are_named() {
+        assert_eq!(clip_coefficient(3.0, 0.0), 1.0, "0: no clip");
+        assert_eq!(clip_coefficient(1.0, 10.0), 1.0);
+        assert!((clip_coefficient(20.0, 10.0) - 10.0 / (20.0 + 1e-6)).abs() < 1e-15);
+        TrainConfig::default().validate().unwrap();
+        let d = TrainConfig::default;
+        for (bad, want) in [
+            (TrainConfig { lr: f64::NAN, ..d() }, "train.lr = NaN"),
+            (TrainConfig { p_mask: 1.0, ..d() }, "train.p_mask = 1"),
+            (TrainConfig { window: 1, ..d() }, "train.window = 1"),
+            (TrainConfig { window: 4, k_steps: 4, ..d() }, "train.k_steps = 4"),
+            (TrainConfig { ensemble: 65, ..d() }, "train.ensemble = 65"),
+        ] {
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains(want), "{want}: {e}");
+        }
+    }
+}
