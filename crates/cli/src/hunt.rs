@@ -22,15 +22,15 @@ pub enum HuntCmd {
 
 #[derive(Args)]
 pub struct TrainArgs {
-    /// Agents (config key `agents`).
+    /// Agents (config key `env.num_agents`).
     #[arg(long)]
-    agents: Option<u64>,
-    /// Observation encoding: rgb (sorrel's main.py) or one-hot.
+    num_agents: Option<u64>,
+    /// Observation encoding: rgb (sorrel's main.py) or one-hot (config key `env.obs`).
     #[arg(long)]
     obs: Option<String>,
     /// Independent worlds played at once.
     #[arg(long)]
-    worlds: Option<u64>,
+    num_worlds: Option<u64>,
     /// Extra gradient steps per agent per turn (a ratio, e.g. 0.25).
     #[arg(long)]
     updates_per_turn: Option<f64>,
@@ -86,9 +86,9 @@ pub struct BenchArgs {
 
 pub fn train(a: TrainArgs) -> Result<()> {
     let flags = vec![
-        ("agents", Flag::I(a.agents)),
-        ("obs", Flag::S(a.obs)),
-        ("worlds", Flag::I(a.worlds)),
+        ("env.num_agents", Flag::I(a.num_agents)),
+        ("env.obs", Flag::S(a.obs)),
+        ("num_worlds", Flag::I(a.num_worlds)),
         ("updates_per_turn", Flag::F(a.updates_per_turn)),
         ("epochs", Flag::I(a.epochs)),
         ("seed", Flag::I(a.seed)),

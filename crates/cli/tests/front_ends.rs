@@ -21,7 +21,7 @@ fn tiny(kind: RunKind) -> &'static str {
             "map = \"builtin:rooms-2-5\"\nsamples = 500\nbatch = 16\nd = 3\nsteps = 6\neval_every = 2"
         }
         RunKind::Hunt => {
-            "epochs = 2\nsize = 9\nturns = 12\nlayer = 16\nbatch = 8\ncapacity = 64\nagents = 2\nrecord_every = 0"
+            "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0"
         }
         RunKind::Actdyn => "steps = 40\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
     }

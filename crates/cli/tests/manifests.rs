@@ -192,16 +192,18 @@ fn hunt_and_actdyn_resumes_refuse_edited_configs() {
         "--checkpoint-every",
         "1",
         "--set",
-        "size=9",
+        "env.height=9",
         "--set",
-        "turns=8",
+        "env.width=9",
+        "--set",
+        "env.max_turns=8",
         "--set",
         "layer=16",
         "--set",
-        "batch=8",
+        "batch_size=8",
         "--set",
         "capacity=32",
-        "--agents",
+        "--num-agents",
         "2",
         "--out-dir",
         o,
@@ -210,9 +212,9 @@ fn hunt_and_actdyn_resumes_refuse_edited_configs() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let run = only_dir(&out);
     let d = tampered(&run, &root, "hunt-size", |d| {
-        edit(&d.join("config.toml"), "size = 9", "size = 10")
+        edit(&d.join("config.toml"), "height = 9", "height = 10")
     });
-    refused(&["hunt", "train", "--epochs", "3"], &d, &["size = 10 (the checkpoint's: 9)"]);
+    refused(&["hunt", "train", "--epochs", "3"], &d, &["env.height = 10 (the checkpoint's: 9)"]);
     // `hunt play` verifies the set it plays too.
     let o = kestrel(&[
         "hunt",
@@ -223,7 +225,7 @@ fn hunt_and_actdyn_resumes_refuse_edited_configs() {
         root.join("p").to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("size = 10"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("env.height = 10"));
 
     let out = root.join("actdyn");
     let args = [

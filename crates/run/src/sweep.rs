@@ -895,7 +895,7 @@ checkpoint_every = 20
             ),
             base(
                 "hunt",
-                "epochs = 2\nsize = 9\nturns = 12\nlayer = 16\nbatch = 8\ncapacity = 64\nagents = 2\nrecord_every = 0",
+                "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0",
             ),
             base("actdyn", "steps = 60\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5"),
         ];

@@ -98,12 +98,12 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
     ),
     (
         RunKind::Hunt,
-        "agents = 1\nobs = \"one-hot\"\ncapacity = 50000\nepochs = 2\nrecord_every = 0",
+        "env.num_agents = 1\nenv.obs = \"one-hot\"\ncapacity = 50000\nepochs = 2\nrecord_every = 0",
         Some("epochs=3"),
     ),
     (
         RunKind::Hunt,
-        "layer = 512\nbatch = 256\nworlds = 4\nepochs = 1\nrecord_every = 0",
+        "layer = 512\nbatch_size = 256\nnum_worlds = 4\nepochs = 1\nrecord_every = 0",
         Some("epochs=2"),
     ),
     (

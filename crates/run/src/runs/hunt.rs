@@ -22,18 +22,12 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 pub struct HuntRunConfig {
-    /// Agents.
-    pub agents: usize,
-    /// Observation encoding.
-    pub obs: TreasureObs,
-    /// World side including the wall border.
-    pub size: usize,
-    /// Item spawn probability per empty cell per turn.
-    pub spawn_prob: f64,
-    /// Turns per epoch.
-    pub turns: u32,
+    /// The world: the env registry's `TreasureHunt-v0` params (`kestrel config
+    /// TreasureHunt-v0`; `env.max_turns` is the epoch's length).
+    #[documented(nested)]
+    pub env: TreasureParams,
     /// Independent worlds played at once.
-    pub worlds: usize,
+    pub num_worlds: usize,
     /// Gradient steps per agent after every epoch (sorrel: 1).
     pub updates_per_epoch: usize,
     /// Extra gradient steps per agent per turn (a ratio, e.g. 0.25).
@@ -43,7 +37,7 @@ pub struct HuntRunConfig {
     /// Hidden width of the IQN.
     pub layer: usize,
     /// Gradient-step batch.
-    pub batch: usize,
+    pub batch_size: usize,
     /// Replay frames per agent and world.
     pub capacity: usize,
     /// n-step returns (sorrel: 1-step).
@@ -63,17 +57,14 @@ pub struct HuntRunConfig {
 impl Default for HuntRunConfig {
     fn default() -> Self {
         HuntRunConfig {
-            agents: 2,
-            obs: TreasureObs::Rgb,
-            size: 21,
-            spawn_prob: 0.005,
-            turns: 100,
-            worlds: 1,
+            // sorrel's main.py observes RGB.
+            env: TreasureParams { obs: TreasureObs::Rgb, ..TreasureParams::default() },
+            num_worlds: 1,
             updates_per_epoch: 1,
             updates_per_turn: 0.0,
             order: TurnOrder::Sequential,
             layer: 250,
-            batch: 64,
+            batch_size: 64,
             capacity: 1024,
             n_step: 1,
             prioritized: false,
@@ -88,31 +79,14 @@ impl Default for HuntRunConfig {
 impl HuntRunConfig {
     /// The trainer's config (sorrel's defaults with this run's settings), validated.
     pub fn hunt_config(&self) -> Result<HuntConfig, AgentError> {
-        if !(3..=255).contains(&self.size) {
-            return Err(AgentError::invalid(
-                "size",
-                self.size,
-                "3 to 255 (the wall border included)",
-            ));
-        }
-        let world = TreasureParams {
-            height: self.size,
-            width: self.size,
-            num_agents: self.agents,
-            spawn_prob: self.spawn_prob,
-            obs: self.obs,
-            max_turns: self.turns,
-            ..TreasureParams::default()
-        };
-        world.validate()?;
-        let mut c = HuntConfig::sorrel(world);
-        c.worlds = self.worlds;
-        c.turns = self.turns;
+        self.env.validate()?;
+        let mut c = HuntConfig::sorrel(self.env.clone());
+        c.worlds = self.num_worlds;
         c.updates_per_epoch = self.updates_per_epoch;
         c.updates_per_turn = self.updates_per_turn;
         c.order = self.order;
         c.iqn.layer = self.layer;
-        c.iqn.batch = self.batch;
+        c.iqn.batch = self.batch_size;
         c.iqn.capacity = self.capacity;
         c.iqn.n_step = self.n_step;
         if self.prioritized {
@@ -222,14 +196,13 @@ impl HuntRunConfig {
     /// buffers and workspaces; the worlds; the thread-local kernel buffers; and the larger of
     /// a recorded epoch's drawing with a checkpoint, or the end-of-run curves.
     pub fn budget(&self, threads: usize) -> Budget {
-        let fd = match self.obs {
-            TreasureObs::Rgb => 75.0,
-            TreasureObs::OneHot => 150.0,
-        };
+        let fd = self.env.obs_len() as f64;
         let sd = 5.0 * fd;
-        let (l, bt, c) = (self.layer as f64, self.batch as f64, self.capacity as f64);
-        let (agents, worlds, size, turns) =
-            (self.agents as f64, self.worlds as f64, self.size as f64, self.turns as f64);
+        let (l, bt, c) = (self.layer as f64, self.batch_size as f64, self.capacity as f64);
+        let e = &self.env;
+        let (agents, worlds, turns) =
+            (e.num_agents as f64, self.num_worlds as f64, e.max_turns as f64);
+        let (height, width) = (e.height as f64, e.width as f64);
         let rq = 12.0 * bt;
         let p = 2.0 * l * l + l * (sd + 78.0) + 10.0;
         let k = l * l + 6.0 * l + 5.0;
@@ -247,7 +220,8 @@ impl HuntRunConfig {
                 + worlds * (sd + l)
                 + 7.0 * rq
                 + 4.0 * bt.max(worlds));
-        let per = format!("agents = {}", self.agents);
+        let per = format!("env.num_agents = {}", e.num_agents);
+        let view = format!("env.obs = {:?}, env.vision_radius = {}", e.obs, e.vision_radius);
         let mut b = Budget::new();
         let mut add = |what: &'static str, fields: String, bytes: f64| {
             b.add(what, fields, bytes.max(0.0) as u128, 1);
@@ -255,31 +229,34 @@ impl HuntRunConfig {
         add("run folder", "fixed".into(), 4.0 * 1048576.0);
         add(
             "IQN learners: parameters, targets, Adam, batch frames (iqn.rs)",
-            format!("{per}, layer = {}, batch = {}, obs = {:?}", self.layer, self.batch, self.obs),
+            format!("{per}, layer = {}, batch_size = {}, {view}", self.layer, self.batch_size),
             agents * learner,
         );
         add(
             "replay buffers (replay/frames.rs)",
             format!(
-                "{per}, capacity = {}, worlds = {}, obs = {:?}",
-                self.capacity, self.worlds, self.obs
+                "{per}, capacity = {}, num_worlds = {}, {view}",
+                self.capacity, self.num_worlds
             ),
             agents * replay,
         );
         add(
             "IQN workspaces and agent buffers (iqn.rs, hunt.rs)",
             format!(
-                "{per}, layer = {}, batch = {}, worlds = {}",
-                self.layer, self.batch, self.worlds
+                "{per}, layer = {}, batch_size = {}, num_worlds = {}",
+                self.layer, self.batch_size, self.num_worlds
             ),
             agents * (ws + bufs),
         );
         add(
             "worlds (hunt.rs)",
-            format!("worlds = {}, size = {}", self.worlds, self.size),
-            2.0 * worlds * size * size,
+            format!(
+                "num_worlds = {}, env.height = {}, env.width = {}",
+                self.num_worlds, e.height, e.width
+            ),
+            2.0 * worlds * height * width,
         );
-        let kernels = (threads.min(self.agents) as f64 + 1.0)
+        let kernels = (threads.min(e.num_agents) as f64 + 1.0)
             * (1048576.0 + 1024.0 * (l + 31.0) + 2048.0 * l);
         add(
             "thread-local kernel buffers",
@@ -287,12 +264,12 @@ impl HuntRunConfig {
             kernels,
         );
         let record = if self.record_every > 0 {
-            let cell = 6.0 * size + 6.0;
+            let cell = 6.0 * width + 6.0;
             let (wd, hd) = (
                 (10.0 * cell).min(16384.0),
                 (cell * (turns / 10.0).ceil().max(1.0) + 30.0).min(16384.0),
             );
-            let frames = turns * size * size;
+            let frames = turns * height * width;
             frames
                 + 24.0 * runs::np2(turns)
                 + 56.0 * runs::np2(frames + 1.0)
@@ -311,16 +288,16 @@ impl HuntRunConfig {
                     (
                         "a recorded epoch's frames and drawing (run/hunt.rs)",
                         format!(
-                            "size = {}, turns = {}, record_every = {}",
-                            self.size, self.turns, self.record_every
+                            "env.height = {}, env.width = {}, env.max_turns = {}, record_every = {}",
+                            e.height, e.width, e.max_turns, self.record_every
                         ),
                         record,
                     ),
                     (
                         "checkpoint of one agent, written or read back (hunt.rs)",
                         format!(
-                            "capacity = {}, worlds = {}, layer = {}",
-                            self.capacity, self.worlds, self.layer
+                            "capacity = {}, num_worlds = {}, layer = {}",
+                            self.capacity, self.num_worlds, self.layer
                         ),
                         ckpt,
                     ),
@@ -432,8 +409,13 @@ pub fn train(
         }
         None => {
             let run = HuntRun::new(c.clone())?;
-            let (dir, m) =
-                start(&launch, "hunt", &format!("{}a-{:?}", c.agents, c.obs), c.seed, &c)?;
+            let (dir, m) = start(
+                &launch,
+                "hunt",
+                &format!("{}a-{:?}", c.env.num_agents, c.env.obs),
+                c.seed,
+                &c,
+            )?;
             (run, dir, m)
         }
     };
@@ -525,8 +507,8 @@ pub fn train(
             })
             .collect();
         Summary::new("hunt train")
-            .item("world", "world", json!({"agents": n, "worlds": c.worlds, "obs": c.obs, "turns": c.turns}),
-                format!("{n} agents, {} worlds, {:?} observations, {} turns per epoch", c.worlds, c.obs, c.turns))
+            .item("world", "world", json!({"num_agents": n, "num_worlds": c.num_worlds, "obs": c.env.obs, "max_turns": c.env.max_turns}),
+                format!("{n} agents, {} worlds, {:?} observations, {} turns per epoch", c.num_worlds, c.env.obs, c.env.max_turns))
             .item("epochs", "epochs", hunt.epoch, format!("{} ({epochs_now} this launch, {secs:.1} s, {per_epoch:.1} ms/epoch)", hunt.epoch))
             .value("mean_total_reward_last_100", "mean total reward over the last 100 epochs", mean_last(&total, 100))
             .value("commit", "commit", COMMIT)
@@ -584,11 +566,18 @@ mod tests {
     #[test]
     fn defaults_are_sorrels_and_bad_configs_are_refused() {
         for obs in [TreasureObs::Rgb, TreasureObs::OneHot] {
-            let world = TreasureParams { obs, ..TreasureParams::default() };
-            let run = HuntRunConfig { obs, ..HuntRunConfig::default() };
-            assert_eq!(run.hunt_config().unwrap(), HuntConfig::sorrel(world), "{obs:?}");
+            let env = TreasureParams { obs, ..TreasureParams::default() };
+            let run = HuntRunConfig { env: env.clone(), ..HuntRunConfig::default() };
+            assert_eq!(run.hunt_config().unwrap(), HuntConfig::sorrel(env), "{obs:?}");
         }
-        assert!(HuntRun::new(HuntRunConfig { agents: 0, ..HuntRunConfig::default() }).is_err());
+        let d = HuntRunConfig::default;
+        let no_agents = TreasureParams { num_agents: 0, ..d().env };
+        let e = HuntRun::new(HuntRunConfig { env: no_agents, ..d() }).err().unwrap();
+        assert!(e.to_string().contains("num_agents"), "{e}");
+        // A wider view is a bigger observation: the learners and the budget follow it.
+        let wide = HuntRunConfig { env: TreasureParams { vision_radius: 4, ..d().env }, ..d() };
+        assert_eq!(wide.hunt_config().unwrap().iqn.frame_dim, 9 * 9 * 3);
+        assert!(wide.budget(2).total() > d().budget(2).total());
         let b = HuntRunConfig::default().budget(2);
         assert!(b.total() < 128 << 20, "{}", b.describe(4));
         let c = HuntRunConfig { capacity: 100_000_000, ..HuntRunConfig::default() };
