@@ -759,3 +759,143 @@ impl Dynamics for DiffDrive {
     }
     batched!(3, 2, Self::step_r, Self::cost_r, Self::terminal_r);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::f64::consts::{FRAC_PI_2, PI, TAU};
+
+    /// The pendulum step against hand-computed values of `θ̇' = clip(θ̇ + (15 sin θ + 3u) dt,
+    /// ±8)`, `θ' = θ + θ̇' dt` (Gymnasium's defaults): gravity alone, a torque beyond the ±2
+    /// limit, the speed clip, and the f32 torque mode's rounding of a non-representable action;
+    /// and the running cost's angle wrapping `((θ + π) mod 2π) − π`.
+    #[test]
+    fn pendulum_step_and_cost_match_hand_computed_values() {
+        let p = PendulumPhysics::default();
+        let close =
+            |a: [f64; 2], b: [f64; 2]| (a[0] - b[0]).abs() < 1e-12 && (a[1] - b[1]).abs() < 1e-12;
+        // Horizontal, no torque: θ̇' = 15 · 0.05.
+        let s = pendulum_step(&p, [FRAC_PI_2, 0.0], 0.0, Torque::F64);
+        assert!(close(s, [FRAC_PI_2 + 0.75 * 0.05, 0.75]), "{s:?}");
+        // Upright at rest, torque 5 clamps to 2: θ̇' = 6 · 0.05, and -5 mirrors it.
+        let s = pendulum_step(&p, [0.0, 0.0], 5.0, Torque::F64);
+        assert!(close(s, [0.015, 0.3]), "{s:?}");
+        let s = pendulum_step(&p, [0.0, 0.0], -5.0, Torque::F64);
+        assert!(close(s, [-0.015, -0.3]), "{s:?}");
+        // 7.9 + 21 · 0.05 = 8.95 is clipped to the speed limit 8.
+        let s = pendulum_step(&p, [FRAC_PI_2, 7.9], 2.0, Torque::F64);
+        assert!(close(s, [FRAC_PI_2 + 0.4, 8.0]), "{s:?}");
+        // Torque::F32 forms 3 · u in f32: 0.1 is not an f32, so the two modes differ.
+        let f32_thdot = f64::from(3.0f32 * 0.1f32) * 0.05;
+        let s32 = pendulum_step::<f64>(&p, [0.0, 0.0], 0.1, Torque::F32);
+        let s64 = pendulum_step::<f64>(&p, [0.0, 0.0], 0.1, Torque::F64);
+        assert_eq!(s32[1], f32_thdot);
+        assert!((s64[1] - 0.015).abs() < 1e-15 && s32[1] != s64[1], "{s32:?} {s64:?}");
+        // Cost: the angle is wrapped into [-π, π) before squaring.
+        let d = PendulumDynamics;
+        assert!((d.running_cost(&[TAU + 0.5, 0.0], &[0.0], 0) - 0.25).abs() < 1e-12);
+        assert!(
+            (d.running_cost(&[-TAU - 0.5, 2.0], &[1.0], 0) - (0.25 + 0.4 + 0.001)).abs() < 1e-12
+        );
+        assert!((d.running_cost(&[PI, 0.0], &[0.0], 0) - PI * PI).abs() < 1e-12);
+    }
+
+    /// The cart-pole step from rest upright under 1 N against the equations solved by hand
+    /// (`temp = 10/11`, `θ̈ = −60/41`, `ẍ = 40/41`), its mirror symmetry (negating state and
+    /// force negates the next state), and `ContinuousCartPole`'s force clamp and
+    /// termination limits (|x| > 2.4, |θ| > 12°).
+    #[test]
+    fn cartpole_step_matches_the_equations_and_is_mirror_symmetric() {
+        let p = CartPolePhysics::default();
+        let s = cartpole_step::<f64>(&p, [0.0; 4], 1.0);
+        let want = [0.0, 0.02 * 40.0 / 41.0, 0.0, 0.02 * -60.0 / 41.0];
+        for i in 0..4 {
+            assert!((s[i] - want[i]).abs() < 1e-14, "component {i}: {s:?} vs {want:?}");
+        }
+        let x: [f64; 4] = [0.3, -0.7, 0.15, 1.1];
+        let a = cartpole_step(&p, x, 3.5);
+        let b = cartpole_step(&p, x.map(|v| -v), -3.5);
+        for i in 0..4 {
+            assert!((a[i] + b[i]).abs() < 1e-15, "component {i}: {a:?} vs {b:?}");
+            assert!(a[i] != x[i], "component {i} moved");
+        }
+        let (cp, mut n1, mut n2) = (ContinuousCartPole, [0.0; 4], [0.0; 4]);
+        cp.step(&x, &[25.0], 0, &mut n1);
+        cp.step(&x, &[ContinuousCartPole::FORCE_MAG], 0, &mut n2);
+        assert_eq!(n1, n2, "a force beyond ±10 N is clamped");
+        assert!(!cp.terminated(&[2.4, 0.0, 0.2, 0.0]), "0.2 rad < 12° and |x| = 2.4 is inside");
+        assert!(cp.terminated(&[2.41, 0.0, 0.0, 0.0]));
+        assert!(cp.terminated(&[0.0, 0.0, -0.21, 0.0]), "12° is 0.2094 rad");
+    }
+
+    /// A system without batch code: the defaults must gather sample `j` from `x[i·n + j]`.
+    struct Skew;
+    impl Dynamics for Skew {
+        fn nx(&self) -> usize {
+            3
+        }
+        fn nu(&self) -> usize {
+            2
+        }
+        fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]) {
+            next[0] = x[0] + u[0] * x[1];
+            next[1] = 2.0 * x[1] - u[1] + t as f64;
+            next[2] = x[2] * x[0] - u[0];
+        }
+        fn running_cost(&self, x: &[f64], u: &[f64], t: usize) -> f64 {
+            x[0] - 2.0 * x[1] + 3.0 * x[2] * x[2] + u[0] * u[1] + t as f64
+        }
+        fn terminal_cost(&self, x: &[f64]) -> f64 {
+            x[2] - x[0] * x[1]
+        }
+    }
+
+    /// Every system's batched methods (structure of arrays, `n` samples) against its scalar
+    /// methods applied to each sample gathered by hand: bit-identical in f64, within f32
+    /// rounding in f32; the cost methods add to what `cost` holds. `n = 70` crosses the
+    /// double integrator's 64-sample cost chunks.
+    #[test]
+    fn batched_methods_agree_with_the_scalar_ones_for_every_system() {
+        fn check<D: Dynamics>(d: &D, name: &str) {
+            let (nx, nu, n, t) = (d.nx(), d.nu(), 70, 3);
+            let x: Vec<f64> = (0..nx * n).map(|k| 1.5 * ((k as f64) * 0.37 + 0.2).sin()).collect();
+            let u: Vec<f64> = (0..nu * n).map(|k| 2.5 * ((k as f64) * 0.71).cos()).collect();
+            let (mut next, mut cost, mut term) = (vec![0.0; nx * n], vec![1.0; n], vec![-2.0; n]);
+            d.step_batch(&x, &u, t, &mut next, n);
+            d.running_cost_batch(&x, &u, t, &mut cost, n);
+            d.terminal_cost_batch(&x, &mut term, n);
+            let (x32, u32): (Vec<f32>, Vec<f32>) =
+                (x.iter().map(|&v| v as f32).collect(), u.iter().map(|&v| v as f32).collect());
+            let (mut next32, mut cost32, mut term32) =
+                (vec![0.0f32; nx * n], vec![1.0f32; n], vec![-2.0f32; n]);
+            d.step_batch_f32(&x32, &u32, t, &mut next32, n);
+            d.running_cost_batch_f32(&x32, &u32, t, &mut cost32, n);
+            d.terminal_cost_batch_f32(&x32, &mut term32, n);
+            let near = |a: f32, b: f64| (f64::from(a) - b).abs() <= 1e-4 * (1.0 + b.abs());
+            for j in 0..n {
+                let xs: Vec<f64> = (0..nx).map(|i| x[i * n + j]).collect();
+                let us: Vec<f64> = (0..nu).map(|i| u[i * n + j]).collect();
+                let mut ns = vec![0.0; nx];
+                d.step(&xs, &us, t, &mut ns);
+                let c = 1.0 + d.running_cost(&xs, &us, t);
+                let tc = -2.0 + d.terminal_cost(&xs);
+                for i in 0..nx {
+                    assert_eq!(next[i * n + j], ns[i], "{name}: sample {j}, state {i}");
+                    assert!(near(next32[i * n + j], ns[i]), "{name} f32: sample {j}, state {i}");
+                }
+                assert_eq!(cost[j], c, "{name}: running cost of sample {j}");
+                assert_eq!(term[j], tc, "{name}: terminal cost of sample {j}");
+                assert!(near(cost32[j], c), "{name} f32: {} vs {c}", cost32[j]);
+                assert!(near(term32[j], tc), "{name} f32: {} vs {tc}", term32[j]);
+            }
+        }
+        check(&PendulumDynamics, "pendulum");
+        check(&Nav2d, "nav2d");
+        check(&BasicLinear, "basic-linear");
+        check(&DoubleIntegrator { dims: 3 }, "double-integrator");
+        check(&ContinuousCartPole, "cartpole");
+        check(&DiffDrive, "diff-drive");
+        check(&Skew, "defaults");
+        check(&&Nav2d, "a reference");
+    }
+}
