@@ -381,3 +381,118 @@ impl<const S: usize> Env for ArcEnv<S> {
         term
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{GridData, Pair, Task};
+
+    /// A grid of `h × w` cells, all colour `c`.
+    fn g(h: usize, w: usize, c: u8) -> GridData {
+        GridData { h, w, cells: vec![c; h * w] }
+    }
+
+    fn pair(h: usize, w: usize) -> Pair {
+        Pair { input: g(h, w, 1), output: g(h, w, 2) }
+    }
+
+    fn task(id: &str, train: usize, test: usize) -> Task {
+        Task {
+            id: id.into(),
+            group: String::new(),
+            train: (0..train).map(|i| pair(2 + i, 3)).collect(),
+            test: (0..test).map(|_| pair(3, 3)).collect(),
+        }
+    }
+
+    /// Two tasks: `a` with 2 training pairs and 1 test pair, `b` with 3 and 2.
+    fn env() -> ArcEnv<5> {
+        ArcEnv::new(Arc::new(TaskBank::from_tasks(vec![task("a", 2, 1), task("b", 3, 2)]))).unwrap()
+    }
+
+    /// Construction refuses an empty bank and a grid beyond the canvas, naming the task, the
+    /// grid (pairs counted train first, then test) and both sizes.
+    #[test]
+    fn new_names_the_grid_that_does_not_fit() {
+        let e = ArcEnv::<5>::new(Arc::new(TaskBank::from_tasks(vec![]))).unwrap_err();
+        assert_eq!(e.to_string(), "invalid task bank = empty: at least one task");
+        let mut t = task("big", 2, 1);
+        t.test[0].output = g(4, 6, 0);
+        let e = ArcEnv::<5>::new(Arc::new(TaskBank::from_tasks(vec![task("ok", 1, 1), t])));
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "task big: pair 2 output is 4x6, larger than the 5x5 canvas"
+        );
+    }
+
+    /// `check_state` and `validate` name the field and the value that is out of range, and
+    /// `observe` writes nothing for a state that fails the check.
+    #[test]
+    fn bad_states_and_params_name_the_field_and_value() {
+        let env = env();
+        let p = ArcParams::default();
+        let good = env.init_state(&p, 0, 0, true, Key::new(1));
+        env.check_state(&good).unwrap();
+        let with = |f: &dyn Fn(&mut ArcState<5>)| {
+            let mut s = good.clone();
+            f(&mut s);
+            env.check_state(&s).unwrap_err().to_string()
+        };
+        assert_eq!(with(&|s| s.task = 2), "invalid state.task = 2: a task of the env");
+        assert_eq!(
+            with(&|s| s.pair = 1),
+            "invalid state.pair = 1: below 1",
+            "task a has 1 test pair"
+        );
+        assert_eq!(with(&|s| s.dims = [6, 1]), "invalid state.dims = [6, 1]: at most 5");
+        let mut bad = good.clone();
+        bad.task = 7;
+        let mut obs = vec![42i8; env.spec(&p).obs_space.flat_len()];
+        assert!(!env.observe(&p, &bad, &mut obs));
+        assert!(obs.iter().all(|&v| v == 42), "nothing written");
+        assert!(env.observe(&p, &good, &mut obs));
+
+        let v = |p: ArcParams| env.validate(&p).unwrap_err().to_string();
+        assert_eq!(
+            v(ArcParams { tasks: Some(Arc::from(vec![])), ..ArcParams::default() }),
+            "invalid tasks = []: a non-empty list of task indices"
+        );
+        assert_eq!(
+            v(ArcParams { tasks: Some(Arc::from(vec![1, 2])), ..ArcParams::default() }),
+            "invalid tasks = 2: indices below 2"
+        );
+        assert_eq!(
+            v(ArcParams { max_episode_steps: Some(0), ..ArcParams::default() }),
+            "invalid max_episode_steps = 0: at least 1, or none"
+        );
+        env.validate(&ArcParams { max_episode_steps: None, ..ArcParams::default() }).unwrap();
+    }
+
+    /// Sampling stays within `tasks` and the split's pairs, a fixed pair wraps modulo the
+    /// split's pair count, and every (task, pair) of the split is reached; `init_state` wraps
+    /// task and pair indices the same way.
+    #[test]
+    fn sampling_respects_task_list_split_and_fixed_pair() {
+        let env = env();
+        let only_b =
+            ArcParams { tasks: Some(Arc::from(vec![1])), pair: Some(4), ..ArcParams::default() };
+        for seed in 0..40 {
+            assert_eq!(
+                env.sample_instance(&only_b, Key::new(seed)),
+                (1, 1),
+                "4 mod 3 training pairs"
+            );
+        }
+        let test = ArcParams { split: Split::Test, ..ArcParams::default() };
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let (t, pr) = env.sample_instance(&test, Key::new(seed));
+            assert!(t < 2 && pr < [1, 2][t as usize], "({t}, {pr})");
+            seen.insert((t, pr));
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), [(0, 0), (1, 0), (1, 1)]);
+        let s = env.init_state(&ArcParams::default(), 3, 5, false, Key::new(0));
+        assert_eq!((s.task, s.pair, s.test), (1, 2, false), "task 3 mod 2, pair 5 mod 3");
+        assert_eq!(s.dims, [4, 3], "training pair 2 of task b is 4 × 3");
+    }
+}

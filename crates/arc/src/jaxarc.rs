@@ -532,3 +532,125 @@ fn paste<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{ArcEnv, ArcParams};
+    use crate::task::{GridData, Pair, Task, TaskBank};
+    use kestrel_core::Key;
+    use std::sync::Arc;
+
+    /// A canvas grid from digit rows (the rest 0).
+    fn grid<const S: usize>(rows: &[&str]) -> Grid<S> {
+        let mut g = [[0; S]; S];
+        for (r, row) in rows.iter().enumerate() {
+            for (c, b) in row.bytes().enumerate() {
+                g[r][c] = (b - b'0') as i8;
+            }
+        }
+        g
+    }
+
+    /// Similarity is matches over the union of the working and target areas: a 2 × 3 working
+    /// grid that matches 3 of a 2 × 2 target's cells scores 3 / (4 + 6 − 4) = 0.5, or 3 / 4
+    /// when only the target's rectangle counts (`top_left_similarity`); an empty target
+    /// scores 1 only against an empty working area.
+    #[test]
+    fn similarity_is_matches_over_the_union_of_areas() {
+        let target = grid::<4>(&["12", "34"]);
+        let work = grid::<4>(&["120", "300"]);
+        let fixed = JaxBugs::default();
+        let bug = JaxBugs { top_left_similarity: true, ..JaxBugs::default() };
+        assert_eq!(similarity(&work, [2, 3], &target, [2, 2], &fixed), 0.5);
+        assert_eq!(similarity(&work, [2, 3], &target, [2, 2], &bug), 0.75);
+        assert_eq!(similarity(&target, [2, 2], &target, [2, 2], &fixed), 1.0);
+        // A larger grid containing the target scores 1 only with the bug.
+        let big = grid::<4>(&["120", "340", "000"]);
+        assert_eq!(similarity(&big, [3, 3], &target, [2, 2], &bug), 1.0);
+        assert_eq!(similarity(&big, [3, 3], &target, [2, 2], &fixed), 4.0 / 9.0);
+        assert_eq!(similarity(&work, [2, 3], &target, [0, 0], &fixed), 0.0);
+        assert_eq!(similarity(&work, [0, 0], &target, [0, 0], &fixed), 1.0);
+    }
+
+    /// Moves are cyclic inside the bbox and leave the rest alone (right: `abc` → `cab`),
+    /// opposite moves undo each other, four quarter turns and a turn and its inverse are the
+    /// identity, and about a bbox centred on the canvas the buggy canvas rotation agrees
+    /// with the bbox rotation.
+    #[test]
+    fn moves_and_rotations_round_trip_inside_the_bbox() {
+        let g0 = grid::<5>(&["12345", "67891", "23456", "78912", "34567"]);
+        let b = (0, 1, 0, 2);
+        let mut g = g0;
+        shift(&mut g, b, 0, 1);
+        assert_eq!(g[0][..], [3, 1, 2, 4, 5]);
+        assert_eq!(g[1][..], [8, 6, 7, 9, 1]);
+        assert_eq!(g[2..], g0[2..]);
+        shift(&mut g, b, 0, -1);
+        assert_eq!(g, g0);
+        shift(&mut g, b, 1, 0);
+        assert_eq!((&g[0][..3], &g[1][..3]), (&g0[1][..3], &g0[0][..3]), "two rows swap");
+        shift(&mut g, b, -1, 0);
+        assert_eq!(g, g0);
+
+        let bugs = JaxBugs::default();
+        let sq = grid::rect::<5>(1, 3, 1, 3);
+        let pg = PairGrids { input: g0, in_dims: [5, 5], output: g0, out_dims: [5, 5] };
+        let mut s = ArcState::new(0, 0, false, &pg, -1);
+        edit(&mut s, JaxarcOp::RotateCw, &grid::rect::<5>(0, 1, 0, 1), &pg, &bugs);
+        assert_eq!(
+            (&s.grid[0][..2], &s.grid[1][..2]),
+            (&[6, 1][..], &[7, 2][..]),
+            "12/67 turns to 61/72"
+        );
+        s.grid = g0;
+        edit(&mut s, JaxarcOp::RotateCw, &sq, &pg, &bugs);
+        assert_ne!(s.grid, g0);
+        let once = s.grid;
+        edit(&mut s, JaxarcOp::RotateCcw, &sq, &pg, &bugs);
+        assert_eq!(s.grid, g0, "counter-clockwise undoes clockwise");
+        for _ in 0..4 {
+            edit(&mut s, JaxarcOp::RotateCw, &sq, &pg, &bugs);
+        }
+        assert_eq!(s.grid, g0, "four quarter turns");
+        let canvas = JaxBugs { canvas_rotation: true, ..bugs };
+        edit(&mut s, JaxarcOp::RotateCw, &sq, &pg, &canvas);
+        assert_eq!(s.grid, once, "a centred bbox turns the same about the canvas centre");
+    }
+
+    /// The reward of the train split is `similarity gain + step penalty` (+ success bonus on a
+    /// solved Submit), of the test split the penalty and bonuses only; every Submit
+    /// terminates; op ids outside 0–34 clip to Fill0 and Submit.
+    #[test]
+    fn reward_is_similarity_gain_step_penalty_and_submit_terms() {
+        let data = |rows: &[&[u8]]| {
+            GridData::from_rows(&rows.iter().map(|r| r.to_vec()).collect::<Vec<_>>())
+        };
+        let p = Pair { input: data(&[&[1, 0], &[0, 0]]), output: data(&[&[1, 2], &[0, 0]]) };
+        let t =
+            Task { id: "t".into(), group: String::new(), train: vec![p.clone()], test: vec![p] };
+        let env = ArcEnv::<4>::new(Arc::new(TaskBank::from_tasks(vec![t]))).unwrap();
+        let params = ArcParams::jaxarc();
+        let pg = env.pair_grids(0, 0, false).clone();
+        let mut s = env.init_state(&params, 0, 0, false, Key::new(0));
+        assert_eq!(s.similarity, 0.75, "3 of 4 cells match");
+        assert_eq!(s.grid[0][2], -1, "padding outside the working area");
+        let train = params.jaxarc_table();
+        let test = JaxarcTable { train: false, ..train };
+        let point = grid::rect::<4>(0, 0, 1, 1);
+        let (r, done) = train.apply(&mut s.clone(), JaxarcOp::Fill(2), &point, &pg);
+        assert!((r - (0.25 - 0.005)).abs() < 1e-6 && !done, "{r}");
+        let (r, _) = test.apply(&mut s.clone(), JaxarcOp::Fill(2), &point, &pg);
+        assert!((r + 0.005).abs() < 1e-7, "{r}");
+        let (r, done) = train.apply(&mut s.clone(), JaxarcOp::Submit, &[0; 4], &pg);
+        assert!((r - (-0.005 - 1.0)).abs() < 1e-6 && done, "unsolved submit: {r}");
+        train.apply(&mut s, JaxarcOp::Fill(2), &point, &pg);
+        let (r, done) = train.apply(&mut s, JaxarcOp::Submit, &[0; 4], &pg);
+        assert!((r - (-0.005 + 10.0)).abs() < 1e-6 && done, "solved submit: {r}");
+        assert_eq!(JaxarcTable::decode(-3), Some(JaxarcOp::Fill(0)));
+        assert_eq!(JaxarcTable::decode(99), Some(JaxarcOp::Submit));
+        for op in 0..NUM_OPS {
+            assert_eq!(JaxarcOp::from_index(op).map(JaxarcOp::index), Some(op), "id round trip");
+        }
+    }
+}

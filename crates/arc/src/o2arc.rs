@@ -475,3 +475,129 @@ fn solved<const S: usize>(s: &ArcState<S>, pair: &PairGrids<S>) -> bool {
             s.grid[r][..w] == pair.output[r][..w]
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::Grid;
+
+    /// A canvas grid from digit rows (the rest 0).
+    fn canvas<const S: usize>(rows: &[&str]) -> Grid<S> {
+        let mut g = [[0; S]; S];
+        for (r, row) in rows.iter().enumerate() {
+            for (c, b) in row.bytes().enumerate() {
+                g[r][c] = (b - b'0') as i8;
+            }
+        }
+        g
+    }
+
+    /// A pair with input `input` (`in_dims`) and output `output` (`out_dims`), and the fresh
+    /// state on it with `trials` Submits.
+    fn setup(
+        input: &[&str],
+        in_dims: [u8; 2],
+        output: &[&str],
+        out_dims: [u8; 2],
+        trials: i8,
+    ) -> (PairGrids<4>, ArcState<4>) {
+        let pg = PairGrids { input: canvas(input), in_dims, output: canvas(output), out_dims };
+        let s = ArcState::new(0, 0, false, &pg, trials);
+        (pg, s)
+    }
+
+    const NONE: Mask<4> = [0; 4];
+
+    /// Submit: reward 1 only for the exact answer (cells and dims), each Submit spends a
+    /// trial, the episode ends when trials run out and stays ended, and a Submit with no
+    /// trials left counts nothing.
+    #[test]
+    fn submit_rewards_exact_answers_and_spends_trials() {
+        let table = O2arcTable { max_trials: 2, reset_on_submit: false };
+        let (pg, mut s) = setup(&["12", "34"], [2, 2], &["12", "34"], [2, 2], 2);
+        assert_eq!(table.apply(&mut s, O2arcOp::Submit, &NONE, &pg), (1.0, true));
+        assert_eq!((s.trials, s.submit_count), (1, 1));
+
+        // Same cells, wrong dims: not solved.
+        let (pg, mut s) = setup(&["12", "34"], [2, 3], &["12", "34"], [2, 2], 2);
+        assert_eq!(table.apply(&mut s, O2arcOp::Submit, &NONE, &pg), (0.0, false));
+        assert_eq!(table.apply(&mut s, O2arcOp::Submit, &NONE, &pg), (0.0, true), "out of trials");
+        assert_eq!(table.apply(&mut s, O2arcOp::Submit, &NONE, &pg), (0.0, true), "sticky");
+        assert_eq!((s.trials, s.submit_count), (0, 2));
+        assert_eq!(table.apply(&mut s, O2arcOp::Color(1), &NONE, &pg), (0.0, true));
+
+        // Unlimited trials (-1) never run out.
+        let (pg, mut s) = setup(&["1"], [1, 1], &["2"], [1, 1], -1);
+        let table = O2arcTable { max_trials: -1, reset_on_submit: false };
+        for _ in 0..5 {
+            assert_eq!(table.apply(&mut s, O2arcOp::Submit, &NONE, &pg), (0.0, false));
+        }
+        assert_eq!(s.submit_count, 5);
+    }
+
+    /// Object ops on a 2 × 2 object `12/34` at (1, 1) against their definitions: `np.rot90`
+    /// (k = 1 gives `24/13`), `fliplr` (`21/43`), `flipud` (`34/12`) and a move right that
+    /// leaves black behind; an op with an empty selection acts on the stored object, so a
+    /// turn and its inverse, a flip twice and a move and its opposite restore the grid.
+    #[test]
+    fn object_ops_transform_and_round_trip() {
+        let start = ["0000", "0120", "0340", "0000"];
+        let (pg, s0) = setup(&start, [4, 4], &start, [4, 4], -1);
+        let t = O2arcTable { max_trials: -1, reset_on_submit: false };
+        let obj = grid::rect::<4>(1, 2, 1, 2);
+        let cases = [
+            (O2arcOp::Rotate90, O2arcOp::Rotate270, ["0000", "0240", "0130", "0000"]),
+            (O2arcOp::Rotate270, O2arcOp::Rotate90, ["0000", "0310", "0420", "0000"]),
+            (O2arcOp::FlipH, O2arcOp::FlipH, ["0000", "0210", "0430", "0000"]),
+            (O2arcOp::FlipV, O2arcOp::FlipV, ["0000", "0340", "0120", "0000"]),
+            (O2arcOp::MoveR, O2arcOp::MoveL, ["0000", "0012", "0034", "0000"]),
+            (O2arcOp::MoveU, O2arcOp::MoveD, ["0120", "0340", "0000", "0000"]),
+        ];
+        for (op, inverse, want) in cases {
+            let mut s = s0.clone();
+            t.apply(&mut s, op, &obj, &pg);
+            assert_eq!(s.grid, canvas::<4>(&want), "{op:?}");
+            assert!(s.object.active, "{op:?} starts object mode");
+            t.apply(&mut s, inverse, &NONE, &pg);
+            assert_eq!(s.grid, s0.grid, "{op:?} then {inverse:?} on the stored object");
+        }
+    }
+
+    /// Copy, paste, colour and resize at the edges: CopyO takes the selection's non-black
+    /// cells top-left aligned, and refuses a bbox more than one row past the dims; Paste
+    /// writes the clipboard (zeros included) and is cut at the canvas; Colour also edits
+    /// cells outside the dims, FloodFill does not; ResizeGrid clears and takes the bbox size.
+    #[test]
+    fn copy_paste_colour_and_resize_follow_arcle_at_the_edges() {
+        let (pg, s0) = setup(&["12", "30"], [2, 2], &["0"], [1, 1], -1);
+        let t = O2arcTable { max_trials: -1, reset_on_submit: false };
+        let mut s = s0.clone();
+        t.apply(&mut s, O2arcOp::CopyO, &grid::rect(0, 1, 0, 1), &pg);
+        assert_eq!((s.clip, s.clip_dim), (canvas(&["12", "30"]), [2, 2]));
+        t.apply(&mut s, O2arcOp::Paste, &grid::rect(2, 2, 1, 1), &pg);
+        assert_eq!(s.grid, canvas(&["12", "30", "012", "030"]));
+        t.apply(&mut s, O2arcOp::Paste, &grid::rect(3, 3, 3, 3), &pg);
+        assert_eq!(s.grid[3], [0, 3, 0, 1], "only the clipboard's top-left fits the canvas");
+
+        let mut s = s0.clone();
+        let before = s.clip;
+        t.apply(&mut s, O2arcOp::CopyO, &grid::rect(3, 3, 0, 0), &pg);
+        assert_eq!((s.clip, s.clip_dim), (before, [0, 0]), "row 3 is two past 2 rows");
+        t.apply(&mut s, O2arcOp::CopyI, &grid::rect(1, 2, 0, 0), &pg);
+        assert_eq!(
+            (s.clip[0][0], s.clip[1][0], s.clip_dim),
+            (3, 0, [2, 1]),
+            "one row past is allowed"
+        );
+
+        let mut s = s0.clone();
+        t.apply(&mut s, O2arcOp::Color(7), &grid::rect(3, 3, 3, 3), &pg);
+        assert_eq!(s.grid[3][3], 7, "outside the 2 × 2 dims");
+        t.apply(&mut s, O2arcOp::FloodFill(5), &grid::rect(3, 3, 3, 3), &pg);
+        assert_eq!(s.grid[3][3], 7, "flood fill starts inside the dims only");
+        t.apply(&mut s, O2arcOp::FloodFill(5), &grid::rect(1, 1, 1, 1), &pg);
+        assert_eq!(s.grid, canvas(&["12", "35", "", "0007"]), "the one black cell is its region");
+        t.apply(&mut s, O2arcOp::ResizeGrid, &grid::rect(0, 2, 1, 3), &pg);
+        assert_eq!((s.grid, s.dims), ([[0; 4]; 4], [3, 3]));
+    }
+}
