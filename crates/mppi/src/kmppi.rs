@@ -334,3 +334,100 @@ impl<D: Dynamics> crate::Controller for Kmppi<D> {
         s.interp = Some(cache);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Controller, Precision};
+    use kestrel_dynamics::BasicLinear;
+
+    /// `linspace` hits both ends, and the interpolation matrix maps the support points to
+    /// themselves (`K K⁻¹ = I`); with one support point `c` it is the kernel ratio
+    /// `k(t, c) / k(c, c) = exp(−(t − c)² / (1e-8 + 2σ²))`.
+    #[test]
+    fn interpolation_reproduces_the_support_points() {
+        assert_eq!(linspace(0.0, 9.0, 4), [0.0, 3.0, 6.0, 9.0]);
+        assert_eq!(linspace(2.0, 5.0, 1), [2.0]);
+        let tk = linspace(0.0, 9.0, 4);
+        let m = interp_matrix(&tk, &tk, 1.5);
+        for r in 0..4 {
+            for c in 0..4 {
+                let want = if r == c { 1.0 } else { 0.0 };
+                assert!((m[r * 4 + c] - want).abs() < 1e-12, "({r}, {c}): {}", m[r * 4 + c]);
+            }
+        }
+        let m = interp_matrix(&[3.0, 5.0], &[4.0], 1.0);
+        let want = (-1.0f64 / (1e-8 + 2.0)).exp();
+        assert!((m[0] - want).abs() < 1e-15 && (m[1] - want).abs() < 1e-15, "{m:?}");
+    }
+
+    /// `validate` names the field and the value: support points 0 or above the horizon, a
+    /// non-positive or NaN σ, and the f32 precision KMPPI does not have.
+    #[test]
+    fn validate_names_support_points_sigma_and_precision() {
+        let c = Kmppi::new(BasicLinear);
+        let ok = KmppiParams {
+            mppi: MppiParams { horizon: 6, ..MppiParams::new(1, 1.0) },
+            num_support_pts: 3,
+            kernel_sigma: 1.0,
+        };
+        c.validate(&ok).unwrap();
+        let err = |f: &dyn Fn(&mut KmppiParams)| {
+            let mut p = ok.clone();
+            f(&mut p);
+            c.validate(&p).unwrap_err().to_string()
+        };
+        let accepted = "1 to horizon support points and a finite sigma > 0";
+        assert_eq!(
+            err(&|p| p.num_support_pts = 0),
+            format!("invalid num_support_pts/kernel_sigma = 0/1: {accepted}")
+        );
+        assert_eq!(
+            err(&|p| p.num_support_pts = 7),
+            format!("invalid num_support_pts/kernel_sigma = 7/1: {accepted}")
+        );
+        assert!(err(&|p| p.kernel_sigma = 0.0).contains("= 3/0:"));
+        assert!(err(&|p| p.kernel_sigma = f64::NAN).contains("= 3/NaN:"));
+        assert!(err(&|p| p.mppi.precision = Precision::F32).starts_with("invalid precision = f32"));
+    }
+
+    /// With one sample its weight is 1, so the control points become the clamped sampled
+    /// ones: θ = clamp(z) (σ = 1, θ = 0), and the plan passes through them at the support
+    /// steps 0, 2, 4 of a 5-step horizon. jax-mppi's convention bounds by `u_min/u_max /
+    /// u_scale` and returns the first action times `u_scale`.
+    #[test]
+    fn one_sample_moves_the_plan_to_its_clamped_control_points() {
+        let c = Kmppi::new(BasicLinear);
+        let mppi = MppiParams {
+            num_samples: 1,
+            horizon: 5,
+            u_min: vec![-0.8],
+            u_max: vec![0.5],
+            ..MppiParams::new(1, 1.0)
+        };
+        let p = KmppiParams { mppi, num_support_pts: 3, kernel_sigma: 1.0 };
+        c.validate(&p).unwrap();
+        let z = [2.0, -1.0, 0.3];
+        let (x0, mut out) = ([1.0, -0.5], [0.0]);
+        let mut s = c.init(&p);
+        c.command_with_normals(&p, &mut s, &x0, &z, &mut out, false);
+        assert_eq!(s.weights, [1.0]);
+        let want = [0.5, -0.8, 0.3];
+        for (j, w) in want.iter().enumerate() {
+            assert!((s.theta[j] - w).abs() < 1e-12, "θ[{j}] = {}", s.theta[j]);
+            assert!((s.u[2 * j] - w).abs() < 1e-9, "U[{}] = {}", 2 * j, s.u[2 * j]);
+        }
+        assert!((out[0] - 0.5).abs() < 1e-9, "{out:?}");
+
+        let mut jp = p.clone();
+        jp.mppi.convention = Convention::JaxMppi;
+        jp.mppi.u_scale = 2.0;
+        let mut s = c.init(&jp);
+        c.command_with_normals(&jp, &mut s, &x0, &z, &mut out, false);
+        let want = [0.25, -0.4, 0.25];
+        for (j, w) in want.iter().enumerate() {
+            assert!((s.theta[j] - w).abs() < 1e-12, "jax θ[{j}] = {}", s.theta[j]);
+        }
+        assert!((out[0] - 0.5).abs() < 1e-9, "U[0] · u_scale: {out:?}");
+    }
+}

@@ -347,3 +347,100 @@ impl WithSimd for Update<'_> {
         transpose_out(self.eps, self.noise);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kestrel_dynamics::BasicLinear;
+
+    /// Unnormalised weights `exp(−(c − β)/λ)` within `exp_f32`'s 3·10⁻⁷ relative error;
+    /// non-finite costs weigh 0, and so does everything when β itself is not finite.
+    #[test]
+    fn weights_are_exp_of_the_excess_cost_and_zero_for_non_finite() {
+        let cost = [3.0, 1.0, f32::INFINITY, f32::NAN, 2.0, 1.5];
+        let mut w = [9.0f32; 6];
+        dispatch(Weights { cost: &cost, w: &mut w, beta: 1.0, lambda: 0.5 });
+        let want = [(-4.0f64).exp(), 1.0, 0.0, 0.0, (-2.0f64).exp(), (-1.0f64).exp()];
+        for (i, (&got, &want)) in w.iter().zip(&want).enumerate() {
+            assert!((f64::from(got) - want).abs() <= 1e-6 * want, "w[{i}] = {got}, want {want}");
+        }
+        let cost = [f32::INFINITY; 4];
+        let mut w = [9.0f32; 4];
+        dispatch(Weights { cost: &cost, w: &mut w, beta: f32::INFINITY, lambda: 1.0 });
+        assert_eq!(w, [0.0; 4]);
+    }
+
+    /// A block's update: row `r` of `partial` is `Σ_lane ω_lane ε[r][lane]` (integers, so
+    /// exact in any order), and the noise goes out sample-major for the block's real samples
+    /// only (`noise[lane·per + r] = ε[r·LANES + lane]`).
+    #[test]
+    fn update_sums_weighted_noise_per_row_and_transposes_it() {
+        let per = 3;
+        let eps: Vec<f32> =
+            (0..per * LANES).map(|i| (i / LANES * 100 + i % LANES) as f32).collect();
+        let mut w = [0.0f32; LANES];
+        (w[0], w[5], w[31]) = (1.0, 0.5, 0.25);
+        let (mut partial, mut noise) = (vec![0.0; per], vec![0.0; 2 * per]);
+        dispatch(Update { eps: &eps, w: &w, partial: &mut partial, noise: &mut noise });
+        for (r, &got) in partial.iter().enumerate() {
+            let e = |lane: usize| (100 * r + lane) as f64;
+            assert_eq!(got, e(0) + 0.5 * e(5) + 0.25 * e(31), "row {r}");
+        }
+        assert_eq!(noise, [0.0, 100.0, 200.0, 1.0, 101.0, 201.0]);
+    }
+
+    /// One block of one step on `x' = x + 0.1 u` (BasicLinear, `|x|² + 0.01 u²`, terminal
+    /// `10 |x|²`) from `(1, −0.5)` with a zero plan, each lane's cost by hand. pytorch-mppi:
+    /// `u = clamp(z, ±1)`, running cost on `x'`, control cost `U Σ⁻¹ ε = 0`; the null lane
+    /// samples `u = 0`. jax-mppi: running cost on `x₀`, plus `0.5 z²` of the raw, unclamped
+    /// noise. Lanes past `valid` cost +∞.
+    #[test]
+    fn a_block_costs_each_lane_as_computed_by_hand() {
+        let mut c = Consts {
+            l: [0.0; MAX_NU * MAX_NU],
+            sinv: [0.0; MAX_NU * MAX_NU],
+            mu: [0.0; MAX_NU],
+            lo: [-1.0; MAX_NU],
+            hi: [1.0; MAX_NU],
+            scale: 1.0,
+            lambda: 1.0,
+            jax: false,
+            abs: false,
+        };
+        (c.l[0], c.sinv[0]) = (1.0, 1.0);
+        let z: Vec<f32> = (0..LANES).map(|l| (l as f32 - 1.0) * 0.1).collect();
+        let sq = |u: f64| (1.0 + 0.1 * u).powi(2) + (-0.5 + 0.1 * u).powi(2);
+        for (jax, null) in [(false, false), (false, true), (true, false)] {
+            c.jax = jax;
+            let (mut eps, mut cost) = (vec![0.0f32; LANES], vec![0.0f32; LANES]);
+            dispatch(Block {
+                d: &BasicLinear,
+                c: &c,
+                x0: &[1.0, -0.5],
+                unom: &[0.0],
+                t: 1,
+                null,
+                valid: 21,
+                z: &z,
+                eps: &mut eps,
+                cost: &mut cost,
+            });
+            for lane in 0..LANES {
+                let zl = f64::from(z[lane]);
+                let u = if null && lane == 0 { 0.0 } else { zl.clamp(-1.0, 1.0) };
+                let want = if lane >= 21 {
+                    f64::INFINITY
+                } else if jax {
+                    1.25 + 0.01 * u * u + 10.0 * sq(u) + 0.5 * zl * zl
+                } else {
+                    11.0 * sq(u) + 0.01 * u * u
+                };
+                let got = f64::from(cost[lane]);
+                assert!(
+                    got == want || (got - want).abs() <= 1e-5 * want,
+                    "jax {jax}, null {null}, lane {lane}: {got} vs {want}"
+                );
+            }
+        }
+    }
+}

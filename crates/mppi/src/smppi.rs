@@ -321,3 +321,85 @@ impl<D: Dynamics> crate::Controller for Smppi<D> {
         (s.costs, s.weights, s.noise) = (costs, w, eps);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Controller, Precision};
+    use kestrel_dynamics::BasicLinear;
+
+    /// The smoothness cost by hand: actions `(0, 1), (1, 1), (3, 0)` scaled by 2 differ by
+    /// `(2, 0)` and `(4, −2)`, so 4 + 16 + 4 = 24; one step or none has no differences.
+    #[test]
+    fn smoothness_sums_squared_scaled_differences() {
+        let acts = [0.0, 1.0, 1.0, 1.0, 3.0, 0.0];
+        assert_eq!(smoothness(&acts, 3, 2, 2.0), 24.0);
+        assert_eq!(smoothness(&acts, 1, 2, 2.0), 0.0);
+        assert_eq!(smoothness(&[], 0, 2, 2.0), 0.0);
+    }
+
+    fn params(k: usize, t: usize) -> SmppiParams {
+        SmppiParams {
+            mppi: MppiParams { num_samples: k, horizon: t, ..MppiParams::new(1, 1.0) },
+            w_action_seq_cost: 0.5,
+            delta_t: 0.5,
+            action_min: vec![-1.0],
+            action_max: vec![1.5],
+            clamp_lifted_control: false,
+        }
+    }
+
+    /// `validate` names the field and the value it refuses.
+    #[test]
+    fn validate_names_the_field_and_value() {
+        let c = Smppi::new(BasicLinear);
+        c.validate(&params(8, 4)).unwrap();
+        let err = |f: &dyn Fn(&mut SmppiParams)| {
+            let mut p = params(8, 4);
+            f(&mut p);
+            c.validate(&p).unwrap_err().to_string()
+        };
+        assert_eq!(err(&|p| p.delta_t = 0.0), "invalid delta_t = 0: finite and > 0");
+        assert_eq!(
+            err(&|p| p.w_action_seq_cost = -1.0),
+            "invalid w_action_seq_cost = -1: finite and >= 0"
+        );
+        assert_eq!(
+            err(&|p| (p.action_min, p.action_max) = (vec![1.0], vec![0.0])),
+            "invalid action_min/action_max = [1.0]/[0.0]: nu values each with min <= max"
+        );
+        assert!(err(&|p| p.action_max = vec![1.0, 2.0]).contains("[-1.0]/[1.0, 2.0]"));
+        assert!(err(&|p| p.mppi.precision = Precision::F32).starts_with("invalid precision = f32"));
+    }
+
+    /// With one sample (weight 1) from a zero plan, the actions become
+    /// `clamp(z·Δt, action bounds)` and the lifted plan their derivative `a / Δt`. The
+    /// lifted bounds `u_min/u_max` do not bind (pytorch-mppi's quirk) unless
+    /// `clamp_lifted_control`.
+    #[test]
+    fn one_sample_integrates_its_lifted_noise_into_the_actions() {
+        let c = Smppi::new(BasicLinear);
+        let mut p = params(1, 3);
+        (p.mppi.u_min, p.mppi.u_max) = (vec![-0.1], vec![0.1]);
+        let z = [1.0, 4.0, -6.0];
+        let run = |p: &SmppiParams| {
+            let (mut s, mut out) = (c.init(p), [0.0]);
+            c.command_with_normals(p, &mut s, &[1.0, -0.5], &z, &mut out, false);
+            assert_eq!(s.weights, [1.0]);
+            (s, out[0])
+        };
+        let (s, out) = run(&p);
+        let want_a = [0.5, 1.5, -1.0];
+        for t in 0..3 {
+            assert!((s.actions[t] - want_a[t]).abs() < 1e-12, "A[{t}] = {}", s.actions[t]);
+            assert!((s.u[t] - want_a[t] / 0.5).abs() < 1e-12, "U[{t}] = {}", s.u[t]);
+        }
+        assert!((out - 0.5).abs() < 1e-12);
+        p.clamp_lifted_control = true;
+        let (s, _) = run(&p);
+        let want_a = [0.05, 0.05, -0.05];
+        for t in 0..3 {
+            assert!((s.actions[t] - want_a[t]).abs() < 1e-12, "clamped A[{t}] = {}", s.actions[t]);
+        }
+    }
+}
