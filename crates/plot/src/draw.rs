@@ -304,3 +304,88 @@ pub(crate) fn draw_frame_and_ticks<DB: DrawingBackend>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::decode;
+
+    /// Rounding to pixels: halves away from zero, NaN to 0, anything huge saturating at ±10⁷.
+    #[test]
+    fn px_rounds_and_saturates() {
+        assert_eq!((px(2.5), px(-2.5), px(2.49), px(-0.4)), (3, -3, 2, 0));
+        assert_eq!((px(f64::NAN), px(1e300), px(f64::NEG_INFINITY)), (0, 10_000_000, -10_000_000));
+    }
+
+    /// The frame maps an axis's ends to its edges, x left to right and y bottom to top (top
+    /// to bottom for an axis running high to low), linearly in between.
+    #[test]
+    fn frame_maps_axis_ends_to_its_edges() {
+        let f = Frame { x0: 100, y0: 20, x1: 300, y1: 220 };
+        let a = Axis { lo: 0.0, hi: 10.0, major: vec![], minor: vec![] };
+        assert_eq!((f.x(&a, 0.0), f.x(&a, 10.0), f.x(&a, 2.5)), (100.0, 300.0, 150.0));
+        assert_eq!((f.y(&a, 0.0), f.y(&a, 10.0), f.y(&a, 2.5)), (220.0, 20.0, 170.0));
+        let rev = Axis { lo: 10.0, hi: 0.0, ..a };
+        assert_eq!((f.y(&rev, 10.0), f.y(&rev, 0.0)), (220.0, 20.0));
+    }
+
+    /// One text at the centre of a 240 × 120 image.
+    struct Label {
+        s: &'static str,
+        size: f64,
+        rotate: bool,
+    }
+
+    impl Figure for Label {
+        fn size(&self) -> (u32, u32) {
+            (240, 120)
+        }
+        fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+            let (s, size) = (self.s, self.size);
+            text(root, s, (120, 60), size, HPos::Center, VPos::Center, BLACK, self.rotate)
+        }
+    }
+
+    /// The ink of centred PNG text: centred on the anchor (caps only, so the centre anchor,
+    /// half the cap height, is the ink's middle), no wider than `text_size` says, and a
+    /// quarter turn swaps its width and height about the same centre. Empty text and a
+    /// non-positive or NaN size draw nothing; SVG keeps the text as text.
+    #[test]
+    fn png_text_is_centred_on_its_anchor_and_turns_about_it() {
+        let ink = |l: &Label| {
+            let (w, h, rgb) = decode(&png_bytes(l, Path::new("t.png")).unwrap());
+            let (mut x0, mut y0, mut x1, mut y1) = (u32::MAX, u32::MAX, 0, 0);
+            for (i, p) in rgb.chunks_exact(3).enumerate() {
+                if p[0] < 128 {
+                    let (x, y) = (i as u32 % w, i as u32 / w);
+                    (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+                }
+            }
+            assert_eq!((w, h), (240, 120));
+            (x0, y0, x1, y1)
+        };
+        let flat = Label { s: "HEXH", size: 30.0, rotate: false };
+        let (x0, y0, x1, y1) = ink(&flat);
+        let (tw, th) = text_size(flat.s, flat.size);
+        let (iw, ih) = (x1 - x0 + 1, y1 - y0 + 1);
+        assert!(iw <= tw && iw * 10 >= tw * 8, "ink {iw} wide, text_size {tw}");
+        assert!(ih < th && ih * 2 > th, "cap height {ih} of a {th} line");
+        assert!(
+            (x0 + x1).abs_diff(240) <= 4 && (y0 + y1).abs_diff(120) <= 4,
+            "{x0}..{x1}, {y0}..{y1}"
+        );
+        let (r0, s0, r1, s1) = ink(&Label { rotate: true, ..flat });
+        assert!((r1 - r0 + 1).abs_diff(ih) <= 1 && (s1 - s0 + 1).abs_diff(iw) <= 1, "turned");
+        assert!(
+            (r0 + r1).abs_diff(240) <= 4 && (s0 + s1).abs_diff(120) <= 4,
+            "{r0}..{r1}, {s0}..{s1}"
+        );
+        for blank in
+            [Label { s: "", ..flat }, Label { size: 0.0, ..flat }, Label { size: f64::NAN, ..flat }]
+        {
+            assert_eq!(ink(&blank), (u32::MAX, u32::MAX, 0, 0), "nothing drawn for {:?}", blank.s);
+        }
+        let svg = svg_string(&flat).unwrap();
+        assert!(svg.contains("HEXH") && svg.contains(r#"font-family="sans-serif""#), "{svg}");
+    }
+}
