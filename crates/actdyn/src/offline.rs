@@ -123,18 +123,15 @@ pub struct EpochStats {
     pub loss_per_t: f64,
 }
 
-/// Retrains `params` on `data` for `cfg.epochs` epochs, calling `each(stats)` after every
-/// epoch (return `false` to stop). Chunks are consecutive, non-overlapping runs of
-/// `cfg.chunk` steps (a shorter tail is dropped).
-pub fn retrain(
+/// Checks `cfg` and that `data` fits `model` and holds at least one chunk: everything
+/// [`retrain`] refuses, callable before any work (a run folder) starts. Returns the chunks.
+pub fn check_data(
     model: &SeqVae,
-    params: &mut [f64],
     data: &Transitions,
     cfg: &OfflineConfig,
-    mut each: impl FnMut(&EpochStats) -> bool,
-) -> Result<(), ActdynError> {
+) -> Result<usize, ActdynError> {
     cfg.validate()?;
-    let (ny, d) = (model.config().obs_dim, model.config().latent_dim);
+    let ny = model.config().obs_dim;
     if data.obs_dim != ny {
         return Err(ActdynError::invalid("transitions obs_dim", data.obs_dim, format!("{ny}")));
     }
@@ -146,6 +143,21 @@ pub fn retrain(
             format!("at most the {} saved transitions", data.len()),
         ));
     }
+    Ok(n_chunks)
+}
+
+/// Retrains `params` on `data` for `cfg.epochs` epochs, calling `each(stats)` after every
+/// epoch (return `false` to stop). Chunks are consecutive, non-overlapping runs of
+/// `cfg.chunk` steps (a shorter tail is dropped).
+pub fn retrain(
+    model: &SeqVae,
+    params: &mut [f64],
+    data: &Transitions,
+    cfg: &OfflineConfig,
+    mut each: impl FnMut(&EpochStats) -> bool,
+) -> Result<(), ActdynError> {
+    let n_chunks = check_data(model, data, cfg)?;
+    let (ny, d) = (model.config().obs_dim, model.config().latent_dim);
     let t = cfg.chunk;
     let opts = ElboOptions {
         beta: cfg.beta,

@@ -50,11 +50,11 @@ pub struct AlloConfig {
     /// ALLO or GGDO.
     pub method: Method,
     /// Components learned.
-    pub d: usize,
+    pub num_eigenvectors: usize,
     /// Hidden widths of the encoder (ReLU), input 2 (the normalised position).
     pub hidden: Vec<usize>,
     /// Rows in each of the four sub-batches.
-    pub batch: usize,
+    pub batch_size: usize,
     /// Adam learning rate of the encoder.
     pub lr: f64,
     /// Discount of the future-state offset.
@@ -86,9 +86,9 @@ impl AlloConfig {
     pub fn paper() -> Self {
         AlloConfig {
             method: Method::Allo,
-            d: 11,
+            num_eigenvectors: 11,
             hidden: vec![256, 256, 256],
-            batch: 1024,
+            batch_size: 1024,
             lr: 1e-3,
             discount: 0.9,
             convention: Convention::PaperCode,
@@ -113,14 +113,14 @@ impl AlloConfig {
         let bad = |field: &'static str, value: String, accepted: &'static str| {
             Err(AgentError::invalid(field, value, accepted))
         };
-        if self.d == 0 || self.d > 64 {
-            return bad("d", self.d.to_string(), "1 to 64");
+        if self.num_eigenvectors == 0 || self.num_eigenvectors > 64 {
+            return bad("num_eigenvectors", self.num_eigenvectors.to_string(), "1 to 64");
         }
         if self.hidden.contains(&0) {
             return bad("hidden", format!("{:?}", self.hidden), "positive widths");
         }
-        if self.batch == 0 {
-            return bad("batch", "0".into(), "at least 1");
+        if self.batch_size == 0 {
+            return bad("batch_size", "0".into(), "at least 1");
         }
         for (f, v) in [
             ("lr", self.lr),
@@ -244,7 +244,7 @@ impl Allo {
         cfg.validate()?;
         let mut sizes = vec![2];
         sizes.extend(&cfg.hidden);
-        sizes.push(cfg.d);
+        sizes.push(cfg.num_eigenvectors);
         let net = Sequential::mlp(&MlpConfig {
             sizes,
             hidden: Activation::Relu,
@@ -252,7 +252,7 @@ impl Allo {
             init: Init::TruncatedNormal,
         })?;
         let trainee = Trainee::new(&net, key);
-        let d = cfg.d;
+        let d = cfg.num_eigenvectors;
         let n = map.num_states();
         Ok(Allo {
             adam: Adam::new(cfg.lr),
@@ -298,7 +298,7 @@ impl Allo {
         replay: &EpisodicReplay<u32>,
         key: Key,
     ) -> Result<StepMetrics, AgentError> {
-        let b = self.cfg.batch;
+        let b = self.cfg.batch_size;
         self.idx.resize(4 * b, 0);
         {
             let (s, rest) = self.idx.split_at_mut(b);
@@ -313,7 +313,7 @@ impl Allo {
 
     /// [`Allo::step`] on given state indices: `idx` = `[s; s′; u₁; u₂]`, `batch` each.
     pub fn step_on(&mut self, idx: &[u32]) -> Result<StepMetrics, AgentError> {
-        if idx.len() != 4 * self.cfg.batch
+        if idx.len() != 4 * self.cfg.batch_size
             || idx.iter().any(|&s| s as usize >= self.map.num_states())
         {
             return Err(AgentError::invalid(
@@ -328,7 +328,7 @@ impl Allo {
     }
 
     fn step_on_indices(&mut self) -> Result<StepMetrics, AgentError> {
-        let (b, d) = (self.cfg.batch, self.cfg.d);
+        let (b, d) = (self.cfg.batch_size, self.cfg.num_eigenvectors);
         let rows = 4 * b;
         // Encoder inputs: distinct states (dedup) or every row.
         self.uniq.clear();
@@ -399,7 +399,7 @@ impl Allo {
     }
 
     fn update_duals_and_barrier(&mut self, e: &[f64], q: &[f64]) {
-        let d = self.cfg.d;
+        let d = self.cfg.num_eigenvectors;
         let (re, rq) = if self.steps == 0 {
             (1.0, 1.0)
         } else {
@@ -437,7 +437,7 @@ impl Allo {
     ) -> Result<(), AgentError> {
         kestrel_nn::write_checkpoint_set(dir, stamp, self.steps, |tmp| -> Result<(), AgentError> {
             self.net.save_trainee(&tmp.join("encoder.safetensors"), &self.trainee, &[])?;
-            let d = self.cfg.d;
+            let d = self.cfg.num_eigenvectors;
             kestrel_nn::save_safetensors(
                 &tmp.join("allo_state.safetensors"),
                 &[
@@ -463,7 +463,7 @@ impl Allo {
         a.trainee = t;
         let path = dir.join("allo_state.safetensors");
         let f = kestrel_nn::load_safetensors::<f64>(&path)?;
-        let d = a.cfg.d;
+        let d = a.cfg.num_eigenvectors;
         let bad = |what: String| {
             AgentError::invalid(
                 "checkpoint",
@@ -506,7 +506,7 @@ impl Allo {
     /// `I − SR = γ (I − M)` for untruncated geometric offsets, so `λ_i ≈ −γ β_ii / 4`
     /// (derived; episode ends truncate the offsets, so this is approximate).
     pub fn eigenvalue_estimates(&self) -> Vec<f64> {
-        let d = self.cfg.d;
+        let d = self.cfg.num_eigenvectors;
         (0..d).map(|i| -self.cfg.discount * self.duals[i * d + i] / 4.0).collect()
     }
 }
@@ -520,7 +520,7 @@ pub fn loss_and_grad<T: Float>(
     phi: &[T],
     dphi: &mut [T],
 ) -> (f64, f64, Vec<f64>, Vec<f64>) {
-    let (b, d) = (cfg.batch, cfg.d);
+    let (b, d) = (cfg.batch_size, cfg.num_eigenvectors);
     let bf = b as f64;
     let coef: Vec<f64> = match cfg.method {
         Method::Allo => vec![1.0; d],
@@ -620,7 +620,7 @@ pub fn loss_with_stop_gradient(
     phi: &[f64],
     phi_sg: &[f64],
 ) -> f64 {
-    let (b, d) = (cfg.batch, cfg.d);
+    let (b, d) = (cfg.batch_size, cfg.num_eigenvectors);
     let bf = b as f64;
     let coef: Vec<f64> = match cfg.method {
         Method::Allo => vec![1.0; d],
@@ -667,7 +667,8 @@ mod tests {
 
     fn learner(d: usize) -> Allo {
         let map = Arc::new(GridMap::builtin("open-3").unwrap());
-        Allo::new(AlloConfig { d, ..AlloConfig::paper() }, map, Key::new(0)).unwrap()
+        Allo::new(AlloConfig { num_eigenvectors: d, ..AlloConfig::paper() }, map, Key::new(0))
+            .unwrap()
     }
 
     /// The dual and barrier rules of the paper code: the first step takes E and Q as they

@@ -176,7 +176,7 @@ pub fn allo(map: &str, batch: usize, steps: u64) -> Result<AlloTimes, AgentError
             failed = Some(e.into());
         }
     });
-    let cfg = AlloConfig { batch, ..AlloConfig::paper() };
+    let cfg = AlloConfig { batch_size: batch, ..AlloConfig::paper() };
     let mut dedup = Allo::new(cfg.clone(), map.clone(), Key::new(1))?;
     let step_dedup_us = median_us(steps, |i| {
         if let Err(e) = dedup.step(&replay, Key::new(2).fold_in(i)) {

@@ -18,8 +18,8 @@ fn rand(key: Key, n: usize, scale: f64) -> Vec<f64> {
 #[test]
 fn loss_gradient_matches_finite_differences() {
     for method in [Method::Allo, Method::Ggdo] {
-        let cfg = AlloConfig { method, d: 3, batch: 5, ..AlloConfig::paper() };
-        let (b, d) = (cfg.batch, cfg.d);
+        let cfg = AlloConfig { method, num_eigenvectors: 3, batch_size: 5, ..AlloConfig::paper() };
+        let (b, d) = (cfg.batch_size, cfg.num_eigenvectors);
         let phi = rand(Key::new(1), 4 * b * d, 1.2);
         let mut duals = rand(Key::new(2), d * d, 0.7);
         for j in 0..d {
@@ -45,7 +45,12 @@ fn loss_gradient_matches_finite_differences() {
 #[test]
 fn deduplicated_encoder_pass_gives_the_plain_gradient() {
     let map = Arc::new(GridMap::builtin("rooms-2-3").unwrap());
-    let cfg = AlloConfig { d: 4, hidden: vec![32, 32], batch: 64, ..AlloConfig::paper() };
+    let cfg = AlloConfig {
+        num_eigenvectors: 4,
+        hidden: vec![32, 32],
+        batch_size: 64,
+        ..AlloConfig::paper()
+    };
     let replay = collect(map.clone(), 20, 20, 4, 3).unwrap();
     let mut a = Allo::new(cfg.clone(), map.clone(), Key::new(5)).unwrap();
     let mut b = Allo::new(AlloConfig { dedup: false, ..cfg }, map.clone(), Key::new(5)).unwrap();
@@ -167,9 +172,14 @@ fn sr_eigenvalues_match_the_papers_table_3() {
 #[test]
 fn allo_learns_the_eigenvectors_of_a_small_map() {
     let map = Arc::new(GridMap::builtin("rooms-2-3").unwrap());
-    let cfg = AlloConfig { d: 4, hidden: vec![64, 64], batch: 256, ..AlloConfig::paper() };
+    let cfg = AlloConfig {
+        num_eigenvectors: 4,
+        hidden: vec![64, 64],
+        batch_size: 256,
+        ..AlloConfig::paper()
+    };
     let replay = collect(map.clone(), 400, 50, 16, 1).unwrap();
-    let gt = ground_truth(&map, cfg.d).unwrap();
+    let gt = ground_truth(&map, cfg.num_eigenvectors).unwrap();
     let mut a = Allo::new(cfg, map.clone(), Key::new(2)).unwrap();
     let before = gt.cosine_similarity(&a.representation()).0;
     for t in 0..2000 {
@@ -182,7 +192,8 @@ fn allo_learns_the_eigenvectors_of_a_small_map() {
 #[test]
 fn a_checkpointed_run_resumes_exactly() {
     let map = Arc::new(GridMap::builtin("rooms-2-3").unwrap());
-    let cfg = AlloConfig { d: 3, hidden: vec![16], batch: 32, ..AlloConfig::paper() };
+    let cfg =
+        AlloConfig { num_eigenvectors: 3, hidden: vec![16], batch_size: 32, ..AlloConfig::paper() };
     let replay = collect(map.clone(), 40, 20, 4, 7).unwrap();
     let mut a = Allo::new(cfg.clone(), map.clone(), Key::new(1)).unwrap();
     for t in 0..5 {
@@ -199,7 +210,7 @@ fn a_checkpointed_run_resumes_exactly() {
     }
     assert_eq!(a.trainee.params, b.trainee.params);
     assert_eq!((a.duals.clone(), a.barrier), (b.duals.clone(), b.barrier));
-    let other = AlloConfig { d: 4, ..cfg };
+    let other = AlloConfig { num_eigenvectors: 4, ..cfg };
     let e = Allo::load_checkpoint(other, map, &dir).err().unwrap().to_string();
     assert!(e.contains("shape"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);

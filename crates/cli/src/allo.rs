@@ -70,12 +70,12 @@ pub struct TrainArgs {
     /// allo or ggdo.
     #[arg(long)]
     method: Option<String>,
-    /// Components.
+    /// Eigenvectors learnt (the paper's d).
     #[arg(long)]
-    d: Option<u64>,
+    num_eigenvectors: Option<u64>,
     /// Rows per sub-batch.
     #[arg(long)]
-    batch: Option<u64>,
+    batch_size: Option<u64>,
     /// Transition samples collected (3,000,000 in the paper's 12-map study).
     #[arg(long)]
     samples: Option<u64>,
@@ -102,8 +102,8 @@ pub fn train(a: TrainArgs) -> Result<()> {
         ("steps", Flag::I(a.steps)),
         ("seed", Flag::I(a.seed)),
         ("method", Flag::S(a.method)),
-        ("d", Flag::I(a.d)),
-        ("batch", Flag::I(a.batch)),
+        ("num_eigenvectors", Flag::I(a.num_eigenvectors)),
+        ("batch_size", Flag::I(a.batch_size)),
         ("samples", Flag::I(a.samples)),
         ("eval_every", Flag::I(a.eval_every)),
         ("checkpoint_every", Flag::I(a.checkpoint_every)),

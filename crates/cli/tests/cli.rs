@@ -346,9 +346,9 @@ fn allo_train_runs_resumes_and_reports_bad_maps() {
     let common = [
         "--map",
         "builtin:rooms-2-3",
-        "--d",
+        "--num-eigenvectors",
         "3",
-        "--batch",
+        "--batch-size",
         "32",
         "--samples",
         "2000",
@@ -659,8 +659,20 @@ fn actdyn_retrain_reads_the_saved_transitions() {
         out_dir.to_str().unwrap(),
     ]);
     assert!(out.contains("on 60 transitions"), "{out}");
-    let e = fails(&["actdyn", "retrain", "--run", dir.to_str().unwrap(), "--chunk", "100"]);
+    let refused = tmp("actdyn-retrain-refused");
+    let r = refused.to_str().unwrap();
+    let e = fails(&[
+        "actdyn",
+        "retrain",
+        "--run",
+        dir.to_str().unwrap(),
+        "--chunk",
+        "100",
+        "--out-dir",
+        r,
+    ]);
     assert!(e.contains("offline.chunk"), "{e}");
+    assert!(!refused.exists(), "a refused retraining leaves no run folder");
 }
 
 #[test]
@@ -670,7 +682,7 @@ fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
     let spec = dir.join("maps.toml");
     std::fs::write(
         &spec,
-        "kind = \"allo\"\nseeds = 2\n[base]\nsamples = 2000\nbatch = 64\nd = 4\nsteps = 20\neval_every = 10\n\
+        "kind = \"allo\"\nseeds = 2\n[base]\nsamples = 2000\nbatch_size = 64\nnum_eigenvectors = 4\nsteps = 20\neval_every = 10\n\
          [grid]\nmap = [\"builtin:rooms-2-5\", \"builtin:open-6\"]\n",
     )
     .unwrap();
@@ -693,9 +705,10 @@ fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
     assert_eq!(table(&first), table(&again));
     // A bad grid value is named before any folder exists.
     let bad = dir.join("bad.toml");
-    std::fs::write(&bad, "kind = \"allo\"\nseeds = 1\n[grid]\nd = [4, 0]\n").unwrap();
+    std::fs::write(&bad, "kind = \"allo\"\nseeds = 1\n[grid]\nnum_eigenvectors = [4, 0]\n")
+        .unwrap();
     let e = fails(&["sweep", bad.to_str().unwrap(), "--out-dir", o]);
-    assert!(e.contains("bad.toml") && e.contains("d = 0"), "{e}");
+    assert!(e.contains("bad.toml") && e.contains("num_eigenvectors = 0"), "{e}");
     assert!(!out.join("bad").exists());
     // The Ray engine needs a Python: a missing one is a clear error.
     let e =

@@ -70,9 +70,9 @@ const ALLO: [&str; 14] = [
     "train",
     "--map",
     "builtin:rooms-2-3",
-    "--d",
+    "--num-eigenvectors",
     "3",
-    "--batch",
+    "--batch-size",
     "32",
     "--samples",
     "2000",
@@ -98,7 +98,7 @@ fn allo_resumes_refuse_edited_configs_and_tampered_sets() {
     for (name, from, to, field) in [
         ("map", "builtin:rooms-2-3", "builtin:rooms-2-4", "map"),
         ("seed", "seed = 0", "seed = 5", "seed"),
-        ("batch", "batch = 32", "batch = 64", "batch"),
+        ("batch", "batch_size = 32", "batch_size = 64", "batch_size"),
         ("method", "method = \"allo\"", "method = \"ggdo\"", "method"),
     ] {
         let d = tampered(&run, &root, name, |d| edit(&d.join("config.toml"), from, to));
@@ -175,7 +175,7 @@ fn allo_resumes_refuse_edited_configs_and_tampered_sets() {
         assert!(a == b, "{f} differs after the fallback");
     }
     // A flag other than the budget on resume is refused, as is a preset.
-    refused(&["allo", "train", "--steps", "30", "--batch", "64"], &run, &["only steps"]);
+    refused(&["allo", "train", "--steps", "30", "--batch-size", "64"], &run, &["only steps"]);
     std::fs::remove_dir_all(&root).unwrap();
 }
 

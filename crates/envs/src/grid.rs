@@ -240,29 +240,28 @@ pub struct GridParams {
 impl Default for GridParams {
     fn default() -> Self {
         GridParams {
-            map: Arc::new(GridMap::builtin(&GridConfig::default().map).expect("valid builtin")),
+            map: Arc::new(GridMap::resolve(&GridConfig::default().map).expect("valid builtin")),
             max_episode_steps: 50,
         }
     }
 }
 
-/// A [`GridWorld`] as a config names it: the map by builtin name or by file, and the limit.
+/// A [`GridWorld`] as a config names it: the map (spelt as ALLO's run spells it) and the limit.
 #[derive(
     Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
 )]
 #[serde(default, deny_unknown_fields)]
 pub struct GridConfig {
-    /// A builtin map (`open-N`, `rooms-K-N`, `maze-N-SEED`), used when `map_path` is empty.
+    /// A map file (the ALLO paper code's text format) or `builtin:NAME` (open-N, rooms-K-N,
+    /// maze-N-SEED).
     pub map: String,
-    /// A map file (ALLO's text format); overrides `map`.
-    pub map_path: String,
     /// Steps before truncation (the paper's data: 50).
     pub max_episode_steps: u32,
 }
 
 impl Default for GridConfig {
     fn default() -> Self {
-        GridConfig { map: "rooms-2-5".into(), map_path: String::new(), max_episode_steps: 50 }
+        GridConfig { map: "builtin:rooms-2-5".into(), max_episode_steps: 50 }
     }
 }
 
@@ -270,11 +269,7 @@ impl GridConfig {
     /// The params: the map built or read, the limit checked.
     pub fn params(&self) -> Result<GridParams, EnvError> {
         crate::limit(self.max_episode_steps)?;
-        let map = if self.map_path.is_empty() {
-            GridMap::builtin(&self.map)?
-        } else {
-            GridMap::load(std::path::Path::new(&self.map_path))?
-        };
+        let map = GridMap::resolve(&self.map)?;
         Ok(GridParams { map: Arc::new(map), max_episode_steps: self.max_episode_steps })
     }
 }

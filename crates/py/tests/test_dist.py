@@ -164,8 +164,8 @@ seeds = 3
 curve = "cosine_similarity"
 [base]
 samples = 4000
-batch = 64
-d = 4
+batch_size = 64
+num_eigenvectors = 4
 steps = 600
 eval_every = 100
 checkpoint_every = 100

@@ -9,8 +9,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         map: "builtin:rooms-2-4".into(),
         steps: 2000,
         samples: 100_000,
-        batch: 256,
-        d: 6,
+        batch_size: 256,
+        num_eigenvectors: 6,
         eval_every: 500,
         checkpoint_every: 0,
         ..AlloRunConfig::default()

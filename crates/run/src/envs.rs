@@ -179,7 +179,7 @@ impl EnvId {
                 format!("the MPPI system {s:?} as an env: obs = state, reward = -running cost")
             }
             EnvId::DoubleIntegrator => "a double integrator (dims = 1..4) as an env".into(),
-            EnvId::GridWorld => "an ALLO grid maze (map = builtin name or map_path)".into(),
+            EnvId::GridWorld => "an ALLO grid maze (map = \"builtin:NAME\" or a map file)".into(),
             EnvId::TreasureHunt => {
                 "sorrel's treasure hunt, one row per agent (PufferLib style)".into()
             }

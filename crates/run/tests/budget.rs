@@ -88,12 +88,12 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
     ),
     (
         RunKind::Allo,
-        "map = \"builtin:maze-25-0\"\nd = 8\nbatch = 64\nsamples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
+        "map = \"builtin:maze-25-0\"\nnum_eigenvectors = 8\nbatch_size = 64\nsamples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
         RunKind::Allo,
-        "map = \"builtin:maze-20-0\"\nd = 64\nbatch = 256\nsamples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
+        "map = \"builtin:maze-20-0\"\nnum_eigenvectors = 64\nbatch_size = 256\nsamples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=11"),
     ),
     (

@@ -424,6 +424,8 @@ pub fn retrain(
         return Err(RunError::Failed(format!("{}: no complete checkpoint", ck.display())));
     };
     let data = load_transitions(run_dir)?;
+    // Everything the retraining refuses is refused before the folder exists.
+    kestrel_actdyn::offline::check_data(run.model(), &data, &off)?;
     let (dir, mut metrics) = start(&launch, "actdyn", "retrain", off.seed, &off)?;
     let mut launch = launch;
     let r = (|| -> Result<String, RunError> {

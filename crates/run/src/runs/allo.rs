@@ -26,14 +26,14 @@ use std::sync::Arc;
 #[serde(deny_unknown_fields)]
 pub struct AlloRunConfig {
     /// A map file (the paper code's text format) or `builtin:NAME` (open-N, rooms-K-N,
-    /// maze-N-SEED).
+    /// maze-N-SEED), as `GridWorld-v0` spells it.
     pub map: String,
     /// Method.
     pub method: Method,
-    /// Components.
-    pub d: usize,
+    /// Eigenvectors learnt (the paper's d).
+    pub num_eigenvectors: usize,
     /// Rows per sub-batch.
-    pub batch: usize,
+    pub batch_size: usize,
     /// Transition samples collected, in 50-step episodes (the paper's 12-map study: 3,000,000).
     pub samples: usize,
     /// Gradient steps in total (a resumed run's included).
@@ -55,8 +55,8 @@ impl Default for AlloRunConfig {
         AlloRunConfig {
             map: "builtin:rooms-2-5".into(),
             method: Method::Allo,
-            d: 11,
-            batch: 1024,
+            num_eigenvectors: 11,
+            batch_size: 1024,
             samples: 3_000_000,
             steps: 20_000,
             seed: 0,
@@ -75,8 +75,8 @@ impl AlloRunConfig {
             Method::Allo => AlloConfig::paper(),
             Method::Ggdo => AlloConfig::ggdo(),
         };
-        cfg.d = self.d;
-        cfg.batch = self.batch;
+        cfg.num_eigenvectors = self.num_eigenvectors;
+        cfg.batch_size = self.batch_size;
         if let Some(b) = self.barrier {
             cfg.barrier_init = b;
         }
@@ -169,10 +169,10 @@ impl AlloRun {
     fn prepare(c: &AlloRunConfig) -> Result<(Arc<GridMap>, AlloConfig, GroundTruth), AgentError> {
         c.validate()?;
         let map = Arc::new(GridMap::resolve(&c.map)?);
-        if c.d > map.num_states() {
+        if c.num_eigenvectors > map.num_states() {
             return Err(AgentError::invalid(
-                "d",
-                c.d,
+                "num_eigenvectors",
+                c.num_eigenvectors,
                 format!("at most the map's {} states", map.num_states()),
             ));
         }
@@ -183,7 +183,7 @@ impl AlloRun {
                 "at most 10,000 states (the ground truth is a dense eigenproblem)",
             ));
         }
-        let truth = ground_truth(&map, c.d)?;
+        let truth = ground_truth(&map, c.num_eigenvectors)?;
         Ok((map, c.learner_config()?, truth))
     }
 
@@ -251,10 +251,10 @@ impl AlloRunConfig {
         let _ = threads; // the learner trains on one thread
         let (n, rows, cols) = GridMap::resolve(&self.map)
             .map_or((0.0, 0.0, 0.0), |m| (m.num_states() as f64, m.rows as f64, m.cols as f64));
-        let (d, batch) = (self.d as f64, self.batch as f64);
+        let (d, batch) = (self.num_eigenvectors as f64, self.batch_size as f64);
         let rc = rows * cols;
         let map = format!("map = {:?} ({n} states)", self.map);
-        let md = format!("{map}, d = {}", self.d);
+        let md = format!("{map}, num_eigenvectors = {}", self.num_eigenvectors);
         // The encoder: 2 → 256 → 256 → 256 → d (AlloConfig::paper).
         let p = 132_352.0 + 257.0 * d;
         let mut b = Budget::new();
@@ -265,7 +265,7 @@ impl AlloRunConfig {
         add("map (envs/grid.rs)", map.clone(), rc * 5.0 + 8.0 * runs::np2(n) + 16.0 * n);
         add(
             "encoder, Adam state, duals (allo.rs)",
-            format!("d = {}", self.d),
+            format!("num_eigenvectors = {}", self.num_eigenvectors),
             16.0 * p + 24.0 * d * d + 4.0 * n,
         );
         // The truth is held by the run, by the training loop and by a drawing thread.
@@ -297,12 +297,19 @@ impl AlloRunConfig {
                 format!("samples = {}", self.samples),
                 204.0 * episodes + 14.0 * runs::np2(episodes),
             ),
-            ("step buffers (allo.rs)", format!("batch = {}, d = {}", self.batch, self.d), step),
+            (
+                "step buffers (allo.rs)",
+                format!(
+                    "batch_size = {}, num_eigenvectors = {}",
+                    self.batch_size, self.num_eigenvectors
+                ),
+                step,
+            ),
             ("evaluation over every state (allo.rs)", md.clone(), eval),
             // Written at every checkpoint; read back (the file and its tensors) on resume.
             (
                 "checkpoint written or read back (allo.rs)",
-                format!("d = {}", self.d),
+                format!("num_eigenvectors = {}", self.num_eigenvectors),
                 24.0 * p + 4096.0,
             ),
         ];
@@ -463,7 +470,7 @@ pub fn train(
         let est = learner.eigenvalue_estimates();
         let sr = truth.sr_eigenvalues(learner.config().discount);
         let per_step = 1e3 * secs / (learner.steps - start).max(1) as f64;
-        let rows: Vec<Vec<String>> = (0..c.d)
+        let rows: Vec<Vec<String>> = (0..c.num_eigenvectors)
             .map(|i| {
                 vec![
                     format!("{}", i + 1),
@@ -556,9 +563,13 @@ mod tests {
             AlloRunConfig { eval_every: 0, ..AlloRunConfig::default() },
             AlloRunConfig { steps: 0, ..AlloRunConfig::default() },
             AlloRunConfig { samples: usize::MAX, ..AlloRunConfig::default() },
-            AlloRunConfig { d: 0, ..AlloRunConfig::default() },
+            AlloRunConfig { num_eigenvectors: 0, ..AlloRunConfig::default() },
             AlloRunConfig { map: "builtin:maze-499-0".into(), ..AlloRunConfig::default() },
-            AlloRunConfig { d: 60, map: "builtin:open-3".into(), ..AlloRunConfig::default() },
+            AlloRunConfig {
+                num_eigenvectors: 60,
+                map: "builtin:open-3".into(),
+                ..AlloRunConfig::default()
+            },
         ] {
             assert!(AlloRun::new(bad).is_err());
         }
@@ -569,10 +580,10 @@ mod tests {
         let cfg = AlloRunConfig {
             samples: 2000,
             steps: 20,
-            batch: 32,
+            batch_size: 32,
             eval_every: 10,
             checkpoint_every: 10,
-            d: 4,
+            num_eigenvectors: 4,
             ..AlloRunConfig::default()
         };
         let mut run = AlloRun::new(cfg).unwrap();
