@@ -344,6 +344,8 @@ impl VecCore {
         d.set_item("action", space_py(py, &s.action_space)?)?;
         d.set_item("num_agents", s.num_agents)?;
         d.set_item("max_episode_steps", s.max_episode_steps)?;
+        let threshold = EnvId::parse(&self.id).ok().and_then(EnvId::reward_threshold);
+        d.set_item("reward_threshold", threshold)?;
         d.set_item("obs_dtype", v.obs_dtype())?;
         d.set_item("num_envs", v.num_envs())?;
         d.set_item("id", &self.id)?;
@@ -571,10 +573,10 @@ impl VecCore {
     }
 }
 
-/// `[(id, description), ...]`.
+/// `[(id, description, reward_threshold), ...]`.
 #[pyfunction]
-pub(crate) fn list_envs() -> Vec<(String, String)> {
-    EnvId::all().into_iter().map(|id| (id.name(), id.about())).collect()
+pub(crate) fn list_envs() -> Vec<(String, String, Option<f64>)> {
+    EnvId::all().into_iter().map(|id| (id.name(), id.about(), id.reward_threshold())).collect()
 }
 
 /// ARC's operation names in id order for `mode` (`"o2arc"`: ARCLE's, `"jaxarc"`: JaxARC's).

@@ -122,3 +122,27 @@ def test_env_params_come_from_the_registry_with_config_files_and_dicts(tmp_path)
         kestrel.make("CartPole-v1", max_episode_steps=0)
     with pytest.raises(ValueError, match="neither a run kind nor an env id .*CartPole-v1"):
         kestrel.config("CartPol-v1")
+
+
+def test_specs_report_the_limit_and_the_reference_threshold():
+    """`spec` is complete however the env is made: the env's own time limit (no second
+    `TimeLimit` wrapper), Gymnasium's reward threshold where it registers one, and the kwargs."""
+    import gymnasium as gym
+
+    e = gym.make("kestrel/CartPole-v1")
+    assert (e.spec.id, e.spec.max_episode_steps, e.spec.reward_threshold) == ("kestrel/CartPole-v1", 500, 475.0)
+    assert not any(isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(e))
+    e = gym.make("kestrel/Pendulum-v1", max_episode_steps=-1)
+    assert (e.spec.max_episode_steps, e.spec.reward_threshold) == (200, None)
+    k = kestrel.make("CartPole-v1", max_episode_steps=7)
+    assert (k.spec.max_episode_steps, k.spec.kwargs) == (7, {"max_episode_steps": 7})
+    v = kestrel.make_vec("CartPole-v1", 3)
+    assert (v.spec.id, v.spec.max_episode_steps, v.spec.reward_threshold) == ("kestrel/CartPole-v1", 500, 475.0)
+    gv = gym.make_vec("kestrel/TreasureHunt-v0", num_envs=2, vectorization_mode="vector_entry_point", num_agents=1)
+    assert gv.spec.max_episode_steps == 100 and gv.spec.reward_threshold is None
+
+
+def _wrappers(env):
+    while hasattr(env, "env"):
+        yield env
+        env = env.env

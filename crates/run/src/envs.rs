@@ -195,6 +195,15 @@ impl EnvId {
         }
     }
 
+    /// The return at which the reference counts the task solved (Gymnasium's registered
+    /// `reward_threshold`: CartPole-v1's 475), where it has one.
+    pub fn reward_threshold(self) -> Option<f64> {
+        match self {
+            EnvId::CartPole => Some(475.0),
+            _ => None,
+        }
+    }
+
     /// The env id `name`; an unknown one is an error naming the closest id and listing all.
     pub fn parse(name: &str) -> Result<EnvId, RunError> {
         let all = EnvId::all();

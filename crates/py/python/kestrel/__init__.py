@@ -27,7 +27,7 @@ __all__ = ["Key", "Env", "VectorEnv", "RunResult", "config", "config_toml", "run
 
 def list_envs() -> list[str]:
     """Every env id (`gymnasium.make("kestrel/<id>")` works for each)."""
-    return [i for i, _ in _kestrel.list_envs()]
+    return [i for i, *_ in _kestrel.list_envs()]
 
 
 def arc_operations(mode: str = "o2arc") -> list[str]:

@@ -164,3 +164,49 @@ def params_json(params):
         return json.dumps(params, default=default, allow_nan=False)
     except TypeError as e:
         raise TypeError(str(e)) from None
+
+
+class SpecFromCore:
+    """`spec` as Gymnasium's `make`/`make_vec` and Kestrel's own constructors set it, with the
+    env's own time limit and the reference's reward threshold filled in where the spec leaves
+    them out (Kestrel envs truncate themselves, so no `TimeLimit` is registered)."""
+
+    _limit = None
+    _threshold = None
+    _spec = None
+
+    def _init_spec(self, env_id, core_spec, kwargs, config_path):
+        """The spec `gymnasium.make(env.spec)` re-creates this env from (its registration's
+        entry points, its params as kwargs)."""
+        import gymnasium as gym
+
+        self._limit = core_spec["max_episode_steps"]
+        self._threshold = core_spec["reward_threshold"]
+        kwargs = dict(kwargs) if config_path is None else {**kwargs, "config": config_path}
+        registered = gym.registry.get(f"kestrel/{env_id}")
+        if registered is None:
+            self.spec = gym.envs.registration.EnvSpec(id=f"kestrel/{env_id}", kwargs=kwargs)
+        else:
+            import copy
+
+            spec = copy.deepcopy(registered)
+            spec.kwargs = kwargs
+            self.spec = spec
+
+    @property
+    def spec(self):
+        return self._spec
+
+    @spec.setter
+    def spec(self, s):
+        import dataclasses
+
+        if s is not None:
+            fill = {}
+            if s.max_episode_steps is None and self._limit is not None:
+                fill["max_episode_steps"] = self._limit
+            if s.reward_threshold is None and self._threshold is not None:
+                fill["reward_threshold"] = self._threshold
+            if fill:
+                s = dataclasses.replace(s, **fill)
+        self._spec = s

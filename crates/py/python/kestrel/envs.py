@@ -8,10 +8,10 @@ import gymnasium as gym
 
 from . import _kestrel
 from ._runs import split_config
-from ._spaces import action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
+from ._spaces import SpecFromCore, action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
 
 
-class Env(gym.Env):
+class Env(SpecFromCore, gym.Env):
     """A single Kestrel env. Always returns fresh arrays. The episode ends with `terminated`
     (the env's rule) or `truncated` (its step limit); call `reset()` then.
 
@@ -39,6 +39,7 @@ class Env(gym.Env):
                 "(pass num_agents=1, or use kestrel.make_vec for one row per agent)"
             )
         self.env_id = env_id
+        self._init_spec(env_id, spec, keys, path)
         self.observation_space, self.action_space = env_spaces(spec)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
@@ -131,12 +132,16 @@ def _vec_entry(env_id):
 def register_envs():
     """Registers every env as `kestrel/<id>` for `gymnasium.make` and
     `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`."""
-    for env_id, _ in _kestrel.list_envs():
+    for env_id, _, threshold in _kestrel.list_envs():
         name = f"kestrel/{env_id}"
         if name in gym.registry:
             continue
+        # No registered `max_episode_steps`: each env truncates itself at its own limit (a
+        # `TimeLimit` on top would be a second, silently different limit when a keyword
+        # changes it); `spec.max_episode_steps` reports that limit all the same.
         gym.register(
             id=name,
+            reward_threshold=threshold,
             entry_point=_entry(env_id),
             vector_entry_point=_vec_entry(env_id),
             disable_env_checker=False,

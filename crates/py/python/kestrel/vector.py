@@ -13,7 +13,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import _kestrel
 from ._runs import split_config
-from ._spaces import action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
+from ._spaces import SpecFromCore, action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
 
 _MODES = {
     AutoresetMode.NEXT_STEP: "next-step",
@@ -35,7 +35,7 @@ def autoreset_mode(mode) -> AutoresetMode:
     raise ValueError(f"autoreset_mode = {mode!r}: expected one of next_step, same_step, disabled")
 
 
-class VectorEnv(gym.vector.VectorEnv):
+class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
     """`num_envs` copies of a Kestrel env (agent rows for multi-agent envs, PufferLib style).
 
     Args:
@@ -103,6 +103,7 @@ class VectorEnv(gym.vector.VectorEnv):
         self.render_mode = None
         self.copy = bool(copy)
         self._core.set_autoreset(_MODES[self.autoreset_mode])
+        self._init_spec(env_id, spec, keys, path)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
         self._parts, self._obs_len = obs_layout(spec, self.single_observation_space)
