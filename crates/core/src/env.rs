@@ -40,7 +40,7 @@ pub trait Env: Send + Sync {
     /// Writes the observation of `state` (all agents) and returns `true`, for envs whose
     /// observation is a function of the state alone; `false` (the default), writing nothing,
     /// when it is not.
-    /// [`crate::VecEnv::set_state`] uses it to start a row from a given state (matching a
+    /// [`crate::BatchEnv::set_state`] on a [`crate::VecEnv`] uses it to start a row from a given state (matching a
     /// peer from the same start state).
     fn observe(&self, params: &Self::Params, state: &Self::State, obs: &mut [Self::Obs]) -> bool {
         let _ = (params, state, obs);

@@ -18,7 +18,7 @@ struct Rows<'a, E: Env> {
     nr: &'a mut [bool],
 }
 
-/// N environments stepped together, with auto-reset ([`AutoReset`], same-step by default):
+/// N environments stepped together, with auto-reset ([`crate::AutoReset`], same-step by default):
 /// the [`BatchEnv`] of any [`Env`] (columns and their meaning: [`Columns`]).
 ///
 /// Rows are independent and draw from keys derived from `(seed, step, row)` (see the crate

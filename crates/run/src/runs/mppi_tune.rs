@@ -220,7 +220,7 @@ pub fn tune(c: TuneConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
 }
 
 /// [`tune`] with the candidates' costs computed by `evaluator` (the problem of
-/// [`kestrel_mppi::tune::tune_problem`] evaluated elsewhere, on Ray workers say). `failed` is
+/// [`tune_problem`] evaluated elsewhere, on Ray workers say). `failed` is
 /// asked after every generation: a message stops the run, which then fails with it.
 pub fn tune_with(
     c: TuneConfig,
