@@ -244,7 +244,7 @@ def test_bad_input_raises_with_the_shape():
         venv.step(np.full(4096, 7))
     with pytest.raises(TypeError, match="seed"):
         venv.reset(seed=float("nan"))
-    with pytest.raises(ValueError, match="one int seed"):
+    with pytest.raises(ValueError, match="a list of 2 seeds for 4096 rows"):
         venv.reset(seed=[1, 2])
     with pytest.raises(ValueError, match="num_envs = -1"):
         kestrel.make_vec("CartPole-v1", -1)
@@ -468,3 +468,17 @@ def test_gym_make_vec_reports_no_statistics_unless_asked_so_gymnasium_wrappers_c
     own = gym.make_vec("kestrel/CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point", episode_stats=True)
     own.reset(seed=0)
     assert any("episode" in own.step(np.zeros(8, np.int64))[4] for _ in range(200))
+
+
+def test_seed_lists_in_gymnasiums_form_are_the_int_seed():
+    """`reset(seed=[s, s+1, ...])` (what Gymnasium's vector envs make of `seed=s`) is `seed=s`;
+    all-None is no seed; any other list is refused, saying why, before anything resets."""
+    a, b = kestrel.make_vec("CartPole-v1", 4), kestrel.make_vec("CartPole-v1", 4)
+    oa, _ = a.reset(seed=7)
+    ob, _ = b.reset(seed=[7, 8, 9, 10])
+    assert np.array_equal(oa, ob)
+    b.reset(seed=np.arange(3, 7))
+    assert np.array_equal(b.reset(seed=[None] * 4)[0].shape, (4, 4))
+    for bad in ([7, 8, 9], [7, 9, 10, 11], [None, 1, 2, 3]):
+        with pytest.raises(ValueError, match="seed"):
+            b.reset(seed=bad)

@@ -146,12 +146,28 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         return self._alloc() if self.copy else self._bufs
 
     # -- Gymnasium API -------------------------------------------------------------------
+    def _one_seed(self, seeds):
+        """The int seed a per-row seed list stands for (see `reset`)."""
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"seed: a list of {len(seeds)} seeds for {self.num_envs} rows; one per row")
+        if all(s is None for s in seeds):
+            return None
+        first = seeds[0]
+        if first is not None and all(s is not None and int(s) == int(first) + i for i, s in enumerate(seeds)):
+            return check_seed(int(first))
+        raise ValueError(
+            f"seed = {list(seeds)[:4]}...: Kestrel's rows derive their keys from one seed and their row, "
+            "so a list must be [s, s + 1, ..., s + num_envs - 1] (what Gymnasium makes of seed=s), "
+            "or pass one int")
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Resets every env (or, with `options={"reset_mask": mask}`, those where the mask is
-        true). `seed` is one int; rows derive their keys from `(seed, row)`."""
+        true). `seed` is an int: rows derive their keys from `(seed, row)`. A list (one entry per
+        row, as Gymnasium's vector envs take) is accepted in the form Gymnasium makes from an
+        int `s`, `[s, s + 1, ..., s + num_envs - 1]` (the same as `seed=s`), or all `None`."""
         self._check_open()
         if isinstance(seed, (list, tuple, np.ndarray)):
-            raise ValueError("seed: one int seed; rows derive keys from (seed, row), a list of seeds is not accepted")
+            seed = self._one_seed(list(seed))
         if seed is not None:
             seed = check_seed(seed)
         super().reset(seed=seed)
