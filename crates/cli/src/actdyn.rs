@@ -159,7 +159,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     let c: ActdynConfig =
         a.cfg.load(&preset(&a.preset)?, flags(&a.profile, &None, a.steps, None))?;
     let seeds = parse_seeds(&a.seeds)?;
-    let arms: Vec<String> = a.arms.split(',').map(|s| s.trim().to_string()).collect();
+    let arms = kestrel_run::runs::actdyn::ArmKind::parse_list(&a.arms)?;
     launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::runs::actdyn::compare(c, seeds, arms, l))
 }
 

@@ -207,6 +207,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("actdyn compare --seeds 5..3".into(), "seeds"),
         ("actdyn compare --seeds a,b".into(), "seeds"),
         ("actdyn compare --arms random,greedy".into(), "greedy"),
+        ("actdyn compare --arms active,active".into(), "each arm once"),
         ("actdyn bench --threads 100000".into(), "threads"),
         ("actdyn retrain --run /nonexistent/run".into(), "/nonexistent/run"),
         ("actdyn retrain --run /tmp --epochs 0".into(), "epochs"),

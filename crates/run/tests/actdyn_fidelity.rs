@@ -75,8 +75,13 @@ fn e1_is_in_distribution_with_the_reference_anchors() {
     let mut p = |_: kestrel_run::Tick<'_>| {};
     let c = ActdynConfig { steps: 5000, ..ActdynConfig::e1() };
     let launch = Launch { out_dir: out.clone(), argv: vec![], progress: &mut p };
-    let o = kestrel_run::runs::actdyn::compare(c, (0..8).collect(), vec!["random".into()], launch)
-        .unwrap();
+    let o = kestrel_run::runs::actdyn::compare(
+        c,
+        (0..8).collect(),
+        vec![kestrel_run::runs::actdyn::ArmKind::Random],
+        launch,
+    )
+    .unwrap();
     let comp: Value =
         serde_json::from_str(&std::fs::read_to_string(o.dir.join("comparison.json")).unwrap())
             .unwrap();

@@ -587,6 +587,49 @@ fn coverage_map(run: &ActiveRun) -> Option<Heatmaps> {
 /// One comparison metric of a run.
 type MetricFn = Box<dyn Fn(&ArmResult) -> f64>;
 
+/// An arm of a comparison: the policy every seed runs with (the paper's names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArmKind {
+    /// The run's config with the random policy.
+    Random,
+    /// The run's config with iCEM on the Fisher information.
+    Active,
+}
+
+impl ArmKind {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArmKind::Random => "random",
+            ArmKind::Active => "active",
+        }
+    }
+
+    /// The arms a comma list names (`random,active`); an unknown arm is an error naming it
+    /// ([`compare`] refuses a repeated one).
+    pub fn parse_list(list: &str) -> Result<Vec<ArmKind>, RunError> {
+        list.split(',')
+            .map(str::trim)
+            .map(|s| match s {
+                "random" => Ok(ArmKind::Random),
+                "active" => Ok(ArmKind::Active),
+                other => {
+                    Err(kestrel_core::Invalid::new("arms", format!("{other:?}"), "random, active")
+                        .into())
+                }
+            })
+            .collect()
+    }
+
+    fn policy(self) -> PolicyKind {
+        match self {
+            ArmKind::Random => PolicyKind::Random,
+            ArmKind::Active => PolicyKind::Icem,
+        }
+    }
+}
+
 /// What one arm of a comparison gave on one seed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArmResult {
@@ -696,28 +739,28 @@ pub fn median(v: &[f64]) -> f64 {
 pub fn compare(
     c: ActdynConfig,
     seeds: Vec<u64>,
-    arms: Vec<String>,
+    arms: Vec<ArmKind>,
     launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     c.validate()?;
     if seeds.is_empty() || seeds.len() > 10_000 {
         return Err(kestrel_core::Invalid::new("seeds", seeds.len(), "1 to 10000 seeds").into());
     }
+    if arms.is_empty() || (1..arms.len()).any(|i| arms[..i].contains(&arms[i])) {
+        let names: Vec<&str> = arms.iter().map(|a| a.name()).collect();
+        return Err(kestrel_core::Invalid::new("arms", names.join(","), "each arm once").into());
+    }
     let mut jobs = Vec::new();
     for arm in &arms {
-        let kind = match arm.as_str() {
-            "random" => PolicyKind::Random,
-            "active" => PolicyKind::Icem,
-            other => return Err(kestrel_core::Invalid::new("arms", other, "random, active").into()),
-        };
         for &seed in &seeds {
             let mut cfg = c.clone();
-            cfg.policy.kind = kind;
+            cfg.policy.kind = arm.policy();
             cfg.seed = seed;
             cfg.validate()?;
-            jobs.push((arm.clone(), cfg));
+            jobs.push((arm.name().to_string(), cfg));
         }
     }
+    let arms: Vec<String> = arms.iter().map(|a| a.name().to_string()).collect();
     let (dir, mut metrics) =
         start(&launch, "actdyn", &format!("compare-{}", arms.join("-")), seeds[0], &c)?;
     let launch = std::sync::Mutex::new(launch);
