@@ -523,3 +523,58 @@ pub fn run(c: ArcCmd) -> Result<()> {
         ArcCmd::Rollout(a) => rollout(a),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The modes map to the library's params (JaxARC's bugs only with `jaxarc-bugs`), keeping
+    /// the layout.
+    #[test]
+    fn modes_map_to_the_librarys_params() {
+        assert_eq!(params(ModeArg::O2arc, Layout::Full).mode, Mode::O2arc);
+        let j = params(ModeArg::Jaxarc, Layout::Full);
+        assert_eq!((j.mode, j.layout, j.bugs), (Mode::Jaxarc, Layout::Full, JaxBugs::default()));
+        assert_eq!(params(ModeArg::JaxarcBugs, Layout::Compact).bugs, JaxBugs::all());
+    }
+
+    /// A canvas keeps the tasks that fit and drops the rest; a chosen task replaces the bank;
+    /// a bank with nothing that fits is an error, not an empty env.
+    #[test]
+    fn env_for_keeps_the_fitting_tasks_and_refuses_none() {
+        let tasks = |lo, hi, seed| {
+            let cfg = GenConfig { min_side: lo, max_side: hi, ..GenConfig::default() };
+            generate_bank(&Family::ALL, 1, seed, &cfg).unwrap().tasks().to_vec()
+        };
+        let (small, big) = (tasks(3, 5, 1), tasks(9, 12, 2));
+        let bank = TaskBank::from_tasks(small.iter().chain(&big).cloned().collect());
+        // Every big task is dropped (at least 9 a side); small ones stay unless a family
+        // scales its output past 5.
+        let kept = env_for::<5>(bank.clone(), None).unwrap().bank().len();
+        assert!(kept > 0 && kept <= small.len(), "{kept} of {} small tasks", small.len());
+        assert_eq!(
+            env_for::<30>(bank.clone(), None).unwrap().bank().len(),
+            small.len() + big.len()
+        );
+        assert_eq!(env_for::<30>(bank, Some(&big[0])).unwrap().bank().len(), 1);
+        let none = TaskBank::from_tasks(big);
+        assert!(env_for::<5>(none, None).is_err());
+    }
+
+    /// The PNG writer writes a file the decoder reads back pixel for pixel.
+    #[test]
+    fn pngs_read_back_as_written() {
+        let path = std::env::temp_dir().join(format!("kestrel-cli-png-{}.png", std::process::id()));
+        let rgb: Vec<u8> = (0..3 * 4 * 2).map(|i| (i * 10) as u8).collect();
+        write_png(&path, 4, 2, &rgb).unwrap();
+        let mut dec =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()))
+                .read_info()
+                .unwrap();
+        let mut buf = vec![0; dec.output_buffer_size()];
+        let info = dec.next_frame(&mut buf).unwrap();
+        assert_eq!((info.width, info.height), (4, 2));
+        assert_eq!(&buf[..info.buffer_size()], &rgb[..]);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
