@@ -7,6 +7,7 @@ use crate::{
     sample_action,
 };
 use kestrel_core::FromInvalid;
+use kestrel_core::timing::rows_per_second;
 use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use std::time::Instant;
 
@@ -54,42 +55,18 @@ pub fn steps_per_second<const S: usize>(
     seconds: f64,
     kernel: Kernel,
 ) -> Result<f64, ArcError> {
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(ArcError::invalid("seconds", seconds, "more than 0, at most 86400"));
-    }
     match kernel {
         Kernel::Rows => {
             let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)?;
             let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| {
                 a[0] = sample_action::<S>(&mut key.rng(), kind)
             };
-            Ok(time_steps(n, seconds, || v.step_with(policy)))
+            Ok(rows_per_second(n, seconds, || v.step_with(policy))?)
         }
         Kernel::Lanes => {
             let mut v = ArcLanes::new(env.clone(), p.clone(), n, 1)?;
-            Ok(time_steps(n, seconds, || v.step_random(kind)))
+            Ok(rows_per_second(n, seconds, || v.step_random(kind))?)
         }
-    }
-}
-
-/// Rows per second of `step` (which steps `n` rows) over at least `seconds`, after 3
-/// warm-up steps.
-fn time_steps(n: usize, seconds: f64, mut step: impl FnMut()) -> f64 {
-    for _ in 0..3 {
-        step();
-    }
-    let (mut iters, mut steps) = (1u64, 0u64);
-    let t0 = Instant::now();
-    loop {
-        for _ in 0..iters {
-            step();
-        }
-        steps += iters * n as u64;
-        let el = t0.elapsed().as_secs_f64();
-        if el >= seconds {
-            return steps as f64 / el;
-        }
-        iters = (iters * 2).min(1 << 20);
     }
 }
 

@@ -768,7 +768,7 @@ impl<const S: usize> WithSimd for Sample<'_, S> {
         let span =
             |lo: u64, hi: u64| -> u16 { ((((2u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16) & rb };
         // The policy key's generator per lane, after its first draw (the op).
-        let mut rngs: [Rng; L] = std::array::from_fn(|l| keys.policy(first + l).rng());
+        let mut rngs: [Rng; L] = std::array::from_fn(|l| keys.row(first + l).policy().rng());
         for l in 0..L {
             b.op[l] = rngs[l].below(NUM_OPS as u32) as u8;
         }
@@ -967,8 +967,8 @@ impl<const S: usize> BatchEnv for ArcLanes<S> {
         &self.cols
     }
 
-    fn columns_mut(&mut self) -> &mut kestrel_core::Columns<i8> {
-        &mut self.cols
+    fn set_autoreset(&mut self, mode: kestrel_core::AutoReset) {
+        self.cols.set_autoreset(mode);
     }
 
     fn reset(&mut self, seed: u64) {
@@ -979,7 +979,7 @@ impl<const S: usize> BatchEnv for ArcLanes<S> {
                 &self.env,
                 &self.params,
                 self.starts.as_ref(),
-                keys.row(i),
+                keys.row(i).key(),
                 &mut self.blocks[i / L],
                 i % L,
                 &mut self.cols.obs[i * per..(i + 1) * per],
@@ -995,7 +995,7 @@ impl<const S: usize> BatchEnv for ArcLanes<S> {
                 &self.env,
                 &self.params,
                 self.starts.as_ref(),
-                keys.reset(i),
+                keys.row(i).reset(),
                 &mut self.blocks[i / L],
                 i % L,
                 &mut self.cols.obs[i * per..(i + 1) * per],
@@ -1078,7 +1078,7 @@ impl<const S: usize> ArcLanes<S> {
                         let row = first + l;
                         let mut a = [ArcAction::<S>::default()];
                         if !nr[l] {
-                            p(row, keys.policy(row), &ob[l * per..(l + 1) * per], &mut a);
+                            p(row, keys.row(row).policy(), &ob[l * per..(l + 1) * per], &mut a);
                         }
                         b.set_action(l, &a[0]);
                     }
@@ -1122,7 +1122,7 @@ impl<const S: usize> ArcLanes<S> {
                     continue;
                 }
                 let fo = &mut fo[l * per..(l + 1) * per];
-                if let Some(k) = end_episode(mode, &keys, row, obs, fo, &mut sc[l], &mut nr[l]) {
+                if let Some(k) = end_episode(mode, keys.row(row), obs, fo, &mut sc[l], &mut nr[l]) {
                     reset_lane(env, params, starts, k, b, l, obs);
                 }
             }

@@ -220,6 +220,8 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("hunt train --obs hsv".into(), "hsv"),
         ("hunt train --num-agents 0".into(), "num_agents"),
         ("hunt train --set env.height=2".into(), "height"),
+        ("hunt train --set env.vision_radius=9223372036854775807".into(), "vision_radius"),
+        ("env bench TreasureHunt-v0 --set vision_radius=200".into(), "vision_radius = 200"),
         ("hunt train --set spawn_prob=nan".into(), "spawn_prob"),
         ("hunt train --set spawn_prob=2".into(), "spawn_prob"),
         ("hunt train --set turns=0".into(), "turns"),

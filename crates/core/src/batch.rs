@@ -48,31 +48,45 @@ impl StepKeys {
     pub fn new(run: Key, t: u64, row_offset: u64) -> Self {
         StepKeys { step: run.fold_in(t), prev: run.fold_in(t.saturating_sub(1)), row_offset }
     }
-    /// Row `row`'s key of this step, the parent of its three tagged keys.
+    /// Row `row`'s key of this step (derived once per row and step; its three tagged keys
+    /// come from it).
     #[inline]
-    pub fn row(&self, row: usize) -> Key {
-        self.step.fold_in(self.row_offset + row as u64)
-    }
-    /// The key of the row's env step.
-    #[inline]
-    pub fn step(&self, row: usize) -> Key {
-        self.row(row).fold_in(KEY_STEP)
-    }
-    /// The key of the row's policy.
-    #[inline]
-    pub fn policy(&self, row: usize) -> Key {
-        self.row(row).fold_in(KEY_POLICY)
-    }
-    /// The key of a reset in this step (same-step auto-reset, `reset_rows`).
-    #[inline]
-    pub fn reset(&self, row: usize) -> Key {
-        self.row(row).fold_in(KEY_RESET)
+    pub fn row(&self, row: usize) -> RowKey {
+        RowKey(self.step.fold_in(self.row_offset + row as u64))
     }
     /// The key of a next-step auto-reset in this step: the reset key of the step that ended
     /// the episode, so it starts the same episode a same-step reset would have.
     #[inline]
     pub fn pending_reset(&self, row: usize) -> Key {
         self.prev.fold_in(self.row_offset + row as u64).fold_in(KEY_RESET)
+    }
+}
+
+/// One row's key of one step: the parent of the row's step, policy and reset keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowKey(Key);
+
+impl RowKey {
+    /// The key itself: what the first reset after [`Columns::restart`] draws from (untagged,
+    /// see the crate docs).
+    #[inline]
+    pub fn key(self) -> Key {
+        self.0
+    }
+    /// The key of the row's env step.
+    #[inline]
+    pub fn step(self) -> Key {
+        self.0.fold_in(KEY_STEP)
+    }
+    /// The key of the row's policy.
+    #[inline]
+    pub fn policy(self) -> Key {
+        self.0.fold_in(KEY_POLICY)
+    }
+    /// The key of a reset in this step (same-step auto-reset, `reset_rows`).
+    #[inline]
+    pub fn reset(self) -> Key {
+        self.0.fold_in(KEY_RESET)
     }
 }
 
@@ -90,11 +104,9 @@ pub fn count_step(limit: Option<u32>, terminated: bool, steps: &mut u32) -> (boo
 /// waits: for the next step ([`AutoReset::NextStep`], which marks `needs_reset`) or for
 /// [`BatchEnv::reset_rows`] ([`AutoReset::Disabled`]).
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub fn end_episode<O: Copy>(
     mode: AutoReset,
-    keys: &StepKeys,
-    row: usize,
+    row_key: RowKey,
     obs: &[O],
     final_obs: &mut [O],
     steps: &mut u32,
@@ -104,7 +116,7 @@ pub fn end_episode<O: Copy>(
     match mode {
         AutoReset::SameStep => {
             *steps = 0;
-            Some(keys.reset(row))
+            Some(row_key.reset())
         }
         AutoReset::NextStep => {
             *needs_reset = true;
@@ -192,8 +204,9 @@ impl<O: Copy + Default> Columns<O> {
     }
 
     /// Starts the batch over from `seed`: step counter 0, flags, rewards and counts cleared.
-    /// Returns the keys of step 0: the kernel resets row `i` with [`StepKeys::row`]`(i)`
-    /// (the first reset is untagged; see the crate docs).
+    /// Returns the keys of step 0: the kernel resets row `i` with
+    /// [`StepKeys::row`]`(i).`[`key`](RowKey::key)`()` (the first reset is untagged; see the
+    /// crate docs).
     pub fn restart(&mut self, seed: u64) -> StepKeys {
         self.key = Key::new(seed);
         self.t = 0;
@@ -217,7 +230,7 @@ impl<O: Copy + Default> Columns<O> {
     }
 
     /// Checks a `reset_rows` mask's length (an error that changes nothing). The kernel then
-    /// resets each selected row with [`StepKeys::reset`] of [`Columns::keys`] and calls
+    /// resets each selected row with [`RowKey::reset`] of [`Columns::keys`] and calls
     /// [`Columns::start_row`].
     pub fn check_mask(&self, mask: &[bool]) -> Result<(), CoreError> {
         if mask.len() != self.num_envs {
@@ -288,8 +301,8 @@ impl<O: Copy + Default> Columns<O> {
 }
 
 /// A batch of one env kind: what every front end (the Python vector envs, the env registry,
-/// benchmarks) steps. Implementors hold a [`Columns`] and a kernel; the column accessors
-/// and the auto-reset setting are provided.
+/// benchmarks) steps. Implementors hold a [`Columns`] and a kernel; the column accessors are
+/// provided.
 pub trait BatchEnv: Send + Sized {
     /// The env kernel the batch is built from.
     type Kernel;
@@ -324,10 +337,11 @@ pub trait BatchEnv: Send + Sized {
         Self::shard(kernel, params, num_envs, seed, 0)
     }
 
-    /// The columns.
+    /// The columns (read-only: only the kernel writes them).
     fn columns(&self) -> &Columns<Self::Obs>;
-    /// The columns, to change the auto-reset mode.
-    fn columns_mut(&mut self) -> &mut Columns<Self::Obs>;
+
+    /// Sets when finished rows reset (takes effect from the next step).
+    fn set_autoreset(&mut self, mode: AutoReset);
 
     /// Resets every row from `seed` (step counter back to 0).
     fn reset(&mut self, seed: u64);
@@ -365,10 +379,6 @@ pub trait BatchEnv: Send + Sized {
         }
     }
 
-    /// Sets when finished rows reset (takes effect from the next step).
-    fn set_autoreset(&mut self, mode: AutoReset) {
-        self.columns_mut().set_autoreset(mode);
-    }
     /// The auto-reset mode.
     fn autoreset(&self) -> AutoReset {
         self.columns().autoreset()
@@ -441,13 +451,13 @@ mod tests {
     fn step_keys_follow_the_documented_tree() {
         let run = Key::new(7);
         let k = StepKeys::new(run, 5, 10);
-        assert_eq!(k.row(2), run.fold_in(5).fold_in(12));
-        assert_eq!(k.step(2), run.fold_in(5).fold_in(12).fold_in(KEY_STEP));
-        assert_eq!(k.policy(2), run.fold_in(5).fold_in(12).fold_in(KEY_POLICY));
-        assert_eq!(k.reset(2), run.fold_in(5).fold_in(12).fold_in(KEY_RESET));
-        assert_eq!(k.pending_reset(2), StepKeys::new(run, 4, 10).reset(2));
+        assert_eq!(k.row(2).key(), run.fold_in(5).fold_in(12));
+        assert_eq!(k.row(2).step(), run.fold_in(5).fold_in(12).fold_in(KEY_STEP));
+        assert_eq!(k.row(2).policy(), run.fold_in(5).fold_in(12).fold_in(KEY_POLICY));
+        assert_eq!(k.row(2).reset(), run.fold_in(5).fold_in(12).fold_in(KEY_RESET));
+        assert_eq!(k.pending_reset(2), StepKeys::new(run, 4, 10).row(2).reset());
         let mut c = Columns::<f32>::new(spec(1), 3, 7, 10, 0).unwrap();
-        assert_eq!(c.restart(7).row(2), run.fold_in(0).fold_in(12), "the first reset's key");
+        assert_eq!(c.restart(7).row(2).key(), run.fold_in(0).fold_in(12), "the first reset's key");
     }
 
     #[test]
@@ -468,9 +478,9 @@ mod tests {
             (AutoReset::Disabled, false, false),
         ] {
             let (mut fo, mut steps, mut nr) = ([0.0f32; 2], 4, false);
-            let k = end_episode(mode, &keys, 1, &[1.0, 2.0], &mut fo, &mut steps, &mut nr);
+            let k = end_episode(mode, keys.row(1), &[1.0, 2.0], &mut fo, &mut steps, &mut nr);
             assert_eq!(fo, [1.0, 2.0], "{mode:?}");
-            assert_eq!(k, resets.then(|| keys.reset(1)), "{mode:?}");
+            assert_eq!(k, resets.then(|| keys.row(1).reset()), "{mode:?}");
             assert_eq!((steps == 0, nr), (resets, waits), "{mode:?}");
         }
     }

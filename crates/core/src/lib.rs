@@ -43,7 +43,7 @@ pub mod timing;
 mod vec_env;
 
 pub use batch::{
-    AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, StepKeys, count_step,
+    AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, RowKey, StepKeys, count_step,
     end_episode,
 };
 pub use budget::{Budget, Term, human};

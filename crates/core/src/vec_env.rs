@@ -67,8 +67,8 @@ impl<E: Env> BatchEnv for VecEnv<E> {
         &self.cols
     }
 
-    fn columns_mut(&mut self) -> &mut Columns<E::Obs> {
-        &mut self.cols
+    fn set_autoreset(&mut self, mode: crate::AutoReset) {
+        self.cols.set_autoreset(mode);
     }
 
     fn reset(&mut self, seed: u64) {
@@ -81,7 +81,7 @@ impl<E: Env> BatchEnv for VecEnv<E> {
             .par_chunks_mut(per.max(1))
             .take(n)
             .enumerate()
-            .map(|(i, obs)| env.reset(params, keys.row(i), obs))
+            .map(|(i, obs)| env.reset(params, keys.row(i).key(), obs))
             .collect();
     }
 
@@ -90,7 +90,7 @@ impl<E: Env> BatchEnv for VecEnv<E> {
         let (keys, per) = (self.cols.keys(), self.cols.per_env());
         for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
             let obs = &mut self.cols.obs[i * per..(i + 1) * per];
-            self.states[i] = self.env.reset(&self.params, keys.reset(i), obs);
+            self.states[i] = self.env.reset(&self.params, keys.row(i).reset(), obs);
             self.cols.start_row(i);
         }
         Ok(())
@@ -167,15 +167,16 @@ impl<E: Env> VecEnv<E> {
                     (te[j], tr[j], sc[j], nr[j]) = (false, false, 0, false);
                     continue;
                 }
+                // The row's key once; its tagged keys from it.
+                let rk = keys.row(row);
                 if let Some(p) = policy {
-                    p(row, keys.policy(row), obs, acts);
+                    p(row, rk.policy(), obs, acts);
                 }
-                let term = env.step(params, &mut st[j], acts, keys.step(row), obs, rws);
+                let term = env.step(params, &mut st[j], acts, rk.step(), obs, rws);
                 (te[j], tr[j]) = count_step(limit, term, &mut sc[j]);
                 if te[j] || tr[j] {
                     let fo = &mut fo[j * per..(j + 1) * per];
-                    if let Some(k) = end_episode(mode, &keys, row, obs, fo, &mut sc[j], &mut nr[j])
-                    {
+                    if let Some(k) = end_episode(mode, rk, obs, fo, &mut sc[j], &mut nr[j]) {
                         st[j] = env.reset(params, k, obs);
                     }
                 }

@@ -18,12 +18,12 @@ pub use error::EnvError;
 pub use grid::{GridConfig, GridMap, GridParams, GridWorld};
 pub use pendulum::{Pendulum, PendulumParams, PendulumState};
 pub use treasure::{TreasureHunt, TreasureObs, TreasureParams, TreasureState};
-/// Checks a physical constant is finite and positive.
+/// Checks a physical constant or size is finite and positive (every env's params use it).
 pub(crate) fn positive(field: &'static str, v: f64) -> Result<(), EnvError> {
     if v.is_finite() && v > 0.0 {
         return Ok(());
     }
-    Err(kestrel_core::Invalid::new(field, v, "a finite number above 0").into())
+    Err(kestrel_core::Invalid::new(field, v, "a finite number > 0").into())
 }
 
 /// Checks an episode limit is at least one step.

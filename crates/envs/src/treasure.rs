@@ -101,10 +101,15 @@ impl Default for TreasureParams {
 }
 
 impl TreasureParams {
-    /// Floats in one agent's observation.
+    /// Floats in one agent's observation (saturating: callers such as memory budgets read it
+    /// before [`TreasureParams::validate`] bounds the radius).
     pub fn obs_len(&self) -> usize {
-        let side = 2 * self.vision_radius + 1;
-        side * side * if self.obs == TreasureObs::OneHot { 6 } else { 3 }
+        let side = self.vision_radius.saturating_mul(2).saturating_add(1);
+        side.saturating_mul(side).saturating_mul(if self.obs == TreasureObs::OneHot {
+            6
+        } else {
+            3
+        })
     }
 
     /// Checks the sizes (at least one interior cell per agent) and probabilities.
@@ -130,6 +135,13 @@ impl TreasureParams {
             if !v.is_finite() {
                 return Err(crate::EnvError::invalid(field, v, "a finite number"));
             }
+        }
+        if self.vision_radius > 127 {
+            return Err(crate::EnvError::invalid(
+                "vision_radius",
+                self.vision_radius,
+                "at most 127 (a view of at most 255 a side, as the world)",
+            ));
         }
         if self.max_turns == 0 {
             return Err(crate::EnvError::invalid("max_turns", 0, "at least 1"));

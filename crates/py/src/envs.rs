@@ -184,7 +184,7 @@ pub(crate) struct VecCore {
     inner: Option<Box<dyn DynBatch>>,
     /// A step running on a background thread (`step_async`).
     pending: Option<std::thread::JoinHandle<Box<dyn DynBatch>>>,
-    id: String,
+    id: EnvId,
     agents: usize,
     obs_len: usize,
     /// The env's own thread pool (`num_threads`); the process's rayon pool when absent.
@@ -323,7 +323,7 @@ impl VecCore {
         Ok(VecCore {
             inner: Some(inner),
             pending: None,
-            id: env_id.into(),
+            id,
             agents,
             obs_len,
             pool,
@@ -344,11 +344,10 @@ impl VecCore {
         d.set_item("action", space_py(py, &s.action_space)?)?;
         d.set_item("num_agents", s.num_agents)?;
         d.set_item("max_episode_steps", s.max_episode_steps)?;
-        let threshold = EnvId::parse(&self.id).ok().and_then(EnvId::reward_threshold);
-        d.set_item("reward_threshold", threshold)?;
+        d.set_item("reward_threshold", self.id.reward_threshold())?;
         d.set_item("obs_dtype", v.obs_dtype())?;
         d.set_item("num_envs", v.num_envs())?;
-        d.set_item("id", &self.id)?;
+        d.set_item("id", self.id.name())?;
         Ok(d)
     }
 

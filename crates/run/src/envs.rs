@@ -16,7 +16,7 @@
 //! | `ARC-v0`, `ARC-jaxarc-v0` | [`ArcConfig`] |
 //! | `VectorField-v0` | [`VectorFieldConfig`] |
 
-use crate::config::{commented_toml, load_config, to_table};
+use crate::config::{commented_toml, load_config};
 use crate::{Layers, RunError};
 use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ArcLanes, MAX_LANE_SIDE, Mode, Selection};
 use kestrel_core::{BatchEnv, Documented, FieldDoc, Key, Space, Spec, VecEnv};
@@ -223,9 +223,11 @@ impl EnvId {
         with_env!(self, C => C::fields())
     }
 
-    /// The config `layers` give, as a TOML table (Python's `kestrel.config(id)`).
-    pub fn resolve(self, layers: Layers<'_>) -> Result<toml::Table, RunError> {
-        with_env!(self, C => to_table(&self.load::<C>(layers)?))
+    /// The config `layers` give, checked, as JSON (as [`crate::RunKind::resolve`]; Python's
+    /// `kestrel.config(id)`).
+    pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
+        with_env!(self, C => serde_json::to_value(self.load::<C>(layers)?)
+            .map_err(|e| RunError::Failed(format!("{}: {e}", self.name()))))
     }
 
     /// The config `layers` give as commented TOML (`kestrel config ID`), which `--config`
@@ -300,8 +302,7 @@ impl Configurable {
     pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
         match self {
             Configurable::Run(k) => k.resolve(layers),
-            Configurable::Env(id) => serde_json::to_value(id.resolve(layers)?)
-                .map_err(|e| RunError::Failed(format!("{}: {e}", id.name()))),
+            Configurable::Env(id) => id.resolve(layers),
         }
     }
 }
@@ -861,25 +862,16 @@ impl RandomActions {
     }
 }
 
-/// Steps per second of `batch` under uniformly random actions ([`RandomActions`]), timed for
-/// about `seconds` after one warm-up step: each timed call steps every row once with actions
-/// drawn before the clock starts (so the figure is the env's, not the sampler's), in the
-/// current rayon pool.
+/// Env steps per second of `batch` under uniformly random actions ([`RandomActions`]) over at
+/// least `seconds` ([`kestrel_core::timing::rows_per_second`]), in the current rayon pool:
+/// the actions are drawn once before the clock starts, so the figure is the env's, not the
+/// sampler's.
 pub fn steps_per_second(batch: &mut dyn DynBatch, seconds: f64) -> Result<f64, RunError> {
     let rows = batch.num_envs() * batch.spec().num_agents;
     let space = batch.spec().action_space.clone();
     let mut actions = RandomActions::default();
     batch.load_actions(&actions.draw(&space, rows, Key::new(0))).map_err(RunError::Failed)?;
-    batch.step();
-    let start = std::time::Instant::now();
-    let mut calls = 0u64;
-    while calls == 0 || start.elapsed().as_secs_f64() < seconds {
-        for _ in 0..16 {
-            batch.step();
-        }
-        calls += 16;
-    }
-    Ok((calls * batch.num_envs() as u64) as f64 / start.elapsed().as_secs_f64())
+    Ok(kestrel_core::timing::rows_per_second(batch.num_envs(), seconds, || batch.step())?)
 }
 
 #[cfg(test)]
@@ -894,7 +886,8 @@ mod tests {
             assert_eq!(EnvId::parse(&id.name()).unwrap(), id);
             let toml = id.config_toml(Layers::none()).unwrap();
             let table: toml::Table = toml::from_str(&toml).unwrap();
-            assert_eq!(table, id.resolve(Layers::none()).unwrap(), "{}", id.name());
+            let printed = serde_json::to_value(table).unwrap();
+            assert_eq!(printed, id.resolve(Layers::none()).unwrap(), "{}", id.name());
             assert!(!id.fields().is_empty());
             let small = toml::toml! { canvas = 5 };
             let layers = match id {
@@ -938,6 +931,6 @@ mod tests {
         assert!(names.contains(&"model_seed") && names.contains(&"field"), "{names:?}");
         let t = toml::toml! { dims = 2 reset_noise = 0.5 };
         let c = EnvId::DoubleIntegrator.resolve(Layers::table(&t)).unwrap();
-        assert_eq!((c["dims"].as_integer(), c["reset_noise"].as_float()), (Some(2), Some(0.5)));
+        assert_eq!((c["dims"].as_i64(), c["reset_noise"].as_f64()), (Some(2), Some(0.5)));
     }
 }

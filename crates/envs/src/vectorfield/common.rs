@@ -20,14 +20,6 @@ pub(super) fn finite(field: &'static str, v: f64) -> Result<(), EnvError> {
     if v.is_finite() { Ok(()) } else { Err(EnvError::invalid(field, v, "a finite number")) }
 }
 
-pub(super) fn positive(field: &'static str, v: f64) -> Result<(), EnvError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(EnvError::invalid(field, v, "a finite number > 0"))
-    }
-}
-
 pub(super) fn grid_size(field: &'static str, n: usize, max: usize) -> Result<(), EnvError> {
     if (2..=max).contains(&n) {
         Ok(())

@@ -1,8 +1,9 @@
 //! C's GP multi-attractor: the generator (a GP draw over a grid, attractors mixed in) and
 //! the bilinear interpolation of the stored grids, with C's quirks kept.
 
-use super::common::{MAX_GP_GRID, MAX_GRID, finite, grid_size, linspace, positive};
+use super::common::{MAX_GP_GRID, MAX_GRID, finite, grid_size, linspace};
 use crate::EnvError;
+use crate::positive;
 use kestrel_core::{FromInvalid, Key};
 
 /// How a multi-attractor is generated ([`MultiAttractor::generate`]); defaults are actdyn's.

@@ -33,8 +33,8 @@ mod fields;
 mod generator;
 mod observation;
 
+use crate::positive;
 pub use action::ActionModel;
-use common::positive;
 pub use common::{LATENT_DIM, MAX_DIM, MAX_GP_GRID, MAX_GRID, MAX_HIDDEN, linspace};
 pub use fields::{
     DoubleLimitCycle, Duffing, LimitCycle, NoiseConvention, VanDerPol, VectorField, reset_latent,

@@ -588,8 +588,7 @@ fn coverage_map(run: &ActiveRun) -> Option<Heatmaps> {
 type MetricFn = Box<dyn Fn(&ArmResult) -> f64>;
 
 /// An arm of a comparison: the policy every seed runs with (the paper's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArmKind {
     /// The run's config with the random policy.
     Random,
@@ -598,7 +597,10 @@ pub enum ArmKind {
 }
 
 impl ArmKind {
-    /// The config spelling.
+    /// Every arm.
+    pub const ALL: [ArmKind; 2] = [ArmKind::Random, ArmKind::Active];
+
+    /// Its one spelling (`random`, `active`).
     pub fn name(self) -> &'static str {
         match self {
             ArmKind::Random => "random",
@@ -611,13 +613,10 @@ impl ArmKind {
     pub fn parse_list(list: &str) -> Result<Vec<ArmKind>, RunError> {
         list.split(',')
             .map(str::trim)
-            .map(|s| match s {
-                "random" => Ok(ArmKind::Random),
-                "active" => Ok(ArmKind::Active),
-                other => {
-                    Err(kestrel_core::Invalid::new("arms", format!("{other:?}"), "random, active")
-                        .into())
-                }
+            .map(|s| {
+                ArmKind::ALL.into_iter().find(|a| a.name() == s).ok_or_else(|| {
+                    kestrel_core::Invalid::new("arms", format!("{s:?}"), "random, active").into()
+                })
             })
             .collect()
     }

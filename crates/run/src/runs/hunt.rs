@@ -77,9 +77,9 @@ impl Default for HuntRunConfig {
 }
 
 impl HuntRunConfig {
-    /// The trainer's config (sorrel's defaults with this run's settings), validated.
+    /// The trainer's config (sorrel's defaults with this run's settings), validated (the world
+    /// by [`HuntConfig::validate`]).
     pub fn hunt_config(&self) -> Result<HuntConfig, AgentError> {
-        self.env.validate()?;
         let mut c = HuntConfig::sorrel(self.env.clone());
         c.worlds = self.num_worlds;
         c.updates_per_epoch = self.updates_per_epoch;
