@@ -62,6 +62,14 @@ fn draw_err<E: std::fmt::Debug>(what: &str, e: E) -> PlotError {
 /// Renders `fig` to PNG bytes (`path` only names the file in errors).
 pub(crate) fn png_bytes<F: Figure>(fig: &F, path: &Path) -> Result<Vec<u8>, PlotError> {
     let (w, h) = fig.size();
+    let buf = rgb_bytes(fig, path)?;
+    encode_png(path, w, h, &buf)
+}
+
+/// Rasterises `fig` into RGB bytes (row-major, 3 per pixel, `size()` pixels); `path` names
+/// the figure in errors.
+pub(crate) fn rgb_bytes<F: Figure>(fig: &F, path: &Path) -> Result<Vec<u8>, PlotError> {
+    let (w, h) = fig.size();
     let mut buf = vec![255u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
@@ -70,7 +78,7 @@ pub(crate) fn png_bytes<F: Figure>(fig: &F, path: &Path) -> Result<Vec<u8>, Plot
         fig.draw(&root).map_err(|e| draw_err(&what, e))?;
         root.present().map_err(|e| draw_err(&what, e))?;
     }
-    encode_png(path, w, h, &buf)
+    Ok(buf)
 }
 
 /// Renders `fig` to SVG text.

@@ -102,6 +102,12 @@ macro_rules! figure_output {
                 draw::png_bytes(self, Path::new($what))
             }
 
+            #[doc = concat!("The ", $what, " as RGB pixels: row-major, 3 bytes per pixel, its")]
+            /// width × height (what a Gymnasium `rgb_array` frame holds).
+            pub fn rgb(&self) -> Result<Vec<u8>, PlotError> {
+                draw::rgb_bytes(self, Path::new($what))
+            }
+
             #[doc = concat!("The ", $what, " as SVG text.")]
             pub fn svg(&self) -> Result<String, PlotError> {
                 draw::svg_string(self)

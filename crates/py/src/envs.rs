@@ -6,7 +6,9 @@ use crate::errors::{run_error, value_error};
 use kestrel_core::{AutoReset, EpisodeStats, Space};
 use kestrel_run::Layers;
 use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs};
-use numpy::{PyReadonlyArray1, PyReadwriteArray1, PyReadwriteArrayDyn};
+use numpy::{
+    PyArray1, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1, PyReadwriteArrayDyn,
+};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -348,6 +350,8 @@ impl VecCore {
         d.set_item("obs_dtype", v.obs_dtype())?;
         d.set_item("num_envs", v.num_envs())?;
         d.set_item("id", self.id.name())?;
+        d.set_item("render_modes", self.id.render_modes().to_vec())?;
+        d.set_item("render_fps", self.id.render_fps())?;
         Ok(d)
     }
 
@@ -552,6 +556,18 @@ impl VecCore {
         Ok(())
     }
 
+    /// A picture of env `row` as an `(H, W, 3)` uint8 array (Gymnasium's `rgb_array`).
+    fn render<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyArray3<u8>>> {
+        let f = self.get()?.render(row).map_err(run_error)?;
+        let flat = PyArray1::from_vec(py, f.rgb);
+        flat.reshape([f.height, f.width, 3])
+    }
+
+    /// Env `row` as text (Gymnasium's `ansi`), or None where the env has no text form.
+    fn render_text(&self, row: usize) -> PyResult<Option<String>> {
+        self.get()?.render_text(row).map_err(run_error)
+    }
+
     /// The state of env `row` as floats (empty where the env has no flat state).
     fn state(&self, row: usize) -> PyResult<Vec<f64>> {
         Ok(self.get()?.state(row))
@@ -572,10 +588,17 @@ impl VecCore {
     }
 }
 
-/// `[(id, description, reward_threshold), ...]`.
+/// `[(id, description, reward_threshold, render_modes, render_fps), ...]`.
 #[pyfunction]
-pub(crate) fn list_envs() -> Vec<(String, String, Option<f64>)> {
-    EnvId::all().into_iter().map(|id| (id.name(), id.about(), id.reward_threshold())).collect()
+#[allow(clippy::type_complexity)]
+pub(crate) fn list_envs() -> Vec<(String, String, Option<f64>, Vec<&'static str>, u32)> {
+    EnvId::all()
+        .into_iter()
+        .map(|id| {
+            let modes = id.render_modes().to_vec();
+            (id.name(), id.about(), id.reward_threshold(), modes, id.render_fps())
+        })
+        .collect()
 }
 
 /// ARC's operation names in id order for `mode` (`"o2arc"`: ARCLE's, `"jaxarc"`: JaxARC's).

@@ -17,6 +17,7 @@
 //! | `VectorField-v0` | [`VectorFieldConfig`] |
 
 use crate::config::{commented_toml, load_config};
+use crate::render::{Frame, Render};
 use crate::{Layers, RunError};
 use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ArcLanes, MAX_LANE_SIDE, Mode, Selection};
 use kestrel_core::{BatchEnv, Documented, FieldDoc, Key, Space, Spec, VecEnv};
@@ -204,6 +205,27 @@ impl EnvId {
         }
     }
 
+    /// Gymnasium's `metadata["render_modes"]`: every env draws `rgb_array`; the grids (ARC,
+    /// GridWorld, TreasureHunt) also print as `ansi` text.
+    pub fn render_modes(self) -> &'static [&'static str] {
+        match self {
+            EnvId::GridWorld | EnvId::TreasureHunt | EnvId::Arc(_) => &["rgb_array", "ansi"],
+            _ => &["rgb_array"],
+        }
+    }
+
+    /// Gymnasium's `metadata["render_fps"]`: CartPole-v1's 50 and Pendulum-v1's 30, the
+    /// control systems' 1/dt, 10 elsewhere (what a recorded video plays at).
+    pub fn render_fps(self) -> u32 {
+        match self {
+            EnvId::CartPole => 50,
+            EnvId::Pendulum => 30,
+            EnvId::Control(System::Cartpole) => 50,
+            EnvId::Control(System::Pendulum) => 20,
+            _ => 10,
+        }
+    }
+
     /// The env id `name`; an unknown one is an error naming the closest id and listing all.
     pub fn parse(name: &str) -> Result<EnvId, RunError> {
         let all = EnvId::all();
@@ -329,6 +351,7 @@ impl EnvConfig for PendulumParams {
 fn control<D>(system: D, p: &ControlParams, n: usize, seed: u64, off: u64) -> Built
 where
     D: kestrel_envs::Dynamics + Clone + std::fmt::Debug + 'static,
+    VecEnv<ControlEnv<D>>: Render,
 {
     let env = ControlEnv::new(system)?;
     env.validate(p)?;
@@ -734,6 +757,10 @@ pub trait DynBatch: Send + Sync {
     fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String>;
     /// Row `row`'s state as flat values (empty where it has none).
     fn state(&self, row: usize) -> Vec<f64>;
+    /// A picture of env `row` ([`Render::frame`]).
+    fn render(&self, row: usize) -> Result<Frame, RunError>;
+    /// Env `row` as text, where the env has a text form ([`Render::text`]).
+    fn render_text(&self, row: usize) -> Result<Option<String>, RunError>;
 }
 
 /// Any [`BatchEnv`] with its actions buffer, as a [`DynBatch`].
@@ -744,7 +771,7 @@ struct Holder<B: BatchEnv> {
 
 fn holder<B>(kernel: B::Kernel, params: B::Params, n: usize, seed: u64, off: u64) -> Built
 where
-    B: BatchEnv + Sync + 'static,
+    B: BatchEnv + Render + Sync + 'static,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,
@@ -757,7 +784,7 @@ where
 
 impl<B> DynBatch for Holder<B>
 where
-    B: BatchEnv + Sync,
+    B: BatchEnv + Render + Sync,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,
@@ -811,6 +838,12 @@ where
     }
     fn state(&self, row: usize) -> Vec<f64> {
         self.v.state(row).map(|s| s.to_flat()).unwrap_or_default()
+    }
+    fn render(&self, row: usize) -> Result<Frame, RunError> {
+        self.v.frame(row)
+    }
+    fn render_text(&self, row: usize) -> Result<Option<String>, RunError> {
+        self.v.text(row)
     }
 }
 

@@ -25,6 +25,7 @@ mod launch;
 mod metrics;
 mod record;
 pub mod registry;
+pub mod render;
 pub mod runs;
 pub mod stats;
 mod summary;

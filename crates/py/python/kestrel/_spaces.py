@@ -132,6 +132,22 @@ def action_kwargs(action_space, actions, rows):
     raise TypeError(f"unsupported action space {action_space}")
 
 
+def check_render_mode(core_spec, mode):
+    """`mode` when the env draws it (`core_spec["render_modes"]`), else a ValueError."""
+    modes = core_spec["render_modes"]
+    if mode is not None and mode not in modes:
+        raise ValueError(
+            f"render_mode = {mode!r}: {core_spec['id']} renders {', '.join(map(repr, modes))} or None "
+            "('human' and 'rgb_array_list' come from gymnasium.make's wrappers)"
+        )
+    return mode
+
+
+def render_metadata(core_spec, **extra):
+    """Gymnasium's `metadata` of an env: its render modes and frame rate."""
+    return {"render_modes": list(core_spec["render_modes"]), "render_fps": core_spec["render_fps"], **extra}
+
+
 def check_seed(seed):
     """A seed as a u64: an int >= 0 (numpy integers too); anything else raises."""
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):

@@ -8,7 +8,10 @@ import gymnasium as gym
 
 from . import _kestrel
 from ._runs import split_config
-from ._spaces import SpecFromCore, action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
+from ._spaces import (
+    SpecFromCore, action_kwargs, check_render_mode, check_seed, env_spaces, obs_layout, params_json,
+    render_metadata, split,
+)
 
 
 class Env(SpecFromCore, gym.Env):
@@ -21,14 +24,17 @@ class Env(SpecFromCore, gym.Env):
 
     `reset(options={"state": [...]})` starts from a given state (CartPole-v1, Pendulum-v1 and
     the control systems), e.g. to compare with Gymnasium's own implementation.
+
+    `render_mode="rgb_array"`: `render()` returns an `(H, W, 3)` uint8 frame, drawn in Rust
+    (CartPole and Pendulum as Gymnasium draws them; ARC with the selection and clipboard in
+    the ARC palette). `"ansi"` (ARC, GridWorld, TreasureHunt): a string. Through
+    `gymnasium.make`, `"human"` and `"rgb_array_list"` work by Gymnasium's wrappers.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 10}
 
     def __init__(self, env_id: str, render_mode: str | None = None, config=None, **params):
         env_id = env_id.removeprefix("kestrel/")
-        if render_mode is not None:
-            raise ValueError(f"render_mode = {render_mode!r}: Kestrel envs do not render")
         keys, path = split_config(config, params)
         self._core = _kestrel.VecCore(env_id, 1, 0, params_json(keys), 0, None, path)
         self._core.set_autoreset("disabled")
@@ -39,7 +45,10 @@ class Env(SpecFromCore, gym.Env):
                 "(pass num_agents=1, or use kestrel.make_vec for one row per agent)"
             )
         self.env_id = env_id
-        self._init_spec(env_id, spec, keys, path)
+        self.metadata = render_metadata(spec)
+        self.render_mode = check_render_mode(spec, render_mode)
+        kw = keys if render_mode is None else {**keys, "render_mode": render_mode}
+        self._init_spec(env_id, spec, kw, path)
         self.observation_space, self.action_space = env_spaces(spec)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
@@ -98,6 +107,21 @@ class Env(SpecFromCore, gym.Env):
         self._core.read(obs, rew, term, trunc)
         return self._view(obs), float(rew[0]), bool(term[0]), bool(trunc[0]), {}
 
+    def render(self):
+        """The current frame (`rgb_array`: `(H, W, 3)` uint8) or text (`ansi`); None, with
+        Gymnasium's warning, when the env was made without a render mode."""
+        if self.render_mode is None:
+            gym.logger.warn(
+                f"You are calling render method without specifying any render mode: make it with "
+                f'gymnasium.make("kestrel/{self.env_id}", render_mode="rgb_array")'
+            )
+            return None
+        if not self._seeded:
+            raise RuntimeError("render called before reset")
+        if self.render_mode == "rgb_array":
+            return self._core.render(0)
+        return self._core.render_text(0)
+
     @property
     def state(self) -> np.ndarray:
         """The env's state as floats (CartPole, Pendulum, control systems, vector fields)."""
@@ -107,10 +131,13 @@ class Env(SpecFromCore, gym.Env):
         self._core.close()
 
 
-def _entry(env_id):
+def _entry(env_id, modes, fps):
     def make(**kwargs):
         return Env(env_id, **kwargs)
 
+    # gymnasium.make reads the creator's metadata: with it, render_mode="human" gets the
+    # HumanRendering wrapper and "rgb_array_list" the RenderCollection one.
+    make.metadata = {"render_modes": list(modes), "render_fps": fps}
     return make
 
 
@@ -132,7 +159,7 @@ def _vec_entry(env_id):
 def register_envs():
     """Registers every env as `kestrel/<id>` for `gymnasium.make` and
     `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`."""
-    for env_id, _, threshold in _kestrel.list_envs():
+    for env_id, _, threshold, modes, fps in _kestrel.list_envs():
         name = f"kestrel/{env_id}"
         if name in gym.registry:
             continue
@@ -142,7 +169,7 @@ def register_envs():
         gym.register(
             id=name,
             reward_threshold=threshold,
-            entry_point=_entry(env_id),
+            entry_point=_entry(env_id, modes, fps),
             vector_entry_point=_vec_entry(env_id),
             disable_env_checker=False,
             order_enforce=True,

@@ -13,7 +13,10 @@ from gymnasium.vector.utils import batch_space
 
 from . import _kestrel
 from ._runs import split_config
-from ._spaces import SpecFromCore, action_kwargs, check_seed, env_spaces, obs_layout, params_json, split
+from ._spaces import (
+    SpecFromCore, action_kwargs, check_render_mode, check_seed, env_spaces, obs_layout, params_json,
+    render_metadata, split,
+)
 
 _MODES = {
     AutoresetMode.NEXT_STEP: "next-step",
@@ -81,8 +84,6 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             raise TypeError(f"num_envs: expected an int, got {type(num_envs).__name__}")
         if num_envs < 1:
             raise ValueError(f"num_envs = {num_envs}: at least 1")
-        if render_mode is not None:
-            raise ValueError(f"render_mode = {render_mode!r}: Kestrel vector envs do not render")
         self._seed = None if seed is None else check_seed(seed)
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads = {num_threads!r}: an int >= 1, or None for the process's pool")
@@ -99,11 +100,11 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.autoreset_mode = _mode(autoreset_mode)
-        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": []}
-        self.render_mode = None
+        self.metadata = render_metadata(spec, autoreset_mode=self.autoreset_mode)
+        self.render_mode = check_render_mode(spec, render_mode)
         self.copy = bool(copy)
         self._core.set_autoreset(_MODES[self.autoreset_mode])
-        self._init_spec(env_id, spec, keys, path)
+        self._init_spec(env_id, spec, keys if render_mode is None else {**keys, "render_mode": render_mode}, path)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
         self._parts, self._obs_len = obs_layout(spec, self.single_observation_space)
@@ -295,6 +296,20 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
 
     def close_extras(self, **kwargs):
         self._core.close()
+
+    def render(self):
+        """One frame per env, as Gymnasium's vector envs return them: a tuple of `(H, W, 3)`
+        uint8 arrays (`rgb_array`) or of strings (`ansi`); for a multi-agent env one per world,
+        not per agent row. None, with Gymnasium's warning, without a render mode."""
+        if self.render_mode is None:
+            gym.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        self._check_open()
+        if not self._reset_called:
+            raise RuntimeError("render called before reset")
+        if self.render_mode == "rgb_array":
+            return tuple(self._core.render(i) for i in range(self._n_world))
+        return tuple(self._core.render_text(i) for i in range(self._n_world))
 
     # -- extras --------------------------------------------------------------------------
     def set_state(self, row: int, state) -> None:

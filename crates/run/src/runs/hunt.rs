@@ -313,9 +313,6 @@ impl HuntRunConfig {
     }
 }
 
-const ITEM_RGB: [[u8; 3]; 6] =
-    [[235, 225, 190], [255, 0, 0], [203, 255, 0], [0, 255, 102], [0, 102, 255], [204, 0, 255]];
-
 /// Frames of one episode (one world) laid out in rows of 10, each cell 6 pixels.
 fn sheet(p: &TreasureParams, frames: &[Vec<u8>], title: &str) -> Sketch {
     let px = 6.0;
@@ -330,7 +327,7 @@ fn sheet(p: &TreasureParams, frames: &[Vec<u8>], title: &str) -> Sketch {
             for q in 0..p.width {
                 let v = f[r * p.width + q] as usize;
                 let (x, y) = (x0 + q as f64 * px, y0 + r as f64 * px);
-                c.rect(x, y, x + px, y + px, ITEM_RGB[v.min(5)]);
+                c.rect(x, y, x + px, y + px, crate::render::TREASURE_RGB[v.min(5)]);
             }
         }
     }
