@@ -111,24 +111,34 @@ def pooled(v, pool):
 
 if "B" in work:
     n = 1024
-    v = kestrel.make_vec("ARC-v0", n, data=data, copy=False, autoreset_mode="same_step")
-    v.reset(seed=0)
-    v.action_space.seed(0)
-    out["arc_python_1024"] = timed(pooled(v, [v.action_space.sample() for _ in range(8)]), n)
+    # ARC's info columns (similarity, improvement, operation, step) on and off, alternated.
+    for rep in range(2):
+        for info in (True, False):
+            v = kestrel.make_vec("ARC-v0", n, data=data, copy=False, autoreset_mode="same_step", arc_info=info)
+            v.reset(seed=0)
+            v.action_space.seed(0)
+            key = "arc_python_1024" + ("" if info else "_noinfo")
+            out[key] = max(out.get(key, 0.0), timed(pooled(v, [v.action_space.sample() for _ in range(8)]), n))
 
 # D. Mini-ARC 5x5 on the lane kernel from Python
 for n in [1024, 4096] if "D" in work else []:
-    # NEXT_STEP (gymnasium's default): SAME_STEP adds gymnasium's per-row `final_obs` object
-    # array, built in Python for the ~3% of rows that end each step.
-    v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False, autoreset_mode="next_step")
-    v.reset(seed=0)
     r, idx = np.random.default_rng(1), np.arange(5)
     def bbox_batch():
         rr, cc = np.sort(r.integers(0, 5, (n, 2)), 1), np.sort(r.integers(0, 5, (n, 2)), 1)
         rows = (idx[None] >= rr[:, :1]) & (idx[None] <= rr[:, 1:])
         cols = (idx[None] >= cc[:, :1]) & (idx[None] <= cc[:, 1:])
         return {"operation": r.integers(0, 35, n), "selection": rows[:, :, None] & cols[:, None, :]}
-    out[f"mini_python_{n}"] = timed(pooled(v, [bbox_batch() for _ in range(8)]), n)
+    pool = [bbox_batch() for _ in range(8)]
+    # NEXT_STEP (gymnasium's default): SAME_STEP adds gymnasium's per-row `final_obs` object
+    # array, built in Python for the ~3% of rows that end each step. ARC's info columns on
+    # and off, alternated.
+    for rep in range(2):
+        for info in (True, False):
+            v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
+                                 autoreset_mode="next_step", arc_info=info)
+            v.reset(seed=0)
+            key = f"mini_python_{n}" + ("" if info else "_noinfo")
+            out[key] = max(out.get(key, 0.0), timed(pooled(v, pool), n))
 
 # C. ES ask/tell
 for d in (10, 100) if "C" in work else []:
@@ -210,15 +220,18 @@ def main():
     if "B" in work:
         py_arc = res["arc_python_1024"]
         print(f"\n| ARC 30x30, AGI-1 training, o2arc, mask, 1024 envs | steps/s |\n|---|---|\n"
-              f"| Kestrel from Python (pre-drawn actions) | {py_arc / 1e6:.2f} M |\n| Kestrel Rust-only `arc bench` | {rust / 1e6:.2f} M |\n"
+              f"| Kestrel from Python (pre-drawn actions) | {py_arc / 1e6:.2f} M |\n"
+              f"| the same, ARC info off (`arc_info=False`) | {res['arc_python_1024_noinfo'] / 1e6:.2f} M |\n| Kestrel Rust-only `arc bench` | {rust / 1e6:.2f} M |\n"
               f"| ARCLE 0.2.6 O2ARCv2Env (1 env) | {arcle / 1e3:.1f} k |\n\nPython / Rust-only: {py_arc / rust:.2f}; "
+              f"info on / off: {py_arc / res['arc_python_1024_noinfo']:.3f}; "
               f"Python / ARCLE: {py_arc / arcle:,.0f}x")
     if "D" in work:
-        print("\n| Mini-ARC 5x5, one task, bbox, jaxarc with JaxARC's bugs | Kestrel from Python (lanes) | Kestrel Rust-only lanes "
-              "| JaxARC jit(vmap(scan)) | Python / JaxARC | Python / Rust-only |\n|---|---|---|---|---|---|")
+        print("\n| Mini-ARC 5x5, one task, bbox, jaxarc with JaxARC's bugs | Kestrel from Python (lanes) | the same, ARC info off "
+              "| Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python / JaxARC | Python / Rust-only | info on / off |\n|---|---|---|---|---|---|---|---|")
         for n, kr, jx in zip((1024, 4096), mini_rust, mini_jax):
             kp, kr, jx = res[f"mini_python_{n}"], kr["steps_per_s"], jx["steps_per_s"]
-            print(f"| {n} envs | {kp / 1e6:.1f} M | {kr / 1e6:.1f} M | {jx / 1e6:.2f} M | {kp / jx:.0f}x | {kp / kr:.2f} |")
+            off = res[f"mini_python_{n}_noinfo"]
+            print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {kr / 1e6:.1f} M | {jx / 1e6:.2f} M | {kp / jx:.0f}x | {kp / kr:.2f} | {kp / off:.3f} |")
     if "C" in work:
         print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
     for d in (10, 100) if "C" in work else []:

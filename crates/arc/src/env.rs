@@ -266,6 +266,20 @@ impl<const S: usize> ArcEnv<S> {
         s
     }
 
+    /// How close `s`'s working grid is to its target, in `[0, 1]` (1: equal dims and cells):
+    /// JaxARC's `compute_grid_similarity`. In `jaxarc` mode the value the kernel keeps (under
+    /// the params' bug profile, what its reward uses); in `o2arc` mode, which has no such
+    /// measure, computed with every bug off (matches over the union of both areas).
+    #[inline]
+    pub fn similarity(&self, p: &ArcParams, s: &ArcState<S>) -> f32 {
+        match p.mode {
+            Mode::Jaxarc => s.similarity,
+            Mode::O2arc => {
+                jaxarc::state_similarity(s, self.pair_of(s), &jaxarc::JaxBugs::default())
+            }
+        }
+    }
+
     /// Applies one action to a state; returns `(reward, terminated)`. No allocation.
     #[inline]
     pub fn apply(&self, p: &ArcParams, s: &mut ArcState<S>, a: &ArcAction<S>) -> (f32, bool) {

@@ -1171,6 +1171,17 @@ impl<const S: usize> ArcLanes<S> {
         &self.env
     }
 
+    /// Each env's similarity to its target ([`ArcEnv::similarity`]), into `out` (one per env).
+    ///
+    /// # Panics
+    /// If `out` is not `num_envs` long.
+    pub fn similarities(&self, out: &mut [f32]) {
+        assert_eq!(out.len(), self.num_envs(), "similarities: one per env");
+        for (o, b) in out.chunks_mut(L).zip(&self.blocks) {
+            o.copy_from_slice(&b.sim[..o.len()]);
+        }
+    }
+
     /// The params.
     pub fn params(&self) -> &ArcParams {
         &self.params

@@ -6,6 +6,7 @@ use crate::errors::{run_error, value_error};
 use kestrel_core::{AutoReset, EpisodeStats, Space};
 use kestrel_run::Layers;
 use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs};
+use kestrel_run::info::ArcInfo;
 use numpy::{
     PyArray1, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1, PyReadwriteArrayDyn,
 };
@@ -198,6 +199,8 @@ pub(crate) struct VecCore {
     born: std::time::Instant,
     /// The autoreset mode the stats count under.
     mode: AutoReset,
+    /// ARC's info columns (similarity, improvement, operation, step); None for other envs.
+    arc: Option<ArcInfo>,
 }
 
 /// Runs `f` on `pool` (or the global rayon pool). With `merge` (calls with several parallel
@@ -224,12 +227,18 @@ fn on<R: Send>(
 impl VecCore {
     /// Counts the step just taken in the episode statistics; returns the agent rows whose
     /// episode ended (the Python layer reads the statistics only when some did).
-    fn count_step(&mut self) -> PyResult<usize> {
+    /// Also updates ARC's info columns (without the GIL, on the env's pool: o2arc computes
+    /// its similarities).
+    fn count_step(&mut self, py: Python<'_>) -> PyResult<usize> {
         let Some(v) = self.inner.as_ref() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
         let now = self.now();
         self.stats.record(self.mode, v.rewards(), v.terminated(), v.truncated(), now);
+        if let Some(a) = self.arc.as_mut() {
+            let pool = &self.pool;
+            py.detach(|| on(pool, false, || a.after_step(v.as_ref())));
+        }
         Ok(self.stats.done().iter().filter(|&&d| d).count())
     }
 
@@ -322,7 +331,9 @@ impl VecCore {
             .map_err(run_error)?;
         let (agents, obs_len) = (inner.spec().num_agents, inner.spec().obs_len());
         let stats = EpisodeStats::new(inner.num_envs(), agents, 0.0);
+        let arc = ArcInfo::new(inner.as_ref());
         Ok(VecCore {
+            arc,
             inner: Some(inner),
             pending: None,
             id,
@@ -352,6 +363,7 @@ impl VecCore {
         d.set_item("id", self.id.name())?;
         d.set_item("render_modes", self.id.render_modes().to_vec())?;
         d.set_item("render_fps", self.id.render_fps())?;
+        d.set_item("arc_info", self.arc.is_some())?;
         Ok(d)
     }
 
@@ -379,6 +391,9 @@ impl VecCore {
         py.detach(|| on(&pool, false, || v.reset(seed)));
         let now = self.now();
         self.stats.reset(now);
+        if let (Some(a), Some(v)) = (self.arc.as_mut(), self.inner.as_ref()) {
+            a.after_reset(v.as_ref(), None);
+        }
         Ok(())
     }
 
@@ -388,6 +403,9 @@ impl VecCore {
         self.get_mut()?.reset_rows(&m).map_err(value_error)?;
         let now = self.now();
         self.stats.reset_envs(&m, now);
+        if let (Some(a), Some(v)) = (self.arc.as_mut(), self.inner.as_ref()) {
+            a.after_reset(v.as_ref(), Some(&m));
+        }
         Ok(())
     }
 
@@ -429,7 +447,7 @@ impl VecCore {
         })
         .map_err(value_error)?;
         drop(guard);
-        let ended = self.count_step()?;
+        let ended = self.count_step(py)?;
         if let (Some(mut r), Some(mut te), Some(mut tr)) = (rewards, terminated, truncated) {
             let v = self.get()?;
             copy_into("rewards", v.rewards(), &mut r)?;
@@ -474,7 +492,7 @@ impl VecCore {
         match py.detach(|| h.join()) {
             Ok(v) => {
                 self.inner = Some(v);
-                self.count_step()
+                self.count_step(py)
             }
             Err(_) => Err(PyRuntimeError::new_err("the background step failed")),
         }
@@ -566,6 +584,25 @@ impl VecCore {
     /// Env `row` as text (Gymnasium's `ansi`), or None where the env has no text form.
     fn render_text(&self, row: usize) -> PyResult<Option<String>> {
         self.get()?.render_text(row).map_err(run_error)
+    }
+
+    /// ARC's info columns after the last reset or step, one per env: similarity to the target
+    /// (f32), its change over the step (f32), the operation (i64, -1 at an episode's start),
+    /// the step count (i64). False (nothing written) for envs without them.
+    fn read_arc_info(
+        &self,
+        mut similarity: PyReadwriteArray1<'_, f32>,
+        mut improvement: PyReadwriteArray1<'_, f32>,
+        mut operation: PyReadwriteArray1<'_, i64>,
+        mut step: PyReadwriteArray1<'_, i64>,
+    ) -> PyResult<bool> {
+        self.get()?;
+        let Some(a) = self.arc.as_ref() else { return Ok(false) };
+        copy_into("similarity", &a.similarity, &mut similarity)?;
+        copy_into("improvement", &a.improvement, &mut improvement)?;
+        copy_into("operation", &a.operation, &mut operation)?;
+        copy_into("step", &a.step, &mut step)?;
+        Ok(true)
     }
 
     /// The state of env `row` as floats (empty where the env has no flat state).

@@ -106,3 +106,47 @@ def test_bad_render_modes_and_misuse_are_clear():
     plain.reset(seed=0)
     with pytest.warns(UserWarning, match="without specifying any render mode"):
         assert plain.render() is None
+
+
+def _random_arc_actions(rng, n, side):
+    return {"operation": rng.integers(0, 34, n), "selection": rng.integers(0, 2, (n, side, side)).astype(np.uint8)}
+
+
+@pytest.mark.parametrize("canvas", [5, 30])
+def test_arc_info_matches_jaxarcs_reward(canvas):
+    # JaxARC's reward on the train split is similarity_weight (1) x the improvement plus the
+    # step penalty (-0.005) off Submit (op 34, excluded here): the info's improvement must be
+    # the reward's own term, and the similarity its running sum.
+    venv = kestrel.make_vec("ARC-jaxarc-v0", 64, canvas=canvas, tasks_per_family=2, max_episode_steps=12,
+                            autoreset_mode="same_step")
+    rng = np.random.default_rng(0)
+    _, info = venv.reset(seed=3)
+    assert set(info) >= {"similarity", "_similarity", "improvement", "operation", "step"}
+    assert np.all(info["step"] == 0) and np.all(info["operation"] == -1) and np.all(info["improvement"] == 0)
+    sim = info["similarity"].copy()
+    moved = 0
+    for _ in range(30):
+        acts = _random_arc_actions(rng, 64, canvas)
+        _, rew, term, trunc, info = venv.step(acts)
+        live = info["step"] > 0
+        np.testing.assert_allclose(info["improvement"][live], rew[live] + 0.005, atol=1e-6)
+        np.testing.assert_allclose(info["similarity"][live], sim[live] + info["improvement"][live], atol=1e-6)
+        np.testing.assert_array_equal(info["operation"][live], acts["operation"][live])
+        assert np.all(info["operation"][~live] == -1) and np.all((term | trunc)[~live])
+        assert np.all((0 <= info["similarity"]) & (info["similarity"] <= 1))
+        moved += int(np.count_nonzero(info["improvement"]))
+        sim = info["similarity"].copy()
+    assert moved > 0
+    venv.close()
+
+
+def test_arc_info_on_the_single_env_and_off_elsewhere():
+    env = kestrel.make("ARC-v0", canvas=10, tasks_per_family=2)
+    _, info = env.reset(seed=0)
+    assert info["step"] == 0 and info["operation"] == -1 and 0 <= info["similarity"] <= 1
+    _, _, _, _, info = env.step({"operation": 3, "selection": np.ones((10, 10), np.uint8)})
+    assert info["step"] == 1 and info["operation"] == 3
+    assert isinstance(info["similarity"], float) and isinstance(info["operation"], int)
+    off = kestrel.make_vec("ARC-v0", 2, canvas=10, tasks_per_family=2, arc_info=False)
+    assert "similarity" not in off.reset(seed=0)[1]
+    assert kestrel.make("CartPole-v1").reset(seed=0)[1] == {}

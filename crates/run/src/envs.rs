@@ -17,6 +17,7 @@
 //! | `VectorField-v0` | [`VectorFieldConfig`] |
 
 use crate::config::{commented_toml, load_config};
+use crate::info::Similarity;
 use crate::render::{Frame, Render};
 use crate::{Layers, RunError};
 use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ArcLanes, MAX_LANE_SIDE, Mode, Selection};
@@ -351,7 +352,7 @@ impl EnvConfig for PendulumParams {
 fn control<D>(system: D, p: &ControlParams, n: usize, seed: u64, off: u64) -> Built
 where
     D: kestrel_envs::Dynamics + Clone + std::fmt::Debug + 'static,
-    VecEnv<ControlEnv<D>>: Render,
+    VecEnv<ControlEnv<D>>: Render + Similarity,
 {
     let env = ControlEnv::new(system)?;
     env.validate(p)?;
@@ -485,6 +486,10 @@ pub enum Actions<'a> {
 pub trait Codec: Sized + Copy {
     /// Fills `out` from `input` for `space`, or says what is wrong (field and value).
     fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String>;
+    /// The action's operation id where actions have one (ARC), else -1.
+    fn operation(&self) -> i64 {
+        -1
+    }
 }
 
 fn want(kind: &str, space: &Space) -> String {
@@ -570,6 +575,9 @@ impl Codec for [f64; 2] {
 }
 
 impl<const S: usize> Codec for ArcAction<S> {
+    fn operation(&self) -> i64 {
+        self.op as i64
+    }
     fn fill(input: &Actions<'_>, _space: &Space, out: &mut [Self]) -> Result<(), String> {
         let Actions::Arc { ops, sel } = input else {
             return Err("actions: ARC takes a dict {operation, selection}".into());
@@ -761,6 +769,10 @@ pub trait DynBatch: Send + Sync {
     fn render(&self, row: usize) -> Result<Frame, RunError>;
     /// Env `row` as text, where the env has a text form ([`Render::text`]).
     fn render_text(&self, row: usize) -> Result<Option<String>, RunError>;
+    /// Each env's similarity to its target where the env measures one ([`Similarity`]).
+    fn similarity(&self, out: &mut [f32]) -> bool;
+    /// The loaded actions' operation ids (ARC; -1 elsewhere), one per agent row.
+    fn operations(&self, out: &mut [i64]);
 }
 
 /// Any [`BatchEnv`] with its actions buffer, as a [`DynBatch`].
@@ -771,7 +783,7 @@ struct Holder<B: BatchEnv> {
 
 fn holder<B>(kernel: B::Kernel, params: B::Params, n: usize, seed: u64, off: u64) -> Built
 where
-    B: BatchEnv + Render + Sync + 'static,
+    B: BatchEnv + Render + Similarity + Sync + 'static,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,
@@ -784,7 +796,7 @@ where
 
 impl<B> DynBatch for Holder<B>
 where
-    B: BatchEnv + Render + Sync,
+    B: BatchEnv + Render + Similarity + Sync,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,
@@ -844,6 +856,14 @@ where
     }
     fn render_text(&self, row: usize) -> Result<Option<String>, RunError> {
         self.v.text(row)
+    }
+    fn similarity(&self, out: &mut [f32]) -> bool {
+        self.v.similarity(out)
+    }
+    fn operations(&self, out: &mut [i64]) {
+        for (o, a) in out.iter_mut().zip(&self.acts) {
+            *o = a.operation();
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 
 pub mod config;
 pub mod envs;
+pub mod info;
 mod launch;
 mod metrics;
 mod record;

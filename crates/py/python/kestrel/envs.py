@@ -25,6 +25,10 @@ class Env(SpecFromCore, gym.Env):
     `reset(options={"state": [...]})` starts from a given state (CartPole-v1, Pendulum-v1 and
     the control systems), e.g. to compare with Gymnasium's own implementation.
 
+    ARC's `info` holds `similarity` (to the target, in [0, 1]), `improvement` (its change over
+    the step), `operation` (the op applied; -1 after a reset) and `step` (steps into the
+    episode).
+
     `render_mode="rgb_array"`: `render()` returns an `(H, W, 3)` uint8 frame, drawn in Rust
     (CartPole and Pendulum as Gymnasium draws them; ARC with the selection and clipboard in
     the ARC palette). `"ansi"` (ARC, GridWorld, TreasureHunt): a string. Through
@@ -54,6 +58,15 @@ class Env(SpecFromCore, gym.Env):
         self._dict = spec["obs"][0] == "dict"
         self._parts, self._obs_len = obs_layout(spec, self.observation_space)
         self._seeded = False
+        self._arc = spec["arc_info"]
+
+    def _info(self):
+        if not self._arc:
+            return {}
+        cols = (np.empty(1, np.float32), np.empty(1, np.float32), np.empty(1, np.int64), np.empty(1, np.int64))
+        self._core.read_arc_info(*cols)
+        sim, imp, op, step = (c[0].item() for c in cols)
+        return {"similarity": sim, "improvement": imp, "operation": op, "step": step}
 
     def _buffer(self):
         # A fresh buffer per call: returned observations never share memory across calls.
@@ -85,7 +98,7 @@ class Env(SpecFromCore, gym.Env):
             if not np.all(np.isfinite(state)):
                 raise ValueError(f"options['state'] = {state}: not finite")
             self._core.set_state(0, [float(x) for x in state])
-        return self._obs(), {}
+        return self._obs(), self._info()
 
     def step(self, action):
         if not self._seeded:
@@ -105,7 +118,7 @@ class Env(SpecFromCore, gym.Env):
         term = np.empty(1, np.bool_)
         trunc = np.empty(1, np.bool_)
         self._core.read(obs, rew, term, trunc)
-        return self._view(obs), float(rew[0]), bool(term[0]), bool(trunc[0]), {}
+        return self._view(obs), float(rew[0]), bool(term[0]), bool(trunc[0]), self._info()
 
     def render(self):
         """The current frame (`rgb_array`: `(H, W, 3)` uint8) or text (`ansi`); None, with

@@ -58,6 +58,11 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             mode. Pass False to wrap the env in that wrapper instead (it refuses an `episode`
             key that is already there); `gymnasium.make_vec("kestrel/...")` passes False
             unless told otherwise, as Gymnasium's own vector envs report nothing.
+        arc_info: ARC only, True (default): `infos["similarity"]` (to the target, in [0, 1]),
+            `infos["improvement"]` (its change over the step; 0 when an episode starts),
+            `infos["operation"]` (the op applied; -1 at an episode's start) and `infos["step"]`
+            (steps into the episode), each with its `_key` mask, after every reset and step.
+            False leaves them out.
         config: the env's params as a dict or the path of a TOML file (what `kestrel config
             ID` prints; `kestrel.config(env_id)` returns the defaults as a dict).
         **params: the env's params, over `config` (an unknown name raises ValueError naming
@@ -76,6 +81,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         row_offset: int = 0,
         render_mode: str | None = None,
         episode_stats: bool = True,
+        arc_info: bool = True,
         config=None,
         **params,
     ):
@@ -118,6 +124,10 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         self._stats = bool(episode_stats)
         self._ep = self._episode_arrays()
+        self._arc = bool(arc_info) and spec["arc_info"]
+        self._arcbufs = self._arc_arrays() if self._arc else None
+        self._arcmask = np.ones(self.num_envs, np.bool_)
+        self._arcmask.flags.writeable = False
 
     # -- buffers -------------------------------------------------------------------------
     def _alloc(self):
@@ -132,6 +142,22 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
     def _episode_arrays(self):
         n = self.num_envs
         return np.empty(n), np.empty(n, np.int64), np.empty(n), np.empty(n, np.bool_)
+
+    def _arc_arrays(self):
+        n = self._n_world
+        return np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.int64), np.empty(n, np.int64)
+
+    def _arc_info(self, infos):
+        """Adds ARC's columns to `infos` (Gymnasium's vector form: each key with its mask)."""
+        if not self._arc:
+            return infos
+        cols = self._arc_arrays() if self.copy else self._arcbufs
+        self._core.read_arc_info(*cols)
+        mask = self._arcmask  # every env has them: one read-only all-true mask, shared
+        for name, col in zip(("similarity", "improvement", "operation", "step"), cols):
+            infos[name] = col
+            infos["_" + name] = mask
+        return infos
 
     def _view(self, flat):
         if not self._dict:
@@ -200,7 +226,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._reset_called = True
         obs = self._outputs()[0]
         self._core.read_obs(obs)
-        return self._view(obs), {}
+        return self._view(obs), self._arc_info({})
 
     def step(self, actions):
         """Steps every row; returns `(obs, rewards, terminations, truncations, infos)`."""
@@ -288,7 +314,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             infos["_episode"] = mask
         if self._same_step:
             self._done.fill(False)
-        return self._view(obs), rew, term, trunc, infos
+        return self._view(obs), rew, term, trunc, self._arc_info(infos)
 
     def _check_open(self):
         if self._core.closed:

@@ -1,0 +1,163 @@
+//! What an env adds to Gymnasium's `info` beyond the episode statistics: ARC's similarity
+//! to the target, its change over the step, the operation and the step count, as JaxARC's
+//! `ExtendedMetrics` and ARCLE's `info["steps"]` report them. [`ArcInfo`] keeps the columns
+//! of a batch, updated after each reset and step from the kernels' own values (JaxARC keeps
+//! the similarity in its state; o2arc's is computed, see [`kestrel_arc::ArcEnv::similarity`]).
+
+use crate::envs::DynBatch;
+use kestrel_arc::{ArcEnv, ArcLanes};
+use kestrel_core::VecEnv;
+use kestrel_envs::{
+    CartPole, ControlEnv, DoubleIntegrator, GridWorld, Pendulum, TreasureHunt, VectorFieldEnv,
+};
+use kestrel_mppi::presets::System;
+use rayon::prelude::*;
+
+/// The similarity of each env to its target, for the envs that measure one.
+pub trait Similarity {
+    /// Writes one value per env into `out` and returns true, or returns false when the env
+    /// has no such measure.
+    fn similarity(&self, _out: &mut [f32]) -> bool {
+        false
+    }
+}
+
+impl Similarity for VecEnv<CartPole> {}
+impl Similarity for VecEnv<Pendulum> {}
+impl Similarity for VecEnv<ControlEnv<System>> {}
+impl Similarity for VecEnv<ControlEnv<DoubleIntegrator>> {}
+impl Similarity for VecEnv<GridWorld> {}
+impl Similarity for VecEnv<TreasureHunt> {}
+impl Similarity for VecEnv<VectorFieldEnv> {}
+
+impl<const S: usize> Similarity for VecEnv<ArcEnv<S>> {
+    fn similarity(&self, out: &mut [f32]) -> bool {
+        let (env, p) = (self.env(), self.params());
+        // o2arc computes it (up to S² compares a row): large batches on the pool's threads.
+        out.par_iter_mut()
+            .zip(self.states().par_iter())
+            .with_min_len(256)
+            .for_each(|(o, s)| *o = env.similarity(p, s));
+        true
+    }
+}
+
+impl<const S: usize> Similarity for ArcLanes<S> {
+    fn similarity(&self, out: &mut [f32]) -> bool {
+        self.similarities(out);
+        true
+    }
+}
+
+/// ARC's per-env info columns: `similarity` after the step, `improvement` (its change over
+/// the step; 0 on a step that starts an episode: next-step autoreset's reset step, or a
+/// same-step reset, whose info describes the new episode), `operation` (the step's op id, -1
+/// where no op ran in this episode) and `step` (steps into the episode).
+#[derive(Clone, Debug, Default)]
+pub struct ArcInfo {
+    /// Similarity to the target, in `[0, 1]`.
+    pub similarity: Vec<f32>,
+    /// Change of the similarity over the last step.
+    pub improvement: Vec<f32>,
+    /// The last step's operation ids (-1 at an episode's start).
+    pub operation: Vec<i64>,
+    /// Steps into the current episode.
+    pub step: Vec<i64>,
+    /// The kernels' similarities, read before they replace the previous ones.
+    now: Vec<f32>,
+}
+
+impl ArcInfo {
+    /// The columns of `b` after a reset, or None when its env measures no similarity.
+    pub fn new(b: &dyn DynBatch) -> Option<ArcInfo> {
+        let n = b.num_envs();
+        let mut info = ArcInfo {
+            similarity: vec![0.0; n],
+            improvement: vec![0.0; n],
+            operation: vec![-1; n],
+            step: vec![0; n],
+            now: vec![0.0; n],
+        };
+        b.similarity(&mut info.similarity).then_some(info)
+    }
+
+    /// After a reset of every env, or of the envs where `mask` (one per env) is true.
+    pub fn after_reset(&mut self, b: &dyn DynBatch, mask: Option<&[bool]>) {
+        b.similarity(&mut self.now);
+        for i in 0..self.now.len() {
+            if mask.is_none_or(|m| m[i]) {
+                self.similarity[i] = self.now[i];
+                (self.improvement[i], self.operation[i], self.step[i]) = (0.0, -1, 0);
+            }
+        }
+    }
+
+    /// After a step: the new similarity, its change, the operation, the step count.
+    pub fn after_step(&mut self, b: &dyn DynBatch) {
+        b.similarity(&mut self.now);
+        b.operations(&mut self.operation);
+        for (i, &t) in b.episode_steps().iter().enumerate() {
+            let started = t == 0;
+            self.improvement[i] = if started { 0.0 } else { self.now[i] - self.similarity[i] };
+            self.similarity[i] = self.now[i];
+            if started {
+                self.operation[i] = -1;
+            }
+            self.step[i] = t as i64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Layers;
+    use crate::envs::{Actions, EnvId};
+
+    /// Over random steps in both ARC semantics and every autoreset mode: the similarity is
+    /// the kernel's (recomputed from the state for o2arc), the improvement its change (0 when
+    /// an episode starts), the operation the one sent, the step the episode's count; envs
+    /// without a similarity have no columns.
+    #[test]
+    fn arc_info_follows_the_kernel() {
+        use kestrel_core::AutoReset;
+        let small = toml::toml! { canvas = 5
+        max_episode_steps = 7 };
+        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+            for mode in [AutoReset::NextStep, AutoReset::SameStep] {
+                let mut b = id.build(Layers::table(&small), 70, 2, 0).unwrap();
+                b.set_autoreset(mode);
+                b.reset(2);
+                let mut info = ArcInfo::new(b.as_ref()).unwrap();
+                info.after_reset(b.as_ref(), None);
+                let mut r = kestrel_core::Key::new(9).rng();
+                let (mut starts, mut moves) = (0, 0);
+                for _ in 0..60 {
+                    let before = info.similarity.clone();
+                    let ops: Vec<i64> = (0..70).map(|_| r.below(35) as i64).collect();
+                    let sel: Vec<u8> = (0..70 * 25).map(|_| (r.next_u64() & 1) as u8).collect();
+                    b.load_actions(&Actions::Arc { ops: &ops, sel: &sel }).unwrap();
+                    b.step();
+                    info.after_step(b.as_ref());
+                    let steps = b.episode_steps().to_vec();
+                    for i in 0..70 {
+                        let s = &info.similarity[i];
+                        assert!((0.0..=1.0).contains(s), "{s}");
+                        assert_eq!(info.step[i], steps[i] as i64);
+                        if steps[i] == 0 {
+                            starts += 1;
+                            assert_eq!((info.improvement[i], info.operation[i]), (0.0, -1));
+                        } else {
+                            assert_eq!(info.operation[i], ops[i]);
+                            assert_eq!(info.improvement[i], info.similarity[i] - before[i]);
+                            moves += (info.improvement[i] != 0.0) as usize;
+                        }
+                    }
+                }
+                assert!(starts > 0 && moves > 0, "{} {mode:?}: {starts} {moves}", id.name());
+            }
+        }
+        let b = EnvId::CartPole.build(Layers::none(), 2, 0, 0).unwrap();
+        assert!(ArcInfo::new(b.as_ref()).is_none());
+    }
+}
