@@ -4,7 +4,7 @@
 use anyhow::Result;
 use clap::Args;
 use kestrel_core::Documented;
-use kestrel_run::{Launch, Layers, Outcome, Run, RunError, Tick};
+use kestrel_run::{Flow, Launch, Layers, Outcome, Run, RunError, Tick};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::io::IsTerminal;
@@ -150,15 +150,17 @@ impl Progress {
     }
 
     /// Reports a run's tick (its total and unit included); a tick over no units is a note
-    /// (`Launch::note`), printed as its own line.
-    pub fn report(&mut self, t: Tick<'_>) {
+    /// (`Launch::note`), printed as its own line. The CLI never stops a run (Ctrl-C ends the
+    /// process; a resumable run resumes from its last checkpoint).
+    pub fn report(&mut self, t: Tick<'_>) -> Flow {
         if t.total == 0 {
             let clear = if self.tty { "\r\x1b[2K" } else { "" };
             eprintln!("{clear}note: {}", t.status);
-            return;
+            return Flow::Continue(());
         }
         (self.total, self.what) = (t.total, t.unit);
         self.tick(t.done, t.status);
+        Flow::Continue(())
     }
 
     /// Reports `done` units with a short status.

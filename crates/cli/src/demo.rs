@@ -180,7 +180,8 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         }
         Ok(())
     })();
-    root.finish(parts.as_ref().err().map(|e| format!("{e:#}")).as_deref())?;
+    let status = if parts.is_ok() { "ok" } else { "failed" };
+    root.finish(status, parts.as_ref().err().map(|e| format!("{e:#}")).as_deref())?;
     parts?;
     println!(
         "\n== Kestrel demo: every system on its embedded default ({:.0} s) ==",

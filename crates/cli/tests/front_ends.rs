@@ -4,7 +4,7 @@
 //! `metrics.jsonl` value and every `summary.json` number, except wall-clock figures.
 
 use kestrel_run::sweep::Sweep;
-use kestrel_run::{Launch, Layers, RunKind, Tick};
+use kestrel_run::{Launch, Layers, RunKind};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -96,7 +96,7 @@ fn every_kind_runs_the_same_from_the_cli_a_sweep_cell_and_the_registry() {
         let cli = figures(&only_folder(&cli_out));
         // The registry call the Python package makes (kestrel.run(kind, dict)).
         let reg_out = root.join(format!("registry-{name}"));
-        let mut p = |_: Tick<'_>| {};
+        let mut p = kestrel_run::quiet;
         let l = Launch { out_dir: reg_out.clone(), argv: vec!["test".into()], progress: &mut p };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         pool.install(|| kind.launch(Layers::table(&table), None, l)).unwrap();
@@ -106,7 +106,7 @@ fn every_kind_runs_the_same_from_the_cli_a_sweep_cell_and_the_registry() {
         let spec = spec + &base_table(&table);
         let s = Sweep::plan(&spec, "spec.toml", &root.join(format!("sweep-{name}"))).unwrap();
         s.create().unwrap();
-        let mut p = |_: Tick<'_>| {};
+        let mut p = kestrel_run::quiet;
         let l = Launch { out_dir: PathBuf::new(), argv: vec!["test".into()], progress: &mut p };
         let cell = pool.install(|| s.run_cell(&s.cells[0], l)).unwrap();
         let sweep = figures(cell.dir());

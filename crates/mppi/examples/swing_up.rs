@@ -8,7 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
         let mut cfg = MppiRunConfig::defaults_for(kind, System::Pendulum, 150, 0);
         cfg.mppi.num_samples = 200;
-        let ep = cfg.episode(|_, _| {})?;
+        let ep = cfg.episode(|_, _| true)?;
         let last = ep.states.last().expect("states");
         let angle = (last[0] + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU)
             - std::f64::consts::PI;

@@ -112,7 +112,8 @@ pub struct Episode {
 /// `start`: step `t` commands with `key.fold_in(t)`, applies the first control (scaled as
 /// the convention says) and adds the running cost of the state reached. With `record` the
 /// states and controls are kept; without it only the costs are (the tuner's case).
-/// `observe(t, cost)` sees every step (progress lines).
+/// `observe(t, cost)` sees every step (progress lines); returning false ends the episode
+/// there (a stopped run), with the costs, states and controls of the steps taken.
 pub fn episode<C: Controller>(
     controller: &C,
     p: &C::Params,
@@ -120,7 +121,7 @@ pub fn episode<C: Controller>(
     steps: usize,
     key: Key,
     record: bool,
-    mut observe: impl FnMut(usize, f64),
+    mut observe: impl FnMut(usize, f64) -> bool,
 ) -> Episode {
     let d = controller.dynamics();
     let (nx, nu) = (d.nx(), d.nu());
@@ -139,10 +140,13 @@ pub fn episode<C: Controller>(
         std::mem::swap(&mut x, &mut next);
         let c = d.running_cost(&x, &u, t);
         ep.costs.push(c);
-        observe(t, c);
+        let go = observe(t, c);
         if record {
             ep.states.push(x.clone());
             ep.controls.push(u.clone());
+        }
+        if !go {
+            break;
         }
     }
     let total: f64 = ep.costs.iter().sum();

@@ -392,8 +392,9 @@ impl MppiRunConfig {
     }
 
     /// The configured episode: `steps` commands of the configured controller on the system
-    /// from its start; `observe(t, cost)` sees every step.
-    pub fn episode(&self, observe: impl FnMut(usize, f64)) -> Result<Episode, MppiError> {
+    /// from its start; `observe(t, cost)` sees every step, and ends the episode there by
+    /// returning false.
+    pub fn episode(&self, observe: impl FnMut(usize, f64) -> bool) -> Result<Episode, MppiError> {
         let (system, steps, key) = (self.system, self.steps, Key::new(self.seed));
         struct Run<F> {
             start: Vec<f64>,
@@ -401,7 +402,7 @@ impl MppiRunConfig {
             key: Key,
             observe: F,
         }
-        impl<D: Dynamics, F: FnMut(usize, f64)> ControllerVisitor<D> for Run<F> {
+        impl<D: Dynamics, F: FnMut(usize, f64) -> bool> ControllerVisitor<D> for Run<F> {
             type Output = Episode;
             fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> Episode {
                 episode(&c, &p, &self.start, self.steps, self.key, true, self.observe)
@@ -431,7 +432,7 @@ mod tests {
             for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
                 let mut cfg = MppiRunConfig::defaults_for(kind, system, 10, 1);
                 cfg.mppi.num_samples = cfg.mppi.num_samples.min(64);
-                let ep = cfg.episode(|_, _| {}).unwrap();
+                let ep = cfg.episode(|_, _| true).unwrap();
                 assert_eq!(ep.states.len(), 11, "{system:?} {kind:?}");
                 assert_eq!(ep.controls.len(), 10);
                 assert!(ep.total_cost.is_finite(), "{system:?} {kind:?}");

@@ -230,7 +230,7 @@ impl<C: Controller> TuneProblem<C> {
                     self.steps,
                     key_e,
                     false,
-                    |_, _| {},
+                    |_, _| true,
                 )
                 .total_cost
             })

@@ -3,9 +3,12 @@
 
 use crate::config::json_table;
 use crate::errors::{run_error, value_error};
-use kestrel_run::{Launch, Outcome, RunError, Tick};
+use kestrel_run::{Flow, Launch, Outcome, RunError, Tick};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, mpsc};
+use std::time::Duration;
 
 /// The layers a Python call gives: a preset, a TOML file, then the dict's keys.
 fn layers<'a>(
@@ -68,8 +71,14 @@ pub(crate) fn run(
         .map(folder)
 }
 
-/// Runs `run` on a pool of `threads` with the GIL released; `progress(done, total, unit,
-/// status)` is called back (with the GIL) on each tick.
+/// Runs `run` on a pool of `threads` on a worker thread, with the GIL released;
+/// `progress(done, total, unit, status)` is called back (with the GIL) on each tick.
+///
+/// The calling thread waits, and every 50 ms asks Python for pending signals (Python runs
+/// signal handlers on the main thread only, so a worker cannot hear Ctrl-C). The first
+/// KeyboardInterrupt, or the first exception the callback raises, stops the run at its next
+/// tick ([`kestrel_run::Flow`]): the folder is recorded as interrupted (resumable kinds save
+/// that step's state first) and the exception is raised here.
 fn launch<T: Send>(
     py: Python<'_>,
     out_dir: PathBuf,
@@ -86,27 +95,68 @@ fn launch<T: Send>(
         b = b.num_threads(n);
     }
     let pool = b.build().map_err(|e| value_error(format!("threads: {e}")))?;
-    let mut callback_error: Option<PyErr> = None;
-    let out = py.detach(|| {
-        pool.install(|| {
-            let mut tick = |t: Tick<'_>| {
-                let Some(cb) = &progress else { return };
-                if callback_error.is_some() {
-                    return;
-                }
-                Python::attach(|py| {
-                    if let Err(e) = cb.call1(py, (t.done, t.total, t.unit, t.status)) {
-                        callback_error = Some(e);
-                    }
+    let first_error: Mutex<Option<PyErr>> = Mutex::new(None);
+    let keep = |e: PyErr| {
+        let why = Python::attach(|py| describe(py, &e));
+        if let Ok(mut g) = first_error.lock() {
+            g.get_or_insert(e);
+        }
+        why
+    };
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (pool, first_error, keep) = (&pool, &first_error, &keep);
+    let out = py.detach(move || {
+        std::thread::scope(|s| {
+            let worker = s.spawn(move || {
+                let out = pool.install(|| {
+                    let mut tick = |t: Tick<'_>| -> Flow {
+                        let pending = first_error
+                            .lock()
+                            .ok()
+                            .and_then(|g| g.as_ref().map(|e| Python::attach(|py| describe(py, e))));
+                        if let Some(why) = pending {
+                            return Flow::Break(why);
+                        }
+                        let Some(cb) = &progress else { return Flow::Continue(()) };
+                        let called =
+                            Python::attach(|py| cb.call1(py, (t.done, t.total, t.unit, t.status)));
+                        match called {
+                            Ok(_) => Flow::Continue(()),
+                            Err(e) => {
+                                Flow::Break(format!("the progress callback raised {}", keep(e)))
+                            }
+                        }
+                    };
+                    run(Launch { out_dir, argv: vec!["python".into(), argv], progress: &mut tick })
                 });
-            };
-            run(Launch { out_dir, argv: vec!["python".into(), argv], progress: &mut tick })
+                let _ = done_tx.send(());
+                out
+            });
+            while let Err(mpsc::RecvTimeoutError::Timeout) =
+                done_rx.recv_timeout(Duration::from_millis(50))
+            {
+                let heard = Python::attach(|py| py.check_signals());
+                if let Err(e) = heard
+                    && first_error.lock().is_ok_and(|g| g.is_none())
+                {
+                    keep(e);
+                }
+            }
+            worker.join()
         })
     });
-    if let Some(e) = callback_error {
+    let out = out.map_err(|_| PyRuntimeError::new_err("the run's thread panicked"))?;
+    if let Some(e) = first_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
     }
     out.map_err(run_error)
+}
+
+/// `TypeName: message` of a Python exception.
+fn describe(py: Python<'_>, e: &PyErr) -> String {
+    let name = e.get_type(py).name().map_or_else(|_| "exception".into(), |n| n.to_string());
+    let msg = e.value(py).str().map_or_else(|_| String::new(), |m| m.to_string());
+    if msg.is_empty() { name } else { format!("{name}: {msg}") }
 }
 
 /// A finished run as Python gets it: (folder, headline).

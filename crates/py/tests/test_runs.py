@@ -1,6 +1,7 @@
 """Whole runs and MPPI from Python: the library's run folders, progress callbacks, metrics
 as numpy arrays, the controller loop equal to `kestrel mppi run`."""
 
+import json
 import pathlib
 
 import numpy as np
@@ -51,14 +52,6 @@ def test_run_errors_name_the_field_and_make_no_folder(tmp_path):
     with pytest.raises(ValueError, match="steps"):
         kestrel.allo.train(steps=-3, out_dir=tmp_path)
     assert not any(tmp_path.iterdir())
-
-
-def test_a_failing_progress_callback_raises_after_the_run(tmp_path):
-    def cb(*a):
-        raise KeyError("stop")
-
-    with pytest.raises(KeyError):
-        kestrel.evo.run(strategy="snes", problem="sphere", num_dims=2, generations=3, out_dir=tmp_path, progress=cb)
 
 
 def _basic(x, u, t):
@@ -256,3 +249,90 @@ def test_a_run_past_the_memory_budget_is_refused_before_its_folder(tmp_path):
     with pytest.raises(ValueError, match="capacity"):
         kestrel.hunt.train(out_dir=tmp_path, capacity=30_000_000)
     assert list(pathlib.Path(tmp_path).iterdir()) == []
+
+
+def _record(folder):
+    import json
+
+    return json.loads((pathlib.Path(folder) / "record.json").read_text())
+
+
+def _only_folder(out):
+    (d,) = [p for p in pathlib.Path(out).iterdir() if p.is_dir()]
+    return d
+
+
+def test_ctrl_c_stops_a_run_within_a_second_and_it_resumes(tmp_path):
+    import os
+    import signal
+    import threading
+    import time
+
+    # A real SIGINT to this process half a second in, as Ctrl-C in a terminal or a notebook's
+    # interrupt button sends: the run stops at its next tick, KeyboardInterrupt is raised here.
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        kestrel.allo.train(steps=10**6, samples=20_000, eval_every=10**6, checkpoint_every=10**6,
+                           out_dir=tmp_path, threads=1, progress=None)
+    elapsed = time.monotonic() - t0
+    timer.cancel()
+    assert elapsed < 1.5, elapsed
+    folder = _only_folder(tmp_path)
+    launch = _record(folder)["launches"][-1]
+    assert launch["status"] == "interrupted" and "KeyboardInterrupt" in launch["error"], launch
+    # The stopped step's state was saved: a resume goes on from it to the (smaller) new end.
+    step = json.loads((folder / "checkpoint" / "manifest.json").read_text())["step"]
+    assert 0 < step < 10**6
+    res = kestrel.allo.train(resume=folder, steps=step + 5, eval_every=10**6, checkpoint_every=10**6,
+                             threads=1, progress=None)
+    assert res.summary["steps"] == step + 5
+    assert [l["status"] for l in _record(folder)["launches"]] == ["interrupted", "ok"]
+
+
+def test_an_exception_in_the_callback_stops_the_run_at_once_and_is_raised(tmp_path):
+    import time
+
+    seen = []
+
+    def cb(done, total, unit, status):
+        seen.append(done)
+        if len(seen) == 3:
+            raise KeyError("stop here")
+
+    t0 = time.monotonic()
+    with pytest.raises(KeyError, match="stop here"):
+        kestrel.evo.run(strategy="snes", problem="sphere", num_dims=2, generations=10**7, out_dir=tmp_path, progress=cb)
+    assert time.monotonic() - t0 < 5 and len(seen) == 3
+    launch = _record(_only_folder(tmp_path))["launches"][-1]
+    assert launch["status"] == "interrupted" and "KeyError" in launch["error"], launch
+
+
+def test_progress_true_prints_a_plain_line_off_a_terminal(tmp_path, capsys):
+    kestrel.evo.run(strategy="snes", problem="sphere", num_dims=2, generations=5, out_dir=tmp_path, progress=True)
+    err = capsys.readouterr().err
+    assert "evo: 5/5 generations (100%)" in err, err
+    with pytest.raises(TypeError, match="progress"):
+        kestrel.evo.run(generations=2, out_dir=tmp_path, progress="yes")
+
+
+def test_a_run_result_prints_in_a_few_lines_and_converts_to_pandas(tmp_path):
+    res = kestrel.evo.run(strategy="snes", problem="sphere", num_dims=2, generations=300, out_dir=tmp_path, progress=None)
+    text = repr(res)
+    rows = len(res.metrics["best"])
+    assert text.count("\n") <= 3 and len(text) < 600 and f"{rows} rows" in text, text
+    html = res._repr_html_()
+    assert "<table>" in html and "best" in html
+    df = res.to_pandas()
+    assert list(df.columns) == list(res.metrics) and len(df) == rows > 10
+    np.testing.assert_array_equal(df["best"].to_numpy(), res.metrics["best"])
+
+
+def test_progress_true_is_a_tqdm_bar_on_a_terminal(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    kestrel.evo.run(strategy="snes", problem="rastrigin", num_dims=2, generations=7, out_dir=tmp_path)
+    err = capsys.readouterr().err
+    assert "evo: 100%" in err and "7/7" in err and "generations" in err, err

@@ -28,6 +28,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     metrics.finish()?;
     Summary::new("example run").value("final_x", "final x", x).write(dir.path())?;
     println!("run folder {}", dir.path().display());
-    dir.finish(None)?;
+    dir.finish("ok", None)?;
     Ok(())
 }

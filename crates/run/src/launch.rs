@@ -3,7 +3,12 @@
 
 use crate::{MetricsSink, Run, RunDir, RunError};
 use serde::Serialize;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+
+/// What whoever watches a run answers each tick: go on, or stop the run, saying why (the
+/// Python package stops on Ctrl-C and on an exception in the progress callback).
+pub type Flow = ControlFlow<String>;
 
 /// One progress report: `done` of `total` `unit`s, with a short status. A tick with `total`
 /// 0 is a note ([`Launch::note`]): its status is a message to show once, not progress.
@@ -20,20 +25,25 @@ pub struct Tick<'a> {
 }
 
 /// Where a run writes and who hears about its progress (the CLI prints a progress line; the
-/// Python package calls back into Python).
+/// Python package calls back into Python, and may stop the run).
 pub struct Launch<'a> {
     /// Parent folder of the run folder.
     pub out_dir: PathBuf,
     /// The command line or call recorded in `record.json`.
     pub argv: Vec<String>,
-    /// Progress reports.
-    pub progress: &'a mut (dyn FnMut(Tick<'_>) + Send),
+    /// Progress reports; a [`Flow::Break`] stops the run at that tick.
+    pub progress: &'a mut (dyn FnMut(Tick<'_>) -> Flow + Send),
+}
+
+/// A progress sink that shows nothing and never stops a run.
+pub fn quiet(_: Tick<'_>) -> Flow {
+    Flow::Continue(())
 }
 
 impl Launch<'_> {
     /// A progress reporter over `total` units named `unit`.
     pub fn progress(&mut self, total: u64, unit: &'static str) -> Reporter<'_> {
-        Reporter { sink: &mut *self.progress, total, unit }
+        Reporter { sink: &mut *self.progress, total, unit, stop: None }
     }
 
     /// Tells the person watching and the folder's record what the launch found (a resume from
@@ -44,22 +54,43 @@ impl Launch<'_> {
         unit: &'static str,
         note: &str,
     ) -> Result<(), RunError> {
-        self.progress(0, unit).tick(0, note);
+        let mut r = self.progress(0, unit);
+        r.tick(0, note);
+        r.stopped()?;
         dir.note(note)
     }
 }
 
-/// Reports one run's progress to its launch.
+/// Reports one run's progress to its launch, and hears whether to stop.
 pub struct Reporter<'a> {
-    sink: &'a mut (dyn FnMut(Tick<'_>) + Send),
+    sink: &'a mut (dyn FnMut(Tick<'_>) -> Flow + Send),
     total: u64,
     unit: &'static str,
+    /// Why the launch stopped the run, once it has.
+    stop: Option<String>,
 }
 
 impl Reporter<'_> {
-    /// `done` units, with a status.
-    pub fn tick(&mut self, done: u64, status: &str) {
-        (self.sink)(Tick { done, total: self.total, unit: self.unit, status });
+    /// `done` units, with a status. Returns false when the launch asks the run to stop: the
+    /// loop then ends at once, and [`Reporter::stopped`] turns that into the run's error (the
+    /// folder is recorded as interrupted and, for resumable kinds, resumes from its last
+    /// checkpoint).
+    pub fn tick(&mut self, done: u64, status: &str) -> bool {
+        if self.stop.is_none()
+            && let ControlFlow::Break(why) =
+                (self.sink)(Tick { done, total: self.total, unit: self.unit, status })
+        {
+            self.stop = Some(why);
+        }
+        self.stop.is_none()
+    }
+
+    /// [`RunError::Stopped`] when a tick was told to stop.
+    pub fn stopped(&self) -> Result<(), RunError> {
+        match &self.stop {
+            Some(why) => Err(RunError::Stopped(why.clone())),
+            None => Ok(()),
+        }
     }
 }
 
@@ -125,7 +156,12 @@ pub fn start(
 pub fn finish(dir: RunDir, r: Result<String, RunError>) -> Result<Outcome, RunError> {
     let msg = r.as_ref().err().map(|e| e.to_string());
     let path = dir.path().to_path_buf();
-    let recorded = dir.finish(msg.as_deref());
+    let status = match &r {
+        Ok(_) => "ok",
+        Err(RunError::Stopped(_)) => "interrupted",
+        Err(_) => "failed",
+    };
+    let recorded = dir.finish(status, msg.as_deref());
     let headline = r?;
     recorded?;
     Ok(Outcome { dir: path, headline })

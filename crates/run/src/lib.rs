@@ -34,7 +34,7 @@ pub mod sweep;
 
 pub use config::{ConfigSource, commented_toml, load_config, parse_overrides, to_toml};
 pub use envs::{DynBatch, EnvId};
-pub use launch::{Launch, Outcome, Reporter, Tick, finish, reopen, start};
+pub use launch::{Flow, Launch, Outcome, Reporter, Tick, finish, quiet, reopen, start};
 pub use metrics::{MetricsSink, for_each_metric, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
 pub use registry::{Layers, Run, RunKind};
@@ -77,6 +77,9 @@ pub enum RunError {
     /// finite result).
     #[error("{0}")]
     Failed(String),
+    /// Stopped by whoever launched it ([`launch::Flow`]): Ctrl-C, a failing callback.
+    #[error("stopped: {0}")]
+    Stopped(String),
     /// From an evolution-strategy run.
     #[error(transparent)]
     Evo(#[from] kestrel_evo::EvoError),

@@ -289,14 +289,14 @@ impl RunDir {
         self.started.elapsed().as_secs_f64()
     }
 
-    /// Records the end of this launch (`ok`, or `failed` with the error) and releases the
-    /// lock.
-    pub fn finish(mut self, error: Option<&str>) -> Result<(), RunError> {
+    /// Records the end of this launch (`status`: `ok`, `failed` or `interrupted`, with the
+    /// error) and releases the lock.
+    pub fn finish(mut self, status: &str, error: Option<&str>) -> Result<(), RunError> {
         let wall = self.elapsed();
         if let Some(l) = self.record.launches.last_mut() {
             l.ended = Some(utc_timestamp(unix_now()));
             l.wall_seconds = Some(wall);
-            l.status = if error.is_some() { "failed" } else { "ok" }.into();
+            l.status = status.into();
             l.error = error.map(str::to_string);
         }
         self.write_record()
@@ -329,9 +329,9 @@ mod tests {
         let d2 = RunDir::create(&root, "evo", "x", 1, vec![]).unwrap();
         assert_ne!(d.path(), d2.path());
         let path = d.path().to_path_buf();
-        d.finish(None).unwrap();
+        d.finish("ok", None).unwrap();
         let r = RunDir::reopen(&path, vec!["resume".into()]).unwrap();
-        r.finish(Some("disk full")).unwrap();
+        r.finish("failed", Some("disk full")).unwrap();
         let rec: RunRecord =
             serde_json::from_str(&std::fs::read_to_string(path.join("record.json")).unwrap())
                 .unwrap();
@@ -347,7 +347,7 @@ mod tests {
         let e = RunDir::reopen(&path, vec![]).unwrap_err().to_string();
         assert!(e.contains("run.lock") && e.contains("process 1"), "{e}");
         std::fs::write(path.join("run.lock"), "4294967295").unwrap();
-        RunDir::reopen(&path, vec![]).unwrap().finish(None).unwrap();
+        RunDir::reopen(&path, vec![]).unwrap().finish("ok", None).unwrap();
         drop(held);
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -754,7 +754,7 @@ strategy = ["cma-es", "snes"]
             let spec = EVO.replace("seeds = 2", &format!("seeds = 2\n{extra}"));
             let s = Sweep::plan(&spec, "spec.toml", &out).unwrap();
             s.create().unwrap();
-            let mut p = |_: crate::Tick<'_>| {};
+            let mut p = crate::quiet;
             let l = Launch { out_dir: PathBuf::new(), argv: vec![], progress: &mut p };
             let e = s.run_cell(&s.cells[0], l).unwrap_err().to_string();
             assert!(e.contains(want) && e.contains("sweep.toml"), "{e}");
@@ -771,7 +771,7 @@ strategy = ["cma-es", "snes"]
         let s = Sweep::plan(EVO, "spec.toml", &out).unwrap();
         s.create().unwrap();
         let go = |c: &Cell| {
-            let mut p = |_: crate::Tick<'_>| {};
+            let mut p = crate::quiet;
             s.run_cell(
                 c,
                 Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p },
@@ -825,7 +825,7 @@ checkpoint_every = 20
 "#;
         let (whole, cut) = (tmp("allo-whole"), tmp("allo-cut"));
         let quiet = |out: &Path, s: &Sweep| {
-            let mut p = |_: crate::Tick<'_>| {};
+            let mut p = crate::quiet;
             let l = Launch { out_dir: out.to_path_buf(), argv: vec!["t".into()], progress: &mut p };
             s.run_cell(&s.cells[0], l).unwrap()
         };
@@ -843,7 +843,7 @@ checkpoint_every = 20
         )
         .unwrap();
         half.steps = 20;
-        let mut p = |_: crate::Tick<'_>| {};
+        let mut p = crate::quiet;
         let l = Launch {
             out_dir: b.dir.join(&b.cells[0].id),
             argv: vec!["t".into()],
@@ -903,7 +903,7 @@ checkpoint_every = 20
         for text in &specs {
             let s = Sweep::plan(text, "spec.toml", &out).unwrap_or_else(|e| panic!("{text}: {e}"));
             s.create().unwrap();
-            let mut p = |_: crate::Tick<'_>| {};
+            let mut p = crate::quiet;
             let l = Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p };
             let o = s.run_cell(&s.cells[0], l).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert!(matches!(o, CellOutcome::Ran(_)), "{text}");

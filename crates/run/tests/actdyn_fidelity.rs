@@ -72,7 +72,7 @@ fn e1_is_in_distribution_with_the_reference_anchors() {
         anchors.push(d["float32_reference_default"].clone());
     }
     let out = std::env::temp_dir().join(format!("kestrel-e1-fidelity-{}", std::process::id()));
-    let mut p = |_: kestrel_run::Tick<'_>| {};
+    let mut p = kestrel_run::quiet;
     let c = ActdynConfig { steps: 5000, ..ActdynConfig::e1() };
     let launch = Launch { out_dir: out.clone(), argv: vec![], progress: &mut p };
     let o = kestrel_run::runs::actdyn::compare(

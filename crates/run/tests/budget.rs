@@ -31,7 +31,7 @@ fn measure(kind: RunKind, config: &str, resume: Option<&str>) -> (u128, usize) {
     let p = pool();
     let mut peak = peak_bytes_in(|| {
         p.install(|| {
-            let mut p = |_: kestrel_run::Tick<'_>| {};
+            let mut p = kestrel_run::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec![], progress: &mut p };
             let o = kind.launch(Layers::table(&t), None, l);
             dir = Some(o.unwrap_or_else(|e| panic!("{kind} {config}: {e}")).dir);
@@ -43,7 +43,7 @@ fn measure(kind: RunKind, config: &str, resume: Option<&str>) -> (u128, usize) {
         let p = pool();
         peak = peak.max(peak_bytes_in(|| {
             p.install(|| {
-                let mut p = |_: kestrel_run::Tick<'_>| {};
+                let mut p = kestrel_run::quiet;
                 let l = Launch { out_dir: out.clone(), argv: vec![], progress: &mut p };
                 kind.launch(layers, Some(&dir), l).unwrap_or_else(|e| panic!("{kind} resume: {e}"));
             })

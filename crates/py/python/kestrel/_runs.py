@@ -14,15 +14,106 @@ from . import _kestrel
 from ._spaces import params_json
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     """A finished run: its folder (the CLI's layout), its headline, the summary and every
-    metric column of `metrics.jsonl` as a numpy array (`metrics["best"]`, ...)."""
+    metric column of `metrics.jsonl` as a numpy array (`metrics["best"]`, ...).
+    `to_pandas()` gives the metrics as a DataFrame; in a notebook it shows as a table."""
 
     dir: Path
     headline: str
     summary: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
+
+    def _rows(self) -> int:
+        return max((len(v) for v in self.metrics.values()), default=0)
+
+    def __repr__(self) -> str:
+        cols = ", ".join(list(self.metrics)[:8]) + (", ..." if len(self.metrics) > 8 else "")
+        return (f"RunResult({str(self.dir)!r},\n  headline={self.headline!r},\n"
+                f"  summary: {len(self.summary)} keys, metrics: {self._rows()} rows of [{cols}])")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        def cell(v):
+            if isinstance(v, float):
+                return f"{v:.6g}"
+            text = v if isinstance(v, str) else json.dumps(v)
+            return html.escape(text if len(text) <= 80 else text[:77] + "...")
+
+        rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{cell(v)}</td></tr>"
+                       for k, v in self.summary.items() if not isinstance(v, (list, dict)))
+        last = "".join(f"<tr><td>{html.escape(k)}</td><td>{cell(v[-1].item() if v.dtype != object else v[-1])}</td></tr>"
+                       for k, v in self.metrics.items() if len(v))
+        return (f"<div><b>{html.escape(self.headline)}</b><br><code>{html.escape(str(self.dir))}</code>"
+                f"<table><tr><th>summary</th><th></th></tr>{rows}</table>"
+                f"<table><tr><th>metric ({self._rows()} rows)</th><th>last</th></tr>{last}</table></div>")
+
+    def to_pandas(self):
+        """The metrics as a `pandas.DataFrame`, one row per line of `metrics.jsonl` (needs
+        pandas: `pip install pandas`)."""
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise ImportError("RunResult.to_pandas needs pandas: pip install pandas") from e
+        return pd.DataFrame({k: list(v) if v.dtype == object else v for k, v in self.metrics.items()})
+
+
+class Progress:
+    """`progress=True`: a tqdm bar on a terminal or in a notebook (when tqdm is installed),
+    else a plain line on stderr every 5 seconds and at the end; notes on their own line."""
+
+    def __init__(self, name: str):
+        import sys
+        import time
+
+        self.name, self.bar, self.last, self.time = name, None, 0.0, time.monotonic
+        self.tqdm = None
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            tqdm = None
+        interactive = sys.stderr.isatty() or "ipykernel" in sys.modules
+        if tqdm is not None and interactive:
+            self.tqdm = tqdm
+
+    def __call__(self, done, total, unit, status):
+        import sys
+
+        if total == 0:  # a note
+            (self.tqdm.write if self.tqdm else lambda m: print(m, file=sys.stderr))(f"note: {status}")
+            return
+        if self.tqdm is not None:
+            if self.bar is None:
+                self.bar = self.tqdm(total=total, unit=f" {unit}", desc=self.name, leave=True)
+            self.bar.n = min(done, total)
+            self.bar.set_postfix_str(status, refresh=False)
+            self.bar.refresh()
+            if done >= total:
+                self.bar.close()
+            return
+        now = self.time()
+        if done >= total or now - self.last >= 5.0:
+            self.last = now
+            pct = 100.0 * done / max(total, 1)
+            print(f"{self.name}: {done}/{total} {unit} ({pct:.0f}%) {status}", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def progress_callback(progress, name: str):
+    """The callback a Rust run calls: `progress` when callable, a `Progress` for True, none
+    for None/False."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        return Progress(name)
+    if callable(progress):
+        return progress
+    raise TypeError(f"progress: True, False/None, or a callable (done, total, unit, status); got {progress!r}")
 
 
 def read_metrics(path: Path) -> dict:
@@ -108,24 +199,41 @@ def run_kinds() -> dict[str, str]:
 
 
 def run(kind: str, config=None, *, out_dir="runs", preset: str | None = None, resume=None,
-        threads: int | None = None, progress=None, **overrides) -> RunResult:
+        threads: int | None = None, progress=True, **overrides) -> RunResult:
     """Any run kind (`kestrel.run_kinds()`) through Kestrel's run registry, exactly as the
     CLI runs it: the config from the defaults (or `preset`), then `config` (a dict or a TOML
     path), then keyword overrides (nested dicts merge: `run={"system": "pendulum"}`). An
     unknown key is a ValueError naming it and the closest valid key. `resume`: a run folder
-    to continue (resumable kinds: allo, hunt, actdyn)."""
+    to continue (resumable kinds: allo, hunt, actdyn).
+
+    `progress`: True (default) shows a tqdm bar on a terminal or in a notebook (a plain line
+    elsewhere), a callable `(done, total, unit, status)` is called on each tick, None shows
+    nothing. Ctrl-C (KeyboardInterrupt) or an exception in the callback stops the run at its
+    next tick and is raised: the folder's `record.json` says `interrupted`, and the resumable
+    kinds save that step's state first, so `resume=` that folder goes on from there."""
     keys, path = split_config(config, overrides)
-    folder, headline = _kestrel.run(
-        kind, params_json(keys), os.fspath(out_dir), config_file=path, preset=preset,
-        resume=None if resume is None else os.fspath(resume), threads=threads, progress=progress)
+    cb = progress_callback(progress, kind)
+    try:
+        folder, headline = _kestrel.run(
+            kind, params_json(keys), os.fspath(out_dir), config_file=path, preset=preset,
+            resume=None if resume is None else os.fspath(resume), threads=threads, progress=cb)
+    finally:
+        if isinstance(cb, Progress):
+            cb.close()
     return result(folder, headline)
 
 
 def launch(fn, config: dict | None, out_dir, progress=None, **kw) -> RunResult:
     """Calls the Rust run `fn(config_json, out_dir, ..., progress=...)` and reads its folder
-    (the runs whose evaluation a Python callable does: `kestrel.dist`)."""
+    (the runs whose evaluation a Python callable does: `kestrel.dist`); `progress` as in
+    `run`."""
     cfg = drop_none(dict(config or {}))
-    folder, headline = fn(params_json(cfg), os.fspath(out_dir), progress=progress, **kw)
+    cb = progress_callback(progress, "run")
+    try:
+        folder, headline = fn(params_json(cfg), os.fspath(out_dir), progress=cb, **kw)
+    finally:
+        if isinstance(cb, Progress):
+            cb.close()
     return result(folder, headline)
 
 

@@ -6,7 +6,7 @@ from ._runs import RunResult, run as _run
 
 
 def run(config: dict | str | None = None, *, out_dir="runs", preset: str | None = None, resume=None, threads: int | None = None,
-          progress=None, **kw) -> RunResult:
+          progress=True, **kw) -> RunResult:
     """Runs into a new run folder (or continues `resume`, a run folder); keys as `kestrel
     actdyn run --config` (`steps`, `seed`, `env={...}`, `model={...}`, ...); `preset`: "e1" (the
     defaults) or "e2" (RBF dynamics, iCEM, A-optimality)."""

@@ -339,13 +339,13 @@ class Problem:
         return self._p.evaluate(_as_population(x, x.shape[0], self.num_dims), key, int(first_row))
 
 
-def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True, **kw) -> RunResult:
     """`kestrel evo run`: the config's keys as a dict or keywords (`strategy`, `problem`,
     `num_dims`, `generations`, `seed`, ...); writes the same run folder."""
     return _run("evo", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 
 
-def qd(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def qd(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True, **kw) -> RunResult:
     """`kestrel evo qd` (MAP-Elites / CMA-ME)."""
     return _run("qd", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 

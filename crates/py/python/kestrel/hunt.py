@@ -6,7 +6,7 @@ from ._runs import RunResult, run as _run
 
 
 def train(config: dict | str | None = None, *, out_dir="runs", resume=None, threads: int | None = None,
-          progress=None, **kw) -> RunResult:
+          progress=True, **kw) -> RunResult:
     """Trains into a new run folder (or continues `resume`, a run folder); keys as `kestrel
     hunt train --config` (`epochs`, `seed`, `num_worlds`, `env={"num_agents": 3, "gem_value":
     5.0, ...}` (the world: `kestrel.config("TreasureHunt-v0")`), ...); `kestrel.config("hunt")`

@@ -97,18 +97,18 @@ class CallbackController:
         self._c.reset()
 
 
-def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True, **kw) -> RunResult:
     """`kestrel mppi run`: one closed-loop episode into a run folder."""
     return _run("mppi-run", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 
 
-def tune(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def tune(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True, **kw) -> RunResult:
     """`kestrel mppi tune`: the population-parallel autotuner (`run={...}`, `knobs`,
     `strategy`, `pop_size`, `generations`, `sigma`)."""
     return _run("mppi-tune", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 
 
-def qd(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=None, **kw) -> RunResult:
+def qd(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True, **kw) -> RunResult:
     """`kestrel mppi qd`: CMA-ME fills an archive of good knob settings over the first two
     knobs (`run={...}`, `knobs`, `num_emitters`, `batch_size`, `cells`, `generations`,
     `sigma`); the folder has every elite (`elites.csv`) and the best as `best.toml`."""

@@ -248,7 +248,9 @@ pub fn run(
                     Some(tr) => format!("ELBO/T {:.2}", -tr.terms.loss / t as f64),
                     None => "filling the window".into(),
                 };
-                progress.tick(s, &status);
+                if !progress.tick(s, &status) {
+                    break;
+                }
             }
         }
         let secs = t0.elapsed().as_secs_f64();
@@ -259,6 +261,8 @@ pub fn run(
         let eval = run.evaluate(&data);
         metrics.log(run.steps_done(), json!({"eval": &eval}))?;
         metrics.finish()?;
+        // Stopped (Ctrl-C from Python): this step's state is saved; a resume goes on from it.
+        progress.stopped()?;
         // Curves over the whole run (this launch and any before it), from metrics.jsonl.
         let mut acc = CurveAcc::default();
         crate::for_each_metric(&dir.join("metrics.jsonl"), |row| {
@@ -444,13 +448,13 @@ pub fn retrain(
                 log_err = Some(err);
                 return false;
             }
-            progress.tick(e.epoch, &format!("ELBO/T {:.3}", -e.loss_per_t));
-            true
+            progress.tick(e.epoch, &format!("ELBO/T {:.3}", -e.loss_per_t))
         })?;
         if let Some(e) = log_err {
             return Err(e);
         }
         metrics.finish()?;
+        progress.stopped()?;
         run.params.copy_from_slice(&params);
         let after = run.evaluate(&val);
         let names: Vec<(String, Vec<usize>, &[f64])> =
@@ -763,6 +767,8 @@ pub fn compare(
     let (dir, mut metrics) =
         start(&launch, "actdyn", &format!("compare-{}", arms.join("-")), seeds[0], &c)?;
     let launch = std::sync::Mutex::new(launch);
+    // Why the launch stopped the comparison: later jobs do not start (running ones finish).
+    let stop: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
     let done = std::sync::atomic::AtomicU64::new(0);
     let total = jobs.len() as u64;
     let r = (|| -> Result<String, RunError> {
@@ -770,11 +776,17 @@ pub fn compare(
             .par_iter()
             .with_max_len(1)
             .map(|(arm, cfg)| {
+                if let Some(why) = stop.lock().ok().and_then(|s| s.clone()) {
+                    return Err(RunError::Stopped(why));
+                }
                 let (evaluation, curves, covered_fraction, seconds) = run_quiet(cfg)?;
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 if let Ok(mut l) = launch.lock() {
-                    l.progress(total, "runs")
-                        .tick(n, &format!("{arm} seed {} in {seconds:.1} s", cfg.seed));
+                    let mut p = l.progress(total, "runs");
+                    p.tick(n, &format!("{arm} seed {} in {seconds:.1} s", cfg.seed));
+                    if let (Err(RunError::Stopped(why)), Ok(mut s)) = (p.stopped(), stop.lock()) {
+                        *s = Some(why);
+                    }
                 }
                 Ok(ArmResult {
                     arm: arm.clone(),

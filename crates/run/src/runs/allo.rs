@@ -420,7 +420,9 @@ pub fn train(
             run.run(|e| {
                 match e {
                     AlloEvent::Ready { samples } => {
-                        progress.tick(start, &format!("{samples} transitions collected"))
+                        if !progress.tick(start, &format!("{samples} transitions collected")) {
+                            return Ok(false);
+                        }
                     }
                     AlloEvent::Step { step, metrics: m, cosine, evaluated } => {
                         if evaluated {
@@ -436,7 +438,9 @@ pub fn train(
                                 })?;
                         }
                         let cos = if cosine.is_nan() { "-".into() } else { format!("{cosine:.4}") };
-                        progress.tick(step, &format!("cos {cos} b {:.3}", m.barrier));
+                        if !progress.tick(step, &format!("cos {cos} b {:.3}", m.barrier)) {
+                            return Ok(false);
+                        }
                     }
                     AlloEvent::Checkpoint { step, learner } => {
                         ckpts.save(step, |d, s| learner.save_checkpoint(d, s))?;
@@ -459,6 +463,9 @@ pub fn train(
         let learner = run.learner();
         ckpts.save(learner.steps, |d, s| learner.save_checkpoint(d, s))?;
         metrics.finish()?;
+        // Stopped (Ctrl-C from Python): the state of this step is saved, so a resume goes on
+        // from here.
+        progress.stopped()?;
         let rep = learner.representation();
         let (avg, sims) = truth.cosine_similarity(&rep);
         heatmaps(&map, &truth, &rep).save(&dir.join("eigenvectors"))?;

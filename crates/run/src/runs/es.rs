@@ -458,8 +458,8 @@ pub fn run_with(
                 line["pop_size"] = json!(g.pop_size);
             }
             io = metrics.log(m.generation, line);
-            progress.tick(m.generation, &format!("best {:.3e} non-finite {}", m.best_so_far, m.nonfinite));
-            io.is_ok()
+            let go = progress.tick(m.generation, &format!("best {:.3e} non-finite {}", m.best_so_far, m.nonfinite));
+            io.is_ok() && go
         })?;
         if let Some(m) = failure {
             return Err(RunError::Failed(m));
@@ -467,6 +467,7 @@ pub fn run_with(
         io?;
         let secs = t0.elapsed().as_secs_f64();
         metrics.finish()?;
+        progress.stopped()?;
         LinePlot::new(&title)
             .x_label("evaluations")
             .y_label("best fitness so far")

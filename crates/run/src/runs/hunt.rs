@@ -452,10 +452,10 @@ pub fn train(
                             .map_err(|e| {
                                 AgentError::invalid("metrics", e, "a writable run folder")
                             })?;
-                        progress.tick(
-                            ep + 1,
-                            &format!("reward {total:.0} eps {:.3}", stats.epsilon[0]),
-                        );
+                        let status = format!("reward {total:.0} eps {:.3}", stats.epsilon[0]);
+                        if !progress.tick(ep + 1, &status) {
+                            return Ok(false);
+                        }
                     }
                     HuntEvent::Checkpoint { hunt, .. } => {
                         ckpts.save(hunt.epoch, |d, s| hunt.save_checkpoint(d, s))?;
@@ -471,6 +471,8 @@ pub fn train(
         let hunt = &run.hunt;
         ckpts.save(hunt.epoch, |d, s| hunt.save_checkpoint(d, s))?;
         metrics.finish()?;
+        // Stopped (Ctrl-C from Python): this epoch's state is saved; a resume goes on from it.
+        progress.stopped()?;
         // The whole run's curve (a resumed run reads its earlier epochs back).
         let mut all: Vec<Vec<f64>> = vec![Vec::new(); n];
         crate::for_each_metric(&dir.join("metrics.jsonl"), |v| {

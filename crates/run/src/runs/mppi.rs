@@ -72,7 +72,7 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
         let mut total = 0.0;
         let ep = c.episode(|t, cost| {
             total += cost;
-            progress.tick(t as u64 + 1, &format!("cost so far {total:.4}"));
+            progress.tick(t as u64 + 1, &format!("cost so far {total:.4}"))
         })?;
         let secs = t0.elapsed().as_secs_f64();
         let mut traj = String::new();
@@ -84,6 +84,8 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
         }
         metrics.finish()?;
         write_atomic(&dir.join("trajectory.jsonl"), traj.as_bytes())?;
+        // Stopped: the steps taken are in the metrics and the trajectory.
+        progress.stopped()?;
         let steps_x = |v: &[f64]| -> Vec<(f64, f64)> {
             v.iter().enumerate().map(|(t, c)| (t as f64, *c)).collect()
         };

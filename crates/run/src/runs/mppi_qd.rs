@@ -231,9 +231,13 @@ pub fn qd(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
                 json!({"qd_score": s.qd_score, "coverage": s.coverage, "best": s.best,
                     "num_elites": s.num_elites, "nonfinite": nonfinite}),
             )?;
-            progress.tick(g + 1, &format!("coverage {:.3} best cost {:.4}", s.coverage, s.best));
+            if !progress.tick(g + 1, &format!("coverage {:.3} best cost {:.4}", s.coverage, s.best))
+            {
+                break;
+            }
         }
         metrics.finish()?;
+        progress.stopped()?;
         let secs = t0.elapsed().as_secs_f64();
         let s = archive.stats();
         // Every elite: its knobs as the run uses them (`Tuned::value`, as `to_params` sets
@@ -314,7 +318,7 @@ mod tests {
 
     fn go(c: MppiQdConfig, threads: usize, out: &Path) -> Outcome {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        let mut p = |_: crate::Tick<'_>| {};
+        let mut p = crate::quiet;
         let l = Launch { out_dir: out.to_path_buf(), argv: vec!["t".into()], progress: &mut p };
         pool.install(|| qd(c, l)).unwrap()
     }
@@ -356,7 +360,7 @@ mod tests {
             MppiQdConfig { sigma: f64::NAN, ..c.clone() },
         ] {
             assert!(MppiQd::validate(&bad).is_err(), "{bad:?}");
-            let mut p = |_: crate::Tick<'_>| {};
+            let mut p = crate::quiet;
             let dir = out.join("bad");
             let l = Launch { out_dir: dir.clone(), argv: vec![], progress: &mut p };
             assert!(qd(bad, l).is_err());

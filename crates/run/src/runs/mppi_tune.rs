@@ -243,17 +243,15 @@ pub fn tune_with(
             }
             io = metrics.log(m.generation, json!({"best": m.best_so_far, "best_in_generation": m.best_in_generation, "nonfinite": m.nonfinite, "sigma": m.sigma}));
             nonfinite += m.nonfinite as u64;
-            progress.tick(
-                m.generation,
-                &format!("best cost {:.4} non-finite {nonfinite}", m.best_so_far),
-            );
-            io.is_ok()
+            let status = format!("best cost {:.4} non-finite {nonfinite}", m.best_so_far);
+            io.is_ok() && progress.tick(m.generation, &status)
         })?;
         if let Some(m) = failure {
             return Err(RunError::Failed(m));
         }
         io?;
         metrics.finish()?;
+        progress.stopped()?;
         let secs = t0.elapsed().as_secs_f64();
         let best_toml = crate::config::to_toml(&out.best_run)?;
         write_atomic(&dir.join("best.toml"), best_toml.as_bytes())?;

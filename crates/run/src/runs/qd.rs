@@ -369,11 +369,12 @@ pub fn qd(config: QdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError>
                 "coverage": s.coverage, "best": s.best, "num_elites": s.num_elites, "restarts": g.restarts,
                 "nonfinite": g.nonfinite}));
             nonfinite = g.nonfinite;
-            progress.tick(g.generation, &format!("coverage {:.3} qd {:.4e} non-finite {}", s.coverage, s.qd_score, g.nonfinite));
-            io.is_ok()
+            let go = progress.tick(g.generation, &format!("coverage {:.3} qd {:.4e} non-finite {}", s.coverage, s.qd_score, g.nonfinite));
+            io.is_ok() && go
         });
         io?;
         metrics.finish()?;
+        progress.stopped()?;
         let secs = t0.elapsed().as_secs_f64();
         let s = archive.stats();
         let title = format!("{name} archive, linear-projection {}", c.function.name());
