@@ -129,16 +129,23 @@ for n in [1024, 4096] if "D" in work else []:
         cols = (idx[None] >= cc[:, :1]) & (idx[None] <= cc[:, 1:])
         return {"operation": r.integers(0, 35, n), "selection": rows[:, :, None] & cols[:, None, :]}
     pool = [bbox_batch() for _ in range(8)]
+    # The same boxes as JaxARC's bbox form (selection="bbox": four coordinates a row, no mask).
+    def corners(b):
+        rows, cols = b["selection"].any(2), b["selection"].any(1)
+        r1, r2 = rows.argmax(1), 4 - rows[:, ::-1].argmax(1)
+        c1, c2 = cols.argmax(1), 4 - cols[:, ::-1].argmax(1)
+        return {"operation": b["operation"], "r1": r1, "c1": c1, "r2": r2, "c2": c2}
+    box_pool = [corners(b) for b in pool]
     # NEXT_STEP (gymnasium's default): SAME_STEP adds gymnasium's per-row `final_obs` object
     # array, built in Python for the ~3% of rows that end each step. ARC's info columns on
-    # and off, alternated.
+    # and off, and the mask and bbox forms, alternated.
     for rep in range(2):
-        for info in (True, False):
+        for info, form in ((True, "mask"), (False, "mask"), (True, "bbox")):
             v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
-                                 autoreset_mode="next_step", arc_info=info)
+                                 autoreset_mode="next_step", arc_info=info, selection=form)
             v.reset(seed=0)
-            key = f"mini_python_{n}" + ("" if info else "_noinfo")
-            out[key] = max(out.get(key, 0.0), timed(pooled(v, pool), n))
+            key = f"mini_python_{n}" + ("" if info else "_noinfo") + ("_bboxform" if form == "bbox" else "")
+            out[key] = max(out.get(key, 0.0), timed(pooled(v, box_pool if form == "bbox" else pool), n))
 
 # C. ES ask/tell
 for d in (10, 100) if "C" in work else []:
@@ -226,12 +233,14 @@ def main():
               f"info on / off: {py_arc / res['arc_python_1024_noinfo']:.3f}; "
               f"Python / ARCLE: {py_arc / arcle:,.0f}x")
     if "D" in work:
-        print("\n| Mini-ARC 5x5, one task, bbox, jaxarc with JaxARC's bugs | Kestrel from Python (lanes) | the same, ARC info off "
-              "| Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python / JaxARC | Python / Rust-only | info on / off |\n|---|---|---|---|---|---|---|---|")
+        print("\n| Mini-ARC 5x5, one task, bbox, jaxarc with JaxARC's bugs | Kestrel from Python (lanes), masks | the same, ARC info off "
+              "| Kestrel from Python, `selection=\"bbox\"` | Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python (masks) / JaxARC "
+              "| Python / Rust-only: masks, bbox form | info on / off |\n|---|---|---|---|---|---|---|---|---|")
         for n, kr, jx in zip((1024, 4096), mini_rust, mini_jax):
             kp, kr, jx = res[f"mini_python_{n}"], kr["steps_per_s"], jx["steps_per_s"]
-            off = res[f"mini_python_{n}_noinfo"]
-            print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {kr / 1e6:.1f} M | {jx / 1e6:.2f} M | {kp / jx:.0f}x | {kp / kr:.2f} | {kp / off:.3f} |")
+            off, box = res[f"mini_python_{n}_noinfo"], res[f"mini_python_{n}_bboxform"]
+            print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {box / 1e6:.1f} M | {kr / 1e6:.1f} M | {jx / 1e6:.2f} M "
+                  f"| {kp / jx:.0f}x | {kp / kr:.2f}, {box / kr:.2f} | {kp / off:.3f} |")
     if "C" in work:
         print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
     for d in (10, 100) if "C" in work else []:

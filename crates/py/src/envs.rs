@@ -271,18 +271,23 @@ fn actions_from<'a>(
     ints: &'a Option<PyReadonlyArray1<'_, i64>>,
     floats: &'a Option<PyReadonlyArray1<'_, f64>>,
     sel: &'a Option<PyReadonlyArray1<'_, u8>>,
+    coords: &'a Option<PyReadonlyArray1<'_, i64>>,
 ) -> PyResult<Actions<'a>> {
     let slice_err = |_| value_error("actions: not contiguous");
-    Ok(match (ints, floats, sel) {
-        (Some(i), None, Some(s)) => Actions::Arc {
+    Ok(match (ints, floats, sel, coords) {
+        (Some(i), None, Some(s), None) => Actions::Arc {
             ops: i.as_slice().map_err(slice_err)?,
             sel: s.as_slice().map_err(slice_err)?,
         },
-        (Some(i), None, None) => Actions::Int(i.as_slice().map_err(slice_err)?),
-        (None, Some(f), None) => Actions::Float(f.as_slice().map_err(slice_err)?),
+        (Some(i), None, None, Some(c)) => Actions::ArcCoords {
+            ops: i.as_slice().map_err(slice_err)?,
+            coords: c.as_slice().map_err(slice_err)?,
+        },
+        (Some(i), None, None, None) => Actions::Int(i.as_slice().map_err(slice_err)?),
+        (None, Some(f), None, None) => Actions::Float(f.as_slice().map_err(slice_err)?),
         _ => {
             return Err(value_error(
-                "actions: give integers, floats, or ARC's (operation, selection)",
+                "actions: give integers, floats, or ARC's (operation, selection or coordinates)",
             ));
         }
     })
@@ -412,7 +417,7 @@ impl VecCore {
     /// Loads actions then steps every row, both with the GIL released; with output arrays
     /// given, copies the results into them as [`VecCore::read`] does (one call per step).
     /// Returns the number of agent rows whose episode ended.
-    #[pyo3(signature = (ints=None, floats=None, sel=None, obs=None, rewards=None, terminated=None, truncated=None))]
+    #[pyo3(signature = (ints=None, floats=None, sel=None, coords=None, obs=None, rewards=None, terminated=None, truncated=None))]
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
@@ -420,12 +425,13 @@ impl VecCore {
         ints: Option<PyReadonlyArray1<'_, i64>>,
         floats: Option<PyReadonlyArray1<'_, f64>>,
         sel: Option<PyReadonlyArray1<'_, u8>>,
+        coords: Option<PyReadonlyArray1<'_, i64>>,
         obs: Option<&Bound<'_, PyAny>>,
         rewards: Option<PyReadwriteArray1<'_, f32>>,
         terminated: Option<PyReadwriteArray1<'_, bool>>,
         truncated: Option<PyReadwriteArray1<'_, bool>>,
     ) -> PyResult<usize> {
-        let a = actions_from(&ints, &floats, &sel)?;
+        let a = actions_from(&ints, &floats, &sel, &coords)?;
         let pool = self.pool.clone();
         let dtype = self.get()?.obs_dtype();
         let mut guard = obs.map(|o| ObsGuard::new(o, dtype)).transpose()?;
@@ -458,19 +464,20 @@ impl VecCore {
     }
 
     /// Loads actions and starts the step on a background thread; `step_wait` joins it.
-    #[pyo3(signature = (ints=None, floats=None, sel=None))]
+    #[pyo3(signature = (ints=None, floats=None, sel=None, coords=None))]
     fn step_async(
         &mut self,
         ints: Option<PyReadonlyArray1<'_, i64>>,
         floats: Option<PyReadonlyArray1<'_, f64>>,
         sel: Option<PyReadonlyArray1<'_, u8>>,
+        coords: Option<PyReadonlyArray1<'_, i64>>,
     ) -> PyResult<()> {
         if self.pending.is_some() {
             return Err(PyRuntimeError::new_err(
                 "step_async called twice: call step_wait for the pending step first",
             ));
         }
-        let a = actions_from(&ints, &floats, &sel)?;
+        let a = actions_from(&ints, &floats, &sel, &coords)?;
         self.get_mut()?.load_actions(&a).map_err(value_error)?;
         let Some(mut v) = self.inner.take() else {
             return Err(PyRuntimeError::new_err("the env is closed"));

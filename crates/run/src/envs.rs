@@ -479,6 +479,15 @@ pub enum Actions<'a> {
         /// The selections, row-major.
         sel: &'a [u8],
     },
+    /// ARC with point or bbox selections: one operation per row and 2 (`row, col`) or 4
+    /// (`r1, c1, r2, c2`, an inclusive rectangle, corners in any order) canvas coordinates
+    /// per row (JaxARC's `PointActionWrapper` and `BboxActionWrapper`).
+    ArcCoords {
+        /// The operations.
+        ops: &'a [i64],
+        /// The coordinates, row-major.
+        coords: &'a [i64],
+    },
 }
 
 /// How an action type is filled from a front end's [`Actions`]; each checks ranges so nothing
@@ -579,8 +588,10 @@ impl<const S: usize> Codec for ArcAction<S> {
         self.op as i64
     }
     fn fill(input: &Actions<'_>, _space: &Space, out: &mut [Self]) -> Result<(), String> {
-        let Actions::Arc { ops, sel } = input else {
-            return Err("actions: ARC takes a dict {operation, selection}".into());
+        let (ops, sel) = match input {
+            Actions::Arc { ops, sel } => (ops, sel),
+            Actions::ArcCoords { ops, coords } => return arc_coords::<S>(ops, coords, out),
+            _ => return Err("actions: ARC takes a dict {operation, selection}".into()),
         };
         let n = out.len();
         let cells = S * S;
@@ -631,6 +642,49 @@ impl<const S: usize> Codec for ArcAction<S> {
         }
         Ok(())
     }
+}
+
+/// Point (2 coordinates a row) or bbox (4) ARC actions; every value must be on the canvas.
+fn arc_coords<const S: usize>(
+    ops: &[i64],
+    coords: &[i64],
+    out: &mut [ArcAction<S>],
+) -> Result<(), String> {
+    let n = out.len();
+    if ops.len() != n {
+        return Err(format!("actions['operation']: expected shape ({n},), got ({},)", ops.len()));
+    }
+    let k = if n == 0 { 2 } else { coords.len() / n };
+    if !(k == 2 || k == 4) || coords.len() != n * k {
+        return Err(format!(
+            "actions: expected 2 (point) or 4 (bbox) coordinates per row for {n} rows, got {} values",
+            coords.len()
+        ));
+    }
+    let nops = kestrel_arc::NUM_OPS as i64;
+    if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
+        return Err(format!("actions['operation'][{i}] = {}: outside Discrete({nops})", ops[i]));
+    }
+    let names: &[&str] = if k == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
+    if let Some(i) = coords.iter().position(|v| !(0..S as i64).contains(v)) {
+        return Err(format!(
+            "actions[{:?}][{}] = {}: outside the {S}x{S} canvas (0 to {})",
+            names[i % k],
+            i / k,
+            coords[i],
+            S - 1
+        ));
+    }
+    for ((o, &op), c) in out.iter_mut().zip(ops).zip(coords.chunks_exact(k)) {
+        // On the canvas (checked above), so each fits an i32.
+        let v = |j: usize| c[j] as i32;
+        let sel = match k {
+            2 => Selection::Point { row: v(0), col: v(1) },
+            _ => Selection::BBox { r1: v(0), c1: v(1), r2: v(2), c2: v(3) },
+        };
+        *o = ArcAction { op: op as i32, sel };
+    }
+    Ok(())
 }
 
 /// One canvas row of 0/1 bytes as mask bits (bit `c` = cell `c`), and the bits of any byte

@@ -46,8 +46,93 @@ def to_space(desc, dtype):
     raise ValueError(f"unknown space kind {kind!r}")
 
 
-def env_spaces(spec):
-    """(observation space, action space) of one agent row."""
+# ARC's action forms: JaxARC's `PointActionWrapper` and `BboxActionWrapper` keys, in their
+# order (jaxarc/wrappers/action_wrappers.py); the coordinates are canvas cells.
+ARC_SELECTIONS = {"mask": None, "point": ("row", "col"), "bbox": ("r1", "c1", "r2", "c2")}
+ARC_FLATTEN = (None, "discrete", "multi_discrete")
+
+
+class ArcActions:
+    """How an ARC env's actions look from Python: the selection form (`mask`, ARCLE's and
+    JaxARC's default; `point`; `bbox`) and an optional flattening for RL libraries.
+
+    - `flatten=None`: a `Dict` space, `{"operation", "selection"}` (mask: a 0/1 canvas),
+      `{"operation", "row", "col"}` (point) or `{"operation", "r1", "c1", "r2", "c2"}` (bbox:
+      an inclusive rectangle between two corners in any order).
+    - `flatten="discrete"` (point or bbox): one `Discrete` action, mixed radix in that key
+      order with the operation most significant, as JaxARC's `FlattenActionWrapper`:
+      point `a = (op * S + row) * S + col` (35 S² actions), bbox `a = (((op * S + r1) * S +
+      c1) * S + r2) * S + c2` (35 S⁴).
+    - `flatten="multi_discrete"` (point or bbox): `MultiDiscrete([35, S, S])` or `[35, S, S,
+      S, S]`, the same keys as columns (what SB3's and CleanRL's MultiDiscrete policies take).
+    """
+
+    def __init__(self, selection, flatten, side, num_ops):
+        if selection not in ARC_SELECTIONS:
+            raise ValueError(f"selection = {selection!r}: one of {', '.join(map(repr, ARC_SELECTIONS))}")
+        if flatten not in ARC_FLATTEN:
+            raise ValueError(f"flatten = {flatten!r}: None, 'discrete' or 'multi_discrete'")
+        if flatten is not None and selection == "mask":
+            raise ValueError(
+                f"flatten = {flatten!r} with selection = 'mask': a mask has 2^(S*S) values; "
+                "flatten point or bbox selections (selection='point' or 'bbox')")
+        self.selection, self.flatten, self.side, self.num_ops = selection, flatten, side, num_ops
+        self.keys = ARC_SELECTIONS[selection]
+        self.radix = [num_ops] + [side] * (len(self.keys) if self.keys else 0)
+
+    def space(self):
+        S = self.side
+        if self.flatten == "discrete":
+            return spaces.Discrete(int(np.prod(self.radix, dtype=np.int64)))
+        if self.flatten == "multi_discrete":
+            return spaces.MultiDiscrete(np.array(self.radix, dtype=np.int64))
+        parts = OrderedDict(operation=spaces.Discrete(self.num_ops))
+        if self.keys is None:
+            parts["selection"] = spaces.MultiBinary([S, S])
+        else:
+            for k in self.keys:
+                parts[k] = spaces.Discrete(S)
+        return spaces.Dict(parts)
+
+    def columns(self, actions, rows):
+        """`(operations, coordinates)` int64 arrays, `(rows,)` and `(rows, k)`, of point or
+        bbox actions in any of their three forms."""
+        k = len(self.keys)
+        if self.flatten == "discrete":
+            a = _ints(actions, (rows,), "actions")
+            n = int(np.prod(self.radix, dtype=np.int64))
+            if a.size and (a.min() < 0 or a.max() >= n):
+                i = int(np.flatnonzero((a < 0) | (a >= n))[0])
+                raise ValueError(f"actions[{i}] = {int(a[i])}: outside Discrete({n})")
+            cols = np.empty((rows, k + 1), np.int64)
+            rest = a.copy()
+            for j in range(k, -1, -1):  # least significant (the last key) first
+                rest, cols[:, j] = np.divmod(rest, self.radix[j])
+            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:])
+        if self.flatten == "multi_discrete":
+            cols = _ints(actions, (rows, k + 1), "actions")
+            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:])
+        want = ("operation", *self.keys)
+        if not isinstance(actions, dict) or set(actions) != set(want):
+            got = sorted(actions) if isinstance(actions, dict) else type(actions).__name__
+            raise TypeError(f"actions: expected a dict with keys {', '.join(want)}; got {got}")
+        ops = _ints(actions["operation"], (rows,), "actions['operation']")
+        coords = np.stack([_ints(actions[key], (rows,), f"actions[{key!r}]") for key in self.keys], axis=1)
+        return ops, coords
+
+
+def _ints(a, shape, what):
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu" and not (a.dtype.kind == "b" and a.ndim == 0):
+        raise TypeError(f"{what}: expected integers, got dtype {a.dtype}")
+    if a.shape != shape:
+        raise ValueError(f"{what}: expected shape {shape}, got {a.shape}")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def env_spaces(spec, arc=None):
+    """(observation space, action space) of one agent row; `arc` (an `ArcActions`) gives an
+    ARC env's action form."""
     exact = _EXACT.get(spec["id"])
     if exact is not None:
         return exact
@@ -55,15 +140,25 @@ def env_spaces(spec):
     act = spec["action"]
     if act[0] == "dict":  # ARC: ARCLE's {operation, selection}, the selection canvas-sized
         parts = dict(act[1])
-        action = spaces.Dict(
-            OrderedDict(
-                operation=spaces.Discrete(int(parts["operation"][1])),
-                selection=spaces.MultiBinary([int(x) for x in parts["selection"][3]]),
-            )
-        )
+        if arc is None:
+            arc = ArcActions("mask", None, int(parts["selection"][3][0]), int(parts["operation"][1]))
+        action = arc.space()
     else:
         action = to_space(act, "float32")
     return obs, action
+
+
+def arc_actions(spec, params):
+    """The `ArcActions` of an ARC env (popping `selection` and `flatten` from `params`), or
+    None for the other envs (which refuse both keywords)."""
+    selection, flatten = params.pop("selection", None), params.pop("flatten", None)
+    if spec["action"][0] != "dict":
+        if selection is not None or flatten is not None:
+            key = "selection" if selection is not None else "flatten"
+            raise ValueError(f"{key}: only ARC envs take an action form ({spec['id']} does not)")
+        return None
+    parts = dict(spec["action"][1])
+    return ArcActions(selection or "mask", flatten, int(parts["selection"][3][0]), int(parts["operation"][1]))
 
 
 def obs_layout(spec, observation_space):
@@ -87,8 +182,12 @@ def split(flat, parts):
     return {name: flat[..., off : off + size].reshape(*lead, *shape) for name, off, size, shape in parts}
 
 
-def action_kwargs(action_space, actions, rows):
-    """The keyword arrays `VecCore.step` takes for `rows` agent rows of `actions`."""
+def action_kwargs(action_space, actions, rows, arc=None):
+    """The keyword arrays `VecCore.step` takes for `rows` agent rows of `actions` (`arc`: an
+    ARC env's `ArcActions`)."""
+    if arc is not None and arc.keys is not None:
+        ops, coords = arc.columns(actions, rows)
+        return {"ints": ops, "coords": coords.reshape(-1)}
     if isinstance(action_space, spaces.Discrete):
         a = np.asarray(actions)
         if a.dtype.kind not in "iub":

@@ -9,8 +9,8 @@ import gymnasium as gym
 from . import _kestrel
 from ._runs import split_config
 from ._spaces import (
-    SpecFromCore, action_kwargs, check_render_mode, check_seed, env_spaces, obs_layout, params_json,
-    render_metadata, split,
+    SpecFromCore, action_kwargs, arc_actions, check_render_mode, check_seed, env_spaces, obs_layout,
+    params_json, render_metadata, split,
 )
 
 
@@ -39,6 +39,7 @@ class Env(SpecFromCore, gym.Env):
 
     def __init__(self, env_id: str, render_mode: str | None = None, config=None, **params):
         env_id = env_id.removeprefix("kestrel/")
+        form = {k: params.pop(k) for k in ("selection", "flatten") if k in params}
         keys, path = split_config(config, params)
         self._core = _kestrel.VecCore(env_id, 1, 0, params_json(keys), 0, None, path)
         self._core.set_autoreset("disabled")
@@ -51,9 +52,10 @@ class Env(SpecFromCore, gym.Env):
         self.env_id = env_id
         self.metadata = render_metadata(spec)
         self.render_mode = check_render_mode(spec, render_mode)
-        kw = keys if render_mode is None else {**keys, "render_mode": render_mode}
+        self._arcact = arc_actions(spec, dict(form))
+        kw = {**keys, **form} if render_mode is None else {**keys, **form, "render_mode": render_mode}
         self._init_spec(env_id, spec, kw, path)
-        self.observation_space, self.action_space = env_spaces(spec)
+        self.observation_space, self.action_space = env_spaces(spec, self._arcact)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
         self._parts, self._obs_len = obs_layout(spec, self.observation_space)
@@ -105,14 +107,15 @@ class Env(SpecFromCore, gym.Env):
             raise RuntimeError("step called before reset")
         if isinstance(self.action_space, gym.spaces.Dict):
             if not isinstance(action, dict):
-                raise TypeError(f"action: expected a dict with keys operation, selection; got {type(action).__name__}")
+                keys = ", ".join(self.action_space.spaces)
+                raise TypeError(f"action: expected a dict with keys {keys}; got {type(action).__name__}")
             batch = {k: np.asarray(v)[None] for k, v in action.items()}
         else:
             a = np.asarray(action)
             if isinstance(self.action_space, gym.spaces.Discrete) and a.shape != ():
                 raise ValueError(f"action: expected a scalar for {self.action_space}, got shape {a.shape}")
             batch = a[None]
-        self._core.step(**action_kwargs(self.action_space, batch, 1))
+        self._core.step(**action_kwargs(self.action_space, batch, 1, self._arcact))
         obs = self._buffer()
         rew = np.empty(1, np.float32)
         term = np.empty(1, np.bool_)

@@ -14,8 +14,8 @@ from gymnasium.vector.utils import batch_space
 from . import _kestrel
 from ._runs import split_config
 from ._spaces import (
-    SpecFromCore, action_kwargs, check_render_mode, check_seed, env_spaces, obs_layout, params_json,
-    render_metadata, split,
+    SpecFromCore, action_kwargs, arc_actions, check_render_mode, check_seed, env_spaces, obs_layout,
+    params_json, render_metadata, split,
 )
 
 _MODES = {
@@ -58,6 +58,12 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             mode. Pass False to wrap the env in that wrapper instead (it refuses an `episode`
             key that is already there); `gymnasium.make_vec("kestrel/...")` passes False
             unless told otherwise, as Gymnasium's own vector envs report nothing.
+        selection, flatten: ARC only, the action form (`kestrel._spaces.ArcActions`): `selection`
+            "mask" (default: `{"operation", "selection"}`), "point" (`{"operation", "row",
+            "col"}`) or "bbox" (`{"operation", "r1", "c1", "r2", "c2"}`), JaxARC's wrappers'
+            keys; `flatten` None (a Dict), "discrete" (one Discrete, mixed radix with the
+            operation most significant, as JaxARC's `FlattenActionWrapper`) or
+            "multi_discrete" (`MultiDiscrete([35, S, S(, S, S)])`).
         arc_info: ARC only, True (default): `infos["similarity"]` (to the target, in [0, 1]),
             `infos["improvement"]` (its change over the step; 0 when an episode starts),
             `infos["operation"]` (the op applied; -1 at an episode's start) and `infos["step"]`
@@ -93,6 +99,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._seed = None if seed is None else check_seed(seed)
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads = {num_threads!r}: an int >= 1, or None for the process's pool")
+        form = {k: params.pop(k) for k in ("selection", "flatten") if k in params}
         keys, path = split_config(config, params)
         self._core = _kestrel.VecCore(env_id, int(num_envs), 0, params_json(keys), check_seed(row_offset),
                                       None if num_threads is None else int(num_threads), path)
@@ -102,7 +109,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self.num_agents = int(spec["num_agents"])
         self.num_envs = int(num_envs) * self.num_agents
         self._n_world = int(num_envs)
-        self.single_observation_space, self.single_action_space = env_spaces(spec)
+        self._arcact = arc_actions(spec, dict(form))
+        self.single_observation_space, self.single_action_space = env_spaces(spec, self._arcact)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.autoreset_mode = _mode(autoreset_mode)
@@ -110,7 +118,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self.render_mode = check_render_mode(spec, render_mode)
         self.copy = bool(copy)
         self._core.set_autoreset(_MODES[self.autoreset_mode])
-        self._init_spec(env_id, spec, keys if render_mode is None else {**keys, "render_mode": render_mode}, path)
+        kw = {**keys, **form} if render_mode is None else {**keys, **form, "render_mode": render_mode}
+        self._init_spec(env_id, spec, kw, path)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
         self._parts, self._obs_len = obs_layout(spec, self.single_observation_space)
@@ -120,7 +129,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._done = np.zeros(self.num_envs, bool)
         self._pending = False
         self._reset_called = False
-        self._discrete = isinstance(self.single_action_space, gym.spaces.Discrete)
+        # The fast path passes int64 actions straight through (not ARC's flattened ones).
+        self._discrete = isinstance(self.single_action_space, gym.spaces.Discrete) and self._arcact is None
         self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         self._stats = bool(episode_stats)
         self._ep = self._episode_arrays()
@@ -233,7 +243,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._check_ready()
         kw = self._fast(actions)
         if kw is None:
-            kw = action_kwargs(self.single_action_space, actions, self.num_envs)
+            kw = action_kwargs(self.single_action_space, actions, self.num_envs, self._arcact)
         bufs = self._outputs()
         ended = self._core.step(**kw, obs=bufs[0], rewards=bufs[1], terminated=bufs[2], truncated=bufs[3])
         return self._finish(*bufs, ended)
@@ -265,7 +275,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
 
     def _submit(self, actions, asynchronous):
         self._check_ready()
-        kw = action_kwargs(self.single_action_space, actions, self.num_envs)
+        kw = action_kwargs(self.single_action_space, actions, self.num_envs, self._arcact)
         if asynchronous:
             self._core.step_async(**kw)
         else:
