@@ -654,7 +654,7 @@ fn arc_coords<const S: usize>(
     if ops.len() != n {
         return Err(format!("actions['operation']: expected shape ({n},), got ({},)", ops.len()));
     }
-    let k = if n == 0 { 2 } else { coords.len() / n };
+    let k = coords.len().checked_div(n).unwrap_or(2);
     if !(k == 2 || k == 4) || coords.len() != n * k {
         return Err(format!(
             "actions: expected 2 (point) or 4 (bbox) coordinates per row for {n} rows, got {} values",
