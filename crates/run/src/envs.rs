@@ -485,7 +485,8 @@ pub enum Actions<'a> {
     ArcCoords {
         /// The operations.
         ops: &'a [i64],
-        /// The coordinates, row-major.
+        /// The coordinates, one column after the other (all rows' `row`, then all `col`, ...:
+        /// what a front end stacks from its per-key arrays without interleaving).
         coords: &'a [i64],
     },
 }
@@ -669,15 +670,15 @@ fn arc_coords<const S: usize>(
     if let Some(i) = coords.iter().position(|v| !(0..S as i64).contains(v)) {
         return Err(format!(
             "actions[{:?}][{}] = {}: outside the {S}x{S} canvas (0 to {})",
-            names[i % k],
-            i / k,
+            names[i / n],
+            i % n,
             coords[i],
             S - 1
         ));
     }
-    for ((o, &op), c) in out.iter_mut().zip(ops).zip(coords.chunks_exact(k)) {
+    for (i, (o, &op)) in out.iter_mut().zip(ops).enumerate() {
         // On the canvas (checked above), so each fits an i32.
-        let v = |j: usize| c[j] as i32;
+        let v = |j: usize| coords[j * n + i] as i32;
         let sel = match k {
             2 => Selection::Point { row: v(0), col: v(1) },
             _ => Selection::BBox { r1: v(0), c1: v(1), r2: v(2), c2: v(3) },
@@ -899,6 +900,9 @@ where
         self.v.episode_steps()
     }
     fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String> {
+        if let Some(i) = state.iter().position(|v| !v.is_finite()) {
+            return Err(format!("state[{i}] = {}: not finite", state[i]));
+        }
         let s = B::State::from_flat(state)?;
         self.v.set_state(row, s).map_err(|e| e.to_string())
     }

@@ -95,8 +95,8 @@ class ArcActions:
         return spaces.Dict(parts)
 
     def columns(self, actions, rows):
-        """`(operations, coordinates)` int64 arrays, `(rows,)` and `(rows, k)`, of point or
-        bbox actions in any of their three forms."""
+        """`(operations, coordinates)` int64 arrays, `(rows,)` and `(k, rows)` (one key's
+        column after the other), of point or bbox actions in any of their three forms."""
         k = len(self.keys)
         if self.flatten == "discrete":
             a = _ints(actions, (rows,), "actions")
@@ -108,16 +108,16 @@ class ArcActions:
             rest = a.copy()
             for j in range(k, -1, -1):  # least significant (the last key) first
                 rest, cols[:, j] = np.divmod(rest, self.radix[j])
-            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:])
+            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:].T)
         if self.flatten == "multi_discrete":
             cols = _ints(actions, (rows, k + 1), "actions")
-            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:])
+            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:].T)
         want = ("operation", *self.keys)
         if not isinstance(actions, dict) or set(actions) != set(want):
             got = sorted(actions) if isinstance(actions, dict) else type(actions).__name__
             raise TypeError(f"actions: expected a dict with keys {', '.join(want)}; got {got}")
         ops = _ints(actions["operation"], (rows,), "actions['operation']")
-        coords = np.stack([_ints(actions[key], (rows,), f"actions[{key!r}]") for key in self.keys], axis=1)
+        coords = np.stack([_ints(actions[key], (rows,), f"actions[{key!r}]") for key in self.keys])
         return ops, coords
 
 

@@ -83,9 +83,11 @@ class Env(SpecFromCore, gym.Env):
         return self._view(flat)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            seed = check_seed(seed)  # before Gymnasium's own check, which raises its own Error
         super().reset(seed=seed)
         if seed is not None:
-            self._core.reset(check_seed(seed))
+            self._core.reset(seed)
             self._seeded = True
         elif not self._seeded:
             self._core.reset(int(self.np_random.integers(0, 2**63)))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kestrel
+from ._kestrel import __version__
 from ._runs import RunResult, run as _run
 from ._spaces import params_json
 
@@ -83,6 +84,10 @@ def _bounds(bounds, n: int):
 STOP_OPTIONS = ("ftarget", "tolfun", "tolx", "maxfevals", "maxiter")
 
 
+# What `Strategy.__getstate__` writes; a pickle of another format or version is refused.
+_PICKLE_FORMAT = 1
+
+
 class Strategy:
     """One evolution strategy (minimising), stateful, with the CLI's key tree: generation `g`
     asks with `Key(seed).fold_in(g + 1).fold_in(0)` and tells with `.fold_in(2)`.
@@ -107,6 +112,10 @@ class Strategy:
                  tolfun: float | None = None, tolx: float | None = None,
                  maxfevals: int | None = None, maxiter: int | None = None, bounds=None,
                  bound_mode: str = "clip", **kw):
+        if num_dims is not None and (isinstance(num_dims, bool) or not isinstance(num_dims, (int, np.integer))):
+            raise TypeError(f"num_dims: expected an int, got {type(num_dims).__name__}")
+        if num_dims is not None and num_dims < 1:
+            raise ValueError(f"num_dims = {num_dims}: at least 1")
         m = np.asarray(mean, dtype=np.float32)
         if m.ndim == 0:
             if num_dims is None:
@@ -116,6 +125,9 @@ class Strategy:
             raise ValueError(f"mean: expected shape ({num_dims},), got {m.shape}")
         if m.ndim != 1:
             raise ValueError(f"mean: expected a vector, got shape {m.shape}")
+        if not np.all(np.isfinite(m)):
+            i = int(np.flatnonzero(~np.isfinite(m))[0])
+            raise ValueError(f"mean[{i}] = {m[i]}: not finite")
         if params is not None and not isinstance(params, dict):
             raise TypeError(f"params: a dict of hyper-parameters, got {type(params).__name__}")
         hyper = {**(params or {}), **kw}
@@ -260,9 +272,18 @@ class Strategy:
     def __getstate__(self):
         book = {"history": self._history, "last": self._last, "range": self._range,
                 "evals": self._evals, "evals_best": self._evals_best}
-        return {"args": self._args, "mean0": self._mean0, "state": self.state_dict(), "book": book}
+        return {"format": _PICKLE_FORMAT, "kestrel": __version__, "args": self._args, "mean0": self._mean0,
+                "state": self.state_dict(), "book": book}
 
     def __setstate__(self, st):
+        # A strategy's state means what this version's kernels make of it: one pickled by
+        # another version is refused rather than continued with silently different numbers.
+        made_by = st.get("kestrel") if isinstance(st, dict) else None
+        if made_by != __version__ or st.get("format") != _PICKLE_FORMAT:
+            raise ValueError(
+                f"pickled {type(self).__name__}: made by kestrel {made_by or 'before 0.1.0'} "
+                f"(format {st.get('format') if isinstance(st, dict) else '?'}), this is kestrel {__version__} "
+                f"(format {_PICKLE_FORMAT}); re-create the strategy (its version and format must match)")
         self._args, self._mean0 = st["args"], st["mean0"]
         self._args.setdefault("params", {})
         self._args.setdefault("stops", dict.fromkeys(STOP_OPTIONS))
