@@ -48,9 +48,11 @@ pub(crate) fn run_config(
 }
 
 /// Any run kind through the registry, as the CLI runs it: the config from the defaults (or a
-/// preset), `config_file`, then the dict's keys; `resume`: a run folder to continue.
+/// preset), `config_file`, then the dict's keys; `resume`: a run folder to continue. `tag` is
+/// recorded with the call in `record.json` (the Python side finds a running run's folder by
+/// it, to follow its metrics live).
 #[pyfunction]
-#[pyo3(signature = (kind, config_json, out_dir, config_file=None, preset=None, resume=None, threads=None, progress=None))]
+#[pyo3(signature = (kind, config_json, out_dir, config_file=None, preset=None, resume=None, threads=None, progress=None, tag=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     py: Python<'_>,
@@ -62,13 +64,19 @@ pub(crate) fn run(
     resume: Option<PathBuf>,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
+    tag: Option<String>,
 ) -> PyResult<(String, String)> {
     let kind = kestrel_run::RunKind::from_name(kind).map_err(run_error)?;
     let table = json_table(config_json)?;
     let l = layers(preset, config_file.as_deref(), &table);
-    let argv = format!("kestrel.run({:?}, {config_json})", kind.name());
+    let argv = call(format!("kestrel.run({:?}, {config_json})", kind.name()), tag);
     launch(py, out_dir, argv, threads, progress, |lc| kind.launch(l, resume.as_deref(), lc))
         .map(folder)
+}
+
+/// The call recorded in `record.json`: `python`, the call, and its tag if any.
+fn call(what: String, tag: Option<String>) -> Vec<String> {
+    ["python".to_string(), what].into_iter().chain(tag).collect()
 }
 
 /// Runs `run` on a pool of `threads` on a worker thread, with the GIL released;
@@ -82,7 +90,7 @@ pub(crate) fn run(
 fn launch<T: Send>(
     py: Python<'_>,
     out_dir: PathBuf,
-    argv: String,
+    argv: Vec<String>,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
     run: impl FnOnce(Launch<'_>) -> Result<T, RunError> + Send,
@@ -127,7 +135,7 @@ fn launch<T: Send>(
                             }
                         }
                     };
-                    run(Launch { out_dir, argv: vec!["python".into(), argv], progress: &mut tick })
+                    run(Launch { out_dir, argv, progress: &mut tick })
                 });
                 let _ = done_tx.send(());
                 out
@@ -241,7 +249,7 @@ impl kestrel_evo::Problem for PyEval {
 
 /// `kestrel evo run` with the fitness from `evaluate` (see [`PyEval`]; `kestrel.dist`).
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None))]
+#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None, tag=None))]
 pub(crate) fn evo_run_with(
     py: Python<'_>,
     config_json: &str,
@@ -249,13 +257,14 @@ pub(crate) fn evo_run_with(
     evaluate: Py<PyAny>,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
+    tag: Option<String>,
 ) -> PyResult<(String, String)> {
     use kestrel_run::runs::es::{Es, run_with};
     let table = json_table(config_json)?;
     let c = kestrel_run::registry::load::<Es>(kestrel_run::Layers::table(&table), None)
         .map_err(run_error)?;
     kestrel_run::registry::checked::<Es>(&c).map_err(run_error)?;
-    let argv = format!("kestrel.evo.run({config_json})");
+    let argv = call(format!("kestrel.evo.run({config_json})"), tag);
     let dims = kestrel_run::runs::es::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
     let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
@@ -266,7 +275,7 @@ pub(crate) fn evo_run_with(
 
 /// `kestrel mppi tune` with the candidates' costs from `evaluate` (`kestrel.dist`).
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None))]
+#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None, tag=None))]
 pub(crate) fn mppi_tune_with(
     py: Python<'_>,
     config_json: &str,
@@ -274,13 +283,14 @@ pub(crate) fn mppi_tune_with(
     evaluate: Py<PyAny>,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
+    tag: Option<String>,
 ) -> PyResult<(String, String)> {
     use kestrel_run::runs::mppi_tune::{MppiTune, tune_with};
     let table = json_table(config_json)?;
     let c = kestrel_run::registry::load::<MppiTune>(kestrel_run::Layers::table(&table), None)
         .map_err(run_error)?;
     kestrel_run::registry::checked::<MppiTune>(&c).map_err(run_error)?;
-    let argv = format!("kestrel.mppi.tune({config_json})");
+    let argv = call(format!("kestrel.mppi.tune({config_json})"), tag);
     let dims = kestrel_run::runs::mppi_tune::tune_problem(&c).map_err(value_error)?.num_dims();
     let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
@@ -370,7 +380,7 @@ pub(crate) fn sweep_cell(
     use kestrel_run::sweep::CellOutcome;
     let s = sweep_of(spec, source, &out_dir, false)?;
     let c = s.cell(cell).map_err(run_error)?.clone();
-    let argv = format!("kestrel.dist.sweep({source}, cell {cell})");
+    let argv = call(format!("kestrel.dist.sweep({source}, cell {cell})"), None);
     let o = launch(py, PathBuf::new(), argv, threads, progress, |l| s.run_cell(&c, l))?;
     Ok(match o {
         CellOutcome::Skipped(d) => ("skipped", d.display().to_string(), String::new()),

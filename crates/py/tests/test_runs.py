@@ -336,3 +336,87 @@ def test_progress_true_is_a_tqdm_bar_on_a_terminal(tmp_path, capsys, monkeypatch
     kestrel.evo.run(strategy="snes", problem="rastrigin", num_dims=2, generations=7, out_dir=tmp_path)
     err = capsys.readouterr().err
     assert "evo: 100%" in err and "7/7" in err and "generations" in err, err
+
+
+def _scalars(log_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ea = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    ea.Reload()
+    return {t: [(e.step, e.value) for e in ea.Scalars(t)] for t in ea.Tags()["scalars"]}
+
+
+def test_tensorboard_gets_the_metrics_names(tmp_path):
+    res = kestrel.evo.run(strategy="snes", problem="rastrigin", num_dims=8, generations=300, out_dir=tmp_path,
+                          logger="tensorboard", progress=None)
+    got = _scalars(res.dir / "tensorboard")
+    numeric = {k for k, v in res.metrics.items() if v.dtype != object and k != "global_step"}
+    assert numeric <= set(got), (numeric, set(got))
+    steps = res.metrics["global_step"].astype(int).tolist()
+    assert [s for s, _ in got["best"]] == steps
+    np.testing.assert_allclose([v for _, v in got["best"]], res.metrics["best"], rtol=1e-6)
+
+
+def test_tensorboard_is_live_during_the_run(tmp_path):
+    counts = []
+
+    def cb(done, total, unit, status):
+        if done in (100, 250):
+            import time
+            time.sleep(0.6)
+            (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+            if (folder / "tensorboard").exists():
+                # The logger writes at the next tick: count on the tick after the pause.
+                counts.append(folder)
+        if done in (101, 251) and counts:
+            counts.append(len(_scalars(counts[0] / "tensorboard").get("best", [])))
+
+    kestrel.evo.run(strategy="snes", problem="rastrigin", num_dims=8, generations=300, out_dir=tmp_path,
+                    logger="tensorboard", progress=cb)
+    live = [c for c in counts if isinstance(c, int)]
+    assert len(live) == 2 and 0 < live[0] < live[1] < 300, counts
+
+
+def test_optimize_logs_each_generation_and_bad_loggers_are_refused(tmp_path):
+    es = kestrel.evo.SNES(4, seed=0)
+    es.optimize(lambda x: (x.astype(np.float64) ** 2).sum(1), generations=20, logger="tensorboard", log_dir=tmp_path)
+    got = _scalars(tmp_path / "tensorboard")
+    assert {"best", "best_in_generation", "sigma", "nonfinite", "evals"} <= set(got)
+    assert [s for s, _ in got["best"]] == list(range(1, 21))
+    with pytest.raises(ValueError, match="logger = 'tensorbord'"):
+        kestrel.evo.run(generations=2, out_dir=tmp_path, logger="tensorbord")
+    with pytest.raises(TypeError, match="logger"):
+        es.optimize(lambda x: (x ** 2).sum(1), generations=1, logger=42)
+
+
+def test_wandb_gets_the_metrics_under_their_names(tmp_path, monkeypatch):
+    import wandb
+
+    logged, made = [], []
+
+    class FakeRun:
+        def log(self, values, step):
+            logged.append((step, values))
+
+        def finish(self):
+            made.append("finished")
+
+    def init(**kw):
+        made.append(kw)
+        return FakeRun()
+
+    # What the adapter hands wandb (names, steps, the run's name and folder)...
+    monkeypatch.setattr(wandb, "init", init)
+    res = kestrel.evo.run(strategy="snes", problem="rastrigin", num_dims=4, generations=40, out_dir=tmp_path,
+                          logger="wandb", progress=None)
+    assert made[0]["name"] == res.dir.name and made[0]["dir"] == str(res.dir) and made[-1] == "finished"
+    assert [s for s, _ in logged] == res.metrics["global_step"].astype(int).tolist()
+    np.testing.assert_allclose([v["best"] for _, v in logged], res.metrics["best"], rtol=1e-6)
+    monkeypatch.undo()
+    # ...and the real wandb, offline, writes its run file beside the run's.
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    res = kestrel.evo.run(strategy="snes", problem="rastrigin", num_dims=4, generations=10, out_dir=tmp_path,
+                          logger="wandb", progress=None)
+    (run_file,) = list((res.dir / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert run_file.stat().st_size > 0

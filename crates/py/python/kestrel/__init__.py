@@ -9,8 +9,9 @@ Every whole run (`kestrel.run_kinds()`) runs through one registry, as on the com
 `kestrel.config("mppi-tune")` gives its keys and defaults as a dict, `kestrel.run("evo",
 config=..., sigma=0.3)` (or `kestrel.evo.run(...)`) runs it into a run folder.
 
-Modules: `vector`, `envs`, `evo`, `mppi`, `allo`, `hunt`, `actdyn`, and `dist` (Ray; imported
-on use: `import kestrel.dist`).
+Modules: `vector`, `envs`, `evo`, `mppi`, `allo`, `hunt`, `actdyn`, `loggers` (TensorBoard and
+Weights & Biases: `logger=` on every run), and `dist` (Ray; imported on use: `import
+kestrel.dist`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from ._kestrel import Key, __version__
 from .envs import Env, register_envs
 from .vector import VectorEnv
 from ._runs import RunResult, config, config_toml, run, run_kinds
-from . import evo, mppi, allo, hunt, actdyn  # noqa: E402
+from . import evo, mppi, allo, hunt, actdyn, loggers  # noqa: E402
 
-__all__ = ["Key", "Env", "VectorEnv", "RunResult", "config", "config_toml", "run", "run_kinds", "make", "make_vec", "list_envs", "arc_operations", "evo", "mppi", "allo", "hunt", "actdyn", "__version__"]
+__all__ = ["Key", "Env", "VectorEnv", "RunResult", "config", "config_toml", "run", "run_kinds", "make", "make_vec", "list_envs", "arc_operations", "evo", "mppi", "allo", "hunt", "actdyn", "loggers", "__version__"]
 
 
 def list_envs() -> list[str]:

@@ -199,7 +199,7 @@ def run_kinds() -> dict[str, str]:
 
 
 def run(kind: str, config=None, *, out_dir="runs", preset: str | None = None, resume=None,
-        threads: int | None = None, progress=True, **overrides) -> RunResult:
+        threads: int | None = None, progress=True, logger=None, **overrides) -> RunResult:
     """Any run kind (`kestrel.run_kinds()`) through Kestrel's run registry, exactly as the
     CLI runs it: the config from the defaults (or `preset`), then `config` (a dict or a TOML
     path), then keyword overrides (nested dicts merge: `run={"system": "pendulum"}`). An
@@ -210,30 +210,63 @@ def run(kind: str, config=None, *, out_dir="runs", preset: str | None = None, re
     elsewhere), a callable `(done, total, unit, status)` is called on each tick, None shows
     nothing. Ctrl-C (KeyboardInterrupt) or an exception in the callback stops the run at its
     next tick and is raised: the folder's `record.json` says `interrupted`, and the resumable
-    kinds save that step's state first, so `resume=` that folder goes on from there."""
+    kinds save that step's state first, so `resume=` that folder goes on from there.
+
+    `logger`: "tensorboard", "wandb" or a writer (`kestrel.loggers`): the metrics of
+    `metrics.jsonl`, under the same names, written live."""
     keys, path = split_config(config, overrides)
-    cb = progress_callback(progress, kind)
-    try:
+    folder = None
+    with _Watch(progress, kind, logger, out_dir, resume) as w:
         folder, headline = _kestrel.run(
             kind, params_json(keys), os.fspath(out_dir), config_file=path, preset=preset,
-            resume=None if resume is None else os.fspath(resume), threads=threads, progress=cb)
-    finally:
-        if isinstance(cb, Progress):
-            cb.close()
+            resume=None if resume is None else os.fspath(resume), threads=threads,
+            progress=w.callback, tag=w.tag)
+        w.folder = folder
     return result(folder, headline)
 
 
-def launch(fn, config: dict | None, out_dir, progress=None, **kw) -> RunResult:
+class _Watch:
+    """A run's progress display and live logger, as one callback for the Rust run."""
+
+    def __init__(self, progress, kind, logger, out_dir, resume=None):
+        from .loggers import LiveMetrics, make_logger
+
+        if isinstance(logger, str) and logger not in ("tensorboard", "wandb"):
+            make_logger(logger, kind, out_dir)  # the ValueError naming it, before the run
+        self.show = progress_callback(progress, kind)
+        self.live = None if logger is None else LiveMetrics(logger, kind, out_dir, resume)
+        self.tag = None if self.live is None else self.live.tag
+        self.folder = None
+        if self.live is None:
+            self.callback = self.show
+        else:
+            def tick(done, total, unit, status):
+                self.live.poll()
+                if self.show is not None:
+                    self.show(done, total, unit, status)
+            self.callback = tick
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.live is not None:
+                self.live.finish(self.folder)
+        finally:
+            if isinstance(self.show, Progress):
+                self.show.close()
+        return False
+
+
+def launch(fn, config: dict | None, out_dir, progress=None, logger=None, **kw) -> RunResult:
     """Calls the Rust run `fn(config_json, out_dir, ..., progress=...)` and reads its folder
     (the runs whose evaluation a Python callable does: `kestrel.dist`); `progress` as in
     `run`."""
     cfg = drop_none(dict(config or {}))
-    cb = progress_callback(progress, "run")
-    try:
-        folder, headline = fn(params_json(cfg), os.fspath(out_dir), progress=cb, **kw)
-    finally:
-        if isinstance(cb, Progress):
-            cb.close()
+    with _Watch(progress, "run", logger, out_dir) as w:
+        folder, headline = fn(params_json(cfg), os.fspath(out_dir), progress=w.callback, tag=w.tag, **kw)
+        w.folder = folder
     return result(folder, headline)
 
 

@@ -213,21 +213,35 @@ class Strategy:
         return Result(xbest=self.best_solution, fbest=float(self.best_fitness), evals_best=self._evals_best,
                       evaluations=self._evals, iterations=self.generation, xfavorite=self.mean, stop=self.stop())
 
-    def optimize(self, f, generations: int | None = None, target: float | None = None) -> TellMetrics:
+    def optimize(self, f, generations: int | None = None, target: float | None = None, *,
+                 logger=None, log_dir="runs") -> TellMetrics:
         """Ask/evaluate/tell with `f(population) -> fitness` until `generations` more have run
         (None: no limit, then some stop condition must be set) or `stop()` holds; `target` is
-        a one-off `ftarget`."""
+        a one-off `ftarget`. `logger` ("tensorboard" into `log_dir/tensorboard`, "wandb", or
+        a writer; `kestrel.loggers`) gets each generation under `kestrel evo run`'s metric
+        names (`best`, `best_in_generation`, `sigma`, `nonfinite`, `evals`)."""
+        from .loggers import make_logger
+
         if generations is None and not any(v is not None for v in self._args["stops"].values()) \
                 and target is None:
             raise ValueError("generations = None: give generations or a stop condition "
                              f"({', '.join(STOP_OPTIONS)}), or the loop never ends")
+        log = make_logger(logger, f"{self.kind}-{self.num_dims}d", log_dir)
         m, g = self._last, 0
-        while generations is None or g < int(generations):
-            x = self.ask()
-            m = self.tell(x, f(x))
-            g += 1
-            if self.stop() or (target is not None and m.best_so_far <= target):
-                break
+        try:
+            while generations is None or g < int(generations):
+                x = self.ask()
+                m = self.tell(x, f(x))
+                g += 1
+                if log is not None:
+                    log.log(m.generation, {"best": m.best_so_far, "best_in_generation": m.best_in_generation,
+                                           "sigma": m.sigma, "nonfinite": float(m.nonfinite),
+                                           "evals": float(self._evals)})
+                if self.stop() or (target is not None and m.best_so_far <= target):
+                    break
+        finally:
+            if log is not None:
+                log.close()
         return m
 
     # functional, evosax-shaped layer: explicit keys, states are independent copies
