@@ -108,6 +108,11 @@ macro_rules! figure_output {
                 draw::rgb_bytes(self, Path::new($what))
             }
 
+            #[doc = concat!("The ", $what, "'s width and height in pixels.")]
+            pub fn pixels(&self) -> (u32, u32) {
+                draw::Figure::size(self)
+            }
+
             #[doc = concat!("The ", $what, " as SVG text.")]
             pub fn svg(&self) -> Result<String, PlotError> {
                 draw::svg_string(self)

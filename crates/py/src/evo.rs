@@ -567,6 +567,35 @@ impl QdArchive {
         d.set_item("best", s.best)?;
         Ok(d)
     }
+    /// The archive as a heat map over its two measures (`lo`, `hi` per measure), as an
+    /// `(H, W, 3)` uint8 picture; with `path`, also written there as PNG. `objective`: cells
+    /// show `-fitness` as an objective to maximise (pyribs' reading).
+    #[pyo3(signature = (lo, hi, labels, title, objective, path=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn heatmap<'py>(
+        &self,
+        py: Python<'py>,
+        lo: [f32; 2],
+        hi: [f32; 2],
+        labels: [String; 2],
+        title: &str,
+        objective: bool,
+        path: Option<std::path::PathBuf>,
+    ) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+        if self.a.num_measures() != 2 {
+            return Err(value_error(format!(
+                "heat map: the archive has {} measures; a heat map draws 2",
+                self.a.num_measures()
+            )));
+        }
+        use kestrel_run::runs::qd::{archive_heatmap, heatmap_picture};
+        let labels = [labels[0].as_str(), labels[1].as_str()];
+        let map = archive_heatmap(&self.a, lo, hi, labels, title, objective);
+        let f = heatmap_picture(&map, path.as_deref()).map_err(crate::errors::run_error)?;
+        use numpy::PyArrayMethods;
+        numpy::PyArray1::from_vec(py, f.rgb).reshape([f.height, f.width, 3])
+    }
+
     /// The cell of each row of `measures`.
     fn index_of<'py>(
         &self,

@@ -319,6 +319,33 @@ pub(crate) fn archive_map(
     labels: [&str; 2],
     title: &str,
 ) -> Heatmaps {
+    archive_heatmap(archive, lo, hi, labels, title, false)
+}
+
+/// [`archive_heatmap`] as a picture, also written as PNG to `path` (the exact path) when
+/// given.
+pub fn heatmap_picture(
+    map: &Heatmaps,
+    path: Option<&Path>,
+) -> Result<crate::render::Frame, RunError> {
+    if let Some(p) = path {
+        crate::write_atomic(p, &map.png()?)?;
+    }
+    let (w, h) = map.pixels();
+    Ok(crate::render::Frame { width: w as usize, height: h as usize, rgb: map.rgb()? })
+}
+
+/// [`archive_map`] for any archive with two measures; with `objective` the cells show the
+/// negated fitness, labelled as an objective to maximise (what pyribs users read; the Python
+/// package's `kestrel.ribs.visualize`).
+pub fn archive_heatmap(
+    archive: &Archive,
+    lo: [f32; 2],
+    hi: [f32; 2],
+    labels: [&str; 2],
+    title: &str,
+    objective: bool,
+) -> Heatmaps {
     let res = match archive.tessellation() {
         Tessellation::Grid { .. } => archive.num_cells().isqrt().clamp(1, 400),
         _ => 200,
@@ -332,7 +359,8 @@ pub(crate) fn archive_map(
             ];
             let cell = archive.index_of(&m);
             if archive.occupied[cell] {
-                values[py * res + px] = archive.fitness[cell] as f64;
+                let f = archive.fitness[cell] as f64;
+                values[py * res + px] = if objective { -f } else { f };
             }
         }
     }
@@ -341,7 +369,8 @@ pub(crate) fn archive_map(
         .y_label(labels[1])
         .extent((lo[0] as f64, hi[0] as f64), (lo[1] as f64, hi[1] as f64))
         .row0_at_bottom(true);
-    Heatmaps::new(title).panel(panel).colour_bar_label("fitness (lower is better)")
+    let bar = if objective { "objective (higher is better)" } else { "fitness (lower is better)" };
+    Heatmaps::new(title).panel(panel).colour_bar_label(bar)
 }
 
 /// The config spelling of an enum value.

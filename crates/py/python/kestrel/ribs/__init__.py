@@ -1,0 +1,19 @@
+"""Kestrel's quality diversity in pyribs' shape: a pyribs loop runs with only its imports
+changed (`from kestrel.ribs.archives import GridArchive`, `...emitters import
+EvolutionStrategyEmitter`, `...schedulers import Scheduler`).
+
+As in pyribs, objectives are maximised (Kestrel's archive keeps `-objective` as the fitness it
+minimises), `Scheduler.ask()` returns every emitter's batch and `tell(objective, measures)`
+takes them back, `archive.stats` and `archive.data()` read the elites, archives pickle, and
+`visualize.grid_archive_heatmap` draws the archive (in Rust: no matplotlib).
+
+What differs, refused with a ValueError rather than run differently: CMA-MAE thresholds
+(`learning_rate`, `threshold_min`), `extra_fields`, rankers other than "2imp", ES other than
+"cma_es", `restart_rule` other than "no_improvement", `selection_rule="filter"` (Kestrel's
+CMA-ME selects by CMA-ES's μ weights: the default here is "mu"), emitter bounds. Solutions,
+objectives and measures are stored as float32 (returned as float64, pyribs' default dtype).
+"""
+
+from . import archives, emitters, schedulers, visualize
+
+__all__ = ["archives", "emitters", "schedulers", "visualize"]
