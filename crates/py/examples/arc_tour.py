@@ -10,8 +10,10 @@
 
 # %%
 import time
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import gymnasium as gym
 
 import kestrel
@@ -27,7 +29,10 @@ SUBMIT = OPS.index("Submit")
 assert len(OPS) == 35 and SUBMIT == 34
 
 
-def show(grid, dim, title=""):
+Grid = npt.NDArray[Any]
+
+
+def show(grid: Grid, dim: Grid, title: str = "") -> None:
     """Prints the live `dim` = (rows, cols) part of a 30 x 30 grid, `.` for colour 0."""
     h, w = (int(x) for x in dim)
     if title:
@@ -36,7 +41,7 @@ def show(grid, dim, title=""):
         print("  " + " ".join("." if c == 0 else str(int(c)) for c in row))
 
 
-def rect(r0, c0, r1, c1):
+def rect(r0: int, c0: int, r1: int, c1: int) -> npt.NDArray[np.uint8]:
     """A 30 x 30 selection mask with the inclusive rectangle [r0..r1] x [c0..c1] set."""
     m = np.zeros((30, 30), np.uint8)
     m[r0 : r1 + 1, c0 : c1 + 1] = 1
@@ -85,23 +90,23 @@ env.close()
 N = 30 * 30
 
 
-def demo_pairs(obs):
+def demo_pairs(obs: dict[str, Grid]) -> list[tuple[Grid, Grid, Grid, Grid]]:
     out = []
     for d in obs["demos"]:
         out.append((d[:N].reshape(30, 30), d[N : N + 2], d[N + 2 : 2 * N + 2].reshape(30, 30), d[2 * N + 2 :]))
     return out
 
 
-def ring(h, w):
+def ring(h: int, w: int) -> npt.NDArray[np.uint8]:
     m = np.zeros((30, 30), np.uint8)
     m[0, :w] = m[h - 1, :w] = 1
     m[:h, 0] = m[:h, w - 1] = 1
     return m
 
 
-def border_colour(obs):
+def border_colour(obs: dict[str, Grid]) -> int | None:
     """The border colour if every demonstration is 'paint the outer ring colour b', else None."""
-    colours = set()
+    colours: set[int] = set()
     for gi, di, go, do in demo_pairs(obs):
         h, w = (int(x) for x in di)
         if tuple(di) != tuple(do) or h < 3 or w < 3:
@@ -164,8 +169,8 @@ steps = 200
 t0 = time.perf_counter()
 truncs = 0
 for i in range(steps):
-    obs, rew, term, trunc, info = venv.step(pool[i % len(pool)])
-    truncs += int(trunc.sum())
+    obs, rew, terms, truncs_now, info = venv.step(pool[i % len(pool)])
+    truncs += int(truncs_now.sum())
 dt = time.perf_counter() - t0
 print(f"{steps} steps x {n} envs in {dt:.3f}s: {steps * n / dt:,.0f} env-steps/s "
       f"({steps / dt:,.0f} batched calls/s); {truncs} truncations (150-step limit)")
@@ -185,8 +190,8 @@ print(venv, venv.metadata)
 obs, _ = venv.reset(seed=1)
 for t in range(1, 6):
     a = {"operation": rng.integers(0, 10, 8), "selection": rng.random((8, 30, 30)) < 0.3}  # random paints
-    obs, rew, term, trunc, info = venv.step(a)
-    print(f"step {t}: terminated {term.astype(int)}, truncated {trunc.astype(int)}, info keys {sorted(info)}")
+    obs, rew, terms, truncs_now, info = venv.step(a)
+    print(f"step {t}: terminated {terms.astype(int)}, truncated {truncs_now.astype(int)}, info keys {sorted(info)}")
 
 done = np.flatnonzero(info["_final_obs"])
 i = int(done[0])
@@ -198,6 +203,7 @@ assert not np.array_equal(final["grid"], obs["grid"][i])
 venv.close()
 
 # The same through Gymnasium's registry:
-venv = gym.make_vec("kestrel/ARC-v0", num_envs=4, vectorization_mode="vector_entry_point", tasks_per_family=2)
-print(venv, venv.observation_space["grid"].shape)
-venv.close()
+gvenv = gym.make_vec("kestrel/ARC-v0", num_envs=4, vectorization_mode="vector_entry_point", tasks_per_family=2)
+assert isinstance(gvenv.observation_space, gym.spaces.Dict)
+print(gvenv, gvenv.observation_space["grid"].shape)
+gvenv.close()

@@ -33,7 +33,9 @@ import time
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+
 import numpy as np
+import numpy.typing as npt
 import gymnasium as gym
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
@@ -45,32 +47,37 @@ import kestrel  # noqa: F401  (registers the `kestrel/<id>` envs with gymnasium)
 # ----------------------------------------------------------------------------------------
 
 
-def orthogonal(rng, n_in, n_out, gain):
+Array = npt.NDArray[np.float64]
+Cache = tuple[Array, Array, Array]
+
+
+def orthogonal(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> Array:
     a = rng.standard_normal((max(n_in, n_out), min(n_in, n_out)))
     q, r = np.linalg.qr(a)
     q *= np.sign(np.diag(r))
     w = q if n_in >= n_out else q.T
-    return gain * w[:n_in, :n_out]
+    out: Array = gain * w[:n_in, :n_out]
+    return out
 
 
 class MLP:
     """x -> tanh(x W1 + b1) -> tanh(. W2 + b2) -> . W3 + b3."""
 
-    def __init__(self, rng, sizes, out_gain):
+    def __init__(self, rng: np.random.Generator, sizes: tuple[int, int, int, int], out_gain: float) -> None:
         n0, n1, n2, n3 = sizes
-        self.params = {
+        self.params: dict[str, Array] = {
             "W1": orthogonal(rng, n0, n1, np.sqrt(2)), "b1": np.zeros(n1),
             "W2": orthogonal(rng, n1, n2, np.sqrt(2)), "b2": np.zeros(n2),
             "W3": orthogonal(rng, n2, n3, out_gain), "b3": np.zeros(n3),
         }
 
-    def forward(self, x):
+    def forward(self, x: Array) -> tuple[Array, Cache]:
         p = self.params
         h1 = np.tanh(x @ p["W1"] + p["b1"])
         h2 = np.tanh(h1 @ p["W2"] + p["b2"])
         return h2 @ p["W3"] + p["b3"], (x, h1, h2)
 
-    def backward(self, dout, cache):
+    def backward(self, dout: Array, cache: Cache) -> dict[str, Array]:
         """Gradients of the loss w.r.t. every parameter, given d loss / d output."""
         x, h1, h2 = cache
         p = self.params
@@ -83,12 +90,13 @@ class MLP:
 
 
 class Adam:
-    def __init__(self, params: dict, lr, betas=(0.9, 0.999), eps=1e-5):
+    def __init__(self, params: dict[str, Array], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-5) -> None:
         self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
         self.m = {k: np.zeros_like(v) for k, v in params.items()}
         self.v = {k: np.zeros_like(v) for k, v in params.items()}
 
-    def step(self, grads: dict):
+    def step(self, grads: dict[str, Array]) -> None:
         self.t += 1
         b1, b2 = self.betas
         c1, c2 = 1.0 - b1**self.t, 1.0 - b2**self.t
@@ -98,9 +106,10 @@ class Adam:
             self.params[k] -= self.lr * (self.m[k] / c1) / (np.sqrt(self.v[k] / c2) + self.eps)
 
 
-def log_softmax(z):
+def log_softmax(z: Array) -> Array:
     z = z - z.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    out: Array = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -108,8 +117,8 @@ def log_softmax(z):
 # ----------------------------------------------------------------------------------------
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--total-steps", type=int, default=150_000, help="env steps over all rows")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=int, default=16)
@@ -128,15 +137,17 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     rng = np.random.default_rng(args.seed)
 
     envs = gym.make_vec("kestrel/CartPole-v1", num_envs=args.num_envs, vectorization_mode="vector_entry_point")
     envs = RecordEpisodeStatistics(envs, buffer_length=20)
     n, T = args.num_envs, args.num_steps
-    obs_dim = envs.single_observation_space.shape[0]
-    n_act = envs.single_action_space.n
+    obs_space, act_space = envs.single_observation_space, envs.single_action_space
+    assert isinstance(obs_space, gym.spaces.Box) and isinstance(act_space, gym.spaces.Discrete)
+    obs_dim = obs_space.shape[0]
+    n_act = int(act_space.n)
 
     actor = MLP(rng, (obs_dim, args.hidden, args.hidden, n_act), out_gain=0.01)
     critic = MLP(rng, (obs_dim, args.hidden, args.hidden, 1), out_gain=1.0)

@@ -16,6 +16,8 @@ kestrel.dist`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import _kestrel
 from ._kestrel import Key, __version__
 from .envs import Env, register_envs
@@ -42,12 +44,12 @@ def arc_operations(mode: str = "o2arc") -> list[str]:
     return list(_kestrel.arc_operations(mode))
 
 
-def make(env_id: str, **params) -> Env:
+def make(env_id: str, **params: Any) -> Env:
     """One env as a `gymnasium.Env`."""
     return Env(env_id, **params)
 
 
-def make_vec(env_id: str, num_envs: int, **kw) -> VectorEnv:
+def make_vec(env_id: str, num_envs: int, **kw: Any) -> VectorEnv:
     """`num_envs` envs as a `gymnasium.vector.VectorEnv` (see `kestrel.VectorEnv`)."""
     return VectorEnv(env_id, num_envs, **kw)
 

@@ -3,6 +3,8 @@ registration of every env under `kestrel/<id>`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import gymnasium as gym
 
@@ -37,7 +39,8 @@ class Env(SpecFromCore, gym.Env):
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 10}
 
-    def __init__(self, env_id: str, render_mode: str | None = None, config=None, **params):
+    def __init__(self, env_id: str, render_mode: str | None = None, config: dict[str, Any] | str | None = None,
+                 **params: Any) -> None:
         env_id = env_id.removeprefix("kestrel/")
         form = {k: params.pop(k) for k in ("selection", "flatten") if k in params}
         keys, path = split_config(config, params)
@@ -82,7 +85,7 @@ class Env(SpecFromCore, gym.Env):
         self._core.read_obs(flat)
         return self._view(flat)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
             seed = check_seed(seed)  # before Gymnasium's own check, which raises its own Error
         super().reset(seed=seed)
@@ -104,7 +107,7 @@ class Env(SpecFromCore, gym.Env):
             self._core.set_state(0, [float(x) for x in state])
         return self._obs(), self._info()
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if not self._seeded:
             raise RuntimeError("step called before reset")
         if isinstance(self.action_space, gym.spaces.Dict):
@@ -125,7 +128,7 @@ class Env(SpecFromCore, gym.Env):
         self._core.read(obs, rew, term, trunc)
         return self._view(obs), float(rew[0]), bool(term[0]), bool(trunc[0]), self._info()
 
-    def render(self):
+    def render(self) -> Any:
         """The current frame (`rgb_array`: `(H, W, 3)` uint8) or text (`ansi`); None, with
         Gymnasium's warning, when the env was made without a render mode."""
         if self.render_mode is None:
@@ -145,7 +148,7 @@ class Env(SpecFromCore, gym.Env):
         """The env's state as floats (CartPole, Pendulum, control systems, vector fields)."""
         return np.asarray(self._core.state(0))
 
-    def close(self):
+    def close(self) -> None:
         self._core.close()
 
 
@@ -174,7 +177,7 @@ def _vec_entry(env_id):
     return make_vec
 
 
-def register_envs():
+def register_envs() -> None:
     """Registers every env as `kestrel/<id>` for `gymnasium.make` and
     `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`."""
     for env_id, _, threshold, modes, fps in _kestrel.list_envs():

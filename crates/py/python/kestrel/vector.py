@@ -6,6 +6,8 @@ count and shard: row `i` draws its keys from `(seed, step, row_offset + i)`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
@@ -25,7 +27,7 @@ _MODES = {
 }
 
 
-def autoreset_mode(mode) -> AutoresetMode:
+def autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     """An `AutoresetMode` from the enum or its name (`"next_step"`, `"NextStep"`, ...)."""
     if isinstance(mode, AutoresetMode):
         return mode
@@ -81,16 +83,16 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         num_envs: int,
         *,
         seed: int | None = None,
-        autoreset_mode=AutoresetMode.NEXT_STEP,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         copy: bool = True,
         num_threads: int | None = None,
         row_offset: int = 0,
         render_mode: str | None = None,
         episode_stats: bool = True,
         arc_info: bool = True,
-        config=None,
-        **params,
-    ):
+        config: dict[str, Any] | str | None = None,
+        **params: Any,
+    ) -> None:
         env_id = env_id.removeprefix("kestrel/")
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
             raise TypeError(f"num_envs: expected an int, got {type(num_envs).__name__}")
@@ -197,7 +199,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             "so a list must be [s, s + 1, ..., s + num_envs - 1] (what Gymnasium makes of seed=s), "
             "or pass one int")
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | list[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets every env (or, with `options={"reset_mask": mask}`, those where the mask is
         true). `seed` is an int: rows derive their keys from `(seed, row)`. A list (one entry per
         row, as Gymnasium's vector envs take) is accepted in the form Gymnasium makes from an
@@ -238,7 +241,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._core.read_obs(obs)
         return self._view(obs), self._arc_info({})
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Steps every row; returns `(obs, rewards, terminations, truncations, infos)`."""
         self._check_ready()
         kw = self._fast(actions)
@@ -255,14 +258,14 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             return {"ints": actions}
         return None
 
-    def step_async(self, actions):
+    def step_async(self, actions: Any) -> None:
         """Starts a step on a background thread (Python may run a policy meanwhile)."""
         if self._pending:
             raise RuntimeError("step_async called twice: call step_wait for the pending step first")
         self._submit(actions, asynchronous=True)
         self._pending = True
 
-    def step_wait(self, **kwargs):
+    def step_wait(self, **kwargs: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Waits for the step started by `step_async` and returns its results."""
         if not self._pending:
             raise RuntimeError("step_wait called without a pending step_async")
@@ -330,10 +333,10 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if self._core.closed:
             raise RuntimeError("the env is closed")
 
-    def close_extras(self, **kwargs):
+    def close_extras(self, **kwargs: Any) -> None:
         self._core.close()
 
-    def render(self):
+    def render(self) -> tuple[Any, ...] | None:
         """One frame per env, as Gymnasium's vector envs return them: a tuple of `(H, W, 3)`
         uint8 arrays (`rgb_array`) or of strings (`ansi`); for a multi-agent env one per world,
         not per agent row. None, with Gymnasium's warning, without a render mode."""
@@ -348,14 +351,14 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         return tuple(self._core.render_text(i) for i in range(self._n_world))
 
     # -- extras --------------------------------------------------------------------------
-    def set_state(self, row: int, state) -> None:
+    def set_state(self, row: int, state: Any) -> None:
         """Starts env `row` from `state` (CartPole, Pendulum and the control systems)."""
         self._core.set_state(int(row), [float(x) for x in np.asarray(state, dtype=np.float64).ravel()])
 
     def get_state(self, row: int) -> np.ndarray:
         return np.asarray(self._core.state(int(row)))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"kestrel.VectorEnv({self.env_id!r}, num_envs={self.num_envs}, autoreset_mode={self.autoreset_mode.name})"
 
 
