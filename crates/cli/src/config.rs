@@ -12,7 +12,7 @@ use std::path::PathBuf;
 pub struct ConfigArgs {
     /// The run kind or env id (absent: list them).
     kind: Option<String>,
-    /// Start from this preset instead of the defaults (actdyn: e1, e2).
+    /// Start from this preset instead of the defaults (actdyn: e1, e2; hunt: treasurehunt_mp).
     #[arg(long)]
     preset: Option<String>,
     /// A TOML config whose keys apply over the defaults.

@@ -22,6 +22,11 @@ pub enum HuntCmd {
 
 #[derive(Args)]
 pub struct TrainArgs {
+    /// Base config: treasurehunt_mp (sorrel's multi-agent experiment: 10x10, 5 agents, gems
+    /// only; see `kestrel config hunt --preset treasurehunt_mp`); a --config file and flags
+    /// apply over it. Not with --resume.
+    #[arg(long)]
+    preset: Option<String>,
     /// Agents (config key `env.num_agents`).
     #[arg(long)]
     num_agents: Option<u64>,
@@ -95,7 +100,7 @@ pub fn train(a: TrainArgs) -> Result<()> {
         ("record_every", Flag::I(a.record_every)),
         ("checkpoint_every", Flag::I(a.checkpoint_every)),
     ];
-    a.cfg.run::<Hunt>(flags, a.resume.as_deref(), Some(a.threads))
+    a.cfg.run_preset::<Hunt>(a.preset.as_deref(), flags, a.resume.as_deref(), Some(a.threads))
 }
 
 pub fn play(a: PlayArgs) -> Result<()> {

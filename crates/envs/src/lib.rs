@@ -17,7 +17,7 @@ pub use control::{
 pub use error::EnvError;
 pub use grid::{GridConfig, GridMap, GridParams, GridWorld};
 pub use pendulum::{Pendulum, PendulumParams, PendulumState};
-pub use treasure::{TreasureHunt, TreasureObs, TreasureParams, TreasureState};
+pub use treasure::{TreasureHunt, TreasureItem, TreasureObs, TreasureParams, TreasureState};
 /// Checks a physical constant or size is finite and positive (every env's params use it).
 pub(crate) fn positive(field: &'static str, v: f64) -> Result<(), EnvError> {
     if v.is_finite() && v > 0.0 {

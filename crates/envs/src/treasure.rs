@@ -39,6 +39,29 @@ pub mod cell {
     pub const AGENT: u8 = 5;
 }
 
+/// The items a world can spawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TreasureItem {
+    /// A gem (`gem_value`).
+    Gem,
+    /// Food (`food_value`).
+    Food,
+    /// A bone (`bone_value`).
+    Bone,
+}
+
+impl TreasureItem {
+    /// Its cell byte.
+    pub fn cell(self) -> u8 {
+        match self {
+            TreasureItem::Gem => cell::GEM,
+            TreasureItem::Food => cell::FOOD,
+            TreasureItem::Bone => cell::BONE,
+        }
+    }
+}
+
 /// Observation encodings (config spelling `one-hot`, `rgb`; `onehot` is read as `one-hot`, the
 /// spelling of run folders written before the two front ends agreed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -74,6 +97,9 @@ pub struct TreasureParams {
     pub wall_value: f32,
     /// Spawn probability per empty interior cell per turn.
     pub spawn_prob: f64,
+    /// What spawns, drawn uniformly from this list (sorrel 1.6.0: gem, food, bone; its
+    /// `treasurehunt_mp` example: gems only).
+    pub items: Vec<TreasureItem>,
     /// View radius (the view is `(2r+1)²`).
     pub vision_radius: usize,
     /// Observation encoding: `one-hot` (6 channels per cell) or `rgb` (3).
@@ -93,6 +119,7 @@ impl Default for TreasureParams {
             bone_value: -10.0,
             wall_value: -1.0,
             spawn_prob: 0.005,
+            items: vec![TreasureItem::Gem, TreasureItem::Food, TreasureItem::Bone],
             vision_radius: 2,
             obs: TreasureObs::OneHot,
             max_turns: 100,
@@ -146,6 +173,20 @@ impl TreasureParams {
         if self.max_turns == 0 {
             return Err(crate::EnvError::invalid("max_turns", 0, "at least 1"));
         }
+        if self.items.is_empty() || self.items.len() > 3 {
+            return Err(crate::EnvError::invalid(
+                "items",
+                format!("{:?}", self.items),
+                "one to three of gem, food, bone",
+            ));
+        }
+        if let Some(i) = (1..self.items.len()).find(|&i| self.items[..i].contains(&self.items[i])) {
+            return Err(crate::EnvError::invalid(
+                "items",
+                format!("{:?}", self.items),
+                format!("each item once ({:?} is listed twice)", self.items[i]),
+            ));
+        }
         if !(0.0..=1.0).contains(&self.spawn_prob) {
             return Err(crate::EnvError::invalid(
                 "spawn_prob",
@@ -168,12 +209,13 @@ pub struct TreasureState {
     pub turn: u32,
 }
 
-/// Where spawning draws come from: `spawn(i)` is asked once per eligible cell in row-major
-/// order and returns `None` or the item to place. [`KeyDraws`] is Kestrel's; tests inject a
-/// peer's recorded draws.
+/// Where spawning draws come from: `spawn` is asked once per eligible cell in row-major
+/// order and returns `None` or the item to place (one of `items`' cells). [`KeyDraws`] is
+/// Kestrel's; tests inject a peer's recorded draws.
 pub trait SpawnDraws {
-    /// The draw for the `i`-th eligible cell of this turn.
-    fn spawn(&mut self, p: f64) -> Option<u8>;
+    /// The draw for the next eligible cell of this turn: spawn with probability `p`, the
+    /// item uniform over `items`.
+    fn spawn(&mut self, p: f64, items: &[u8]) -> Option<u8>;
 }
 
 /// Spawning from a key: a uniform per cell, then a uniform item.
@@ -181,9 +223,9 @@ pub struct KeyDraws(pub Rng);
 
 impl SpawnDraws for KeyDraws {
     #[inline]
-    fn spawn(&mut self, p: f64) -> Option<u8> {
+    fn spawn(&mut self, p: f64, items: &[u8]) -> Option<u8> {
         if self.0.uniform_f64() < p {
-            Some([cell::GEM, cell::FOOD, cell::BONE][self.0.below(3) as usize])
+            Some(items[self.0.below(items.len() as u32) as usize])
         } else {
             None
         }
@@ -248,11 +290,16 @@ impl TreasureHunt {
     /// The spawning phase: every empty interior cell, in row-major order, asks `draws`.
     pub fn spawn(p: &TreasureParams, s: &mut TreasureState, draws: &mut impl SpawnDraws) {
         let w = p.width;
+        let (mut items, mut n) = ([0u8; 3], 0);
+        for (slot, item) in items.iter_mut().zip(&p.items) {
+            (*slot, n) = (item.cell(), n + 1);
+        }
+        let items = &items[..n];
         for r in 1..p.height - 1 {
             for c in 1..w - 1 {
                 let i = r * w + c;
                 if s.cells[i] == cell::EMPTY
-                    && let Some(item) = draws.spawn(p.spawn_prob)
+                    && let Some(item) = draws.spawn(p.spawn_prob, items)
                 {
                     s.cells[i] = item;
                 }
@@ -382,8 +429,33 @@ mod tests {
     /// No spawning.
     struct Never;
     impl SpawnDraws for Never {
-        fn spawn(&mut self, _p: f64) -> Option<u8> {
+        fn spawn(&mut self, _p: f64, _items: &[u8]) -> Option<u8> {
             None
+        }
+    }
+
+    /// Spawning draws items uniformly from `items` only: a gems-only world (sorrel's
+    /// `treasurehunt_mp`) fills with gems; the default list draws as sorrel 1.6.0 (the golden
+    /// test); an empty or repeated list is refused naming `items`.
+    #[test]
+    fn items_choose_what_spawns() {
+        let gems = TreasureParams {
+            items: vec![TreasureItem::Gem],
+            spawn_prob: 0.5,
+            ..TreasureParams::default()
+        };
+        let mut s = TreasureHunt::world_with_agents(&gems, &[]);
+        TreasureHunt::spawn(&gems, &mut s, &mut KeyDraws(Key::new(1).rng()));
+        let count = |v: u8| s.cells.iter().filter(|&&c| c == v).count();
+        assert!(count(cell::GEM) > 100 && count(cell::FOOD) + count(cell::BONE) == 0);
+        let all = TreasureParams { spawn_prob: 0.5, ..TreasureParams::default() };
+        let mut s = TreasureHunt::world_with_agents(&all, &[]);
+        TreasureHunt::spawn(&all, &mut s, &mut KeyDraws(Key::new(1).rng()));
+        let count = |v: u8| s.cells.iter().filter(|&&c| c == v).count();
+        assert!(count(cell::GEM) > 30 && count(cell::FOOD) > 30 && count(cell::BONE) > 30);
+        for bad in [vec![], vec![TreasureItem::Gem, TreasureItem::Gem]] {
+            let e = TreasureParams { items: bad, ..TreasureParams::default() }.validate();
+            assert!(e.unwrap_err().to_string().contains("items"));
         }
     }
 

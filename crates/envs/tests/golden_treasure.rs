@@ -15,7 +15,7 @@ struct Recorded<'a> {
 }
 
 impl SpawnDraws for Recorded<'_> {
-    fn spawn(&mut self, p: f64) -> Option<u8> {
+    fn spawn(&mut self, p: f64, _items: &[u8]) -> Option<u8> {
         let u = self.draws[self.next];
         self.next += 1;
         assert!(u >= 0.0, "expected a uniform at draw {}", self.next - 1);

@@ -44,6 +44,22 @@ pub struct HuntRunConfig {
     pub n_step: usize,
     /// Prioritised replay (α 0.6, β 0.4).
     pub prioritized: bool,
+    /// Adam learning rate (sorrel: 2.5e-4).
+    pub lr: f64,
+    /// ε at the start (sorrel: 0.6).
+    pub epsilon: f64,
+    /// ε ← ε (1 − epsilon_decay) after every epoch (sorrel: 0.0005).
+    pub epsilon_decay: f64,
+    /// Floor of ε (sorrel: 0, none).
+    pub epsilon_min: f64,
+    /// Discount (sorrel: 0.99).
+    pub gamma: f64,
+    /// Soft target update rate after every gradient step (sorrel: 0.001).
+    pub tau: f64,
+    /// Hard copy to the target network every this many epochs (sorrel: 200; 0: never).
+    pub sync_epochs: u64,
+    /// Quantile samples per state, for the prediction and for the target (sorrel: 12).
+    pub n_quantiles: usize,
     /// Epochs in total (sorrel's default run is 1,001: its loop runs epochs + 1).
     pub epochs: u64,
     /// Seed.
@@ -56,7 +72,17 @@ pub struct HuntRunConfig {
 
 impl Default for HuntRunConfig {
     fn default() -> Self {
+        // The agent's knobs at sorrel's values, from the one place they are written.
+        let iqn = kestrel_agents::iqn::IqnConfig::sorrel(0, 4);
         HuntRunConfig {
+            lr: iqn.lr,
+            epsilon: iqn.epsilon,
+            epsilon_decay: iqn.epsilon_decay,
+            epsilon_min: iqn.epsilon_min,
+            gamma: iqn.gamma,
+            tau: iqn.tau,
+            sync_epochs: iqn.sync_epochs,
+            n_quantiles: iqn.n_quantiles,
             // sorrel's main.py observes RGB.
             env: TreasureParams { obs: TreasureObs::Rgb, ..TreasureParams::default() },
             num_worlds: 1,
@@ -77,6 +103,44 @@ impl Default for HuntRunConfig {
 }
 
 impl HuntRunConfig {
+    /// sorrel's `treasurehunt_mp` experiment (`sorrel/examples/treasurehunt_mp/main.py` on the
+    /// `stag_hunt` branch at `2a24efc`, the working version; reference §2.5), in its sequential
+    /// mode: a 10 × 10 world, 5 agents, gems only (value 10, spawn probability 0.02), vision
+    /// radius 2, 50 turns an epoch, 1,000 epochs, batch 256, buffer 1,024, learning rate
+    /// 2.5e-4, ε from 1 decaying by 0.001 per epoch with no floor (its `epsilon_min: 0.00`),
+    /// one gradient step per agent per epoch, soft target updates (τ 0.001) and a hard copy
+    /// every 200 epochs. Its IQN discounts by `GAMMA ** n_step` = 0.99³ while storing 1-step
+    /// rewards, so `gamma` is 0.970299 here. Left as Kestrel's: the observation (its one-hot
+    /// has a Sand channel and sums the two layers; Kestrel's is sorrel 1.6.0's), acting with
+    /// 12 quantile samples (it acts greedily on 256), and learning in step with the turns
+    /// (its multiprocessing learners run continuously, about 0.064 steps per agent per turn
+    /// by its own measurement on one agent: set `updates_per_turn` to emulate that).
+    pub fn treasurehunt_mp() -> Self {
+        HuntRunConfig {
+            env: TreasureParams {
+                height: 10,
+                width: 10,
+                num_agents: 5,
+                items: vec![kestrel_envs::TreasureItem::Gem],
+                gem_value: 10.0,
+                spawn_prob: 0.02,
+                vision_radius: 2,
+                obs: TreasureObs::OneHot,
+                max_turns: 50,
+                ..TreasureParams::default()
+            },
+            epochs: 1000,
+            batch_size: 256,
+            capacity: 1024,
+            lr: 2.5e-4,
+            epsilon: 1.0,
+            epsilon_decay: 0.001,
+            epsilon_min: 0.0,
+            gamma: 0.970299,
+            ..HuntRunConfig::default()
+        }
+    }
+
     /// The trainer's config (sorrel's defaults with this run's settings), validated (the world
     /// by [`HuntConfig::validate`]).
     pub fn hunt_config(&self) -> Result<HuntConfig, AgentError> {
@@ -89,6 +153,14 @@ impl HuntRunConfig {
         c.iqn.batch = self.batch_size;
         c.iqn.capacity = self.capacity;
         c.iqn.n_step = self.n_step;
+        c.iqn.lr = self.lr;
+        c.iqn.epsilon = self.epsilon;
+        c.iqn.epsilon_decay = self.epsilon_decay;
+        c.iqn.epsilon_min = self.epsilon_min;
+        c.iqn.gamma = self.gamma;
+        c.iqn.tau = self.tau;
+        c.iqn.sync_epochs = self.sync_epochs;
+        c.iqn.n_quantiles = self.n_quantiles;
         if self.prioritized {
             c.iqn.prioritized = Some(kestrel_replay::Prioritized::default());
         }
@@ -203,7 +275,8 @@ impl HuntRunConfig {
         let (agents, worlds, turns) =
             (e.num_agents as f64, self.num_worlds as f64, e.max_turns as f64);
         let (height, width) = (e.height as f64, e.width as f64);
-        let rq = 12.0 * bt;
+        let q = self.n_quantiles as f64;
+        let rq = q * bt;
         let p = 2.0 * l * l + l * (sd + 78.0) + 10.0;
         let k = l * l + 6.0 * l + 5.0;
         let learner = 20.0 * p + bt * (8.0 * sd + 26.0);
@@ -216,7 +289,7 @@ impl HuntRunConfig {
                 + 2.0 * k
                 + l * l
                 + l
-                + 12.0 * worlds * (3.0 * l + 74.0)
+                + q * worlds * (3.0 * l + 74.0)
                 + worlds * (sd + l)
                 + 7.0 * rq
                 + 4.0 * bt.max(worlds));
@@ -243,8 +316,8 @@ impl HuntRunConfig {
         add(
             "IQN workspaces and agent buffers (iqn.rs, hunt.rs)",
             format!(
-                "{per}, layer = {}, batch_size = {}, num_worlds = {}",
-                self.layer, self.batch_size, self.num_worlds
+                "{per}, layer = {}, batch_size = {}, n_quantiles = {}, num_worlds = {}",
+                self.layer, self.batch_size, self.n_quantiles, self.num_worlds
             ),
             agents * (ws + bufs),
         );
@@ -353,6 +426,13 @@ impl Run for Hunt {
 
     fn defaults(_: Option<&HuntRunConfig>) -> HuntRunConfig {
         HuntRunConfig::default()
+    }
+
+    const PRESETS: &'static [&'static str] = &["treasurehunt_mp"];
+
+    /// `treasurehunt_mp`: [`HuntRunConfig::treasurehunt_mp`].
+    fn preset(name: &str) -> Option<HuntRunConfig> {
+        (name == "treasurehunt_mp").then(HuntRunConfig::treasurehunt_mp)
     }
 
     fn without_budget(c: &HuntRunConfig) -> HuntRunConfig {
@@ -582,5 +662,39 @@ mod tests {
         let c = HuntRunConfig { capacity: 100_000_000, ..HuntRunConfig::default() };
         let e = c.budget(2).check().unwrap_err().to_string();
         assert!(e.contains("capacity = 100000000"), "{e}");
+    }
+
+    /// Every agent knob of the run config reaches the learners, and a bad one is refused by
+    /// its name.
+    #[test]
+    fn agent_knobs_reach_the_learners() {
+        let c = HuntRunConfig {
+            lr: 1e-3,
+            epsilon: 1.0,
+            epsilon_decay: 0.001,
+            epsilon_min: 0.01,
+            gamma: 0.95,
+            tau: 0.01,
+            sync_epochs: 50,
+            n_quantiles: 8,
+            ..HuntRunConfig::default()
+        };
+        let iqn = c.hunt_config().unwrap().iqn;
+        assert_eq!(
+            (iqn.lr, iqn.epsilon, iqn.epsilon_decay, iqn.epsilon_min),
+            (1e-3, 1.0, 0.001, 0.01)
+        );
+        assert_eq!((iqn.gamma, iqn.tau, iqn.sync_epochs, iqn.n_quantiles), (0.95, 0.01, 50, 8));
+        for (bad, name) in [
+            (HuntRunConfig { lr: f64::NAN, ..HuntRunConfig::default() }, "lr"),
+            (HuntRunConfig { epsilon: 1.5, ..HuntRunConfig::default() }, "epsilon"),
+            (HuntRunConfig { n_quantiles: 0, ..HuntRunConfig::default() }, "n_quantiles"),
+        ] {
+            let e = bad.hunt_config().unwrap_err().to_string();
+            assert!(e.contains(name), "{e}");
+        }
+        // More quantiles, more memory.
+        let wide = HuntRunConfig { n_quantiles: 64, ..HuntRunConfig::default() };
+        assert!(wide.budget(2).total() > HuntRunConfig::default().budget(2).total());
     }
 }
