@@ -96,7 +96,7 @@ def test_heatmap_writes_the_png_where_asked(tmp_path):
 
 
 def test_cvt_archive_and_cma_me_fill_and_pickle():
-    archive = CVTArchive(solution_dim=6, cells=50, ranges=[(-1, 1), (-1, 1)], seed=3, samples=5000)
+    archive = CVTArchive(solution_dim=6, centroids=50, ranges=[(-1, 1), (-1, 1)], seed=3, samples=5000)
     sched = Scheduler(archive, [EvolutionStrategyEmitter(archive, x0=np.zeros(6), sigma0=0.3, seed=s) for s in range(2)])
     for _ in range(40):
         x = sched.ask()
@@ -130,3 +130,7 @@ def test_what_kestrel_does_not_implement_is_refused_by_name():
         Scheduler(a, [e, e])
     with pytest.raises(ValueError, match="fields"):
         a.data(["solution", "threshold"])
+    with pytest.raises(ValueError, match="centroids"):
+        CVTArchive(solution_dim=3, centroids=np.zeros((10, 2)), ranges=[(-1, 1)] * 2)
+    with pytest.raises(ValueError, match="k_means_kwargs"):
+        CVTArchive(solution_dim=3, centroids=10, ranges=[(-1, 1)] * 2, k_means_kwargs={"n_init": 2})

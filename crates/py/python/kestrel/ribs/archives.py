@@ -187,26 +187,33 @@ class GridArchive(_Archive):
 
 
 class CVTArchive(_Archive):
-    """pyribs' `CVTArchive(solution_dim=, cells=, ranges=, seed=, samples=)`: centroids from
-    k-means (Lloyd iterations) over `samples` uniform points, keyed by `seed`."""
+    """pyribs 0.12's `CVTArchive(solution_dim=, centroids=, ranges=, seed=, samples=)` with
+    `centroids` a number of cells: centroids by k-means (Lloyd iterations) over `samples`
+    uniform points, keyed by `seed`. Given centroids (an array or a file), other nearest-neighbour
+    methods and k-means options are refused by name."""
 
-    def __init__(self, *, solution_dim, cells, ranges, learning_rate=None, threshold_min=-np.inf, epsilon=1e-6,
-                 qd_score_offset=0.0, seed=None, dtype=None, extra_fields=None, custom_centroids=None,
-                 centroid_method=None, samples=100_000, k_means_kwargs=None, use_kd_tree=True, ckdtree_kwargs=None,
-                 chunk_size=None):
+    def __init__(self, *, solution_dim, centroids, ranges, learning_rate=None, threshold_min=-np.inf,
+                 qd_score_offset=0.0, seed=None, solution_dtype=None, objective_dtype=None, measures_dtype=None,
+                 dtype=None, extra_fields=None, samples=100_000, k_means_kwargs=None,
+                 nearest_neighbors="scipy_kd_tree", kdtree_kwargs=None, kdtree_query_kwargs=None, chunk_size=None):
         _refuse(learning_rate=(learning_rate, None, "CMA-MAE thresholds are not in Kestrel's archive (elitist only)"),
                 threshold_min=(threshold_min, -np.inf, "CMA-MAE thresholds are not in Kestrel's archive"),
                 extra_fields=(extra_fields, None, "Kestrel's archive stores solution, objective and measures only"),
-                custom_centroids=(custom_centroids, None, "Kestrel computes its own centroids (seed, samples)"))
+                k_means_kwargs=(k_means_kwargs, None, "Kestrel runs its own k-means (20 Lloyd iterations)"))
+        if isinstance(centroids, bool) or not isinstance(centroids, (int, np.integer)):
+            raise ValueError(f"centroids = {type(centroids).__name__}: a number of cells (given centroids are not "
+                             "supported: Kestrel computes them from seed and samples)")
+        if not isinstance(samples, (int, np.integer)) or isinstance(samples, bool):
+            raise ValueError("samples: a number of points (given sample points are not supported)")
         ranges = [tuple(map(float, r)) for r in ranges]
-        self._args = dict(solution_dim=solution_dim, cells=cells, ranges=ranges, qd_score_offset=qd_score_offset,
-                          seed=seed, samples=samples)
+        self._args = dict(solution_dim=solution_dim, centroids=int(centroids), ranges=ranges,
+                          qd_score_offset=qd_score_offset, seed=seed, samples=int(samples))
         self.lower_bounds = np.array([r[0] for r in ranges])
         self.upper_bounds = np.array([r[1] for r in ranges])
 
         def build():
             lo, hi = zip(*ranges)
-            return _kestrel.QdArchive.cvt(int(solution_dim), int(cells), list(lo), list(hi), Key(int(seed or 0)),
+            return _kestrel.QdArchive.cvt(int(solution_dim), int(centroids), list(lo), list(hi), Key(int(seed or 0)),
                                           int(samples), 20, 0.0)
 
         super().__init__(build(), solution_dim, len(ranges), qd_score_offset, build)
