@@ -420,3 +420,13 @@ def test_wandb_gets_the_metrics_under_their_names(tmp_path, monkeypatch):
                           logger="wandb", progress=None)
     (run_file,) = list((res.dir / "wandb").glob("offline-run-*/run-*.wandb"))
     assert run_file.stat().st_size > 0
+
+
+def test_the_treasurehunt_mp_preset_from_python(tmp_path):
+    cfg = kestrel.config("hunt", preset="treasurehunt_mp")
+    assert cfg["env"]["num_agents"] == 5 and cfg["env"]["items"] == ["gem"] and cfg["batch_size"] == 256
+    res = kestrel.hunt.train(preset="treasurehunt_mp", epochs=2, layer=16, batch_size=8, record_every=0,
+                             out_dir=tmp_path, progress=None)
+    assert len(res.metrics["total_reward"]) == 2
+    with pytest.raises(ValueError, match="treasurehunt_mp"):
+        kestrel.hunt.train(preset="treasurehunt", epochs=2, out_dir=tmp_path)

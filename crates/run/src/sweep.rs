@@ -11,6 +11,7 @@
 //! seeds = 3                     # seeds 0, 1, 2; or a list: seeds = [0, 7, 9]
 //! metrics = ["cosine_similarity"]  # summary.json numbers tabulated (default: the kind's)
 //! curve = "cosine_similarity"   # metrics.jsonl column plotted (default: the kind's)
+//! # preset = "..."              # a preset of the kind the cells start from (optional)
 //! [base]                        # the run config every cell shares
 //! steps = 2000
 //! [grid]                        # key (dotted for nested) -> values; the product is the configs
@@ -57,6 +58,10 @@ pub struct SweepSpec {
     /// The sweep folder's name.
     #[serde(default)]
     pub name: Option<String>,
+    /// A preset of the kind every cell starts from instead of its defaults (`hunt`:
+    /// `treasurehunt_mp`; `actdyn`: `e1`, `e2`).
+    #[serde(default)]
+    pub preset: Option<String>,
     /// The seeds every config runs with.
     pub seeds: Seeds,
     /// `summary.json` numbers tabulated.
@@ -302,7 +307,7 @@ impl Sweep {
                     format!("{source} ({}, seed {seed})", p.join(", "))
                 };
                 if check {
-                    let layers = Layers::table(&t);
+                    let layers = Layers { preset: spec.preset.as_deref(), ..Layers::table(&t) };
                     spec.kind.check(layers, &at).map_err(|e| match e {
                         e @ RunError::Config { .. } => e,
                         e => cfg_err(&at, e.to_string()),
@@ -412,7 +417,9 @@ impl Sweep {
         launch.out_dir = cell_dir;
         let source = format!("{} cell {}", self.dir.join("sweep.toml").display(), cell.id);
         let resumed = resume.is_some();
-        let layers = Layers::table(&cell.table);
+        // A resumed cell keeps its folder's config, which the preset already made.
+        let preset = if resumed { None } else { self.spec.preset.as_deref() };
+        let layers = Layers { preset, ..Layers::table(&cell.table) };
         let out =
             self.spec.kind.launch(layers, resume.as_deref(), launch).map_err(|e| match e {
                 RunError::Config { message, .. } => cfg_err(&source, message),
@@ -913,6 +920,29 @@ checkpoint_every = 20
             }
             assert!(s.dir.join("curves.png").is_file(), "{}: no curve", s.spec.kind.name());
         }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A spec's `preset` is the base its cells start from (the cell's config is the preset's
+    /// with `[base]` over it), and an unknown preset is refused before the folder exists.
+    #[test]
+    fn cells_start_from_the_specs_preset() {
+        let out = tmp("preset");
+        let text = "kind = \"hunt\"\nseeds = 1\npreset = \"treasurehunt_mp\"\n[base]\nepochs = 2\nlayer = 16\nbatch_size = 8\nrecord_every = 0";
+        let s = Sweep::plan(text, "spec.toml", &out).unwrap();
+        s.create().unwrap();
+        let mut p = crate::quiet;
+        let l = Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p };
+        let o = s.run_cell(&s.cells[0], l).unwrap();
+        let CellOutcome::Ran(o) = o else { panic!("not ran") };
+        let cfg: toml::Table =
+            toml::from_str(&std::fs::read_to_string(o.dir.join("config.toml")).unwrap()).unwrap();
+        assert_eq!(cfg["env"]["num_agents"].as_integer(), Some(5), "the preset's world");
+        assert_eq!(cfg["env"]["items"].as_array().map(|a| a.len()), Some(1), "gems only");
+        assert_eq!(cfg["epochs"].as_integer(), Some(2), "[base] over the preset");
+        let bad = text.replace("treasurehunt_mp", "treasurehunt_sp");
+        let e = Sweep::plan(&bad, "spec.toml", &tmp("preset-bad")).unwrap_err().to_string();
+        assert!(e.contains("treasurehunt_sp") && e.contains("treasurehunt_mp"), "{e}");
         std::fs::remove_dir_all(&out).unwrap();
     }
 }
