@@ -13,7 +13,7 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum HuntCmd {
     /// Train one IQN learner per agent (sorrel's treasure-hunt defaults).
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// Render greedy play of a trained run's checkpoint.
     Play(PlayArgs),
     /// Time an environment turn and an IQN update (batch 64, 12 × 12 quantiles, layer 250).

@@ -84,7 +84,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Actdyn(actdyn::ActdynCmd::Bench(a)) => actdyn::bench(a),
         Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(*a),
         Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),
-        Cmd::Hunt(hunt::HuntCmd::Train(a)) => hunt::train(a),
+        Cmd::Hunt(hunt::HuntCmd::Train(a)) => hunt::train(*a),
         Cmd::Hunt(hunt::HuntCmd::Play(a)) => hunt::play(a),
         Cmd::Hunt(hunt::HuntCmd::Bench(a)) => hunt::bench(a),
     }
