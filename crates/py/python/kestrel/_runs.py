@@ -215,7 +215,6 @@ def run(kind: str, config=None, *, out_dir="runs", preset: str | None = None, re
     `logger`: "tensorboard", "wandb" or a writer (`kestrel.loggers`): the metrics of
     `metrics.jsonl`, under the same names, written live."""
     keys, path = split_config(config, overrides)
-    folder = None
     with _Watch(progress, kind, logger, out_dir, resume) as w:
         folder, headline = _kestrel.run(
             kind, params_json(keys), os.fspath(out_dir), config_file=path, preset=preset,

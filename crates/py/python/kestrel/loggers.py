@@ -137,6 +137,8 @@ class LiveMetrics:
         self.out_dir, self.folder = Path(out_dir), (Path(resume) if resume is not None else None)
         self.logger: Logger | None = None
         self.offset, self.partial, self.last = 0, b"", 0.0
+        # The run's folder is one that is not there yet: only new names are read.
+        self.known = set(os.listdir(self.out_dir)) if self.folder is None and self.out_dir.is_dir() else set()
         if self.folder is not None:
             # A resumed run's earlier lines were logged by its earlier launches: follow what
             # this launch adds (a resume that cuts the file back to its checkpoint is caught
@@ -147,7 +149,8 @@ class LiveMetrics:
     def _find(self):
         if self.folder is not None or not self.out_dir.is_dir():
             return
-        for d in self.out_dir.iterdir():
+        for name in set(os.listdir(self.out_dir)) - self.known:
+            d = self.out_dir / name
             rec = d / "record.json"
             try:
                 if rec.is_file() and self.tag in rec.read_text():
