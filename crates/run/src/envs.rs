@@ -596,23 +596,11 @@ impl<const S: usize> Codec for ArcAction<S> {
         };
         let n = out.len();
         let cells = S * S;
-        if ops.len() != n {
-            return Err(format!(
-                "actions['operation']: expected shape ({n},), got ({},)",
-                ops.len()
-            ));
-        }
+        check_operations(ops, n)?;
         if sel.len() != n * cells {
             return Err(format!(
                 "actions['selection']: expected shape ({n}, {S}, {S}), got {} values",
                 sel.len()
-            ));
-        }
-        let nops = kestrel_arc::NUM_OPS as i64;
-        if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
-            return Err(format!(
-                "actions['operation'][{i}] = {}: outside Discrete({nops})",
-                ops[i]
             ));
         }
         // One mask per row, packed in parallel (900 bytes a row), 8 cells per multiply; `bad`
@@ -645,6 +633,18 @@ impl<const S: usize> Codec for ArcAction<S> {
     }
 }
 
+/// ARC's operations: one per row, each an op id of `Discrete(NUM_OPS)`.
+fn check_operations(ops: &[i64], n: usize) -> Result<(), String> {
+    if ops.len() != n {
+        return Err(format!("actions['operation']: expected shape ({n},), got ({},)", ops.len()));
+    }
+    let nops = kestrel_arc::NUM_OPS as i64;
+    if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
+        return Err(format!("actions['operation'][{i}] = {}: outside Discrete({nops})", ops[i]));
+    }
+    Ok(())
+}
+
 /// Point (2 coordinates a row) or bbox (4) ARC actions; every value must be on the canvas.
 fn arc_coords<const S: usize>(
     ops: &[i64],
@@ -652,19 +652,13 @@ fn arc_coords<const S: usize>(
     out: &mut [ArcAction<S>],
 ) -> Result<(), String> {
     let n = out.len();
-    if ops.len() != n {
-        return Err(format!("actions['operation']: expected shape ({n},), got ({},)", ops.len()));
-    }
+    check_operations(ops, n)?;
     let k = coords.len().checked_div(n).unwrap_or(2);
     if !(k == 2 || k == 4) || coords.len() != n * k {
         return Err(format!(
             "actions: expected 2 (point) or 4 (bbox) coordinates per row for {n} rows, got {} values",
             coords.len()
         ));
-    }
-    let nops = kestrel_arc::NUM_OPS as i64;
-    if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
-        return Err(format!("actions['operation'][{i}] = {}: outside Discrete({nops})", ops[i]));
     }
     let names: &[&str] = if k == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
     if let Some(i) = coords.iter().position(|v| !(0..S as i64).contains(v)) {

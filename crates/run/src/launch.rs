@@ -73,8 +73,8 @@ pub struct Reporter<'a> {
 impl Reporter<'_> {
     /// `done` units, with a status. Returns false when the launch asks the run to stop: the
     /// loop then ends at once, and [`Reporter::stopped`] turns that into the run's error (the
-    /// folder is recorded as interrupted and, for resumable kinds, resumes from its last
-    /// checkpoint).
+    /// folder is recorded as interrupted; the resumable kinds save the state of the step they
+    /// stopped at first, so a resume goes on from there).
     pub fn tick(&mut self, done: u64, status: &str) -> bool {
         if self.stop.is_none()
             && let ControlFlow::Break(why) =
