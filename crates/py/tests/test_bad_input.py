@@ -57,11 +57,6 @@ def _tell(pop=None, fit=None):
 
 def _pickled_from_another_version():
     es = _es()
-    state = es.__getstate__()
-    state = dict(state)
-    for k in state:
-        if "version" in k:
-            state[k] = "0.0.0-other"
     blob = pickle.dumps(es)
     other = blob.replace(kestrel.__version__.encode(), b"9.9.9")
     return pickle.loads(other)
@@ -85,7 +80,7 @@ CASES = [
     ("config of the wrong type", lambda: kestrel.make("CartPole-v1", config=42), TypeError, r"config"),
     ("misspelt key in a config dict", lambda: kestrel.make("CartPole-v1", config={"gravty": 1.0}), ValueError, r"gravty"),
     ("param that is a dict", lambda: kestrel.make("CartPole-v1", gravity={"x": 1}), ValueError, r"gravity"),
-    ("param that is an object", lambda: kestrel.make("CartPole-v1", gravity=object()), TypeError, r"object"),
+    ("param that is an object", lambda: kestrel.make("CartPole-v1", gravity=object()), TypeError, r"gravity: .*object"),
     ("zero envs", lambda: kestrel.make_vec("CartPole-v1", 0), ValueError, r"num_envs = 0"),
     ("negative envs", lambda: kestrel.make_vec("CartPole-v1", -5), ValueError, r"num_envs = -5"),
     ("float envs", lambda: kestrel.make_vec("CartPole-v1", 2.5), TypeError, r"num_envs"),
@@ -97,7 +92,7 @@ CASES = [
     ("unknown autoreset mode", lambda: kestrel.make_vec("CartPole-v1", 2, autoreset_mode="sometimes"), ValueError, r"autoreset_mode"),
     ("negative seed at make", lambda: kestrel.make_vec("CartPole-v1", 2, seed=-1), ValueError, r"seed = -1"),
     ("float seed at make", lambda: kestrel.make_vec("CartPole-v1", 2, seed=1.5), TypeError, r"seed"),
-    ("negative row offset", lambda: kestrel.make_vec("CartPole-v1", 2, row_offset=-1), ValueError, r"seed = -1|row_offset"),
+    ("negative row offset", lambda: kestrel.make_vec("CartPole-v1", 2, row_offset=-1), ValueError, r"row_offset = -1"),
     ("render mode the env lacks", lambda: kestrel.make("CartPole-v1", render_mode="ansi"), ValueError, r"render_mode"),
     ("unknown render mode", lambda: kestrel.make_vec("Pendulum-v1", 2, render_mode="video"), ValueError, r"render_mode"),
     ("ARC canvas", lambda: kestrel.make("ARC-v0", canvas=7), ValueError, r"canvas"),
@@ -113,7 +108,7 @@ CASES = [
     ("treasure vision", lambda: kestrel.make("TreasureHunt-v0", num_agents=1, vision_radius=1000), ValueError, r"vision_radius"),
     ("treasure spawn probability", lambda: kestrel.make("TreasureHunt-v0", num_agents=1, spawn_prob=1.5), ValueError, r"spawn_prob"),
     ("multi-agent as a single env", lambda: kestrel.make("TreasureHunt-v0"), ValueError, r"num_agents"),
-    ("vector field", lambda: kestrel.make("VectorField-v0", env={"field": "nosuch"}), ValueError, r"field|nosuch"),
+    ("vector field", lambda: kestrel.make("VectorField-v0", field="nosuch"), ValueError, r"field.*nosuch|nosuch.*field"),
     ("double integrator dims", lambda: kestrel.make("Control-double-integrator-v0", dims=9), ValueError, r"dims"),
     # -- reset ----------------------------------------------------------------------------
     ("negative seed", lambda: _env(reset=False).reset(seed=-3), ValueError, r"seed = -3"),
@@ -122,7 +117,7 @@ CASES = [
     ("NaN seed", lambda: _env(reset=False).reset(seed=NAN), TypeError, r"seed"),
     ("unknown reset option", lambda: _env().reset(options={"bogus": 1}), ValueError, r"options.*bogus"),
     ("NaN start state", lambda: _env().reset(options={"state": [NAN, 0, 0, 0]}), ValueError, r"state"),
-    ("start state of the wrong length", lambda: _env().reset(options={"state": [0.0, 1.0]}), ValueError, r"state"),
+    ("start state of the wrong length", lambda: _env().reset(options={"state": [0.0, 1.0]}), ValueError, r"state: expected 4 values"),
     ("seed list not of Gymnasium's form", lambda: _venv(reset=False).reset(seed=[1, 5, 9, 2]), ValueError, r"seed"),
     ("seed list of the wrong length", lambda: _venv(reset=False).reset(seed=[0, 1]), ValueError, r"seed"),
     ("reset mask as a list", lambda: _venv().reset(options={"reset_mask": [True] * 4}), TypeError, r"reset_mask"),
@@ -132,9 +127,9 @@ CASES = [
     # -- step -----------------------------------------------------------------------------
     ("step before reset", lambda: _env(reset=False).step(0), RuntimeError, r"before reset"),
     ("vector step before reset", lambda: _venv(reset=False).step(np.zeros(4, np.int64)), RuntimeError, r"before reset"),
-    ("action past Discrete(2)", lambda: _env().step(2), ValueError, r"2"),
-    ("negative discrete action", lambda: _env().step(-1), ValueError, r"-1"),
-    ("float discrete action", lambda: _env().step(0.5), TypeError, r"actions?"),
+    ("action past Discrete(2)", lambda: _env().step(2), ValueError, r"actions\[0\] = 2: outside Discrete\(2\)"),
+    ("negative discrete action", lambda: _env().step(-1), ValueError, r"actions\[0\] = -1: outside Discrete\(2\)"),
+    ("float discrete action", lambda: _env().step(0.5), TypeError, r"actions: expected integers"),
     ("array for a scalar action", lambda: _env().step(np.array([0, 1])), ValueError, r"action"),
     ("vector actions of the wrong shape", lambda: _venv().step(np.zeros(5, np.int64)), ValueError, r"shape \(4,\)"),
     ("vector actions of floats", lambda: _venv().step(np.zeros(4)), TypeError, r"actions"),
@@ -163,8 +158,8 @@ CASES = [
     ("step_async twice", lambda: [v := _venv(), v.step_async(np.zeros(4, np.int64)), v.step_async(np.zeros(4, np.int64))],
      RuntimeError, r"step_async"),
     ("state for ARC", lambda: _venv("ARC-v0", **ARC).set_state(0, [1.0]), ValueError, r"state"),
-    ("state row out of range", lambda: _venv().set_state(9, [0.0, 0.0, 0.0, 0.0]), ValueError, r"row|9"),
-    ("state with NaN", lambda: _venv().set_state(0, [NAN, 0.0, 0.0, 0.0]), ValueError, r"state|finite|NaN"),
+    ("state row out of range", lambda: _venv().set_state(9, [0.0, 0.0, 0.0, 0.0]), ValueError, r"row = 9"),
+    ("state with NaN", lambda: _venv().set_state(0, [NAN, 0.0, 0.0, 0.0]), ValueError, r"state\[0\] = NaN: not finite"),
     # -- ask/tell -------------------------------------------------------------------------
     ("zero dimensions", lambda: kestrel.evo.CMAES(0), ValueError, r"num_dims"),
     ("negative dimensions", lambda: kestrel.evo.CMAES(-1), ValueError, r"num_dims"),
@@ -185,14 +180,14 @@ CASES = [
     # -- whole runs -----------------------------------------------------------------------
     ("unknown run kind", lambda: kestrel.run("nosuch"), ValueError, r"nosuch"),
     ("unknown config kind", lambda: kestrel.config("evoo"), ValueError, r"evoo.*evo"),
-    ("negative generations", lambda: kestrel.evo.run(generations=-1, out_dir="/tmp/kestrel-bad"), ValueError, r"generations"),
-    ("misspelt run key", lambda: kestrel.evo.run(generatons=5, out_dir="/tmp/kestrel-bad"), ValueError, r"generatons.*generations"),
+    ("negative generations", lambda: kestrel.evo.run(generations=-1, out_dir="runs"), ValueError, r"generations"),
+    ("misspelt run key", lambda: kestrel.evo.run(generatons=5, out_dir="runs"), ValueError, r"generatons.*generations"),
     ("run config file missing", lambda: kestrel.evo.run(config="/nonexistent/run.toml"), FileNotFoundError, r"/nonexistent/run.toml"),
     ("run config as bytes", lambda: kestrel.evo.run(config=b"generations = 5"), TypeError, r"config"),
-    ("ALLO map", lambda: kestrel.allo.train(map="builtin:nosuch", out_dir="/tmp/kestrel-bad"), ValueError, r"nosuch"),
-    ("resume from nowhere", lambda: kestrel.allo.train(resume="/nonexistent/run", out_dir="/tmp/kestrel-bad"), FileNotFoundError, r"/nonexistent/run"),
-    ("zero run threads", lambda: kestrel.evo.run(generations=2, threads=0, out_dir="/tmp/kestrel-bad"), ValueError, r"threads"),
-    ("progress of the wrong type", lambda: kestrel.evo.run(generations=2, progress="yes", out_dir="/tmp/kestrel-bad"), TypeError, r"progress"),
+    ("ALLO map", lambda: kestrel.allo.train(map="builtin:nosuch", out_dir="runs"), ValueError, r"nosuch"),
+    ("resume from nowhere", lambda: kestrel.allo.train(resume="/nonexistent/run", out_dir="runs"), FileNotFoundError, r"/nonexistent/run"),
+    ("zero run threads", lambda: kestrel.evo.run(generations=2, threads=0, out_dir="runs"), ValueError, r"threads"),
+    ("progress of the wrong type", lambda: kestrel.evo.run(generations=2, progress="yes", out_dir="runs"), TypeError, r"progress"),
     ("MPPI system", lambda: kestrel.mppi.Controller(system="pendulm"), ValueError, r"pendulm"),
     ("MPPI state shape", lambda: _ctl().command(np.zeros(3)), ValueError, r"state.*\(2,\)"),
     ("MPPI NaN state", lambda: _ctl().command(np.array([NAN, 0.0])), ValueError, r"state"),
@@ -204,11 +199,13 @@ def test_the_corpus_is_large():
 
 
 @pytest.mark.parametrize("name,call,exc,pattern", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_a_clear_error(name, call, exc, pattern):
+def test_bad_input_is_a_clear_error(name, call, exc, pattern, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # run folders would go to ./runs: none may be made
     with pytest.raises(exc, match=pattern) as info:
         call()
     text = str(info.value)
     assert "panicked" not in text and "\ufffd" not in text and len(text) < 2000, text
+    assert not (tmp_path / "runs").exists(), "a run folder was made before the error"
 
 
 def test_arrays_that_are_not_contiguous_are_taken_as_their_values():

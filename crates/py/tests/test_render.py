@@ -68,9 +68,11 @@ def test_gymnasium_make_wrappers_render():
     frames = env.render()
     assert isinstance(frames, list) and len(frames) == 4 and frames[0].shape == (400, 600, 3)
     env.close()
-    env = gym.make("kestrel/ARC-v0", render_mode="rgb_array", canvas=10, tasks_per_family=2)
+    # Kestrel's own constructor records the render mode in the spec, so gym.make(spec) draws.
+    env = kestrel.make("ARC-v0", render_mode="rgb_array", canvas=10, tasks_per_family=2)
     assert env.spec.kwargs["render_mode"] == "rgb_array"
     again = gym.make(env.spec)
+    assert again.render_mode == "rgb_array"
     env.reset(seed=1)
     again.reset(seed=1)
     np.testing.assert_array_equal(env.render(), again.render())
@@ -88,7 +90,8 @@ def test_vector_env_returns_one_frame_per_env_equal_to_the_single_env():
     hunt = kestrel.make_vec("TreasureHunt-v0", 2, render_mode="ansi")
     hunt.reset(seed=0)
     texts = hunt.render()
-    assert len(texts) == 2 and all(isinstance(t, str) for t in texts)  # one per world, not per agent
+    # One per agent row (Gymnasium's render wrappers expect num_envs), each world's shared.
+    assert len(texts) == hunt.num_envs == 4 and texts[0] == texts[1] and all(isinstance(t, str) for t in texts)
     venv2 = gym.make_vec("kestrel/GridWorld-v0", num_envs=2, vectorization_mode="vector_entry_point", render_mode="rgb_array")
     venv2.reset(seed=0)
     assert len(venv2.render()) == 2

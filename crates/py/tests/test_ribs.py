@@ -91,7 +91,7 @@ def test_data_stats_pandas_pickle_and_heatmap_agree():
 
 
 def test_heatmap_writes_the_png_where_asked(tmp_path):
-    pic = grid_archive_heatmap(_filled(), tmp_path / "map.png")
+    pic = grid_archive_heatmap(_filled(), path=tmp_path / "map.png")
     assert (tmp_path / "map.png").read_bytes()[:4] == b"\x89PNG" and pic.shape[0] > 100
 
 
@@ -134,3 +134,40 @@ def test_what_kestrel_does_not_implement_is_refused_by_name():
         CVTArchive(solution_dim=3, centroids=np.zeros((10, 2)), ranges=[(-1, 1)] * 2)
     with pytest.raises(ValueError, match="k_means_kwargs"):
         CVTArchive(solution_dim=3, centroids=10, ranges=[(-1, 1)] * 2, k_means_kwargs={"n_init": 2})
+
+
+def test_non_square_grids_draw_every_cell_and_pyribs_keywords_are_handled(tmp_path):
+    archive = GridArchive(solution_dim=2, dims=[5, 40], ranges=[(0, 1), (0, 1)])
+    # One elite in the last row of the long axis: drawn (its colour is not the empty grey).
+    archive.add(np.array([[0.1, 0.99]]), [1.0], np.array([[0.1, 0.99]]))
+    empty = grid_archive_heatmap(GridArchive(solution_dim=2, dims=[5, 40], ranges=[(0, 1), (0, 1)]))
+    assert not np.array_equal(grid_archive_heatmap(archive), empty)
+
+    class Ax:
+        def imshow(self, img):
+            self.img = img
+
+        def set_axis_off(self):
+            self.off = True
+
+    ax = Ax()
+    pic = grid_archive_heatmap(archive, ax)
+    assert ax.img is pic and ax.off
+    with pytest.raises(ValueError, match="cmap"):
+        grid_archive_heatmap(archive, cmap="viridis")
+
+
+def test_non_finite_data_and_foreign_pickles_are_refused():
+    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(0, 1), (0, 1)])
+    with pytest.raises(ValueError, match=r"objective\[1\] = nan: not finite"):
+        archive.add(np.zeros((2, 2)), [1.0, float("nan")], np.zeros((2, 2)))
+    sched = Scheduler(archive, [GaussianEmitter(archive, sigma=0.1, x0=np.zeros(2), batch_size=3, seed=0)])
+    x = sched.ask()
+    with pytest.raises(ValueError, match=r"measures\[0\]"):
+        sched.tell(np.zeros(3), np.full((3, 2), np.inf))
+    blob = pickle.dumps(archive).replace(kestrel.__version__.encode(), b"9.9.9")
+    with pytest.raises(ValueError, match="made by kestrel 9.9.9"):
+        pickle.loads(blob)
+    with pytest.raises(ValueError, match="nearest_neighbors"):
+        CVTArchive(solution_dim=2, centroids=10, ranges=[(0, 1)] * 2, nearest_neighbors="brute_force")
+    GridArchive(solution_dim=2, dims=[4, 4], ranges=[(0, 1)] * 2, learning_rate=1.0)  # pyribs' elitist archive

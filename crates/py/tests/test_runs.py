@@ -380,13 +380,34 @@ def test_tensorboard_is_live_during_the_run(tmp_path):
 def test_optimize_logs_each_generation_and_bad_loggers_are_refused(tmp_path):
     es = kestrel.evo.SNES(4, seed=0)
     es.optimize(lambda x: (x.astype(np.float64) ** 2).sum(1), generations=20, logger="tensorboard", log_dir=tmp_path)
-    got = _scalars(tmp_path / "tensorboard")
+    (run,) = list(tmp_path.glob("snes-4d-*/tensorboard"))
+    got = _scalars(run)
     assert {"best", "best_in_generation", "sigma", "nonfinite", "evals"} <= set(got)
     assert [s for s, _ in got["best"]] == list(range(1, 21))
     with pytest.raises(ValueError, match="logger = 'tensorbord'"):
         kestrel.evo.run(generations=2, out_dir=tmp_path, logger="tensorbord")
     with pytest.raises(TypeError, match="logger"):
         es.optimize(lambda x: (x ** 2).sum(1), generations=1, logger=42)
+    import logging
+
+    with pytest.raises(TypeError, match="logger"):  # refused before the run: no folder
+        kestrel.evo.run(generations=2, out_dir=tmp_path / "none", logger=logging.getLogger("x"))
+    assert not (tmp_path / "none").exists()
+
+
+def test_a_resumed_run_logs_only_the_steps_after_its_checkpoint(tmp_path):
+    small = dict(map="builtin:rooms-2-5", samples=2000, batch_size=32, num_eigenvectors=3, eval_every=10,
+                 checkpoint_every=20)
+    seen = []
+
+    class Rec:
+        def add_scalar(self, tag, value, step):
+            if tag == "loss":
+                seen.append(step)
+
+    first = kestrel.allo.train(steps=40, out_dir=tmp_path, progress=None, threads=1, **small)
+    kestrel.allo.train(resume=first.dir, steps=60, progress=None, threads=1, logger=Rec())
+    assert seen and min(seen) > 40 and max(seen) == 60, seen
 
 
 def test_wandb_gets_the_metrics_under_their_names(tmp_path, monkeypatch):

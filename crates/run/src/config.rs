@@ -221,7 +221,31 @@ fn check<T: DeserializeOwned>(
     source: &ConfigSource<'_>,
 ) -> Result<T, RunError> {
     let text = toml::to_string(table).map_err(|e| config_error(source, e.to_string()))?;
-    toml::from_str::<T>(&text).map_err(|e| config_error(source, one_line(&e)))
+    toml::from_str::<T>(&text).map_err(|e| {
+        // Inside a flattened table serde loses the field's position, so toml points at some
+        // other line: an unknown enum variant is named by the key that holds it instead.
+        let msg = e.message().trim();
+        let holder = msg
+            .strip_prefix("unknown variant `")
+            .and_then(|rest| rest.split_once('`'))
+            .and_then(|(variant, _)| key_holding(table, "", variant));
+        match holder {
+            Some(key) => config_error(source, format!("`{key}`: {msg}")),
+            None => config_error(source, one_line(&e)),
+        }
+    })
+}
+
+/// The dotted key whose value is the string `value` (the first, in key order).
+fn key_holding(table: &toml::Table, prefix: &str, value: &str) -> Option<String> {
+    table.iter().find_map(|(k, v)| {
+        let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        match v {
+            toml::Value::String(s) if s == value => Some(format!("{key} = {s:?}")),
+            toml::Value::Table(t) => key_holding(t, &key, value),
+            _ => None,
+        }
+    })
 }
 
 /// Parses `--set` overrides (`key=value`, dotted keys for nested tables; the value is read as

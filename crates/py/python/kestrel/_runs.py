@@ -69,6 +69,7 @@ class Progress:
         import time
 
         self.name, self.bar, self.last, self.time = name, None, 0.0, time.monotonic
+        self.state, self.printed = None, None
         self.tqdm = None
         try:
             from tqdm.auto import tqdm
@@ -84,24 +85,33 @@ class Progress:
         if total == 0:  # a note
             (self.tqdm.write if self.tqdm else lambda m: print(m, file=sys.stderr))(f"note: {status}")
             return
+        self.state = (done, total, unit, status)
         if self.tqdm is not None:
             if self.bar is None:
                 self.bar = self.tqdm(total=total, unit=f" {unit}", desc=self.name, leave=True)
-            self.bar.n = min(done, total)
             self.bar.set_postfix_str(status, refresh=False)
-            self.bar.refresh()
-            if done >= total:
-                self.bar.close()
+            # tqdm redraws at most every `mininterval` (0.1 s) through update.
+            self.bar.update(min(done, total) - self.bar.n)
             return
         now = self.time()
         if done >= total or now - self.last >= 5.0:
             self.last = now
-            pct = 100.0 * done / max(total, 1)
-            print(f"{self.name}: {done}/{total} {unit} ({pct:.0f}%) {status}", file=sys.stderr, flush=True)
+            self._line()
+
+    def _line(self):
+        import sys
+
+        done, total, unit, status = self.state
+        pct = 100.0 * done / max(total, 1)
+        print(f"{self.name}: {done}/{total} {unit} ({pct:.0f}%) {status}", file=sys.stderr, flush=True)
+        self.printed = done
 
     def close(self):
+        """Ends the bar, or prints the last line when the run stopped before its total."""
         if self.bar is not None:
             self.bar.close()
+        elif self.state is not None and self.printed != self.state[0]:
+            self._line()
 
 
 def progress_callback(progress, name: str):
@@ -124,7 +134,7 @@ def read_metrics(path: Path) -> dict:
             rows = [json.loads(line) for line in f if line.strip()]
     cols: dict[str, list] = {}
     for i, r in enumerate(rows):
-        for k, v in _flatten(r).items():
+        for k, v in flatten(r).items():
             cols.setdefault(k, [np.nan] * i).append(v)
         for k in cols:
             if len(cols[k]) < i + 1:
@@ -138,11 +148,13 @@ def read_metrics(path: Path) -> dict:
     return out
 
 
-def _flatten(d, prefix=""):
+def flatten(d, prefix=""):
+    """A metrics line's columns: nested keys joined with `.` (`eval.obs_r2`); the one
+    spelling of column names (`RunResult.metrics`, the loggers)."""
     out = {}
     for k, v in d.items():
         if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
+            out.update(flatten(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
     return out
@@ -228,10 +240,9 @@ class _Watch:
     """A run's progress display and live logger, as one callback for the Rust run."""
 
     def __init__(self, progress, kind, logger, out_dir, resume=None):
-        from .loggers import LiveMetrics, make_logger
+        from .loggers import LiveMetrics, check_logger
 
-        if isinstance(logger, str) and logger not in ("tensorboard", "wandb"):
-            make_logger(logger, kind, out_dir)  # the ValueError naming it, before the run
+        check_logger(logger)  # before the run: an unusable logger is refused, no folder made
         self.show = progress_callback(progress, kind)
         self.live = None if logger is None else LiveMetrics(logger, kind, out_dir, resume)
         self.tag = None if self.live is None else self.live.tag
@@ -248,10 +259,16 @@ class _Watch:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         try:
             if self.live is not None:
-                self.live.finish(self.folder)
+                try:
+                    self.live.finish(self.folder)
+                except Exception:
+                    if exc_type is None:
+                        raise
+                    # The run's own exception (Ctrl-C, the logger's first failure) is the one
+                    # to see; a second failure while flushing would hide it.
         finally:
             if isinstance(self.show, Progress):
                 self.show.close()

@@ -275,10 +275,11 @@ def params_json(params):
     for k, v in params.items():
         if isinstance(v, (float, np.floating)) and not np.isfinite(v):
             raise ValueError(f"{k} = {v}: expected a finite number")
-    try:
-        return json.dumps(params, default=default, allow_nan=False)
-    except TypeError as e:
-        raise TypeError(str(e)) from None
+        try:
+            json.dumps(v, default=default, allow_nan=False)
+        except TypeError as e:
+            raise TypeError(f"{k}: {e}") from None
+    return json.dumps(params, default=default, allow_nan=False)
 
 
 class SpecFromCore:

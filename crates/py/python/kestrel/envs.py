@@ -29,7 +29,7 @@ class Env(SpecFromCore, gym.Env):
 
     ARC's `info` holds `similarity` (to the target, in [0, 1]), `improvement` (its change over
     the step), `operation` (the op applied; -1 after a reset) and `step` (steps into the
-    episode).
+    episode); `arc_info=False` leaves them out.
 
     `render_mode="rgb_array"`: `render()` returns an `(H, W, 3)` uint8 frame, drawn in Rust
     (CartPole and Pendulum as Gymnasium draws them; ARC with the selection and clipboard in
@@ -40,7 +40,7 @@ class Env(SpecFromCore, gym.Env):
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 10}
 
     def __init__(self, env_id: str, render_mode: str | None = None, config: dict[str, Any] | str | None = None,
-                 **params: Any) -> None:
+                 arc_info: bool = True, **params: Any) -> None:
         env_id = env_id.removeprefix("kestrel/")
         form = {k: params.pop(k) for k in ("selection", "flatten") if k in params}
         keys, path = split_config(config, params)
@@ -63,7 +63,7 @@ class Env(SpecFromCore, gym.Env):
         self._dict = spec["obs"][0] == "dict"
         self._parts, self._obs_len = obs_layout(spec, self.observation_space)
         self._seeded = False
-        self._arc = spec["arc_info"]
+        self._arc = bool(arc_info) and spec["arc_info"]
 
     def _info(self):
         if not self._arc:

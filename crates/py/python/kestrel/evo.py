@@ -217,16 +217,21 @@ class Strategy:
                  logger=None, log_dir="runs") -> TellMetrics:
         """Ask/evaluate/tell with `f(population) -> fitness` until `generations` more have run
         (None: no limit, then some stop condition must be set) or `stop()` holds; `target` is
-        a one-off `ftarget`. `logger` ("tensorboard" into `log_dir/tensorboard`, "wandb", or
-        a writer; `kestrel.loggers`) gets each generation under `kestrel evo run`'s metric
-        names (`best`, `best_in_generation`, `sigma`, `nonfinite`, `evals`)."""
+        a one-off `ftarget`. `logger` ("tensorboard" into
+        `log_dir/<kind>-<n>d-<time>/tensorboard`, one folder per call; "wandb"; or a writer;
+        `kestrel.loggers`) gets each generation under `kestrel evo run`'s metric names
+        (`best`, `best_in_generation`, `sigma`, `nonfinite`, `evals`)."""
+        import time
+        from pathlib import Path
+
         from .loggers import make_logger
 
         if generations is None and not any(v is not None for v in self._args["stops"].values()) \
                 and target is None:
             raise ValueError("generations = None: give generations or a stop condition "
                              f"({', '.join(STOP_OPTIONS)}), or the loop never ends")
-        log = make_logger(logger, f"{self.kind}-{self.num_dims}d", log_dir)
+        name = f"{self.kind}-{self.num_dims}d"
+        log = make_logger(logger, name, Path(log_dir) / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
         m, g = self._last, 0
         try:
             while generations is None or g < int(generations):

@@ -4,8 +4,8 @@ Every whole run takes `logger=`: `"tensorboard"` writes event files into `<run
 folder>/tensorboard/` (so `tensorboard --logdir runs` shows every run), `"wandb"` logs to a
 Weights & Biases run named after the run folder (`WANDB_MODE=offline` works as usual), or any
 object with `add_scalar(tag, value, step)` (a `SummaryWriter`) or `log(dict, step=...)`.
-The names are those of the run's `metrics.jsonl` (nested keys joined with `/`), the step its
-`global_step`. While the run works, its `metrics.jsonl` is followed: what the run has written
+The names are those of `RunResult.metrics` (the run's `metrics.jsonl` columns, nested keys
+joined with `.`), the step its `global_step`. While the run works, its `metrics.jsonl` is followed: what the run has written
 reaches the logger at the next progress tick (at most every half second), the rest when the
 run ends.
 
@@ -66,8 +66,9 @@ class _Wandb(Logger):
             import wandb
         except ImportError as e:
             raise ImportError('logger="wandb" needs wandb: pip install wandb') from e
+        # A run of its own beside any the user has open (theirs is not finished).
         self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "kestrel"), name=name,
-                              dir=os.fspath(log_dir), reinit="finish_previous")
+                              dir=os.fspath(log_dir), reinit="create_new")
 
     def log(self, step, values):
         self.run.log(values, step=step)
@@ -89,9 +90,34 @@ class _Wrapped(Logger):
         else:
             self.obj.log(values, step=step)
 
+    def flush(self):
+        if hasattr(self.obj, "flush"):
+            self.obj.flush()
+
+
+def check_logger(logger) -> None:
+    """Refuses a `logger=` that cannot work, before anything runs: an unknown name, a
+    missing package, an object that is not a writer (a `logging.Logger` is not one)."""
+    import importlib.util
+    import logging
+
+    if logger is None or isinstance(logger, Logger):
+        return
+    if isinstance(logger, str):
+        need = {"tensorboard": "tensorboardX", "wandb": "wandb"}.get(logger)
+        if need is None:
+            raise ValueError(f'logger = {logger!r}: "tensorboard", "wandb", None, or a writer with add_scalar or log')
+        if importlib.util.find_spec(need) is None:
+            raise ImportError(f'logger = "{logger}" needs {need}: pip install {need}')
+        return
+    if isinstance(logger, logging.Logger) or not (hasattr(logger, "add_scalar") or hasattr(logger, "log")):
+        raise TypeError('logger: "tensorboard", "wandb", None, or a metrics writer with add_scalar(tag, value, '
+                        f"step) or log(dict, step=...) (a SummaryWriter, a wandb run); got {type(logger).__name__}")
+
 
 def make_logger(logger, name: str, log_dir) -> Logger | None:
     """The `Logger` that `logger=` names (see the module docs), or None for None."""
+    check_logger(logger)
     if logger is None:
         return None
     if isinstance(logger, Logger):
@@ -100,30 +126,26 @@ def make_logger(logger, name: str, log_dir) -> Logger | None:
         return _TensorBoard(Path(log_dir) / "tensorboard")
     if logger == "wandb":
         return _Wandb(name, log_dir)
-    if isinstance(logger, str):
-        raise ValueError(f'logger = {logger!r}: "tensorboard", "wandb", None, or a writer with add_scalar or log')
-    if hasattr(logger, "add_scalar") or hasattr(logger, "log"):
-        return _Wrapped(logger)
-    raise TypeError(f"logger: \"tensorboard\", \"wandb\", None, or a writer with add_scalar or log; got {type(logger).__name__}")
+    return _Wrapped(logger)
 
 
-def scalars(row: dict, prefix: str = "") -> dict:
-    """The numeric, finite fields of a metrics line (nested keys joined with `/`; lists as
-    `name/0`, `name/1`, ...), without `global_step`."""
+def scalars(row: dict) -> dict:
+    """The numeric, finite columns of a metrics line under `RunResult.metrics`' names (one
+    flattening: `kestrel._runs.flatten`), without `global_step`; short numeric lists as
+    `name.0`, `name.1`, ..."""
+    from ._runs import flatten
+
     out = {}
-    for k, v in row.items():
-        name = f"{prefix}{k}"
-        if k == "global_step" and not prefix:
+    for name, v in flatten(row).items():
+        if name == "global_step":
             continue
         if isinstance(v, bool):
             out[name] = float(v)
         elif isinstance(v, (int, float)):
             if math.isfinite(v):
                 out[name] = float(v)
-        elif isinstance(v, dict):
-            out.update(scalars(v, f"{name}/"))
         elif isinstance(v, list) and len(v) <= 64 and all(isinstance(x, (int, float)) for x in v):
-            out.update({f"{name}/{i}": float(x) for i, x in enumerate(v) if math.isfinite(x)})
+            out.update({f"{name}.{i}": float(x) for i, x in enumerate(v) if math.isfinite(x)})
     return out
 
 
@@ -139,12 +161,14 @@ class LiveMetrics:
         self.offset, self.partial, self.last = 0, b"", 0.0
         # The run's folder is one that is not there yet: only new names are read.
         self.known = set(os.listdir(self.out_dir)) if self.folder is None and self.out_dir.is_dir() else set()
+        # A resumed run rewrites its metrics.jsonl up to its checkpoint's step, whose lines its
+        # earlier launches logged: this launch logs the steps after it.
+        self.after = -1
         if self.folder is not None:
-            # A resumed run's earlier lines were logged by its earlier launches: follow what
-            # this launch adds (a resume that cuts the file back to its checkpoint is caught
-            # in `poll`).
-            path = self.folder / "metrics.jsonl"
-            self.offset = path.stat().st_size if path.exists() else 0
+            try:
+                self.after = int(json.loads((self.folder / "checkpoint" / "manifest.json").read_text())["step"])
+            except (OSError, ValueError, KeyError, TypeError):
+                self.after = -1
 
     def _find(self):
         if self.folder is not None or not self.out_dir.is_dir():
@@ -174,8 +198,8 @@ class LiveMetrics:
             return
         if self.logger is None:
             self.logger = make_logger(self.spec, self.folder.name, self.folder)
-        if path.stat().st_size < self.offset:  # cut back to its checkpoint on resume
-            self.offset, self.partial = path.stat().st_size, b""
+        if path.stat().st_size < self.offset:  # the file was rewritten (a resume): read it again
+            self.offset, self.partial = 0, b""
         with open(path, "rb") as f:
             f.seek(self.offset)
             data = f.read()
@@ -183,11 +207,16 @@ class LiveMetrics:
         data = self.partial + data
         *lines, self.partial = data.split(b"\n")
         for line in lines:
-            if line.strip():
+            if not line.strip():
+                continue
+            try:
                 row = json.loads(line)
-                values = scalars(row)
-                if values:
-                    self.logger.log(int(row.get("global_step", 0)), values)
+            except ValueError:  # not a whole line of this file (it was rewritten under us)
+                continue
+            step = int(row.get("global_step", 0))
+            values = scalars(row)
+            if values and step > self.after:
+                self.logger.log(step, values)
         if lines:
             self.logger.flush()
 

@@ -101,6 +101,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if num_envs < 1:
             raise ValueError(f"num_envs = {num_envs}: at least 1")
         self._seed = None if seed is None else check_seed(seed)
+        if isinstance(row_offset, bool) or not isinstance(row_offset, (int, np.integer)) or not 0 <= row_offset < 2**64:
+            raise ValueError(f"row_offset = {row_offset!r}: an int >= 0 (the global index of row 0)")
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads = {num_threads!r}: an int >= 1, or None for the process's pool")
         form = {k: params.pop(k) for k in ("selection", "flatten") if k in params}
@@ -339,18 +341,19 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._core.close()
 
     def render(self) -> tuple[Any, ...] | None:
-        """One frame per env, as Gymnasium's vector envs return them: a tuple of `(H, W, 3)`
-        uint8 arrays (`rgb_array`) or of strings (`ansi`); for a multi-agent env one per world,
-        not per agent row. None, with Gymnasium's warning, without a render mode."""
+        """One frame per env row, as Gymnasium's vector envs return them (its render wrappers
+        expect `num_envs`): a tuple of `(H, W, 3)` uint8 arrays (`rgb_array`) or of strings
+        (`ansi`); in a multi-agent env the rows of one world share its frame (drawn once). None,
+        with Gymnasium's warning, without a render mode."""
         if self.render_mode is None:
             gym.logger.warn("You are calling render method without specifying any render mode.")
             return None
         self._check_open()
         if not self._reset_called:
             raise RuntimeError("render called before reset")
-        if self.render_mode == "rgb_array":
-            return tuple(self._core.render(i) for i in range(self._n_world))
-        return tuple(self._core.render_text(i) for i in range(self._n_world))
+        draw = self._core.render if self.render_mode == "rgb_array" else self._core.render_text
+        worlds = [draw(i) for i in range(self._n_world)]
+        return tuple(w for w in worlds for _ in range(self.num_agents))
 
     # -- extras --------------------------------------------------------------------------
     def set_state(self, row: int, state: Any) -> None:

@@ -346,25 +346,29 @@ pub fn archive_heatmap(
     title: &str,
     objective: bool,
 ) -> Heatmaps {
-    let res = match archive.tessellation() {
-        Tessellation::Grid { .. } => archive.num_cells().isqrt().clamp(1, 400),
-        _ => 200,
+    // A grid is sampled once per cell along each measure (its own bins, which need not be
+    // square); a CVT archive on a 200 × 200 lattice.
+    let (nx, ny) = match archive.tessellation() {
+        Tessellation::Grid { cells, .. } if cells.len() == 2 => {
+            (cells[0].clamp(1, 1000), cells[1].clamp(1, 1000))
+        }
+        _ => (200, 200),
     };
-    let mut values = vec![f64::NAN; res * res];
-    for py in 0..res {
-        for px in 0..res {
+    let mut values = vec![f64::NAN; nx * ny];
+    for py in 0..ny {
+        for px in 0..nx {
             let m = [
-                lo[0] + (hi[0] - lo[0]) * (px as f32 + 0.5) / res as f32,
-                lo[1] + (hi[1] - lo[1]) * (py as f32 + 0.5) / res as f32,
+                lo[0] + (hi[0] - lo[0]) * (px as f32 + 0.5) / nx as f32,
+                lo[1] + (hi[1] - lo[1]) * (py as f32 + 0.5) / ny as f32,
             ];
             let cell = archive.index_of(&m);
             if archive.occupied[cell] {
                 let f = archive.fitness[cell] as f64;
-                values[py * res + px] = if objective { -f } else { f };
+                values[py * nx + px] = if objective { -f } else { f };
             }
         }
     }
-    let panel = Panel::new("elites", res, res, values)
+    let panel = Panel::new("elites", nx, ny, values)
         .x_label(labels[0])
         .y_label(labels[1])
         .extent((lo[0] as f64, hi[0] as f64), (lo[1] as f64, hi[1] as f64))

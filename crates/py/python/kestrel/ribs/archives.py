@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _kestrel
-from .._kestrel import Key
+from .._kestrel import Key, __version__
 
 __all__ = ["ArchiveStats", "GridArchive", "CVTArchive"]
 
@@ -32,6 +32,19 @@ def _refuse(**options):
     for name, (value, default, why) in options.items():
         if not (value is default or value == default):
             raise ValueError(f"{name} = {value!r}: {why}")
+
+
+def _refuse_common(learning_rate, threshold_min, extra_fields, *dtypes):
+    """What both archives refuse: CMA-MAE thresholds (a learning rate of 1 is pyribs' plain
+    elitist archive and accepted), extra fields, dtypes other than float64."""
+    if learning_rate is not None and learning_rate != 1.0:
+        raise ValueError(f"learning_rate = {learning_rate!r}: CMA-MAE thresholds are not in Kestrel's archive "
+                         "(elitist only: None or 1.0)")
+    _refuse(threshold_min=(threshold_min, -np.inf, "CMA-MAE thresholds are not in Kestrel's archive"),
+            extra_fields=(extra_fields, None, "Kestrel's archive stores solution, objective and measures only"))
+    for d in dtypes:
+        if d is not None and np.dtype(d) != np.float64:
+            raise ValueError(f"dtype = {d!r}: data() returns float64 (stored as float32)")
 
 
 class _Archive:
@@ -135,6 +148,12 @@ class _Archive:
         if len(obj) != len(x) or m.shape != (len(x), self.measure_dim):
             raise ValueError(f"objective and measures: expected ({len(x)},) and ({len(x)}, {self.measure_dim}), "
                              f"got {obj.shape} and {m.shape}")
+        # As pyribs: a non-finite objective or measure is an error, not a row left out.
+        for name, v in (("objective", obj), ("measures", m)):
+            bad = ~np.isfinite(v)
+            if bad.any():
+                i = int(np.flatnonzero(bad.reshape(len(x), -1).any(axis=1))[0])
+                raise ValueError(f"{name}[{i}] = {v[i]}: not finite")
         status, value = self._a.add(x, np.ascontiguousarray(-obj, np.float32), m)
         return {"status": np.asarray(status, np.int32), "value": np.asarray(value, np.float64)}
 
@@ -145,15 +164,20 @@ class _Archive:
     def clear(self) -> None:
         self._a = self._rebuild()
 
-    # -- pickling: the settings, then the elites re-added (each cell gets its elite back) --
+    # -- pickling: the settings, then the elites re-added (each cell gets its elite back). The
+    # cells are rebuilt from the settings (a CVT archive's centroids by its k-means), so a
+    # pickle of another version, whose cells could differ, is refused. --
     def __getstate__(self):
         d = self.data()
-        return {"format": 1, "args": self._args, "solution": d["solution"], "objective": d["objective"],
-                "measures": d["measures"]}
+        return {"format": 1, "kestrel": __version__, "args": self._args, "solution": d["solution"],
+                "objective": d["objective"], "measures": d["measures"]}
 
     def __setstate__(self, st):
-        if not isinstance(st, dict) or st.get("format") != 1:
-            raise ValueError(f"pickled {type(self).__name__}: unknown format {st.get('format') if isinstance(st, dict) else '?'}")
+        ok = isinstance(st, dict) and st.get("format") == 1 and st.get("kestrel") == __version__
+        if not ok:
+            made = st.get("kestrel", "an earlier build") if isinstance(st, dict) else "?"
+            raise ValueError(f"pickled {type(self).__name__}: made by kestrel {made}, this is kestrel {__version__}; "
+                             "its cells could differ here: rebuild the archive and add its data()")
         type(self).__init__(self, **st["args"])
         if len(st["objective"]):
             self.add(st["solution"], st["objective"], st["measures"])
@@ -165,9 +189,8 @@ class GridArchive(_Archive):
     def __init__(self, *, solution_dim, dims, ranges, learning_rate=None, threshold_min=-np.inf, epsilon=1e-6,
                  qd_score_offset=0.0, seed=None, solution_dtype=None, objective_dtype=None, measures_dtype=None,
                  dtype=None, extra_fields=None):
-        _refuse(learning_rate=(learning_rate, None, "CMA-MAE thresholds are not in Kestrel's archive (elitist only)"),
-                threshold_min=(threshold_min, -np.inf, "CMA-MAE thresholds are not in Kestrel's archive"),
-                extra_fields=(extra_fields, None, "Kestrel's archive stores solution, objective and measures only"))
+        _refuse_common(learning_rate, threshold_min, extra_fields, solution_dtype, objective_dtype, measures_dtype,
+                       dtype)
         dims = [int(d) for d in dims]
         ranges = [tuple(map(float, r)) for r in ranges]
         if len(ranges) != len(dims):
@@ -190,16 +213,19 @@ class CVTArchive(_Archive):
     """pyribs 0.12's `CVTArchive(solution_dim=, centroids=, ranges=, seed=, samples=)` with
     `centroids` a number of cells: centroids by k-means (Lloyd iterations) over `samples`
     uniform points, keyed by `seed`. Given centroids (an array or a file), other nearest-neighbour
-    methods and k-means options are refused by name."""
+    methods, k-d tree and k-means options are refused by name; `chunk_size` is accepted and
+    has no effect (Kestrel's lookup is not chunked)."""
 
     def __init__(self, *, solution_dim, centroids, ranges, learning_rate=None, threshold_min=-np.inf,
                  qd_score_offset=0.0, seed=None, solution_dtype=None, objective_dtype=None, measures_dtype=None,
                  dtype=None, extra_fields=None, samples=100_000, k_means_kwargs=None,
                  nearest_neighbors="scipy_kd_tree", kdtree_kwargs=None, kdtree_query_kwargs=None, chunk_size=None):
-        _refuse(learning_rate=(learning_rate, None, "CMA-MAE thresholds are not in Kestrel's archive (elitist only)"),
-                threshold_min=(threshold_min, -np.inf, "CMA-MAE thresholds are not in Kestrel's archive"),
-                extra_fields=(extra_fields, None, "Kestrel's archive stores solution, objective and measures only"),
-                k_means_kwargs=(k_means_kwargs, None, "Kestrel runs its own k-means (20 Lloyd iterations)"))
+        _refuse_common(learning_rate, threshold_min, extra_fields, solution_dtype, objective_dtype, measures_dtype,
+                       dtype)
+        _refuse(k_means_kwargs=(k_means_kwargs, None, "Kestrel runs its own k-means (20 Lloyd iterations)"),
+                nearest_neighbors=(nearest_neighbors, "scipy_kd_tree", "Kestrel finds the nearest centroid its own way"),
+                kdtree_kwargs=(kdtree_kwargs, None, "Kestrel builds no k-d tree"),
+                kdtree_query_kwargs=(kdtree_query_kwargs, None, "Kestrel builds no k-d tree"))
         if isinstance(centroids, bool) or not isinstance(centroids, (int, np.integer)):
             raise ValueError(f"centroids = {type(centroids).__name__}: a number of cells (given centroids are not "
                              "supported: Kestrel computes them from seed and samples)")

@@ -76,7 +76,9 @@ class EvolutionStrategyEmitter(_Emitter):
             raise ValueError(f"restart_rule = {restart_rule!r}: Kestrel's CMA-ME restarts on no improvement")
         _no_bounds(bounds, lower_bounds, upper_bounds)
         x = _x0(archive, x0)
-        if not (isinstance(sigma0, (int, float)) and np.isfinite(sigma0) and sigma0 > 0):
+        import numbers
+
+        if isinstance(sigma0, bool) or not (isinstance(sigma0, numbers.Real) and np.isfinite(sigma0) and sigma0 > 0):
             raise ValueError(f"sigma0 = {sigma0!r}: a finite number > 0")
         n = _kestrel.default_pop_size("cma-es", len(x)) if batch_size is None else int(batch_size)
         seed = _seed(seed)

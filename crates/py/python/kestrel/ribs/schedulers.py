@@ -47,6 +47,11 @@ class Scheduler:
             raise ValueError(f"objective: expected shape ({n},), got {np.shape(objective)}")
         if m.shape != (n, self.archive.measure_dim):
             raise ValueError(f"measures: expected shape ({n}, {self.archive.measure_dim}), got {m.shape}")
+        for name, v in (("objective", obj), ("measures", m)):  # as pyribs: an error
+            bad = ~np.isfinite(v)
+            if bad.any():
+                i = int(np.flatnonzero(bad.reshape(n, -1).any(axis=1))[0])
+                raise ValueError(f"{name}[{i}] = {v[i]}: not finite")
         start = 0
         for e, k in zip(self.emitters, self._sizes):
             sl = slice(start, start + k)
