@@ -347,10 +347,11 @@ pub fn archive_heatmap(
     objective: bool,
 ) -> Heatmaps {
     // A grid is sampled once per cell along each measure (its own bins, which need not be
-    // square); a CVT archive on a 200 × 200 lattice.
+    // square), at most 400 a side (what the run budgets for the drawing); a CVT archive on a
+    // 200 × 200 lattice.
     let (nx, ny) = match archive.tessellation() {
         Tessellation::Grid { cells, .. } if cells.len() == 2 => {
-            (cells[0].clamp(1, 1000), cells[1].clamp(1, 1000))
+            (cells[0].clamp(1, 400), cells[1].clamp(1, 400))
         }
         _ => (200, 200),
     };
