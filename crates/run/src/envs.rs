@@ -17,8 +17,7 @@
 //! | `VectorField-v0` | [`VectorFieldConfig`] |
 
 use crate::config::{commented_toml, load_config};
-use crate::info::Similarity;
-use crate::render::{Frame, Render};
+use crate::render::{Frame, Show};
 use crate::{Layers, RunError};
 use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ArcLanes, MAX_LANE_SIDE, Mode, Selection};
 use kestrel_core::{BatchEnv, Documented, FieldDoc, Key, Space, Spec, VecEnv};
@@ -352,7 +351,7 @@ impl EnvConfig for PendulumParams {
 fn control<D>(system: D, p: &ControlParams, n: usize, seed: u64, off: u64) -> Built
 where
     D: kestrel_envs::Dynamics + Clone + std::fmt::Debug + 'static,
-    VecEnv<ControlEnv<D>>: Render + Similarity,
+    VecEnv<ControlEnv<D>>: Show,
 {
     let env = ControlEnv::new(system)?;
     env.validate(p)?;
@@ -814,11 +813,11 @@ pub trait DynBatch: Send + Sync {
     fn set_state(&mut self, row: usize, state: &[f64]) -> Result<(), String>;
     /// Row `row`'s state as flat values (empty where it has none).
     fn state(&self, row: usize) -> Vec<f64>;
-    /// A picture of env `row` ([`Render::frame`]).
+    /// A picture of env `row` ([`Show::frame`]).
     fn render(&self, row: usize) -> Result<Frame, RunError>;
-    /// Env `row` as text, where the env has a text form ([`Render::text`]).
+    /// Env `row` as text, where the env has a text form ([`Show::text`]).
     fn render_text(&self, row: usize) -> Result<Option<String>, RunError>;
-    /// Each env's similarity to its target where the env measures one ([`Similarity`]).
+    /// Each env's similarity to its target where the env measures one ([`Show::similarity`]).
     fn similarity(&self, out: &mut [f32]) -> bool;
     /// The loaded actions' operation ids (ARC; -1 elsewhere), one per agent row.
     fn operations(&self, out: &mut [i64]);
@@ -832,7 +831,7 @@ struct Holder<B: BatchEnv> {
 
 fn holder<B>(kernel: B::Kernel, params: B::Params, n: usize, seed: u64, off: u64) -> Built
 where
-    B: BatchEnv + Render + Similarity + Sync + 'static,
+    B: BatchEnv + Show + Sync + 'static,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,
@@ -845,7 +844,7 @@ where
 
 impl<B> DynBatch for Holder<B>
 where
-    B: BatchEnv + Render + Similarity + Sync,
+    B: BatchEnv + Show + Sync,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,

@@ -2,52 +2,10 @@
 //! to the target, its change over the step, the operation and the step count, as JaxARC's
 //! `ExtendedMetrics` and ARCLE's `info["steps"]` report them. [`ArcInfo`] keeps the columns
 //! of a batch, updated after each reset and step from the kernels' own values (JaxARC keeps
-//! the similarity in its state; o2arc's is computed, see [`kestrel_arc::ArcEnv::similarity`]).
+//! the similarity in its state; o2arc's is computed, see [`kestrel_arc::ArcEnv::similarity`];
+//! each batch type's [`crate::render::Show::similarity`]).
 
 use crate::envs::DynBatch;
-use kestrel_arc::{ArcEnv, ArcLanes};
-use kestrel_core::VecEnv;
-use kestrel_envs::{
-    CartPole, ControlEnv, DoubleIntegrator, GridWorld, Pendulum, TreasureHunt, VectorFieldEnv,
-};
-use kestrel_mppi::presets::System;
-use rayon::prelude::*;
-
-/// The similarity of each env to its target, for the envs that measure one.
-pub trait Similarity {
-    /// Writes one value per env into `out` and returns true, or returns false when the env
-    /// has no such measure.
-    fn similarity(&self, _out: &mut [f32]) -> bool {
-        false
-    }
-}
-
-impl Similarity for VecEnv<CartPole> {}
-impl Similarity for VecEnv<Pendulum> {}
-impl Similarity for VecEnv<ControlEnv<System>> {}
-impl Similarity for VecEnv<ControlEnv<DoubleIntegrator>> {}
-impl Similarity for VecEnv<GridWorld> {}
-impl Similarity for VecEnv<TreasureHunt> {}
-impl Similarity for VecEnv<VectorFieldEnv> {}
-
-impl<const S: usize> Similarity for VecEnv<ArcEnv<S>> {
-    fn similarity(&self, out: &mut [f32]) -> bool {
-        let (env, p) = (self.env(), self.params());
-        // o2arc computes it (up to S² compares a row): large batches on the pool's threads.
-        out.par_iter_mut()
-            .zip(self.states().par_iter())
-            .with_min_len(256)
-            .for_each(|(o, s)| *o = env.similarity(p, s));
-        true
-    }
-}
-
-impl<const S: usize> Similarity for ArcLanes<S> {
-    fn similarity(&self, out: &mut [f32]) -> bool {
-        self.similarities(out);
-        true
-    }
-}
 
 /// ARC's per-env info columns: `similarity` after the step, `improvement` (its change over
 /// the step; 0 on a step that starts an episode: next-step autoreset's reset step, or a

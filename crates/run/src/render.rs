@@ -1,5 +1,5 @@
 //! Pictures of one env of a batch, what Gymnasium's `render_mode="rgb_array"` and `"ansi"`
-//! return: each env id's [`Render`], drawn from the row's state on a [`Sketch`].
+//! return: each env id's [`Show`], drawn from the row's state on a [`Sketch`].
 //!
 //! - CartPole and Pendulum as Gymnasium 1.4 draws them (`gymnasium/envs/classic_control/
 //!   cartpole.py` and `pendulum.py`, `render`): the same canvas, scale, shapes and colours
@@ -24,6 +24,7 @@ use kestrel_envs::{
 use kestrel_mppi::presets::System;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_plot::{Anchor, Sketch};
+use rayon::prelude::*;
 use std::fmt::Write;
 
 /// An RGB picture: `height × width × 3` bytes, row-major (numpy's `(H, W, 3)` uint8).
@@ -50,13 +51,19 @@ impl Frame {
     }
 }
 
-/// How a batch draws its env `row` (an env, not an agent row).
-pub trait Render {
+/// What a front end shows of a batch beyond its columns: a picture and text of env `row`
+/// (an env, not an agent row), and, for ARC's `info`, each env's similarity to its target.
+pub trait Show {
     /// The picture (`rgb_array`).
     fn frame(&self, row: usize) -> Result<Frame, RunError>;
     /// The text (`ansi`), for the envs where text makes sense; `None` elsewhere.
     fn text(&self, _row: usize) -> Result<Option<String>, RunError> {
         Ok(None)
+    }
+    /// Each env's similarity to its target, into `out` (one per env), returning true; false
+    /// for the envs that measure none.
+    fn similarity(&self, _out: &mut [f32]) -> bool {
+        false
     }
 }
 
@@ -141,20 +148,20 @@ fn plane(p: [f64; 2], goal: [f64; 2], title: &str) -> Sketch {
     s
 }
 
-impl Render for VecEnv<CartPole> {
+impl Show for VecEnv<CartPole> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         let x = state(self, row)?.0;
         Frame::of(&cartpole(x[0], x[2], self.params().length))
     }
 }
 
-impl Render for VecEnv<Pendulum> {
+impl Show for VecEnv<Pendulum> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         Frame::of(&pendulum(state(self, row)?.0[0]))
     }
 }
 
-impl Render for VecEnv<ControlEnv<System>> {
+impl Show for VecEnv<ControlEnv<System>> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         let x = state(self, row)?.x;
         let sys = *self.env().system();
@@ -170,7 +177,7 @@ impl Render for VecEnv<ControlEnv<System>> {
     }
 }
 
-impl Render for VecEnv<ControlEnv<DoubleIntegrator>> {
+impl Show for VecEnv<ControlEnv<DoubleIntegrator>> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         let x = state(self, row)?.x;
         // Positions come first (the first two drawn; one dimension moves on the horizontal
@@ -181,7 +188,7 @@ impl Render for VecEnv<ControlEnv<DoubleIntegrator>> {
     }
 }
 
-impl Render for VecEnv<GridWorld> {
+impl Show for VecEnv<GridWorld> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         let s = state(self, row)? as usize;
         let map = &self.params().map;
@@ -228,7 +235,7 @@ impl Render for VecEnv<GridWorld> {
 pub const TREASURE_RGB: [[u8; 3]; 6] =
     [[235, 225, 190], [255, 0, 0], [203, 255, 0], [0, 255, 102], [0, 102, 255], [204, 0, 255]];
 
-impl Render for VecEnv<TreasureHunt> {
+impl Show for VecEnv<TreasureHunt> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         let s = state(self, row)?;
         let p = self.params();
@@ -260,7 +267,7 @@ impl Render for VecEnv<TreasureHunt> {
     }
 }
 
-impl Render for VecEnv<VectorFieldEnv> {
+impl Show for VecEnv<VectorFieldEnv> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         let z = state(self, row)?.z;
         let field = &self.params().field;
@@ -376,21 +383,34 @@ fn arc_text<const S: usize>(env: &ArcEnv<S>, s: &ArcState<S>) -> String {
     out
 }
 
-impl<const S: usize> Render for VecEnv<ArcEnv<S>> {
+impl<const S: usize> Show for VecEnv<ArcEnv<S>> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         arc_frame(self.env(), self.params().mode, &state(self, row)?)
     }
     fn text(&self, row: usize) -> Result<Option<String>, RunError> {
         Ok(Some(arc_text(self.env(), &state(self, row)?)))
+    }
+    fn similarity(&self, out: &mut [f32]) -> bool {
+        let (env, p) = (self.env(), self.params());
+        // o2arc computes it (up to S² compares a row): large batches on the pool's threads.
+        out.par_iter_mut()
+            .zip(self.states().par_iter())
+            .with_min_len(256)
+            .for_each(|(o, s)| *o = env.similarity(p, s));
+        true
     }
 }
 
-impl<const S: usize> Render for ArcLanes<S> {
+impl<const S: usize> Show for ArcLanes<S> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         arc_frame(self.env(), self.params().mode, &state(self, row)?)
     }
     fn text(&self, row: usize) -> Result<Option<String>, RunError> {
         Ok(Some(arc_text(self.env(), &state(self, row)?)))
+    }
+    fn similarity(&self, out: &mut [f32]) -> bool {
+        self.similarities(out);
+        true
     }
 }
 
