@@ -15,9 +15,11 @@ CACHE = HERE.parents[2] / "target" / "mypy-cache"
 
 
 def _mypy(*args):
+    # Run from the cache folder: stubtest keeps its cache in the working folder.
+    CACHE.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "MYPY_CACHE_DIR": str(CACHE)}
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=600, env=env,
-                          cwd=HERE)
+                          cwd=CACHE)
 
 
 def test_the_package_is_typed():

@@ -138,20 +138,41 @@ def env_spaces(spec, arc=None):
         return exact
     obs = to_space(spec["obs"], spec["obs_dtype"])
     act = spec["action"]
-    if act[0] == "dict":  # ARC: ARCLE's {operation, selection}, the selection canvas-sized
-        parts = dict(act[1])
-        if arc is None:
-            arc = ArcActions("mask", None, int(parts["selection"][3][0]), int(parts["operation"][1]))
-        action = arc.space()
+    if act[0] == "dict":  # ARC: its action form, ARCLE's {operation, selection} by default
+        action = (arc or arc_actions(spec)).space()
     else:
         action = to_space(act, "float32")
     return obs, action
 
 
-def arc_actions(spec, params):
-    """The `ArcActions` of an ARC env (popping `selection` and `flatten` from `params`), or
-    None for the other envs (which refuse both keywords)."""
-    selection, flatten = params.pop("selection", None), params.pop("flatten", None)
+# ARC's info columns in `VecCore.read_arc_info`'s order, with their dtypes.
+ARC_INFO = (("similarity", np.float32), ("improvement", np.float32), ("operation", np.int64), ("step", np.int64))
+
+
+def arc_info_arrays(n):
+    """Fresh arrays for `n` envs' ARC info columns (`ARC_INFO`)."""
+    return tuple(np.empty(n, dt) for _, dt in ARC_INFO)
+
+
+def take_form(params):
+    """ARC's action-form keywords (`selection`, `flatten`) taken out of `params` (they are the
+    front end's, not the env config's)."""
+    return {k: params.pop(k) for k in ("selection", "flatten") if k in params}
+
+
+def front_end(spec, keys, render_mode, form):
+    """What `Env` and `VectorEnv` make alike from the core's spec: Gymnasium's metadata, the
+    checked render mode, the ARC action form (`take_form`'s) and the kwargs their `spec`
+    records."""
+    arcact = arc_actions(spec, form.get("selection"), form.get("flatten"))
+    mode = check_render_mode(spec, render_mode)
+    kwargs = {**keys, **form, **({} if render_mode is None else {"render_mode": render_mode})}
+    return render_metadata(spec), mode, arcact, kwargs
+
+
+def arc_actions(spec, selection=None, flatten=None):
+    """The `ArcActions` of an ARC env, or None for the other envs (which refuse an action
+    form)."""
     if spec["action"][0] != "dict":
         if selection is not None or flatten is not None:
             key = "selection" if selection is not None else "flatten"

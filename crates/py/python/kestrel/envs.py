@@ -11,8 +11,8 @@ import gymnasium as gym
 from . import _kestrel
 from ._runs import split_config
 from ._spaces import (
-    SpecFromCore, action_kwargs, arc_actions, check_render_mode, check_seed, env_spaces, obs_layout,
-    params_json, render_metadata, split,
+    ARC_INFO, SpecFromCore, action_kwargs, arc_info_arrays, check_seed, env_spaces, front_end, obs_layout,
+    params_json, split, take_form,
 )
 
 
@@ -42,7 +42,7 @@ class Env(SpecFromCore, gym.Env):
     def __init__(self, env_id: str, render_mode: str | None = None, config: dict[str, Any] | str | None = None,
                  arc_info: bool = True, **params: Any) -> None:
         env_id = env_id.removeprefix("kestrel/")
-        form = {k: params.pop(k) for k in ("selection", "flatten") if k in params}
+        form = take_form(params)
         keys, path = split_config(config, params)
         self._core = _kestrel.VecCore(env_id, 1, 0, params_json(keys), 0, None, path)
         self._core.set_autoreset("disabled")
@@ -53,10 +53,7 @@ class Env(SpecFromCore, gym.Env):
                 "(pass num_agents=1, or use kestrel.make_vec for one row per agent)"
             )
         self.env_id = env_id
-        self.metadata = render_metadata(spec)
-        self.render_mode = check_render_mode(spec, render_mode)
-        self._arcact = arc_actions(spec, dict(form))
-        kw = {**keys, **form} if render_mode is None else {**keys, **form, "render_mode": render_mode}
+        self.metadata, self.render_mode, self._arcact, kw = front_end(spec, keys, render_mode, form)
         self._init_spec(env_id, spec, kw, path)
         self.observation_space, self.action_space = env_spaces(spec, self._arcact)
         self._dtype = np.dtype(spec["obs_dtype"])
@@ -68,10 +65,9 @@ class Env(SpecFromCore, gym.Env):
     def _info(self):
         if not self._arc:
             return {}
-        cols = (np.empty(1, np.float32), np.empty(1, np.float32), np.empty(1, np.int64), np.empty(1, np.int64))
+        cols = arc_info_arrays(1)
         self._core.read_arc_info(*cols)
-        sim, imp, op, step = (c[0].item() for c in cols)
-        return {"similarity": sim, "improvement": imp, "operation": op, "step": step}
+        return {name: col[0].item() for (name, _), col in zip(ARC_INFO, cols)}
 
     def _buffer(self):
         # A fresh buffer per call: returned observations never share memory across calls.

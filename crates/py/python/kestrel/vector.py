@@ -16,8 +16,8 @@ from gymnasium.vector.utils import batch_space
 from . import _kestrel
 from ._runs import split_config
 from ._spaces import (
-    SpecFromCore, action_kwargs, arc_actions, check_render_mode, check_seed, env_spaces, obs_layout,
-    params_json, render_metadata, split,
+    ARC_INFO, SpecFromCore, action_kwargs, arc_info_arrays, check_seed, env_spaces, front_end, obs_layout,
+    params_json, split, take_form,
 )
 
 _MODES = {
@@ -105,7 +105,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             raise ValueError(f"row_offset = {row_offset!r}: an int >= 0 (the global index of row 0)")
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads = {num_threads!r}: an int >= 1, or None for the process's pool")
-        form = {k: params.pop(k) for k in ("selection", "flatten") if k in params}
+        form = take_form(params)
         keys, path = split_config(config, params)
         self._core = _kestrel.VecCore(env_id, int(num_envs), 0, params_json(keys), check_seed(row_offset),
                                       None if num_threads is None else int(num_threads), path)
@@ -115,16 +115,14 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self.num_agents = int(spec["num_agents"])
         self.num_envs = int(num_envs) * self.num_agents
         self._n_world = int(num_envs)
-        self._arcact = arc_actions(spec, dict(form))
+        self.metadata, self.render_mode, self._arcact, kw = front_end(spec, keys, render_mode, form)
         self.single_observation_space, self.single_action_space = env_spaces(spec, self._arcact)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.autoreset_mode = _mode(autoreset_mode)
-        self.metadata = render_metadata(spec, autoreset_mode=self.autoreset_mode)
-        self.render_mode = check_render_mode(spec, render_mode)
+        self.metadata["autoreset_mode"] = self.autoreset_mode
         self.copy = bool(copy)
         self._core.set_autoreset(_MODES[self.autoreset_mode])
-        kw = {**keys, **form} if render_mode is None else {**keys, **form, "render_mode": render_mode}
         self._init_spec(env_id, spec, kw, path)
         self._dtype = np.dtype(spec["obs_dtype"])
         self._dict = spec["obs"][0] == "dict"
@@ -141,7 +139,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._stats = bool(episode_stats)
         self._ep = self._episode_arrays()
         self._arc = bool(arc_info) and spec["arc_info"]
-        self._arcbufs = self._arc_arrays() if self._arc else None
+        self._arcbufs = arc_info_arrays(self._n_world) if self._arc else None
         self._arcmask = np.ones(self.num_envs, np.bool_)
         self._arcmask.flags.writeable = False
 
@@ -159,18 +157,15 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         n = self.num_envs
         return np.empty(n), np.empty(n, np.int64), np.empty(n), np.empty(n, np.bool_)
 
-    def _arc_arrays(self):
-        n = self._n_world
-        return np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.int64), np.empty(n, np.int64)
 
     def _arc_info(self, infos):
         """Adds ARC's columns to `infos` (Gymnasium's vector form: each key with its mask)."""
         if not self._arc:
             return infos
-        cols = self._arc_arrays() if self.copy else self._arcbufs
+        cols = arc_info_arrays(self._n_world) if self.copy else self._arcbufs
         self._core.read_arc_info(*cols)
         mask = self._arcmask  # every env has them: one read-only all-true mask, shared
-        for name, col in zip(("similarity", "improvement", "operation", "step"), cols):
+        for (name, _), col in zip(ARC_INFO, cols):
             infos[name] = col
             infos["_" + name] = mask
         return infos
