@@ -11,6 +11,7 @@
 //! `runs::allo` and `runs::hunt`.
 
 pub mod allo;
+pub mod asymexp;
 pub mod bench;
 pub mod hunt;
 pub mod iqn;

@@ -58,6 +58,10 @@ pub enum Init {
     /// [−2, 2] and `σ = 1/√in` (Haiku does not rescale for the truncation, so the standard
     /// deviation is `0.88/√in`); bias 0.
     TruncatedNormal,
+    /// Flax's `nn.Dense` default, `lecun_normal()`: a standard normal truncated to [−2, 2],
+    /// rescaled to standard deviation 1 (÷ 0.8796…, `jax.nn.initializers.variance_scaling`),
+    /// times `1/√in`; bias 0.
+    LecunNormal,
     /// Glorot/Xavier uniform weight `U[−√(6/(in+out)), √(6/(in+out))]`; bias 0.
     GlorotUniform,
 }
@@ -111,8 +115,13 @@ impl<T: Float> Layer<T> for Dense {
                     *v = T::from_f64(bound * (2.0 * r.uniform_f64() - 1.0));
                 }
             }
-            Init::TruncatedNormal => {
-                let scale = 1.0 / fan_in.sqrt();
+            Init::TruncatedNormal | Init::LecunNormal => {
+                // The standard deviation of a standard normal truncated to [−2, 2].
+                const TRUNCATED_SD: f64 = 0.879_625_661_034_239_8;
+                let scale = match self.init {
+                    Init::LecunNormal => 1.0 / (fan_in.sqrt() * TRUNCATED_SD),
+                    _ => 1.0 / fan_in.sqrt(),
+                };
                 for v in w.iter_mut() {
                     let z = loop {
                         let z = r.standard_normal();
@@ -435,6 +444,15 @@ mod tests {
         let t = Dense { init: Init::TruncatedNormal, ..d };
         t.init(Key::new(3), &mut p);
         assert!(p[..128].iter().all(|v| v.abs() <= 2.0 / 4.0));
+        // Flax's lecun_normal: truncated at two standard deviations of the untruncated normal,
+        // rescaled so the weights' standard deviation is exactly 1/√in (here 1/16).
+        let l = Dense::new(256, 256, Init::LecunNormal).unwrap();
+        let mut q = vec![0.0f64; 256 * 257];
+        l.init(Key::new(4), &mut q);
+        let w = &q[..256 * 256];
+        let sd = (w.iter().map(|v| v * v).sum::<f64>() / w.len() as f64).sqrt();
+        assert!((sd * 16.0 - 1.0).abs() < 0.01, "sd {sd}");
+        assert!(w.iter().all(|v| v.abs() <= 2.0 / (16.0 * 0.8796)) && q[256 * 256..] == [0.0; 256]);
         for (f, x, y) in [
             (Activation::Relu, -1.0f64, 0.0),
             (Activation::Relu, 2.0, 2.0),

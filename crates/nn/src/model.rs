@@ -73,11 +73,12 @@ impl MlpConfig {
             None | Some(Some("torch")) => Init::TorchUniform,
             Some(Some("truncated_normal")) => Init::TruncatedNormal,
             Some(Some("glorot")) => Init::GlorotUniform,
+            Some(Some("lecun_normal")) => Init::LecunNormal,
             Some(_) => {
                 return Err(bad(
                     "init",
                     obj["init"].to_string(),
-                    "torch, truncated_normal or glorot",
+                    "torch, truncated_normal, lecun_normal or glorot",
                 ));
             }
         };

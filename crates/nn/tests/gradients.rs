@@ -70,7 +70,8 @@ fn layer_check(name: &str, layer: &dyn Layer<f64>, x: Vec<f64>, batch: usize) {
 
 #[test]
 fn dense_layer_gradients() {
-    for init in [Init::TorchUniform, Init::TruncatedNormal, Init::GlorotUniform] {
+    for init in [Init::TorchUniform, Init::TruncatedNormal, Init::LecunNormal, Init::GlorotUniform]
+    {
         let d = Dense::new(7, 5, init).unwrap();
         layer_check("dense", &d, rand(Key::new(4), 6 * 7, 1.0), 6);
     }

@@ -260,12 +260,98 @@ pub fn actdyn_fixture(name: &str) -> Option<serde_json::Value> {
     Some(serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
 
+/// The ALLO `asymexp` golden fixture `name` from `shared/data/allo-asymexp-golden`, or `None`
+/// (after a SKIP line) when the shared data is absent.
+pub fn asymexp_fixture(name: &str) -> Option<serde_json::Value> {
+    let path = shared_subdir("allo-asymexp-golden")?.join(name);
+    if !path.is_file() {
+        data_absent(&format!("the ALLO asymexp fixture {name}"), &path);
+        return None;
+    }
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Some(serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// A fixture *tensor object* `{"dtype", "shape", "data" | "b64"}` (the asymexp fixtures'
+/// encoding: `data` row-major, or `b64` the little-endian raw bytes) as its shape and its
+/// values in f64 (exact for every dtype the fixtures use).
+pub fn tensor(v: &serde_json::Value) -> (Vec<usize>, Vec<f64>) {
+    let shape: Vec<usize> = v["shape"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a tensor object: {v}"))
+        .iter()
+        .map(|x| x.as_u64().expect("a dimension") as usize)
+        .collect();
+    let dtype = v["dtype"].as_str().expect("a dtype");
+    let data = if let Some(b) = v.get("b64").and_then(|b| b.as_str()) {
+        let raw = base64(b);
+        let width = match dtype {
+            "float64" | "int64" => 8,
+            "float32" | "int32" => 4,
+            "int16" => 2,
+            "uint8" | "int8" | "bool" => 1,
+            other => panic!("tensor dtype {other} not handled"),
+        };
+        raw.chunks_exact(width)
+            .map(|c| match dtype {
+                "float64" => f64::from_le_bytes(c.try_into().unwrap()),
+                "int64" => i64::from_le_bytes(c.try_into().unwrap()) as f64,
+                "float32" => f32::from_le_bytes(c.try_into().unwrap()) as f64,
+                "int32" => i32::from_le_bytes(c.try_into().unwrap()) as f64,
+                "int16" => i16::from_le_bytes(c.try_into().unwrap()) as f64,
+                "int8" => c[0] as i8 as f64,
+                _ => c[0] as f64,
+            })
+            .collect()
+    } else {
+        flat(&v["data"])
+    };
+    let n: usize = shape.iter().product();
+    assert_eq!(data.len(), n, "tensor of shape {shape:?} has {} values", data.len());
+    (shape, data)
+}
+
+/// Standard base64 (with `=` padding) to bytes.
+pub fn base64(s: &str) -> Vec<u8> {
+    let val = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => (c - b'A') as u32,
+            b'a'..=b'z' => (c - b'a') as u32 + 26,
+            b'0'..=b'9' => (c - b'0') as u32 + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {:?}", c as char),
+        }
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace() && *c != b'=').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= val(c) << (18 - 6 * i);
+        }
+        let n = chunk.len() * 6 / 8;
+        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod data_tests {
     use super::*;
 
     /// Absent reference data fails exactly when `KESTREL_REQUIRE_DATA=1` (CI) and is a SKIP
     /// otherwise; the panic names the variable and the path.
+    /// Base64 as Python's `base64.b64encode` writes it, padding included.
+    #[test]
+    fn base64_reads_padded_text() {
+        assert_eq!(base64("TWFu"), b"Man");
+        assert_eq!(base64("TWE="), b"Ma");
+        assert_eq!(base64("TQ=="), b"M");
+        let t = serde_json::json!({"dtype": "float32", "shape": [2], "b64": "AACAPwAAAMA="});
+        assert_eq!(tensor(&t), (vec![2], vec![1.0, -2.0]));
+    }
+
     #[test]
     fn absent_data_fails_exactly_when_required() {
         let r = std::panic::catch_unwind(|| data_absent("the thing", Path::new("/nonexistent/x")));
