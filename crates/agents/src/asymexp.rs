@@ -631,7 +631,7 @@ impl<T: Float> Asymexp<T> {
         net: Sequential<T>,
         trainee: Trainee<T>,
     ) -> Result<Self, AgentError> {
-        if coords.is_empty() || coords.len() % 2 != 0 {
+        if coords.is_empty() || !coords.len().is_multiple_of(2) {
             return Err(AgentError::invalid("coords", coords.len(), "2 values per state"));
         }
         let n = coords.len() / 2;

@@ -1,6 +1,7 @@
 //! Environments for Kestrel, each a pure kernel over explicit state (see `kestrel_core::Env`).
 //! Includes actdyn's latent vector-field systems ([`vectorfield`]).
 
+pub mod asymexp;
 pub mod cartpole;
 pub mod control;
 mod error;
