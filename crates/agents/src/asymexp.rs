@@ -29,20 +29,9 @@
 
 use crate::AgentError;
 use kestrel_core::{FromInvalid, Key};
+pub use kestrel_envs::asymexp::{AsymexpMap, Version};
 use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};
-
-/// Which version of `exp_alcl/allo.py` (config spelling `thresholded`, `final`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Version {
-    /// Tree `4deb141` (2025-12-27), the one the seed quotes: the optional error threshold, the
-    /// symmetrised-transition-matrix ground truth, the unstripped map parser.
-    #[default]
-    Thresholded,
-    /// Tree `ba956b1` (2026-02-04), the last before the file moved: no threshold, the three
-    /// empirical Laplacians, comma maps with one-way doors.
-    Final,
-}
+use kestrel_replay::RowReplay;
 
 /// The optional graph perturbation (`perturbation_type`; config spelling as the reference's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -822,4 +811,140 @@ pub fn eigenvalue_readouts(diag: &[f64], gamma: f64) -> [Vec<f64>; 3] {
         })
         .collect();
     [logged, plot_final, plot_thr]
+}
+
+/// Where collection's random choices come from: Kestrel's keys in a run ([`KeyDraws`]), a
+/// recorded table in the golden tests (the reference draws with JAX's threefry).
+pub trait CollectDraws {
+    /// Environment `env`'s first state (canonical).
+    fn initial(&mut self, env: usize) -> u32;
+    /// The action of `env` at `step` (0 up, 1 right, 2 down, 3 left).
+    fn action(&mut self, step: usize, env: usize) -> u8;
+    /// The state `env` resets to after finishing an episode at `step` (canonical).
+    fn reset(&mut self, step: usize, env: usize) -> u32;
+}
+
+/// Uniform actions and resets (the map's `S`, else uniform over its valid starts), each from
+/// `key.fold_in(step).fold_in(env)`: the same data on any thread count.
+pub struct KeyDraws<'m> {
+    key: Key,
+    map: &'m AsymexpMap,
+}
+
+impl<'m> KeyDraws<'m> {
+    /// Draws for `map` from `key`.
+    pub fn new(map: &'m AsymexpMap, key: Key) -> Self {
+        KeyDraws { key, map }
+    }
+
+    fn start(&self, k: Key) -> u32 {
+        self.map.start_state().unwrap_or_else(|| {
+            let v = &self.map.valid_starts;
+            v[k.rng().below(v.len() as u32) as usize]
+        })
+    }
+}
+
+impl CollectDraws for KeyDraws<'_> {
+    fn initial(&mut self, env: usize) -> u32 {
+        self.start(self.key.fold_in(u64::MAX).fold_in(env as u64))
+    }
+    fn action(&mut self, step: usize, env: usize) -> u8 {
+        self.key.fold_in(step as u64).fold_in(env as u64).rng().below(4) as u8
+    }
+    fn reset(&mut self, step: usize, env: usize) -> u32 {
+        self.start(self.key.fold_in(step as u64).fold_in(env as u64).fold_in(1))
+    }
+}
+
+/// What collection produced: the rows (one per environment) and the count of every
+/// `(state, action)` taken (the dynamics are deterministic, so this is the reference's
+/// `[S, A, S]` count tensor without its zeros).
+#[derive(Clone, Debug)]
+pub struct Collected {
+    /// The replay rows.
+    pub replay: RowReplay,
+    /// `counts[4 s + a]`, canonical states.
+    pub counts: Vec<u64>,
+    /// Environment steps taken.
+    pub transitions: u64,
+}
+
+/// `collect_transition_counts_and_episodes` (`src/data_collection.py`): `num_envs`
+/// environments step `num_steps` times together; an episode ends at the goal or after
+/// `max_episode_length` steps and the environment resets. Each environment writes one row:
+/// slot 0 its first state, then each step's reached state; a step that ends an episode flags
+/// the slots of the state before it and of the reached state as terminal and skips a slot,
+/// which the next step fills with the reset state. The row keeps slots up to the last
+/// written one. Rows are written in parallel over environments (each row's draws are its own).
+pub fn collect(
+    map: &AsymexpMap,
+    num_envs: usize,
+    num_steps: usize,
+    max_episode_length: usize,
+    draws: &mut impl CollectDraws,
+) -> Result<Collected, AgentError> {
+    if num_envs == 0 || num_steps == 0 || max_episode_length == 0 {
+        return Err(AgentError::invalid(
+            "collection",
+            format!("{num_envs} envs × {num_steps} steps, episodes of {max_episode_length}"),
+            "positive counts",
+        ));
+    }
+    let n = map.num_states();
+    let slots = 2 * num_steps + 1;
+    let mut counts = vec![0u64; n * 4];
+    let mut replay = RowReplay::new();
+    let mut obs = vec![0u32; slots];
+    let mut term = vec![false; slots];
+    let mut valid = vec![false; slots];
+    // Per environment: the envs' episodes are independent, so one row at a time in env order
+    // equals the reference's lock-step scan (draws are addressed by (step, env)).
+    for env in 0..num_envs {
+        obs.iter_mut().for_each(|v| *v = 0);
+        term.iter_mut().for_each(|v| *v = false);
+        valid.iter_mut().for_each(|v| *v = false);
+        let mut s = draws.initial(env);
+        if s as usize >= n {
+            return Err(AgentError::invalid("initial state", s, format!("below {n}")));
+        }
+        obs[0] = s;
+        valid[0] = true;
+        let (mut w, mut last, mut t) = (1usize, 0usize, 0usize);
+        for step in 0..num_steps {
+            let a = draws.action(step, env);
+            let next = map.next[s as usize * 4 + (a & 3) as usize];
+            counts[s as usize * 4 + (a & 3) as usize] += 1;
+            t += 1;
+            let done = map.is_goal(next) || t >= max_episode_length;
+            term[w - 1] = done;
+            valid[w] = !done;
+            obs[w] = next;
+            if done {
+                term[w] = true;
+                last = w;
+                w += 2;
+            } else {
+                if !valid[w - 1] {
+                    // The first step after a reset writes the reset state into the skipped slot.
+                    obs[w - 1] = s;
+                    valid[w - 1] = true;
+                }
+                last = w;
+                w += 1;
+            }
+            s = if done {
+                t = 0;
+                let r = draws.reset(step, env);
+                if r as usize >= n {
+                    return Err(AgentError::invalid("reset state", r, format!("below {n}")));
+                }
+                r
+            } else {
+                next
+            };
+        }
+        replay.add_row(&obs[..=last], &term[..=last])?;
+    }
+    Ok(Collected { replay, counts, transitions: (num_envs * num_steps) as u64 })
 }

@@ -26,7 +26,9 @@ use kestrel_core::{Key, Rng};
 use thiserror::Error;
 
 mod frames;
+pub mod rows;
 pub use frames::{FrameBatch, FrameReplay, FrameReplayConfig, FrameReplaySnapshot, Prioritized};
+pub use rows::{RowPair, RowReplay, RowRule};
 
 /// Errors from `kestrel-replay`.
 #[derive(Debug, Error, Clone, PartialEq)]

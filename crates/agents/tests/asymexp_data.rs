@@ -1,0 +1,172 @@
+//! The `asymexp` profile's data path against fixtures made from the reference
+//! (`../shared/data/allo-asymexp-golden/{thr,final}_{collect,sample}.json`, README §3 (b)):
+//! collection with the reference's draws replayed (its actions and resets are JAX threefry
+//! draws, recorded per step), the rows it writes, the transition counts, and every replay
+//! sample from its recorded numpy uniforms, including the calls the reference fails.
+
+use kestrel_agents::asymexp::{AsymexpMap, CollectDraws, Collected, Version, collect};
+use kestrel_replay::RowRule;
+use kestrel_testkit::{asymexp_fixture, flat, tensor};
+use serde_json::Value;
+
+fn ints(v: &Value) -> Vec<i64> {
+    if v.get("dtype").is_some() {
+        tensor(v).1.iter().map(|&x| x as i64).collect()
+    } else {
+        flat(v).iter().map(|&x| x as i64).collect()
+    }
+}
+
+/// The reference's recorded draws (full indices turned canonical).
+struct Recorded<'a> {
+    map: &'a AsymexpMap,
+    initial: Vec<i64>,
+    actions: Vec<i64>,
+    resets: Vec<i64>,
+    envs: usize,
+}
+
+impl CollectDraws for Recorded<'_> {
+    fn initial(&mut self, env: usize) -> u32 {
+        self.map.canonical_of(self.initial[env] as u32).unwrap()
+    }
+    fn action(&mut self, step: usize, env: usize) -> u8 {
+        self.actions[step * self.envs + env] as u8
+    }
+    fn reset(&mut self, step: usize, env: usize) -> u32 {
+        self.map.canonical_of(self.resets[step * self.envs + env] as u32).unwrap()
+    }
+}
+
+fn collected(c: &Value, version: Version) -> (AsymexpMap, Collected) {
+    let cfg = &c["config"];
+    let mut map = AsymexpMap::parse(cfg["map_text"].as_str().unwrap(), "fixture", version).unwrap();
+    if let Some(d) = c.get("doors_canonical").filter(|d| !d.is_null()) {
+        let d = ints(d);
+        let pairs: Vec<(u32, u8)> =
+            d.chunks(4).map(|q| (map.canonical[q[2] as usize], q[3] as u8)).collect();
+        map.block(&pairs).unwrap();
+    }
+    let envs = cfg["num_envs"].as_u64().unwrap() as usize;
+    let steps = cfg["num_steps"].as_u64().unwrap() as usize;
+    let max_len = cfg["max_episode_length"].as_u64().unwrap() as usize;
+    let ps = &c["per_step"];
+    let mut draws = Recorded {
+        map: &map,
+        initial: ints(&ps["initial_state_full"]),
+        actions: ints(&ps["actions"]),
+        resets: ints(&ps["state_after_reset_full"]),
+        envs,
+    };
+    let out = collect(&map, envs, steps, max_len, &mut draws).unwrap();
+    (map, out)
+}
+
+fn check_collection(file: &str, version: Version) {
+    let Some(fx) = asymexp_fixture(file) else { return };
+    let mut seen = 0;
+    for (name, c) in fx["configs"].as_object().unwrap() {
+        let (map, out) = collected(c, version);
+        let at = format!("{file} {name}");
+        // The recorded per-step states are what our dynamics reach from the same draws.
+        let buf = &c["buffer"];
+        let rows = buf["rows"].as_array().unwrap();
+        assert_eq!(out.replay.num_rows(), rows.len(), "{at} rows");
+        for (r, row) in rows.iter().enumerate() {
+            let len = row["length"].as_u64().unwrap() as usize;
+            let states: Vec<i64> = out.replay.row(r).iter().map(|&s| s as i64).collect();
+            assert_eq!(states, ints(&row["obs_canonical"])[..len], "{at} row {r} states");
+            let terms: Vec<i64> =
+                out.replay.terminal_positions(r).iter().map(|&t| t as i64).collect();
+            let want: Vec<i64> =
+                ints(&row["terminal_indices"]).into_iter().filter(|&t| t >= 0).collect();
+            assert_eq!(terms, want, "{at} row {r} terminal positions");
+            let flags: Vec<i64> = ints(&row["terminals"])[..len].to_vec();
+            let got: Vec<i64> = (0..len as i64).map(|i| terms.contains(&i) as i64).collect();
+            assert_eq!(got, flags, "{at} row {r} terminal flags");
+        }
+        // Counts: the reference's sparse [s_full, a, s'_full, count] rows.
+        let mut want = vec![0u64; map.num_states() * 4];
+        for q in flat(&c["transition_counts_full_sparse"]).chunks(4) {
+            let s = map.canonical_of(q[0] as u32).unwrap() as usize;
+            let t = map.canonical_of(q[2] as u32).unwrap();
+            assert_eq!(map.next[s * 4 + q[1] as usize], t, "{at}: ({s}, {}) leads elsewhere", q[1]);
+            want[s * 4 + q[1] as usize] += q[3] as u64;
+        }
+        assert_eq!(out.counts, want, "{at} counts");
+        assert_eq!(out.transitions, c["total_transitions"].as_u64().unwrap(), "{at} total");
+        seen += 1;
+    }
+    assert_eq!(seen, 4, "{file}");
+}
+
+fn check_samples(collect_file: &str, sample_file: &str, version: Version) {
+    let (Some(col), Some(fx)) = (asymexp_fixture(collect_file), asymexp_fixture(sample_file))
+    else {
+        return;
+    };
+    let (mut ok, mut raised) = (0, 0);
+    for (name, c) in fx["configs"].as_object().unwrap() {
+        let (_, out) = collected(&col["configs"][name], version);
+        for s in c["samples"].as_array().unwrap() {
+            let at = format!("{sample_file} {name} seed {}", s["seed"]);
+            let rows = ints(&s["episode_idx"]);
+            let u_obs = tensor(&s["u_obs"]).1;
+            let gamma = s["discount"].as_f64().unwrap();
+            if !s["error"].is_null() {
+                // The reference raises when any horizon of the batch is 0; so do we, there.
+                let any = rows.iter().zip(&u_obs).any(|(&r, &u)| {
+                    out.replay.pair(r as usize, u, 0.5, gamma, RowRule::Reference).is_err()
+                });
+                assert!(any, "{at}: the reference raised, every pair drew fine here");
+                // The fixed rule draws every one of them.
+                for (&r, &u) in rows.iter().zip(&u_obs) {
+                    out.replay.pair(r as usize, u, 0.5, gamma, RowRule::WithinEpisode).unwrap();
+                }
+                raised += 1;
+                continue;
+            }
+            let u_off = tensor(&s["u_offset"]).1;
+            let (oi, h, off) = (ints(&s["obs_idx"]), ints(&s["horizon"]), ints(&s["offset"]));
+            let (obs, next) = (ints(&s["obs"]), ints(&s["next_obs"]));
+            for j in 0..rows.len() {
+                let r = rows[j] as usize;
+                let p = out.replay.pair(r, u_obs[j], u_off[j], gamma, RowRule::Reference).unwrap();
+                assert_eq!(
+                    (p.obs_idx as i64, p.horizon as i64, p.offset as i64),
+                    (oi[j], h[j], off[j]),
+                    "{at} sample {j}"
+                );
+                let row = out.replay.row(r);
+                assert_eq!(row[p.obs_idx as usize] as i64, obs[j], "{at} sample {j} obs");
+                assert_eq!(
+                    row[(p.obs_idx + p.offset) as usize] as i64,
+                    next[j],
+                    "{at} sample {j} next"
+                );
+            }
+            ok += 1;
+        }
+    }
+    assert!(ok >= 10 && raised >= 2, "{sample_file}: {ok} batches matched, {raised} raised");
+}
+
+#[test]
+fn thresholded_collection_writes_the_references_rows_and_counts() {
+    check_collection("thr_collect.json", Version::Thresholded);
+}
+
+#[test]
+fn final_collection_writes_the_references_rows_and_counts() {
+    check_collection("final_collect.json", Version::Final);
+}
+
+#[test]
+fn thresholded_replay_samples_match_draw_for_draw() {
+    check_samples("thr_collect.json", "thr_sample.json", Version::Thresholded);
+}
+
+#[test]
+fn final_replay_samples_match_draw_for_draw() {
+    check_samples("final_collect.json", "final_sample.json", Version::Final);
+}
