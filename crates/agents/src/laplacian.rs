@@ -146,3 +146,302 @@ impl GroundTruth {
         (sims.iter().sum::<f64>() / d as f64, sims)
     }
 }
+
+/// Ground truth of the `asymexp` profile (reference §1.8 "asymexp"), built from the
+/// empirical transition counts of the collected data, as `exp_alcl/allo.py` builds it.
+///
+/// - Thresholded version: `P` = counts summed over actions, every entry clipped to ≥ 1 (a
+///   pseudo-count per missing pair), rows normalised; `M = (P + Pᵀ)/2`; eigenvectors of `M`
+///   sorted by decreasing `|λ|`.
+/// - Final version: `P` with entries clipped to ≥ 1e-8, `SR = (I − γP)⁻¹`, `D` = the visit
+///   frequency of source states, and three Laplacians — simple `I − (1−γ)(SR + SRᵀ)/2`,
+///   weighted `D − (1−γ)(D SR + SRᵀ D)/2`, inverse-weighted `I − (1−γ)(SR + D⁻¹SRᵀD)/2` (the
+///   main target) — each decomposed by a symmetric solver that, like JAX's `eigh`, reads the
+///   symmetric part `(A + Aᵀ)/2`, sorted by increasing `|λ|`.
+///
+/// [`TruthRule::Reference`] keeps all of that. [`TruthRule::Fixed`] mends the reference's
+/// oddities (its README §5.2–5.3): the thresholded `P` clips at 1e-8 (the later fix) and
+/// sorts by decreasing `λ`; the final version sorts by increasing `λ`, and decomposes the
+/// inverse-weighted Laplacian itself — it is similar to the symmetric
+/// `I − (1−γ)(D^½ SR D^−½ + (·)ᵀ)/2`, whose eigenvectors `u` give its own as `D^−½ u` (states
+/// never visited get 0) — where the reference decomposes its symmetric part.
+pub mod empirical {
+    use crate::AgentError;
+    use faer::linalg::solvers::DenseSolveCore;
+    use faer::{Mat, Side};
+    use kestrel_core::FromInvalid;
+
+    /// Reference behaviour or its mended form (config spelling `reference`, `fixed`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum TruthRule {
+        /// As the reference computes it, oddities included.
+        #[default]
+        Reference,
+        /// The oddities mended (see the module docs).
+        Fixed,
+    }
+
+    /// One decomposed matrix: the matrix, all eigenvalues in the rule's order, the first `k`
+    /// eigenvectors (`S × k`, row-major, unit norm).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Decomposed {
+        /// The matrix, `S × S` row-major.
+        pub matrix: Vec<f64>,
+        /// Every eigenvalue, sorted.
+        pub eigenvalues: Vec<f64>,
+        /// The first `k` eigenvectors, `S × k`.
+        pub vectors: Vec<f64>,
+        /// `k`.
+        pub k: usize,
+    }
+
+    impl Decomposed {
+        /// States.
+        pub fn num_states(&self) -> usize {
+            self.vectors.len() / self.k.max(1)
+        }
+    }
+
+    /// `Σ_a counts[4 s + a]` into `P[s, next(s, a)]`: the `S × S` count matrix.
+    pub fn count_matrix(counts: &[u64], next: &[u32], n: usize) -> Vec<f64> {
+        let mut c = vec![0.0; n * n];
+        for s in 0..n {
+            for a in 0..4 {
+                c[s * n + next[s * 4 + a] as usize] += counts[s * 4 + a] as f64;
+            }
+        }
+        c
+    }
+
+    /// Row-normalised counts with every entry clipped to at least `floor`.
+    pub fn transition_matrix(counts: &[f64], n: usize, floor: f64) -> Vec<f64> {
+        let mut p: Vec<f64> = counts.iter().map(|&c| c.max(floor)).collect();
+        for row in p.chunks_mut(n) {
+            let sum: f64 = row.iter().sum();
+            row.iter_mut().for_each(|v| *v /= sum);
+        }
+        p
+    }
+
+    fn flat(m: &Mat<f64>) -> Vec<f64> {
+        let n = m.nrows();
+        (0..n * n).map(|i| m[(i / n, i % n)]).collect()
+    }
+
+    /// Eigen-decomposition of `(A + Aᵀ)/2`, sorted by `key` (stable), first `k` vectors.
+    fn decompose(
+        a: Vec<f64>,
+        n: usize,
+        k: usize,
+        key: impl Fn(f64) -> f64,
+    ) -> Result<Decomposed, AgentError> {
+        if let Some(i) = a.iter().position(|v| !v.is_finite()) {
+            return Err(AgentError::invalid(
+                "ground truth",
+                format!("entry ({}, {}) is {}", i / n, i % n, a[i]),
+                "a finite matrix",
+            ));
+        }
+        let m = Mat::<f64>::from_fn(n, n, |i, j| 0.5 * (a[i * n + j] + a[j * n + i]));
+        let evd = m.as_ref().self_adjoint_eigen(Side::Lower).map_err(|e| {
+            AgentError::invalid(
+                "ground truth",
+                format!("{e:?}"),
+                "a matrix the solver converges on",
+            )
+        })?;
+        let (s, u) = (evd.S(), evd.U());
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&i, &j| key(s[i]).total_cmp(&key(s[j])));
+        let eigenvalues = order.iter().map(|&i| s[i]).collect();
+        let mut vectors = vec![0.0; n * k];
+        for (c, &i) in order.iter().take(k).enumerate() {
+            for r in 0..n {
+                vectors[r * k + c] = u[(r, i)];
+            }
+        }
+        Ok(Decomposed { matrix: a, eigenvalues, vectors, k })
+    }
+
+    fn check(n: usize, k: usize, counts: &[u64], next: &[u32]) -> Result<(), AgentError> {
+        if n == 0 || counts.len() != 4 * n || next.len() != 4 * n {
+            return Err(AgentError::invalid(
+                "counts",
+                format!("{} counts, {} moves for {n} states", counts.len(), next.len()),
+                "four per state",
+            ));
+        }
+        if k == 0 || k > n {
+            return Err(AgentError::invalid("num_eigenvectors", k, format!("1 to the {n} states")));
+        }
+        Ok(())
+    }
+
+    /// The thresholded version's truth: the symmetrised transition matrix.
+    pub fn thresholded(
+        counts: &[u64],
+        next: &[u32],
+        n: usize,
+        k: usize,
+        rule: TruthRule,
+    ) -> Result<Decomposed, AgentError> {
+        check(n, k, counts, next)?;
+        let floor = if rule == TruthRule::Reference { 1.0 } else { 1e-8 };
+        let p = transition_matrix(&count_matrix(counts, next, n), n, floor);
+        let m: Vec<f64> = (0..n * n).map(|i| (p[i] + p[(i % n) * n + i / n]) / 2.0).collect();
+        match rule {
+            TruthRule::Reference => decompose(m, n, k, |l| -l.abs()),
+            TruthRule::Fixed => decompose(m, n, k, |l| -l),
+        }
+    }
+
+    /// The final version's truths.
+    #[derive(Clone, Debug)]
+    pub struct FinalTruth {
+        /// `P` (clipped at 1e-8, row-normalised).
+        pub transition: Vec<f64>,
+        /// Visit frequency of each source state.
+        pub sampling_probs: Vec<f64>,
+        /// `(I − γP)⁻¹`.
+        pub successor: Vec<f64>,
+        /// `I − (1−γ)(SR + SRᵀ)/2`.
+        pub simple: Decomposed,
+        /// `D − (1−γ)(D SR + SRᵀ D)/2`.
+        pub weighted: Decomposed,
+        /// `I − (1−γ)(SR + D⁻¹SRᵀD)/2`, the main target.
+        pub invweighted: Decomposed,
+    }
+
+    /// The final version's truth with discount `gamma`. Under [`TruthRule::Reference`], a
+    /// state never left (a goal) makes `D` singular and the inverse-weighted truth NaN in the
+    /// reference: that is an error here, naming the state and the switch that mends it.
+    pub fn final_truth(
+        counts: &[u64],
+        next: &[u32],
+        n: usize,
+        k: usize,
+        gamma: f64,
+        rule: TruthRule,
+    ) -> Result<FinalTruth, AgentError> {
+        check(n, k, counts, next)?;
+        if !(0.0..1.0).contains(&gamma) {
+            return Err(AgentError::invalid(
+                "discount",
+                gamma,
+                "in [0, 1) for the ground truth's SR",
+            ));
+        }
+        let c = count_matrix(counts, next, n);
+        let p = transition_matrix(&c, n, 1e-8);
+        let visits: Vec<f64> =
+            (0..n).map(|s| counts[4 * s..4 * s + 4].iter().sum::<u64>() as f64).collect();
+        let total: f64 = visits.iter().sum();
+        if total == 0.0 {
+            return Err(AgentError::invalid("counts", "no transition", "collected data"));
+        }
+        let d: Vec<f64> = visits.iter().map(|v| v / total).collect();
+        let a =
+            Mat::<f64>::from_fn(n, n, |i, j| if i == j { 1.0 } else { 0.0 } - gamma * p[i * n + j]);
+        let sr_m = a.partial_piv_lu().inverse();
+        let sr = flat(&sr_m);
+        let srt = |i: usize, j: usize| sr[j * n + i];
+        let g = 1.0 - gamma;
+        let eye = |i: usize, j: usize| if i == j { 1.0 } else { 0.0 };
+        let simple: Vec<f64> = (0..n * n)
+            .map(|x| {
+                let (i, j) = (x / n, x % n);
+                eye(i, j) - g * (sr[x] + srt(i, j)) / 2.0
+            })
+            .collect();
+        let weighted: Vec<f64> = (0..n * n)
+            .map(|x| {
+                let (i, j) = (x / n, x % n);
+                eye(i, j) * d[i] - g * (d[i] * sr[x] + srt(i, j) * d[j]) / 2.0
+            })
+            .collect();
+        let key: fn(f64) -> f64 = match rule {
+            TruthRule::Reference => f64::abs,
+            TruthRule::Fixed => |l| l,
+        };
+        let invweighted = match rule {
+            TruthRule::Reference => {
+                if let Some(s) = d.iter().position(|&v| v == 0.0) {
+                    return Err(AgentError::invalid(
+                        "ground truth",
+                        format!(
+                            "state {s} is never left (a goal?): D is singular and the reference's inverse-weighted truth is NaN"
+                        ),
+                        "truth = \"fixed\" (D's pseudo-inverse, the Laplacian decomposed through its symmetric similar form)",
+                    ));
+                }
+                let m: Vec<f64> = (0..n * n)
+                    .map(|x| {
+                        let (i, j) = (x / n, x % n);
+                        eye(i, j) - g * (sr[x] + srt(i, j) * d[j] / d[i]) / 2.0
+                    })
+                    .collect();
+                decompose(m, n, k, key)?
+            }
+            TruthRule::Fixed => {
+                // L = D^−½ S D^½ with S = I − (1−γ)(M + Mᵀ)/2, M = D^½ SR D^−½ (on visited
+                // states; unvisited ones are dropped from M and get 0 in the vectors).
+                let h: Vec<f64> = d.iter().map(|v| v.sqrt()).collect();
+                let ih: Vec<f64> = h.iter().map(|&v| if v > 0.0 { 1.0 / v } else { 0.0 }).collect();
+                let mm = |i: usize, j: usize| h[i] * sr[i * n + j] * ih[j];
+                let s: Vec<f64> = (0..n * n)
+                    .map(|x| {
+                        let (i, j) = (x / n, x % n);
+                        eye(i, j) - g * (mm(i, j) + mm(j, i)) / 2.0
+                    })
+                    .collect();
+                let mut dec = decompose(s, n, k, key)?;
+                for c in 0..k {
+                    let mut norm = 0.0;
+                    for r in 0..n {
+                        dec.vectors[r * k + c] *= ih[r];
+                        norm += dec.vectors[r * k + c].powi(2);
+                    }
+                    let norm = norm.sqrt().max(1e-300);
+                    (0..n).for_each(|r| dec.vectors[r * k + c] /= norm);
+                }
+                dec.matrix = (0..n * n)
+                    .map(|x| {
+                        let (i, j) = (x / n, x % n);
+                        eye(i, j) - g * (sr[x] + ih[i] * ih[i] * srt(i, j) * d[j]) / 2.0
+                    })
+                    .collect();
+                dec
+            }
+        };
+        Ok(FinalTruth {
+            transition: p,
+            sampling_probs: d,
+            simple: decompose(simple, n, k, key)?,
+            weighted: decompose(weighted, n, k, key)?,
+            invweighted,
+            successor: sr,
+        })
+    }
+
+    /// The reference's metric: per component `|⟨f_i, g_i⟩| / (‖f_i‖ ‖g_i‖ + 1e-10)` of the
+    /// learned features (`S × d`) and the truth's vectors (`S × k`), over the first
+    /// `min(d, k)` components, and their mean (no degeneracy handling, as the reference).
+    pub fn cosine(learned: &[f64], d: usize, truth: &Decomposed) -> (f64, Vec<f64>) {
+        let (n, k) = (truth.num_states(), truth.k);
+        let m = d.min(k);
+        let sims: Vec<f64> = (0..m)
+            .map(|i| {
+                let (mut dot, mut a, mut b) = (0.0, 0.0, 0.0);
+                for s in 0..n {
+                    let (f, g) = (learned[s * d + i], truth.vectors[s * k + i]);
+                    dot += f * g;
+                    a += f * f;
+                    b += g * g;
+                }
+                (dot / (a.sqrt() * b.sqrt() + 1e-10)).abs()
+            })
+            .collect();
+        (sims.iter().sum::<f64>() / m.max(1) as f64, sims)
+    }
+}

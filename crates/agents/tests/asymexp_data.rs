@@ -170,3 +170,190 @@ fn thresholded_replay_samples_match_draw_for_draw() {
 fn final_replay_samples_match_draw_for_draw() {
     check_samples("final_collect.json", "final_sample.json", Version::Final);
 }
+
+/// Columns of `a` and `b` (`n × k`) equal up to sign, except columns whose eigenvalue is not
+/// separated from its neighbours (there any rotation of the eigenspace is as right).
+#[track_caller]
+fn same_vectors(at: &str, got: &[f64], want: &[f64], eig: &[f64], n: usize, k: usize, tol: f64) {
+    let mut compared = 0;
+    for c in 0..k {
+        let gap = |o: usize| (eig[c] - eig[o]).abs() > 1e-7;
+        if (c > 0 && !gap(c - 1)) || (c + 1 < eig.len() && !gap(c + 1)) {
+            continue;
+        }
+        let dot: f64 = (0..n).map(|r| got[r * k + c] * want[r * k + c]).sum();
+        let sign = dot.signum();
+        let err =
+            (0..n).map(|r| (got[r * k + c] - sign * want[r * k + c]).abs()).fold(0.0, f64::max);
+        assert!(err < tol, "{at}: eigenvector {c} differs by {err:.3e}");
+        compared += 1;
+    }
+    assert!(compared * 2 >= k, "{at}: only {compared} of {k} eigenvectors are separated");
+}
+
+#[track_caller]
+fn close(at: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{at}: lengths");
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+    let err = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(err <= tol * scale, "{at}: off by {err:.3e} (scale {scale:.3e})");
+}
+
+fn check_truth(gt_file: &str, collect_file: &str, version: Version) {
+    use kestrel_agents::laplacian::empirical::{self, TruthRule};
+    let (Some(gt), Some(col)) = (asymexp_fixture(gt_file), asymexp_fixture(collect_file)) else {
+        return;
+    };
+    let mut seen = 0;
+    for (name, c) in gt["configs"].as_object().unwrap() {
+        let at = format!("{gt_file} {name}");
+        let (map, out) = collected(&col["configs"][name], version);
+        let n = map.num_states();
+        // The fixture's counts are ours.
+        let sas = tensor(&c["counts_canonical_SAS"]).1;
+        let dense = empirical::count_matrix(&out.counts, &map.next, n);
+        let summed: Vec<f64> = (0..n * n)
+            .map(|x| (0..4).map(|a| sas[(x / n) * 4 * n + a * n + x % n]).sum())
+            .collect();
+        assert_eq!(dense, summed, "{at} counts");
+        let k = c["k"].as_u64().unwrap() as usize;
+        let f64s = &c["f64"];
+        let compare = |what: &str, dec: &empirical::Decomposed, want: &Value| {
+            close(&format!("{at} {what} matrix"), &dec.matrix, &tensor(&want["matrix"]).1, 1e-12);
+            let all = tensor(&want["eigenvalues_sorted_all"]).1;
+            close(&format!("{at} {what} eigenvalues"), &dec.eigenvalues, &all, 1e-10);
+            let v = tensor(&want["eigenvectors_topk"]).1;
+            same_vectors(&format!("{at} {what}"), &dec.vectors, &v, &all, n, k, 1e-8);
+        };
+        match version {
+            Version::Thresholded => {
+                let dec =
+                    empirical::thresholded(&out.counts, &map.next, n, k, TruthRule::Reference)
+                        .unwrap();
+                compare("symmetrised P", &dec, &f64s["sym_transition_matrix"]);
+            }
+            Version::Final => {
+                let gamma = c["gamma"].as_f64().unwrap();
+                let nan = f64s["laplacian_invweighted"]["matrix"].get("has_nonfinite").is_some();
+                let r = empirical::final_truth(
+                    &out.counts,
+                    &map.next,
+                    n,
+                    k,
+                    gamma,
+                    TruthRule::Reference,
+                );
+                if nan {
+                    // The reference's NaN truth (a goal is never left) is a named error here.
+                    let e = r.unwrap_err().to_string();
+                    assert!(e.contains("never left") && e.contains("fixed"), "{at}: {e}");
+                    let f = empirical::final_truth(
+                        &out.counts,
+                        &map.next,
+                        n,
+                        k,
+                        gamma,
+                        TruthRule::Fixed,
+                    )
+                    .unwrap();
+                    assert!(
+                        f.invweighted.vectors.iter().all(|v| v.is_finite()),
+                        "{at}: fixed truth"
+                    );
+                    compare("simple", &f.simple, &f64s["laplacian_simple"]);
+                    seen += 1;
+                    continue;
+                }
+                let t = r.unwrap();
+                close(
+                    &format!("{at} P"),
+                    &t.transition,
+                    &tensor(&f64s["transition_matrix"]).1,
+                    1e-13,
+                );
+                close(
+                    &format!("{at} D"),
+                    &t.sampling_probs,
+                    &tensor(&f64s["sampling_probs"]).1,
+                    1e-13,
+                );
+                close(
+                    &format!("{at} SR"),
+                    &t.successor,
+                    &tensor(&f64s["successor_representation"]).1,
+                    1e-12,
+                );
+                compare("simple", &t.simple, &f64s["laplacian_simple"]);
+                compare("weighted", &t.weighted, &f64s["laplacian_weighted"]);
+                compare("inverse-weighted", &t.invweighted, &f64s["laplacian_invweighted"]);
+            }
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 4, "{gt_file}");
+    // The metric on the encoders the fixture dumped, against C1's truths.
+    let (map, out) = collected(&col["configs"]["C1_small_T50"], version);
+    let n = map.num_states();
+    let mut checked_components = 0;
+    for (enc, e) in gt["metric_on_dumped_encoders"].as_object().unwrap() {
+        let (shape, feats) = tensor(&e["features"]);
+        let d = shape[1];
+        let truths: Vec<(String, empirical::Decomposed)> = match version {
+            Version::Thresholded => vec![(
+                "sym_transition_matrix_f64".into(),
+                empirical::thresholded(&out.counts, &map.next, n, 10, TruthRule::Reference)
+                    .unwrap(),
+            )],
+            Version::Final => {
+                let t = empirical::final_truth(
+                    &out.counts,
+                    &map.next,
+                    n,
+                    10,
+                    0.2,
+                    TruthRule::Reference,
+                )
+                .unwrap();
+                vec![
+                    ("invweighted_f64".into(), t.invweighted),
+                    ("simple_f64".into(), t.simple),
+                    ("weighted_f64".into(), t.weighted),
+                ]
+            }
+        };
+        for (key, truth) in truths {
+            let want = &e["cosine"][&key];
+            let (avg, sims) = empirical::cosine(&feats, d, &truth);
+            checked_components += sims.len();
+            let eig = &truth.eigenvalues;
+            for (i, s) in sims.iter().enumerate() {
+                let separated = (i == 0 || (eig[i] - eig[i - 1]).abs() > 1e-7)
+                    && (eig[i] - eig[i + 1]).abs() > 1e-7;
+                if separated {
+                    let w = want[format!("cosine_sim_{i}")].as_f64().unwrap();
+                    assert!(
+                        (s - w).abs() < 1e-9,
+                        "{gt_file} {enc} {key} component {i}: {s} not {w}"
+                    );
+                }
+            }
+            if sims.iter().enumerate().all(|(i, _)| {
+                (i == 0 || (eig[i] - eig[i - 1]).abs() > 1e-7) && (eig[i] - eig[i + 1]).abs() > 1e-7
+            }) {
+                let w = want["cosine_sim_avg"].as_f64().unwrap();
+                assert!((avg - w).abs() < 1e-9, "{gt_file} {enc} {key} average: {avg} not {w}");
+            }
+        }
+    }
+    assert!(checked_components >= 30, "{gt_file}: {checked_components} components");
+}
+
+#[test]
+fn thresholded_ground_truth_and_metric_match() {
+    check_truth("thr_groundtruth.json", "thr_collect.json", Version::Thresholded);
+}
+
+#[test]
+fn final_ground_truths_and_metric_match() {
+    check_truth("final_groundtruth.json", "final_collect.json", Version::Final);
+}
