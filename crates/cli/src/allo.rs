@@ -67,6 +67,10 @@ pub struct TrainArgs {
     /// Seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// paper (the default: ALLO or GGDO as the ICLR paper's code) or asymexp
+    /// (`exp_alcl/allo.py`, with its own defaults; `--set asymexp.version=final`).
+    #[arg(long)]
+    profile: Option<String>,
     /// allo or ggdo.
     #[arg(long)]
     method: Option<String>,
@@ -101,6 +105,7 @@ pub fn train(a: TrainArgs) -> Result<()> {
         ("map", Flag::S(a.map)),
         ("steps", Flag::I(a.steps)),
         ("seed", Flag::I(a.seed)),
+        ("profile", Flag::S(a.profile)),
         ("method", Flag::S(a.method)),
         ("num_eigenvectors", Flag::I(a.num_eigenvectors)),
         ("batch_size", Flag::I(a.batch_size)),

@@ -18,17 +18,37 @@ use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
 use kestrel_replay::EpisodicReplay;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+pub use crate::runs::allo_asymexp::AsymexpSettings;
 use std::path::Path;
 use std::sync::Arc;
+
+/// Whose code a run follows (config spelling `paper`, `asymexp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// The ICLR paper's code (`laplacian_dual_dynamics`, reference §1.6a), ALLO or GGDO.
+    #[default]
+    Paper,
+    /// `exp_alcl/allo.py` of `tarod13/asymexp` (reference §1.6b), thresholded or final
+    /// version (`asymexp.version`); its own defaults, data and ground truth
+    /// ([`crate::runs::allo_asymexp`]).
+    Asymexp,
+}
 
 /// `kestrel allo train`'s config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 pub struct AlloRunConfig {
-    /// A map file (the paper code's text format) or `builtin:NAME` (open-N, rooms-K-N,
-    /// maze-N-SEED), as `GridWorld-v0` spells it.
+    /// Whose code: `paper` (the default; ALLO or GGDO) or `asymexp` (`exp_alcl/allo.py`;
+    /// setting it switches every default below to that script's).
+    #[serde(default)]
+    pub profile: Profile,
+    /// A map file or `builtin:NAME` (open-N, rooms-K-N, maze-N-SEED), as `GridWorld-v0`
+    /// spells it. The paper profile reads the paper code's text format; asymexp reads its own
+    /// (legacy or, in the final version, comma format with doors).
     pub map: String,
-    /// Method.
+    /// Method (asymexp: allo only).
     pub method: Method,
     /// Eigenvectors learnt (the paper's d).
     pub num_eigenvectors: usize,
@@ -42,17 +62,48 @@ pub struct AlloRunConfig {
     pub seed: u64,
     /// Initial barrier coefficient (absent: the method's, 0.5 for ALLO, 2.0 for GGDO).
     pub barrier: Option<f64>,
-    /// Barrier increase rate (absent: the method's, 0.01 / 0).
+    /// Barrier increase rate (absent: the method's, 0.01 / 0; paper profile only).
     pub lr_barrier: Option<f64>,
+    /// Adam's learning rate (paper 1e-3; asymexp 3e-4, also SGD's on its duals and barrier).
+    #[serde(default = "paper_lr")]
+    pub lr: f64,
+    /// The future-state offset's discount (paper 0.9; asymexp 0.2, also its ground truth's γ).
+    #[serde(default = "paper_discount")]
+    pub discount: f64,
+    /// Hidden widths of the encoder (paper [256, 256, 256]; asymexp [256, 256, 256, 256]).
+    #[serde(default = "paper_hidden")]
+    pub hidden: Vec<usize>,
     /// Evaluate the cosine similarity every this many steps.
     pub eval_every: u64,
+    /// Log the loss terms and the duals every this many steps (`metrics.jsonl`, written off
+    /// the training thread; paper: every evaluation).
+    #[serde(default = "paper_log_every")]
+    pub log_every: u64,
     /// Checkpoint every this many steps (0: only at the end).
     pub checkpoint_every: u64,
+    /// The asymexp profile's own settings (an error to change under the paper profile).
+    #[serde(default)]
+    #[documented(nested)]
+    pub asymexp: AsymexpSettings,
+}
+
+fn paper_lr() -> f64 {
+    1e-3
+}
+fn paper_discount() -> f64 {
+    0.9
+}
+fn paper_hidden() -> Vec<usize> {
+    vec![256; 3]
+}
+fn paper_log_every() -> u64 {
+    1000
 }
 
 impl Default for AlloRunConfig {
     fn default() -> Self {
         AlloRunConfig {
+            profile: Profile::Paper,
             map: "builtin:rooms-2-5".into(),
             method: Method::Allo,
             num_eigenvectors: 11,
@@ -62,8 +113,42 @@ impl Default for AlloRunConfig {
             seed: 0,
             barrier: None,
             lr_barrier: None,
+            lr: paper_lr(),
+            discount: paper_discount(),
+            hidden: paper_hidden(),
             eval_every: 1000,
+            log_every: paper_log_every(),
             checkpoint_every: 10_000,
+            asymexp: AsymexpSettings::default(),
+        }
+    }
+}
+
+impl AlloRunConfig {
+    /// The asymexp profile's defaults: `exp_alcl/allo.py`'s `Args` (d 10, batch 256, 1000
+    /// environments × 1000 steps, 20,000 steps, seed 42, lr 3e-4, discount 0.2, encoder
+    /// 2-256-256-256-256-10, cosine and logs every 100 steps, checkpoints every 5,000). The map
+    /// is the embedded 13×13 four-rooms layout; the script's `room4` is the same layout as
+    /// `../shared/data/laplacian-grids/GridRoom-4.txt` (give it as `map`).
+    pub fn asymexp() -> Self {
+        AlloRunConfig {
+            profile: Profile::Asymexp,
+            map: "builtin:rooms-2-5".into(),
+            method: Method::Allo,
+            num_eigenvectors: 10,
+            batch_size: 256,
+            samples: 1_000_000,
+            steps: 20_000,
+            seed: 42,
+            barrier: None,
+            lr_barrier: None,
+            lr: 3e-4,
+            discount: 0.2,
+            hidden: vec![256; 4],
+            eval_every: 100,
+            log_every: 100,
+            checkpoint_every: 5000,
+            asymexp: AsymexpSettings::default(),
         }
     }
 }
@@ -77,6 +162,9 @@ impl AlloRunConfig {
         };
         cfg.num_eigenvectors = self.num_eigenvectors;
         cfg.batch_size = self.batch_size;
+        cfg.lr = self.lr;
+        cfg.discount = self.discount;
+        cfg.hidden = self.hidden.clone();
         if let Some(b) = self.barrier {
             cfg.barrier_init = b;
         }
@@ -89,7 +177,20 @@ impl AlloRunConfig {
 
     /// Checks everything that needs no map: sizes and intervals.
     pub fn validate(&self) -> Result<(), AgentError> {
+        if self.profile == Profile::Asymexp {
+            return self.asymexp_config().map(|_| ());
+        }
+        if self.asymexp != AsymexpSettings::default() {
+            return Err(AgentError::invalid(
+                "asymexp",
+                format!("{:?}", self.asymexp),
+                "its defaults under profile = \"paper\" (set profile = \"asymexp\" to use them)",
+            ));
+        }
         self.learner_config()?;
+        if self.log_every == 0 {
+            return Err(AgentError::invalid("log_every", 0, "at least 1"));
+        }
         if !(1..=1_000_000_000).contains(&self.samples) {
             // Within this range, the memory is the run's budget's to refuse
             // (`AlloRunConfig::budget`: about 4.4 bytes per sample).
@@ -255,8 +356,13 @@ impl AlloRunConfig {
         let rc = rows * cols;
         let map = format!("map = {:?} ({n} states)", self.map);
         let md = format!("{map}, num_eigenvectors = {}", self.num_eigenvectors);
-        // The encoder: 2 → 256 → 256 → 256 → d (AlloConfig::paper).
-        let p = 132_352.0 + 257.0 * d;
+        // The encoder: 2 → hidden… → d.
+        let mut sizes = vec![2.0];
+        sizes.extend(self.hidden.iter().map(|&h| h as f64));
+        sizes.push(d);
+        let p: f64 = sizes.windows(2).map(|w| (w[0] + 1.0) * w[1]).sum();
+        // Activations and their gradients per row (2050 for the paper's 256-wide layers).
+        let act = 2.0 + 8.0 * self.hidden.iter().fold(0.0f64, |a, &h| a.max(h as f64));
         let mut b = Budget::new();
         let mut add = |what: &'static str, fields: String, bytes: f64| {
             b.add(what, fields, bytes.max(0.0) as u128, 1);
@@ -280,10 +386,10 @@ impl AlloRunConfig {
         let m = (4.0 * batch).min(n);
         let step = 16.0 * batch
             + 32.0 * batch * d
-            + (4.0 * (2050.0 + d) + 8.0 + 4.0 * d) * 2.0 * m
+            + (4.0 * (act + d) + 8.0 + 4.0 * d) * 2.0 * m
             + 4.0 * runs::np2(m)
             + 8.0 * (d + 6.0 * d * d);
-        let eval = 8.0 * n + 4.0 * (2050.0 + d) * n + 8.0 * d * n;
+        let eval = 8.0 * n + 4.0 * (act + d) * n + 8.0 * d * n;
         // Heat maps of every component, true and learned (run/allo.rs, plot).
         let panel = (900.0 / d.max(1.0)).floor().clamp(60.0, 160.0);
         let digits = (rows.max(cols) - 1.0).max(1.0).log10().floor() + 1.0;
@@ -346,8 +452,12 @@ impl Run for Allo {
     const CURVE: &'static str = "cosine_similarity";
     type Config = AlloRunConfig;
 
-    fn defaults(_: Option<&AlloRunConfig>) -> AlloRunConfig {
-        AlloRunConfig::default()
+    /// The paper's defaults, or the asymexp script's when the config asks for that profile.
+    fn defaults(first: Option<&AlloRunConfig>) -> AlloRunConfig {
+        match first.map(|c| c.profile) {
+            Some(Profile::Asymexp) => AlloRunConfig::asymexp(),
+            _ => AlloRunConfig::default(),
+        }
     }
 
     fn without_budget(c: &AlloRunConfig) -> AlloRunConfig {
@@ -356,12 +466,20 @@ impl Run for Allo {
 
     /// See [`AlloRunConfig::budget`].
     fn budget(c: &AlloRunConfig, threads: usize) -> kestrel_core::Budget {
-        c.budget(threads)
+        match c.profile {
+            Profile::Paper => c.budget(threads),
+            Profile::Asymexp => crate::runs::allo_asymexp::budget(c),
+        }
     }
 
     fn validate(c: &AlloRunConfig) -> Result<(), RunError> {
         c.validate()?;
-        GridMap::resolve(&c.map).map_err(AgentError::from)?;
+        match c.profile {
+            Profile::Paper => drop(GridMap::resolve(&c.map).map_err(AgentError::from)?),
+            Profile::Asymexp => {
+                crate::runs::allo_asymexp::resolve_map(&c.map, c.asymexp.version)?;
+            }
+        }
         Ok(())
     }
 
@@ -383,6 +501,9 @@ pub fn train(
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
+    if c.profile == Profile::Asymexp {
+        return crate::runs::allo_asymexp::train(c, resume, launch);
+    }
     let stamp = crate::registry::stamp::<Allo>(&c);
     let (mut run, dir, mut metrics) = match resume {
         Some(folder) => {

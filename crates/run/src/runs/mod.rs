@@ -9,12 +9,13 @@
 //! | `mppi-run` | `kestrel mppi run` | [`mppi`] |
 //! | `mppi-tune` | `kestrel mppi tune` | [`mppi_tune`] |
 //! | `mppi-qd` | `kestrel mppi qd` | [`mppi_qd`] |
-//! | `allo` | `kestrel allo train` | [`allo`] |
+//! | `allo` | `kestrel allo train` | [`allo`] (profile `asymexp`: [`allo_asymexp`]) |
 //! | `hunt` | `kestrel hunt train` (and `hunt play`) | [`hunt`] |
 //! | `actdyn` | `kestrel actdyn run` (and `compare`, `retrain`) | [`actdyn`] |
 
 pub mod actdyn;
 pub mod allo;
+pub mod allo_asymexp;
 pub mod es;
 pub mod hunt;
 pub mod mppi;

@@ -1,0 +1,766 @@
+//! `kestrel allo train` with `profile = "asymexp"`: ALLO as `exp_alcl/allo.py` of
+//! `tarod13/asymexp` trains it (reference §1.6b, §1.7, §1.8), read top to bottom:
+//!
+//! 1. the map in the reference's format ([`resolve_map`], `kestrel_envs::asymexp`);
+//! 2. collection: `num_envs` environments × `samples / num_envs` steps, one row each, and the
+//!    empirical `(state, action)` counts (`kestrel_agents::asymexp::collect`);
+//! 3. the ground truth from those counts (`kestrel_agents::laplacian::empirical`): the
+//!    thresholded version's symmetrised transition matrix, or the final version's
+//!    inverse-weighted Laplacian (with the simple and weighted ones also scored);
+//! 4. per step: two batches from the rows (`kestrel_replay::RowReplay`), one update
+//!    (`kestrel_agents::asymexp::Asymexp`: one encoder pass over the distinct states, Adam on
+//!    the encoder, SGD on the duals and barrier);
+//! 5. every `log_every` steps the loss terms and the duals (`metrics.jsonl`, written by the
+//!    metrics thread), every `eval_every` steps the cosine similarities; at checkpoints the
+//!    heat maps, learning curves and dual evolution are drawn on their own thread.
+//!
+//! The config, its folder and its resume are `kestrel allo train`'s ([`super::allo`]).
+
+use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
+use crate::runs::allo::{Allo, AlloRunConfig};
+use crate::runs::{self, no_checkpoint};
+use crate::{COMMIT, MetricsSink, RunError, Summary};
+use kestrel_agents::AgentError;
+use kestrel_agents::allo::Method;
+use kestrel_agents::asymexp::{
+    Asymexp, AsymexpConfig, AsymexpStep, Collected, KeyDraws, Perturbation, Version, collect,
+};
+use kestrel_agents::laplacian::empirical::{self, Decomposed, TruthRule};
+use kestrel_core::{Budget, FromInvalid, Key};
+use kestrel_envs::GridMap;
+use kestrel_envs::asymexp::AsymexpMap;
+use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
+use kestrel_replay::RowRule;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::path::Path;
+
+/// The asymexp profile's own settings (`[asymexp]`; the shared ones — map, d, batch, lr,
+/// discount, hidden, steps, seed, barrier — are the run config's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
+#[serde(deny_unknown_fields, default)]
+pub struct AsymexpSettings {
+    /// `thresholded` (tree 4deb141, the one the seed quotes) or `final` (ba956b1): the ground
+    /// truth, the map parser and whether `threshold` exists.
+    pub version: Version,
+    /// Collecting environments, one replay row each (`num_envs`); `samples` = `num_envs` ×
+    /// steps per environment.
+    pub num_envs: usize,
+    /// Steps per episode (`max_episode_length`); the goal `G` also ends one.
+    pub max_episode_length: usize,
+    /// Initial duals (`duals_initial_val`).
+    pub duals_init: f64,
+    /// Initial duals on the diagonal only (`init_dual_diag`), else the lower triangle.
+    pub init_dual_diag: bool,
+    /// Largest barrier (`max_barrier_coefs`); the barrier starts at `barrier` (0.5).
+    pub max_barrier: f64,
+    /// Weight of the error in the duals' step (`step_size_duals`).
+    pub step_size_duals: f64,
+    /// Weight of the error integral in the duals' step (`step_size_duals_I`).
+    pub step_size_duals_i: f64,
+    /// Decay of the error integral (`integral_decay`).
+    pub integral_decay: f64,
+    /// Graph perturbation: none, exponential, squared, squared-null-grad (`perturbation_type`).
+    pub perturbation: Perturbation,
+    /// The perturbation's ε (`graph_epsilon`).
+    pub graph_epsilon: f64,
+    /// The perturbation's variance scale (`graph_variance_scale`).
+    pub graph_variance_scale: f64,
+    /// Turn rows off above this cumulative error (`turn_off_above_threshold` with
+    /// `cum_error_threshold`; thresholded version only; absent: off).
+    pub threshold: Option<f64>,
+    /// Replay pairs: `reference` (its rule; a first state at an episode's end with no later
+    /// terminal stops the run, as the reference raises) or `within-episode`.
+    pub sampling: RowRule,
+    /// Ground truth: `reference` (its oddities: the clip to 1, |λ| order, the symmetric part
+    /// of the inverse-weighted Laplacian, NaN on goal maps) or `fixed`.
+    pub truth: TruthRule,
+}
+
+impl Default for AsymexpSettings {
+    fn default() -> Self {
+        let r = AsymexpConfig::reference(Version::Thresholded);
+        AsymexpSettings {
+            version: Version::Thresholded,
+            num_envs: 1000,
+            max_episode_length: 1000,
+            duals_init: r.duals_init,
+            init_dual_diag: r.init_dual_diag,
+            max_barrier: r.max_barrier,
+            step_size_duals: r.step_size_duals,
+            step_size_duals_i: r.step_size_duals_i,
+            integral_decay: r.integral_decay,
+            perturbation: r.perturbation,
+            graph_epsilon: r.graph_epsilon,
+            graph_variance_scale: r.graph_variance_scale,
+            threshold: None,
+            sampling: RowRule::Reference,
+            truth: TruthRule::Reference,
+        }
+    }
+}
+
+/// Largest map the profile takes: its ground truth inverts and decomposes dense `S × S`
+/// matrices.
+pub const MAX_STATES: usize = 4096;
+
+impl AlloRunConfig {
+    /// The asymexp learner's config and the steps each environment collects, validated.
+    pub fn asymexp_config(&self) -> Result<(AsymexpConfig, usize), AgentError> {
+        let a = &self.asymexp;
+        if self.method != Method::Allo {
+            return Err(AgentError::invalid(
+                "method",
+                format!("{:?}", self.method),
+                "allo under profile = \"asymexp\" (GGDO is the paper profile's)",
+            ));
+        }
+        if let Some(l) = self.lr_barrier {
+            return Err(AgentError::invalid(
+                "lr_barrier",
+                l,
+                "absent under profile = \"asymexp\" (its barrier takes SGD steps at lr, then the clip)",
+            ));
+        }
+        if a.num_envs == 0 || a.num_envs > 1_000_000 {
+            return Err(AgentError::invalid("asymexp.num_envs", a.num_envs, "1 to 1,000,000"));
+        }
+        if !(1..=1_000_000_000).contains(&self.samples) || !self.samples.is_multiple_of(a.num_envs) {
+            return Err(AgentError::invalid(
+                "samples",
+                self.samples,
+                format!(
+                    "1 to 1,000,000,000 and a multiple of asymexp.num_envs = {} (steps per environment)",
+                    a.num_envs
+                ),
+            ));
+        }
+        if a.max_episode_length == 0 {
+            return Err(AgentError::invalid("asymexp.max_episode_length", 0, "at least 1"));
+        }
+        for (k, v) in
+            [("steps", self.steps), ("eval_every", self.eval_every), ("log_every", self.log_every)]
+        {
+            if v == 0 {
+                return Err(AgentError::invalid(k, 0, "at least 1"));
+            }
+        }
+        let mut cfg = AsymexpConfig::reference(a.version);
+        cfg.num_eigenvectors = self.num_eigenvectors;
+        cfg.hidden = self.hidden.clone();
+        cfg.batch_size = self.batch_size;
+        cfg.lr = self.lr;
+        cfg.discount = self.discount;
+        cfg.duals_init = a.duals_init;
+        cfg.init_dual_diag = a.init_dual_diag;
+        cfg.barrier_init = self.barrier.unwrap_or(cfg.barrier_init);
+        cfg.max_barrier = a.max_barrier;
+        cfg.step_size_duals = a.step_size_duals;
+        cfg.step_size_duals_i = a.step_size_duals_i;
+        cfg.integral_decay = a.integral_decay;
+        cfg.perturbation = a.perturbation;
+        cfg.graph_epsilon = a.graph_epsilon;
+        cfg.graph_variance_scale = a.graph_variance_scale;
+        cfg.threshold = a.threshold;
+        // The field names of the run config, not the learner's.
+        cfg.validate().map_err(|e| match e {
+            AgentError::Invalid(mut i) => {
+                if !matches!(
+                    &*i.field,
+                    "num_eigenvectors" | "hidden" | "batch_size" | "lr" | "discount"
+                ) {
+                    i.field = format!("asymexp.{}", i.field).into();
+                }
+                AgentError::Invalid(i)
+            }
+            other => other,
+        })?;
+        if a.version == Version::Final && self.discount >= 1.0 {
+            return Err(AgentError::invalid(
+                "discount",
+                self.discount,
+                "below 1 (the final truth's SR)",
+            ));
+        }
+        Ok((cfg, self.samples / a.num_envs))
+    }
+}
+
+/// The map of an asymexp run: a file in the reference's format, or `builtin:NAME` (drawn by
+/// `GridMap::builtin`, walls `X`).
+pub fn resolve_map(spec: &str, version: Version) -> Result<AsymexpMap, AgentError> {
+    let map = match spec.strip_prefix("builtin:") {
+        Some(name) => {
+            let g = GridMap::builtin(name)?;
+            AsymexpMap::parse(g.to_text().trim_end_matches('\n'), spec, version)?
+        }
+        None => AsymexpMap::load(Path::new(spec), version)?,
+    };
+    if map.num_states() > MAX_STATES {
+        return Err(AgentError::invalid(
+            "map",
+            format!("{spec} ({} states)", map.num_states()),
+            format!("at most {MAX_STATES} states (the ground truth inverts and decomposes S × S)"),
+        ));
+    }
+    Ok(map)
+}
+
+/// The ground truth a run scores against: the main one (`cosine_similarity`) and, in the
+/// final version, the other two Laplacians.
+#[derive(Clone, Debug)]
+pub struct Truth {
+    /// What the main one is (`sym_transition_matrix` or `invweighted`).
+    pub name: &'static str,
+    /// The main truth.
+    pub main: Decomposed,
+    /// The others, named as the reference's metric suffixes.
+    pub others: Vec<(&'static str, Decomposed)>,
+}
+
+impl Truth {
+    fn of(c: &AlloRunConfig, map: &AsymexpMap, data: &Collected) -> Result<Self, AgentError> {
+        let (n, k) = (map.num_states(), c.num_eigenvectors);
+        if k > n {
+            return Err(AgentError::invalid(
+                "num_eigenvectors",
+                k,
+                format!("at most the map's {n} states"),
+            ));
+        }
+        let rule = c.asymexp.truth;
+        Ok(match c.asymexp.version {
+            Version::Thresholded => Truth {
+                name: "sym_transition_matrix",
+                main: empirical::thresholded(&data.counts, &map.next, n, k, rule)?,
+                others: Vec::new(),
+            },
+            Version::Final => {
+                let t = empirical::final_truth(&data.counts, &map.next, n, k, c.discount, rule)?;
+                Truth {
+                    name: "invweighted",
+                    main: t.invweighted,
+                    others: vec![("simple", t.simple), ("weighted", t.weighted)],
+                }
+            }
+        })
+    }
+
+    /// The cosine metric of a representation (`S × d`): `{cosine_sim_avg, cosine_sim_i, and
+    /// the others' averages}`, and the main average.
+    fn score(&self, rep: &[f64], d: usize) -> (f64, Map<String, Value>) {
+        let (avg, sims) = empirical::cosine(rep, d, &self.main);
+        let mut m = Map::new();
+        m.insert("cosine_similarity".into(), json!(avg));
+        for (i, s) in sims.iter().enumerate() {
+            m.insert(format!("cosine_sim_{i}"), json!(s));
+        }
+        for (name, t) in &self.others {
+            m.insert(format!("cosine_sim_avg_{name}"), json!(empirical::cosine(rep, d, t).0));
+        }
+        (avg, m)
+    }
+}
+
+/// What an asymexp run reports through `observe`.
+pub enum AsymexpEvent<'a> {
+    /// The data is collected and the ground truth computed.
+    Ready {
+        /// Transitions collected.
+        samples: u64,
+        /// The truth.
+        truth: &'a Truth,
+    },
+    /// A step: its terms; `scores` at evaluation steps (after the update, as the reference).
+    Step {
+        /// Steps done.
+        step: u64,
+        /// The step's terms and gradient norm.
+        out: &'a AsymexpStep,
+        /// The duals after the step (`d × d`).
+        duals: &'a [f32],
+        /// The cosine metrics, at evaluation steps.
+        scores: Option<(f64, Map<String, Value>)>,
+    },
+    /// A checkpoint is due.
+    Checkpoint {
+        /// Steps done.
+        step: u64,
+        /// The learner.
+        learner: &'a Asymexp<f32>,
+    },
+}
+
+/// An asymexp run, validated: its map and learner (fresh or resumed).
+pub struct AsymexpRun {
+    config: AlloRunConfig,
+    map: AsymexpMap,
+    learner: Asymexp<f32>,
+    num_steps: usize,
+}
+
+impl AsymexpRun {
+    /// Loads the map and builds a fresh learner (initialisation key `Key::new(seed).fold_in(1)`).
+    pub fn new(config: AlloRunConfig) -> Result<Self, AgentError> {
+        let (cfg, num_steps) = config.asymexp_config()?;
+        let map = resolve_map(&config.map, config.asymexp.version)?;
+        if config.num_eigenvectors > map.num_states() {
+            return Err(AgentError::invalid(
+                "num_eigenvectors",
+                config.num_eigenvectors,
+                format!("at most the map's {} states", map.num_states()),
+            ));
+        }
+        let learner = Asymexp::new(cfg, map.coords(), Key::new(config.seed).fold_in(1))?;
+        Ok(AsymexpRun { config, map, learner, num_steps })
+    }
+
+    /// The same from the newest checkpoint set at `dir` verifying against `stamp`.
+    pub fn resume(
+        config: AlloRunConfig,
+        dir: &Path,
+        stamp: &kestrel_nn::Stamp,
+    ) -> Result<(Self, Option<String>), AgentError> {
+        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
+            return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
+        };
+        let mut run = Self::new(config)?;
+        let cfg = run.learner.config().clone();
+        run.learner = Asymexp::load_checkpoint(cfg, run.map.coords(), &set.path)?;
+        set.expect_step(run.learner.steps, "step")?;
+        Ok((run, set.note))
+    }
+
+    /// The map.
+    pub fn map(&self) -> &AsymexpMap {
+        &self.map
+    }
+
+    /// The learner.
+    pub fn learner(&self) -> &Asymexp<f32> {
+        &self.learner
+    }
+
+    /// Collects (key `Key::new(seed).fold_in(0xa5)`), builds the truth and trains up to
+    /// `steps` (step `t`: batches from `Key::new(seed).fold_in(2).fold_in(t)`).
+    pub fn run(
+        &mut self,
+        mut observe: impl FnMut(AsymexpEvent<'_>) -> Result<bool, AgentError>,
+    ) -> Result<(), AgentError> {
+        let c = self.config.clone();
+        let a = &c.asymexp;
+        let mut draws = KeyDraws::new(&self.map, Key::new(c.seed).fold_in(0xa5));
+        let data =
+            collect(&self.map, a.num_envs, self.num_steps, a.max_episode_length, &mut draws)?;
+        let truth = Truth::of(&c, &self.map, &data)?;
+        if !observe(AsymexpEvent::Ready { samples: data.transitions, truth: &truth })? {
+            return Ok(());
+        }
+        let b = c.batch_size;
+        let (mut obs, mut next, mut obs2, mut unused) =
+            (vec![0u32; b], vec![0u32; b], vec![0u32; b], vec![0u32; b]);
+        let key = Key::new(c.seed).fold_in(2);
+        let d = c.num_eigenvectors;
+        while self.learner.steps < c.steps {
+            let t = self.learner.steps;
+            let k = key.fold_in(t);
+            data.replay.sample(k.fold_in(0), c.discount, a.sampling, &mut obs, &mut next)?;
+            data.replay.sample(k.fold_in(1), c.discount, a.sampling, &mut obs2, &mut unused)?;
+            let out = self.learner.step_on(&obs, &next, &obs2)?;
+            let done = t + 1;
+            let scores = (done.is_multiple_of(c.eval_every) || done == c.steps)
+                .then(|| truth.score(&self.learner.representation(), d));
+            let go = observe(AsymexpEvent::Step {
+                step: done,
+                out: &out,
+                duals: &self.learner.mult.duals,
+                scores,
+            })?;
+            if c.checkpoint_every > 0 && done.is_multiple_of(c.checkpoint_every) {
+                observe(AsymexpEvent::Checkpoint { step: done, learner: &self.learner })?;
+            }
+            if !go {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One `metrics.jsonl` line of a step, with the reference's names: the loss and its terms
+/// (before the step's update), the duals' diagonal and first two columns after it.
+pub fn step_fields(out: &AsymexpStep, duals: &[f32], d: usize) -> Map<String, Value> {
+    let t = &out.terms;
+    let mut m = Map::new();
+    for (k, v) in [
+        ("allo", t.allo),
+        ("graph_loss", t.graph_loss),
+        ("dual_loss", t.dual_loss_pos),
+        ("dual_loss_neg", t.dual_loss_neg),
+        ("barrier_loss", t.barrier_loss_pos),
+        ("approx_eigenvalue_sum", t.eigenvalue_sum),
+        ("total_norm_error", t.total_norm_error),
+        ("total_error", t.total_error),
+        ("total_two_component_error", t.total_two_component_error),
+        ("distance_to_constraint_manifold", t.distance_to_constraint_manifold),
+        ("distance_to_origin", t.distance_to_origin),
+        ("grad_norm", out.grad_norm),
+        ("encoder_rows", out.encoder_rows as f64),
+    ] {
+        m.insert(k.into(), json!(v));
+    }
+    for i in 0..d.min(11) {
+        m.insert(format!("dual_{i}"), json!(duals[i * d + i] as f64));
+        for j in 0..i.min(2) {
+            m.insert(format!("dual_{i}_{j}"), json!(duals[i * d + j] as f64));
+        }
+    }
+    m
+}
+
+/// Trains into a new folder or resumes one (called by [`super::allo::train`] for this
+/// profile). Writes `config.toml`, `record.json`, `metrics.jsonl` (a line per log step),
+/// `checkpoint/`, `eigenvectors[-STEP].png/svg`, `learning_curves.png/svg`,
+/// `dual_evolution.png/svg`, `cosine.png/svg`, `summary.md/json`.
+pub fn train(
+    c: AlloRunConfig,
+    resume: Option<&Path>,
+    mut launch: Launch<'_>,
+) -> Result<Outcome, RunError> {
+    let stamp = crate::registry::stamp::<Allo>(&c);
+    let (mut run, dir, mut metrics, mut history) = match resume {
+        Some(folder) => {
+            let mut dir = reopen::<Allo>(folder, &c, launch.argv.clone())?;
+            let run = match AsymexpRun::resume(c.clone(), &folder.join("checkpoint"), &stamp) {
+                Ok((run, note)) => {
+                    if let Some(note) = note {
+                        launch.note(&mut dir, "steps", &note)?;
+                    }
+                    run
+                }
+                Err(e) => return finish(dir, Err(e.into())),
+            };
+            let path = dir.join("metrics.jsonl");
+            let m = MetricsSink::resume(&path, run.learner().steps + 1)?;
+            // The curves are drawn from every logged line, this launch's and the earlier ones.
+            let h = crate::read_metrics(&path)?;
+            (run, dir, m, h)
+        }
+        None => {
+            let run = AsymexpRun::new(c.clone())?;
+            let stem = c.map.trim_start_matches("builtin:");
+            let stem = stem.rsplit('/').next().unwrap_or(stem).trim_end_matches(".txt");
+            let (dir, m) = start(&launch, "allo", &format!("asymexp-{stem}"), c.seed, &c)?;
+            (run, dir, m, Vec::new())
+        }
+    };
+    let r = (|| -> Result<String, RunError> {
+        let c = run.config.clone();
+        let d = c.num_eigenvectors;
+        let map = run.map().clone();
+        let begin = run.learner().steps;
+        let mut progress = launch.progress(c.steps, "steps");
+        let mut drawers = Vec::new();
+        let mut truth_held = None;
+        let mut last_scores = (f64::NAN, Map::new());
+        let mut ckpts = Checkpoints::new(dir.path(), stamp, begin);
+        let mut t0 = std::time::Instant::now();
+        run.run(|e| {
+            match e {
+                AsymexpEvent::Ready { samples, truth } => {
+                    // Steps are timed from here: collection and the truth are not steps.
+                    t0 = std::time::Instant::now();
+                    truth_held = Some(truth.clone());
+                    if !progress.tick(begin, &format!("{samples} transitions collected")) {
+                        return Ok(false);
+                    }
+                }
+                AsymexpEvent::Step { step, out, duals, scores } => {
+                    let logged =
+                        step.is_multiple_of(c.log_every) || step == c.steps || scores.is_some();
+                    if let Some(s) = scores {
+                        last_scores = s;
+                    }
+                    if logged {
+                        let mut f = step_fields(out, duals, d);
+                        if step.is_multiple_of(c.eval_every) || step == c.steps {
+                            f.extend(last_scores.1.clone());
+                        }
+                        history.push(Value::Object({
+                            let mut h = f.clone();
+                            h.insert("global_step".into(), json!(step));
+                            h
+                        }));
+                        metrics.log(step, Value::Object(f)).map_err(|e| {
+                            AgentError::invalid("metrics", e, "a writable run folder")
+                        })?;
+                    }
+                    let cos = if last_scores.0.is_nan() {
+                        "-".into()
+                    } else {
+                        format!("{:.4}", last_scores.0)
+                    };
+                    if !progress.tick(step, &format!("cos {cos} allo {:.4}", out.terms.allo)) {
+                        return Ok(false);
+                    }
+                }
+                AsymexpEvent::Checkpoint { step, learner } => {
+                    ckpts.save(step, |dd, s| learner.save_checkpoint(dd, s))?;
+                    // Heat maps and curves of this checkpoint, drawn off the training thread.
+                    let (rep, map, truth, hist) = (
+                        learner.representation(),
+                        map.clone(),
+                        truth_held.clone().expect("the truth comes before any step"),
+                        history.clone(),
+                    );
+                    let (stem, folder) =
+                        (dir.join(&format!("eigenvectors-{step}")), dir.path().to_path_buf());
+                    let (version, gamma) = (c.asymexp.version, c.discount);
+                    drawers.push(std::thread::spawn(move || -> Result<(), RunError> {
+                        heatmaps(&map, &truth.main, &rep, d).save(&stem)?;
+                        draw_curves(&folder, &hist, &truth, d, version, gamma)?;
+                        Ok(())
+                    }));
+                }
+            }
+            Ok(true)
+        })?;
+        let secs = t0.elapsed().as_secs_f64();
+        for h in drawers {
+            h.join().map_err(|_| RunError::Failed("a drawing thread panicked".into()))??;
+        }
+        let learner = run.learner();
+        ckpts.save(learner.steps, |dd, s| learner.save_checkpoint(dd, s))?;
+        metrics.finish()?;
+        progress.stopped()?;
+        let truth = truth_held
+            .ok_or_else(|| RunError::Failed("stopped before the data was collected".into()))?;
+        let rep = learner.representation();
+        let (avg, scores) = truth.score(&rep, d);
+        heatmaps(&map, &truth.main, &rep, d).save(&dir.join("eigenvectors"))?;
+        draw_curves(dir.path(), &history, &truth, d, c.asymexp.version, c.discount)?;
+        let per_step = 1e3 * secs / (learner.steps - begin).max(1) as f64;
+        let dd = learner.config().num_eigenvectors;
+        let est: Vec<f64> = (0..dd)
+            .map(|i| estimate(c.asymexp.version, c.discount, learner.mult.duals[i * dd + i] as f64))
+            .collect();
+        let rows: Vec<Vec<String>> = (0..d.min(truth.main.k))
+            .map(|i| {
+                vec![
+                    format!("{}", i + 1),
+                    format!(
+                        "{:.4}",
+                        scores[&format!("cosine_sim_{i}")].as_f64().unwrap_or(f64::NAN)
+                    ),
+                    format!("{:.4}", truth.main.eigenvalues[i]),
+                    format!("{:.4}", est[i]),
+                ]
+            })
+            .collect();
+        let mut summary =
+            Summary::new(format!("allo train (asymexp, {:?}) on {}", c.asymexp.version, c.map))
+                .item(
+                    "steps",
+                    "steps",
+                    learner.steps,
+                    format!(
+                        "{} ({} this launch, {secs:.1} s, {per_step:.2} ms/step)",
+                        learner.steps,
+                        learner.steps - begin
+                    ),
+                )
+                .value(
+                    "cosine_similarity",
+                    &format!("average cosine similarity ({})", truth.name),
+                    avg,
+                )
+                .value("ms_per_step", "ms per step (this launch)", per_step)
+                .value("barrier", "barrier", learner.mult.barrier as f64);
+        for (name, _) in &truth.others {
+            let key = format!("cosine_sim_avg_{name}");
+            summary = summary.value(
+                match *name {
+                    "simple" => "cosine_similarity_simple",
+                    _ => "cosine_similarity_weighted",
+                },
+                &format!("average cosine similarity ({name})"),
+                scores[&key].as_f64().unwrap_or(f64::NAN),
+            );
+        }
+        summary
+            .value("commit", "commit", COMMIT)
+            .table(
+                "components",
+                &["component", "cosine", "true eigenvalue", "estimate from the duals"],
+                rows,
+            )
+            .file("config.toml", "the resolved config")
+            .file(
+                "metrics.jsonl",
+                "loss terms and duals every log_every steps, cosines every eval_every",
+            )
+            .file(
+                "eigenvectors.png",
+                "true (top) and learned (bottom, sign-aligned) eigenvectors (also .svg)",
+            )
+            .file("learning_curves.png", "the loss and its terms per log step (also .svg)")
+            .file(
+                "dual_evolution.png",
+                "eigenvalue estimates from the duals against the truth (also .svg)",
+            )
+            .file("cosine.png", "average cosine similarity per evaluation (also .svg)")
+            .file("checkpoint/", "resume with `--resume <this folder>`")
+            .write(dir.path())?;
+        Ok(format!(
+            "average cosine similarity {avg:.4} ({}) after {} steps ({per_step:.2} ms/step); run folder {}",
+            truth.name,
+            learner.steps,
+            dir.path().display()
+        ))
+    })();
+    finish(dir, r)
+}
+
+/// The eigenvalue estimate from a dual `β_ii` that matches the version's truth: the
+/// thresholded version's plot read-out `(γ + ½β)/(γ(1 + ½β))` (½β clipped at −0.99), an
+/// eigenvalue of the transition matrix it scores against; the final version's Laplacian
+/// eigenvalue `−½β` (the sign of the logged `approx_eigenvalue_sum`; its own plot's `+½β`
+/// has the opposite sign). The three read-outs: `kestrel_agents::asymexp::eigenvalue_readouts`.
+pub fn estimate(version: Version, gamma: f64, beta: f64) -> f64 {
+    let [logged, _, thr] = kestrel_agents::asymexp::eigenvalue_readouts(&[beta], gamma);
+    match version {
+        Version::Thresholded => thr[0],
+        Version::Final => logged[0],
+    }
+}
+
+/// The learning curves, the dual evolution and the cosine curve from the logged lines.
+fn draw_curves(
+    folder: &Path,
+    history: &[Value],
+    truth: &Truth,
+    d: usize,
+    version: Version,
+    gamma: f64,
+) -> Result<(), RunError> {
+    let series = |key: &str| -> Vec<(f64, f64)> {
+        history
+            .iter()
+            .filter_map(|h| Some((h["global_step"].as_f64()?, h.get(key)?.as_f64()?)))
+            .collect()
+    };
+    let mut lc =
+        LinePlot::new("asymexp ALLO: loss and its terms").x_label("gradient step").y_label("value");
+    for k in ["allo", "graph_loss", "dual_loss", "dual_loss_neg", "barrier_loss", "total_error"] {
+        lc.push(Series::new(k, series(k)));
+    }
+    lc.save(&folder.join("learning_curves"))?;
+    // The duals' estimates (see `estimate`) against the truth's eigenvalues.
+    let mut de =
+        LinePlot::new("eigenvalue estimates from the duals (lines) and the truth's (flat)")
+            .x_label("gradient step")
+            .y_label("eigenvalue");
+    let last = history.last().and_then(|h| h["global_step"].as_f64()).unwrap_or(1.0);
+    for i in 0..d.min(11).min(truth.main.k) {
+        let pts: Vec<(f64, f64)> = series(&format!("dual_{i}"))
+            .into_iter()
+            .map(|(s, b)| (s, estimate(version, gamma, b)))
+            .collect();
+        de.push(Series::new(format!("λ̂{i}"), pts));
+        let e = truth.main.eigenvalues[i];
+        de.push(Series::new(format!("λ{i}"), vec![(0.0, e), (last, e)]).width(0.8));
+    }
+    de.save(&folder.join("dual_evolution"))?;
+    LinePlot::new(format!("average cosine similarity ({})", truth.name))
+        .x_label("gradient step")
+        .y_label("average cosine similarity")
+        .series(Series::new("cosine", series("cosine_similarity")))
+        .save(&folder.join("cosine"))?;
+    Ok(())
+}
+
+/// True (top) and learned (bottom, sign-aligned) eigenvectors over the map.
+fn heatmaps(map: &AsymexpMap, truth: &Decomposed, rep: &[f64], d: usize) -> Heatmaps {
+    let (n, k) = (map.num_states(), truth.k);
+    let m = d.min(k);
+    let mut figure = Heatmaps::new("Laplacian eigenvectors: true (top), learned (bottom)")
+        .columns(m)
+        .colour_map(ColourMap::Diverging)
+        .shared_scale(true)
+        .panel_size((900 / m.max(1)).clamp(60, 160) as u32)
+        .colour_bar_label("component value / max |value|");
+    let grid = |vals: &[f64]| {
+        let mx = vals.iter().fold(1e-12f64, |a, v| a.max(v.abs()));
+        let mut g = vec![f64::NAN; map.width * map.height];
+        for s in 0..n {
+            let (x, y) = map.xy(s as u32);
+            g[y * map.width + x] = vals[s] / mx;
+        }
+        g
+    };
+    let mut learned = Vec::with_capacity(m);
+    for i in 0..m {
+        let t: Vec<f64> = (0..n).map(|s| truth.vectors[s * k + i]).collect();
+        let mut l: Vec<f64> = (0..n).map(|s| rep[s * d + i]).collect();
+        if l.iter().zip(&t).map(|(a, b)| a * b).sum::<f64>() < 0.0 {
+            l.iter_mut().for_each(|v| *v = -*v);
+        }
+        figure.push(Panel::new(format!("true {}", i + 1), map.width, map.height, grid(&t)));
+        learned.push(l);
+    }
+    for (i, l) in learned.iter().enumerate() {
+        figure.push(Panel::new(format!("learned {}", i + 1), map.width, map.height, grid(l)));
+    }
+    figure
+}
+
+/// The profile's peak heap bytes as named terms: collection's rows and counts, the dense
+/// ground truth (S × S matrices and their decompositions), the encoder and Adam, a step's
+/// buffers, and a checkpoint's drawings.
+pub fn budget(c: &AlloRunConfig) -> Budget {
+    let n = resolve_map(&c.map, c.asymexp.version).map_or(0.0, |m| m.num_states() as f64);
+    let (d, b) = (c.num_eigenvectors as f64, c.batch_size as f64);
+    let mut sizes = vec![2.0];
+    sizes.extend(c.hidden.iter().map(|&h| h as f64));
+    sizes.push(d);
+    let p: f64 = sizes.windows(2).map(|w| (w[0] + 1.0) * w[1]).sum();
+    let widest = sizes.iter().fold(0.0f64, |a, &v| a.max(v));
+    let envs = c.asymexp.num_envs as f64;
+    let steps = (c.samples as f64 / envs.max(1.0)).ceil();
+    let rows = envs * (2.0 * steps + 1.0);
+    let map = format!("map = {:?} ({n} states)", c.map);
+    let mut bg = Budget::new();
+    let mut add = |what: &'static str, fields: String, bytes: f64| {
+        bg.add(what, fields, bytes.max(0.0) as u128, 1);
+    };
+    add("kernel buffers, run folder", "fixed".into(), runs::MATRIX_FIXED);
+    add("map and its one-step table (envs/asymexp.rs)", map.clone(), 40.0 * n + 1024.0);
+    add(
+        "encoder, gradient, Adam state (asymexp.rs)",
+        format!("hidden = {:?}, num_eigenvectors = {}", c.hidden, c.num_eigenvectors),
+        16.0 * p + 16.0 * d * d,
+    );
+    let rows_bytes = 4.0 * rows + 2.0 * rows + 16.0 * envs;
+    add(
+        "replay rows and collection buffers (replay/rows.rs)",
+        format!("samples = {}, asymexp.num_envs = {}", c.samples, c.asymexp.num_envs),
+        rows_bytes + 12.0 * (2.0 * steps + 1.0) + 32.0 * n,
+    );
+    add(
+        "ground truth: S × S matrices, decompositions (laplacian.rs)",
+        map,
+        8.0 * n * n * 12.0 + 64.0 * n,
+    );
+    let m = (3.0 * b).min(n.max(1.0));
+    add(
+        "step buffers and activations (asymexp.rs)",
+        format!("batch_size = {}, hidden = {:?}", c.batch_size, c.hidden),
+        4.0 * (3.0 * b) * (3.0 * d + 4.0) + 8.0 * m * widest * sizes.len() as f64 + 32.0 * n,
+    );
+    add(
+        "evaluation and a checkpoint's drawings",
+        format!("num_eigenvectors = {}", c.num_eigenvectors),
+        3.0 * (8.0 * n * (d + widest) + 16.0 * d * n) + 6.0 * 2_000_000.0,
+    );
+    bg
+}
