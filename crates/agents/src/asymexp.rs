@@ -894,7 +894,9 @@ pub fn collect(
     let n = map.num_states();
     let slots = 2 * num_steps + 1;
     let mut counts = vec![0u64; n * 4];
-    let mut replay = RowReplay::new();
+    // Each row holds about one state per step (two more per finished episode).
+    let per_row = num_steps + 1 + 2 * (num_steps / max_episode_length);
+    let mut replay = RowReplay::with_capacity(num_envs.saturating_mul(per_row.min(slots)));
     let mut obs = vec![0u32; slots];
     let mut term = vec![false; slots];
     let mut valid = vec![false; slots];

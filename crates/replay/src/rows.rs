@@ -41,10 +41,10 @@ pub struct RowReplay {
     /// Terminal positions of every row, flat, with `term_start` offsets.
     terms: Vec<u32>,
     term_start: Vec<u32>,
-    /// For [`RowRule::WithinEpisode`]: each row's slots that have a successor in their
-    /// episode, and for each the last slot of its episode.
-    pairable: Vec<(u32, u32)>,
-    pair_start: Vec<u32>,
+    /// The last slot of each episode of every row (the second slot of each terminal pair, and
+    /// the row's last slot), flat, with `end_start` offsets (for [`RowRule::WithinEpisode`]).
+    ends: Vec<u32>,
+    end_start: Vec<u32>,
 }
 
 /// One drawn pair and how it was drawn.
@@ -62,6 +62,11 @@ impl RowReplay {
     /// An empty buffer.
     pub fn new() -> Self {
         RowReplay::default()
+    }
+
+    /// An empty buffer with room for `states` states in all (allocated now).
+    pub fn with_capacity(states: usize) -> Self {
+        RowReplay { obs: Vec::with_capacity(states), ..RowReplay::default() }
     }
 
     /// Appends a row: its states and their terminal flags (equal lengths, at least two
@@ -88,24 +93,20 @@ impl RowReplay {
         self.terms.extend((0..states.len() as u32).filter(|&i| terminals[i as usize]));
         // Episodes end at the second slot of a terminal pair (the reached state) or at the
         // row's end; the slot after a pair starts the next episode.
-        self.pair_start.push(self.pairable.len() as u32);
-        let n = states.len();
-        let mut ep_start = 0;
-        let mut i = 0;
-        while i < n {
-            let end = if i + 1 < n && terminals[i] && terminals[i + 1] {
-                i + 1
-            } else if i + 1 == n {
-                i
+        self.end_start.push(self.ends.len() as u32);
+        let (n, mut i) = (states.len(), 0);
+        while i + 1 < n {
+            if terminals[i] && terminals[i + 1] {
+                self.ends.push(i as u32 + 1);
+                i += 2;
             } else {
                 i += 1;
-                continue;
-            };
-            for s in ep_start..end {
-                self.pairable.push((s as u32, end as u32));
             }
-            ep_start = end + 1;
-            i = end + 1;
+        }
+        if self.ends.len() == *self.end_start.last().unwrap() as usize
+            || *self.ends.last().unwrap() as usize != n - 1
+        {
+            self.ends.push(n as u32 - 1);
         }
         Ok(())
     }
@@ -160,20 +161,31 @@ impl RowReplay {
                 (i, h)
             }
             RowRule::WithinEpisode => {
-                let (s, e) = (
-                    self.pair_start[row] as usize,
-                    self.pair_start.get(row + 1).map_or(self.pairable.len(), |&e| e as usize),
-                );
-                if s == e {
+                // The row's first states with a successor in their episode: episode k spans
+                // start_k..=end_k and offers start_k..end_k.
+                let ends = {
+                    let s = self.end_start[row] as usize;
+                    let e = self.end_start.get(row + 1).map_or(self.ends.len(), |&e| e as usize);
+                    &self.ends[s..e]
+                };
+                let count: usize = episodes(ends).map(|(s, e)| e - s).sum();
+                if count == 0 {
                     return Err(ReplayError::invalid(
                         "row",
                         row,
                         "a row with at least one state that has a successor in its episode",
                     ));
                 }
-                let (i, end) =
-                    self.pairable[s + ((u_obs * (e - s) as f64) as usize).min(e - s - 1)];
-                (i as usize, (end - i) as usize)
+                let mut j = ((u_obs * count as f64) as usize).min(count - 1);
+                let mut pick = (0, 0);
+                for (s, e) in episodes(ends) {
+                    if j < e - s {
+                        pick = (s + j, e - s - j);
+                        break;
+                    }
+                    j -= e - s;
+                }
+                pick
             }
         };
         if horizon == 0 {
@@ -228,6 +240,15 @@ impl RowReplay {
     }
 }
 
+/// The episodes `(first slot, last slot)` of a row from its episodes' last slots.
+fn episodes(ends: &[u32]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    ends.iter().scan(0usize, |start, &e| {
+        let ep = (*start, e as usize);
+        *start = e as usize + 1;
+        Some(ep)
+    })
+}
+
 /// The truncated geometric offset on `1..=h` from `u` in `[0, 1)`, in the reference's
 /// arithmetic (`np.power`, `np.log`: libm's `pow` and `log`).
 pub fn offset(h: usize, gamma: f64, u: f64) -> usize {
@@ -240,4 +261,55 @@ pub fn offset(h: usize, gamma: f64, u: f64) -> usize {
     };
     // Within 1..=h for u < 1 (the clamp only guards rounding at u → 1).
     (j as usize).min(h - 1) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of three episodes (two ended by terminal pairs, one by the row's end): the
+    /// reference rule pairs an episode's last state with the next episode and fails at the
+    /// row's last pair; the within-episode rule reaches every state with a successor, once
+    /// each over a grid of draws, and never crosses a boundary.
+    #[test]
+    fn within_episode_pairs_stay_in_their_episode() {
+        let mut r = RowReplay::new();
+        // slots: 0 1 2 [3 4] 5 6 [7 8] 9 10
+        let states: Vec<u32> = (0..11).collect();
+        let term: Vec<bool> = (0..11).map(|i| [3, 4, 7, 8].contains(&i)).collect();
+        r.add_row(&states, &term).unwrap();
+        assert_eq!(r.terminal_positions(0), [3, 4, 7, 8]);
+        // Reference: slot 4 (an episode's last state) measures to the next pair's first slot.
+        let p = r.pair(0, 4.0 / 10.0 + 1e-9, 0.0, 0.5, RowRule::Reference).unwrap();
+        assert_eq!((p.obs_idx, p.horizon), (4, 3));
+        let e = r.pair(0, 8.0 / 10.0 + 1e-9, 0.0, 0.5, RowRule::Reference).unwrap_err();
+        assert!(e.to_string().contains("horizon 0"), "{e}");
+        // Within episodes: first states 0..4 (ends 4), 5..8 (ends 8), 9 (ends 10): 8 of them.
+        let mut seen = Vec::new();
+        for j in 0..8 {
+            let u = (j as f64 + 0.5) / 8.0;
+            let p = r.pair(0, u, 0.999, 0.5, RowRule::WithinEpisode).unwrap();
+            let end = [4u32, 8, 10].into_iter().find(|&e| e > p.obs_idx).unwrap();
+            assert_eq!(p.horizon, end - p.obs_idx, "slot {}", p.obs_idx);
+            assert!(p.obs_idx + p.offset <= end);
+            seen.push(p.obs_idx);
+        }
+        assert_eq!(seen, [0, 1, 2, 3, 5, 6, 7, 9]);
+    }
+
+    /// The offset is the truncated geometric on 1..=h: γ = 0 always 1, γ = 1 uniform, and
+    /// the inverse CDF's edges.
+    #[test]
+    fn offsets_follow_the_truncated_geometric() {
+        assert_eq!(offset(5, 0.0, 0.9), 1);
+        assert_eq!(offset(5, 1.0, 0.0), 1);
+        assert_eq!(offset(5, 1.0, 0.999), 5);
+        assert_eq!(offset(5, 0.5, 0.0), 1);
+        assert_eq!(offset(5, 0.5, 0.999_999), 5);
+        assert_eq!(offset(1, 0.2, 0.7), 1);
+        // P(1) = (1 − γ)/(1 − γ^h): u just below it gives 1, just above 2.
+        let p1 = 0.8 / (1.0 - 0.2f64.powi(4));
+        assert_eq!(offset(4, 0.2, p1 - 1e-9), 1);
+        assert_eq!(offset(4, 0.2, p1 + 1e-9), 2);
+    }
 }

@@ -219,6 +219,8 @@ pub enum AlloEvent<'a> {
         step: u64,
         /// The step's metrics.
         metrics: &'a StepMetrics,
+        /// The duals after the step (`d × d`).
+        duals: &'a [f64],
         /// Average cosine similarity at the last evaluation.
         cosine: f64,
         /// Whether this step was evaluated.
@@ -331,7 +333,13 @@ impl AlloRun {
             if evaluated {
                 cosine = self.truth.cosine_similarity(&self.learner.representation()).0;
             }
-            let go = observe(AlloEvent::Step { step: done, metrics: &m, cosine, evaluated })?;
+            let go = observe(AlloEvent::Step {
+                step: done,
+                metrics: &m,
+                duals: &self.learner.duals,
+                cosine,
+                evaluated,
+            })?;
             if c.checkpoint_every > 0 && done.is_multiple_of(c.checkpoint_every) {
                 observe(AlloEvent::Checkpoint { step: done, learner: &self.learner })?;
             }
@@ -545,18 +553,23 @@ pub fn train(
                             return Ok(false);
                         }
                     }
-                    AlloEvent::Step { step, metrics: m, cosine, evaluated } => {
+                    AlloEvent::Step { step, metrics: m, duals, cosine, evaluated } => {
                         if evaluated {
                             curve.push((step as f64, cosine));
-                            metrics
-                                .log(
-                                    step,
-                                    json!({"loss": m.loss, "graph": m.graph, "barrier": m.barrier,
-                                    "cosine_similarity": cosine, "encoder_rows": m.encoder_rows}),
-                                )
-                                .map_err(|e| {
-                                    AgentError::invalid("metrics", e, "a writable run folder")
-                                })?;
+                        }
+                        if evaluated || step.is_multiple_of(c.log_every) {
+                            let mut f = json!({"loss": m.loss, "graph": m.graph,
+                                "barrier": m.barrier, "encoder_rows": m.encoder_rows});
+                            if evaluated {
+                                f["cosine_similarity"] = json!(cosine);
+                            }
+                            let d = c.num_eigenvectors;
+                            for i in 0..d {
+                                f[format!("dual_{i}")] = json!(duals[i * d + i]);
+                            }
+                            metrics.log(step, f).map_err(|e| {
+                                AgentError::invalid("metrics", e, "a writable run folder")
+                            })?;
                         }
                         let cos = if cosine.is_nan() { "-".into() } else { format!("{cosine:.4}") };
                         if !progress.tick(step, &format!("cos {cos} b {:.3}", m.barrier)) {

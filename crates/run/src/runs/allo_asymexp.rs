@@ -125,7 +125,8 @@ impl AlloRunConfig {
         if a.num_envs == 0 || a.num_envs > 1_000_000 {
             return Err(AgentError::invalid("asymexp.num_envs", a.num_envs, "1 to 1,000,000"));
         }
-        if !(1..=1_000_000_000).contains(&self.samples) || !self.samples.is_multiple_of(a.num_envs) {
+        if !(1..=1_000_000_000).contains(&self.samples) || !self.samples.is_multiple_of(a.num_envs)
+        {
             return Err(AgentError::invalid(
                 "samples",
                 self.samples,
@@ -727,7 +728,9 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
     let widest = sizes.iter().fold(0.0f64, |a, &v| a.max(v));
     let envs = c.asymexp.num_envs as f64;
     let steps = (c.samples as f64 / envs.max(1.0)).ceil();
-    let rows = envs * (2.0 * steps + 1.0);
+    let eps = (steps / c.asymexp.max_episode_length.max(1) as f64).floor();
+    // A row: about one state per step, two more per finished episode (reserved up front).
+    let states = envs * (steps + 1.0 + 2.0 * eps).min(2.0 * steps + 1.0);
     let map = format!("map = {:?} ({n} states)", c.map);
     let mut bg = Budget::new();
     let mut add = |what: &'static str, fields: String, bytes: f64| {
@@ -740,11 +743,15 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
         format!("hidden = {:?}, num_eigenvectors = {}", c.hidden, c.num_eigenvectors),
         16.0 * p + 16.0 * d * d,
     );
-    let rows_bytes = 4.0 * rows + 2.0 * rows + 16.0 * envs;
+    // States (4 B), terminal positions and episode ends (two per episode, doubling `Vec`s),
+    // row offsets; collection's three per-row buffers.
+    let rows_bytes = 4.0 * states
+        + 2.0 * 8.0 * runs::np2(envs * (2.0 * eps + 1.0))
+        + 4.0 * 4.0 * runs::np2(envs);
     add(
         "replay rows and collection buffers (replay/rows.rs)",
         format!("samples = {}, asymexp.num_envs = {}", c.samples, c.asymexp.num_envs),
-        rows_bytes + 12.0 * (2.0 * steps + 1.0) + 32.0 * n,
+        rows_bytes + 9.0 * (2.0 * steps + 1.0) + 32.0 * n,
     );
     add(
         "ground truth: S × S matrices, decompositions (laplacian.rs)",
@@ -763,4 +770,224 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
         3.0 * (8.0 * n * (d + widest) + 16.0 * d * n) + 6.0 * 2_000_000.0,
     );
     bg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Layers, RunKind};
+
+    fn small() -> AlloRunConfig {
+        AlloRunConfig {
+            map: "builtin:rooms-2-3".into(),
+            samples: 20 * 40,
+            steps: 20,
+            batch_size: 32,
+            hidden: vec![16, 16],
+            eval_every: 10,
+            log_every: 5,
+            checkpoint_every: 10,
+            asymexp: AsymexpSettings { num_envs: 20, max_episode_length: 40, ..Default::default() },
+            ..AlloRunConfig::asymexp()
+        }
+    }
+
+    fn table(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    /// `profile = "asymexp"` alone switches every default to the script's; keys given beside
+    /// it still win; the paper profile keeps the paper's.
+    #[test]
+    fn the_profile_brings_its_own_defaults() {
+        let c: AlloRunConfig = crate::registry::load::<Allo>(
+            Layers::table(&table("profile = \"asymexp\"\nsteps = 7")),
+            None,
+        )
+        .unwrap();
+        assert_eq!(c, AlloRunConfig { steps: 7, ..AlloRunConfig::asymexp() });
+        let p: AlloRunConfig =
+            crate::registry::load::<Allo>(Layers::table(&table("steps = 7")), None).unwrap();
+        assert_eq!(p, AlloRunConfig { steps: 7, ..AlloRunConfig::default() });
+        let f: AlloRunConfig = crate::registry::load::<Allo>(
+            Layers::table(&table(
+                "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"\nthreshold = 0.1",
+            )),
+            None,
+        )
+        .unwrap();
+        assert_eq!(f.asymexp.version, Version::Final);
+        let e = RunKind::Allo.check(
+            Layers::table(&table(
+                "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"\nthreshold = 0.1",
+            )),
+            "t",
+        );
+        assert!(e.unwrap_err().to_string().contains("asymexp.threshold"));
+    }
+
+    /// Settings that do not apply, or cannot work, are refused by name before any work.
+    #[test]
+    fn bad_asymexp_configs_are_refused_by_name() {
+        let a = AlloRunConfig::asymexp;
+        for (c, field) in [
+            (AlloRunConfig { method: Method::Ggdo, ..a() }, "method"),
+            (AlloRunConfig { lr_barrier: Some(0.1), ..a() }, "lr_barrier"),
+            (AlloRunConfig { samples: 1_000_001, ..a() }, "samples"),
+            (
+                AlloRunConfig {
+                    asymexp: AsymexpSettings { num_envs: 0, ..Default::default() },
+                    ..a()
+                },
+                "asymexp.num_envs",
+            ),
+            (
+                AlloRunConfig {
+                    asymexp: AsymexpSettings { max_episode_length: 0, ..Default::default() },
+                    ..a()
+                },
+                "asymexp.max_episode_length",
+            ),
+            (
+                AlloRunConfig {
+                    asymexp: AsymexpSettings { integral_decay: 1.5, ..Default::default() },
+                    ..a()
+                },
+                "asymexp.integral_decay",
+            ),
+            (
+                AlloRunConfig {
+                    asymexp: AsymexpSettings {
+                        graph_variance_scale: f64::NAN,
+                        ..Default::default()
+                    },
+                    ..a()
+                },
+                "asymexp.graph_variance_scale",
+            ),
+            (AlloRunConfig { lr: f64::NAN, ..a() }, "lr"),
+            (AlloRunConfig { hidden: vec![0], ..a() }, "hidden"),
+            (AlloRunConfig { log_every: 0, ..a() }, "log_every"),
+            (AlloRunConfig { map: "builtin:open-70".into(), ..a() }, "at most 4096 states"),
+            (AlloRunConfig { map: "/no/such/map.txt".into(), ..a() }, "/no/such/map.txt"),
+            (
+                AlloRunConfig { num_eigenvectors: 200, map: "builtin:open-3".into(), ..a() },
+                "num_eigenvectors",
+            ),
+            // Under the paper profile the asymexp settings are an error, not ignored.
+            (
+                AlloRunConfig {
+                    asymexp: AsymexpSettings { version: Version::Final, ..Default::default() },
+                    ..AlloRunConfig::default()
+                },
+                "asymexp",
+            ),
+        ] {
+            let e = AsymexpRun::new(c.clone())
+                .err()
+                .map(|e| e.to_string())
+                .or_else(|| <Allo as crate::Run>::validate(&c).err().map(|e| e.to_string()))
+                .unwrap_or_else(|| panic!("{field}: accepted"));
+            assert!(e.contains(field), "{field}: {e}");
+        }
+    }
+
+    /// A short run reports every step, evaluates and checkpoints on schedule, and a run resumed
+    /// from its step-10 checkpoint ends exactly where the straight run ends.
+    #[test]
+    fn a_short_run_checkpoints_and_resumes_exactly() {
+        let dir =
+            std::env::temp_dir().join(format!("kestrel-asymexp-resume-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let stamp = kestrel_nn::Stamp::new("allo", json!({"t": 1}), "test");
+        let mut straight = AsymexpRun::new(small()).unwrap();
+        let (mut steps, mut evals, mut ckpts) = (0, 0, 0);
+        straight
+            .run(|e| {
+                match e {
+                    AsymexpEvent::Step { scores, out, .. } => {
+                        steps += 1;
+                        assert!(out.terms.allo.is_finite());
+                        if let Some((avg, _)) = scores {
+                            evals += 1;
+                            assert!((0.0..=1.0).contains(&avg));
+                        }
+                    }
+                    AsymexpEvent::Checkpoint { step, learner } => {
+                        ckpts += 1;
+                        if step == 10 {
+                            learner.save_checkpoint(&dir, &stamp).unwrap();
+                        }
+                    }
+                    AsymexpEvent::Ready { samples, .. } => assert_eq!(samples, 800),
+                }
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!((steps, evals, ckpts), (20, 2, 2));
+        let (mut resumed, note) = AsymexpRun::resume(small(), &dir, &stamp).unwrap();
+        assert!(note.is_none(), "{note:?}");
+        assert_eq!(resumed.learner().steps, 10);
+        resumed.run(|_| Ok(true)).unwrap();
+        assert_eq!(resumed.learner().trainee.params, straight.learner().trainee.params);
+        assert_eq!(resumed.learner().mult, straight.learner().mult);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The whole run writes its folder: metrics every log step (duals and loss terms, cosines
+    /// at evaluations), the heat maps, learning curves, dual evolution and cosine plots; the
+    /// final version scores the three Laplacians; a resume with more steps continues it.
+    #[test]
+    fn a_run_folder_holds_its_metrics_and_plots_and_resumes() {
+        let out =
+            std::env::temp_dir().join(format!("kestrel-asymexp-folder-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        for version in [Version::Thresholded, Version::Final] {
+            let c = AlloRunConfig {
+                asymexp: AsymexpSettings { version, ..small().asymexp },
+                ..small()
+            };
+            let mut p = crate::quiet;
+            let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
+            let o = train(c.clone(), None, l).unwrap();
+            for f in [
+                "eigenvectors.png",
+                "eigenvectors-10.png",
+                "learning_curves.png",
+                "dual_evolution.png",
+                "cosine.png",
+                "summary.json",
+            ] {
+                assert!(o.dir.join(f).is_file(), "{version:?}: {f} missing");
+            }
+            let lines = crate::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
+            let steps: Vec<u64> =
+                lines.iter().map(|l| l["global_step"].as_u64().unwrap()).collect();
+            assert_eq!(steps, [5, 10, 15, 20]);
+            assert!(
+                lines[1]["cosine_similarity"].is_number()
+                    && lines[0].get("cosine_similarity").is_none()
+            );
+            assert!(
+                lines[0]["dual_9"].is_number()
+                    && lines[0]["dual_9_1"].is_number()
+                    && lines[0]["grad_norm"].is_number()
+            );
+            let s: Value =
+                serde_json::from_str(&std::fs::read_to_string(o.dir.join("summary.json")).unwrap())
+                    .unwrap();
+            assert_eq!(s["cosine_similarity_simple"].is_number(), version == Version::Final, "{s}");
+            // Resume with more steps: the folder goes on from step 20.
+            let sets = ["steps=30".to_string()];
+            let layers =
+                Layers { preset: None, file: None, table: &toml::Table::new(), sets: &sets };
+            let mut p = crate::quiet;
+            let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
+            let r = RunKind::Allo.launch(layers, Some(&o.dir), l).unwrap();
+            assert_eq!(r.dir, o.dir);
+            let lines = crate::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
+            assert_eq!(lines.last().unwrap()["global_step"], 30);
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }
