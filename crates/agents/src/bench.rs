@@ -194,3 +194,86 @@ pub fn allo(map: &str, batch: usize, steps: u64) -> Result<AlloTimes, AgentError
         None => Ok(AlloTimes { states: map.num_states(), sample_us, step_dedup_us, step_plain_us }),
     }
 }
+
+/// What [`asymexp`] measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AsymexpTimes {
+    /// States of the map.
+    pub states: usize,
+    /// Collection of `num_envs × num_steps` transitions into rows, with the counts (ms).
+    pub collect_ms: f64,
+    /// The empirical ground truth from the counts (ms).
+    pub truth_ms: f64,
+    /// One step's two batches of pairs (µs, median).
+    pub sample_us: f64,
+    /// One update, the encoder run over the distinct states (µs, median).
+    pub update_us: f64,
+    /// One update, the encoder run over all `3 B` rows (µs, median).
+    pub update_plain_us: f64,
+}
+
+/// Times the `asymexp` profile's parts on `map`: collection, ground truth, sampling two
+/// batches of `batch` pairs and the update (deduplicated and plain) over `steps` steps, with
+/// the script's other defaults.
+pub fn asymexp(
+    map: &crate::asymexp::AsymexpMap,
+    num_envs: usize,
+    num_steps: usize,
+    batch: usize,
+    steps: u64,
+) -> Result<AsymexpTimes, AgentError> {
+    use crate::asymexp::{Asymexp, AsymexpConfig, KeyDraws, Version};
+    if steps == 0 || batch == 0 {
+        return Err(AgentError::invalid("steps/batch", format!("{steps}/{batch}"), "at least 1 each"));
+    }
+    let t = std::time::Instant::now();
+    let data = crate::asymexp::collect(map, num_envs, num_steps, num_steps, &mut KeyDraws::new(map, Key::new(0)))?;
+    let collect_ms = t.elapsed().as_secs_f64() * 1e3;
+    let n = map.num_states();
+    let t = std::time::Instant::now();
+    crate::laplacian::empirical::thresholded(&data.counts, &map.next, n, 10.min(n), Default::default())?;
+    let truth_ms = t.elapsed().as_secs_f64() * 1e3;
+    let rule = kestrel_replay::RowRule::Reference;
+    let (mut o, mut x, mut o2, mut un) = (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
+    let mut failed: Option<AgentError> = None;
+    let sample_us = median_us(steps * 5, |i| {
+        let k = Key::new(i);
+        let r = data
+            .replay
+            .sample(k.fold_in(0), 0.2, rule, &mut o, &mut x)
+            .and_then(|_| data.replay.sample(k.fold_in(1), 0.2, rule, &mut o2, &mut un));
+        if let Err(e) = r {
+            failed = Some(e.into());
+        }
+    });
+    let cfg = AsymexpConfig { batch_size: batch, num_eigenvectors: 10.min(n), ..AsymexpConfig::reference(Version::Thresholded) };
+    // The updates are timed on 64 batches drawn beforehand, in turn.
+    let mut batches = Vec::with_capacity(64);
+    for i in 0..64u64 {
+        let k = Key::new(2).fold_in(i);
+        data.replay.sample(k.fold_in(0), 0.2, rule, &mut o, &mut x)?;
+        data.replay.sample(k.fold_in(1), 0.2, rule, &mut o2, &mut un)?;
+        batches.push((o.clone(), x.clone(), o2.clone()));
+    }
+    let mut times = [0.0; 2];
+    for (slot, dedup) in [(0, true), (1, false)] {
+        let mut a = Asymexp::<f32>::new(AsymexpConfig { dedup, ..cfg.clone() }, map.coords(), Key::new(1))?;
+        times[slot] = median_us(if dedup { steps } else { steps.min(200) }, |i| {
+            let (o, x, o2) = &batches[i as usize % batches.len()];
+            if let Err(e) = a.step_on(o, x, o2) {
+                failed = Some(e);
+            }
+        });
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(AsymexpTimes {
+            states: n,
+            collect_ms,
+            truth_ms,
+            sample_us,
+            update_us: times[0],
+            update_plain_us: times[1],
+        }),
+    }
+}

@@ -22,9 +22,19 @@ pub struct BenchArgs {
     /// A map file or `builtin:NAME`.
     #[arg(long, default_value = "builtin:rooms-2-5")]
     map: String,
-    /// Rows per sub-batch.
+    /// paper (the default) or asymexp: the asymexp profile's collection, truth, sampling and
+    /// update at the script's defaults (its map files read stripped, as its `room4` string).
+    #[arg(long, default_value = "paper")]
+    profile: String,
+    /// Rows per sub-batch (paper: 1024 × 4; asymexp: give 256).
     #[arg(long, default_value_t = 1024)]
     batch: usize,
+    /// asymexp: collecting environments × steps each.
+    #[arg(long, default_value_t = 1000)]
+    num_envs: usize,
+    /// asymexp: steps per collecting environment.
+    #[arg(long, default_value_t = 1000)]
+    num_steps: usize,
     /// Steps timed per path.
     #[arg(long, default_value_t = 200)]
     steps: u64,
@@ -34,6 +44,11 @@ pub struct BenchArgs {
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
+    match a.profile.as_str() {
+        "paper" => {}
+        "asymexp" => return bench_asymexp(&a),
+        other => anyhow::bail!("--profile {other:?}: paper or asymexp"),
+    }
     let t = kestrel_agents::bench::allo(&a.map, a.batch, a.steps)?;
     if a.json {
         println!(
@@ -50,6 +65,38 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             t.sample_us,
             t.step_dedup_us / 1e3,
             t.step_plain_us / 1e3
+        );
+    }
+    Ok(())
+}
+
+fn bench_asymexp(a: &BenchArgs) -> Result<()> {
+    use kestrel_agents::asymexp::Version;
+    let map = kestrel_run::runs::allo_asymexp::resolve_map(&a.map, Version::Final)?;
+    let t = kestrel_agents::bench::asymexp(&map, a.num_envs, a.num_steps, a.batch, a.steps)?;
+    if a.json {
+        println!(
+            "{}",
+            json!({"map": a.map, "states": t.states, "batch": a.batch, "steps": a.steps,
+                   "collect_s": (t.collect_ms + t.truth_ms) / 1e3, "collect_ms": t.collect_ms,
+                   "truth_ms": t.truth_ms, "sample_ms": t.sample_us / 1e3,
+                   "update_ms": t.update_us / 1e3, "update_plain_ms": t.update_plain_us / 1e3,
+                   "step_ms": (t.sample_us + t.update_us) / 1e3})
+        );
+    } else {
+        println!(
+            "ALLO asymexp on {} ({} states), batch 2×{}: collection of {}×{} {:.0} ms, truth {:.1} ms; \
+             sampling {:.0} µs; update {:.2} ms deduplicated, {:.2} ms plain",
+            a.map,
+            t.states,
+            a.batch,
+            a.num_envs,
+            a.num_steps,
+            t.collect_ms,
+            t.truth_ms,
+            t.sample_us,
+            t.update_us / 1e3,
+            t.update_plain_us / 1e3
         );
     }
     Ok(())
