@@ -224,17 +224,34 @@ pub fn asymexp(
 ) -> Result<AsymexpTimes, AgentError> {
     use crate::asymexp::{Asymexp, AsymexpConfig, KeyDraws, Version};
     if steps == 0 || batch == 0 {
-        return Err(AgentError::invalid("steps/batch", format!("{steps}/{batch}"), "at least 1 each"));
+        return Err(AgentError::invalid(
+            "steps/batch",
+            format!("{steps}/{batch}"),
+            "at least 1 each",
+        ));
     }
     let t = std::time::Instant::now();
-    let data = crate::asymexp::collect(map, num_envs, num_steps, num_steps, &mut KeyDraws::new(map, Key::new(0)))?;
+    let data = crate::asymexp::collect(
+        map,
+        num_envs,
+        num_steps,
+        num_steps,
+        &mut KeyDraws::new(map, Key::new(0)),
+    )?;
     let collect_ms = t.elapsed().as_secs_f64() * 1e3;
     let n = map.num_states();
     let t = std::time::Instant::now();
-    crate::laplacian::empirical::thresholded(&data.counts, &map.next, n, 10.min(n), Default::default())?;
+    crate::laplacian::empirical::thresholded(
+        &data.counts,
+        &map.next,
+        n,
+        10.min(n),
+        Default::default(),
+    )?;
     let truth_ms = t.elapsed().as_secs_f64() * 1e3;
     let rule = kestrel_replay::RowRule::Reference;
-    let (mut o, mut x, mut o2, mut un) = (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
+    let (mut o, mut x, mut o2, mut un) =
+        (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
     let mut failed: Option<AgentError> = None;
     let sample_us = median_us(steps * 5, |i| {
         let k = Key::new(i);
@@ -246,7 +263,11 @@ pub fn asymexp(
             failed = Some(e.into());
         }
     });
-    let cfg = AsymexpConfig { batch_size: batch, num_eigenvectors: 10.min(n), ..AsymexpConfig::reference(Version::Thresholded) };
+    let cfg = AsymexpConfig {
+        batch_size: batch,
+        num_eigenvectors: 10.min(n),
+        ..AsymexpConfig::reference(Version::Thresholded)
+    };
     // The updates are timed on 64 batches drawn beforehand, in turn.
     let mut batches = Vec::with_capacity(64);
     for i in 0..64u64 {
@@ -257,7 +278,8 @@ pub fn asymexp(
     }
     let mut times = [0.0; 2];
     for (slot, dedup) in [(0, true), (1, false)] {
-        let mut a = Asymexp::<f32>::new(AsymexpConfig { dedup, ..cfg.clone() }, map.coords(), Key::new(1))?;
+        let mut a =
+            Asymexp::<f32>::new(AsymexpConfig { dedup, ..cfg.clone() }, map.coords(), Key::new(1))?;
         times[slot] = median_us(if dedup { steps } else { steps.min(200) }, |i| {
             let (o, x, o2) = &batches[i as usize % batches.len()];
             if let Err(e) = a.step_on(o, x, o2) {

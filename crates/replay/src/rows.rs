@@ -139,6 +139,19 @@ impl RowReplay {
         &self.terms[s..e]
     }
 
+    /// The rows in which [`RowRule::Reference`] can draw a first state with horizon 0 (a
+    /// terminal slot below the row's last with no later terminal), where the reference raises.
+    pub fn rows_with_dead_ends(&self) -> Vec<usize> {
+        (0..self.num_rows())
+            .filter(|&r| {
+                let t = self.terminal_positions(r);
+                let len = self.len[r] as usize;
+                // Slots 0..len−1 are drawn; a slot whose only terminal at or after it is itself.
+                t.last().is_some_and(|&last| (last as usize) < len - 1)
+            })
+            .collect()
+    }
+
     /// The pair of row `row` from the draws `u_obs`, `u_offset` in `[0, 1)` under `rule`.
     pub fn pair(
         &self,

@@ -187,6 +187,41 @@ impl AlloRunConfig {
     }
 }
 
+/// Refuses, before any work, a map on which the final version's reference truth is NaN: a
+/// state that is never left (the goal `G`, or a state a fixed start `S` never reaches) makes
+/// the visit distribution singular.
+pub fn check_truth(c: &AlloRunConfig, map: &AsymexpMap) -> Result<(), AgentError> {
+    if c.asymexp.version != Version::Final || c.asymexp.truth != TruthRule::Reference {
+        return Ok(());
+    }
+    let why = if let Some(g) = map.goal {
+        Some(format!("its goal G (full index {g}) is never left"))
+    } else if let Some(s0) = map.start_state() {
+        let mut seen = vec![false; map.num_states()];
+        let mut stack = vec![s0];
+        seen[s0 as usize] = true;
+        while let Some(s) = stack.pop() {
+            for &t in &map.next[s as usize * 4..s as usize * 4 + 4] {
+                if !seen[t as usize] {
+                    seen[t as usize] = true;
+                    stack.push(t);
+                }
+            }
+        }
+        seen.iter().position(|&v| !v).map(|s| format!("state {s} is out of reach of its start S"))
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(AgentError::invalid(
+            "asymexp.truth",
+            format!("\"reference\" on {}: {why}", c.map),
+            "\"fixed\" on this map (the reference's inverse-weighted truth is NaN where a state is never left)",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The map of an asymexp run: a file in the reference's format, or `builtin:NAME` (drawn by
 /// `GridMap::builtin`, walls `X`).
 pub fn resolve_map(spec: &str, version: Version) -> Result<AsymexpMap, AgentError> {
@@ -305,6 +340,7 @@ impl AsymexpRun {
     pub fn new(config: AlloRunConfig) -> Result<Self, AgentError> {
         let (cfg, num_steps) = config.asymexp_config()?;
         let map = resolve_map(&config.map, config.asymexp.version)?;
+        check_truth(&config, &map)?;
         if config.num_eigenvectors > map.num_states() {
             return Err(AgentError::invalid(
                 "num_eigenvectors",
@@ -353,6 +389,23 @@ impl AsymexpRun {
         let mut draws = KeyDraws::new(&self.map, Key::new(c.seed).fold_in(0xa5));
         let data =
             collect(&self.map, a.num_envs, self.num_steps, a.max_episode_length, &mut draws)?;
+        if a.sampling == RowRule::Reference {
+            let dead = data.replay.rows_with_dead_ends();
+            if let Some(&r) = dead.first() {
+                return Err(AgentError::invalid(
+                    "asymexp.sampling",
+                    format!(
+                        "\"reference\" on this data: {} of {} rows (row {r} first) end an episode \
+                         before their last slot with no later terminal, where the reference's \
+                         sampler raises (AssertionError) at the first such draw",
+                        dead.len(),
+                        data.replay.num_rows()
+                    ),
+                    "\"within-episode\" (or episodes that end only at the row's end: \
+                     max_episode_length dividing the steps per environment, no goal)",
+                ));
+            }
+        }
         let truth = Truth::of(&c, &self.map, &data)?;
         if !observe(AsymexpEvent::Ready { samples: data.transitions, truth: &truth })? {
             return Ok(());
@@ -830,6 +883,8 @@ mod tests {
     #[test]
     fn bad_asymexp_configs_are_refused_by_name() {
         let a = AlloRunConfig::asymexp;
+        let goal = std::env::temp_dir().join(format!("kestrel-goal-{}.txt", std::process::id()));
+        std::fs::write(&goal, "XXXXXXX\nXS    X\nX XXX X\nX   XGX\nXXXXXXX").unwrap();
         for (c, field) in [
             (AlloRunConfig { method: Method::Ggdo, ..a() }, "method"),
             (AlloRunConfig { lr_barrier: Some(0.1), ..a() }, "lr_barrier"),
@@ -890,6 +945,23 @@ mod tests {
                 .unwrap_or_else(|| panic!("{field}: accepted"));
             assert!(e.contains(field), "{field}: {e}");
         }
+        // The same map with the mended truth runs.
+        let fixed =
+            AsymexpSettings { version: Version::Final, truth: TruthRule::Fixed, ..small().asymexp };
+        let goal_map = || AlloRunConfig {
+            map: goal.to_string_lossy().into(),
+            asymexp: fixed.clone(),
+            ..small()
+        };
+        // With a goal, episodes end inside rows: the reference's sampler would raise at the
+        // first dead-end draw, so that is refused once the data is in, before any step.
+        let e = AsymexpRun::new(goal_map()).unwrap().run(|_| Ok(true)).unwrap_err().to_string();
+        assert!(e.contains("asymexp.sampling") && e.contains("within-episode"), "{e}");
+        let within = AsymexpSettings { sampling: RowRule::WithinEpisode, ..fixed.clone() };
+        let mut r = AsymexpRun::new(AlloRunConfig { asymexp: within, ..goal_map() }).unwrap();
+        r.run(|_| Ok(true)).unwrap();
+        assert_eq!(r.learner().steps, 20);
+        let _ = std::fs::remove_file(&goal);
     }
 
     /// A short run reports every step, evaluates and checkpoints on schedule, and a run resumed
