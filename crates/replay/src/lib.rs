@@ -48,8 +48,10 @@ pub enum ReplayError {
     Invalid(#[from] kestrel_core::Invalid),
 }
 
-/// Which reference's sampling rules to follow (see the crate docs).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Which reference's sampling rules to follow (see the crate docs; config spelling
+/// `paper-code`, `asymexp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Convention {
     /// ALLO's paper code (`laplacian_dual_dynamics`).
     #[default]

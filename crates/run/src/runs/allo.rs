@@ -15,7 +15,7 @@ use kestrel_core::FromInvalid;
 use kestrel_core::{Budget, Key};
 use kestrel_envs::GridMap;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
-use kestrel_replay::EpisodicReplay;
+use kestrel_replay::{Convention, EpisodicReplay};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -73,6 +73,11 @@ pub struct AlloRunConfig {
     /// Hidden widths of the encoder (paper [256, 256, 256]; asymexp [256, 256, 256, 256]).
     #[serde(default = "paper_hidden")]
     pub hidden: Vec<usize>,
+    /// Paper profile: the episodic replay's sampling rules, `paper-code` or `asymexp` (its
+    /// independent states exclude an episode's last; the asymexp profile samples its own rows,
+    /// `asymexp.sampling`).
+    #[serde(default)]
+    pub convention: Convention,
     /// Evaluate the cosine similarity every this many steps.
     pub eval_every: u64,
     /// Log the loss terms and the duals every this many steps (`metrics.jsonl`, written off
@@ -116,6 +121,7 @@ impl Default for AlloRunConfig {
             lr: paper_lr(),
             discount: paper_discount(),
             hidden: paper_hidden(),
+            convention: Convention::PaperCode,
             eval_every: 1000,
             log_every: paper_log_every(),
             checkpoint_every: 10_000,
@@ -145,6 +151,7 @@ impl AlloRunConfig {
             lr: 3e-4,
             discount: 0.2,
             hidden: vec![256; 4],
+            convention: Convention::PaperCode,
             eval_every: 100,
             log_every: 100,
             checkpoint_every: 5000,
@@ -165,6 +172,7 @@ impl AlloRunConfig {
         cfg.lr = self.lr;
         cfg.discount = self.discount;
         cfg.hidden = self.hidden.clone();
+        cfg.convention = self.convention;
         if let Some(b) = self.barrier {
             cfg.barrier_init = b;
         }
@@ -715,6 +723,34 @@ mod tests {
         ] {
             assert!(AlloRun::new(bad).is_err());
         }
+    }
+
+    /// The paper profile's learning rate, discount, encoder widths and sampling convention are
+    /// knobs that reach the learner.
+    #[test]
+    fn paper_knobs_reach_the_learner() {
+        let c = AlloRunConfig {
+            lr: 5e-4,
+            discount: 0.5,
+            hidden: vec![32, 16],
+            convention: Convention::Asymexp,
+            ..AlloRunConfig::default()
+        };
+        let l = c.learner_config().unwrap();
+        assert_eq!(
+            (l.lr, l.discount, l.hidden.clone(), l.convention),
+            (5e-4, 0.5, vec![32, 16], Convention::Asymexp)
+        );
+        let run = AlloRun::new(AlloRunConfig {
+            map: "builtin:open-3".into(),
+            num_eigenvectors: 3,
+            samples: 500,
+            ..c
+        })
+        .unwrap();
+        assert_eq!(run.learner().net().num_params(), (2 + 1) * 32 + (32 + 1) * 16 + (16 + 1) * 3);
+        let e = AlloRunConfig { discount: 1.5, ..AlloRunConfig::default() }.validate().unwrap_err();
+        assert!(e.to_string().contains("discount"), "{e}");
     }
 
     #[test]

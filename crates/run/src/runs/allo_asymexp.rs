@@ -115,6 +115,13 @@ impl AlloRunConfig {
                 "allo under profile = \"asymexp\" (GGDO is the paper profile's)",
             ));
         }
+        if self.convention != kestrel_replay::Convention::PaperCode {
+            return Err(AgentError::invalid(
+                "convention",
+                format!("{:?}", self.convention),
+                "paper-code under profile = \"asymexp\" (its rows are sampled by asymexp.sampling)",
+            ));
+        }
         if let Some(l) = self.lr_barrier {
             return Err(AgentError::invalid(
                 "lr_barrier",
@@ -888,6 +895,10 @@ mod tests {
         for (c, field) in [
             (AlloRunConfig { method: Method::Ggdo, ..a() }, "method"),
             (AlloRunConfig { lr_barrier: Some(0.1), ..a() }, "lr_barrier"),
+            (
+                AlloRunConfig { convention: kestrel_replay::Convention::Asymexp, ..a() },
+                "convention",
+            ),
             (AlloRunConfig { samples: 1_000_001, ..a() }, "samples"),
             (
                 AlloRunConfig {
