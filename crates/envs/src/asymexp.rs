@@ -309,3 +309,146 @@ fn comma(text: &str, err: &dyn Fn(String) -> EnvError) -> Result<Parsed, EnvErro
     }
     Ok((rows, doors, portals))
 }
+
+/// A door `--use_doors` places: the move `(s, a) → s'` stays possible, the reverse move
+/// `(s', a_rev)` is blocked (canonical states).
+pub type Door = (u32, u8, u32, u8);
+
+impl AsymexpMap {
+    /// Every move `(s, a) → s' ≠ s` whose reverse `(s', a_rev)` leads back to `s`, in the
+    /// reference's order (canonical states, then actions; `find_reversible_transitions`, on
+    /// the map's geometry without its doors).
+    pub fn reversible_moves(&self) -> Vec<Door> {
+        let free = |x: i64, y: i64| -> Option<u32> {
+            let x = x.clamp(0, self.width as i64 - 1) as usize;
+            let y = y.clamp(0, self.height as i64 - 1) as usize;
+            let f = (y * self.width + x) as u32;
+            (!self.wall[f as usize]).then_some(f)
+        };
+        let mut out = Vec::new();
+        for s in 0..self.num_states() as u32 {
+            let (x, y) = self.xy(s);
+            let f = self.canonical[s as usize];
+            for (a, (dx, dy)) in MOVES.iter().enumerate() {
+                let Some(t) = free(x as i64 + *dx as i64, y as i64 + *dy as i64) else { continue };
+                if t == f {
+                    continue;
+                }
+                let rev = (a + 2) % 4;
+                let (tx, ty) = ((t as usize % self.width) as i64, (t as usize / self.width) as i64);
+                let (rx, ry) = MOVES[rev];
+                if free(tx + rx as i64, ty + ry as i64) == Some(f) {
+                    out.push((s, a as u8, self.canonical_of(t).expect("free"), rev as u8));
+                }
+            }
+        }
+        out
+    }
+
+    /// `create_random_doors`: `num_doors` of the reversible moves drawn without replacement by
+    /// numpy's legacy `RandomState(door_seed).choice`, in its order.
+    pub fn random_doors(&self, num_doors: usize, door_seed: u32) -> Vec<Door> {
+        let moves = self.reversible_moves();
+        let k = num_doors.min(moves.len());
+        numpy_choice_without_replacement(moves.len(), k, door_seed)
+            .into_iter()
+            .map(|i| moves[i])
+            .collect()
+    }
+
+    /// Blocks the reverse move of each door (see [`AsymexpMap::block`]).
+    pub fn add_doors(&mut self, doors: &[Door]) -> Result<(), EnvError> {
+        let pairs: Vec<(u32, u8)> = doors
+            .iter()
+            .map(|&(_, _, t, rev)| {
+                (self.canonical.get(t as usize).copied().unwrap_or(u32::MAX), rev)
+            })
+            .collect();
+        self.block(&pairs)
+    }
+}
+
+/// numpy's legacy `RandomState(seed).choice(n, k, replace=False)`: the first `k` entries of
+/// `permutation(n)`, a Fisher–Yates shuffle from the end whose draws are MT19937's 32-bit
+/// outputs masked to the next power of two and rejected above the bound (`random_interval`).
+pub fn numpy_choice_without_replacement(n: usize, k: usize, seed: u32) -> Vec<usize> {
+    let mut mt = Mt19937::new(seed);
+    let mut perm: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let max = i as u64;
+        let mut mask = max;
+        for s in [1, 2, 4, 8, 16, 32] {
+            mask |= mask >> s;
+        }
+        let j = loop {
+            let v = if max <= 0xffff_ffff {
+                mt.next_u32() as u64 & mask
+            } else {
+                ((mt.next_u32() as u64) << 32 | mt.next_u32() as u64) & mask
+            };
+            if v <= max {
+                break v as usize;
+            }
+        };
+        perm.swap(i, j);
+    }
+    perm.truncate(k);
+    perm
+}
+
+/// The Mersenne Twister MT19937 (Matsumoto & Nishimura 1998), seeded as numpy's legacy
+/// `RandomState(int)` (`init_genrand`).
+struct Mt19937 {
+    mt: [u32; 624],
+    i: usize,
+}
+
+impl Mt19937 {
+    fn new(seed: u32) -> Self {
+        let mut mt = [0u32; 624];
+        mt[0] = seed;
+        for i in 1..624 {
+            mt[i] =
+                1_812_433_253u32.wrapping_mul(mt[i - 1] ^ (mt[i - 1] >> 30)).wrapping_add(i as u32);
+        }
+        Mt19937 { mt, i: 624 }
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        if self.i >= 624 {
+            for k in 0..624 {
+                let y = (self.mt[k] & 0x8000_0000) | (self.mt[(k + 1) % 624] & 0x7fff_ffff);
+                let mut v = self.mt[(k + 397) % 624] ^ (y >> 1);
+                if y & 1 != 0 {
+                    v ^= 0x9908_b0df;
+                }
+                self.mt[k] = v;
+            }
+            self.i = 0;
+        }
+        let mut y = self.mt[self.i];
+        self.i += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^ (y >> 18)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// MT19937's reference output: seed 5489 gives 3499211612 first and 4123659995 as the
+    /// 10,000th draw (the C++ standard's check of `std::mt19937`).
+    #[test]
+    fn mersenne_twister_matches_its_reference_sequence() {
+        let mut m = Mt19937::new(5489);
+        assert_eq!(m.next_u32(), 3_499_211_612);
+        let mut last = 0;
+        for _ in 1..10_000 {
+            last = m.next_u32();
+        }
+        assert_eq!(last, 4_123_659_995);
+    }
+}

@@ -493,7 +493,7 @@ impl Run for Allo {
         match c.profile {
             Profile::Paper => drop(GridMap::resolve(&c.map).map_err(AgentError::from)?),
             Profile::Asymexp => {
-                let map = crate::runs::allo_asymexp::resolve_map(&c.map, c.asymexp.version)?;
+                let map = crate::runs::allo_asymexp::run_map(c)?;
                 crate::runs::allo_asymexp::check_truth(c, &map)?;
             }
         }

@@ -72,6 +72,11 @@ pub struct AsymexpSettings {
     /// Replay pairs: `reference` (its rule; a first state at an episode's end with no later
     /// terminal stops the run, as the reference raises) or `within-episode`.
     pub sampling: RowRule,
+    /// Irreversible doors placed at random among the map's reversible moves (`--use_doors
+    /// --num_doors`; 0: none), each blocking a move's reverse.
+    pub num_doors: usize,
+    /// The doors' seed (`door_seed`, numpy's `RandomState`: the reference's doors exactly).
+    pub door_seed: u32,
     /// Ground truth: `reference` (its oddities: the clip to 1, |λ| order, the symmetric part
     /// of the inverse-weighted Laplacian, NaN on goal maps) or `fixed`.
     pub truth: TruthRule,
@@ -95,6 +100,8 @@ impl Default for AsymexpSettings {
             graph_variance_scale: r.graph_variance_scale,
             threshold: None,
             sampling: RowRule::Reference,
+            num_doors: 0,
+            door_seed: 42,
             truth: TruthRule::Reference,
         }
     }
@@ -192,6 +199,27 @@ impl AlloRunConfig {
         }
         Ok((cfg, self.samples / a.num_envs))
     }
+}
+
+/// The run's map: [`resolve_map`], then `asymexp.num_doors` random doors.
+pub fn run_map(c: &AlloRunConfig) -> Result<AsymexpMap, AgentError> {
+    let mut map = resolve_map(&c.map, c.asymexp.version)?;
+    let n = c.asymexp.num_doors;
+    if n > 0 {
+        if !map.blocked.is_empty() {
+            return Err(AgentError::invalid(
+                "asymexp.num_doors",
+                n,
+                format!(
+                    "0 with {} (its own doors; the reference's random doors replace them)",
+                    c.map
+                ),
+            ));
+        }
+        let doors = map.random_doors(n, c.asymexp.door_seed);
+        map.add_doors(&doors)?;
+    }
+    Ok(map)
 }
 
 /// Refuses, before any work, a map on which the final version's reference truth is NaN: a
@@ -346,7 +374,7 @@ impl AsymexpRun {
     /// Loads the map and builds a fresh learner (initialisation key `Key::new(seed).fold_in(1)`).
     pub fn new(config: AlloRunConfig) -> Result<Self, AgentError> {
         let (cfg, num_steps) = config.asymexp_config()?;
-        let map = resolve_map(&config.map, config.asymexp.version)?;
+        let map = run_map(&config)?;
         check_truth(&config, &map)?;
         if config.num_eigenvectors > map.num_states() {
             return Err(AgentError::invalid(
@@ -779,7 +807,7 @@ fn heatmaps(map: &AsymexpMap, truth: &Decomposed, rep: &[f64], d: usize) -> Heat
 /// ground truth (S × S matrices and their decompositions), the encoder and Adam, a step's
 /// buffers, and a checkpoint's drawings.
 pub fn budget(c: &AlloRunConfig) -> Budget {
-    let n = resolve_map(&c.map, c.asymexp.version).map_or(0.0, |m| m.num_states() as f64);
+    let n = run_map(c).map_or(0.0, |m| m.num_states() as f64);
     let (d, b) = (c.num_eigenvectors as f64, c.batch_size as f64);
     let mut sizes = vec![2.0];
     sizes.extend(c.hidden.iter().map(|&h| h as f64));
@@ -973,6 +1001,32 @@ mod tests {
         r.run(|_| Ok(true)).unwrap();
         assert_eq!(r.learner().steps, 20);
         let _ = std::fs::remove_file(&goal);
+    }
+
+    /// Random doors block the reverse of the moves numpy's seed picks, and are refused on a
+    /// map with its own doors.
+    #[test]
+    fn random_doors_reach_the_map() {
+        let c = AlloRunConfig {
+            asymexp: AsymexpSettings { num_doors: 3, ..small().asymexp },
+            ..small()
+        };
+        let m = run_map(&c).unwrap();
+        let base = resolve_map(&c.map, Version::Thresholded).unwrap();
+        assert_eq!(m.blocked.len(), 3);
+        let doors = base.random_doors(3, 42);
+        for &(_, _, t, rev) in &doors {
+            assert_eq!(m.next[t as usize * 4 + rev as usize], t, "the reverse move stays");
+        }
+        let own = std::env::temp_dir().join(format!("kestrel-doors-{}.txt", std::process::id()));
+        std::fs::write(&own, "X,X,X,X\nX,.,DR,X\nX,.,.,X\nX,X,X,X").unwrap();
+        let c2 = AlloRunConfig {
+            map: own.to_string_lossy().into(),
+            asymexp: AsymexpSettings { version: Version::Final, num_doors: 1, ..small().asymexp },
+            ..small()
+        };
+        assert!(run_map(&c2).unwrap_err().to_string().contains("asymexp.num_doors"));
+        let _ = std::fs::remove_file(&own);
     }
 
     /// A short run reports every step, evaluates and checkpoints on schedule, and a run resumed
