@@ -68,6 +68,9 @@ Venv (once; from the repository root):
 Usage (from the repository root):
     python3 tools/compare/allo_asymexp.py [--steps 2000] [--warmup 50]
         [--asymexp-src DIR] [--kestrel-cmd '...'] [--verbose]
+
+The reference's seed spread on the golden fixture run (its own training end to end, seeds
+0..N-1, either tree) is allo_asymexp_seeds.py, which shares the source/venv helpers below.
 """
 import argparse
 import hashlib
@@ -83,8 +86,17 @@ from common import ONE_CORE, ONE_THREAD, ROOT, commit
 TREE = "4deb141678f0a7ad750addd2f57d45e952ca880f"
 # git blob id of exp_alcl/allo.py at TREE (the thresholded version the golden fixtures use).
 ALLO_BLOB = "60ba2cc33f0d7b32f9f77c5fe5e150a88b670ded"
+# The golden fixtures' second variant ("final": no threshold, SR Laplacian ground truth).
+FINAL_TREE = "ba956b1e3fa486cd2c31899184dd8ea5058a6873"
+FINAL_ALLO_BLOB = "a5627d44bd9530cfd492c23fc5c40821fd0c2385"
 MIRROR = "/work/.mirror/tarod13+asymexp/repo"
-CACHE = os.path.join(ROOT, "tools", ".cache", "asymexp-" + TREE[:7])
+
+
+def cache_dir(tree):
+    return os.path.join(ROOT, "tools", ".cache", "asymexp-" + tree[:7])
+
+
+CACHE = cache_dir(TREE)
 VENV = os.path.join(ROOT, "tools", "venv-asymexp")
 REQUIREMENTS = os.path.join("tools", "compare", "asymexp-requirements.txt")
 
@@ -116,14 +128,11 @@ def peer_worker(cfg):
         out.write(json.dumps(obj) + "\n")
         out.flush()
 
-    here = os.path.dirname(os.path.abspath(__file__))   # tools/compare must not shadow reference modules
-    sys.path[:] = [cfg["asymexp_src"]] + [p for p in sys.path if os.path.abspath(p or ".") != here]
     t_import = time.perf_counter()
-    with contextlib.redirect_stdout(sys.stderr):
-        import jax
-        import numpy as np
-        allo = importlib.import_module("exp_alcl.allo")
+    allo = import_allo(cfg["asymexp_src"])
     t_import = time.perf_counter() - t_import
+    import jax
+    import numpy as np
 
     clock = time.perf_counter
     rec = {"iter": [], "sample": [], "update": [], "phase": {}}
@@ -239,6 +248,31 @@ def peer_worker(cfg):
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}})
 
 
+def import_allo(src):
+    """Worker side: the reference's `exp_alcl.allo` module from checkout `src`, unchanged (its
+    import-time prints go to stderr; tools/compare is taken off sys.path so that no module of
+    ours shadows one of the reference's)."""
+    import contextlib
+    import importlib
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [src] + [p for p in sys.path if os.path.abspath(p or ".") != here]
+    with contextlib.redirect_stdout(sys.stderr):
+        return importlib.import_module("exp_alcl.allo")
+
+
+def package_versions():
+    """Worker side: the interpreter and numeric packages the reference ran with."""
+    import importlib.metadata
+    import platform
+    out = {"python": platform.python_version()}
+    for name in ("jax", "jaxlib", "flax", "optax", "numpy", "chex", "flashbax"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def _q(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -253,61 +287,90 @@ def git_blob(path):
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def asymexp_source(a):
-    """The reference checkout: --asymexp-src, else the cache, extracted from the mirror if missing."""
-    if a.asymexp_src:
-        src = os.path.abspath(a.asymexp_src)
-        if not os.path.isfile(os.path.join(src, "exp_alcl", "allo.py")):
-            sys.exit(f"--asymexp-src {src}: no exp_alcl/allo.py there (want a tarod13/asymexp checkout at {TREE[:7]})")
-        return src
-    if os.path.isfile(os.path.join(CACHE, "exp_alcl", "allo.py")):
-        return CACHE
-    if not os.path.isdir(a.asymexp_mirror):
-        sys.exit(f"asymexp source not found: neither {CACHE} nor the mirror {a.asymexp_mirror} exists.\n"
-                 f"Pass --asymexp-src DIR (a tarod13/asymexp checkout at {TREE}) or --asymexp-mirror GITDIR.")
-    os.makedirs(os.path.dirname(CACHE), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".asymexp-extract-", dir=os.path.dirname(CACHE))
+def extract_tree(tree, mirror):
+    """tools/.cache/asymexp-<tree[:7]>: the reference tree, extracted from the git mirror if missing."""
+    cache = cache_dir(tree)
+    if os.path.isfile(os.path.join(cache, "exp_alcl", "allo.py")):
+        return cache
+    if not os.path.isdir(mirror):
+        sys.exit(f"asymexp source not found: neither {cache} nor the mirror {mirror} exists.\n"
+                 f"Pass --asymexp-src DIR (a tarod13/asymexp checkout at {tree}) or --asymexp-mirror GITDIR.")
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".asymexp-extract-", dir=os.path.dirname(cache))
     try:
-        arch = subprocess.Popen(["git", "-C", a.asymexp_mirror, "archive", TREE], stdout=subprocess.PIPE)
+        arch = subprocess.Popen(["git", "-C", mirror, "archive", tree], stdout=subprocess.PIPE)
         tar = subprocess.run(["tar", "-x", "-C", tmp], stdin=arch.stdout)
         arch.stdout.close()
         if arch.wait() != 0 or tar.returncode != 0:
-            sys.exit(f"extracting {TREE[:7]} from {a.asymexp_mirror} failed")
-        os.rename(tmp, CACHE)
+            sys.exit(f"extracting {tree[:7]} from {mirror} failed")
+        os.rename(tmp, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"extracted asymexp {TREE[:7]} into {CACHE}", file=sys.stderr)
-    return CACHE
+    print(f"extracted asymexp {tree[:7]} into {cache}", file=sys.stderr)
+    return cache
 
 
-def peer_side(a):
-    src = asymexp_source(a)
+def asymexp_source(a, tree=TREE, src=None):
+    """The reference checkout: `src` (default --asymexp-src) if given, else the cache for `tree`,
+    extracted from --asymexp-mirror if missing."""
+    src = a.asymexp_src if src is None and tree == TREE else src
+    if src:
+        src = os.path.abspath(src)
+        if not os.path.isfile(os.path.join(src, "exp_alcl", "allo.py")):
+            sys.exit(f"{src}: no exp_alcl/allo.py there (want a tarod13/asymexp checkout at {tree[:7]})")
+        return src
+    return extract_tree(tree, a.asymexp_mirror)
+
+
+def checked_blob(src, tree=TREE, want=ALLO_BLOB):
+    """git blob id of src/exp_alcl/allo.py; warns when it is not the expected one."""
     blob = git_blob(os.path.join(src, "exp_alcl", "allo.py"))
-    if blob != ALLO_BLOB:
-        print(f"warning: {src}/exp_alcl/allo.py is blob {blob[:12]}, not {ALLO_BLOB[:12]} (tree {TREE[:7]}); "
-              "timing it anyway", file=sys.stderr)
+    if blob != want:
+        print(f"warning: {src}/exp_alcl/allo.py is blob {blob[:12]}, not {want[:12]} (tree {tree[:7]}); "
+              "running it anyway", file=sys.stderr)
+    return blob
+
+
+def run_worker(a, script, flag, cfg):
+    """Runs `script flag CFG-JSON` with the peer venv's python, pinned to core 0 with the
+    single-thread variables and JAX_PLATFORMS=cpu; returns the JSON-object lines of its stdout."""
     py = os.path.join(a.venv, "bin", "python")
     if not os.path.exists(py):
         sys.exit(f"peer venv missing: {a.venv}\nCreate it (from the repository root) with:\n"
                  f"  python3 -m venv tools/venv-asymexp && tools/venv-asymexp/bin/pip install -r {REQUIREMENTS}")
-    cfg = {"asymexp_src": src, "tree": TREE, "allo_blob": blob, "warmup": a.warmup, "steps": a.steps,
-           "overrides": {"env_type": a.env_type, "num_envs": a.num_envs, "num_steps": a.num_steps,
-                         "max_episode_length": a.max_episode_length, "batch_size": a.batch_size,
-                         "geometric_gamma": a.geometric_gamma, "num_eigenvectors": a.num_eigenvectors,
-                         "hidden_dim": a.hidden_dim, "num_hidden_layers": a.num_hidden_layers,
-                         "learning_rate": a.learning_rate, "seed": a.seed}}
     pin = ONE_CORE if shutil.which(ONE_CORE[0]) else []
     if not pin:
         print("warning: taskset not found; the peer runs unpinned", file=sys.stderr)
     env = {**os.environ, **ONE_THREAD, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run(pin + [py, os.path.abspath(__file__), "--_peer-worker", json.dumps(cfg)],
+    proc = subprocess.run(pin + [py, os.path.abspath(script), flag, json.dumps(cfg)],
                           cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
                           stderr=None if a.verbose else subprocess.PIPE)
     if proc.returncode != 0:
         if proc.stderr:
             sys.stderr.write(proc.stderr[-6000:])
         sys.exit(f"peer part failed (exit {proc.returncode})")
-    lines = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    return [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+
+
+def add_source_args(ap):
+    """The reference-source and venv options every asymexp script takes."""
+    ap.add_argument("--asymexp-src", help="an existing tarod13/asymexp checkout at 4deb141 (default: the cache, "
+                                          "extracted from --asymexp-mirror if missing)")
+    ap.add_argument("--asymexp-mirror", default=MIRROR, help="git dir of the asymexp mirror")
+    ap.add_argument("--venv", default=VENV, help="the peer venv (default tools/venv-asymexp)")
+    ap.add_argument("--verbose", action="store_true", help="show the reference's own output (stderr)")
+
+
+def peer_side(a):
+    src = asymexp_source(a)
+    blob = checked_blob(src)
+    cfg = {"asymexp_src": src, "tree": TREE, "allo_blob": blob, "warmup": a.warmup, "steps": a.steps,
+           "overrides": {"env_type": a.env_type, "num_envs": a.num_envs, "num_steps": a.num_steps,
+                         "max_episode_length": a.max_episode_length, "batch_size": a.batch_size,
+                         "geometric_gamma": a.geometric_gamma, "num_eigenvectors": a.num_eigenvectors,
+                         "hidden_dim": a.hidden_dim, "num_hidden_layers": a.num_hidden_layers,
+                         "learning_rate": a.learning_rate, "seed": a.seed}}
+    lines = run_worker(a, __file__, "--_peer-worker", cfg)
     for l in lines:
         print(json.dumps(l), flush=True)
     return lines
@@ -399,13 +462,9 @@ def main():
     ap.add_argument("--num-hidden-layers", type=int, default=3)
     ap.add_argument("--learning-rate", type=float, default=3e-4)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--asymexp-src", help="an existing tarod13/asymexp checkout (default: the cache, "
-                                          "extracted from --asymexp-mirror if missing)")
-    ap.add_argument("--asymexp-mirror", default=MIRROR, help="git dir of the asymexp mirror")
-    ap.add_argument("--venv", default=VENV, help="the peer venv (default tools/venv-asymexp)")
+    add_source_args(ap)
     ap.add_argument("--kestrel-cmd", default="", help="shell command timing Kestrel (see kestrel_side)")
     ap.add_argument("--skip-peer", action="store_true", help="only the Kestrel side")
-    ap.add_argument("--verbose", action="store_true", help="show the reference's own output (stderr)")
     a = ap.parse_args()
     if a.steps < 1 or a.warmup < 1:
         ap.error("--steps and --warmup must be >= 1")
