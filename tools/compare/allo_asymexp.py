@@ -381,15 +381,25 @@ def kestrel_side(args):
     """Runs Kestrel's ALLO timing for the same workload and returns {key: value} keyed like
     WORKLOADS (sample_ms, update_ms, step_ms, loop_iteration_ms, collect_s, steps), or None.
 
-    TODO(main developer): wire Kestrel's `asymexp` ALLO profile here; until then the command is
-    whatever --kestrel-cmd says. It runs from the repository root through `sh -c`, pinned to
-    core 0 with the same single-thread variables as the peer, and must print (as its last JSON
-    line on stdout) one object such as
+    By default `kestrel allo bench --profile asymexp --json` on the reference's room4 layout
+    (the same as ../shared/data/laplacian-grids/GridRoom-4.txt, read stripped as room4's
+    string) with the same collection, batch and steps; --kestrel-cmd replaces it. It runs from
+    the repository root through `sh -c`, pinned to core 0 with the same single-thread variables
+    as the peer, and prints (as its last JSON line on stdout) one object such as
         {"sample_ms": 0.05, "update_ms": 1.9, "step_ms": 1.95, "collect_s": 0.4, "steps": 2000}
     """
-    if not args.kestrel_cmd:
-        print("Kestrel side skipped: no --kestrel-cmd given", file=sys.stderr)
+    if args.kestrel_cmd == "none":
+        print("Kestrel side skipped (--kestrel-cmd none)", file=sys.stderr)
         return None
+    if not args.kestrel_cmd:
+        exe = ROOT / "target" / "release" / "kestrel"
+        if not exe.exists():
+            subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
+        grid = ROOT.parent / "shared" / "data" / "laplacian-grids" / "GridRoom-4.txt"
+        if args.env_type != "room4" or not grid.is_file():
+            sys.exit(f"the default Kestrel command times room4 ({grid}); give --kestrel-cmd for {args.env_type}")
+        args.kestrel_cmd = (f"{exe} allo bench --profile asymexp --map {grid} --batch {args.batch_size} "
+                            f"--num-envs {args.num_envs} --num-steps {args.num_steps} --steps {args.steps} --json")
     pin = ONE_CORE if shutil.which(ONE_CORE[0]) else []
     proc = subprocess.run(pin + ["sh", "-c", args.kestrel_cmd], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                           env={**os.environ, **ONE_THREAD, "RAYON_NUM_THREADS": "1"})
@@ -463,7 +473,8 @@ def main():
     ap.add_argument("--learning-rate", type=float, default=3e-4)
     ap.add_argument("--seed", type=int, default=42)
     add_source_args(ap)
-    ap.add_argument("--kestrel-cmd", default="", help="shell command timing Kestrel (see kestrel_side)")
+    ap.add_argument("--kestrel-cmd", default="",
+                    help="shell command timing Kestrel (default: kestrel allo bench --profile asymexp; 'none' skips)")
     ap.add_argument("--skip-peer", action="store_true", help="only the Kestrel side")
     a = ap.parse_args()
     if a.steps < 1 or a.warmup < 1:
