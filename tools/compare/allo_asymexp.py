@@ -75,6 +75,7 @@ The reference's seed spread on the golden fixture run (its own training end to e
 import argparse
 import hashlib
 import json
+from pathlib import Path
 import os
 import shutil
 import subprocess
@@ -392,10 +393,10 @@ def kestrel_side(args):
         print("Kestrel side skipped (--kestrel-cmd none)", file=sys.stderr)
         return None
     if not args.kestrel_cmd:
-        exe = ROOT / "target" / "release" / "kestrel"
+        exe = Path(ROOT) / "target" / "release" / "kestrel"
         if not exe.exists():
             subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
-        grid = ROOT.parent / "shared" / "data" / "laplacian-grids" / "GridRoom-4.txt"
+        grid = Path(ROOT).parent / "shared" / "data" / "laplacian-grids" / "GridRoom-4.txt"
         if args.env_type != "room4" or not grid.is_file():
             sys.exit(f"the default Kestrel command times room4 ({grid}); give --kestrel-cmd for {args.env_type}")
         args.kestrel_cmd = (f"{exe} allo bench --profile asymexp --map {grid} --batch {args.batch_size} "
