@@ -383,8 +383,7 @@ def kestrel_side(args):
     WORKLOADS (sample_ms, update_ms, step_ms, loop_iteration_ms, collect_s, steps), or None.
 
     By default `kestrel allo bench --profile asymexp --json` on the reference's room4 layout
-    (the same as ../shared/data/laplacian-grids/GridRoom-4.txt, read stripped as room4's
-    string) with the same collection, batch and steps; --kestrel-cmd replaces it. It runs from
+    (`builtin:four-rooms`) with the same collection, batch and steps; --kestrel-cmd replaces it. It runs from
     the repository root through `sh -c`, pinned to core 0 with the same single-thread variables
     as the peer, and prints (as its last JSON line on stdout) one object such as
         {"sample_ms": 0.05, "update_ms": 1.9, "step_ms": 1.95, "collect_s": 0.4, "steps": 2000}
@@ -396,10 +395,9 @@ def kestrel_side(args):
         exe = Path(ROOT) / "target" / "release" / "kestrel"
         if not exe.exists():
             subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
-        grid = Path(ROOT).parent / "shared" / "data" / "laplacian-grids" / "GridRoom-4.txt"
-        if args.env_type != "room4" or not grid.is_file():
-            sys.exit(f"the default Kestrel command times room4 ({grid}); give --kestrel-cmd for {args.env_type}")
-        args.kestrel_cmd = (f"{exe} allo bench --profile asymexp --map {grid} --batch {args.batch_size} "
+        if args.env_type != "room4":
+            sys.exit(f"the default Kestrel command times room4 (builtin:four-rooms); give --kestrel-cmd for {args.env_type}")
+        args.kestrel_cmd = (f"{exe} allo bench --profile asymexp --map builtin:four-rooms --batch {args.batch_size} "
                             f"--num-envs {args.num_envs} --num-steps {args.num_steps} --steps {args.steps} --json")
     pin = ONE_CORE if shutil.which(ONE_CORE[0]) else []
     proc = subprocess.run(pin + ["sh", "-c", args.kestrel_cmd], cwd=ROOT, stdout=subprocess.PIPE, text=True,

@@ -31,7 +31,7 @@ use crate::AgentError;
 use kestrel_core::{FromInvalid, Key};
 pub use kestrel_envs::asymexp::{AsymexpMap, Version};
 use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};
-use kestrel_replay::RowReplay;
+use kestrel_replay::{RowReplay, RowRule};
 
 /// The optional graph perturbation (`perturbation_type`; config spelling as the reference's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -272,39 +272,52 @@ pub struct Grads<T> {
 
 /// The threshold's row mask: row 0 is on; row `i` is on iff every entry of every earlier
 /// row of `E₁` (upper zeros and diagonal included) is below `threshold` in magnitude.
-pub fn threshold_mask(e1: &[f64], d: usize, threshold: Option<f64>) -> Vec<f64> {
-    let Some(t) = threshold else {
-        return vec![1.0; d];
-    };
-    let mut mask = vec![1.0; d];
+pub fn threshold_mask(e1: &[f64], d: usize, threshold: Option<f64>, mask: &mut Vec<f64>) {
+    mask.clear();
+    mask.resize(d, 1.0);
+    let Some(t) = threshold else { return };
     let mut on = true;
     for i in 1..d {
         on = on && e1[(i - 1) * d..i * d].iter().all(|v| v.abs() < t);
         mask[i] = if on { 1.0 } else { 0.0 };
     }
-    mask
 }
 
-/// The loss, its named terms and its gradients for `φ = enc(s)`, `φ′ = enc(s′)`,
-/// `φ₂ = enc(u)` (`B × d` each, row-major) under `mult`. Sums in f64.
+/// Buffers [`loss_and_grad`] reuses from step to step.
+#[derive(Clone, Debug, Default)]
+pub struct Scratch {
+    g: Vec<f64>,
+    dphi: Vec<f64>,
+    h: Vec<f64>,
+}
+
+/// Zeroed to `n` entries, keeping the buffer.
+fn zeroed(v: &mut Vec<f64>, n: usize) {
+    v.clear();
+    v.resize(n, 0.0);
+}
+
+/// The loss, its named terms (into `t`) and its gradients for `[φ, φ′, φ₂]` = `[enc(s),
+/// enc(s′), enc(u)]` (`B × d` each, row-major) under `mult`. Sums in f64; every buffer is
+/// reused, so a step allocates nothing once they have grown.
 pub fn loss_and_grad<T: Float>(
     cfg: &AsymexpConfig,
     mult: &Multipliers<T>,
-    phi: &[T],
-    next_phi: &[T],
-    phi_2: &[T],
+    [phi, next_phi, phi_2]: [&[T]; 3],
     grads: &mut Grads<T>,
-) -> Terms {
+    t: &mut Terms,
+    scratch: &mut Scratch,
+) {
     let d = cfg.num_eigenvectors;
     let n = phi.len() / d;
     let nf = n as f64;
     let f = |v: &[T], r: usize, i: usize| v[r * d + i].to_f64();
-    let beta: Vec<f64> = mult.duals.iter().map(|v| v.to_f64()).collect();
-    let integral: Vec<f64> = mult.integral.iter().map(|v| v.to_f64()).collect();
+    let beta = |i: usize| mult.duals[i].to_f64();
+    let integral = |i: usize| mult.integral[i].to_f64();
     let b = mult.barrier.to_f64();
     // Inner products and error matrices.
-    let gram = |u: &[T]| {
-        let mut a = vec![0.0f64; d * d];
+    let gram = |u: &[T], a: &mut Vec<f64>| {
+        zeroed(a, d * d);
         for r in 0..n {
             for j in 0..d {
                 let x = f(u, r, j);
@@ -318,14 +331,16 @@ pub fn loss_and_grad<T: Float>(
                 a[j * d + k] = a[j * d + k] / nf - if j == k { 1.0 } else { 0.0 };
             }
         }
-        a
     };
-    let (e1, e2) = (gram(phi), gram(phi_2));
-    let mask = threshold_mask(&e1, d, cfg.threshold);
-    let mut t = Terms { mask: mask.clone(), ..Terms::default() };
+    gram(phi, &mut t.error_matrix_1);
+    gram(phi_2, &mut t.error_matrix_2);
+    threshold_mask(&t.error_matrix_1, d, cfg.threshold, &mut t.mask);
+    let (e1, e2, mask) = (&t.error_matrix_1, &t.error_matrix_2, &t.mask);
+    let (mut dual_pos, mut dual_neg) = (0.0, 0.0);
     // Dual, barrier and the E₁ gradient G (∂loss/∂E₁ on the lower triangle).
     let (a, ai) = (cfg.step_size_duals, cfg.step_size_duals_i);
-    let mut g = vec![0.0f64; d * d];
+    let Scratch { g, dphi, h } = scratch;
+    zeroed(g, d * d);
     grads.duals.clear();
     grads.duals.resize(d * d, 0.0);
     let mut q_sum = 0.0;
@@ -333,16 +348,18 @@ pub fn loss_and_grad<T: Float>(
         for k in 0..d {
             let i = j * d + k;
             let m = mask[j];
-            t.dual_loss_pos += beta[i] * m * e1[i];
-            let target = a * e1[i] + ai * integral[i];
-            t.dual_loss_neg -= beta[i] * m * target;
+            dual_pos += beta(i) * m * e1[i];
+            let target = a * e1[i] + ai * integral(i);
+            dual_neg -= beta(i) * m * target;
             grads.duals[i] = -m * target;
             q_sum += 2.0 * m * e1[i] * e2[i];
             if k <= j {
-                g[i] = m * (beta[i] + 2.0 * b * e2[i]);
+                g[i] = m * (beta(i) + 2.0 * b * e2[i]);
             }
         }
     }
+    t.dual_loss_pos = dual_pos;
+    t.dual_loss_neg = dual_neg;
     t.quadratic_error = q_sum;
     t.barrier_loss_pos = b * q_sum;
     t.barrier_loss_neg = -b * q_sum.abs();
@@ -352,23 +369,23 @@ pub fn loss_and_grad<T: Float>(
     grads.phi.resize(n * d, T::ZERO);
     grads.next_phi.clear();
     grads.next_phi.resize(n * d, T::ZERO);
-    let mut dphi = vec![0.0f64; n * d];
-    t.graph_losses = vec![0.0; d];
+    zeroed(dphi, n * d);
+    zeroed(&mut t.graph_losses, d);
     for r in 0..n {
         for i in 0..d {
-            let diff = mask[i] * (f(phi, r, i) - f(next_phi, r, i));
+            let diff = t.mask[i] * (f(phi, r, i) - f(next_phi, r, i));
             t.graph_losses[i] += 0.5 * diff * diff / nf;
-            let gi = mask[i] * diff / nf;
+            let gi = t.mask[i] * diff / nf;
             dphi[r * d + i] += gi;
             grads.next_phi[r * d + i] = T::from_f64(-gi);
         }
     }
     // The perturbation, over the centred features of φ.
-    t.graph_perturbation = vec![0.0; d];
+    zeroed(&mut t.graph_perturbation, d);
     if cfg.perturbation != Perturbation::None {
         let (eps, s) = (cfg.graph_epsilon, cfg.graph_variance_scale);
         let delta = (-1.0 / s).exp();
-        let mut h = vec![0.0f64; n];
+        zeroed(h, n);
         for i in 1..d {
             let mean = (0..n).map(|r| f(phi, r, i)).sum::<f64>() / nf;
             let c = |r: usize| f(phi, r, i) - mean;
@@ -417,12 +434,13 @@ pub fn loss_and_grad<T: Float>(
             dphi[r * d + j] += acc / nf;
         }
     }
-    for (o, v) in grads.phi.iter_mut().zip(&dphi) {
+    for (o, v) in grads.phi.iter_mut().zip(dphi.iter()) {
         *o = T::from_f64(*v);
     }
     t.allo =
         t.graph_loss + t.dual_loss_pos + t.barrier_loss_pos + t.dual_loss_neg + t.barrier_loss_neg;
-    t.eigenvalue_sum = -0.5 * (0..d).map(|i| beta[i * d + i]).sum::<f64>();
+    t.eigenvalue_sum = -0.5 * (0..d).map(|i| beta(i * d + i)).sum::<f64>();
+    let e1 = &t.error_matrix_1;
     t.total_norm_error = (0..d).map(|i| e1[i * d + i].abs()).sum();
     t.total_error = e1.iter().map(|v| v.abs()).sum();
     t.total_two_component_error = (0..d)
@@ -432,9 +450,6 @@ pub fn loss_and_grad<T: Float>(
     t.distance_to_constraint_manifold = e1.iter().map(|v| v * v).sum();
     t.distance_to_origin =
         (0..d).map(|i| (0..n).map(|r| f(phi, r, i).powi(2)).sum::<f64>() / nf).sum();
-    t.error_matrix_1 = e1;
-    t.error_matrix_2 = e2;
-    t
 }
 
 /// `jnp.sign`: −1, 0 or 1.
@@ -569,6 +584,8 @@ pub struct Asymexp<T: Float> {
     dphi: Vec<T>,
     drows: Vec<T>,
     grads: Grads<T>,
+    scratch: Scratch,
+    last: AsymexpStep,
 }
 
 impl<T: Float> Asymexp<T> {
@@ -635,6 +652,8 @@ impl<T: Float> Asymexp<T> {
             dphi: Vec::new(),
             drows: Vec::new(),
             grads: Grads::default(),
+            scratch: Scratch::default(),
+            last: AsymexpStep { terms: Terms::default(), grad_norm: f64::NAN, encoder_rows: 0 },
             cfg,
             coords,
             net,
@@ -657,16 +676,29 @@ impl<T: Float> Asymexp<T> {
         self.coords.len() / 2
     }
 
+    /// What the last step reported: the loss's terms (on the parameters before it), the
+    /// global gradient norm and the encoder's rows.
+    pub fn last_step(&self) -> &AsymexpStep {
+        &self.last
+    }
+
+    /// The last step's gradients of the loss in `φ`, `φ′`, the duals and the barrier (the
+    /// encoder's, summed onto its parameters, are `trainee.grads`).
+    pub fn grads(&self) -> &Grads<T> {
+        &self.grads
+    }
+
     /// One update on the states `obs`, `next_obs` (a pair batch) and `obs_2` (the second
     /// batch's first states), `B` each: the loss on the current parameters, Adam on the
-    /// encoder, SGD on the duals and barrier, the integral. A non-finite loss or gradient is an
-    /// error and changes nothing.
+    /// encoder, SGD on the duals and barrier, the integral; what it reports is
+    /// [`Asymexp::last_step`]. A non-finite loss or gradient is an error and changes nothing.
+    /// Once its buffers have grown a step allocates nothing.
     pub fn step_on(
         &mut self,
         obs: &[u32],
         next_obs: &[u32],
         obs_2: &[u32],
-    ) -> Result<AsymexpStep, AgentError> {
+    ) -> Result<(), AgentError> {
         let (b, d) = (self.cfg.batch_size, self.cfg.num_eigenvectors);
         let n = self.num_states() as u32;
         if obs.len() != b || next_obs.len() != b || obs_2.len() != b {
@@ -695,7 +727,15 @@ impl<T: Float> Asymexp<T> {
         self.rows.gather(out, d, &mut self.phi);
         let (phi, rest) = self.phi.split_at(b * d);
         let (next_phi, phi_2) = rest.split_at(b * d);
-        let terms = loss_and_grad(&self.cfg, &self.mult, phi, next_phi, phi_2, &mut self.grads);
+        let terms = &mut self.last.terms;
+        loss_and_grad(
+            &self.cfg,
+            &self.mult,
+            [phi, next_phi, phi_2],
+            &mut self.grads,
+            terms,
+            &mut self.scratch,
+        );
         if !terms.allo.is_finite() {
             return Err(AgentError::NonFinite { what: "loss", value: terms.allo });
         }
@@ -713,7 +753,9 @@ impl<T: Float> Asymexp<T> {
         let grad_norm = (enc * enc + extra).sqrt();
         update_multipliers(&self.cfg, &mut self.mult, &self.grads, &terms.error_matrix_1);
         self.steps += 1;
-        Ok(AsymexpStep { terms, grad_norm, encoder_rows: m })
+        self.last.grad_norm = grad_norm;
+        self.last.encoder_rows = m;
+        Ok(())
     }
 
     /// The encoder's output for every state (`S × d`, row-major, f64).
@@ -876,12 +918,21 @@ pub struct Collected {
 /// slot 0 its first state, then each step's reached state; a step that ends an episode flags
 /// the slots of the state before it and of the reached state as terminal and skips a slot,
 /// which the next step fills with the reset state. The row keeps slots up to the last
-/// written one. Rows are written in parallel over environments (each row's draws are its own).
+/// written one, each environment's in turn.
+///
+/// When the step right after a reset ends an episode too (a reset next to the goal, or
+/// `max_episode_length = 1`), the skipped slot is never written: the reference leaves full
+/// index 0 there and its conversion to canonical states drops it (flag and all) unless cell
+/// (0, 0) is free, where it reads as that state. [`RowRule::Reference`] rows do the same;
+/// [`RowRule::WithinEpisode`] rows write the reset state there, so the reset → goal move is a
+/// real pair of its own one-step episode. A row left with fewer than two states is not stored,
+/// as the reference's buffer skips it.
 pub fn collect(
     map: &AsymexpMap,
     num_envs: usize,
     num_steps: usize,
     max_episode_length: usize,
+    rule: RowRule,
     draws: &mut impl CollectDraws,
 ) -> Result<Collected, AgentError> {
     if num_envs == 0 || num_steps == 0 || max_episode_length == 0 {
@@ -900,18 +951,24 @@ pub fn collect(
     let mut obs = vec![0u32; slots];
     let mut term = vec![false; slots];
     let mut valid = vec![false; slots];
+    let mut written = vec![false; slots];
+    let (mut row_obs, mut row_term) = (Vec::with_capacity(slots), Vec::with_capacity(slots));
+    // What an unwritten slot reads as: full index 0, if that cell is free.
+    let zero = map.canonical_of(0);
     // Per environment: the envs' episodes are independent, so one row at a time in env order
     // equals the reference's lock-step scan (draws are addressed by (step, env)).
     for env in 0..num_envs {
         obs.iter_mut().for_each(|v| *v = 0);
         term.iter_mut().for_each(|v| *v = false);
         valid.iter_mut().for_each(|v| *v = false);
+        written.iter_mut().for_each(|v| *v = false);
         let mut s = draws.initial(env);
         if s as usize >= n {
             return Err(AgentError::invalid("initial state", s, format!("below {n}")));
         }
         obs[0] = s;
         valid[0] = true;
+        written[0] = true;
         let (mut w, mut last, mut t) = (1usize, 0usize, 0usize);
         for step in 0..num_steps {
             let a = draws.action(step, env);
@@ -922,16 +979,19 @@ pub fn collect(
             term[w - 1] = done;
             valid[w] = !done;
             obs[w] = next;
+            written[w] = true;
+            if !valid[w - 1] && (!done || rule == RowRule::WithinEpisode) {
+                // The first step after a reset writes the reset state into the skipped slot
+                // (the reference: only when that step does not end the episode too).
+                obs[w - 1] = s;
+                valid[w - 1] = true;
+                written[w - 1] = true;
+            }
             if done {
                 term[w] = true;
                 last = w;
                 w += 2;
             } else {
-                if !valid[w - 1] {
-                    // The first step after a reset writes the reset state into the skipped slot.
-                    obs[w - 1] = s;
-                    valid[w - 1] = true;
-                }
                 last = w;
                 w += 1;
             }
@@ -946,7 +1006,67 @@ pub fn collect(
                 next
             };
         }
-        replay.add_row(&obs[..=last], &term[..=last])?;
+        row_obs.clear();
+        row_term.clear();
+        for i in 0..=last {
+            let state = if written[i] { Some(obs[i]) } else { zero };
+            if let Some(state) = state {
+                row_obs.push(state);
+                row_term.push(term[i]);
+            }
+        }
+        if row_obs.len() >= 2 {
+            replay.add_row(&row_obs, &row_term)?;
+        }
+    }
+    if replay.num_rows() == 0 {
+        return Err(AgentError::invalid(
+            "collection",
+            format!("{num_envs} envs × {num_steps} steps"),
+            "at least one row of two states",
+        ));
     }
     Ok(Collected { replay, counts, transitions: (num_envs * num_steps) as u64 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Episodes of one step (`max_episode_length = 1`, or a reset beside the goal) never write
+    /// the slot skipped for the reset: the reference's rows drop it (cell (0, 0) is a wall
+    /// here), the within-episode rows hold the reset state there, so every pair is a real move.
+    #[test]
+    fn one_step_episodes_drop_or_fill_the_skipped_slot() {
+        let map = AsymexpMap::parse("XXXXX\nXS GX\nXXXXX", "m", Version::Thresholded).unwrap();
+        let start = map.start_state().unwrap();
+        for (rule, len) in [(RowRule::Reference, 6), (RowRule::WithinEpisode, 10)] {
+            let mut draws = KeyDraws::new(&map, Key::new(3));
+            let c = collect(&map, 1, 5, 1, rule, &mut draws).unwrap();
+            let row = c.replay.row(0);
+            assert_eq!(row.len(), len, "{rule:?}: {row:?}");
+            assert_eq!(
+                c.replay.terminal_positions(0).len(),
+                len,
+                "{rule:?}: every slot ends an episode"
+            );
+            if rule == RowRule::WithinEpisode {
+                for pair in row.chunks(2) {
+                    assert_eq!(pair[0], start);
+                    assert!(
+                        map.next[start as usize * 4..start as usize * 4 + 4].contains(&pair[1])
+                    );
+                }
+                // Every pair lies in its own episode: the sampler draws only first states.
+                for u in [0.0, 0.3, 0.6, 0.99] {
+                    let p = c.replay.pair(0, u, 0.5, 0.2, rule).unwrap();
+                    assert_eq!((row[p.obs_idx as usize], p.horizon, p.offset), (start, 1, 1));
+                }
+            }
+        }
+        // A map whose only free cell is the goal has nowhere to reset: refused when parsed.
+        let e =
+            AsymexpMap::parse("XXX\nXGX\nXXX", "g.txt", Version::Final).unwrap_err().to_string();
+        assert!(e.contains("g.txt") && e.contains("start"), "{e}");
+    }
 }

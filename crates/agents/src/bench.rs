@@ -236,6 +236,7 @@ pub fn asymexp(
         num_envs,
         num_steps,
         num_steps,
+        kestrel_replay::RowRule::Reference,
         &mut KeyDraws::new(map, Key::new(0)),
     )?;
     let collect_ms = t.elapsed().as_secs_f64() * 1e3;

@@ -58,7 +58,7 @@ fn collected(c: &Value, version: Version) -> (AsymexpMap, Collected) {
         resets: ints(&ps["state_after_reset_full"]),
         envs,
     };
-    let out = collect(&map, envs, steps, max_len, &mut draws).unwrap();
+    let out = collect(&map, envs, steps, max_len, RowRule::Reference, &mut draws).unwrap();
     (map, out)
 }
 

@@ -23,18 +23,18 @@ pub struct BenchArgs {
     #[arg(long, default_value = "builtin:rooms-2-5")]
     map: String,
     /// paper (the default) or asymexp: the asymexp profile's collection, truth, sampling and
-    /// update at the script's defaults (its map files read stripped, as its `room4` string).
-    #[arg(long, default_value = "paper")]
+    /// update at the script's defaults (map files read stripped, as its `room4` string).
+    #[arg(long, default_value = "paper", value_parser = ["paper", "asymexp"])]
     profile: String,
-    /// Rows per sub-batch (paper: 1024 × 4; asymexp: give 256).
-    #[arg(long, default_value_t = 1024)]
-    batch: usize,
-    /// asymexp: collecting environments × steps each.
-    #[arg(long, default_value_t = 1000)]
-    num_envs: usize,
-    /// asymexp: steps per collecting environment.
-    #[arg(long, default_value_t = 1000)]
-    num_steps: usize,
+    /// Rows per batch (paper: 1024, four sub-batches; asymexp: 256, two batches).
+    #[arg(long)]
+    batch: Option<usize>,
+    /// asymexp: collecting environments (default 1000).
+    #[arg(long)]
+    num_envs: Option<usize>,
+    /// asymexp: steps per collecting environment (default 1000).
+    #[arg(long)]
+    num_steps: Option<usize>,
     /// Steps timed per path.
     #[arg(long, default_value_t = 200)]
     steps: u64,
@@ -44,16 +44,18 @@ pub struct BenchArgs {
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {
-    match a.profile.as_str() {
-        "paper" => {}
-        "asymexp" => return bench_asymexp(&a),
-        other => anyhow::bail!("--profile {other:?}: paper or asymexp"),
+    if a.profile == "asymexp" {
+        return bench_asymexp(&a);
     }
-    let t = kestrel_agents::bench::allo(&a.map, a.batch, a.steps)?;
+    if a.num_envs.is_some() || a.num_steps.is_some() {
+        anyhow::bail!("--num-envs and --num-steps are the asymexp profile's (--profile asymexp)");
+    }
+    let batch = a.batch.unwrap_or(1024);
+    let t = kestrel_agents::bench::allo(&a.map, batch, a.steps)?;
     if a.json {
         println!(
             "{}",
-            json!({"map": a.map, "states": t.states, "batch": a.batch, "sample_us": t.sample_us,
+            json!({"map": a.map, "states": t.states, "batch": batch, "sample_us": t.sample_us,
                    "step_dedup_us": t.step_dedup_us, "step_plain_us": t.step_plain_us})
         );
     } else {
@@ -61,7 +63,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             "ALLO on {} ({} states), batch 4×{}: sampling {:.0} µs; step {:.2} ms deduplicated, {:.2} ms plain",
             a.map,
             t.states,
-            a.batch,
+            batch,
             t.sample_us,
             t.step_dedup_us / 1e3,
             t.step_plain_us / 1e3
@@ -73,11 +75,13 @@ pub fn bench(a: BenchArgs) -> Result<()> {
 fn bench_asymexp(a: &BenchArgs) -> Result<()> {
     use kestrel_agents::asymexp::Version;
     let map = kestrel_run::runs::allo_asymexp::resolve_map(&a.map, Version::Final)?;
-    let t = kestrel_agents::bench::asymexp(&map, a.num_envs, a.num_steps, a.batch, a.steps)?;
+    let (batch, envs, steps) =
+        (a.batch.unwrap_or(256), a.num_envs.unwrap_or(1000), a.num_steps.unwrap_or(1000));
+    let t = kestrel_agents::bench::asymexp(&map, envs, steps, batch, a.steps)?;
     if a.json {
         println!(
             "{}",
-            json!({"map": a.map, "states": t.states, "batch": a.batch, "steps": a.steps,
+            json!({"map": a.map, "states": t.states, "batch": batch, "steps": a.steps,
                    "collect_s": (t.collect_ms + t.truth_ms) / 1e3, "collect_ms": t.collect_ms,
                    "truth_ms": t.truth_ms, "sample_ms": t.sample_us / 1e3,
                    "update_ms": t.update_us / 1e3, "update_plain_ms": t.update_plain_us / 1e3,
@@ -89,9 +93,9 @@ fn bench_asymexp(a: &BenchArgs) -> Result<()> {
              sampling {:.0} µs; update {:.2} ms deduplicated, {:.2} ms plain",
             a.map,
             t.states,
-            a.batch,
-            a.num_envs,
-            a.num_steps,
+            batch,
+            envs,
+            steps,
             t.collect_ms,
             t.truth_ms,
             t.sample_us,
@@ -104,8 +108,8 @@ fn bench_asymexp(a: &BenchArgs) -> Result<()> {
 
 #[derive(Args)]
 pub struct TrainArgs {
-    /// A map file (the paper code's text format) or `builtin:NAME` (open-N, rooms-K-N,
-    /// maze-N-SEED) (config key `map`).
+    /// A map file (the profile's text format: the paper code's, or asymexp's) or
+    /// `builtin:NAME` (open-N, rooms-K-N, four-rooms, maze-N-SEED) (config key `map`).
     #[arg(long)]
     map: Option<String>,
     /// Gradient steps in total, a resumed run's included.

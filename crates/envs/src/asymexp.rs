@@ -119,8 +119,13 @@ impl AsymexpMap {
         if canonical.is_empty() {
             return Err(err("no free cell".into()));
         }
-        let valid_starts =
+        let valid_starts: Vec<u32> =
             (0..canonical.len() as u32).filter(|&s| Some(canonical[s as usize]) != goal).collect();
+        if start.is_none() && valid_starts.is_empty() {
+            return Err(err(
+                "no cell to start from: every free cell is the goal G and there is no S".into(),
+            ));
+        }
         for (what, cell) in [("start S", start), ("goal G", goal)] {
             if let Some(f) = cell
                 && wall[f as usize]
@@ -182,10 +187,11 @@ impl AsymexpMap {
         }
     }
 
-    /// Reads a map file.
+    /// Reads a map file as Python's text mode does (`\r\n` and `\r` read as `\n`).
     pub fn load(path: &std::path::Path, version: Version) -> Result<Self, EnvError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| EnvError::Io { path: path.display().to_string(), source: e })?;
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
         Self::parse(&text, &path.display().to_string(), version)
     }
 

@@ -111,6 +111,10 @@ impl GridMap {
     /// - `rooms-K-N`: a K×K grid of N×N rooms (K ≥ 1, N ≥ 2) separated by walls with one
     ///   doorway in each inner wall segment, at its middle (`rooms-2-5` is a 13×13
     ///   four-rooms layout);
+    /// - `four-rooms`: the classic 13×13 four-rooms layout of Sutton, Precup & Singh (1999,
+    ///   Fig. 2; the ALLO paper's GridRoom-4 and asymexp's `room4`): rooms of unequal size, a
+    ///   vertical wall in column 6 above row 6 and in column 7 below it, doorways at (2, 6),
+    ///   (9, 7), (6, 3) and (6, 10) as (row, column);
     /// - `maze-N-SEED`: an N×N-cell perfect maze (depth-first, from the seed), drawn on a
     ///   (2N+1)×(2N+1) grid.
     pub fn builtin(name: &str) -> Result<Self, EnvError> {
@@ -129,6 +133,19 @@ impl GridMap {
                     .map(|i| (1..=n).contains(&(i / s)) && (1..=n).contains(&(i % s)))
                     .collect();
                 Self::from_cells(&full, s, s, free)
+            }
+            ["four", "rooms"] => {
+                let free = (0..13 * 13)
+                    .map(|i| {
+                        let (r, c) = (i / 13, i % 13);
+                        (1..=11).contains(&r)
+                            && (1..=11).contains(&c)
+                            && !(r == 6 && c != 3 && c != 10)
+                            && !(c == 6 && r <= 5 && r != 2)
+                            && !(c == 7 && r >= 7 && r != 9)
+                    })
+                    .collect();
+                Self::from_cells(&full, 13, 13, free)
             }
             ["rooms", k, n] => {
                 let (k, n) = (num(k)?, num(n)?);

@@ -102,3 +102,13 @@ fn bad_maps_are_refused_by_name() {
     let mut m = AsymexpMap::parse("...", "ok", Version::Thresholded).unwrap();
     assert!(m.block(&[(0, 7)]).unwrap_err().to_string().contains("blocked move (0, 7)"));
 }
+
+/// `builtin:four-rooms` is the paper's GridRoom-4 (and asymexp's `room4`) cell for cell.
+#[test]
+fn four_rooms_is_gridroom_4() {
+    let Some(dir) = kestrel_testkit::shared_subdir("laplacian-grids") else { return };
+    let file = kestrel_envs::GridMap::load(&dir.join("GridRoom-4.txt")).unwrap();
+    let built = kestrel_envs::GridMap::builtin("four-rooms").unwrap();
+    assert_eq!((built.rows, built.cols, built.num_states()), (13, 13, 104));
+    assert_eq!(built.free, file.free);
+}

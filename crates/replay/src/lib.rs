@@ -70,19 +70,31 @@ impl Convention {
     }
 }
 
-/// Truncated geometric sample on `0..n` with `P(j) ∝ γʲ` by inverse CDF (γ in [0, 1]).
+/// Truncated geometric sample on `0..n` with `P(j) ∝ γʲ` by inverse CDF (γ in [0, 1]): one
+/// uniform drawn from `rng`, none when the answer is certain (`n ≤ 1` or γ = 0).
 #[inline]
 pub fn discounted_sampling(rng: &mut Rng, n: usize, gamma: f64) -> usize {
     if n <= 1 || gamma <= 0.0 {
         return 0;
     }
-    let u = rng.uniform_f64();
+    truncated_geometric(n, gamma, rng.uniform_f64())
+}
+
+/// The truncated geometric on `0..n` from a uniform `u` in `[0, 1)`, in both references'
+/// arithmetic (numpy's `np.power` and `np.log`: libm's `pow` and `log`):
+/// `⌊log(1 − (1 − γⁿ) u) / log γ⌋`; γ = 1 is `⌊n u⌋`, γ = 0 is 0. Clamped to `n − 1` (only
+/// rounding at `u → 1` could reach `n`); `n = 0` gives 0.
+#[inline]
+pub fn truncated_geometric(n: usize, gamma: f64, u: f64) -> usize {
+    if n <= 1 || gamma <= 0.0 {
+        return 0;
+    }
     let j = if gamma >= 1.0 {
-        (n as f64 * u) as usize
+        (n as f64 * u).floor()
     } else {
-        ((1.0 - (1.0 - gamma.powi(n as i32)) * u).ln() / gamma.ln()) as usize
+        ((1.0 - (1.0 - gamma.powf(n as f64)) * u).ln() / gamma.ln()).floor()
     };
-    j.min(n - 1)
+    (j as usize).min(n - 1)
 }
 
 /// Episodes of items `T` (e.g. state indices) in one flat array.

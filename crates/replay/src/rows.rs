@@ -161,6 +161,14 @@ impl RowReplay {
         discount: f64,
         rule: RowRule,
     ) -> Result<RowPair, ReplayError> {
+        if row >= self.num_rows() || !(0.0..1.0).contains(&u_obs) || !(0.0..1.0).contains(&u_offset)
+        {
+            return Err(ReplayError::invalid(
+                "replay pair",
+                format!("row {row} of {}, draws {u_obs} and {u_offset}", self.num_rows()),
+                "a stored row and draws in [0, 1)",
+            ));
+        }
         let len = self.len[row] as usize;
         let (obs_idx, horizon) = match rule {
             RowRule::Reference => {
@@ -262,18 +270,10 @@ fn episodes(ends: &[u32]) -> impl Iterator<Item = (usize, usize)> + '_ {
     })
 }
 
-/// The truncated geometric offset on `1..=h` from `u` in `[0, 1)`, in the reference's
-/// arithmetic (`np.power`, `np.log`: libm's `pow` and `log`).
+/// The offset on `1..=h` from `u` in `[0, 1)`: [`crate::truncated_geometric`] on `0..h`, plus
+/// one (the reference's `discounted_sampling(h) + 1`).
 pub fn offset(h: usize, gamma: f64, u: f64) -> usize {
-    let j = if gamma == 0.0 {
-        0.0
-    } else if gamma == 1.0 {
-        (u * h as f64).floor()
-    } else {
-        ((1.0 - (1.0 - gamma.powf(h as f64)) * u).ln() / gamma.ln()).floor()
-    };
-    // Within 1..=h for u < 1 (the clamp only guards rounding at u → 1).
-    (j as usize).min(h - 1) + 1
+    crate::truncated_geometric(h, gamma, u) + 1
 }
 
 #[cfg(test)]

@@ -340,8 +340,6 @@ pub fn base64(s: &str) -> Vec<u8> {
 mod data_tests {
     use super::*;
 
-    /// Absent reference data fails exactly when `KESTREL_REQUIRE_DATA=1` (CI) and is a SKIP
-    /// otherwise; the panic names the variable and the path.
     /// Base64 as Python's `base64.b64encode` writes it, padding included.
     #[test]
     fn base64_reads_padded_text() {
@@ -352,6 +350,8 @@ mod data_tests {
         assert_eq!(tensor(&t), (vec![2], vec![1.0, -2.0]));
     }
 
+    /// Absent reference data fails exactly when `KESTREL_REQUIRE_DATA=1` (CI) and is a SKIP
+    /// otherwise; the panic names the variable and the path.
     #[test]
     fn absent_data_fails_exactly_when_required() {
         let r = std::panic::catch_unwind(|| data_absent("the thing", Path::new("/nonexistent/x")));

@@ -17,7 +17,7 @@ use kestrel_envs::GridMap;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
 use kestrel_replay::{Convention, EpisodicReplay};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 pub use crate::runs::allo_asymexp::AsymexpSettings;
 use std::path::Path;
@@ -44,8 +44,8 @@ pub struct AlloRunConfig {
     /// setting it switches every default below to that script's).
     #[serde(default)]
     pub profile: Profile,
-    /// A map file or `builtin:NAME` (open-N, rooms-K-N, maze-N-SEED), as `GridWorld-v0`
-    /// spells it. The paper profile reads the paper code's text format; asymexp reads its own
+    /// A map file or `builtin:NAME` (open-N, rooms-K-N, four-rooms, maze-N-SEED), as
+    /// `GridWorld-v0` spells it. The paper profile reads the paper code's text format; asymexp reads its own
     /// (legacy or, in the final version, comma format with doors).
     pub map: String,
     /// Method (asymexp: allo only).
@@ -133,13 +133,12 @@ impl Default for AlloRunConfig {
 impl AlloRunConfig {
     /// The asymexp profile's defaults: `exp_alcl/allo.py`'s `Args` (d 10, batch 256, 1000
     /// environments × 1000 steps, 20,000 steps, seed 42, lr 3e-4, discount 0.2, encoder
-    /// 2-256-256-256-256-10, cosine and logs every 100 steps, checkpoints every 5,000). The map
-    /// is the embedded 13×13 four-rooms layout; the script's `room4` is the same layout as
-    /// `../shared/data/laplacian-grids/GridRoom-4.txt` (give it as `map`).
+    /// 2-256-256-256-256-10, cosine and logs every 100 steps, checkpoints every 5,000) on its
+    /// default map, `room4`: `builtin:four-rooms`.
     pub fn asymexp() -> Self {
         AlloRunConfig {
             profile: Profile::Asymexp,
-            map: "builtin:rooms-2-5".into(),
+            map: "builtin:four-rooms".into(),
             method: Method::Allo,
             num_eigenvectors: 10,
             batch_size: 256,
@@ -522,7 +521,7 @@ pub fn train(
         return crate::runs::allo_asymexp::train(c, resume, launch);
     }
     let stamp = crate::registry::stamp::<Allo>(&c);
-    let (mut run, dir, mut metrics) = match resume {
+    let (mut run, dir, mut metrics, mut history) = match resume {
         Some(folder) => {
             let mut dir = reopen::<Allo>(folder, &c, launch.argv.clone())?;
             let run = match AlloRun::resume(c.clone(), &folder.join("checkpoint"), &stamp) {
@@ -534,15 +533,18 @@ pub fn train(
                 }
                 Err(e) => return finish(dir, Err(e.into())),
             };
-            let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.learner().steps + 1)?;
-            (run, dir, m)
+            let path = dir.join("metrics.jsonl");
+            let m = MetricsSink::resume(&path, run.learner().steps + 1)?;
+            // The curves are drawn from every logged line, this launch's and the earlier ones.
+            let h = crate::read_metrics(&path)?;
+            (run, dir, m, h)
         }
         None => {
             let run = AlloRun::new(c.clone())?;
             let map = c.map.trim_start_matches("builtin:");
             let map = map.rsplit('/').next().unwrap_or(map).trim_end_matches(".txt");
             let (dir, m) = start(&launch, "allo", &format!("{:?}-{map}", c.method), c.seed, &c)?;
-            (run, dir, m)
+            (run, dir, m, Vec::new())
         }
     };
     let r = (|| -> Result<String, RunError> {
@@ -551,8 +553,8 @@ pub fn train(
         let start = run.learner().steps;
         let mut progress = launch.progress(c.steps, "steps");
         let mut drawers = Vec::new();
-        let mut curve = Vec::new();
         let mut ckpts = Checkpoints::new(dir.path(), stamp, start);
+        let sr = truth.sr_eigenvalues(c.discount);
         let t0 = std::time::Instant::now();
         {
             run.run(|e| {
@@ -563,9 +565,6 @@ pub fn train(
                         }
                     }
                     AlloEvent::Step { step, metrics: m, duals, cosine, evaluated } => {
-                        if evaluated {
-                            curve.push((step as f64, cosine));
-                        }
                         if evaluated || step.is_multiple_of(c.log_every) {
                             let mut f = json!({"loss": m.loss, "graph": m.graph,
                                 "barrier": m.barrier, "encoder_rows": m.encoder_rows});
@@ -576,6 +575,9 @@ pub fn train(
                             for i in 0..d {
                                 f[format!("dual_{i}")] = json!(duals[i * d + i]);
                             }
+                            let mut h = f.clone();
+                            h["global_step"] = json!(step);
+                            history.push(h);
                             metrics.log(step, f).map_err(|e| {
                                 AgentError::invalid("metrics", e, "a writable run folder")
                             })?;
@@ -587,12 +589,20 @@ pub fn train(
                     }
                     AlloEvent::Checkpoint { step, learner } => {
                         ckpts.save(step, |d, s| learner.save_checkpoint(d, s))?;
-                        // The heat maps of this checkpoint are drawn off the training thread.
-                        let (rep, map, truth) =
-                            (learner.representation(), map.clone(), truth.clone());
-                        let stem = dir.join(&format!("eigenvectors-{step}"));
-                        drawers.push(std::thread::spawn(move || {
-                            heatmaps(&map, &truth, &rep).save(&stem)
+                        // Heat maps and curves of this checkpoint, drawn off the training thread.
+                        let (rep, map, truth, hist, sr) = (
+                            learner.representation(),
+                            map.clone(),
+                            truth.clone(),
+                            history.clone(),
+                            sr.clone(),
+                        );
+                        let (stem, folder) =
+                            (dir.join(&format!("eigenvectors-{step}")), dir.path().to_path_buf());
+                        let gamma = c.discount;
+                        drawers.push(std::thread::spawn(move || -> Result<(), RunError> {
+                            heatmaps(&map, &truth, &rep).save(&stem)?;
+                            paper_curves(&folder, &hist, &sr, gamma)
                         }));
                     }
                 }
@@ -612,13 +622,8 @@ pub fn train(
         let rep = learner.representation();
         let (avg, sims) = truth.cosine_similarity(&rep);
         heatmaps(&map, &truth, &rep).save(&dir.join("eigenvectors"))?;
-        LinePlot::new(format!("{:?} on {}", c.method, c.map))
-            .x_label("gradient step")
-            .y_label("average cosine similarity")
-            .series(Series::new("this launch", curve))
-            .save(&dir.join("cosine"))?;
+        paper_curves(dir.path(), &history, &sr, c.discount)?;
         let est = learner.eigenvalue_estimates();
-        let sr = truth.sr_eigenvalues(learner.config().discount);
         let per_step = 1e3 * secs / (learner.steps - start).max(1) as f64;
         let rows: Vec<Vec<String>> = (0..c.num_eigenvectors)
             .map(|i| {
@@ -656,6 +661,11 @@ pub fn train(
                 "eigenvectors.png",
                 "true (top) and learned (bottom, sign-aligned) eigenvectors (also .svg)",
             )
+            .file("learning_curves.png", "the loss, its graph term and the barrier (also .svg)")
+            .file(
+                "dual_evolution.png",
+                "eigenvalue estimates from the duals against the true SR eigenvalues (also .svg)",
+            )
             .file("cosine.png", "average cosine similarity per evaluation (also .svg)")
             .file("checkpoint/", "resume with `--resume <this folder>`")
             .write(dir.path())?;
@@ -668,37 +678,118 @@ pub fn train(
     finish(dir, r)
 }
 
-/// True (top row) and learned (bottom row) eigenvectors as heat maps over the map, one column
-/// per component; learned columns sign-aligned to the truth and each scaled to its largest
-/// magnitude; walls are empty cells.
+/// The paper profile's curves from its logged lines: the estimate from a dual is
+/// `−γ β_ii / 4` (`Allo::eigenvalue_estimates`), against the true SR eigenvalues.
+fn paper_curves(folder: &Path, history: &[Value], sr: &[f64], gamma: f64) -> Result<(), RunError> {
+    curve_plots(
+        folder,
+        history,
+        &["loss", "graph", "barrier"],
+        |b| -gamma * b / 4.0,
+        sr,
+        "average cosine similarity",
+    )
+}
+
+/// The run's curves, drawn from its logged lines (`global_step` plus fields):
+/// `learning_curves` (the `terms`), `dual_evolution` (`estimate(dual_i)` for each logged
+/// `dual_i` against `truth[i]`, up to 11 components) and `cosine` (`cosine_similarity`).
+/// Both profiles draw theirs here.
+pub(crate) fn curve_plots(
+    folder: &Path,
+    history: &[Value],
+    terms: &[&str],
+    estimate: impl Fn(f64) -> f64,
+    truth: &[f64],
+    cosine_title: &str,
+) -> Result<(), RunError> {
+    let series = |key: &str| -> Vec<(f64, f64)> {
+        history
+            .iter()
+            .filter_map(|h| Some((h["global_step"].as_f64()?, h.get(key)?.as_f64()?)))
+            .collect()
+    };
+    let mut lc =
+        LinePlot::new("ALLO: the loss and its terms").x_label("gradient step").y_label("value");
+    for k in terms {
+        lc.push(Series::new(*k, series(k)));
+    }
+    lc.save(&folder.join("learning_curves"))?;
+    let mut de =
+        LinePlot::new("eigenvalue estimates from the duals (lines) and the truth's (flat)")
+            .x_label("gradient step")
+            .y_label("eigenvalue");
+    let last = history.last().and_then(|h| h["global_step"].as_f64()).unwrap_or(1.0);
+    for (i, &e) in truth.iter().enumerate().take(11) {
+        let pts: Vec<(f64, f64)> =
+            series(&format!("dual_{i}")).into_iter().map(|(s, b)| (s, estimate(b))).collect();
+        de.push(Series::new(format!("λ̂{i}"), pts));
+        de.push(Series::new(format!("λ{i}"), vec![(0.0, e), (last, e)]).width(0.8));
+    }
+    de.save(&folder.join("dual_evolution"))?;
+    LinePlot::new(cosine_title)
+        .x_label("gradient step")
+        .y_label("average cosine similarity")
+        .series(Series::new("cosine", series("cosine_similarity")))
+        .save(&folder.join("cosine"))?;
+    Ok(())
+}
+
 fn heatmaps(map: &GridMap, truth: &GroundTruth, rep: &[f64]) -> Heatmaps {
     let (n, d) = (truth.num_states, truth.d);
+    eigen_heatmaps(
+        (map.cols, map.rows),
+        n,
+        d,
+        |s| (map.cells[s].1 as usize, map.cells[s].0 as usize),
+        |i, s| truth.vector(i)[s],
+        rep,
+        d,
+    )
+}
+
+/// True (top row) and learned (bottom row) eigenvectors as heat maps over a `width × height`
+/// map, one column per component (the first `components`); state `s` is drawn at `cell(s)` =
+/// (column, row), its true value for component `i` is `truth(i, s)` and its learned one
+/// `rep[s * rep_width + i]`. Learned columns are sign-aligned to the truth and each scaled to
+/// its largest magnitude; walls are empty cells. Both profiles draw theirs here.
+pub(crate) fn eigen_heatmaps(
+    (width, height): (usize, usize),
+    n: usize,
+    components: usize,
+    cell: impl Fn(usize) -> (usize, usize),
+    truth: impl Fn(usize, usize) -> f64,
+    rep: &[f64],
+    rep_width: usize,
+) -> Heatmaps {
+    let m = components;
     let mut figure = Heatmaps::new("Laplacian eigenvectors: true (top), learned (bottom)")
-        .columns(d)
+        .columns(m)
         .colour_map(ColourMap::Diverging)
         .shared_scale(true)
-        .panel_size((900 / d.max(1)).clamp(60, 160) as u32)
+        .panel_size((900 / m.max(1)).clamp(60, 160) as u32)
         .colour_bar_label("component value / max |value|");
     let grid = |vals: &[f64]| {
-        let m = vals.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
-        let mut g = vec![f64::NAN; map.rows * map.cols];
-        for (s, &(r, q)) in map.cells.iter().enumerate() {
-            g[r as usize * map.cols + q as usize] = vals[s] / m;
+        let mx = vals.iter().fold(1e-12f64, |a, v| a.max(v.abs()));
+        let mut g = vec![f64::NAN; width * height];
+        for (s, v) in vals.iter().enumerate() {
+            let (x, y) = cell(s);
+            g[y * width + x] = v / mx;
         }
         g
     };
-    let mut learned = Vec::with_capacity(d);
-    for i in 0..d {
-        let t = truth.vector(i);
-        let mut l: Vec<f64> = (0..n).map(|s| rep[s * d + i]).collect();
-        if l.iter().zip(t).map(|(a, b)| a * b).sum::<f64>() < 0.0 {
+    let mut learned = Vec::with_capacity(m);
+    for i in 0..m {
+        let t: Vec<f64> = (0..n).map(|s| truth(i, s)).collect();
+        let mut l: Vec<f64> = (0..n).map(|s| rep[s * rep_width + i]).collect();
+        if l.iter().zip(&t).map(|(a, b)| a * b).sum::<f64>() < 0.0 {
             l.iter_mut().for_each(|v| *v = -*v);
         }
-        figure.push(Panel::new(format!("true {}", i + 1), map.cols, map.rows, grid(t)));
+        figure.push(Panel::new(format!("true {}", i + 1), width, height, grid(&t)));
         learned.push(l);
     }
     for (i, l) in learned.iter().enumerate() {
-        figure.push(Panel::new(format!("learned {}", i + 1), map.cols, map.rows, grid(l)));
+        figure.push(Panel::new(format!("learned {}", i + 1), width, height, grid(l)));
     }
     figure
 }
@@ -751,6 +842,45 @@ mod tests {
         assert_eq!(run.learner().net().num_params(), (2 + 1) * 32 + (32 + 1) * 16 + (16 + 1) * 3);
         let e = AlloRunConfig { discount: 1.5, ..AlloRunConfig::default() }.validate().unwrap_err();
         assert!(e.to_string().contains("discount"), "{e}");
+    }
+
+    /// Both methods' run folders hold the heat maps, learning curves, dual evolution and
+    /// cosine plots, and the duals every log step.
+    #[test]
+    fn paper_run_folders_hold_their_plots() {
+        let out = std::env::temp_dir().join(format!("kestrel-allo-plots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        for method in [Method::Allo, Method::Ggdo] {
+            let c = AlloRunConfig {
+                method,
+                samples: 2000,
+                steps: 20,
+                batch_size: 32,
+                num_eigenvectors: 4,
+                eval_every: 10,
+                log_every: 5,
+                checkpoint_every: 10,
+                ..AlloRunConfig::default()
+            };
+            let mut p = crate::quiet;
+            let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
+            let o = train(c, None, l).unwrap();
+            for f in [
+                "eigenvectors.png",
+                "eigenvectors-10.png",
+                "learning_curves.png",
+                "dual_evolution.png",
+                "cosine.png",
+            ] {
+                assert!(o.dir.join(f).is_file(), "{method:?}: {f} missing");
+            }
+            let lines = crate::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
+            let steps: Vec<u64> =
+                lines.iter().map(|l| l["global_step"].as_u64().unwrap()).collect();
+            assert_eq!(steps, [5, 10, 15, 20]);
+            assert!(lines[0]["dual_3"].is_number() && lines[1]["cosine_similarity"].is_number());
+        }
+        let _ = std::fs::remove_dir_all(&out);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use kestrel_agents::laplacian::empirical::{self, Decomposed, TruthRule};
 use kestrel_core::{Budget, FromInvalid, Key};
 use kestrel_envs::GridMap;
 use kestrel_envs::asymexp::AsymexpMap;
-use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
+use kestrel_plot::Heatmaps;
 use kestrel_replay::RowRule;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -348,8 +348,11 @@ pub enum AsymexpEvent<'a> {
         step: u64,
         /// The step's terms and gradient norm.
         out: &'a AsymexpStep,
-        /// The duals after the step (`d × d`).
+        /// The duals the step's loss used, before its update (`d × d`; the reference's logged
+        /// `dual_i` are these).
         duals: &'a [f32],
+        /// The barrier the step's loss used.
+        barrier: f64,
         /// The cosine metrics, at evaluation steps.
         scores: Option<(f64, Map<String, Value>)>,
     },
@@ -422,8 +425,14 @@ impl AsymexpRun {
         let c = self.config.clone();
         let a = &c.asymexp;
         let mut draws = KeyDraws::new(&self.map, Key::new(c.seed).fold_in(0xa5));
-        let data =
-            collect(&self.map, a.num_envs, self.num_steps, a.max_episode_length, &mut draws)?;
+        let data = collect(
+            &self.map,
+            a.num_envs,
+            self.num_steps,
+            a.max_episode_length,
+            a.sampling,
+            &mut draws,
+        )?;
         if a.sampling == RowRule::Reference {
             let dead = data.replay.rows_with_dead_ends();
             if let Some(&r) = dead.first() {
@@ -450,21 +459,21 @@ impl AsymexpRun {
             (vec![0u32; b], vec![0u32; b], vec![0u32; b], vec![0u32; b]);
         let key = Key::new(c.seed).fold_in(2);
         let d = c.num_eigenvectors;
+        let mut duals = self.learner.mult.duals.clone();
         while self.learner.steps < c.steps {
             let t = self.learner.steps;
             let k = key.fold_in(t);
             data.replay.sample(k.fold_in(0), c.discount, a.sampling, &mut obs, &mut next)?;
             data.replay.sample(k.fold_in(1), c.discount, a.sampling, &mut obs2, &mut unused)?;
-            let out = self.learner.step_on(&obs, &next, &obs2)?;
+            duals.copy_from_slice(&self.learner.mult.duals);
+            let barrier = self.learner.mult.barrier as f64;
+            self.learner.step_on(&obs, &next, &obs2)?;
             let done = t + 1;
             let scores = (done.is_multiple_of(c.eval_every) || done == c.steps)
                 .then(|| truth.score(&self.learner.representation(), d));
-            let go = observe(AsymexpEvent::Step {
-                step: done,
-                out: &out,
-                duals: &self.learner.mult.duals,
-                scores,
-            })?;
+            let out = self.learner.last_step();
+            let go =
+                observe(AsymexpEvent::Step { step: done, out, duals: &duals, barrier, scores })?;
             if c.checkpoint_every > 0 && done.is_multiple_of(c.checkpoint_every) {
                 observe(AsymexpEvent::Checkpoint { step: done, learner: &self.learner })?;
             }
@@ -476,9 +485,10 @@ impl AsymexpRun {
     }
 }
 
-/// One `metrics.jsonl` line of a step, with the reference's names: the loss and its terms
-/// (before the step's update), the duals' diagonal and first two columns after it.
-pub fn step_fields(out: &AsymexpStep, duals: &[f32], d: usize) -> Map<String, Value> {
+/// One `metrics.jsonl` line of a step, with the reference's names (its `cosine_sim_avg` is
+/// the registry's `cosine_similarity`): the loss and its terms, the barrier, the duals'
+/// diagonal and first two columns, all before the step's update, as the reference logs them.
+pub fn step_fields(out: &AsymexpStep, duals: &[f32], barrier: f64, d: usize) -> Map<String, Value> {
     let t = &out.terms;
     let mut m = Map::new();
     for (k, v) in [
@@ -494,12 +504,14 @@ pub fn step_fields(out: &AsymexpStep, duals: &[f32], d: usize) -> Map<String, Va
         ("distance_to_constraint_manifold", t.distance_to_constraint_manifold),
         ("distance_to_origin", t.distance_to_origin),
         ("grad_norm", out.grad_norm),
+        ("barrier_coef", barrier),
         ("encoder_rows", out.encoder_rows as f64),
     ] {
         m.insert(k.into(), json!(v));
     }
     for i in 0..d.min(11) {
         m.insert(format!("dual_{i}"), json!(duals[i * d + i] as f64));
+        m.insert(format!("graph_perturbation_{i}"), json!(t.graph_perturbation[i]));
         for j in 0..i.min(2) {
             m.insert(format!("dual_{i}_{j}"), json!(duals[i * d + j] as f64));
         }
@@ -564,14 +576,14 @@ pub fn train(
                         return Ok(false);
                     }
                 }
-                AsymexpEvent::Step { step, out, duals, scores } => {
+                AsymexpEvent::Step { step, out, duals, barrier, scores } => {
                     let logged =
                         step.is_multiple_of(c.log_every) || step == c.steps || scores.is_some();
                     if let Some(s) = scores {
                         last_scores = s;
                     }
                     if logged {
-                        let mut f = step_fields(out, duals, d);
+                        let mut f = step_fields(out, duals, barrier, d);
                         if step.is_multiple_of(c.eval_every) || step == c.steps {
                             f.extend(last_scores.1.clone());
                         }
@@ -723,7 +735,8 @@ pub fn estimate(version: Version, gamma: f64, beta: f64) -> f64 {
     }
 }
 
-/// The learning curves, the dual evolution and the cosine curve from the logged lines.
+/// The curves from the logged lines (`super::allo::curve_plots`), the duals read out as
+/// [`estimate`] against the main truth's eigenvalues.
 fn draw_curves(
     folder: &Path,
     history: &[Value],
@@ -732,75 +745,29 @@ fn draw_curves(
     version: Version,
     gamma: f64,
 ) -> Result<(), RunError> {
-    let series = |key: &str| -> Vec<(f64, f64)> {
-        history
-            .iter()
-            .filter_map(|h| Some((h["global_step"].as_f64()?, h.get(key)?.as_f64()?)))
-            .collect()
-    };
-    let mut lc =
-        LinePlot::new("asymexp ALLO: loss and its terms").x_label("gradient step").y_label("value");
-    for k in ["allo", "graph_loss", "dual_loss", "dual_loss_neg", "barrier_loss", "total_error"] {
-        lc.push(Series::new(k, series(k)));
-    }
-    lc.save(&folder.join("learning_curves"))?;
-    // The duals' estimates (see `estimate`) against the truth's eigenvalues.
-    let mut de =
-        LinePlot::new("eigenvalue estimates from the duals (lines) and the truth's (flat)")
-            .x_label("gradient step")
-            .y_label("eigenvalue");
-    let last = history.last().and_then(|h| h["global_step"].as_f64()).unwrap_or(1.0);
-    for i in 0..d.min(11).min(truth.main.k) {
-        let pts: Vec<(f64, f64)> = series(&format!("dual_{i}"))
-            .into_iter()
-            .map(|(s, b)| (s, estimate(version, gamma, b)))
-            .collect();
-        de.push(Series::new(format!("λ̂{i}"), pts));
-        let e = truth.main.eigenvalues[i];
-        de.push(Series::new(format!("λ{i}"), vec![(0.0, e), (last, e)]).width(0.8));
-    }
-    de.save(&folder.join("dual_evolution"))?;
-    LinePlot::new(format!("average cosine similarity ({})", truth.name))
-        .x_label("gradient step")
-        .y_label("average cosine similarity")
-        .series(Series::new("cosine", series("cosine_similarity")))
-        .save(&folder.join("cosine"))?;
-    Ok(())
+    let m = d.min(truth.main.k);
+    super::allo::curve_plots(
+        folder,
+        history,
+        &["allo", "graph_loss", "dual_loss", "dual_loss_neg", "barrier_loss", "total_error"],
+        |b| estimate(version, gamma, b),
+        &truth.main.eigenvalues[..m],
+        &format!("average cosine similarity ({})", truth.name),
+    )
 }
 
 /// True (top) and learned (bottom, sign-aligned) eigenvectors over the map.
 fn heatmaps(map: &AsymexpMap, truth: &Decomposed, rep: &[f64], d: usize) -> Heatmaps {
-    let (n, k) = (map.num_states(), truth.k);
-    let m = d.min(k);
-    let mut figure = Heatmaps::new("Laplacian eigenvectors: true (top), learned (bottom)")
-        .columns(m)
-        .colour_map(ColourMap::Diverging)
-        .shared_scale(true)
-        .panel_size((900 / m.max(1)).clamp(60, 160) as u32)
-        .colour_bar_label("component value / max |value|");
-    let grid = |vals: &[f64]| {
-        let mx = vals.iter().fold(1e-12f64, |a, v| a.max(v.abs()));
-        let mut g = vec![f64::NAN; map.width * map.height];
-        for s in 0..n {
-            let (x, y) = map.xy(s as u32);
-            g[y * map.width + x] = vals[s] / mx;
-        }
-        g
-    };
-    let mut learned = Vec::with_capacity(m);
-    for i in 0..m {
-        let t: Vec<f64> = (0..n).map(|s| truth.vectors[s * k + i]).collect();
-        let mut l: Vec<f64> = (0..n).map(|s| rep[s * d + i]).collect();
-        if l.iter().zip(&t).map(|(a, b)| a * b).sum::<f64>() < 0.0 {
-            l.iter_mut().for_each(|v| *v = -*v);
-        }
-        figure.push(Panel::new(format!("true {}", i + 1), map.width, map.height, grid(&t)));
-        learned.push(l);
-    }
-    for (i, l) in learned.iter().enumerate() {
-        figure.push(Panel::new(format!("learned {}", i + 1), map.width, map.height, grid(l)));
-    }
-    figure
+    let k = truth.k;
+    super::allo::eigen_heatmaps(
+        (map.width, map.height),
+        map.num_states(),
+        d.min(k),
+        |s| map.xy(s as u32),
+        |i, s| truth.vectors[s * k + i],
+        rep,
+        d,
+    )
 }
 
 /// The profile's peak heap bytes as named terms: collection's rows and counts, the dense
