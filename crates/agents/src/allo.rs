@@ -27,6 +27,7 @@
 //! path for inputs that do not repeat.
 
 use crate::AgentError;
+use crate::distinct::DistinctRows;
 use kestrel_core::FromInvalid;
 use kestrel_core::{BatchEnv, Key, VecEnv};
 use kestrel_envs::{GridMap, GridParams, GridWorld};
@@ -229,8 +230,7 @@ pub struct Allo {
     pub steps: u64,
     // Per-step buffers (reused).
     idx: Vec<u32>,
-    slot: Vec<u32>,
-    uniq: Vec<u32>,
+    rows: DistinctRows,
     x: Vec<f32>,
     phi: Vec<f32>,
     dphi: Vec<f32>,
@@ -262,8 +262,7 @@ impl Allo {
             q_ema: vec![0.0; d * d],
             steps: 0,
             idx: Vec::new(),
-            slot: vec![u32::MAX; n],
-            uniq: Vec::new(),
+            rows: DistinctRows::new(n),
             x: Vec::new(),
             phi: Vec::new(),
             dphi: Vec::new(),
@@ -331,62 +330,24 @@ impl Allo {
         let (b, d) = (self.cfg.batch_size, self.cfg.num_eigenvectors);
         let rows = 4 * b;
         // Encoder inputs: distinct states (dedup) or every row.
-        self.uniq.clear();
-        if self.cfg.dedup {
-            for &s in &self.idx {
-                if self.slot[s as usize] == u32::MAX {
-                    self.slot[s as usize] = self.uniq.len() as u32;
-                    self.uniq.push(s);
-                }
-            }
-        } else {
-            self.uniq.extend_from_slice(&self.idx);
-        }
-        let m = self.uniq.len();
+        self.rows.index(&self.idx, self.cfg.dedup);
+        let m = self.rows.uniq.len();
         self.x.resize(2 * m, 0.0);
-        for (j, &s) in self.uniq.iter().enumerate() {
+        for (j, &s) in self.rows.uniq.iter().enumerate() {
             self.map.observe(s, &mut self.x[2 * j..2 * j + 2]);
         }
         let out = self.net.forward(&self.trainee.params, &self.x, &mut self.trainee.ws);
         // φ of every row.
         self.phi.resize(rows * d, 0.0);
-        for r in 0..rows {
-            let j = if self.cfg.dedup { self.slot[self.idx[r] as usize] as usize } else { r };
-            self.phi[r * d..(r + 1) * d].copy_from_slice(&out[j * d..(j + 1) * d]);
-        }
+        self.rows.gather(out, d, &mut self.phi);
         self.dphi.resize(rows * d, 0.0);
         let (loss, graph, e, q) =
             loss_and_grad(&self.cfg, &self.duals, self.barrier, &self.phi, &mut self.dphi);
-        if self.cfg.dedup {
-            for &s in &self.uniq {
-                self.slot[s as usize] = u32::MAX;
-            }
-        }
         if !loss.is_finite() {
             return Err(AgentError::NonFinite { what: "loss", value: loss });
         }
         // Gradient onto the encoder's rows (summed over repeats when deduplicated).
-        self.drows.clear();
-        self.drows.resize(m * d, 0.0);
-        if self.cfg.dedup {
-            // Rebuild the slot map for the scatter (cleared above so an error leaves it clean).
-            for (j, &s) in self.uniq.iter().enumerate() {
-                self.slot[s as usize] = j as u32;
-            }
-            for r in 0..rows {
-                let j = self.slot[self.idx[r] as usize] as usize;
-                for (g, v) in
-                    self.drows[j * d..(j + 1) * d].iter_mut().zip(&self.dphi[r * d..(r + 1) * d])
-                {
-                    *g += *v;
-                }
-            }
-            for &s in &self.uniq {
-                self.slot[s as usize] = u32::MAX;
-            }
-        } else {
-            self.drows.copy_from_slice(&self.dphi);
-        }
+        self.rows.scatter(&self.dphi, d, &mut self.drows);
         let t = &mut self.trainee;
         t.grads.iter_mut().for_each(|g| *g = 0.0);
         self.net.backward(&t.params, &mut t.ws, &self.drows, &mut t.grads, None);
@@ -461,32 +422,13 @@ impl Allo {
         let mut a = Allo::new(cfg, map, Key::new(0))?;
         let (t, _) = a.net.load_trainee(&dir.join("encoder.safetensors"))?;
         a.trainee = t;
-        let path = dir.join("allo_state.safetensors");
-        let f = kestrel_nn::load_safetensors::<f64>(&path)?;
-        let d = a.cfg.num_eigenvectors;
-        let bad = |what: String| {
-            AgentError::invalid(
-                "checkpoint",
-                format!("{}: {what}", path.display()),
-                "a checkpoint of this configuration",
-            )
-        };
-        for (name, dst) in
-            [("duals", &mut a.duals), ("e_ema", &mut a.e_ema), ("q_ema", &mut a.q_ema)]
-        {
-            match f.get(name) {
-                Some((shape, v)) if shape == [d, d] => dst.copy_from_slice(v),
-                Some((shape, _)) => {
-                    return Err(bad(format!("{name} has shape {shape:?}, d = {d}")));
-                }
-                None => return Err(bad(format!("{name} missing"))),
-            }
-        }
-        let meta = |k: &str| {
-            f.metadata.get(k).cloned().ok_or_else(|| bad(format!("metadata {k} missing")))
-        };
-        a.barrier = meta("barrier")?.parse().map_err(|_| bad("barrier is not a number".into()))?;
-        a.steps = meta("steps")?.parse().map_err(|_| bad("steps is not an integer".into()))?;
+        let (barrier, steps) = crate::distinct::read_state(
+            &dir.join("allo_state.safetensors"),
+            a.cfg.num_eigenvectors,
+            [("duals", &mut a.duals), ("e_ema", &mut a.e_ema), ("q_ema", &mut a.q_ema)],
+        )?;
+        a.barrier = barrier;
+        a.steps = steps;
         Ok(a)
     }
 

@@ -28,6 +28,7 @@
 //! onto them.
 
 use crate::AgentError;
+pub use crate::distinct::DistinctRows;
 use kestrel_core::{FromInvalid, Key};
 pub use kestrel_envs::asymexp::{AsymexpMap, Version};
 use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};
@@ -493,66 +494,6 @@ fn clamp<T: Float>(v: T, lo: T, hi: T) -> T {
     }
 }
 
-/// The states of a step's rows, each encoded once: `uniq` lists the distinct states in order
-/// of first appearance and `pos[r]` is row `r`'s place in it (or `r` itself without dedup).
-#[derive(Clone, Debug, Default)]
-pub struct DistinctRows {
-    slot: Vec<u32>,
-    /// The distinct states.
-    pub uniq: Vec<u32>,
-    /// Each row's index into `uniq`.
-    pub pos: Vec<u32>,
-}
-
-impl DistinctRows {
-    /// For states `0..num_states`.
-    pub fn new(num_states: usize) -> Self {
-        DistinctRows { slot: vec![u32::MAX; num_states], uniq: Vec::new(), pos: Vec::new() }
-    }
-
-    /// Indexes `idx` (every state `< num_states`): distinct states or, without `dedup`, every row.
-    pub fn index(&mut self, idx: &[u32], dedup: bool) {
-        self.uniq.clear();
-        self.pos.clear();
-        if !dedup {
-            self.uniq.extend_from_slice(idx);
-            self.pos.extend(0..idx.len() as u32);
-            return;
-        }
-        for &s in idx {
-            let slot = &mut self.slot[s as usize];
-            if *slot == u32::MAX {
-                *slot = self.uniq.len() as u32;
-                self.uniq.push(s);
-            }
-            self.pos.push(*slot);
-        }
-        for &s in &self.uniq {
-            self.slot[s as usize] = u32::MAX;
-        }
-    }
-
-    /// Copies each row's `width` outputs from `out` (one row per distinct state) into `rows`.
-    pub fn gather<T: Copy>(&self, out: &[T], width: usize, rows: &mut [T]) {
-        for (r, &j) in self.pos.iter().enumerate() {
-            let j = j as usize;
-            rows[r * width..(r + 1) * width].copy_from_slice(&out[j * width..(j + 1) * width]);
-        }
-    }
-
-    /// Sums each row's `width` gradients onto its distinct state in `acc` (zeroed first).
-    pub fn scatter<T: Float>(&self, rows: &[T], width: usize, acc: &mut Vec<T>) {
-        acc.clear();
-        acc.resize(self.uniq.len() * width, T::ZERO);
-        for (r, &j) in self.pos.iter().enumerate() {
-            let j = j as usize;
-            for (a, v) in acc[j * width..(j + 1) * width].iter_mut().zip(&rows[r * width..]) {
-                *a += *v;
-            }
-        }
-    }
-}
-
 /// What one step reports: the loss's terms (on the parameters before the step, as the
 /// reference logs them) and the global gradient norm (encoder, duals and barrier).
 #[derive(Clone, Debug, PartialEq)]
@@ -810,31 +751,13 @@ impl<T: Float> Asymexp<T> {
         let mut a = Asymexp::new(cfg, coords, Key::new(0))?;
         let (t, _) = a.net.load_trainee(&dir.join("encoder.safetensors"))?;
         a.trainee = t;
-        let path = dir.join("asymexp_state.safetensors");
-        let f = kestrel_nn::load_safetensors::<T>(&path)?;
-        let d = a.cfg.num_eigenvectors;
-        let bad = |what: String| {
-            AgentError::invalid(
-                "checkpoint",
-                format!("{}: {what}", path.display()),
-                "a checkpoint of this configuration",
-            )
-        };
-        for (name, dst) in [("duals", &mut a.mult.duals), ("integral", &mut a.mult.integral)] {
-            match f.get(name) {
-                Some((shape, v)) if shape == [d, d] => dst.copy_from_slice(v),
-                Some((shape, _)) => {
-                    return Err(bad(format!("{name} has shape {shape:?}, d = {d}")));
-                }
-                None => return Err(bad(format!("{name} missing"))),
-            }
-        }
-        let meta = |k: &str| {
-            f.metadata.get(k).cloned().ok_or_else(|| bad(format!("metadata {k} missing")))
-        };
-        let b: f64 = meta("barrier")?.parse().map_err(|_| bad("barrier is not a number".into()))?;
-        a.mult.barrier = T::from_f64(b);
-        a.steps = meta("steps")?.parse().map_err(|_| bad("steps is not an integer".into()))?;
+        let (barrier, steps) = crate::distinct::read_state(
+            &dir.join("asymexp_state.safetensors"),
+            a.cfg.num_eigenvectors,
+            [("duals", &mut a.mult.duals), ("integral", &mut a.mult.integral)],
+        )?;
+        a.mult.barrier = T::from_f64(barrier);
+        a.steps = steps;
         Ok(a)
     }
 }

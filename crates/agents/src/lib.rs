@@ -3,6 +3,9 @@
 //! - [`allo`]: ALLO Laplacian representation learning on grid maps (and the GGDO baseline),
 //!   with data collection over `VecEnv` and the paper's ground truth and metric
 //!   ([`laplacian`]).
+//! - [`asymexp`]: ALLO as `exp_alcl/allo.py` of `tarod13/asymexp` computes it (its loss,
+//!   optimisers, collection rows), with its empirical ground truth in
+//!   [`laplacian::empirical`].
 //! - [`iqn`]: implicit quantile network agents (sorrel's iRainbow), one learner per agent.
 //! - [`hunt`]: the multi-agent treasure hunt trained with one IQN learner per agent, agents'
 //!   gradient steps in parallel.
@@ -13,6 +16,7 @@
 pub mod allo;
 pub mod asymexp;
 pub mod bench;
+mod distinct;
 pub mod hunt;
 pub mod iqn;
 pub mod laplacian;
