@@ -552,7 +552,7 @@ pub fn train(
         let (map, truth) = (run.map().clone(), run.truth().clone());
         let start = run.learner().steps;
         let mut progress = launch.progress(c.steps, "steps");
-        let mut drawers = Vec::new();
+        let mut drawer = Drawer::new();
         let mut ckpts = Checkpoints::new(dir.path(), stamp, start);
         let sr = truth.sr_eigenvalues(c.discount);
         let t0 = std::time::Instant::now();
@@ -600,19 +600,17 @@ pub fn train(
                         let (stem, folder) =
                             (dir.join(&format!("eigenvectors-{step}")), dir.path().to_path_buf());
                         let gamma = c.discount;
-                        drawers.push(std::thread::spawn(move || -> Result<(), RunError> {
+                        drawer.spawn(move || {
                             heatmaps(&map, &truth, &rep).save(&stem)?;
                             paper_curves(&folder, &hist, &sr, gamma)
-                        }));
+                        })?;
                     }
                 }
                 Ok(true)
             })?;
         }
         let secs = t0.elapsed().as_secs_f64();
-        for d in drawers {
-            d.join().map_err(|_| RunError::Failed("a heat-map thread panicked".into()))??;
-        }
+        drawer.wait()?;
         let learner = run.learner();
         ckpts.save(learner.steps, |d, s| learner.save_checkpoint(d, s))?;
         metrics.finish()?;
@@ -676,6 +674,37 @@ pub fn train(
         ))
     })();
     finish(dir, r)
+}
+
+/// The drawings of a run's checkpoints, off the training thread and one at a time: they
+/// write the same curve files, so a checkpoint's drawing starts once the previous one is done
+/// (the training thread waits only if it is not).
+pub(crate) struct Drawer(Option<std::thread::JoinHandle<Result<(), RunError>>>);
+
+impl Drawer {
+    pub(crate) fn new() -> Self {
+        Drawer(None)
+    }
+
+    /// Waits for the previous drawing, then starts `draw`.
+    pub(crate) fn spawn(
+        &mut self,
+        draw: impl FnOnce() -> Result<(), RunError> + Send + 'static,
+    ) -> Result<(), AgentError> {
+        self.wait().map_err(|e| AgentError::invalid("plots", e, "a writable run folder"))?;
+        self.0 = Some(std::thread::spawn(draw));
+        Ok(())
+    }
+
+    /// Waits for the drawing in flight, if any.
+    pub(crate) fn wait(&mut self) -> Result<(), RunError> {
+        match self.0.take() {
+            Some(h) => {
+                h.join().map_err(|_| RunError::Failed("a drawing thread panicked".into()))?
+            }
+            None => Ok(()),
+        }
+    }
 }
 
 /// The paper profile's curves from its logged lines: the estimate from a dual is

@@ -561,7 +561,7 @@ pub fn train(
         let map = run.map().clone();
         let begin = run.learner().steps;
         let mut progress = launch.progress(c.steps, "steps");
-        let mut drawers = Vec::new();
+        let mut drawer = super::allo::Drawer::new();
         let mut truth_held = None;
         let mut last_scores = (f64::NAN, Map::new());
         let mut ckpts = Checkpoints::new(dir.path(), stamp, begin);
@@ -617,19 +617,16 @@ pub fn train(
                     let (stem, folder) =
                         (dir.join(&format!("eigenvectors-{step}")), dir.path().to_path_buf());
                     let (version, gamma) = (c.asymexp.version, c.discount);
-                    drawers.push(std::thread::spawn(move || -> Result<(), RunError> {
+                    drawer.spawn(move || {
                         heatmaps(&map, &truth.main, &rep, d).save(&stem)?;
-                        draw_curves(&folder, &hist, &truth, d, version, gamma)?;
-                        Ok(())
-                    }));
+                        draw_curves(&folder, &hist, &truth, d, version, gamma)
+                    })?;
                 }
             }
             Ok(true)
         })?;
         let secs = t0.elapsed().as_secs_f64();
-        for h in drawers {
-            h.join().map_err(|_| RunError::Failed("a drawing thread panicked".into()))??;
-        }
+        drawer.wait()?;
         let learner = run.learner();
         ckpts.save(learner.steps, |dd, s| learner.save_checkpoint(dd, s))?;
         metrics.finish()?;
