@@ -398,15 +398,16 @@ impl Allo {
     ) -> Result<(), AgentError> {
         kestrel_nn::write_checkpoint_set(dir, stamp, self.steps, |tmp| -> Result<(), AgentError> {
             self.net.save_trainee(&tmp.join("encoder.safetensors"), &self.trainee, &[])?;
-            let d = self.cfg.num_eigenvectors;
-            kestrel_nn::save_safetensors(
+            crate::distinct::write_state(
                 &tmp.join("allo_state.safetensors"),
-                &[
-                    ("duals".to_string(), vec![d, d], &self.duals[..]),
-                    ("e_ema".to_string(), vec![d, d], &self.e_ema[..]),
-                    ("q_ema".to_string(), vec![d, d], &self.q_ema[..]),
+                self.cfg.num_eigenvectors,
+                [
+                    ("duals", &self.duals[..]),
+                    ("e_ema", &self.e_ema[..]),
+                    ("q_ema", &self.q_ema[..]),
                 ],
-                &[("barrier", self.barrier.to_string()), ("steps", self.steps.to_string())],
+                self.barrier,
+                self.steps,
             )?;
             Ok(())
         })

@@ -726,17 +726,12 @@ impl<T: Float> Asymexp<T> {
     ) -> Result<(), AgentError> {
         kestrel_nn::write_checkpoint_set(dir, stamp, self.steps, |tmp| -> Result<(), AgentError> {
             self.net.save_trainee(&tmp.join("encoder.safetensors"), &self.trainee, &[])?;
-            let d = self.cfg.num_eigenvectors;
-            kestrel_nn::save_safetensors(
+            crate::distinct::write_state(
                 &tmp.join("asymexp_state.safetensors"),
-                &[
-                    ("duals".to_string(), vec![d, d], &self.mult.duals[..]),
-                    ("integral".to_string(), vec![d, d], &self.mult.integral[..]),
-                ],
-                &[
-                    ("barrier", format!("{:e}", self.mult.barrier.to_f64())),
-                    ("steps", self.steps.to_string()),
-                ],
+                self.cfg.num_eigenvectors,
+                [("duals", &self.mult.duals[..]), ("integral", &self.mult.integral[..])],
+                self.mult.barrier.to_f64(),
+                self.steps,
             )?;
             Ok(())
         })

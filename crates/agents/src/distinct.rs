@@ -65,6 +65,25 @@ impl DistinctRows {
     }
 }
 
+/// Writes a learner's state file (`*_state.safetensors`): the `d × d` tensors, the barrier
+/// and the step count in its metadata (what [`read_state`] reads back).
+pub(crate) fn write_state<T: Float, const N: usize>(
+    path: &std::path::Path,
+    d: usize,
+    tensors: [(&str, &[T]); N],
+    barrier: f64,
+    steps: u64,
+) -> Result<(), AgentError> {
+    let named: Vec<(String, Vec<usize>, &[T])> =
+        tensors.iter().map(|&(name, v)| (name.to_string(), vec![d, d], v)).collect();
+    kestrel_nn::save_safetensors(
+        path,
+        &named,
+        &[("barrier", barrier.to_string()), ("steps", steps.to_string())],
+    )?;
+    Ok(())
+}
+
 /// Reads a learner's state file (`*_state.safetensors`): the `d × d` tensors named in
 /// `tensors` into their buffers, and the barrier and step count from its metadata; a missing
 /// or misshapen entry is an error naming the file.
