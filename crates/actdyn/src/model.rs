@@ -33,25 +33,55 @@ pub enum DynamicsKind {
     /// An MLP with ReLU hidden layers (reference default: one hidden layer of 16).
     Mlp {
         /// Hidden widths.
+        #[serde(default = "defaults::hidden")]
         hidden: Vec<usize>,
     },
     /// RBF features on a grid of centres, m(z) = Φ(z)ᵀW (needs a 2-D latent).
     Rbf {
         /// Centres per axis (25).
+        #[serde(default = "defaults::grid")]
         grid: usize,
         /// Centres span [−z_max, z_max]² (2).
+        #[serde(default = "defaults::z_max")]
         z_max: f64,
         /// Feature scale α (0.1).
+        #[serde(default = "defaults::alpha")]
         alpha: f64,
         /// Width γ (1).
+        #[serde(default = "defaults::gamma")]
         gamma: f64,
     },
+}
+
+/// Each variant's fields default to the reference's values, so that a config naming only the
+/// `type` (`--set model.dynamics.type="rbf"`) gets the reference's network of that kind.
+mod defaults {
+    pub(super) fn hidden() -> Vec<usize> {
+        vec![16]
+    }
+    pub(super) fn grid() -> usize {
+        25
+    }
+    pub(super) fn z_max() -> f64 {
+        2.0
+    }
+    pub(super) fn alpha() -> f64 {
+        0.1
+    }
+    pub(super) fn gamma() -> f64 {
+        1.0
+    }
 }
 
 impl DynamicsKind {
     /// The reference's RBF defaults (25×25 centres on [−2, 2]², α = 0.1, γ = 1).
     pub fn rbf_default() -> Self {
-        DynamicsKind::Rbf { grid: 25, z_max: 2.0, alpha: 0.1, gamma: 1.0 }
+        DynamicsKind::Rbf {
+            grid: defaults::grid(),
+            z_max: defaults::z_max(),
+            alpha: defaults::alpha(),
+            gamma: defaults::gamma(),
+        }
     }
 }
 

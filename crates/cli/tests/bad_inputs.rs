@@ -303,6 +303,14 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
     cases.push((format!("evo run --config {}", binary.display()), "byte 3 is 0xc0"));
     cases.push(("evo run --config /nonexistent/c.toml".into(), "/nonexistent/c.toml"));
     cases.push(("arc bench --num-envs 0".into(), "num_envs"));
+    // A misspelt sweep metric or curve, refused before any cell runs.
+    let evo =
+        "kind = \"evo\"\nseeds = 2\n[base]\nproblem = \"sphere\"\nnum_dims = 3\ngenerations = 4\n";
+    let metric =
+        write("metric.toml", &evo.replace("seeds = 2", "seeds = 2\nmetrics = [\"best_fitnes\"]"));
+    cases.push((format!("sweep {metric}"), "did you mean `best_fitness`"));
+    let curve = write("curve.toml", &evo.replace("seeds = 2", "seeds = 2\ncurve = \"nosuch\""));
+    cases.push((format!("sweep {curve}"), "curve: `nosuch`"));
     // Sizes that aborted past the 8 GiB budget (issue 33), now refused from the estimate.
     cases.push(("actdyn run --preset e2 --set policy.horizon=1048576".into(), "policy.horizon"));
     cases.push((

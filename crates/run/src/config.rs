@@ -56,11 +56,17 @@ pub fn to_toml<T: Serialize>(value: &T) -> Result<String, RunError> {
     })
 }
 
-/// Deep merge: tables merge key by key, anything else replaces.
+/// Deep merge: tables merge key by key, anything else replaces. A table that names another
+/// `type` than the one below it (a tagged enum switching variant, as actdyn's
+/// `model.dynamics`) replaces it whole: the old variant's fields do not belong to the new one.
 fn merge(into: &mut toml::Table, from: toml::Table) {
     for (k, v) in from {
         match (into.get_mut(&k), v) {
-            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+            (Some(toml::Value::Table(a)), toml::Value::Table(b))
+                if b.get("type").is_none_or(|t| a.get("type") == Some(t)) =>
+            {
+                merge(a, b)
+            }
             (_, v) => {
                 into.insert(k, v);
             }
@@ -351,6 +357,14 @@ mod tests {
             cap: None,
             inner: Inner { lambda: 1.0, bounds: vec![f64::NEG_INFINITY, 2.0] },
         }
+    }
+
+    #[test]
+    fn a_table_naming_another_type_replaces_the_one_below() {
+        let t = |s: &str| s.parse::<toml::Table>().unwrap();
+        let mut base = t("[d]\ntype = \"mlp\"\nhidden = [16]\n[e]\ntype = \"a\"\nx = 1");
+        merge(&mut base, t("[d]\ntype = \"rbf\"\ngrid = 5\n[e]\ntype = \"a\"\ny = 2"));
+        assert_eq!(base, t("[d]\ntype = \"rbf\"\ngrid = 5\n[e]\ntype = \"a\"\nx = 1\ny = 2"));
     }
 
     #[test]

@@ -58,6 +58,11 @@ pub trait Run {
     /// Everything the run checks before it creates its folder.
     fn validate(config: &Self::Config) -> Result<(), RunError>;
 
+    /// The names a run under `config` writes: what a sweep may tabulate and plot, checked
+    /// before its first cell. The sweep test `every_kind_declares_what_it_writes` compares
+    /// them with a real run's files for every kind.
+    fn outputs(config: &Self::Config) -> Outputs;
+
     /// The run's peak heap memory, estimated from its config before anything is allocated
     /// (before [`Run::validate`] too, so it must not assume a valid config: saturating
     /// arithmetic, nothing built): every buffer that grows with the config, with the fields it grows with
@@ -73,6 +78,40 @@ pub trait Run {
         resume: Option<&Path>,
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError>;
+}
+
+/// The names a run writes ([`Run::outputs`]): the numbers of its `summary.json` and the numeric
+/// columns of its `metrics.jsonl` (`global_step`, `wall_time` and `steps_per_second`, which
+/// the metrics writer adds to every line, included).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outputs {
+    /// The `summary.json` numbers.
+    pub summary: Vec<String>,
+    /// The `metrics.jsonl` numeric columns.
+    pub columns: Vec<String>,
+}
+
+impl Outputs {
+    /// These summary numbers and `metrics.jsonl` columns (the writer's three added).
+    pub fn new(summary: &[&str], columns: &[&str]) -> Self {
+        let fixed = ["global_step", "wall_time", "steps_per_second"];
+        Outputs {
+            summary: summary.iter().map(|s| s.to_string()).collect(),
+            columns: columns.iter().chain(&fixed).map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// With `names` added to the summary.
+    pub fn summary(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.summary.extend(names);
+        self
+    }
+
+    /// With `names` added to the columns.
+    pub fn columns(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.columns.extend(names);
+        self
+    }
 }
 
 /// The layers of a config above its defaults, as a front end gathered them: a TOML file, the
@@ -333,6 +372,12 @@ impl RunKind {
             }
             e => e,
         })
+    }
+
+    /// What a run of the config `layers` give writes ([`Run::outputs`]); the config is
+    /// loaded, not validated ([`RunKind::check`] does that).
+    pub fn outputs(self, layers: Layers<'_>) -> Result<Outputs, RunError> {
+        with_run!(self, R => Ok(R::outputs(&load::<R>(layers, None)?)))
     }
 
     /// Loads, validates and runs (see [`launch`]).

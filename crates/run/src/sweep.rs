@@ -30,7 +30,7 @@
 
 use crate::launch::{Launch, Outcome};
 pub use crate::stats::Stats;
-use crate::{Layers, RunError, RunKind, RunRecord, write_atomic};
+use crate::{Layers, Outputs, RunError, RunKind, RunRecord, write_atomic};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -312,6 +312,7 @@ impl Sweep {
                         e @ RunError::Config { .. } => e,
                         e => cfg_err(&at, e.to_string()),
                     })?;
+                    check_names(&spec, &spec.kind.outputs(layers)?, &at)?;
                 }
                 let slug: Vec<String> =
                     point.iter().map(|(_, v)| crate::record::slug(&value_label(v))).collect();
@@ -425,66 +426,12 @@ impl Sweep {
                 RunError::Config { message, .. } => cfg_err(&source, message),
                 e => e,
             })?;
-        self.check_names(&out.dir)?;
         Ok(if resumed { CellOutcome::Resumed(out) } else { CellOutcome::Ran(out) })
-    }
-
-    /// The spec's `metrics` must be numbers of a finished cell's `summary.json` and its `curve`
-    /// a column of its `metrics.jsonl`: a misspelt name stops the sweep at its first cell,
-    /// naming what the run kind writes, instead of tabulating nothing after every cell ran.
-    fn check_names(&self, run: &Path) -> Result<(), RunError> {
-        let source = self.dir.join("sweep.toml").display().to_string();
-        // `key: `name` is not a <what> of <file> (did you mean ...); it has: ...`.
-        let unknown = |key: &str, name: &str, what: &str, file: &Path, names: &[&str]| {
-            let hint = kestrel_core::did_you_mean(name, names.iter().copied());
-            let (file, all) = (file.display(), names.join(", "));
-            cfg_err(
-                &source,
-                format!("{key}: `{name}` is not a {what} of {file}{hint}; it has: {all}"),
-            )
-        };
-        let p = run.join("summary.json");
-        let summary: Value = serde_json::from_str(&crate::read_text(&p)?)
-            .map_err(|e| RunError::Failed(format!("{}: not a summary: {e}", p.display())))?;
-        let numbers: Vec<&str> = summary
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(_, v)| v.is_number())
-            .map(|(k, _)| k.as_str())
-            .collect();
-        for name in self.metric_names() {
-            if !numbers.contains(&name.as_str()) {
-                return Err(unknown("metrics", &name, "number", &p, &numbers));
-            }
-        }
-        if let Some(curve) = &self.spec.curve {
-            let mut columns = std::collections::BTreeSet::new();
-            crate::for_each_metric(&run.join("metrics.jsonl"), |line| {
-                if let Value::Object(o) = line {
-                    columns.extend(o.into_iter().filter(|(_, v)| v.is_number()).map(|(k, _)| k));
-                }
-            })?;
-            let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
-            if !columns.contains(&curve.as_str()) {
-                return Err(unknown(
-                    "curve",
-                    curve,
-                    "column",
-                    &run.join("metrics.jsonl"),
-                    &columns,
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// The metrics tabulated.
     pub fn metric_names(&self) -> Vec<String> {
-        match &self.spec.metrics {
-            Some(m) => m.clone(),
-            None => self.spec.kind.default_metrics().iter().map(|s| s.to_string()).collect(),
-        }
+        self.spec.metric_names()
     }
 
     /// Reads every finished cell's summary and writes `table.md`, `table.json`, `table.csv`
@@ -553,6 +500,45 @@ impl Sweep {
             plot.save(&self.dir.join("curves"))?;
         }
         Ok(table)
+    }
+}
+
+impl SweepSpec {
+    /// The metrics tabulated: the spec's, or the kind's defaults.
+    fn metric_names(&self) -> Vec<String> {
+        match &self.metrics {
+            Some(m) => m.clone(),
+            None => self.kind.default_metrics().iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// The spec's `metrics` must be numbers of a cell's `summary.json` and its `curve` a column of
+/// its `metrics.jsonl`, as the run kind declares them for the cell's config (`at`): a misspelt
+/// name stops the sweep before any cell runs, naming what the kind writes, instead of
+/// tabulating nothing after every cell ran.
+fn check_names(spec: &SweepSpec, out: &Outputs, at: &str) -> Result<(), RunError> {
+    let kind = spec.kind.name();
+    let unknown = |key: &str, name: &str, what: &str, names: &[String]| {
+        let hint = kestrel_core::did_you_mean(name, names.iter().map(String::as_str));
+        let mut all = names.to_vec();
+        all.sort();
+        let all = all.join(", ");
+        cfg_err(
+            at,
+            format!("{key}: `{name}` is not a {what} a {kind} run writes{hint}; it writes: {all}"),
+        )
+    };
+    for name in spec.metric_names() {
+        if !out.summary.contains(&name) {
+            return Err(unknown("metrics", &name, "number of summary.json", &out.summary));
+        }
+    }
+    match &spec.curve {
+        Some(curve) if !out.columns.contains(curve) => {
+            Err(unknown("curve", curve, "column of metrics.jsonl", &out.columns))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -694,6 +680,7 @@ impl SweepTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("kestrel-sweep-{name}-{}", std::process::id()));
@@ -752,24 +739,28 @@ strategy = ["cma-es", "snes"]
     }
 
     #[test]
-    fn a_misspelt_metric_or_curve_stops_the_sweep_at_its_first_cell() {
+    fn a_misspelt_metric_or_curve_stops_the_sweep_before_any_cell() {
         for (extra, want) in [
-            ("metrics = [\"best_fitnes\"]", "metrics: `best_fitnes`"),
-            ("curve = \"nosuch\"", "curve: `nosuch` is not a column"),
+            (
+                "metrics = [\"best_fitnes\"]",
+                "metrics: `best_fitnes` is not a number of summary.json",
+            ),
+            ("curve = \"nosuch\"", "curve: `nosuch` is not a column of metrics.jsonl"),
         ] {
             let out = tmp(&format!("names-{}", &extra[..5]));
             let spec = EVO.replace("seeds = 2", &format!("seeds = 2\n{extra}"));
-            let s = Sweep::plan(&spec, "spec.toml", &out).unwrap();
-            s.create().unwrap();
-            let mut p = crate::quiet;
-            let l = Launch { out_dir: PathBuf::new(), argv: vec![], progress: &mut p };
-            let e = s.run_cell(&s.cells[0], l).unwrap_err().to_string();
-            assert!(e.contains(want) && e.contains("sweep.toml"), "{e}");
+            let e = Sweep::plan(&spec, "spec.toml", &out).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("spec.toml") && e.contains("evo run"), "{e}");
             if want.starts_with("metrics") {
                 assert!(e.contains("did you mean `best_fitness`"), "{e}");
             }
-            std::fs::remove_dir_all(&out).unwrap();
+            assert!(!out.exists(), "no folder before the check");
         }
+        // A name one grid point's config writes and another's does not: the final version of
+        // the asymexp profile has the other Laplacians' cosines, the thresholded one not.
+        let spec = "kind = \"allo\"\nseeds = 1\nmetrics = [\"cosine_similarity_simple\"]\n[base]\nprofile = \"asymexp\"\n[grid]\n\"asymexp.version\" = [\"final\", \"thresholded\"]\n";
+        let e = Sweep::plan(spec, "spec.toml", &tmp("names-grid")).unwrap_err().to_string();
+        assert!(e.contains("cosine_similarity_simple") && e.contains("thresholded"), "{e}");
     }
 
     #[test]
@@ -883,7 +874,7 @@ checkpoint_every = 20
     }
 
     #[test]
-    fn every_kind_runs_and_fills_its_default_metrics_and_curve() {
+    fn every_kind_declares_what_it_writes() {
         let base = |kind: &str, base: &str| {
             format!("kind = \"{kind}\"\nname = \"{kind}\"\nseeds = 1\n[base]\n{base}\n")
         };
@@ -905,9 +896,19 @@ checkpoint_every = 20
                 "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0",
             ),
             base("actdyn", "steps = 60\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5"),
+            base(
+                "actdyn",
+                "steps = 60\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5\n[base.model.dynamics]\ntype = \"rbf\"\ngrid = 5",
+            ),
+            base(
+                "allo",
+                "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nsamples = 2000\n[base.asymexp]\nversion = \"final\"",
+            ),
+            base("allo", "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nsamples = 2000"),
         ];
         let out = tmp("kinds");
-        for text in &specs {
+        for (i, text) in specs.iter().enumerate() {
+            let out = out.join(i.to_string());
             let s = Sweep::plan(text, "spec.toml", &out).unwrap_or_else(|e| panic!("{text}: {e}"));
             s.create().unwrap();
             let mut p = crate::quiet;
@@ -919,6 +920,27 @@ checkpoint_every = 20
                 assert_eq!(st.n, 1, "{}: summary.json has no number {m}", s.spec.kind.name());
             }
             assert!(s.dir.join("curves.png").is_file(), "{}: no curve", s.spec.kind.name());
+            // What the run wrote is what its kind declares (the names a sweep checks before
+            // its first cell), and the kind's default metrics and curve are among them.
+            let CellOutcome::Ran(o) = o else { unreachable!() };
+            let text = std::fs::read_to_string(o.dir.join("summary.json")).unwrap();
+            let summary: Value = serde_json::from_str(&text).unwrap();
+            let numbers = summary.as_object().unwrap().iter().filter(|(_, v)| v.is_number());
+            let numbers: BTreeSet<String> = numbers.map(|(k, _)| k.clone()).collect();
+            let mut columns = BTreeSet::new();
+            crate::for_each_metric(&o.dir.join("metrics.jsonl"), |line| {
+                if let Value::Object(o) = line {
+                    columns.extend(o.into_iter().filter(|(_, v)| v.is_number()).map(|(k, _)| k));
+                }
+            })
+            .unwrap();
+            let kind = s.spec.kind;
+            let declared = kind.outputs(Layers::table(&s.cells[0].table)).unwrap();
+            let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<String>>();
+            assert_eq!(set(&declared.summary), numbers, "{text}: summary.json");
+            assert_eq!(set(&declared.columns), columns, "{text}: metrics.jsonl");
+            assert!(kind.default_metrics().iter().all(|m| numbers.contains(*m)), "{text}");
+            assert!(columns.contains(kind.default_curve()), "{text}");
         }
         std::fs::remove_dir_all(&out).unwrap();
     }

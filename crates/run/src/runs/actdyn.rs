@@ -3,7 +3,7 @@
 //! evaluation, plots and a summary.
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
-use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
+use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
 use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
 use kestrel_actdyn::eval::{Evaluation, learned_field};
 use kestrel_actdyn::offline::{OfflineConfig, Transitions};
@@ -127,6 +127,28 @@ impl Run for Actdyn {
 
     fn without_budget(c: &ActdynConfig) -> ActdynConfig {
         ActdynConfig { steps: 0, ..c.clone() }
+    }
+
+    /// The covered fraction only with RBF dynamics (the grid it counts).
+    fn outputs(c: &ActdynConfig) -> Outputs {
+        let rbf = matches!(c.model.dynamics, kestrel_actdyn::model::DynamicsKind::Rbf { .. });
+        Outputs::new(
+            &[
+                "elbo_first",
+                "elbo_last100",
+                "kl_last100",
+                "latent_r2_0",
+                "latent_r2_1",
+                "ll_last100",
+                "obs_r2_k0",
+                "obs_r2_k10",
+                "obs_r2_k5",
+                "steps",
+                "vf_rel_err",
+            ],
+            &["beta", "elbo_per_t", "grad_norm", "kl_per_t_d", "ll_per_t_ny", "loss_per_t"],
+        )
+        .summary(rbf.then(|| "covered_fraction".to_string()))
     }
 
     fn validate(c: &ActdynConfig) -> Result<(), RunError> {

@@ -6,7 +6,7 @@
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::runs::{self, no_checkpoint};
-use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
+use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::allo::{Allo as AlloLearner, AlloConfig, Method, StepMetrics, collect};
 use kestrel_agents::laplacian::GroundTruth;
@@ -484,6 +484,19 @@ impl Run for Allo {
         match c.profile {
             Profile::Paper => c.budget(threads),
             Profile::Asymexp => crate::runs::allo_asymexp::budget(c),
+        }
+    }
+
+    /// The paper profile logs each dual's diagonal; the asymexp profile's names are the
+    /// reference's ([`crate::runs::allo_asymexp::outputs`]).
+    fn outputs(c: &AlloRunConfig) -> Outputs {
+        match c.profile {
+            Profile::Paper => Outputs::new(
+                &["barrier", "cosine_similarity", "ms_per_step", "steps"],
+                &["barrier", "cosine_similarity", "encoder_rows", "graph", "loss"],
+            )
+            .columns((0..c.num_eigenvectors).map(|i| format!("dual_{i}"))),
+            Profile::Asymexp => crate::runs::allo_asymexp::outputs(c),
         }
     }
 

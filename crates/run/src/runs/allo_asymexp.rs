@@ -19,7 +19,7 @@
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::runs::allo::{Allo, AlloRunConfig};
 use crate::runs::{self, no_checkpoint};
-use crate::{COMMIT, MetricsSink, RunError, Summary};
+use crate::{COMMIT, MetricsSink, Outputs, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::allo::Method;
 use kestrel_agents::asymexp::{
@@ -485,38 +485,82 @@ impl AsymexpRun {
     }
 }
 
+/// The loss terms of a step's `metrics.jsonl` line, by the reference's names, in the order
+/// [`step_fields`] writes their values.
+const STEP_TERMS: [&str; 14] = [
+    "allo",
+    "graph_loss",
+    "dual_loss",
+    "dual_loss_neg",
+    "barrier_loss",
+    "approx_eigenvalue_sum",
+    "total_norm_error",
+    "total_error",
+    "total_two_component_error",
+    "distance_to_constraint_manifold",
+    "distance_to_origin",
+    "grad_norm",
+    "barrier_coef",
+    "encoder_rows",
+];
+
+/// The duals a step's line logs, as the reference does: `(i, i)` for the first 11 and `(i, j)`
+/// below the diagonal in the first two columns, with `dual_i` / `dual_i_j` names.
+fn logged_duals(d: usize) -> impl Iterator<Item = (usize, usize, String)> {
+    (0..d.min(11)).flat_map(|i| {
+        std::iter::once((i, i, format!("dual_{i}")))
+            .chain((0..i.min(2)).map(move |j| (i, j, format!("dual_{i}_{j}"))))
+    })
+}
+
 /// One `metrics.jsonl` line of a step, with the reference's names (its `cosine_sim_avg` is
 /// the registry's `cosine_similarity`): the loss and its terms, the barrier, the duals'
 /// diagonal and first two columns, all before the step's update, as the reference logs them.
 pub fn step_fields(out: &AsymexpStep, duals: &[f32], barrier: f64, d: usize) -> Map<String, Value> {
     let t = &out.terms;
-    let mut m = Map::new();
-    for (k, v) in [
-        ("allo", t.allo),
-        ("graph_loss", t.graph_loss),
-        ("dual_loss", t.dual_loss_pos),
-        ("dual_loss_neg", t.dual_loss_neg),
-        ("barrier_loss", t.barrier_loss_pos),
-        ("approx_eigenvalue_sum", t.eigenvalue_sum),
-        ("total_norm_error", t.total_norm_error),
-        ("total_error", t.total_error),
-        ("total_two_component_error", t.total_two_component_error),
-        ("distance_to_constraint_manifold", t.distance_to_constraint_manifold),
-        ("distance_to_origin", t.distance_to_origin),
-        ("grad_norm", out.grad_norm),
-        ("barrier_coef", barrier),
-        ("encoder_rows", out.encoder_rows as f64),
-    ] {
-        m.insert(k.into(), json!(v));
+    let values = [
+        t.allo,
+        t.graph_loss,
+        t.dual_loss_pos,
+        t.dual_loss_neg,
+        t.barrier_loss_pos,
+        t.eigenvalue_sum,
+        t.total_norm_error,
+        t.total_error,
+        t.total_two_component_error,
+        t.distance_to_constraint_manifold,
+        t.distance_to_origin,
+        out.grad_norm,
+        barrier,
+        out.encoder_rows as f64,
+    ];
+    let mut m: Map<String, Value> =
+        STEP_TERMS.iter().zip(values).map(|(k, v)| (k.to_string(), json!(v))).collect();
+    for (i, j, name) in logged_duals(d) {
+        m.insert(name, json!(duals[i * d + j] as f64));
     }
     for i in 0..d.min(11) {
-        m.insert(format!("dual_{i}"), json!(duals[i * d + i] as f64));
         m.insert(format!("graph_perturbation_{i}"), json!(t.graph_perturbation[i]));
-        for j in 0..i.min(2) {
-            m.insert(format!("dual_{i}_{j}"), json!(duals[i * d + j] as f64));
-        }
     }
     m
+}
+
+/// What a run of this profile writes ([`crate::Run::outputs`]): the step lines of
+/// [`step_fields`], the evaluations' cosines ([`Truth::score`]: the final version's other two
+/// Laplacians too) and the summary.
+pub fn outputs(c: &AlloRunConfig) -> Outputs {
+    let d = c.num_eigenvectors;
+    let others: &[&str] = match c.asymexp.version {
+        Version::Thresholded => &[],
+        Version::Final => &["simple", "weighted"],
+    };
+    Outputs::new(&["barrier", "cosine_similarity", "ms_per_step", "steps"], &STEP_TERMS)
+        .summary(others.iter().map(|o| format!("cosine_similarity_{o}")))
+        .columns(logged_duals(d).map(|(_, _, name)| name))
+        .columns((0..d.min(11)).map(|i| format!("graph_perturbation_{i}")))
+        .columns(std::iter::once("cosine_similarity".to_string()))
+        .columns((0..d).map(|i| format!("cosine_sim_{i}")))
+        .columns(others.iter().map(|o| format!("cosine_sim_avg_{o}")))
 }
 
 /// Trains into a new folder or resumes one (called by [`super::allo::train`] for this

@@ -5,7 +5,7 @@
 //! here.
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary, runs};
+use crate::{COMMIT, Outputs, Run, RunError, Summary, runs};
 use kestrel_core::{Budget, FromInvalid, Key};
 use kestrel_evo::driver::{Driver, Generation, Stop, StopRules, StrategyKind, benchmark};
 use kestrel_evo::problem::Function;
@@ -354,6 +354,13 @@ impl Run for Es {
 
     fn defaults(_: Option<&EsConfig>) -> EsConfig {
         EsConfig::default()
+    }
+
+    fn outputs(_: &EsConfig) -> Outputs {
+        Outputs::new(
+            &["best_fitness", "evals", "nonfinite", "wall_seconds"],
+            &["best", "best_in_generation", "evals", "nonfinite", "sigma"],
+        )
     }
 
     fn validate(c: &EsConfig) -> Result<(), RunError> {

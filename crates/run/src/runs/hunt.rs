@@ -6,7 +6,7 @@
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::runs;
-use crate::{COMMIT, MetricsSink, Run, RunError, Summary};
+use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::hunt::{EpochStats, Hunt as Trainer, HuntConfig, TurnOrder};
 use kestrel_core::Budget;
@@ -442,6 +442,10 @@ impl Run for Hunt {
     /// See [`HuntRunConfig::budget`].
     fn budget(c: &HuntRunConfig, threads: usize) -> kestrel_core::Budget {
         c.budget(threads)
+    }
+
+    fn outputs(_: &HuntRunConfig) -> Outputs {
+        Outputs::new(&["epochs", "mean_total_reward_last_100"], &["epoch", "total_reward"])
     }
 
     fn validate(c: &HuntRunConfig) -> Result<(), RunError> {

@@ -4,7 +4,7 @@
 //! [`MppiRunConfig::episode`].
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
+use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_mppi::{ControllerKind, MppiRunConfig, System};
@@ -29,6 +29,10 @@ impl Run for MppiRun {
         let (k, s) =
             first.map_or((ControllerKind::Mppi, System::Pendulum), |f| (f.controller, f.system));
         MppiRunConfig::defaults(k, s)
+    }
+
+    fn outputs(_: &MppiRunConfig) -> Outputs {
+        Outputs::new(&["nonfinite", "steps", "total_cost", "wall_seconds"], &["cost"])
     }
 
     fn validate(c: &MppiRunConfig) -> Result<(), RunError> {

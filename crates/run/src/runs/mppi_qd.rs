@@ -15,7 +15,7 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::runs::mppi_tune::{TuneConfig, tune_problem, validate_tune};
-use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
+use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::EvoError;
@@ -137,6 +137,21 @@ impl Run for MppiQd {
         runs::heat_map(&mut b, format!("cells = {}", c.cells), c.cells.clamp(1, 400) as u128);
         runs::curve(&mut b, format!("generations = {}", c.generations), c.generations as u128);
         b
+    }
+
+    fn outputs(_: &MppiQdConfig) -> Outputs {
+        Outputs::new(
+            &[
+                "best_cost",
+                "best_lambda",
+                "coverage",
+                "nonfinite",
+                "num_elites",
+                "qd_score",
+                "wall_seconds",
+            ],
+            &["best", "coverage", "nonfinite", "num_elites", "qd_score"],
+        )
     }
 
     fn validate(c: &MppiQdConfig) -> Result<(), RunError> {

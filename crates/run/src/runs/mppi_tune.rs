@@ -6,7 +6,7 @@
 //! `kestrel mppi run` replays.
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary, runs, write_atomic};
+use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::{Problem, TellMetrics};
@@ -182,6 +182,20 @@ impl Run for MppiTune {
     /// pendulum's one-control noise, not the default system's.
     fn defaults(first: Option<&TuneConfig>) -> TuneConfig {
         first.map_or_else(TuneConfig::default, |f| TuneConfig::defaults_for(&f.run))
+    }
+
+    fn outputs(_: &TuneConfig) -> Outputs {
+        Outputs::new(
+            &[
+                "best_cost",
+                "best_horizon",
+                "best_lambda",
+                "nonfinite",
+                "start_cost",
+                "wall_seconds",
+            ],
+            &["best", "best_in_generation", "nonfinite", "sigma"],
+        )
     }
 
     fn validate(c: &TuneConfig) -> Result<(), RunError> {

@@ -4,7 +4,7 @@
 //! config, its checks and the generation loop ([`QdRun::run`]) are here.
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Run, RunError, Summary, runs};
+use crate::{COMMIT, Outputs, Run, RunError, Summary, runs};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::EvoError;
@@ -240,6 +240,13 @@ impl Run for Qd {
 
     fn defaults(_: Option<&QdConfig>) -> QdConfig {
         QdConfig::default()
+    }
+
+    fn outputs(_: &QdConfig) -> Outputs {
+        Outputs::new(
+            &["best", "coverage", "num_elites", "qd_score", "wall_seconds"],
+            &["best", "coverage", "evals", "nonfinite", "num_elites", "qd_score", "restarts"],
+        )
     }
 
     fn validate(c: &QdConfig) -> Result<(), RunError> {
