@@ -1,0 +1,101 @@
+"""kestrel.sb3.VecEnv: SB3's VecEnv conventions on one Kestrel batch, and SB3's PPO trained on
+it to CartPole-v1's reward threshold. Run by tools/py-test in tools/venv-sb3 (SB3 + torch on
+the CPU); there a missing SB3 is a failure, elsewhere these tests are skipped."""
+
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("KESTREL_REQUIRE_SB3") == "1":
+    import stable_baselines3  # noqa: F401
+else:
+    pytest.importorskip("stable_baselines3")
+
+import torch  # noqa: E402
+from stable_baselines3 import PPO  # noqa: E402
+from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv as SB3VecEnv  # noqa: E402
+
+import gymnasium as gym  # noqa: E402
+import kestrel  # noqa: E402
+import kestrel.sb3  # noqa: E402
+
+pytestmark = pytest.mark.sb3
+
+
+def test_is_an_sb3_vecenv_with_dummyvecenvs_conventions():
+    n, steps = 6, 400
+    venv = kestrel.sb3.VecEnv("CartPole-v1", num_envs=n, seed=3, max_episode_steps=30)
+    assert isinstance(venv, SB3VecEnv) and venv.num_envs == n
+    assert venv.observation_space == gym.spaces.Box(-np.inf, np.inf, (4,), np.float32) or venv.observation_space.shape == (4,)
+    assert venv.env_is_wrapped(Monitor) == [True] * n and venv.get_attr("render_mode") == [None] * n
+    obs = venv.reset()
+    assert obs.shape == (n, 4) and obs.dtype == np.float32
+    rng = np.random.default_rng(0)
+    ret, length = np.zeros(n), np.zeros(n, int)
+    prev, ended, truncated = obs, 0, 0
+    for _ in range(steps):
+        a = rng.integers(0, 2, n)
+        obs, rew, dones, infos = venv.step(a)
+        assert obs is not prev, "a fresh observation array each step (SB3 keeps the last one)"
+        assert dones.dtype == np.bool_ and len(infos) == n
+        ret += rew
+        length += 1
+        for i in range(n):
+            info = infos[i]
+            assert ("terminal_observation" in info) == bool(dones[i]) == ("episode" in info)
+            if dones[i]:
+                ended += 1
+                # The terminal observation is the last state, the returned one a fresh start.
+                assert info["terminal_observation"].shape == (4,)
+                assert np.all(np.abs(obs[i]) <= 0.05), obs[i]
+                ep = info["episode"]
+                assert ep["l"] == length[i] and ep["r"] == pytest.approx(ret[i]) and ep["t"] >= 0
+                assert info["TimeLimit.truncated"] == (length[i] == 30 and abs(info["terminal_observation"][2]) <= 0.2095 and abs(info["terminal_observation"][0]) <= 2.4)
+                truncated += info["TimeLimit.truncated"]
+                ret[i], length[i] = 0, 0
+            else:
+                assert info == {"TimeLimit.truncated": False}
+        prev = obs
+    assert ended > n and truncated > 0
+    venv.close()
+
+
+def test_seeding_as_sb3_does_replays_the_same_episodes():
+    def rollout(seed):
+        venv = kestrel.sb3.VecEnv("CartPole-v1", num_envs=4)
+        venv.seed(seed)
+        out = [venv.reset()]
+        for t in range(50):
+            out.append(venv.step(np.full(4, t % 2))[0])
+        venv.close()
+        return np.stack(out)
+
+    assert np.array_equal(rollout(11), rollout(11))
+    assert not np.array_equal(rollout(11), rollout(12))
+
+
+def test_sb3_ppo_reaches_cartpoles_reward_threshold():
+    # RL Zoo's PPO hyper-parameters for CartPole-v1 (hyperparams/ppo.yml), on 8 Kestrel envs.
+    torch.set_num_threads(1)
+    threshold = gym.spec("CartPole-v1").reward_threshold  # 475
+    venv = kestrel.sb3.VecEnv("CartPole-v1", num_envs=8, seed=0)
+    lin = lambda v: (lambda progress: progress * v)  # noqa: E731
+    model = PPO("MlpPolicy", venv, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
+                ent_coef=0.0, learning_rate=lin(0.001), clip_range=lin(0.2), seed=0, device="cpu")
+    model.learn(100_000)
+    assert len(model.ep_info_buffer) > 0, "SB3 read the episode statistics from infos"
+    eval_env = kestrel.sb3.VecEnv("CartPole-v1", num_envs=4, seed=1000)
+    mean, std = evaluate_policy(model, eval_env, n_eval_episodes=20, deterministic=True)
+    print(f"PPO on kestrel.sb3.VecEnv CartPole-v1: mean return {mean:.1f} ± {std:.1f} over 20 episodes")
+    assert mean >= threshold, (mean, std)
+
+
+def test_gym_make_through_dummyvecenv_still_works():
+    venv = DummyVecEnv([lambda: Monitor(gym.make("kestrel/CartPole-v1"))])
+    obs = venv.reset()
+    assert obs.shape == (1, 4)
+    venv.step(np.array([1]))
+    venv.close()
