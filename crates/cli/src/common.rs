@@ -131,7 +131,9 @@ pub fn launch(
 /// plain line every 5 seconds otherwise (no control characters then).
 pub struct Progress {
     total: u64,
-    start: Instant,
+    /// The first tick's units and time: the rate counts from there, so a resumed run's
+    /// checkpointed steps are not taken for this launch's work.
+    first: Option<(u64, Instant)>,
     last: Option<Instant>,
     tty: bool,
     what: &'static str,
@@ -142,7 +144,7 @@ impl Progress {
     pub fn new(total: u64, what: &'static str) -> Self {
         Progress {
             total,
-            start: Instant::now(),
+            first: None,
             last: None,
             tty: std::io::stderr().is_terminal(),
             what,
@@ -170,17 +172,19 @@ impl Progress {
         if !due && done < self.total {
             return;
         }
-        self.last = Some(Instant::now());
-        let el = self.start.elapsed().as_secs_f64();
-        let rate = done as f64 / el.max(1e-9);
-        let eta = self.total.saturating_sub(done) as f64 / rate.max(1e-9);
+        let now = Instant::now();
+        self.last = Some(now);
+        let (d0, t0) = *self.first.get_or_insert((done, now));
+        let el = (now - t0).as_secs_f64();
         let pct = 100.0 * done as f64 / self.total.max(1) as f64;
-        let line = format!(
-            "{done}/{} {} ({pct:.0}%) {} ETA {eta:.0}s {status}",
-            self.total,
-            self.what,
-            rate_str(rate)
-        );
+        let rate_eta = if done > d0 && el > 0.0 {
+            let rate = (done - d0) as f64 / el;
+            let eta = self.total.saturating_sub(done) as f64 / rate;
+            format!("{} ETA {eta:.0}s", rate_str(rate))
+        } else {
+            "- ETA -".to_string()
+        };
+        let line = format!("{done}/{} {} ({pct:.0}%) {rate_eta} {status}", self.total, self.what);
         if self.tty {
             eprint!("\r\x1b[2K{line}");
             if done >= self.total {
