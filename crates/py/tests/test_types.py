@@ -33,5 +33,6 @@ def test_the_stub_matches_the_built_module():
 
 
 def test_the_examples_type_check_strictly():
-    out = _mypy("mypy", "--strict", str(EXAMPLES))
+    # examples/torch/ needs torch: test_sb3.py checks it in tools/venv-sb3.
+    out = _mypy("mypy", "--strict", "--exclude", "/torch/", str(EXAMPLES))
     assert out.returncode == 0 and "Success" in out.stdout, out.stdout[-4000:] + out.stderr[-2000:]
