@@ -195,6 +195,29 @@ pub enum Metric {
     /// −Σ_t Σ_d variance across the ensemble's mean rollouts (RBF dynamics, `train.ensemble`
     /// ≥ 2).
     EnsembleDisagreement,
+    /// Σ_{t=1}^{H} ‖z_t − `policy.goal`‖² along the mean rollout from the belief (RBF
+    /// dynamics): the reference's `GoalDistanceMetric`.
+    GoalDistance,
+    /// Σ_k w_k · metric_k over `policy.terms`: the reference's `CompositeMetric` (its
+    /// experiments weight D-optimality 0.1 and action cost 5).
+    Composite,
+}
+
+impl Metric {
+    /// Whether this metric plans on the Fisher information of the RBF weights.
+    pub fn is_fisher(self) -> bool {
+        matches!(self, Metric::AOptimality | Metric::DOptimality)
+    }
+}
+
+/// One weighted term of a composite objective (`policy.terms`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Term {
+    /// The term's metric (any but `composite`).
+    pub metric: Metric,
+    /// Its weight (finite; negative rewards the metric).
+    pub weight: f64,
 }
 
 /// The policy.
@@ -207,6 +230,11 @@ pub struct PolicyConfig {
     pub hold: u64,
     /// Planner objective.
     pub metric: Metric,
+    /// The weighted terms of `metric = "composite"`, e.g. `[{metric = "d_optimality", weight =
+    /// 0.1}, {metric = "action_cost", weight = 5.0}]`; empty otherwise.
+    pub terms: Vec<Term>,
+    /// The latent goal of `goal_distance` (alone or as a term).
+    pub goal: [f64; 2],
     /// Planning horizon H (10).
     pub horizon: usize,
     /// Initial samples N (32).
@@ -235,6 +263,8 @@ impl Default for PolicyConfig {
             kind: PolicyKind::Random,
             hold: 10,
             metric: Metric::AOptimality,
+            terms: Vec::new(),
+            goal: [0.0, 0.0],
             horizon: 10,
             samples: 32,
             iterations: 10,
@@ -246,6 +276,25 @@ impl Default for PolicyConfig {
             noise_beta: 1.0,
             discount: 0.99,
         }
+    }
+}
+
+impl PolicyConfig {
+    /// The planner's objective as weighted metrics: `terms` for a composite, else the one
+    /// metric with weight 1.
+    pub fn objective(&self) -> Vec<(f64, Metric)> {
+        match self.metric {
+            Metric::Composite => self.terms.iter().map(|t| (t.weight, t.metric)).collect(),
+            m => vec![(1.0, m)],
+        }
+    }
+
+    /// Whether the iCEM policy plans on the Fisher information (alone or as a term).
+    pub fn plans_on_fisher(&self) -> bool {
+        // Terms are empty unless the metric is a composite (validated); no allocation: this
+        // is asked every step.
+        self.kind == PolicyKind::Icem
+            && (self.metric.is_fisher() || self.terms.iter().any(|t| t.metric.is_fisher()))
     }
 }
 
@@ -358,7 +407,7 @@ impl ActdynConfig {
     /// Checks every field; the error names it (`section.field`) and the value.
     pub fn validate(&self) -> Result<(), ActdynError> {
         let bad =
-            |f: &'static str, v: String, ok: &'static str| Err(ActdynError::invalid(f, v, ok));
+            |f: &str, v: String, ok: &'static str| Err(ActdynError::invalid(f.to_string(), v, ok));
         if !(1..=100_000_000).contains(&self.steps) {
             return bad("steps", self.steps.to_string(), "an integer in [1, 100000000]");
         }
@@ -411,32 +460,79 @@ impl ActdynConfig {
         if p.hold == 0 {
             return bad("policy.hold", "0".into(), "an integer >= 1");
         }
+        if p.metric == Metric::Composite {
+            if p.terms.is_empty() {
+                return bad(
+                    "policy.terms",
+                    "[]".into(),
+                    "at least one term with metric = composite",
+                );
+            }
+            for (i, t) in p.terms.iter().enumerate() {
+                if t.metric == Metric::Composite {
+                    return bad(
+                        &format!("policy.terms[{i}].metric"),
+                        "composite".into(),
+                        "a plain metric",
+                    );
+                }
+                if !t.weight.is_finite() {
+                    return bad(
+                        &format!("policy.terms[{i}].weight"),
+                        t.weight.to_string(),
+                        "finite",
+                    );
+                }
+            }
+        } else if !p.terms.is_empty() {
+            return bad(
+                "policy.terms",
+                format!("{} terms", p.terms.len()),
+                "empty unless policy.metric = \"composite\"",
+            );
+        }
+        if !p.goal.iter().all(|g| g.is_finite()) {
+            return bad("policy.goal", format!("{:?}", p.goal), "finite");
+        }
         if p.kind == PolicyKind::Icem {
             let rbf = matches!(self.model.dynamics, crate::model::DynamicsKind::Rbf { .. });
-            if matches!(p.metric, Metric::AOptimality | Metric::DOptimality) && !rbf {
-                return bad(
-                    "policy.metric",
-                    format!("{:?}", p.metric),
-                    "action_cost unless model.dynamics is rbf (the Fisher information is defined for RBF weights; the reference's MLP version is a stub)",
-                );
-            }
-            if self.model.decoder != crate::model::DecoderKind::LogLinear
-                && matches!(p.metric, Metric::AOptimality | Metric::DOptimality)
-            {
-                return bad(
-                    "model.decoder",
-                    format!("{:?}", self.model.decoder),
-                    "log_linear with a Fisher metric",
-                );
+            // Each metric of the objective (a composite's terms each), named by its key.
+            for (i, (_, m)) in p.objective().into_iter().enumerate() {
+                let key = if p.metric == Metric::Composite {
+                    format!("policy.terms[{i}].metric")
+                } else {
+                    "policy.metric".to_string()
+                };
+                if m.is_fisher() && !rbf {
+                    return bad(
+                        &key,
+                        format!("{m:?}"),
+                        "action_cost unless model.dynamics is rbf (the Fisher information is defined for RBF weights; the reference's MLP version is a stub)",
+                    );
+                }
+                if self.model.decoder != crate::model::DecoderKind::LogLinear && m.is_fisher() {
+                    return bad(
+                        "model.decoder",
+                        format!("{:?}", self.model.decoder),
+                        "log_linear with a Fisher metric",
+                    );
+                }
+                if m == Metric::EnsembleDisagreement && (!rbf || self.train.ensemble < 2) {
+                    return bad(
+                        &key,
+                        "ensemble_disagreement".into(),
+                        "with RBF dynamics and train.ensemble >= 2",
+                    );
+                }
+                if m == Metric::GoalDistance && !rbf {
+                    return bad(
+                        &key,
+                        "goal_distance".into(),
+                        "with RBF dynamics (its rollout is the RBF model's mean)",
+                    );
+                }
             }
             num("policy.discount", p.discount, 0.0, 1.0)?;
-            if p.metric == Metric::EnsembleDisagreement && (!rbf || self.train.ensemble < 2) {
-                return bad(
-                    "policy.metric",
-                    "ensemble_disagreement".into(),
-                    "with RBF dynamics and train.ensemble >= 2",
-                );
-            }
         }
         let v = &self.eval;
         if !(1..=10_000).contains(&v.episodes) {

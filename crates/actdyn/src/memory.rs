@@ -4,7 +4,7 @@
 //! Arithmetic is in f64 (an estimate; a size past 2^53 is refused anyway) and the result is
 //! cast with saturation, so an absurd config gives a huge estimate, never an overflow.
 
-use crate::config::{ActdynConfig, FieldKind, Metric, PolicyKind};
+use crate::config::{ActdynConfig, FieldKind, PolicyKind};
 use crate::model::{DecoderKind, DynamicsKind};
 use kestrel_core::Budget;
 
@@ -116,7 +116,7 @@ impl ActdynConfig {
         let ke = p.elites as f64;
         let r = (p.samples as f64).max(2.0 * ke) + ke.min((p.frac_elites_reused * ke).floor());
         if c > 0.0 {
-            let fisher = icem && matches!(p.metric, Metric::AOptimality | Metric::DOptimality);
+            let fisher = p.plans_on_fisher();
             let splits = thr.min((r / 8.0).ceil().max(1.0));
             add(
                 "RBF features, coverage, Fisher information (model.rs, fisher.rs)",

@@ -13,7 +13,7 @@ use crate::config::{
 use crate::eval::{Evaluation, ValidationData, evaluate, validation_data};
 use crate::fisher::{
     AccumulatedFisher, ActionCost, EnsembleDisagreementCost, FisherBugs, FisherCost, FisherMetric,
-    Optimality,
+    GoalCost, Optimality, WeightedCost,
 };
 use crate::model::{EncoderWorkspace, SeqVae};
 use crate::offline::Transitions;
@@ -25,6 +25,7 @@ use kestrel_envs::vectorfield::{
     NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, VanDerPol, VectorField,
     VectorFieldParams, reset_latent, step_latent,
 };
+use kestrel_mppi::TrajectoryCost;
 use kestrel_mppi::{Icem, IcemParams, IcemState, KeyedPink};
 
 /// The last `cap` transitions, oldest first.
@@ -396,9 +397,7 @@ impl ActiveRun {
     fn fisher_parts_if_planned(
         &mut self,
     ) -> Result<Option<(RbfDynamics, LogLinearDecoder)>, ActdynError> {
-        let p = &self.cfg.policy;
-        let fisher = matches!(p.metric, Metric::AOptimality | Metric::DOptimality);
-        if p.kind == PolicyKind::Icem && fisher { self.fisher_parts().map(Some) } else { Ok(None) }
+        if self.cfg.policy.plans_on_fisher() { self.fisher_parts().map(Some) } else { Ok(None) }
     }
 
     /// [`ActiveRun::act`] with the Fisher metric's parts already built (one build per step
@@ -427,39 +426,75 @@ impl ActiveRun {
                 let mut action = [0.0; 2];
                 let fisher_bugs = self.fisher_bugs();
                 let mut noise = KeyedPink { key, round_f32: self.cfg.profile == Profile::Faithful };
+                // Terms are empty unless the metric is a composite (validated).
+                let needs = |m: Metric| p.metric == m || p.terms.iter().any(|t| t.metric == m);
+                // What the objective's costs borrow, built once for the call: the ensemble's
+                // members, the RBF model's mean dynamics (goal distance).
+                let (dt, res) = (self.model.config().dt, self.model.config().residual);
+                let members = if needs(Metric::EnsembleDisagreement) {
+                    let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
+                    let c = grid.num_centres();
+                    self.trainer
+                        .member_dynamics(&self.model, &self.params)
+                        .into_iter()
+                        .map(|m| RbfDynamics::new(grid.clone(), m[..2 * c].to_vec(), dt, res))
+                        .collect::<Result<Vec<_>, _>>()?
+                } else {
+                    Vec::new()
+                };
+                let mean = if needs(Metric::GoalDistance) {
+                    let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
+                    let w = self.model.rbf_weights(&self.params).expect("RBF weights");
+                    Some(RbfDynamics::new(grid, w.to_vec(), dt, res)?)
+                } else {
+                    None
+                };
+                let cost_of = |m: Metric| -> Result<AnyCost<'_>, ActdynError> {
+                    Ok(match m {
+                        Metric::ActionCost => AnyCost::Action(ActionCost),
+                        Metric::EnsembleDisagreement => {
+                            AnyCost::Ensemble(EnsembleDisagreementCost::new(&members, self.belief)?)
+                        }
+                        Metric::GoalDistance => AnyCost::Goal(GoalCost {
+                            model: mean.as_ref().expect("built above"),
+                            belief: self.belief,
+                            goal: p.goal,
+                        }),
+                        Metric::AOptimality | Metric::DOptimality => {
+                            let (dynamics, decoder) =
+                                fisher_parts.expect("built for a Fisher metric");
+                            let mut metric = FisherMetric::new(dynamics, decoder, fisher_bugs);
+                            metric.discount = p.discount;
+                            let which = if m == Metric::AOptimality {
+                                Optimality::A
+                            } else {
+                                Optimality::D
+                            };
+                            AnyCost::Fisher(FisherCost::new(
+                                metric,
+                                which,
+                                self.belief,
+                                self.acc.get(),
+                            )?)
+                        }
+                        Metric::Composite => unreachable!("validated: no nested composite"),
+                    })
+                };
                 let icem = self.icem.as_mut().expect("planner with the icem policy");
                 let state = self.icem_state.as_mut().expect("planner state");
-                let plan_err = policy_error;
-                let cost = match p.metric {
-                    Metric::ActionCost => {
-                        icem.plan(state, &mut noise, &ActionCost, &mut action).map_err(plan_err)?
-                    }
-                    Metric::EnsembleDisagreement => {
-                        let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
-                        let c = grid.num_centres();
-                        let (dt, res) = (self.model.config().dt, self.model.config().residual);
-                        let members = self
-                            .trainer
-                            .member_dynamics(&self.model, &self.params)
-                            .into_iter()
-                            .map(|m| RbfDynamics::new(grid.clone(), m[..2 * c].to_vec(), dt, res))
-                            .collect::<Result<Vec<_>, _>>()?;
-                        let cost = EnsembleDisagreementCost::new(&members, self.belief)?;
-                        icem.plan(state, &mut noise, &cost, &mut action).map_err(plan_err)?
-                    }
-                    Metric::AOptimality | Metric::DOptimality => {
-                        let (dynamics, decoder) = fisher_parts.expect("built for a Fisher metric");
-                        let mut metric = FisherMetric::new(dynamics, decoder, fisher_bugs);
-                        metric.discount = p.discount;
-                        let which = if p.metric == Metric::AOptimality {
-                            Optimality::A
-                        } else {
-                            Optimality::D
-                        };
-                        let cost = FisherCost::new(metric, which, self.belief, self.acc.get())?;
-                        icem.plan(state, &mut noise, &cost, &mut action).map_err(plan_err)?
-                    }
-                };
+                let cost = if p.metric == Metric::Composite {
+                    // A few small allocations per planner call, for the terms.
+                    let costs = p
+                        .terms
+                        .iter()
+                        .map(|t| Ok((t.weight, cost_of(t.metric)?)))
+                        .collect::<Result<Vec<_>, ActdynError>>()?;
+                    let terms = costs.iter().map(|(w, c)| (*w, c as &dyn TrajectoryCost)).collect();
+                    icem.plan(state, &mut noise, &WeightedCost::new(terms)?, &mut action)
+                } else {
+                    icem.plan(state, &mut noise, &cost_of(p.metric)?, &mut action)
+                }
+                .map_err(policy_error)?;
                 (action, Some(cost))
             }
         })
@@ -716,6 +751,35 @@ impl ActiveRun {
             return Err(bad("params", v.to_string(), "finite values".into()));
         }
         Ok(run)
+    }
+}
+
+/// One of the planner's objectives, built on the stack for each planner call.
+enum AnyCost<'a> {
+    Action(ActionCost),
+    Ensemble(EnsembleDisagreementCost<'a>),
+    Goal(GoalCost<'a>),
+    Fisher(FisherCost<'a>),
+}
+
+impl AnyCost<'_> {
+    fn inner(&self) -> &dyn TrajectoryCost {
+        match self {
+            AnyCost::Action(c) => c,
+            AnyCost::Ensemble(c) => c,
+            AnyCost::Goal(c) => c,
+            AnyCost::Fisher(c) => c,
+        }
+    }
+}
+
+impl TrajectoryCost for AnyCost<'_> {
+    fn validate(&self, horizon: usize, action_dim: usize) -> Result<(), kestrel_core::Invalid> {
+        self.inner().validate(horizon, action_dim)
+    }
+
+    fn cost(&self, x: &[f64], horizon: usize, action_dim: usize, out: &mut [f64]) {
+        self.inner().cost(x, horizon, action_dim, out)
     }
 }
 

@@ -260,3 +260,88 @@ fn offline_retraining_lowers_the_loss_and_ignores_threads() {
     );
     assert!(e.unwrap_err().to_string().contains("offline.chunk"));
 }
+
+/// The goal-distance and composite objectives (the reference's `GoalDistanceMetric` and
+/// `CompositeMetric`): a composite of one term of weight 1 plans exactly as that metric; the
+/// reference's D-optimality + action cost (0.1, 5) and goal distance run; bad terms are
+/// refused naming their key.
+#[test]
+fn goal_distance_and_composite_objectives_plan_and_are_checked() {
+    use kestrel_actdyn::config::Term;
+    let base = small_e2(Profile::Fixed);
+    let plain = |m: Metric| {
+        let mut c = base.clone();
+        c.policy.metric = m;
+        c
+    };
+    let composite = |terms: &[(Metric, f64)]| {
+        let mut c = base.clone();
+        c.policy.metric = Metric::Composite;
+        c.policy.terms = terms.iter().map(|&(metric, weight)| Term { metric, weight }).collect();
+        c
+    };
+    for m in [Metric::DOptimality, Metric::ActionCost, Metric::GoalDistance] {
+        let (mut a, mut b) = (run_steps(&plain(m), 12), run_steps(&composite(&[(m, 1.0)]), 12));
+        for _ in 0..6 {
+            let (x, y) = (a.step().unwrap(), b.step().unwrap());
+            assert_eq!((x.action, x.plan_cost), (y.action, y.plan_cost), "{m:?}");
+        }
+        assert_eq!(a.params, b.params, "{m:?}");
+    }
+    // The reference's experiment objective, and a goal: the weighted sum is what is planned.
+    let mut c = composite(&[(Metric::DOptimality, 0.1), (Metric::ActionCost, 5.0)]);
+    c.policy.goal = [1.0, -1.0];
+    let mut r = run_steps(&c, 12);
+    assert!(r.step().unwrap().plan_cost.unwrap().is_finite());
+    let mut g = plain(Metric::GoalDistance);
+    g.policy.goal = [1.5, 0.5];
+    let mut r = run_steps(&g, 12);
+    assert!(r.step().unwrap().plan_cost.unwrap() >= 0.0, "a sum of squared distances");
+
+    let bad: Vec<(ActdynConfig, &str)> = vec![
+        (composite(&[]), "policy.terms"),
+        (composite(&[(Metric::Composite, 1.0)]), "policy.terms[0].metric"),
+        (
+            composite(&[(Metric::ActionCost, 1.0), (Metric::ActionCost, f64::NAN)]),
+            "policy.terms[1].weight",
+        ),
+        (
+            {
+                let mut c = plain(Metric::ActionCost);
+                c.policy.terms = vec![Term { metric: Metric::ActionCost, weight: 1.0 }];
+                c
+            },
+            "policy.terms",
+        ),
+        (
+            {
+                let mut c = plain(Metric::GoalDistance);
+                c.policy.goal = [f64::INFINITY, 0.0];
+                c
+            },
+            "policy.goal",
+        ),
+        (
+            {
+                let mut c =
+                    composite(&[(Metric::ActionCost, 1.0), (Metric::EnsembleDisagreement, 1.0)]);
+                c.train.ensemble = 1;
+                c
+            },
+            "policy.terms[1].metric",
+        ),
+        (
+            {
+                let mut c = ActdynConfig::e1();
+                c.policy.kind = PolicyKind::Icem;
+                c.policy.metric = Metric::GoalDistance;
+                c
+            },
+            "policy.metric",
+        ),
+    ];
+    for (c, field) in bad {
+        let e = ActiveRun::new(c).unwrap_err().to_string();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}

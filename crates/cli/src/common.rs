@@ -134,6 +134,7 @@ pub struct Progress {
     /// The first tick's units and time: the rate counts from there, so a resumed run's
     /// checkpointed steps are not taken for this launch's work.
     first: Option<(u64, Instant)>,
+    start: Instant,
     last: Option<Instant>,
     tty: bool,
     what: &'static str,
@@ -145,6 +146,7 @@ impl Progress {
         Progress {
             total,
             first: None,
+            start: Instant::now(),
             last: None,
             tty: std::io::stderr().is_terminal(),
             what,
@@ -174,7 +176,10 @@ impl Progress {
         }
         let now = Instant::now();
         self.last = Some(now);
-        let (d0, t0) = *self.first.get_or_insert((done, now));
+        // A run whose only tick is its last (a short one) is timed from the launch.
+        let first =
+            if self.first.is_none() && done >= self.total { (0, self.start) } else { (done, now) };
+        let (d0, t0) = *self.first.get_or_insert(first);
         let el = (now - t0).as_secs_f64();
         let pct = 100.0 * done as f64 / self.total.max(1) as f64;
         let rate_eta = if done > d0 && el > 0.0 {
