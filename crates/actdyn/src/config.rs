@@ -195,8 +195,8 @@ pub enum Metric {
     /// −Σ_t Σ_d variance across the ensemble's mean rollouts (RBF dynamics, `train.ensemble`
     /// ≥ 2).
     EnsembleDisagreement,
-    /// Σ_{t=1}^{H} ‖z_t − `policy.goal`‖² along the mean rollout from the belief (RBF
-    /// dynamics): the reference's `GoalDistanceMetric`.
+    /// Σ_t ‖z_t − `policy.goal`‖ along the mean rollout from the belief (RBF dynamics): the
+    /// reference's `GoalDistanceMetric` (`faithful`: its z_0 … z_{H−1}; `fixed`: z_1 … z_H).
     GoalDistance,
     /// Σ_k w_k · metric_k over `policy.terms`: the reference's `CompositeMetric` (its
     /// experiments weight D-optimality 0.1 and action cost 5).

@@ -409,7 +409,8 @@ impl TrajectoryCost for ActionCost {
     }
 }
 
-/// `Σ_{t=1}^{H} ‖z_t − goal‖²` along the mean rollout from the belief.
+/// The reference's `GoalDistanceMetric` (`actdyn/metrics/reward.py` at `ceeba42`): the sum
+/// of the Euclidean distances `‖z_t − goal‖` along the mean rollout from the belief.
 #[derive(Clone, Debug)]
 pub struct GoalCost<'a> {
     /// The dynamics.
@@ -418,6 +419,11 @@ pub struct GoalCost<'a> {
     pub belief: [f64; 2],
     /// The target latent state.
     pub goal: [f64; 2],
+    /// Which states count. True: the reference's `z_0 … z_{H−1}` (its `MpcPolicy.simulate`
+    /// logs `simulated_paths[:, :-1]` as `model_state`, so the belief counts for every
+    /// candidate alike and the last action never counts; the `faithful` profile). False:
+    /// `z_1 … z_H`, the states the actions reach (the `fixed` profile).
+    pub reference: bool,
 }
 
 impl TrajectoryCost for GoalCost<'_> {
@@ -427,15 +433,22 @@ impl TrajectoryCost for GoalCost<'_> {
 
     fn cost(&self, x: &[f64], horizon: usize, _action_dim: usize, out: &mut [f64]) {
         let c = self.model.num_centres();
+        let dist =
+            |z: [f64; 2]| ((z[0] - self.goal[0]).powi(2) + (z[1] - self.goal[1]).powi(2)).sqrt();
         out.par_iter_mut().zip(x.par_chunks_exact(2 * horizon)).with_min_len(8).for_each_init(
             || vec![0.0; c],
             |phi, (o, row)| {
                 let mut z = self.belief;
                 let mut total = 0.0;
                 for u in row.chunks_exact(2) {
+                    if self.reference {
+                        total += dist(z);
+                    }
                     self.model.grid.features(z, phi);
                     z = self.model.transition(z, phi, [u[0], u[1]]);
-                    total += (z[0] - self.goal[0]).powi(2) + (z[1] - self.goal[1]).powi(2);
+                    if !self.reference {
+                        total += dist(z);
+                    }
                 }
                 *o = total;
             },
@@ -582,6 +595,33 @@ mod tests {
         assert!(e.contains("I_acc"), "{e}");
         let e = FisherMetric { discount: f64::NAN, ..m.clone() }.validate(None).unwrap_err();
         assert!(e.to_string().contains("discount = NaN"), "{e}");
+    }
+
+    /// The goal distance sums unsquared distances over the reference's states (`z_0 …
+    /// z_{H−1}`) or over the states the actions reach (`z_1 … z_H`).
+    #[test]
+    fn goal_distance_sums_the_distances_of_the_chosen_states() {
+        let grid = RbfGrid::new(2, 1.0, 1.0, 1.0).unwrap();
+        let c = grid.num_centres();
+        let w: Vec<f64> = (0..2 * c).map(|i| 0.1 * i as f64 - 0.2).collect();
+        let model = RbfDynamics::new(grid, w, 0.1, true).unwrap();
+        let (belief, goal) = ([0.2, -0.1], [1.0, 0.5]);
+        let actions = [0.5, -0.3, 1.0, 0.2, -0.4, 0.8];
+        let mut zs = vec![belief];
+        let mut phi = vec![0.0; c];
+        for u in actions.chunks_exact(2) {
+            let z = *zs.last().unwrap();
+            model.grid.features(z, &mut phi);
+            zs.push(model.transition(z, &phi, [u[0], u[1]]));
+        }
+        let d = |z: &[f64; 2]| ((z[0] - goal[0]).powi(2) + (z[1] - goal[1]).powi(2)).sqrt();
+        for (reference, states) in [(true, &zs[..3]), (false, &zs[1..])] {
+            let cost = GoalCost { model: &model, belief, goal, reference };
+            let mut out = [0.0];
+            cost.cost(&actions, 3, 2, &mut out);
+            let want: f64 = states.iter().map(d).sum();
+            assert!((out[0] - want).abs() < 1e-12, "{reference}: {} vs {want}", out[0]);
+        }
     }
 
     /// A weighted cost is the weighted sum of its terms; no term or a non-finite weight is

@@ -459,6 +459,7 @@ impl ActiveRun {
                             model: mean.as_ref().expect("built above"),
                             belief: self.belief,
                             goal: p.goal,
+                            reference: self.cfg.profile == Profile::Faithful,
                         }),
                         Metric::AOptimality | Metric::DOptimality => {
                             let (dynamics, decoder) =

@@ -296,7 +296,7 @@ fn goal_distance_and_composite_objectives_plan_and_are_checked() {
     let mut g = plain(Metric::GoalDistance);
     g.policy.goal = [1.5, 0.5];
     let mut r = run_steps(&g, 12);
-    assert!(r.step().unwrap().plan_cost.unwrap() >= 0.0, "a sum of squared distances");
+    assert!(r.step().unwrap().plan_cost.unwrap() >= 0.0, "a sum of distances");
 
     let bad: Vec<(ActdynConfig, &str)> = vec![
         (composite(&[]), "policy.terms"),
