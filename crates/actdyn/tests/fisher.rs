@@ -249,7 +249,7 @@ fn costs_are_identical_on_one_and_two_threads() {
         None,
     )
     .unwrap();
-    let goal = GoalCost { model: &model, belief: [0.5, -0.2], goal: [1.0, 0.0] };
+    let goal = GoalCost { model: &model, belief: [0.5, -0.2], goal: [1.0, 0.0], reference: true };
     let ens = EnsembleDisagreementCost::new(&members, [0.5, -0.2]).unwrap();
     let weighted = WeightedCost::new(vec![
         (1.0, &a as &dyn TrajectoryCost),
