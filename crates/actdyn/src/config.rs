@@ -98,6 +98,8 @@ pub enum FieldKind {
     VanDerPol,
     /// Duffing (a = 0.1, b = −0.1, c = 0.1).
     Duffing,
+    /// The reference's snowman: two opposite cycles side by side (w = 1, d = 1, β = 10).
+    Snowman,
 }
 
 /// The observation map of the true environment.

@@ -22,8 +22,8 @@ use crate::train::{TrainStats, Trainer};
 use kestrel_core::{FromInvalid, Key};
 use kestrel_envs::vectorfield::{
     DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor, MultiAttractorConfig,
-    NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, VanDerPol, VectorField,
-    VectorFieldParams, reset_latent, step_latent,
+    NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, Snowman, VanDerPol,
+    VectorField, VectorFieldParams, reset_latent, step_latent,
 };
 use kestrel_mppi::TrajectoryCost;
 use kestrel_mppi::{Icem, IcemParams, IcemState, KeyedPink};
@@ -133,6 +133,9 @@ pub fn build_env(
         }
         FieldKind::Duffing => {
             VectorField::Duffing(Duffing { alpha: e.alpha, ..Duffing::default() })
+        }
+        FieldKind::Snowman => {
+            VectorField::Snowman(Snowman { alpha: e.alpha, ..Snowman::default() })
         }
     };
     let map = match e.obs {

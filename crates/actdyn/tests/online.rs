@@ -59,6 +59,7 @@ fn every_policy_field_and_profile_runs() {
             FieldKind::DoubleLimitCycle,
             FieldKind::VanDerPol,
             FieldKind::Duffing,
+            FieldKind::Snowman,
         ] {
             for policy in [PolicyKind::Random, PolicyKind::Lazy, PolicyKind::Step] {
                 let mut c = ActdynConfig::e1();

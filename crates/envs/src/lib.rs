@@ -38,5 +38,5 @@ pub(crate) fn limit(steps: u32) -> Result<(), EnvError> {
 pub use vectorfield::{
     ActionModel, DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor,
     MultiAttractorConfig, NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant,
-    VanDerPol, VectorField, VectorFieldEnv, VectorFieldParams, VectorFieldState,
+    Snowman, VanDerPol, VectorField, VectorFieldEnv, VectorFieldParams, VectorFieldState,
 };

@@ -194,6 +194,48 @@ impl Duffing {
     }
 }
 
+/// actdyn's snowman (`SnowMan` in `actdyn/utils/vectorfield_definition.py`, `main` at
+/// `d406ea6`): two limit cycles of radius `d` centred at `(±d, 0)`, turning in opposite
+/// senses, blended by a sigmoid of `β·x`:
+/// `F = α·[σ(βx)·F₁ + σ(−βx)·F₂]` with, for `r₁ = ‖z − (d, 0)‖` and `r₂ = ‖z + (d, 0)‖`,
+/// `F₁ = [(x − d)(d² − r₁²) − w·y, y(d² − r₁²) + w(x − d)]` and
+/// `F₂ = [(x + d)(d² − r₂²) + w·y, y(d² − r₂²) − w(x + d)]`.
+/// Default `w = 1`, `d = 1`, `β = 10` (its `_set_params` defaults; built without parameters
+/// the reference never sets β and fails when evaluated), `α = 1` (its base class's).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snowman {
+    /// Scale α.
+    pub alpha: f64,
+    /// Rotation weight w.
+    pub w: f64,
+    /// Half the distance between the two centres, and their cycles' radius d.
+    pub d: f64,
+    /// Sharpness β of the blend between the halves.
+    pub beta: f64,
+}
+
+impl Default for Snowman {
+    fn default() -> Self {
+        Snowman { alpha: 1.0, w: 1.0, d: 1.0, beta: 10.0 }
+    }
+}
+
+impl Snowman {
+    /// `F(z)`.
+    #[inline]
+    pub fn eval(&self, z: [f64; 2]) -> [f64; 2] {
+        let [x, y] = z;
+        let (d, w) = (self.d, self.w);
+        let r1 = r_squared(x - d, y);
+        let (u1, v1) = ((x - d) * (d * d - r1) - w * y, y * (d * d - r1) + w * (x - d));
+        let r2 = r_squared(x + d, y);
+        let (u2, v2) = ((x + d) * (d * d - r2) + w * y, y * (d * d - r2) - w * (x + d));
+        let sigmoid = |t: f64| 1.0 / (1.0 + (-t).exp());
+        let (right, left) = (sigmoid(self.beta * x), sigmoid(-self.beta * x));
+        [self.alpha * (right * u1 + left * u2), self.alpha * (right * v1 + left * v2)]
+    }
+}
+
 /// The drift `F` of a [`VectorFieldEnv`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum VectorField {
@@ -207,6 +249,8 @@ pub enum VectorField {
     VanDerPol(VanDerPol),
     /// H's Duffing oscillator.
     Duffing(Duffing),
+    /// actdyn's snowman: two opposite cycles side by side.
+    Snowman(Snowman),
 }
 
 impl Default for VectorField {
@@ -225,6 +269,7 @@ impl VectorField {
             VectorField::MultiAttractor(f) => f.eval(z),
             VectorField::VanDerPol(f) => f.eval(z),
             VectorField::Duffing(f) => f.eval(z),
+            VectorField::Snowman(f) => f.eval(z),
         }
     }
 
@@ -268,6 +313,12 @@ impl VectorField {
                 finite("a", f.a)?;
                 finite("b", f.b)?;
                 finite("c", f.c)
+            }
+            VectorField::Snowman(f) => {
+                finite("alpha", f.alpha)?;
+                finite("w", f.w)?;
+                finite("d", f.d)?;
+                finite("beta", f.beta)
             }
         }
     }
@@ -316,6 +367,23 @@ pub fn reset_latent(uniform: [f64; 2]) -> [f64; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The snowman at points worked by hand: at the origin both halves weigh ½ and give
+    /// `(0, −w)`; far right only the right cycle counts.
+    #[test]
+    fn the_snowman_blends_two_opposite_cycles() {
+        let f = Snowman { alpha: 0.5, ..Snowman::default() };
+        let [u, v] = f.eval([0.0, 0.0]);
+        assert!(u.abs() < 1e-15 && (v + 0.5).abs() < 1e-15, "{u} {v}");
+        // (5, 0): r₁² = 16, F₁ = (4·(1 − 16), 4) = (−60, 4); σ(−50)·F₂ is below 1e-19.
+        let [u, v] = f.eval([5.0, 0.0]);
+        assert!((u + 30.0).abs() < 1e-12 && (v - 2.0).abs() < 1e-12, "{u} {v}");
+        // Mirror symmetry, the halves turning in opposite senses: F(−x, y) = (−F_x, F_y)(x, y).
+        let (a, b) = (f.eval([0.7, 0.3]), f.eval([-0.7, 0.3]));
+        assert!((a[0] + b[0]).abs() < 1e-12 && (a[1] - b[1]).abs() < 1e-12, "{a:?} {b:?}");
+        let bad = VectorField::Snowman(Snowman { beta: f64::NAN, ..Snowman::default() });
+        assert!(bad.validate().unwrap_err().to_string().contains("beta"));
+    }
 
     #[test]
     fn the_default_scales_are_the_references_constants() {

@@ -37,8 +37,8 @@ use crate::positive;
 pub use action::ActionModel;
 pub use common::{LATENT_DIM, MAX_DIM, MAX_GP_GRID, MAX_GRID, MAX_HIDDEN, linspace};
 pub use fields::{
-    DoubleLimitCycle, Duffing, LimitCycle, NoiseConvention, VanDerPol, VectorField, reset_latent,
-    step_latent,
+    DoubleLimitCycle, Duffing, LimitCycle, NoiseConvention, Snowman, VanDerPol, VectorField,
+    reset_latent, step_latent,
 };
 pub use generator::{MultiAttractor, MultiAttractorConfig};
 pub use observation::{Linear, Mlp, ObsMap, ObsNoise, ObservationModel, PoissonVariant};
