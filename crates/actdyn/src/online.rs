@@ -432,7 +432,9 @@ impl ActiveRun {
                 // Terms are empty unless the metric is a composite (validated).
                 let needs = |m: Metric| p.metric == m || p.terms.iter().any(|t| t.metric == m);
                 // What the objective's costs borrow, built once for the call: the ensemble's
-                // members, the RBF model's mean dynamics (goal distance).
+                // members, the RBF model's mean dynamics (goal distance). These two allocate
+                // per planner call (model copies, per-worker features); the Fisher and
+                // action-cost objectives allocate nothing (tests/alloc.rs).
                 let (dt, res) = (self.model.config().dt, self.model.config().residual);
                 let members = if needs(Metric::EnsembleDisagreement) {
                     let grid = self.model.rbf().expect("validated: RBF dynamics").clone();

@@ -33,7 +33,7 @@ def test_is_an_sb3_vecenv_with_dummyvecenvs_conventions():
     n, steps = 6, 400
     venv = kestrel.sb3.VecEnv("CartPole-v1", num_envs=n, seed=3, max_episode_steps=30)
     assert isinstance(venv, SB3VecEnv) and venv.num_envs == n
-    assert venv.observation_space == gym.spaces.Box(-np.inf, np.inf, (4,), np.float32) or venv.observation_space.shape == (4,)
+    assert venv.observation_space == gym.make("CartPole-v1").observation_space
     assert venv.env_is_wrapped(Monitor) == [True] * n and venv.get_attr("render_mode") == [None] * n
     obs = venv.reset()
     assert obs.shape == (n, 4) and obs.dtype == np.float32
@@ -130,3 +130,14 @@ def test_the_torch_example_type_checks_strictly(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--untyped-calls-exclude=torch", str(TORCH_EXAMPLE)],
                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert out.returncode == 0 and "Success" in out.stdout, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_options_reach_the_batch_or_are_refused():
+    venv = kestrel.sb3.VecEnv("CartPole-v1", num_envs=2, seed=0)
+    venv.reset()
+    venv.set_options({"reset_mask": np.array([True, False])})
+    venv.reset()
+    venv.set_options([{"reset_mask": np.array([True, False])}, {}])
+    with pytest.raises(ValueError, match="one options dict"):
+        venv.reset()
+    venv.close()

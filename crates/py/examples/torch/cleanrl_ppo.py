@@ -76,13 +76,15 @@ def parse_args() -> Args:
             p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default)
         else:
             p.add_argument(flag, type=type(default) if default is not None else str, default=default)
-    a = Args(**vars(p.parse_args()))
-    if a.env_id.startswith("ARC"):
-        # A harder exploration problem than CartPole: 875 actions, most of them harmless.
-        a.total_timesteps = a.total_timesteps if "--total-timesteps" in sys.argv else 300_000
-        a.num_envs = a.num_envs if "--num-envs" in sys.argv else 16
-        a.num_steps = a.num_steps if "--num-steps" in sys.argv else 64
-    return a
+    # Flags left unset take the env's defaults below (None until then).
+    for name in ("total_timesteps", "num_envs", "num_steps"):
+        p.set_defaults(**{name: None})
+    raw: dict[str, Any] = vars(p.parse_args())
+    arc = raw["env_id"].startswith("ARC")
+    # ARC is a harder exploration problem than CartPole: 875 actions, most of them harmless.
+    defaults: dict[str, Any] = {"total_timesteps": 300_000, "num_envs": 16, "num_steps": 64} if arc else {
+        "total_timesteps": Args.total_timesteps, "num_envs": Args.num_envs, "num_steps": Args.num_steps}
+    return Args(**{k: (defaults[k] if v is None and k in defaults else v) for k, v in raw.items()})
 
 
 # The default ARC task: the output is the input with its centre cell recoloured.
@@ -100,12 +102,16 @@ def make_envs(args: Args) -> tuple[Any, int, int]:
             fd, task = tempfile.mkstemp(suffix=".json")
             with os.fdopen(fd, "w") as f:
                 json.dump(TASK, f)
-        envs = kestrel.make_vec(args.env_id, args.num_envs, seed=args.seed, data=task, canvas=5,
-                                selection="point", flatten="discrete", max_episode_steps=20,
-                                # Without JaxARC's -1 for a wrong Submit, the agent keeps
-                                # submitting while it explores instead of learning to stop.
-                                rewards={"unsolved_submission_penalty": 0.0},
-                                autoreset_mode="same_step")
+        try:
+            envs = kestrel.make_vec(args.env_id, args.num_envs, seed=args.seed, data=task, canvas=5,
+                                    selection="point", flatten="discrete", max_episode_steps=20,
+                                    # Without JaxARC's -1 for a wrong Submit, the agent keeps
+                                    # submitting while it explores instead of learning to stop.
+                                    rewards={"unsolved_submission_penalty": 0.0},
+                                    autoreset_mode="same_step")
+        finally:
+            if args.task is None:
+                os.unlink(task)  # read at construction
         assert isinstance(envs.single_action_space, gym.spaces.Discrete)
         return envs, 10 * 5 * 5, int(envs.single_action_space.n)
     if args.gymnasium:

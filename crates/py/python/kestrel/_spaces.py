@@ -8,13 +8,13 @@ from collections import OrderedDict
 import numpy as np
 from gymnasium import spaces
 
-# Gymnasium's own bounds for the two bit-exact classic-control envs.
-_F32_MAX = np.finfo(np.float32).max
+# Gymnasium's own bounds for the two bit-exact classic-control envs (gymnasium 1.4's
+# CartPoleEnv: 2 x_threshold, inf, 2 theta_threshold, inf).
 _EXACT = {
     "CartPole-v1": (
         spaces.Box(
-            -np.array([4.8, _F32_MAX, 0.41887903, _F32_MAX], np.float32),
-            np.array([4.8, _F32_MAX, 0.41887903, _F32_MAX], np.float32),
+            -np.array([4.8, np.inf, 0.41887903, np.inf], np.float32),
+            np.array([4.8, np.inf, 0.41887903, np.inf], np.float32),
             dtype=np.float32,
         ),
         spaces.Discrete(2),

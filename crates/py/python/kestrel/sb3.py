@@ -13,12 +13,15 @@ in Python. This adapter is an SB3 `VecEnv` whose `step_wait` is one batched Kest
 SB3's conventions, as its `DummyVecEnv` keeps them: an env that ends is reset in the same step,
 its last observation in `infos[i]["terminal_observation"]`, `infos[i]["TimeLimit.truncated"]`
 set when it was truncated and not terminated, and `infos[i]["episode"] = {"r", "l", "t"}` at
-the end of every episode (what SB3's `Monitor` writes; counted in Rust, so the adapter answers
-`env_is_wrapped(Monitor)` with True and SB3 does not wrap it again). `seed(s)` seeds the next
-`reset()` as SB3 does, rows `s, s + 1, ...` (Kestrel derives every row's key from `s` and the
-row). Observations are fresh arrays each step: SB3 keeps the previous step's observation while
-it receives the next one, so the batch cannot hand out one buffer; rewards and dones are the
-batch's own arrays.
+the end of every episode (the keys SB3's `Monitor` writes, counted in Rust, so the adapter
+answers `env_is_wrapped(Monitor)` with True and SB3 does not wrap it again; `"t"` is the
+episode's own wall seconds, as Gymnasium's `RecordEpisodeStatistics` has it, where `Monitor`
+has the seconds since it was made). `seed(s)` seeds the next `reset()` as SB3 does, rows
+`s, s + 1, ...` (Kestrel derives every row's key from `s` and the row); `set_options` takes
+one options dict for every row (Kestrel's `reset` options). Observations, rewards and dones are
+fresh arrays each step (SB3 keeps the previous observation while it receives the next). The
+envs' own `info` keys (ARC's similarity and the like) are not passed on, and `reset_infos`
+stays empty.
 
 Needs `stable-baselines3` (which brings torch): `pip install stable-baselines3`.
 """
@@ -59,7 +62,11 @@ class VecEnv(_SB3VecEnv):
     def reset(self) -> Any:
         seeds = self._seeds
         seed = None if all(s is None for s in seeds) else list(seeds)
-        obs, _ = self.venv.reset(seed=seed)
+        options = self._options
+        if any(o != options[0] for o in options):
+            raise ValueError("set_options: a Kestrel batch resets its rows with one options dict; "
+                             "pass a dict, or the same one for every row")
+        obs, _ = self.venv.reset(seed=seed, options=options[0] or None)
         self.reset_infos = [{} for _ in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()

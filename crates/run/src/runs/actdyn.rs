@@ -129,7 +129,8 @@ impl Run for Actdyn {
         ActdynConfig { steps: 0, ..c.clone() }
     }
 
-    /// The covered fraction only with RBF dynamics (the grid it counts).
+    /// The covered fraction only with RBF dynamics (the grid it counts); the planner's cost
+    /// only with the iCEM policy.
     fn outputs(c: &ActdynConfig) -> Outputs {
         let rbf = matches!(c.model.dynamics, kestrel_actdyn::model::DynamicsKind::Rbf { .. });
         Outputs::new(
@@ -149,6 +150,7 @@ impl Run for Actdyn {
             &["beta", "elbo_per_t", "grad_norm", "kl_per_t_d", "ll_per_t_ny", "loss_per_t"],
         )
         .summary(rbf.then(|| "covered_fraction".to_string()))
+        .columns((c.policy.kind == PolicyKind::Icem).then(|| "plan_cost".to_string()))
     }
 
     fn validate(c: &ActdynConfig) -> Result<(), RunError> {

@@ -356,11 +356,14 @@ impl Run for Es {
         EsConfig::default()
     }
 
-    fn outputs(_: &EsConfig) -> Outputs {
+    /// Restarting runs also log each generation's restart and population size.
+    fn outputs(c: &EsConfig) -> Outputs {
+        let restarts = c.restarts.is_some().then_some(["restart", "pop_size"]);
         Outputs::new(
             &["best_fitness", "evals", "nonfinite", "wall_seconds"],
             &["best", "best_in_generation", "evals", "nonfinite", "sigma"],
         )
+        .columns(restarts.into_iter().flatten().map(String::from))
     }
 
     fn validate(c: &EsConfig) -> Result<(), RunError> {
