@@ -81,8 +81,9 @@ def test_seeding_as_sb3_does_replays_the_same_episodes():
     assert not np.array_equal(rollout(11), rollout(12))
 
 
-def test_sb3_ppo_reaches_cartpoles_reward_threshold():
+def test_sb3_ppo_reaches_cartpoles_reward_threshold(tmp_path, monkeypatch):
     # RL Zoo's PPO hyper-parameters for CartPole-v1 (hyperparams/ppo.yml), on 8 Kestrel envs.
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))  # SB3's logger folder, else /tmp/SB3-<date>
     torch.set_num_threads(1)
     threshold = gym.spec("CartPole-v1").reward_threshold  # 475
     venv = kestrel.sb3.VecEnv("CartPole-v1", num_envs=8, seed=0)
