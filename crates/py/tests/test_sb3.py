@@ -138,6 +138,8 @@ def test_options_reach_the_batch_or_are_refused():
     venv.reset()
     venv.set_options({"reset_mask": np.array([True, False])})
     venv.reset()
+    venv.set_options([{"reset_mask": np.array([True, False])}, {"reset_mask": np.array([True, False])}])
+    venv.reset()
     venv.set_options([{"reset_mask": np.array([True, False])}, {}])
     with pytest.raises(ValueError, match="one options dict"):
         venv.reset()

@@ -43,6 +43,11 @@ from .vector import VectorEnv
 __all__ = ["VecEnv"]
 
 
+def _same_options(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    # Values may be arrays (a reset mask), whose == is elementwise.
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
 class VecEnv(_SB3VecEnv):
     """An SB3 `VecEnv` over one Kestrel batch of `num_envs` envs of `env_id` (any id
     `kestrel.make_vec` takes, with its keyword parameters). The treasure hunt's agents are rows
@@ -63,7 +68,7 @@ class VecEnv(_SB3VecEnv):
         seeds = self._seeds
         seed = None if all(s is None for s in seeds) else list(seeds)
         options = self._options
-        if any(o != options[0] for o in options):
+        if not all(_same_options(o, options[0]) for o in options):
             raise ValueError("set_options: a Kestrel batch resets its rows with one options dict; "
                              "pass a dict, or the same one for every row")
         obs, _ = self.venv.reset(seed=seed, options=options[0] or None)
