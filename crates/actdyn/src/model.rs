@@ -20,7 +20,7 @@
 //! loss = −(LL − β·KL_w). [`SeqVae::elbo`] returns the terms and, when asked, adds ∂loss/∂θ.
 
 use crate::ActdynError;
-use crate::rbf::RbfGrid;
+use crate::rbf::{RbfDynamics, RbfGrid};
 use kestrel_core::{FromInvalid, Key};
 use kestrel_nn::matmul::{Op, matmul};
 use kestrel_nn::{Act, Activation, Dense, Gru, GruCache, Init, Layer, Sequential, Workspace};
@@ -423,6 +423,16 @@ impl SeqVae {
             DynNet::Rbf(g) => Some(g),
             DynNet::Mlp(_) => None,
         }
+    }
+
+    /// The mean dynamics of an RBF model with weights `w` (`C × 2`: this model's, or one
+    /// ensemble member's), as the planner's and the Fisher metric's rollouts use them.
+    ///
+    /// # Panics
+    /// Without RBF dynamics (validated before any run).
+    pub fn rbf_dynamics(&self, w: &[f64]) -> Result<RbfDynamics, ActdynError> {
+        let grid = self.rbf().expect("validated: RBF dynamics").clone();
+        RbfDynamics::new(grid, w.to_vec(), self.cfg.dt, self.cfg.residual)
     }
 
     /// The RBF weights W (`C × 2`), with RBF dynamics.

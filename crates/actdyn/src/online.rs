@@ -374,9 +374,7 @@ impl ActiveRun {
     fn fisher_parts(&mut self) -> Result<(RbfDynamics, LogLinearDecoder), ActdynError> {
         let w = self.model.rbf_weights(&self.params).expect("RBF");
         let Some((mut dynamics, mut decoder)) = self.fisher.take() else {
-            let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
-            let cfg = self.model.config();
-            let dynamics = RbfDynamics::new(grid, w.to_vec(), cfg.dt, cfg.residual)?;
+            let dynamics = self.model.rbf_dynamics(w)?;
             let (c, bias) = self.model.decoder_linear(&self.params);
             return Ok((dynamics, LogLinearDecoder::new(c, bias)?));
         };
@@ -435,22 +433,19 @@ impl ActiveRun {
                 // members, the RBF model's mean dynamics (goal distance). These two allocate
                 // per planner call (model copies, per-worker features); the Fisher and
                 // action-cost objectives allocate nothing (tests/alloc.rs).
-                let (dt, res) = (self.model.config().dt, self.model.config().residual);
                 let members = if needs(Metric::EnsembleDisagreement) {
-                    let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
-                    let c = grid.num_centres();
+                    let c = self.model.rbf().expect("validated: RBF dynamics").num_centres();
                     self.trainer
                         .member_dynamics(&self.model, &self.params)
                         .into_iter()
-                        .map(|m| RbfDynamics::new(grid.clone(), m[..2 * c].to_vec(), dt, res))
+                        .map(|m| self.model.rbf_dynamics(&m[..2 * c]))
                         .collect::<Result<Vec<_>, _>>()?
                 } else {
                     Vec::new()
                 };
                 let mean = if needs(Metric::GoalDistance) {
-                    let grid = self.model.rbf().expect("validated: RBF dynamics").clone();
                     let w = self.model.rbf_weights(&self.params).expect("RBF weights");
-                    Some(RbfDynamics::new(grid, w.to_vec(), dt, res)?)
+                    Some(self.model.rbf_dynamics(w)?)
                 } else {
                     None
                 };
