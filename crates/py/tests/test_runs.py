@@ -510,3 +510,26 @@ def test_allo_profiles_run_from_python_with_their_own_defaults(tmp_path):
         with pytest.raises(ValueError, match=field):
             kestrel.allo.train(**kw, **shared)
     assert set(tmp_path.iterdir()) == before
+
+
+def test_tuning_averages_each_candidate_over_several_starts(tmp_path):
+    """`starts` (issue 32 item 3): listed states and keyed random ones; a candidate's cost is
+    their mean, the same starts for every candidate; bad starts named before any folder."""
+    base = {"generations": 2, "pop_size": 4, "run": {"steps": 10}}
+    one = kestrel.mppi.tune(base, out_dir=tmp_path / "one", progress=False)
+    listed = kestrel.mppi.tune(base, starts={"states": [[-3.0, -2.0]]}, out_dir=tmp_path / "listed", progress=False)
+    many = kestrel.mppi.tune(base, starts={"states": [[-1.0, -1.5]], "random": 3, "spread": [0.3]},
+                             out_dir=tmp_path / "many", progress=False)
+    assert one.summary["num_starts"] == 1 and many.summary["num_starts"] == 4
+    assert kestrel.config("mppi-tune")["starts"] == {"states": [], "random": 0, "spread": []}
+    assert "random = 3" in (many.dir / "config.toml").read_text()
+    assert np.isfinite(many.summary["start_cost"]) and many.summary["start_cost"] != one.summary["start_cost"]
+    # Nav2d starts at (-3, -2): listing it is the default run.
+    assert kestrel.mppi.Controller(system="nav2d").start_state().tolist() == [-3.0, -2.0]
+    assert listed.summary["start_cost"] == one.summary["start_cost"]
+    bad = tmp_path / "bad"
+    with pytest.raises(ValueError, match=r"starts\.spread"):
+        kestrel.mppi.tune(base, starts={"random": 2}, out_dir=bad, progress=False)
+    with pytest.raises(ValueError, match=r"starts\.states\[0\]"):
+        kestrel.mppi.qd(starts={"states": [[0.0, 1.0, 2.0]]}, out_dir=bad, progress=False)
+    assert not bad.exists()

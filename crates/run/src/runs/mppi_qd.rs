@@ -7,14 +7,15 @@
 //! A candidate's fitness is `mppi tune`'s: the mean closed-loop running cost of its episode
 //! (minimised), every candidate on the same episode key (common random numbers).
 //!
-//! Key tree: `run = Key::new(run.seed)`; every episode `run.fold_in(0)`; emitter `e` starts
+//! Key tree: `run = Key::new(run.seed)`; every episode `run.fold_in(0)` (random starts:
+//! `run.fold_in(STARTS_TAG)`, as `mppi tune`); emitter `e` starts
 //! from `run.fold_in(1000 + e)`; generation `g` asks emitter `e` with
 //! `run.fold_in(g + 1).fold_in(e).fold_in(0)` and tells with `.fold_in(2)`. The emitters' batches
 //! of a generation are evaluated in one call (rows in parallel), so results do not depend on
 //! the thread count.
 
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::runs::mppi_tune::{TuneConfig, tune_problem, validate_tune};
+use crate::runs::mppi_tune::{TuneConfig, TuneStarts, tune_problem, validate_tune};
 use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
@@ -49,6 +50,10 @@ pub struct MppiQdConfig {
     pub generations: u64,
     /// Initial step size of every emitter (in the knobs' transformed coordinates).
     pub sigma: f64,
+    /// Where each candidate's episodes start (its cost is their mean), as `mppi tune`'s.
+    #[serde(default)]
+    #[documented(nested)]
+    pub starts: TuneStarts,
 }
 
 impl Default for MppiQdConfig {
@@ -68,6 +73,7 @@ impl MppiQdConfig {
             cells: 8,
             generations: 20,
             sigma: 1.0,
+            starts: TuneStarts::default(),
         }
     }
 
@@ -78,6 +84,7 @@ impl MppiQdConfig {
             knobs: self.knobs.clone(),
             generations: self.generations,
             sigma: self.sigma,
+            starts: self.starts.clone(),
             ..TuneConfig::defaults_for(&self.run)
         }
     }
@@ -147,6 +154,7 @@ impl Run for MppiQd {
                 "coverage",
                 "nonfinite",
                 "num_elites",
+                "num_starts",
                 "qd_score",
                 "wall_seconds",
             ],
@@ -306,6 +314,11 @@ pub fn qd(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> 
                 format!("{:?}", bp.noise_sigma),
             )
             .value("nonfinite", "candidates with a non-finite cost", nonfinite)
+            .value(
+                "num_starts",
+                "start states per candidate",
+                c.tune_config().start_states().len() as u64,
+            )
             .item("wall_seconds", "wall time", secs, format!("{secs:.2} s"))
             .value("commit", "commit", COMMIT)
             .file("archive.png", "cost of the elites over the first two knobs (also .svg)")

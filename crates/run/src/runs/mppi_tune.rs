@@ -43,6 +43,106 @@ pub struct TuneConfig {
     #[serde(default)]
     #[documented(nested)]
     pub params: kestrel_evo::StrategyParams,
+    /// Where each candidate's episodes start (its cost is their mean).
+    #[serde(default)]
+    #[documented(nested)]
+    pub starts: TuneStarts,
+}
+
+/// The start states of every candidate's episodes: the listed `states`, then `random` states
+/// drawn uniformly within `spread` of the system's start. With neither, the system's start
+/// alone. A candidate's cost is the mean over them; every candidate runs the same starts with
+/// the same episode keys (common random numbers), so costs compare params alone.
+#[derive(
+    Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(deny_unknown_fields, default)]
+pub struct TuneStarts {
+    /// Start states, each `nx` values (empty: none listed).
+    pub states: Vec<Vec<f64>>,
+    /// Random start states added after the listed ones, drawn once per run with
+    /// `Key::new(run.seed).fold_in(STARTS_TAG).fold_in(i)` (0: none).
+    pub random: usize,
+    /// Half-width of the random starts' box around the system's start: one value per state
+    /// coordinate, or one for all.
+    pub spread: Vec<f64>,
+}
+
+/// The random starts' branch of the run key (apart from the episodes' `fold_in(0)` and the
+/// generations' `fold_in(g + 1)`).
+pub const STARTS_TAG: u64 = 0x7374_6172_7473;
+
+/// At most this many start states per candidate.
+pub const MAX_STARTS: usize = 4096;
+
+impl TuneStarts {
+    /// Checks the starts against a system of `nx` states (before any run folder exists).
+    pub fn validate(&self, nx: usize) -> Result<(), MppiError> {
+        let total = self.states.len().saturating_add(self.random);
+        if total > MAX_STARTS {
+            return Err(MppiError::invalid(
+                "starts",
+                format!("{} listed + {} random", self.states.len(), self.random),
+                format!("at most {MAX_STARTS} in all"),
+            ));
+        }
+        for (i, s) in self.states.iter().enumerate() {
+            if s.len() != nx {
+                return Err(MppiError::invalid(
+                    format!("starts.states[{i}]"),
+                    format!("{} values", s.len()),
+                    format!("{nx} (the system's state size)"),
+                ));
+            }
+            if let Some(j) = s.iter().position(|v| !v.is_finite()) {
+                return Err(MppiError::invalid(format!("starts.states[{i}][{j}]"), s[j], "finite"));
+            }
+        }
+        if self.random > 0 && !(self.spread.len() == nx || self.spread.len() == 1) {
+            return Err(MppiError::invalid(
+                "starts.spread",
+                format!("{} values", self.spread.len()),
+                format!("1 or {nx} (the system's state size) with starts.random = {}", self.random),
+            ));
+        }
+        if self.random == 0 && !self.spread.is_empty() {
+            return Err(MppiError::invalid(
+                "starts.spread",
+                format!("{:?}", self.spread),
+                "empty unless starts.random > 0 (a spread draws nothing by itself)",
+            ));
+        }
+        if let Some(j) = self.spread.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(MppiError::invalid(
+                format!("starts.spread[{j}]"),
+                self.spread[j],
+                "finite and >= 0",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The start states for run seed `seed` around `base` (the system's start).
+    pub fn resolve(&self, base: &[f64], seed: u64) -> Vec<Vec<f64>> {
+        let key = Key::new(seed).fold_in(STARTS_TAG);
+        let mut out = self.states.clone();
+        for i in 0..self.random {
+            let mut rng = key.fold_in(i as u64).rng();
+            let x = base
+                .iter()
+                .enumerate()
+                .map(|(j, b)| {
+                    let h = if self.spread.len() == 1 { self.spread[0] } else { self.spread[j] };
+                    b + h * (2.0 * rng.uniform_f64() - 1.0)
+                })
+                .collect();
+            out.push(x);
+        }
+        if out.is_empty() {
+            out.push(base.to_vec());
+        }
+        out
+    }
 }
 
 impl TuneConfig {
@@ -67,6 +167,7 @@ impl Default for TuneConfig {
             generations: 20,
             sigma: 1.0,
             params: kestrel_evo::StrategyParams::default(),
+            starts: TuneStarts::default(),
         }
     }
 }
@@ -102,12 +203,19 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     if c.generations == 0 {
         return Err(MppiError::invalid("generations", 0, "at least 1"));
     }
-    Ok(())
+    c.starts.validate(c.run.system.nx())
+}
+
+impl TuneConfig {
+    /// Every candidate's start states (see [`TuneStarts`]).
+    pub fn start_states(&self) -> Vec<Vec<f64>> {
+        self.starts.resolve(&self.run.system.start(), self.run.seed)
+    }
 }
 
 /// Tunes the configured knobs: the strategy (run key `Key::new(run.seed)`) searches the knobs'
 /// transformed coordinates from the base values; candidates are scored by
-/// [`TuneProblem::episode_cost`] from the system's start (common random numbers);
+/// [`TuneProblem::episode_cost`] from the configured starts (common random numbers);
 /// `observe` sees every generation and may stop the run by returning `false`. With
 /// `evaluator`, the candidates' costs come from it instead (see [`Tuner::with_evaluator`];
 /// [`tune_problem`] builds what it must equal).
@@ -128,8 +236,7 @@ pub fn run_tune_with(
             let c = self.c;
             let nu = ctrl.dynamics().nu();
             let spec = TuneSpec::from_names(&c.knobs, nu, C::base(&p))?;
-            let start = c.run.system.start();
-            let problem = TuneProblem::new(ctrl, spec, p.clone(), vec![start], c.run.steps)?;
+            let problem = TuneProblem::new(ctrl, spec, p.clone(), c.start_states(), c.run.steps)?;
             let key = Key::new(c.run.seed);
             let start_cost = problem.episode_cost(key.fold_in(0), &p);
             let opt = c
@@ -160,8 +267,7 @@ pub fn tune_problem(c: &TuneConfig) -> Result<Box<dyn Problem>, MppiError> {
         fn visit<C: Controller<Dyn = D> + 'static>(self, ctrl: C, p: C::Params) -> Self::Output {
             let c = self.0;
             let spec = TuneSpec::from_names(&c.knobs, ctrl.dynamics().nu(), C::base(&p))?;
-            let start = c.run.system.start();
-            Ok(Box::new(TuneProblem::new(ctrl, spec, p, vec![start], c.run.steps)?))
+            Ok(Box::new(TuneProblem::new(ctrl, spec, p, c.start_states(), c.run.steps)?))
         }
     }
     c.run.visit(Build(c))?
@@ -191,6 +297,7 @@ impl Run for MppiTune {
                 "best_horizon",
                 "best_lambda",
                 "nonfinite",
+                "num_starts",
                 "start_cost",
                 "wall_seconds",
             ],
@@ -282,6 +389,7 @@ pub fn tune_with(
             .value("start_cost", "cost at the base params", out.start_cost)
             .value("best_cost", "best cost", out.best_cost as f64)
             .value("nonfinite", "candidates with a non-finite cost", nonfinite)
+            .value("num_starts", "start states per candidate", c.start_states().len() as u64)
             .item("best_lambda", "best λ", bp.lambda, format!("{:.5}", bp.lambda))
             .item("best_noise_sigma", "best Σ", bp.noise_sigma.clone(), format!("{:?}", bp.noise_sigma))
             .item("best_noise_mu", "best μ", bp.noise_mu.clone(), format!("{:?}", bp.noise_mu))
@@ -363,6 +471,111 @@ mod tests {
         }
     }
     use kestrel_mppi::System;
+
+    /// The starts: the system's alone by default; listed ones, then random ones in their box,
+    /// the same for the same seed and other for another.
+    #[test]
+    fn start_states_are_listed_then_drawn_in_their_box() {
+        let c = TuneConfig::default();
+        assert_eq!(c.start_states(), vec![System::Nav2d.start()]);
+        let base = System::Nav2d.start();
+        let starts =
+            TuneStarts { states: vec![vec![1.0, 2.0]], random: 50, spread: vec![0.5, 0.25] };
+        let c = TuneConfig { starts, ..TuneConfig::default() };
+        validate_tune(&c).unwrap();
+        let s = c.start_states();
+        assert_eq!(s.len(), 51);
+        assert_eq!(s[0], vec![1.0, 2.0]);
+        for x in &s[1..] {
+            assert!((x[0] - base[0]).abs() <= 0.5 && (x[1] - base[1]).abs() <= 0.25, "{x:?}");
+        }
+        // Spread over the box, not one point.
+        let lo = s[1..].iter().map(|x| x[0]).fold(f64::INFINITY, f64::min);
+        let hi = s[1..].iter().map(|x| x[0]).fold(f64::NEG_INFINITY, f64::max);
+        assert!(hi - lo > 0.5, "{lo} {hi}");
+        assert_eq!(s, c.start_states());
+        let mut other = c.clone();
+        other.run.seed = 1;
+        assert_ne!(other.start_states()[1..], s[1..]);
+        // One spread value stands for every coordinate.
+        let one = TuneStarts { random: 3, spread: vec![0.1], ..TuneStarts::default() };
+        let c = TuneConfig { starts: one, ..TuneConfig::default() };
+        validate_tune(&c).unwrap();
+        assert!(
+            c.start_states().iter().all(|x| x.iter().zip(&base).all(|(a, b)| (a - b).abs() <= 0.1))
+        );
+        assert_eq!(c.start_states().len(), 3);
+    }
+
+    /// Bad starts are refused by field and value before anything runs.
+    #[test]
+    fn bad_starts_are_refused_by_name() {
+        let bad = |starts: TuneStarts, what: &str| {
+            let c = TuneConfig { starts, ..TuneConfig::default() };
+            let e = validate_tune(&c).unwrap_err().to_string();
+            assert!(e.contains(what), "{what}: {e}");
+        };
+        bad(TuneStarts { states: vec![vec![0.0; 3]], ..TuneStarts::default() }, "starts.states[0]");
+        bad(
+            TuneStarts { states: vec![vec![0.0, f64::NAN]], ..TuneStarts::default() },
+            "starts.states[0][1]",
+        );
+        bad(TuneStarts { random: 2, ..TuneStarts::default() }, "starts.spread");
+        bad(
+            TuneStarts { random: 2, spread: vec![0.1, 0.1, 0.1], ..TuneStarts::default() },
+            "starts.spread",
+        );
+        bad(
+            TuneStarts { random: 2, spread: vec![-0.1], ..TuneStarts::default() },
+            "starts.spread[0]",
+        );
+        bad(TuneStarts { spread: vec![0.1], ..TuneStarts::default() }, "starts.spread");
+        bad(
+            TuneStarts { random: MAX_STARTS + 1, spread: vec![0.1], ..TuneStarts::default() },
+            "starts",
+        );
+    }
+
+    /// A candidate's cost is the mean of its episodes from every start, episode `e` keyed
+    /// `Key::new(seed).fold_in(0).fold_in(e)` whatever the candidate; listing the system's start
+    /// alone is the default run.
+    #[test]
+    fn a_candidates_cost_is_the_mean_over_its_starts() {
+        let base = TuneConfig { generations: 1, pop_size: 4, ..TuneConfig::default() };
+        let cost = |c: &TuneConfig| run_tune_with(c, None, |_| true).unwrap().start_cost;
+        let listed = TuneConfig {
+            starts: TuneStarts { states: vec![System::Nav2d.start()], ..TuneStarts::default() },
+            ..base.clone()
+        };
+        assert_eq!(cost(&base), cost(&listed));
+        let two = vec![vec![-1.0, -1.5], vec![0.5, -2.0]];
+        let c = TuneConfig {
+            starts: TuneStarts { states: two.clone(), ..TuneStarts::default() },
+            ..base.clone()
+        };
+        struct Each(Vec<Vec<f64>>, usize, Key);
+        impl<D: Dynamics> ControllerVisitor<D> for Each {
+            type Output = f64;
+            fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> f64 {
+                let costs = self.0.iter().enumerate().map(|(e, x0)| {
+                    kestrel_mppi::episode(
+                        &c,
+                        &p,
+                        x0,
+                        self.1,
+                        self.2.fold_in(e as u64),
+                        false,
+                        |_, _| true,
+                    )
+                    .total_cost
+                });
+                costs.sum::<f64>() / self.0.len() as f64
+            }
+        }
+        let by_hand = c.run.visit(Each(two, c.run.steps, Key::new(c.run.seed).fold_in(0))).unwrap();
+        assert_eq!(cost(&c), by_hand);
+        assert_ne!(cost(&c), cost(&base));
+    }
 
     fn load_tune(_: Option<&Path>, table: toml::Table) -> Result<TuneConfig, RunError> {
         crate::registry::load::<MppiTune>(crate::Layers::table(&table), None)
