@@ -13,6 +13,7 @@
 //! [`icem`] adds the improved cross-entropy method over whole action sequences with pink
 //! noise, for costs that are not sums of per-step costs ([`TrajectoryCost`]).
 
+pub mod batched;
 pub mod bench;
 mod controller;
 pub mod icem;

@@ -297,6 +297,40 @@ impl<D: Dynamics> Mppi<D> {
         shift: bool,
         rollout: impl Fn(Phase<'_>) -> bool + Sync,
     ) {
+        if !self.begin(p, s, z, shift, &rollout) {
+            rollout(Phase::All { ctl: &s.controls, costs: &mut s.costs });
+            self.add_control_costs(p, s);
+        }
+        self.weigh_and_update(p, s, out, shift);
+    }
+
+    /// The first half of a command whose rollouts are someone else's (the population tuner
+    /// over batched dynamics, [`crate::batched`], which rolls out many controllers' samples
+    /// in one call): shift (if asked) and sample with normals `z`. On return
+    /// [`MppiState::controls`] holds every sample's scaled, clamped controls (`K × T × nu`);
+    /// write each sample's rollout cost (running + terminal) to [`MppiState::costs`], then
+    /// call [`Mppi::end_command`]. The two halves do exactly what [`Mppi::command_by`] does.
+    pub fn begin_command(&self, p: &MppiParams, s: &mut MppiState, z: &[f64], shift: bool) {
+        self.begin(p, s, z, shift, &|_| false);
+    }
+
+    /// The second half (after [`Mppi::begin_command`] and the costs): control costs, weights,
+    /// the plan's update, and the command into `out`.
+    pub fn end_command(&self, p: &MppiParams, s: &mut MppiState, out: &mut [f64], shift: bool) {
+        self.add_control_costs(p, s);
+        self.weigh_and_update(p, s, out, shift);
+    }
+
+    /// Shift, sample, and the blocks' rollouts; `true` when every block wrote its costs (and
+    /// its control costs were added).
+    fn begin(
+        &self,
+        p: &MppiParams,
+        s: &mut MppiState,
+        z: &[f64],
+        shift: bool,
+        rollout: &(impl Fn(Phase<'_>) -> bool + Sync),
+    ) -> bool {
         let d = &self.dynamics;
         let (k, t, nu) = (p.num_samples, p.horizon, d.nu());
         assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
@@ -312,15 +346,13 @@ impl<D: Dynamics> Mppi<D> {
         }
         let l = cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
         let sigma_inv = inverse_spd(&l, nu);
-        let (mut eps, mut costs, mut w, mut ctl) = (
+        let (mut eps, mut costs, mut ctl) = (
             std::mem::take(&mut s.noise),
             std::mem::take(&mut s.costs),
-            std::mem::take(&mut s.weights),
             std::mem::take(&mut s.controls),
         );
         eps.resize(k * t * nu, 0.0);
         costs.resize(k, 0.0);
-        w.resize(k, 0.0);
         ctl.resize(k * t * nu, 0.0);
         let u_nom = &s.u;
         // Sample, clamp, keep the effective noise; roll out; per-sample cost. Samples are
@@ -330,13 +362,6 @@ impl<D: Dynamics> Mppi<D> {
         // sample's arithmetic is in the same order as one at a time.
         let min_blocks = (4096 / (t.max(1) * BLOCK)).max(1);
         let row = t * nu;
-        let control_costs = |e_blk: &[f64], c_blk: &mut [f64]| {
-            for (e, cost) in e_blk.chunks(row).zip(c_blk.iter_mut()) {
-                let ctrl = control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
-                let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
-                *cost = if total.is_nan() { f64::INFINITY } else { total };
-            }
-        };
         let all_done = eps
             .par_chunks_mut(BLOCK * row)
             .zip(ctl.par_chunks_mut(BLOCK * row))
@@ -375,31 +400,63 @@ impl<D: Dynamics> Mppi<D> {
                 }
                 let done = rollout(Phase::Block { ctl: v_blk, costs: c_blk });
                 if done {
-                    control_costs(e_blk, c_blk);
+                    control_costs(p, u_nom, &sigma_inv, e_blk, c_blk);
                 }
                 done
             })
             .reduce(|| true, |a, b| a && b);
-        if !all_done {
-            rollout(Phase::All { ctl: &ctl, costs: &mut costs });
-            eps.par_chunks(BLOCK * row)
-                .zip(costs.par_chunks_mut(BLOCK))
-                .with_min_len(min_blocks)
-                .for_each(|(e_blk, c_blk)| control_costs(e_blk, c_blk));
-        }
-        weights(&costs, p.lambda, &mut w);
+        s.costs = costs;
+        s.noise = eps;
+        s.controls = ctl;
+        all_done
+    }
+
+    /// Adds the control costs to the rollout costs in `s.costs` (blocks in parallel).
+    fn add_control_costs(&self, p: &MppiParams, s: &mut MppiState) {
+        let (t, nu) = (p.horizon, self.dynamics.nu());
+        let l = cholesky(&p.noise_sigma, nu).expect("validated noise_sigma");
+        let sigma_inv = inverse_spd(&l, nu);
+        let min_blocks = (4096 / (t.max(1) * BLOCK)).max(1);
+        let (u_nom, eps) = (&s.u, &s.noise);
+        eps.par_chunks(BLOCK * t * nu)
+            .zip(s.costs.par_chunks_mut(BLOCK))
+            .with_min_len(min_blocks)
+            .for_each(|(e_blk, c_blk)| control_costs(p, u_nom, &sigma_inv, e_blk, c_blk));
+    }
+
+    /// Weights from the total costs, the plan's update, and the command into `out`.
+    fn weigh_and_update(&self, p: &MppiParams, s: &mut MppiState, out: &mut [f64], shift: bool) {
+        let (k, t, nu) = (p.num_samples, p.horizon, self.dynamics.nu());
+        let mut w = std::mem::take(&mut s.weights);
+        w.resize(k, 0.0);
+        weights(&s.costs, p.lambda, &mut w);
         for kk in 0..k {
             if w[kk] != 0.0 {
-                for (u, e) in s.u.iter_mut().zip(&eps[kk * t * nu..(kk + 1) * t * nu]) {
+                for (u, e) in s.u.iter_mut().zip(&s.noise[kk * t * nu..(kk + 1) * t * nu]) {
                     *u += w[kk] * e;
                 }
             }
         }
-        s.costs = costs;
         s.weights = w;
-        s.noise = eps;
-        s.controls = ctl;
         finish(p, s, out, shift);
+    }
+}
+
+/// Adds each sample's control cost (λ-weighted; jax-mppi's ½ without λ) to its rollout cost;
+/// a NaN total becomes +∞.
+fn control_costs(
+    p: &MppiParams,
+    u_nom: &[f64],
+    sigma_inv: &[f64],
+    e_blk: &[f64],
+    c_blk: &mut [f64],
+) {
+    let nu = p.u_init.len();
+    let jax = p.convention == Convention::JaxMppi;
+    for (e, cost) in e_blk.chunks(p.horizon * nu).zip(c_blk.iter_mut()) {
+        let ctrl = control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
+        let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
+        *cost = if total.is_nan() { f64::INFINITY } else { total };
     }
 }
 
