@@ -15,9 +15,11 @@ use crate::mppi::Mppi;
 use crate::params::{Convention, MppiError, MppiParams, Precision};
 use crate::rollout::draw_normals;
 use crate::state::MppiState;
+use crate::tune::TuneSpec;
 use crate::{Controller, Dynamics};
 use kestrel_core::{FromInvalid, Key};
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 /// Dynamics and costs for many rows at once: `x` is `rows × nx`, `u` `rows × nu`, row-major.
 /// Called from one thread at a time.
@@ -43,11 +45,16 @@ pub trait BatchDynamics {
     fn terminal_cost(&self, x: &[f64], out: &mut [f64]) -> Result<bool, Self::Error>;
 }
 
-/// Sizes only: [`Mppi`]'s sampling and update never step the dynamics themselves here.
-#[derive(Clone, Copy, Debug)]
-struct Sizes {
-    nx: usize,
-    nu: usize,
+/// Dynamics of which Rust knows the sizes only (the rollouts are someone else's: a batch
+/// call here, the Python package's callback controller): what [`Mppi`]'s sampling and update
+/// need. Stepping it keeps the state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sizes {
+    /// State size.
+    pub nx: usize,
+    /// Control size.
+    pub nu: usize,
 }
 
 impl Dynamics for Sizes {
@@ -57,7 +64,7 @@ impl Dynamics for Sizes {
     fn nu(&self) -> usize {
         self.nu
     }
-    /// Never called: the rollouts are [`BatchDynamics::step`]'s.
+    /// Not the system: the rollouts are [`BatchDynamics::step`]'s.
     fn step(&self, x: &[f64], _u: &[f64], _t: usize, next: &mut [f64]) {
         next.copy_from_slice(x);
     }
@@ -243,11 +250,100 @@ pub fn population_costs<B: BatchDynamics>(
     Ok(out)
 }
 
+/// The tuner's problem over batched dynamics: a generation's candidates (rows of the knobs'
+/// search coordinates, as [`crate::tune::TuneProblem`]'s) cost [`population_costs`] over the
+/// starts, one call per step for all of them. A failing call's error is kept (the first one)
+/// and the generation's fitness is NaN; [`BatchedTuneProblem::take_error`] hands it over.
+pub struct BatchedTuneProblem<B: BatchDynamics> {
+    dynamics: B,
+    spec: TuneSpec,
+    base: MppiParams,
+    starts: Vec<Vec<f64>>,
+    steps: usize,
+    error: Mutex<Option<B::Error>>,
+}
+
+impl<B: BatchDynamics> BatchedTuneProblem<B> {
+    /// Checks the spec, the base params (plain MPPI in float64, one rollout per sample) and
+    /// the starts.
+    pub fn new(
+        dynamics: B,
+        spec: TuneSpec,
+        base: MppiParams,
+        starts: Vec<Vec<f64>>,
+        steps: usize,
+    ) -> Result<Self, MppiError> {
+        let (nx, nu) = (dynamics.nx(), dynamics.nu());
+        spec.validate(nu)?;
+        Mppi::new(Sizes { nx, nu }).validate(&base)?;
+        if base.precision != Precision::F64 {
+            return Err(MppiError::invalid("precision", "f32", "f64 with batched dynamics"));
+        }
+        if base.rollout_samples > 1 {
+            let v = base.rollout_samples;
+            return Err(MppiError::invalid("rollout_samples", v, "1 with batched dynamics"));
+        }
+        if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
+            return Err(MppiError::invalid(
+                "episodes",
+                format!("{} starts, {steps} steps", starts.len()),
+                "at least one start of nx values and one step",
+            ));
+        }
+        Ok(BatchedTuneProblem { dynamics, spec, base, starts, steps, error: Mutex::new(None) })
+    }
+
+    /// The first error of a call since the last take.
+    pub fn take_error(&self) -> Option<B::Error> {
+        self.error.lock().ok()?.take()
+    }
+
+    /// Whether a call has failed (the error not yet taken).
+    pub fn failed(&self) -> bool {
+        self.error.lock().map_or(true, |g| g.is_some())
+    }
+
+    /// `f` of the first error, if a call has failed (the error stays).
+    pub fn with_error<R>(&self, f: impl FnOnce(&B::Error) -> R) -> Option<R> {
+        self.error.lock().ok()?.as_ref().map(f)
+    }
+}
+
+impl<B: BatchDynamics + Send + Sync> kestrel_evo::Problem for BatchedTuneProblem<B>
+where
+    B::Error: Send,
+{
+    fn num_dims(&self) -> usize {
+        self.spec.num_dims()
+    }
+
+    /// Common random numbers: every candidate sees the same episodes, whatever its row.
+    fn evaluate_rows(&self, key: Key, _first_row: u64, population: &[f32], fitness: &mut [f32]) {
+        fitness.fill(f32::NAN);
+        if self.failed() {
+            return;
+        }
+        let (n, nu) = (self.spec.num_dims(), self.dynamics.nu());
+        let params: Vec<MppiParams> =
+            population.chunks(n).map(|x| self.spec.to_params(&self.base, nu, x)).collect();
+        match population_costs(&self.dynamics, &params, &self.starts, self.steps, key) {
+            Ok(c) => fitness.iter_mut().zip(c).for_each(|(f, c)| *f = c as f32),
+            Err(BatchedError::Dynamics(e)) => {
+                if let Ok(mut g) = self.error.lock() {
+                    g.get_or_insert(e);
+                }
+            }
+            // Checked in `new`; knobs change no precision, convention or start.
+            Err(BatchedError::Invalid(_)) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::System;
-    use crate::tune::{TuneProblem, TuneSpec};
+    use crate::tune::TuneProblem;
 
     /// A built-in system a row at a time, as a callback would compute it.
     struct Rows(System);

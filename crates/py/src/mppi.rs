@@ -2,6 +2,7 @@
 
 use crate::errors::{run_error, value_error};
 use kestrel_core::Key;
+use kestrel_mppi::batched::Sizes;
 use kestrel_mppi::presets::ControllerVisitor;
 use kestrel_mppi::{Controller, Dynamics, MppiRunConfig, System};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
@@ -166,95 +167,150 @@ pub(crate) fn systems() -> Vec<&'static str> {
     System::ALL.iter().map(|s| s.name()).collect()
 }
 
-/// Dynamics outside Rust: only the sizes; the rollouts are the Python callback's.
-#[derive(Clone, Copy, Debug)]
-struct External {
+/// Batched dynamics and costs from Python callables: `dynamics(x (n, nx), u (n, nu), t) -> (n,
+/// nx)`, `running_cost(x, u, t) -> (n,)`, `terminal_cost(x) -> (n,)`, float64 arrays (what a
+/// callback returns is read as float64; a wrong shape is a `ValueError` naming the callback).
+/// Each call takes the GIL.
+pub(crate) struct PyBatch {
     nx: usize,
     nu: usize,
+    dynamics: Py<PyAny>,
+    running_cost: Py<PyAny>,
+    terminal_cost: Option<Py<PyAny>>,
 }
 
-impl Dynamics for External {
+impl PyBatch {
+    pub(crate) fn new(
+        nx: usize,
+        nu: usize,
+        dynamics: Py<PyAny>,
+        running_cost: Py<PyAny>,
+        terminal_cost: Option<Py<PyAny>>,
+    ) -> Self {
+        PyBatch { nx, nu, dynamics, running_cost, terminal_cost }
+    }
+
+    /// Calls `f(args)` and copies its `(rows, width)` (or `(rows,)` when `width` is `None`)
+    /// float64 result into `out`.
+    fn call<'py>(
+        py: Python<'py>,
+        f: &Py<PyAny>,
+        what: &str,
+        args: impl pyo3::call::PyCallArgs<'py>,
+        width: Option<usize>,
+        out: &mut [f64],
+    ) -> PyResult<()> {
+        use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+        let rows = out.len() / width.unwrap_or(1);
+        let want = match width {
+            Some(w) => format!("({rows}, {w})"),
+            None => format!("({rows},)"),
+        };
+        let r = f.bind(py).call1(args)?;
+        let a = r.cast::<PyArrayDyn<f64>>().map_err(|_| {
+            value_error(format!("{what}: expected a float64 array of shape {want}"))
+        })?;
+        let ok = match width {
+            Some(w) => a.shape() == [rows, w],
+            None => a.shape() == [rows],
+        };
+        if !ok {
+            return Err(value_error(format!("{what}: expected shape {want}, got {:?}", a.shape())));
+        }
+        let ro = a.readonly();
+        match ro.as_slice() {
+            Ok(v) => out.copy_from_slice(v),
+            Err(_) => out.iter_mut().zip(ro.as_array().iter()).for_each(|(o, v)| *o = *v),
+        }
+        Ok(())
+    }
+
+    fn arrays<'py>(
+        &self,
+        py: Python<'py>,
+        x: &[f64],
+        u: &[f64],
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        use numpy::PyArrayMethods;
+        let n = x.len() / self.nx;
+        let xa = PyArray1::from_slice(py, x).reshape([n, self.nx])?.into_any();
+        let ua = PyArray1::from_slice(py, u).reshape([n, self.nu])?.into_any();
+        Ok((xa, ua))
+    }
+}
+
+impl kestrel_mppi::batched::BatchDynamics for PyBatch {
+    type Error = PyErr;
     fn nx(&self) -> usize {
         self.nx
     }
     fn nu(&self) -> usize {
         self.nu
     }
-    /// Never called: [`Phase::All`] rolls out in Python.
-    fn step(&self, x: &[f64], _u: &[f64], _t: usize, next: &mut [f64]) {
-        next.copy_from_slice(x);
+    fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]) -> PyResult<()> {
+        Python::attach(|py| {
+            let (xa, ua) = self.arrays(py, x, u)?;
+            Self::call(py, &self.dynamics, "dynamics", (xa, ua, t), Some(self.nx), next)
+        })
     }
-    fn running_cost(&self, _x: &[f64], _u: &[f64], _t: usize) -> f64 {
-        0.0
+    fn running_cost(&self, x: &[f64], u: &[f64], t: usize, out: &mut [f64]) -> PyResult<()> {
+        Python::attach(|py| {
+            let (xa, ua) = self.arrays(py, x, u)?;
+            Self::call(py, &self.running_cost, "running_cost", (xa, ua, t), None, out)
+        })
+    }
+    fn terminal_cost(&self, x: &[f64], out: &mut [f64]) -> PyResult<bool> {
+        let Some(f) = &self.terminal_cost else { return Ok(false) };
+        Python::attach(|py| {
+            use numpy::PyArrayMethods;
+            let xa = PyArray1::from_slice(py, x).reshape([out.len(), self.nx])?;
+            Self::call(py, f, "terminal_cost", (xa,), None, out).map(|()| true)
+        })
     }
 }
 
-/// MPPI over batched Python dynamics: `dynamics(x (K, nx), u (K, nu), t) -> (K, nx)` and
-/// `running_cost(x, u, t) -> (K,)` are called once per horizon step for all K samples;
-/// `terminal_cost(x) -> (K,)` once. Sampling, weights and the update are Kestrel's MPPI
-/// (the same code as the built-in systems'); the normals of command `t` come from
-/// `Key(seed).fold_in(t)`.
+/// MPPI over batched Python dynamics ([`PyBatch`]): `dynamics` and `running_cost` are called
+/// once per horizon step for all K samples, `terminal_cost` once. Sampling, weights and the
+/// update are Kestrel's MPPI (the same code as the built-in systems'); the normals of command
+/// `t` come from `Key(seed).fold_in(t)`.
 #[pyclass(module = "kestrel._kestrel")]
 pub(crate) struct ExternalMppi {
-    mppi: kestrel_mppi::Mppi<External>,
+    mppi: kestrel_mppi::Mppi<Sizes>,
     p: kestrel_mppi::MppiParams,
     s: kestrel_mppi::MppiState,
-    dynamics: Py<PyAny>,
-    running_cost: Py<PyAny>,
-    terminal_cost: Option<Py<PyAny>>,
+    batch: PyBatch,
     seed: u64,
     t: u64,
 }
 
 impl ExternalMppi {
     /// Rolls every sample out through the callbacks; costs = Σ running + terminal.
-    fn rollout(&self, py: Python<'_>, x0: &[f64], ctl: &[f64], costs: &mut [f64]) -> PyResult<()> {
-        use numpy::ndarray::Array2;
-        use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
-        let (k, t, nx, nu) =
-            (self.p.num_samples, self.p.horizon, x0.len(), self.mppi.dynamics().nu);
+    fn rollout(&self, x0: &[f64], ctl: &[f64], costs: &mut [f64]) -> PyResult<()> {
+        use kestrel_mppi::batched::BatchDynamics;
+        let (k, t, nx, nu) = (self.p.num_samples, self.p.horizon, x0.len(), self.batch.nu);
         let jax = self.p.convention == kestrel_mppi::Convention::JaxMppi;
-        let mut x = Array2::from_shape_fn((k, nx), |(_, j)| x0[j]);
+        let mut x: Vec<f64> = x0.repeat(k);
+        let (mut next, mut u, mut c) = (vec![0.0; k * nx], vec![0.0; k * nu], vec![0.0; k]);
         costs.fill(0.0);
-        let add = |costs: &mut [f64], c: Bound<'_, PyAny>, what: &str| -> PyResult<()> {
-            let c: PyReadonlyArray1<'_, f64> = c.extract().map_err(|_| {
-                value_error(format!("{what}: expected a float64 array of shape ({k},)"))
-            })?;
-            if c.shape() != [k] {
-                return Err(value_error(format!(
-                    "{what}: expected shape ({k},), got {:?}",
-                    c.shape()
-                )));
-            }
-            for (a, b) in costs.iter_mut().zip(c.as_array().iter()) {
-                *a += b;
-            }
-            Ok(())
-        };
+        let add = |costs: &mut [f64], c: &[f64]| costs.iter_mut().zip(c).for_each(|(a, b)| *a += b);
         for tt in 0..t {
-            let u = Array2::from_shape_fn((k, nu), |(s, i)| ctl[(s * t + tt) * nu + i]);
-            let (xa, ua) = (x.clone().into_pyarray(py), u.into_pyarray(py));
+            for s in 0..k {
+                u[s * nu..(s + 1) * nu]
+                    .copy_from_slice(&ctl[(s * t + tt) * nu..(s * t + tt + 1) * nu]);
+            }
             if jax {
-                add(costs, self.running_cost.bind(py).call1((&xa, &ua, tt))?, "running_cost")?;
+                self.batch.running_cost(&x, &u, tt, &mut c)?;
+                add(costs, &c);
             }
-            let next = self.dynamics.bind(py).call1((&xa, &ua, tt))?;
-            let next: PyReadonlyArray2<'_, f64> = next.extract().map_err(|_| {
-                value_error(format!("dynamics: expected a float64 array of shape ({k}, {nx})"))
-            })?;
-            if next.shape() != [k, nx] {
-                return Err(value_error(format!(
-                    "dynamics: expected shape ({k}, {nx}), got {:?}",
-                    next.shape()
-                )));
-            }
-            x = next.as_array().to_owned();
+            self.batch.step(&x, &u, tt, &mut next)?;
+            std::mem::swap(&mut x, &mut next);
             if !jax {
-                let xn = x.clone().into_pyarray(py);
-                add(costs, self.running_cost.bind(py).call1((&xn, &ua, tt))?, "running_cost")?;
+                self.batch.running_cost(&x, &u, tt, &mut c)?;
+                add(costs, &c);
             }
         }
-        if let Some(term) = &self.terminal_cost {
-            add(costs, term.bind(py).call1((x.into_pyarray(py),))?, "terminal_cost")?;
+        if self.batch.terminal_cost(&x, &mut c)? {
+            add(costs, &c);
         }
         Ok(())
     }
@@ -298,10 +354,11 @@ impl ExternalMppi {
                 "precision = \"f32\": callback dynamics run in f64 (the f32 lanes are for built-in systems)",
             ));
         }
-        let mppi = kestrel_mppi::Mppi::new(External { nx, nu });
+        let mppi = kestrel_mppi::Mppi::new(Sizes { nx, nu });
         mppi.validate(&p).map_err(value_error)?;
         let s = mppi.init(&p);
-        Ok(ExternalMppi { mppi, p, s, dynamics, running_cost, terminal_cost, seed, t: 0 })
+        let batch = PyBatch { nx, nu, dynamics, running_cost, terminal_cost };
+        Ok(ExternalMppi { mppi, p, s, batch, seed, t: 0 })
     }
 
     #[getter]
@@ -352,7 +409,7 @@ impl ExternalMppi {
                 kestrel_mppi::Phase::Block { .. } => false,
                 kestrel_mppi::Phase::All { ctl, costs } => {
                     // Called on this thread, which holds the GIL.
-                    if let Err(e) = Python::attach(|py| this.rollout(py, &x0, ctl, costs)) {
+                    if let Err(e) = this.rollout(&x0, ctl, costs) {
                         costs.fill(f64::INFINITY);
                         if let Ok(mut g) = err.lock() {
                             *g = Some(e);
@@ -370,7 +427,7 @@ impl ExternalMppi {
         self.s = s;
         self.t += 1;
         let mut u = vec![0.0; nu];
-        <kestrel_mppi::Mppi<External> as Controller>::applied(&self.p, &out[..nu], &mut u);
+        <kestrel_mppi::Mppi<Sizes> as Controller>::applied(&self.p, &out[..nu], &mut u);
         Ok(u.into_pyarray(py))
     }
 

@@ -299,6 +299,67 @@ pub(crate) fn mppi_tune_with(
     ev.result(r.map(folder))
 }
 
+/// `kestrel mppi tune` of a system written in Python: `kestrel.mppi.tune(dynamics=...,
+/// running_cost=..., nx=..., nu=...)`. The config is read over plain MPPI's defaults for `nu`
+/// controls ([`kestrel_mppi::MppiParams::new`]`(nu, 1)`, as `Controller.from_callbacks`), with
+/// `callbacks = {nx, nu}`; every generation's episodes (candidates × starts × samples) call the
+/// callbacks once per step ([`kestrel_mppi::batched`]). A callback's exception stops the run and
+/// is raised as it was.
+#[pyfunction]
+#[pyo3(signature = (config_json, out_dir, nx, nu, dynamics, running_cost, terminal_cost=None, threads=None, progress=None, tag=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn mppi_tune_callbacks(
+    py: Python<'_>,
+    config_json: &str,
+    out_dir: PathBuf,
+    nx: usize,
+    nu: usize,
+    dynamics: Py<PyAny>,
+    running_cost: Py<PyAny>,
+    terminal_cost: Option<Py<PyAny>>,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+    tag: Option<String>,
+) -> PyResult<(String, String)> {
+    use kestrel_mppi::batched::{BatchedTuneProblem, Sizes};
+    use kestrel_run::runs::mppi_tune::{TuneConfig, tune_with, validate_tune};
+    if nx == 0 || nx > kestrel_mppi::MAX_NX || nu == 0 || nu > kestrel_mppi::MAX_NU {
+        return Err(value_error(format!(
+            "nx = {nx}, nu = {nu}: expected 1 to {} states and 1 to {} controls",
+            kestrel_mppi::MAX_NX,
+            kestrel_mppi::MAX_NU
+        )));
+    }
+    let sizes = Sizes { nx, nu };
+    let mut defaults = TuneConfig { callbacks: Some(sizes), ..TuneConfig::default() };
+    defaults.run.mppi = kestrel_mppi::MppiParams::new(nu, 1.0);
+    let table = json_table(config_json)?;
+    let mut c: TuneConfig =
+        kestrel_run::load_config(&defaults, None, table, &[]).map_err(run_error)?;
+    if c.callbacks.is_some_and(|s| s != sizes) {
+        return Err(value_error(format!(
+            "callbacks = {:?}: set by nx and nu ({nx}, {nu}), not in the config",
+            c.callbacks
+        )));
+    }
+    c.callbacks = Some(sizes);
+    validate_tune(&c).map_err(value_error)?;
+    let spec =
+        kestrel_mppi::tune::TuneSpec::from_names(&c.knobs, nu, &c.run.mppi).map_err(value_error)?;
+    let batch = crate::mppi::PyBatch::new(nx, nu, dynamics, running_cost, terminal_cost);
+    let problem =
+        BatchedTuneProblem::new(batch, spec, c.run.mppi.clone(), c.start_states(), c.run.steps)
+            .map_err(value_error)?;
+    let argv = call(format!("kestrel.mppi.tune({config_json}, dynamics=...)"), tag);
+    let failed = || problem.with_error(|e| Python::attach(|py| describe(py, e)));
+    let r =
+        launch(py, out_dir, argv, threads, progress, |l| tune_with(c, Some(&problem), &failed, l));
+    match problem.take_error() {
+        Some(e) => Err(e),
+        None => r.map(folder),
+    }
+}
+
 /// A sweep spec: TOML text, or a JSON object (from a Python dict) turned into TOML; every
 /// cell's config checked with `check` (the driver's plan), not otherwise (a planned sweep).
 fn sweep_of(

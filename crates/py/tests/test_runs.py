@@ -3,6 +3,7 @@ as numpy arrays, the controller loop equal to `kestrel mppi run`."""
 
 import json
 import pathlib
+import tomllib
 
 import numpy as np
 import pytest
@@ -533,3 +534,59 @@ def test_tuning_averages_each_candidate_over_several_starts(tmp_path):
     with pytest.raises(ValueError, match=r"starts\.states\[0\]"):
         kestrel.mppi.qd(starts={"states": [[0.0, 1.0, 2.0]]}, out_dir=bad, progress=False)
     assert not bad.exists()
+
+
+def test_tuning_a_python_system_runs_its_episodes_in_lockstep_and_equals_the_built_in(tmp_path):
+    """Issue 32 item 3: `kestrel.mppi.tune(dynamics=..., running_cost=...)` over jax-mppi's basic
+    system written in numpy gives the built-in system's tuning exactly (the same candidates,
+    costs and best knobs), calling the dynamics once per step for every candidate and sample."""
+    cfg = {"generations": 3, "pop_size": 6, "knobs": ["lambda", "sigma", "horizon"], "run": {"steps": 8, "seed": 3}}
+    builtin = kestrel.mppi.tune(cfg, run={"system": "basic"}, out_dir=tmp_path / "rust", progress=None)
+    shapes = []
+
+    def dyn(x, u, t):
+        shapes.append(x.shape[0])
+        return _basic(x, u, t)
+
+    mppi = {"num_samples": 50, "horizon": 15, "lambda": 5.0}
+    ours = kestrel.mppi.tune(cfg, dynamics=dyn, running_cost=_basic_cost, terminal_cost=_basic_terminal, nx=2, nu=1,
+                             run={"mppi": mppi}, starts={"states": [[1.0, -0.5]]}, out_dir=tmp_path / "py",
+                             progress=None)
+    for k in ("best", "best_in_generation", "sigma"):
+        np.testing.assert_array_equal(ours.metrics[k], builtin.metrics[k], err_msg=k)
+    for k in ("best_cost", "best_lambda", "best_horizon", "best_noise_sigma"):
+        assert ours.summary[k] == builtin.summary[k], k
+    assert ours.summary["start_cost"] == pytest.approx(builtin.summary["start_cost"], rel=1e-6)
+    # The first rollout call of a generation batches every candidate's 50 samples.
+    assert max(shapes) == 6 * 50 and "python" in ours.dir.name
+    assert "[callbacks]" in (ours.dir / "config.toml").read_text()
+    best = tomllib.loads((ours.dir / "best.toml").read_text())
+    assert best["lambda"] == ours.summary["best_lambda"]
+
+
+def test_tuning_a_python_system_refuses_and_raises_as_it_should(tmp_path):
+    dyn = lambda x, u, t: x + 0.1 * u
+    cost = lambda x, u, t: (x * x).sum(axis=1)
+    with pytest.raises(ValueError, match=r"starts\.states"):
+        kestrel.mppi.tune(dynamics=dyn, running_cost=cost, nx=2, nu=1, out_dir=tmp_path / "a", progress=None)
+    with pytest.raises(TypeError, match="nu"):
+        kestrel.mppi.tune(dynamics=dyn, running_cost=cost, nx=2, out_dir=tmp_path / "a", progress=None)
+    with pytest.raises(TypeError, match="running_cost"):
+        kestrel.mppi.tune(dynamics=dyn, running_cost=3, nx=2, nu=1, out_dir=tmp_path / "a", progress=None)
+    with pytest.raises(ValueError, match="run.controller"):
+        kestrel.mppi.tune(dynamics=dyn, running_cost=cost, nx=2, nu=1, starts={"states": [[0.0, 1.0]]},
+                          run={"controller": "smppi"}, out_dir=tmp_path / "a", progress=None)
+    assert not (tmp_path / "a").exists()
+    small = {"generations": 2, "pop_size": 4, "run": {"steps": 3, "mppi": {"num_samples": 8, "horizon": 4}},
+             "starts": {"states": [[0.0, 1.0]]}}
+    with pytest.raises(ValueError, match=r"dynamics: expected shape \(8, 2\), got \[8, 1\]"):
+        kestrel.mppi.tune(small, dynamics=lambda x, u, t: x[:, :1], running_cost=cost, nx=2, nu=1,
+                          out_dir=tmp_path / "b", progress=None)
+
+    def boom(x, u, t):
+        raise ZeroDivisionError("the user's bug")
+
+    with pytest.raises(ZeroDivisionError, match="the user's bug"):
+        kestrel.mppi.tune(small, dynamics=boom, running_cost=cost, nx=2, nu=1, out_dir=tmp_path / "c", progress=None)
+    record = json.loads(next((tmp_path / "c").glob("*/record.json")).read_text())
+    assert record["launches"][-1]["status"] == "failed" and "ZeroDivisionError" in record["launches"][-1]["error"], record

@@ -14,10 +14,12 @@ built-in systems only, plain MPPI only).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import _kestrel
-from ._runs import RunResult, drop_none, run as _run
+from ._runs import RunResult, _merge as merge, _Watch as Watch, drop_none, result, run as _run, split_config
 from ._spaces import params_json
 
 SYSTEMS = tuple(_kestrel.systems())
@@ -102,10 +104,42 @@ def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None
     return _run("mppi-run", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
 
 
-def tune(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True, **kw) -> RunResult:
+def tune(config: dict | str | None = None, *, dynamics=None, running_cost=None, terminal_cost=None,
+         nx: int | None = None, nu: int | None = None, out_dir="runs", threads: int | None = None,
+         progress=True, **kw) -> RunResult:
     """`kestrel mppi tune`: the population-parallel autotuner (`run={...}`, `knobs`,
-    `strategy`, `pop_size`, `generations`, `sigma`)."""
-    return _run("mppi-tune", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
+    `strategy`, `pop_size`, `generations`, `starts={...}`) over a built-in `run.system`, or
+    over your own system: `dynamics(x (n, nx), u (n, nu), t) -> (n, nx)` and
+    `running_cost(x, u, t) -> (n,)` (and `terminal_cost(x) -> (n,)`), as
+    `Controller.from_callbacks` takes them, with `nx`, `nu` and `starts={"states": [...]}`.
+    Then every generation's episodes (candidates x starts x samples) run in lockstep: one
+    call per horizon step for all of them, one per plant step; plain MPPI in float64 over
+    `MppiParams(nu)`'s defaults. A callback's exception stops the run and is raised."""
+    own = (dynamics, running_cost, terminal_cost, nx, nu)
+    if all(v is None for v in own):
+        return _run("mppi-tune", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
+    for name, f in (("dynamics", dynamics), ("running_cost", running_cost)):
+        if not callable(f):
+            raise TypeError(f"{name}: expected a callable, got {type(f).__name__}")
+    if terminal_cost is not None and not callable(terminal_cost):
+        raise TypeError(f"terminal_cost: expected a callable, got {type(terminal_cost).__name__}")
+    for name, v in (("nx", nx), ("nu", nu)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}: expected an int (your system's size), got {v!r}")
+    logger = kw.pop("logger", None)
+    keys, path = split_config(config, kw)
+    if path is not None:
+        import tomllib
+
+        with open(path, "rb") as f:
+            keys = drop_none(merge(tomllib.load(f), keys))
+    term = None if terminal_cost is None else _f64(terminal_cost, "terminal_cost")
+    with Watch(progress, "mppi-tune", logger, out_dir) as w:
+        folder, headline = _kestrel.mppi_tune_callbacks(
+            params_json(keys), os.fspath(out_dir), int(nx), int(nu), _f64(dynamics, "dynamics"),
+            _f64(running_cost, "running_cost"), term, threads=threads, progress=w.callback, tag=w.tag)
+        w.folder = folder
+    return result(folder, headline)
 
 
 def qd(config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True, **kw) -> RunResult:

@@ -10,9 +10,10 @@ use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::{Problem, TellMetrics};
+use kestrel_mppi::batched::Sizes;
 use kestrel_mppi::presets::ControllerVisitor;
 use kestrel_mppi::tune::{KnobKind, TuneProblem, TuneSpec, Tuner};
-use kestrel_mppi::{Controller, ControllerKind, Dynamics, MppiError, MppiRunConfig, System};
+use kestrel_mppi::{Controller, ControllerKind, Dynamics, Mppi, MppiError, MppiRunConfig, System};
 use kestrel_plot::{LinePlot, Series};
 use serde_json::json;
 use std::path::Path;
@@ -47,11 +48,16 @@ pub struct TuneConfig {
     #[serde(default)]
     #[documented(nested)]
     pub starts: TuneStarts,
+    /// A system written in Python instead of `run.system` (set by `kestrel.mppi.tune(dynamics=...,
+    /// running_cost=..., nx=..., nu=...)`, which passes the callbacks; `run.system` is then
+    /// unused, the controller plain MPPI in f64, and `starts.states` gives the start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callbacks: Option<Sizes>,
 }
 
 /// The start states of every candidate's episodes: the listed `states`, then `random` states
-/// drawn uniformly within `spread` of the system's start. With neither, the system's start
-/// alone. A candidate's cost is the mean over them; every candidate runs the same starts with
+/// drawn uniformly within `spread` of the system's start (a Python system's: the first listed
+/// state). With neither, the system's start alone. A candidate's cost is the mean over them; every candidate runs the same starts with
 /// the same episode keys (common random numbers), so costs compare params alone.
 #[derive(
     Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
@@ -168,6 +174,7 @@ impl Default for TuneConfig {
             sigma: 1.0,
             params: kestrel_evo::StrategyParams::default(),
             starts: TuneStarts::default(),
+            callbacks: None,
         }
     }
 }
@@ -187,9 +194,25 @@ pub struct TuneOutcome {
 
 /// Validates a tuning config (before any run folder exists).
 pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
-    let nu = c.run.system.nu();
+    let Sizes { nx, nu } = c.sizes();
     TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
-    c.run.validate()?;
+    if c.callbacks.is_some() {
+        // What the batched episodes run: plain MPPI in f64 over the callbacks' sizes.
+        if c.run.controller != ControllerKind::Mppi {
+            let v = c.run.controller.name();
+            return Err(MppiError::invalid("run.controller", v, "mppi with a Python system"));
+        }
+        Mppi::new(Sizes { nx, nu }).validate(&c.run.mppi)?;
+        if c.starts.states.is_empty() {
+            return Err(MppiError::invalid(
+                "starts.states",
+                "[]",
+                "at least one start state: a Python system has no start of its own",
+            ));
+        }
+    } else {
+        c.run.validate()?;
+    }
     // The strategy's own refusal, said once (it names the field and the value).
     let evo = |kestrel_evo::EvoError::Invalid(i)| MppiError::Invalid(i);
     c.strategy.pop_size(Some(c.pop_size), 1).map_err(evo)?;
@@ -203,13 +226,22 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     if c.generations == 0 {
         return Err(MppiError::invalid("generations", 0, "at least 1"));
     }
-    c.starts.validate(c.run.system.nx())
+    c.starts.validate(nx)
 }
 
 impl TuneConfig {
     /// Every candidate's start states (see [`TuneStarts`]).
     pub fn start_states(&self) -> Vec<Vec<f64>> {
-        self.starts.resolve(&self.run.system.start(), self.run.seed)
+        let base = match (&self.callbacks, self.starts.states.first()) {
+            (Some(_), Some(first)) => first.clone(),
+            _ => self.run.system.start(),
+        };
+        self.starts.resolve(&base, self.run.seed)
+    }
+
+    /// The tuned system's state and control sizes.
+    pub fn sizes(&self) -> Sizes {
+        self.callbacks.unwrap_or(Sizes { nx: self.run.system.nx(), nu: self.run.system.nu() })
     }
 }
 
@@ -238,7 +270,16 @@ pub fn run_tune_with(
             let spec = TuneSpec::from_names(&c.knobs, nu, C::base(&p))?;
             let problem = TuneProblem::new(ctrl, spec, p.clone(), c.start_states(), c.run.steps)?;
             let key = Key::new(c.run.seed);
-            let start_cost = problem.episode_cost(key.fold_in(0), &p);
+            let start_cost = match (c.callbacks, self.evaluator) {
+                // The controller here has sizes only: the base params' cost is the evaluator's
+                // (with the generations' key, as f32).
+                (Some(_), Some(e)) => {
+                    let mut f = [0.0f32];
+                    e.evaluate(key.fold_in(0), &problem.start_vector(), &mut f);
+                    f[0] as f64
+                }
+                _ => problem.episode_cost(key.fold_in(0), &p),
+            };
             let opt = c
                 .strategy
                 .build_with(Some(c.pop_size), c.sigma, &c.params, &problem.start_vector(), key)
@@ -254,6 +295,16 @@ pub fn run_tune_with(
             Ok(TuneOutcome { start_cost, best_cost: r.best_cost, best_run, history: r.history })
         }
     }
+    if let Some(sizes) = c.callbacks {
+        if evaluator.is_none() {
+            return Err(MppiError::invalid(
+                "callbacks",
+                format!("{sizes:?}"),
+                "a Python system's dynamics and cost: kestrel.mppi.tune(dynamics=..., running_cost=...)",
+            ));
+        }
+        return Go { c, evaluator, observe }.visit(Mppi::new(sizes), c.run.mppi.clone());
+    }
     c.run.visit(Go { c, evaluator, observe })?
 }
 
@@ -261,6 +312,10 @@ pub fn run_tune_with(
 /// closed-loop cost of its knobs), to be evaluated elsewhere with the run's keys.
 pub fn tune_problem(c: &TuneConfig) -> Result<Box<dyn Problem>, MppiError> {
     validate_tune(c)?;
+    if c.callbacks.is_some() {
+        let why = "a built-in run.system (a Python system's episodes run where its callbacks are)";
+        return Err(MppiError::invalid("callbacks", "set", why));
+    }
     struct Build<'a>(&'a TuneConfig);
     impl<D: Dynamics> ControllerVisitor<D> for Build<'_> {
         type Output = Result<Box<dyn Problem>, MppiError>;
@@ -305,7 +360,18 @@ impl Run for MppiTune {
         )
     }
 
+    /// A Python system's callbacks come with `kestrel.mppi.tune(dynamics=...)` only: a
+    /// config that names one elsewhere (the CLI, a sweep) is refused.
     fn validate(c: &TuneConfig) -> Result<(), RunError> {
+        if let Some(s) = c.callbacks {
+            let why = "absent: a Python system is tuned by kestrel.mppi.tune(dynamics=..., running_cost=...)";
+            return Err(MppiError::invalid(
+                "callbacks",
+                format!("nx = {}, nu = {}", s.nx, s.nu),
+                why,
+            )
+            .into());
+        }
         Ok(validate_tune(c)?)
     }
 
@@ -350,7 +416,8 @@ pub fn tune_with(
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     validate_tune(&c)?;
-    let name = format!("{}-{}-{}", c.run.controller.name(), c.run.system.name(), c.strategy);
+    let system = if c.callbacks.is_some() { "python" } else { c.run.system.name() };
+    let name = format!("{}-{system}-{}", c.run.controller.name(), c.strategy);
     let (dir, mut metrics) = start(&launch, "mppi-tune", &name, c.run.seed, &c)?;
     let r = (|| -> Result<String, RunError> {
         let t0 = Instant::now();
@@ -374,7 +441,11 @@ pub fn tune_with(
         metrics.finish()?;
         progress.stopped()?;
         let secs = t0.elapsed().as_secs_f64();
-        let best_toml = crate::config::to_toml(&out.best_run)?;
+        // A Python system's best knobs are the `[mppi]` table its callback controller takes.
+        let best_toml = match c.callbacks {
+            Some(_) => crate::config::to_toml(&out.best_run.mppi)?,
+            None => crate::config::to_toml(&out.best_run)?,
+        };
         write_atomic(&dir.join("best.toml"), best_toml.as_bytes())?;
         let curve: Vec<(f64, f64)> =
             out.history.iter().map(|m| (m.generation as f64, m.best_so_far as f64)).collect();
@@ -396,7 +467,10 @@ pub fn tune_with(
             .value("best_horizon", "best horizon", bp.horizon as u64)
             .item("wall_seconds", "wall time", secs, format!("{} generations of {} candidates in {secs:.2} s", c.generations, c.pop_size))
             .value("commit", "commit", COMMIT)
-            .file("best.toml", "the base run with the best knobs: `kestrel mppi run --config best.toml` replays it")
+            .file("best.toml", match c.callbacks {
+                Some(_) => "the best knobs' MPPI table: `Controller.from_callbacks(..., **tomllib.load(f))` takes it",
+                None => "the base run with the best knobs: `kestrel mppi run --config best.toml` replays it",
+            })
             .file("metrics.jsonl", "one line per generation")
             .file("best.png", "best cost so far per generation (also .svg)")
             .write(dir.path())?;
@@ -575,6 +649,24 @@ mod tests {
         let by_hand = c.run.visit(Each(two, c.run.steps, Key::new(c.run.seed).fold_in(0))).unwrap();
         assert_eq!(cost(&c), by_hand);
         assert_ne!(cost(&c), cost(&base));
+    }
+
+    /// A Python system's callbacks come from Python only: a config naming them is refused by
+    /// the registry (the CLI, sweeps), and the run without its evaluator is refused too.
+    #[test]
+    fn callbacks_in_a_config_are_refused_outside_python() {
+        let cb = kestrel_mppi::batched::Sizes { nx: 2, nu: 1 };
+        let mut c = TuneConfig { callbacks: Some(cb), ..TuneConfig::default() };
+        c.run.mppi = kestrel_mppi::MppiParams::new(1, 1.0);
+        c.starts.states = vec![vec![0.0, 1.0]];
+        validate_tune(&c).unwrap();
+        let e = <MppiTune as Run>::validate(&c).unwrap_err().to_string();
+        assert!(e.contains("callbacks") && e.contains("kestrel.mppi.tune"), "{e}");
+        let e = run_tune_with(&c, None, |_| true).unwrap_err().to_string();
+        assert!(e.contains("callbacks"), "{e}");
+        assert!(tune_problem(&c).is_err());
+        c.starts.states.clear();
+        assert!(validate_tune(&c).unwrap_err().to_string().contains("starts.states"));
     }
 
     fn load_tune(_: Option<&Path>, table: toml::Table) -> Result<TuneConfig, RunError> {
