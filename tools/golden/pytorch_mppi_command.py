@@ -2,6 +2,7 @@
 normals injected (its `_sample_noise` returns `mu + L z` for our `z`), float64 throughout.
 
 Cases cover: control bounds, sample_null_action, noise_abs_cost, a non-zero noise mean,
+specific action samplers (fixed sequences and one computed from the state),
 u_scale, u_per_command > 1, lambda != 1 on the gym pendulum; and a 2-D linear system with a
 full (non-diagonal) noise covariance; and rollout_samples > 1 (a pendulum ensemble whose
 member m has gravity 10 + 0.5 m, with the variance cost), for MPPI and SMPPI. Each case runs several consecutive commands (the
@@ -21,6 +22,7 @@ warnings.filterwarnings("ignore")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from pytorch_mppi import KMPPI, MPPI, SMPPI  # noqa: E402
+from pytorch_mppi.mppi import SpecificActionSampler  # noqa: E402
 
 torch.set_num_threads(1)
 D = torch.float64
@@ -104,6 +106,30 @@ def run_kmppi(*a, **kw):
     return r
 
 
+class Recorded(SpecificActionSampler):
+    """A specific action sampler: `f(state)` gives the sequences; the last ones are kept."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f, self.last = f, None
+
+    def sample_trajectories(self, state, info):
+        self.last = self.f(state)
+        return self.last
+
+
+def run_specific(name, f, fixed, *a, **kw):
+    """MPPI with a specific action sampler; each command records the sequences it tried
+    (`specific`); `fixed` ones also go in the params as `specific_actions`."""
+    sampler = Recorded(f)
+    r = drive(MPPI, lambda c: c.T, lambda c: {"specific": sampler.last.reshape(-1).tolist()}, name, *a,
+              specific_action_sampler=sampler, **kw)
+    del r["params"]["specific_action_sampler"]
+    if fixed:
+        r["params"]["specific_actions"] = [row.reshape(-1).tolist() for row in f(None)]
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -129,9 +155,22 @@ def main():
         run_kmppi("kmppi-bounded", pend_dyn, pend_cost, 2, s1 * 2, [math.pi, 0.0], 4, rng, num_samples=64, horizon=12, u_min=torch.tensor([-2.0], dtype=D), u_max=torch.tensor([2.0], dtype=D)),
         run_kmppi("kmppi-rbf2-support4", lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng, num_samples=50, horizon=10, num_support_pts=4, kernel=RBFKernel(sigma=2.0), lambda_=2.0),
     ]
+    # After every other case, so their draws are unchanged.
+    T = 10
+    fixed = torch.stack([torch.full((T, 1), 1.5, dtype=D), torch.linspace(-2.5, 2.5, T, dtype=D).reshape(T, 1)])
+    specific = [
+        run_specific("specific-fixed-null-bounded", lambda state: fixed, True, pend_dyn, pend_cost, 2, s1, [2.0, 0.5], 4, rng,
+                     num_samples=30, horizon=T, sample_null_action=True, u_min=torch.tensor([-2.0], dtype=D),
+                     u_max=torch.tensor([2.0], dtype=D), lambda_=0.5),
+        run_specific("specific-from-state", lambda state: (-0.8 * state[0] * torch.ones(1, 8, 2, dtype=D)), False,
+                     lin_dyn, lin_cost, 4, np.array([[1.0, 0.3], [0.3, 0.5]]), [1.0, 0.0, -1.0, 0.5], 4, rng,
+                     num_samples=40, horizon=8, lambda_=2.0),
+    ]
     with open(a.out, "w") as f:
-        json.dump({"peer": "pytorch-mppi 0.9.1 (torch %s, float64)" % torch.__version__, "cases": cases, "smppi_cases": smppi, "kmppi_cases": kmppi}, f, separators=(",", ":"))
-    print(f"{a.out}: {len(cases)} MPPI, {len(smppi)} SMPPI, {len(kmppi)} KMPPI cases, {sum(len(c['steps']) for c in cases + smppi + kmppi)} commands")
+        json.dump({"peer": "pytorch-mppi 0.9.1 (torch %s, float64)" % torch.__version__, "cases": cases, "smppi_cases": smppi, "kmppi_cases": kmppi,
+                   "specific_cases": specific}, f, separators=(",", ":"))
+    print(f"{a.out}: {len(cases)} MPPI, {len(smppi)} SMPPI, {len(kmppi)} KMPPI, {len(specific)} specific-sampler cases, "
+          f"{sum(len(c['steps']) for c in cases + smppi + kmppi + specific)} commands")
 
 
 if __name__ == "__main__":

@@ -109,6 +109,13 @@ impl<D: Dynamics> Kmppi<D> {
     /// Checks the MPPI params and the KMPPI extras.
     pub fn validate(&self, p: &KmppiParams) -> Result<(), crate::MppiError> {
         crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
+        if !p.mppi.specific_actions.is_empty() {
+            return Err(crate::MppiError::invalid(
+                "specific_actions",
+                format!("{} sequences", p.mppi.specific_actions.len()),
+                "none for KMPPI (plain MPPI's sampler only)",
+            ));
+        }
         if p.mppi.precision != crate::Precision::F64 {
             return Err(crate::MppiError::invalid(
                 "precision",

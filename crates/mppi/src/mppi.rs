@@ -12,7 +12,7 @@ use crate::rollout::{
     weights,
 };
 use crate::state::MppiState;
-use kestrel_core::Key;
+use kestrel_core::{FromInvalid, Key};
 use kestrel_dynamics::Dynamics;
 use rayon::prelude::*;
 
@@ -89,6 +89,15 @@ impl<D: Dynamics> Mppi<D> {
             return Err(invalid("u_per_command", p.u_per_command, "1 to horizon"));
         }
         validate_rollouts(p)?;
+        let row = p.horizon * nu;
+        if let Some(i) = p.specific_actions.iter().position(|a| a.len() != row) {
+            return Err(MppiError::invalid(
+                format!("specific_actions[{i}]"),
+                format!("{} values", p.specific_actions[i].len()),
+                format!("horizon × nu = {row}"),
+            ));
+        }
+        check_specific(p, p.specific_actions.len(), &p.specific_actions.concat())?;
         if p.precision == Precision::F32 {
             // What f32 arithmetic must represent: λ as a normal f32, Σ without overflow.
             if !(1e-30..=1e30).contains(&p.lambda) {
@@ -126,8 +135,33 @@ impl<D: Dynamics> Mppi<D> {
             noise: vec![0.0; k * t * nu],
             normals: Vec::new(),
             controls: Vec::new(),
+            specific: p.specific_actions.concat(),
             lanes: Default::default(),
         }
+    }
+
+    /// Replaces the sequences the next commands try in place of samples (pytorch-mppi's
+    /// `SpecificActionSampler.sample_trajectories`, called before a command): `actions` holds
+    /// whole `horizon × nu` sequences, row-major; they stay until replaced. Checked as
+    /// [`MppiParams::specific_actions`] is.
+    pub fn set_specific(
+        &self,
+        p: &MppiParams,
+        s: &mut MppiState,
+        actions: &[f64],
+    ) -> Result<(), MppiError> {
+        let row = p.horizon * self.dynamics.nu();
+        if !actions.len().is_multiple_of(row) {
+            return Err(invalid(
+                "specific_actions",
+                format!("{} values", actions.len()),
+                "whole sequences of horizon × nu values",
+            ));
+        }
+        check_specific(p, actions.len() / row, actions)?;
+        s.specific.clear();
+        s.specific.extend_from_slice(actions);
+        Ok(())
     }
 
     /// Nominal sequence drawn from `N(μ, Σ)` (pytorch-mppi's `U_init=None` and `reset()`).
@@ -355,6 +389,9 @@ impl<D: Dynamics> Mppi<D> {
         costs.resize(k, 0.0);
         ctl.resize(k * t * nu, 0.0);
         let u_nom = &s.u;
+        let s_specific = &s.specific;
+        let num_specific = s_specific.len() / (t * nu);
+        let first_specific = p.sample_null_action as usize;
         // Sample, clamp, keep the effective noise; roll out; per-sample cost. Samples are
         // independent; they are rolled out in blocks of `BLOCK` interleaved step by step (the
         // transitions of one sample form a dependency chain, those of a block overlap in the
@@ -376,6 +413,10 @@ impl<D: Dynamics> Mppi<D> {
                 let nb = c_blk.len();
                 for b in 0..nb {
                     let null = p.sample_null_action && k0 + b == 0;
+                    // A specific sequence in place of this sample (pytorch-mppi's order:
+                    // the null action first, then the sampler's rows).
+                    let j = (k0 + b).wrapping_sub(first_specific);
+                    let specific = (j < num_specific).then(|| &s_specific[j * row..(j + 1) * row]);
                     for tt in 0..t {
                         let o = (b * t + tt) * nu;
                         let (e, v) = (&mut e_blk[o..o + nu], &mut v_blk[o..o + nu]);
@@ -390,7 +431,11 @@ impl<D: Dynamics> Mppi<D> {
                                 e[i] = ei;
                                 v[i] = (p.u_scale * (un[i] + ei)).max(p.u_min[i]).min(p.u_max[i]);
                             } else {
-                                let vi = if null { 0.0 } else { un[i] + noise };
+                                let vi = match specific {
+                                    _ if null => 0.0,
+                                    Some(a) => a[tt * nu + i],
+                                    None => un[i] + noise,
+                                };
                                 let vi = vi.max(p.u_min[i]).min(p.u_max[i]);
                                 e[i] = vi - un[i];
                                 v[i] = p.u_scale * vi;
@@ -442,6 +487,35 @@ impl<D: Dynamics> Mppi<D> {
     }
 }
 
+/// The checks of `n` specific sequences (`values`, whole rows): finite, room among the
+/// samples, pytorch-mppi's convention in f64.
+fn check_specific(p: &MppiParams, n: usize, values: &[f64]) -> Result<(), MppiError> {
+    if n == 0 {
+        return Ok(());
+    }
+    if let Some(v) = values.iter().find(|v| !v.is_finite()) {
+        return Err(invalid("specific_actions", v, "finite values"));
+    }
+    let room = p.num_samples - p.sample_null_action as usize;
+    if n > room {
+        let null = if p.sample_null_action { " - 1 (the null action)" } else { "" };
+        return Err(MppiError::invalid(
+            "specific_actions",
+            format!("{n} sequences"),
+            format!("at most num_samples{null} = {room}"),
+        ));
+    }
+    if p.convention != Convention::PytorchMppi {
+        let why = "none under the jax-mppi convention (it has no specific sampler)";
+        return Err(invalid("specific_actions", format!("{n} sequences"), why));
+    }
+    if p.precision != Precision::F64 {
+        let why = "none with precision f32 (the lanes sample on their own)";
+        return Err(invalid("specific_actions", format!("{n} sequences"), why));
+    }
+    Ok(())
+}
+
 /// Adds each sample's control cost (λ-weighted; jax-mppi's ½ without λ) to its rollout cost;
 /// a NaN total becomes +∞.
 fn control_costs(
@@ -490,6 +564,39 @@ mod tests {
         let bad = MppiParams { noise_sigma: vec![1.0, 0.5, 0.0, 1.0], ..ok };
         let e = m.validate(&bad).unwrap_err().to_string();
         assert!(e.contains("noise_sigma") && e.contains("symmetric"), "{e}");
+    }
+
+    /// Specific sequences are refused by field and value where they cannot be honoured.
+    #[test]
+    fn bad_specific_actions_are_refused_by_name() {
+        let m = Mppi::new(kestrel_dynamics::BasicLinear);
+        let p = MppiParams { num_samples: 3, horizon: 2, ..MppiParams::new(1, 1.0) };
+        let err = |q: MppiParams| m.validate(&q).unwrap_err().to_string();
+        let with = |rows: Vec<Vec<f64>>| MppiParams { specific_actions: rows, ..p.clone() };
+        m.validate(&with(vec![vec![0.5, 0.5]; 3])).unwrap();
+        assert!(err(with(vec![vec![0.5]])).contains("specific_actions[0] = 1 values"));
+        assert!(err(with(vec![vec![0.5, f64::NAN]])).contains("finite"));
+        assert!(err(with(vec![vec![0.5, 0.5]; 4])).contains("at most num_samples = 3"));
+        let null = MppiParams { sample_null_action: true, ..with(vec![vec![0.5, 0.5]; 3]) };
+        assert!(err(null).contains("the null action"));
+        let jax = MppiParams { convention: Convention::JaxMppi, ..with(vec![vec![0.5, 0.5]]) };
+        assert!(err(jax).contains("jax-mppi"));
+        let f32 = MppiParams { precision: Precision::F32, ..with(vec![vec![0.5, 0.5]]) };
+        assert!(err(f32).contains("f32"));
+        let mut s = m.init(&p);
+        let e = m.set_specific(&p, &mut s, &[0.5, 0.5, 0.5]).unwrap_err().to_string();
+        assert!(e.contains("whole sequences"), "{e}");
+        m.set_specific(&p, &mut s, &[0.5, 0.5, -0.5, -0.5]).unwrap();
+        let smppi = crate::Smppi::new(kestrel_dynamics::BasicLinear);
+        let sp = crate::SmppiParams {
+            mppi: with(vec![vec![0.5, 0.5]]),
+            w_action_seq_cost: 1.0,
+            delta_t: 1.0,
+            action_min: vec![-1.0],
+            action_max: vec![1.0],
+            clamp_lifted_control: false,
+        };
+        assert!(smppi.validate(&sp).unwrap_err().to_string().contains("SMPPI"));
     }
 
     #[test]

@@ -77,6 +77,13 @@ pub struct MppiParams {
     /// run in f64).
     #[serde(default)]
     pub precision: Precision,
+    /// Control sequences tried at every command in place of sampled ones (pytorch-mppi's
+    /// `SpecificActionSampler` returning fixed sequences: a trajectory prior, "brake", "hold"):
+    /// each `horizon × nu` values, row-major, taking samples 0, 1, … (after the null action
+    /// when `sample_null_action`), clamped to the bounds like any sample. Plain MPPI under the
+    /// pytorch-mppi convention in f64 (jax-mppi has no such sampler).
+    #[serde(default)]
+    pub specific_actions: Vec<Vec<f64>>,
 }
 
 /// The arithmetic MPPI's `command` runs in.
@@ -116,7 +123,7 @@ pub enum Precision {
 /// | bounds | clamp `U + ε` before scaling | clamp `(U + ε) · u_scale` |
 /// | returned action | `U[0]`, unscaled | `clip(U[0] · u_scale)` |
 /// | stochastic rollouts (M > 1) | variance cost (Kestrel: `rollout_samples`) | none (Kestrel: rejected by `validate`) |
-/// | specific action sampler | yes | no (Kestrel: neither yet) |
+/// | specific action sampler | yes (Kestrel: `specific_actions`, [`crate::Mppi::set_specific`]) | no (Kestrel: refused) |
 /// | parallel envs | `MPPI_Batched` (Kestrel: [`Mppi::command_batch`](crate::Mppi::command_batch)) | user `vmap` |
 /// | exposes costs/weights | yes | no (Kestrel: always, in `MppiState`) |
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -152,6 +159,7 @@ impl MppiParams {
             rollout_var_discount: 0.95,
             convention: Convention::PytorchMppi,
             precision: Precision::F64,
+            specific_actions: Vec::new(),
         }
     }
 }

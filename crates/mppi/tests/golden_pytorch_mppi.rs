@@ -98,6 +98,49 @@ fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize 
     })
 }
 
+/// pytorch-mppi's `SpecificActionSampler`: fixed sequences (after the null action, clamped to
+/// the bounds) and sequences computed from the state at each command. The fixed ones replay
+/// through `MppiParams::specific_actions`; every case also through `Mppi::set_specific` with the
+/// sequences the sampler returned at each command.
+#[test]
+fn specific_action_samplers_match_pytorch_mppi() {
+    fn go<D: Dynamics>(m: &Mppi<D>, case: &Value, through_params: bool) -> usize {
+        let mut p = params(case, Convention::PytorchMppi);
+        if !through_params {
+            p.specific_actions.clear();
+        }
+        m.validate(&p).unwrap();
+        let mut s = m.init(&p);
+        let mut out = vec![0.0; p.u_per_command * m.dynamics().nu()];
+        let tried: Vec<Vec<f64>> =
+            case["steps"].as_array().unwrap().iter().map(|st| floats(&st["specific"])).collect();
+        let mut i = 0;
+        replay_case("pytorch-mppi", case, |x, z| {
+            if !through_params {
+                m.set_specific(&p, &mut s, &tried[i]).unwrap();
+            }
+            i += 1;
+            m.command_with_normals(&p, &mut s, x, z, &mut out, true);
+            vec![("action", out.clone()), ("u", s.u.clone()), ("costs", s.costs.clone())]
+        })
+    }
+    let fx = load_fixture("pytorch_mppi.json");
+    let mut n = 0;
+    for case in fx["specific_cases"].as_array().unwrap() {
+        let fixed = case["params"].get("specific_actions").is_some();
+        for through_params in [true, false] {
+            if through_params && !fixed {
+                continue;
+            }
+            n += match case["system"].as_str().unwrap() {
+                "pendulum" => go(&Mppi::new(PendulumDynamics), case, through_params),
+                _ => go(&Mppi::new(Linear), case, through_params),
+            };
+        }
+    }
+    assert_eq!(n, 12);
+}
+
 #[test]
 fn smppi_matches_pytorch_mppi() {
     let fx = load_fixture("pytorch_mppi.json");

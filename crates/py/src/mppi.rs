@@ -279,6 +279,9 @@ pub(crate) struct ExternalMppi {
     p: kestrel_mppi::MppiParams,
     s: kestrel_mppi::MppiState,
     batch: PyBatch,
+    /// `sampler(state (nx,)) -> (n, horizon, nu)`: pytorch-mppi's
+    /// `SpecificActionSampler.sample_trajectories`, called before every command.
+    sampler: Option<Py<PyAny>>,
     seed: u64,
     t: u64,
 }
@@ -322,7 +325,8 @@ impl ExternalMppi {
     /// `params_json` holds `MppiParams` keys (`num_samples`, `horizon`, `lambda`,
     /// `noise_sigma`, `u_min`, `u_max`, ...) over `MppiParams::new(nu, 1.0)`.
     #[new]
-    #[pyo3(signature = (nx, nu, params_json, dynamics, running_cost, terminal_cost=None, seed=0))]
+    #[pyo3(signature = (nx, nu, params_json, dynamics, running_cost, terminal_cost=None, seed=0, specific_action_sampler=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         nx: usize,
         nu: usize,
@@ -331,6 +335,7 @@ impl ExternalMppi {
         running_cost: Py<PyAny>,
         terminal_cost: Option<Py<PyAny>>,
         seed: u64,
+        specific_action_sampler: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         if nx == 0 || nx > kestrel_mppi::MAX_NX || nu == 0 || nu > kestrel_mppi::MAX_NU {
             return Err(value_error(format!(
@@ -358,7 +363,7 @@ impl ExternalMppi {
         mppi.validate(&p).map_err(value_error)?;
         let s = mppi.init(&p);
         let batch = PyBatch { nx, nu, dynamics, running_cost, terminal_cost };
-        Ok(ExternalMppi { mppi, p, s, batch, seed, t: 0 })
+        Ok(ExternalMppi { mppi, p, s, batch, sampler: specific_action_sampler, seed, t: 0 })
     }
 
     #[getter]
@@ -394,6 +399,21 @@ impl ExternalMppi {
         }
         if let Some(i) = x0.iter().position(|v| !v.is_finite()) {
             return Err(value_error(format!("state[{i}] = {}: not finite", x0[i])));
+        }
+        if let Some(f) = &self.sampler {
+            use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+            let (h, nu) = (self.p.horizon, self.mppi.dynamics().nu);
+            let r = f.bind(py).call1((x0.clone().into_pyarray(py),))?;
+            let what = format!("specific_action_sampler: expected a float64 array of shape (n, {h}, {nu})");
+            let a = r.cast::<PyArrayDyn<f64>>().map_err(|_| value_error(what.clone()))?;
+            let shape = a.shape().to_vec();
+            if shape.len() != 3 || shape[1] != h || shape[2] != nu {
+                return Err(value_error(format!("{what}, got {shape:?}")));
+            }
+            let v: Vec<f64> = a.readonly().as_array().iter().copied().collect();
+            self.mppi
+                .set_specific(&self.p, &mut self.s, &v)
+                .map_err(|e| value_error(format!("specific_action_sampler: {e}")))?;
         }
         let key = Key::new(self.seed).fold_in(self.t);
         let nu = self.mppi.dynamics().nu;

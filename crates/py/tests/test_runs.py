@@ -590,3 +590,30 @@ def test_tuning_a_python_system_refuses_and_raises_as_it_should(tmp_path):
         kestrel.mppi.tune(small, dynamics=boom, running_cost=cost, nx=2, nu=1, out_dir=tmp_path / "c", progress=None)
     record = json.loads(next((tmp_path / "c").glob("*/record.json")).read_text())
     assert record["launches"][-1]["status"] == "failed" and "ZeroDivisionError" in record["launches"][-1]["error"], record
+
+
+def test_specific_action_samplers_as_pytorch_mppi_has_them():
+    """pytorch-mppi's `SpecificActionSampler` (golden in Rust): a callback returning sequences
+    before every command, or fixed `specific_actions`; the two agree and differ from plain
+    MPPI, the sampler sees the state, and bad shapes are named."""
+    kw = dict(nx=2, nu=1, terminal_cost=_basic_terminal, seed=2, num_samples=20, horizon=6, **{"lambda": 0.01})
+    fixed = np.full((1, 6, 1), -3.0)
+    a = kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, specific_action_sampler=lambda x: fixed, **kw)
+    b = kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, specific_actions=[[-3.0] * 6], **kw)
+    plain = kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, **kw)
+    x = np.array([1.0, -0.5])
+    ua, ub, up = a.command(x), b.command(x), plain.command(x)
+    assert ua.tolist() == ub.tolist() and ua.tolist() != up.tolist()
+    # Seen from the state: the sampler gets it.
+    seen = []
+    c = kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, specific_action_sampler=lambda s: seen.append(s.copy()) or fixed, **kw)
+    c.command(x)
+    assert np.array_equal(seen[0], x)
+    bad = kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, specific_action_sampler=lambda s: np.zeros((1, 5, 1)), **kw)
+    with pytest.raises(ValueError, match=r"specific_action_sampler: expected a float64 array of shape \(n, 6, 1\)"):
+        bad.command(x)
+    many = kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, specific_action_sampler=lambda s: np.zeros((21, 6, 1)), **kw)
+    with pytest.raises(ValueError, match="at most num_samples"):
+        many.command(x)
+    with pytest.raises(ValueError, match=r"specific_actions\[0\]"):
+        kestrel.mppi.Controller(system="basic", mppi={"specific_actions": [[0.0] * 3]})

@@ -63,6 +63,10 @@ pub fn params(case: &Value, convention: Convention) -> MppiParams {
         convention,
         // Every golden test pins the bit-exact f64 mode.
         precision: Precision::F64,
+        specific_actions: pr
+            .get("specific_actions")
+            .map(|v| v.as_array().unwrap().iter().map(floats).collect())
+            .unwrap_or_default(),
     }
 }
 

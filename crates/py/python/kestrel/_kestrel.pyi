@@ -258,6 +258,7 @@ class ExternalMppi:
         running_cost: Callable[..., Any],
         terminal_cost: Callable[..., Any] | None = None,
         seed: int = 0,
+        specific_action_sampler: Callable[..., Any] | None = None,
     ) -> Self: ...
     @property
     def nx(self) -> int: ...

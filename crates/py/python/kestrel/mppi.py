@@ -35,13 +35,17 @@ class Controller:
 
     @classmethod
     def from_callbacks(cls, dynamics, running_cost, *, nx: int, nu: int, terminal_cost=None,
-                       seed: int = 0, **mppi) -> "CallbackController":
+                       seed: int = 0, specific_action_sampler=None, **mppi) -> "CallbackController":
         """MPPI over your own batched dynamics (numpy, torch via `.numpy()`, anything):
         `dynamics(x (K, nx), u (K, nu), t) -> (K, nx)` and `running_cost(x, u, t) -> (K,)`
         are called once per horizon step for all K samples (pytorch-mppi's convention: the
         cost sees the state reached), `terminal_cost(x) -> (K,)` once. `mppi` holds MPPI
-        knobs (`num_samples`, `horizon`, `lambda`, `noise_sigma`, `u_min`, `u_max`, ...)."""
-        return CallbackController(dynamics, running_cost, nx=nx, nu=nu, terminal_cost=terminal_cost, seed=seed, **mppi)
+        knobs (`num_samples`, `horizon`, `lambda`, `noise_sigma`, `u_min`, `u_max`,
+        `specific_actions`, ...). `specific_action_sampler(state (nx,)) -> (n, horizon, nu)`
+        is pytorch-mppi's `SpecificActionSampler.sample_trajectories`: called before every
+        command, its sequences take samples 0.. (after the null action), clamped like any."""
+        return CallbackController(dynamics, running_cost, nx=nx, nu=nu, terminal_cost=terminal_cost, seed=seed,
+                                  specific_action_sampler=specific_action_sampler, **mppi)
 
     nx = property(lambda self: self._c.nx)
     nu = property(lambda self: self._c.nu)
@@ -77,13 +81,18 @@ def _f64(f, what):
 class CallbackController:
     """See `Controller.from_callbacks`."""
 
-    def __init__(self, dynamics, running_cost, *, nx, nu, terminal_cost=None, seed=0, **mppi):
+    def __init__(self, dynamics, running_cost, *, nx, nu, terminal_cost=None, seed=0, specific_action_sampler=None,
+                 **mppi):
         for name, f in (("dynamics", dynamics), ("running_cost", running_cost)):
             if not callable(f):
                 raise TypeError(f"{name}: expected a callable, got {type(f).__name__}")
+        for name, f in (("terminal_cost", terminal_cost), ("specific_action_sampler", specific_action_sampler)):
+            if f is not None and not callable(f):
+                raise TypeError(f"{name}: expected a callable, got {type(f).__name__}")
         term = None if terminal_cost is None else _f64(terminal_cost, "terminal_cost")
+        sampler = None if specific_action_sampler is None else _f64(specific_action_sampler, "specific_action_sampler")
         self._c = _kestrel.ExternalMppi(int(nx), int(nu), params_json(drop_none(mppi)), _f64(dynamics, "dynamics"),
-                                        _f64(running_cost, "running_cost"), term, int(seed))
+                                        _f64(running_cost, "running_cost"), term, int(seed), sampler)
 
     nx = property(lambda self: self._c.nx)
     nu = property(lambda self: self._c.nu)
