@@ -81,6 +81,10 @@ bug_switches! {
     fresh_optimizer,
     /// The KL's prior variance is v, not the v·dt the prior samples with.
     kl_prior_variance_v,
+    /// With `model.dt` = n·`env.dt`, a model step's action is the sum of its n env steps'
+    /// actions (the reference's `Rollout.downsample`), n·u for the held u, which the model's
+    /// `u·dt` transition then counts n times; off: the held action u itself.
+    downsample_action_sum,
 }
 
 /// The true vector field.
@@ -340,7 +344,8 @@ impl Default for EvalConfig {
 pub struct ActdynConfig {
     /// Seed of everything (42).
     pub seed: u64,
-    /// Environment steps (10,000).
+    /// Loop steps (10,000): environment steps, or model steps of `model.dt / env.dt`
+    /// environment steps each when the model's step is longer.
     pub steps: u64,
     /// Profile.
     pub profile: Profile,
@@ -406,6 +411,19 @@ impl ActdynConfig {
         self.bugs.resolve(self.profile)
     }
 
+    /// Environment steps per model step, n = `model.dt` / `env.dt` (validated to be whole).
+    ///
+    /// With n > 1 each step of the loop (and of the validation episodes) holds its action for
+    /// n environment steps and observes only the last of them: the observations are
+    /// downsampled to the model's step, as the reference downsamples its rollouts by
+    /// `model.dt / env.dt` before training (`Rollout.downsample`, `actdyn/utils/rollout.py`
+    /// at `d406ea6`). The reference still plans every environment step and downsamples only
+    /// the training data; Kestrel plans once per model step, the only step its model can
+    /// predict. The action the model sees is [`Bugs::downsample_action_sum`]'s.
+    pub fn substeps(&self) -> u64 {
+        (self.model.dt / self.env.dt).round().max(1.0) as u64
+    }
+
     /// Checks every field; the error names it (`section.field`) and the value.
     pub fn validate(&self) -> Result<(), ActdynError> {
         let bad =
@@ -448,6 +466,16 @@ impl ActdynConfig {
                 "model.obs_dim",
                 self.model.obs_dim,
                 format!("env.obs_dim ({})", e.obs_dim),
+            ));
+        }
+        // The model's step is a whole number of the environment's (see `substeps`).
+        let ratio = self.model.dt / e.dt;
+        let n = ratio.round();
+        if !(ratio.is_finite() && (1.0..=1000.0).contains(&n) && (ratio - n).abs() <= 1e-9 * n) {
+            return Err(ActdynError::invalid(
+                "model.dt",
+                self.model.dt,
+                format!("a whole multiple (1 to 1000 times) of env.dt = {}", e.dt),
             ));
         }
         if self.model.latent_dim != 2 {

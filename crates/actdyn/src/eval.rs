@@ -29,9 +29,59 @@ pub struct ValidationData {
     pub f: Vec<f64>,
 }
 
+/// How many environment steps make one model step, and the action a model step records.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Downsample {
+    /// Environment steps per model step (the action held), n ≥ 1.
+    pub substeps: u64,
+    /// Record n·u (the reference's sum over the block) instead of u.
+    pub sum_actions: bool,
+}
+
+impl Default for Downsample {
+    fn default() -> Self {
+        Downsample { substeps: 1, sum_actions: false }
+    }
+}
+
+impl Downsample {
+    /// The action the model sees for the held action `u`.
+    pub fn recorded(&self, u: [f64; 2]) -> [f64; 2] {
+        if self.sum_actions {
+            let n = self.substeps as f64;
+            [n * u[0], n * u[1]]
+        } else {
+            u
+        }
+    }
+
+    /// `substeps` environment steps from `z` with the action `gu` held, the process noise of
+    /// each drawn from `r` in turn (one step: exactly one draw, as before downsampling).
+    pub fn advance(
+        &self,
+        env: &VectorFieldParams,
+        mut z: [f64; 2],
+        gu: [f64; 2],
+        r: &mut kestrel_core::Rng,
+    ) -> [f64; 2] {
+        for _ in 0..self.substeps {
+            let eps = [r.standard_normal(), r.standard_normal()];
+            z = step_latent(&env.field, z, gu, eps, env.dt, env.noise_scale, env.noise_convention)
+                .0;
+        }
+        z
+    }
+}
+
 /// `episodes` episodes of `steps` uniform actions from fresh resets z₀ ~ U[−1, 1]², drawn from
-/// `key` (one sub-key per episode).
-pub fn validation_data(env: &VectorFieldParams, cfg: &EvalConfig, key: Key) -> ValidationData {
+/// `key` (one sub-key per episode); each action held for `ds.substeps` environment steps, the
+/// observation after the last of them.
+pub fn validation_data(
+    env: &VectorFieldParams,
+    cfg: &EvalConfig,
+    key: Key,
+    ds: Downsample,
+) -> ValidationData {
     let (e_n, t_n) = (cfg.episodes, cfg.steps);
     let ny = env.obs.obs_dim();
     let mut v = ValidationData {
@@ -44,19 +94,14 @@ pub fn validation_data(env: &VectorFieldParams, cfg: &EvalConfig, key: Key) -> V
         f: vec![0.0; e_n * t_n * 2],
     };
     let b = env.action_bound;
-    let bugs_sigma = env.noise_convention;
     for e in 0..e_n {
         let mut r = key.fold_in(e as u64).rng();
         let mut z = reset_latent([r.uniform_f64(), r.uniform_f64()]);
         for t in 0..t_n {
             let u = [b * (2.0 * r.uniform_f64() - 1.0), b * (2.0 * r.uniform_f64() - 1.0)];
-            let eps = [r.standard_normal(), r.standard_normal()];
-            let gu = env.action.apply_row(&u);
-            let (next, _) =
-                step_latent(&env.field, z, gu, eps, env.dt, env.noise_scale, bugs_sigma);
-            z = next;
+            z = ds.advance(env, z, env.action.apply_row(&u), &mut r);
             let i = e * t_n + t;
-            v.u[2 * i..2 * i + 2].copy_from_slice(&u);
+            v.u[2 * i..2 * i + 2].copy_from_slice(&ds.recorded(u));
             v.z[2 * i..2 * i + 2].copy_from_slice(&z);
             v.f[2 * i..2 * i + 2].copy_from_slice(&env.field.eval(z));
             let y = &mut v.y[i * ny..(i + 1) * ny];

@@ -123,7 +123,8 @@ pub struct ModelConfig {
     pub dynamics: DynamicsKind,
     /// Residual transition z + m(z)·dt (false: m maps state to next state).
     pub residual: bool,
-    /// Model time step (0.1).
+    /// Model time step (0.1): in an actdyn run, a whole multiple n of `env.dt`, each model
+    /// step holding its action for n environment steps (`ActdynConfig::substeps`).
     pub dt: f64,
     /// Decoder mapping.
     pub decoder: DecoderKind,

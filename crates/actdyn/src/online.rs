@@ -10,7 +10,7 @@ use crate::ActdynError;
 use crate::config::{
     ActdynConfig, Bugs, FieldKind, Metric, ObsKind, ObsNoiseKind, PolicyKind, Profile,
 };
-use crate::eval::{Evaluation, ValidationData, evaluate, validation_data};
+use crate::eval::{Downsample, Evaluation, ValidationData, evaluate, validation_data};
 use crate::fisher::{
     AccumulatedFisher, ActionCost, EnsembleDisagreementCost, FisherBugs, FisherCost, FisherMetric,
     GoalCost, Optimality, WeightedCost,
@@ -23,7 +23,7 @@ use kestrel_core::{FromInvalid, Key};
 use kestrel_envs::vectorfield::{
     DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor, MultiAttractorConfig,
     NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, Snowman, VanDerPol,
-    VectorField, VectorFieldParams, reset_latent, step_latent,
+    VectorField, VectorFieldParams, reset_latent,
 };
 use kestrel_mppi::TrajectoryCost;
 use kestrel_mppi::{Icem, IcemParams, IcemState, KeyedPink};
@@ -513,25 +513,18 @@ impl ActiveRun {
         for a in action.iter_mut() {
             *a = a.clamp(-bound, bound);
         }
-        // Environment.
+        // Environment: the action held for the model step's environment steps, the last
+        // one observed.
         let mut r = k_env.rng();
-        let eps = [r.standard_normal(), r.standard_normal()];
-        let gu = self.env.action.apply_row(&action);
-        let (z, _) = step_latent(
-            &self.env.field,
-            self.z,
-            gu,
-            eps,
-            self.env.dt,
-            self.env.noise_scale,
-            self.env.noise_convention,
-        );
+        let ds = self.downsample();
+        let z = ds.advance(&self.env, self.z, self.env.action.apply_row(&action), &mut r);
         self.env.obs.observe(&z, &mut self.y_next);
         self.env.obs.add_noise(&mut self.y_next, &mut r);
-        self.window.push(&self.y, &self.y_next, action);
+        let seen = ds.recorded(action);
+        self.window.push(&self.y, &self.y_next, seen);
         if self.cfg.save_every > 0 {
             self.pending.next_obs.extend_from_slice(&self.y_next);
-            self.pending.action.extend_from_slice(&action);
+            self.pending.action.extend_from_slice(&seen);
             self.pending_z.extend_from_slice(&z);
         }
         std::mem::swap(&mut self.y, &mut self.y_next);
@@ -605,7 +598,13 @@ impl ActiveRun {
 
     /// Validation episodes for this run's environment (the evaluation seed's).
     pub fn validation_data(&self) -> ValidationData {
-        validation_data(&self.env, &self.cfg.eval, Key::new(self.cfg.eval.seed))
+        validation_data(&self.env, &self.cfg.eval, Key::new(self.cfg.eval.seed), self.downsample())
+    }
+
+    /// Environment steps per model step and the action the model sees
+    /// ([`ActdynConfig::substeps`]).
+    pub fn downsample(&self) -> Downsample {
+        Downsample { substeps: self.cfg.substeps(), sum_actions: self.bugs.downsample_action_sum }
     }
 
     /// Evaluates the current model on `data`.
@@ -802,5 +801,61 @@ mod tests {
         assert_eq!(w.obs, [2.0, -2.0, 3.0, -3.0, 4.0, -4.0]);
         assert_eq!(w.next_obs, [2.5, -2.5, 3.5, -3.5, 4.5, -4.5]);
         assert_eq!(w.action, [20.0, 1.0, 30.0, 1.0, 40.0, 1.0]);
+    }
+
+    /// `model.dt = 3·env.dt`: each step holds its action for three environment steps and
+    /// observes the last; the model sees 3u (the reference's sum, `faithful`) or u (`fixed`);
+    /// the validation episodes are downsampled the same way; `model.dt` off the grid is refused.
+    #[test]
+    fn a_model_step_of_three_environment_steps() {
+        use kestrel_envs::vectorfield::step_latent;
+        for profile in [crate::config::Profile::Faithful, crate::config::Profile::Fixed] {
+            let mut cfg = ActdynConfig { steps: 3, profile, ..ActdynConfig::default() };
+            cfg.model.dt = 0.3;
+            cfg.env.noise_scale = 0.0;
+            cfg.eval.episodes = 1;
+            cfg.eval.steps = 40;
+            cfg.validate().unwrap();
+            assert_eq!(cfg.substeps(), 3);
+            let mut run = ActiveRun::new(cfg.clone()).unwrap();
+            let z0 = run.z;
+            let rec = run.step().unwrap();
+            // Noise-free: three deterministic steps of the true field with the action held.
+            let gu = run.env.action.apply_row(&rec.action);
+            let mut z = z0;
+            for _ in 0..3 {
+                z = step_latent(
+                    &run.env.field,
+                    z,
+                    gu,
+                    [0.0; 2],
+                    0.1,
+                    0.0,
+                    run.env.noise_convention,
+                )
+                .0;
+            }
+            assert_eq!(rec.z, z);
+            let n = run.window.len();
+            let seen = &run.window.action[2 * (n - 1)..2 * n];
+            let k = if profile == crate::config::Profile::Faithful { 3.0 } else { 1.0 };
+            assert_eq!(seen, [k * rec.action[0], k * rec.action[1]], "{profile:?}");
+            // Validation episodes: the recorded actions obey the same rule and the latents
+            // move three environment steps per row.
+            let v = run.validation_data();
+            let one = {
+                let mut c1 = cfg.clone();
+                c1.model.dt = 0.1;
+                ActiveRun::new(c1).unwrap().validation_data()
+            };
+            assert_eq!(v.u[..2], [k * one.u[0], k * one.u[1]]);
+            assert_ne!(v.z[..2], one.z[..2]);
+        }
+        let mut bad = ActdynConfig::default();
+        bad.model.dt = 0.25;
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("model.dt") && e.contains("whole multiple"), "{e}");
+        bad.model.dt = 0.05;
+        assert!(bad.validate().is_err());
     }
 }

@@ -404,7 +404,9 @@ impl ExternalMppi {
             use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
             let (h, nu) = (self.p.horizon, self.mppi.dynamics().nu);
             let r = f.bind(py).call1((x0.clone().into_pyarray(py),))?;
-            let what = format!("specific_action_sampler: expected a float64 array of shape (n, {h}, {nu})");
+            let what = format!(
+                "specific_action_sampler: expected a float64 array of shape (n, {h}, {nu})"
+            );
             let a = r.cast::<PyArrayDyn<f64>>().map_err(|_| value_error(what.clone()))?;
             let shape = a.shape().to_vec();
             if shape.len() != 3 || shape[1] != h || shape[2] != nu {

@@ -617,3 +617,12 @@ def test_specific_action_samplers_as_pytorch_mppi_has_them():
         many.command(x)
     with pytest.raises(ValueError, match=r"specific_actions\[0\]"):
         kestrel.mppi.Controller(system="basic", mppi={"specific_actions": [[0.0] * 3]})
+
+
+def test_actdyn_model_step_a_multiple_of_the_environments(tmp_path):
+    r = kestrel.actdyn.run(steps=25, model={"dt": 0.2}, env={"dt": 0.1}, eval={"episodes": 2, "steps": 20},
+                           out_dir=tmp_path, progress=None)
+    assert "dt = 0.2" in (r.dir / "config.toml").read_text()
+    with pytest.raises(ValueError, match=r"model\.dt.*whole multiple"):
+        kestrel.actdyn.run(steps=5, model={"dt": 0.15}, out_dir=tmp_path / "bad", progress=None)
+    assert not (tmp_path / "bad").exists()
