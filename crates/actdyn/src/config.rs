@@ -487,6 +487,14 @@ impl ActdynConfig {
         }
         self.train.validate()?;
         let p = &self.policy;
+        if p.kind == PolicyKind::Icem && self.model.action_encoder.state_dependent() {
+            return bad(
+                "model.action_encoder.state_dependent",
+                "true".into(),
+                "false with the icem policy (the planners encode actions without the state, \
+                 as the reference's MPC calls action_encoder(actions))",
+            );
+        }
         if p.hold == 0 {
             return bad("policy.hold", "0".into(), "an integer >= 1");
         }

@@ -26,6 +26,12 @@ use kestrel_nn::matmul::{Op, matmul};
 use kestrel_nn::{Act, Activation, Dense, Gru, GruCache, Init, Layer, Sequential, Workspace};
 use serde::{Deserialize, Serialize};
 
+/// Widest hidden layer of an MLP action encoder (the planners encode on the stack).
+pub const MAX_ACTION_WIDTH: usize = 64;
+
+/// The action encoder's branch of the model key ([`SeqVae::init`]).
+const ACTION_KEY: u64 = 0x6163_7469_6f6e;
+
 /// The latent dynamics network.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
@@ -51,6 +57,36 @@ pub enum DynamicsKind {
         #[serde(default = "defaults::gamma")]
         gamma: f64,
     },
+}
+
+/// The action encoder: the transition adds ũ·dt with ũ = E(u), or E(u, z) from the posterior
+/// sample the transition starts from (the reference's `IdentityActionEncoder`,
+/// `LinearActionEncoder` and `MlpActionEncoder`, `actdyn/environment/action.py` at `d406ea6`;
+/// its parameters train with the model's).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+pub enum ActionEncoderKind {
+    /// ũ = u (reference default; the faithful profile's patch ignores the state).
+    #[default]
+    Identity,
+    /// ũ = Wu + b (PyTorch's `nn.Linear(d_action, d_latent)`).
+    Linear,
+    /// ũ = MLP(u), or MLP([u, z]) with `state_dependent`: ReLU hidden layers.
+    Mlp {
+        /// Hidden widths (the reference's `hidden_dims`, [16]); at most 64 each.
+        #[serde(default = "defaults::hidden")]
+        hidden: Vec<usize>,
+        /// Input `[u, z]` instead of `u` (the reference's `act_state_dependent`).
+        #[serde(default)]
+        state_dependent: bool,
+    },
+}
+
+impl ActionEncoderKind {
+    /// Whether the encoder reads the latent state too.
+    pub fn state_dependent(&self) -> bool {
+        matches!(self, ActionEncoderKind::Mlp { state_dependent: true, .. })
+    }
 }
 
 /// Each variant's fields default to the reference's values, so that a config naming only the
@@ -130,6 +166,8 @@ pub struct ModelConfig {
     pub decoder: DecoderKind,
     /// Observation likelihood.
     pub likelihood: Likelihood,
+    /// Action encoder (identity: the reference's default).
+    pub action_encoder: ActionEncoderKind,
 }
 
 impl Default for ModelConfig {
@@ -144,6 +182,7 @@ impl Default for ModelConfig {
             dt: 0.1,
             decoder: DecoderKind::LogLinear,
             likelihood: Likelihood::Gaussian,
+            action_encoder: ActionEncoderKind::Identity,
         }
     }
 }
@@ -197,6 +236,10 @@ pub struct DynCache {
     phi: Vec<f64>,
     m: Vec<f64>,
     rows: usize,
+    /// The action encoder's input rows, workspace and output (`rows × D`).
+    act_in: Vec<f64>,
+    act_ws: Workspace<f64>,
+    u_enc: Vec<f64>,
 }
 
 /// The sequential VAE: its configuration, layers and parameter layout.
@@ -208,8 +251,11 @@ pub struct SeqVae {
     var_head: Sequential<f64>,
     dynamics: DynNet,
     decoder: Sequential<f64>,
-    /// Offsets: gru, mu head, var head, dynamics, dynamics logvar, decoder, decoder logvar, end.
-    off: [usize; 8],
+    /// The action encoder's network (none for the identity).
+    act: Option<Sequential<f64>>,
+    /// Offsets: gru, mu head, var head, dynamics, dynamics logvar, decoder, decoder logvar,
+    /// action encoder, end.
+    off: [usize; 9],
     tensors: Vec<Tensor>,
 }
 
@@ -313,7 +359,27 @@ impl SeqVae {
             DynNet::Mlp(n) => n.num_params(),
             DynNet::Rbf(g) => g.num_centres() * 2,
         };
-        let mut off = [0usize; 8];
+        let act = match &cfg.action_encoder {
+            ActionEncoderKind::Identity => None,
+            ActionEncoderKind::Linear => Some(mlp(&[d, d])?),
+            ActionEncoderKind::Mlp { hidden, state_dependent } => {
+                if hidden.is_empty()
+                    || hidden.len() > 8
+                    || hidden.iter().any(|&h| !(1..=MAX_ACTION_WIDTH).contains(&h))
+                {
+                    return bad(
+                        "model.action_encoder.hidden",
+                        format!("{hidden:?}"),
+                        "1 to 8 widths, each in [1, 64]",
+                    );
+                }
+                let mut sizes = vec![if *state_dependent { 2 * d } else { d }];
+                sizes.extend(hidden);
+                sizes.push(d);
+                Some(mlp(&sizes)?)
+            }
+        };
+        let mut off = [0usize; 9];
         let sizes = [
             gru.num_params(),
             mu_head.num_params(),
@@ -322,6 +388,7 @@ impl SeqVae {
             d,
             decoder.num_params(),
             ny,
+            act.as_ref().map_or(0, |a| a.num_params()),
         ];
         for (i, s) in sizes.iter().enumerate() {
             off[i + 1] = off[i] + s;
@@ -350,7 +417,23 @@ impl SeqVae {
         tensors.push(t("dynamics.logvar", off[4], vec![1, d], false));
         named(&mut tensors, "decoder.mapping.network", &decoder, off[5]);
         tensors.push(t("decoder.noise.logvar", off[6], vec![1, ny], false));
-        Ok(SeqVae { cfg, gru, mu_head, var_head, dynamics, decoder, off, tensors })
+        match (&act, &cfg.action_encoder) {
+            // `nn.Linear` directly under `network`.
+            (Some(a), ActionEncoderKind::Linear) => {
+                let mut sub = Vec::new();
+                named(&mut sub, "", a, off[7]);
+                for mut t in sub {
+                    t.name = format!(
+                        "action_encoder.network.{}",
+                        t.name.rsplit('.').next().unwrap_or("")
+                    );
+                    tensors.push(t);
+                }
+            }
+            (Some(a), _) => named(&mut tensors, "action_encoder.network", a, off[7]),
+            (None, _) => {}
+        }
+        Ok(SeqVae { cfg, gru, mu_head, var_head, dynamics, decoder, act, off, tensors })
     }
 
     /// The configuration.
@@ -360,7 +443,7 @@ impl SeqVae {
 
     /// Number of parameters (4,256 for the reference's MLP model, 5,424 with RBF dynamics).
     pub fn num_params(&self) -> usize {
-        self.off[7]
+        self.off[8]
     }
 
     /// The named tensors of the flat vector, in order.
@@ -484,6 +567,10 @@ impl SeqVae {
         p[self.off[5]..self.off[6]].copy_from_slice(&self.decoder.init(k_dec));
         let mut r = k_dlv.rng();
         p[self.off[6]..self.off[7]].iter_mut().for_each(|v| *v = -2.0 * r.uniform_f64());
+        if let Some(a) = &self.act {
+            // Its own branch of the key: the identity's parameters stay as they were.
+            p[self.off[7]..self.off[8]].copy_from_slice(&a.init(key.fold_in(ACTION_KEY)));
+        }
         p
     }
 
@@ -575,9 +662,73 @@ impl SeqVae {
     ) {
         self.dyn_forward(params, z, cache);
         let dt = self.cfg.dt;
+        let rows = z.len() / self.cfg.latent_dim;
+        let ue = match &self.act {
+            None => u,
+            Some(_) => {
+                let d = self.cfg.latent_dim;
+                let row = |r: usize| (&u[r * d..(r + 1) * d], &z[r * d..(r + 1) * d]);
+                self.encode_actions(
+                    params,
+                    rows,
+                    row,
+                    &mut cache.act_in,
+                    &mut cache.act_ws,
+                    &mut cache.u_enc,
+                );
+                &cache.u_enc[..]
+            }
+        };
         for i in 0..z.len() {
-            out[i] = self.combine(z[i], cache.m[i], u[i], dt);
+            out[i] = self.combine(z[i], cache.m[i], ue[i], dt);
         }
+    }
+
+    /// Whether actions pass through a network (not the identity).
+    pub fn has_action_encoder(&self) -> bool {
+        self.act.is_some()
+    }
+
+    /// The encoded actions ũ = E(u) for rows of `u` (`rows × D`) without the state: what the
+    /// planners roll out (the reference's MPC calls `action_encoder(actions)`; a
+    /// state-dependent encoder is refused with planning). The identity copies. Allocates.
+    pub fn encode_planned_actions(&self, params: &[f64], u: &[f64]) -> Vec<f64> {
+        match &self.act {
+            None => u.to_vec(),
+            Some(net) => {
+                let mut ws = Workspace::default();
+                net.forward(&params[self.off[7]..self.off[8]], u, &mut ws).to_vec()
+            }
+        }
+    }
+
+    /// The action encoder over `rows` rows whose (action, latent) pair `row(r)` gives, into
+    /// `out` (`rows × D`), through `input` and `ws` (kept for the backward pass). Not for the
+    /// identity.
+    fn encode_actions<'a>(
+        &self,
+        params: &[f64],
+        rows: usize,
+        row: impl Fn(usize) -> (&'a [f64], &'a [f64]),
+        input: &mut Vec<f64>,
+        ws: &mut Workspace<f64>,
+        out: &mut Vec<f64>,
+    ) {
+        let d = self.cfg.latent_dim;
+        let net = self.act.as_ref().expect("an action encoder network");
+        let sd = self.cfg.action_encoder.state_dependent();
+        let w = if sd { 2 * d } else { d };
+        input.resize(rows * w, 0.0);
+        for r in 0..rows {
+            let (u, z) = row(r);
+            input[r * w..r * w + d].copy_from_slice(u);
+            if sd {
+                input[r * w + d..(r + 1) * w].copy_from_slice(z);
+            }
+        }
+        let y = net.forward(&params[self.off[7]..self.off[8]], input, ws);
+        out.clear();
+        out.extend_from_slice(y);
     }
 
     #[inline]
@@ -679,7 +830,36 @@ impl SeqVae {
                 }
             }
         }
-        // 3. One-step means from z_me[s, t], t = 0..T−2, with ũ_t = u_{t+1}.
+        // 2b. Encoded actions ũ[s, t] = E(u_{t+1}, z_me[s, t]) for t = 0..T−2 (the reference's
+        // `action_encoder(u[..., 1:, :], z_me[..., :-1, :])`); the identity copies u_{t+1}.
+        let rows1 = s_n * (t_n - 1);
+        match &self.act {
+            None => {
+                ws.u_enc.resize(rows1 * d, 0.0);
+                for s in 0..s_n {
+                    for t in 0..t_n - 1 {
+                        let dst = (s * (t_n - 1) + t) * d;
+                        ws.u_enc[dst..dst + d].copy_from_slice(&u[(t + 1) * d..(t + 2) * d]);
+                    }
+                }
+            }
+            Some(_) => {
+                let z_me = &ws.z_me;
+                let row = |r: usize| {
+                    let (s, t) = (r / (t_n - 1), r % (t_n - 1));
+                    (&u[(t + 1) * d..(t + 2) * d], &z_me[(s * t_n + t) * d..(s * t_n + t + 1) * d])
+                };
+                self.encode_actions(
+                    params,
+                    rows1,
+                    row,
+                    &mut ws.act_in,
+                    &mut ws.act_ws,
+                    &mut ws.u_enc,
+                );
+            }
+        }
+        // 3. One-step means from z_me[s, t], t = 0..T−2, with ũ[s, t].
         for s in 0..s_n {
             for t in 0..t_n - 1 {
                 let src = (s * t_n + t) * d;
@@ -687,7 +867,6 @@ impl SeqVae {
                 ws.buf[dst..dst + d].copy_from_slice(&ws.z_me[src..src + d]);
             }
         }
-        let rows1 = s_n * (t_n - 1);
         let mut one = std::mem::take(&mut ws.one);
         self.dyn_forward(params, &ws.buf[..rows1 * d], &mut one);
         for s in 0..s_n {
@@ -695,7 +874,7 @@ impl SeqVae {
                 for j in 0..d {
                     let i = (s * (t_n - 1) + t) * d + j;
                     let zin = ws.z_me[(s * t_n + t) * d + j];
-                    ws.z_tr[i] = self.combine(zin, one.m[i], u[(t + 1) * d + j], dt);
+                    ws.z_tr[i] = self.combine(zin, one.m[i], ws.u_enc[i], dt);
                 }
             }
         }
@@ -739,8 +918,8 @@ impl SeqVae {
                 for t in 0..len {
                     for j in 0..d {
                         let i = (s * len + t) * d + j;
-                        let pm =
-                            self.combine(lvl.zin[i], lvl.dyn_cache.m[i], u[(t + k) * d + j], dt);
+                        let ue = ws.u_enc[(s * (t_n - 1) + t + k - 1) * d + j];
+                        let pm = self.combine(lvl.zin[i], lvl.dyn_cache.m[i], ue, dt);
                         lvl.prior_mu[i] = pm;
                         lvl.zhat[i] = pm + (v[j] * dt).sqrt() * xi[i];
                     }
@@ -1001,6 +1180,43 @@ impl SeqVae {
         }
         ws.one = one;
         ws.dz1 = dz1;
+        // The action encoder: every one-step and prior mean adds ũ·dt.
+        if let Some(net) = &self.act {
+            ws.du.clear();
+            ws.du.extend(ws.dz_tr[..rows1 * d].iter().map(|g| g * dt));
+            for k in 1..=k_n {
+                let len = t_n - k;
+                let lvl = &ws.levels[k - 1];
+                for s in 0..s_n {
+                    for t in 0..len {
+                        for j in 0..d {
+                            let g = lvl.dprior[(s * len + t) * d + j];
+                            ws.du[(s * (t_n - 1) + t + k - 1) * d + j] += g * dt;
+                        }
+                    }
+                }
+            }
+            let sd = self.cfg.action_encoder.state_dependent();
+            let w = if sd { 2 * d } else { d };
+            ws.dact_in.resize(rows1 * w, 0.0);
+            net.backward(
+                &params[self.off[7]..self.off[8]],
+                &mut ws.act_ws,
+                &ws.du,
+                &mut grads[self.off[7]..self.off[8]],
+                if sd { Some(&mut ws.dact_in[..]) } else { None },
+            );
+            if sd {
+                for s in 0..s_n {
+                    for t in 0..t_n - 1 {
+                        let r = s * (t_n - 1) + t;
+                        for j in 0..d {
+                            ws.dz_me[(s * t_n + t) * d + j] += ws.dact_in[r * w + d + j];
+                        }
+                    }
+                }
+            }
+        }
         // z_me = μ + √σ² ε.
         for s in 0..s_n {
             for t in 0..t_n {
@@ -1233,6 +1449,13 @@ pub struct ElboWorkspace {
     dh2: Vec<f64>,
     vy: Vec<f64>,
     sig_y: Vec<f64>,
+    /// Encoded actions ũ (`S × (T − 1) × D`), the encoder's input rows and workspace, and
+    /// their gradients.
+    u_enc: Vec<f64>,
+    act_in: Vec<f64>,
+    act_ws: Workspace<f64>,
+    du: Vec<f64>,
+    dact_in: Vec<f64>,
 }
 
 impl ElboWorkspace {

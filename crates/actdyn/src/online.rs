@@ -449,7 +449,8 @@ impl ActiveRun {
                 } else {
                     None
                 };
-                let cost_of = |m: Metric| -> Result<AnyCost<'_>, ActdynError> {
+                let (model, params) = (&self.model, &self.params[..]);
+                let cost_of_metric = |m: Metric| -> Result<AnyCost<'_>, ActdynError> {
                     Ok(match m {
                         Metric::ActionCost => AnyCost::Action(ActionCost),
                         Metric::EnsembleDisagreement => {
@@ -479,6 +480,16 @@ impl ActiveRun {
                             )?)
                         }
                         Metric::Composite => unreachable!("validated: no nested composite"),
+                    })
+                };
+                let cost_of = |m: Metric| -> Result<AnyCost<'_>, ActdynError> {
+                    let base = cost_of_metric(m)?;
+                    // The model's objectives see the encoded actions; the action cost the
+                    // actions themselves (the reference's `ActionCostMetric` reads them raw).
+                    Ok(if m != Metric::ActionCost && model.has_action_encoder() {
+                        AnyCost::Encoded(Box::new(base), model, params)
+                    } else {
+                        base
                     })
                 };
                 let icem = self.icem.as_mut().expect("planner with the icem policy");
@@ -760,6 +771,9 @@ enum AnyCost<'a> {
     Ensemble(EnsembleDisagreementCost<'a>),
     Goal(GoalCost<'a>),
     Fisher(FisherCost<'a>),
+    /// A model objective over the encoded actions (the model's action encoder, without the
+    /// state, as the reference's MPC calls `action_encoder(actions)` before `predict`).
+    Encoded(Box<AnyCost<'a>>, &'a SeqVae, &'a [f64]),
 }
 
 impl AnyCost<'_> {
@@ -769,6 +783,7 @@ impl AnyCost<'_> {
             AnyCost::Ensemble(c) => c,
             AnyCost::Goal(c) => c,
             AnyCost::Fisher(c) => c,
+            AnyCost::Encoded(c, ..) => c.as_ref(),
         }
     }
 }
@@ -778,8 +793,14 @@ impl TrajectoryCost for AnyCost<'_> {
         self.inner().validate(horizon, action_dim)
     }
 
+    /// An encoded objective allocates its encoded copy of `x` per call.
     fn cost(&self, x: &[f64], horizon: usize, action_dim: usize, out: &mut [f64]) {
-        self.inner().cost(x, horizon, action_dim, out)
+        match self {
+            AnyCost::Encoded(c, model, params) => {
+                c.cost(&model.encode_planned_actions(params, x), horizon, action_dim, out)
+            }
+            _ => self.inner().cost(x, horizon, action_dim, out),
+        }
     }
 }
 
@@ -857,5 +878,51 @@ mod tests {
         assert!(e.contains("model.dt") && e.contains("whole multiple"), "{e}");
         bad.model.dt = 0.05;
         assert!(bad.validate().is_err());
+    }
+
+    /// The planners roll out encoded actions: a linear action encoder at W = I, b = 0 plans
+    /// exactly as the identity, at W = 2I it plans otherwise; a state-dependent encoder is
+    /// refused with planning and trains with the random policy.
+    #[test]
+    fn planners_see_the_encoded_actions() {
+        use crate::model::ActionEncoderKind;
+        let first_plan = |enc: ActionEncoderKind, w: Option<[f64; 4]>| {
+            let mut cfg = ActdynConfig::e2();
+            cfg.policy.samples = 16;
+            cfg.policy.iterations = 2;
+            cfg.policy.horizon = 5;
+            cfg.model.action_encoder = enc;
+            let mut run = ActiveRun::new(cfg).unwrap();
+            if let Some(w) = w {
+                let params = &mut run.params;
+                run.model.set_tensor_values(params, "action_encoder.network.weight", &w).unwrap();
+                run.model
+                    .set_tensor_values(params, "action_encoder.network.bias", &[0.0; 2])
+                    .unwrap();
+            }
+            run.act(Key::new(3)).unwrap()
+        };
+        let identity = first_plan(ActionEncoderKind::Identity, None);
+        let unit = first_plan(ActionEncoderKind::Linear, Some([1.0, 0.0, 0.0, 1.0]));
+        let double = first_plan(ActionEncoderKind::Linear, Some([2.0, 0.0, 0.0, 2.0]));
+        assert_eq!(identity, unit);
+        assert_ne!(identity, double);
+        let sd = ActionEncoderKind::Mlp { hidden: vec![8], state_dependent: true };
+        let mut cfg = ActdynConfig::e2();
+        cfg.model.action_encoder = sd.clone();
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains("model.action_encoder.state_dependent"), "{e}");
+        let mut cfg = ActdynConfig { steps: 30, ..ActdynConfig::default() };
+        cfg.model.action_encoder = sd;
+        let mut run = ActiveRun::new(cfg).unwrap();
+        let mut trained = 0;
+        for _ in 0..30 {
+            let rec = run.step().unwrap();
+            if let Some(t) = rec.train {
+                assert!(t.terms.loss.is_finite());
+                trained += 1;
+            }
+        }
+        assert!(trained > 0);
     }
 }

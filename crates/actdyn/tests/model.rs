@@ -5,7 +5,8 @@
 //! gap is summation order in f64, well below 1e-12 in practice).
 
 use kestrel_actdyn::model::{
-    DynamicsKind, ElboNoise, ElboOptions, ElboWorkspace, ModelConfig, SeqVae, ln_gamma,
+    ActionEncoderKind, DynamicsKind, ElboNoise, ElboOptions, ElboWorkspace, ModelConfig, SeqVae,
+    ln_gamma,
 };
 use kestrel_core::Key;
 use kestrel_testkit::{actdyn_fixture, central_differences, flat};
@@ -134,6 +135,42 @@ fn elbo_gradients_match_central_differences() {
             0.3,
         ),
         (
+            "linear action encoder, residual masked",
+            ModelConfig {
+                obs_dim: 4,
+                residual: true,
+                action_encoder: ActionEncoderKind::Linear,
+                ..ModelConfig::default()
+            },
+            false,
+            0.3,
+        ),
+        (
+            "mlp action encoder",
+            ModelConfig {
+                obs_dim: 4,
+                action_encoder: ActionEncoderKind::Mlp {
+                    hidden: vec![5, 3],
+                    state_dependent: false,
+                },
+                ..ModelConfig::default()
+            },
+            true,
+            0.0,
+        ),
+        (
+            "state-dependent mlp action encoder, rbf residual masked",
+            ModelConfig {
+                obs_dim: 4,
+                dynamics: DynamicsKind::Rbf { grid: 4, z_max: 2.0, alpha: 0.1, gamma: 1.0 },
+                residual: true,
+                action_encoder: ActionEncoderKind::Mlp { hidden: vec![6], state_dependent: true },
+                ..ModelConfig::default()
+            },
+            false,
+            0.3,
+        ),
+        (
             "mlp decoder, residual",
             ModelConfig {
                 obs_dim: 4,
@@ -203,4 +240,32 @@ fn ln_gamma_known_values() {
     {
         assert!((ln_gamma(x) - want).abs() < 1e-13, "lgamma({x})");
     }
+}
+
+/// The action encoders' parameters under the reference's names (`action_encoder.network.*`,
+/// `nn.Linear` directly or an `nn.Sequential` with ReLUs at the odd indices) and counts, the
+/// other tensors where they were; widths beyond the planners' stack are refused.
+#[test]
+fn action_encoders_are_named_and_sized_as_the_reference() {
+    let base = SeqVae::new(ModelConfig::default()).unwrap();
+    let with = |e: ActionEncoderKind| {
+        SeqVae::new(ModelConfig { action_encoder: e, ..ModelConfig::default() })
+    };
+    let lin = with(ActionEncoderKind::Linear).unwrap();
+    assert_eq!(lin.num_params(), base.num_params() + 6);
+    assert_eq!(lin.tensor("action_encoder.network.weight").unwrap().shape, vec![2, 2]);
+    let mlp = with(ActionEncoderKind::Mlp { hidden: vec![16], state_dependent: false }).unwrap();
+    assert_eq!(mlp.num_params(), base.num_params() + 2 * 16 + 16 + 16 * 2 + 2);
+    assert_eq!(mlp.tensor("action_encoder.network.0.weight").unwrap().shape, vec![16, 2]);
+    assert_eq!(mlp.tensor("action_encoder.network.2.weight").unwrap().shape, vec![2, 16]);
+    let sd = with(ActionEncoderKind::Mlp { hidden: vec![16], state_dependent: true }).unwrap();
+    assert_eq!(sd.tensor("action_encoder.network.0.weight").unwrap().shape, vec![16, 4]);
+    for t in base.tensors() {
+        assert_eq!(mlp.tensor(&t.name).unwrap(), t, "{}", t.name);
+    }
+    // Initialisation leaves the other parameters as the identity's.
+    let (p0, p1) = (base.init(Key::new(9)), mlp.init(Key::new(9)));
+    assert_eq!(p0[..], p1[..base.num_params()]);
+    let e = with(ActionEncoderKind::Mlp { hidden: vec![65], state_dependent: false }).unwrap_err();
+    assert!(e.to_string().contains("model.action_encoder.hidden"), "{e}");
 }

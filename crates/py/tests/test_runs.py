@@ -626,3 +626,18 @@ def test_actdyn_model_step_a_multiple_of_the_environments(tmp_path):
     with pytest.raises(ValueError, match=r"model\.dt.*whole multiple"):
         kestrel.actdyn.run(steps=5, model={"dt": 0.15}, out_dir=tmp_path / "bad", progress=None)
     assert not (tmp_path / "bad").exists()
+
+
+def test_actdyn_action_encoders_from_python(tmp_path):
+    """The reference's `MlpActionEncoder` (and `LinearActionEncoder`): trained with the model,
+    planned through (without the state); a state-dependent one is refused with planning."""
+    enc = {"type": "mlp", "hidden": [16]}
+    assert kestrel.config("actdyn", model={"action_encoder": enc})["model"]["action_encoder"] == {**enc, "state_dependent": False}
+    r = kestrel.actdyn.run(preset="e2", steps=24, model={"action_encoder": enc},
+                           policy={"samples": 16, "iterations": 2, "horizon": 5},
+                           eval={"episodes": 2, "steps": 20}, out_dir=tmp_path, progress=None)
+    assert "action_encoder" in (r.dir / "config.toml").read_text() and np.isfinite(r.metrics["loss_per_t"]).any()
+    with pytest.raises(ValueError, match=r"model\.action_encoder\.state_dependent"):
+        kestrel.actdyn.run(preset="e2", steps=5, model={"action_encoder": {**enc, "state_dependent": True}},
+                           out_dir=tmp_path / "bad", progress=None)
+    assert not (tmp_path / "bad").exists()
