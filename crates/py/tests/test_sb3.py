@@ -144,3 +144,29 @@ def test_options_reach_the_batch_or_are_refused():
     with pytest.raises(ValueError, match="one options dict"):
         venv.reset()
     venv.close()
+
+
+def test_env_info_keys_reach_each_rows_dict_when_asked():
+    n = 8
+    kw = dict(canvas=5, tasks_per_family=2, max_episode_steps=4, selection="point", flatten="discrete")
+    plain = kestrel.sb3.VecEnv("ARC-jaxarc-v0", num_envs=n, seed=1, **kw)
+    plain.reset()
+    assert plain.reset_infos == [{}] * n
+    venv = kestrel.sb3.VecEnv("ARC-jaxarc-v0", num_envs=n, seed=1, info=True, **kw)
+    venv.reset()
+    assert all(set(d) >= {"similarity", "improvement", "operation", "step"} for d in venv.reset_infos)
+    assert all(d["step"] == 0 and d["operation"] == -1 for d in venv.reset_infos)
+    rng = np.random.default_rng(0)
+    seen_end = False
+    for _ in range(6):
+        # Operations below Submit (34), any point: the flattened action is op * 25 + point.
+        a = rng.integers(0, 34, n) * 25 + rng.integers(0, 25, n)
+        _, _, dones, infos = venv.step(a)
+        for i in range(n):
+            if dones[i]:
+                seen_end = True
+                assert "terminal_observation" in infos[i] and "similarity" not in infos[i]
+            else:
+                assert infos[i]["step"] >= 1 and 0.0 <= infos[i]["similarity"] <= 1.0
+                assert infos[i]["operation"] == a[i] // 25
+    assert seen_end

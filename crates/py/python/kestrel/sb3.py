@@ -19,9 +19,14 @@ episode's own wall seconds, as Gymnasium's `RecordEpisodeStatistics` has it, whe
 has the seconds since it was made). `seed(s)` seeds the next `reset()` as SB3 does, rows
 `s, s + 1, ...` (Kestrel derives every row's key from `s` and the row); `set_options` takes
 one options dict for every row (Kestrel's `reset` options). Observations, rewards and dones are
-fresh arrays each step (SB3 keeps the previous observation while it receives the next). The
-envs' own `info` keys (ARC's similarity and the like) are not passed on, and `reset_infos`
-stays empty.
+fresh arrays each step (SB3 keeps the previous observation while it receives the next).
+
+With `info=True` the envs' own `info` keys (ARC's `similarity`, `improvement`, `operation`,
+`step`) go into each row's dict, as `DummyVecEnv` passes an env's info on, and into
+`reset_infos` after a reset. A row that ended gets the keys of its final step from
+`final_info` (ARC keeps none there yet, so its ended rows carry none); the keys of the episode
+that replaced it are not mixed in. It costs a Python loop over the rows every step, so it is
+off by default.
 
 Needs `stable-baselines3` (which brings torch): `pip install stable-baselines3`.
 """
@@ -48,15 +53,33 @@ def _same_options(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
+_BATCH_KEYS = ("final_obs", "final_info", "episode")
+
+
+def _rows(info: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """Gymnasium's batched info (arrays, with `_key` masks) as one dict per row; the batch's own
+    keys (final observation and info, episode statistics) left out."""
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for k, v in info.items():
+        if k.startswith("_") or k in _BATCH_KEYS or isinstance(v, dict):
+            continue
+        mask = info.get("_" + k)
+        for i in (np.flatnonzero(mask) if mask is not None else range(n)):
+            out[i][k] = v[i]
+    return out
+
+
 class VecEnv(_SB3VecEnv):
     """An SB3 `VecEnv` over one Kestrel batch of `num_envs` envs of `env_id` (any id
     `kestrel.make_vec` takes, with its keyword parameters). The treasure hunt's agents are rows
     of their own, as in `kestrel.make_vec`."""
 
     def __init__(self, env_id: str, num_envs: int = 1, *, seed: int | None = None,
-                 render_mode: str | None = None, num_threads: int | None = None, **params: Any) -> None:
+                 render_mode: str | None = None, num_threads: int | None = None, info: bool = False,
+                 **params: Any) -> None:
+        self._env_info = bool(info)
         self.venv = VectorEnv(env_id, num_envs, seed=seed, autoreset_mode="same_step", copy=True,
-                              render_mode=render_mode, num_threads=num_threads, arc_info=False, **params)
+                              render_mode=render_mode, num_threads=num_threads, arc_info=self._env_info, **params)
         self.env_id = self.venv.env_id
         self.render_mode = render_mode
         self._actions: np.ndarray | None = None
@@ -71,8 +94,8 @@ class VecEnv(_SB3VecEnv):
         if not all(_same_options(o, options[0]) for o in options):
             raise ValueError("set_options: a Kestrel batch resets its rows with one options dict; "
                              "pass a dict, or the same one for every row")
-        obs, _ = self.venv.reset(seed=seed, options=options[0] or None)
-        self.reset_infos = [{} for _ in range(self.num_envs)]
+        obs, info = self.venv.reset(seed=seed, options=options[0] or None)
+        self.reset_infos = _rows(info, self.num_envs) if self._env_info else [{} for _ in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()
         return obs
@@ -90,6 +113,10 @@ class VecEnv(_SB3VecEnv):
         dones = term | trunc
         infos: list[dict[str, Any]] = [{"TimeLimit.truncated": False} for _ in range(self.num_envs)]
         ended = np.flatnonzero(dones)
+        if self._env_info:
+            live, last = _rows(info, self.num_envs), _rows(info.get("final_info", {}), self.num_envs)
+            for i in range(self.num_envs):
+                infos[i].update(last[i] if dones[i] else live[i])
         if ended.size:
             final = info["final_obs"]
             ep = info.get("episode")
