@@ -83,7 +83,9 @@ bug_switches! {
     kl_prior_variance_v,
     /// With `model.dt` = n·`env.dt`, a model step's action is the sum of its n env steps'
     /// actions (the reference's `Rollout.downsample`), n·u for the held u, which the model's
-    /// `u·dt` transition then counts n times; off: the held action u itself.
+    /// `u·dt` transition then counts n times; off: the held action u itself. It is what the
+    /// model trains on and what the saved transitions hold; the planners still roll out (and
+    /// the environment still receives) u, as the reference's MPC plans raw actions.
     downsample_action_sum,
 }
 

@@ -26,7 +26,8 @@ use kestrel_nn::matmul::{Op, matmul};
 use kestrel_nn::{Act, Activation, Dense, Gru, GruCache, Init, Layer, Sequential, Workspace};
 use serde::{Deserialize, Serialize};
 
-/// Widest hidden layer of an MLP action encoder (the planners encode on the stack).
+/// Widest hidden layer of an MLP action encoder (the reference's is 16; a bound on what a
+/// config may ask, as for the other networks).
 pub const MAX_ACTION_WIDTH: usize = 64;
 
 /// The action encoder's branch of the model key ([`SeqVae::init`]).

@@ -886,11 +886,12 @@ mod tests {
     #[test]
     fn planners_see_the_encoded_actions() {
         use crate::model::ActionEncoderKind;
-        let first_plan = |enc: ActionEncoderKind, w: Option<[f64; 4]>| {
+        let first_plan = |enc: ActionEncoderKind, w: Option<[f64; 4]>, metric: Metric| {
             let mut cfg = ActdynConfig::e2();
             cfg.policy.samples = 16;
             cfg.policy.iterations = 2;
             cfg.policy.horizon = 5;
+            cfg.policy.metric = metric;
             cfg.model.action_encoder = enc;
             let mut run = ActiveRun::new(cfg).unwrap();
             if let Some(w) = w {
@@ -902,11 +903,19 @@ mod tests {
             }
             run.act(Key::new(3)).unwrap()
         };
-        let identity = first_plan(ActionEncoderKind::Identity, None);
-        let unit = first_plan(ActionEncoderKind::Linear, Some([1.0, 0.0, 0.0, 1.0]));
-        let double = first_plan(ActionEncoderKind::Linear, Some([2.0, 0.0, 0.0, 2.0]));
-        assert_eq!(identity, unit);
-        assert_ne!(identity, double);
+        let (lin, unit, double) =
+            (ActionEncoderKind::Linear, [1.0, 0.0, 0.0, 1.0], [2.0, 0.0, 0.0, 2.0]);
+        // The model's objective sees ũ: W = I plans as the identity, W = 2I otherwise.
+        let a = Metric::AOptimality;
+        let identity = first_plan(ActionEncoderKind::Identity, None, a);
+        assert_eq!(identity, first_plan(lin.clone(), Some(unit), a));
+        assert_ne!(identity, first_plan(lin.clone(), Some(double), a));
+        // The action cost sees u itself, whatever the encoder.
+        let c = Metric::ActionCost;
+        assert_eq!(
+            first_plan(ActionEncoderKind::Identity, None, c),
+            first_plan(lin, Some(double), c)
+        );
         let sd = ActionEncoderKind::Mlp { hidden: vec![8], state_dependent: true };
         let mut cfg = ActdynConfig::e2();
         cfg.model.action_encoder = sd.clone();

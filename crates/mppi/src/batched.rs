@@ -73,6 +73,115 @@ impl Dynamics for Sizes {
     }
 }
 
+/// Samples that share a horizon and a controls buffer: rows `first_row..first_row + samples` of
+/// a rollout, sample `k`'s control at step `t` at `controls[(k·horizon + t)·nu..]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Block<'a> {
+    /// The block's first row.
+    pub first_row: usize,
+    /// Its samples (rows).
+    pub samples: usize,
+    /// Its horizon.
+    pub horizon: usize,
+    /// Its controls, `samples × horizon × nu`.
+    pub controls: &'a [f64],
+}
+
+/// The packed rows of one horizon step, reused between calls.
+#[derive(Clone, Debug, Default)]
+pub struct RolloutScratch {
+    xa: Vec<f64>,
+    ua: Vec<f64>,
+    na: Vec<f64>,
+    ca: Vec<f64>,
+    active: Vec<usize>,
+}
+
+/// Rolls every block's samples out from the states in `x` (`rows × nx`, left holding the
+/// final states) and writes each row's rollout cost to `costs` (`rows`): one call of the
+/// dynamics and one of the running cost per horizon step for every row whose horizon reaches
+/// it (jax-mppi's convention costs the state before the step, pytorch-mppi's the state
+/// reached), then one of the terminal cost for all rows. The one rollout of the batched
+/// tuner and of the Python package's callback controller.
+pub fn rollout_costs<B: BatchDynamics>(
+    dynamics: &B,
+    jax: bool,
+    blocks: &[Block<'_>],
+    x: &mut [f64],
+    costs: &mut [f64],
+    s: &mut RolloutScratch,
+) -> Result<(), B::Error> {
+    let (nx, nu) = (dynamics.nx(), dynamics.nu());
+    let rows = costs.len();
+    s.xa.resize(rows * nx, 0.0);
+    s.na.resize(rows * nx, 0.0);
+    s.ua.resize(rows * nu, 0.0);
+    s.ca.resize(rows, 0.0);
+    costs.fill(0.0);
+    let max_t = blocks.iter().map(|b| b.horizon).max().unwrap_or(0);
+    for tt in 0..max_t {
+        s.active.clear();
+        for b in blocks.iter().filter(|b| tt < b.horizon) {
+            for kk in 0..b.samples {
+                let (m, src, r) = (s.active.len(), (kk * b.horizon + tt) * nu, b.first_row + kk);
+                s.ua[m * nu..(m + 1) * nu].copy_from_slice(&b.controls[src..src + nu]);
+                s.xa[m * nx..(m + 1) * nx].copy_from_slice(&x[r * nx..(r + 1) * nx]);
+                s.active.push(r);
+            }
+        }
+        let m = s.active.len();
+        let (xa, u) = (&s.xa[..m * nx], &s.ua[..m * nu]);
+        if jax {
+            dynamics.running_cost(xa, u, tt, &mut s.ca[..m])?;
+        }
+        dynamics.step(xa, u, tt, &mut s.na[..m * nx])?;
+        if !jax {
+            dynamics.running_cost(&s.na[..m * nx], u, tt, &mut s.ca[..m])?;
+        }
+        for (i, &r) in s.active.iter().enumerate() {
+            costs[r] += s.ca[i];
+            x[r * nx..(r + 1) * nx].copy_from_slice(&s.na[i * nx..(i + 1) * nx]);
+        }
+    }
+    if dynamics.terminal_cost(x, &mut s.ca[..rows])? {
+        costs.iter_mut().zip(&s.ca).for_each(|(c, v)| *c += v);
+    }
+    Ok(())
+}
+
+/// What batched episodes need of every candidate's params beyond [`Mppi::validate`]: float64
+/// and one rollout per sample (the callbacks roll out each sample once, in f64).
+pub fn check_base(p: &MppiParams) -> Result<(), MppiError> {
+    if p.precision != Precision::F64 {
+        return Err(MppiError::invalid("precision", "f32", "f64 with batched dynamics"));
+    }
+    if p.rollout_samples > 1 {
+        let v = p.rollout_samples;
+        return Err(MppiError::invalid("rollout_samples", v, "1 with batched dynamics"));
+    }
+    Ok(())
+}
+
+/// The memory of [`population_costs`] for `episodes` episodes of params like `p`: every
+/// episode's MPPI state (noise, normals and controls of K × T × nu, costs and weights of K)
+/// and the rollout rows (states, packed states and controls, next states, costs), checked
+/// against [`kestrel_core::check_bytes`]'s limit under `field`.
+pub fn check_memory(
+    field: &'static str,
+    value: impl ToString,
+    p: &MppiParams,
+    nx: usize,
+    nu: usize,
+    episodes: usize,
+) -> Result<(), MppiError> {
+    let (k, t) = (p.num_samples as u128, p.horizon as u128);
+    let (nx, nu, e) = (nx as u128, nu as u128, episodes as u128);
+    let per_episode = 3 * k * t * nu + 2 * k + t * nu;
+    let rows = e.saturating_mul(k);
+    let cells = e.saturating_mul(per_episode).saturating_add(rows.saturating_mul(3 * nx + nu + 2));
+    Ok(kestrel_core::check_bytes(field, value, cells, 8)?)
+}
+
 /// Why [`population_costs`] failed.
 #[derive(Debug)]
 pub enum BatchedError<E> {
@@ -111,16 +220,7 @@ pub fn population_costs<B: BatchDynamics>(
         );
     }
     for p in params {
-        if p.precision != Precision::F64 {
-            return bad("precision", "f32".into(), "f64 with batched dynamics");
-        }
-        if p.rollout_samples > 1 {
-            return bad(
-                "rollout_samples",
-                p.rollout_samples.to_string(),
-                "1 with batched dynamics",
-            );
-        }
+        check_base(p).map_err(BatchedError::Invalid)?;
         if p.convention != first.convention {
             return bad("convention", "mixed".into(), "one convention for the population");
         }
@@ -128,6 +228,10 @@ pub fn population_costs<B: BatchDynamics>(
     let jax = first.convention == Convention::JaxMppi;
     let live: Vec<usize> =
         (0..params.len()).filter(|&c| mppi.validate(&params[c]).is_ok()).collect();
+    if live.is_empty() {
+        // Nothing to roll out: no call with empty arrays.
+        return Ok(vec![f64::INFINITY; params.len()]);
+    }
     let ne = starts.len();
     // Episodes in flight: candidate-major, start-minor.
     struct Episode {
@@ -160,13 +264,9 @@ pub fn population_costs<B: BatchDynamics>(
         })
         .collect();
     let rows = episodes.iter().map(|ep| params[ep.c].num_samples).sum::<usize>();
-    let max_t = episodes.iter().map(|ep| params[ep.c].horizon).max().unwrap_or(0);
     let mut xr = vec![0.0; rows * nx];
     let mut costs = vec![0.0; rows];
-    // Packed rows of one horizon step (the episodes whose horizon reaches it).
-    let (mut xa, mut ua, mut na, mut ca) =
-        (vec![0.0; rows * nx], vec![0.0; rows * nu], vec![0.0; rows * nx], vec![0.0; rows]);
-    let mut active: Vec<usize> = Vec::with_capacity(rows);
+    let mut scratch = RolloutScratch::default();
     let n = episodes.len();
     let (mut xp, mut up, mut np, mut cp) =
         (vec![0.0; n * nx], vec![0.0; n * nu], vec![0.0; n * nx], vec![0.0; n]);
@@ -181,45 +281,25 @@ pub fn population_costs<B: BatchDynamics>(
             mppi.begin_command(p, &mut ep.s, &z, true);
             ep.s.normals = z;
         });
-        // 2. Rollouts, one batch per horizon step.
+        // 2. Rollouts, one batch per horizon step for every episode's samples.
         for (ep, &r0) in episodes.iter().zip(&first_row) {
             for k in 0..params[ep.c].num_samples {
                 xr[(r0 + k) * nx..(r0 + k + 1) * nx].copy_from_slice(&ep.x);
             }
         }
-        costs.fill(0.0);
-        for tt in 0..max_t {
-            active.clear();
-            for (ep, &r0) in episodes.iter().zip(&first_row) {
-                let (k, h) = (params[ep.c].num_samples, params[ep.c].horizon);
-                if tt >= h {
-                    continue;
-                }
-                for kk in 0..k {
-                    let (m, src) = (active.len(), (kk * h + tt) * nu);
-                    ua[m * nu..(m + 1) * nu].copy_from_slice(&ep.s.controls[src..src + nu]);
-                    let r = r0 + kk;
-                    xa[m * nx..(m + 1) * nx].copy_from_slice(&xr[r * nx..(r + 1) * nx]);
-                    active.push(r);
-                }
-            }
-            let m = active.len();
-            let (x, u) = (&xa[..m * nx], &ua[..m * nu]);
-            if jax {
-                call(dynamics.running_cost(x, u, tt, &mut ca[..m]))?;
-            }
-            call(dynamics.step(x, u, tt, &mut na[..m * nx]))?;
-            if !jax {
-                call(dynamics.running_cost(&na[..m * nx], u, tt, &mut ca[..m]))?;
-            }
-            for (i, &r) in active.iter().enumerate() {
-                costs[r] += ca[i];
-                xr[r * nx..(r + 1) * nx].copy_from_slice(&na[i * nx..(i + 1) * nx]);
-            }
-        }
-        if dynamics.terminal_cost(&xr, &mut ca).map_err(BatchedError::Dynamics)? {
-            costs.iter_mut().zip(&ca).for_each(|(c, v)| *c += v);
-        }
+        let blocks: Vec<Block<'_>> = episodes
+            .iter()
+            .zip(&first_row)
+            .map(|(ep, &r0)| Block {
+                first_row: r0,
+                samples: params[ep.c].num_samples,
+                horizon: params[ep.c].horizon,
+                controls: &ep.s.controls,
+            })
+            .collect();
+        rollout_costs(dynamics, jax, &blocks, &mut xr, &mut costs, &mut scratch)
+            .map_err(BatchedError::Dynamics)?;
+        drop(blocks);
         // 3. Every episode updates its plan and commands.
         episodes.par_iter_mut().zip(&first_row).for_each(|(ep, &r0)| {
             let p = &params[ep.c];
@@ -260,7 +340,7 @@ pub struct BatchedTuneProblem<B: BatchDynamics> {
     base: MppiParams,
     starts: Vec<Vec<f64>>,
     steps: usize,
-    error: Mutex<Option<B::Error>>,
+    error: Mutex<Option<BatchedError<B::Error>>>,
 }
 
 impl<B: BatchDynamics> BatchedTuneProblem<B> {
@@ -276,13 +356,7 @@ impl<B: BatchDynamics> BatchedTuneProblem<B> {
         let (nx, nu) = (dynamics.nx(), dynamics.nu());
         spec.validate(nu)?;
         Mppi::new(Sizes { nx, nu }).validate(&base)?;
-        if base.precision != Precision::F64 {
-            return Err(MppiError::invalid("precision", "f32", "f64 with batched dynamics"));
-        }
-        if base.rollout_samples > 1 {
-            let v = base.rollout_samples;
-            return Err(MppiError::invalid("rollout_samples", v, "1 with batched dynamics"));
-        }
+        check_base(&base)?;
         if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
             return Err(MppiError::invalid(
                 "episodes",
@@ -294,7 +368,7 @@ impl<B: BatchDynamics> BatchedTuneProblem<B> {
     }
 
     /// The first error of a call since the last take.
-    pub fn take_error(&self) -> Option<B::Error> {
+    pub fn take_error(&self) -> Option<BatchedError<B::Error>> {
         self.error.lock().ok()?.take()
     }
 
@@ -304,7 +378,7 @@ impl<B: BatchDynamics> BatchedTuneProblem<B> {
     }
 
     /// `f` of the first error, if a call has failed (the error stays).
-    pub fn with_error<R>(&self, f: impl FnOnce(&B::Error) -> R) -> Option<R> {
+    pub fn with_error<R>(&self, f: impl FnOnce(&BatchedError<B::Error>) -> R) -> Option<R> {
         self.error.lock().ok()?.as_ref().map(f)
     }
 }
@@ -328,13 +402,13 @@ where
             population.chunks(n).map(|x| self.spec.to_params(&self.base, nu, x)).collect();
         match population_costs(&self.dynamics, &params, &self.starts, self.steps, key) {
             Ok(c) => fitness.iter_mut().zip(c).for_each(|(f, c)| *f = c as f32),
-            Err(BatchedError::Dynamics(e)) => {
+            // A refusal (checked in `new`: knobs change no precision, convention or start)
+            // stops the run as a failed call does.
+            Err(e) => {
                 if let Ok(mut g) = self.error.lock() {
                     g.get_or_insert(e);
                 }
             }
-            // Checked in `new`; knobs change no precision, convention or start.
-            Err(BatchedError::Invalid(_)) => {}
         }
     }
 }
@@ -469,6 +543,10 @@ mod tests {
                 Ok(false)
             }
         }
+        let dead = MppiParams { horizon: 0, ..p.clone() };
+        // Nothing valid to roll out: +inf for all, and no call of the dynamics at all.
+        let r = population_costs(&Fails, std::slice::from_ref(&dead), &starts, 2, key);
+        assert!(matches!(r.as_deref(), Ok([c]) if c.is_infinite()), "{r:?}");
         assert!(matches!(
             population_costs(&Fails, &[p], &starts, 2, key),
             Err(BatchedError::Dynamics("boom"))

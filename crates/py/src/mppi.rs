@@ -287,35 +287,15 @@ pub(crate) struct ExternalMppi {
 }
 
 impl ExternalMppi {
-    /// Rolls every sample out through the callbacks; costs = Σ running + terminal.
+    /// Rolls every sample out through the callbacks ([`kestrel_mppi::batched::rollout_costs`],
+    /// the batched tuner's rollout); costs = Σ running + terminal.
     fn rollout(&self, x0: &[f64], ctl: &[f64], costs: &mut [f64]) -> PyResult<()> {
-        use kestrel_mppi::batched::BatchDynamics;
-        let (k, t, nx, nu) = (self.p.num_samples, self.p.horizon, x0.len(), self.batch.nu);
+        use kestrel_mppi::batched::{Block, RolloutScratch, rollout_costs};
+        let (k, t) = (self.p.num_samples, self.p.horizon);
         let jax = self.p.convention == kestrel_mppi::Convention::JaxMppi;
         let mut x: Vec<f64> = x0.repeat(k);
-        let (mut next, mut u, mut c) = (vec![0.0; k * nx], vec![0.0; k * nu], vec![0.0; k]);
-        costs.fill(0.0);
-        let add = |costs: &mut [f64], c: &[f64]| costs.iter_mut().zip(c).for_each(|(a, b)| *a += b);
-        for tt in 0..t {
-            for s in 0..k {
-                u[s * nu..(s + 1) * nu]
-                    .copy_from_slice(&ctl[(s * t + tt) * nu..(s * t + tt + 1) * nu]);
-            }
-            if jax {
-                self.batch.running_cost(&x, &u, tt, &mut c)?;
-                add(costs, &c);
-            }
-            self.batch.step(&x, &u, tt, &mut next)?;
-            std::mem::swap(&mut x, &mut next);
-            if !jax {
-                self.batch.running_cost(&x, &u, tt, &mut c)?;
-                add(costs, &c);
-            }
-        }
-        if self.batch.terminal_cost(&x, &mut c)? {
-            add(costs, &c);
-        }
-        Ok(())
+        let block = Block { first_row: 0, samples: k, horizon: t, controls: ctl };
+        rollout_costs(&self.batch, jax, &[block], &mut x, costs, &mut RolloutScratch::default())
     }
 }
 

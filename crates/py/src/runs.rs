@@ -351,11 +351,18 @@ pub(crate) fn mppi_tune_callbacks(
         BatchedTuneProblem::new(batch, spec, c.run.mppi.clone(), c.start_states(), c.run.steps)
             .map_err(value_error)?;
     let argv = call(format!("kestrel.mppi.tune({config_json}, dynamics=...)"), tag);
-    let failed = || problem.with_error(|e| Python::attach(|py| describe(py, e)));
+    use kestrel_mppi::batched::BatchedError;
+    let failed = || {
+        problem.with_error(|e| match e {
+            BatchedError::Dynamics(e) => Python::attach(|py| describe(py, e)),
+            BatchedError::Invalid(e) => e.to_string(),
+        })
+    };
     let r =
         launch(py, out_dir, argv, threads, progress, |l| tune_with(c, Some(&problem), &failed, l));
     match problem.take_error() {
-        Some(e) => Err(e),
+        Some(BatchedError::Dynamics(e)) => Err(e),
+        Some(BatchedError::Invalid(e)) => Err(value_error(e)),
         None => r.map(folder),
     }
 }

@@ -166,6 +166,7 @@ def test_env_info_keys_reach_each_rows_dict_when_asked():
             if dones[i]:
                 seen_end = True
                 assert "terminal_observation" in infos[i] and "similarity" not in infos[i]
+                assert venv.reset_infos[i]["step"] == 0 and venv.reset_infos[i]["operation"] == -1
             else:
                 assert infos[i]["step"] >= 1 and 0.0 <= infos[i]["similarity"] <= 1.0
                 assert infos[i]["operation"] == a[i] // 25

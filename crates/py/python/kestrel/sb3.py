@@ -23,7 +23,8 @@ fresh arrays each step (SB3 keeps the previous observation while it receives the
 
 With `info=True` the envs' own `info` keys (ARC's `similarity`, `improvement`, `operation`,
 `step`) go into each row's dict, as `DummyVecEnv` passes an env's info on, and into
-`reset_infos` after a reset. A row that ended gets the keys of its final step from
+`reset_infos` after a reset (an auto-reset row's new episode's info too, as `DummyVecEnv`
+keeps it). A row that ended gets the keys of its final step from
 `final_info` (ARC keeps none there yet, so its ended rows carry none); the keys of the episode
 that replaced it are not mixed in. It costs a Python loop over the rows every step, so it is
 off by default.
@@ -117,6 +118,9 @@ class VecEnv(_SB3VecEnv):
             live, last = _rows(info, self.num_envs), _rows(info.get("final_info", {}), self.num_envs)
             for i in range(self.num_envs):
                 infos[i].update(last[i] if dones[i] else live[i])
+                if dones[i]:
+                    # The new episode's first info, where DummyVecEnv keeps an auto-reset's.
+                    self.reset_infos[i] = live[i]
         if ended.size:
             final = info["final_obs"]
             ep = info.get("episode")

@@ -203,6 +203,14 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
             return Err(MppiError::invalid("run.controller", v, "mppi with a Python system"));
         }
         Mppi::new(Sizes { nx, nu }).validate(&c.run.mppi)?;
+        kestrel_mppi::batched::check_base(&c.run.mppi)?;
+        // Every candidate's episodes from every start are in flight at once.
+        let episodes = c.pop_size.saturating_mul(c.start_states_len());
+        let mut widest = c.run.mppi.clone();
+        if c.knobs.contains(&KnobKind::Horizon) {
+            widest.horizon = widest.horizon.saturating_mul(3).max(2);
+        }
+        kestrel_mppi::batched::check_memory("pop_size", c.pop_size, &widest, nx, nu, episodes)?;
         if c.starts.states.is_empty() {
             return Err(MppiError::invalid(
                 "starts.states",
@@ -223,6 +231,15 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     if c.run.steps == 0 {
         return Err(MppiError::invalid("run.steps", 0, "at least 1"));
     }
+    if c.knobs.contains(&KnobKind::Horizon) && !c.run.mppi.specific_actions.is_empty() {
+        // A tuned horizon would leave the fixed sequences the wrong length: every candidate
+        // but the base would be refused (an infinite cost), not tuned.
+        return Err(MppiError::invalid(
+            "knobs",
+            "horizon with run.mppi.specific_actions",
+            "not both: specific action sequences fix the horizon",
+        ));
+    }
     if c.generations == 0 {
         return Err(MppiError::invalid("generations", 0, "at least 1"));
     }
@@ -237,6 +254,11 @@ impl TuneConfig {
             _ => self.run.system.start(),
         };
         self.starts.resolve(&base, self.run.seed)
+    }
+
+    /// How many start states [`TuneConfig::start_states`] gives, without drawing them.
+    fn start_states_len(&self) -> usize {
+        (self.starts.states.len() + self.starts.random).max(1)
     }
 
     /// The tuned system's state and control sizes.
@@ -664,9 +686,25 @@ mod tests {
         assert!(e.contains("callbacks") && e.contains("kestrel.mppi.tune"), "{e}");
         let e = run_tune_with(&c, None, |_| true).unwrap_err().to_string();
         assert!(e.contains("callbacks"), "{e}");
-        assert!(tune_problem(&c).is_err());
+        assert!(tune_problem(&c).err().unwrap().to_string().contains("callbacks"));
+        let mut big = c.clone();
+        big.pop_size = 4096;
+        big.starts.random = 4000;
+        big.starts.spread = vec![0.1];
+        big.run.mppi.num_samples = 2000;
+        let e = validate_tune(&big).unwrap_err().to_string();
+        assert!(e.contains("pop_size") && e.contains("GiB"), "{e}");
         c.starts.states.clear();
         assert!(validate_tune(&c).unwrap_err().to_string().contains("starts.states"));
+        // Fixed specific sequences fix the horizon: tuning it is refused.
+        let mut c = TuneConfig {
+            knobs: vec![KnobKind::Lambda, KnobKind::Horizon],
+            ..TuneConfig::default()
+        };
+        c.run.mppi.specific_actions = vec![vec![0.0; c.run.mppi.horizon * 2]];
+        validate_tune(&TuneConfig { knobs: vec![KnobKind::Lambda], ..c.clone() }).unwrap();
+        let e = validate_tune(&c).unwrap_err().to_string();
+        assert!(e.contains("knobs") && e.contains("specific_actions"), "{e}");
     }
 
     fn load_tune(_: Option<&Path>, table: toml::Table) -> Result<TuneConfig, RunError> {
