@@ -40,6 +40,7 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runs::evo_run_with, m)?)?;
     m.add_function(wrap_pyfunction!(runs::mppi_tune_with, m)?)?;
     m.add_function(wrap_pyfunction!(runs::mppi_tune_callbacks, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::mppi_tune_evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(runs::sweep_plan, m)?)?;
     m.add_function(wrap_pyfunction!(runs::sweep_create, m)?)?;
     m.add_function(wrap_pyfunction!(runs::sweep_status, m)?)?;

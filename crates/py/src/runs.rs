@@ -299,6 +299,135 @@ pub(crate) fn mppi_tune_with(
     ev.result(r.map(folder))
 }
 
+/// A tuning config over plain MPPI's defaults for `nu` controls
+/// ([`kestrel_mppi::MppiParams::new`]`(nu, 1)`, as `Controller.from_callbacks`) with
+/// `callbacks = python`, checked.
+fn python_tune_config(
+    config_json: &str,
+    python: kestrel_run::runs::mppi_tune::PythonSystem,
+) -> PyResult<kestrel_run::runs::mppi_tune::TuneConfig> {
+    use kestrel_run::runs::mppi_tune::{TuneConfig, validate_tune};
+    let kestrel_mppi::batched::Sizes { nx, nu } = python.sizes();
+    if nx == 0 || nx > kestrel_mppi::MAX_NX || nu == 0 || nu > kestrel_mppi::MAX_NU {
+        return Err(value_error(format!(
+            "nx = {nx}, nu = {nu}: expected 1 to {} states and 1 to {} controls",
+            kestrel_mppi::MAX_NX,
+            kestrel_mppi::MAX_NU
+        )));
+    }
+    let mut defaults = TuneConfig { callbacks: Some(python), ..TuneConfig::default() };
+    defaults.run.mppi = kestrel_mppi::MppiParams::new(nu, 1.0);
+    let table = json_table(config_json)?;
+    let mut c: TuneConfig =
+        kestrel_run::load_config(&defaults, None, table, &[]).map_err(run_error)?;
+    if c.callbacks.is_some_and(|s| s != python) {
+        return Err(value_error(format!(
+            "callbacks = {:?}: set by the call ({python:?}), not in the config",
+            c.callbacks
+        )));
+    }
+    c.callbacks = Some(python);
+    validate_tune(&c).map_err(value_error)?;
+    Ok(c)
+}
+
+/// The candidates' MPPI params as a Python evaluation function sees them: `{"lambda": (n,),
+/// "noise_sigma": (n, nu, nu), "noise_mu": (n, nu), "horizon": (n,) int64}`; it returns the
+/// `(n,)` costs (minimised). Its first error stops the run and is raised as it was.
+struct PyKnobEval {
+    spec: kestrel_mppi::tune::TuneSpec,
+    base: kestrel_mppi::MppiParams,
+    nu: usize,
+    f: Py<PyAny>,
+    error: std::sync::Mutex<Option<PyErr>>,
+}
+
+impl kestrel_evo::Problem for PyKnobEval {
+    fn num_dims(&self) -> usize {
+        self.spec.num_dims()
+    }
+
+    fn evaluate_rows(&self, _: kestrel_core::Key, _: u64, population: &[f32], fitness: &mut [f32]) {
+        use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+        fitness.fill(f32::NAN);
+        if self.error.lock().map_or(true, |g| g.is_some()) {
+            return;
+        }
+        let (n, nu) = (fitness.len(), self.nu);
+        let params: Vec<_> = population
+            .chunks(self.spec.num_dims())
+            .map(|x| self.spec.to_params(&self.base, nu, x))
+            .collect();
+        let r = Python::attach(|py| -> PyResult<()> {
+            let d = pyo3::types::PyDict::new(py);
+            let lambda: Vec<f64> = params.iter().map(|p| p.lambda).collect();
+            let sigma: Vec<f64> = params.iter().flat_map(|p| p.noise_sigma.clone()).collect();
+            let mu: Vec<f64> = params.iter().flat_map(|p| p.noise_mu.clone()).collect();
+            let horizon: Vec<i64> = params.iter().map(|p| p.horizon as i64).collect();
+            d.set_item("lambda", PyArray1::from_vec(py, lambda))?;
+            d.set_item("noise_sigma", PyArray1::from_vec(py, sigma).reshape([n, nu, nu])?)?;
+            d.set_item("noise_mu", PyArray1::from_vec(py, mu).reshape([n, nu])?)?;
+            d.set_item("horizon", PyArray1::from_vec(py, horizon))?;
+            let out = self.f.call1(py, (d,))?;
+            let what = format!("evaluate: expected {n} costs (an array of shape ({n},))");
+            let a =
+                out.bind(py).cast::<PyArrayDyn<f64>>().map_err(|_| value_error(what.clone()))?;
+            if a.shape() != [n] {
+                return Err(value_error(format!("{what}, got shape {:?}", a.shape())));
+            }
+            for (f, v) in fitness.iter_mut().zip(a.readonly().as_array().iter()) {
+                *f = if v.is_nan() { f32::INFINITY } else { *v as f32 };
+            }
+            Ok(())
+        });
+        if let Err(e) = r
+            && let Ok(mut g) = self.error.lock()
+        {
+            g.get_or_insert(e);
+        }
+    }
+}
+
+/// `kestrel mppi tune` with each generation's costs from a Python evaluation function over the
+/// candidates' MPPI params (`kestrel.mppi.tune(evaluate=..., nu=...)`, [`PyKnobEval`]): Kestrel
+/// runs the strategy, the population and the folder; the function runs the episodes.
+#[pyfunction]
+#[pyo3(signature = (config_json, out_dir, nu, evaluate, threads=None, progress=None, tag=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn mppi_tune_evaluate(
+    py: Python<'_>,
+    config_json: &str,
+    out_dir: PathBuf,
+    nu: usize,
+    evaluate: Py<PyAny>,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+    tag: Option<String>,
+) -> PyResult<(String, String)> {
+    use kestrel_run::runs::mppi_tune::{PythonSystem, tune_with};
+    let c = python_tune_config(config_json, PythonSystem::Evaluate { nu })?;
+    let spec =
+        kestrel_mppi::tune::TuneSpec::from_names(&c.knobs, nu, &c.run.mppi).map_err(value_error)?;
+    let ev = PyKnobEval {
+        spec,
+        base: c.run.mppi.clone(),
+        nu,
+        f: evaluate,
+        error: std::sync::Mutex::new(None),
+    };
+    let argv = call(format!("kestrel.mppi.tune({config_json}, evaluate=...)"), tag);
+    let failed = || {
+        let g = ev.error.lock().ok()?;
+        let e = g.as_ref()?;
+        Some(Python::attach(|py| describe(py, e)))
+    };
+    let r = launch(py, out_dir, argv, threads, progress, |l| tune_with(c, Some(&ev), &failed, l));
+    match ev.error.lock().ok().and_then(|mut g| g.take()) {
+        Some(e) => Err(e),
+        None => r.map(folder),
+    }
+}
+
 /// `kestrel mppi tune` of a system written in Python: `kestrel.mppi.tune(dynamics=...,
 /// running_cost=..., nx=..., nu=...)`. The config is read over plain MPPI's defaults for `nu`
 /// controls ([`kestrel_mppi::MppiParams::new`]`(nu, 1)`, as `Controller.from_callbacks`), with
@@ -321,29 +450,9 @@ pub(crate) fn mppi_tune_callbacks(
     progress: Option<Py<PyAny>>,
     tag: Option<String>,
 ) -> PyResult<(String, String)> {
-    use kestrel_mppi::batched::{BatchedTuneProblem, Sizes};
-    use kestrel_run::runs::mppi_tune::{TuneConfig, tune_with, validate_tune};
-    if nx == 0 || nx > kestrel_mppi::MAX_NX || nu == 0 || nu > kestrel_mppi::MAX_NU {
-        return Err(value_error(format!(
-            "nx = {nx}, nu = {nu}: expected 1 to {} states and 1 to {} controls",
-            kestrel_mppi::MAX_NX,
-            kestrel_mppi::MAX_NU
-        )));
-    }
-    let sizes = Sizes { nx, nu };
-    let mut defaults = TuneConfig { callbacks: Some(sizes), ..TuneConfig::default() };
-    defaults.run.mppi = kestrel_mppi::MppiParams::new(nu, 1.0);
-    let table = json_table(config_json)?;
-    let mut c: TuneConfig =
-        kestrel_run::load_config(&defaults, None, table, &[]).map_err(run_error)?;
-    if c.callbacks.is_some_and(|s| s != sizes) {
-        return Err(value_error(format!(
-            "callbacks = {:?}: set by nx and nu ({nx}, {nu}), not in the config",
-            c.callbacks
-        )));
-    }
-    c.callbacks = Some(sizes);
-    validate_tune(&c).map_err(value_error)?;
+    use kestrel_mppi::batched::BatchedTuneProblem;
+    use kestrel_run::runs::mppi_tune::{PythonSystem, tune_with};
+    let c = python_tune_config(config_json, PythonSystem::Dynamics { nx, nu })?;
     let spec =
         kestrel_mppi::tune::TuneSpec::from_names(&c.knobs, nu, &c.run.mppi).map_err(value_error)?;
     let batch = crate::mppi::PyBatch::new(nx, nu, dynamics, running_cost, terminal_cost);

@@ -641,3 +641,35 @@ def test_actdyn_action_encoders_from_python(tmp_path):
         kestrel.actdyn.run(preset="e2", steps=5, model={"action_encoder": {**enc, "state_dependent": True}},
                            out_dir=tmp_path / "bad", progress=None)
     assert not (tmp_path / "bad").exists()
+
+
+def test_tuning_with_a_batched_evaluation_function(tmp_path):
+    """`kestrel.mppi.tune(evaluate=..., nu=...)`: one call per generation with every candidate's
+    MPPI params as arrays; Kestrel runs CMA-ES and the folder. A cost with its minimum at
+    lambda = 2 is found; bad returns and exceptions are named and raised."""
+    calls = []
+
+    def evaluate(p):
+        calls.append({k: v.shape for k, v in p.items()})
+        return (np.log(p["lambda"]) - np.log(2.0)) ** 2 + 0.01 * (p["noise_sigma"][:, 0, 0] - 1.0) ** 2
+
+    r = kestrel.mppi.tune({"generations": 30, "pop_size": 8, "knobs": ["lambda"]}, evaluate=evaluate, nu=1,
+                          out_dir=tmp_path, progress=None)
+    assert calls[1] == {"lambda": (8,), "noise_sigma": (8, 1, 1), "noise_mu": (8, 1), "horizon": (8,)}
+    assert len(calls) == 31  # the base params, then one call per generation
+    assert abs(r.summary["best_lambda"] - 2.0) < 0.05 and r.summary["num_starts"] == 0
+    assert 'type = "evaluate"' in (r.dir / "config.toml").read_text()
+    with pytest.raises(ValueError, match=r"evaluate: expected 1 costs .* got shape \[3\]"):
+        kestrel.mppi.tune({"generations": 2, "pop_size": 8}, evaluate=lambda p: np.zeros(3), nu=2,
+                          out_dir=tmp_path / "b", progress=None)
+
+    def boom(p):
+        raise KeyError("the user's bug")
+
+    with pytest.raises(KeyError, match="the user's bug"):
+        kestrel.mppi.tune({"generations": 2, "pop_size": 4}, evaluate=boom, nu=2, out_dir=tmp_path / "c", progress=None)
+    with pytest.raises(ValueError, match="starts"):
+        kestrel.mppi.tune(evaluate=evaluate, nu=1, starts={"states": [[0.0]]}, out_dir=tmp_path / "d", progress=None)
+    with pytest.raises(TypeError, match="not both"):
+        kestrel.mppi.tune(evaluate=evaluate, dynamics=evaluate, nu=1, out_dir=tmp_path / "d", progress=None)
+    assert not (tmp_path / "d").exists()

@@ -13,7 +13,7 @@ __all__ = [
     "__version__", "VecCore", "list_envs", "arc_operations", "Key", "Strategy", "EvoProblem",
     "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "qd_setup", "default_pop_size",
     "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "evo_run_with",
-    "mppi_tune_with", "mppi_tune_callbacks", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
+    "mppi_tune_with", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
 ]
 
 __version__: str
@@ -320,6 +320,15 @@ def mppi_tune_callbacks(
     dynamics: Callable[..., Any],
     running_cost: Callable[..., Any],
     terminal_cost: Callable[..., Any] | None = None,
+    threads: int | None = None,
+    progress: _Progress = None,
+    tag: str | None = None,
+) -> tuple[str, str]: ...
+def mppi_tune_evaluate(
+    config_json: str,
+    out_dir: _Path,
+    nu: int,
+    evaluate: Callable[..., Any],
     threads: int | None = None,
     progress: _Progress = None,
     tag: str | None = None,

@@ -114,7 +114,7 @@ def run(config: dict | str | None = None, *, out_dir="runs", threads: int | None
 
 
 def tune(config: dict | str | None = None, *, dynamics=None, running_cost=None, terminal_cost=None,
-         nx: int | None = None, nu: int | None = None, out_dir="runs", threads: int | None = None,
+         nx: int | None = None, nu: int | None = None, evaluate=None, out_dir="runs", threads: int | None = None,
          progress=True, **kw) -> RunResult:
     """`kestrel mppi tune`: the population-parallel autotuner (`run={...}`, `knobs`,
     `strategy`, `pop_size`, `generations`, `starts={...}`) over a built-in `run.system`, or
@@ -123,8 +123,37 @@ def tune(config: dict | str | None = None, *, dynamics=None, running_cost=None, 
     `Controller.from_callbacks` takes them, with `nx`, `nu` and `starts={"states": [...]}`.
     Then every generation's episodes (candidates x starts x samples) run in lockstep: one
     call per horizon step for all of them, one per plant step; plain MPPI in float64 over
-    `MppiParams(nu)`'s defaults. A callback's exception stops the run and is raised."""
+    `MppiParams(nu)`'s defaults. A callback's exception stops the run and is raised.
+
+    Or a batched evaluation function over the candidates (`evaluate=`, with `nu`): each
+    generation calls `evaluate(params) -> (n,) costs` once, `params` holding every candidate's
+    MPPI params as arrays (`"lambda"` (n,), `"noise_sigma"` (n, nu, nu), `"noise_mu"` (n, nu),
+    `"horizon"` (n,)); it runs its own episodes (pytorch-mppi's `autotune` with a batched
+    evaluate), Kestrel the strategy, the population and the folder."""
     own = (dynamics, running_cost, terminal_cost, nx, nu)
+    if evaluate is not None:
+        if any(v is not None for v in own[:4]):
+            raise TypeError("evaluate: give either an evaluation function or dynamics and costs, not both")
+        if not callable(evaluate):
+            raise TypeError(f"evaluate: expected a callable, got {type(evaluate).__name__}")
+        if isinstance(nu, bool) or not isinstance(nu, (int, np.integer)):
+            raise TypeError(f"nu: expected an int (your controls' size), got {nu!r}")
+        logger = kw.pop("logger", None)
+        keys, path = split_config(config, kw)
+        if path is not None:
+            import tomllib
+
+            with open(path, "rb") as f:
+                keys = drop_none(merge(tomllib.load(f), keys))
+
+        def costs(params):
+            return np.asarray(evaluate(params), dtype=np.float64)
+
+        with Watch(progress, "mppi-tune", logger, out_dir) as w:
+            folder, headline = _kestrel.mppi_tune_evaluate(
+                params_json(keys), os.fspath(out_dir), int(nu), costs, threads=threads, progress=w.callback, tag=w.tag)
+            w.folder = folder
+        return result(folder, headline)
     if all(v is None for v in own):
         return _run("mppi-tune", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
     for name, f in (("dynamics", dynamics), ("running_cost", running_cost)):

@@ -48,11 +48,42 @@ pub struct TuneConfig {
     #[serde(default)]
     #[documented(nested)]
     pub starts: TuneStarts,
-    /// A system written in Python instead of `run.system` (set by `kestrel.mppi.tune(dynamics=...,
-    /// running_cost=..., nx=..., nu=...)`, which passes the callbacks; `run.system` is then
-    /// unused, the controller plain MPPI in f64, and `starts.states` gives the start).
+    /// A system written in Python instead of `run.system` (set by `kestrel.mppi.tune` when it
+    /// is given callbacks, which it passes on; `run.system` is then unused and the controller
+    /// plain MPPI in f64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub callbacks: Option<Sizes>,
+    pub callbacks: Option<PythonSystem>,
+}
+
+/// What a Python tuning run is given instead of a built-in system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+pub enum PythonSystem {
+    /// Batched dynamics and costs (`kestrel.mppi.tune(dynamics=..., running_cost=...)`): every
+    /// candidate's episodes run in lockstep from `starts.states`.
+    Dynamics {
+        /// State size.
+        nx: usize,
+        /// Control size.
+        nu: usize,
+    },
+    /// A batched evaluation function over the candidates' MPPI params
+    /// (`kestrel.mppi.tune(evaluate=...)`): it runs its own episodes, so there are no starts.
+    Evaluate {
+        /// Control size (the noise's).
+        nu: usize,
+    },
+}
+
+impl PythonSystem {
+    /// The sizes MPPI's params are checked against (an evaluation function's state is its own:
+    /// one placeholder coordinate).
+    pub fn sizes(self) -> Sizes {
+        match self {
+            PythonSystem::Dynamics { nx, nu } => Sizes { nx, nu },
+            PythonSystem::Evaluate { nu } => Sizes { nx: 1, nu },
+        }
+    }
 }
 
 /// The start states of every candidate's episodes: the listed `states`, then `random` states
@@ -196,7 +227,7 @@ pub struct TuneOutcome {
 pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     let Sizes { nx, nu } = c.sizes();
     TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
-    if c.callbacks.is_some() {
+    if let Some(python) = c.callbacks {
         // What the batched episodes run: plain MPPI in f64 over the callbacks' sizes.
         if c.run.controller != ControllerKind::Mppi {
             let v = c.run.controller.name();
@@ -204,6 +235,13 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
         }
         Mppi::new(Sizes { nx, nu }).validate(&c.run.mppi)?;
         kestrel_mppi::batched::check_base(&c.run.mppi)?;
+        if let PythonSystem::Evaluate { .. } = python {
+            if !c.starts.states.is_empty() || c.starts.random > 0 {
+                let why = "none with an evaluation function (it runs its own episodes)";
+                return Err(MppiError::invalid("starts", "given", why));
+            }
+            return validate_common(c);
+        }
         // Every candidate's episodes from every start are in flight at once.
         let episodes = c.pop_size.saturating_mul(c.start_states_len());
         let mut widest = c.run.mppi.clone();
@@ -221,6 +259,11 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     } else {
         c.run.validate()?;
     }
+    validate_common(c)
+}
+
+/// The checks every tuning config passes, whatever its system.
+fn validate_common(c: &TuneConfig) -> Result<(), MppiError> {
     // The strategy's own refusal, said once (it names the field and the value).
     let evo = |kestrel_evo::EvoError::Invalid(i)| MppiError::Invalid(i);
     c.strategy.pop_size(Some(c.pop_size), 1).map_err(evo)?;
@@ -243,13 +286,14 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     if c.generations == 0 {
         return Err(MppiError::invalid("generations", 0, "at least 1"));
     }
-    c.starts.validate(nx)
+    c.starts.validate(c.sizes().nx)
 }
 
 impl TuneConfig {
     /// Every candidate's start states (see [`TuneStarts`]).
     pub fn start_states(&self) -> Vec<Vec<f64>> {
         let base = match (&self.callbacks, self.starts.states.first()) {
+            (Some(PythonSystem::Evaluate { .. }), _) => vec![0.0],
             (Some(_), Some(first)) => first.clone(),
             _ => self.run.system.start(),
         };
@@ -263,7 +307,9 @@ impl TuneConfig {
 
     /// The tuned system's state and control sizes.
     pub fn sizes(&self) -> Sizes {
-        self.callbacks.unwrap_or(Sizes { nx: self.run.system.nx(), nu: self.run.system.nu() })
+        self.callbacks
+            .map(PythonSystem::sizes)
+            .unwrap_or(Sizes { nx: self.run.system.nx(), nu: self.run.system.nu() })
     }
 }
 
@@ -317,15 +363,15 @@ pub fn run_tune_with(
             Ok(TuneOutcome { start_cost, best_cost: r.best_cost, best_run, history: r.history })
         }
     }
-    if let Some(sizes) = c.callbacks {
+    if let Some(python) = c.callbacks {
         if evaluator.is_none() {
             return Err(MppiError::invalid(
                 "callbacks",
-                format!("{sizes:?}"),
-                "a Python system's dynamics and cost: kestrel.mppi.tune(dynamics=..., running_cost=...)",
+                format!("{python:?}"),
+                "a Python system's callbacks: kestrel.mppi.tune(dynamics=..., running_cost=...) or (evaluate=...)",
             ));
         }
-        return Go { c, evaluator, observe }.visit(Mppi::new(sizes), c.run.mppi.clone());
+        return Go { c, evaluator, observe }.visit(Mppi::new(python.sizes()), c.run.mppi.clone());
     }
     c.run.visit(Go { c, evaluator, observe })?
 }
@@ -386,13 +432,9 @@ impl Run for MppiTune {
     /// config that names one elsewhere (the CLI, a sweep) is refused.
     fn validate(c: &TuneConfig) -> Result<(), RunError> {
         if let Some(s) = c.callbacks {
-            let why = "absent: a Python system is tuned by kestrel.mppi.tune(dynamics=..., running_cost=...)";
-            return Err(MppiError::invalid(
-                "callbacks",
-                format!("nx = {}, nu = {}", s.nx, s.nu),
-                why,
-            )
-            .into());
+            let why = "absent: a Python system is tuned by kestrel.mppi.tune(dynamics=..., \
+                       running_cost=...) or kestrel.mppi.tune(evaluate=...)";
+            return Err(MppiError::invalid("callbacks", format!("{s:?}"), why).into());
         }
         Ok(validate_tune(c)?)
     }
@@ -441,6 +483,10 @@ pub fn tune_with(
     let system = if c.callbacks.is_some() { "python" } else { c.run.system.name() };
     let name = format!("{}-{system}-{}", c.run.controller.name(), c.strategy);
     let (dir, mut metrics) = start(&launch, "mppi-tune", &name, c.run.seed, &c)?;
+    let num_starts = match c.callbacks {
+        Some(PythonSystem::Evaluate { .. }) => 0,
+        _ => c.start_states().len() as u64,
+    };
     let r = (|| -> Result<String, RunError> {
         let t0 = Instant::now();
         let mut progress = launch.progress(c.generations, "generations");
@@ -482,7 +528,7 @@ pub fn tune_with(
             .value("start_cost", "cost at the base params", out.start_cost)
             .value("best_cost", "best cost", out.best_cost as f64)
             .value("nonfinite", "candidates with a non-finite cost", nonfinite)
-            .value("num_starts", "start states per candidate", c.start_states().len() as u64)
+            .value("num_starts", "start states per candidate (0: an evaluation function's own)", num_starts)
             .item("best_lambda", "best λ", bp.lambda, format!("{:.5}", bp.lambda))
             .item("best_noise_sigma", "best Σ", bp.noise_sigma.clone(), format!("{:?}", bp.noise_sigma))
             .item("best_noise_mu", "best μ", bp.noise_mu.clone(), format!("{:?}", bp.noise_mu))
@@ -677,7 +723,7 @@ mod tests {
     /// the registry (the CLI, sweeps), and the run without its evaluator is refused too.
     #[test]
     fn callbacks_in_a_config_are_refused_outside_python() {
-        let cb = kestrel_mppi::batched::Sizes { nx: 2, nu: 1 };
+        let cb = PythonSystem::Dynamics { nx: 2, nu: 1 };
         let mut c = TuneConfig { callbacks: Some(cb), ..TuneConfig::default() };
         c.run.mppi = kestrel_mppi::MppiParams::new(1, 1.0);
         c.starts.states = vec![vec![0.0, 1.0]];
