@@ -138,22 +138,12 @@ def tune(config: dict | str | None = None, *, dynamics=None, running_cost=None, 
             raise TypeError(f"evaluate: expected a callable, got {type(evaluate).__name__}")
         if isinstance(nu, bool) or not isinstance(nu, (int, np.integer)):
             raise TypeError(f"nu: expected an int (your controls' size), got {nu!r}")
-        logger = kw.pop("logger", None)
-        keys, path = split_config(config, kw)
-        if path is not None:
-            import tomllib
-
-            with open(path, "rb") as f:
-                keys = drop_none(merge(tomllib.load(f), keys))
 
         def costs(params):
             return np.asarray(evaluate(params), dtype=np.float64)
 
-        with Watch(progress, "mppi-tune", logger, out_dir) as w:
-            folder, headline = _kestrel.mppi_tune_evaluate(
-                params_json(keys), os.fspath(out_dir), int(nu), costs, threads=threads, progress=w.callback, tag=w.tag)
-            w.folder = folder
-        return result(folder, headline)
+        return _python_run(config, kw, out_dir, threads, progress,
+                           lambda keys: (_kestrel.mppi_tune_evaluate, (keys, int(nu), costs)))
     if all(v is None for v in own):
         return _run("mppi-tune", config, out_dir=out_dir, threads=threads, progress=progress, **kw)
     for name, f in (("dynamics", dynamics), ("running_cost", running_cost)):
@@ -164,6 +154,16 @@ def tune(config: dict | str | None = None, *, dynamics=None, running_cost=None, 
     for name, v in (("nx", nx), ("nu", nu)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"{name}: expected an int (your system's size), got {v!r}")
+    term = None if terminal_cost is None else _f64(terminal_cost, "terminal_cost")
+    return _python_run(config, kw, out_dir, threads, progress, lambda keys: (
+        _kestrel.mppi_tune_callbacks,
+        (keys, int(nx), int(nu), _f64(dynamics, "dynamics"), _f64(running_cost, "running_cost"), term)))
+
+
+def _python_run(config, kw, out_dir, threads, progress, call) -> RunResult:
+    """A tuning run of a Python system: the config's keys (a TOML path read here), then
+    `call(keys_json) -> (rust function, its leading arguments)` under the run's progress and
+    logger, as every run."""
     logger = kw.pop("logger", None)
     keys, path = split_config(config, kw)
     if path is not None:
@@ -171,11 +171,9 @@ def tune(config: dict | str | None = None, *, dynamics=None, running_cost=None, 
 
         with open(path, "rb") as f:
             keys = drop_none(merge(tomllib.load(f), keys))
-    term = None if terminal_cost is None else _f64(terminal_cost, "terminal_cost")
+    fn, (keys_json, *args) = call(params_json(keys))
     with Watch(progress, "mppi-tune", logger, out_dir) as w:
-        folder, headline = _kestrel.mppi_tune_callbacks(
-            params_json(keys), os.fspath(out_dir), int(nx), int(nu), _f64(dynamics, "dynamics"),
-            _f64(running_cost, "running_cost"), term, threads=threads, progress=w.callback, tag=w.tag)
+        folder, headline = fn(keys_json, os.fspath(out_dir), *args, threads=threads, progress=w.callback, tag=w.tag)
         w.folder = folder
     return result(folder, headline)
 
