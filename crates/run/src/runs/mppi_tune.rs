@@ -88,8 +88,9 @@ impl PythonSystem {
 
 /// The start states of every candidate's episodes: the listed `states`, then `random` states
 /// drawn uniformly within `spread` of the system's start (a Python system's: the first listed
-/// state). With neither, the system's start alone. A candidate's cost is the mean over them; every candidate runs the same starts with
-/// the same episode keys (common random numbers), so costs compare params alone.
+/// state). With neither, the system's start alone. A candidate's cost is the mean over them;
+/// every candidate runs the same starts with the same episode keys (common random numbers), so
+/// costs compare params alone.
 #[derive(
     Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
 )]
