@@ -13,9 +13,8 @@
 
 use crate::mppi::Mppi;
 use crate::params::{Convention, MppiError, MppiParams, Precision};
-use crate::rollout::draw_normals;
 use crate::state::MppiState;
-use crate::tune::TuneSpec;
+use crate::tune::{TuneProblem, TuneSpec};
 use crate::{Controller, Dynamics};
 use kestrel_core::{FromInvalid, Key};
 use rayon::prelude::*;
@@ -212,13 +211,7 @@ pub fn population_costs<B: BatchDynamics>(
         return Err(BatchedError::Invalid(e));
     }
     let Some(first) = params.first() else { return Ok(Vec::new()) };
-    if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
-        return bad(
-            "episodes",
-            format!("{} starts, {steps} steps", starts.len()),
-            "at least one start of nx values and one step",
-        );
-    }
+    crate::tune::check_episodes(starts, nx, steps).map_err(BatchedError::Invalid)?;
     for p in params {
         check_base(p).map_err(BatchedError::Invalid)?;
         if p.convention != first.convention {
@@ -274,12 +267,8 @@ pub fn population_costs<B: BatchDynamics>(
     for t in 0..steps {
         // 1. Every episode samples (in parallel, each from its own normals).
         episodes.par_iter_mut().for_each(|ep| {
-            let p = &params[ep.c];
-            let mut z = std::mem::take(&mut ep.s.normals);
             let k = key.fold_in(ep.e as u64).fold_in(t as u64);
-            draw_normals(k, p.num_samples, p.horizon * nu, &mut z);
-            mppi.begin_command(p, &mut ep.s, &z, true);
-            ep.s.normals = z;
+            mppi.begin_command(k, &params[ep.c], &mut ep.s);
         });
         // 2. Rollouts, one batch per horizon step for every episode's samples.
         for (ep, &r0) in episodes.iter().zip(&first_row) {
@@ -304,7 +293,7 @@ pub fn population_costs<B: BatchDynamics>(
         episodes.par_iter_mut().zip(&first_row).for_each(|(ep, &r0)| {
             let p = &params[ep.c];
             ep.s.costs.copy_from_slice(&costs[r0..r0 + p.num_samples]);
-            mppi.end_command(p, &mut ep.s, &mut ep.out, true);
+            mppi.end_command(p, &mut ep.s, &mut ep.out);
         });
         // 4. The plant: one batch for every episode.
         for (i, ep) in episodes.iter().enumerate() {
@@ -336,10 +325,9 @@ pub fn population_costs<B: BatchDynamics>(
 /// and the generation's fitness is NaN; [`BatchedTuneProblem::take_error`] hands it over.
 pub struct BatchedTuneProblem<B: BatchDynamics> {
     dynamics: B,
-    spec: TuneSpec,
-    base: MppiParams,
-    starts: Vec<Vec<f64>>,
-    steps: usize,
+    /// The spec, base params, starts and steps, checked as the built-in tuner checks them;
+    /// its controller has the sizes only.
+    problem: TuneProblem<Mppi<Sizes>>,
     error: Mutex<Option<BatchedError<B::Error>>>,
 }
 
@@ -353,18 +341,10 @@ impl<B: BatchDynamics> BatchedTuneProblem<B> {
         starts: Vec<Vec<f64>>,
         steps: usize,
     ) -> Result<Self, MppiError> {
-        let (nx, nu) = (dynamics.nx(), dynamics.nu());
-        spec.validate(nu)?;
-        Mppi::new(Sizes { nx, nu }).validate(&base)?;
         check_base(&base)?;
-        if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
-            return Err(MppiError::invalid(
-                "episodes",
-                format!("{} starts, {steps} steps", starts.len()),
-                "at least one start of nx values and one step",
-            ));
-        }
-        Ok(BatchedTuneProblem { dynamics, spec, base, starts, steps, error: Mutex::new(None) })
+        let sizes = Sizes { nx: dynamics.nx(), nu: dynamics.nu() };
+        let problem = TuneProblem::new(Mppi::new(sizes), spec, base, starts, steps)?;
+        Ok(BatchedTuneProblem { dynamics, problem, error: Mutex::new(None) })
     }
 
     /// The first error of a call since the last take.
@@ -388,7 +368,7 @@ where
     B::Error: Send,
 {
     fn num_dims(&self) -> usize {
-        self.spec.num_dims()
+        self.problem.num_dims()
     }
 
     /// Common random numbers: every candidate sees the same episodes, whatever its row.
@@ -397,10 +377,10 @@ where
         if self.failed() {
             return;
         }
-        let (n, nu) = (self.spec.num_dims(), self.dynamics.nu());
+        let p = &self.problem;
         let params: Vec<MppiParams> =
-            population.chunks(n).map(|x| self.spec.to_params(&self.base, nu, x)).collect();
-        match population_costs(&self.dynamics, &params, &self.starts, self.steps, key) {
+            population.chunks(p.num_dims()).map(|x| p.params_of(x)).collect();
+        match population_costs(&self.dynamics, &params, p.starts(), p.steps(), key) {
             Ok(c) => fitness.iter_mut().zip(c).for_each(|(f, c)| *f = c as f32),
             // A refusal (checked in `new`: knobs change no precision, convention or start)
             // stops the run as a failed call does.
@@ -417,7 +397,6 @@ where
 mod tests {
     use super::*;
     use crate::System;
-    use crate::tune::TuneProblem;
 
     /// A built-in system a row at a time, as a callback would compute it.
     struct Rows(System);

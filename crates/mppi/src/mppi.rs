@@ -97,7 +97,7 @@ impl<D: Dynamics> Mppi<D> {
                 format!("horizon × nu = {row}"),
             ));
         }
-        check_specific(p, p.specific_actions.len(), &p.specific_actions.concat())?;
+        check_specific(p, p.specific_actions.len(), p.specific_actions.iter().flatten())?;
         if p.precision == Precision::F32 {
             // What f32 arithmetic must represent: λ as a normal f32, Σ without overflow.
             if !(1e-30..=1e30).contains(&p.lambda) {
@@ -158,7 +158,7 @@ impl<D: Dynamics> Mppi<D> {
                 "whole sequences of horizon × nu values",
             ));
         }
-        check_specific(p, actions.len() / row, actions)?;
+        check_specific(p, actions.len() / row, actions.iter())?;
         s.specific.clear();
         s.specific.extend_from_slice(actions);
         Ok(())
@@ -340,19 +340,23 @@ impl<D: Dynamics> Mppi<D> {
 
     /// The first half of a command whose rollouts are someone else's (the population tuner
     /// over batched dynamics, [`crate::batched`], which rolls out many controllers' samples
-    /// in one call): shift (if asked) and sample with normals `z`. On return
-    /// [`MppiState::controls`] holds every sample's scaled, clamped controls (`K × T × nu`);
-    /// write each sample's rollout cost (running + terminal) to [`MppiState::costs`], then
-    /// call [`Mppi::end_command`]. The two halves do exactly what [`Mppi::command_by`] does.
-    pub fn begin_command(&self, p: &MppiParams, s: &mut MppiState, z: &[f64], shift: bool) {
-        self.begin(p, s, z, shift, &|_| false);
+    /// in one call): shift and sample with the normals of `key`, as
+    /// [`Mppi::command_keyed_by`]. On return [`MppiState::controls`] holds every sample's
+    /// scaled, clamped controls (`K × T × nu`); write each sample's rollout cost (running +
+    /// terminal) to [`MppiState::costs`], then call [`Mppi::end_command`]. The two halves do
+    /// exactly what [`Mppi::command_keyed_by`] does.
+    pub fn begin_command(&self, key: Key, p: &MppiParams, s: &mut MppiState) {
+        let mut z = std::mem::take(&mut s.normals);
+        draw_normals(key, p.num_samples, p.horizon * self.dynamics.nu(), &mut z);
+        self.begin(p, s, &z, true, &|_| false);
+        s.normals = z;
     }
 
     /// The second half (after [`Mppi::begin_command`] and the costs): control costs, weights,
     /// the plan's update, and the command into `out`.
-    pub fn end_command(&self, p: &MppiParams, s: &mut MppiState, out: &mut [f64], shift: bool) {
+    pub fn end_command(&self, p: &MppiParams, s: &mut MppiState, out: &mut [f64]) {
         self.add_control_costs(p, s);
-        self.weigh_and_update(p, s, out, shift);
+        self.weigh_and_update(p, s, out, true);
     }
 
     /// Shift, sample, and the blocks' rollouts; `true` when every block wrote its costs (and
@@ -489,11 +493,15 @@ impl<D: Dynamics> Mppi<D> {
 
 /// The checks of `n` specific sequences (`values`, whole rows): finite, room among the
 /// samples, pytorch-mppi's convention in f64.
-fn check_specific(p: &MppiParams, n: usize, values: &[f64]) -> Result<(), MppiError> {
+fn check_specific<'a>(
+    p: &MppiParams,
+    n: usize,
+    mut values: impl Iterator<Item = &'a f64>,
+) -> Result<(), MppiError> {
     if n == 0 {
         return Ok(());
     }
-    if let Some(v) = values.iter().find(|v| !v.is_finite()) {
+    if let Some(v) = values.find(|v| !v.is_finite()) {
         return Err(invalid("specific_actions", v, "finite values"));
     }
     let room = p.num_samples - p.sample_null_action as usize;

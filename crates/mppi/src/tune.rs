@@ -146,6 +146,22 @@ impl TuneSpec {
     }
 }
 
+/// Checks a tuner's episodes: at least one start, each of `nx` values, and at least one step.
+pub(crate) fn check_episodes(
+    starts: &[Vec<f64>],
+    nx: usize,
+    steps: usize,
+) -> Result<(), MppiError> {
+    if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
+        return Err(MppiError::invalid(
+            "episodes",
+            format!("{} starts, {steps} steps", starts.len()),
+            "at least one start of nx values and one step",
+        ));
+    }
+    Ok(())
+}
+
 /// Closed-loop evaluation of candidate params: each episode starts at one of `starts`, runs
 /// `steps` commands of the controller on the true system (its dynamics serve as model and
 /// plant, [`crate::episode`]), and scores the summed running cost; fitness is the mean over
@@ -172,14 +188,18 @@ impl<C: Controller> TuneProblem<C> {
         let (nx, nu) = (controller.dynamics().nx(), controller.dynamics().nu());
         spec.validate(nu)?;
         controller.validate(&base)?;
-        if starts.is_empty() || starts.iter().any(|s| s.len() != nx) || steps == 0 {
-            return Err(MppiError::invalid(
-                "episodes",
-                format!("{} starts, {steps} steps", starts.len()),
-                "at least one start of nx values and one step",
-            ));
-        }
+        check_episodes(&starts, nx, steps)?;
         Ok(TuneProblem { controller, spec, base, starts, steps })
+    }
+
+    /// The start states of every candidate's episodes.
+    pub fn starts(&self) -> &[Vec<f64>] {
+        &self.starts
+    }
+
+    /// Commands per episode.
+    pub fn steps(&self) -> usize {
+        self.steps
     }
 
     /// The spec.

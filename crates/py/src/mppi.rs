@@ -167,6 +167,18 @@ pub(crate) fn systems() -> Vec<&'static str> {
     System::ALL.iter().map(|s| s.name()).collect()
 }
 
+/// Refuses state and control sizes outside what MPPI takes (for Python-defined systems).
+pub(crate) fn check_sizes(nx: usize, nu: usize) -> PyResult<()> {
+    if nx == 0 || nx > kestrel_mppi::MAX_NX || nu == 0 || nu > kestrel_mppi::MAX_NU {
+        return Err(value_error(format!(
+            "nx = {nx}, nu = {nu}: expected 1 to {} states and 1 to {} controls",
+            kestrel_mppi::MAX_NX,
+            kestrel_mppi::MAX_NU
+        )));
+    }
+    Ok(())
+}
+
 /// Batched dynamics and costs from Python callables: `dynamics(x (n, nx), u (n, nu), t) -> (n,
 /// nx)`, `running_cost(x, u, t) -> (n,)`, `terminal_cost(x) -> (n,)`, float64 arrays (what a
 /// callback returns is read as float64; a wrong shape is a `ValueError` naming the callback).
@@ -317,13 +329,7 @@ impl ExternalMppi {
         seed: u64,
         specific_action_sampler: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        if nx == 0 || nx > kestrel_mppi::MAX_NX || nu == 0 || nu > kestrel_mppi::MAX_NU {
-            return Err(value_error(format!(
-                "nx = {nx}, nu = {nu}: expected 1 to {} states and 1 to {} controls",
-                kestrel_mppi::MAX_NX,
-                kestrel_mppi::MAX_NU
-            )));
-        }
+        check_sizes(nx, nu)?;
         let table = crate::config::json_table(params_json)?;
         let p: kestrel_mppi::MppiParams =
             kestrel_run::load_config(&kestrel_mppi::MppiParams::new(nu, 1.0), None, table, &[])

@@ -178,21 +178,44 @@ fn folder(o: Outcome) -> (String, String) {
 struct PyEval {
     dims: usize,
     f: Py<PyAny>,
-    error: std::sync::Mutex<Option<PyErr>>,
+    error: FirstError,
 }
 
 impl PyEval {
     fn new(dims: usize, f: Py<PyAny>) -> Self {
-        PyEval { dims, f, error: std::sync::Mutex::new(None) }
+        PyEval { dims, f, error: FirstError::default() }
+    }
+}
+
+/// The first exception of a Python function a run calls from its workers: kept, it stops the
+/// run at the next generation (`failed`) and is raised as it was once the run is over
+/// (`result`).
+#[derive(Default)]
+struct FirstError(std::sync::Mutex<Option<PyErr>>);
+
+impl FirstError {
+    /// Whether an exception is kept (a poisoned lock counts as one).
+    fn is_set(&self) -> bool {
+        self.0.lock().map_or(true, |g| g.is_some())
     }
 
+    /// Keeps `e` unless an earlier one is kept.
+    fn keep(&self, e: PyErr) {
+        if let Ok(mut g) = self.0.lock() {
+            g.get_or_insert(e);
+        }
+    }
+
+    /// The run's failure message while an exception is kept.
     fn failed(&self) -> Option<String> {
-        self.error.lock().ok()?.as_ref().map(|e| format!("the evaluator failed: {e}"))
+        let g = self.0.lock().ok()?;
+        let e = g.as_ref()?;
+        Some(format!("the evaluator failed: {}", Python::attach(|py| describe(py, e))))
     }
 
-    /// The run's result, or the evaluator's own error when it stopped the run.
+    /// The run's result, or the kept exception when it stopped the run.
     fn result<T>(&self, r: PyResult<T>) -> PyResult<T> {
-        match self.error.lock().ok().and_then(|mut g| g.take()) {
+        match self.0.lock().ok().and_then(|mut g| g.take()) {
             Some(e) => Err(e),
             None => r,
         }
@@ -213,7 +236,7 @@ impl kestrel_evo::Problem for PyEval {
     ) {
         use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
         fitness.fill(f32::NAN);
-        if self.error.lock().map_or(true, |g| g.is_some()) {
+        if self.error.is_set() {
             return;
         }
         let n = fitness.len();
@@ -239,10 +262,8 @@ impl kestrel_evo::Problem for PyEval {
             }
             Ok(())
         });
-        if let Err(e) = r
-            && let Ok(mut g) = self.error.lock()
-        {
-            g.get_or_insert(e);
+        if let Err(e) = r {
+            self.error.keep(e);
         }
     }
 }
@@ -268,9 +289,9 @@ pub(crate) fn evo_run_with(
     let dims = kestrel_run::runs::es::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
     let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
-        run_with(c, Some(&ev), &|| ev.failed(), l)
+        run_with(c, Some(&ev), &|| ev.error.failed(), l)
     });
-    ev.result(r.map(folder))
+    ev.error.result(r.map(folder))
 }
 
 /// `kestrel mppi tune` with the candidates' costs from `evaluate` (`kestrel.dist`).
@@ -294,9 +315,9 @@ pub(crate) fn mppi_tune_with(
     let dims = kestrel_run::runs::mppi_tune::tune_problem(&c).map_err(value_error)?.num_dims();
     let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
-        tune_with(c, Some(&ev), &|| ev.failed(), l)
+        tune_with(c, Some(&ev), &|| ev.error.failed(), l)
     });
-    ev.result(r.map(folder))
+    ev.error.result(r.map(folder))
 }
 
 /// A tuning config over plain MPPI's defaults for `nu` controls
@@ -308,13 +329,7 @@ fn python_tune_config(
 ) -> PyResult<kestrel_run::runs::mppi_tune::TuneConfig> {
     use kestrel_run::runs::mppi_tune::{TuneConfig, validate_tune};
     let kestrel_mppi::batched::Sizes { nx, nu } = python.sizes();
-    if nx == 0 || nx > kestrel_mppi::MAX_NX || nu == 0 || nu > kestrel_mppi::MAX_NU {
-        return Err(value_error(format!(
-            "nx = {nx}, nu = {nu}: expected 1 to {} states and 1 to {} controls",
-            kestrel_mppi::MAX_NX,
-            kestrel_mppi::MAX_NU
-        )));
-    }
+    crate::mppi::check_sizes(nx, nu)?;
     let mut defaults = TuneConfig { callbacks: Some(python), ..TuneConfig::default() };
     defaults.run.mppi = kestrel_mppi::MppiParams::new(nu, 1.0);
     let table = json_table(config_json)?;
@@ -339,7 +354,7 @@ struct PyKnobEval {
     base: kestrel_mppi::MppiParams,
     nu: usize,
     f: Py<PyAny>,
-    error: std::sync::Mutex<Option<PyErr>>,
+    error: FirstError,
 }
 
 impl kestrel_evo::Problem for PyKnobEval {
@@ -350,7 +365,7 @@ impl kestrel_evo::Problem for PyKnobEval {
     fn evaluate_rows(&self, _: kestrel_core::Key, _: u64, population: &[f32], fitness: &mut [f32]) {
         use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
         fitness.fill(f32::NAN);
-        if self.error.lock().map_or(true, |g| g.is_some()) {
+        if self.error.is_set() {
             return;
         }
         let (n, nu) = (fitness.len(), self.nu);
@@ -380,10 +395,8 @@ impl kestrel_evo::Problem for PyKnobEval {
             }
             Ok(())
         });
-        if let Err(e) = r
-            && let Ok(mut g) = self.error.lock()
-        {
-            g.get_or_insert(e);
+        if let Err(e) = r {
+            self.error.keep(e);
         }
     }
 }
@@ -413,19 +426,13 @@ pub(crate) fn mppi_tune_evaluate(
         base: c.run.mppi.clone(),
         nu,
         f: evaluate,
-        error: std::sync::Mutex::new(None),
+        error: FirstError::default(),
     };
     let argv = call(format!("kestrel.mppi.tune({config_json}, evaluate=...)"), tag);
-    let failed = || {
-        let g = ev.error.lock().ok()?;
-        let e = g.as_ref()?;
-        Some(Python::attach(|py| describe(py, e)))
-    };
-    let r = launch(py, out_dir, argv, threads, progress, |l| tune_with(c, Some(&ev), &failed, l));
-    match ev.error.lock().ok().and_then(|mut g| g.take()) {
-        Some(e) => Err(e),
-        None => r.map(folder),
-    }
+    let r = launch(py, out_dir, argv, threads, progress, |l| {
+        tune_with(c, Some(&ev), &|| ev.error.failed(), l)
+    });
+    ev.error.result(r.map(folder))
 }
 
 /// `kestrel mppi tune` of a system written in Python: `kestrel.mppi.tune(dynamics=...,
