@@ -11,6 +11,7 @@
 //! clock of its own.
 
 use crate::AutoReset;
+use rayon::prelude::*;
 
 /// Returns, lengths and start times of the running episodes, one per agent row, and the
 /// statistics of the episodes that ended in the last step.
@@ -74,28 +75,46 @@ impl EpisodeStats {
         now: f64,
     ) {
         let a = self.agents;
-        for (r, &rew) in rewards.iter().enumerate().take(self.returns.len()) {
-            let e = r / a;
-            if mode != AutoReset::SameStep && self.prev_done[r] {
-                // This step only reset the row.
-                (self.returns[r], self.lengths[r], self.starts[r]) = (0.0, 0, now);
-            } else {
-                self.returns[r] += f64::from(rew);
-                self.lengths[r] += 1;
-            }
-            let done = terminated[e] || truncated[e];
-            self.done[r] = done;
-            self.prev_done[r] = done;
-            if done {
-                self.final_returns[r] = self.returns[r];
-                self.final_lengths[r] = self.lengths[r];
-                let secs = (now - self.starts[r]).max(0.0);
-                self.final_seconds[r] = (secs * 1e6).round() / 1e6;
-                if mode == AutoReset::SameStep {
-                    (self.returns[r], self.lengths[r], self.starts[r]) = (0.0, 0, now);
+        // Row by row, in parallel over chunks of whole envs from a few thousand rows (10,000
+        // rows: about 40 µs serial). Every row is its own, so the result is the same for any
+        // split.
+        let chunk = a * 2048usize.div_ceil(a);
+        let n = self.returns.len().min(rewards.len());
+        self.returns[..n]
+            .par_chunks_mut(chunk)
+            .zip(self.lengths[..n].par_chunks_mut(chunk))
+            .zip(self.starts[..n].par_chunks_mut(chunk))
+            .zip(self.prev_done[..n].par_chunks_mut(chunk))
+            .zip(self.done[..n].par_chunks_mut(chunk))
+            .zip(self.final_returns[..n].par_chunks_mut(chunk))
+            .zip(self.final_lengths[..n].par_chunks_mut(chunk))
+            .zip(self.final_seconds[..n].par_chunks_mut(chunk))
+            .enumerate()
+            .for_each(|(c, (((((((ret, len), start), prev), done), f_ret), f_len), f_secs))| {
+                for j in 0..ret.len() {
+                    let r = c * chunk + j;
+                    if mode != AutoReset::SameStep && prev[j] {
+                        // This step only reset the row.
+                        (ret[j], len[j], start[j]) = (0.0, 0, now);
+                    } else {
+                        ret[j] += f64::from(rewards[r]);
+                        len[j] += 1;
+                    }
+                    let e = r / a;
+                    let ended = terminated[e] || truncated[e];
+                    done[j] = ended;
+                    prev[j] = ended;
+                    if ended {
+                        f_ret[j] = ret[j];
+                        f_len[j] = len[j];
+                        let secs = (now - start[j]).max(0.0);
+                        f_secs[j] = (secs * 1e6).round() / 1e6;
+                        if mode == AutoReset::SameStep {
+                            (ret[j], len[j], start[j]) = (0.0, 0, now);
+                        }
+                    }
                 }
-            }
-        }
+            });
     }
 
     /// Which agent rows ended an episode in the last step.
@@ -171,5 +190,46 @@ mod tests {
         assert_eq!(&s.final_seconds()[2..], [1.5, 1.5]);
         s.reset(4.0);
         assert!(s.done().iter().all(|d| !d));
+    }
+
+    /// Batches of several parallel chunks count every row as the row-by-row definition does
+    /// (Gymnasium's wrapper, written out here), in every mode and with several agents per env.
+    #[test]
+    fn large_batches_count_row_by_row() {
+        let (envs, agents) = (1500, 3);
+        let rows = envs * agents;
+        for mode in [AutoReset::NextStep, AutoReset::SameStep, AutoReset::Disabled] {
+            let mut s = EpisodeStats::new(envs, agents, 0.0);
+            let (mut ret, mut len, mut start) =
+                (vec![0.0f64; rows], vec![0u64; rows], vec![0.0; rows]);
+            let mut prev = vec![false; rows];
+            let mut r = crate::Key::new(4).rng();
+            for k in 0..40 {
+                let now = k as f64 * 0.25;
+                let rewards: Vec<f32> = (0..rows).map(|_| r.uniform_f64() as f32).collect();
+                let te: Vec<bool> = (0..envs).map(|_| r.below(9) == 0).collect();
+                let tr: Vec<bool> = (0..envs).map(|_| r.below(13) == 0).collect();
+                s.record(mode, &rewards, &te, &tr, now);
+                for i in 0..rows {
+                    if mode != AutoReset::SameStep && prev[i] {
+                        (ret[i], len[i], start[i]) = (0.0, 0, now);
+                    } else {
+                        ret[i] += f64::from(rewards[i]);
+                        len[i] += 1;
+                    }
+                    let done = te[i / agents] || tr[i / agents];
+                    assert_eq!(s.done()[i], done);
+                    if done {
+                        assert_eq!(s.final_returns()[i], ret[i]);
+                        assert_eq!(s.final_lengths()[i], len[i]);
+                        assert_eq!(s.final_seconds()[i], ((now - start[i]) * 1e6).round() / 1e6);
+                        if mode == AutoReset::SameStep {
+                            (ret[i], len[i], start[i]) = (0.0, 0, now);
+                        }
+                    }
+                    prev[i] = done;
+                }
+            }
+        }
     }
 }

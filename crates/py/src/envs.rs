@@ -7,6 +7,7 @@ use kestrel_core::{AutoReset, EpisodeStats, Space};
 use kestrel_run::Layers;
 use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs};
 use kestrel_run::info::ArcInfo;
+use numpy::ndarray::ArrayView1;
 use numpy::{
     PyArray1, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1, PyReadwriteArrayDyn,
 };
@@ -201,13 +202,16 @@ pub(crate) struct VecCore {
     mode: AutoReset,
     /// ARC's info columns (similarity, improvement, operation, step); None for other envs.
     arc: Option<ArcInfo>,
+    /// ARC's point or bbox coordinates of the step, gathered from Python's columns.
+    coords: Vec<i64>,
 }
 
-/// Runs `f` on `pool` (or the global rayon pool). With `merge` (calls with several parallel
-/// phases: packing ARC selections, stepping, copying large observations) the whole call runs
-/// inside one pool worker, one hand-off from the Python thread instead of one per phase;
-/// small calls run on the calling thread (a hand-off costs tens of microseconds when the
-/// workers sleep).
+/// Runs `f` on `pool` (a batch's own pool, or [`caller_pool`], whose worker 0 is the calling
+/// thread: then `f` runs right here), or else on the global rayon pool. There, with `merge`
+/// (calls with several parallel phases: packing ARC selections, stepping, copying large
+/// observations) the whole call runs inside one pool worker, one hand-off from the Python
+/// thread instead of one per phase; small calls run on the calling thread (a hand-off costs
+/// tens of microseconds when the workers sleep).
 fn on<R: Send>(
     pool: &Option<Arc<rayon::ThreadPool>>,
     merge: bool,
@@ -262,30 +266,98 @@ impl VecCore {
     }
 }
 
-fn actions_from<'a>(
+/// The action arrays of a step as slices (each contiguous), taken while the GIL is held.
+struct Slices<'a> {
+    ints: Option<&'a [i64]>,
+    floats: Option<&'a [f64]>,
+    sel: Option<&'a [u8]>,
+}
+
+fn slices<'a>(
     ints: &'a Option<PyReadonlyArray1<'_, i64>>,
     floats: &'a Option<PyReadonlyArray1<'_, f64>>,
     sel: &'a Option<PyReadonlyArray1<'_, u8>>,
-    coords: &'a Option<PyReadonlyArray1<'_, i64>>,
-) -> PyResult<Actions<'a>> {
+) -> PyResult<Slices<'a>> {
     let slice_err = |_| value_error("actions: not contiguous");
-    Ok(match (ints, floats, sel, coords) {
-        (Some(i), None, Some(s), None) => Actions::Arc {
-            ops: i.as_slice().map_err(slice_err)?,
-            sel: s.as_slice().map_err(slice_err)?,
-        },
-        (Some(i), None, None, Some(c)) => Actions::ArcCoords {
-            ops: i.as_slice().map_err(slice_err)?,
-            coords: c.as_slice().map_err(slice_err)?,
-        },
-        (Some(i), None, None, None) => Actions::Int(i.as_slice().map_err(slice_err)?),
-        (None, Some(f), None, None) => Actions::Float(f.as_slice().map_err(slice_err)?),
-        _ => {
-            return Err(value_error(
-                "actions: give integers, floats, or ARC's (operation, selection or coordinates)",
-            ));
-        }
+    Ok(Slices {
+        ints: ints.as_ref().map(|a| a.as_slice()).transpose().map_err(slice_err)?,
+        floats: floats.as_ref().map(|a| a.as_slice()).transpose().map_err(slice_err)?,
+        sel: sel.as_ref().map(|a| a.as_slice()).transpose().map_err(slice_err)?,
     })
+}
+
+impl<'a> Slices<'a> {
+    /// The step's actions, with ARC's coordinates already gathered (`coords`).
+    fn actions(&self, coords: Option<&'a [i64]>) -> Result<Actions<'a>, String> {
+        Ok(match (self.ints, self.floats, self.sel, coords) {
+            (Some(ops), None, Some(sel), None) => Actions::Arc { ops, sel },
+            (Some(ops), None, None, Some(coords)) => Actions::ArcCoords { ops, coords },
+            (Some(i), None, None, None) => Actions::Int(i),
+            (None, Some(f), None, None) => Actions::Float(f),
+            _ => {
+                return Err("actions: give integers, floats, or ARC's (operation, selection or \
+                            coordinates)"
+                    .into());
+            }
+        })
+    }
+}
+
+/// ARC's point or bbox columns (`row, col` or `r1, c1, r2, c2`, each one value per row, any
+/// strides: a column of an `(n, 5)` array is read in place) as views, checked for their count
+/// and lengths; gathered into the env's own buffer by [`gather`] on the pool.
+fn coord_views<'a>(
+    cols: &'a Option<Vec<PyReadonlyArray1<'_, i64>>>,
+    rows: usize,
+) -> PyResult<Option<Vec<ArrayView1<'a, i64>>>> {
+    let Some(cols) = cols else { return Ok(None) };
+    if !(cols.len() == 2 || cols.len() == 4) {
+        return Err(value_error(format!(
+            "actions: 2 (point) or 4 (bbox) coordinate columns, got {}",
+            cols.len()
+        )));
+    }
+    let views: Vec<_> = cols.iter().map(|c| c.as_array()).collect();
+    if let Some((j, v)) = views.iter().enumerate().find(|(_, v)| v.len() != rows) {
+        return Err(value_error(format!(
+            "actions: coordinate column {j} has {} values for {rows} rows",
+            v.len()
+        )));
+    }
+    Ok(Some(views))
+}
+
+/// The columns one after the other into `buf` (its allocation kept from step to step: no
+/// page faults for fresh arrays in the hot loop), in parallel for large batches.
+fn gather<'b>(views: &[ArrayView1<'_, i64>], buf: &'b mut Vec<i64>) -> &'b [i64] {
+    let n = views.first().map_or(0, |v| v.len());
+    buf.resize(n * views.len(), 0);
+    buf.par_chunks_mut(n.max(1)).zip(views.par_iter()).for_each(|(out, v)| match v.as_slice() {
+        Some(s) => out.copy_from_slice(s),
+        None => out.iter_mut().zip(v.iter()).for_each(|(o, x)| *o = *x),
+    });
+    buf
+}
+
+/// The pool a batch made on this thread steps on when given no `num_threads`: a pool of the
+/// process's rayon size whose worker 0 is the first thread that asks (Python's main thread,
+/// as a rule). A step from that thread runs on it, its other workers stealing parts of the
+/// batch, instead of being handed to the global pool while the caller sleeps: each hand-off
+/// and wake-up costs 15–90 µs on a virtual machine, which at 1,024 ARC envs is as long as
+/// the step. Other threads (and a thread already in a rayon pool) get None: the global pool.
+fn caller_pool() -> Option<Arc<rayon::ThreadPool>> {
+    static POOL: std::sync::OnceLock<Option<(std::thread::ThreadId, Arc<rayon::ThreadPool>)>> =
+        std::sync::OnceLock::new();
+    let me = std::thread::current().id();
+    let made = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(rayon::current_num_threads())
+            .use_current_thread()
+            .build()
+            .ok()
+            .map(|p| (me, Arc::new(p)))
+    });
+    made.as_ref().filter(|(owner, _)| *owner == me).map(|(_, p)| p.clone())
 }
 
 #[pymethods]
@@ -308,7 +380,7 @@ impl VecCore {
             return Err(value_error(format!("num_envs = {num_envs}: at least 1")));
         }
         let pool = match num_threads {
-            None => None,
+            None => caller_pool(),
             Some(n) if !(1..=1024).contains(&n) => {
                 return Err(value_error(format!("num_threads = {n}: 1 to 1024, or None")));
             }
@@ -343,6 +415,7 @@ impl VecCore {
             stats,
             born: std::time::Instant::now(),
             mode: AutoReset::SameStep,
+            coords: Vec::new(),
         })
     }
 
@@ -412,7 +485,7 @@ impl VecCore {
     /// Loads actions then steps every row, both with the GIL released; with output arrays
     /// given, copies the results into them as [`VecCore::read`] does (one call per step).
     /// Returns the number of agent rows whose episode ended.
-    #[pyo3(signature = (ints=None, floats=None, sel=None, coords=None, obs=None, rewards=None, terminated=None, truncated=None))]
+    #[pyo3(signature = (ints=None, floats=None, sel=None, cols=None, obs=None, rewards=None, terminated=None, truncated=None))]
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
@@ -420,33 +493,40 @@ impl VecCore {
         ints: Option<PyReadonlyArray1<'_, i64>>,
         floats: Option<PyReadonlyArray1<'_, f64>>,
         sel: Option<PyReadonlyArray1<'_, u8>>,
-        coords: Option<PyReadonlyArray1<'_, i64>>,
+        cols: Option<Vec<PyReadonlyArray1<'_, i64>>>,
         obs: Option<&Bound<'_, PyAny>>,
         rewards: Option<PyReadwriteArray1<'_, f32>>,
         terminated: Option<PyReadwriteArray1<'_, bool>>,
         truncated: Option<PyReadwriteArray1<'_, bool>>,
     ) -> PyResult<usize> {
-        let a = actions_from(&ints, &floats, &sel, &coords)?;
+        let rows = self.get()?.num_envs() * self.agents;
+        let acts = slices(&ints, &floats, &sel)?;
+        let views = coord_views(&cols, rows)?;
         let pool = self.pool.clone();
         let dtype = self.get()?.obs_dtype();
         let mut guard = obs.map(|o| ObsGuard::new(o, dtype)).transpose()?;
         let out = guard.as_mut().map(|g| g.slice()).transpose()?;
-        self.get()?;
-        let (Some(v), arc) = (self.inner.as_mut(), self.arc.as_mut()) else {
+        let now = self.now();
+        let mode = self.mode;
+        let VecCore { inner, arc, stats, coords, .. } = self;
+        let Some(v) = inner.as_mut() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
         // The action arrays are read-only borrows held for the call (rust-numpy's borrow
-        // flags); the Python layer hands in arrays it owns or fresh conversions. Loading,
-        // stepping, ARC's info and copying the observations run in one pool task without the
-        // GIL (a second hand-off for the info cost about 10 µs a step at 1,024 envs).
+        // flags); the Python layer hands in arrays it owns or fresh conversions. Gathering the
+        // coordinates, loading, stepping, ARC's info, the episode statistics and copying the
+        // observations run in one pool task without the GIL (a second hand-off for the info
+        // cost about 10 µs a step at 1,024 envs).
         let merge = out.as_ref().is_some_and(|o| o.bytes() >= 1 << 18);
         py.detach(|| {
             on(&pool, merge, || {
-                v.load_actions(&a)?;
+                let c = views.as_ref().map(|vs| gather(vs, coords));
+                v.load_actions(&acts.actions(c)?)?;
                 v.step();
                 if let Some(arc) = arc {
                     arc.after_step(v.as_ref());
                 }
+                stats.record(mode, v.rewards(), v.terminated(), v.truncated(), now);
                 match out {
                     Some(o) => copy_all(v.obs(), o),
                     None => Ok(()),
@@ -455,7 +535,7 @@ impl VecCore {
         })
         .map_err(value_error)?;
         drop(guard);
-        let ended = self.count_step()?;
+        let ended = self.stats.done().iter().filter(|&&d| d).count();
         if let (Some(mut r), Some(mut te), Some(mut tr)) = (rewards, terminated, truncated) {
             let v = self.get()?;
             copy_into("rewards", v.rewards(), &mut r)?;
@@ -466,21 +546,30 @@ impl VecCore {
     }
 
     /// Loads actions and starts the step on a background thread; `step_wait` joins it.
-    #[pyo3(signature = (ints=None, floats=None, sel=None, coords=None))]
+    #[pyo3(signature = (ints=None, floats=None, sel=None, cols=None))]
     fn step_async(
         &mut self,
         ints: Option<PyReadonlyArray1<'_, i64>>,
         floats: Option<PyReadonlyArray1<'_, f64>>,
         sel: Option<PyReadonlyArray1<'_, u8>>,
-        coords: Option<PyReadonlyArray1<'_, i64>>,
+        cols: Option<Vec<PyReadonlyArray1<'_, i64>>>,
     ) -> PyResult<()> {
         if self.pending.is_some() {
             return Err(PyRuntimeError::new_err(
                 "step_async called twice: call step_wait for the pending step first",
             ));
         }
-        let a = actions_from(&ints, &floats, &sel, &coords)?;
-        self.get_mut()?.load_actions(&a).map_err(value_error)?;
+        let rows = self.get()?.num_envs() * self.agents;
+        let acts = slices(&ints, &floats, &sel)?;
+        let views = coord_views(&cols, rows)?;
+        let VecCore { inner, coords, .. } = self;
+        let c = views.as_ref().map(|vs| gather(vs, coords));
+        let a = acts.actions(c).map_err(value_error)?;
+        inner
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("the env is closed"))?
+            .load_actions(&a)
+            .map_err(value_error)?;
         let Some(mut v) = self.inner.take() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };

@@ -103,3 +103,35 @@ def test_bad_forms_and_actions_are_clear_errors():
         d.step(np.array([0, 3500]))
     with pytest.raises(ValueError, match=r"expected shape \(2,\)"):
         d.step(np.array([[0, 1]]))
+
+
+def test_bbox_columns_in_any_layout_step_alike():
+    # Columns of an (n, 5) array (strided views, read in place by Rust), int32 columns and
+    # reversed views step exactly as contiguous int64 columns; a bad value in a strided column
+    # is named by its key and row.
+    n, keys = 24, ["operation", "r1", "c1", "r2", "c2"]
+    envs = [kestrel.make_vec("ARC-jaxarc-v0", n, selection="bbox", **SMALL) for _ in range(4)]
+    for v in envs:
+        v.reset(seed=3)
+    r = np.random.default_rng(0)
+    for _ in range(20):
+        a = np.column_stack([r.integers(0, 35, n), r.integers(0, 10, (n, 4))]).astype(np.int64)
+        contiguous = {k: np.ascontiguousarray(a[:, j]) for j, k in enumerate(keys)}
+        strided = {k: a[:, j] for j, k in enumerate(keys)}
+        small = {k: a[:, j].astype(np.int32) for j, k in enumerate(keys)}
+        flipped = {k: np.ascontiguousarray(a[::-1, j])[::-1] for j, k in enumerate(keys)}
+        assert not strided["r1"].flags.c_contiguous and flipped["r1"].strides[0] < 0
+        out = [v.step(x) for v, x in zip(envs, [contiguous, strided, small, flipped])]
+        for o in out[1:]:
+            for k in out[0][0]:
+                np.testing.assert_array_equal(o[0][k], out[0][0][k])
+            for x, y in zip(o[1:4], out[0][1:4]):
+                np.testing.assert_array_equal(x, y)
+    bad = np.zeros((n, 5), np.int64)
+    bad[7, 3] = -1
+    with pytest.raises(ValueError, match=r"actions\[\"r2\"\]\[7\] = -1: outside the 10x10 canvas"):
+        envs[1].step({k: bad[:, j] for j, k in enumerate(keys)})
+    with pytest.raises(ValueError, match=r"actions\['operation'\]\[2\] = 35: outside Discrete\(35\)"):
+        bad[2, 0] = 35
+        bad[7, 3] = 0
+        envs[1].step({k: bad[:, j] for j, k in enumerate(keys)})

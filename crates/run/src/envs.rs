@@ -638,7 +638,9 @@ fn check_operations(ops: &[i64], n: usize) -> Result<(), String> {
         return Err(format!("actions['operation']: expected shape ({n},), got ({},)", ops.len()));
     }
     let nops = kestrel_arc::NUM_OPS as i64;
-    if let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
+    // No early exit (vectorises); the first bad one is looked for only when there is one.
+    let bad = ops.iter().fold(false, |b, &op| b | (op as u64 >= nops as u64));
+    if bad && let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
         return Err(format!("actions['operation'][{i}] = {}: outside Discrete({nops})", ops[i]));
     }
     Ok(())
@@ -660,7 +662,38 @@ fn arc_coords<const S: usize>(
         ));
     }
     let names: &[&str] = if k == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
-    if let Some(i) = coords.iter().position(|v| !(0..S as i64).contains(v)) {
+    // One pass, in parallel from a few thousand rows: each row's action and whether any of
+    // its values is off the canvas (an unsigned compare, no early exit, so the checks
+    // vectorise; a search with early exit cost 4 ns a value). The first bad value is looked
+    // for only when there is one.
+    const CHUNK: usize = 2048;
+    let col = |j: usize| &coords[(j % k) * n..(j % k + 1) * n];
+    let (c0, c1, c2, c3) = (col(0), col(1), col(2), col(3));
+    let bad = out
+        .par_chunks_mut(CHUNK)
+        .zip(ops.par_chunks(CHUNK))
+        .enumerate()
+        .map(|(c, (out, ops))| {
+            let at = c * CHUNK..c * CHUNK + out.len();
+            let (c0, c1, c2, c3) = (&c0[at.clone()], &c1[at.clone()], &c2[at.clone()], &c3[at]);
+            let mut bad = false;
+            for (i, (o, &op)) in out.iter_mut().zip(ops).enumerate() {
+                let (a, b) = (c0[i], c1[i]);
+                bad |= (a as u64 >= S as u64) | (b as u64 >= S as u64);
+                // Off-canvas values are refused below before the actions are used.
+                let sel = if k == 2 {
+                    Selection::Point { row: a as i32, col: b as i32 }
+                } else {
+                    let (c, d) = (c2[i], c3[i]);
+                    bad |= (c as u64 >= S as u64) | (d as u64 >= S as u64);
+                    Selection::BBox { r1: a as i32, c1: b as i32, r2: c as i32, c2: d as i32 }
+                };
+                *o = ArcAction { op: op as i32, sel };
+            }
+            bad
+        })
+        .reduce(|| false, |a, b| a | b);
+    if bad && let Some(i) = coords.iter().position(|v| !(0..S as i64).contains(v)) {
         return Err(format!(
             "actions[{:?}][{}] = {}: outside the {S}x{S} canvas (0 to {})",
             names[i / n],
@@ -668,15 +701,6 @@ fn arc_coords<const S: usize>(
             coords[i],
             S - 1
         ));
-    }
-    for (i, (o, &op)) in out.iter_mut().zip(ops).enumerate() {
-        // On the canvas (checked above), so each fits an i32.
-        let v = |j: usize| coords[j * n + i] as i32;
-        let sel = match k {
-            2 => Selection::Point { row: v(0), col: v(1) },
-            _ => Selection::BBox { r1: v(0), c1: v(1), r2: v(2), c2: v(3) },
-        };
-        *o = ArcAction { op: op as i32, sel };
     }
     Ok(())
 }
@@ -1036,5 +1060,41 @@ mod tests {
         let t = toml::toml! { dims = 2 reset_noise = 0.5 };
         let c = EnvId::DoubleIntegrator.resolve(Layers::table(&t)).unwrap();
         assert_eq!((c["dims"].as_i64(), c["reset_noise"].as_f64()), (Some(2), Some(0.5)));
+    }
+
+    /// Point and bbox columns decode to the actions they name in batches of several parallel
+    /// chunks, and a bad value anywhere is named by its key and row.
+    #[test]
+    fn arc_coordinates_decode_and_bad_values_are_named() {
+        let mut r = Key::new(3).rng();
+        for (n, k) in [(3, 2), (5000, 2), (5000, 4)] {
+            let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
+            let coords: Vec<i64> = (0..n * k).map(|_| r.below(5) as i64).collect();
+            let mut out = vec![ArcAction::<5>::default(); n];
+            arc_coords::<5>(&ops, &coords, &mut out).unwrap();
+            for (i, a) in out.iter().enumerate() {
+                let c = |j: usize| coords[j * n + i] as i32;
+                let sel = if k == 2 {
+                    Selection::Point { row: c(0), col: c(1) }
+                } else {
+                    Selection::BBox { r1: c(0), c1: c(1), r2: c(2), c2: c(3) }
+                };
+                assert_eq!(*a, ArcAction { op: ops[i] as i32, sel });
+            }
+            let mut bad = coords.clone();
+            bad[(k - 1) * n + n - 1] = 5;
+            let e = arc_coords::<5>(&ops, &bad, &mut out).unwrap_err();
+            let key = if k == 2 { "col" } else { "c2" };
+            assert_eq!(
+                e,
+                format!("actions[{key:?}][{}] = 5: outside the 5x5 canvas (0 to 4)", n - 1)
+            );
+            bad[(k - 1) * n + n - 1] = -1;
+            assert!(arc_coords::<5>(&ops, &bad, &mut out).unwrap_err().contains("= -1: outside"));
+            let mut bad_ops = ops.clone();
+            bad_ops[n / 2] = 35;
+            let e = arc_coords::<5>(&bad_ops, &coords, &mut out).unwrap_err();
+            assert_eq!(e, format!("actions['operation'][{}] = 35: outside Discrete(35)", n / 2));
+        }
     }
 }

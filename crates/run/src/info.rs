@@ -6,6 +6,7 @@
 //! each batch type's [`crate::render::Show::similarity`]).
 
 use crate::envs::DynBatch;
+use rayon::prelude::*;
 
 /// ARC's per-env info columns: `similarity` after the step, `improvement` (its change over
 /// the step; 0 on a step that starts an episode: next-step autoreset's reset step, or a
@@ -54,15 +55,23 @@ impl ArcInfo {
     pub fn after_step(&mut self, b: &dyn DynBatch) {
         b.similarity(&mut self.now);
         b.operations(&mut self.operation);
-        for (i, &t) in b.episode_steps().iter().enumerate() {
-            let started = t == 0;
-            self.improvement[i] = if started { 0.0 } else { self.now[i] - self.similarity[i] };
-            self.similarity[i] = self.now[i];
-            if started {
-                self.operation[i] = -1;
-            }
-            self.step[i] = t as i64;
-        }
+        // Row by row, in parallel from a few thousand rows (10,000 rows: about 30 µs serial).
+        self.similarity
+            .par_iter_mut()
+            .zip(self.improvement.par_iter_mut())
+            .zip(self.operation.par_iter_mut())
+            .zip(self.step.par_iter_mut())
+            .zip(self.now.par_iter().zip(b.episode_steps().par_iter()))
+            .with_min_len(2048)
+            .for_each(|((((sim, imp), op), step), (&now, &t))| {
+                let started = t == 0;
+                *imp = if started { 0.0 } else { now - *sim };
+                *sim = now;
+                if started {
+                    *op = -1;
+                }
+                *step = t as i64;
+            });
     }
 }
 
@@ -81,26 +90,35 @@ mod tests {
         use kestrel_core::AutoReset;
         let small = toml::toml! { canvas = 5
         max_episode_steps = 7 };
+        // 2,500 envs: more than one of `after_step`'s parallel chunks.
+        let cases = [(70, 60), (2500, 8)];
         for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
-            for mode in [AutoReset::NextStep, AutoReset::SameStep] {
-                let mut b = id.build(Layers::table(&small), 70, 2, 0).unwrap();
+            for (mode, (n, steps)) in [AutoReset::NextStep, AutoReset::SameStep]
+                .into_iter()
+                .zip(cases)
+                .chain([(AutoReset::NextStep, cases[1]), (AutoReset::SameStep, cases[0])])
+            {
+                let mut b = id.build(Layers::table(&small), n, 2, 0).unwrap();
                 b.set_autoreset(mode);
                 b.reset(2);
                 let mut info = ArcInfo::new(b.as_ref()).unwrap();
                 info.after_reset(b.as_ref(), None);
                 let mut r = kestrel_core::Key::new(9).rng();
                 let (mut starts, mut moves) = (0, 0);
-                for _ in 0..60 {
+                let mut kernel = vec![0.0; n];
+                for _ in 0..steps {
                     let before = info.similarity.clone();
-                    let ops: Vec<i64> = (0..70).map(|_| r.below(35) as i64).collect();
-                    let sel: Vec<u8> = (0..70 * 25).map(|_| (r.next_u64() & 1) as u8).collect();
+                    let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
+                    let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();
                     b.load_actions(&Actions::Arc { ops: &ops, sel: &sel }).unwrap();
                     b.step();
                     info.after_step(b.as_ref());
+                    b.similarity(&mut kernel);
                     let steps = b.episode_steps().to_vec();
-                    for i in 0..70 {
+                    for i in 0..n {
                         let s = &info.similarity[i];
                         assert!((0.0..=1.0).contains(s), "{s}");
+                        assert_eq!(*s, kernel[i]);
                         assert_eq!(info.step[i], steps[i] as i64);
                         if steps[i] == 0 {
                             starts += 1;

@@ -2,7 +2,7 @@
 # built module by `stubtest` in the tests (tools/py-test); the public API is the Python
 # package around it (kestrel.vector, kestrel.envs, kestrel.evo, ...).
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from os import PathLike
 from typing import Any, Self, final
 
@@ -52,7 +52,7 @@ class VecCore:
         ints: npt.NDArray[np.int64] | None = None,
         floats: npt.NDArray[np.float64] | None = None,
         sel: npt.NDArray[np.uint8] | None = None,
-        coords: npt.NDArray[np.int64] | None = None,
+        cols: Sequence[npt.NDArray[np.int64]] | None = None,
         obs: npt.NDArray[Any] | None = None,
         rewards: npt.NDArray[np.float32] | None = None,
         terminated: npt.NDArray[np.bool_] | None = None,
@@ -63,7 +63,7 @@ class VecCore:
         ints: npt.NDArray[np.int64] | None = None,
         floats: npt.NDArray[np.float64] | None = None,
         sel: npt.NDArray[np.uint8] | None = None,
-        coords: npt.NDArray[np.int64] | None = None,
+        cols: Sequence[npt.NDArray[np.int64]] | None = None,
     ) -> None: ...
     def step_wait(self) -> int: ...
     def read(

@@ -95,8 +95,10 @@ class ArcActions:
         return spaces.Dict(parts)
 
     def columns(self, actions, rows):
-        """`(operations, coordinates)` int64 arrays, `(rows,)` and `(k, rows)` (one key's
-        column after the other), of point or bbox actions in any of their three forms."""
+        """`(operations, [column, ...])`: a contiguous int64 `(rows,)` array of operations and
+        one int64 `(rows,)` array per coordinate key (any strides: Rust gathers them into its
+        own buffer, so no array is made here per step), of point or bbox actions in any of
+        their three forms."""
         k = len(self.keys)
         if self.flatten == "discrete":
             a = _ints(actions, (rows,), "actions")
@@ -108,26 +110,26 @@ class ArcActions:
             rest = a.copy()
             for j in range(k, -1, -1):  # least significant (the last key) first
                 rest, cols[:, j] = np.divmod(rest, self.radix[j])
-            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:].T)
+            return np.ascontiguousarray(cols[:, 0]), [cols[:, j] for j in range(1, k + 1)]
         if self.flatten == "multi_discrete":
             cols = _ints(actions, (rows, k + 1), "actions")
-            return np.ascontiguousarray(cols[:, 0]), np.ascontiguousarray(cols[:, 1:].T)
+            return np.ascontiguousarray(cols[:, 0]), [cols[:, j] for j in range(1, k + 1)]
         want = ("operation", *self.keys)
         if not isinstance(actions, dict) or set(actions) != set(want):
             got = sorted(actions) if isinstance(actions, dict) else type(actions).__name__
             raise TypeError(f"actions: expected a dict with keys {', '.join(want)}; got {got}")
-        ops = _ints(actions["operation"], (rows,), "actions['operation']")
-        coords = np.stack([_ints(actions[key], (rows,), f"actions[{key!r}]") for key in self.keys])
-        return ops, coords
+        ops = np.ascontiguousarray(_ints(actions["operation"], (rows,), "actions['operation']"))
+        return ops, [_ints(actions[key], (rows,), f"actions[{key!r}]") for key in self.keys]
 
 
 def _ints(a, shape, what):
+    """`a` as int64 of `shape`, a view where it already is int64 (any strides)."""
     a = np.asarray(a)
     if a.dtype.kind not in "iu" and not (a.dtype.kind == "b" and a.ndim == 0):
         raise TypeError(f"{what}: expected integers, got dtype {a.dtype}")
     if a.shape != shape:
         raise ValueError(f"{what}: expected shape {shape}, got {a.shape}")
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return a if a.dtype == np.int64 else a.astype(np.int64)
 
 
 def env_spaces(spec, arc=None):
@@ -207,8 +209,8 @@ def action_kwargs(action_space, actions, rows, arc=None):
     """The keyword arrays `VecCore.step` takes for `rows` agent rows of `actions` (`arc`: an
     ARC env's `ArcActions`)."""
     if arc is not None and arc.keys is not None:
-        ops, coords = arc.columns(actions, rows)
-        return {"ints": ops, "coords": coords.reshape(-1)}
+        ops, cols = arc.columns(actions, rows)
+        return {"ints": ops, "cols": cols}
     if isinstance(action_space, spaces.Discrete):
         a = np.asarray(actions)
         if a.dtype.kind not in "iub":

@@ -50,8 +50,10 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         autoreset_mode: `AutoresetMode` (default NEXT_STEP, Gymnasium's default).
         copy: True (default): every call returns fresh arrays. False: the same arrays every
             call, overwritten in place by the next step (no allocation; do not keep them).
-        num_threads: threads of this env's own pool (default: the process's rayon pool, sized
-            by `RAYON_NUM_THREADS`); results do not depend on it.
+        num_threads: threads of this env's own pool (default: `RAYON_NUM_THREADS` or the
+            core count, in a pool the first thread that makes an env works in: its steps run
+            on that thread and the pool's other workers, without a hand-off to the process's
+            rayon pool; other threads' envs use that pool); results do not depend on it.
         row_offset: global index of row 0 (a shard of a larger batch reproduces its rows).
         episode_stats: True (default): when episodes end, `infos["episode"] = {"r", "l", "t"}`
             (return, length, wall seconds; 0 for rows that did not end) and
