@@ -125,6 +125,27 @@ def test_cleanrl_example_runs_on_cartpole():
     assert out.returncode == 0 and "mean episode return" in out.stdout, out.stdout[-3000:] + out.stderr[-3000:]
 
 
+def test_the_example_trains_on_the_batch_a_caller_makes(tmp_path):
+    # tools/compare/arc_ppo.py runs this same loop over JaxARC by passing its own `make`.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cleanrl_ppo", TORCH_EXAMPLE)
+    ppo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ppo)
+    made = []
+
+    def make(args):
+        made.append(args)
+        return kestrel.make_vec("CartPole-v1", args.num_envs, seed=args.seed, autoreset_mode="same_step"), 4, 2
+
+    csv = tmp_path / "curve.csv"
+    assert ppo.main(["--total-timesteps", "4096", "--csv", str(csv)], make=make) == 0
+    assert len(made) == 1 and made[0].num_envs == 4
+    rows = csv.read_text().splitlines()
+    assert rows[0] == "global_step,mean_return_last20,seconds" and len(rows) > 2
+    step, ret, secs = map(float, rows[-1].split(","))
+    assert step == 4096 and ret > 0 and secs > 0
+
+
 def test_the_torch_example_type_checks_strictly(tmp_path):
     # torch leaves some of its own functions unannotated (Tensor.backward, Categorical.sample).
     env = {**os.environ, "MYPY_CACHE_DIR": str(pathlib.Path(__file__).resolve().parents[3] / "target" / "mypy-cache-torch")}

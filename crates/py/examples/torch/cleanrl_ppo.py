@@ -12,11 +12,13 @@ Rust, Gymnasium's `RecordEpisodeStatistics` format) gives the episode returns.
     python crates/py/examples/torch/cleanrl_ppo.py --check                   # exit 1 unless it learned
 
 The ARC run is JaxARC's env on a 5 x 5 canvas (Mini-ARC's size) with point selections and the
-flattened `Discrete(35 * 25)` action space, on one task (`--task FILE`: an ARC JSON task that
-fits 5 x 5, e.g. one of Mini-ARC's; by default a small task written on the spot: recolour
-the centre cell, then Submit). The grid is one-hot encoded for the MLP. Needs torch (`pip install torch`);
-`--csv FILE` writes the learning curve (global step, mean episode return); `--gymnasium` runs
-the same loop on Gymnasium's own env and `SyncVectorEnv` (CartPole-v1), for a timing beside it.
+flattened `Discrete(35 * 25)` action space, on one task or a set (`--task PATH`: an ARC JSON
+task that fits 5 x 5, e.g. one of Mini-ARC's, or a folder of them; by default a small task
+written on the spot: recolour the centre cell, then Submit; `--bugs all` runs JaxARC 1.0.3's
+behaviour, bugs included). The grid is one-hot encoded for the MLP. Needs torch (`pip install torch`);
+`--csv FILE` writes the learning curve (global step, mean episode return, seconds since the
+first step); `--gymnasium` runs the same loop on Gymnasium's own env and `SyncVectorEnv`
+(CartPole-v1), for a timing beside it.
 """
 
 from __future__ import annotations
@@ -63,12 +65,13 @@ class Args:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     task: str | None = None
+    bugs: str = "none"
     gymnasium: bool = False
     check: bool = False
     csv: str | None = None
 
 
-def parse_args() -> Args:
+def parse_args(argv: list[str] | None = None) -> Args:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name, default in vars(Args()).items():
         flag = "--" + name.replace("_", "-")
@@ -79,7 +82,7 @@ def parse_args() -> Args:
     # Flags left unset take the env's defaults below (None until then).
     for name in ("total_timesteps", "num_envs", "num_steps"):
         p.set_defaults(**{name: None})
-    raw: dict[str, Any] = vars(p.parse_args())
+    raw: dict[str, Any] = vars(p.parse_args(argv))
     arc = raw["env_id"].startswith("ARC")
     # ARC is a harder exploration problem than CartPole: 875 actions, most of them harmless.
     defaults: dict[str, Any] = {"total_timesteps": 300_000, "num_envs": 16, "num_steps": 64} if arc else {
@@ -91,6 +94,10 @@ def parse_args() -> Args:
 _IN = [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 3, 3], [0, 0, 0, 3, 3]]
 _OUT = [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 4, 0, 0], [0, 0, 0, 3, 3], [0, 0, 0, 3, 3]]
 TASK = {"train": [{"input": _IN, "output": _OUT}], "test": [{"input": _IN, "output": _OUT}]}
+# The ARC episode: at most 20 steps; without JaxARC's -1 for a wrong Submit, the agent keeps
+# submitting while it explores instead of learning to stop.
+ARC_STEPS = 20
+ARC_REWARDS = {"unsolved_submission_penalty": 0.0}
 
 
 def make_envs(args: Args) -> tuple[Any, int, int]:
@@ -104,10 +111,8 @@ def make_envs(args: Args) -> tuple[Any, int, int]:
                 json.dump(TASK, f)
         try:
             envs = kestrel.make_vec(args.env_id, args.num_envs, seed=args.seed, data=task, canvas=5,
-                                    selection="point", flatten="discrete", max_episode_steps=20,
-                                    # Without JaxARC's -1 for a wrong Submit, the agent keeps
-                                    # submitting while it explores instead of learning to stop.
-                                    rewards={"unsolved_submission_penalty": 0.0},
+                                    selection="point", flatten="discrete", max_episode_steps=ARC_STEPS,
+                                    bugs=args.bugs, rewards=ARC_REWARDS,
                                     autoreset_mode="same_step")
         finally:
             if args.task is None:
@@ -167,8 +172,10 @@ class Agent(nn.Module):
         return action, probs.log_prob(action), probs.entropy(), self.critic(x)
 
 
-def main() -> int:
-    args = parse_args()
+def main(argv: list[str] | None = None, make: Any = make_envs) -> int:
+    """Trains on `make(args)`'s batch (default `make_envs`; `tools/compare/arc_ppo.py` passes
+    one over JaxARC to run this same loop there)."""
+    args = parse_args(argv)
     batch_size = args.num_envs * args.num_steps
     minibatch_size = batch_size // args.num_minibatches
     num_iterations = args.total_timesteps // batch_size
@@ -176,7 +183,7 @@ def main() -> int:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
 
-    envs, obs_size, num_actions = make_envs(args)
+    envs, obs_size, num_actions = make(args)
     agent = Agent(obs_size, num_actions)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
@@ -190,7 +197,7 @@ def main() -> int:
     global_step, start = 0, time.time()
     raw, _ = envs.reset(seed=args.seed)
     next_obs, next_done = obs_tensor(raw), torch.zeros(args.num_envs)
-    curve: list[tuple[int, float]] = []
+    curve: list[tuple[int, float, float]] = []
     recent: list[float] = []
     for iteration in range(1, num_iterations + 1):
         if args.anneal_lr:
@@ -252,7 +259,7 @@ def main() -> int:
 
         if recent:
             mean = float(np.mean(recent[-20:]))
-            curve.append((global_step, mean))
+            curve.append((global_step, mean, time.time() - start))
             if iteration % max(1, num_iterations // 20) == 0 or iteration == num_iterations:
                 sps = int(global_step / (time.time() - start))
                 print(f"step {global_step:>7}  mean episode return (last 20) {mean:8.3f}  {sps} steps/s", flush=True)
@@ -260,8 +267,8 @@ def main() -> int:
 
     if args.csv:
         with open(args.csv, "w") as f:
-            f.write("global_step,mean_return_last20\n")
-            f.writelines(f"{s},{r}\n" for s, r in curve)
+            f.write("global_step,mean_return_last20,seconds\n")
+            f.writelines(f"{s},{r},{t:.3f}\n" for s, r, t in curve)
     final = curve[-1][1] if curve else float("-inf")
     if args.check:
         # CartPole: Gymnasium's reward threshold; ARC: the task solved (success bonus 10).
