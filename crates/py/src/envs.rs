@@ -191,8 +191,8 @@ pub(crate) struct VecCore {
     id: EnvId,
     agents: usize,
     obs_len: usize,
-    /// The env's own thread pool (`num_threads`); the process's rayon pool when absent.
-    pool: Option<Arc<rayon::ThreadPool>>,
+    /// Where the steps run in parallel.
+    pool: Pool,
     /// Episode returns and lengths for `info["episode"]`, counted after every step.
     stats: EpisodeStats,
     /// The clock of the statistics' wall seconds (the front end reads the time; the core
@@ -206,25 +206,33 @@ pub(crate) struct VecCore {
     coords: Vec<i64>,
 }
 
-/// Runs `f` on `pool` (a batch's own pool, or [`caller_pool`], whose worker 0 is the calling
-/// thread: then `f` runs right here), or else on the global rayon pool. There, with `merge`
-/// (calls with several parallel phases: packing ARC selections, stepping, copying large
-/// observations) the whole call runs inside one pool worker, one hand-off from the Python
-/// thread instead of one per phase; small calls run on the calling thread (a hand-off costs
-/// tens of microseconds when the workers sleep).
-fn on<R: Send>(
-    pool: &Option<Arc<rayon::ThreadPool>>,
-    merge: bool,
-    f: impl FnOnce() -> R + Send,
-) -> R {
+/// Where a batch's parallel work runs.
+#[derive(Clone)]
+enum Pool {
+    /// The process's rayon pool.
+    Global,
+    /// The batch's own pool (`num_threads`).
+    Own(Arc<rayon::ThreadPool>),
+    /// [`caller_pool`]: worker 0 is the thread that made the batch.
+    Caller(Arc<rayon::ThreadPool>),
+}
+
+/// Runs `f` on `pool`. On the caller's pool from its worker 0, right here (the other workers
+/// steal parts); from any other thread, as on the global pool, since worker 0 takes no jobs
+/// it is handed. On the global pool, with `merge` (calls with several parallel phases: packing
+/// ARC selections, stepping, copying large observations) the whole call runs inside one pool
+/// worker, one hand-off from the Python thread instead of one per phase; small calls run on
+/// the calling thread (a hand-off costs tens of microseconds when the workers sleep).
+fn on<R: Send>(pool: &Pool, merge: bool, f: impl FnOnce() -> R + Send) -> R {
     match pool {
-        Some(p) => p.install(f),
-        None if merge => {
+        Pool::Own(p) => p.install(f),
+        Pool::Caller(p) if p.current_thread_index().is_some() => p.install(f),
+        _ if merge => {
             let mut out = None;
             rayon::scope(|_| out = Some(f()));
             out.expect("rayon::scope runs its body")
         }
-        None => f(),
+        _ => f(),
     }
 }
 
@@ -340,24 +348,27 @@ fn gather<'b>(views: &[ArrayView1<'_, i64>], buf: &'b mut Vec<i64>) -> &'b [i64]
 }
 
 /// The pool a batch made on this thread steps on when given no `num_threads`: a pool of the
-/// process's rayon size whose worker 0 is the first thread that asks (Python's main thread,
-/// as a rule). A step from that thread runs on it, its other workers stealing parts of the
-/// batch, instead of being handed to the global pool while the caller sleeps: each hand-off
-/// and wake-up costs 15–90 µs on a virtual machine, which at 1,024 ARC envs is as long as
-/// the step. Other threads (and a thread already in a rayon pool) get None: the global pool.
-fn caller_pool() -> Option<Arc<rayon::ThreadPool>> {
+/// process's rayon size (at least 2) whose worker 0 is the first thread that asks (Python's
+/// main thread, as a rule). A step from that thread runs on it, its other workers stealing
+/// parts of the batch, instead of being handed to the global pool while the caller sleeps:
+/// each hand-off and wake-up costs 15–90 µs on a virtual machine, which at 1,000 ARC envs is
+/// as long as the step. Other threads (and a thread already in a rayon pool) get the global
+/// pool.
+fn caller_pool() -> Pool {
     static POOL: std::sync::OnceLock<Option<(std::thread::ThreadId, Arc<rayon::ThreadPool>)>> =
         std::sync::OnceLock::new();
     let me = std::thread::current().id();
     let made = POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(rayon::current_num_threads())
-            .use_current_thread()
-            .build()
-            .ok()
+        let n = rayon::current_num_threads();
+        (n >= 2)
+            .then(|| rayon::ThreadPoolBuilder::new().num_threads(n).use_current_thread().build())
+            .and_then(Result::ok)
             .map(|p| (me, Arc::new(p)))
     });
-    made.as_ref().filter(|(owner, _)| *owner == me).map(|(_, p)| p.clone())
+    match made {
+        Some((owner, p)) if *owner == me => Pool::Caller(p.clone()),
+        _ => Pool::Global,
+    }
 }
 
 #[pymethods]
@@ -384,7 +395,7 @@ impl VecCore {
             Some(n) if !(1..=1024).contains(&n) => {
                 return Err(value_error(format!("num_threads = {n}: 1 to 1024, or None")));
             }
-            Some(n) => Some(Arc::new(
+            Some(n) => Pool::Own(Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(n as usize)
                     .build()

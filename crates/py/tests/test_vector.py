@@ -201,6 +201,47 @@ def test_results_do_not_depend_on_the_thread_count():
     assert out[0] == out[1] and len(out[0].strip()) == 64
 
 
+THREADS = """
+import hashlib, threading, numpy as np, kestrel
+n = 3000  # several parallel chunks
+made = {}
+def make(name):
+    made[name] = kestrel.make_vec("ARC-jaxarc-v0", n, canvas=5, tasks_per_family=2, selection="bbox", copy=False)
+make("main")  # the first env: this thread becomes worker 0 of the pool it steps on
+t = threading.Thread(target=make, args=("other",)); t.start(); t.join()
+h = hashlib.sha256()
+r = np.random.default_rng(0)
+def acts():
+    return {"operation": r.integers(0, 35, n), **{k: r.integers(0, 5, n) for k in ("r1", "c1", "r2", "c2")}}
+def eat(out):
+    for x in [out[0]["grid"], *out[1:4], out[4]["similarity"], out[4].get("episode", {}).get("r", np.zeros(1))]:
+        h.update(np.ascontiguousarray(x).tobytes())
+for v in made.values():
+    v.reset(seed=2)
+    for _ in range(3):
+        eat(v.step(acts()))  # from this thread
+    for _ in range(3):
+        a = acts(); box = []
+        t = threading.Thread(target=lambda: box.append(v.step(a))); t.start(); t.join()
+        eat(box[0])  # from another thread
+    for _ in range(3):
+        v.step_async(acts()); eat(v.step_wait())  # on a background thread
+print(h.hexdigest())
+"""
+
+
+def test_envs_step_alike_from_any_thread_in_any_pool():
+    # The first thread that makes an env steps it in a pool it is worker 0 of; steps from other
+    # threads and step_async take the global pool. No hang, and the same results for any
+    # thread count (one thread: no pool of its own).
+    out = []
+    for threads in ("1", "2", "3"):
+        env = dict(os.environ, RAYON_NUM_THREADS=threads)
+        out.append(subprocess.run([sys.executable, "-c", THREADS], env=env, capture_output=True, text=True,
+                                  check=True, timeout=300).stdout)
+    assert out[0] == out[1] == out[2] and len(out[0].strip()) == 64
+
+
 def test_copy_false_returns_the_same_arrays_written_in_place():
     venv = kestrel.make_vec("CartPole-v1", 4, copy=False)
     o0, _ = venv.reset(seed=0)
