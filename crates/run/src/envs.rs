@@ -662,11 +662,12 @@ fn arc_coords<const S: usize>(
         ));
     }
     let names: &[&str] = if k == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
-    // One pass, in parallel from a few thousand rows: each row's action and whether any of
-    // its values is off the canvas (an unsigned compare, no early exit, so the checks
-    // vectorise; a search with early exit cost 4 ns a value). The first bad value is looked
-    // for only when there is one.
+    // One pass over chunks of rows, in parallel from a few thousand rows (10,000 rows: about
+    // 50 µs on one thread, 15 µs on two): each row's action and whether any of its values is
+    // off the canvas (an unsigned compare, no early exit). The first bad value is looked for
+    // only when there is one.
     const CHUNK: usize = 2048;
+    // Point actions have two columns: `c2` and `c3` then repeat `c0` and `c1`, unread.
     let col = |j: usize| &coords[(j % k) * n..(j % k + 1) * n];
     let (c0, c1, c2, c3) = (col(0), col(1), col(2), col(3));
     let bad = out
