@@ -125,11 +125,13 @@ def test_cleanrl_example_runs_on_cartpole():
     assert out.returncode == 0 and "mean episode return" in out.stdout, out.stdout[-3000:] + out.stderr[-3000:]
 
 
-def test_the_example_trains_on_the_batch_a_caller_makes(tmp_path):
+def test_the_example_trains_on_the_batch_a_caller_makes(tmp_path, monkeypatch):
     # tools/compare/arc_ppo.py runs this same loop over JaxARC by passing its own `make`.
     import importlib.util
     spec = importlib.util.spec_from_file_location("cleanrl_ppo", TORCH_EXAMPLE)
     ppo = importlib.util.module_from_spec(spec)
+    # Registered before it runs: its dataclass looks its module up (as an import does).
+    monkeypatch.setitem(sys.modules, "cleanrl_ppo", ppo)
     spec.loader.exec_module(ppo)
     made = []
 
