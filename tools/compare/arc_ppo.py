@@ -26,7 +26,7 @@ compile time is left out and reported apart). Writes `results.json`, `table.md` 
 Usage (from the repository root; tools/venv-torch is made on first use, the release wheel
 of ./crates/py is installed into it):
     python3 tools/compare/arc_ppo.py [--seeds 5] [--timesteps 300000] [--tasks 4]
-        [--out runs/arc-ppo] [--figures docs/benchmarks/arc]
+        [--envs 16 --steps 64] [--out runs/arc-ppo] [--figures docs/benchmarks/arc]
 """
 from __future__ import annotations
 
@@ -160,14 +160,14 @@ class JaxArcVec:
         pass
 
 
-def worker(engine: str, seed: int, timesteps: int, task_dir: str, csv: str) -> dict:
+def worker(engine: str, seed: int, timesteps: int, task_dir: str, csv: str, envs: int, steps: int) -> dict:
     """One training run in this process; returns its timing."""
     sys.path.insert(0, EXAMPLE)
     import cleanrl_ppo as ppo
     import kestrel
 
     argv = ["--env-id", "ARC-jaxarc-v0", "--seed", str(seed), "--total-timesteps", str(timesteps),
-            "--task", task_dir, "--bugs", "all", "--csv", csv]
+            "--task", task_dir, "--bugs", "all", "--csv", csv, "--num-envs", str(envs), "--num-steps", str(steps)]
     made: dict = {}
 
     def make(args):
@@ -242,16 +242,18 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--timesteps", type=int, default=300_000)
     ap.add_argument("--tasks", type=int, default=4, help="Mini-ARC tasks in the set (JaxARC's paper task first)")
+    ap.add_argument("--envs", type=int, default=16, help="envs in the batch (the example's ARC default)")
+    ap.add_argument("--steps", type=int, default=64, help="steps per env between updates (the example's ARC default)")
     ap.add_argument("--out", default=os.path.join(ROOT, "runs", "arc-ppo"))
     ap.add_argument("--figures", help="also copy the figure and table here (docs/benchmarks/arc)")
-    ap.add_argument("--worker", nargs=5, metavar=("ENGINE", "SEED", "TIMESTEPS", "TASKS", "CSV"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs=7, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        engine, seed, steps, tasks, csv = a.worker
-        print(json.dumps(worker(engine, int(seed), int(steps), tasks, csv)))
+        engine, seed, steps, tasks, csv, envs, per = a.worker
+        print(json.dumps(worker(engine, int(seed), int(steps), tasks, csv, int(envs), int(per))))
         return
-    if a.seeds < 1 or a.timesteps < 1024 or a.tasks < 1:
-        ap.error("--seeds >= 1, --timesteps >= 1024, --tasks >= 1")
+    if a.seeds < 1 or a.tasks < 1 or a.envs < 1 or a.steps < 4 or a.timesteps < 4 * a.envs * a.steps:
+        ap.error("--seeds, --tasks, --envs >= 1, --steps >= 4 (the 4 minibatches), --timesteps >= 4 updates")
 
     py = venv_python("venv-torch", "tools/golden/requirements-torch.txt")
     env = {**os.environ, "PATH": os.path.dirname(py) + os.pathsep + os.environ["PATH"], "PYTHONWARNINGS": "ignore"}
@@ -278,7 +280,7 @@ def main():
             for engine in ("kestrel", "jaxarc"):
                 csv = os.path.join(folder, f"{engine}-seed{seed}.csv")
                 out = subprocess.run(["taskset", "-c", "0", py, os.path.abspath(__file__), "--worker", engine,
-                                      str(seed), str(a.timesteps), tasks, csv],
+                                      str(seed), str(a.timesteps), tasks, csv, str(a.envs), str(a.steps)],
                                      check=True, capture_output=True, text=True, env=one)
                 r = {"engine": engine, "seed": seed, **json.loads(out.stdout.strip().splitlines()[-1])}
                 r["curve"] = read_curve(csv)
@@ -307,7 +309,7 @@ def main():
                      "final_sd": st.stdev(finals) if len(finals) > 1 else 0.0, "final_min": min(finals),
                      "compile_s_mean": st.mean(comp) if comp else None})
     meta = {"commit": commit(), "cpu": platform.processor() or platform.machine(), "seeds": a.seeds,
-            "timesteps": a.timesteps, "tasks": chosen, "command": " ".join(["tools/compare/arc_ppo.py", *sys.argv[1:]])}
+            "timesteps": a.timesteps, "envs": a.envs, "steps": a.steps, "tasks": chosen, "command": " ".join(["tools/compare/arc_ppo.py", *sys.argv[1:]])}
     try:
         meta["cpu"] = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
@@ -315,7 +317,8 @@ def main():
     with open(os.path.join(folder, "results.json"), "w") as f:
         json.dump({"meta": meta, "summary": rows, "runs": runs}, f, indent=1)
     k, j = rows
-    lines = [f"PPO on {len(chosen)} Mini-ARC tasks, {a.timesteps:,} steps, {a.seeds} seeds; {meta['cpu']}, "
+    lines = [f"PPO on {len(chosen)} Mini-ARC tasks, {a.envs} envs x {a.steps} steps, {a.timesteps:,} steps, "
+             f"{a.seeds} seeds; {meta['cpu']}, "
              f"core 0, one thread; commit {meta['commit']}.", "",
              "| engine | env steps/s incl. learning (mean ± sd) | final mean return (mean ± sd, min) | compile (s) |",
              "|---|---:|---:|---:|"]
