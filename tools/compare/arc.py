@@ -93,45 +93,34 @@ JAXARC_CODE = textwrap.dedent('''
     import json, os, sys, time, warnings
     warnings.filterwarnings("ignore")
     import numpy as np, jax, jax.numpy as jnp
+    sys.path.insert(0, "@COMPARE@")
+    from jaxarc_states import pad, read_task, states
     from jaxarc.configs.action_config import ActionConfig
     from jaxarc.configs.dataset_config import DatasetConfig
     from jaxarc.configs.grid_initialization_config import GridInitializationConfig
     from jaxarc.configs.reward_config import RewardConfig
     from jaxarc.envs import functional
     from jaxarc.envs.actions import create_action
-    from jaxarc.state import State
     from jaxarc.types import EnvParams
-    from jaxarc.utils.grid_utils import compute_grid_similarity
     from jaxarc.wrappers.action_wrappers import _bbox_to_mask
     sel_kind, S, batches, steps, files = sys.argv[1], int(sys.argv[2]), [int(b) for b in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5:]
-    tasks = [json.loads(open(f).read().replace("null", '"0"')) for f in files]
+    tasks = [read_task(f) for f in files]
     params = EnvParams(dataset=DatasetConfig(max_grid_height=S, max_grid_width=S), action=ActionConfig(),
         reward=RewardConfig(step_penalty=-0.005, success_bonus=10.0, similarity_weight=1.0, unsolved_submission_penalty=-1.0),
         grid_initialization=GridInitializationConfig(), max_episode_steps=150, buffer=jnp.zeros(1), episode_mode=0)
-    def pad(g):
-        g = np.array(g, dtype=np.int32); out = np.full((S, S), -1, np.int32); out[:g.shape[0], :g.shape[1]] = g
-        m = np.zeros((S, S), bool); m[:g.shape[0], :g.shape[1]] = True
-        return out, m
     rng = np.random.default_rng(0)
     padded = {}
     def start_states(b):
-        # Env i starts from a random train pair of a random task (the draws in env order), built
-        # as whole batched arrays: a State per env, stacked, took minutes at 10,000 envs.
+        # Env i starts from a random train pair of a random task (the draws in env order).
         rows = []
         for _ in range(b):
             ti = int(rng.integers(0, len(tasks))); pj = int(rng.integers(0, len(tasks[ti]["train"])))
             if (ti, pj) not in padded:
                 p = tasks[ti]["train"][pj]
-                padded[ti, pj] = (*pad(p["input"]), *pad(p["output"]))
+                padded[ti, pj] = (*pad(p["input"], S), *pad(p["output"], S))
             rows.append(padded[ti, pj])
-        def one(wg, wm, tg, tm, i):
-            return State(working_grid=wg, working_grid_mask=wm, input_grid=wg, input_grid_mask=wm, target_grid=tg,
-                target_grid_mask=tm, selected=jnp.zeros((S, S), bool), clipboard=jnp.zeros((S, S), jnp.int32),
-                step_count=jnp.array(0, jnp.int32), task_idx=jnp.array(0, jnp.int32), pair_idx=jnp.array(0, jnp.int32),
-                allowed_operations_mask=jnp.ones(35, bool), similarity_score=compute_grid_similarity(wg, wm, tg, tm).astype(jnp.float32),
-                key=jax.random.PRNGKey(i))
-        grids = (jnp.asarray(np.stack([r[k] for r in rows])) for k in range(4))
-        return jax.vmap(one)(*grids, jnp.arange(b))
+        wg, wm, tg, tm = (np.stack([r[k] for r in rows]) for k in range(4))
+        return states(wg, wm, tg, tm, wg, wm)
     def single(s0, key):
         def body(carry, _):
             st, k, last = carry
@@ -157,7 +146,7 @@ JAXARC_CODE = textwrap.dedent('''
         t0 = time.perf_counter(); comp(s0, keys).block_until_ready(); el = time.perf_counter() - t0
         out.append({"num_envs": b, "steps_per_s": b * steps / el, "compile_s": ct})
     print(json.dumps(out))
-''')
+''').replace("@COMPARE@", os.path.dirname(os.path.abspath(__file__)))
 
 
 def mini_task():

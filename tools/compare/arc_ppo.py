@@ -65,9 +65,8 @@ class JaxArcVec:
         from jaxarc.configs.reward_config import RewardConfig
         from jaxarc.envs import functional
         from jaxarc.envs.actions import create_action
-        from jaxarc.state import State
         from jaxarc.types import EnvParams
-        from jaxarc.utils.grid_utils import compute_grid_similarity
+        from jaxarc_states import pad, read_task, states
 
         S = side
         self.np, self.n, self.num_envs = np, n, n
@@ -76,34 +75,19 @@ class JaxArcVec:
                            reward=RewardConfig(**rewards), grid_initialization=GridInitializationConfig(),
                            max_episode_steps=steps, buffer=jnp.zeros(1), episode_mode=0)
 
-        def pad(g):
-            g = np.array(g, dtype=np.int32)
-            out, m = np.full((S, S), -1, np.int32), np.zeros((S, S), bool)
-            out[:g.shape[0], :g.shape[1]], m[:g.shape[0], :g.shape[1]] = g, True
-            return out, m
-
         # Every start state, stacked; a reset takes one by index. JaxARC's reset with its grid
         # initialisation in "demo" mode (`_init_demo_grid`, weight 1: Kestrel has not the other
         # three modes yet): the target is the episode pair's output, the working grid the input
         # of a train pair drawn on its own (Kestrel's `wrong_pair_init` bug switch), the input
         # grid the episode pair's. So one state per (task, episode pair, drawn pair).
-        # Mini-ARC stores colours as strings and some cells as null, read as 0 (ARCLE's and
-        # Kestrel's reading).
-        tasks = [json.loads(open(f).read().replace("null", '"0"')) for f in files]
+        tasks = [read_task(f) for f in files]
         rows, self.first = [], []
         for t in tasks:
             self.first.append(len(rows))
-            rows += [(*pad(q["input"]), *pad(p["output"]), *pad(p["input"])) for p in t["train"] for q in t["train"]]
+            rows += [(*pad(q["input"], S), *pad(p["output"], S), *pad(p["input"], S))
+                     for p in t["train"] for q in t["train"]]
         self.pairs = [len(t["train"]) for t in tasks]
-
-        def one(wg, wm, tg, tm, ig, im):
-            return State(working_grid=wg, working_grid_mask=wm, input_grid=ig, input_grid_mask=im, target_grid=tg,
-                         target_grid_mask=tm, selected=jnp.zeros((S, S), bool), clipboard=jnp.zeros((S, S), jnp.int32),
-                         step_count=jnp.array(0, jnp.int32), task_idx=jnp.array(0, jnp.int32),
-                         pair_idx=jnp.array(0, jnp.int32), allowed_operations_mask=jnp.ones(35, bool),
-                         similarity_score=compute_grid_similarity(wg, wm, tg, tm).astype(jnp.float32),
-                         key=jax.random.PRNGKey(0))
-        starts = jax.vmap(one)(*(jnp.asarray(np.stack([r[k] for r in rows])) for k in range(6)))
+        starts = states(*(np.stack([r[k] for r in rows]) for k in range(6)))
 
         def step_one(state, a, restart):
             op, cell = a // (S * S), a % (S * S)
@@ -261,7 +245,6 @@ def main():
                    check=True, env=env)
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall", "--no-deps",
                     os.path.join(ROOT, "crates", "py")], check=True, env=env)
-    sys.path.insert(0, HERE)
     import arc as arcbench
 
     mini = os.path.dirname(arcbench.mini_task())

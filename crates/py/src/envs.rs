@@ -237,16 +237,21 @@ fn on<R: Send>(pool: &Pool, merge: bool, f: impl FnOnce() -> R + Send) -> R {
 }
 
 impl VecCore {
-    /// Counts the step just taken in the episode statistics; returns the agent rows whose
-    /// episode ended (the Python layer reads the statistics only when some did). ARC's info
-    /// columns are updated by the step's own pool task (`step`) or here (`step_wait`).
+    /// Counts the step `step_wait` joined in the episode statistics (`step` counts inside its
+    /// own pool task); returns the agent rows whose episode ended (the Python layer reads the
+    /// statistics only when some did).
     fn count_step(&mut self) -> PyResult<usize> {
         let Some(v) = self.inner.as_ref() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
         let now = self.now();
         self.stats.record(self.mode, v.rewards(), v.terminated(), v.truncated(), now);
-        Ok(self.stats.done().iter().filter(|&&d| d).count())
+        Ok(self.ended())
+    }
+
+    /// The agent rows whose episode ended in the last step.
+    fn ended(&self) -> usize {
+        self.stats.done().iter().filter(|&&d| d).count()
     }
 
     /// Seconds since the batch was made.
@@ -546,7 +551,7 @@ impl VecCore {
         })
         .map_err(value_error)?;
         drop(guard);
-        let ended = self.stats.done().iter().filter(|&&d| d).count();
+        let ended = self.ended();
         if let (Some(mut r), Some(mut te), Some(mut tr)) = (rewards, terminated, truncated) {
             let v = self.get()?;
             copy_into("rewards", v.rewards(), &mut r)?;

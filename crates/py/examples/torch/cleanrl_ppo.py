@@ -29,6 +29,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,7 +173,7 @@ class Agent(nn.Module):
         return action, probs.log_prob(action), probs.entropy(), self.critic(x)
 
 
-def main(argv: list[str] | None = None, make: Any = make_envs) -> int:
+def main(argv: list[str] | None = None, make: Callable[[Args], tuple[Any, int, int]] = make_envs) -> int:
     """Trains on `make(args)`'s batch (default `make_envs`; `tools/compare/arc_ppo.py` passes
     one over JaxARC to run this same loop there)."""
     args = parse_args(argv)

@@ -227,7 +227,7 @@ pub struct TuneOutcome {
 /// Validates a tuning config (before any run folder exists).
 pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
     let Sizes { nx, nu } = c.sizes();
-    TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
+    let spec = TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
     if let Some(python) = c.callbacks {
         // What the batched episodes run: plain MPPI in f64 over the callbacks' sizes.
         if c.run.controller != ControllerKind::Mppi {
@@ -245,9 +245,10 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
         }
         // Every candidate's episodes from every start are in flight at once.
         let episodes = c.pop_size.saturating_mul(c.start_states_len());
+        // The longest horizon a candidate may have: the horizon knob's upper bound, if tuned.
         let mut widest = c.run.mppi.clone();
-        if c.knobs.contains(&KnobKind::Horizon) {
-            widest.horizon = widest.horizon.saturating_mul(3).max(2);
+        if let Some(t) = spec.knobs.iter().find(|t| t.knob == kestrel_mppi::tune::Knob::Horizon) {
+            widest.horizon = t.upper as usize;
         }
         kestrel_mppi::batched::check_memory("pop_size", c.pop_size, &widest, nx, nu, episodes)?;
         if c.starts.states.is_empty() {
