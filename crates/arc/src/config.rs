@@ -4,7 +4,9 @@
 //! [`ArcConfig::bank`] turn it into the parts an [`ArcEnv`](crate::ArcEnv) is built from.
 
 use crate::generator::{Family, GenConfig, generate_bank};
-use crate::{ArcError, ArcParams, JaxBugs, JaxRewards, Layout, LoadOptions, Mode, Split, TaskBank};
+use crate::{
+    ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, Mode, Split, TaskBank,
+};
 use kestrel_core::FromInvalid;
 
 /// The canvas sides compiled in (ARC-AGI's 30, and 5 and 10 where `jaxarc` mode runs on the
@@ -63,6 +65,9 @@ pub struct ArcConfig {
     /// JaxARC's reward weights (jaxarc only).
     #[documented(nested)]
     pub rewards: JaxRewards,
+    /// How a reset fills the working grid, JaxARC's `grid_initialization` (jaxarc only).
+    #[documented(nested)]
+    pub init: GridInit,
 }
 
 impl Default for ArcConfig {
@@ -81,13 +86,15 @@ impl Default for ArcConfig {
             demo_pairs: p.demo_pairs,
             bugs: JaxBugsKind::None,
             rewards: p.rewards,
+            init: p.init,
         }
     }
 }
 
 impl ArcConfig {
-    /// The params in `mode`; an error for a canvas not compiled in or JaxARC's bugs in o2arc
-    /// mode (the rest is [`ArcEnv::validate`](crate::ArcEnv::validate)'s).
+    /// The params in `mode`; an error for a canvas not compiled in, JaxARC's bugs or grid
+    /// initialisation in o2arc mode, or a bad `init` (the rest is
+    /// [`ArcEnv::validate`](crate::ArcEnv::validate)'s).
     pub fn params(&self, mode: Mode) -> Result<ArcParams, ArcError> {
         if !CANVASES.contains(&self.canvas) {
             return Err(ArcError::invalid("canvas", self.canvas, "5, 10 or 30"));
@@ -95,6 +102,7 @@ impl ArcConfig {
         if mode == Mode::O2arc && self.bugs != JaxBugsKind::None {
             return Err(ArcError::invalid("bugs", "all", "none in o2arc mode (JaxARC's bugs)"));
         }
+        self.init.validate(mode == Mode::Jaxarc)?;
         for (field, v) in [
             ("rewards.step_penalty", self.rewards.step_penalty),
             ("rewards.success_bonus", self.rewards.success_bonus),
@@ -115,6 +123,7 @@ impl ArcConfig {
             rewards: self.rewards,
             bugs: self.bugs.into(),
             demo_pairs: self.demo_pairs,
+            init: self.init.clone(),
             ..ArcParams::default()
         })
     }

@@ -26,6 +26,7 @@
 
 use crate::ArcError;
 use crate::action::ArcAction;
+use crate::init::{GridInit, Start};
 use crate::jaxarc::{self, JaxBugs, JaxRewards, JaxarcTable};
 use crate::o2arc::O2arcTable;
 use crate::obs::{self, Layout};
@@ -82,6 +83,8 @@ pub struct ArcParams {
     pub bugs: JaxBugs,
     /// Demonstration pairs written into the `full` layout (0–10).
     pub demo_pairs: u8,
+    /// How a reset fills the working grid (jaxarc only; demo only by default).
+    pub init: GridInit,
 }
 
 impl Default for ArcParams {
@@ -98,6 +101,7 @@ impl Default for ArcParams {
             rewards: JaxRewards::default(),
             bugs: JaxBugs::default(),
             demo_pairs: 1,
+            init: GridInit::default(),
         }
     }
 }
@@ -186,7 +190,7 @@ impl<const S: usize> ArcEnv<S> {
         if p.max_episode_steps == Some(0) {
             return Err(ArcError::invalid("max_episode_steps", 0, "at least 1, or none"));
         }
-        Ok(())
+        p.init.validate(p.mode == Mode::Jaxarc)
     }
 
     /// The padded grids of a state's pair.
@@ -234,18 +238,18 @@ impl<const S: usize> ArcEnv<S> {
         test: bool,
         key: Key,
     ) -> ArcState<S> {
-        self.init_state_from(p, task, pair, test, self.start_source(p, task, key))
+        self.init_state_with(p, task, pair, test, &self.draw_start(p, task, key))
     }
 
-    /// [`ArcEnv::init_state`] with the working grid started from training pair `source`'s
-    /// input instead of the pair's own (as [`ArcEnv::start_source`] draws it; `jaxarc` only).
-    pub fn init_state_from(
+    /// [`ArcEnv::init_state`] with the working grid made by `start` (as
+    /// [`ArcEnv::draw_start`] draws it, or recorded from JaxARC; read in `jaxarc` mode only).
+    pub fn init_state_with(
         &self,
         p: &ArcParams,
         task: u32,
         pair: u16,
         test: bool,
-        source: Option<usize>,
+        start: &Start<S>,
     ) -> ArcState<S> {
         let task = task % self.tasks.len() as u32;
         let t = &self.tasks[task as usize];
@@ -254,16 +258,21 @@ impl<const S: usize> ArcEnv<S> {
         let pg = if test { &t.test[pair as usize] } else { &t.train[pair as usize] };
         let mut s = ArcState::new(task, pair, test, pg, p.max_trials);
         if p.mode == Mode::Jaxarc {
-            if let Some(i) = source {
-                let i = i % t.train.len();
-                s.grid = t.train[i].input;
-                s.dims = t.train[i].in_dims;
-            }
-            jaxarc::pad(&mut s.grid, s.dims[0] as usize, s.dims[1] as usize);
+            (s.grid, s.dims) = p.init.build(start, &p.bugs, &t.train, pg);
             s.empty_target = test && p.bugs.eval_no_success;
             s.similarity = jaxarc::state_similarity(&s, pg, &p.bugs);
         }
         s
+    }
+
+    /// The start a reset of `task` from `key` makes ([`GridInit::draw`]; a demo start of the
+    /// episode's own pair in `o2arc` mode).
+    pub fn draw_start(&self, p: &ArcParams, task: u32, key: Key) -> Start<S> {
+        if p.mode != Mode::Jaxarc {
+            return Start::Demo { source: 0 };
+        }
+        let t = &self.tasks[task as usize % self.tasks.len()];
+        p.init.draw(&p.bugs, t.train.len(), key)
     }
 
     /// How close `s`'s working grid is to its target, in `[0, 1]` (1: equal dims and cells):
@@ -316,14 +325,6 @@ impl<const S: usize> ArcEnv<S> {
     /// Tasks, and each task's (training, test) pair counts.
     pub(crate) fn pair_counts(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         self.tasks.iter().map(|t| (t.train.len(), t.test.len()))
-    }
-
-    /// The training pair whose input starts the working grid of a reset of `task` from
-    /// `key`, when it is not the episode's own pair's input (JaxARC's `wrong_pair_init` bug).
-    pub fn start_source(&self, p: &ArcParams, task: u32, key: Key) -> Option<usize> {
-        let t = &self.tasks[task as usize % self.tasks.len()];
-        (p.mode == Mode::Jaxarc && p.bugs.wrong_pair_init)
-            .then(|| key.fold_in(2).rng().below(t.train.len() as u32) as usize)
     }
 
     /// Samples task and pair from `key` as `reset` does.

@@ -15,6 +15,17 @@ pub const fn row_bits<const S: usize>() -> u32 {
     if S >= 32 { u32::MAX } else { (1u32 << S) - 1 }
 }
 
+/// Sets every cell outside the top-left `h × w` to `v` (JaxARC's padding is -1).
+pub(crate) fn fill_outside<const S: usize>(g: &mut Grid<S>, h: usize, w: usize, v: i8) {
+    for (r, row) in g.iter_mut().enumerate() {
+        for (c, x) in row.iter_mut().enumerate() {
+            if r >= h || c >= w {
+                *x = v;
+            }
+        }
+    }
+}
+
 /// Whether any cell is selected.
 #[inline]
 pub fn any<const S: usize>(m: &Mask<S>) -> bool {

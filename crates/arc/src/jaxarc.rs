@@ -162,7 +162,7 @@ pub struct JaxRewards {
 
 /// An `f32` written as the shortest decimal that reads back as it (`-0.005`, not the f64
 /// `-0.004999999888241291` a plain widening prints in a config).
-fn short_f32<S: serde::Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn short_f32<S: serde::Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(v.to_string().parse().unwrap_or(f64::from(*v)))
 }
 
@@ -191,7 +191,8 @@ pub struct JaxBugs {
     pub shrink_only_resize: bool,
     /// Flood fill stops after 64 dilation steps and ignores the working mask.
     pub flood_fill_cap: bool,
-    /// The start grid is a random train input, not the episode pair's input.
+    /// The start grid is a random train input, not the episode pair's input (empty and
+    /// random starts: training pair 0's area; [`GridInit`](crate::GridInit)).
     pub wrong_pair_init: bool,
     /// On the test split the target is empty, so no Submit can succeed.
     pub eval_no_success: bool,
@@ -201,6 +202,14 @@ pub struct JaxBugs {
     pub clear_overwrites_padding: bool,
     /// Copy-input keeps the old working mask (so -1 padding can enter the working area).
     pub copy_input_keeps_mask: bool,
+    /// Rotation and reflection starts turn the whole canvas, the working area staying put.
+    pub init_canvas_transform: bool,
+    /// Empty and random starts write 0 into the padding; a colour-permutation start maps
+    /// the padding as colour 0.
+    pub init_zero_padding: bool,
+    /// A permutation start draws its transform from all three kinds, one not in
+    /// `permutation_types` leaving the grid unchanged.
+    pub permutation_pick_all: bool,
 }
 
 impl JaxBugs {
@@ -216,6 +225,9 @@ impl JaxBugs {
             top_left_similarity: true,
             clear_overwrites_padding: true,
             copy_input_keeps_mask: true,
+            init_canvas_transform: true,
+            init_zero_padding: true,
+            permutation_pick_all: true,
         }
     }
 }
@@ -434,7 +446,7 @@ fn edit<const S: usize>(
         CopyInput => {
             s.grid = pair.input;
             let (ih, iw) = (pair.in_dims[0] as usize, pair.in_dims[1] as usize);
-            pad(&mut s.grid, ih, iw);
+            grid::fill_outside(&mut s.grid, ih, iw, -1);
             if !bugs.copy_input_keeps_mask {
                 s.dims = pair.in_dims;
             }
@@ -471,17 +483,6 @@ pub(crate) fn state_similarity<const S: usize>(
 ) -> f32 {
     let td = if s.empty_target { [0, 0] } else { pair.out_dims };
     similarity(&s.grid, s.dims, &pair.output, td, bugs)
-}
-
-/// Sets every cell outside the top-left `h × w` to -1.
-pub(crate) fn pad<const S: usize>(g: &mut Grid<S>, h: usize, w: usize) {
-    for (i, row) in g.iter_mut().enumerate() {
-        for (j, v) in row.iter_mut().enumerate() {
-            if i >= h || j >= w {
-                *v = -1;
-            }
-        }
-    }
 }
 
 /// JaxARC's `jnp.rot90` of the canvas-sized array that is zero outside the bbox, merged

@@ -24,6 +24,7 @@
 use crate::action::{ArcAction, SelKind};
 use crate::env::{ArcEnv, ArcParams, Mode, Split};
 use crate::error::ArcError;
+use crate::init::Start;
 use crate::jaxarc::{JaxBugs, JaxRewards, JaxarcTable};
 use crate::obs::Layout;
 use crate::ops::NUM_OPS;
@@ -837,8 +838,8 @@ pub struct ArcLanes<const S: usize> {
     starts: Option<Starts<S>>,
 }
 
-/// Every start state a reset can draw (each task, pair and start source of
-/// [`ArcEnv::start_source`]), built once, so a reset copies a state instead of building it.
+/// Every start state a reset can draw when every start is a demo start (each task, pair
+/// and `wrong_pair_init` source of [`ArcEnv::draw_start`]), built once, so a reset copies a state instead of building it.
 struct Starts<const S: usize> {
     /// Per task: its first state's index and its number of start sources per pair.
     tasks: Vec<(usize, usize)>,
@@ -852,6 +853,9 @@ pub const MAX_START_STATES: usize = 1 << 13;
 
 impl<const S: usize> Starts<S> {
     fn new(env: &ArcEnv<S>, p: &ArcParams) -> Option<Self> {
+        if !p.init.demo_only() {
+            return None; // permutation, empty and random starts are not a finite set
+        }
         let test = p.split == Split::Test;
         let wrong = p.bugs.wrong_pair_init;
         let mut tasks = Vec::new();
@@ -868,8 +872,8 @@ impl<const S: usize> Starts<S> {
         for (task, (train, tests)) in env.pair_counts().enumerate() {
             for pair in 0..if test { tests } else { train } {
                 for source in 0..tasks[task].1 {
-                    let source = wrong.then_some(source);
-                    states.push(env.init_state_from(p, task as u32, pair as u16, test, source));
+                    let start = Start::Demo { source };
+                    states.push(env.init_state_with(p, task as u32, pair as u16, test, &start));
                 }
             }
         }
@@ -881,7 +885,10 @@ impl<const S: usize> Starts<S> {
     fn get(&self, env: &ArcEnv<S>, p: &ArcParams, key: Key) -> &ArcState<S> {
         let (task, pair) = env.sample_instance(p, key);
         let (first, sources) = self.tasks[task as usize];
-        let source = env.start_source(p, task, key).unwrap_or(0);
+        let source = match env.draw_start(p, task, key) {
+            Start::Demo { source } if sources > 1 => source,
+            _ => 0,
+        };
         &self.states[first + pair as usize * sources + source]
     }
 }

@@ -6,6 +6,7 @@
 //! - `lanes`: [`ArcLanes`], the structure-of-arrays `jaxarc` kernel and its batched driver for
 //!   canvases up to 10×10 (blocks of 64 envs; bit-identical to `VecEnv<ArcEnv>`);
 //! - `env`: [`ArcEnv`], [`ArcParams`], and the per-step dispatch to the mode's op table;
+//! - `init`: [`GridInit`], JaxARC's four ways a reset fills the working grid;
 //! - `o2arc`, `jaxarc`: the two op tables behind [`OpTable`] (ops, names, rewards);
 //! - `action`, `obs`: [`ArcAction`] and its sampler; the observation layouts and writer;
 //! - `state`: [`ArcState`] and the padded pair grids;
@@ -20,6 +21,7 @@ mod env;
 mod error;
 pub mod generator;
 pub mod grid;
+mod init;
 mod jaxarc;
 mod lanes;
 mod o2arc;
@@ -34,6 +36,7 @@ pub use action::{ArcAction, SelKind, Selection, sample_action};
 pub use config::{ArcConfig, CANVASES, JaxBugsKind};
 pub use env::{ArcEnv, ArcParams, Mode, Split};
 pub use error::ArcError;
+pub use init::{GridInit, Noise, Pattern, Permutation, Start, Transform};
 pub use jaxarc::{JAXARC_OPS, JaxBugs, JaxRewards, JaxarcOp, JaxarcTable};
 pub use lanes::{ArcLanes, LANES, MAX_LANE_SIDE, MAX_START_STATES};
 pub use o2arc::{O2ARC_OPS, O2arcOp, O2arcTable};

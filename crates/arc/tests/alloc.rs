@@ -1,10 +1,14 @@
 //! A warm step of the lane kernel (`ArcLanes`, 5×5, jaxarc mode, random bbox actions drawn per
 //! lane, auto-resets included) and of the per-env kernel (`VecEnv<ArcEnv>`, 30×30) allocates
-//! nothing, counted on the one thread of a one-thread pool (see `kestrel_testkit::CountingAlloc`
+//! nothing, with demo starts and with JaxARC's four start modes mixed (dense noise, the bugs
+//! on and off), counted on the one thread of a one-thread pool (see `kestrel_testkit::CountingAlloc`
 //! for why one). Its own test binary, with a global allocator that counts.
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
-use kestrel_arc::{ArcAction, ArcEnv, ArcLanes, ArcParams, Mode, SelKind, sample_action};
+use kestrel_arc::{
+    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, Mode, Pattern, SelKind,
+    sample_action,
+};
 use kestrel_core::{BatchEnv, Key, VecEnv};
 use kestrel_testkit::{CountingAlloc, allocations_in};
 use std::sync::Arc;
@@ -24,6 +28,21 @@ fn warm_steps_allocate_nothing() {
     assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
     // Short episodes, so the timed steps include auto-resets.
     let p = ArcParams { mode: Mode::Jaxarc, max_episode_steps: Some(7), ..ArcParams::default() };
+    let mixed = GridInit {
+        demo_weight: 0.4,
+        permutation_weight: 0.3,
+        empty_weight: 0.2,
+        random_weight: 0.1,
+        random_pattern_type: Pattern::Dense,
+        ..GridInit::default()
+    };
+    let with = |bugs| ArcParams { init: mixed.clone(), bugs, ..p.clone() };
+    for p in [p.clone(), with(JaxBugs::default()), with(JaxBugs::all())] {
+        warm_steps_allocate_nothing_with(p);
+    }
+}
+
+fn warm_steps_allocate_nothing_with(p: ArcParams) {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let (lanes, rows) = pool.install(|| {
         let mut lanes = ArcLanes::new(generated::<5>(), p.clone(), 1000, 1).unwrap();
@@ -49,6 +68,6 @@ fn warm_steps_allocate_nothing() {
         });
         (a, b)
     });
-    assert_eq!(lanes, 0, "ArcLanes: {lanes} allocations in 30 steps");
-    assert_eq!(rows, 0, "VecEnv<ArcEnv>: {rows} allocations in 30 steps");
+    assert_eq!(lanes, 0, "ArcLanes: {lanes} allocations in 30 steps ({:?})", p.init);
+    assert_eq!(rows, 0, "VecEnv<ArcEnv>: {rows} allocations in 30 steps ({:?})", p.init);
 }

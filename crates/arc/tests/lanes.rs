@@ -7,8 +7,8 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcLanes, ArcParams, JaxBugs, LANES, Layout, MAX_START_STATES, Mode,
-    SelKind, Selection, Split, sample_action,
+    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, LANES, Layout, MAX_START_STATES,
+    Mode, Pattern, Permutation, SelKind, Selection, Split, sample_action,
 };
 use kestrel_core::{AutoReset, BatchEnv, Env, Key, VecEnv};
 use proptest::prelude::*;
@@ -22,7 +22,7 @@ fn generated<const S: usize>() -> ArcEnv<S> {
     ArcEnv::new(Arc::new(bank)).unwrap()
 }
 
-/// Bug switches from 9 bits.
+/// Bug switches from 12 bits.
 fn bugs(bits: u16) -> JaxBugs {
     let b = |i: u32| bits >> i & 1 != 0;
     JaxBugs {
@@ -35,6 +35,9 @@ fn bugs(bits: u16) -> JaxBugs {
         top_left_similarity: b(6),
         clear_overwrites_padding: b(7),
         copy_input_keeps_mask: b(8),
+        init_canvas_transform: b(9),
+        init_zero_padding: b(10),
+        permutation_pick_all: b(11),
     }
 }
 
@@ -140,11 +143,36 @@ fn params(bits: u16, split: Split, limit: u32) -> ArcParams {
 #[test]
 fn every_bug_switch_alone_all_and_none() {
     let env = generated::<5>();
-    let mut sets: Vec<u16> = (0..9).map(|i| 1 << i).collect();
-    sets.extend([0, 0x1ff]);
+    let mut sets: Vec<u16> = (0..12).map(|i| 1 << i).collect();
+    sets.extend([0, 0xfff]);
     for (i, &b) in sets.iter().enumerate() {
         for split in [Split::Train, Split::Test] {
             same(&env, &params(b, split, 40), 70, i as u64, 60, AutoReset::SameStep, None);
+        }
+    }
+}
+
+/// JaxARC's four start modes (its class-default weights, both patterns, one permutation
+/// kind) reset through the env, with and without the bugs: the lanes give VecEnv's results.
+#[test]
+fn every_start_mode_with_and_without_bugs() {
+    let env = generated::<5>();
+    let mixed = GridInit {
+        demo_weight: 0.4,
+        permutation_weight: 0.3,
+        empty_weight: 0.2,
+        random_weight: 0.1,
+        ..GridInit::default()
+    };
+    let dense = GridInit {
+        random_pattern_type: Pattern::Dense,
+        permutation_types: vec![Permutation::Reflect],
+        ..mixed.clone()
+    };
+    for (i, init) in [mixed, dense].into_iter().enumerate() {
+        for b in [0, 0xfff] {
+            let p = ArcParams { init: init.clone(), ..params(b, Split::Train, 6) };
+            same(&env, &p, 70, 11 + i as u64, 40, AutoReset::SameStep, None);
         }
     }
 }

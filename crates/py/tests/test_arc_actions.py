@@ -135,3 +135,30 @@ def test_bbox_columns_in_any_layout_step_alike():
         bad[2, 0] = 35
         bad[7, 3] = 0
         envs[1].step({k: bad[:, j] for j, k in enumerate(keys)})
+
+
+def test_start_grids_follow_init_as_jaxarc_names_it():
+    """`init` is JaxARC's `grid_initialization` with its keys: empty starts are zeros over
+    the area with -1 padding (0 padding and training pair 0's area under `bugs="all"`),
+    random starts colour 1-9 inside the area only; bad keys and values, and `ARC-v0`, are
+    refused naming the key."""
+    empty = {"demo_weight": 0, "empty_weight": 1}
+    v = kestrel.make_vec("ARC-jaxarc-v0", 64, init=empty, **SMALL)
+    obs, _ = v.reset(seed=0)
+    grid, dims = obs["grid"], obs["grid_dim"]
+    for g, (h, w) in zip(grid, dims):
+        assert (g[:h, :w] == 0).all() and (g[h:, :] == -1).all() and (g[:, w:] == -1).all()
+    b = kestrel.make_vec("ARC-jaxarc-v0", 64, init=empty, bugs="all", **SMALL)
+    assert (b.reset(seed=0)[0]["grid"] == 0).all(), "JaxARC writes 0 into the padding"
+    rnd = kestrel.make_vec("ARC-jaxarc-v0", 64, init={"demo_weight": 0, "random_weight": 1,
+                                                      "random_density": 0.5}, **SMALL)
+    obs, _ = rnd.reset(seed=1)
+    inside = np.concatenate([g[:h, :w].ravel() for g, (h, w) in zip(obs["grid"], obs["grid_dim"])])
+    assert set(np.unique(inside)) <= set(range(10)) and 0.35 < (inside > 0).mean() < 0.65
+    assert kestrel.config("ARC-jaxarc-v0")["init"]["demo_weight"] == 1.0
+    with pytest.raises(ValueError, match="init.random_density = 2: 0 to 1"):
+        kestrel.make("ARC-jaxarc-v0", init={"random_density": 2.0}, **SMALL)
+    with pytest.raises(ValueError, match="demo_wieght.*demo_weight"):
+        kestrel.make("ARC-jaxarc-v0", init={"demo_wieght": 1.0}, **SMALL)
+    with pytest.raises(ValueError, match="o2arc"):
+        kestrel.make("ARC-v0", init=empty, **SMALL)
