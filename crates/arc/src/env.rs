@@ -289,6 +289,34 @@ impl<const S: usize> ArcEnv<S> {
         }
     }
 
+    /// The similarity ([`ArcEnv::similarity`]) of the state observation `obs` shows (its
+    /// compact part: any layout) in an episode on pair `pair` of task `task`: for the last
+    /// state of an episode that a same-step reset has replaced, of which only the final
+    /// observation is left. `None` for an observation too short or an instance not in the env.
+    pub fn obs_similarity(
+        &self,
+        p: &ArcParams,
+        (task, pair, test): (u32, u16, bool),
+        obs: &[i8],
+    ) -> Option<f32> {
+        let t = self.tasks.get(task as usize)?;
+        let pg = if test { t.test.get(pair as usize)? } else { t.train.get(pair as usize)? };
+        let n = S * S;
+        let cells = obs.get(..n + 2)?;
+        let mut s = ArcState::new(task, pair, test, pg, p.max_trials);
+        for (row, src) in s.grid.iter_mut().zip(cells.chunks_exact(S)) {
+            row.copy_from_slice(src);
+        }
+        s.dims = [cells[n] as u8, cells[n + 1] as u8];
+        Some(match p.mode {
+            Mode::Jaxarc => {
+                s.empty_target = test && p.bugs.eval_no_success;
+                jaxarc::state_similarity(&s, pg, &p.bugs)
+            }
+            Mode::O2arc => self.similarity(p, &s),
+        })
+    }
+
     /// Applies one action to a state; returns `(reward, terminated)`. No allocation.
     #[inline]
     pub fn apply(&self, p: &ArcParams, s: &mut ArcState<S>, a: &ArcAction<S>) -> (f32, bool) {

@@ -1189,6 +1189,13 @@ impl<const S: usize> ArcLanes<S> {
         }
     }
 
+    /// Env `i`'s episode: its task, pair and whether the pair is a test pair (`None` past the
+    /// batch).
+    pub fn instance(&self, i: usize) -> Option<(u32, u16, bool)> {
+        let (b, l) = (self.blocks.get(i / L)?, i % L);
+        (i < self.cols.num_envs()).then(|| (b.task[l], b.pair[l], b.test[l]))
+    }
+
     /// The params.
     pub fn params(&self) -> &ArcParams {
         &self.params

@@ -540,7 +540,7 @@ impl VecCore {
                 v.load_actions(&acts.actions(c)?)?;
                 v.step();
                 if let Some(arc) = arc {
-                    arc.after_step(v.as_ref());
+                    arc.after_step(v.as_ref(), mode == AutoReset::SameStep);
                 }
                 stats.record(mode, v.rewards(), v.terminated(), v.truncated(), now);
                 match out {
@@ -606,8 +606,8 @@ impl VecCore {
         match py.detach(|| h.join()) {
             Ok(v) => {
                 if let Some(arc) = self.arc.as_mut() {
-                    let pool = &self.pool;
-                    py.detach(|| on(pool, false, || arc.after_step(v.as_ref())));
+                    let (pool, same) = (&self.pool, self.mode == AutoReset::SameStep);
+                    py.detach(|| on(pool, false, || arc.after_step(v.as_ref(), same)));
                 }
                 self.inner = Some(v);
                 self.count_step()
@@ -720,6 +720,26 @@ impl VecCore {
         copy_into("improvement", &a.improvement, &mut improvement)?;
         copy_into("operation", &a.operation, &mut operation)?;
         copy_into("step", &a.step, &mut step)?;
+        Ok(true)
+    }
+
+    /// ARC's info columns of the steps that ended episodes in the last step under same-step
+    /// auto-reset (Gymnasium's `final_info`; 0 on the other rows): the final observation's
+    /// similarity, its change over that step, the operation, the episode's steps. False
+    /// (nothing written) for envs without them.
+    fn read_arc_final(
+        &self,
+        mut similarity: PyReadwriteArray1<'_, f32>,
+        mut improvement: PyReadwriteArray1<'_, f32>,
+        mut operation: PyReadwriteArray1<'_, i64>,
+        mut step: PyReadwriteArray1<'_, i64>,
+    ) -> PyResult<bool> {
+        self.get()?;
+        let Some(f) = self.arc.as_ref().map(|a| &a.finals) else { return Ok(false) };
+        copy_into("similarity", &f.similarity, &mut similarity)?;
+        copy_into("improvement", &f.improvement, &mut improvement)?;
+        copy_into("operation", &f.operation, &mut operation)?;
+        copy_into("step", &f.step, &mut step)?;
         Ok(true)
     }
 

@@ -188,7 +188,10 @@ def test_env_info_keys_reach_each_rows_dict_when_asked():
         for i in range(n):
             if dones[i]:
                 seen_end = True
-                assert "terminal_observation" in infos[i] and "similarity" not in infos[i]
+                # The final step's info (no Submit: truncated at the 4-step limit).
+                assert "terminal_observation" in infos[i] and infos[i]["TimeLimit.truncated"]
+                assert infos[i]["step"] == 4 and infos[i]["operation"] == a[i] // 25
+                assert 0.0 <= infos[i]["similarity"] <= 1.0
                 assert venv.reset_infos[i]["step"] == 0 and venv.reset_infos[i]["operation"] == -1
             else:
                 assert infos[i]["step"] >= 1 and 0.0 <= infos[i]["similarity"] <= 1.0

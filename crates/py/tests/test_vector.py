@@ -69,6 +69,43 @@ def test_vector_contract_on_every_env_and_mode(env_id, params, mode):
     venv.close()
 
 
+def test_arc_final_info_is_the_ending_steps_info():
+    """Same-step reset: `final_info` holds ARC's columns of the step that ended each episode,
+    marked where one ended. Next-step reset returns that step's info as the step's own, and
+    both modes run the same episodes until a row first ends, so each row's first final info
+    is the info next-step reset reported (both semantics, JaxARC's bugs and start modes)."""
+    n, steps = 48, 12
+    for env_id, kw in (("ARC-v0", {}), ("ARC-jaxarc-v0", {}),
+                       ("ARC-jaxarc-v0", {"bugs": "all", "init": {"random_weight": 1.0, "permutation_weight": 1.0}})):
+        params = dict(canvas=5, tasks_per_family=2, max_episode_steps=6, selection="bbox", **kw)
+        same = kestrel.make_vec(env_id, n, autoreset_mode="same_step", **params)
+        nxt = kestrel.make_vec(env_id, n, autoreset_mode="next_step", **params)
+        same.reset(seed=4)
+        nxt.reset(seed=4)
+        rng = np.random.default_rng(1)
+        first = np.zeros(n, bool)
+        for _ in range(steps):
+            a = {"operation": rng.integers(0, 35, n), "r1": rng.integers(0, 5, n), "c1": rng.integers(0, 5, n),
+                 "r2": rng.integers(0, 5, n), "c2": rng.integers(0, 5, n)}
+            _, _, t1, u1, i1 = same.step(a)
+            _, _, t2, u2, i2 = nxt.step(a)
+            ended = t1 | u1
+            if not ended.any():
+                assert "final_info" not in i1
+                continue
+            fin = i1["final_info"]
+            assert set(fin) == {"similarity", "_similarity", "improvement", "_improvement", "operation",
+                                "_operation", "step", "_step"}
+            for k in ("similarity", "improvement", "operation", "step"):
+                np.testing.assert_array_equal(fin["_" + k], ended)
+            now = ended & ~first
+            np.testing.assert_array_equal(now, (t2 | u2) & ~first)
+            for k in ("similarity", "improvement", "operation", "step"):
+                np.testing.assert_array_equal(fin[k][now], i2[k][now], err_msg=f"{env_id} {kw} {k}")
+            first |= ended
+        assert first.sum() > n // 2, (env_id, first.sum())
+
+
 def _pair(mode, n=5):
     params = dict(reset_noise=0.0, max_episode_steps=7)
     # SyncVectorEnv over plain envs has no episode statistics; neither does ours here.

@@ -846,6 +846,10 @@ pub trait DynBatch: Send + Sync {
     fn similarity(&self, out: &mut [f32]) -> bool;
     /// The loaded actions' operation ids (ARC; -1 elsewhere), one per agent row.
     fn operations(&self, out: &mut [i64]);
+    /// Env `row`'s episode where its similarity has a target ([`Show::instance`]).
+    fn instance(&self, row: usize) -> Option<(u32, u16, bool)>;
+    /// The similarity of env `row`'s final observation ([`Show::final_similarity`]).
+    fn final_similarity(&self, row: usize, instance: (u32, u16, bool)) -> Option<f32>;
 }
 
 /// Any [`BatchEnv`] with its actions buffer, as a [`DynBatch`].
@@ -940,6 +944,12 @@ where
         for (o, a) in out.iter_mut().zip(&self.acts) {
             *o = a.operation();
         }
+    }
+    fn instance(&self, row: usize) -> Option<(u32, u16, bool)> {
+        self.v.instance(row)
+    }
+    fn final_similarity(&self, row: usize, instance: (u32, u16, bool)) -> Option<f32> {
+        self.v.final_similarity(row, instance)
     }
 }
 

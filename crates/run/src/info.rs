@@ -22,8 +22,30 @@ pub struct ArcInfo {
     pub operation: Vec<i64>,
     /// Steps into the current episode.
     pub step: Vec<i64>,
+    /// Same-step auto-reset: the info of the step that ended each episode (Gymnasium's
+    /// `final_info`), on the rows `final_ended` marks (0 elsewhere).
+    pub finals: Finals,
     /// The kernels' similarities, read before they replace the previous ones.
     now: Vec<f32>,
+    /// Each env's episode (task, pair, test split), for the final similarity.
+    instance: Vec<(u32, u16, bool)>,
+}
+
+/// The ARC columns of the steps that ended episodes under same-step auto-reset, whose
+/// states the reset replaced: the similarity of the final observation, its change over the
+/// step, the operation, and the episode's length.
+#[derive(Clone, Debug, Default)]
+pub struct Finals {
+    /// Similarity of the final state.
+    pub similarity: Vec<f32>,
+    /// Its change over the ending step.
+    pub improvement: Vec<f32>,
+    /// The ending step's operation.
+    pub operation: Vec<i64>,
+    /// The episode's steps.
+    pub step: Vec<i64>,
+    /// Where an episode ended in the last step.
+    pub ended: Vec<bool>,
 }
 
 impl ArcInfo {
@@ -35,7 +57,15 @@ impl ArcInfo {
             improvement: vec![0.0; n],
             operation: vec![-1; n],
             step: vec![0; n],
+            finals: Finals {
+                similarity: vec![0.0; n],
+                improvement: vec![0.0; n],
+                operation: vec![-1; n],
+                step: vec![0; n],
+                ended: vec![false; n],
+            },
             now: vec![0.0; n],
+            instance: (0..n).map(|i| b.instance(i).unwrap_or_default()).collect(),
         };
         b.similarity(&mut info.similarity).then_some(info)
     }
@@ -47,14 +77,20 @@ impl ArcInfo {
             if mask.is_none_or(|m| m[i]) {
                 self.similarity[i] = self.now[i];
                 (self.improvement[i], self.operation[i], self.step[i]) = (0.0, -1, 0);
+                self.instance[i] = b.instance(i).unwrap_or_default();
             }
         }
+        self.finals.ended.fill(false);
     }
 
-    /// After a step: the new similarity, its change, the operation, the step count.
-    pub fn after_step(&mut self, b: &dyn DynBatch) {
+    /// After a step: the new similarity, its change, the operation, the step count; under
+    /// same-step auto-reset (`same_step`) also the [`Finals`] of the episodes that ended.
+    pub fn after_step(&mut self, b: &dyn DynBatch, same_step: bool) {
         b.similarity(&mut self.now);
         b.operations(&mut self.operation);
+        if same_step {
+            self.record_finals(b);
+        }
         // Row by row, in parallel from a few thousand rows (10,000 rows: about 30 µs serial).
         self.similarity
             .par_iter_mut()
@@ -62,16 +98,38 @@ impl ArcInfo {
             .zip(self.operation.par_iter_mut())
             .zip(self.step.par_iter_mut())
             .zip(self.now.par_iter().zip(b.episode_steps().par_iter()))
+            .zip(self.instance.par_iter_mut())
+            .enumerate()
             .with_min_len(2048)
-            .for_each(|((((sim, imp), op), step), (&now, &t))| {
+            .for_each(|(i, (((((sim, imp), op), step), (&now, &t)), inst))| {
                 let started = t == 0;
                 *imp = if started { 0.0 } else { now - *sim };
                 *sim = now;
                 if started {
                     *op = -1;
+                    *inst = b.instance(i).unwrap_or_default();
                 }
                 *step = t as i64;
             });
+    }
+
+    /// The info of each ending step before [`ArcInfo::after_step`] moves on to the new
+    /// episodes (their states are gone: the similarity is the final observation's, in the
+    /// episode's instance, which `after_step` then replaces). Serial: few rows end, and the scan is one read of the flags.
+    fn record_finals(&mut self, b: &dyn DynBatch) {
+        let f = &mut self.finals;
+        for (i, (&te, &tr)) in b.terminated().iter().zip(b.truncated()).enumerate() {
+            f.ended[i] = te || tr;
+            if !f.ended[i] {
+                (f.similarity[i], f.improvement[i], f.operation[i], f.step[i]) = (0.0, 0.0, 0, 0);
+                continue;
+            }
+            let last = b.final_similarity(i, self.instance[i]).unwrap_or(0.0);
+            f.similarity[i] = last;
+            f.improvement[i] = last - self.similarity[i];
+            f.operation[i] = self.operation[i];
+            f.step[i] = self.step[i] + 1;
+        }
     }
 }
 
@@ -83,8 +141,10 @@ mod tests {
 
     /// Over random steps in both ARC semantics and every autoreset mode: the similarity is
     /// the kernel's (recomputed from the state for o2arc), the improvement its change (0 when
-    /// an episode starts), the operation the one sent, the step the episode's count; envs
-    /// without a similarity have no columns.
+    /// an episode starts), the operation the one sent, the step the episode's count; under
+    /// same-step reset the rows that ended have their final step's info (the final
+    /// similarity itself is checked against the replaced state in `render.rs`); envs without a
+    /// similarity have no columns.
     #[test]
     fn arc_info_follows_the_kernel() {
         use kestrel_core::AutoReset;
@@ -106,16 +166,30 @@ mod tests {
                 let mut r = kestrel_core::Key::new(9).rng();
                 let (mut starts, mut moves) = (0, 0);
                 let mut kernel = vec![0.0; n];
+                let (mut finals, same) = (0, mode == AutoReset::SameStep);
                 for _ in 0..steps {
                     let before = info.similarity.clone();
+                    let before_step = info.step.clone();
                     let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
                     let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();
                     b.load_actions(&Actions::Arc { ops: &ops, sel: &sel }).unwrap();
                     b.step();
-                    info.after_step(b.as_ref());
+                    info.after_step(b.as_ref(), mode == AutoReset::SameStep);
                     b.similarity(&mut kernel);
                     let steps = b.episode_steps().to_vec();
                     for i in 0..n {
+                        let f = &info.finals;
+                        let ended = b.terminated()[i] || b.truncated()[i];
+                        assert_eq!(f.ended[i], same && ended);
+                        if f.ended[i] {
+                            finals += 1;
+                            assert!((0.0..=1.0).contains(&f.similarity[i]));
+                            assert_eq!(f.step[i], before_step[i] + 1);
+                            assert_eq!(f.operation[i], ops[i]);
+                            assert_eq!(f.improvement[i], f.similarity[i] - before[i]);
+                        } else {
+                            assert_eq!((f.similarity[i], f.step[i]), (0.0, 0));
+                        }
                         let s = &info.similarity[i];
                         assert!((0.0..=1.0).contains(s), "{s}");
                         assert_eq!(*s, kernel[i]);
@@ -131,6 +205,7 @@ mod tests {
                     }
                 }
                 assert!(starts > 0 && moves > 0, "{} {mode:?}: {starts} {moves}", id.name());
+                assert_eq!(finals > 0, same, "{} {mode:?}: {finals} final infos", id.name());
             }
         }
         let b = EnvId::CartPole.build(Layers::none(), 2, 0, 0).unwrap();

@@ -65,6 +65,15 @@ pub trait Show {
     fn similarity(&self, _out: &mut [f32]) -> bool {
         false
     }
+    /// Env `row`'s episode where the similarity has a target (ARC: task, pair, test split).
+    fn instance(&self, _row: usize) -> Option<(u32, u16, bool)> {
+        None
+    }
+    /// The similarity of env `row`'s final observation (the last state of an episode a
+    /// same-step reset replaced) in an episode on `instance`.
+    fn final_similarity(&self, _row: usize, _instance: (u32, u16, bool)) -> Option<f32> {
+        None
+    }
 }
 
 /// Row `row`'s state, or an error naming the row.
@@ -399,6 +408,14 @@ impl<const S: usize> Show for VecEnv<ArcEnv<S>> {
             .for_each(|(o, s)| *o = env.similarity(p, s));
         true
     }
+    fn instance(&self, row: usize) -> Option<(u32, u16, bool)> {
+        self.states().get(row).map(|s| (s.task, s.pair, s.test))
+    }
+    fn final_similarity(&self, row: usize, instance: (u32, u16, bool)) -> Option<f32> {
+        let per = self.obs_len();
+        let obs = self.final_obs().get(row * per..(row + 1) * per)?;
+        self.env().obs_similarity(self.params(), instance, obs)
+    }
 }
 
 impl<const S: usize> Show for ArcLanes<S> {
@@ -412,12 +429,92 @@ impl<const S: usize> Show for ArcLanes<S> {
         self.similarities(out);
         true
     }
+    fn instance(&self, row: usize) -> Option<(u32, u16, bool)> {
+        ArcLanes::instance(self, row)
+    }
+    fn final_similarity(&self, row: usize, instance: (u32, u16, bool)) -> Option<f32> {
+        let per = self.obs_len();
+        let obs = self.final_obs().get(row * per..(row + 1) * per)?;
+        self.env().obs_similarity(self.params(), instance, obs)
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::Show;
     use crate::Layers;
     use crate::envs::EnvId;
+    use kestrel_arc::generator::{Family, GenConfig, generate_bank};
+    use kestrel_arc::{
+        ArcAction, ArcEnv, ArcLanes, ArcParams, ArcState, GridInit, JaxBugs, Layout, SelKind,
+        sample_action,
+    };
+    use kestrel_core::{AutoReset, BatchEnv, Key, VecEnv};
+    use std::sync::Arc;
+
+    /// Under same-step auto-reset, an ended row's final similarity (from its final
+    /// observation and the episode it had) is the similarity of the state the reset replaced,
+    /// replayed from the state before the step: both kernels, both semantics, both layouts,
+    /// JaxARC's bugs on and off (with its start modes), the test split; the instance after the
+    /// step is the new episode's.
+    #[test]
+    fn final_similarity_is_the_replaced_states() {
+        let cfg = GenConfig { max_side: 5, min_side: 3, ..GenConfig::default() };
+        let mut bank = generate_bank(&Family::ALL, 3, 4, &cfg).unwrap();
+        bank.retain_fitting(5);
+        let env = ArcEnv::<5>::new(Arc::new(bank)).unwrap();
+        let mixed = GridInit { permutation_weight: 1.0, random_weight: 1.0, ..GridInit::default() };
+        let cases = [
+            ArcParams { max_episode_steps: Some(6), ..ArcParams::default() },
+            ArcParams { layout: Layout::Full, max_episode_steps: Some(5), ..ArcParams::jaxarc() },
+            ArcParams {
+                bugs: JaxBugs::all(),
+                init: mixed,
+                split: kestrel_arc::Split::Test,
+                max_episode_steps: Some(9),
+                ..ArcParams::jaxarc()
+            },
+        ];
+        fn check<B: BatchEnv<Action = ArcAction<5>, State = ArcState<5>> + Show>(
+            b: &mut B,
+            env: &ArcEnv<5>,
+            p: &ArcParams,
+        ) -> usize {
+            b.set_autoreset(AutoReset::SameStep);
+            b.reset(3);
+            let (n, mut r, mut ended) = (b.num_envs(), Key::new(8).rng(), 0);
+            for _ in 0..40 {
+                let before: Vec<ArcState<5>> = (0..n).map(|i| b.state(i).unwrap()).collect();
+                let acts: Vec<ArcAction<5>> =
+                    (0..n).map(|_| sample_action::<5>(&mut r, SelKind::BBox)).collect();
+                b.try_step(&acts).unwrap();
+                for i in 0..n {
+                    let s = &before[i];
+                    let inst = (s.task, s.pair, s.test);
+                    assert_eq!(b.instance(i), b.state(i).map(|s| (s.task, s.pair, s.test)));
+                    if !(b.terminated()[i] || b.truncated()[i]) {
+                        continue;
+                    }
+                    ended += 1;
+                    let mut last = s.clone();
+                    env.apply(p, &mut last, &acts[i]);
+                    let want = env.similarity(p, &last);
+                    assert_eq!(b.final_similarity(i, inst), Some(want), "row {i} {p:?}");
+                }
+            }
+            ended
+        }
+        for p in cases {
+            let mut rows = VecEnv::new(env.clone(), p.clone(), 40, 1).unwrap();
+            assert!(check(&mut rows, &env, &p) > 20);
+            if p.mode == kestrel_arc::Mode::Jaxarc {
+                let mut lanes = ArcLanes::new(env.clone(), p.clone(), 70, 1).unwrap();
+                assert!(check(&mut lanes, &env, &p) > 20);
+            }
+        }
+        assert_eq!(env.obs_similarity(&ArcParams::default(), (99, 0, false), &[0; 27]), None);
+        assert_eq!(env.obs_similarity(&ArcParams::default(), (0, 0, false), &[0; 26]), None);
+    }
 
     /// Every env draws every row at a sensible size, the grids also as text, and a row past
     /// the batch is an error naming it.

@@ -25,7 +25,7 @@ With `info=True` the envs' own `info` keys (ARC's `similarity`, `improvement`, `
 `step`) go into each row's dict, as `DummyVecEnv` passes an env's info on, and into
 `reset_infos` after a reset (an auto-reset row's new episode's info too, as `DummyVecEnv`
 keeps it). A row that ended gets the keys of its final step from
-`final_info` (ARC keeps none there yet, so its ended rows carry none); the keys of the episode
+`final_info` (ARC's columns of the step that ended the episode); the keys of the episode
 that replaced it are not mixed in. It costs a Python loop over the rows every step, so it is
 off by default.
 

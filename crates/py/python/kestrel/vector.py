@@ -172,6 +172,19 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             infos["_" + name] = mask
         return infos
 
+    def _arc_final(self, done):
+        """The info of the steps that ended episodes (same-step reset replaced their states):
+        ARC's columns with the rows that ended marked, as Gymnasium's vector envs give
+        `final_info`; `{}` for the other envs, whose info is empty."""
+        if not self._arc:
+            return {}
+        cols = arc_info_arrays(self._n_world)
+        self._core.read_arc_final(*cols)
+        final = {}
+        for (name, _), col in zip(ARC_INFO, cols):
+            final[name], final["_" + name] = col, done.copy()
+        return final
+
     def _view(self, flat):
         if not self._dict:
             return flat
@@ -317,7 +330,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             infos = {
                 "final_obs": final_obs,
                 "_final_obs": done.copy(),
-                "final_info": {},
+                "final_info": self._arc_final(done),
                 "_final_info": done.copy(),
             }
         if ended and self._stats:
