@@ -134,12 +134,18 @@ fn neuro_bench(a: &BenchArgs) -> Result<()> {
     if a.json {
         println!(
             "{}",
-            json!({"neuro_ms_1_thread": t.ms[0], "neuro_ms_2_threads": t.ms[1], "speedup": speedup, "identical": t.identical})
+            json!({"neuro_ms_1_thread": t.ms[0], "neuro_ms_2_threads": t.ms[1], "speedup": speedup, "identical": t.identical, "generations_timed": t.generations})
         );
     } else {
         println!(
-            "neuroevolution generation, CartPole-v1, MLP 4-8-2 ({} weights), pop {}, 2 episodes each:\n  1 thread {:.2} ms, 2 threads {:.2} ms: {speedup:.2}x, fitness identical: {}",
-            t.num_dims, a.pop_size, t.ms[0], t.ms[1], t.identical
+            "neuroevolution generation, CartPole-v1, MLP 4-8-2 ({} weights), pop {}, 2 episodes each, {} generations timed{}:\n  1 thread {:.2} ms, 2 threads {:.2} ms: {speedup:.2}x, fitness identical: {}",
+            t.num_dims,
+            a.pop_size,
+            t.generations,
+            if t.generations < a.generations { " (the most it times)" } else { "" },
+            t.ms[0],
+            t.ms[1],
+            t.identical
         );
     }
     if !t.identical {

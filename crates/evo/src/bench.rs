@@ -77,9 +77,17 @@ pub struct NeuroTimes {
     pub ms: Vec<f64>,
     /// Whether every pool gave the same fitness bits.
     pub identical: bool,
+    /// Generations timed per repeat: the `generations` asked for, at most [`NEURO_MAX_GENERATIONS`].
+    pub generations: u64,
 }
 
-/// Times [`cartpole_problem`] generations of `pop_size` candidates on each of `pools`.
+/// The most generations [`neuro`] times per repeat (a generation is milliseconds; five
+/// repeats of 50 keep the bench under a minute at the default population).
+pub const NEURO_MAX_GENERATIONS: u64 = 50;
+
+/// Times [`cartpole_problem`] generations of `pop_size` candidates on each of `pools`
+/// (`generations` of them per repeat, capped at [`NEURO_MAX_GENERATIONS`]: the result says how
+/// many ran).
 pub fn neuro(
     pools: &[rayon::ThreadPool],
     pop_size: usize,
@@ -96,7 +104,7 @@ pub fn neuro(
     let pop: Vec<f32> = (0..pop_size * p.num_dims()).map(|_| 0.5 * r.normal_f64() as f32).collect();
     let mut best = vec![f64::INFINITY; pools.len()];
     let mut fits = vec![Vec::new(); pools.len()];
-    let gens = generations.clamp(1, 50);
+    let gens = generations.min(NEURO_MAX_GENERATIONS);
     for _repeat in 0..5 {
         for (k, pool) in pools.iter().enumerate() {
             let mut fit = vec![0.0f32; pop_size];
@@ -109,5 +117,27 @@ pub fn neuro(
         }
     }
     let identical = fits.windows(2).all(|w| w[0] == w[1]);
-    Ok(NeuroTimes { num_dims: p.num_dims(), ms: best, identical })
+    Ok(NeuroTimes { num_dims: p.num_dims(), ms: best, identical, generations: gens })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The neuroevolution bench says how many generations it timed (the cap, when more were
+    /// asked for), gives the same fitness on every pool, and refuses an empty population or
+    /// no generations by name.
+    #[test]
+    fn neuro_reports_the_generations_it_timed() {
+        let pools: Vec<rayon::ThreadPool> = (1..=2)
+            .map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap())
+            .collect();
+        let t = neuro(&pools, 4, 3).unwrap();
+        assert_eq!((t.generations, t.ms.len(), t.identical), (3, 2, true));
+        assert!(t.ms.iter().all(|&ms| ms > 0.0));
+        assert_eq!(neuro(&pools[..1], 2, 1_000).unwrap().generations, NEURO_MAX_GENERATIONS);
+        let e = |p, g| neuro(&pools[..1], p, g).unwrap_err().to_string();
+        assert!(e(0, 3).contains("pop_size = 0"));
+        assert!(e(4, 0).contains("generations = 0"));
+    }
 }
