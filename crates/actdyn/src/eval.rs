@@ -304,3 +304,64 @@ pub fn learned_field(
             .collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Holding an action for n environment steps is n single steps drawing the noise in turn;
+    /// the recorded action is u, or n·u when summed.
+    #[test]
+    fn downsampling_holds_the_action_and_records_it() {
+        let env = VectorFieldParams::default();
+        let (z0, gu) = ([0.3, -0.2], [0.5, 0.1]);
+        let ds = Downsample { substeps: 3, sum_actions: true };
+        let held = ds.advance(&env, z0, gu, &mut Key::new(5).rng());
+        let mut r = Key::new(5).rng();
+        let mut z = z0;
+        for _ in 0..3 {
+            z = Downsample::default().advance(&env, z, gu, &mut r);
+        }
+        assert_eq!(held, z);
+        assert_eq!(ds.recorded([0.5, -1.0]), [1.5, -3.0]);
+        assert_eq!(Downsample::default().recorded([0.5, -1.0]), [0.5, -1.0]);
+        assert_ne!(held, Downsample::default().advance(&env, z0, gu, &mut Key::new(5).rng()));
+    }
+
+    /// Validation data: every row's shape, actions within the bound, the drift at the latent,
+    /// and each episode its own sub-key (a longer set starts with the shorter one's episodes).
+    #[test]
+    fn validation_episodes_are_keyed_per_episode() {
+        let env = VectorFieldParams::default();
+        let cfg = EvalConfig { episodes: 3, steps: 20, ..EvalConfig::default() };
+        let v = validation_data(&env, &cfg, Key::new(2), Downsample::default());
+        let ny = env.obs.obs_dim();
+        assert_eq!((v.y.len(), v.u.len(), v.z.len(), v.f.len()), (60 * ny, 120, 120, 120));
+        assert!(v.u.iter().all(|u| u.abs() <= env.action_bound));
+        for i in 0..60 {
+            assert_eq!(&v.f[2 * i..2 * i + 2], &env.field.eval([v.z[2 * i], v.z[2 * i + 1]]));
+        }
+        let more = EvalConfig { episodes: 5, ..cfg.clone() };
+        let w = validation_data(&env, &more, Key::new(2), Downsample::default());
+        assert_eq!(&w.z[..120], &v.z[..], "episodes do not depend on how many there are");
+        assert_eq!(&w.y[..60 * ny], &v.y[..]);
+        assert_ne!(validation_data(&env, &cfg, Key::new(3), Downsample::default()).z, v.z);
+    }
+
+    /// The 3 × 3 solve of the affine fit, and its refusal of a singular system.
+    #[test]
+    fn solve3_solves_and_refuses_singular_systems() {
+        let a = [[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]];
+        let x = [[1.0, -2.0], [0.5, 0.0], [-1.0, 3.0]];
+        let b: [[f64; 2]; 3] = std::array::from_fn(|i| {
+            std::array::from_fn(|d| (0..3).map(|k| a[i][k] * x[k][d]).sum())
+        });
+        let got = solve3(a, b).unwrap();
+        for i in 0..3 {
+            for d in 0..2 {
+                assert!((got[i][d] - x[i][d]).abs() < 1e-12, "{got:?}");
+            }
+        }
+        assert!(solve3([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 1.0]], b).is_none());
+    }
+}

@@ -300,3 +300,25 @@ pub fn asymexp(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ALLO bench runs on a small map and reports its states; zero sizes and an unknown
+    /// map are refused by name before any work (the hunt bench's zero repetitions too).
+    #[test]
+    fn benches_run_small_and_refuse_zero_sizes() {
+        let t = allo("builtin:open-3", 8, 2).unwrap();
+        assert_eq!(t.states, 9);
+        assert!(
+            [t.sample_us, t.step_dedup_us, t.step_plain_us]
+                .iter()
+                .all(|v| v.is_finite() && *v > 0.0)
+        );
+        assert!(allo("builtin:open-3", 0, 2).unwrap_err().to_string().contains("steps/batch"));
+        assert!(allo("builtin:open-3", 8, 0).unwrap_err().to_string().contains("steps/batch"));
+        assert!(hunt(TreasureObs::Rgb, 0).unwrap_err().to_string().contains("reps"));
+        assert!(allo("builtin:no-such-map", 8, 2).is_err());
+    }
+}

@@ -445,3 +445,87 @@ pub mod empirical {
         (sims.iter().sum::<f64>() / m.max(1) as f64, sims)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A corridor of `n` free cells: its `P` is `I − L/4` for the path graph's Laplacian `L`
+    /// (moves into the walls stay), so the eigenvalues are `(1 + cos(πk/n))/2` with
+    /// eigenvectors `cos(πk(j + ½)/n)` (the discrete cosine basis).
+    fn corridor(n: usize) -> GridMap {
+        GridMap::from_cells("corridor", 1, n, vec![true; n]).unwrap()
+    }
+
+    #[test]
+    fn corridor_spectrum_is_the_cosine_basis() {
+        let n = 7;
+        let map = corridor(n);
+        assert_eq!(map.num_states(), n);
+        let p = transition_matrix(&map);
+        for s in 0..n {
+            assert_eq!(p[s * n..(s + 1) * n].iter().sum::<f64>(), 1.0, "row {s} is a distribution");
+        }
+        let gt = ground_truth(&map, n).unwrap();
+        let pi = std::f64::consts::PI;
+        for k in 0..n {
+            let want = (1.0 + (pi * k as f64 / n as f64).cos()) / 2.0;
+            assert!((gt.eigenvalues[k] - want).abs() < 1e-12, "eigenvalue {k}");
+            let basis: Vec<f64> =
+                (0..n).map(|j| (pi * k as f64 * (j as f64 + 0.5) / n as f64).cos()).collect();
+            let norm = basis.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let dot: f64 = gt.vector(k).iter().zip(&basis).map(|(a, b)| a * b / norm).sum();
+            assert!((dot.abs() - 1.0).abs() < 1e-10, "vector {k}: {dot}");
+            let first = gt.vector(k).iter().find(|x| x.abs() > 1e-12).unwrap();
+            assert!(*first > 0.0, "sign fixed: first non-zero entry positive");
+        }
+        assert_eq!(
+            gt.blocks,
+            (0..n).map(|i| (i, 1)).collect::<Vec<_>>(),
+            "a path has no repeated eigenvalue"
+        );
+        // SR-Laplacian eigenvalues: 0 for the constant vector, increasing after.
+        let sr = gt.sr_eigenvalues(0.9);
+        assert!(sr[0].abs() < 1e-12 && sr.windows(2).all(|w| w[0] < w[1]));
+        assert!(ground_truth(&map, 0).unwrap_err().to_string().contains("d = 0"));
+        assert!(ground_truth(&map, n + 1).is_err());
+    }
+
+    /// The cosine similarity is 1 for the truth itself (any sign and scale per column), below 1
+    /// for a permuted one, and inside a degenerate block (the open room's symmetric pairs) it
+    /// does not depend on how the learned columns span the block.
+    #[test]
+    fn cosine_similarity_scores_the_truth_one_and_rotations_alike() {
+        let map = GridMap::from_cells("room", 4, 4, vec![true; 16]).unwrap();
+        let (n, d) = (map.num_states(), 4);
+        let gt = ground_truth(&map, d).unwrap();
+        assert!(gt.blocks.iter().any(|&(_, m)| m == 2), "{:?}", gt.blocks);
+        let as_learned = |cols: &dyn Fn(usize, usize) -> f64| -> Vec<f64> {
+            (0..n * d).map(|x| cols(x / d, x % d)).collect()
+        };
+        let truth = as_learned(&|s, i| gt.vector(i)[s] * if i % 2 == 0 { -3.0 } else { 0.5 });
+        let (avg, sims) = gt.cosine_similarity(&truth);
+        assert!((avg - 1.0).abs() < 1e-12 && sims.iter().all(|s| (s - 1.0).abs() < 1e-12));
+        let (b, _) = *gt.blocks.iter().find(|&&(_, m)| m == 2).unwrap();
+        let (c, s) = (0.6, 0.8);
+        let rotated = as_learned(&|st, i| match i {
+            i if i == b => c * gt.vector(b)[st] + s * gt.vector(b + 1)[st],
+            i if i == b + 1 => -s * gt.vector(b)[st] + c * gt.vector(b + 1)[st],
+            i => gt.vector(i)[st],
+        });
+        assert!(
+            (gt.cosine_similarity(&rotated).0 - 1.0).abs() < 1e-12,
+            "a rotation within the block"
+        );
+        let swapped = as_learned(&|st, i| {
+            gt.vector(if i == 0 {
+                d - 1
+            } else if i == d - 1 {
+                0
+            } else {
+                i
+            })[st]
+        });
+        assert!(gt.cosine_similarity(&swapped).0 < 0.75);
+    }
+}
