@@ -202,7 +202,7 @@ pub(crate) struct VecCore {
     mode: AutoReset,
     /// ARC's info columns (similarity, improvement, operation, step); None for other envs.
     arc: Option<ArcInfo>,
-    /// ARC's point or bbox coordinates of the step, gathered from Python's columns.
+    /// ARC's strided coordinate columns of the step, copied from Python's arrays ([`columns`]).
     coords: Vec<i64>,
 }
 
@@ -300,8 +300,11 @@ fn slices<'a>(
 }
 
 impl<'a> Slices<'a> {
-    /// The step's actions, with ARC's coordinates already gathered (`coords`).
-    fn actions(&self, coords: Option<&'a [i64]>) -> Result<Actions<'a>, String> {
+    /// The step's actions, with ARC's coordinate columns as slices (`coords`).
+    fn actions<'c>(&self, coords: Option<&'c [&'c [i64]]>) -> Result<Actions<'c>, String>
+    where
+        'a: 'c,
+    {
         Ok(match (self.ints, self.floats, self.sel, coords) {
             (Some(ops), None, Some(sel), None) => Actions::Arc { ops, sel },
             (Some(ops), None, None, Some(coords)) => Actions::ArcCoords { ops, coords },
@@ -318,7 +321,7 @@ impl<'a> Slices<'a> {
 
 /// ARC's point or bbox columns (`row, col` or `r1, c1, r2, c2`, each one value per row, any
 /// strides: a column of an `(n, 5)` array is read in place) as views, checked for their count
-/// and lengths; gathered into the env's own buffer by [`gather`] on the pool.
+/// and lengths; read as slices by [`columns`] on the pool.
 fn coord_views<'a>(
     cols: &'a Option<Vec<PyReadonlyArray1<'_, i64>>>,
     rows: usize,
@@ -340,16 +343,22 @@ fn coord_views<'a>(
     Ok(Some(views))
 }
 
-/// The columns one after the other into `buf` (its allocation kept from step to step: no
-/// page faults for fresh arrays in the hot loop), in parallel for large batches.
-fn gather<'b>(views: &[ArrayView1<'_, i64>], buf: &'b mut Vec<i64>) -> &'b [i64] {
+/// The columns as slices: a contiguous one read in place (the per-key arrays of a dict
+/// action), a strided one (a column of an `(n, 5)` array) copied into `buf`, whose allocation
+/// is kept from step to step (no page faults for fresh arrays in the hot loop).
+fn columns<'b>(views: &'b [ArrayView1<'_, i64>], buf: &'b mut Vec<i64>) -> Vec<&'b [i64]> {
     let n = views.first().map_or(0, |v| v.len());
-    buf.resize(n * views.len(), 0);
-    buf.par_chunks_mut(n.max(1)).zip(views.par_iter()).for_each(|(out, v)| match v.as_slice() {
-        Some(s) => out.copy_from_slice(s),
-        None => out.iter_mut().zip(v.iter()).for_each(|(o, x)| *o = *x),
-    });
-    buf
+    let strided: Vec<&ArrayView1<'_, i64>> =
+        views.iter().filter(|v| v.as_slice().is_none()).collect();
+    buf.resize(n * strided.len(), 0);
+    let copy = |(out, v): (&mut [i64], &&ArrayView1<'_, i64>)| {
+        out.iter_mut().zip(v.iter()).for_each(|(o, x)| *o = *x)
+    };
+    // A column a task: a strided read is slow enough (4,096 rows × 4 columns: about 15 µs on
+    // one thread) to pay for the hand-off.
+    buf.par_chunks_mut(n.max(1)).zip(strided.par_iter()).for_each(copy);
+    let mut copied = buf.chunks(n.max(1));
+    views.iter().map(|v| v.as_slice().unwrap_or_else(|| copied.next().unwrap_or(&[]))).collect()
 }
 
 /// The pool a batch made on this thread steps on when given no `num_threads`: a pool of the
@@ -529,15 +538,15 @@ impl VecCore {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
         // The action arrays are read-only borrows held for the call (rust-numpy's borrow
-        // flags); the Python layer hands in arrays it owns or fresh conversions. Gathering the
+        // flags); the Python layer hands in arrays it owns or fresh conversions. Reading the
         // coordinates, loading, stepping, ARC's info, the episode statistics and copying the
         // observations run in one pool task without the GIL (a second hand-off for the info
         // cost about 10 µs a step at 1,024 envs).
         let merge = out.as_ref().is_some_and(|o| o.bytes() >= 1 << 18);
         py.detach(|| {
             on(&pool, merge, || {
-                let c = views.as_ref().map(|vs| gather(vs, coords));
-                v.load_actions(&acts.actions(c)?)?;
+                let c = views.as_ref().map(|vs| columns(vs, coords));
+                v.load_actions(&acts.actions(c.as_deref())?)?;
                 v.step();
                 if let Some(arc) = arc {
                     arc.after_step(v.as_ref(), mode == AutoReset::SameStep);
@@ -579,8 +588,8 @@ impl VecCore {
         let acts = slices(&ints, &floats, &sel)?;
         let views = coord_views(&cols, rows)?;
         let VecCore { inner, coords, .. } = self;
-        let c = views.as_ref().map(|vs| gather(vs, coords));
-        let a = acts.actions(c).map_err(value_error)?;
+        let c = views.as_ref().map(|vs| columns(vs, coords));
+        let a = acts.actions(c.as_deref()).map_err(value_error)?;
         inner
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("the env is closed"))?

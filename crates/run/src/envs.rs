@@ -484,9 +484,9 @@ pub enum Actions<'a> {
     ArcCoords {
         /// The operations.
         ops: &'a [i64],
-        /// The coordinates, one column after the other (all rows' `row`, then all `col`, ...:
-        /// what a front end stacks from its per-key arrays without interleaving).
-        coords: &'a [i64],
+        /// The coordinate columns (`row`, `col`, or `r1`, `c1`, `r2`, `c2`), one value per
+        /// row each: a front end's per-key arrays as they are, without stacking.
+        coords: &'a [&'a [i64]],
     },
 }
 
@@ -646,19 +646,19 @@ fn check_operations(ops: &[i64], n: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Point (2 coordinates a row) or bbox (4) ARC actions; every value must be on the canvas.
+/// Point (2 coordinate columns) or bbox (4) ARC actions; every value must be on the canvas.
 fn arc_coords<const S: usize>(
     ops: &[i64],
-    coords: &[i64],
+    coords: &[&[i64]],
     out: &mut [ArcAction<S>],
 ) -> Result<(), String> {
     let n = out.len();
     check_operations(ops, n)?;
-    let k = coords.len().checked_div(n).unwrap_or(2);
-    if !(k == 2 || k == 4) || coords.len() != n * k {
+    let k = coords.len();
+    if !(k == 2 || k == 4) || coords.iter().any(|c| c.len() != n) {
         return Err(format!(
-            "actions: expected 2 (point) or 4 (bbox) coordinates per row for {n} rows, got {} values",
-            coords.len()
+            "actions: expected 2 (point) or 4 (bbox) coordinate columns of {n} rows, got {:?}",
+            coords.iter().map(|c| c.len()).collect::<Vec<_>>()
         ));
     }
     let names: &[&str] = if k == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
@@ -668,8 +668,7 @@ fn arc_coords<const S: usize>(
     // only when there is one.
     const CHUNK: usize = 2048;
     // Point actions have two columns: `c2` and `c3` then repeat `c0` and `c1`, unread.
-    let col = |j: usize| &coords[(j % k) * n..(j % k + 1) * n];
-    let (c0, c1, c2, c3) = (col(0), col(1), col(2), col(3));
+    let (c0, c1, c2, c3) = (coords[0], coords[1], coords[2 % k], coords[3 % k]);
     let bad = out
         .par_chunks_mut(CHUNK)
         .zip(ops.par_chunks(CHUNK))
@@ -694,12 +693,15 @@ fn arc_coords<const S: usize>(
             bad
         })
         .reduce(|| false, |a, b| a | b);
-    if bad && let Some(i) = coords.iter().position(|v| !(0..S as i64).contains(v)) {
+    let off = |v: &i64| !(0..S as i64).contains(v);
+    if bad
+        && let Some((j, i)) =
+            coords.iter().enumerate().find_map(|(j, c)| c.iter().position(off).map(|i| (j, i)))
+    {
         return Err(format!(
-            "actions[{:?}][{}] = {}: outside the {S}x{S} canvas (0 to {})",
-            names[i / n],
-            i % n,
-            coords[i],
+            "actions[{:?}][{i}] = {}: outside the {S}x{S} canvas (0 to {})",
+            names[j],
+            coords[j][i],
             S - 1
         ));
     }
@@ -1073,6 +1075,10 @@ mod tests {
         assert_eq!((c["dims"].as_i64(), c["reset_noise"].as_f64()), (Some(2), Some(0.5)));
     }
 
+    fn slices(c: &[Vec<i64>]) -> Vec<&[i64]> {
+        c.iter().map(Vec::as_slice).collect()
+    }
+
     /// Point and bbox columns decode to the actions they name in batches of several parallel
     /// chunks, and a bad value anywhere is named by its key and row.
     #[test]
@@ -1082,7 +1088,9 @@ mod tests {
             let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
             let coords: Vec<i64> = (0..n * k).map(|_| r.below(5) as i64).collect();
             let mut out = vec![ArcAction::<5>::default(); n];
-            arc_coords::<5>(&ops, &coords, &mut out).unwrap();
+            let cols = |c: &[i64]| -> Vec<Vec<i64>> { c.chunks(n).map(<[i64]>::to_vec).collect() };
+            let good = cols(&coords);
+            arc_coords::<5>(&ops, &slices(&good), &mut out).unwrap();
             for (i, a) in out.iter().enumerate() {
                 let c = |j: usize| coords[j * n + i] as i32;
                 let sel = if k == 2 {
@@ -1094,18 +1102,22 @@ mod tests {
             }
             let mut bad = coords.clone();
             bad[(k - 1) * n + n - 1] = 5;
-            let e = arc_coords::<5>(&ops, &bad, &mut out).unwrap_err();
+            let e = arc_coords::<5>(&ops, &slices(&cols(&bad)), &mut out).unwrap_err();
             let key = if k == 2 { "col" } else { "c2" };
             assert_eq!(
                 e,
                 format!("actions[{key:?}][{}] = 5: outside the 5x5 canvas (0 to 4)", n - 1)
             );
             bad[(k - 1) * n + n - 1] = -1;
-            assert!(arc_coords::<5>(&ops, &bad, &mut out).unwrap_err().contains("= -1: outside"));
+            let e = arc_coords::<5>(&ops, &slices(&cols(&bad)), &mut out).unwrap_err();
+            assert!(e.contains("= -1: outside"), "{e}");
             let mut bad_ops = ops.clone();
             bad_ops[n / 2] = 35;
-            let e = arc_coords::<5>(&bad_ops, &coords, &mut out).unwrap_err();
+            let e = arc_coords::<5>(&bad_ops, &slices(&good), &mut out).unwrap_err();
             assert_eq!(e, format!("actions['operation'][{}] = 35: outside Discrete(35)", n / 2));
+            let short = [&good[0][..n - 1], &good[1][..]];
+            assert!(arc_coords::<5>(&ops, &short, &mut out).unwrap_err().contains("columns of"));
+            assert!(arc_coords::<5>(&ops, &slices(&good[..1]), &mut out).is_err());
         }
     }
 }

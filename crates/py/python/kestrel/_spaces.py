@@ -96,9 +96,9 @@ class ArcActions:
 
     def columns(self, actions, rows):
         """`(operations, [column, ...])`: a contiguous int64 `(rows,)` array of operations and
-        one int64 `(rows,)` array per coordinate key (any strides: Rust gathers them into its
-        own buffer, so no array is made here per step), of point or bbox actions in any of
-        their three forms."""
+        one int64 `(rows,)` array per coordinate key (any strides: Rust reads a contiguous one
+        in place and copies a strided one into its own buffer, so no array is made here per
+        step), of point or bbox actions in any of their three forms."""
         k = len(self.keys)
         if self.flatten == "discrete":
             a = _ints(actions, (rows,), "actions")
