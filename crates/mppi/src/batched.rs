@@ -11,12 +11,13 @@
 //! [`crate::TuneProblem::episode_cost`]: over the same dynamics, the costs are exactly those of
 //! [`crate::episode`] (tested against the built-in systems).
 
+use crate::Controller;
 use crate::mppi::Mppi;
 use crate::params::{Convention, MppiError, MppiParams, Precision};
 use crate::state::MppiState;
 use crate::tune::{TuneProblem, TuneSpec};
-use crate::{Controller, Dynamics};
 use kestrel_core::{FromInvalid, Key};
+use kestrel_dynamics::Dynamics;
 use rayon::prelude::*;
 use std::sync::Mutex;
 

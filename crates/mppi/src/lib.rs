@@ -32,7 +32,6 @@ pub use controller::{Controller, Episode, episode};
 pub use icem::{
     Icem, IcemIteration, IcemParams, IcemState, KeyedPink, NoiseSource, PinkNoise, TrajectoryCost,
 };
-pub use kestrel_dynamics::Dynamics;
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{Mppi, Phase};
 pub use params::{Convention, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, Precision};

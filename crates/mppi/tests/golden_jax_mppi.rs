@@ -7,9 +7,9 @@
 mod common;
 
 use common::{Linear, params, replay_case};
+use kestrel_dynamics::Dynamics;
 use kestrel_mppi::{
-    Controller, Convention, Dynamics, Kmppi, KmppiParams, Mppi, PendulumDynamics, Smppi,
-    SmppiParams,
+    Controller, Convention, Kmppi, KmppiParams, Mppi, PendulumDynamics, Smppi, SmppiParams,
 };
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;

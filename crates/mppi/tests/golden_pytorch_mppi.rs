@@ -9,7 +9,8 @@
 mod common;
 
 use common::{Linear, params, replay_case};
-use kestrel_mppi::{Controller, Convention, Dynamics, Mppi, PendulumDynamics};
+use kestrel_dynamics::Dynamics;
+use kestrel_mppi::{Controller, Convention, Mppi, PendulumDynamics};
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
 

@@ -5,9 +5,10 @@
 //! `pendulum.rs` runs both precisions too).
 
 use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Nav2d};
 use kestrel_mppi::{
-    Controller, Convention, Dynamics, Mppi, MppiParams, MppiState, PendulumDynamics, Precision,
+    Controller, Convention, Mppi, MppiParams, MppiState, PendulumDynamics, Precision,
 };
 
 fn with(p: &MppiParams, precision: Precision) -> MppiParams {

@@ -1,8 +1,9 @@
 //! Behaviour on the peers' test systems.
 
 use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Nav2d};
-use kestrel_mppi::{Controller, Dynamics, Mppi, MppiParams};
+use kestrel_mppi::{Controller, Mppi, MppiParams};
 
 fn closed_loop<D: Dynamics>(d: D, p: &MppiParams, x0: &[f64], steps: usize) -> Vec<Vec<f64>> {
     closed_loop_seeded(d, p, x0, steps, 7)

@@ -2,10 +2,11 @@
 //! the peer tuners' verified defects (`shared/reference/mppi-es-qd.md` §9) exists here.
 
 use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
 use kestrel_evo::{CmaEs, CmaParams, Problem, SepCmaEs, Snes, Strategy};
 use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned, tune};
-use kestrel_mppi::{Controller, Dynamics, Mppi, MppiParams};
+use kestrel_mppi::{Controller, Mppi, MppiParams};
 
 /// A 2-state linear system (position, velocity), dt 0.1; cost pos² + 0.1 vel² + 0.01 u².
 #[derive(Clone, Copy)]

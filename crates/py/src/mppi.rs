@@ -2,9 +2,10 @@
 
 use crate::errors::{run_error, value_error};
 use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 use kestrel_mppi::batched::Sizes;
 use kestrel_mppi::presets::ControllerVisitor;
-use kestrel_mppi::{Controller, Dynamics, MppiRunConfig, System};
+use kestrel_mppi::{Controller, MppiRunConfig, System};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 

@@ -1,6 +1,7 @@
 //! Shared by the MPPI golden tests: the scripts' linear system and the comparison.
 
-use kestrel_mppi::{Convention, Dynamics, MppiParams, Precision};
+use kestrel_dynamics::Dynamics;
+use kestrel_mppi::{Convention, MppiParams, Precision};
 use kestrel_testkit::floats;
 use serde_json::Value;
 
