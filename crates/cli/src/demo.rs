@@ -15,7 +15,8 @@ pub struct DemoArgs {
     /// Seconds of batched ARC rollouts.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
-    /// Worker threads (default: all cores).
+    /// Worker threads of every part (default: each part's own: all cores, except 1 for ALLO
+    /// and 2 for the hunt).
     #[arg(long)]
     threads: Option<usize>,
     /// A tiny budget for every part (a smoke test of the demo itself).
