@@ -669,6 +669,11 @@ impl VecCore {
         mask[row] = true;
         let now = self.now();
         self.stats.reset_envs(&mask, now);
+        // A state set by hand starts an episode: its info (and its target, for a final
+        // similarity) is the new state's.
+        if let (Some(a), Some(v)) = (self.arc.as_mut(), self.inner.as_ref()) {
+            a.after_reset(v.as_ref(), Some(&mask));
+        }
         Ok(())
     }
 
