@@ -211,4 +211,53 @@ mod tests {
         let b = EnvId::CartPole.build(Layers::none(), 2, 0, 0).unwrap();
         assert!(ArcInfo::new(b.as_ref()).is_none());
     }
+
+    /// The final similarity is taken in the episode each row had before the step, also after
+    /// next-step resets changed a row's episode and the mode is then switched to same-step,
+    /// and after a masked reset.
+    #[test]
+    fn finals_use_the_episode_each_row_had() {
+        use kestrel_core::AutoReset;
+        let small = toml::toml! { canvas = 5
+        max_episode_steps = 3 };
+        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+            let n = 30;
+            let mut b = id.build(Layers::table(&small), n, 5, 0).unwrap();
+            b.set_autoreset(AutoReset::NextStep);
+            b.reset(1);
+            let mut info = ArcInfo::new(b.as_ref()).unwrap();
+            info.after_reset(b.as_ref(), None);
+            let mut r = kestrel_core::Key::new(4).rng();
+            let mut checked = 0;
+            for t in 0..24 {
+                if t == 8 {
+                    b.set_autoreset(AutoReset::SameStep);
+                }
+                if t == 16 {
+                    let mask: Vec<bool> = (0..n).map(|i| i % 3 == 0).collect();
+                    b.reset_rows(&mask).unwrap();
+                    info.after_reset(b.as_ref(), Some(&mask));
+                }
+                let before: Vec<_> = (0..n).map(|i| b.instance(i).unwrap()).collect();
+                let ops: Vec<i64> = (0..n).map(|_| r.below(34) as i64).collect();
+                let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();
+                b.load_actions(&Actions::Arc { ops: &ops, sel: &sel }).unwrap();
+                b.step();
+                info.after_step(b.as_ref(), t >= 8);
+                for i in 0..n {
+                    if info.finals.ended[i] {
+                        checked += 1;
+                        let want = b.final_similarity(i, before[i]).unwrap();
+                        assert_eq!(
+                            info.finals.similarity[i],
+                            want,
+                            "{} row {i} step {t}",
+                            id.name()
+                        );
+                    }
+                }
+            }
+            assert!(checked > 50, "{checked}");
+        }
+    }
 }
