@@ -839,7 +839,8 @@ pub struct ArcLanes<const S: usize> {
 }
 
 /// Every start state a reset can draw when every start is a demo start (each task, pair
-/// and `wrong_pair_init` source of [`ArcEnv::draw_start`]), built once, so a reset copies a state instead of building it.
+/// and `wrong_pair_init` source of [`ArcEnv::draw_start`]), built once, so a reset copies a
+/// state instead of building it.
 struct Starts<const S: usize> {
     /// Per task: its first state's index and its number of start sources per pair.
     tasks: Vec<(usize, usize)>,

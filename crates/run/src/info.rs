@@ -23,7 +23,7 @@ pub struct ArcInfo {
     /// Steps into the current episode.
     pub step: Vec<i64>,
     /// Same-step auto-reset: the info of the step that ended each episode (Gymnasium's
-    /// `final_info`), on the rows `final_ended` marks (0 elsewhere).
+    /// `final_info`), on the rows [`Finals::ended`] marks (0 elsewhere).
     pub finals: Finals,
     /// The kernels' similarities, read before they replace the previous ones.
     now: Vec<f32>,
