@@ -320,7 +320,7 @@ impl<'a> Slices<'a> {
 }
 
 /// ARC's point or bbox columns (`row, col` or `r1, c1, r2, c2`, each one value per row, any
-/// strides: a column of an `(n, 5)` array is read in place) as views, checked for their count
+/// strides: a column of an `(n, 5)` array is taken as it is) as views, checked for their count
 /// and lengths; read as slices by [`columns`] on the pool.
 fn coord_views<'a>(
     cols: &'a Option<Vec<PyReadonlyArray1<'_, i64>>>,
