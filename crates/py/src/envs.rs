@@ -720,40 +720,31 @@ impl VecCore {
 
     /// ARC's info columns after the last reset or step, one per env: similarity to the target
     /// (f32), its change over the step (f32), the operation (i64, -1 at an episode's start),
-    /// the step count (i64). False (nothing written) for envs without them.
+    /// the step count (i64). With `final_step`, the same columns of the steps that ended
+    /// episodes in the last step under same-step auto-reset (Gymnasium's `final_info`: the
+    /// final observation's similarity, the episode's steps; 0 on the other rows). False
+    /// (nothing written) for envs without them.
+    #[pyo3(signature = (similarity, improvement, operation, step, final_step=false))]
     fn read_arc_info(
         &self,
         mut similarity: PyReadwriteArray1<'_, f32>,
         mut improvement: PyReadwriteArray1<'_, f32>,
         mut operation: PyReadwriteArray1<'_, i64>,
         mut step: PyReadwriteArray1<'_, i64>,
+        final_step: bool,
     ) -> PyResult<bool> {
         self.get()?;
         let Some(a) = self.arc.as_ref() else { return Ok(false) };
-        copy_into("similarity", &a.similarity, &mut similarity)?;
-        copy_into("improvement", &a.improvement, &mut improvement)?;
-        copy_into("operation", &a.operation, &mut operation)?;
-        copy_into("step", &a.step, &mut step)?;
-        Ok(true)
-    }
-
-    /// ARC's info columns of the steps that ended episodes in the last step under same-step
-    /// auto-reset (Gymnasium's `final_info`; 0 on the other rows): the final observation's
-    /// similarity, its change over that step, the operation, the episode's steps. False
-    /// (nothing written) for envs without them.
-    fn read_arc_final(
-        &self,
-        mut similarity: PyReadwriteArray1<'_, f32>,
-        mut improvement: PyReadwriteArray1<'_, f32>,
-        mut operation: PyReadwriteArray1<'_, i64>,
-        mut step: PyReadwriteArray1<'_, i64>,
-    ) -> PyResult<bool> {
-        self.get()?;
-        let Some(f) = self.arc.as_ref().map(|a| &a.finals) else { return Ok(false) };
-        copy_into("similarity", &f.similarity, &mut similarity)?;
-        copy_into("improvement", &f.improvement, &mut improvement)?;
-        copy_into("operation", &f.operation, &mut operation)?;
-        copy_into("step", &f.step, &mut step)?;
+        let f = &a.finals;
+        let (sim, imp, op, st) = if final_step {
+            (&f.similarity, &f.improvement, &f.operation, &f.step)
+        } else {
+            (&a.similarity, &a.improvement, &a.operation, &a.step)
+        };
+        copy_into("similarity", sim, &mut similarity)?;
+        copy_into("improvement", imp, &mut improvement)?;
+        copy_into("operation", op, &mut operation)?;
+        copy_into("step", st, &mut step)?;
         Ok(true)
     }
 

@@ -89,13 +89,7 @@ class VecCore:
         improvement: npt.NDArray[np.float32],
         operation: npt.NDArray[np.int64],
         step: npt.NDArray[np.int64],
-    ) -> bool: ...
-    def read_arc_final(
-        self,
-        similarity: npt.NDArray[np.float32],
-        improvement: npt.NDArray[np.float32],
-        operation: npt.NDArray[np.int64],
-        step: npt.NDArray[np.int64],
+        final_step: bool = ...,
     ) -> bool: ...
     def render(self, row: int) -> npt.NDArray[np.uint8]: ...
     def render_text(self, row: int) -> str | None: ...

@@ -179,7 +179,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if not self._arc:
             return {}
         cols = arc_info_arrays(self._n_world)
-        self._core.read_arc_final(*cols)
+        self._core.read_arc_info(*cols, final_step=True)
         final = {}
         for (name, _), col in zip(ARC_INFO, cols):
             final[name], final["_" + name] = col, done.copy()
