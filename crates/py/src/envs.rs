@@ -669,11 +669,6 @@ impl VecCore {
         mask[row] = true;
         let now = self.now();
         self.stats.reset_envs(&mask, now);
-        // A state set by hand starts an episode: its info (and its target, for a final
-        // similarity) is the new state's.
-        if let (Some(a), Some(v)) = (self.arc.as_mut(), self.inner.as_ref()) {
-            a.after_reset(v.as_ref(), Some(&mask));
-        }
         Ok(())
     }
 
@@ -722,8 +717,8 @@ impl VecCore {
     /// (f32), its change over the step (f32), the operation (i64, -1 at an episode's start),
     /// the step count (i64). With `final_step`, the same columns of the steps that ended
     /// episodes in the last step under same-step auto-reset (Gymnasium's `final_info`: the
-    /// final observation's similarity, the episode's steps; 0 on the other rows). False
-    /// (nothing written) for envs without them.
+    /// final observation's similarity, the episode's steps; an episode's start, similarity 0
+    /// and operation -1, on the other rows). False (nothing written) for envs without them.
     #[pyo3(signature = (similarity, improvement, operation, step, final_step=false))]
     fn read_arc_info(
         &self,
@@ -735,16 +730,11 @@ impl VecCore {
     ) -> PyResult<bool> {
         self.get()?;
         let Some(a) = self.arc.as_ref() else { return Ok(false) };
-        let f = &a.finals;
-        let (sim, imp, op, st) = if final_step {
-            (&f.similarity, &f.improvement, &f.operation, &f.step)
-        } else {
-            (&a.similarity, &a.improvement, &a.operation, &a.step)
-        };
-        copy_into("similarity", sim, &mut similarity)?;
-        copy_into("improvement", imp, &mut improvement)?;
-        copy_into("operation", op, &mut operation)?;
-        copy_into("step", st, &mut step)?;
+        let c = if final_step { &a.finals } else { &a.current };
+        copy_into("similarity", &c.similarity, &mut similarity)?;
+        copy_into("improvement", &c.improvement, &mut improvement)?;
+        copy_into("operation", &c.operation, &mut operation)?;
+        copy_into("step", &c.step, &mut step)?;
         Ok(true)
     }
 

@@ -8,44 +8,56 @@
 use crate::envs::DynBatch;
 use rayon::prelude::*;
 
-/// ARC's per-env info columns: `similarity` after the step, `improvement` (its change over
-/// the step; 0 on a step that starts an episode: next-step autoreset's reset step, or a
-/// same-step reset, whose info describes the new episode), `operation` (the step's op id, -1
-/// where no op ran in this episode) and `step` (steps into the episode).
+/// ARC's per-env info columns: `similarity` to the target (in `[0, 1]`), `improvement` (its
+/// change over the step; 0 on a step that starts an episode: next-step autoreset's reset
+/// step, or a same-step reset, whose info describes the new episode), `operation` (the
+/// step's op id, -1 where no op ran in this episode) and `step` (steps into the episode).
+#[derive(Clone, Debug, Default)]
+pub struct ArcColumns {
+    /// Similarity to the target.
+    pub similarity: Vec<f32>,
+    /// Change of the similarity over the step.
+    pub improvement: Vec<f32>,
+    /// The step's operation ids.
+    pub operation: Vec<i64>,
+    /// Steps into the episode.
+    pub step: Vec<i64>,
+}
+
+impl ArcColumns {
+    /// `n` rows of an episode's start: similarity 0, no operation.
+    fn new(n: usize) -> Self {
+        ArcColumns {
+            similarity: vec![0.0; n],
+            improvement: vec![0.0; n],
+            operation: vec![-1; n],
+            step: vec![0; n],
+        }
+    }
+
+    /// Row `i` as an episode's start (similarity `sim`).
+    fn start(&mut self, i: usize, sim: f32) {
+        self.similarity[i] = sim;
+        (self.improvement[i], self.operation[i], self.step[i]) = (0.0, -1, 0);
+    }
+}
+
+/// ARC's info of a batch: the columns after the last reset or step, and under same-step
+/// auto-reset the columns of the steps that ended episodes (Gymnasium's `final_info`: the
+/// reset replaced those states, so the similarity is the final observation's).
 #[derive(Clone, Debug, Default)]
 pub struct ArcInfo {
-    /// Similarity to the target, in `[0, 1]`.
-    pub similarity: Vec<f32>,
-    /// Change of the similarity over the last step.
-    pub improvement: Vec<f32>,
-    /// The last step's operation ids (-1 at an episode's start).
-    pub operation: Vec<i64>,
-    /// Steps into the current episode.
-    pub step: Vec<i64>,
-    /// Same-step auto-reset: the info of the step that ended each episode (Gymnasium's
-    /// `final_info`), on the rows [`Finals::ended`] marks (0 elsewhere).
-    pub finals: Finals,
+    /// After the last reset or step.
+    pub current: ArcColumns,
+    /// Of the steps that ended episodes in the last step, on the rows `ended` marks
+    /// (episode starts elsewhere).
+    pub finals: ArcColumns,
+    /// Where an episode ended in the last step under same-step auto-reset.
+    pub ended: Vec<bool>,
     /// The kernels' similarities, read before they replace the previous ones.
     now: Vec<f32>,
     /// Each env's episode (task, pair, test split), for the final similarity.
     instance: Vec<(u32, u16, bool)>,
-}
-
-/// The ARC columns of the steps that ended episodes under same-step auto-reset, whose
-/// states the reset replaced: the similarity of the final observation, its change over the
-/// step, the operation, and the episode's length.
-#[derive(Clone, Debug, Default)]
-pub struct Finals {
-    /// Similarity of the final state.
-    pub similarity: Vec<f32>,
-    /// Its change over the ending step.
-    pub improvement: Vec<f32>,
-    /// The ending step's operation.
-    pub operation: Vec<i64>,
-    /// The episode's steps.
-    pub step: Vec<i64>,
-    /// Where an episode ended in the last step.
-    pub ended: Vec<bool>,
 }
 
 impl ArcInfo {
@@ -53,21 +65,13 @@ impl ArcInfo {
     pub fn new(b: &dyn DynBatch) -> Option<ArcInfo> {
         let n = b.num_envs();
         let mut info = ArcInfo {
-            similarity: vec![0.0; n],
-            improvement: vec![0.0; n],
-            operation: vec![-1; n],
-            step: vec![0; n],
-            finals: Finals {
-                similarity: vec![0.0; n],
-                improvement: vec![0.0; n],
-                operation: vec![-1; n],
-                step: vec![0; n],
-                ended: vec![false; n],
-            },
+            current: ArcColumns::new(n),
+            finals: ArcColumns::new(n),
+            ended: vec![false; n],
             now: vec![0.0; n],
             instance: (0..n).map(|i| b.instance(i).unwrap_or_default()).collect(),
         };
-        b.similarity(&mut info.similarity).then_some(info)
+        b.similarity(&mut info.current.similarity).then_some(info)
     }
 
     /// After a reset of every env, or of the envs where `mask` (one per env) is true.
@@ -75,28 +79,29 @@ impl ArcInfo {
         b.similarity(&mut self.now);
         for i in 0..self.now.len() {
             if mask.is_none_or(|m| m[i]) {
-                self.similarity[i] = self.now[i];
-                (self.improvement[i], self.operation[i], self.step[i]) = (0.0, -1, 0);
+                self.current.start(i, self.now[i]);
+                self.finals.start(i, 0.0);
                 self.instance[i] = b.instance(i).unwrap_or_default();
             }
         }
-        self.finals.ended.fill(false);
+        self.ended.fill(false);
     }
 
     /// After a step: the new similarity, its change, the operation, the step count; under
-    /// same-step auto-reset (`same_step`) also the [`Finals`] of the episodes that ended.
+    /// same-step auto-reset (`same_step`) also the finals of the episodes that ended.
     pub fn after_step(&mut self, b: &dyn DynBatch, same_step: bool) {
         b.similarity(&mut self.now);
-        b.operations(&mut self.operation);
+        b.operations(&mut self.current.operation);
         if same_step {
             self.record_finals(b);
         }
+        let c = &mut self.current;
         // Row by row, in parallel from a few thousand rows (10,000 rows: about 30 µs serial).
-        self.similarity
+        c.similarity
             .par_iter_mut()
-            .zip(self.improvement.par_iter_mut())
-            .zip(self.operation.par_iter_mut())
-            .zip(self.step.par_iter_mut())
+            .zip(c.improvement.par_iter_mut())
+            .zip(c.operation.par_iter_mut())
+            .zip(c.step.par_iter_mut())
             .zip(self.now.par_iter().zip(b.episode_steps().par_iter()))
             .zip(self.instance.par_iter_mut())
             .enumerate()
@@ -115,20 +120,21 @@ impl ArcInfo {
 
     /// The info of each ending step before [`ArcInfo::after_step`] moves on to the new
     /// episodes (their states are gone: the similarity is the final observation's, in the
-    /// episode's instance, which `after_step` then replaces). Serial: few rows end, and the scan is one read of the flags.
+    /// episode's instance, which `after_step` then replaces). Serial: few rows end, and the
+    /// scan is one read of the flags.
     fn record_finals(&mut self, b: &dyn DynBatch) {
-        let f = &mut self.finals;
+        let (c, f) = (&self.current, &mut self.finals);
         for (i, (&te, &tr)) in b.terminated().iter().zip(b.truncated()).enumerate() {
-            f.ended[i] = te || tr;
-            if !f.ended[i] {
-                (f.similarity[i], f.improvement[i], f.operation[i], f.step[i]) = (0.0, 0.0, 0, 0);
+            self.ended[i] = te || tr;
+            if !self.ended[i] {
+                f.start(i, 0.0);
                 continue;
             }
             let last = b.final_similarity(i, self.instance[i]).unwrap_or(0.0);
             f.similarity[i] = last;
-            f.improvement[i] = last - self.similarity[i];
-            f.operation[i] = self.operation[i];
-            f.step[i] = self.step[i] + 1;
+            f.improvement[i] = last - c.similarity[i];
+            f.operation[i] = c.operation[i];
+            f.step[i] = c.step[i] + 1;
         }
     }
 }
@@ -168,8 +174,8 @@ mod tests {
                 let mut kernel = vec![0.0; n];
                 let (mut finals, same) = (0, mode == AutoReset::SameStep);
                 for _ in 0..steps {
-                    let before = info.similarity.clone();
-                    let before_step = info.step.clone();
+                    let before = info.current.similarity.clone();
+                    let before_step = info.current.step.clone();
                     let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
                     let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();
                     b.load_actions(&Actions::Arc { ops: &ops, sel: &sel }).unwrap();
@@ -180,8 +186,8 @@ mod tests {
                     for i in 0..n {
                         let f = &info.finals;
                         let ended = b.terminated()[i] || b.truncated()[i];
-                        assert_eq!(f.ended[i], same && ended);
-                        if f.ended[i] {
+                        assert_eq!(info.ended[i], same && ended);
+                        if info.ended[i] {
                             finals += 1;
                             assert!((0.0..=1.0).contains(&f.similarity[i]));
                             assert_eq!(f.step[i], before_step[i] + 1);
@@ -189,18 +195,25 @@ mod tests {
                             assert_eq!(f.improvement[i], f.similarity[i] - before[i]);
                         } else {
                             assert_eq!((f.similarity[i], f.step[i]), (0.0, 0));
+                            assert_eq!(f.operation[i], -1);
                         }
-                        let s = &info.similarity[i];
+                        let s = &info.current.similarity[i];
                         assert!((0.0..=1.0).contains(s), "{s}");
                         assert_eq!(*s, kernel[i]);
-                        assert_eq!(info.step[i], steps[i] as i64);
+                        assert_eq!(info.current.step[i], steps[i] as i64);
                         if steps[i] == 0 {
                             starts += 1;
-                            assert_eq!((info.improvement[i], info.operation[i]), (0.0, -1));
+                            assert_eq!(
+                                (info.current.improvement[i], info.current.operation[i]),
+                                (0.0, -1)
+                            );
                         } else {
-                            assert_eq!(info.operation[i], ops[i]);
-                            assert_eq!(info.improvement[i], info.similarity[i] - before[i]);
-                            moves += (info.improvement[i] != 0.0) as usize;
+                            assert_eq!(info.current.operation[i], ops[i]);
+                            assert_eq!(
+                                info.current.improvement[i],
+                                info.current.similarity[i] - before[i]
+                            );
+                            moves += (info.current.improvement[i] != 0.0) as usize;
                         }
                     }
                 }
@@ -245,7 +258,7 @@ mod tests {
                 b.step();
                 info.after_step(b.as_ref(), t >= 8);
                 for i in 0..n {
-                    if info.finals.ended[i] {
+                    if info.ended[i] {
                         checked += 1;
                         let want = b.final_similarity(i, before[i]).unwrap();
                         assert_eq!(

@@ -392,6 +392,19 @@ fn arc_text<const S: usize>(env: &ArcEnv<S>, s: &ArcState<S>) -> String {
     out
 }
 
+/// The similarity of row `row`'s final observation in `b` (either ARC kernel) in an episode on
+/// `instance` ([`ArcEnv::obs_similarity`]).
+fn arc_final_similarity<const S: usize, B: BatchEnv<Obs = i8>>(
+    b: &B,
+    env: &ArcEnv<S>,
+    p: &kestrel_arc::ArcParams,
+    row: usize,
+    instance: (u32, u16, bool),
+) -> Option<f32> {
+    let per = b.obs_len();
+    env.obs_similarity(p, instance, b.final_obs().get(row * per..(row + 1) * per)?)
+}
+
 impl<const S: usize> Show for VecEnv<ArcEnv<S>> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         arc_frame(self.env(), self.params().mode, &state(self, row)?)
@@ -412,9 +425,7 @@ impl<const S: usize> Show for VecEnv<ArcEnv<S>> {
         self.states().get(row).map(|s| (s.task, s.pair, s.test))
     }
     fn final_similarity(&self, row: usize, instance: (u32, u16, bool)) -> Option<f32> {
-        let per = self.obs_len();
-        let obs = self.final_obs().get(row * per..(row + 1) * per)?;
-        self.env().obs_similarity(self.params(), instance, obs)
+        arc_final_similarity(self, self.env(), self.params(), row, instance)
     }
 }
 
@@ -433,9 +444,7 @@ impl<const S: usize> Show for ArcLanes<S> {
         ArcLanes::instance(self, row)
     }
     fn final_similarity(&self, row: usize, instance: (u32, u16, bool)) -> Option<f32> {
-        let per = self.obs_len();
-        let obs = self.final_obs().get(row * per..(row + 1) * per)?;
-        self.env().obs_similarity(self.params(), instance, obs)
+        arc_final_similarity(self, self.env(), self.params(), row, instance)
     }
 }
 
