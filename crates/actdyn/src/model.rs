@@ -74,7 +74,7 @@ pub enum ActionEncoderKind {
     Linear,
     /// ũ = MLP(u), or MLP([u, z]) with `state_dependent`: ReLU hidden layers.
     Mlp {
-        /// Hidden widths (the reference's `hidden_dims`, [16]); at most 64 each.
+        /// Hidden widths (the reference's `hidden_dims`, `[16]`); at most 64 each.
         #[serde(default = "defaults::hidden")]
         hidden: Vec<usize>,
         /// Input `[u, z]` instead of `u` (the reference's `act_state_dependent`).

@@ -159,10 +159,10 @@ impl GroundTruth {
 ///   main target) — each decomposed by a symmetric solver that, like JAX's `eigh`, reads the
 ///   symmetric part `(A + Aᵀ)/2`, sorted by increasing `|λ|`.
 ///
-/// [`TruthRule::Reference`] keeps all of that. [`TruthRule::Fixed`] mends the reference's
-/// oddities (its README §5.2–5.3): the thresholded `P` clips at 1e-8 (the later fix) and
-/// sorts by decreasing `λ`; the final version sorts by increasing `λ`, and decomposes the
-/// inverse-weighted Laplacian itself — it is similar to the symmetric
+/// [`empirical::TruthRule::Reference`] keeps all of that. [`empirical::TruthRule::Fixed`]
+/// mends the reference's oddities (its README §5.2–5.3): the thresholded `P` clips at 1e-8
+/// (the later fix) and sorts by decreasing `λ`; the final version sorts by increasing `λ`,
+/// and decomposes the inverse-weighted Laplacian itself — it is similar to the symmetric
 /// `I − (1−γ)(D^½ SR D^−½ + (·)ᵀ)/2`, whose eigenvectors `u` give its own as `D^−½ u` (states
 /// never visited get 0) — where the reference decomposes its symmetric part.
 pub mod empirical {

@@ -159,6 +159,18 @@ pub enum Start<const S: usize> {
 }
 
 impl GridInit {
+    /// `GridInitializationConfig()`'s class defaults in JaxARC 1.0.3: demo 0.4, permutation
+    /// 0.3, empty 0.2, random 0.1, every permutation kind, sparse noise at 0.3.
+    pub fn jaxarc_mixture() -> Self {
+        GridInit {
+            demo_weight: 0.4,
+            permutation_weight: 0.3,
+            empty_weight: 0.2,
+            random_weight: 0.1,
+            ..GridInit::default()
+        }
+    }
+
     /// Whether every start is a demo start (the weights of the other modes are 0).
     pub fn demo_only(&self) -> bool {
         self.permutation_weight == 0.0 && self.empty_weight == 0.0 && self.random_weight == 0.0
@@ -179,11 +191,20 @@ impl GridInit {
                 return Err(ArcError::invalid(key, w, "a finite weight, 0 or more"));
             }
         }
-        if self.weights().iter().sum::<f32>() <= 0.0 {
+        let sum = self.weights().iter().sum::<f32>();
+        if sum <= 0.0 {
             return Err(ArcError::invalid(
                 "init.demo_weight",
                 self.demo_weight,
                 "a positive weight on at least one mode (all four are 0)",
+            ));
+        }
+        // Each weight finite can still overflow the sum, which the mode draw divides by.
+        if !sum.is_finite() {
+            return Err(ArcError::invalid(
+                "init.demo_weight",
+                self.demo_weight,
+                "weights whose sum is finite (the four overflow f32)",
             ));
         }
         if !(0.0..=1.0).contains(&self.random_density) {
@@ -232,14 +253,15 @@ impl GridInit {
                     let k = all[rng.below(3) as usize];
                     self.permutation_types.contains(&k).then_some(k)
                 } else {
-                    let on = |k: &Permutation| self.permutation_types.contains(k);
-                    let n = all.iter().filter(|k| on(k)).count();
-                    (n > 0).then(|| {
-                        *all.iter()
-                            .filter(|k| on(k))
-                            .nth(rng.below(n as u32) as usize)
-                            .unwrap_or(&all[0])
-                    })
+                    // The enabled kinds in a fixed order, so a draw does not depend on how
+                    // `permutation_types` lists them.
+                    let mut on = [Permutation::Rotate; 3];
+                    let mut n = 0;
+                    for k in all.into_iter().filter(|k| self.permutation_types.contains(k)) {
+                        on[n] = k;
+                        n += 1;
+                    }
+                    (n > 0).then(|| on[rng.below(n as u32) as usize])
                 };
                 let transform = match kind {
                     None => Transform::Identity,
@@ -542,14 +564,7 @@ mod tests {
     /// nothing but the `wrong_pair_init` source.
     #[test]
     fn draws_follow_the_weights_and_the_kinds() {
-        let init = GridInit {
-            demo_weight: 0.4,
-            permutation_weight: 0.3,
-            empty_weight: 0.2,
-            random_weight: 0.1,
-            random_pattern_type: Pattern::Dense,
-            ..GridInit::default()
-        };
+        let init = GridInit { random_pattern_type: Pattern::Dense, ..GridInit::jaxarc_mixture() };
         let n = 20_000;
         let (mut modes, mut base, mut cluster, mut remaps) = ([0usize; 4], 0u32, 0u32, 0);
         for k in 0..n {
@@ -636,6 +651,9 @@ mod tests {
                 .contains("init.random_weight = NaN")
         );
         assert!(e(GridInit { demo_weight: 0.0, ..d.clone() }, true).contains("all four are 0"));
+        let huge = GridInit { demo_weight: f32::MAX, random_weight: f32::MAX, ..d.clone() };
+        assert!(e(huge, true).contains("sum is finite"));
+        GridInit::jaxarc_mixture().validate(true).unwrap();
         assert_eq!(
             e(GridInit { random_density: 1.5, ..d.clone() }, true),
             "invalid init.random_density = 1.5: 0 to 1"

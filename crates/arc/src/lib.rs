@@ -12,7 +12,7 @@
 //! - `state`: [`ArcState`] and the padded pair grids;
 //! - [`grid`]: fixed-size grids and row-bitmask selections.
 //!
-//! Beside them: [`trace`] (actions as JSON), [`bench`] (throughput measurements), [`render`].
+//! Beside them: [`trace`] (actions as JSON), [`bench`](mod@bench) (throughput measurements), [`render`].
 
 mod action;
 pub mod bench;

@@ -28,14 +28,7 @@ fn warm_steps_allocate_nothing() {
     assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
     // Short episodes, so the timed steps include auto-resets.
     let p = ArcParams { mode: Mode::Jaxarc, max_episode_steps: Some(7), ..ArcParams::default() };
-    let mixed = GridInit {
-        demo_weight: 0.4,
-        permutation_weight: 0.3,
-        empty_weight: 0.2,
-        random_weight: 0.1,
-        random_pattern_type: Pattern::Dense,
-        ..GridInit::default()
-    };
+    let mixed = GridInit { random_pattern_type: Pattern::Dense, ..GridInit::jaxarc_mixture() };
     let with = |bugs| ArcParams { init: mixed.clone(), bugs, ..p.clone() };
     for p in [p.clone(), with(JaxBugs::default()), with(JaxBugs::all())] {
         warm_steps_allocate_nothing_with(p);

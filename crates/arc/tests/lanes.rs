@@ -157,13 +157,7 @@ fn every_bug_switch_alone_all_and_none() {
 #[test]
 fn every_start_mode_with_and_without_bugs() {
     let env = generated::<5>();
-    let mixed = GridInit {
-        demo_weight: 0.4,
-        permutation_weight: 0.3,
-        empty_weight: 0.2,
-        random_weight: 0.1,
-        ..GridInit::default()
-    };
+    let mixed = GridInit::jaxarc_mixture();
     let dense = GridInit {
         random_pattern_type: Pattern::Dense,
         permutation_types: vec![Permutation::Reflect],

@@ -329,7 +329,7 @@ pub struct ShowArgs {
     /// Task id (from --data, or a generator id such as symmetry-3).
     #[arg(value_name = "TASK")]
     id: String,
-    /// PNG output path (default: <task>.png).
+    /// PNG output path (default: `<task>.png`).
     #[arg(long)]
     png: Option<PathBuf>,
     /// Pixels per cell in the PNG (1 to 64).

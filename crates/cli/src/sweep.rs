@@ -18,7 +18,7 @@ pub enum Engine {
 
 #[derive(Args)]
 pub struct SweepArgs {
-    /// The sweep spec (TOML: kind, seeds, [base], [grid]; see the README).
+    /// The sweep spec (TOML: kind, seeds, `[base]`, `[grid]`; see the README).
     spec: PathBuf,
     /// Parent folder of the sweep folder (`<out-dir>/<name>`).
     #[arg(long, default_value = "runs/sweeps")]

@@ -34,11 +34,28 @@ fn doc_of(attrs: &[syn::Attribute]) -> String {
             value = &g.expr;
         }
         if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = value {
-            lines.push(s.value().trim().to_string());
+            let line = s.value().trim().to_string();
+            // A link's target (`[`Foo`]: path::Foo`) is for rustdoc, not the reader.
+            if !(line.starts_with('[') && line.contains("]: ")) {
+                lines.push(line);
+            }
         }
     }
     // Rustdoc links read as plain code in a config file: [`Foo`] -> `Foo`.
     lines.join(" ").trim().replace("[`", "`").replace("`]", "`")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_doc_reads_without_its_link_targets() {
+        let attrs: Vec<syn::Attribute> = vec![
+            syn::parse_quote!(#[doc = " Through [`Dynamics::step`]."]),
+            syn::parse_quote!(#[doc = ""]),
+            syn::parse_quote!(#[doc = " [`Dynamics::step`]: kestrel_dynamics::Dynamics::step"]),
+        ];
+        assert_eq!(super::doc_of(&attrs), "Through `Dynamics::step`.");
+    }
 }
 
 /// The field's `#[documented(...)]` mark: `nested` or `flatten`.

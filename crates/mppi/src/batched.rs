@@ -8,7 +8,7 @@
 //! [`Mppi::begin_command`] for all of them, their samples' rollouts as one batch per horizon
 //! step, then [`Mppi::end_command`]; the plant step of every episode is one more batch. Episode
 //! `e` of every candidate is keyed `key.fold_in(e)` and its command `t` `.fold_in(t)`, as
-//! [`crate::TuneProblem::episode_cost`]: over the same dynamics, the costs are exactly those of
+//! [`crate::tune::TuneProblem::episode_cost`]: over the same dynamics, the costs are exactly those of
 //! [`crate::episode`] (tested against the built-in systems).
 
 use crate::Controller;

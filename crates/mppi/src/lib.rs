@@ -6,8 +6,9 @@
 //! mppi-es-qd.md` §2.3 for the step-by-step order this module follows).
 //!
 //! `num_samples` (K in Williams et al.) control sequences of `horizon` (T) steps are sampled
-//! around the nominal sequence, rolled out through [`Dynamics`] in parallel over samples
-//! (each sample independent, so results do not depend on the thread count), weighted by
+//! around the nominal sequence, rolled out through
+//! [`Dynamics`](kestrel_dynamics::Dynamics) in parallel over samples (each sample
+//! independent, so results do not depend on the thread count), weighted by
 //! `exp(−(S − min S)/λ)`, and averaged into the nominal sequence.
 //!
 //! [`icem`] adds the improved cross-entropy method over whole action sequences with pink

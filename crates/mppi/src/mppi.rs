@@ -341,7 +341,7 @@ impl<D: Dynamics> Mppi<D> {
     /// The first half of a command whose rollouts are someone else's (the population tuner
     /// over batched dynamics, [`crate::batched`], which rolls out many controllers' samples
     /// in one call): shift and sample with the normals of `key`, as
-    /// [`Mppi::command_keyed_by`]. On return [`MppiState::controls`] holds every sample's
+    /// [`Mppi::command_keyed_by`]. On return `MppiState::controls` holds every sample's
     /// scaled, clamped controls (`K × T × nu`); write each sample's rollout cost (running +
     /// terminal) to [`MppiState::costs`], then call [`Mppi::end_command`]. The two halves do
     /// exactly what [`Mppi::command_keyed_by`] does.

@@ -65,6 +65,8 @@ pub struct MppiParams {
     /// members plus `rollout_var_cost · Σ_t rollout_var_discount^t · var_m(c_t)` (unbiased
     /// variance of the running cost across members). 1 to [`MAX_M`]; above 1 needs the
     /// pytorch-mppi convention.
+    ///
+    /// [`Dynamics::step_member`]: kestrel_dynamics::Dynamics::step_member
     pub rollout_samples: usize,
     /// Weight of the across-member variance of the running cost.
     pub rollout_var_cost: f64,

@@ -6,7 +6,7 @@
 //! defaults as commented TOML (`kestrel config <kind>`), running it.
 //!
 //! Adding a run kind: one file under `runs/` with its `impl Run`, one variant here, one arm in
-//! [`with_run!`].
+//! `with_run!`.
 
 use crate::config::{commented_toml, load_config};
 use crate::launch::{Launch, Outcome};

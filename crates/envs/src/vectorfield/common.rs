@@ -6,9 +6,10 @@ use kestrel_core::FromInvalid;
 
 /// Latent dimension (actdyn's `D`).
 pub const LATENT_DIM: usize = 2;
-/// Widest hidden layer of an [`Mlp`] observation map (its activations live on the stack).
+/// Widest hidden layer of an [`Mlp`](super::Mlp) observation map (its activations live on
+/// the stack).
 pub const MAX_HIDDEN: usize = 256;
-/// Largest input or output size of a [`Linear`] map.
+/// Largest input or output size of a [`Linear`](super::Linear) map.
 pub const MAX_DIM: usize = 1 << 20;
 /// Largest `n_grid` of a field's grid (α scaling or stored multi-attractor grids).
 pub const MAX_GRID: usize = 4096;

@@ -236,7 +236,7 @@ impl Snowman {
     }
 }
 
-/// The drift `F` of a [`VectorFieldEnv`].
+/// The drift `F` of a [`VectorFieldEnv`](super::VectorFieldEnv).
 #[derive(Clone, Debug, PartialEq)]
 pub enum VectorField {
     /// C's default.

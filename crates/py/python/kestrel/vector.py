@@ -72,8 +72,9 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             `infos["improvement"]` (its change over the step; 0 when an episode starts),
             `infos["operation"]` (the op applied; -1 at an episode's start) and `infos["step"]`
             (steps into the episode), each with its `_key` mask, after every reset and step.
-            In SAME_STEP mode a row that ended reports its new episode's values (the ended
-            step's are not kept; its reward carries JaxARC's similarity term). False leaves
+            In SAME_STEP mode a row that ended reports its new episode's values, and the
+            ended step's values are in `infos["final_info"]` (rows marked by
+            `infos["_final_info"]`), as Gymnasium's vector envs report them. False leaves
             them out.
         config: the env's params as a dict or the path of a TOML file (what `kestrel config
             ID` prints; `kestrel.config(env_id)` returns the defaults as a dict).

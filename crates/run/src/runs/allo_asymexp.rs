@@ -546,7 +546,7 @@ pub fn step_fields(out: &AsymexpStep, duals: &[f32], barrier: f64, d: usize) -> 
 }
 
 /// What a run of this profile writes ([`crate::Run::outputs`]): the step lines of
-/// [`step_fields`], the evaluations' cosines ([`Truth::score`]: the final version's other two
+/// [`step_fields`], the evaluations' cosines (`Truth::score`: the final version's other two
 /// Laplacians too) and the summary.
 pub fn outputs(c: &AlloRunConfig) -> Outputs {
     let d = c.num_eigenvectors;

@@ -342,7 +342,7 @@ pub fn heatmap_picture(
     Ok(crate::render::Frame { width: w as usize, height: h as usize, rgb: map.rgb()? })
 }
 
-/// [`archive_map`] for any archive with two measures; with `objective` the cells show the
+/// `archive_map` for any archive with two measures; with `objective` the cells show the
 /// negated fitness, labelled as an objective to maximise (what pyribs users read; the Python
 /// package's `kestrel.ribs.visualize`).
 pub fn archive_heatmap(
