@@ -112,6 +112,9 @@ impl EpisodeStats {
                         if mode == AutoReset::SameStep {
                             (ret[j], len[j], start[j]) = (0.0, 0, now);
                         }
+                    } else {
+                        // Zeros on the other rows, as the wrapper's `np.where(dones, …, 0)`.
+                        (f_ret[j], f_len[j], f_secs[j]) = (0.0, 0, 0.0);
                     }
                 }
             });
@@ -122,7 +125,8 @@ impl EpisodeStats {
         &self.done
     }
 
-    /// The returns of the episodes that ended in the last step (rows where [`Self::done`]).
+    /// The returns of the episodes that ended in the last step (rows where [`Self::done`];
+    /// 0 on the others, as are the lengths and seconds).
     pub fn final_returns(&self) -> &[f64] {
         &self.final_returns
     }
@@ -226,6 +230,9 @@ mod tests {
                         if mode == AutoReset::SameStep {
                             (ret[i], len[i], start[i]) = (0.0, 0, now);
                         }
+                    } else {
+                        let f = (s.final_returns()[i], s.final_lengths()[i], s.final_seconds()[i]);
+                        assert_eq!(f, (0.0, 0, 0.0), "row {i} did not end: zeros");
                     }
                     prev[i] = done;
                 }

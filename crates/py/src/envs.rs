@@ -10,6 +10,7 @@ use kestrel_run::info::ArcInfo;
 use numpy::ndarray::ArrayView1;
 use numpy::{
     PyArray1, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1, PyReadwriteArrayDyn,
+    PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -204,6 +205,37 @@ pub(crate) struct VecCore {
     arc: Option<ArcInfo>,
     /// ARC's strided coordinate columns of the step, copied from Python's arrays ([`columns`]).
     coords: Vec<i64>,
+    /// The last step output buffer written ([`VecCore::write_out`]), held so that its
+    /// identity means the same memory, and its rows holding an ended episode's statistics.
+    last_out: Option<Py<PyAny>>,
+    published: Vec<usize>,
+    /// The byte buffer ARC's info columns go to after each reset and step
+    /// ([`VecCore::set_arc_out`]).
+    arc_out: Option<Py<PyArray1<u8>>>,
+}
+
+/// Writes `src` into `dst` as native-endian bytes: the blocks of one byte buffer that Python
+/// reads through numpy views of their own dtypes (one borrow of the buffer instead of one per
+/// column).
+/// Bytes per agent row of the step output buffer ([`VecCore::write_out`]).
+const OUT_BYTES: usize = 31;
+
+fn put<T: Copy, const W: usize>(dst: &mut [u8], src: &[T], bytes: impl Fn(T) -> [u8; W]) {
+    // Whole-array stores (`as_chunks_mut`), which the compiler vectorises.
+    for (d, &x) in dst.as_chunks_mut::<W>().0.iter_mut().zip(src) {
+        *d = bytes(x);
+    }
+}
+
+/// Checks a buffer for `set_episode_out` / `set_arc_out`: contiguous, `len` bytes.
+fn out_buffer(what: &str, buf: Bound<'_, PyArray1<u8>>, len: usize) -> PyResult<Py<PyArray1<u8>>> {
+    let got = PyUntypedArrayMethods::len(&buf);
+    if !buf.is_contiguous() || got != len {
+        return Err(value_error(format!(
+            "{what}: expected a contiguous uint8 array of {len} bytes, got {got} bytes"
+        )));
+    }
+    Ok(buf.unbind())
 }
 
 /// Where a batch's parallel work runs.
@@ -240,13 +272,91 @@ impl VecCore {
     /// Counts the step `step_wait` joined in the episode statistics (`step` counts inside its
     /// own pool task); returns the agent rows whose episode ended (the Python layer reads the
     /// statistics only when some did).
-    fn count_step(&mut self) -> PyResult<usize> {
+    fn count_step(&mut self, py: Python<'_>) -> PyResult<usize> {
         let Some(v) = self.inner.as_ref() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
         let now = self.now();
         self.stats.record(self.mode, v.rewards(), v.terminated(), v.truncated(), now);
+        self.publish_arc(py)?;
         Ok(self.ended())
+    }
+
+    /// The last step's rewards, flags and episode statistics into `out`, the step output
+    /// buffer (contiguous uint8, [`OUT_BYTES`] per agent row): in blocks of one value per row,
+    /// the episode return (f64), length (i64) and wall seconds (f64) where an episode ended in
+    /// the step and 0 elsewhere (Gymnasium's vector `RecordEpisodeStatistics`), the reward
+    /// (f32), terminated, truncated and whether an episode ended (bool). Python reads it
+    /// through numpy views of the blocks: one borrow a step for all of them.
+    /// Returns the number of agent rows whose episode ended.
+    fn write_out(&mut self, out: &mut PyReadwriteArray1<'_, u8>) -> PyResult<usize> {
+        let same = self.last_out.as_ref().is_some_and(|l| l.bind(out.py()).is(out.as_any()));
+        let VecCore { inner, stats: s, published, agents, .. } = self;
+        let v = inner.as_deref().ok_or_else(|| PyRuntimeError::new_err("the env is closed"))?;
+        let b = out.as_slice_mut().map_err(|_| value_error("out: not contiguous"))?;
+        let n = s.done().len();
+        if b.len() != OUT_BYTES * n {
+            return Err(value_error(format!(
+                "out: expected {} bytes ({OUT_BYTES} per agent row), got {}",
+                OUT_BYTES * n,
+                b.len()
+            )));
+        }
+        let (ep, rest) = b.split_at_mut(24 * n);
+        let (rew, rest) = rest.split_at_mut(4 * n);
+        let (te, rest) = rest.split_at_mut(n);
+        let (tr, ended) = rest.split_at_mut(n);
+        put(rew, v.rewards(), f32::to_ne_bytes);
+        for (dst, src) in [(te, v.terminated()), (tr, v.truncated())] {
+            if *agents == 1 {
+                put(dst, src, |x| [u8::from(x)]);
+            } else {
+                for (d, &x) in dst.chunks_exact_mut(*agents).zip(src) {
+                    d.fill(u8::from(x));
+                }
+            }
+        }
+        let (fr, fl, ft) = (s.final_returns(), s.final_lengths(), s.final_seconds());
+        let mut row = |i: usize, r: f64, l: u64, t: f64, e: bool| {
+            ep[8 * i..][..8].copy_from_slice(&r.to_ne_bytes());
+            ep[8 * (n + i)..][..8].copy_from_slice(&(l as i64).to_ne_bytes());
+            ep[8 * (2 * n + i)..][..8].copy_from_slice(&t.to_ne_bytes());
+            ended[i] = u8::from(e);
+        };
+        // The same buffer as last time: only the rows that change (a few a step, not the
+        // batch), those written last time back to 0, then the rows that ended now (Python's
+        // views of them are read-only). Another buffer: every row.
+        if same {
+            for i in published.drain(..) {
+                row(i, 0.0, 0, 0.0, false);
+            }
+        } else {
+            (0..n).for_each(|i| row(i, 0.0, 0, 0.0, false));
+            published.clear();
+        }
+        for (i, _) in s.done().iter().enumerate().filter(|(_, d)| **d) {
+            row(i, fr[i], fl[i], ft[i], true);
+            published.push(i);
+        }
+        self.last_out = Some(out.as_any().clone().unbind());
+        Ok(published.len())
+    }
+
+    /// ARC's current info columns into their buffer, if Python registered one.
+    fn publish_arc(&self, py: Python<'_>) -> PyResult<()> {
+        let (Some(buf), Some(a)) = (&self.arc_out, &self.arc) else { return Ok(()) };
+        let c = &a.current;
+        let n = c.similarity.len();
+        let mut b = buf.bind(py).try_readwrite().map_err(|e| value_error(e.to_string()))?;
+        let b = b.as_slice_mut().map_err(|e| value_error(e.to_string()))?;
+        let (sim, rest) = b.split_at_mut(4 * n);
+        let (imp, rest) = rest.split_at_mut(4 * n);
+        let (op, st) = rest.split_at_mut(8 * n);
+        put(sim, &c.similarity, f32::to_ne_bytes);
+        put(imp, &c.improvement, f32::to_ne_bytes);
+        put(op, &c.operation, i64::to_ne_bytes);
+        put(st, &c.step, i64::to_ne_bytes);
+        Ok(())
     }
 
     /// The agent rows whose episode ended in the last step.
@@ -441,6 +551,9 @@ impl VecCore {
             born: std::time::Instant::now(),
             mode: AutoReset::SameStep,
             coords: Vec::new(),
+            last_out: None,
+            published: Vec::new(),
+            arc_out: None,
         })
     }
 
@@ -492,11 +605,11 @@ impl VecCore {
         if let (Some(a), Some(v)) = (self.arc.as_mut(), self.inner.as_ref()) {
             a.after_reset(v.as_ref(), None);
         }
-        Ok(())
+        self.publish_arc(py)
     }
 
     /// Resets the envs where `mask` (one per env, not per agent row) is true.
-    fn reset_rows(&mut self, mask: PyReadonlyArray1<'_, bool>) -> PyResult<()> {
+    fn reset_rows(&mut self, py: Python<'_>, mask: PyReadonlyArray1<'_, bool>) -> PyResult<()> {
         let m = mask.as_slice().map_err(|_| value_error("reset_mask: not contiguous"))?.to_vec();
         self.get_mut()?.reset_rows(&m).map_err(value_error)?;
         let now = self.now();
@@ -504,13 +617,13 @@ impl VecCore {
         if let (Some(a), Some(v)) = (self.arc.as_mut(), self.inner.as_ref()) {
             a.after_reset(v.as_ref(), Some(&m));
         }
-        Ok(())
+        self.publish_arc(py)
     }
 
     /// Loads actions then steps every row, both with the GIL released; with output arrays
     /// given, copies the results into them as [`VecCore::read`] does (one call per step).
     /// Returns the number of agent rows whose episode ended.
-    #[pyo3(signature = (ints=None, floats=None, sel=None, cols=None, obs=None, rewards=None, terminated=None, truncated=None))]
+    #[pyo3(signature = (ints=None, floats=None, sel=None, cols=None, obs=None, out=None))]
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
@@ -520,9 +633,7 @@ impl VecCore {
         sel: Option<PyReadonlyArray1<'_, u8>>,
         cols: Option<Vec<PyReadonlyArray1<'_, i64>>>,
         obs: Option<&Bound<'_, PyAny>>,
-        rewards: Option<PyReadwriteArray1<'_, f32>>,
-        terminated: Option<PyReadwriteArray1<'_, bool>>,
-        truncated: Option<PyReadwriteArray1<'_, bool>>,
+        out: Option<PyReadwriteArray1<'_, u8>>,
     ) -> PyResult<usize> {
         let rows = self.get()?.num_envs() * self.agents;
         let acts = slices(&ints, &floats, &sel)?;
@@ -530,7 +641,7 @@ impl VecCore {
         let pool = self.pool.clone();
         let dtype = self.get()?.obs_dtype();
         let mut guard = obs.map(|o| ObsGuard::new(o, dtype)).transpose()?;
-        let out = guard.as_mut().map(|g| g.slice()).transpose()?;
+        let obs_out = guard.as_mut().map(|g| g.slice()).transpose()?;
         let now = self.now();
         let mode = self.mode;
         let VecCore { inner, arc, stats, coords, .. } = self;
@@ -542,7 +653,7 @@ impl VecCore {
         // coordinates, loading, stepping, ARC's info, the episode statistics and copying the
         // observations run in one pool task without the GIL (a second hand-off for the info
         // cost about 10 µs a step at 1,024 envs).
-        let merge = out.as_ref().is_some_and(|o| o.bytes() >= 1 << 18);
+        let merge = obs_out.as_ref().is_some_and(|o| o.bytes() >= 1 << 18);
         py.detach(|| {
             on(&pool, merge, || {
                 let c = views.as_ref().map(|vs| columns(vs, coords));
@@ -552,7 +663,7 @@ impl VecCore {
                     arc.after_step(v.as_ref(), mode == AutoReset::SameStep);
                 }
                 stats.record(mode, v.rewards(), v.terminated(), v.truncated(), now);
-                match out {
+                match obs_out {
                     Some(o) => copy_all(v.obs(), o),
                     None => Ok(()),
                 }
@@ -560,13 +671,11 @@ impl VecCore {
         })
         .map_err(value_error)?;
         drop(guard);
-        let ended = self.ended();
-        if let (Some(mut r), Some(mut te), Some(mut tr)) = (rewards, terminated, truncated) {
-            let v = self.get()?;
-            copy_into("rewards", v.rewards(), &mut r)?;
-            expand(v.terminated(), self.agents, &mut te, "terminated")?;
-            expand(v.truncated(), self.agents, &mut tr, "truncated")?;
-        }
+        let ended = match out {
+            Some(mut o) => self.write_out(&mut o)?,
+            None => self.ended(),
+        };
+        self.publish_arc(py)?;
         Ok(ended)
     }
 
@@ -619,7 +728,7 @@ impl VecCore {
                     py.detach(|| on(pool, false, || arc.after_step(v.as_ref(), same)));
                 }
                 self.inner = Some(v);
-                self.count_step()
+                self.count_step(py)
             }
             Err(_) => Err(PyRuntimeError::new_err("the background step failed")),
         }
@@ -647,6 +756,17 @@ impl VecCore {
         Ok(())
     }
 
+    /// Copies the last step's observations into `obs` and its rewards, flags and episode
+    /// statistics into the step output buffer `out` ([`VecCore::write_out`]).
+    fn read_out(
+        &mut self,
+        obs: &Bound<'_, PyAny>,
+        mut out: PyReadwriteArray1<'_, u8>,
+    ) -> PyResult<()> {
+        copy_obs(self.get()?.obs(), obs, None, 0)?;
+        self.write_out(&mut out).map(drop)
+    }
+
     /// Copies the current observations only.
     fn read_obs(&self, obs: &Bound<'_, PyAny>) -> PyResult<()> {
         copy_obs(self.get()?.obs(), obs, None, 0)
@@ -672,33 +792,24 @@ impl VecCore {
         Ok(())
     }
 
-    /// The statistics of the episodes that ended in the last step, as Gymnasium's vector
-    /// `RecordEpisodeStatistics` reports them: per agent row the return, the length and the
-    /// wall seconds where an episode ended, 0 elsewhere, and in `ended` whether it did.
-    fn read_episode(
-        &self,
-        mut returns: PyReadwriteArray1<'_, f64>,
-        mut lengths: PyReadwriteArray1<'_, i64>,
-        mut seconds: PyReadwriteArray1<'_, f64>,
-        mut ended: PyReadwriteArray1<'_, bool>,
+    /// Registers the byte buffer (contiguous uint8, 24 bytes per env) that ARC's info columns
+    /// are written to after every reset and step, in four blocks as [`VecCore::read_arc_info`]
+    /// reads them: similarity (f32), improvement (f32), operation (i64), step (i64). None
+    /// stops the writes; an env without the columns refuses a buffer.
+    fn set_arc_out(
+        &mut self,
+        py: Python<'_>,
+        buf: Option<Bound<'_, PyArray1<u8>>>,
     ) -> PyResult<()> {
-        let s = &self.stats;
-        let n = s.done().len();
-        let (r, l) = (returns.as_slice_mut(), lengths.as_slice_mut());
-        let (t, e) = (seconds.as_slice_mut(), ended.as_slice_mut());
-        let (Ok(r), Ok(l), Ok(t), Ok(e)) = (r, l, t, e) else {
-            return Err(value_error("episode statistics: arrays must be contiguous"));
+        let Some(a) = self.arc.as_ref() else {
+            return match buf {
+                Some(_) => Err(value_error("arc info buffer: this env has no ARC info")),
+                None => Ok(()),
+            };
         };
-        if r.len() != n || l.len() != n || t.len() != n || e.len() != n {
-            return Err(value_error(format!("episode statistics: expected {n} rows")));
-        }
-        e.copy_from_slice(s.done());
-        let finals = s.final_returns().iter().zip(s.final_lengths()).zip(s.final_seconds());
-        let outs = r.iter_mut().zip(l.iter_mut()).zip(t.iter_mut());
-        for ((&d, ((&fr, &fl), &ft)), ((r, l), t)) in s.done().iter().zip(finals).zip(outs) {
-            (*r, *l, *t) = if d { (fr, fl as i64, ft) } else { (0.0, 0, 0.0) };
-        }
-        Ok(())
+        let n = a.current.similarity.len();
+        self.arc_out = buf.map(|b| out_buffer("arc info buffer", b, 24 * n)).transpose()?;
+        self.publish_arc(py)
     }
 
     /// A picture of env `row` as an `(H, W, 3)` uint8 array (Gymnasium's `rgb_array`).

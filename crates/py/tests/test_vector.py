@@ -499,13 +499,15 @@ def test_arc_canvas_must_be_compiled_in_and_bugs_named():
         v.step({"operation": np.zeros(2, np.int64), "selection": sel})
 
 
+@pytest.mark.parametrize("copy", [True, False])
 @pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "TreasureHunt-v0"])
-def test_built_in_episode_statistics_equal_gymnasiums_wrapper(env_id, mode):
+def test_built_in_episode_statistics_equal_gymnasiums_wrapper(env_id, mode, copy):
     # `infos["episode"]` counted in Rust equals what RecordEpisodeStatistics counts over the same
     # steps, in every autoreset mode (DISABLED: ended rows reset by mask, as its users do), for
-    # a one-agent and a multi-agent env (one row per agent).
-    kw = dict(seed=3, autoreset_mode=mode)
+    # a one-agent and a multi-agent env (one row per agent), written whole into fresh buffers
+    # (copy=True) or row by row into the same one (copy=False).
+    kw = dict(seed=3, autoreset_mode=mode, copy=copy)
     if env_id == "TreasureHunt-v0":
         kw.update(max_turns=40)
     ours = kestrel.make_vec(env_id, 4, **kw)
@@ -519,6 +521,8 @@ def test_built_in_episode_statistics_equal_gymnasiums_wrapper(env_id, mode):
         _, r1, te1, tr1, i1 = ours.step(a)
         _, r2, te2, tr2, i2 = theirs.step(a)
         np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(te1, te2)
+        np.testing.assert_array_equal(tr1, tr2)
         assert ("episode" in i1) == ("episode" in i2)
         if "episode" in i1:
             np.testing.assert_array_equal(i1["_episode"], i2["_episode"])
@@ -560,3 +564,54 @@ def test_seed_lists_in_gymnasiums_form_are_the_int_seed():
     for bad in ([7, 8, 9], [7, 9, 10, 11], [None, 1, 2, 3]):
         with pytest.raises(ValueError, match="seed"):
             b.reset(seed=bad)
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def test_info_columns_are_the_same_with_and_without_copies_and_through_step_async(mode):
+    """The core writes the episode statistics and ARC's info into buffers that copy=False's
+    infos view: they equal copy=True's fresh arrays and step_async/step_wait's, after every
+    step and every (masked) reset, and copy=False hands out the same arrays each time."""
+    kw = dict(canvas=5, tasks_per_family=2, max_episode_steps=6, autoreset_mode=mode)
+    envs = {name: kestrel.make_vec("ARC-jaxarc-v0", 8, copy=(name == "copy"), **kw)
+            for name in ("copy", "views", "async")}
+    infos = {name: v.reset(seed=5)[1] for name, v in envs.items()}
+    rng = np.random.default_rng(2)
+    keys = ("similarity", "improvement", "operation", "step")
+    ended = 0
+    views = None
+    for k in range(40):
+        acts = {"operation": rng.integers(0, 34, 8), "selection": rng.integers(0, 2, (8, 5, 5)).astype(np.uint8)}
+        for name, v in envs.items():
+            if name == "async":
+                v.step_async(acts)
+                out = v.step_wait()
+            else:
+                out = v.step(acts)
+            infos[name] = out[4]
+            done = out[2] | out[3]
+        for name in ("views", "async"):
+            for key in keys:
+                np.testing.assert_array_equal(infos[name][key], infos["copy"][key], err_msg=f"{name} {key} {k}")
+            assert ("episode" in infos[name]) == ("episode" in infos["copy"])
+            if "episode" in infos["copy"]:
+                for key in "rlt":
+                    got, want = infos[name]["episode"][key], infos["copy"]["episode"][key]
+                    np.testing.assert_array_equal(got[infos["copy"]["_episode"]] > 0, want[infos["copy"]["_episode"]] > 0)
+                    if key != "t":  # wall seconds differ between the envs
+                        np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(infos[name]["_episode"], infos["copy"]["_episode"])
+        if "episode" in infos["views"]:
+            ended += int(infos["views"]["_episode"].sum())
+            if views is not None:
+                assert infos["views"]["episode"]["r"] is views  # the same array every step
+            views = infos["views"]["episode"]["r"]
+            assert (infos["copy"]["episode"]["l"][~infos["copy"]["_episode"]] == 0).all()
+        assert infos["views"]["similarity"] is envs["views"]._arcbufs[0]
+        assert not infos["views"]["similarity"].flags.writeable  # the core's buffer: read-only
+        if mode == "disabled" and done.any():
+            for name, v in envs.items():
+                infos[name] = v.reset(options={"reset_mask": done})[1]
+            for key in keys:
+                np.testing.assert_array_equal(infos["views"][key], infos["copy"][key])
+            assert (infos["views"]["step"][done] == 0).all()
+    assert ended >= 8

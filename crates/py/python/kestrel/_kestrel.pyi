@@ -54,9 +54,7 @@ class VecCore:
         sel: npt.NDArray[np.uint8] | None = None,
         cols: Sequence[npt.NDArray[np.int64]] | None = None,
         obs: npt.NDArray[Any] | None = None,
-        rewards: npt.NDArray[np.float32] | None = None,
-        terminated: npt.NDArray[np.bool_] | None = None,
-        truncated: npt.NDArray[np.bool_] | None = None,
+        out: npt.NDArray[np.uint8] | None = None,
     ) -> int: ...
     def step_async(
         self,
@@ -74,15 +72,10 @@ class VecCore:
         truncated: npt.NDArray[np.bool_],
         episode_steps: npt.NDArray[np.uint32] | None = None,
     ) -> None: ...
+    def read_out(self, obs: npt.NDArray[Any], out: npt.NDArray[np.uint8]) -> None: ...
     def read_obs(self, obs: npt.NDArray[Any]) -> None: ...
     def read_final_obs(self, obs: npt.NDArray[Any], mask: npt.NDArray[np.bool_]) -> None: ...
-    def read_episode(
-        self,
-        returns: npt.NDArray[np.float64],
-        lengths: npt.NDArray[np.int64],
-        seconds: npt.NDArray[np.float64],
-        ended: npt.NDArray[np.bool_],
-    ) -> None: ...
+    def set_arc_out(self, buf: npt.NDArray[np.uint8] | None) -> None: ...
     def read_arc_info(
         self,
         similarity: npt.NDArray[np.float32],

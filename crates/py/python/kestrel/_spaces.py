@@ -156,6 +156,32 @@ def arc_info_arrays(n):
     return tuple(np.empty(n, dt) for _, dt in ARC_INFO)
 
 
+# The blocks of the step output buffer, in the core's order (`VecCore.write_out`): the episode
+# statistics as Gymnasium's RecordEpisodeStatistics names them ("r", "l", "t"), the rewards,
+# terminated, truncated, and the ended mask ("_episode").
+STEP_OUT = (np.float64, np.int64, np.float64, np.float32, np.bool_, np.bool_, np.bool_)
+
+
+def block_views(n, dtypes):
+    """A zeroed byte buffer and a numpy view of each of its blocks (`n` values of each dtype
+    in turn): the core writes a step's columns into the buffer with one borrow, and Python
+    reads the views without a call or a copy."""
+    buf = np.zeros(n * sum(np.dtype(d).itemsize for d in dtypes), np.uint8)
+    views, at = [], 0
+    for d in dtypes:
+        size = n * np.dtype(d).itemsize
+        views.append(buf[at:at + size].view(d))
+        at += size
+    return buf, tuple(views)
+
+
+def read_only(*arrays):
+    """Marks views of a core-written buffer read-only (the core writes only what changed)."""
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
 def take_form(params):
     """ARC's action-form keywords (`selection`, `flatten`) taken out of `params` (they are the
     front end's, not the env config's)."""

@@ -16,8 +16,8 @@ from gymnasium.vector.utils import batch_space
 from . import _kestrel
 from ._runs import split_config
 from ._spaces import (
-    ARC_INFO, SpecFromCore, action_kwargs, arc_info_arrays, check_seed, env_spaces, front_end, obs_layout,
-    params_json, split, take_form,
+    ARC_INFO, STEP_OUT, SpecFromCore, action_kwargs, arc_info_arrays, block_views, check_seed, env_spaces, front_end, obs_layout,
+    params_json, read_only, split, take_form,
 )
 
 _MODES = {
@@ -140,33 +140,34 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._discrete = isinstance(self.single_action_space, gym.spaces.Discrete) and self._arcact is None
         self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         self._stats = bool(episode_stats)
-        self._ep = self._episode_arrays()
         self._arc = bool(arc_info) and spec["arc_info"]
-        self._arcbufs = arc_info_arrays(self._n_world) if self._arc else None
+        self._arcbufs = None
+        if self._arc and not self.copy:
+            # Written by the core after every reset and step (copy=True reads fresh arrays).
+            buf, self._arcbufs = block_views(self._n_world, [dt for _, dt in ARC_INFO])
+            read_only(*self._arcbufs)
+            self._core.set_arc_out(buf)
         self._arcmask = np.ones(self.num_envs, np.bool_)
         self._arcmask.flags.writeable = False
 
     # -- buffers -------------------------------------------------------------------------
     def _alloc(self):
-        n = self.num_envs
-        return (
-            np.empty(self._obs_shape, self._dtype),
-            np.empty(n, np.float32),
-            np.empty(n, np.bool_),
-            np.empty(n, np.bool_),
-        )
-
-    def _episode_arrays(self):
-        n = self.num_envs
-        return np.empty(n), np.empty(n, np.int64), np.empty(n), np.empty(n, np.bool_)
+        """Step outputs: the observations, and the byte buffer the core writes the rewards,
+        flags and episode statistics into, with its views (rewards, terminated, truncated,
+        and the read-only `info["episode"]` arrays and mask)."""
+        out, (r, length, t, rew, term, trunc, ended) = block_views(self.num_envs, STEP_OUT)
+        episode = read_only(r, length, t, ended)
+        return np.empty(self._obs_shape, self._dtype), out, rew, term, trunc, episode
 
 
     def _arc_info(self, infos):
         """Adds ARC's columns to `infos` (Gymnasium's vector form: each key with its mask)."""
         if not self._arc:
             return infos
-        cols = arc_info_arrays(self._n_world) if self.copy else self._arcbufs
-        self._core.read_arc_info(*cols)
+        cols = self._arcbufs
+        if self.copy or cols is None:
+            cols = arc_info_arrays(self._n_world)
+            self._core.read_arc_info(*cols)
         mask = self._arcmask  # every env has them: one read-only all-true mask, shared
         for (name, _), col in zip(ARC_INFO, cols):
             infos[name] = col
@@ -263,8 +264,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if kw is None:
             kw = action_kwargs(self.single_action_space, actions, self.num_envs, self._arcact)
         bufs = self._outputs()
-        ended = self._core.step(**kw, obs=bufs[0], rewards=bufs[1], terminated=bufs[2], truncated=bufs[3])
-        return self._finish(*bufs, ended)
+        ended = self._core.step(**kw, obs=bufs[0], out=bufs[1])
+        return self._finish(bufs, ended)
 
     def _fast(self, actions):
         # The common case without conversions: an int64 vector for a Discrete space.
@@ -314,11 +315,12 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             )
 
     def _collect(self, ended):
-        obs, rew, term, trunc = self._outputs()
-        self._core.read(obs, rew, term, trunc)
-        return self._finish(obs, rew, term, trunc, ended)
+        bufs = self._outputs()
+        self._core.read_out(bufs[0], bufs[1])
+        return self._finish(bufs, ended)
 
-    def _finish(self, obs, rew, term, trunc, ended):
+    def _finish(self, bufs, ended):
+        obs, _, rew, term, trunc, episode = bufs
         done = np.logical_or(term, trunc, out=self._done)
         infos = {}
         if self._same_step and ended:
@@ -336,8 +338,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             }
         if ended and self._stats:
             # copy=False: the same arrays every step, as the observations.
-            r, length, t, mask = self._ep if not self.copy else self._episode_arrays()
-            self._core.read_episode(r, length, t, mask)
+            r, length, t, mask = episode
             infos["episode"] = {"r": r, "l": length, "t": t}
             infos["_episode"] = mask
         if self._same_step:
