@@ -206,20 +206,21 @@ pub(crate) struct VecCore {
     /// ARC's strided coordinate columns of the step, copied from Python's arrays ([`columns`]).
     coords: Vec<i64>,
     /// The last step output buffer written ([`VecCore::write_out`]), held so that its
-    /// identity means the same memory, and its rows holding an ended episode's statistics.
+    /// identity means the same memory (no other array can take its address meanwhile).
     last_out: Option<Py<PyAny>>,
+    /// The rows of `last_out` holding an ended episode's statistics (zeroed at the next write).
     published: Vec<usize>,
     /// The byte buffer ARC's info columns go to after each reset and step
     /// ([`VecCore::set_arc_out`]).
     arc_out: Option<Py<PyArray1<u8>>>,
 }
 
-/// Writes `src` into `dst` as native-endian bytes: the blocks of one byte buffer that Python
-/// reads through numpy views of their own dtypes (one borrow of the buffer instead of one per
-/// column).
 /// Bytes per agent row of the step output buffer ([`VecCore::write_out`]).
 const OUT_BYTES: usize = 31;
 
+/// Writes `src` into `dst` as native-endian bytes: the blocks of one byte buffer that Python
+/// reads through numpy views of their own dtypes (one borrow of the buffer instead of one per
+/// column).
 fn put<T: Copy, const W: usize>(dst: &mut [u8], src: &[T], bytes: impl Fn(T) -> [u8; W]) {
     // Whole-array stores (`as_chunks_mut`), which the compiler vectorises.
     for (d, &x) in dst.as_chunks_mut::<W>().0.iter_mut().zip(src) {
@@ -227,7 +228,7 @@ fn put<T: Copy, const W: usize>(dst: &mut [u8], src: &[T], bytes: impl Fn(T) -> 
     }
 }
 
-/// Checks a buffer for `set_episode_out` / `set_arc_out`: contiguous, `len` bytes.
+/// Checks a buffer for [`VecCore::set_arc_out`]: contiguous, `len` bytes.
 fn out_buffer(what: &str, buf: Bound<'_, PyArray1<u8>>, len: usize) -> PyResult<Py<PyArray1<u8>>> {
     let got = PyUntypedArrayMethods::len(&buf);
     if !buf.is_contiguous() || got != len {
@@ -620,8 +621,8 @@ impl VecCore {
         self.publish_arc(py)
     }
 
-    /// Loads actions then steps every row, both with the GIL released; with output arrays
-    /// given, copies the results into them as [`VecCore::read`] does (one call per step).
+    /// Loads actions then steps every row, both with the GIL released; with `obs` and `out`
+    /// given, writes the results into them as [`VecCore::read_out`] does (one call per step).
     /// Returns the number of agent rows whose episode ended.
     #[pyo3(signature = (ints=None, floats=None, sel=None, cols=None, obs=None, out=None))]
     #[allow(clippy::too_many_arguments)]

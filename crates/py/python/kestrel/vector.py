@@ -49,7 +49,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         seed: the seed of the first `reset()` when it gets none (default: from `np_random`).
         autoreset_mode: `AutoresetMode` (default NEXT_STEP, Gymnasium's default).
         copy: True (default): every call returns fresh arrays. False: the same arrays every
-            call, overwritten in place by the next step (no allocation; do not keep them).
+            call, overwritten in place by the next step (no allocation; do not keep them); the
+            `infos` arrays are then read-only views of buffers the core writes.
         num_threads: threads of this env's own pool (default: `RAYON_NUM_THREADS` or the
             core count, in a pool the first thread that makes an env works in: its steps run
             on that thread and the pool's other workers, without a hand-off to the process's
@@ -154,7 +155,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
     def _alloc(self):
         """Step outputs: the observations, and the byte buffer the core writes the rewards,
         flags and episode statistics into, with its views (rewards, terminated, truncated,
-        and the read-only `info["episode"]` arrays and mask)."""
+        and the read-only `info["episode"]` arrays and mask). Made once: copy=True copies the
+        views it returns (cheaper than making seven views a step)."""
         out, (r, length, t, rew, term, trunc, ended) = block_views(self.num_envs, STEP_OUT)
         episode = read_only(r, length, t, ended)
         return np.empty(self._obs_shape, self._dtype), out, rew, term, trunc, episode
@@ -198,7 +200,9 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         return split(flat, self._parts)
 
     def _outputs(self):
-        return self._alloc() if self.copy else self._bufs
+        if self.copy:
+            return (np.empty(self._obs_shape, self._dtype), *self._bufs[1:])
+        return self._bufs
 
     # -- Gymnasium API -------------------------------------------------------------------
     def _one_seed(self, seeds):
@@ -338,11 +342,13 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
             }
         if ended and self._stats:
             # copy=False: the same arrays every step, as the observations.
-            r, length, t, mask = episode
+            r, length, t, mask = [a.copy() for a in episode] if self.copy else episode
             infos["episode"] = {"r": r, "l": length, "t": t}
             infos["_episode"] = mask
         if self._same_step:
             self._done.fill(False)
+        if self.copy:
+            rew, term, trunc = rew.copy(), term.copy(), trunc.copy()
         return self._view(obs), rew, term, trunc, self._arc_info(infos)
 
     def _check_open(self):
