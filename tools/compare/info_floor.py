@@ -86,10 +86,12 @@ def arc(rounds):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("workloads", nargs="*", choices=["cartpole", "arc"], default=["cartpole", "arc"])
+    p.add_argument("workloads", nargs="*", help="cartpole, arc (default: both)")
     p.add_argument("--rounds", type=int, default=25, help="alternations of the arms (default 25)")
     a = p.parse_args()
-    for w in a.workloads:
+    for w in a.workloads or ["cartpole", "arc"]:
+        if w not in ("cartpole", "arc"):
+            p.error(f"workload {w!r}: cartpole or arc")
         {"cartpole": cartpole, "arc": arc}[w](a.rounds)
 
 

@@ -22,8 +22,10 @@
 //!   own (in the test split too), and empty and random starts take training pair 0's area;
 //! - `init_canvas_transform`: rotations and reflections turn the whole padded canvas while
 //!   the working area stays where it was, so content moves into the padding;
-//! - `init_zero_padding`: empty and random starts write 0 into the padding, and a colour
-//!   permutation maps the padding (-1, clipped to 0) as colour 0;
+//! - `init_zero_padding`: empty and random starts write 0 into the padding, a colour
+//!   permutation maps the padding (-1, clipped to 0) as colour 0, and the noise is drawn over
+//!   the whole canvas, so coloured cells in the padding seed dense clusters at the area's
+//!   border (fixed: the area's own noise);
 //! - `permutation_pick_all`: the transform is drawn from all three kinds, and a kind left
 //!   out of `permutation_types` leaves the grid unchanged instead of not being drawn.
 //!
@@ -334,7 +336,11 @@ impl GridInit {
                 let area = source(0).in_dims;
                 let mut g = [[0i8; S]; S];
                 if let Start::Random(n) = start {
-                    g = pattern(n, self.random_pattern_type);
+                    // JaxARC draws the noise over the whole canvas, so coloured cells in
+                    // the padding seed dense clusters at the area's border; fixed, the
+                    // noise is the area's own.
+                    let own = (!bugs.init_zero_padding).then_some(area);
+                    g = pattern(n, self.random_pattern_type, own);
                 }
                 let pad = if bugs.init_zero_padding { 0 } else { -1 };
                 grid::fill_outside(&mut g, area[0].into(), area[1].into(), pad);
@@ -393,11 +399,15 @@ fn apply<const S: usize>(
 /// The random pattern over the whole canvas (JaxARC's `_generate_sparse_pattern` and
 /// `_generate_dense_pattern`, whose 3 × 3 convolution marks the empty cells next to a
 /// coloured one).
-fn pattern<const S: usize>(n: &Noise<S>, p: Pattern) -> Grid<S> {
+fn pattern<const S: usize>(n: &Noise<S>, p: Pattern, area: Option<[u8; 2]>) -> Grid<S> {
     let bit = |m: &Mask<S>, r: usize, c: usize| m[r] >> c & 1 != 0;
-    let base: Grid<S> = std::array::from_fn(|r| {
-        std::array::from_fn(|c| if bit(&n.base, r, c) { n.colors[r][c] } else { 0 })
-    });
+    let [h, w] = area.map_or([S, S], |a| a.map(usize::from));
+    let base: Grid<S> =
+        std::array::from_fn(|r| {
+            std::array::from_fn(|c| {
+                if r < h && c < w && bit(&n.base, r, c) { n.colors[r][c] } else { 0 }
+            })
+        });
     if p == Pattern::Sparse {
         return base;
     }
@@ -535,15 +545,21 @@ mod tests {
         };
         n.colors[0][0] = 4;
         assert_eq!(
-            rows(&pattern(&n, Pattern::Sparse)),
+            rows(&pattern(&n, Pattern::Sparse, None)),
             ["40000", "00000", "00000", "00000", "00000"]
         );
         assert_eq!(
-            rows(&pattern(&n, Pattern::Dense)),
+            rows(&pattern(&n, Pattern::Dense, None)),
             ["48000", "88000", "00000", "00000", "00000"]
         );
+        // A coloured cell outside the area seeds clusters on the whole canvas (JaxARC), not
+        // within the area (fixed).
+        let mut out = n.clone();
+        out.base = [0b00100, 0, 0, 0, 0];
+        assert_eq!(rows(&pattern(&out, Pattern::Dense, None))[..2], ["08380", "08880"]);
+        assert_eq!(rows(&pattern(&out, Pattern::Dense, Some([2, 2])))[..2], ["00000", "00000"]);
         n.cluster = [0b00000, 0b00010, 0, 0, 0];
-        assert_eq!(rows(&pattern(&n, Pattern::Dense))[..2], ["40000", "08000"]);
+        assert_eq!(rows(&pattern(&n, Pattern::Dense, None))[..2], ["40000", "08000"]);
         let init = GridInit { random_pattern_type: Pattern::Dense, ..GridInit::default() };
         let train = [pair(1, 1), pair(3, 2)];
         let (g, d) = init.build(&Start::Random(n.clone()), &FIXED, &train, &pair(2, 3));
