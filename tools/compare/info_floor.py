@@ -44,7 +44,7 @@ def report(n, res, on, off):
     print(f"{n} envs: {on} / {off} = {res[on].min() / res[off].min():.3f} (floors), {paired:.3f} (paired median)")
 
 
-def cartpole(rounds):
+def cartpole(rounds, steps):
     for n in (8, 64, 1024):
         rng = np.random.default_rng(0)
         acts = [rng.integers(0, 2, n) for _ in range(16)]
@@ -53,10 +53,10 @@ def cartpole(rounds):
             v = kestrel.make_vec("CartPole-v1", n, copy=False, episode_stats=stats)
             v.reset(seed=0)
             arms[name] = (v, acts, [])
-        report(n, timed(arms, 2000 if n < 1024 else 400, rounds), "stats on", "stats off")
+        report(n, timed(arms, steps or (2000 if n < 1024 else 400), rounds), "stats on", "stats off")
 
 
-def arc(rounds):
+def arc(rounds, steps):
     mini = arcbench.mini_task()
     for n in (1024, 4096):
         r, idx = np.random.default_rng(1), np.arange(5)
@@ -75,24 +75,27 @@ def arc(rounds):
         masks = [bbox_batch() for _ in range(8)]
         boxes = [corners(b) for b in masks]
         arms = {}
+        steps = steps or 200
         for name, kw, acts in (("info on", dict(arc_info=True), masks), ("info off", dict(arc_info=False), masks),
                                ("bbox form", dict(arc_info=True, selection="bbox"), boxes)):
             v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
                                  autoreset_mode="next_step", **kw)
             v.reset(seed=0)
             arms[name] = (v, acts, [])
-        report(n, timed(arms, 200, rounds), "info on", "info off")
+        report(n, timed(arms, steps, rounds), "info on", "info off")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("workloads", nargs="*", help="cartpole, arc (default: both)")
     p.add_argument("--rounds", type=int, default=25, help="alternations of the arms (default 25)")
+    p.add_argument("--steps", type=int, default=0,
+                   help="steps per arm and round (default: CartPole 2,000, 400 at 1,024 envs; ARC 200)")
     a = p.parse_args()
     for w in a.workloads or ["cartpole", "arc"]:
         if w not in ("cartpole", "arc"):
             p.error(f"workload {w!r}: cartpole or arc")
-        {"cartpole": cartpole, "arc": arc}[w](a.rounds)
+        {"cartpole": cartpole, "arc": arc}[w](a.rounds, a.steps)
 
 
 if __name__ == "__main__":

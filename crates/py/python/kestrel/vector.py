@@ -142,14 +142,16 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         self._stats = bool(episode_stats)
         self._arc = bool(arc_info) and spec["arc_info"]
-        self._arcbufs = None
+        self._arcbufs = self._arcitems = None
+        self._arcmask = np.ones(self.num_envs, np.bool_)
+        self._arcmask.flags.writeable = False
         if self._arc and not self.copy:
-            # Written by the core after every reset and step (copy=True reads fresh arrays).
+            # Written by the core after every reset and step (copy=True reads fresh arrays);
+            # the entries are the same views every step.
             buf, self._arcbufs = block_views(self._n_world, [dt for _, dt in ARC_INFO])
             read_only(*self._arcbufs)
             self._core.set_arc_out(buf)
-        self._arcmask = np.ones(self.num_envs, np.bool_)
-        self._arcmask.flags.writeable = False
+            self._arcitems = self._arc_entries(self._arcbufs)
 
     # -- buffers -------------------------------------------------------------------------
     def _alloc(self):
@@ -166,15 +168,22 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         """Adds ARC's columns to `infos` (Gymnasium's vector form: each key with its mask)."""
         if not self._arc:
             return infos
-        cols = self._arcbufs
-        if self.copy or cols is None:
-            cols = arc_info_arrays(self._n_world)
-            self._core.read_arc_info(*cols)
-        mask = self._arcmask  # every env has them: one read-only all-true mask, shared
-        for (name, _), col in zip(ARC_INFO, cols):
-            infos[name] = col
-            infos["_" + name] = mask
+        if self._arcitems is not None and not self.copy:
+            infos.update(self._arcitems)  # the core wrote the views' buffer
+            return infos
+        cols = arc_info_arrays(self._n_world)
+        self._core.read_arc_info(*cols)
+        infos.update(self._arc_entries(cols))
         return infos
+
+    def _arc_entries(self, cols):
+        """ARC's `info` entries over the columns `cols`, each with its mask (every env has
+        them: one read-only all-true mask, shared)."""
+        mask = self._arcmask
+        entries = {}
+        for (name, _), col in zip(ARC_INFO, cols):
+            entries[name], entries["_" + name] = col, mask
+        return entries
 
     def _arc_final(self, done):
         """The info of the steps that ended episodes (same-step reset replaced their states):
