@@ -16,8 +16,8 @@ from gymnasium.vector.utils import batch_space
 from . import _kestrel
 from ._runs import split_config
 from ._spaces import (
-    ARC_INFO, STEP_OUT, SpecFromCore, action_kwargs, arc_info_arrays, block_views, check_seed, env_spaces, front_end, obs_layout,
-    params_json, read_only, split, take_form,
+    ARC_INFO, STEP_OUT, SpecFromCore, action_kwargs, arc_info_arrays, block_views, check_seed, env_spaces,
+    front_end, obs_layout, params_json, read_only, split, take_form,
 )
 
 _MODES = {
