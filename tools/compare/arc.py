@@ -149,6 +149,28 @@ JAXARC_CODE = textwrap.dedent('''
 ''').replace("@COMPARE@", os.path.dirname(os.path.abspath(__file__)))
 
 
+def mini_batches(n, count=8, seed=1):
+    """`count` batches of random bbox selections on JaxARC's 5x5 paper task for `n` envs, as
+    masks (`{"operation", "selection"}`) and as the same boxes in the bbox form (`{"operation",
+    "r1", "c1", "r2", "c2"}`: four coordinates a row, no mask). Needs numpy (a venv's python)."""
+    import numpy as np
+    r, idx = np.random.default_rng(seed), np.arange(5)
+
+    def bbox_batch():
+        rr, cc = np.sort(r.integers(0, 5, (n, 2)), 1), np.sort(r.integers(0, 5, (n, 2)), 1)
+        rows = (idx[None] >= rr[:, :1]) & (idx[None] <= rr[:, 1:])
+        cols = (idx[None] >= cc[:, :1]) & (idx[None] <= cc[:, 1:])
+        return {"operation": r.integers(0, 35, n), "selection": rows[:, :, None] & cols[:, None, :]}
+
+    def corners(b):
+        rows, cols = b["selection"].any(2), b["selection"].any(1)
+        return {"operation": b["operation"], "r1": rows.argmax(1), "c1": cols.argmax(1),
+                "r2": 4 - rows[:, ::-1].argmax(1), "c2": 4 - cols[:, ::-1].argmax(1)}
+
+    masks = [bbox_batch() for _ in range(count)]
+    return masks, [corners(b) for b in masks]
+
+
 def mini_task():
     """The path of JaxARC's paper task, read from ARCLE's bundled Mini-ARC."""
     return subprocess.run([venv_python("arcle"), "-c", "import arcle, os; print(os.path.join(os.path.dirname(arcle.__file__), "

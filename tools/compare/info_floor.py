@@ -59,21 +59,7 @@ def cartpole(rounds, steps):
 def arc(rounds, steps):
     mini = arcbench.mini_task()
     for n in (1024, 4096):
-        r, idx = np.random.default_rng(1), np.arange(5)
-
-        def bbox_batch():
-            rr, cc = np.sort(r.integers(0, 5, (n, 2)), 1), np.sort(r.integers(0, 5, (n, 2)), 1)
-            rows = (idx[None] >= rr[:, :1]) & (idx[None] <= rr[:, 1:])
-            cols = (idx[None] >= cc[:, :1]) & (idx[None] <= cc[:, 1:])
-            return {"operation": r.integers(0, 35, n), "selection": rows[:, :, None] & cols[:, None, :]}
-
-        def corners(b):
-            rows, cols = b["selection"].any(2), b["selection"].any(1)
-            return {"operation": b["operation"], "r1": rows.argmax(1), "c1": cols.argmax(1),
-                    "r2": 4 - rows[:, ::-1].argmax(1), "c2": 4 - cols[:, ::-1].argmax(1)}
-
-        masks = [bbox_batch() for _ in range(8)]
-        boxes = [corners(b) for b in masks]
+        masks, boxes = arcbench.mini_batches(n)
         arms = {}
         steps = steps or 200
         for name, kw, acts in (("info on", dict(arc_info=True), masks), ("info off", dict(arc_info=False), masks),

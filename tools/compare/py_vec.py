@@ -41,6 +41,8 @@ quick = sys.argv[1] == "1"
 data = sys.argv[2]
 mini = sys.argv[3]
 work = sys.argv[4]
+sys.path.insert(0, sys.argv[5])  # tools/compare, for arc.py's Mini-ARC batches
+from arc import mini_batches
 out = {}
 budget = 0.4 if quick else 1.5
 
@@ -122,20 +124,8 @@ if "B" in work:
 
 # D. Mini-ARC 5x5 on the lane kernel from Python
 for n in [1024, 4096] if "D" in work else []:
-    r, idx = np.random.default_rng(1), np.arange(5)
-    def bbox_batch():
-        rr, cc = np.sort(r.integers(0, 5, (n, 2)), 1), np.sort(r.integers(0, 5, (n, 2)), 1)
-        rows = (idx[None] >= rr[:, :1]) & (idx[None] <= rr[:, 1:])
-        cols = (idx[None] >= cc[:, :1]) & (idx[None] <= cc[:, 1:])
-        return {"operation": r.integers(0, 35, n), "selection": rows[:, :, None] & cols[:, None, :]}
-    pool = [bbox_batch() for _ in range(8)]
-    # The same boxes as JaxARC's bbox form (selection="bbox": four coordinates a row, no mask).
-    def corners(b):
-        rows, cols = b["selection"].any(2), b["selection"].any(1)
-        r1, r2 = rows.argmax(1), 4 - rows[:, ::-1].argmax(1)
-        c1, c2 = cols.argmax(1), 4 - cols[:, ::-1].argmax(1)
-        return {"operation": b["operation"], "r1": r1, "c1": c1, "r2": r2, "c2": c2}
-    box_pool = [corners(b) for b in pool]
+    # Masks, and the same boxes in JaxARC's bbox form (tools/compare/arc.py).
+    pool, box_pool = mini_batches(n)
     # NEXT_STEP (gymnasium's default): SAME_STEP adds gymnasium's per-row `final_obs` object
     # array, built in Python for the ~3% of rows that end each step. ARC's info columns on
     # and off, and the mask and bbox forms, alternated.
@@ -202,7 +192,8 @@ def main():
         mini_rust = bench("--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc-bugs", "--threads", "2",
                           "--num-envs", "1024,4096", "--seconds", secs, "--kernel", "lanes")
         mini_jax = arcbench.run_py("jaxarc", arcbench.JAXARC_CODE, "bbox", "5", "1024,4096", "500" if a.quick else "1000", mini)
-    res = json.loads(subprocess.run([py, "-c", BODY, "1" if a.quick else "0", a.data, mini, work], check=True,
+    here = os.path.dirname(os.path.abspath(__file__))
+    res = json.loads(subprocess.run([py, "-c", BODY, "1" if a.quick else "0", a.data, mini, work, here], check=True,
                                     capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
     cpu = platform.processor() or platform.machine()
     try:

@@ -176,10 +176,21 @@ fn expand(
     if out.len() != src.len() * agents {
         return Err(value_error(format!("{what}: expected {} values", src.len() * agents)));
     }
-    for (o, s) in out.chunks_exact_mut(agents).zip(src) {
-        o.fill(*s);
-    }
+    spread(src, agents, out, |x| x);
     Ok(())
+}
+
+/// Each env's flag over its `agents` agent rows of `dst`, as `f` writes it.
+fn spread<T: Copy>(src: &[bool], agents: usize, dst: &mut [T], f: impl Fn(bool) -> T) {
+    if agents == 1 {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            *d = f(x);
+        }
+    } else {
+        for (d, &x) in dst.chunks_exact_mut(agents).zip(src) {
+            d.fill(f(x));
+        }
+    }
 }
 
 /// The Rust side of `kestrel.vector.VectorEnv`: a batch of one env, stepped with the GIL
@@ -205,10 +216,9 @@ pub(crate) struct VecCore {
     arc: Option<ArcInfo>,
     /// ARC's strided coordinate columns of the step, copied from Python's arrays ([`columns`]).
     coords: Vec<i64>,
-    /// The last step output buffer written ([`VecCore::write_out`]), held so that its
-    /// identity means the same memory (no other array can take its address meanwhile).
-    last_out: Option<Py<PyAny>>,
-    /// The rows of `last_out` holding an ended episode's statistics (zeroed at the next write).
+    /// The step output buffer ([`VecCore::set_step_out`], written by [`VecCore::write_out`]).
+    step_out: Option<Py<PyArray1<u8>>>,
+    /// The rows of `step_out` holding an ended episode's statistics (zeroed at the next write).
     published: Vec<usize>,
     /// The byte buffer ARC's info columns go to after each reset and step
     /// ([`VecCore::set_arc_out`]).
@@ -240,7 +250,8 @@ fn write_arc(c: &ArcColumns, b: &mut [u8]) {
     put(st, &c.step, i64::to_ne_bytes);
 }
 
-/// Checks a buffer for [`VecCore::set_arc_out`]: contiguous, `len` bytes.
+/// Checks a buffer for [`VecCore::set_step_out`] or [`VecCore::set_arc_out`]: contiguous,
+/// `len` bytes.
 fn out_buffer(what: &str, buf: Bound<'_, PyArray1<u8>>, len: usize) -> PyResult<Py<PyArray1<u8>>> {
     let got = PyUntypedArrayMethods::len(&buf);
     if !buf.is_contiguous() || got != len {
@@ -295,63 +306,39 @@ impl VecCore {
         Ok(self.ended())
     }
 
-    /// The last step's rewards, flags and episode statistics into `out`, the step output
-    /// buffer (contiguous uint8, [`OUT_BYTES`] per agent row): in blocks of one value per row,
-    /// the episode return (f64), length (i64) and wall seconds (f64) where an episode ended in
-    /// the step and 0 elsewhere (Gymnasium's vector `RecordEpisodeStatistics`), the reward
-    /// (f32), terminated, truncated and whether an episode ended (bool). Python reads it
-    /// through numpy views of the blocks: one borrow a step for all of them.
-    /// Returns the number of agent rows whose episode ended.
-    fn write_out(&mut self, out: &mut PyReadwriteArray1<'_, u8>) -> PyResult<usize> {
-        let same = self.last_out.as_ref().is_some_and(|l| l.bind(out.py()).is(out.as_any()));
-        let VecCore { inner, stats: s, published, agents, .. } = self;
+    /// The last step's rewards, flags and episode statistics into the step output buffer, if
+    /// Python registered one ([`VecCore::set_step_out`]); returns the number of agent rows
+    /// whose episode ended.
+    fn write_out(&mut self, py: Python<'_>) -> PyResult<usize> {
+        let VecCore { inner, stats: s, published, agents, step_out, .. } = self;
+        let Some(buf) = step_out.as_ref() else { return Ok(self.ended()) };
         let v = inner.as_deref().ok_or_else(|| PyRuntimeError::new_err("the env is closed"))?;
-        let b = out.as_slice_mut().map_err(|_| value_error("out: not contiguous"))?;
+        let mut rw = buf.bind(py).try_readwrite().map_err(|e| value_error(e.to_string()))?;
+        let b = rw.as_slice_mut().map_err(|e| value_error(e.to_string()))?;
         let n = s.done().len();
-        if b.len() != OUT_BYTES * n {
-            return Err(value_error(format!(
-                "out: expected {} bytes ({OUT_BYTES} per agent row), got {}",
-                OUT_BYTES * n,
-                b.len()
-            )));
-        }
         let (ep, rest) = b.split_at_mut(24 * n);
         let (rew, rest) = rest.split_at_mut(4 * n);
         let (te, rest) = rest.split_at_mut(n);
         let (tr, ended) = rest.split_at_mut(n);
         put(rew, v.rewards(), f32::to_ne_bytes);
-        for (dst, src) in [(te, v.terminated()), (tr, v.truncated())] {
-            if *agents == 1 {
-                put(dst, src, |x| [u8::from(x)]);
-            } else {
-                for (d, &x) in dst.chunks_exact_mut(*agents).zip(src) {
-                    d.fill(u8::from(x));
-                }
-            }
-        }
-        let (fr, fl, ft) = (s.final_returns(), s.final_lengths(), s.final_seconds());
+        spread(v.terminated(), *agents, te, u8::from);
+        spread(v.truncated(), *agents, tr, u8::from);
         let mut row = |i: usize, r: f64, l: u64, t: f64, e: bool| {
             ep[8 * i..][..8].copy_from_slice(&r.to_ne_bytes());
             ep[8 * (n + i)..][..8].copy_from_slice(&(l as i64).to_ne_bytes());
             ep[8 * (2 * n + i)..][..8].copy_from_slice(&t.to_ne_bytes());
             ended[i] = u8::from(e);
         };
-        // The same buffer as last time: only the rows that change (a few a step, not the
-        // batch), those written last time back to 0, then the rows that ended now (Python's
-        // views of them are read-only). Another buffer: every row.
-        if same {
-            for i in published.drain(..) {
-                row(i, 0.0, 0, 0.0, false);
-            }
-        } else {
-            (0..n).for_each(|i| row(i, 0.0, 0, 0.0, false));
-            published.clear();
+        // Only the rows that change (a few a step, not the batch): those written last time
+        // back to 0, then the rows that ended now (Python's views of them are read-only).
+        for i in published.drain(..) {
+            row(i, 0.0, 0, 0.0, false);
         }
+        let (fr, fl, ft) = (s.final_returns(), s.final_lengths(), s.final_seconds());
         for (i, _) in s.done().iter().enumerate().filter(|(_, d)| **d) {
             row(i, fr[i], fl[i], ft[i], true);
             published.push(i);
         }
-        self.last_out = Some(out.as_any().clone().unbind());
         Ok(published.len())
     }
 
@@ -555,7 +542,7 @@ impl VecCore {
             born: std::time::Instant::now(),
             mode: AutoReset::SameStep,
             coords: Vec::new(),
-            last_out: None,
+            step_out: None,
             published: Vec::new(),
             arc_out: None,
         })
@@ -624,11 +611,10 @@ impl VecCore {
         self.publish_arc(py)
     }
 
-    /// Loads actions then steps every row, both with the GIL released; with `obs` and `out`
-    /// given, writes the results into them as [`VecCore::read_out`] does (one call per step).
-    /// Returns the number of agent rows whose episode ended.
-    #[pyo3(signature = (ints=None, floats=None, sel=None, cols=None, obs=None, out=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Loads actions then steps every row, both with the GIL released; with `obs` given,
+    /// writes the results into it and the step output buffer as [`VecCore::read_out`] does
+    /// (one call per step). Returns the number of agent rows whose episode ended.
+    #[pyo3(signature = (ints=None, floats=None, sel=None, cols=None, obs=None))]
     fn step(
         &mut self,
         py: Python<'_>,
@@ -637,7 +623,6 @@ impl VecCore {
         sel: Option<PyReadonlyArray1<'_, u8>>,
         cols: Option<Vec<PyReadonlyArray1<'_, i64>>>,
         obs: Option<&Bound<'_, PyAny>>,
-        out: Option<PyReadwriteArray1<'_, u8>>,
     ) -> PyResult<usize> {
         let rows = self.get()?.num_envs() * self.agents;
         let acts = slices(&ints, &floats, &sel)?;
@@ -691,10 +676,7 @@ impl VecCore {
         .map_err(value_error)?;
         drop(guard);
         drop(arc_rw);
-        match out {
-            Some(mut o) => self.write_out(&mut o),
-            None => Ok(self.ended()),
-        }
+        self.write_out(py)
     }
 
     /// Loads actions and starts the step on a background thread; `step_wait` joins it.
@@ -775,14 +757,10 @@ impl VecCore {
     }
 
     /// Copies the last step's observations into `obs` and its rewards, flags and episode
-    /// statistics into the step output buffer `out` ([`VecCore::write_out`]).
-    fn read_out(
-        &mut self,
-        obs: &Bound<'_, PyAny>,
-        mut out: PyReadwriteArray1<'_, u8>,
-    ) -> PyResult<()> {
+    /// statistics into the step output buffer ([`VecCore::write_out`]).
+    fn read_out(&mut self, py: Python<'_>, obs: &Bound<'_, PyAny>) -> PyResult<()> {
         copy_obs(self.get()?.obs(), obs, None, 0)?;
-        self.write_out(&mut out).map(drop)
+        self.write_out(py).map(drop)
     }
 
     /// Copies the current observations only.
@@ -807,6 +785,27 @@ impl VecCore {
         mask[row] = true;
         let now = self.now();
         self.stats.reset_envs(&mask, now);
+        Ok(())
+    }
+
+    /// Registers the step output buffer (contiguous uint8, [`OUT_BYTES`] per agent row; zeroed
+    /// here) that each step writes into, in blocks of one value per row: the episode return
+    /// (f64), length (i64) and wall seconds (f64) where an episode ended in the step and 0
+    /// elsewhere (Gymnasium's vector `RecordEpisodeStatistics`), the reward (f32), terminated,
+    /// truncated and whether an episode ended (bool). Python reads it through numpy views of
+    /// the blocks: one borrow a step for all of them. None stops the writes.
+    fn set_step_out(
+        &mut self,
+        py: Python<'_>,
+        buf: Option<Bound<'_, PyArray1<u8>>>,
+    ) -> PyResult<()> {
+        let rows = self.stats.done().len();
+        let buf = buf.map(|b| out_buffer("step output buffer", b, OUT_BYTES * rows)).transpose()?;
+        if let Some(b) = &buf {
+            let mut rw = b.bind(py).try_readwrite().map_err(|e| value_error(e.to_string()))?;
+            rw.as_slice_mut().map_err(|e| value_error(e.to_string()))?.fill(0);
+        }
+        (self.step_out, self.published) = (buf, Vec::new());
         Ok(())
     }
 

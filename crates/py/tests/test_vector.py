@@ -505,8 +505,8 @@ def test_arc_canvas_must_be_compiled_in_and_bugs_named():
 def test_built_in_episode_statistics_equal_gymnasiums_wrapper(env_id, mode, copy):
     # `infos["episode"]` counted in Rust equals what RecordEpisodeStatistics counts over the same
     # steps, in every autoreset mode (DISABLED: ended rows reset by mask, as its users do), for
-    # a one-agent and a multi-agent env (one row per agent), written whole into fresh buffers
-    # (copy=True) or row by row into the same one (copy=False).
+    # a one-agent and a multi-agent env (one row per agent), handed out as the core's buffer
+    # (copy=False) or copies of it (copy=True).
     kw = dict(seed=3, autoreset_mode=mode, copy=copy)
     if env_id == "TreasureHunt-v0":
         kw.update(max_turns=40)

@@ -156,7 +156,7 @@ def arc_info_arrays(n):
     return tuple(np.empty(n, dt) for _, dt in ARC_INFO)
 
 
-# The blocks of the step output buffer, in the core's order (`VecCore.write_out`): the episode
+# The blocks of the step output buffer, in the core's order (`VecCore.set_step_out`): the episode
 # statistics as Gymnasium's RecordEpisodeStatistics names them ("r", "l", "t"), the rewards,
 # terminated, truncated, and the ended mask ("_episode").
 STEP_OUT = (np.float64, np.int64, np.float64, np.float32, np.bool_, np.bool_, np.bool_)

@@ -156,10 +156,11 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
     # -- buffers -------------------------------------------------------------------------
     def _alloc(self):
         """Step outputs: the observations, and the byte buffer the core writes the rewards,
-        flags and episode statistics into, with its views (rewards, terminated, truncated,
-        and the read-only `info["episode"]` arrays and mask). Made once: copy=True copies the
-        views it returns (cheaper than making seven views a step)."""
+        flags and episode statistics into (registered with it here), with its views (rewards,
+        terminated, truncated, and the read-only `info["episode"]` arrays and mask). Made
+        once: copy=True copies the views it returns (cheaper than making seven views a step)."""
         out, (r, length, t, rew, term, trunc, ended) = block_views(self.num_envs, STEP_OUT)
+        self._core.set_step_out(out)
         episode = read_only(r, length, t, ended)
         return np.empty(self._obs_shape, self._dtype), out, rew, term, trunc, episode
 
@@ -277,7 +278,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if kw is None:
             kw = action_kwargs(self.single_action_space, actions, self.num_envs, self._arcact)
         bufs = self._outputs()
-        ended = self._core.step(**kw, obs=bufs[0], out=bufs[1])
+        ended = self._core.step(**kw, obs=bufs[0])
         return self._finish(bufs, ended)
 
     def _fast(self, actions):
@@ -329,7 +330,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
 
     def _collect(self, ended):
         bufs = self._outputs()
-        self._core.read_out(bufs[0], bufs[1])
+        self._core.read_out(bufs[0])
         return self._finish(bufs, ended)
 
     def _finish(self, bufs, ended):
