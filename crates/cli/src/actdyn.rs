@@ -1,17 +1,18 @@
 //! `kestrel actdyn run | compare | bench`: active learning of latent dynamics. The loop lives
 //! in `kestrel_actdyn::online`, the run folder in `kestrel_run::actdyn`.
 
-use crate::common::{ConfigArgs, Flag, launch};
+use crate::common::{ConfigArgs, Keys, RunArgs, launch};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_actdyn::config::ActdynConfig;
+use kestrel_actdyn::offline::OfflineConfig;
 use kestrel_run::runs::actdyn::Actdyn;
 use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum ActdynCmd {
     /// One experiment: random (E1) or active (E2) data collection, faithful or fixed profile.
-    Run(Box<RunArgs>),
+    Run(Box<RunArgs<Actdyn>>),
     /// Random against active on the same seeds, one experiment per thread, with confidence
     /// intervals.
     Compare(Box<CompareArgs>),
@@ -27,86 +28,19 @@ pub struct RetrainArgs {
     /// The run folder (its config, checkpoint and `transitions/`).
     #[arg(long)]
     run: PathBuf,
-    /// Passes over the chunks (config `epochs`; the reference's 5,000).
-    #[arg(long)]
-    epochs: Option<u64>,
-    /// Steps per chunk (config `chunk`).
-    #[arg(long)]
-    chunk: Option<u64>,
     /// Worker threads (chunks of a batch in parallel).
     #[arg(long)]
     threads: Option<usize>,
     #[command(flatten)]
     cfg: ConfigArgs,
+    #[command(flatten)]
+    keys: Keys<OfflineConfig>,
 }
 
 pub fn retrain(a: RetrainArgs) -> Result<()> {
-    let c: kestrel_actdyn::offline::OfflineConfig = a.cfg.load(
-        &kestrel_actdyn::offline::OfflineConfig::default(),
-        vec![("epochs", Flag::I(a.epochs)), ("chunk", Flag::I(a.chunk))],
-    )?;
+    let c = a.cfg.load(&OfflineConfig::default(), &a.keys)?;
     let run = a.run.clone();
     launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::runs::actdyn::retrain(&run, c, l))
-}
-
-/// The base config of a preset (see `Actdyn::preset`).
-fn preset(name: &str) -> Result<ActdynConfig> {
-    use kestrel_run::Run;
-    match Actdyn::preset(name) {
-        Some(c) => Ok(c),
-        None => bail!("invalid --preset = {name}: one of {}", Actdyn::PRESETS.join(", ")),
-    }
-}
-
-#[derive(Args)]
-pub struct RunArgs {
-    /// Base config: e1 (random policy, MLP dynamics; the defaults) or e2 (RBF dynamics, iCEM,
-    /// A-optimality); a --config file and flags apply over it. Not with --resume.
-    #[arg(long)]
-    preset: Option<String>,
-    /// faithful (the reference as it runs) or fixed (the intended math) (config `profile`).
-    #[arg(long)]
-    profile: Option<String>,
-    /// random, lazy, step or icem (config `policy.kind`).
-    #[arg(long)]
-    policy: Option<String>,
-    /// Environment steps in total, a resumed run's included.
-    #[arg(long)]
-    steps: Option<u64>,
-    /// Seed.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Checkpoint every K steps (0: only at the end).
-    #[arg(long)]
-    checkpoint_every: Option<u64>,
-    /// Continue the run in this folder from its checkpoint (only `steps` may change).
-    #[arg(long)]
-    resume: Option<PathBuf>,
-    /// Worker threads (the planner's rollouts run in parallel).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-}
-
-fn flags(
-    profile: &Option<String>,
-    policy: &Option<String>,
-    steps: Option<u64>,
-    seed: Option<u64>,
-) -> Vec<(&'static str, Flag)> {
-    vec![
-        ("profile", Flag::S(profile.clone())),
-        ("policy.kind", Flag::S(policy.clone())),
-        ("steps", Flag::I(steps)),
-        ("seed", Flag::I(seed)),
-    ]
-}
-
-pub fn run(a: RunArgs) -> Result<()> {
-    let mut f = flags(&a.profile, &a.policy, a.steps, a.seed);
-    f.push(("checkpoint_every", Flag::I(a.checkpoint_every)));
-    a.cfg.run_preset::<Actdyn>(a.preset.as_deref(), f, a.resume.as_deref(), a.threads)
 }
 
 #[derive(Args)]
@@ -114,12 +48,6 @@ pub struct CompareArgs {
     /// Base config: e1 or e2 (the policy is set per arm).
     #[arg(long, default_value = "e2")]
     preset: String,
-    /// faithful or fixed (config `profile`).
-    #[arg(long)]
-    profile: Option<String>,
-    /// Environment steps per run.
-    #[arg(long)]
-    steps: Option<u64>,
     /// Seeds: `A..B` (B excluded) or a comma list.
     #[arg(long, default_value = "0..10")]
     seeds: String,
@@ -131,6 +59,8 @@ pub struct CompareArgs {
     threads: Option<usize>,
     #[command(flatten)]
     cfg: ConfigArgs,
+    #[command(flatten)]
+    keys: Keys<ActdynConfig>,
 }
 
 /// `A..B` or `a,b,c`.
@@ -156,8 +86,11 @@ pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
 }
 
 pub fn compare(a: CompareArgs) -> Result<()> {
-    let c: ActdynConfig =
-        a.cfg.load(&preset(&a.preset)?, flags(&a.profile, &None, a.steps, None))?;
+    use kestrel_run::Run;
+    let Some(base) = Actdyn::preset(&a.preset) else {
+        bail!("invalid --preset = {}: one of {}", a.preset, Actdyn::PRESETS.join(", "))
+    };
+    let c = a.cfg.load(&base, &a.keys)?;
     let seeds = parse_seeds(&a.seeds)?;
     let arms = kestrel_run::runs::actdyn::ArmKind::parse_list(&a.arms)?;
     launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::runs::actdyn::compare(c, seeds, arms, l))

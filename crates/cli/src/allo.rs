@@ -1,17 +1,16 @@
 //! `kestrel allo train | bench`: config, run folder, checkpoints, heat maps here; the run in
 //! `kestrel_run::runs::allo::AlloRun`.
 
-use crate::common::{ConfigArgs, Flag};
+use crate::common::RunArgs;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use kestrel_run::runs::allo::Allo;
 use serde_json::json;
-use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum AlloCmd {
     /// Train a Laplacian representation on a map.
-    Train(Box<TrainArgs>),
+    Train(Box<RunArgs<Allo>>),
     /// Time replay sampling (one 4 × batch draw) and the training step, deduplicated and
     /// plain.
     Bench(BenchArgs),
@@ -104,65 +103,4 @@ fn bench_asymexp(a: &BenchArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-#[derive(Args)]
-pub struct TrainArgs {
-    /// A map file (the profile's text format: the paper code's, or asymexp's) or
-    /// `builtin:NAME` (open-N, rooms-K-N, four-rooms, maze-N-SEED) (config key `map`).
-    #[arg(long)]
-    map: Option<String>,
-    /// Gradient steps in total, a resumed run's included.
-    #[arg(long)]
-    steps: Option<u64>,
-    /// Seed.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// paper (the default: ALLO or GGDO as the ICLR paper's code) or asymexp
-    /// (`exp_alcl/allo.py`, with its own defaults; `--set asymexp.version=final`).
-    #[arg(long)]
-    profile: Option<String>,
-    /// allo or ggdo.
-    #[arg(long)]
-    method: Option<String>,
-    /// Eigenvectors learnt (the paper's d).
-    #[arg(long)]
-    num_eigenvectors: Option<u64>,
-    /// Rows per sub-batch.
-    #[arg(long)]
-    batch_size: Option<u64>,
-    /// Transition samples collected (3,000,000 in the paper's 12-map study).
-    #[arg(long)]
-    samples: Option<u64>,
-    /// Evaluate the cosine similarity every K steps.
-    #[arg(long)]
-    eval_every: Option<u64>,
-    /// Checkpoint (and draw `eigenvectors-<step>.png`) every K steps (0: only at the end).
-    #[arg(long)]
-    checkpoint_every: Option<u64>,
-    /// Continue the run in this folder from its checkpoint; its `config.toml` is the config
-    /// (only `steps` may be raised).
-    #[arg(long)]
-    resume: Option<PathBuf>,
-    /// Worker threads.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-}
-
-pub fn train(a: TrainArgs) -> Result<()> {
-    let flags = vec![
-        ("map", Flag::S(a.map)),
-        ("steps", Flag::I(a.steps)),
-        ("seed", Flag::I(a.seed)),
-        ("profile", Flag::S(a.profile)),
-        ("method", Flag::S(a.method)),
-        ("num_eigenvectors", Flag::I(a.num_eigenvectors)),
-        ("batch_size", Flag::I(a.batch_size)),
-        ("samples", Flag::I(a.samples)),
-        ("eval_every", Flag::I(a.eval_every)),
-        ("checkpoint_every", Flag::I(a.checkpoint_every)),
-    ];
-    a.cfg.run::<Allo>(flags, a.resume.as_deref(), Some(a.threads))
 }

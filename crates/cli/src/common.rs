@@ -2,12 +2,14 @@
 //! folder (through `kestrel-run`), resuming one, the progress line and the thread pool.
 
 use anyhow::Result;
-use clap::Args;
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 use kestrel_core::Documented;
 use kestrel_run::{Flow, Launch, Layers, Outcome, Run, RunError, Tick};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -26,86 +28,188 @@ pub struct ConfigArgs {
     pub out_dir: PathBuf,
 }
 
-/// A config key given as a flag (the key may be dotted: `run.system`).
-pub enum Flag {
-    /// A string.
-    S(Option<String>),
-    /// An integer.
-    I(Option<u64>),
-    /// A float.
-    F(Option<f64>),
-    /// A list of strings.
-    L(Option<Vec<String>>),
+/// Every key of the config `T` as a flag, read as `--set` reads its value: `--generations
+/// 500`, a nested key by its dotted path (`--env.num-agents 3`) or by its last part where no
+/// other key ends so (`--num-agents 3`), a list as commas (`--knobs lambda,sigma`). A key
+/// whose flag another argument of the command already takes is reached by `--set`. Flattened
+/// last, so it sees those arguments.
+pub struct Keys<T> {
+    given: Vec<(String, String)>,
+    _config: PhantomData<fn() -> T>,
 }
 
-/// The flags given, as the config table they set (dotted keys make nested tables).
-pub fn flag_table(flags: Vec<(&str, Flag)>) -> toml::Table {
-    let mut table = toml::Table::new();
-    for (k, f) in flags {
-        let v = match f {
-            Flag::S(v) => v.map(toml::Value::String),
-            Flag::I(v) => v.map(|x| match i64::try_from(x) {
-                Ok(i) => toml::Value::Integer(i),
-                Err(_) => toml::Value::String(x.to_string()),
-            }),
-            Flag::F(v) => v.map(toml::Value::Float),
-            Flag::L(v) => {
-                v.map(|l| toml::Value::Array(l.into_iter().map(toml::Value::String).collect()))
-            }
-        };
-        let Some(v) = v else { continue };
-        let mut at = &mut table;
-        let mut parts: Vec<&str> = k.split('.').collect();
-        let last = parts.pop().unwrap_or(k);
-        for p in parts {
-            let e = at.entry(p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            at = e.as_table_mut().expect("flag tables are tables");
-        }
-        at.insert(last.to_string(), v);
+const KEYS_HEADING: &str = "Config keys (`kestrel config <kind>` prints them with their defaults)";
+
+fn key_id(key: &str) -> String {
+    format!("key:{key}")
+}
+
+impl<T: Documented> Keys<T> {
+    /// The layer the flags given set, lists read against `defaults`.
+    pub fn layer<D: Serialize>(&self, defaults: &D) -> Result<toml::Table> {
+        Ok(kestrel_run::key_layer(&self.given, &kestrel_run::to_table(defaults)?))
     }
-    table
+}
+
+impl<T: Documented> Args for Keys<T> {
+    fn augment_args(mut cmd: Command) -> Command {
+        let taken: HashSet<String> = cmd
+            .get_arguments()
+            .flat_map(|a| a.get_long().into_iter().chain(a.get_all_aliases().unwrap_or_default()))
+            .map(str::to_string)
+            .chain(["help".to_string(), "version".to_string()])
+            .collect();
+        let keys = kestrel_run::leaf_keys(T::fields());
+        let last = |k: &str| k.rsplit('.').next().unwrap_or(k).replace('_', "-");
+        let mut ends: HashMap<String, usize> = HashMap::new();
+        for (k, _) in &keys {
+            *ends.entry(last(k)).or_default() += 1;
+        }
+        for (key, doc) in keys {
+            let full = key.replace('_', "-");
+            let short = last(&key);
+            let short =
+                (short != full && ends[&short] == 1 && !taken.contains(&short)).then_some(short);
+            let full = (!taken.contains(&full)).then_some(full);
+            let mut names = short.into_iter().chain(full);
+            let Some(long) = names.next() else { continue };
+            let mut arg = Arg::new(key_id(&key))
+                .long(long)
+                .value_name("VALUE")
+                .help(doc)
+                .help_heading(KEYS_HEADING);
+            if let Some(alias) = names.next() {
+                arg = arg.visible_alias(alias);
+            }
+            cmd = cmd.arg(arg);
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<T: Documented> FromArgMatches for Keys<T> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut m.clone())
+    }
+
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+        let given = kestrel_run::leaf_keys(T::fields())
+            .into_iter()
+            .filter_map(|(key, _)| {
+                let v = m.try_remove_one::<String>(&key_id(&key)).ok().flatten()?;
+                Some((key, v))
+            })
+            .collect();
+        Ok(Keys { given, _config: PhantomData })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// A registry run command's arguments: `--config`, `--set`, `--out-dir`, `--threads`,
+/// `--resume` (resumable kinds), `--preset` (kinds with presets), and every config key as a
+/// flag ([`Keys`]).
+pub struct RunArgs<R: Run> {
+    cfg: ConfigArgs,
+    threads: Option<usize>,
+    resume: Option<PathBuf>,
+    preset: Option<String>,
+    keys: Keys<R::Config>,
+}
+
+impl<R: Run> Args for RunArgs<R> {
+    fn augment_args(cmd: Command) -> Command {
+        let mut cmd = ConfigArgs::augment_args(cmd).arg(
+            Arg::new("threads")
+                .long("threads")
+                .value_name("N")
+                .value_parser(clap::value_parser!(usize))
+                .help("Worker threads (default: all cores; results do not depend on it)."),
+        );
+        if R::RESUMABLE {
+            cmd = cmd.arg(Arg::new("resume").long("resume").value_name("FOLDER").value_parser(clap::value_parser!(PathBuf)).help(
+                format!(
+                    "Continue the run in this folder from its checkpoint; its `config.toml` is the config (only {} may change).",
+                    R::BUDGET
+                ),
+            ));
+        }
+        if !R::PRESETS.is_empty() {
+            cmd = cmd.arg(Arg::new("preset").long("preset").value_name("NAME").help(format!(
+                "Base config instead of the defaults: {} (`kestrel config {} --preset NAME`); a --config file and flags apply over it. Not with --resume.",
+                R::PRESETS.join(", "),
+                R::NAME
+            )));
+        }
+        Keys::<R::Config>::augment_args(cmd)
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<R: Run> FromArgMatches for RunArgs<R> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut m.clone())
+    }
+
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+        Ok(RunArgs {
+            cfg: ConfigArgs::from_arg_matches_mut(m)?,
+            threads: m.try_remove_one::<usize>("threads").ok().flatten(),
+            resume: m.try_remove_one::<PathBuf>("resume").ok().flatten(),
+            preset: m.try_remove_one::<String>("preset").ok().flatten(),
+            keys: Keys::from_arg_matches_mut(m)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl<R: Run> RunArgs<R> {
+    /// Runs the kind `R` through the registry: its config from the defaults (or the preset),
+    /// `--config`, the key flags and `--set`s (resuming: the folder's `config.toml` first), on a
+    /// pool of `--threads`, with a progress line.
+    pub fn run(self) -> Result<()> {
+        let table = self.keys.layer(&R::defaults(None))?;
+        let layers = Layers {
+            preset: self.preset.as_deref(),
+            file: self.cfg.config.as_deref(),
+            table: &table,
+            sets: &self.cfg.set,
+        };
+        let resume = self.resume.as_deref();
+        launch(&self.cfg.out_dir, self.threads, |l| {
+            kestrel_run::registry::launch::<R>(layers, resume, l)
+        })
+    }
 }
 
 impl ConfigArgs {
     /// The config of a command outside the run registry (`actdyn compare`, `actdyn
-    /// retrain`): `defaults`, the file, the flags given, then `--set`.
+    /// retrain`): `defaults`, the file, the key flags given, then `--set`.
     pub fn load<T: Serialize + DeserializeOwned + Documented>(
         &self,
         defaults: &T,
-        flags: Vec<(&str, Flag)>,
+        keys: &Keys<T>,
     ) -> Result<T> {
         Ok(kestrel_run::load_config(
             defaults,
             self.config.as_deref(),
-            flag_table(flags),
+            keys.layer(defaults)?,
             &self.set,
         )?)
-    }
-
-    /// Runs the run kind `R` through the registry: its config from the defaults, `--config`,
-    /// the flags given and `--set`s (resuming: the folder's `config.toml` first), on a pool of
-    /// `threads`, with a progress line.
-    pub fn run<R: Run>(
-        &self,
-        flags: Vec<(&str, Flag)>,
-        resume: Option<&Path>,
-        threads: Option<usize>,
-    ) -> Result<()> {
-        self.run_preset::<R>(None, flags, resume, threads)
-    }
-
-    /// [`ConfigArgs::run`] over a named preset of `R` instead of its defaults.
-    pub fn run_preset<R: Run>(
-        &self,
-        preset: Option<&str>,
-        flags: Vec<(&str, Flag)>,
-        resume: Option<&Path>,
-        threads: Option<usize>,
-    ) -> Result<()> {
-        let table = flag_table(flags);
-        let layers =
-            Layers { preset, file: self.config.as_deref(), table: &table, sets: &self.set };
-        launch(&self.out_dir, threads, |l| kestrel_run::registry::launch::<R>(layers, resume, l))
     }
 }
 
@@ -214,4 +318,78 @@ pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
         anyhow::bail!("invalid threads = {n}: 1 to 1024");
     }
     Ok(rayon::ThreadPoolBuilder::new().num_threads(n).build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Cli, Cmd, mppi::MppiCmd};
+    use clap::{CommandFactory, Parser};
+    use kestrel_run::RunKind;
+    use kestrel_run::runs::mppi_tune::MppiTune;
+
+    #[test]
+    fn every_key_of_every_run_kind_is_a_flag_of_its_command() {
+        let root = Cli::command();
+        root.clone().debug_assert();
+        for kind in RunKind::ALL {
+            let cmd = kind.command().split(' ').fold(&root, |c, part| {
+                c.find_subcommand(part).unwrap_or_else(|| panic!("{kind}: no `{part}`"))
+            });
+            let longs: HashSet<&str> = cmd
+                .get_arguments()
+                .flat_map(|a| {
+                    a.get_long().into_iter().chain(a.get_all_aliases().unwrap_or_default())
+                })
+                .collect();
+            for (key, _) in kestrel_run::leaf_keys(kind.fields()) {
+                assert!(
+                    longs.contains(key.replace('_', "-").as_str()),
+                    "{kind}: no flag for `{key}`"
+                );
+            }
+            assert_eq!(longs.contains("resume"), kind.resumable(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn key_flags_reach_nested_keys_by_path_or_last_part_and_read_lists() {
+        let argv = [
+            "kestrel",
+            "mppi",
+            "tune",
+            "--lambda",
+            "0.5",
+            "--run.seed",
+            "3",
+            "--knobs",
+            "sigma",
+            "--pop-size",
+            "6",
+            "--params.c-mean",
+            "0.5",
+            "--set",
+            "generations=7",
+        ];
+        let Cmd::Mppi(MppiCmd::Tune(a)) = Cli::try_parse_from(argv).unwrap().cmd else {
+            panic!("not mppi tune")
+        };
+        let table = a.keys.layer(&MppiTune::defaults(None)).unwrap();
+        let layers = Layers { preset: None, file: None, table: &table, sets: &a.cfg.set };
+        let c = kestrel_run::registry::load::<MppiTune>(layers, None).unwrap();
+        assert_eq!(c.run.mppi.lambda, 0.5);
+        assert_eq!(c.run.seed, 3);
+        assert_eq!(c.knobs, vec![kestrel_mppi::tune::KnobKind::Sigma]);
+        assert_eq!((c.pop_size, c.generations), (6, 7));
+        assert_eq!(serde_json::to_value(&c.params).unwrap()["c_mean"], 0.5);
+        // A last part two keys share names the top-level key; the nested one takes its path.
+        let argv = ["kestrel", "actdyn", "run", "--eval.seed", "5", "--seed", "1"];
+        let Cmd::Actdyn(crate::actdyn::ActdynCmd::Run(a)) = Cli::try_parse_from(argv).unwrap().cmd
+        else {
+            panic!("not actdyn run")
+        };
+        let given: Vec<(&str, &str)> =
+            a.keys.given.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(given, [("seed", "1"), ("eval.seed", "5")]);
+    }
 }

@@ -95,7 +95,7 @@ const PARTS: [Part; 6] = [
             )
         },
     ),
-    ("MPPI", "mppi run --env pendulum --steps 120", |f| {
+    ("MPPI", "mppi run --system pendulum --steps 120", |f| {
         let (a, b) = f.first_last("cost", 10);
         format!(
             "pendulum swing-up: running cost {} per step over the first 10 steps (hanging) -> {} over the last 10 (0 = upright and still); total {}",

@@ -1,7 +1,7 @@
 //! `kestrel evo run | qd | bench`: flags into the registry's configs; the runs are
 //! `kestrel_run::runs::{es, qd}`.
 
-use crate::common::{ConfigArgs, Flag, pool};
+use crate::common::{RunArgs, pool};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_run::runs::{es::Es, qd::Qd};
@@ -10,95 +10,11 @@ use serde_json::json;
 #[derive(Subcommand)]
 pub enum EvoCmd {
     /// Minimise a benchmark function (or evolve a CartPole policy) with an evolution strategy.
-    Run(RunArgs),
+    Run(RunArgs<Es>),
     /// Quality diversity on the linear-projection benchmark.
-    Qd(QdArgs),
+    Qd(RunArgs<Qd>),
     /// Time one generation per phase (ask, evaluate, tell) of CMA-ES.
     Bench(BenchArgs),
-}
-
-#[derive(Args)]
-pub struct RunArgs {
-    /// Strategy: cma-es, sep-cma-es, snes, xnes, open-es, pgpe, de (config key `strategy`).
-    #[arg(long)]
-    strategy: Option<String>,
-    /// Problem: a benchmark function or cartpole (config key `problem`).
-    #[arg(long)]
-    problem: Option<String>,
-    /// Dimensions.
-    #[arg(long)]
-    num_dims: Option<u64>,
-    /// Population size.
-    #[arg(long)]
-    pop_size: Option<u64>,
-    /// Generations.
-    #[arg(long)]
-    generations: Option<u64>,
-    /// Seed.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Initial step size.
-    #[arg(long)]
-    sigma: Option<f64>,
-    /// Evaluation threads (default: all cores; results do not depend on it).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-}
-
-pub fn run(a: RunArgs) -> Result<()> {
-    a.cfg.run::<Es>(
-        vec![
-            ("strategy", Flag::S(a.strategy)),
-            ("problem", Flag::S(a.problem)),
-            ("num_dims", Flag::I(a.num_dims)),
-            ("pop_size", Flag::I(a.pop_size)),
-            ("generations", Flag::I(a.generations)),
-            ("seed", Flag::I(a.seed)),
-            ("sigma", Flag::F(a.sigma)),
-        ],
-        None,
-        a.threads,
-    )
-}
-
-#[derive(Args)]
-pub struct QdArgs {
-    /// grid or cvt.
-    #[arg(long)]
-    archive: Option<String>,
-    /// cma-me, map-elites or iso-line.
-    #[arg(long)]
-    emitter: Option<String>,
-    /// Dimensions.
-    #[arg(long)]
-    num_dims: Option<u64>,
-    /// Generations.
-    #[arg(long)]
-    generations: Option<u64>,
-    /// Seed.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Worker threads (default: all cores; results do not depend on it).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-}
-
-pub fn qd(a: QdArgs) -> Result<()> {
-    a.cfg.run::<Qd>(
-        vec![
-            ("archive", Flag::S(a.archive)),
-            ("emitter", Flag::S(a.emitter)),
-            ("num_dims", Flag::I(a.num_dims)),
-            ("generations", Flag::I(a.generations)),
-            ("seed", Flag::I(a.seed)),
-        ],
-        None,
-        a.threads,
-    )
 }
 
 #[derive(Args)]

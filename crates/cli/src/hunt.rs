@@ -2,7 +2,7 @@
 //! metrics and episode renderings written off the training thread, checkpoints, resume,
 //! learning curve, summary), play a trained checkpoint, and bench the parts.
 
-use crate::common::{ConfigArgs, Flag};
+use crate::common::RunArgs;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use kestrel_envs::treasure::TreasureObs;
@@ -13,54 +13,11 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum HuntCmd {
     /// Train one IQN learner per agent (sorrel's treasure-hunt defaults).
-    Train(Box<TrainArgs>),
+    Train(Box<RunArgs<Hunt>>),
     /// Render greedy play of a trained run's checkpoint.
     Play(PlayArgs),
     /// Time an environment turn and an IQN update (batch 64, 12 × 12 quantiles, layer 250).
     Bench(BenchArgs),
-}
-
-#[derive(Args)]
-pub struct TrainArgs {
-    /// Base config: treasurehunt_mp (sorrel's multi-agent experiment: 10x10, 5 agents, gems
-    /// only; see `kestrel config hunt --preset treasurehunt_mp`); a --config file and flags
-    /// apply over it. Not with --resume.
-    #[arg(long)]
-    preset: Option<String>,
-    /// Agents (config key `env.num_agents`).
-    #[arg(long)]
-    num_agents: Option<u64>,
-    /// Observation encoding: rgb (sorrel's main.py) or one-hot (config key `env.obs`).
-    #[arg(long)]
-    obs: Option<String>,
-    /// Independent worlds played at once.
-    #[arg(long)]
-    num_worlds: Option<u64>,
-    /// Extra gradient steps per agent per turn (a ratio, e.g. 0.25).
-    #[arg(long)]
-    updates_per_turn: Option<f64>,
-    /// Epochs in total (sorrel's default run is 1,001).
-    #[arg(long)]
-    epochs: Option<u64>,
-    /// Seed.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Record an epoch's episode every this many epochs (0: never), drawn off the training
-    /// thread.
-    #[arg(long)]
-    record_every: Option<u64>,
-    /// Checkpoint every this many epochs (0: only at the end).
-    #[arg(long)]
-    checkpoint_every: Option<u64>,
-    /// Continue the run in this folder from its checkpoint; its `config.toml` is the config
-    /// (only `epochs` may be raised).
-    #[arg(long)]
-    resume: Option<PathBuf>,
-    /// Worker threads (agents' gradient steps run in parallel; results do not depend on it).
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
-    #[command(flatten)]
-    cfg: ConfigArgs,
 }
 
 #[derive(Args)]
@@ -87,20 +44,6 @@ pub struct BenchArgs {
     /// One JSON object.
     #[arg(long)]
     json: bool,
-}
-
-pub fn train(a: TrainArgs) -> Result<()> {
-    let flags = vec![
-        ("env.num_agents", Flag::I(a.num_agents)),
-        ("env.obs", Flag::S(a.obs)),
-        ("num_worlds", Flag::I(a.num_worlds)),
-        ("updates_per_turn", Flag::F(a.updates_per_turn)),
-        ("epochs", Flag::I(a.epochs)),
-        ("seed", Flag::I(a.seed)),
-        ("record_every", Flag::I(a.record_every)),
-        ("checkpoint_every", Flag::I(a.checkpoint_every)),
-    ];
-    a.cfg.run_preset::<Hunt>(a.preset.as_deref(), flags, a.resume.as_deref(), Some(a.threads))
 }
 
 pub fn play(a: PlayArgs) -> Result<()> {

@@ -69,22 +69,22 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Config(a) => config::config(a),
         Cmd::Env(env::EnvCmd::Bench(a)) => env::bench(a),
         Cmd::Arc(c) => arc::run(c),
-        Cmd::Evo(evo::EvoCmd::Run(a)) => evo::run(a),
-        Cmd::Evo(evo::EvoCmd::Qd(a)) => evo::qd(a),
+        Cmd::Evo(evo::EvoCmd::Run(a)) => a.run(),
+        Cmd::Evo(evo::EvoCmd::Qd(a)) => a.run(),
         Cmd::Evo(evo::EvoCmd::Bench(a)) => evo::bench(a),
         Cmd::Mppi(mppi::MppiCmd::Bench(a)) => mppi::bench(a),
-        Cmd::Mppi(mppi::MppiCmd::Run(a)) => mppi::run(a),
-        Cmd::Mppi(mppi::MppiCmd::Tune(a)) => mppi::tune(a),
-        Cmd::Mppi(mppi::MppiCmd::Qd(a)) => mppi::qd(a),
+        Cmd::Mppi(mppi::MppiCmd::Run(a)) => a.run(),
+        Cmd::Mppi(mppi::MppiCmd::Tune(a)) => a.run(),
+        Cmd::Mppi(mppi::MppiCmd::Qd(a)) => a.run(),
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
         Cmd::Sweep(a) => sweep::sweep(a),
-        Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => actdyn::run(*a),
+        Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => a.run(),
         Cmd::Actdyn(actdyn::ActdynCmd::Compare(a)) => actdyn::compare(*a),
         Cmd::Actdyn(actdyn::ActdynCmd::Retrain(a)) => actdyn::retrain(*a),
         Cmd::Actdyn(actdyn::ActdynCmd::Bench(a)) => actdyn::bench(a),
-        Cmd::Allo(allo::AlloCmd::Train(a)) => allo::train(*a),
+        Cmd::Allo(allo::AlloCmd::Train(a)) => a.run(),
         Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),
-        Cmd::Hunt(hunt::HuntCmd::Train(a)) => hunt::train(*a),
+        Cmd::Hunt(hunt::HuntCmd::Train(a)) => a.run(),
         Cmd::Hunt(hunt::HuntCmd::Play(a)) => hunt::play(a),
         Cmd::Hunt(hunt::HuntCmd::Bench(a)) => hunt::bench(a),
     }
@@ -94,6 +94,9 @@ fn main() {
     // Bad arguments are errors like any other (exit 1); --help and --version exit 0.
     let cli = Cli::try_parse().unwrap_or_else(|e| {
         let _ = e.print();
+        if let Some(hint) = closest_flag(&e, std::env::args()) {
+            eprintln!("{hint}");
+        }
         std::process::exit(i32::from(e.use_stderr()))
     });
     if let Err(e) = dispatch(cli) {
@@ -107,6 +110,33 @@ fn main() {
         eprintln!("error: {}", message(&e));
         std::process::exit(1);
     }
+}
+
+/// For an unknown `--flag`, the closest flag of the subcommand it was given to (every config
+/// key is a flag, so a misspelt key gets its correction here as it does in `--set`).
+fn closest_flag(e: &clap::Error, argv: impl Iterator<Item = String>) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else { return None };
+    let bad = bad.split('=').next()?.trim_start_matches('-').to_string();
+    let root = Cli::command();
+    let mut cmd = &root;
+    for a in argv.skip(1) {
+        if let Some(sub) = cmd.find_subcommand(&a) {
+            cmd = sub;
+        }
+    }
+    // Compared as config keys are (snake case).
+    let longs: Vec<String> = cmd
+        .get_arguments()
+        .flat_map(|a| a.get_long().into_iter().chain(a.get_all_aliases().unwrap_or_default()))
+        .map(|l| l.replace('-', "_"))
+        .collect();
+    let c = kestrel_core::closest(&bad, longs.iter().map(String::as_str))?.replace('_', "-");
+    Some(format!("hint: the closest valid flag is `--{c}` (`--help` lists every one)"))
 }
 
 /// The error and its causes, each said once: a library error that already prints its cause

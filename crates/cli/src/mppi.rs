@@ -1,7 +1,7 @@
 //! `kestrel mppi run | tune | bench`: configs, run folders and pictures here; controllers,
 //! presets, episodes and tuning in `kestrel_mppi`.
 
-use crate::common::{ConfigArgs, Flag, pool};
+use crate::common::{RunArgs, pool};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_mppi::{ControllerKind, MppiRunConfig, Precision, System};
@@ -15,12 +15,12 @@ pub enum MppiCmd {
     /// Time `command` on the gym pendulum (pytorch-mppi's benchmark problem).
     Bench(BenchArgs),
     /// Run a controller closed loop on a system: trajectory, cost and state plots, frames.
-    Run(RunArgs),
+    Run(RunArgs<MppiRun>),
     /// Tune a controller's knobs with an evolution strategy; writes the best as a config.
-    Tune(TuneArgs),
+    Tune(RunArgs<MppiTune>),
     /// Quality-diversity tuning: CMA-ME fills an archive of good knob settings spread over the
     /// first two knobs; writes every elite and the best as a config.
-    Qd(KnobSearch),
+    Qd(RunArgs<MppiQd>),
 }
 
 #[derive(Args)]
@@ -100,99 +100,4 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-#[derive(Args)]
-pub struct RunArgs {
-    /// System: pendulum, nav2d, basic, cartpole, diff-drive (config key `system`).
-    #[arg(long)]
-    env: Option<String>,
-    /// Controller: mppi, smppi, kmppi (config key `controller`).
-    #[arg(long)]
-    controller: Option<String>,
-    /// Control steps.
-    #[arg(long)]
-    steps: Option<u64>,
-    /// Seed.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Worker threads (results do not depend on it).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-}
-
-pub fn run(a: RunArgs) -> Result<()> {
-    let flags = vec![
-        ("system", Flag::S(a.env)),
-        ("controller", Flag::S(a.controller)),
-        ("steps", Flag::I(a.steps)),
-        ("seed", Flag::I(a.seed)),
-    ];
-    a.cfg.run::<MppiRun>(flags, None, a.threads)
-}
-
-/// The flags `mppi tune` and `mppi qd` share: the base run and the knobs searched.
-#[derive(Args)]
-pub struct KnobSearch {
-    /// System (config key `run.system`).
-    #[arg(long)]
-    env: Option<String>,
-    /// Controller (config key `run.controller`).
-    #[arg(long)]
-    controller: Option<String>,
-    /// Knobs searched: lambda, sigma, mu, horizon (sigma/mu: every control dimension; for
-    /// `mppi qd` the first two search coordinates are the archive's measures).
-    #[arg(long, value_delimiter = ',')]
-    tune: Option<Vec<String>>,
-    /// Generations.
-    #[arg(long)]
-    generations: Option<u64>,
-    /// Closed-loop steps per episode (config key `run.steps`).
-    #[arg(long)]
-    steps: Option<u64>,
-    /// Seed (config key `run.seed`).
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Worker threads (results do not depend on it).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-}
-
-impl KnobSearch {
-    fn flags(&self) -> Vec<(&'static str, Flag)> {
-        vec![
-            ("run.system", Flag::S(self.env.clone())),
-            ("run.controller", Flag::S(self.controller.clone())),
-            ("run.steps", Flag::I(self.steps)),
-            ("run.seed", Flag::I(self.seed)),
-            ("knobs", Flag::L(self.tune.clone())),
-            ("generations", Flag::I(self.generations)),
-        ]
-    }
-}
-
-#[derive(Args)]
-pub struct TuneArgs {
-    #[command(flatten)]
-    search: KnobSearch,
-    /// Strategy: cma-es, sep-cma-es, snes, xnes, open-es, pgpe, de.
-    #[arg(long)]
-    strategy: Option<String>,
-    /// Candidates per generation.
-    #[arg(long)]
-    pop_size: Option<u64>,
-}
-
-pub fn tune(a: TuneArgs) -> Result<()> {
-    let mut flags = a.search.flags();
-    flags.extend([("strategy", Flag::S(a.strategy)), ("pop_size", Flag::I(a.pop_size))]);
-    a.search.cfg.run::<MppiTune>(flags, None, a.search.threads)
-}
-
-pub fn qd(a: KnobSearch) -> Result<()> {
-    a.cfg.run::<MppiQd>(a.flags(), None, a.threads)
 }

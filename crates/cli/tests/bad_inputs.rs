@@ -125,7 +125,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("evo bench --strategy xnes".into(), "xnes"),
         ("evo bench --num-dims 300000".into(), "num_dims"),
         // mppi run
-        ("mppi run --env moon".into(), "moon"),
+        ("mppi run --system moon".into(), "moon"),
         ("mppi run --controller lqr".into(), "lqr"),
         ("mppi run --set mppi.lambda=nan".into(), "lambda"),
         ("mppi run --set mppi.lambda=-1".into(), "lambda"),
@@ -147,14 +147,14 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         (format!("mppi run --config {cfg_nested}"), "lamda"),
         ("mppi run --threads 100000".into(), "threads"),
         // mppi tune
-        ("mppi tune --tune gamma".into(), "gamma"),
+        ("mppi tune --knobs gamma".into(), "gamma"),
         ("mppi tune --strategy nope".into(), "nope"),
         ("mppi tune --pop-size 0".into(), "pop_size"),
         ("mppi tune --pop-size 1".into(), "pop_size"),
         ("mppi tune --set sigma=nan".into(), "sigma"),
         ("mppi tune --steps 0".into(), "steps"),
         ("mppi tune --set knobs=[]".into(), "knobs"),
-        ("mppi tune --env moon".into(), "moon"),
+        ("mppi tune --system moon".into(), "moon"),
         ("mppi tune --set run.mppi.lambda=0".into(), "lambda"),
         // mppi bench
         ("mppi bench --num-samples 0".into(), "num_samples"),
@@ -185,9 +185,9 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         // actdyn
         ("actdyn run --steps 0".into(), "steps"),
         ("actdyn run --profile sloppy".into(), "sloppy"),
-        ("actdyn run --policy greedy".into(), "greedy"),
+        ("actdyn run --policy.kind greedy".into(), "greedy"),
         ("actdyn run --preset e9".into(), "e9"),
-        ("actdyn run --policy icem".into(), "policy.metric"),
+        ("actdyn run --policy.kind icem".into(), "policy.metric"),
         ("actdyn run --set train.lr=nan".into(), "lr"),
         ("actdyn run --set train.k_steps=40".into(), "k_steps"),
         ("actdyn run --set train.window=0".into(), "window"),
@@ -288,7 +288,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
     cases.push(("actdyn bench --reps 0".into(), "--reps"));
     cases.push(("arc show symmetry-0 --cell 0".into(), "--cell"));
     cases.push(("arc show symmetry-0 --cell 100000".into(), "--cell"));
-    cases.push(("mppi tune --tune lambda,lambda".into(), "twice"));
+    cases.push(("mppi tune --knobs lambda,lambda".into(), "twice"));
     cases.push(("evo bench --neuro --pop-size 0".into(), "pop_size"));
     cases.push(("evo run --strategy open-es --pop-size 7".into(), "even"));
     cases.push(("evo run --strategy pgpe --pop-size 3".into(), "even"));

@@ -260,7 +260,7 @@ fn evo_config_errors_name_the_key() {
 fn mppi_run_tune_and_bench() {
     let od = tmp("mppi-runs");
     let od = od.to_str().unwrap();
-    let out = ok(&["mppi", "run", "--env", "pendulum", "--steps", "30", "--out-dir", od]);
+    let out = ok(&["mppi", "run", "--system", "pendulum", "--steps", "30", "--out-dir", od]);
     assert!(out.contains("total running cost"), "{out}");
     let dir = std::fs::read_dir(od).unwrap().next().unwrap().unwrap().path();
     for f in
@@ -271,9 +271,9 @@ fn mppi_run_tune_and_bench() {
     let out = ok(&[
         "mppi",
         "tune",
-        "--env",
+        "--system",
         "basic",
-        "--tune",
+        "--knobs",
         "lambda,sigma,mu",
         "--generations",
         "3",
@@ -297,7 +297,7 @@ fn mppi_run_tune_and_bench() {
         let out = ok(&[
             "mppi",
             "run",
-            "--env",
+            "--system",
             "nav2d",
             "--controller",
             c,
@@ -331,7 +331,10 @@ fn mppi_run_tune_and_bench() {
     assert!(e.contains("lamda"), "{e}");
     let out = ok(&["mppi", "bench", "--num-samples", "50", "--horizon", "5", "--commands", "5"]);
     assert!(out.contains("µs"), "{out}");
-    let e = fails(&["mppi", "tune", "--tune", "gamma"]);
+    // Every config key is a flag; a misspelt one is answered with the closest.
+    let e = fails(&["mppi", "tune", "--lamda", "0.5"]);
+    assert!(e.contains("--lamda") && e.contains("`--lambda`"), "{e}");
+    let e = fails(&["mppi", "tune", "--knobs", "gamma"]);
     assert!(e.contains("gamma") && e.contains("lambda"), "{e}");
     assert!(
         fails(&["mppi", "tune", "--strategy", "nope", "--generations", "1", "--out-dir", od])

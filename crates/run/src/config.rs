@@ -266,22 +266,80 @@ pub fn parse_overrides(sets: &[String]) -> Result<Vec<(String, toml::Table)>, Ru
         if parts.iter().any(|p| p.is_empty()) {
             return Err(config_error(&src, format!("key {key:?} is empty or has an empty part")));
         }
-        let raw = raw.trim();
-        let value = format!("x = {raw}")
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut t| t.remove("x"))
-            .unwrap_or_else(|| toml::Value::String(raw.to_string()));
         let mut table = toml::Table::new();
-        table.insert(parts[parts.len() - 1].to_string(), value);
-        for p in parts[..parts.len() - 1].iter().rev() {
-            let mut outer = toml::Table::new();
-            outer.insert(p.to_string(), toml::Value::Table(table));
-            table = outer;
-        }
+        insert(&mut table, &parts, value_of(raw));
         out.push((s.clone(), table));
     }
     Ok(out)
+}
+
+/// A value as `--set` reads it: TOML (`0.5`, `true`, `[1, 2]`, `"a"`), else the text itself
+/// as a string (`--set system=nav2d`).
+fn value_of(raw: &str) -> toml::Value {
+    let raw = raw.trim();
+    format!("x = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("x"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+/// Puts `value` at the dotted `path` of `table`, making the tables above it.
+fn insert(table: &mut toml::Table, path: &[&str], value: toml::Value) {
+    let Some((last, above)) = path.split_last() else { return };
+    let mut at = table;
+    for p in above {
+        let e = at.entry(*p).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !e.is_table() {
+            *e = toml::Value::Table(toml::Table::new());
+        }
+        at = e.as_table_mut().expect("made a table above");
+    }
+    at.insert(last.to_string(), value);
+}
+
+/// The value at the dotted `path` of `table`.
+fn value_at<'a>(table: &'a toml::Table, path: &[&str]) -> Option<&'a toml::Value> {
+    let (first, rest) = path.split_first()?;
+    let v = table.get(*first)?;
+    if rest.is_empty() { Some(v) } else { value_at(v.as_table()?, rest) }
+}
+
+/// Every key a config can set by itself, dotted (`run.mppi.lambda`), with its doc comment, in
+/// declaration order: the fields that are not nested tables. The CLI makes each a flag.
+pub fn leaf_keys(fields: &'static [FieldDoc]) -> Vec<(String, &'static str)> {
+    fn walk(fields: &'static [FieldDoc], prefix: &str, out: &mut Vec<(String, &'static str)>) {
+        for f in fields {
+            let p =
+                if prefix.is_empty() { f.name.to_string() } else { format!("{prefix}.{}", f.name) };
+            match f.nested {
+                Some(sub) => walk(sub(), &p, out),
+                None => out.push((p, f.doc)),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(fields, "", &mut out);
+    out
+}
+
+/// The layer that `(key, text)` pairs set (the CLI's key flags: `--num-dims 10`), each text
+/// read as `--set` reads its value, and a comma list where the default at that key is a list
+/// (`--knobs lambda,sigma`).
+pub fn key_layer(pairs: &[(String, String)], defaults: &toml::Table) -> toml::Table {
+    let mut table = toml::Table::new();
+    for (key, raw) in pairs {
+        let path: Vec<&str> = key.split('.').collect();
+        let is_list = matches!(value_at(defaults, &path), Some(toml::Value::Array(_)));
+        let value = match value_of(raw) {
+            toml::Value::String(s) if is_list => toml::Value::Array(
+                s.split(',').filter(|x| !x.trim().is_empty()).map(value_of).collect(),
+            ),
+            v => v,
+        };
+        insert(&mut table, &path, value);
+    }
+    table
 }
 
 /// Reads a TOML file into a table (errors name the file and line).

@@ -32,7 +32,10 @@ pub mod stats;
 mod summary;
 pub mod sweep;
 
-pub use config::{ConfigSource, commented_toml, load_config, parse_overrides, to_toml};
+pub use config::{
+    ConfigSource, commented_toml, key_layer, leaf_keys, load_config, parse_overrides, to_table,
+    to_toml,
+};
 pub use envs::{DynBatch, EnvId};
 pub use launch::{Flow, Launch, Outcome, Reporter, Tick, finish, quiet, reopen, start};
 pub use metrics::{MetricsSink, for_each_metric, read_metrics};

@@ -319,6 +319,11 @@ impl RunKind {
         with_run!(self, R => R::SEED_KEY)
     }
 
+    /// The fields of its config, with their docs.
+    pub fn fields(self) -> &'static [kestrel_core::FieldDoc] {
+        with_run!(self, R => <<R as Run>::Config as Documented>::fields())
+    }
+
     /// Whether an unfinished run continues from its checkpoint.
     pub fn resumable(self) -> bool {
         with_run!(self, R => R::RESUMABLE)
