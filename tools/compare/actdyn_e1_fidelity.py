@@ -5,7 +5,7 @@ anchors (shared/data/actdyn-golden/e2e_seed{42,7}.json, float64 and the referenc
 Usage: python3 tools/compare/actdyn_e1_fidelity.py RUNS/actdyn-compare-random-...
 
 The folder is the output of
-`kestrel actdyn compare --preset e1 --arms random --seeds 0..10 --steps 5000`.
+`kestrel actdyn compare --preset e1 --arms random --num-seeds 10 --base.steps 5000`.
 Prints a markdown table: each column of the reference's §4.2 table, the four reference values,
 Kestrel's median and range over its seeds, and whether every reference value lies inside that
 range. Standard library only.

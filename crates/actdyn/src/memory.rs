@@ -27,6 +27,12 @@ impl ActdynConfig {
     /// run, plus the largest of what comes and goes (a checkpoint written or read back, an
     /// evaluation, the end of the run).
     pub fn budget(&self, threads: usize) -> Budget {
+        self.budget_of(threads, true)
+    }
+
+    /// [`ActdynConfig::budget`] of a run that writes no checkpoint (`checkpoints` false: a
+    /// comparison's runs, which keep only their evaluation).
+    pub fn budget_of(&self, threads: usize, checkpoints: bool) -> Budget {
         let (m, t, p, e) = (&self.model, &self.train, &self.policy, &self.eval);
         let ny = self.env.obs_dim as f64;
         let d = m.latent_dim as f64;
@@ -205,7 +211,7 @@ impl ActdynConfig {
             ),
             (
                 "checkpoint written, or read back on resume (online.rs)",
-                2.0 * ckpt,
+                if checkpoints { 2.0 * ckpt } else { 0.0 },
                 if t.ensemble >= 2 {
                     format!("train.ensemble = {}, {model}", t.ensemble)
                 } else {

@@ -69,8 +69,10 @@ impl<const S: usize> Default for ArcAction<S> {
     }
 }
 
-/// Which kind of random selection [`sample_action`] draws.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which kind of random selection [`sample_action`] draws (configs spell them `mask`, `bbox`,
+/// `point`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SelKind {
     /// i.i.d. Bernoulli(0.5) cells over the canvas (`action_space.sample()` in both peers).
     Mask,

@@ -37,8 +37,9 @@ use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, Space, Spec};
 use std::sync::Arc;
 
-/// Which environment's rules.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Which environment's rules (configs spell them `o2arc`, `jaxarc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// ARCLE `O2ARCv2Env` 0.2.6.
     #[default]

@@ -1,13 +1,12 @@
 //! `kestrel actdyn run | compare | bench`: active learning of latent dynamics. The loop lives
 //! in `kestrel_actdyn::online`, the run folder in `kestrel_run::actdyn`.
 
-use crate::common::{ConfigArgs, Keys, RunArgs, launch};
+use crate::common::RunArgs;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kestrel_actdyn::config::ActdynConfig;
-use kestrel_actdyn::offline::OfflineConfig;
 use kestrel_run::runs::actdyn::Actdyn;
-use std::path::PathBuf;
+use kestrel_run::runs::actdyn_compare::ActdynCompare;
+use kestrel_run::runs::actdyn_retrain::ActdynRetrain;
 
 #[derive(Subcommand)]
 pub enum ActdynCmd {
@@ -15,85 +14,12 @@ pub enum ActdynCmd {
     Run(Box<RunArgs<Actdyn>>),
     /// Random against active on the same seeds, one experiment per thread, with confidence
     /// intervals.
-    Compare(Box<CompareArgs>),
+    Compare(Box<RunArgs<ActdynCompare>>),
     /// Offline retraining of a run on its saved transitions (AdamW over chunks), into a new
     /// folder with evaluations before and after.
-    Retrain(Box<RetrainArgs>),
+    Retrain(Box<RunArgs<ActdynRetrain>>),
     /// Time the planner call, the training steps and the environment step with the belief.
     Bench(BenchArgs),
-}
-
-#[derive(Args)]
-pub struct RetrainArgs {
-    /// The run folder (its config, checkpoint and `transitions/`).
-    #[arg(long)]
-    run: PathBuf,
-    /// Worker threads (chunks of a batch in parallel).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-    #[command(flatten)]
-    keys: Keys<OfflineConfig>,
-}
-
-pub fn retrain(a: RetrainArgs) -> Result<()> {
-    let c = a.cfg.load(&OfflineConfig::default(), &a.keys)?;
-    let run = a.run.clone();
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::runs::actdyn::retrain(&run, c, l))
-}
-
-#[derive(Args)]
-pub struct CompareArgs {
-    /// Base config: e1 or e2 (the policy is set per arm).
-    #[arg(long, default_value = "e2")]
-    preset: String,
-    /// Seeds: `A..B` (B excluded) or a comma list.
-    #[arg(long, default_value = "0..10")]
-    seeds: String,
-    /// Arms, comma separated: random, active.
-    #[arg(long, default_value = "random,active")]
-    arms: String,
-    /// Worker threads (one experiment per thread).
-    #[arg(long)]
-    threads: Option<usize>,
-    #[command(flatten)]
-    cfg: ConfigArgs,
-    #[command(flatten)]
-    keys: Keys<ActdynConfig>,
-}
-
-/// `A..B` or `a,b,c`.
-pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
-    let bad = || anyhow::anyhow!("invalid --seeds = {s}: A..B (B > A) or a comma list of integers");
-    if let Some((a, b)) = s.split_once("..") {
-        let (a, b): (u64, u64) =
-            (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
-        if b <= a || b - a > 10_000 {
-            return Err(bad());
-        }
-        return Ok((a..b).collect());
-    }
-    let v: Vec<u64> =
-        s.split(',').map(|x| x.trim().parse().map_err(|_| bad())).collect::<Result<_>>()?;
-    if v.is_empty() || v.len() > 10_000 {
-        return Err(bad());
-    }
-    if let Some(i) = (1..v.len()).find(|&i| v[..i].contains(&v[i])) {
-        bail!("invalid --seeds = {s}: seed {} is repeated (each seed runs once)", v[i]);
-    }
-    Ok(v)
-}
-
-pub fn compare(a: CompareArgs) -> Result<()> {
-    use kestrel_run::Run;
-    let Some(base) = Actdyn::preset(&a.preset) else {
-        bail!("invalid --preset = {}: one of {}", a.preset, Actdyn::PRESETS.join(", "))
-    };
-    let c = a.cfg.load(&base, &a.keys)?;
-    let seeds = parse_seeds(&a.seeds)?;
-    let arms = kestrel_run::runs::actdyn::ArmKind::parse_list(&a.arms)?;
-    launch(&a.cfg.out_dir, a.threads, |l| kestrel_run::runs::actdyn::compare(c, seeds, arms, l))
 }
 
 #[derive(Args)]

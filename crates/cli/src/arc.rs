@@ -1,16 +1,17 @@
 //! `kestrel arc ...` and the ARC part of `kestrel demo`: task loading, bench, replay, show,
 //! rollout.
 
-use anyhow::{Context, Result, bail};
+use crate::common::RunArgs;
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, JAXARC_OPS, JaxBugs, Layout, LoadOptions, Mode, O2ARC_OPS,
-    SelKind, Selection, Split, Task, TaskBank, bench, render, sample_action, trace,
+    ArcEnv, ArcParams, JAXARC_OPS, JaxBugs, Layout, LoadOptions, Mode, O2ARC_OPS, SelKind, Task,
+    TaskBank, bench, render,
 };
-use kestrel_core::Key;
-use serde_json::{Value, json};
-use std::io::{BufRead, IsTerminal, Write};
+use kestrel_run::runs::{arc_replay::ArcReplay, arc_rollout::ArcRollout};
+use serde_json::json;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,12 +29,13 @@ macro_rules! out {
 pub enum ArcCmd {
     /// Steps per second per batch size, plus a per-operation cost table.
     Bench(BenchArgs),
-    /// Replays action traces (JSONL) and prints each final state as JSONL.
-    Replay(ReplayArgs),
+    /// Replays action traces (JSONL) into a run folder: each final state in `replays.jsonl`.
+    Replay(RunArgs<ArcReplay>),
     /// Shows a task: coloured terminal grids and a PNG of all pairs.
     Show(ShowArgs),
-    /// Runs episodes with a random or scripted policy and writes them as JSONL.
-    Rollout(RolloutArgs),
+    /// Runs episodes with a random or scripted policy into a run folder (`episodes.jsonl`,
+    /// which `arc replay` reads back).
+    Rollout(RunArgs<ArcRollout>),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -264,64 +266,6 @@ fn bench(a: BenchArgs) -> Result<()> {
 }
 
 // ------------------------------------------------------------------------------------
-// replay
-
-#[derive(Args)]
-pub struct ReplayArgs {
-    /// JSONL trace: {"task": ID, "pair": I, "test": BOOL, "actions": [{"op": K, "mask"|"bbox"|"point": ...}]}.
-    trace: PathBuf,
-    /// Semantics mode.
-    #[arg(long, value_enum, default_value = "o2arc")]
-    mode: ModeArg,
-    /// Canvas side (5, 10 or 30).
-    #[arg(long, default_value_t = 30)]
-    canvas: usize,
-    /// ARCLE max_trial (-1 unlimited).
-    #[arg(long, default_value_t = -1)]
-    max_trials: i8,
-    /// Step limit: a trace longer than this ends truncated.
-    #[arg(long)]
-    max_steps: Option<u32>,
-    #[command(flatten)]
-    source: Source,
-}
-
-fn replay(a: ReplayArgs) -> Result<()> {
-    if a.max_steps == Some(0) {
-        bail!("invalid max_steps = 0: at least 1 (omit it for no limit)");
-    }
-    let bank = if a.source.data.is_some() { a.source.bank(false)? } else { TaskBank::default() };
-    let file = std::fs::File::open(&a.trace)
-        .with_context(|| format!("{}: cannot open", a.trace.display()))?;
-    let mut out = std::io::stdout().lock();
-    with_canvas!(a.canvas, S => {
-        for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
-            let at = format!("{} line {}", a.trace.display(), ln + 1);
-            let line = line.with_context(|| at.clone())?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let tl = trace::parse_trace_line(&line, &at)?;
-            let task = a.source.find(&bank, &tl.task).with_context(|| at.clone())?;
-            let n = if tl.test { task.test.len() } else { task.train.len() };
-            if tl.pair as usize >= n {
-                bail!("{at}: pair {} out of range: task {} has {n} {} pairs", tl.pair, tl.task, if tl.test { "test" } else { "train" });
-            }
-            let env = ArcEnv::<S>::new(Arc::new(TaskBank::from_tasks(vec![task]))).with_context(|| at.clone())?;
-            let p = ArcParams { max_trials: a.max_trials, ..params(a.mode, Layout::Compact) };
-            let acts = tl.actions.iter().enumerate().map(|(i, v)| trace::action_from_json::<S>(v, &format!("{at}, action {i}"))).collect::<Result<Vec<_>, _>>()?;
-            let start = env.init_state(&p, 0, tl.pair, tl.test, Key::new(0));
-            let r = trace::play(&env, &p, start, a.max_steps, |t| acts.get(t).copied());
-            let (h, w) = (r.state.dims[0] as usize, r.state.dims[1] as usize);
-            let grid: Vec<Vec<i8>> = (0..h).map(|row| r.state.grid[row][..w].to_vec()).collect();
-            writeln!(out, "{}", json!({"task": tl.task, "grid": grid, "dims": [h, w], "rewards": r.rewards,
-                "terminated": r.terminated, "truncated": r.truncated, "steps": r.state.steps}))?;
-        }
-    });
-    Ok(())
-}
-
-// ------------------------------------------------------------------------------------
 // show
 
 #[derive(Args)]
@@ -378,95 +322,6 @@ fn show(a: ShowArgs) -> Result<()> {
 }
 
 // ------------------------------------------------------------------------------------
-// rollout
-
-#[derive(Args)]
-pub struct RolloutArgs {
-    /// Episodes to run.
-    #[arg(long, default_value_t = 8)]
-    episodes: usize,
-    /// Semantics mode.
-    #[arg(long, value_enum, default_value = "o2arc")]
-    mode: ModeArg,
-    /// Random policy's selection form.
-    #[arg(long, default_value = "bbox")]
-    sel: SelKind,
-    /// Scripted policy: a JSON list of actions ({"op", "mask"|"bbox"|"point"}) played in
-    /// order, then Submit; without it the policy is uniformly random.
-    #[arg(long)]
-    script: Option<PathBuf>,
-    /// Step limit per episode.
-    #[arg(long, default_value_t = 150)]
-    max_steps: u32,
-    /// Use test pairs instead of train pairs.
-    #[arg(long)]
-    test: bool,
-    /// Canvas side (5, 10 or 30).
-    #[arg(long, default_value_t = 30)]
-    canvas: usize,
-    /// Seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output JSONL (default: stdout).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    #[command(flatten)]
-    source: Source,
-}
-
-fn rollout(a: RolloutArgs) -> Result<()> {
-    if a.max_steps == 0 {
-        bail!("invalid max_steps = 0: at least 1");
-    }
-    let bank = a.source.bank(true)?;
-    let task = a.source.task.as_ref().map(|id| a.source.find(&bank, id)).transpose()?;
-    let script: Option<Vec<Value>> = match &a.script {
-        Some(p) => Some(
-            serde_json::from_slice(
-                &std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?,
-            )
-            .with_context(|| format!("{}: expected a JSON list of actions", p.display()))?,
-        ),
-        None => None,
-    };
-    let mut out: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("{}: cannot create", p.display()))?,
-        )),
-        None => Box::new(std::io::stdout().lock()),
-    };
-    with_canvas!(a.canvas, S => {
-        let env = env_for::<S>(bank, task.as_ref())?;
-        let mut p = params(a.mode, Layout::Compact);
-        p.split = if a.test { Split::Test } else { Split::Train };
-        let scripted: Option<Vec<ArcAction<S>>> = script.as_ref().map(|s| s.iter().enumerate()
-            .map(|(i, v)| trace::action_from_json::<S>(v, &format!("script action {i}"))).collect::<Result<_, _>>()).transpose()?;
-        let mut obs = vec![0i8; kestrel_core::Env::spec(&env, &p).obs_len()];
-        let mut progress = crate::common::Progress::new(a.episodes as u64, "episodes");
-        for e in 0..a.episodes {
-            progress.tick(e as u64, "");
-            let key = Key::new(a.seed).fold_in(e as u64);
-            let s = kestrel_core::Env::reset(&env, &p, key, &mut obs);
-            let (task_id, pair) = (env.bank().tasks()[s.task as usize].id.clone(), s.pair);
-            let mut rng = key.fold_in(1).rng();
-            let submit = ArcAction { op: 34, sel: Selection::Mask([0; S]) };
-            // Ends at termination, at --max-steps (truncated), or after a script's closing Submit.
-            let r = trace::play(&env, &p, s, Some(a.max_steps), |t| match &scripted {
-                Some(sc) => sc.get(t).copied().or((t == sc.len()).then_some(submit)),
-                None => Some(sample_action::<S>(&mut rng, a.sel)),
-            });
-            let ret: f64 = r.rewards.iter().map(|&x| x as f64).sum();
-            let actions: Vec<Value> = r.actions.iter().map(trace::action_to_json).collect();
-            writeln!(out, "{}", json!({"episode": e, "task": task_id, "pair": pair, "test": a.test, "steps": r.state.steps,
-                "return": ret, "terminated": r.terminated, "truncated": r.truncated, "actions": actions}))?;
-        }
-        progress.tick(a.episodes as u64, "done");
-    });
-    out.flush()?;
-    Ok(())
-}
-
-// ------------------------------------------------------------------------------------
 // demo
 
 #[derive(Args)]
@@ -518,9 +373,9 @@ pub fn throughput(a: &DemoArgs) -> Result<(f64, u64, u64)> {
 pub fn run(c: ArcCmd) -> Result<()> {
     match c {
         ArcCmd::Bench(a) => bench(a),
-        ArcCmd::Replay(a) => replay(a),
+        ArcCmd::Replay(a) => a.run(),
         ArcCmd::Show(a) => show(a),
-        ArcCmd::Rollout(a) => rollout(a),
+        ArcCmd::Rollout(a) => a.run(),
     }
 }
 

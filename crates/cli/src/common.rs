@@ -6,7 +6,6 @@ use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 use kestrel_core::Documented;
 use kestrel_run::{Flow, Launch, Layers, Outcome, Run, RunError, Tick};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::marker::PhantomData;
@@ -193,23 +192,6 @@ impl<R: Run> RunArgs<R> {
         launch(&self.cfg.out_dir, self.threads, |l| {
             kestrel_run::registry::launch::<R>(layers, resume, l)
         })
-    }
-}
-
-impl ConfigArgs {
-    /// The config of a command outside the run registry (`actdyn compare`, `actdyn
-    /// retrain`): `defaults`, the file, the key flags given, then `--set`.
-    pub fn load<T: Serialize + DeserializeOwned + Documented>(
-        &self,
-        defaults: &T,
-        keys: &Keys<T>,
-    ) -> Result<T> {
-        Ok(kestrel_run::load_config(
-            defaults,
-            self.config.as_deref(),
-            keys.layer(defaults)?,
-            &self.set,
-        )?)
     }
 }
 

@@ -6,31 +6,18 @@ use crate::common::RunArgs;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use kestrel_envs::treasure::TreasureObs;
-use kestrel_run::runs::hunt::Hunt;
+use kestrel_run::runs::{hunt::Hunt, hunt_play::HuntPlay};
 use serde_json::json;
-use std::path::PathBuf;
 
 #[derive(Subcommand)]
 pub enum HuntCmd {
     /// Train one IQN learner per agent (sorrel's treasure-hunt defaults).
     Train(Box<RunArgs<Hunt>>),
-    /// Render greedy play of a trained run's checkpoint.
-    Play(PlayArgs),
+    /// Greedy play of a trained run's checkpoint: rewards per epoch, the first epoch's turns
+    /// in one picture.
+    Play(RunArgs<HuntPlay>),
     /// Time an environment turn and an IQN update (batch 64, 12 × 12 quantiles, layer 250).
     Bench(BenchArgs),
-}
-
-#[derive(Args)]
-pub struct PlayArgs {
-    /// A `kestrel hunt train` run folder (its `config.toml` and `checkpoint/`).
-    #[arg(long)]
-    checkpoint: PathBuf,
-    /// Seed of the played world.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output picture, without extension (`.png` and `.svg` are written: every turn's frame).
-    #[arg(long, default_value = "hunt-play")]
-    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -44,13 +31,6 @@ pub struct BenchArgs {
     /// One JSON object.
     #[arg(long)]
     json: bool,
-}
-
-pub fn play(a: PlayArgs) -> Result<()> {
-    let (rewards, png) = kestrel_run::runs::hunt::play(&a.checkpoint, a.seed, &a.out)?;
-    let r: Vec<String> = rewards.iter().map(|r| format!("{r:.0}")).collect();
-    println!("rewards per agent: {}; frames in {}", r.join(", "), png.display());
-    Ok(())
 }
 
 pub fn bench(a: BenchArgs) -> Result<()> {

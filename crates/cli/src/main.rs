@@ -79,13 +79,13 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Nn(nn::NnCmd::Bench(a)) => nn::bench(a),
         Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => a.run(),
-        Cmd::Actdyn(actdyn::ActdynCmd::Compare(a)) => actdyn::compare(*a),
-        Cmd::Actdyn(actdyn::ActdynCmd::Retrain(a)) => actdyn::retrain(*a),
+        Cmd::Actdyn(actdyn::ActdynCmd::Compare(a)) => a.run(),
+        Cmd::Actdyn(actdyn::ActdynCmd::Retrain(a)) => a.run(),
         Cmd::Actdyn(actdyn::ActdynCmd::Bench(a)) => actdyn::bench(a),
         Cmd::Allo(allo::AlloCmd::Train(a)) => a.run(),
         Cmd::Allo(allo::AlloCmd::Bench(a)) => allo::bench(a),
         Cmd::Hunt(hunt::HuntCmd::Train(a)) => a.run(),
-        Cmd::Hunt(hunt::HuntCmd::Play(a)) => hunt::play(a),
+        Cmd::Hunt(hunt::HuntCmd::Play(a)) => a.run(),
         Cmd::Hunt(hunt::HuntCmd::Bench(a)) => hunt::bench(a),
     }
 }

@@ -204,14 +204,14 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("actdyn run --preset e2 --set policy.horizon=0".into(), "horizon"),
         ("actdyn run --preset e2 --set model.dynamics.grid=1".into(), "grid"),
         ("actdyn run --resume /nonexistent/run".into(), "/nonexistent/run"),
-        ("actdyn compare --seeds 5..3".into(), "seeds"),
-        ("actdyn compare --seeds a,b".into(), "seeds"),
+        ("actdyn compare --num-seeds 0".into(), "num_seeds"),
+        ("actdyn compare --seed a".into(), "seed"),
         ("actdyn compare --arms random,greedy".into(), "greedy"),
-        ("actdyn compare --arms active,active".into(), "each arm once"),
+        ("actdyn compare --arms active,active".into(), "each once"),
         ("actdyn bench --threads 100000".into(), "threads"),
         ("actdyn retrain --run /nonexistent/run".into(), "/nonexistent/run"),
         ("actdyn retrain --run /tmp --epochs 0".into(), "epochs"),
-        ("actdyn retrain --run /tmp --set lr=nan".into(), "lr"),
+        ("actdyn retrain --run /tmp --lr nan".into(), "offline.lr"),
         // allo bench
         ("allo bench --steps 0".into(), "steps"),
         ("allo bench --batch 0".into(), "batch"),
@@ -234,7 +234,9 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("hunt train --updates-per-turn=-1".into(), "updates_per_turn"),
         ("hunt train --set order=\"random\"".into(), "random"),
         ("hunt train --resume /nonexistent/run".into(), "/nonexistent/run"),
-        ("hunt play --checkpoint /nonexistent/run".into(), "/nonexistent/run"),
+        ("hunt play --run /nonexistent/run".into(), "/nonexistent/run"),
+        ("hunt play --epochs 0".into(), "epochs"),
+        ("hunt play".into(), "set `run`"),
         ("hunt bench --reps 0".into(), "reps"),
         ("hunt bench --obs hsv".into(), "hsv"),
         // arc
@@ -254,21 +256,23 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         (format!("arc show bad --data {}", bad("task-notrain.json")), "train"),
         (format!("arc show bad --data {}", bad("task-ragged.json")), "task-ragged.json"),
         (format!("arc show bad --data {}", bad("task-notjson.json")), "task-notjson.json"),
-        ("arc replay /nonexistent/trace.jsonl".into(), "/nonexistent/trace.jsonl"),
-        (format!("arc replay {trace_wrap}"), "bbox"),
-        (format!("arc replay {trace_op}"), "op"),
-        (format!("arc replay {trace_pair}"), "pair"),
-        (format!("arc replay {trace_mask}"), "mask"),
-        (format!("arc replay {trace_task}"), "task"),
-        (format!("arc replay {trace_op99}"), "op 99"),
-        (format!("arc replay {trace_json}"), "not JSON"),
-        (format!("arc replay {trace_wrap} --canvas 8"), "canvas"),
+        ("arc replay --traces /nonexistent/trace.jsonl".into(), "/nonexistent/trace.jsonl"),
+        ("arc replay".into(), "set `traces`"),
+        (format!("arc replay --traces {trace_wrap}"), "bbox"),
+        (format!("arc replay --traces {trace_op}"), "op"),
+        (format!("arc replay --traces {trace_pair}"), "pair"),
+        (format!("arc replay --traces {trace_mask}"), "mask"),
+        (format!("arc replay --traces {trace_task}"), "task"),
+        (format!("arc replay --traces {trace_op99}"), "op 99"),
+        (format!("arc replay --traces {trace_json}"), "not JSON"),
+        (format!("arc replay --traces {trace_wrap} --canvas 8"), "canvas"),
         (format!("arc rollout --script {script_bad}"), "point"),
         (format!("arc rollout --script {script_notlist}"), "script2.json"),
         ("arc rollout --script /nonexistent/s.json".into(), "/nonexistent/s.json"),
         ("arc rollout --canvas 7".into(), "canvas"),
-        ("arc rollout --max-steps 0".into(), "max_steps"),
-        (format!("arc replay {trace_op} --max-steps 0"), "max_steps"),
+        ("arc rollout --max-episode-steps 0".into(), "max_episode_steps"),
+        ("arc rollout --sel lasso".into(), "lasso"),
+        ("arc rollout --mode o2arc --bugs all".into(), "bugs"),
         ("arc rollout --task nosuchtask-x".into(), "nosuchtask-x"),
         // nn
         ("nn bench --sizes 0,4".into(), "sizes"),
@@ -284,7 +288,6 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
     ];
     cases.push(("evo run --set pop_size=-1".into(), "pop_size"));
     // Silent acceptances found by issue 33's probe, and issue 29's.
-    cases.push(("actdyn compare --seeds 1,1".into(), "repeated"));
     cases.push(("actdyn bench --reps 0".into(), "--reps"));
     cases.push(("arc show symmetry-0 --cell 0".into(), "--cell"));
     cases.push(("arc show symmetry-0 --cell 100000".into(), "--cell"));

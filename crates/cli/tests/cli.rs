@@ -1,6 +1,6 @@
 //! Smoke runs of every `kestrel` entry point with a tiny budget, and its error messages.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn kestrel(args: &[&str]) -> Output {
@@ -89,10 +89,17 @@ fn show_writes_a_png() {
 
 #[test]
 fn rollout_random_and_scripted() {
-    let out =
-        ok(&["arc", "rollout", "--episodes", "3", "--max-steps", "20", "--tasks-per-family", "2"]);
-    let lines: Vec<serde_json::Value> =
-        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let od = tmp("arc-rollouts");
+    let o = od.to_str().unwrap();
+    let args = ["--episodes", "3", "--max-episode-steps", "20", "--tasks-per-family", "2"];
+    let out = ok(&[&["arc", "rollout", "--out-dir", o][..], &args].concat());
+    assert!(out.contains("3 episodes"), "{out}");
+    let episodes = |out: &str| {
+        let dir = out.rsplit("run folder ").next().unwrap().trim();
+        let text = std::fs::read_to_string(Path::new(dir).join("episodes.jsonl")).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect::<Vec<serde_json::Value>>()
+    };
+    let lines = episodes(&out);
     assert_eq!(lines.len(), 3);
     assert!(lines.iter().all(|l| l["steps"].as_u64().unwrap() <= 20));
     // Scripted: copy the input, then submit; on a border task this is wrong, on any task it
@@ -108,8 +115,10 @@ fn rollout_random_and_scripted() {
         script.to_str().unwrap(),
         "--task",
         "border-1",
+        "--out-dir",
+        o,
     ]);
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let v = &episodes(&out)[0];
     assert_eq!(v["actions"].as_array().unwrap().len(), 3);
 }
 
@@ -127,23 +136,27 @@ fn replay_solves_a_generated_task_and_reports_bad_input() {
         ),
     )
     .unwrap();
-    let out = ok(&["arc", "replay", trace.to_str().unwrap()]);
+    let od = tmp("arc-replays");
+    let t = trace.to_str().unwrap();
+    let out = ok(&["arc", "replay", "--traces", t, "--out-dir", od.to_str().unwrap()]);
+    let dir = out.rsplit("run folder ").next().unwrap().trim();
+    let text = std::fs::read_to_string(Path::new(dir).join("replays.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> =
-        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["rewards"].as_array().unwrap().len(), 2);
     assert_eq!(lines[1]["grid"][0][0], 0);
     assert_eq!(lines[1]["grid"][1][1], 0);
 
     std::fs::write(&trace, "{\"task\": \"symmetry-0\", \"actions\": [{\"op\": \"x\"}]}\n").unwrap();
-    let err = fails(&["arc", "replay", trace.to_str().unwrap()]);
+    let err = fails(&["arc", "replay", "--traces", t]);
     assert!(err.contains("line 1") && err.contains("\"op\"") && err.contains("\"x\""), "{err}");
     std::fs::write(&trace, "{not json\n").unwrap();
-    assert!(fails(&["arc", "replay", trace.to_str().unwrap()]).contains("line 1: not JSON"));
+    assert!(fails(&["arc", "replay", "--traces", t]).contains("line 1: not JSON"));
     std::fs::write(&trace, r#"{"task": "nope", "actions": []}"#).unwrap();
-    assert!(fails(&["arc", "replay", trace.to_str().unwrap()]).contains("\"nope\""));
+    assert!(fails(&["arc", "replay", "--traces", t]).contains("\"nope\""));
     std::fs::write(&trace, r#"{"task": "symmetry-0", "pair": 9, "actions": []}"#).unwrap();
-    assert!(fails(&["arc", "replay", trace.to_str().unwrap()]).contains("pair 9 out of range"));
+    assert!(fails(&["arc", "replay", "--traces", t]).contains("pair 9 out of range"));
 }
 
 #[test]
@@ -496,14 +509,13 @@ fn hunt_train_resume_play_and_bench() {
         .collect();
     assert_eq!(epochs, [0, 1, 2, 3, 4, 5]);
     assert!(!std::fs::read_to_string(&metrics).unwrap().contains("stale"));
-    let stem = tmp("hunt-play");
-    let out = ok(&["hunt", "play", "--checkpoint", r, "--out", stem.to_str().unwrap()]);
-    assert!(out.contains("rewards per agent") && stem.with_extension("png").exists(), "{out}");
-    // An output path ending in .png is taken as given (it was x.png.png).
-    let png = tmp("hunt-play-named.png");
-    ok(&["hunt", "play", "--checkpoint", r, "--out", png.to_str().unwrap()]);
-    assert!(png.exists() && png.with_extension("svg").exists(), "{}", png.display());
-    assert!(!tmp("hunt-play-named.png.png").exists());
+    let played = tmp("hunt-play");
+    let p = played.to_str().unwrap();
+    let out = ok(&["hunt", "play", "--run", r, "--epochs", "2", "--out-dir", p]);
+    assert!(out.contains("rewards per agent"), "{out}");
+    let folder = std::fs::read_dir(&played).unwrap().next().unwrap().unwrap().path();
+    assert!(folder.join("play.png").is_file() && folder.join("play.svg").is_file());
+    assert_eq!(std::fs::read_to_string(folder.join("metrics.jsonl")).unwrap().lines().count(), 2);
     let out = ok(&["hunt", "bench", "--reps", "3", "--json"]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     // The derived figures are the timings' own: GFLOP/s = 1000 MFLOP / µs, the ratio to the
@@ -515,7 +527,7 @@ fn hunt_train_resume_play_and_bench() {
     assert!(f("turn_us").is_finite() && f("act_us").is_finite(), "{v}");
     let e = fails(&["hunt", "train", "--obs", "hsv", "--out-dir", o]);
     assert!(e.contains("hsv") && e.contains("obs"), "{e}");
-    let e = fails(&["hunt", "play", "--checkpoint", "/nonexistent/run"]);
+    let e = fails(&["hunt", "play", "--run", "/nonexistent/run"]);
     assert!(e.contains("/nonexistent/run"), "{e}");
 }
 
@@ -609,20 +621,17 @@ fn actdyn_active_fixed_and_compare_run() {
     assert!(out.contains("run folder"), "{out}");
     let dir = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
     assert!(dir.join("coverage.png").is_file());
+    // The comparison's experiment is its `base` table.
     let od = tmp("actdyn-compare");
-    let mut args = vec![
-        "actdyn",
-        "compare",
-        "--steps",
-        "12",
-        "--seeds",
-        "0..2",
-        "--out-dir",
-        od.to_str().unwrap(),
-    ];
-    args.extend(SMALL_EVAL);
-    args.extend(small_plan);
-    let out = ok(&args);
+    let mut args: Vec<String> =
+        ["actdyn", "compare", "--base.steps", "12", "--num-seeds", "2", "--out-dir"]
+            .map(String::from)
+            .into();
+    args.push(od.display().to_string());
+    for a in SMALL_EVAL.iter().chain(&small_plan) {
+        args.push(if *a == "--set" { a.to_string() } else { format!("base.{a}") });
+    }
+    let out = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(out.contains("4 runs"), "{out}");
     let dir = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
     let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
@@ -657,7 +666,7 @@ fn actdyn_retrain_reads_the_saved_transitions() {
         "--chunk",
         "20",
         "--set",
-        "batch=2",
+        "offline.batch=2",
         "--out-dir",
         out_dir.to_str().unwrap(),
     ]);

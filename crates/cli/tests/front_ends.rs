@@ -9,9 +9,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A tiny config per kind (a few seconds in all on 2 cores).
-fn tiny(kind: RunKind) -> &'static str {
-    match kind {
+/// A tiny config per kind (a few seconds in all on 2 cores); a kind that reads another run's
+/// folder gets one made under `root`.
+fn tiny(kind: RunKind, root: &Path) -> String {
+    let text = match kind {
         RunKind::Evo => "problem = \"sphere\"\nnum_dims = 3\ngenerations = 6",
         RunKind::Qd => "num_dims = 4\ngenerations = 3\nbatch_size = 8\ncells = 5\nnum_emitters = 2",
         RunKind::MppiRun => "steps = 6\n[mppi]\nnum_samples = 32",
@@ -24,7 +25,41 @@ fn tiny(kind: RunKind) -> &'static str {
             "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0"
         }
         RunKind::Actdyn => "steps = 40\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
-    }
+        RunKind::ActdynCompare => {
+            "num_seeds = 2\n[base]\nsteps = 30\n[base.policy]\nsamples = 8\nelites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5"
+        }
+        RunKind::ArcRollout => {
+            "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1\nmax_episode_steps = 20"
+        }
+        RunKind::ArcReplay => {
+            let src = source_run(RunKind::ArcRollout, &tiny(RunKind::ArcRollout, root), root);
+            let traces = src.join("episodes.jsonl");
+            return format!("traces = \"{}\"\n[env]\ncanvas = 10", traces.display());
+        }
+        RunKind::HuntPlay => {
+            let src = source_run(RunKind::Hunt, &tiny(RunKind::Hunt, root), root);
+            return format!("run = \"{}\"\nepochs = 2", src.display());
+        }
+        RunKind::ActdynRetrain => {
+            let actdyn = format!("save_every = 20\n{}", tiny(RunKind::Actdyn, root));
+            let src = source_run(RunKind::Actdyn, &actdyn, root);
+            return format!(
+                "run = \"{}\"\n[offline]\nepochs = 2\nchunk = 20\nbatch = 2",
+                src.display()
+            );
+        }
+    };
+    text.to_string()
+}
+
+/// A finished run of `kind` under `config` in its own folder under `root`, for the kinds that
+/// read one.
+fn source_run(kind: RunKind, config: &str, root: &Path) -> PathBuf {
+    let out = root.join(format!("source-{kind}"));
+    let mut p = kestrel_run::quiet;
+    let l = Launch { out_dir: out.clone(), argv: vec!["test".into()], progress: &mut p };
+    let table: toml::Table = config.parse().unwrap();
+    kind.launch(Layers::table(&table), None, l).unwrap().dir
 }
 
 /// Wall-clock figures differ between any two runs; everything else must not.
@@ -73,7 +108,7 @@ fn every_kind_runs_the_same_from_the_cli_a_sweep_cell_and_the_registry() {
     std::fs::create_dir_all(&root).unwrap();
     for kind in RunKind::ALL {
         let name = kind.name();
-        let table: toml::Table = tiny(kind).parse().unwrap();
+        let table: toml::Table = tiny(kind, &root).parse().unwrap();
         // The CLI: the config `kestrel config` prints for these keys, fed back with --config.
         let cfg = root.join(format!("{name}.toml"));
         let mut sets = Vec::new();

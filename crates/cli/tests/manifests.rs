@@ -219,9 +219,9 @@ fn hunt_and_actdyn_resumes_refuse_edited_configs() {
     let o = kestrel(&[
         "hunt",
         "play",
-        "--checkpoint",
+        "--run",
         d.to_str().unwrap(),
-        "--out",
+        "--out-dir",
         root.join("p").to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1));

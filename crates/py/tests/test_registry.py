@@ -14,7 +14,8 @@ import pytest
 
 import kestrel
 
-KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "mppi-qd", "allo", "hunt", "actdyn"]
+KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "mppi-qd", "allo", "hunt", "hunt-play", "actdyn", "actdyn-compare",
+         "actdyn-retrain", "arc-rollout", "arc-replay"]
 
 
 def test_every_kind_is_listed_with_its_command_and_its_defaults_round_trip(tmp_path):
@@ -146,7 +147,16 @@ TINY = {
     "hunt": {"epochs": 2, "env": {"height": 9, "width": 9, "max_turns": 12, "num_agents": 2}, "layer": 16,
              "batch_size": 8, "capacity": 64, "record_every": 0},
     "actdyn": {"steps": 40, "eval": {"episodes": 2, "starts": 10, "samples": 5}},
+    "actdyn-compare": {"num_seeds": 2, "arms": ["random"], "base": {"steps": 30, "eval": {"episodes": 2, "starts": 10,
+                                                                                        "samples": 5}}},
+    # These read a finished run's folder (`run`), made first from the kind named here.
+    "arc-rollout": {"episodes": 3, "env": {"canvas": 10, "tasks_per_family": 1, "max_episode_steps": 20}},
+    "hunt-play": {"epochs": 2},
+    "arc-replay": {"env": {"canvas": 10}},
+    "actdyn-retrain": {"offline": {"epochs": 2, "chunk": 20, "batch": 2}},
 }
+SOURCE = {"hunt-play": ("hunt", {}), "actdyn-retrain": ("actdyn", {"save_every": 20})}
+# arc-replay plays back the episodes a rollout wrote.
 
 
 def _timeless(d: dict) -> dict:
@@ -167,13 +177,20 @@ def _sets(d: dict, prefix=""):
 def test_every_kind_runs_the_same_from_python_and_the_cli(kind, tmp_path):
     """A Python dict and the same keys as `--set` on the command line give the same run."""
     assert set(TINY) == set(KINDS)
-    a = kestrel.run(kind, TINY[kind], out_dir=tmp_path / "py")
+    config = dict(TINY[kind])
+    if kind in SOURCE:
+        src, extra = SOURCE[kind]
+        config["run"] = str(kestrel.run(src, {**TINY[src], **extra}, out_dir=tmp_path / "source").dir)
+    if kind == "arc-replay":
+        rollout = kestrel.run("arc-rollout", TINY["arc-rollout"], out_dir=tmp_path / "source")
+        config["traces"] = str(rollout.dir / "episodes.jsonl")
+    a = kestrel.run(kind, config, out_dir=tmp_path / "py")
     root = Path(__file__).resolve().parents[3]
     cli = next((str(p) for p in (root / "target/debug/kestrel", root / "target/release/kestrel") if p.exists()),
                shutil.which("kestrel"))
     if cli is None:
         pytest.skip("no kestrel binary built (tools/test-all builds it before the Python tests)")
-    cmd = [cli, *kestrel.run_kinds()[kind].split(), *_sets(TINY[kind]), "--out-dir", str(tmp_path / "cli")]
+    cmd = [cli, *kestrel.run_kinds()[kind].split(), *_sets(config), "--out-dir", str(tmp_path / "cli")]
     out = subprocess.run(cmd, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     (b,) = [p for p in (tmp_path / "cli").iterdir() if (p / "record.json").exists()]

@@ -234,8 +234,18 @@ pub enum RunKind {
     Allo,
     /// `kestrel hunt train`: IQN agents on the multi-agent treasure hunt.
     Hunt,
+    /// `kestrel hunt play`: greedy play of a trained hunt.
+    HuntPlay,
     /// `kestrel actdyn run`: active learning of latent dynamics.
     Actdyn,
+    /// `kestrel actdyn compare`: random against active collection on the same seeds.
+    ActdynCompare,
+    /// `kestrel actdyn retrain`: offline retraining of a run on its saved transitions.
+    ActdynRetrain,
+    /// `kestrel arc rollout`: ARC episodes under a random or scripted policy.
+    ArcRollout,
+    /// `kestrel arc replay`: action traces played back in the ARC environment.
+    ArcReplay,
 }
 
 /// Runs `$body` with `$R` the [`Run`] type of `$kind`: the one `match` on run kinds.
@@ -270,8 +280,28 @@ macro_rules! with_run {
                 type $R = runs::hunt::Hunt;
                 $body
             }
+            RunKind::HuntPlay => {
+                type $R = runs::hunt_play::HuntPlay;
+                $body
+            }
             RunKind::Actdyn => {
                 type $R = runs::actdyn::Actdyn;
+                $body
+            }
+            RunKind::ActdynCompare => {
+                type $R = runs::actdyn_compare::ActdynCompare;
+                $body
+            }
+            RunKind::ActdynRetrain => {
+                type $R = runs::actdyn_retrain::ActdynRetrain;
+                $body
+            }
+            RunKind::ArcRollout => {
+                type $R = runs::arc_rollout::ArcRollout;
+                $body
+            }
+            RunKind::ArcReplay => {
+                type $R = runs::arc_replay::ArcReplay;
                 $body
             }
         }
@@ -280,7 +310,7 @@ macro_rules! with_run {
 
 impl RunKind {
     /// Every kind, in the order `kestrel config` lists them.
-    pub const ALL: [RunKind; 8] = [
+    pub const ALL: [RunKind; 13] = [
         RunKind::Evo,
         RunKind::Qd,
         RunKind::MppiRun,
@@ -288,7 +318,12 @@ impl RunKind {
         RunKind::MppiQd,
         RunKind::Allo,
         RunKind::Hunt,
+        RunKind::HuntPlay,
         RunKind::Actdyn,
+        RunKind::ActdynCompare,
+        RunKind::ActdynRetrain,
+        RunKind::ArcRollout,
+        RunKind::ArcReplay,
     ];
 
     /// The config spelling (`mppi-tune`).

@@ -912,8 +912,49 @@ checkpoint_every = 20
                 "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nsamples = 2000\n[base.asymexp]\nversion = \"final\"",
             ),
             base("allo", "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nsamples = 2000"),
+            base(
+                "actdyn-compare",
+                "num_seeds = 2\n[base.base]\nsteps = 30\n[base.base.policy]\nsamples = 8\nelites = 4\niterations = 2\n[base.base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
+            ),
         ];
+        // A retraining reads a finished `actdyn` run's folder.
         let out = tmp("kinds");
+        let mut p = crate::quiet;
+        let l = Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
+        let src: toml::Table =
+            "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5"
+                .parse()
+                .unwrap();
+        let src = RunKind::Actdyn.launch(Layers::table(&src), None, l).unwrap().dir;
+        let retrain = format!(
+            "run = \"{}\"\n[base.offline]\nepochs = 2\nchunk = 20\nbatch = 2",
+            src.display()
+        );
+        // A replay plays back a rollout's episodes.
+        let mut p = crate::quiet;
+        let l = Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
+        let src: toml::Table =
+            "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1".parse().unwrap();
+        let src = RunKind::ArcRollout.launch(Layers::table(&src), None, l).unwrap().dir;
+        let replay = format!(
+            "traces = \"{}\"\n[base.env]\ncanvas = 10",
+            src.join("episodes.jsonl").display()
+        );
+        // Play reads a finished `hunt` run's folder.
+        let mut p = crate::quiet;
+        let l = Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
+        let src: toml::Table = "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0".parse().unwrap();
+        let src = RunKind::Hunt.launch(Layers::table(&src), None, l).unwrap().dir;
+        let play = format!("run = \"{}\"\nepochs = 2", src.display());
+        let specs: Vec<String> = specs
+            .into_iter()
+            .chain([base("actdyn-retrain", &retrain), base("hunt-play", &play)])
+            .chain([base(
+                "arc-rollout",
+                "episodes = 3\n[base.env]\ncanvas = 10\ntasks_per_family = 1",
+            )])
+            .chain([base("arc-replay", &replay)])
+            .collect();
         for (i, text) in specs.iter().enumerate() {
             let out = out.join(i.to_string());
             let s = Sweep::plan(text, "spec.toml", &out).unwrap_or_else(|e| panic!("{text}: {e}"));

@@ -73,15 +73,15 @@ fn e1_is_in_distribution_with_the_reference_anchors() {
     }
     let out = std::env::temp_dir().join(format!("kestrel-e1-fidelity-{}", std::process::id()));
     let mut p = kestrel_run::quiet;
-    let c = ActdynConfig { steps: 5000, ..ActdynConfig::e1() };
+    use kestrel_run::runs::actdyn_compare::{ArmKind, CompareConfig};
+    let c = CompareConfig {
+        base: ActdynConfig { steps: 5000, ..ActdynConfig::e1() },
+        seed: 0,
+        num_seeds: 8,
+        arms: vec![ArmKind::Random],
+    };
     let launch = Launch { out_dir: out.clone(), argv: vec![], progress: &mut p };
-    let o = kestrel_run::runs::actdyn::compare(
-        c,
-        (0..8).collect(),
-        vec![kestrel_run::runs::actdyn::ArmKind::Random],
-        launch,
-    )
-    .unwrap();
+    let o = kestrel_run::runs::actdyn_compare::run(c, launch).unwrap();
     let comp: Value =
         serde_json::from_str(&std::fs::read_to_string(o.dir.join("comparison.json")).unwrap())
             .unwrap();

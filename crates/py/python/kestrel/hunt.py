@@ -12,3 +12,11 @@ def train(config: dict | str | None = None, *, out_dir="runs", resume=None, thre
     5.0, ...}` (the world: `kestrel.config("TreasureHunt-v0")`), ...); `kestrel.config("hunt")`
     lists them all."""
     return _run("hunt", config, out_dir=out_dir, resume=resume, threads=threads, progress=progress, **kw)
+
+
+def play(run, config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True,
+         **kw) -> RunResult:
+    """Greedy play (ε = 0, no learning) of the trained run folder `run` into a new run folder:
+    every agent's reward per epoch and the first epoch's turns in `play.png`; keys as `kestrel
+    hunt play --config` (`epochs`, `seed`)."""
+    return _run("hunt-play", config, out_dir=out_dir, threads=threads, progress=progress, run=str(run), **kw)

@@ -6,10 +6,8 @@ use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
 use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
 use kestrel_actdyn::eval::{Evaluation, learned_field};
-use kestrel_actdyn::offline::{OfflineConfig, Transitions};
 use kestrel_actdyn::online::{ActiveRun, StepRecord};
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series, Sketch};
-use rayon::prelude::*;
 use serde_json::json;
 use std::path::Path;
 
@@ -35,7 +33,7 @@ pub struct Curves {
 }
 
 #[derive(Default)]
-struct CurveAcc {
+pub(crate) struct CurveAcc {
     c: Curves,
     bin: [f64; 4],
     last: std::collections::VecDeque<[f64; 3]>,
@@ -43,7 +41,7 @@ struct CurveAcc {
 }
 
 impl CurveAcc {
-    fn push(&mut self, step: u64, logged: [f64; 3]) {
+    pub(crate) fn push(&mut self, step: u64, logged: [f64; 3]) {
         let elbo = -logged[0];
         self.first.get_or_insert(elbo);
         self.bin[0] += elbo;
@@ -63,7 +61,7 @@ impl CurveAcc {
             self.bin = [0.0; 4];
         }
     }
-    fn finish(mut self) -> Curves {
+    pub(crate) fn finish(mut self) -> Curves {
         let n = self.last.len().max(1) as f64;
         self.c.elbo_first = self.first.unwrap_or(f64::NAN);
         self.c.elbo_last100 = self.last.iter().map(|v| v[0]).sum::<f64>() / n;
@@ -93,7 +91,7 @@ fn metrics_line(r: &StepRecord, t: usize, ny: usize) -> serde_json::Value {
     v
 }
 
-fn failed(e: impl std::fmt::Display) -> RunError {
+pub(crate) fn failed(e: impl std::fmt::Display) -> RunError {
     RunError::Failed(e.to_string())
 }
 
@@ -176,7 +174,7 @@ impl Run for Actdyn {
 /// The run of `c` from the newest checkpoint set at `ck` that verifies against `stamp` (its
 /// step checked against the manifest's), with the note saying which set when it was not the
 /// newest; `None` when no set was ever completed.
-fn load_set(
+pub(crate) fn load_set(
     c: &ActdynConfig,
     ck: &Path,
     stamp: &kestrel_nn::Stamp,
@@ -392,139 +390,6 @@ fn save_transitions(run: &mut ActiveRun, dir: &Path) -> Result<(), RunError> {
     std::fs::rename(&tmp, &path).map_err(|e| RunError::io(&path, "cannot replace", e))
 }
 
-/// Every saved transition of a run folder, in step order.
-pub fn load_transitions(dir: &Path) -> Result<Transitions, RunError> {
-    let folder = dir.join("transitions");
-    let mut files: Vec<_> = std::fs::read_dir(&folder)
-        .map_err(|e| RunError::io(&folder, "cannot read", e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
-        .collect();
-    files.sort();
-    let mut out = Transitions::default();
-    let mut next = 1u64;
-    for f in files {
-        let t =
-            kestrel_nn::load_safetensors::<f64>(&f).map_err(kestrel_actdyn::ActdynError::from)?;
-        let bad = |what: &str| RunError::Failed(format!("{}: {what}", f.display()));
-        let first: u64 = t
-            .metadata
-            .get("first_step")
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| bad("no first_step"))?;
-        if first != next {
-            return Err(bad(&format!(
-                "starts at step {first}, expected {next} (a chunk is missing)"
-            )));
-        }
-        let (Some((ys, y)), Some((_, a))) = (t.get("next_obs"), t.get("action")) else {
-            return Err(bad("lacks next_obs or action"));
-        };
-        if ys.len() != 2 || a.len() != 2 * ys[0] || (out.obs_dim != 0 && out.obs_dim != ys[1]) {
-            return Err(bad("shapes do not match"));
-        }
-        out.obs_dim = ys[1];
-        out.next_obs.extend_from_slice(y);
-        out.action.extend_from_slice(a);
-        next += ys[0] as u64;
-    }
-    if out.is_empty() {
-        return Err(RunError::Failed(format!("{}: no saved transitions", folder.display())));
-    }
-    Ok(out)
-}
-
-/// Offline retraining of a finished (or checkpointed) run on its saved transitions, into a new
-/// folder: the run's model from its checkpoint, `retrain` epochs of AdamW, evaluations before
-/// and after on the run's validation data, `metrics.jsonl` (one line per epoch),
-/// `params.safetensors`, `summary.md/json`.
-pub fn retrain(
-    run_dir: &Path,
-    off: OfflineConfig,
-    launch: Launch<'_>,
-) -> Result<Outcome, RunError> {
-    off.validate()?;
-    let cfg_path = run_dir.join("config.toml");
-    let c: ActdynConfig =
-        crate::load_config(&ActdynConfig::default(), Some(&cfg_path), toml::Table::new(), &[])?;
-    let ck = run_dir.join("checkpoint");
-    let Some((mut run, _)) = load_set(&c, &ck, &crate::registry::stamp::<Actdyn>(&c))? else {
-        return Err(RunError::Failed(format!("{}: no complete checkpoint", ck.display())));
-    };
-    let data = load_transitions(run_dir)?;
-    // Everything the retraining refuses is refused before the folder exists.
-    kestrel_actdyn::offline::check_data(run.model(), &data, &off)?;
-    let (dir, mut metrics) = start(&launch, "actdyn", "retrain", off.seed, &off)?;
-    let mut launch = launch;
-    let r = (|| -> Result<String, RunError> {
-        let val = run.validation_data();
-        let before = run.evaluate(&val);
-        let mut params = run.params.clone();
-        let mut progress = launch.progress(off.epochs, "epochs");
-        let mut last = f64::NAN;
-        let mut log_err = None;
-        let model = run.model();
-        kestrel_actdyn::offline::retrain(model, &mut params, &data, &off, |e| {
-            last = e.loss_per_t;
-            if let Err(err) = metrics
-                .log(e.epoch, json!({"loss_per_t": e.loss_per_t, "elbo_per_t": -e.loss_per_t}))
-            {
-                log_err = Some(err);
-                return false;
-            }
-            progress.tick(e.epoch, &format!("ELBO/T {:.3}", -e.loss_per_t))
-        })?;
-        if let Some(e) = log_err {
-            return Err(e);
-        }
-        metrics.finish()?;
-        progress.stopped()?;
-        run.params.copy_from_slice(&params);
-        let after = run.evaluate(&val);
-        let names: Vec<(String, Vec<usize>, &[f64])> =
-            vec![("params".into(), vec![params.len()], &params[..])];
-        kestrel_nn::save_safetensors(
-            &dir.join("params.safetensors"),
-            &names,
-            &[("source", run_dir.display().to_string())],
-        )
-        .map_err(kestrel_actdyn::ActdynError::from)?;
-        let r2 = |e: &Evaluation, k: usize| e.obs_r2_by_k.get(k).copied().unwrap_or(f64::NAN);
-        Summary::new(format!("actdyn retrain of {}", run_dir.display()))
-            .value("transitions", "saved transitions", data.len())
-            .value("elbo_last_epoch", "ELBO/T, last epoch", -last)
-            .value("obs_r2_k5_before", "observation R², k = 5, before", r2(&before, 5))
-            .value("obs_r2_k5_after", "observation R², k = 5, after", r2(&after, 5))
-            .value("latent_r2_0_before", "latent R² dim 0, before", before.latent_r2[0])
-            .value("latent_r2_0_after", "latent R² dim 0, after", after.latent_r2[0])
-            .value("vf_rel_err_before", "VF relative error, before", before.vf_rel_err)
-            .value("vf_rel_err_after", "VF relative error, after", after.vf_rel_err)
-            .value("commit", "commit", COMMIT)
-            .file("config.toml", "the offline config")
-            .file("metrics.jsonl", "one line per epoch")
-            .file("params.safetensors", "the retrained parameters (flat, the run's layout)")
-            .write(dir.path())?;
-        crate::write_atomic(
-            &dir.join("evaluation.json"),
-            serde_json::to_string_pretty(&json!({"before": before, "after": after}))
-                .map_err(failed)?
-                .as_bytes(),
-        )?;
-        Ok(format!(
-            "ELBO/T {:.3} after {} epochs on {} transitions; VF error {:.3e} -> {:.3e}, obs R² k=5 {:.3} -> {:.3}; run folder {}",
-            -last,
-            off.epochs,
-            data.len(),
-            before.vf_rel_err,
-            after.vf_rel_err,
-            r2(&before, 5),
-            r2(&after, 5),
-            dir.path().display()
-        ))
-    })();
-    finish(dir, r)
-}
-
 fn plot_curves(c: &Curves, title: &str) -> LinePlot {
     let pts = |v: &[f64]| c.step.iter().zip(v).map(|(&s, &y)| (s as f64, y)).collect::<Vec<_>>();
     LinePlot::new(format!("training curves: {title}"))
@@ -612,326 +477,40 @@ fn coverage_map(run: &ActiveRun) -> Option<Heatmaps> {
     Some(h)
 }
 
-/// One comparison metric of a run.
-type MetricFn = Box<dyn Fn(&ArmResult) -> f64>;
-
-/// An arm of a comparison: the policy every seed runs with (the paper's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArmKind {
-    /// The run's config with the random policy.
-    Random,
-    /// The run's config with iCEM on the Fisher information.
-    Active,
-}
-
-impl ArmKind {
-    /// Every arm.
-    pub const ALL: [ArmKind; 2] = [ArmKind::Random, ArmKind::Active];
-
-    /// Its one spelling (`random`, `active`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ArmKind::Random => "random",
-            ArmKind::Active => "active",
-        }
-    }
-
-    /// The arms a comma list names (`random,active`); an unknown arm is an error naming it
-    /// ([`compare`] refuses a repeated one).
-    pub fn parse_list(list: &str) -> Result<Vec<ArmKind>, RunError> {
-        list.split(',')
-            .map(str::trim)
-            .map(|s| {
-                ArmKind::ALL.into_iter().find(|a| a.name() == s).ok_or_else(|| {
-                    kestrel_core::Invalid::new("arms", format!("{s:?}"), "random, active").into()
-                })
-            })
-            .collect()
-    }
-
-    fn policy(self) -> PolicyKind {
-        match self {
-            ArmKind::Random => PolicyKind::Random,
-            ArmKind::Active => PolicyKind::Icem,
-        }
-    }
-}
-
-/// What one arm of a comparison gave on one seed.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ArmResult {
-    /// `random` or `active`.
-    pub arm: String,
-    /// Seed.
-    pub seed: u64,
-    /// Final evaluation.
-    pub evaluation: Evaluation,
-    /// Training curves.
-    pub curves: Curves,
-    /// Fraction of RBF centres visited.
-    pub covered_fraction: Option<f64>,
-    /// Wall time of the run (s).
-    pub seconds: f64,
-}
-
-/// Runs `c` with the given policy to the end (no folder), returning its evaluation.
-pub fn run_quiet(c: &ActdynConfig) -> Result<(Evaluation, Curves, Option<f64>, f64), RunError> {
-    let t0 = std::time::Instant::now();
-    // Nothing is persisted here, so transitions are not kept.
-    let mut run = ActiveRun::new(ActdynConfig { save_every: 0, ..c.clone() })?;
-    let mut acc = CurveAcc::default();
-    let t = c.train.window;
-    while run.steps_done() < c.steps {
-        let r = run.step()?;
-        if let Some(tr) = &r.train {
-            acc.push(r.step, tr.terms.logged(t, c.env.obs_dim, 2));
-        }
-    }
-    let data = run.validation_data();
-    let e = run.evaluate(&data);
-    Ok((e, acc.finish(), run.covered_fraction(), t0.elapsed().as_secs_f64()))
-}
-
-/// Mean and 95 % confidence half-width (Student t) of the finite values, with their count.
-pub fn mean_ci(v: &[f64]) -> (f64, f64, usize) {
-    let x: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    let st = crate::stats::Stats::of(&x);
-    (st.mean, st.ci95, st.n)
-}
-
-/// Median and a distribution-free confidence interval for it of at least 95 % coverage (order
-/// statistics x_(k) and x_(n+1−k) with the largest k whose binomial tail P(Bin(n, ½) < k) is at
-/// most 2.5 %; the whole range when n < 6). −∞ counts as the smallest value; NaN is dropped.
-pub fn median_ci(v: &[f64]) -> (f64, f64, f64) {
-    let mut x: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
-    if x.is_empty() {
-        return (f64::NAN, f64::NAN, f64::NAN);
-    }
-    x.sort_by(|a, b| a.total_cmp(b));
-    let n = x.len();
-    // P(Bin(n, ½) ≤ j) accumulated in f64.
-    let mut k = 1;
-    let (mut cdf, mut pmf) = (0.0f64, 0.5f64.powi(n as i32));
-    for j in 0..n {
-        cdf += pmf;
-        if cdf > 0.025 {
-            break;
-        }
-        k = j + 1;
-        pmf *= (n - j) as f64 / (j + 1) as f64;
-    }
-    let k = k.min(n.div_ceil(2));
-    (median(&x), x[k - 1], x[n - k])
-}
-
-/// A summary cell (median [CI]; mean ± CI (n)) and the same numbers as JSON.
-fn describe(v: &[f64]) -> (String, serde_json::Value) {
-    let (m, ci, n) = mean_ci(v);
-    let (med, lo, hi) = median_ci(v);
-    let text = format!(
-        "{} [{}, {}]; mean {} ± {} (n {n})",
-        short(med),
-        short(lo),
-        short(hi),
-        short(m),
-        short(ci)
-    );
-    (text, json!({"mean": m, "ci95": ci, "median": med, "median_ci": [lo, hi], "n": n}))
-}
-
-/// A number in a short form: 4 decimals, or scientific when very large or small.
-pub fn short(x: f64) -> String {
-    if x.is_finite() && x != 0.0 && (x.abs() >= 1e4 || x.abs() < 1e-3) {
-        format!("{x:.3e}")
-    } else {
-        format!("{x:.4}")
-    }
-}
-
-/// Median of the values (NaN when empty; −∞ counts as smallest).
-pub fn median(v: &[f64]) -> f64 {
-    let mut x: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
-    if x.is_empty() {
-        return f64::NAN;
-    }
-    x.sort_by(|a, b| a.total_cmp(b));
-    let n = x.len();
-    if n % 2 == 1 { x[n / 2] } else { 0.5 * (x[n / 2 - 1] + x[n / 2]) }
-}
-
-/// Runs the arms (`random`: `c` with the random policy; `active`: `c` with iCEM) on every
-/// seed, one experiment per thread, into one folder: `results.jsonl` (one line per run),
-/// `summary.md/json` (per metric: mean ± 95 % CI and median per arm, and the paired
-/// difference active − random).
-pub fn compare(
-    c: ActdynConfig,
-    seeds: Vec<u64>,
-    arms: Vec<ArmKind>,
-    launch: Launch<'_>,
-) -> Result<Outcome, RunError> {
-    c.validate()?;
-    if seeds.is_empty() || seeds.len() > 10_000 {
-        return Err(kestrel_core::Invalid::new("seeds", seeds.len(), "1 to 10000 seeds").into());
-    }
-    if arms.is_empty() || (1..arms.len()).any(|i| arms[..i].contains(&arms[i])) {
-        let names: Vec<&str> = arms.iter().map(|a| a.name()).collect();
-        return Err(kestrel_core::Invalid::new("arms", names.join(","), "each arm once").into());
-    }
-    let mut jobs = Vec::new();
-    for arm in &arms {
-        for &seed in &seeds {
-            let mut cfg = c.clone();
-            cfg.policy.kind = arm.policy();
-            cfg.seed = seed;
-            cfg.validate()?;
-            jobs.push((arm.name().to_string(), cfg));
-        }
-    }
-    let arms: Vec<String> = arms.iter().map(|a| a.name().to_string()).collect();
-    let (dir, mut metrics) =
-        start(&launch, "actdyn", &format!("compare-{}", arms.join("-")), seeds[0], &c)?;
-    let launch = std::sync::Mutex::new(launch);
-    // Why the launch stopped the comparison: later jobs do not start (running ones finish).
-    let stop: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let total = jobs.len() as u64;
-    let r = (|| -> Result<String, RunError> {
-        let results: Vec<Result<ArmResult, RunError>> = jobs
-            .par_iter()
-            .with_max_len(1)
-            .map(|(arm, cfg)| {
-                if let Some(why) = stop.lock().ok().and_then(|s| s.clone()) {
-                    return Err(RunError::Stopped(why));
-                }
-                let (evaluation, curves, covered_fraction, seconds) = run_quiet(cfg)?;
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                if let Ok(mut l) = launch.lock() {
-                    let mut p = l.progress(total, "runs");
-                    p.tick(n, &format!("{arm} seed {} in {seconds:.1} s", cfg.seed));
-                    if let (Err(RunError::Stopped(why)), Ok(mut s)) = (p.stopped(), stop.lock()) {
-                        *s = Some(why);
-                    }
-                }
-                Ok(ArmResult {
-                    arm: arm.clone(),
-                    seed: cfg.seed,
-                    evaluation,
-                    curves,
-                    covered_fraction,
-                    seconds,
-                })
-            })
-            .collect();
-        let results: Vec<ArmResult> = results.into_iter().collect::<Result<_, _>>()?;
-        for (i, r) in results.iter().enumerate() {
-            metrics.log(i as u64 + 1, serde_json::to_value(r).map_err(failed)?)?;
-        }
-        metrics.finish()?;
-        let metric_fns: Vec<(&str, &str, MetricFn)> = vec![
-            ("elbo_last100", "ELBO/T (last 100)", Box::new(|r| r.curves.elbo_last100)),
-            ("ll_last100", "LL/T/N_y (last 100)", Box::new(|r| r.curves.ll_last100)),
-            ("kl_last100", "KL/T/D (last 100)", Box::new(|r| r.curves.kl_last100)),
-            ("obs_r2_k0", "obs R² k=0", Box::new(|r| r.evaluation.obs_r2_by_k[0])),
-            (
-                "obs_r2_k5",
-                "obs R² k=5",
-                Box::new(|r| r.evaluation.obs_r2_by_k.get(5).copied().unwrap_or(f64::NAN)),
-            ),
-            (
-                "obs_r2_k10",
-                "obs R² k=10",
-                Box::new(|r| r.evaluation.obs_r2_by_k.get(10).copied().unwrap_or(f64::NAN)),
-            ),
-            ("latent_r2_0", "latent R² dim 0", Box::new(|r| r.evaluation.latent_r2[0])),
-            ("latent_r2_1", "latent R² dim 1", Box::new(|r| r.evaluation.latent_r2[1])),
-            (
-                "log10_vf_rel_err",
-                "log10 VF rel. error",
-                Box::new(|r| r.evaluation.vf_rel_err.log10()),
-            ),
-            (
-                "covered_fraction",
-                "RBF centres visited",
-                Box::new(|r| r.covered_fraction.unwrap_or(f64::NAN)),
-            ),
-            ("seconds", "wall time per run (s)", Box::new(|r| r.seconds)),
-        ];
-        let mut rows = Vec::new();
-        let mut json_rows = serde_json::Map::new();
-        for (key, label, f) in &metric_fns {
-            let mut row = vec![label.to_string()];
-            let mut j = serde_json::Map::new();
-            for arm in &arms {
-                let v: Vec<f64> = results.iter().filter(|r| &r.arm == arm).map(f).collect();
-                let (text, mut stats) = describe(&v);
-                row.push(text);
-                stats["values"] = json!(v);
-                j.insert(arm.clone(), stats);
-            }
-            if arms.len() == 2 {
-                let d: Vec<f64> = seeds
-                    .iter()
-                    .filter_map(|s| {
-                        let a = results.iter().find(|r| r.arm == arms[1] && r.seed == *s)?;
-                        let b = results.iter().find(|r| r.arm == arms[0] && r.seed == *s)?;
-                        Some(f(a) - f(b))
-                    })
-                    .collect();
-                let (text, mut stats) = describe(&d);
-                let wins = d.iter().filter(|x| **x > 0.0).count();
-                row.push(format!("{text}; {wins} seeds > 0"));
-                stats["positive"] = json!(wins);
-                j.insert("paired_difference".into(), stats);
-            }
-            rows.push(row);
-            json_rows.insert(key.to_string(), serde_json::Value::Object(j));
-        }
-        let mut header: Vec<String> = vec!["metric".into()];
-        header.extend(arms.iter().map(|a| format!("{a}: median [95% CI]; mean ± 95% CI")));
-        if arms.len() == 2 {
-            header.push(format!("{} − {} (paired, per seed)", arms[1], arms[0]));
-        }
-        let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
-        crate::write_atomic(
-            &dir.join("comparison.json"),
-            serde_json::to_string_pretty(&serde_json::Value::Object(json_rows))
-                .map_err(failed)?
-                .as_bytes(),
-        )?;
-        Summary::new(format!(
-            "actdyn compare: {} on {} seeds, {:?} profile, {} steps",
-            arms.join(" vs "),
-            seeds.len(),
-            c.profile,
-            c.steps
-        ))
-        .value("seeds", "seeds", format!("{seeds:?}"))
-        .value("commit", "commit", COMMIT)
-        .table("comparison", &header_refs, rows)
-        .file("config.toml", "the base config (the policy is set per arm)")
-        .file("metrics.jsonl", "one line per run: its evaluation and curves")
-        .file("comparison.json", "per metric and arm: mean, 95% CI, median, values")
-        .write(dir.path())?;
-        Ok(format!("{} runs; run folder {}", results.len(), dir.path().display()))
-    })();
-    finish(dir, r)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Bins of 100 steps hold their means; the last-100 figures are over the last 100 calls.
     #[test]
-    fn intervals() {
-        let v: Vec<f64> = (1..=10).map(f64::from).collect();
-        let (m, lo, hi) = median_ci(&v);
-        // n = 10: P(Bin ≤ 1) = 1.1 % ≤ 2.5 % < P(Bin ≤ 2) = 5.5 %, so x_(2) and x_(9).
-        assert_eq!((m, lo, hi), (5.5, 2.0, 9.0));
-        assert_eq!(median_ci(&[3.0, 1.0]), (2.0, 1.0, 3.0));
-        let (mean, ci, n) = mean_ci(&[1.0, 2.0, 3.0, f64::NEG_INFINITY]);
-        assert_eq!((mean, n), (2.0, 3));
-        assert!((ci - 4.303 / 3f64.sqrt()).abs() < 1e-12);
-        assert_eq!(median(&[f64::NEG_INFINITY, 1.0, 2.0]), 1.0);
-        assert_eq!(short(1e51), "1.000e51");
+    fn curves_bin_every_100_steps_and_keep_the_last_100_calls() {
+        let mut acc = CurveAcc::default();
+        for step in 1..=250u64 {
+            // logged = [loss, ll, kl]: ELBO = −loss.
+            acc.push(step, [step as f64, 1.0, 2.0 * step as f64]);
+        }
+        let c = acc.finish();
+        assert_eq!(c.step, [100, 200]);
+        assert_eq!(c.elbo_per_t, [-50.5, -150.5]);
+        assert_eq!(c.ll_per_t_ny, [1.0, 1.0]);
+        assert_eq!(c.kl_per_t_d, [101.0, 301.0]);
+        assert_eq!(c.elbo_first, -1.0);
+        assert_eq!(c.elbo_last100, -200.5);
+        assert_eq!(c.kl_last100, 401.0);
+        let empty = CurveAcc::default().finish();
+        assert!(empty.elbo_first.is_nan() && empty.step.is_empty());
+    }
+
+    /// The coverage is written only with RBF dynamics, the planner's cost only with iCEM.
+    #[test]
+    fn outputs_follow_the_dynamics_and_the_policy() {
+        let e1 = Actdyn::outputs(&ActdynConfig::e1());
+        assert!(!e1.summary.iter().any(|s| s == "covered_fraction"));
+        assert!(!e1.columns.iter().any(|s| s == "plan_cost"));
+        let e2 = Actdyn::outputs(&ActdynConfig::e2());
+        assert!(e2.summary.iter().any(|s| s == "covered_fraction"));
+        assert!(e2.columns.iter().any(|s| s == "plan_cost"));
+        let resumed = Actdyn::without_budget(&ActdynConfig { steps: 77, ..ActdynConfig::e2() });
+        assert_eq!(resumed, ActdynConfig { steps: 0, ..ActdynConfig::e2() });
     }
 }

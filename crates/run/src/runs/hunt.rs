@@ -1,6 +1,6 @@
 //! Treasure-hunt training runs with their folders (`kestrel hunt train`, the Python package's
 //! `kestrel.hunt.train`): episode sheets drawn off the training thread, checkpoints, exact
-//! resume; and greedy play of a trained run. The config ([`HuntRunConfig`]), its checks, its
+//! resume (greedy play of a trained run is [`super::hunt_play`]). The config ([`HuntRunConfig`]), its checks, its
 //! memory budget and the epoch loop ([`HuntRun::run`]) are here; the world, the trainer and
 //! the IQN learners are `kestrel-envs`' and `kestrel-agents`' parts.
 
@@ -10,13 +10,13 @@ use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::hunt::{EpochStats, Hunt as Trainer, HuntConfig, TurnOrder};
 use kestrel_core::Budget;
-use kestrel_core::{FromInvalid, Key};
+use kestrel_core::FromInvalid;
 use kestrel_envs::treasure::TreasureObs;
 use kestrel_envs::treasure::TreasureParams;
 use kestrel_plot::{Anchor, LinePlot, Series, Sketch};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// `kestrel hunt train`'s config: the world, the learners and the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
@@ -387,7 +387,7 @@ impl HuntRunConfig {
 }
 
 /// Frames of one episode (one world) laid out in rows of 10, each cell 6 pixels.
-fn sheet(p: &TreasureParams, frames: &[Vec<u8>], title: &str) -> Sketch {
+pub(crate) fn sheet(p: &TreasureParams, frames: &[Vec<u8>], title: &str) -> Sketch {
     let px = 6.0;
     let (fw, fh) = (p.width as f64 * px + 6.0, p.height as f64 * px + 6.0);
     let per_row = 10usize;
@@ -610,34 +610,6 @@ pub fn train(
         ))
     })();
     finish(dir, r)
-}
-
-/// Greedy play of the trained run in `folder` on a world seeded `seed`: every turn's frame in
-/// one picture at `out` (`.png` and `.svg`; an `out` ending in `.png` or `.svg` is that file
-/// and its twin); returns each agent's reward and the PNG's path.
-pub fn play(folder: &Path, seed: u64, out: &Path) -> Result<(Vec<f64>, PathBuf), RunError> {
-    let c: HuntRunConfig = crate::load_config(
-        &HuntRunConfig::default(),
-        Some(&folder.join("config.toml")),
-        toml::Table::new(),
-        &[],
-    )?;
-    let ckpt = folder.join("checkpoint");
-    let Some((run, _)) = HuntRun::load(&c, &ckpt, &crate::registry::stamp::<Hunt>(&c))? else {
-        return Err(RunError::Failed(format!(
-            "{}: no complete checkpoint to play",
-            ckpt.display()
-        )));
-    };
-    let mut frames = Vec::new();
-    let rewards = run.hunt.play(Key::new(seed), |w| frames.push(w[0].cells.clone()))?;
-    let title = format!("greedy play after {} epochs", run.hunt.epoch);
-    let stem = match out.extension().and_then(|e| e.to_str()) {
-        Some("png" | "svg") => out.with_extension(""),
-        _ => out.to_path_buf(),
-    };
-    let files = sheet(&run.hunt.cfg.world, &frames, &title).save(&stem)?;
-    Ok((rewards, files[0].clone()))
 }
 
 #[cfg(test)]

@@ -10,14 +10,24 @@
 //! | `mppi-tune` | `kestrel mppi tune` | [`mppi_tune`] |
 //! | `mppi-qd` | `kestrel mppi qd` | [`mppi_qd`] |
 //! | `allo` | `kestrel allo train` | [`allo`] (profile `asymexp`: [`allo_asymexp`]) |
-//! | `hunt` | `kestrel hunt train` (and `hunt play`) | [`hunt`] |
-//! | `actdyn` | `kestrel actdyn run` (and `compare`, `retrain`) | [`actdyn`] |
+//! | `hunt` | `kestrel hunt train` | [`hunt`] |
+//! | `hunt-play` | `kestrel hunt play` | [`hunt_play`] |
+//! | `actdyn` | `kestrel actdyn run` | [`actdyn`] |
+//! | `actdyn-compare` | `kestrel actdyn compare` | [`actdyn_compare`] |
+//! | `actdyn-retrain` | `kestrel actdyn retrain` | [`actdyn_retrain`] |
+//! | `arc-rollout` | `kestrel arc rollout` | [`arc_rollout`] |
+//! | `arc-replay` | `kestrel arc replay` | [`arc_replay`] |
 
 pub mod actdyn;
+pub mod actdyn_compare;
+pub mod actdyn_retrain;
 pub mod allo;
 pub mod allo_asymexp;
+pub mod arc_replay;
+pub mod arc_rollout;
 pub mod es;
 pub mod hunt;
+pub mod hunt_play;
 pub mod mppi;
 pub mod mppi_qd;
 pub mod mppi_tune;

@@ -1,0 +1,245 @@
+//! Episodes of the ARC environment under a random or scripted policy (`kestrel arc rollout`):
+//! every episode's task, pair, return, ending and actions as one line of `episodes.jsonl`,
+//! which `kestrel arc replay` plays back. The environment is `ARC-v0` (or `ARC-jaxarc-v0`) as
+//! the env registry builds it ([`ArcConfig`]); the episode loop is `kestrel_arc::trace::play`.
+
+use crate::launch::{Launch, Outcome, finish, start};
+use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use kestrel_arc::generator::{GenConfig, find_or_generate};
+use kestrel_arc::{
+    ArcAction, ArcConfig, ArcEnv, Mode, SelKind, Selection, TaskBank, sample_action, trace,
+};
+use kestrel_core::{Budget, Env, Key};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `kestrel arc rollout`'s config: the environment, the tasks and the policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
+#[serde(deny_unknown_fields)]
+pub struct RolloutConfig {
+    /// The environment, as the env registry's `ARC-v0` reads it (`kestrel config ARC-v0`):
+    /// `canvas`, `data` (empty: generated tasks), `split`, `max_episode_steps` (at least 1
+    /// here: the random policy rarely submits a solution), rewards, ….
+    #[documented(nested)]
+    pub env: ArcConfig,
+    /// Rules: `o2arc` (ARCLE's `O2ARCv2Env` 0.2.6, `ARC-v0`) or `jaxarc` (JaxARC 1.0.3,
+    /// `ARC-jaxarc-v0`; `env.bugs = "all"` switches its bugs back on).
+    pub mode: Mode,
+    /// Only this task: an id of `env.data` (`id` or `group/id`) or a generator id
+    /// (`symmetry-3`); empty: every task of the bank, drawn per episode.
+    pub task: String,
+    /// Episodes.
+    pub episodes: u64,
+    /// The random policy's selection: `mask` (i.i.d. cells), `bbox` or `point`.
+    pub sel: SelKind,
+    /// A scripted policy instead of the random one: a JSON file holding a list of actions
+    /// (`{"op": K, "mask" | "bbox" | "point": …}`) played in order, then Submit; empty: random.
+    pub script: PathBuf,
+    /// Seed: episode `e` resets from `Key::new(seed).fold_in(e)`, its random actions from
+    /// that key's `fold_in(1)`.
+    pub seed: u64,
+}
+
+impl Default for RolloutConfig {
+    fn default() -> Self {
+        RolloutConfig {
+            env: ArcConfig::default(),
+            mode: Mode::O2arc,
+            task: String::new(),
+            episodes: 8,
+            sel: SelKind::BBox,
+            script: PathBuf::new(),
+            seed: 0,
+        }
+    }
+}
+
+/// The `arc-rollout` run kind.
+pub struct ArcRollout;
+
+impl Run for ArcRollout {
+    const NAME: &'static str = "arc-rollout";
+    const COMMAND: &'static str = "arc rollout";
+    const METRICS: &'static [&'static str] = &["mean_return", "mean_steps"];
+    const CURVE: &'static str = "return";
+    type Config = RolloutConfig;
+
+    fn defaults(_: Option<&RolloutConfig>) -> RolloutConfig {
+        RolloutConfig::default()
+    }
+
+    fn outputs(_: &RolloutConfig) -> Outputs {
+        Outputs::new(
+            &["episodes", "mean_return", "mean_steps", "terminated", "truncated"],
+            &["episode", "pair", "return", "steps"],
+        )
+    }
+
+    /// The environment's params and the episode count; the tasks and the script are read (and
+    /// refused by name) when the run starts, before its folder exists.
+    fn validate(c: &RolloutConfig) -> Result<(), RunError> {
+        c.env.params(c.mode)?;
+        if c.env.max_episode_steps == 0 {
+            let e = kestrel_core::Invalid::new("env.max_episode_steps", 0, "at least 1");
+            return Err(e.into());
+        }
+        if !(1..=10_000_000).contains(&c.episodes) {
+            return Err(kestrel_core::Invalid::new("episodes", c.episodes, "1 to 10000000").into());
+        }
+        Ok(())
+    }
+
+    /// The task bank (a loaded dataset, or the generated tasks) and one episode's actions,
+    /// kept and written as JSON (a mask action is `canvas²` numbers of about 48 bytes each).
+    fn budget(c: &RolloutConfig, _threads: usize) -> Budget {
+        let mut b = Budget::new();
+        super::fixed(&mut b);
+        let per_task = 20u128 << 10;
+        let tasks = if c.env.data.is_empty() {
+            let families = kestrel_arc::generator::Family::ALL.len() as u128;
+            (c.env.tasks_per_family as u128).saturating_mul(families)
+        } else {
+            // ARC-AGI-2's training set, the largest bundled, is about 1,000 tasks.
+            4096
+        };
+        b.add("task bank", "env.data or env.tasks_per_family", tasks, per_task);
+        let cells = (c.env.canvas as u128).saturating_mul(c.env.canvas as u128);
+        b.add(
+            "one episode's actions and their JSON",
+            "env.max_episode_steps, env.canvas",
+            c.env.max_episode_steps as u128,
+            cells.saturating_mul(48).saturating_add(256),
+        );
+        b
+    }
+
+    fn run(c: RolloutConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+        match c.env.canvas {
+            5 => rollout::<5>(c, launch),
+            10 => rollout::<10>(c, launch),
+            _ => rollout::<30>(c, launch),
+        }
+    }
+}
+
+/// Notes in the run's record (and to the person watching) the tasks left out for not fitting
+/// the canvas.
+pub(crate) fn dropped_note<const S: usize>(
+    launch: &mut Launch<'_>,
+    dir: &mut crate::RunDir,
+    dropped: &[String],
+) -> Result<(), RunError> {
+    let Some(first) = dropped.first() else { return Ok(()) };
+    let n = dropped.len();
+    launch.note(
+        dir,
+        "tasks",
+        &format!("{n} tasks larger than the {S}x{S} canvas left out (first: {first})"),
+    )
+}
+
+/// The script's actions, read and checked before the folder exists.
+fn script<const S: usize>(path: &Path) -> Result<Vec<ArcAction<S>>, RunError> {
+    let text = crate::read_text(path)?;
+    let list: Vec<Value> = serde_json::from_str(&text).map_err(|e| RunError::Config {
+        source_name: path.display().to_string(),
+        message: format!("expected a JSON list of actions: {e}"),
+    })?;
+    let at = |i: usize| format!("{} action {i}", path.display());
+    Ok(list
+        .iter()
+        .enumerate()
+        .map(|(i, v)| trace::action_from_json::<S>(v, &at(i)))
+        .collect::<Result<_, _>>()?)
+}
+
+/// The environment of `c` on an `S × S` canvas: the bank (or the one task) with the tasks that
+/// do not fit dropped, an error when none is left.
+fn env<const S: usize>(c: &RolloutConfig) -> Result<(ArcEnv<S>, Vec<String>), RunError> {
+    let mut bank = c.env.bank()?;
+    if !c.task.is_empty() {
+        let cfg =
+            GenConfig { max_side: S.min(GenConfig::default().max_side), ..Default::default() };
+        bank = TaskBank::from_tasks(vec![find_or_generate(&bank, &c.task, c.env.gen_seed, &cfg)?]);
+    }
+    let dropped = bank.retain_fitting(S);
+    Ok((ArcEnv::new(Arc::new(bank))?, dropped))
+}
+
+/// Runs `c.episodes` episodes into a new folder: `episodes.jsonl` (one line per episode: task,
+/// pair, split, steps, return, ending, actions), `metrics.jsonl`, `summary.md/json`.
+fn rollout<const S: usize>(c: RolloutConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    let p = c.env.params(c.mode)?;
+    let (env, dropped) = env::<S>(&c)?;
+    let scripted =
+        if c.script.as_os_str().is_empty() { None } else { Some(script::<S>(&c.script)?) };
+    let (mut dir, mut metrics) = start(&launch, "arc", "rollout", c.seed, &c)?;
+    let mut launch = launch;
+    if let Err(e) = dropped_note::<S>(&mut launch, &mut dir, &dropped) {
+        return finish(dir, Err(e));
+    }
+    let r = (|| -> Result<String, RunError> {
+        let path = dir.join("episodes.jsonl");
+        let file =
+            std::fs::File::create(&path).map_err(|e| RunError::io(&path, "cannot create", e))?;
+        let mut out = std::io::BufWriter::new(file);
+        let mut obs = vec![0i8; env.spec(&p).obs_len()];
+        let mut progress = launch.progress(c.episodes, "episodes");
+        let submit = ArcAction { op: 34, sel: Selection::Mask([0; S]) };
+        let (mut sum_return, mut sum_steps, mut terminated, mut truncated) =
+            (0.0, 0u64, 0u64, 0u64);
+        let mut done = 0u64;
+        for e in 0..c.episodes {
+            let key = Key::new(c.seed).fold_in(e);
+            let s = env.reset(&p, key, &mut obs);
+            let (task, pair) = (env.bank().tasks()[s.task as usize].id.clone(), s.pair);
+            let mut rng = key.fold_in(1).rng();
+            // Ends at termination, at the step limit (truncated), or after a script's Submit.
+            let r = trace::play(&env, &p, s, p.max_episode_steps, |t| match &scripted {
+                Some(sc) => sc.get(t).copied().or((t == sc.len()).then_some(submit)),
+                None => Some(sample_action::<S>(&mut rng, c.sel)),
+            });
+            let ret: f64 = r.rewards.iter().map(|&x| x as f64).sum();
+            let actions: Vec<Value> = r.actions.iter().map(trace::action_to_json).collect();
+            let line = json!({"episode": e, "task": task, "pair": pair, "test": c.env.split == kestrel_arc::Split::Test,
+                "steps": r.state.steps, "return": ret, "terminated": r.terminated,
+                "truncated": r.truncated, "actions": actions});
+            writeln!(out, "{line}").map_err(|e| RunError::io(&path, "cannot write", e))?;
+            metrics.log(
+                e + 1,
+                json!({"episode": e, "pair": pair, "return": ret, "steps": r.state.steps}),
+            )?;
+            (sum_return, sum_steps) = (sum_return + ret, sum_steps + r.state.steps as u64);
+            terminated += u64::from(r.terminated);
+            truncated += u64::from(r.truncated);
+            done = e + 1;
+            if !progress.tick(done, "") {
+                break;
+            }
+        }
+        out.flush().map_err(|e| RunError::io(&path, "cannot write", e))?;
+        metrics.finish()?;
+        progress.stopped()?;
+        let n = done.max(1) as f64;
+        Summary::new(format!("arc rollout: {done} episodes, {:?} rules", c.mode))
+            .value("episodes", "episodes", done)
+            .value("mean_return", "return per episode, mean", sum_return / n)
+            .value("mean_steps", "steps per episode, mean", sum_steps as f64 / n)
+            .value("terminated", "episodes the environment ended", terminated)
+            .value("truncated", "episodes cut at the step limit", truncated)
+            .value("commit", "commit", COMMIT)
+            .file("config.toml", "the rollout: environment, tasks, policy, seed")
+            .file("episodes.jsonl", "one line per episode: task, pair, return, ending, actions")
+            .file("metrics.jsonl", "one line per episode: return and steps")
+            .write(dir.path())?;
+        Ok(format!(
+            "{done} episodes: mean return {:.3}, {terminated} ended by the environment, {truncated} truncated; run folder {}",
+            sum_return / n,
+            dir.path().display()
+        ))
+    })();
+    finish(dir, r)
+}
