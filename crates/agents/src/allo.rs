@@ -29,9 +29,10 @@
 use crate::AgentError;
 use crate::distinct::DistinctRows;
 use kestrel_core::FromInvalid;
+use kestrel_core::simd::Real;
 use kestrel_core::{BatchEnv, Key, VecEnv};
 use kestrel_envs::{GridMap, GridParams, GridWorld};
-use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};
+use kestrel_nn::{Activation, Adam, Init, MlpConfig, Sequential, Trainee};
 use kestrel_replay::{Convention, EpisodicReplay};
 use std::sync::Arc;
 
@@ -456,7 +457,7 @@ impl Allo {
 
 /// Loss, graph term, E and Q (row-major `d × d`) and `∂loss/∂φ` (with the stop-gradients of
 /// the objective) for the rows `[s; s′; u₁; u₂]` (`batch` each). Sums in f64.
-pub fn loss_and_grad<T: Float>(
+pub fn loss_and_grad<T: Real>(
     cfg: &AlloConfig,
     duals: &[f64],
     barrier: f64,

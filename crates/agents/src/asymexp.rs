@@ -29,9 +29,10 @@
 
 use crate::AgentError;
 pub use crate::distinct::DistinctRows;
+use kestrel_core::simd::Real;
 use kestrel_core::{FromInvalid, Key};
 pub use kestrel_envs::asymexp::{AsymexpMap, Version};
-use kestrel_nn::{Activation, Adam, Float, Init, MlpConfig, Sequential, Trainee};
+use kestrel_nn::{Activation, Adam, Init, MlpConfig, Sequential, Trainee};
 use kestrel_replay::{RowReplay, RowRule};
 
 /// The optional graph perturbation (`perturbation_type`; config spelling as the reference's).
@@ -197,7 +198,7 @@ pub struct Multipliers<T> {
     pub integral: Vec<T>,
 }
 
-impl<T: Float> Multipliers<T> {
+impl<T: Real> Multipliers<T> {
     /// The reference's initial values.
     pub fn new(cfg: &AsymexpConfig) -> Self {
         let d = cfg.num_eigenvectors;
@@ -301,7 +302,7 @@ fn zeroed(v: &mut Vec<f64>, n: usize) {
 /// The loss, its named terms (into `t`) and its gradients for `[φ, φ′, φ₂]` = `[enc(s),
 /// enc(s′), enc(u)]` (`B × d` each, row-major) under `mult`. Sums in f64; every buffer is
 /// reused, so a step allocates nothing once they have grown.
-pub fn loss_and_grad<T: Float>(
+pub fn loss_and_grad<T: Real>(
     cfg: &AsymexpConfig,
     mult: &Multipliers<T>,
     [phi, next_phi, phi_2]: [&[T]; 3],
@@ -466,7 +467,7 @@ fn sign(x: f64) -> f64 {
 
 /// The step on the multipliers after the encoder's: SGD on `β` and `b` (`p + (−lr g)`, as
 /// optax), `b` clipped to `[0, max_barrier]`, then `I ← decay I + E₁`.
-pub fn update_multipliers<T: Float>(
+pub fn update_multipliers<T: Real>(
     cfg: &AsymexpConfig,
     mult: &mut Multipliers<T>,
     grads: &Grads<T>,
@@ -484,7 +485,7 @@ pub fn update_multipliers<T: Float>(
     }
 }
 
-fn clamp<T: Float>(v: T, lo: T, hi: T) -> T {
+fn clamp<T: Real>(v: T, lo: T, hi: T) -> T {
     if v < lo {
         lo
     } else if v > hi {
@@ -507,7 +508,7 @@ pub struct AsymexpStep {
 }
 
 /// An `asymexp` ALLO learner over a fixed table of state coordinates (`S × 2`).
-pub struct Asymexp<T: Float> {
+pub struct Asymexp<T: Real> {
     cfg: AsymexpConfig,
     coords: Vec<T>,
     net: Sequential<T>,
@@ -529,7 +530,7 @@ pub struct Asymexp<T: Float> {
     last: AsymexpStep,
 }
 
-impl<T: Float> Asymexp<T> {
+impl<T: Real> Asymexp<T> {
     /// The encoder `2 → hidden… → d` with ReLU and Flax's initialisation.
     pub fn encoder(cfg: &AsymexpConfig) -> Result<Sequential<T>, AgentError> {
         let mut sizes = vec![2];

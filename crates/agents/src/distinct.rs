@@ -3,7 +3,7 @@
 
 use crate::AgentError;
 use kestrel_core::FromInvalid;
-use kestrel_nn::Float;
+use kestrel_core::simd::Real;
 
 /// The states of a step's rows, each encoded once: `uniq` lists the distinct states in order
 /// of first appearance and `pos[r]` is row `r`'s place in it (or `r` itself without dedup).
@@ -53,7 +53,7 @@ impl DistinctRows {
     }
 
     /// Sums each row's `width` gradients onto its distinct state in `acc` (zeroed first).
-    pub fn scatter<T: Float>(&self, rows: &[T], width: usize, acc: &mut Vec<T>) {
+    pub fn scatter<T: Real>(&self, rows: &[T], width: usize, acc: &mut Vec<T>) {
         acc.clear();
         acc.resize(self.uniq.len() * width, T::ZERO);
         for (r, &j) in self.pos.iter().enumerate() {
@@ -67,7 +67,7 @@ impl DistinctRows {
 
 /// Writes a learner's state file (`*_state.safetensors`): the `d × d` tensors, the barrier
 /// and the step count in its metadata (what [`read_state`] reads back).
-pub(crate) fn write_state<T: Float, const N: usize>(
+pub(crate) fn write_state<T: Real, const N: usize>(
     path: &std::path::Path,
     d: usize,
     tensors: [(&str, &[T]); N],
@@ -87,7 +87,7 @@ pub(crate) fn write_state<T: Float, const N: usize>(
 /// Reads a learner's state file (`*_state.safetensors`): the `d × d` tensors named in
 /// `tensors` into their buffers, and the barrier and step count from its metadata; a missing
 /// or misshapen entry is an error naming the file.
-pub(crate) fn read_state<T: Float, const N: usize>(
+pub(crate) fn read_state<T: Real, const N: usize>(
     path: &std::path::Path,
     d: usize,
     tensors: [(&str, &mut Vec<T>); N],

@@ -25,10 +25,9 @@
 use crate::AgentError;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
+use kestrel_core::simd::Real;
 use kestrel_nn::matmul::{Op, matmul};
-use kestrel_nn::{
-    Adam, AdamState, Dense, Float, Init, Layer, NoisyDense, Simd, WithSimd, quantile_huber,
-};
+use kestrel_nn::{Adam, AdamState, Dense, Init, Layer, NoisyDense, Simd, WithSimd, quantile_huber};
 use kestrel_replay::{FrameBatch, FrameReplay, FrameReplayConfig, Prioritized};
 
 /// Every setting of an IQN agent (defaults: sorrel's treasure-hunt example).
@@ -263,7 +262,7 @@ pub struct IqnWork<T> {
     scratch: Vec<T>,
 }
 
-impl<T: Float> IqnWork<T> {
+impl<T: Real> IqnWork<T> {
     /// Fresh τ (uniform) and, when `noisy`, fresh standard-normal noise from `key`, for
     /// `batch` states with `n_tau` fractions each.
     pub fn draw(&mut self, net: &IqnNet, key: Key, batch: usize, n_tau: usize, noisy: bool) {
@@ -285,14 +284,14 @@ impl<T: Float> IqnWork<T> {
 }
 
 /// ReLU in place; an unconditional select so it vectorises (a conditional store does not).
-fn relu_inplace<T: Float>(v: &mut [T]) {
+fn relu_inplace<T: Real>(v: &mut [T]) {
     for x in v {
         *x = if *x > T::ZERO { *x } else { T::ZERO };
     }
 }
 
 /// Zeroes `d` where `y` (a ReLU output) is not positive.
-fn relu_mask<T: Float>(d: &mut [T], y: &[T]) {
+fn relu_mask<T: Real>(d: &mut [T], y: &[T]) {
     for (g, &v) in d.iter_mut().zip(y) {
         *g = if v > T::ZERO { *g } else { T::ZERO };
     }
@@ -311,7 +310,7 @@ struct HadamardForward<'a, T> {
     z: &'a mut [T],
 }
 
-impl<T: Float> WithSimd for HadamardForward<'_, T> {
+impl<T: Real> WithSimd for HadamardForward<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -335,7 +334,7 @@ struct BiasRelu<'a, T> {
     y: &'a mut [T],
 }
 
-impl<T: Float> WithSimd for BiasRelu<'_, T> {
+impl<T: Real> WithSimd for BiasRelu<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -354,7 +353,7 @@ struct ReluMask<'a, T> {
     y: &'a [T],
 }
 
-impl<T: Float> WithSimd for ReluMask<'_, T> {
+impl<T: Real> WithSimd for ReluMask<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -374,7 +373,7 @@ struct HadamardBackward<'a, T> {
     dc: &'a mut [T],
 }
 
-impl<T: Float> WithSimd for HadamardBackward<'_, T> {
+impl<T: Real> WithSimd for HadamardBackward<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -424,7 +423,7 @@ struct CosEmbedding<'a, T> {
     out: &'a mut [T],
 }
 
-impl<T: Float> WithSimd for CosEmbedding<'_, T> {
+impl<T: Real> WithSimd for CosEmbedding<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -495,7 +494,7 @@ impl IqnNet {
     }
 
     /// Fresh parameters (layer `k` from `key.fold_in(k)`).
-    pub fn init<T: Float>(&self, key: Key) -> Vec<T> {
+    pub fn init<T: Real>(&self, key: Key) -> Vec<T> {
         let mut p = vec![T::ZERO; self.num_params()];
         let o = self.offsets;
         Layer::<T>::init(&self.head, key.fold_in(0), &mut p[o[0]..o[1]]);
@@ -530,7 +529,7 @@ impl IqnNet {
 
     /// Forward pass over `x` (`ws.batch × input`) with the τ and noise in `ws`; quantiles
     /// land in `ws.q` (`batch × n_tau × actions`).
-    pub fn forward<T: Float>(&self, params: &[T], x: &[T], ws: &mut IqnWork<T>) {
+    pub fn forward<T: Real>(&self, params: &[T], x: &[T], ws: &mut IqnWork<T>) {
         let (b, n, l, a) = (ws.batch, ws.n_tau, self.layer, self.actions);
         let rows = b * n;
         ws.x.resize(b * self.input, T::ZERO);
@@ -580,7 +579,7 @@ impl IqnNet {
     }
 
     /// Adds `∂L/∂params` to `grads` for the last forward pass, given `dq = ∂L/∂q`.
-    pub fn backward<T: Float>(&self, params: &[T], ws: &mut IqnWork<T>, dq: &[T], grads: &mut [T]) {
+    pub fn backward<T: Real>(&self, params: &[T], ws: &mut IqnWork<T>, dq: &[T], grads: &mut [T]) {
         let (b, n, l, a) = (ws.batch, ws.n_tau, self.layer, self.actions);
         let rows = b * n;
         let o = self.offsets;
@@ -656,7 +655,7 @@ impl IqnNet {
 
     /// Action values (mean over the τ samples) of the last forward pass into `out`
     /// (`batch × actions`).
-    pub fn q_means<T: Float>(&self, ws: &IqnWork<T>, out: &mut [T]) {
+    pub fn q_means<T: Real>(&self, ws: &IqnWork<T>, out: &mut [T]) {
         let (b, n, a) = (ws.batch, ws.n_tau, self.actions);
         let inv = T::from_f64(1.0 / n as f64);
         for bi in 0..b {
@@ -675,7 +674,7 @@ impl IqnNet {
 }
 
 /// Index of the largest value (the first on ties, as `argmax`).
-fn argmax<T: Float>(v: &[T]) -> usize {
+fn argmax<T: Real>(v: &[T]) -> usize {
     let mut best = 0;
     for (i, &x) in v.iter().enumerate() {
         if x > v[best] {

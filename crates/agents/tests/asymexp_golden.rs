@@ -4,7 +4,7 @@
 //! float32 to the smallest tolerance that float32's summation order allows (documented below).
 
 use kestrel_agents::asymexp::{Asymexp, AsymexpConfig, Perturbation, Version};
-use kestrel_nn::Float;
+use kestrel_core::simd::Real;
 use kestrel_testkit::{asymexp_fixture, tensor};
 use serde_json::Value;
 
@@ -89,7 +89,7 @@ fn scalar(v: &Value) -> f64 {
 }
 
 /// Runs one precision's cases of one variant's `*_loss_small.json`.
-fn loss_cases<T: Float>(file: &str, precision: &str, version: Version, tol: f64) {
+fn loss_cases<T: Real>(file: &str, precision: &str, version: Version, tol: f64) {
     let Some(fx) = asymexp_fixture(file) else { return };
     let base = &fx["args_default"];
     let batches = fx["data"]["batches"].as_array().unwrap();
@@ -230,7 +230,7 @@ fn final_loss_gradients_and_updates_match_in_f32() {
 
 /// Checks one step's terms, gradients and updated parameters against the fixture's `step`.
 #[allow(clippy::too_many_arguments)]
-fn check_step<T: Float>(
+fn check_step<T: Real>(
     at: &str,
     a: &Asymexp<T>,
     out: &kestrel_agents::asymexp::AsymexpStep,
@@ -344,7 +344,7 @@ fn check_step<T: Float>(
 /// The fixture's 500-step run (`{prefix}_e2e.json`, README §3 (e)) replayed from its recorded
 /// batches: returns, per logged step, the largest relative difference over the logged numbers
 /// (loss terms, duals before the step, gradient norm; cosines after it).
-fn e2e_replay<T: Float>(prefix: &str, curves: &str) -> Option<Vec<(u64, f64, String, f64)>> {
+fn e2e_replay<T: Real>(prefix: &str, curves: &str) -> Option<Vec<(u64, f64, String, f64)>> {
     let (fx, init) = (
         asymexp_fixture(&format!("{prefix}_e2e.json"))?,
         asymexp_fixture("encoder_init_default_seed42.json")?,

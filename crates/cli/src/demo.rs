@@ -15,8 +15,7 @@ pub struct DemoArgs {
     /// Seconds of batched ARC rollouts.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
-    /// Worker threads of every part (default: each part's own: all cores, except 1 for ALLO
-    /// and 2 for the hunt).
+    /// Worker threads of every part (default: all cores; no figure depends on it).
     #[arg(long)]
     threads: Option<usize>,
     /// A tiny budget for every part (a smoke test of the demo itself).

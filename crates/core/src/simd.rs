@@ -24,7 +24,7 @@
 
 pub use pulp::{Simd, WithSimd};
 use std::fmt::Debug;
-use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
+use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// Runs `op` compiled for the best vector extension this CPU has (see the module notes). An
 /// operation's `with_simd` is `#[inline(always)]` into the dispatcher's target-feature function,
@@ -54,9 +54,15 @@ impl FromF32 for f64 {
     }
 }
 
-/// The scalar of a batched kernel: `f64` (bit-exact with the scalar `std` path: `std`'s
-/// `sin`, `cos`, `exp`, and [`crate::math::floor`]) or `f32` (the vectorisable polynomials of
-/// this module). Physics written once over `R: Real` serves both precisions.
+/// The one scalar trait: `f64` or `f32`, which batched physics, the lane kernels and every
+/// network of `kestrel-nn` are written over once.
+///
+/// Two families of functions, for two kinds of caller:
+/// - the lane functions `sin`, `cos`, `exp_lanes`, `floor` and `clamp`: in f64 `std`'s (and
+///   [`crate::math::floor`]), bit-exact with the scalar path; in f32 this module's branch-free
+///   polynomials, which the compiler vectorises (batched physics, MPPI's lanes);
+/// - `exp`, `ln`, `tanh`, `sqrt`, `abs`: `std`'s in both precisions (networks, losses,
+///   optimisers: the values PyTorch and JAX compute).
 pub trait Real:
     Copy
     + Debug
@@ -72,35 +78,101 @@ pub trait Real:
     + Div<Output = Self>
     + Neg<Output = Self>
     + AddAssign
+    + SubAssign
+    + MulAssign
 {
     /// 0.
     const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// Name in safetensors headers (`F32`, `F64`).
+    const DTYPE: &'static str;
+    /// Bytes per value.
+    const BYTES: usize;
     /// `v` rounded to this precision (constants and f64 inputs).
-    fn c(v: f64) -> Self;
+    fn from_f64(v: f64) -> Self;
     /// As f64 (exact).
     fn to_f64(self) -> f64;
-    /// Sine.
+    /// Sine (a lane function).
     fn sin(self) -> Self;
-    /// Cosine.
+    /// Cosine (a lane function).
     fn cos(self) -> Self;
-    /// eˣ.
-    fn exp(self) -> Self;
-    /// ⌊x⌋.
+    /// eˣ as a lane function (f32: [`exp_f32`]).
+    fn exp_lanes(self) -> Self;
+    /// ⌊x⌋ (a lane function).
     fn floor(self) -> Self;
-    /// `self` limited to `[lo, hi]` (`std`'s `clamp`: NaN stays NaN).
+    /// `self` limited to `[lo, hi]` (`std`'s `clamp`: NaN stays NaN; a lane function).
     fn clamp(self, lo: Self, hi: Self) -> Self;
+    /// eˣ (`std`'s).
+    fn exp(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// Whether finite.
+    fn is_finite(self) -> bool;
+    /// Little-endian bytes appended to `out`.
+    fn write_le(self, out: &mut Vec<u8>);
+    /// From little-endian bytes (`BYTES` of them).
+    fn read_le(b: &[u8]) -> Self;
+}
+
+/// What both precisions share: constants, conversions, `std`'s functions and bytes.
+macro_rules! real_common {
+    ($t:ty, $name:literal) => {
+        const ZERO: Self = 0.0;
+        const ONE: Self = 1.0;
+        const DTYPE: &'static str = $name;
+        const BYTES: usize = std::mem::size_of::<$t>();
+        #[inline(always)]
+        fn from_f64(v: f64) -> Self {
+            v as $t
+        }
+        #[inline(always)]
+        fn to_f64(self) -> f64 {
+            self as f64
+        }
+        #[inline(always)]
+        fn exp(self) -> Self {
+            <$t>::exp(self)
+        }
+        #[inline(always)]
+        fn ln(self) -> Self {
+            <$t>::ln(self)
+        }
+        #[inline(always)]
+        fn tanh(self) -> Self {
+            <$t>::tanh(self)
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            <$t>::sqrt(self)
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            <$t>::abs(self)
+        }
+        #[inline(always)]
+        fn is_finite(self) -> bool {
+            <$t>::is_finite(self)
+        }
+        fn write_le(self, out: &mut Vec<u8>) {
+            out.extend_from_slice(&self.to_le_bytes());
+        }
+        fn read_le(b: &[u8]) -> Self {
+            let mut a = [0u8; std::mem::size_of::<$t>()];
+            a.copy_from_slice(&b[..std::mem::size_of::<$t>()]);
+            <$t>::from_le_bytes(a)
+        }
+    };
 }
 
 impl Real for f64 {
-    const ZERO: Self = 0.0;
-    #[inline(always)]
-    fn c(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
+    real_common!(f64, "F64");
     #[inline(always)]
     fn sin(self) -> Self {
         f64::sin(self)
@@ -110,7 +182,7 @@ impl Real for f64 {
         f64::cos(self)
     }
     #[inline(always)]
-    fn exp(self) -> Self {
+    fn exp_lanes(self) -> Self {
         f64::exp(self)
     }
     #[inline(always)]
@@ -124,15 +196,7 @@ impl Real for f64 {
 }
 
 impl Real for f32 {
-    const ZERO: Self = 0.0;
-    #[inline(always)]
-    fn c(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
+    real_common!(f32, "F32");
     #[inline(always)]
     fn sin(self) -> Self {
         sin_cos_f32(self).0
@@ -142,7 +206,7 @@ impl Real for f32 {
         sin_cos_f32(self).1
     }
     #[inline(always)]
-    fn exp(self) -> Self {
+    fn exp_lanes(self) -> Self {
         exp_f32(self)
     }
     #[inline(always)]
@@ -305,12 +369,30 @@ mod tests {
         for x in [-7.3f64, -0.1, 0.0, 0.4, 3.2, 123.456] {
             assert_eq!(Real::sin(x).to_bits(), x.sin().to_bits());
             assert_eq!(Real::cos(x).to_bits(), x.cos().to_bits());
-            assert_eq!(Real::exp(x).to_bits(), x.exp().to_bits());
+            assert_eq!(Real::exp_lanes(x).to_bits(), x.exp().to_bits());
             assert_eq!(Real::floor(x).to_bits(), x.floor().to_bits());
         }
         assert!(Real::clamp(f64::NAN, -1.0, 1.0).is_nan());
         assert!(Real::clamp(f32::NAN, -1.0, 1.0).is_nan());
         assert_eq!(Real::clamp(3.0f32, -1.0, 1.0), 1.0);
+    }
+
+    /// In f32 the lane functions are this module's polynomials; the networks' functions are
+    /// `std`'s, and the bytes round-trip.
+    #[test]
+    fn real_f32_lanes_are_the_polynomials_and_the_rest_std() {
+        for x in [-7.3f32, -0.1, 0.0, 0.4, 3.2, 60.5] {
+            assert_eq!(Real::sin(x).to_bits(), sin_cos_f32(x).0.to_bits());
+            assert_eq!(Real::cos(x).to_bits(), sin_cos_f32(x).1.to_bits());
+            assert_eq!(Real::exp_lanes(x).to_bits(), exp_f32(x).to_bits());
+            assert_eq!(Real::exp(x).to_bits(), x.exp().to_bits());
+            assert_eq!(Real::tanh(x).to_bits(), x.tanh().to_bits());
+            let mut b = Vec::new();
+            Real::write_le(x, &mut b);
+            assert_eq!((b.len(), <f32 as Real>::read_le(&b)), (<f32 as Real>::BYTES, x));
+        }
+        assert_eq!((<f32 as Real>::DTYPE, <f64 as Real>::DTYPE), ("F32", "F64"));
+        assert_eq!(<f32 as Real>::from_f64(0.1), 0.1f32);
     }
 
     /// The dispatched and the plain build of the same lane loop give the same bits.

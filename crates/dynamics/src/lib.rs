@@ -77,16 +77,18 @@ pub fn pendulum_step<R: Real>(p: &PendulumPhysics, x: [R; 2], u: R, torque: Torq
     let [th, thdot] = x;
     let torque = match torque {
         Torque::F64 => {
-            R::c(3.0 / (p.m * p.l * p.l)) * u.clamp(R::c(-p.max_torque), R::c(p.max_torque))
+            R::from_f64(3.0 / (p.m * p.l * p.l))
+                * u.clamp(R::from_f64(-p.max_torque), R::from_f64(p.max_torque))
         }
         Torque::F32 => {
             let mt = p.max_torque as f32;
             R::from_f32((3.0 / (p.m * p.l * p.l)) as f32 * (u.to_f64() as f32).clamp(-mt, mt))
         }
     };
-    let thdot = (thdot + (R::c(3.0 * p.g / (2.0 * p.l)) * th.sin() + torque) * R::c(p.dt))
-        .clamp(R::c(-p.max_speed), R::c(p.max_speed));
-    [th + thdot * R::c(p.dt), thdot]
+    let thdot = (thdot
+        + (R::from_f64(3.0 * p.g / (2.0 * p.l)) * th.sin() + torque) * R::from_f64(p.dt))
+    .clamp(R::from_f64(-p.max_speed), R::from_f64(p.max_speed));
+    [th + thdot * R::from_f64(p.dt), thdot]
 }
 
 /// Cart-pole constants (Gymnasium `CartPole-v1`'s defaults; `length` is half the pole).
@@ -117,13 +119,14 @@ impl Default for CartPolePhysics {
 pub fn cartpole_step<R: Real>(p: &CartPolePhysics, x: [R; 4], force: R) -> [R; 4] {
     let [pos, vel, theta, theta_dot] = x;
     let (sin, cos) = (theta.sin(), theta.cos());
-    let total = R::c(p.mass_pole + p.mass_cart);
-    let pml = R::c(p.mass_pole * p.length);
+    let total = R::from_f64(p.mass_pole + p.mass_cart);
+    let pml = R::from_f64(p.mass_pole * p.length);
     let temp = (force + pml * theta_dot * theta_dot * sin) / total;
-    let theta_acc = (R::c(p.gravity) * sin - cos * temp)
-        / (R::c(p.length) * (R::c(4.0 / 3.0) - R::c(p.mass_pole) * cos * cos / total));
+    let theta_acc = (R::from_f64(p.gravity) * sin - cos * temp)
+        / (R::from_f64(p.length)
+            * (R::from_f64(4.0 / 3.0) - R::from_f64(p.mass_pole) * cos * cos / total));
     let x_acc = temp - pml * theta_acc * cos / total;
-    let tau = R::c(p.tau);
+    let tau = R::from_f64(p.tau);
     [pos + tau * vel, vel + tau * x_acc, theta + tau * theta_dot, theta_dot + tau * theta_acc]
 }
 
@@ -207,7 +210,7 @@ fn per_sample_step<D: Dynamics + ?Sized, R: Real>(
         (0..nx).for_each(|i| xs[i] = x[i * n + j].to_f64());
         (0..nu).for_each(|i| us[i] = u[i * n + j].to_f64());
         d.step(&xs[..nx], &us[..nu], t, &mut ns[..nx]);
-        (0..nx).for_each(|i| next[i * n + j] = R::c(ns[i]));
+        (0..nx).for_each(|i| next[i * n + j] = R::from_f64(ns[i]));
     }
 }
 
@@ -225,7 +228,7 @@ fn per_sample_cost<D: Dynamics + ?Sized, R: Real>(
     for (j, c) in cost[..n].iter_mut().enumerate() {
         (0..nx).for_each(|i| xs[i] = x[i * n + j].to_f64());
         (0..nu).for_each(|i| us[i] = u[i * n + j].to_f64());
-        *c += R::c(d.running_cost(&xs[..nx], &us[..nu], t));
+        *c += R::from_f64(d.running_cost(&xs[..nx], &us[..nu], t));
     }
 }
 
@@ -235,7 +238,7 @@ fn per_sample_terminal<D: Dynamics + ?Sized, R: Real>(d: &D, x: &[R], cost: &mut
     let mut xs = [0.0; MAX_NX];
     for (j, c) in cost[..n].iter_mut().enumerate() {
         (0..nx).for_each(|i| xs[i] = x[i * n + j].to_f64());
-        *c += R::c(d.terminal_cost(&xs[..nx]));
+        *c += R::from_f64(d.terminal_cost(&xs[..nx]));
     }
 }
 
@@ -388,10 +391,10 @@ impl PendulumDynamics {
     fn cost_r<R: Real>(x: [R; 2], u: [R; 1]) -> R {
         // ((θ + π) mod 2π) − π with the floored remainder a − b⌊a/b⌋ (torch.remainder's
         // definition; cheaper than fmod).
-        let (pi, tau) = (R::c(std::f64::consts::PI), R::c(std::f64::consts::TAU));
+        let (pi, tau) = (R::from_f64(std::f64::consts::PI), R::from_f64(std::f64::consts::TAU));
         let a = x[0] + pi;
         let th = a - tau * (a / tau).floor() - pi;
-        th * th + R::c(0.1) * x[1] * x[1] + R::c(0.001) * u[0] * u[0]
+        th * th + R::from_f64(0.1) * x[1] * x[1] + R::from_f64(0.001) * u[0] * u[0]
     }
 }
 
@@ -446,30 +449,31 @@ impl Nav2d {
 
     #[inline(always)]
     fn hill_r<R: Real>(x: [R; 2]) -> R {
-        let (dx, dy) = (R::c(Self::HILL[0]) - x[0], R::c(Self::HILL[1]) - x[1]);
-        let q = R::c(0.1) * dx * dx + R::c(0.1) * dx * dy + R::c(0.1) * dy * dy;
-        R::c(200.0) * (-(R::c(2.5) * q)).exp()
+        let (dx, dy) = (R::from_f64(Self::HILL[0]) - x[0], R::from_f64(Self::HILL[1]) - x[1]);
+        let q =
+            R::from_f64(0.1) * dx * dx + R::from_f64(0.1) * dx * dy + R::from_f64(0.1) * dy * dy;
+        R::from_f64(200.0) * (-(R::from_f64(2.5) * q)).exp_lanes()
     }
 
     #[inline(always)]
     fn state_cost<R: Real>(x: [R; 2]) -> R {
-        let (gx, gy) = (R::c(Self::GOAL[0]) - x[0], R::c(Self::GOAL[1]) - x[1]);
+        let (gx, gy) = (R::from_f64(Self::GOAL[0]) - x[0], R::from_f64(Self::GOAL[1]) - x[1]);
         gx * gx + gy * gy + Self::hill_r(x)
     }
 
     #[inline(always)]
     fn step_r<R: Real>(x: [R; 2], u: [R; 2]) -> [R; 2] {
-        [x[0] + R::c(0.5) * u[0], x[1] - R::c(0.5) * u[1]]
+        [x[0] + R::from_f64(0.5) * u[0], x[1] - R::from_f64(0.5) * u[1]]
     }
 
     #[inline(always)]
     fn cost_r<R: Real>(x: [R; 2], u: [R; 2]) -> R {
-        Self::state_cost(x) + R::c(0.01) * (u[0] * u[0] + u[1] * u[1])
+        Self::state_cost(x) + R::from_f64(0.01) * (u[0] * u[0] + u[1] * u[1])
     }
 
     #[inline(always)]
     fn terminal_r<R: Real>(x: [R; 2]) -> R {
-        R::c(10.0) * Self::state_cost(x)
+        R::from_f64(10.0) * Self::state_cost(x)
     }
 }
 
@@ -508,17 +512,17 @@ pub struct BasicLinear;
 impl BasicLinear {
     #[inline(always)]
     fn step_r<R: Real>(x: [R; 2], u: [R; 1]) -> [R; 2] {
-        [x[0] + R::c(0.1) * u[0], x[1] + R::c(0.1) * u[0]]
+        [x[0] + R::from_f64(0.1) * u[0], x[1] + R::from_f64(0.1) * u[0]]
     }
 
     #[inline(always)]
     fn cost_r<R: Real>(x: [R; 2], u: [R; 1]) -> R {
-        x[0] * x[0] + x[1] * x[1] + R::c(0.01) * u[0] * u[0]
+        x[0] * x[0] + x[1] * x[1] + R::from_f64(0.01) * u[0] * u[0]
     }
 
     #[inline(always)]
     fn terminal_r<R: Real>(x: [R; 2]) -> R {
-        R::c(10.0) * (x[0] * x[0] + x[1] * x[1])
+        R::from_f64(10.0) * (x[0] * x[0] + x[1] * x[1])
     }
 }
 
@@ -567,8 +571,8 @@ impl DoubleIntegrator {
             let (np, nv) = next[..2 * d * n].split_at_mut(d * n);
             let (np, nv) = (&mut np[i * n..][..n], &mut nv[i * n..][..n]);
             for j in 0..n {
-                nv[j] = v[j] + R::c(0.1) * a[j];
-                np[j] = p[j] + R::c(0.1) * nv[j];
+                nv[j] = v[j] + R::from_f64(0.1) * a[j];
+                np[j] = p[j] + R::from_f64(0.1) * nv[j];
             }
         }
     }
@@ -586,8 +590,9 @@ impl DoubleIntegrator {
                 let p = &x[i * n + j0..][..m];
                 let (v, a) = (&x[(d + i) * n + j0..][..m], &u[i * n + j0..][..m]);
                 for j in 0..m {
-                    let e = p[j] - R::c(1.0);
-                    acc[j] += e * e + R::c(0.1) * v[j] * v[j] + R::c(0.01) * a[j] * a[j];
+                    let e = p[j] - R::from_f64(1.0);
+                    acc[j] +=
+                        e * e + R::from_f64(0.1) * v[j] * v[j] + R::from_f64(0.01) * a[j] * a[j];
                 }
             }
             cost[j0..j0 + m].iter_mut().zip(&acc[..m]).for_each(|(c, &a)| *c += a);
@@ -650,23 +655,26 @@ impl ContinuousCartPole {
 
     #[inline(always)]
     fn state_cost<R: Real>(x: [R; 4]) -> R {
-        x[2] * x[2] + R::c(0.1) * x[3] * x[3] + R::c(0.1) * x[0] * x[0] + R::c(0.01) * x[1] * x[1]
+        x[2] * x[2]
+            + R::from_f64(0.1) * x[3] * x[3]
+            + R::from_f64(0.1) * x[0] * x[0]
+            + R::from_f64(0.01) * x[1] * x[1]
     }
 
     #[inline(always)]
     fn step_r<R: Real>(x: [R; 4], u: [R; 1]) -> [R; 4] {
-        let force = u[0].clamp(R::c(-Self::FORCE_MAG), R::c(Self::FORCE_MAG));
+        let force = u[0].clamp(R::from_f64(-Self::FORCE_MAG), R::from_f64(Self::FORCE_MAG));
         cartpole_step(&CartPolePhysics::default(), x, force)
     }
 
     #[inline(always)]
     fn cost_r<R: Real>(x: [R; 4], u: [R; 1]) -> R {
-        Self::state_cost(x) + R::c(1e-4) * u[0] * u[0]
+        Self::state_cost(x) + R::from_f64(1e-4) * u[0] * u[0]
     }
 
     #[inline(always)]
     fn terminal_r<R: Real>(x: [R; 4]) -> R {
-        R::c(10.0) * Self::state_cost(x)
+        R::from_f64(10.0) * Self::state_cost(x)
     }
 }
 
@@ -714,25 +722,25 @@ impl DiffDrive {
 
     #[inline(always)]
     fn state_cost<R: Real>(x: [R; 3]) -> R {
-        let (dx, dy) = (x[0] - R::c(Self::GOAL[0]), x[1] - R::c(Self::GOAL[1]));
+        let (dx, dy) = (x[0] - R::from_f64(Self::GOAL[0]), x[1] - R::from_f64(Self::GOAL[1]));
         dx * dx + dy * dy
     }
 
     #[inline(always)]
     fn step_r<R: Real>(x: [R; 3], u: [R; 2]) -> [R; 3] {
-        let dt = R::c(0.1);
+        let dt = R::from_f64(0.1);
         let (s, c) = (x[2].sin(), x[2].cos());
         [x[0] + dt * u[0] * c, x[1] + dt * u[0] * s, x[2] + dt * u[1]]
     }
 
     #[inline(always)]
     fn cost_r<R: Real>(x: [R; 3], u: [R; 2]) -> R {
-        Self::state_cost(x) + R::c(0.01) * (u[0] * u[0] + u[1] * u[1])
+        Self::state_cost(x) + R::from_f64(0.01) * (u[0] * u[0] + u[1] * u[1])
     }
 
     #[inline(always)]
     fn terminal_r<R: Real>(x: [R; 3]) -> R {
-        R::c(10.0) * Self::state_cost(x)
+        R::from_f64(10.0) * Self::state_cost(x)
     }
 }
 

@@ -6,7 +6,7 @@
 //! columns). Run: `taskset -c 0 cargo run --release -p kestrel-nn --example products --
 //! [batch=256] [best|avx512|avx2] [f32|f64]`.
 
-use kestrel_nn::Float;
+use kestrel_core::simd::Real;
 use kestrel_nn::matmul::{Kernel, Op, matmul_with};
 use std::time::Instant;
 
@@ -39,7 +39,7 @@ fn main() {
     }
 }
 
-fn run<T: Float>(bt: usize, kernel: Kernel) {
+fn run<T: Real>(bt: usize, kernel: Kernel) {
     // (name, m, k, n, op(a), op(b), accumulate), as `Dense` calls them.
     let shapes = [
         ("forward 1", bt, 64, 256, Op::N, Op::N, true),

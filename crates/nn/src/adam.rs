@@ -1,8 +1,9 @@
 //! Adam (Kingma & Ba, 2015) fused into one pass over a flat parameter vector, with optional
 //! global gradient-norm clipping (PyTorch's `clip_grad_norm_`) before the update.
 
-use crate::{Float, NnError, Simd, WithSimd};
+use crate::{NnError, Simd, WithSimd};
 use kestrel_core::FromInvalid;
+use kestrel_core::simd::Real;
 
 /// Adam hyper-parameters (PyTorch/optax defaults: β₁ 0.9, β₂ 0.999, ε 1e-8).
 #[derive(Clone, Debug, PartialEq)]
@@ -52,7 +53,7 @@ impl Adam {
     ///
     /// # Panics
     /// If the lengths of `params`, `grads` and the state differ.
-    pub fn step<T: Float>(
+    pub fn step<T: Real>(
         &self,
         st: &mut AdamState<T>,
         params: &mut [T],
@@ -99,7 +100,7 @@ impl Adam {
 /// `Σ g²` (see [`sum_squares`]).
 struct SumSquares<'a, T>(&'a [T]);
 
-impl<T: Float> WithSimd for SumSquares<'_, T> {
+impl<T: Real> WithSimd for SumSquares<'_, T> {
     type Output = f64;
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) -> f64 {
@@ -117,7 +118,7 @@ struct Update<'a, T> {
     k: [T; 8],
 }
 
-impl<T: Float> WithSimd for Update<'_, T> {
+impl<T: Real> WithSimd for Update<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -135,7 +136,7 @@ impl<T: Float> WithSimd for Update<'_, T> {
 /// `Σ g²` in f64 over 32 interleaved partial sums: four vectors of eight, so four independent
 /// chains of adds (one vector of partial sums is still one dependent chain, latency-bound).
 #[inline(always)]
-fn sum_squares<T: Float>(g: &[T]) -> f64 {
+fn sum_squares<T: Real>(g: &[T]) -> f64 {
     let mut acc = [0.0f64; 32];
     let chunks = g.chunks_exact(32);
     let rest = chunks.remainder();
@@ -160,7 +161,7 @@ pub struct AdamState<T> {
     pub t: u64,
 }
 
-impl<T: Float> AdamState<T> {
+impl<T: Real> AdamState<T> {
     /// Zero moments for `n` parameters.
     pub fn new(n: usize) -> Self {
         AdamState { m: vec![T::ZERO; n], v: vec![T::ZERO; n], t: 0 }

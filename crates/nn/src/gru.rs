@@ -14,8 +14,9 @@
 //! columns r | z | n), `weight_hh` (`H × 3H`), `bias_ih` (`3H`), `bias_hh` (`3H`). PyTorch
 //! stores the weights transposed (`3H × input`); loading its tensors transposes them.
 
+use crate::NnError;
 use crate::matmul::{Op, matmul};
-use crate::{Float, NnError};
+use kestrel_core::simd::Real;
 use kestrel_core::{FromInvalid, Key};
 
 /// A one-layer GRU: `input` features in, `hidden` units.
@@ -48,7 +49,7 @@ pub struct GruCache<T> {
     dh: Vec<T>,
 }
 
-impl<T: Float> GruCache<T> {
+impl<T: Real> GruCache<T> {
     /// The outputs `h_0 … h_{steps−1}` of the last forward pass (`steps·batch × H`).
     pub fn outputs(&self) -> &[T] {
         &self.h[self.h.len() / (self.steps + 1)..]
@@ -56,7 +57,7 @@ impl<T: Float> GruCache<T> {
 }
 
 #[inline]
-fn sigmoid<T: Float>(x: T) -> T {
+fn sigmoid<T: Real>(x: T) -> T {
     T::ONE / (T::ONE + (-x).exp())
 }
 
@@ -91,7 +92,7 @@ impl Gru {
     }
 
     /// PyTorch's default: every parameter `U[−1/√H, 1/√H]`.
-    pub fn init<T: Float>(&self, key: Key, params: &mut [T]) {
+    pub fn init<T: Real>(&self, key: Key, params: &mut [T]) {
         let bound = 1.0 / (self.hidden as f64).sqrt();
         let mut r = key.rng();
         for v in params[..self.num_params()].iter_mut() {
@@ -100,7 +101,7 @@ impl Gru {
     }
 
     /// A cache for `steps` steps of `batch` sequences.
-    pub fn cache<T: Float>(&self, steps: usize, batch: usize) -> GruCache<T> {
+    pub fn cache<T: Real>(&self, steps: usize, batch: usize) -> GruCache<T> {
         let (h, g) = (self.hidden, 3 * self.hidden);
         let rows = steps * batch;
         GruCache {
@@ -132,7 +133,7 @@ impl Gru {
     ///
     /// # Panics
     /// If the cache was sized for other `steps`/`batch` or a slice is short (programming errors).
-    pub fn forward<T: Float>(
+    pub fn forward<T: Real>(
         &self,
         params: &[T],
         x: &[T],
@@ -184,7 +185,7 @@ impl Gru {
     /// is ∂L/∂ each output `h_t`. Adds the parameter gradient to `dparams`, writes ∂L/∂x to
     /// `dx` and ∂L/∂h₀ to `dh0` when given.
     #[allow(clippy::too_many_arguments)]
-    pub fn backward<T: Float>(
+    pub fn backward<T: Real>(
         &self,
         params: &[T],
         x: &[T],

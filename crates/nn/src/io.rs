@@ -4,7 +4,8 @@
 //! atomically (a temporary file in the same folder, then a rename).
 
 use crate::model::{Sequential, Trainee};
-use crate::{AdamState, Float, NnError};
+use crate::{AdamState, NnError};
+use kestrel_core::simd::Real;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -18,7 +19,7 @@ pub struct TensorFile<T> {
     pub metadata: BTreeMap<String, String>,
 }
 
-impl<T: Float> TensorFile<T> {
+impl<T: Real> TensorFile<T> {
     /// The tensor called `name`.
     pub fn get(&self, name: &str) -> Option<(&[usize], &[T])> {
         self.tensors.iter().find(|t| t.0 == name).map(|t| (&t.1[..], &t.2[..]))
@@ -34,7 +35,7 @@ fn format_err(path: &Path, what: String) -> NnError {
 }
 
 /// Writes `tensors` (`name, shape, values`) and `metadata` to `path` atomically.
-pub fn save_safetensors<T: Float>(
+pub fn save_safetensors<T: Real>(
     path: &Path,
     tensors: &[(String, Vec<usize>, &[T])],
     metadata: &[(&str, String)],
@@ -91,7 +92,7 @@ pub fn save_safetensors<T: Float>(
 }
 
 /// Reads a safetensors file whose tensors are all of type `T`.
-pub fn load_safetensors<T: Float>(path: &Path) -> Result<TensorFile<T>, NnError> {
+pub fn load_safetensors<T: Real>(path: &Path) -> Result<TensorFile<T>, NnError> {
     let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
     if bytes.len() < 8 {
         return Err(format_err(path, format!("{} bytes: too short for a header", bytes.len())));
@@ -168,7 +169,7 @@ pub fn load_safetensors<T: Float>(path: &Path) -> Result<TensorFile<T>, NnError>
     Ok(out)
 }
 
-impl<T: Float> Sequential<T> {
+impl<T: Real> Sequential<T> {
     /// Saves `params` (named as [`Sequential::named_params`]) with `metadata`.
     pub fn save(
         &self,

@@ -2,9 +2,10 @@
 //! [`Dense`] and the element-wise [`Activation`]s.
 
 use crate::matmul::{Op, matmul};
-use crate::{Float, NnError, Simd, WithSimd};
+use crate::{NnError, Simd, WithSimd};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
+use kestrel_core::simd::Real;
 
 /// One layer over a batch of row-major rows (`batch × in_dim` in, `batch × out_dim` out).
 ///
@@ -17,7 +18,7 @@ use kestrel_core::Key;
 /// Layers that need more than this (a recurrent cell over time, a distribution head with a
 /// sampled output) are expected to extend it with their own state slices; the flat-parameter
 /// and accumulate conventions stay the same.
-pub trait Layer<T: Float>: Send + Sync + std::fmt::Debug {
+pub trait Layer<T: Real>: Send + Sync + std::fmt::Debug {
     /// Input width.
     fn in_dim(&self) -> usize;
     /// Output width.
@@ -91,7 +92,7 @@ impl Dense {
     }
 }
 
-impl<T: Float> Layer<T> for Dense {
+impl<T: Real> Layer<T> for Dense {
     fn in_dim(&self) -> usize {
         self.input
     }
@@ -215,7 +216,7 @@ impl Activation {
 
     /// `f(x)`.
     #[inline(always)]
-    pub fn apply<T: Float>(self, x: T) -> T {
+    pub fn apply<T: Real>(self, x: T) -> T {
         match self {
             Activation::Identity => x,
             Activation::Relu => {
@@ -251,7 +252,7 @@ impl Activation {
 
     /// `f'(x)` given `x` and `y = f(x)`.
     #[inline(always)]
-    pub fn derivative<T: Float>(self, x: T, y: T) -> T {
+    pub fn derivative<T: Real>(self, x: T, y: T) -> T {
         match self {
             Activation::Identity => T::ONE,
             Activation::Relu => {
@@ -291,7 +292,7 @@ pub struct Act {
     pub dim: usize,
 }
 
-impl<T: Float> Layer<T> for Act {
+impl<T: Real> Layer<T> for Act {
     fn in_dim(&self) -> usize {
         self.dim
     }
@@ -330,7 +331,7 @@ pub(crate) struct BiasGrad<'a, T> {
     pub(crate) db: &'a mut [T],
 }
 
-impl<T: Float> WithSimd for BiasGrad<'_, T> {
+impl<T: Real> WithSimd for BiasGrad<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -351,7 +352,7 @@ struct ActForward<'a, T> {
     y: &'a mut [T],
 }
 
-impl<T: Float> WithSimd for ActForward<'_, T> {
+impl<T: Real> WithSimd for ActForward<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -382,7 +383,7 @@ struct ActBackward<'a, T> {
     dx: &'a mut [T],
 }
 
-impl<T: Float> WithSimd for ActBackward<'_, T> {
+impl<T: Real> WithSimd for ActBackward<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {

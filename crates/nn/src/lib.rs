@@ -10,7 +10,7 @@
 //!   the matrix kernels run (see [`matmul`] for the paths through `gemm`, which do).
 //! - Fused [`Adam`] with global gradient-norm clipping; non-finite losses or gradients are
 //!   errors that leave the model untouched.
-//! - Generic over [`Float`]: f32 to train, f64 for the finite-difference gradient tests that
+//! - Generic over [`Real`](kestrel_core::simd::Real) (the one scalar trait): f32 to train, f64 for the finite-difference gradient tests that
 //!   cover every layer and loss (`tests/gradients.rs`).
 //! - Checkpoints as safetensors files ([`save_safetensors`], [`Sequential::save_trainee`]),
 //!   written as sets with a manifest that a resume verifies ([`write_checkpoint_set`],
@@ -23,7 +23,6 @@ mod adam;
 pub mod bench;
 mod checkpoint;
 mod error;
-mod float;
 pub mod gru;
 mod io;
 pub mod layer;
@@ -36,7 +35,6 @@ pub use adam::{Adam, AdamState};
 
 pub use checkpoint::{MANIFEST, Stamp, Verified, checkpoint_set, verify_set, write_checkpoint_set};
 pub use error::NnError;
-pub use float::Float;
 pub use gru::{Gru, GruCache};
 pub use io::{TensorFile, load_safetensors, save_safetensors};
 pub use kestrel_core::fill_normal_f32;

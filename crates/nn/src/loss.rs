@@ -1,6 +1,6 @@
 //! Losses with their gradients with respect to the prediction (means over every element).
 
-use crate::Float;
+use kestrel_core::simd::Real;
 
 /// A regression loss.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,7 +16,7 @@ impl Loss {
     ///
     /// # Panics
     /// If the three slices differ in length.
-    pub fn value_and_grad<T: Float>(self, y: &[T], target: &[T], grad: &mut [T]) -> f64 {
+    pub fn value_and_grad<T: Real>(self, y: &[T], target: &[T], grad: &mut [T]) -> f64 {
         assert!(y.len() == target.len() && y.len() == grad.len(), "Loss: lengths differ");
         let n = y.len().max(1) as f64;
         let inv = T::from_f64(1.0 / n);
@@ -64,7 +64,7 @@ impl Loss {
 /// # Panics
 /// If the slice lengths do not match `batch`, `n` and `m`.
 #[allow(clippy::too_many_arguments)]
-pub fn quantile_huber<T: Float>(
+pub fn quantile_huber<T: Real>(
     pred: &[T],
     taus: &[T],
     target: &[T],

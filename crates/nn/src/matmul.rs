@@ -7,8 +7,8 @@
 //! slice lengths against the shapes first, which is all the kernels need to stay in bounds.
 #![allow(unsafe_code)]
 
-use crate::Float;
 use gemm::Parallelism;
+use kestrel_core::simd::Real;
 
 /// How an operand is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl Kernel {
 /// # Panics
 /// If a slice is shorter than its shape.
 #[allow(clippy::too_many_arguments)]
-pub fn matmul<T: Float>(
+pub fn matmul<T: Real>(
     m: usize,
     k: usize,
     n: usize,
@@ -86,7 +86,7 @@ fn best() -> Kernel {
 /// # Panics
 /// If a slice is shorter than its shape.
 #[allow(clippy::too_many_arguments)]
-pub fn matmul_with<T: Float>(
+pub fn matmul_with<T: Real>(
     kernel: Kernel,
     m: usize,
     k: usize,
@@ -104,7 +104,7 @@ pub fn matmul_with<T: Float>(
 
 /// [`matmul_with`] on a kernel this CPU runs.
 #[allow(clippy::too_many_arguments)]
-fn matmul_on<T: Float>(
+fn matmul_on<T: Real>(
     kernel: Kernel,
     m: usize,
     k: usize,
@@ -164,7 +164,7 @@ fn matmul_on<T: Float>(
 
 /// Checks the lengths (panics if short) and settles the empty products; false when nothing is
 /// left to compute.
-fn checked<T: Float>(
+fn checked<T: Real>(
     m: usize,
     k: usize,
     n: usize,
@@ -184,7 +184,7 @@ fn checked<T: Float>(
 
 /// The `gemm` call, once [`checked`] has passed (lengths hold, `m, n, k > 0`).
 #[allow(clippy::too_many_arguments)]
-fn gemm_checked<T: Float>(
+fn gemm_checked<T: Real>(
     m: usize,
     k: usize,
     n: usize,

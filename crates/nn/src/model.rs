@@ -3,13 +3,14 @@
 //! and workspace, trained alone or many at once across threads.
 
 use crate::layer::{Act, Activation, Dense, Init, Layer};
-use crate::{Adam, AdamState, Float, Loss, NnError};
+use crate::{Adam, AdamState, Loss, NnError};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
+use kestrel_core::simd::Real;
 
 /// A stack of layers with one flat parameter vector (`[layer 0's, layer 1's, ...]`).
 #[derive(Debug)]
-pub struct Sequential<T: Float> {
+pub struct Sequential<T: Real> {
     layers: Vec<Box<dyn Layer<T>>>,
     /// Parameter offset of each layer, and the total at the end.
     offsets: Vec<usize>,
@@ -102,7 +103,7 @@ pub struct Workspace<T> {
     gb: Vec<T>,
 }
 
-impl<T: Float> Workspace<T> {
+impl<T: Real> Workspace<T> {
     /// The batch size of the last forward pass.
     pub fn batch(&self) -> usize {
         self.batch
@@ -114,7 +115,7 @@ impl<T: Float> Workspace<T> {
     }
 }
 
-impl<T: Float> Sequential<T> {
+impl<T: Real> Sequential<T> {
     /// Stacks `layers`; each layer's input width must be the previous one's output width.
     pub fn new(layers: Vec<Box<dyn Layer<T>>>) -> Result<Self, NnError> {
         if layers.is_empty() {
@@ -320,7 +321,7 @@ impl<T: Float> Sequential<T> {
 /// One model's training state: parameters, gradient, Adam state and workspace. Several of
 /// them over one [`Sequential`] train independently, one per thread ([`train_many`]).
 #[derive(Clone, Debug)]
-pub struct Trainee<T: Float> {
+pub struct Trainee<T: Real> {
     /// Parameters.
     pub params: Vec<T>,
     /// Gradient scratch.
@@ -332,7 +333,7 @@ pub struct Trainee<T: Float> {
     dy: Vec<T>,
 }
 
-impl<T: Float> Trainee<T> {
+impl<T: Real> Trainee<T> {
     /// Fresh parameters from `key` for `net`.
     pub fn new(net: &Sequential<T>, key: Key) -> Self {
         Self::from_params(net, net.init(key))
@@ -354,7 +355,7 @@ impl<T: Float> Trainee<T> {
 
 /// One [`Sequential::train_step`] for each trainee on its own batch, trainees in parallel
 /// (one per rayon task, each GEMM single-threaded). Results do not depend on the thread count.
-pub fn train_many<T: Float>(
+pub fn train_many<T: Real>(
     net: &Sequential<T>,
     trainees: &mut [Trainee<T>],
     adam: &Adam,

@@ -9,9 +9,10 @@
 
 use crate::layer::BiasGrad;
 use crate::matmul::{Op, matmul};
-use crate::{Float, NnError, Simd, WithSimd};
+use crate::{NnError, Simd, WithSimd};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
+use kestrel_core::simd::Real;
 
 /// The layer's shape and σ₀.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,7 +68,7 @@ impl NoisyDense {
     }
 
     /// μ uniform in ±√(3/fan_in) (weights, then biases), σ = σ₀.
-    pub fn init<T: Float>(&self, key: Key, params: &mut [T]) {
+    pub fn init<T: Real>(&self, key: Key, params: &mut [T]) {
         let mut r = key.rng();
         let bound = (3.0 / self.input as f64).sqrt();
         let (mu, sigma) = params.split_at_mut(self.half());
@@ -79,7 +80,7 @@ impl NoisyDense {
 
     /// The weights and biases in use: `μ + σ ⊙ ε`, or `μ` without noise, into `eff`
     /// (`noise_len()` values).
-    pub fn effective<T: Float>(&self, params: &[T], noise: Option<&[T]>, eff: &mut [T]) {
+    pub fn effective<T: Real>(&self, params: &[T], noise: Option<&[T]>, eff: &mut [T]) {
         let h = self.half();
         let (mu, sigma) = params.split_at(h);
         match noise {
@@ -89,7 +90,7 @@ impl NoisyDense {
     }
 
     /// `y = x W + b` with the effective weights `eff` from [`NoisyDense::effective`].
-    pub fn forward<T: Float>(&self, eff: &[T], x: &[T], y: &mut [T], batch: usize) {
+    pub fn forward<T: Real>(&self, eff: &[T], x: &[T], y: &mut [T], batch: usize) {
         let (i, o) = (self.input, self.output);
         let (w, b) = eff.split_at(i * o);
         for row in y[..batch * o].chunks_mut(o) {
@@ -102,7 +103,7 @@ impl NoisyDense {
     /// `eff` is the forward's effective weights, `noise` its noise, `scratch` holds
     /// `noise_len()` values.
     #[allow(clippy::too_many_arguments)]
-    pub fn backward<T: Float>(
+    pub fn backward<T: Real>(
         &self,
         eff: &[T],
         noise: Option<&[T]>,
@@ -119,7 +120,7 @@ impl NoisyDense {
     /// [`NoisyDense::backward`], adding `∂L/∂x` to `dx` instead of overwriting it when
     /// `accumulate_dx` (two heads reading the same input).
     #[allow(clippy::too_many_arguments)]
-    pub fn backward_dx<T: Float>(
+    pub fn backward_dx<T: Real>(
         &self,
         eff: &[T],
         noise: Option<&[T]>,
@@ -157,7 +158,7 @@ struct Effective<'a, T> {
     eps: &'a [T],
 }
 
-impl<T: Float> WithSimd for Effective<'_, T> {
+impl<T: Real> WithSimd for Effective<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {
@@ -176,7 +177,7 @@ struct NoisyGrad<'a, T> {
     noise: Option<&'a [T]>,
 }
 
-impl<T: Float> WithSimd for NoisyGrad<'_, T> {
+impl<T: Real> WithSimd for NoisyGrad<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) {

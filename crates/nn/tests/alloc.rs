@@ -5,8 +5,9 @@
 //! global allocator that counts, and a single test, so no other test allocates meanwhile.
 
 use kestrel_core::Key;
+use kestrel_core::simd::Real;
 use kestrel_nn::matmul::{Kernel, Op, matmul_with};
-use kestrel_nn::{Adam, Float, Loss, MlpConfig, Sequential, Trainee};
+use kestrel_nn::{Adam, Loss, MlpConfig, Sequential, Trainee};
 use kestrel_testkit::{CountingAlloc, allocations_in};
 
 #[global_allocator]
@@ -49,7 +50,7 @@ fn warm_training_steps_allocate_nothing() {
 
 /// Every layout and both write modes, shapes past the tile, panel, depth-block and row-chunk
 /// edges, after one warm-up call each.
-fn warm_products_allocate_nothing<T: Float>(kernel: Kernel) {
+fn warm_products_allocate_nothing<T: Real>(kernel: Kernel) {
     for (m, k, n) in [(2, 3, 2), (7, 9, 33), (300, 270, 40), (13, 600, 17)] {
         let a = vec![T::from_f64(0.5); m * k];
         let b = vec![T::from_f64(0.25); k * n];
