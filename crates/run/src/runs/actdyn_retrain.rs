@@ -27,17 +27,9 @@ pub struct RetrainConfig {
     pub offline: OfflineConfig,
 }
 
-/// The config of the run in `dir`, read as that run read it.
+/// The config of the run in `dir`, read as that run read it (`super::source_config`).
 fn source(dir: &Path) -> Result<ActdynConfig, RunError> {
-    if dir.as_os_str().is_empty() {
-        return Err(RunError::Config {
-            source_name: "run".into(),
-            message: "no run folder: set `run` to the `kestrel actdyn run` folder to retrain"
-                .into(),
-        });
-    }
-    let path = dir.join("config.toml");
-    crate::load_config(&ActdynConfig::default(), Some(&path), toml::Table::new(), &[])
+    super::source_config(dir, &ActdynConfig::default(), Actdyn::COMMAND)
 }
 
 /// The `actdyn-retrain` run kind.

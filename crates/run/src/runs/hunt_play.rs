@@ -30,16 +30,9 @@ impl Default for PlayConfig {
     }
 }
 
-/// The training config of the run in `dir`, read as that run read it.
+/// The training config of the run in `dir`, read as that run read it (`super::source_config`).
 fn source(dir: &Path) -> Result<HuntRunConfig, RunError> {
-    if dir.as_os_str().is_empty() {
-        return Err(RunError::Config {
-            source_name: "run".into(),
-            message: "no run folder: set `run` to the `kestrel hunt train` folder to play".into(),
-        });
-    }
-    let path = dir.join("config.toml");
-    crate::load_config(&HuntRunConfig::default(), Some(&path), toml::Table::new(), &[])
+    super::source_config(dir, &HuntRunConfig::default(), Hunt::COMMAND)
 }
 
 /// The `hunt-play` run kind.

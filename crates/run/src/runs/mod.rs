@@ -33,7 +33,9 @@ pub mod mppi_qd;
 pub mod mppi_tune;
 pub mod qd;
 
+use crate::RunError;
 use kestrel_core::Budget;
+use std::path::Path;
 
 /// What every run holds beside its config-sized buffers: the run folder's writer, the metrics
 /// thread and one plot's bitmap and PNG encoder (measured: about 1.7 MB).
@@ -72,6 +74,22 @@ pub(crate) fn packing(
             kestrel_evo::memory::PACKING_BYTES,
         );
     }
+}
+
+/// The config of the finished run in `dir`, read from its `config.toml` over `defaults` as that
+/// run read it: what a kind that reads another run's folder (`run` in its config) starts from.
+/// An empty `dir` is an error saying to set `run` to a `kestrel {command}` folder.
+pub(crate) fn source_config<T>(dir: &Path, defaults: &T, command: &str) -> Result<T, RunError>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + kestrel_core::Documented,
+{
+    if dir.as_os_str().is_empty() {
+        return Err(RunError::Config {
+            source_name: "run".into(),
+            message: format!("no run folder: set `run` to the `kestrel {command}` folder to read"),
+        });
+    }
+    crate::load_config(defaults, Some(&dir.join("config.toml")), toml::Table::new(), &[])
 }
 
 /// The note of a resume that found no complete checkpoint set.
