@@ -4,7 +4,8 @@
 use crate::common::{RunArgs, pool};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kestrel_mppi::{ControllerKind, MppiRunConfig, Precision, System};
+use kestrel_mppi::{ControllerKind, Precision, System};
+use kestrel_run::runs::mppi::MppiRunConfig;
 use kestrel_run::runs::mppi_tune::{TuneConfig, run_tune_with};
 use kestrel_run::runs::{mppi::MppiRun, mppi_qd::MppiQd, mppi_tune::MppiTune};
 use serde_json::json;

@@ -36,7 +36,10 @@ pub use icem::{
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{Mppi, Phase};
 pub use params::{Convention, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, Precision};
-pub use presets::{ControllerKind, MppiRunConfig, System};
+pub use presets::{
+    ControllerKind, ControllerVisitor, DynamicsVisitor, KmppiExtras, SmppiExtras, System,
+    with_controller,
+};
 pub use smppi::{Smppi, SmppiParams, SmppiState};
 pub use state::MppiState;
 pub use systems::PendulumDynamics;

@@ -1,15 +1,16 @@
-//! The built-in systems with their start states and MPPI settings (the CLI's `--env`, the
-//! Python package's built-in systems), and the three controllers by name.
+//! The built-in systems with their start states and MPPI settings (a run config's `system`,
+//! the Python package's built-in systems), and the three controllers by name with their own
+//! knobs ([`with_controller`] builds one from them). The run config that gathers them is
+//! `kestrel_run::runs::mppi::MppiRunConfig`.
 //!
 //! [`System`] is itself a [`Dynamics`] (one `match` per step onto the concrete system), so a
 //! run can pick its system from a config without generics; hot benchmarks use the concrete
 //! types.
 
-use crate::controller::{Controller, Episode, episode};
+use crate::controller::Controller;
 use crate::params::{MppiError, MppiParams};
 use crate::systems::{BasicLinear, ContinuousCartPole, DiffDrive, Nav2d, PendulumDynamics};
 use crate::{Kmppi, KmppiParams, Mppi, Smppi, SmppiParams};
-use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
 
 /// The systems the CLI and the bindings can drive.
@@ -185,33 +186,6 @@ impl ControllerKind {
     }
 }
 
-/// A closed-loop MPPI run: the system, the episode, and every knob of every controller (the
-/// shared MPPI params, then SMPPI's and KMPPI's own, used only by that controller). Defaults
-/// come from [`System::default_params`] ([`MppiRunConfig::defaults`]).
-#[derive(
-    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
-)]
-#[serde(deny_unknown_fields)]
-pub struct MppiRunConfig {
-    /// The system (model and plant).
-    pub system: System,
-    /// Closed-loop steps.
-    pub steps: usize,
-    /// Seed: step `t` commands with `Key::new(seed).fold_in(t)`.
-    pub seed: u64,
-    /// Which controller.
-    pub controller: ControllerKind,
-    /// The shared MPPI knobs.
-    #[documented(nested)]
-    pub mppi: MppiParams,
-    /// SMPPI's knobs (besides `mppi`).
-    #[documented(nested)]
-    pub smppi: SmppiExtras,
-    /// KMPPI's knobs (besides `mppi`).
-    #[documented(nested)]
-    pub kmppi: KmppiExtras,
-}
-
 /// SMPPI's own knobs.
 #[derive(
     Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
@@ -242,203 +216,76 @@ pub struct KmppiExtras {
     pub kernel_sigma: f64,
 }
 
-impl MppiRunConfig {
-    /// Heap bytes of one controller of this config planning over `horizon` steps (the
-    /// config's own, or a tuned one), with `threads` workers' scratch: the noise, its normals
-    /// and the sampled controls (K × T × nu each; f32 lanes padded to 32 samples), costs and
-    /// the plan (mppi.rs, rollout.rs, lanes.rs, smppi.rs, kmppi.rs).
-    pub fn controller_bytes(&self, horizon: usize, threads: usize) -> u128 {
-        let k = self.mppi.num_samples as u128;
-        let t = horizon as u128;
-        let nu = self.system.nu() as u128;
-        let th = threads as u128;
-        let ktn = k.saturating_mul(t).saturating_mul(nu);
-        match self.controller {
-            ControllerKind::Mppi => match self.mppi.precision {
-                crate::Precision::F64 => ktn.saturating_mul(24).saturating_add(16 * k + 8 * t * nu),
-                crate::Precision::F32 => {
-                    let k32 = k.div_ceil(32).saturating_mul(32);
-                    let lanes = k32.saturating_mul(t).saturating_mul(nu).saturating_mul(33) / 4;
-                    ktn.saturating_mul(8)
-                        .saturating_add(lanes)
-                        .saturating_add(8 * k32 + 16 * k + 12 * t * nu)
-                }
-            },
-            ControllerKind::Smppi => ktn
-                .saturating_mul(16)
-                .saturating_add(16 * k + 16 * t * nu)
-                .saturating_add(th.saturating_mul(8 * t * nu)),
-            ControllerKind::Kmppi => {
-                let s = self.kmppi.num_support_pts as u128;
-                k.saturating_mul(s)
-                    .saturating_mul(nu)
-                    .saturating_mul(16)
-                    .saturating_add(16 * k + 8 * t * nu + 16 * s * nu)
-                    .saturating_add(t.saturating_mul(s).saturating_mul(8))
-                    .saturating_add(s.saturating_mul(s).saturating_mul(8))
-                    .saturating_add(th.saturating_mul(s.saturating_add(t)).saturating_mul(8 * nu))
-            }
+/// Runs `f` with the controller `kind` over `dynamics`, its params made from the shared MPPI
+/// knobs and that controller's own (`smppi`, `kmppi`; the others' are ignored), validated.
+pub fn with_controller<D: Dynamics + 'static, V: ControllerVisitor>(
+    kind: ControllerKind,
+    mppi: &MppiParams,
+    smppi: &SmppiExtras,
+    kmppi: &KmppiExtras,
+    dynamics: D,
+    f: V,
+) -> Result<V::Output, MppiError> {
+    match kind {
+        ControllerKind::Mppi => {
+            let c = Mppi::new(dynamics);
+            c.validate(mppi)?;
+            Ok(f.visit(c, mppi.clone()))
         }
-    }
-
-    /// Heap bytes of an episode's record (states, controls and costs per step; doubling
-    /// `Vec`s counted at twice their length) and of its written trajectory and plots (about
-    /// 500 B per step, measured).
-    pub fn episode_bytes(&self) -> u128 {
-        let steps = self.steps as u128 + 1;
-        let (nx, nu) = (self.system.nx() as u128, self.system.nu() as u128);
-        steps.saturating_mul(2 * 24 + 2 * 24 + 8 * nx + 8 * nu + 8 + 500)
-    }
-
-    /// The defaults for `system`: its MPPI params; SMPPI integrating with Δt = 1 and its action
-    /// bounded by the system's control bounds (the lifted control by ±1 per step); KMPPI with
-    /// `T / 2` control points and kernel width 1 (pytorch-mppi's defaults).
-    pub fn defaults(controller: ControllerKind, system: System) -> Self {
-        Self::defaults_for(controller, system, 200, 0)
-    }
-
-    /// [`MppiRunConfig::defaults`] with the episode's length and seed.
-    pub fn defaults_for(
-        controller: ControllerKind,
-        system: System,
-        steps: usize,
-        seed: u64,
-    ) -> Self {
-        let mppi = system.default_params();
-        let nu = system.nu();
-        let smppi = SmppiExtras {
-            w_action_seq_cost: 1.0,
-            delta_t: 1.0,
-            action_min: mppi.u_min.clone(),
-            action_max: mppi.u_max.clone(),
-            clamp_lifted_control: false,
-        };
-        let lifted = MppiParams { u_min: vec![-1.0; nu], u_max: vec![1.0; nu], ..mppi.clone() };
-        let kmppi = KmppiExtras { num_support_pts: (mppi.horizon / 2).max(1), kernel_sigma: 1.0 };
-        MppiRunConfig {
-            system,
-            steps,
-            seed,
-            controller,
-            mppi: if controller == ControllerKind::Smppi { lifted } else { mppi },
-            smppi,
-            kmppi,
+        ControllerKind::Smppi => {
+            let c = Smppi::new(dynamics);
+            let p = SmppiParams {
+                mppi: mppi.clone(),
+                w_action_seq_cost: smppi.w_action_seq_cost,
+                delta_t: smppi.delta_t,
+                action_min: smppi.action_min.clone(),
+                action_max: smppi.action_max.clone(),
+                clamp_lifted_control: smppi.clamp_lifted_control,
+            };
+            c.validate(&p)?;
+            Ok(f.visit(c, p))
         }
-    }
-
-    /// Runs `f` with the configured controller over `dynamics` and its params, validated.
-    pub fn with_controller<D: Dynamics + 'static, R>(
-        &self,
-        dynamics: D,
-        f: impl ControllerVisitor<D, Output = R>,
-    ) -> Result<R, MppiError> {
-        match self.controller {
-            ControllerKind::Mppi => {
-                let c = Mppi::new(dynamics);
-                c.validate(&self.mppi)?;
-                Ok(f.visit(c, self.mppi.clone()))
-            }
-            ControllerKind::Smppi => {
-                let c = Smppi::new(dynamics);
-                let e = &self.smppi;
-                let p = SmppiParams {
-                    mppi: self.mppi.clone(),
-                    w_action_seq_cost: e.w_action_seq_cost,
-                    delta_t: e.delta_t,
-                    action_min: e.action_min.clone(),
-                    action_max: e.action_max.clone(),
-                    clamp_lifted_control: e.clamp_lifted_control,
-                };
-                c.validate(&p)?;
-                Ok(f.visit(c, p))
-            }
-            ControllerKind::Kmppi => {
-                let c = Kmppi::new(dynamics);
-                let p = KmppiParams {
-                    mppi: self.mppi.clone(),
-                    num_support_pts: self.kmppi.num_support_pts,
-                    kernel_sigma: self.kmppi.kernel_sigma,
-                };
-                c.validate(&p)?;
-                Ok(f.visit(c, p))
-            }
+        ControllerKind::Kmppi => {
+            let c = Kmppi::new(dynamics);
+            let p = KmppiParams {
+                mppi: mppi.clone(),
+                num_support_pts: kmppi.num_support_pts,
+                kernel_sigma: kmppi.kernel_sigma,
+            };
+            c.validate(&p)?;
+            Ok(f.visit(c, p))
         }
-    }
-
-    /// Checks the episode and every knob of the configured controller.
-    pub fn validate(&self) -> Result<(), MppiError> {
-        if self.steps == 0 {
-            return Err(MppiError::from(kestrel_core::Invalid::new("steps", 0, "at least 1")));
-        }
-        struct Check;
-        impl<D: Dynamics> ControllerVisitor<D> for Check {
-            type Output = ();
-            fn visit<C: Controller<Dyn = D>>(self, _c: C, _p: C::Params) {}
-        }
-        self.visit(Check)
-    }
-
-    /// Runs `f` with the configured controller over the configured system's concrete dynamics
-    /// (one `match` here, so the rollouts are statically dispatched and inlined).
-    pub fn visit<R, V>(&self, f: V) -> Result<R, MppiError>
-    where
-        V: ControllerVisitor<PendulumDynamics, Output = R>
-            + ControllerVisitor<Nav2d, Output = R>
-            + ControllerVisitor<BasicLinear, Output = R>
-            + ControllerVisitor<ContinuousCartPole, Output = R>
-            + ControllerVisitor<DiffDrive, Output = R>,
-    {
-        each_system!(self.system, d => self.with_controller(d, f))
-    }
-
-    /// The configured episode: `steps` commands of the configured controller on the system
-    /// from its start; `observe(t, cost)` sees every step, and ends the episode there by
-    /// returning false.
-    pub fn episode(&self, observe: impl FnMut(usize, f64) -> bool) -> Result<Episode, MppiError> {
-        let (system, steps, key) = (self.system, self.steps, Key::new(self.seed));
-        struct Run<F> {
-            start: Vec<f64>,
-            steps: usize,
-            key: Key,
-            observe: F,
-        }
-        impl<D: Dynamics, F: FnMut(usize, f64) -> bool> ControllerVisitor<D> for Run<F> {
-            type Output = Episode;
-            fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> Episode {
-                episode(&c, &p, &self.start, self.steps, self.key, true, self.observe)
-            }
-        }
-        self.visit(Run { start: system.start(), steps, key, observe })
     }
 }
 
-/// A computation generic over the controller (what [`MppiRunConfig::with_controller`]
-/// runs once it has built the configured one).
-pub trait ControllerVisitor<D: Dynamics> {
+/// A computation generic over the controller (what [`with_controller`] runs once it has built
+/// the configured one).
+pub trait ControllerVisitor {
     /// What the computation returns.
     type Output;
     /// Runs it with controller `c` and its params `p`.
-    fn visit<C: Controller<Dyn = D> + 'static>(self, c: C, p: C::Params) -> Self::Output;
+    fn visit<C: Controller + 'static>(self, c: C, p: C::Params) -> Self::Output;
+}
+
+/// A computation generic over the dynamics (what [`System::visit`] runs on the concrete one).
+pub trait DynamicsVisitor {
+    /// What the computation returns.
+    type Output;
+    /// Runs it with the system's concrete dynamics.
+    fn visit<D: Dynamics + 'static>(self, d: D) -> Self::Output;
+}
+
+impl System {
+    /// Runs `f` over this system's concrete dynamics (one `match` here, so what `f` does with
+    /// them is statically dispatched and inlined).
+    pub fn visit<V: DynamicsVisitor>(self, f: V) -> V::Output {
+        each_system!(self, d => f.visit(d))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_controller_swings_up_or_stabilises_every_system() {
-        for system in System::ALL {
-            assert_eq!(system.start().len(), system.nx());
-            for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
-                let mut cfg = MppiRunConfig::defaults_for(kind, system, 10, 1);
-                cfg.mppi.num_samples = cfg.mppi.num_samples.min(64);
-                let ep = cfg.episode(|_, _| true).unwrap();
-                assert_eq!(ep.states.len(), 11, "{system:?} {kind:?}");
-                assert_eq!(ep.controls.len(), 10);
-                assert!(ep.total_cost.is_finite(), "{system:?} {kind:?}");
-            }
-        }
-    }
 
     #[test]
     fn the_system_enum_steps_exactly_as_the_concrete_system() {

@@ -4,8 +4,8 @@ use crate::errors::{run_error, value_error};
 use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
 use kestrel_mppi::batched::Sizes;
-use kestrel_mppi::presets::ControllerVisitor;
-use kestrel_mppi::{Controller, MppiRunConfig, System};
+use kestrel_mppi::{Controller, ControllerVisitor, System};
+use kestrel_run::runs::mppi::MppiRunConfig;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -41,9 +41,9 @@ impl<C: Controller + 'static> DynCtl for Ctl<C> {
 }
 
 struct Make;
-impl<D: Dynamics + 'static> ControllerVisitor<D> for Make {
+impl ControllerVisitor for Make {
     type Output = Box<dyn DynCtl>;
-    fn visit<C: Controller<Dyn = D> + 'static>(self, c: C, p: C::Params) -> Box<dyn DynCtl> {
+    fn visit<C: Controller + 'static>(self, c: C, p: C::Params) -> Box<dyn DynCtl> {
         let s = c.init(&p);
         let b = C::base(&p);
         let out = vec![0.0; b.u_per_command * c.dynamics().nu()];

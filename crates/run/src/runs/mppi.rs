@@ -1,17 +1,197 @@
 //! `kestrel mppi run` (run kind `mppi-run`): one closed-loop episode of MPPI, SMPPI or KMPPI
 //! on a built-in system, every step's cost and state logged, the trajectory drawn. The
-//! controllers and systems are `kestrel-mppi`'s; the episode loop is
-//! [`MppiRunConfig::episode`].
+//! config ([`MppiRunConfig`]) gathers the system, the episode and every controller's knobs;
+//! the controllers, systems and the episode loop (`kestrel_mppi::episode`) are
+//! `kestrel-mppi`'s.
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
+use kestrel_core::Key;
+use kestrel_dynamics::Dynamics;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
-use kestrel_mppi::{ControllerKind, MppiRunConfig, System};
+use kestrel_mppi::{
+    Controller, ControllerKind, ControllerVisitor, DynamicsVisitor, Episode, KmppiExtras,
+    MppiError, MppiParams, Precision, SmppiExtras, System, episode,
+};
 use kestrel_plot::{LinePlot, Series, Sketch};
 use serde_json::json;
 use std::path::Path;
 use std::time::Instant;
+
+/// A closed-loop MPPI run: the system, the episode, and every knob of every controller (the
+/// shared MPPI params, then SMPPI's and KMPPI's own, used only by that controller). Defaults
+/// come from [`System::default_params`] ([`MppiRunConfig::defaults`]).
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(deny_unknown_fields)]
+pub struct MppiRunConfig {
+    /// The system (model and plant).
+    pub system: System,
+    /// Closed-loop steps.
+    pub steps: usize,
+    /// Seed: step `t` commands with `Key::new(seed).fold_in(t)`.
+    pub seed: u64,
+    /// Which controller.
+    pub controller: ControllerKind,
+    /// The shared MPPI knobs.
+    #[documented(nested)]
+    pub mppi: MppiParams,
+    /// SMPPI's knobs (besides `mppi`).
+    #[documented(nested)]
+    pub smppi: SmppiExtras,
+    /// KMPPI's knobs (besides `mppi`).
+    #[documented(nested)]
+    pub kmppi: KmppiExtras,
+}
+
+impl MppiRunConfig {
+    /// Heap bytes of one controller of this config planning over `horizon` steps (the
+    /// config's own, or a tuned one), with `threads` workers' scratch: the noise, its normals
+    /// and the sampled controls (K × T × nu each; f32 lanes padded to 32 samples), costs and
+    /// the plan (mppi.rs, rollout.rs, lanes.rs, smppi.rs, kmppi.rs).
+    pub fn controller_bytes(&self, horizon: usize, threads: usize) -> u128 {
+        let k = self.mppi.num_samples as u128;
+        let t = horizon as u128;
+        let nu = self.system.nu() as u128;
+        let th = threads as u128;
+        let ktn = k.saturating_mul(t).saturating_mul(nu);
+        match self.controller {
+            ControllerKind::Mppi => match self.mppi.precision {
+                Precision::F64 => ktn.saturating_mul(24).saturating_add(16 * k + 8 * t * nu),
+                Precision::F32 => {
+                    let k32 = k.div_ceil(32).saturating_mul(32);
+                    let lanes = k32.saturating_mul(t).saturating_mul(nu).saturating_mul(33) / 4;
+                    ktn.saturating_mul(8)
+                        .saturating_add(lanes)
+                        .saturating_add(8 * k32 + 16 * k + 12 * t * nu)
+                }
+            },
+            ControllerKind::Smppi => ktn
+                .saturating_mul(16)
+                .saturating_add(16 * k + 16 * t * nu)
+                .saturating_add(th.saturating_mul(8 * t * nu)),
+            ControllerKind::Kmppi => {
+                let s = self.kmppi.num_support_pts as u128;
+                k.saturating_mul(s)
+                    .saturating_mul(nu)
+                    .saturating_mul(16)
+                    .saturating_add(16 * k + 8 * t * nu + 16 * s * nu)
+                    .saturating_add(t.saturating_mul(s).saturating_mul(8))
+                    .saturating_add(s.saturating_mul(s).saturating_mul(8))
+                    .saturating_add(th.saturating_mul(s.saturating_add(t)).saturating_mul(8 * nu))
+            }
+        }
+    }
+
+    /// Heap bytes of an episode's record (states, controls and costs per step; doubling
+    /// `Vec`s counted at twice their length) and of its written trajectory and plots (about
+    /// 500 B per step, measured).
+    pub fn episode_bytes(&self) -> u128 {
+        let steps = self.steps as u128 + 1;
+        let (nx, nu) = (self.system.nx() as u128, self.system.nu() as u128);
+        steps.saturating_mul(2 * 24 + 2 * 24 + 8 * nx + 8 * nu + 8 + 500)
+    }
+
+    /// The defaults for `system`: its MPPI params; SMPPI integrating with Δt = 1 and its action
+    /// bounded by the system's control bounds (the lifted control by ±1 per step); KMPPI with
+    /// `T / 2` control points and kernel width 1 (pytorch-mppi's defaults).
+    pub fn defaults(controller: ControllerKind, system: System) -> Self {
+        Self::defaults_for(controller, system, 200, 0)
+    }
+
+    /// [`MppiRunConfig::defaults`] with the episode's length and seed.
+    pub fn defaults_for(
+        controller: ControllerKind,
+        system: System,
+        steps: usize,
+        seed: u64,
+    ) -> Self {
+        let mppi = system.default_params();
+        let nu = system.nu();
+        let smppi = SmppiExtras {
+            w_action_seq_cost: 1.0,
+            delta_t: 1.0,
+            action_min: mppi.u_min.clone(),
+            action_max: mppi.u_max.clone(),
+            clamp_lifted_control: false,
+        };
+        let lifted = MppiParams { u_min: vec![-1.0; nu], u_max: vec![1.0; nu], ..mppi.clone() };
+        let kmppi = KmppiExtras { num_support_pts: (mppi.horizon / 2).max(1), kernel_sigma: 1.0 };
+        MppiRunConfig {
+            system,
+            steps,
+            seed,
+            controller,
+            mppi: if controller == ControllerKind::Smppi { lifted } else { mppi },
+            smppi,
+            kmppi,
+        }
+    }
+
+    /// Runs `f` with the configured controller over `dynamics` and its params, validated.
+    pub fn with_controller<D: Dynamics + 'static, V: ControllerVisitor>(
+        &self,
+        dynamics: D,
+        f: V,
+    ) -> Result<V::Output, MppiError> {
+        kestrel_mppi::with_controller(
+            self.controller,
+            &self.mppi,
+            &self.smppi,
+            &self.kmppi,
+            dynamics,
+            f,
+        )
+    }
+
+    /// Checks the episode and every knob of the configured controller.
+    pub fn validate(&self) -> Result<(), MppiError> {
+        if self.steps == 0 {
+            return Err(MppiError::from(kestrel_core::Invalid::new("steps", 0, "at least 1")));
+        }
+        struct Check;
+        impl ControllerVisitor for Check {
+            type Output = ();
+            fn visit<C: Controller + 'static>(self, _c: C, _p: C::Params) {}
+        }
+        self.visit(Check)
+    }
+
+    /// Runs `f` with the configured controller over the configured system's concrete dynamics
+    /// (statically dispatched: [`System::visit`]).
+    pub fn visit<V: ControllerVisitor>(&self, f: V) -> Result<V::Output, MppiError> {
+        struct On<'a, V>(&'a MppiRunConfig, V);
+        impl<V: ControllerVisitor> DynamicsVisitor for On<'_, V> {
+            type Output = Result<V::Output, MppiError>;
+            fn visit<D: Dynamics + 'static>(self, d: D) -> Self::Output {
+                self.0.with_controller(d, self.1)
+            }
+        }
+        self.system.visit(On(self, f))
+    }
+
+    /// The configured episode: `steps` commands of the configured controller on the system
+    /// from its start; `observe(t, cost)` sees every step, and ends the episode there by
+    /// returning false.
+    pub fn episode(&self, observe: impl FnMut(usize, f64) -> bool) -> Result<Episode, MppiError> {
+        let (system, steps, key) = (self.system, self.steps, Key::new(self.seed));
+        struct Run<F> {
+            start: Vec<f64>,
+            steps: usize,
+            key: Key,
+            observe: F,
+        }
+        impl<F: FnMut(usize, f64) -> bool> ControllerVisitor for Run<F> {
+            type Output = Episode;
+            fn visit<C: Controller + 'static>(self, c: C, p: C::Params) -> Episode {
+                episode(&c, &p, &self.start, self.steps, self.key, true, self.observe)
+            }
+        }
+        self.visit(Run { start: system.start(), steps, key, observe })
+    }
+}
 
 /// The `mppi-run` run kind.
 pub struct MppiRun;
@@ -200,4 +380,25 @@ fn frames(sys: System, states: &[Vec<f64>], stem: &std::path::Path) -> Result<()
     }
     c.save(stem)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every controller, from every system's defaults, runs its episode with finite costs.
+    #[test]
+    fn every_controller_swings_up_or_stabilises_every_system() {
+        for system in System::ALL {
+            assert_eq!(system.start().len(), system.nx());
+            for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
+                let mut cfg = MppiRunConfig::defaults_for(kind, system, 10, 1);
+                cfg.mppi.num_samples = cfg.mppi.num_samples.min(64);
+                let ep = cfg.episode(|_, _| true).unwrap();
+                assert_eq!(ep.states.len(), 11, "{system:?} {kind:?}");
+                assert_eq!(ep.controls.len(), 10);
+                assert!(ep.total_cost.is_finite(), "{system:?} {kind:?}");
+            }
+        }
+    }
 }

@@ -15,6 +15,7 @@
 //! the thread count.
 
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::runs::mppi::MppiRunConfig;
 use crate::runs::mppi_tune::{TuneConfig, TuneStarts, tune_problem, validate_tune};
 use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
@@ -23,7 +24,7 @@ use kestrel_dynamics::Dynamics;
 use kestrel_evo::EvoError;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
 use kestrel_mppi::tune::{KnobKind, Transform, TuneSpec};
-use kestrel_mppi::{ControllerKind, MppiRunConfig, System};
+use kestrel_mppi::{ControllerKind, System};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
 use serde_json::json;

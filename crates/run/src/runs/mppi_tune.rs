@@ -6,15 +6,15 @@
 //! `kestrel mppi run` replays.
 
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::runs::mppi::MppiRunConfig;
 use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_dynamics::Dynamics;
 use kestrel_evo::{Problem, TellMetrics};
 use kestrel_mppi::batched::Sizes;
-use kestrel_mppi::presets::ControllerVisitor;
 use kestrel_mppi::tune::{KnobKind, TuneProblem, TuneSpec, Tuner};
-use kestrel_mppi::{Controller, ControllerKind, Mppi, MppiError, MppiRunConfig, System};
+use kestrel_mppi::{Controller, ControllerKind, ControllerVisitor, Mppi, MppiError, System};
 use kestrel_plot::{LinePlot, Series};
 use serde_json::json;
 use std::path::Path;
@@ -333,9 +333,9 @@ pub fn run_tune_with(
         evaluator: Option<&'a dyn Problem>,
         observe: F,
     }
-    impl<D: Dynamics, F: FnMut(&TellMetrics) -> bool> ControllerVisitor<D> for Go<'_, F> {
+    impl<F: FnMut(&TellMetrics) -> bool> ControllerVisitor for Go<'_, F> {
         type Output = Result<TuneOutcome, MppiError>;
-        fn visit<C: Controller<Dyn = D>>(self, ctrl: C, p: C::Params) -> Self::Output {
+        fn visit<C: Controller + 'static>(self, ctrl: C, p: C::Params) -> Self::Output {
             let c = self.c;
             let nu = ctrl.dynamics().nu();
             let spec = TuneSpec::from_names(&c.knobs, nu, C::base(&p))?;
@@ -388,9 +388,9 @@ pub fn tune_problem(c: &TuneConfig) -> Result<Box<dyn Problem>, MppiError> {
         return Err(MppiError::invalid("callbacks", "set", why));
     }
     struct Build<'a>(&'a TuneConfig);
-    impl<D: Dynamics> ControllerVisitor<D> for Build<'_> {
+    impl ControllerVisitor for Build<'_> {
         type Output = Result<Box<dyn Problem>, MppiError>;
-        fn visit<C: Controller<Dyn = D> + 'static>(self, ctrl: C, p: C::Params) -> Self::Output {
+        fn visit<C: Controller + 'static>(self, ctrl: C, p: C::Params) -> Self::Output {
             let c = self.0;
             let spec = TuneSpec::from_names(&c.knobs, ctrl.dynamics().nu(), C::base(&p))?;
             Ok(Box::new(TuneProblem::new(ctrl, spec, p, c.start_states(), c.run.steps)?))
@@ -699,9 +699,9 @@ mod tests {
             ..base.clone()
         };
         struct Each(Vec<Vec<f64>>, usize, Key);
-        impl<D: Dynamics> ControllerVisitor<D> for Each {
+        impl ControllerVisitor for Each {
             type Output = f64;
-            fn visit<C: Controller<Dyn = D>>(self, c: C, p: C::Params) -> f64 {
+            fn visit<C: Controller + 'static>(self, c: C, p: C::Params) -> f64 {
                 let costs = self.0.iter().enumerate().map(|(e, x0)| {
                     kestrel_mppi::episode(
                         &c,

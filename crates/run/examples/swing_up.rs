@@ -1,8 +1,9 @@
 //! MPPI, SMPPI and KMPPI swinging the pendulum up from hanging down, each from the same
 //! config type the CLI reads (`kestrel mppi run --config`). Run:
-//! `cargo run --release -p kestrel-mppi --example swing_up`.
+//! `cargo run --release -p kestrel-run --example swing_up`.
 
-use kestrel_mppi::{ControllerKind, MppiRunConfig, System};
+use kestrel_mppi::{ControllerKind, System};
+use kestrel_run::runs::mppi::MppiRunConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
