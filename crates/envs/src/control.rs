@@ -6,8 +6,9 @@
 use crate::EnvError;
 use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, Space, Spec};
+use kestrel_dynamics::Dynamics;
 pub use kestrel_dynamics::{
-    BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Dynamics, Nav2d, PendulumDynamics,
+    BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Nav2d, PendulumDynamics,
 };
 
 /// Largest state size of a [`ControlEnv`] (its state is a fixed array).

@@ -13,7 +13,7 @@ pub mod vectorfield;
 pub use cartpole::{CartPole, CartPoleParams, CartPoleState};
 pub use control::{
     BasicLinear, ContinuousCartPole, ControlEnv, ControlParams, ControlState, DiffDrive,
-    DoubleIntegrator, Dynamics, Nav2d, PendulumDynamics,
+    DoubleIntegrator, Nav2d, PendulumDynamics,
 };
 pub use error::EnvError;
 pub use grid::{GridConfig, GridMap, GridParams, GridWorld};

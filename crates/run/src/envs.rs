@@ -350,7 +350,7 @@ impl EnvConfig for PendulumParams {
 /// A control env over `system`.
 fn control<D>(system: D, p: &ControlParams, n: usize, seed: u64, off: u64) -> Built
 where
-    D: kestrel_envs::Dynamics + Clone + std::fmt::Debug + 'static,
+    D: kestrel_dynamics::Dynamics + Clone + std::fmt::Debug + 'static,
     VecEnv<ControlEnv<D>>: Show,
 {
     let env = ControlEnv::new(system)?;
