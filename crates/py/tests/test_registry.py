@@ -233,3 +233,21 @@ def test_bounds_on_the_ask_tell_objects_as_pycma_and_evo_run_apply_them():
             kestrel.evo.CMAES(3, bounds=bad)
     with pytest.raises(ValueError, match="bound_mode"):
         kestrel.evo.CMAES(3, bounds=[-1, 1], bound_mode="wrap")
+
+
+def test_the_module_helpers_of_the_kinds_that_read_a_run(tmp_path):
+    """`kestrel.hunt.play`, `kestrel.actdyn.retrain` and `kestrel.actdyn.compare` are the
+    registry's `hunt-play`, `actdyn-retrain` and `actdyn-compare`, the run folder passed as `run`."""
+    hunt = kestrel.hunt.train(TINY["hunt"], out_dir=tmp_path / "src", progress=None)
+    play = kestrel.hunt.play(hunt.dir, epochs=2, out_dir=tmp_path, progress=None)
+    assert play.summary["epochs"] == 2 and (play.dir / "play.png").exists()
+    assert set(play.metrics) >= {"mean_reward", "reward_agent_0", "reward_agent_1"}
+    run = kestrel.actdyn.run(TINY["actdyn"], save_every=20, out_dir=tmp_path / "src", progress=None)
+    again = kestrel.actdyn.retrain(run.dir, TINY["actdyn-retrain"], out_dir=tmp_path, progress=None)
+    assert again.summary["transitions"] == 40
+    assert kestrel.config("actdyn-retrain", str(again.dir / "config.toml"))["run"] == str(run.dir)
+    comp = kestrel.actdyn.compare(TINY["actdyn-compare"], out_dir=tmp_path, progress=None)
+    assert comp.summary["num_seeds"] == 2 and "obs_r2_k5_random" in comp.summary
+    with pytest.raises(ValueError, match="set `run`"):
+        kestrel.run("hunt-play", out_dir=tmp_path / "none", progress=None)
+    assert not (tmp_path / "none").exists()
