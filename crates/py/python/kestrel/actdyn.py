@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ._runs import RunResult, run as _run
 
 
@@ -24,9 +26,9 @@ def compare(config: dict | str | None = None, *, out_dir="runs", preset: str | N
                 **kw)
 
 
-def retrain(run, config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True,
+def retrain(run: str | os.PathLike[str], config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True,
             **kw) -> RunResult:
     """Offline retraining of the run folder `run` on the transitions it saved, into a new run
     folder (`kestrel actdyn retrain`); keys under `offline` (`{"offline": {"epochs": 500}}`)."""
-    return _run("actdyn-retrain", config, out_dir=out_dir, threads=threads, progress=progress, run=str(run),
+    return _run("actdyn-retrain", config, out_dir=out_dir, threads=threads, progress=progress, run=os.fspath(run),
                 **kw)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ._runs import RunResult, run as _run
 
 
@@ -14,9 +16,9 @@ def train(config: dict | str | None = None, *, out_dir="runs", resume=None, thre
     return _run("hunt", config, out_dir=out_dir, resume=resume, threads=threads, progress=progress, **kw)
 
 
-def play(run, config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True,
+def play(run: str | os.PathLike[str], config: dict | str | None = None, *, out_dir="runs", threads: int | None = None, progress=True,
          **kw) -> RunResult:
     """Greedy play (ε = 0, no learning) of the trained run folder `run` into a new run folder:
     every agent's reward per epoch and the first epoch's turns in `play.png`; keys as `kestrel
     hunt play --config` (`epochs`, `seed`)."""
-    return _run("hunt-play", config, out_dir=out_dir, threads=threads, progress=progress, run=str(run), **kw)
+    return _run("hunt-play", config, out_dir=out_dir, threads=threads, progress=progress, run=os.fspath(run), **kw)
