@@ -97,7 +97,6 @@ impl Run for ActdynCompare {
     }
 
     fn validate(c: &CompareConfig) -> Result<(), RunError> {
-        c.base.validate()?;
         if !(1..=10_000).contains(&c.num_seeds) {
             return Err(kestrel_core::Invalid::new("num_seeds", c.num_seeds, "1 to 10000").into());
         }
@@ -116,6 +115,7 @@ impl Run for ActdynCompare {
             )
             .into());
         }
+        // What runs: the base with each arm's policy (its own policy.kind is not used).
         for arm in a {
             let mut run = c.base.clone();
             run.policy.kind = arm.policy();
@@ -327,6 +327,7 @@ pub fn median(v: &[f64]) -> f64 {
 /// figures, evaluation and curves), `comparison.json` and `summary.md/json` (per metric: mean
 /// ± 95 % CI and median per arm, and the paired difference of the second arm from the first).
 pub fn run(cc: CompareConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    ActdynCompare::validate(&cc)?;
     let (c, seeds, arms) = (&cc.base, cc.seeds(), &cc.arms);
     let mut jobs = Vec::new();
     for arm in arms {

@@ -143,6 +143,7 @@ fn load_transitions(dir: &Path) -> Result<Transitions, RunError> {
 /// and after on the run's validation data, `metrics.jsonl` (one line per epoch),
 /// `params.safetensors`, `evaluation.json`, `summary.md/json`.
 pub fn run(rc: RetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    ActdynRetrain::validate(&rc)?;
     let (run_dir, off) = (rc.run.as_path(), &rc.offline);
     let c = source(run_dir)?;
     let ck = run_dir.join("checkpoint");

@@ -91,6 +91,7 @@ impl Run for HuntPlay {
 /// Plays `c.epochs` greedy epochs of the run in `c.run` into a new folder: `metrics.jsonl`
 /// (one line per epoch), `play.png/svg` (the first epoch's turns, world 0), `summary.md/json`.
 pub fn run(c: PlayConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    HuntPlay::validate(&c)?;
     let src = source(&c.run)?;
     let ckpt = c.run.join("checkpoint");
     let Some((played, _)) = HuntRun::load(&src, &ckpt, &crate::registry::stamp::<Hunt>(&src))?
