@@ -119,7 +119,14 @@ impl Run for ActdynCompare {
         for arm in a {
             let mut run = c.base.clone();
             run.policy.kind = arm.policy();
-            run.validate()?;
+            // Named as the comparison's keys: `base.policy.elites`.
+            run.validate().map_err(|e| match e {
+                kestrel_actdyn::ActdynError::Invalid(mut i) => {
+                    i.field = format!("base.{}", i.field).into();
+                    RunError::Invalid(i)
+                }
+                e => e.into(),
+            })?;
         }
         Ok(())
     }
