@@ -208,7 +208,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("actdyn compare --seed a".into(), "seed"),
         ("actdyn compare --arms random,greedy".into(), "greedy"),
         ("actdyn compare --arms active,active".into(), "each once"),
-        ("actdyn compare --set base.policy.elites=100".into(), "base.policy.elites"),
+        ("actdyn compare --set base.policy.horizon=0".into(), "base.policy.horizon"),
         ("actdyn bench --threads 100000".into(), "threads"),
         ("actdyn retrain --run /nonexistent/run".into(), "/nonexistent/run"),
         ("actdyn retrain --run /tmp --epochs 0".into(), "epochs"),

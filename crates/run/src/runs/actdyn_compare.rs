@@ -119,14 +119,7 @@ impl Run for ActdynCompare {
         for arm in a {
             let mut run = c.base.clone();
             run.policy.kind = arm.policy();
-            // Named as the comparison's keys: `base.policy.elites`.
-            run.validate().map_err(|e| match e {
-                kestrel_actdyn::ActdynError::Invalid(mut i) => {
-                    i.field = format!("base.{}", i.field).into();
-                    RunError::Invalid(i)
-                }
-                e => e.into(),
-            })?;
+            run.validate().map_err(base_named)?;
         }
         Ok(())
     }
@@ -163,6 +156,18 @@ impl Run for ActdynCompare {
 
     fn run(c: CompareConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
         run(c, launch)
+    }
+}
+
+/// An error of the base experiment, its field named as the comparison's key
+/// (`base.policy.horizon`).
+fn base_named(e: kestrel_actdyn::ActdynError) -> RunError {
+    match e {
+        kestrel_actdyn::ActdynError::Invalid(mut i) => {
+            i.field = format!("base.{}", i.field).into();
+            RunError::Invalid(i)
+        }
+        e => e.into(),
     }
 }
 
@@ -342,8 +347,15 @@ pub fn run(cc: CompareConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
             let mut cfg = c.clone();
             cfg.policy.kind = arm.policy();
             cfg.seed = seed;
-            cfg.validate()?;
             jobs.push((arm.name().to_string(), cfg));
+        }
+    }
+    // What only building a run checks (the planner's sizes, say), once per arm before the
+    // folder exists, its errors named as the comparison's keys.
+    for arm in arms {
+        let first = jobs.iter().find(|j| j.0 == arm.name()).map(|j| j.1.clone());
+        if let Some(cfg) = first {
+            ActiveRun::new(cfg).map_err(base_named)?;
         }
     }
     let arms: Vec<String> = arms.iter().map(|a| a.name().to_string()).collect();
