@@ -3,15 +3,39 @@
 //! reads it from TOML, `--set` or a Python dict; [`ArcConfig::params`] and
 //! [`ArcConfig::bank`] turn it into the parts an [`ArcEnv`](crate::ArcEnv) is built from.
 
-use crate::generator::{Family, GenConfig, generate_bank};
+use crate::generator::{Family, GenConfig, find_or_generate, generate_bank};
 use crate::{
-    ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, Mode, Split, TaskBank,
+    ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, Mode, Split, Task,
+    TaskBank,
 };
 use kestrel_core::FromInvalid;
 
 /// The canvas sides compiled in (ARC-AGI's 30, and 5 and 10 where `jaxarc` mode runs on the
 /// lane kernel).
 pub const CANVASES: [usize; 3] = [5, 10, 30];
+
+/// Runs `$body` with `const $S: usize` bound to the canvas side `$canvas`, one of
+/// [`CANVASES`] (each a separate build of the generic env); `$other` for any other side.
+#[macro_export]
+macro_rules! with_canvas {
+    ($canvas:expr, $S:ident => $body:expr, else $other:expr) => {
+        match $canvas {
+            5 => {
+                const $S: usize = 5;
+                $body
+            }
+            10 => {
+                const $S: usize = 10;
+                $body
+            }
+            30 => {
+                const $S: usize = 30;
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
 
 /// Which of JaxARC 1.0.3's bugs are on ([`JaxBugs`]; `reference/arc.md` §1.12).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -135,13 +159,29 @@ impl ArcConfig {
             if self.tasks_per_family == 0 {
                 return Err(ArcError::invalid("tasks_per_family", 0, "at least 1"));
             }
-            let max_side = self.canvas.min(GenConfig::default().max_side);
-            let cfg = GenConfig { max_side, ..Default::default() };
-            return generate_bank(&Family::ALL, self.tasks_per_family, self.gen_seed, &cfg);
+            return generate_bank(
+                &Family::ALL,
+                self.tasks_per_family,
+                self.gen_seed,
+                &self.generator(),
+            );
         }
         let (bank, _) =
             TaskBank::load(std::path::Path::new(&self.data), LoadOptions { strict: false })?;
         Ok(bank)
+    }
+}
+
+impl ArcConfig {
+    /// The generator's settings: tasks up to the canvas side.
+    fn generator(&self) -> GenConfig {
+        GenConfig { max_side: self.canvas.min(GenConfig::default().max_side), ..Default::default() }
+    }
+
+    /// The task `id` of `bank`, or generated from a generator id (`symmetry-3`) exactly as
+    /// [`ArcConfig::bank`] generates it; an error names the id otherwise.
+    pub fn task(&self, bank: &TaskBank, id: &str) -> Result<Task, ArcError> {
+        find_or_generate(bank, id, self.gen_seed, &self.generator())
     }
 }
 

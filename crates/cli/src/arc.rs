@@ -129,27 +129,6 @@ fn params(mode: ModeArg, layout: Layout) -> ArcParams {
     }
 }
 
-/// Runs `$body` with `const S` bound to the canvas size.
-macro_rules! with_canvas {
-    ($canvas:expr, $S:ident => $body:expr) => {
-        match $canvas {
-            5 => {
-                const $S: usize = 5;
-                $body
-            }
-            10 => {
-                const $S: usize = 10;
-                $body
-            }
-            30 => {
-                const $S: usize = 30;
-                $body
-            }
-            other => bail!("--canvas {other}: supported canvas sizes are 5, 10 and 30"),
-        }
-    };
-}
-
 fn pool(threads: usize) -> Result<rayon::ThreadPool> {
     crate::common::pool(Some(threads))
 }
@@ -214,7 +193,7 @@ fn bench(a: BenchArgs) -> Result<()> {
     let task = a.source.task.as_ref().map(|id| a.source.find(&bank, id)).transpose()?;
     let p = params(a.mode, a.layout);
     let kind = a.sel;
-    with_canvas!(a.canvas, S => {
+    kestrel_arc::with_canvas!(a.canvas, S => {
         let env = env_for::<S>(bank, task.as_ref())?;
         env.validate(&p)?;
         let obs_bytes = kestrel_core::Env::spec(&env, &p).obs_len();
@@ -261,7 +240,7 @@ fn bench(a: BenchArgs) -> Result<()> {
             }
             outln!();
         }
-    });
+    }, else bail!("--canvas {}: supported canvas sizes are 5, 10 and 30", a.canvas));
     Ok(())
 }
 

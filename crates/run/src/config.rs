@@ -88,14 +88,15 @@ pub(crate) fn one_line(e: &toml::de::Error) -> String {
     }
 }
 
-/// Every dotted key path under `fields` (nested tables' keys included).
-fn all_paths(fields: &'static [FieldDoc], prefix: &str, out: &mut Vec<String>) {
+/// Calls `visit` with every dotted key path under `fields` and its field, a nested table's
+/// keys before the table's own.
+fn each_path(fields: &'static [FieldDoc], prefix: &str, visit: &mut impl FnMut(String, &FieldDoc)) {
     for f in fields {
         let p = if prefix.is_empty() { f.name.to_string() } else { format!("{prefix}.{}", f.name) };
         if let Some(sub) = f.nested {
-            all_paths(sub(), &p, out);
+            each_path(sub(), &p, visit);
         }
-        out.push(p);
+        visit(p, f);
     }
 }
 
@@ -123,7 +124,7 @@ fn check_keys(
                 // A key given at the wrong depth (`lambda` for `run.mppi.lambda`).
                 let elsewhere = || {
                     let mut paths = Vec::new();
-                    all_paths(root, "", &mut paths);
+                    each_path(root, "", &mut |p, _| paths.push(p));
                     let lasts: Vec<&str> =
                         paths.iter().map(|p| p.rsplit('.').next().unwrap_or(p)).collect();
                     let c = closest(k, lasts.iter().copied())?;
@@ -308,18 +309,12 @@ fn value_at<'a>(table: &'a toml::Table, path: &[&str]) -> Option<&'a toml::Value
 /// Every key a config can set by itself, dotted (`run.mppi.lambda`), with its doc comment, in
 /// declaration order: the fields that are not nested tables. The CLI makes each a flag.
 pub fn leaf_keys(fields: &'static [FieldDoc]) -> Vec<(String, &'static str)> {
-    fn walk(fields: &'static [FieldDoc], prefix: &str, out: &mut Vec<(String, &'static str)>) {
-        for f in fields {
-            let p =
-                if prefix.is_empty() { f.name.to_string() } else { format!("{prefix}.{}", f.name) };
-            match f.nested {
-                Some(sub) => walk(sub(), &p, out),
-                None => out.push((p, f.doc)),
-            }
-        }
-    }
     let mut out = Vec::new();
-    walk(fields, "", &mut out);
+    each_path(fields, "", &mut |p, f| {
+        if f.nested.is_none() {
+            out.push((p, f.doc));
+        }
+    });
     out
 }
 

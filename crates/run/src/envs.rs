@@ -408,11 +408,8 @@ impl EnvConfig for ArcConfig {
         let EnvId::Arc(mode) = id else { unreachable!("with_env! pairs ids and configs") };
         let p = self.params(mode)?;
         let bank = self.bank()?;
-        match self.canvas {
-            5 => arc_on::<5>(bank, p, n, seed, off),
-            10 => arc_on::<10>(bank, p, n, seed, off),
-            _ => arc_on::<30>(bank, p, n, seed, off),
-        }
+        kestrel_arc::with_canvas!(self.canvas, S => arc_on::<S>(bank, p, n, seed, off),
+            else Err(kestrel_core::Invalid::new("canvas", self.canvas, "5, 10 or 30").into()))
     }
 }
 

@@ -917,34 +917,33 @@ checkpoint_every = 20
                 "num_seeds = 2\n[base.base]\nsteps = 30\n[base.base.policy]\nsamples = 8\nelites = 4\niterations = 2\n[base.base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
             ),
         ];
-        // A retraining reads a finished `actdyn` run's folder.
         let out = tmp("kinds");
-        let mut p = crate::quiet;
-        let l = Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
-        let src: toml::Table =
-            "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5"
-                .parse()
-                .unwrap();
-        let src = RunKind::Actdyn.launch(Layers::table(&src), None, l).unwrap().dir;
+        // Retraining, replay and play read a finished run's folder: one of each, made first.
+        let source = |kind: RunKind, text: &str| {
+            let mut p = crate::quiet;
+            let l =
+                Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
+            let t: toml::Table = text.parse().unwrap();
+            kind.launch(Layers::table(&t), None, l).unwrap().dir
+        };
+        let src = source(
+            RunKind::Actdyn,
+            "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
+        );
         let retrain = format!(
             "run = \"{}\"\n[base.offline]\nepochs = 2\nchunk = 20\nbatch = 2",
             src.display()
         );
-        // A replay plays back a rollout's episodes.
-        let mut p = crate::quiet;
-        let l = Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
-        let src: toml::Table =
-            "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1".parse().unwrap();
-        let src = RunKind::ArcRollout.launch(Layers::table(&src), None, l).unwrap().dir;
+        let src =
+            source(RunKind::ArcRollout, "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1");
         let replay = format!(
             "traces = \"{}\"\n[base.env]\ncanvas = 10",
             src.join("episodes.jsonl").display()
         );
-        // Play reads a finished `hunt` run's folder.
-        let mut p = crate::quiet;
-        let l = Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
-        let src: toml::Table = "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0".parse().unwrap();
-        let src = RunKind::Hunt.launch(Layers::table(&src), None, l).unwrap().dir;
+        let src = source(
+            RunKind::Hunt,
+            "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0",
+        );
         let play = format!("run = \"{}\"\nepochs = 2", src.display());
         let specs: Vec<String> = specs
             .into_iter()

@@ -6,7 +6,6 @@
 use super::arc_rollout::dropped_note;
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
-use kestrel_arc::generator::{GenConfig, find_or_generate};
 use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, Mode, TaskBank, trace};
 use kestrel_core::{Budget, Key};
 use serde::{Deserialize, Serialize};
@@ -87,11 +86,9 @@ impl Run for ArcReplay {
     }
 
     fn run(c: ReplayConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
-        match c.env.canvas {
-            5 => replay::<5>(c, launch),
-            10 => replay::<10>(c, launch),
-            _ => replay::<30>(c, launch),
-        }
+        let canvas = c.env.canvas;
+        kestrel_arc::with_canvas!(canvas, S => replay::<S>(c, launch),
+            else Err(kestrel_core::Invalid::new("env.canvas", canvas, "5, 10 or 30").into()))
     }
 }
 
@@ -114,7 +111,6 @@ fn read<const S: usize>(c: &ReplayConfig) -> Result<(Vec<Checked<S>>, Vec<String
     }
     let text = crate::read_text(&c.traces)?;
     let bank = if c.env.data.is_empty() { TaskBank::default() } else { c.env.bank()? };
-    let cfg = GenConfig { max_side: S.min(GenConfig::default().max_side), ..Default::default() };
     let (mut out, mut dropped) = (Vec::new(), Vec::new());
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -122,8 +118,8 @@ fn read<const S: usize>(c: &ReplayConfig) -> Result<(Vec<Checked<S>>, Vec<String
         }
         let at = format!("{} line {}", c.traces.display(), i + 1);
         let tl = trace::parse_trace_line(line, &at)?;
-        let task = find_or_generate(&bank, &tl.task, c.env.gen_seed, &cfg)
-            .map_err(|e| RunError::Failed(format!("{at}: {e}")))?;
+        let task =
+            c.env.task(&bank, &tl.task).map_err(|e| RunError::Failed(format!("{at}: {e}")))?;
         let n = if tl.test { task.test.len() } else { task.train.len() };
         if usize::from(tl.pair) >= n {
             let split = if tl.test { "test" } else { "train" };

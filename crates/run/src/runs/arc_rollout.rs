@@ -5,7 +5,6 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
-use kestrel_arc::generator::{GenConfig, find_or_generate};
 use kestrel_arc::{
     ArcAction, ArcConfig, ArcEnv, Mode, SelKind, Selection, TaskBank, sample_action, trace,
 };
@@ -117,11 +116,9 @@ impl Run for ArcRollout {
     }
 
     fn run(c: RolloutConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
-        match c.env.canvas {
-            5 => rollout::<5>(c, launch),
-            10 => rollout::<10>(c, launch),
-            _ => rollout::<30>(c, launch),
-        }
+        let canvas = c.env.canvas;
+        kestrel_arc::with_canvas!(canvas, S => rollout::<S>(c, launch),
+            else Err(kestrel_core::Invalid::new("env.canvas", canvas, "5, 10 or 30").into()))
     }
 }
 
@@ -161,9 +158,7 @@ fn script<const S: usize>(path: &Path) -> Result<Vec<ArcAction<S>>, RunError> {
 fn env<const S: usize>(c: &RolloutConfig) -> Result<(ArcEnv<S>, Vec<String>), RunError> {
     let mut bank = c.env.bank()?;
     if !c.task.is_empty() {
-        let cfg =
-            GenConfig { max_side: S.min(GenConfig::default().max_side), ..Default::default() };
-        bank = TaskBank::from_tasks(vec![find_or_generate(&bank, &c.task, c.env.gen_seed, &cfg)?]);
+        bank = TaskBank::from_tasks(vec![c.env.task(&bank, &c.task)?]);
     }
     let dropped = bank.retain_fitting(S);
     Ok((ArcEnv::new(Arc::new(bank))?, dropped))
