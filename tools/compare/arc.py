@@ -209,7 +209,7 @@ def main():
     add("AGI-1 30x30 mask, o2arc, 1 env 1 thread", "ARCLE O2ARCv2Env", arcle_a["steps_per_s"], k1["batches"][0]["steps_per_s"])
     add("AGI-1 30x30 mask, o2arc, 1024 envs 2 thr", "ARCLE O2ARCv2Env (1 env)", arcle_a["steps_per_s"], kb["batches"][0]["steps_per_s"])
     jax_a = run_py("jaxarc", JAXARC_CODE, "mask", "30", ",".join(map(str, batches)), str(jsteps), *files)
-    ka = kestrel(["--data", a.data, "--sel", "mask", "--mode", "jaxarc-bugs", "--threads", "2",
+    ka = kestrel(["--data", a.data, "--sel", "mask", "--mode", "jaxarc", "--bugs", "all", "--threads", "2",
                   "--num-envs", ",".join(map(str, batches)), "--seconds", secs])
     for j, k in zip(jax_a, ka["batches"]):
         add(f"AGI-1 30x30 mask, jaxarc, {j['num_envs']} envs", "JaxARC jit(vmap(scan))", j["steps_per_s"], k["steps_per_s"],
@@ -219,7 +219,7 @@ def main():
     # Kestrel's two batched kernels: the structure-of-arrays lanes (the default at this canvas)
     # and VecEnv's rows.
     for kern in ("lanes", "rows"):
-        kbx = kestrel(["--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc-bugs", "--threads", "2",
+        kbx = kestrel(["--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc", "--bugs", "all", "--threads", "2",
                        "--num-envs", ",".join(map(str, batches)), "--seconds", secs, "--kernel", kern])
         for j, k in zip(jax_b, kbx["batches"]):
             add(f"Mini-ARC 5x5 bbox, jaxarc, {j['num_envs']} envs, {kern}", "JaxARC jit(vmap(scan))", j["steps_per_s"],

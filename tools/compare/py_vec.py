@@ -189,7 +189,7 @@ def main():
                      "--seconds", secs)[0]["steps_per_s"]
         arcle = arcbench.run_py("arcle", arcbench.ARCLE_CODE, "agi1_mask", "3000" if a.quick else "10000", "-")["steps_per_s"]
     if "D" in work:
-        mini_rust = bench("--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc-bugs", "--threads", "2",
+        mini_rust = bench("--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc", "--bugs", "all", "--threads", "2",
                           "--num-envs", "1024,4096", "--seconds", secs, "--kernel", "lanes")
         mini_jax = arcbench.run_py("jaxarc", arcbench.JAXARC_CODE, "bbox", "5", "1024,4096", "500" if a.quick else "1000", mini)
     here = os.path.dirname(os.path.abspath(__file__))

@@ -11,8 +11,9 @@ use kestrel_core::timing::rows_per_second;
 use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use std::time::Instant;
 
-/// Which batched driver steps the envs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which batched driver steps the envs (config spelling `rows`, `lanes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kernel {
     /// `VecEnv<ArcEnv<S>>`: one env at a time per row (every mode and canvas).
     Rows,
@@ -28,18 +29,6 @@ impl Kernel {
             Kernel::Lanes
         } else {
             Kernel::Rows
-        }
-    }
-}
-
-impl std::str::FromStr for Kernel {
-    type Err = ArcError;
-    /// `rows` or `lanes`.
-    fn from_str(s: &str) -> Result<Self, ArcError> {
-        match s {
-            "rows" => Ok(Kernel::Rows),
-            "lanes" => Ok(Kernel::Lanes),
-            _ => Err(ArcError::invalid("kernel", format!("{s:?}"), "rows or lanes")),
         }
     }
 }

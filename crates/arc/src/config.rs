@@ -5,8 +5,8 @@
 
 use crate::generator::{Family, GenConfig, find_or_generate, generate_bank};
 use crate::{
-    ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, Mode, Split, Task,
-    TaskBank,
+    ArcEnv, ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, Mode, Split,
+    Task, TaskBank,
 };
 use kestrel_core::FromInvalid;
 
@@ -68,8 +68,18 @@ pub struct ArcConfig {
     pub canvas: usize,
     /// A folder (or file) of ARC JSON tasks; empty to generate tasks instead.
     pub data: String,
+    /// Fail on the first file of `data` that is not an ARC task, instead of skipping it.
+    pub strict: bool,
     /// Generated tasks per family, when `data` is empty.
     pub tasks_per_family: usize,
+    /// The generator's families, when `data` is empty (`symmetry`, `recolor`, `gravity`,
+    /// `fill-enclosed`, `connect-lines`, `crop-object`, `scale-up`, `tile`, `denoise`,
+    /// `count-bar`, `border`); empty: all of them.
+    pub families: Vec<Family>,
+    /// The largest generated grid side (3 to 30; the canvas side where that is smaller).
+    pub max_side: usize,
+    /// Generator difficulty, 0 (easy) to 1 (hard).
+    pub difficulty: f32,
     /// Seed of the generated tasks, when `data` is empty.
     pub gen_seed: u64,
     /// Observation layout: `compact` (grid and dims) or `full` (ARCLE's whole dict).
@@ -100,7 +110,11 @@ impl Default for ArcConfig {
         ArcConfig {
             canvas: 30,
             data: String::new(),
+            strict: false,
             tasks_per_family: 8,
+            families: Vec::new(),
+            max_side: GenConfig::default().max_side,
+            difficulty: GenConfig::default().difficulty,
             gen_seed: 0,
             layout: p.layout,
             split: p.split,
@@ -152,36 +166,56 @@ impl ArcConfig {
         })
     }
 
-    /// The tasks: loaded from `data` (files that are not ARC tasks skipped), or generated up
-    /// to the canvas side.
+    /// The tasks: loaded from `data` (files that are not ARC tasks skipped unless `strict`),
+    /// or generated up to the canvas side.
     pub fn bank(&self) -> Result<TaskBank, ArcError> {
+        Ok(self.load()?.0)
+    }
+
+    /// [`ArcConfig::bank`] and the files of `data` it skipped, each with its reason.
+    pub fn load(&self) -> Result<(TaskBank, Vec<String>), ArcError> {
         if self.data.is_empty() {
             if self.tasks_per_family == 0 {
                 return Err(ArcError::invalid("tasks_per_family", 0, "at least 1"));
             }
-            return generate_bank(
-                &Family::ALL,
-                self.tasks_per_family,
-                self.gen_seed,
-                &self.generator(),
-            );
+            let families = if self.families.is_empty() { &Family::ALL[..] } else { &self.families };
+            let bank =
+                generate_bank(families, self.tasks_per_family, self.gen_seed, &self.generator()?)?;
+            return Ok((bank, Vec::new()));
         }
-        let (bank, _) =
-            TaskBank::load(std::path::Path::new(&self.data), LoadOptions { strict: false })?;
-        Ok(bank)
+        let opts = LoadOptions { strict: self.strict };
+        let (bank, skipped) = TaskBank::load(std::path::Path::new(&self.data), opts)?;
+        Ok((bank, skipped.into_iter().map(|s| s.error.to_string()).collect()))
     }
-}
 
-impl ArcConfig {
-    /// The generator's settings: tasks up to the canvas side.
-    fn generator(&self) -> GenConfig {
-        GenConfig { max_side: self.canvas.min(GenConfig::default().max_side), ..Default::default() }
+    /// The environment on an `S × S` canvas: the bank, or only the task `task` (an id of
+    /// `data` or a generator id) where it is not empty, with the tasks that do not fit
+    /// dropped (their ids returned); an error when none is left.
+    pub fn env<const S: usize>(&self, task: &str) -> Result<(ArcEnv<S>, Vec<String>), ArcError> {
+        let mut bank = self.bank()?;
+        if !task.is_empty() {
+            bank = TaskBank::from_tasks(vec![self.task(&bank, task)?]);
+        }
+        let dropped = bank.retain_fitting(S);
+        Ok((ArcEnv::new(std::sync::Arc::new(bank))?, dropped))
+    }
+
+    /// The generator's settings: tasks up to `max_side`, or the canvas side where smaller.
+    fn generator(&self) -> Result<GenConfig, ArcError> {
+        if !(3..=crate::MAX_SIDE).contains(&self.max_side) {
+            return Err(ArcError::invalid("max_side", self.max_side, "3 to 30"));
+        }
+        if !(0.0..=1.0).contains(&self.difficulty) {
+            return Err(ArcError::invalid("difficulty", self.difficulty, "0 to 1"));
+        }
+        let max_side = self.max_side.min(self.canvas);
+        Ok(GenConfig { max_side, difficulty: self.difficulty, ..Default::default() })
     }
 
     /// The task `id` of `bank`, or generated from a generator id (`symmetry-3`) exactly as
     /// [`ArcConfig::bank`] generates it; an error names the id otherwise.
     pub fn task(&self, bank: &TaskBank, id: &str) -> Result<Task, ArcError> {
-        find_or_generate(bank, id, self.gen_seed, &self.generator())
+        find_or_generate(bank, id, self.gen_seed, &self.generator()?)
     }
 }
 
@@ -215,5 +249,48 @@ mod tests {
         assert!(!bank.is_empty());
         let e = ArcConfig { tasks_per_family: 0, ..c }.bank().unwrap_err().to_string();
         assert!(e.contains("tasks_per_family"), "{e}");
+    }
+
+    /// The generator's knobs shape the bank: only the families asked for, grids no larger
+    /// than `max_side`; out-of-range knobs are refused by name.
+    #[test]
+    fn generator_knobs_shape_the_bank_and_bad_ones_are_named() {
+        let c = ArcConfig {
+            families: vec![Family::Tile, Family::Border],
+            max_side: 6,
+            tasks_per_family: 3,
+            ..Default::default()
+        };
+        let bank = c.bank().unwrap();
+        assert_eq!(bank.len(), 6);
+        assert!(
+            bank.tasks().iter().all(|t| t.id.starts_with("tile-") || t.id.starts_with("border-"))
+        );
+        let inputs = bank.tasks().iter().flat_map(|t| t.train.iter().map(|p| &p.input));
+        assert!(inputs.into_iter().all(|g| g.h <= 6 && g.w <= 6), "max_side bounds the inputs");
+        for (bad, field) in [
+            (ArcConfig { max_side: 2, ..c.clone() }, "max_side = 2"),
+            (ArcConfig { max_side: 31, ..c.clone() }, "max_side = 31"),
+            (ArcConfig { difficulty: f32::NAN, ..c.clone() }, "difficulty = NaN"),
+        ] {
+            let e = bad.bank().unwrap_err().to_string();
+            assert!(e.contains(field), "{e}");
+        }
+        // A generator id is generated as the bank generates it.
+        assert_eq!(c.task(&TaskBank::default(), "tile-2").unwrap(), bank.tasks()[2]);
+    }
+
+    /// An env keeps the tasks that fit its canvas and names the rest; a chosen task replaces
+    /// the bank.
+    #[test]
+    fn envs_keep_the_fitting_tasks_and_name_the_rest() {
+        let c = ArcConfig { tasks_per_family: 2, max_side: 12, ..Default::default() };
+        let (env, dropped) = c.env::<30>("").unwrap();
+        assert_eq!((env.bank().len(), dropped.len()), (22, 0));
+        let (env, _) = c.env::<30>("symmetry-1").unwrap();
+        assert_eq!(env.bank().len(), 1);
+        let (env, dropped) = c.env::<10>("").unwrap();
+        assert_eq!(env.bank().len() + dropped.len(), 22);
+        assert!(!dropped.is_empty(), "12-sided tasks do not fit 10x10");
     }
 }

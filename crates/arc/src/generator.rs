@@ -12,8 +12,9 @@ use crate::task::{GridData, MAX_SIDE, Pair, Task, TaskBank};
 use kestrel_core::FromInvalid;
 use kestrel_core::{Key, Rng};
 
-/// The task families.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The task families (config spelling [`Family::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Family {
     /// A fixed flip, rotation or transpose of the whole grid.
     Symmetry,

@@ -2,12 +2,14 @@
 //! folder (through `kestrel-run`), resuming one, the progress line and the thread pool.
 
 use anyhow::Result;
-use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use kestrel_core::Documented;
+use kestrel_run::benches::Bench;
 use kestrel_run::{Flow, Launch, Layers, Outcome, Run, RunError, Tick};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::collections::{HashMap, HashSet};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -30,14 +32,25 @@ pub struct ConfigArgs {
 /// Every key of the config `T` as a flag, read as `--set` reads its value: `--generations
 /// 500`, a nested key by its dotted path (`--env.num-agents 3`) or by its last part where no
 /// other key ends so (`--num-agents 3`), a list as commas (`--knobs lambda,sigma`). A key
-/// whose flag another argument of the command already takes is reached by `--set`. Flattened
-/// last, so it sees those arguments.
+/// whose flag another argument of the command already takes is reached by `--set`. Added last
+/// (by [`RunArgs`] and [`BenchArgs`]), so it sees those arguments.
 pub struct Keys<T> {
     given: Vec<(String, String)>,
     _config: PhantomData<fn() -> T>,
 }
 
-const KEYS_HEADING: &str = "Config keys (`kestrel config <kind>` prints them with their defaults)";
+const KEYS_HEADING: &str =
+    "Config keys (a boolean may be given bare: `--strict` is `--strict true`)";
+
+/// A default as its flag takes it: a list as commas, a string bare, a table as TOML.
+fn shown(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) if s.is_empty() => "\"\"".into(),
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Array(a) => a.iter().map(shown).collect::<Vec<_>>().join(","),
+        v => v.to_string(),
+    }
+}
 
 fn key_id(key: &str) -> String {
     format!("key:{key}")
@@ -48,10 +61,10 @@ impl<T: Documented> Keys<T> {
     pub fn layer<D: Serialize>(&self, defaults: &D) -> Result<toml::Table> {
         Ok(kestrel_run::key_layer(&self.given, &kestrel_run::to_table(defaults)?))
     }
-}
 
-impl<T: Documented> Args for Keys<T> {
-    fn augment_args(mut cmd: Command) -> Command {
+    /// `cmd` with a flag per key of `T`; a key whose default (in `defaults`) is a boolean may
+    /// be given bare (`--eager-eigen` for `--eager-eigen true`).
+    fn augment(mut cmd: Command, defaults: &toml::Table) -> Command {
         let taken: HashSet<String> = cmd
             .get_arguments()
             .flat_map(|a| a.get_long().into_iter().chain(a.get_all_aliases().unwrap_or_default()))
@@ -72,30 +85,30 @@ impl<T: Documented> Args for Keys<T> {
             let full = (!taken.contains(&full)).then_some(full);
             let mut names = short.into_iter().chain(full);
             let Some(long) = names.next() else { continue };
+            let mut parts = key.split('.');
+            let first = parts.next().and_then(|p| defaults.get(p));
+            let default = parts.fold(first, |at, part| at.and_then(|v| v.get(part)));
+            let help = match default {
+                Some(v) => format!("{doc} [default: {}]", shown(v)),
+                None => doc.to_string(),
+            };
             let mut arg = Arg::new(key_id(&key))
                 .long(long)
                 .value_name("VALUE")
-                .help(doc)
+                .help(help)
                 .help_heading(KEYS_HEADING);
             if let Some(alias) = names.next() {
                 arg = arg.visible_alias(alias);
+            }
+            if let Some(toml::Value::Boolean(_)) = default {
+                arg = arg.num_args(0..=1).default_missing_value("true");
             }
             cmd = cmd.arg(arg);
         }
         cmd
     }
 
-    fn augment_args_for_update(cmd: Command) -> Command {
-        Self::augment_args(cmd)
-    }
-}
-
-impl<T: Documented> FromArgMatches for Keys<T> {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        Self::from_arg_matches_mut(&mut m.clone())
-    }
-
-    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+    fn from_matches(m: &mut ArgMatches) -> Self {
         let given = kestrel_run::leaf_keys(T::fields())
             .into_iter()
             .filter_map(|(key, _)| {
@@ -103,12 +116,7 @@ impl<T: Documented> FromArgMatches for Keys<T> {
                 Some((key, v))
             })
             .collect();
-        Ok(Keys { given, _config: PhantomData })
-    }
-
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
+        Keys { given, _config: PhantomData }
     }
 }
 
@@ -147,7 +155,8 @@ impl<R: Run> Args for RunArgs<R> {
                 R::NAME
             )));
         }
-        Keys::<R::Config>::augment_args(cmd)
+        let defaults = kestrel_run::to_table(&R::defaults(None)).unwrap_or_default();
+        Keys::<R::Config>::augment(cmd, &defaults)
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {
@@ -166,7 +175,7 @@ impl<R: Run> FromArgMatches for RunArgs<R> {
             threads: m.try_remove_one::<usize>("threads").ok().flatten(),
             resume: m.try_remove_one::<PathBuf>("resume").ok().flatten(),
             preset: m.try_remove_one::<String>("preset").ok().flatten(),
-            keys: Keys::from_arg_matches_mut(m)?,
+            keys: Keys::from_matches(m),
         })
     }
 
@@ -192,6 +201,97 @@ impl<R: Run> RunArgs<R> {
         launch(&self.cfg.out_dir, self.threads, |l| {
             kestrel_run::registry::launch::<R>(layers, resume, l)
         })
+    }
+}
+
+/// `--config`, `--set`, and every key of the config `T` as a flag ([`Keys`]): a config read
+/// over `T::default()` (an env's settings in `arc show`, a bench's workload).
+pub struct KeyArgs<T> {
+    config: Option<PathBuf>,
+    set: Vec<String>,
+    keys: Keys<T>,
+}
+
+impl<T: Documented + Default + Serialize + DeserializeOwned> KeyArgs<T> {
+    /// The config: the defaults, `--config`, the key flags, then the `--set`s.
+    pub fn load(&self) -> Result<T> {
+        let defaults = T::default();
+        let table = self.keys.layer(&defaults)?;
+        Ok(kestrel_run::config::load_config(&defaults, self.config.as_deref(), table, &self.set)?)
+    }
+}
+
+impl<T: Documented + Default + Serialize> Args for KeyArgs<T> {
+    fn augment_args(cmd: Command) -> Command {
+        let cmd = cmd
+            .arg(
+                Arg::new("config")
+                    .long("config")
+                    .value_name("FILE")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help("A TOML file of these keys; unknown keys are errors."),
+            )
+            .arg(
+                Arg::new("set")
+                    .long("set")
+                    .value_name("KEY=VALUE")
+                    .action(ArgAction::Append)
+                    .help("Override a key, dotted for nested keys (repeatable)."),
+            );
+        let defaults = kestrel_run::to_table(&T::default()).unwrap_or_default();
+        Keys::<T>::augment(cmd, &defaults)
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<T: Documented> FromArgMatches for KeyArgs<T> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut m.clone())
+    }
+
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+        let set = m.try_remove_many::<String>("set").ok().flatten();
+        Ok(KeyArgs {
+            config: m.try_remove_one::<PathBuf>("config").ok().flatten(),
+            set: set.map_or(Vec::new(), Vec::from_iter),
+            keys: Keys::from_matches(m),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// A bench command's arguments: `--json` and its config's keys ([`KeyArgs`]).
+#[derive(Args)]
+pub struct BenchArgs<B: Bench> {
+    /// Print JSON (one object per line) instead of tables.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    keys: KeyArgs<B::Config>,
+}
+
+impl<B: Bench> BenchArgs<B> {
+    /// Runs the bench `B` on its config and prints its report: the table, or with `--json` one
+    /// JSON object per line.
+    pub fn run(self) -> Result<()> {
+        let report = B::run(&self.keys.load()?)?;
+        let lines = if self.json {
+            report.json.iter().map(|v| v.to_string()).collect()
+        } else {
+            report.text
+        };
+        let mut out = std::io::stdout().lock();
+        for line in lines {
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
     }
 }
 

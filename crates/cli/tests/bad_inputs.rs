@@ -252,6 +252,12 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("arc bench --layout wide".into(), "wide"),
         ("arc bench --mode arcle".into(), "arcle"),
         ("arc bench --families nope".into(), "nope"),
+        ("arc bench --max-side 40 --no-ops".into(), "max_side = 40"),
+        ("arc bench --difficulty 2 --no-ops".into(), "difficulty = 2"),
+        ("arc bench --no-ops maybe".into(), "no_ops"),
+        ("arc bench --nums-envs 4".into(), "--num-envs"),
+        ("arc show tile-2 --max-side 2".into(), "max_side = 2"),
+        ("arc rollout --families tile --max-side 1".into(), "max_side = 1"),
         ("arc show nosuchtask-x".into(), "nosuchtask-x"),
         (format!("arc show bad --data {}", bad("task-colour.json")), "task-colour.json"),
         (format!("arc show bad --data {}", bad("task-notrain.json")), "train"),
@@ -289,7 +295,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
     ];
     cases.push(("evo run --set pop_size=-1".into(), "pop_size"));
     // Silent acceptances found by issue 33's probe, and issue 29's.
-    cases.push(("actdyn bench --reps 0".into(), "--reps"));
+    cases.push(("actdyn bench --reps 0".into(), "reps = 0"));
     cases.push(("arc show symmetry-0 --cell 0".into(), "--cell"));
     cases.push(("arc show symmetry-0 --cell 100000".into(), "--cell"));
     cases.push(("mppi tune --knobs lambda,lambda".into(), "twice"));

@@ -99,6 +99,8 @@ CASES = [
     ("ARC data folder missing", lambda: kestrel.make("ARC-v0", data="/nonexistent/arc"), FileNotFoundError, r"/nonexistent/arc"),
     ("ARC layout", lambda: kestrel.make("ARC-v0", layout="wide"), ValueError, r"layout"),
     ("ARC demo pairs", lambda: kestrel.make("ARC-v0", demo_pairs=99, **ARC), ValueError, r"demo_pairs"),
+    ("ARC generator side", lambda: kestrel.make("ARC-v0", max_side=2, **ARC), ValueError, r"max_side = 2"),
+    ("ARC generator family", lambda: kestrel.make("ARC-v0", families=["lasso"], **ARC), ValueError, r"lasso"),
     ("ARC selection form", lambda: kestrel.make("ARC-v0", selection="lasso", **ARC), ValueError, r"selection"),
     ("ARC flattened masks", lambda: kestrel.make("ARC-v0", flatten="discrete", **ARC), ValueError, r"flatten"),
     ("action form on a non-ARC env", lambda: kestrel.make("Pendulum-v1", flatten="discrete"), ValueError, r"flatten"),

@@ -473,6 +473,16 @@ def test_small_arc_canvases_on_the_lane_kernel_keep_rows_shards_and_threads(canv
     assert outs[0] == outs[1]
 
 
+def test_arc_generator_knobs_reach_the_env():
+    # Inputs up to max_side, from the families asked for; the same keys as the CLI's flags.
+    v = kestrel.make_vec("ARC-v0", 64, max_side=4, families=["symmetry", "recolor"], tasks_per_family=3)
+    obs, _ = v.reset(seed=0)
+    assert obs["grid_dim"].max() <= 4 and obs["grid_dim"].min() >= 3
+    assert kestrel.config("ARC-v0", families=["tile"])["families"] == ["tile"]
+    wide = kestrel.make_vec("ARC-v0", 64, max_side=30, tasks_per_family=3)
+    assert wide.reset(seed=0)[0]["grid_dim"].max() > 4
+
+
 def test_arc_canvas_must_be_compiled_in_and_bugs_named():
     for bad in (0, 7, 31):
         with pytest.raises(ValueError, match=r"canvas = %d: 5, 10 or 30" % bad):

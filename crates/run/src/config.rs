@@ -330,6 +330,12 @@ pub fn key_layer(pairs: &[(String, String)], defaults: &toml::Table) -> toml::Ta
             toml::Value::String(s) if is_list => toml::Value::Array(
                 s.split(',').filter(|x| !x.trim().is_empty()).map(value_of).collect(),
             ),
+            // One number or boolean where a list goes: a list of one (`--num-dims 10`).
+            v @ (toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_))
+                if is_list =>
+            {
+                toml::Value::Array(vec![v])
+            }
             v => v,
         };
         insert(&mut table, &path, value);
@@ -378,6 +384,24 @@ pub fn load_config<T: Serialize + DeserializeOwned + Documented>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key flag's text is read against the default's type: commas where a list goes, one
+    /// number where a list goes a list of one, anything else as `--set` reads it.
+    #[test]
+    fn key_flags_read_lists_from_commas_or_one_value() {
+        let defaults: toml::Table =
+            toml::from_str("dims = [10, 100]\nname = \"a\"\nn = 3").unwrap();
+        let pairs: Vec<(String, String)> = [("dims", "4"), ("name", "b,c"), ("n", "5")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let t = key_layer(&pairs, &defaults);
+        assert_eq!(t["dims"], toml::Value::Array(vec![4.into()]));
+        assert_eq!(t["name"], "b,c".into());
+        assert_eq!(t["n"], 5.into());
+        let t = key_layer(&[("dims".into(), "1,8".into())], &defaults);
+        assert_eq!(t["dims"], toml::Value::Array(vec![1.into(), 8.into()]));
+    }
 
     #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, Documented)]
     #[serde(deny_unknown_fields)]

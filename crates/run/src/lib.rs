@@ -19,6 +19,7 @@
 //! - [`Summary`]: `summary.md` and `summary.json` from the same key/value list.
 //! - [`write_atomic`]: temp file, fsync, rename.
 
+pub mod benches;
 pub mod config;
 pub mod envs;
 pub mod info;

@@ -5,15 +5,12 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
-use kestrel_arc::{
-    ArcAction, ArcConfig, ArcEnv, Mode, SelKind, Selection, TaskBank, sample_action, trace,
-};
+use kestrel_arc::{ArcAction, ArcConfig, Mode, SelKind, Selection, sample_action, trace};
 use kestrel_core::{Budget, Env, Key};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// `kestrel arc rollout`'s config: the environment, the tasks and the policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
@@ -98,13 +95,15 @@ impl Run for ArcRollout {
         super::fixed(&mut b);
         let per_task = 20u128 << 10;
         let tasks = if c.env.data.is_empty() {
-            let families = kestrel_arc::generator::Family::ALL.len() as u128;
+            let all = kestrel_arc::generator::Family::ALL.len();
+            let families =
+                if c.env.families.is_empty() { all } else { c.env.families.len() } as u128;
             (c.env.tasks_per_family as u128).saturating_mul(families)
         } else {
             // ARC-AGI-2's training set, the largest bundled, is about 1,000 tasks.
             4096
         };
-        b.add("task bank", "env.data or env.tasks_per_family", tasks, per_task);
+        b.add("task bank", "env.data or env.tasks_per_family, env.families", tasks, per_task);
         let cells = (c.env.canvas as u128).saturating_mul(c.env.canvas as u128);
         b.add(
             "one episode's actions and their JSON",
@@ -153,22 +152,11 @@ fn script<const S: usize>(path: &Path) -> Result<Vec<ArcAction<S>>, RunError> {
         .collect::<Result<_, _>>()?)
 }
 
-/// The environment of `c` on an `S × S` canvas: the bank (or the one task) with the tasks that
-/// do not fit dropped, an error when none is left.
-fn env<const S: usize>(c: &RolloutConfig) -> Result<(ArcEnv<S>, Vec<String>), RunError> {
-    let mut bank = c.env.bank()?;
-    if !c.task.is_empty() {
-        bank = TaskBank::from_tasks(vec![c.env.task(&bank, &c.task)?]);
-    }
-    let dropped = bank.retain_fitting(S);
-    Ok((ArcEnv::new(Arc::new(bank))?, dropped))
-}
-
 /// Runs `c.episodes` episodes into a new folder: `episodes.jsonl` (one line per episode: task,
 /// pair, split, steps, return, ending, actions), `metrics.jsonl`, `summary.md/json`.
 fn rollout<const S: usize>(c: RolloutConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     let p = c.env.params(c.mode)?;
-    let (env, dropped) = env::<S>(&c)?;
+    let (env, dropped) = c.env.env::<S>(&c.task)?;
     let scripted =
         if c.script.as_os_str().is_empty() { None } else { Some(script::<S>(&c.script)?) };
     let (mut dir, mut metrics) = start(&launch, "arc", "rollout", c.seed, &c)?;
