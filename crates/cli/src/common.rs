@@ -405,7 +405,7 @@ pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Cli, Cmd, mppi::MppiCmd};
+    use crate::{ActdynCmd, Cli, Cmd, MppiCmd};
     use clap::{CommandFactory, Parser};
     use kestrel_run::RunKind;
     use kestrel_run::runs::mppi_tune::MppiTune;
@@ -466,8 +466,7 @@ mod tests {
         assert_eq!(serde_json::to_value(&c.params).unwrap()["c_mean"], 0.5);
         // A last part two keys share names the top-level key; the nested one takes its path.
         let argv = ["kestrel", "actdyn", "run", "--eval.seed", "5", "--seed", "1"];
-        let Cmd::Actdyn(crate::actdyn::ActdynCmd::Run(a)) = Cli::try_parse_from(argv).unwrap().cmd
-        else {
+        let Cmd::Actdyn(ActdynCmd::Run(a)) = Cli::try_parse_from(argv).unwrap().cmd else {
             panic!("not actdyn run")
         };
         let given: Vec<(&str, &str)> =

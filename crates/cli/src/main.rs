@@ -1,21 +1,25 @@
 //! `kestrel`: the command-line front of the Kestrel engine. Every run is a library call; this
 //! binary parses arguments, loads configs, and writes run folders through `kestrel-run`.
 
-mod actdyn;
-mod allo;
 mod arc;
 mod common;
 mod config;
 mod demo;
 mod env;
-mod evo;
-mod hunt;
-mod mppi;
-mod nn;
 mod sweep;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use common::{BenchArgs, RunArgs};
+use kestrel_run::benches::{
+    actdyn::ActdynBench, allo::AlloBench, evo::EvoBench, hunt::HuntBench, mppi::MppiBench,
+    nn::NnBench,
+};
+use kestrel_run::runs::{
+    actdyn::Actdyn, actdyn_compare::ActdynCompare, actdyn_retrain::ActdynRetrain, allo::Allo,
+    es::Es, hunt::Hunt, hunt_play::HuntPlay, mppi::MppiRun, mppi_qd::MppiQd, mppi_tune::MppiTune,
+    qd::Qd,
+};
 
 /// Kestrel: a batch-first RL and control research engine.
 #[derive(Parser)]
@@ -40,26 +44,97 @@ enum Cmd {
     Arc(arc::ArcCmd),
     /// Evolution strategies and quality diversity: run, qd, bench.
     #[command(subcommand)]
-    Evo(evo::EvoCmd),
+    Evo(EvoCmd),
     /// MPPI control: run, tune, qd, bench.
     #[command(subcommand)]
-    Mppi(mppi::MppiCmd),
+    Mppi(MppiCmd),
     /// Active learning of latent dynamics (sequential VAE + iCEM on Fisher information): run,
     /// compare, retrain, bench.
     #[command(subcommand)]
-    Actdyn(actdyn::ActdynCmd),
+    Actdyn(ActdynCmd),
     /// ALLO Laplacian representation learning on grid maps: train, bench.
     #[command(subcommand)]
-    Allo(allo::AlloCmd),
+    Allo(AlloCmd),
     /// Multi-agent treasure hunt with one IQN learner per agent: train, play, bench.
     #[command(subcommand)]
-    Hunt(hunt::HuntCmd),
+    Hunt(HuntCmd),
     /// A grid of configs × seeds of any run type, each an ordinary run folder, skipped when
     /// finished and resumed when interrupted; then a table (mean, sd, 95% interval) and plot.
     Sweep(sweep::SweepArgs),
     /// Neural-network kernels: bench.
     #[command(subcommand)]
-    Nn(nn::NnCmd),
+    Nn(NnCmd),
+}
+
+/// `kestrel evo`: the runs are `kestrel_run::runs::{es, qd}`, the bench
+/// `kestrel_run::benches::evo`.
+#[derive(Subcommand)]
+enum EvoCmd {
+    /// Minimise a benchmark function (or evolve a CartPole policy) with an evolution strategy.
+    Run(RunArgs<Es>),
+    /// Quality diversity on the linear-projection benchmark.
+    Qd(RunArgs<Qd>),
+    /// Time one generation per phase (ask, evaluate, tell) of CMA-ES.
+    Bench(BenchArgs<EvoBench>),
+}
+
+/// `kestrel mppi`: `kestrel_run::runs::{mppi, mppi_tune, mppi_qd}`, `kestrel_run::benches::mppi`.
+#[derive(Subcommand)]
+enum MppiCmd {
+    /// Time `command` on the gym pendulum (pytorch-mppi's benchmark problem).
+    Bench(BenchArgs<MppiBench>),
+    /// Run a controller closed loop on a system: trajectory, cost and state plots, frames.
+    Run(RunArgs<MppiRun>),
+    /// Tune a controller's knobs with an evolution strategy; writes the best as a config.
+    Tune(RunArgs<MppiTune>),
+    /// Quality-diversity tuning: CMA-ME fills an archive of good knob settings spread over the
+    /// first two knobs; writes every elite and the best as a config.
+    Qd(RunArgs<MppiQd>),
+}
+
+/// `kestrel actdyn`: `kestrel_run::runs::{actdyn, actdyn_compare, actdyn_retrain}`,
+/// `kestrel_run::benches::actdyn`.
+#[derive(Subcommand)]
+enum ActdynCmd {
+    /// One experiment: random (E1) or active (E2) data collection, faithful or fixed profile.
+    Run(Box<RunArgs<Actdyn>>),
+    /// Random against active on the same seeds, one experiment per thread, with confidence
+    /// intervals.
+    Compare(Box<RunArgs<ActdynCompare>>),
+    /// Offline retraining of a run on its saved transitions (AdamW over chunks), into a new
+    /// folder with evaluations before and after.
+    Retrain(Box<RunArgs<ActdynRetrain>>),
+    /// Time the planner call, the training steps and the environment step with the belief.
+    Bench(BenchArgs<ActdynBench>),
+}
+
+/// `kestrel allo`: `kestrel_run::runs::allo`, `kestrel_run::benches::allo`.
+#[derive(Subcommand)]
+enum AlloCmd {
+    /// Train a Laplacian representation on a map.
+    Train(Box<RunArgs<Allo>>),
+    /// Time replay sampling (one 4 × batch draw) and the training step, deduplicated and
+    /// plain.
+    Bench(BenchArgs<AlloBench>),
+}
+
+/// `kestrel hunt`: `kestrel_run::runs::{hunt, hunt_play}`, `kestrel_run::benches::hunt`.
+#[derive(Subcommand)]
+enum HuntCmd {
+    /// Train one IQN learner per agent (sorrel's treasure-hunt defaults).
+    Train(Box<RunArgs<Hunt>>),
+    /// Greedy play of a trained run's checkpoint: rewards per epoch, the first epoch's turns
+    /// in one picture.
+    Play(RunArgs<HuntPlay>),
+    /// Time an environment turn and an IQN update (batch 64, 12 × 12 quantiles, layer 250).
+    Bench(BenchArgs<HuntBench>),
+}
+
+/// `kestrel nn`: `kestrel_run::benches::nn`.
+#[derive(Subcommand)]
+enum NnCmd {
+    /// Time an MLP training step (batch B, one model) and N models trained at once.
+    Bench(BenchArgs<NnBench>),
 }
 
 /// Runs one parsed command line.
@@ -69,24 +144,24 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Config(a) => config::config(a),
         Cmd::Env(env::EnvCmd::Bench(a)) => env::bench(a),
         Cmd::Arc(c) => arc::run(c),
-        Cmd::Evo(evo::EvoCmd::Run(a)) => a.run(),
-        Cmd::Evo(evo::EvoCmd::Qd(a)) => a.run(),
-        Cmd::Evo(evo::EvoCmd::Bench(a)) => a.run(),
-        Cmd::Mppi(mppi::MppiCmd::Bench(a)) => a.run(),
-        Cmd::Mppi(mppi::MppiCmd::Run(a)) => a.run(),
-        Cmd::Mppi(mppi::MppiCmd::Tune(a)) => a.run(),
-        Cmd::Mppi(mppi::MppiCmd::Qd(a)) => a.run(),
-        Cmd::Nn(nn::NnCmd::Bench(a)) => a.run(),
+        Cmd::Evo(EvoCmd::Run(a)) => a.run(),
+        Cmd::Evo(EvoCmd::Qd(a)) => a.run(),
+        Cmd::Evo(EvoCmd::Bench(a)) => a.run(),
+        Cmd::Mppi(MppiCmd::Bench(a)) => a.run(),
+        Cmd::Mppi(MppiCmd::Run(a)) => a.run(),
+        Cmd::Mppi(MppiCmd::Tune(a)) => a.run(),
+        Cmd::Mppi(MppiCmd::Qd(a)) => a.run(),
+        Cmd::Nn(NnCmd::Bench(a)) => a.run(),
         Cmd::Sweep(a) => sweep::sweep(a),
-        Cmd::Actdyn(actdyn::ActdynCmd::Run(a)) => a.run(),
-        Cmd::Actdyn(actdyn::ActdynCmd::Compare(a)) => a.run(),
-        Cmd::Actdyn(actdyn::ActdynCmd::Retrain(a)) => a.run(),
-        Cmd::Actdyn(actdyn::ActdynCmd::Bench(a)) => a.run(),
-        Cmd::Allo(allo::AlloCmd::Train(a)) => a.run(),
-        Cmd::Allo(allo::AlloCmd::Bench(a)) => a.run(),
-        Cmd::Hunt(hunt::HuntCmd::Train(a)) => a.run(),
-        Cmd::Hunt(hunt::HuntCmd::Play(a)) => a.run(),
-        Cmd::Hunt(hunt::HuntCmd::Bench(a)) => a.run(),
+        Cmd::Actdyn(ActdynCmd::Run(a)) => a.run(),
+        Cmd::Actdyn(ActdynCmd::Compare(a)) => a.run(),
+        Cmd::Actdyn(ActdynCmd::Retrain(a)) => a.run(),
+        Cmd::Actdyn(ActdynCmd::Bench(a)) => a.run(),
+        Cmd::Allo(AlloCmd::Train(a)) => a.run(),
+        Cmd::Allo(AlloCmd::Bench(a)) => a.run(),
+        Cmd::Hunt(HuntCmd::Train(a)) => a.run(),
+        Cmd::Hunt(HuntCmd::Play(a)) => a.run(),
+        Cmd::Hunt(HuntCmd::Bench(a)) => a.run(),
     }
 }
 
