@@ -188,11 +188,14 @@ impl ArcConfig {
         Ok((bank, skipped.into_iter().map(|s| s.error.to_string()).collect()))
     }
 
-    /// The environment on an `S × S` canvas: the bank, or only the task `task` (an id of
-    /// `data` or a generator id) where it is not empty, with the tasks that do not fit
-    /// dropped (their ids returned); an error when none is left.
-    pub fn env<const S: usize>(&self, task: &str) -> Result<(ArcEnv<S>, Vec<String>), ArcError> {
-        let mut bank = self.bank()?;
+    /// The environment on an `S × S` canvas over `bank` (this config's [`ArcConfig::bank`]),
+    /// or only the task `task` (an id of `data` or a generator id) where it is not empty, with
+    /// the tasks that do not fit dropped (their ids returned); an error when none is left.
+    pub fn env<const S: usize>(
+        &self,
+        mut bank: TaskBank,
+        task: &str,
+    ) -> Result<(ArcEnv<S>, Vec<String>), ArcError> {
         if !task.is_empty() {
             bank = TaskBank::from_tasks(vec![self.task(&bank, task)?]);
         }
@@ -285,11 +288,11 @@ mod tests {
     #[test]
     fn envs_keep_the_fitting_tasks_and_name_the_rest() {
         let c = ArcConfig { tasks_per_family: 2, max_side: 12, ..Default::default() };
-        let (env, dropped) = c.env::<30>("").unwrap();
+        let (env, dropped) = c.env::<30>(c.bank().unwrap(), "").unwrap();
         assert_eq!((env.bank().len(), dropped.len()), (22, 0));
-        let (env, _) = c.env::<30>("symmetry-1").unwrap();
+        let (env, _) = c.env::<30>(c.bank().unwrap(), "symmetry-1").unwrap();
         assert_eq!(env.bank().len(), 1);
-        let (env, dropped) = c.env::<10>("").unwrap();
+        let (env, dropped) = c.env::<10>(c.bank().unwrap(), "").unwrap();
         assert_eq!(env.bank().len() + dropped.len(), 22);
         assert!(!dropped.is_empty(), "12-sided tasks do not fit 10x10");
     }

@@ -31,7 +31,6 @@ use kestrel_mppi::presets::System;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::sync::Arc;
 
 /// One env id of the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -407,23 +406,20 @@ impl EnvConfig for ArcConfig {
     fn build(&self, id: EnvId, n: usize, seed: u64, off: u64) -> Built {
         let EnvId::Arc(mode) = id else { unreachable!("with_env! pairs ids and configs") };
         let p = self.params(mode)?;
-        let bank = self.bank()?;
-        kestrel_arc::with_canvas!(self.canvas, S => arc_on::<S>(bank, p, n, seed, off),
+        kestrel_arc::with_canvas!(self.canvas, S => arc_on::<S>(self.env(self.bank()?, "")?.0, p, n, seed, off),
             else Err(kestrel_core::Invalid::new("canvas", self.canvas, "5, 10 or 30").into()))
     }
 }
 
-/// ARC on an `S × S` canvas (tasks that do not fit dropped from `bank`): `jaxarc` mode on the
-/// lane kernel where `S ≤ 10`, else one env per row.
+/// ARC on an `S × S` canvas: `jaxarc` mode on the lane kernel where `S ≤ 10`, else one env
+/// per row.
 fn arc_on<const S: usize>(
-    mut bank: kestrel_arc::TaskBank,
+    env: ArcEnv<S>,
     p: kestrel_arc::ArcParams,
     n: usize,
     seed: u64,
     off: u64,
 ) -> Built {
-    bank.retain_fitting(S);
-    let env = ArcEnv::<S>::new(Arc::new(bank))?;
     env.validate(&p)?;
     if p.mode == Mode::Jaxarc && S <= MAX_LANE_SIDE {
         return holder::<ArcLanes<S>>(env, p, n, seed, off);

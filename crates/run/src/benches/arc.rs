@@ -74,12 +74,14 @@ fn bench<const S: usize>(c: &ArcBenchConfig) -> Result<Report, RunError> {
     let mut r = Report::default();
     let p = c.env.params(c.mode)?;
     let t0 = Instant::now();
-    let (env, dropped) = c.env.env::<S>(&c.task)?;
-    env.validate(&p)?;
+    let (bank, skipped) = c.env.load()?;
     if !c.env.data.is_empty() {
-        let (ms, n) = (t0.elapsed().as_secs_f64() * 1e3, env.bank().len());
+        let (ms, n) = (t0.elapsed().as_secs_f64() * 1e3, bank.len());
         r.text.push(format!("loaded {n} tasks from {} in {ms:.1} ms", c.env.data));
     }
+    r.text.extend(skipped.iter().map(|s| format!("skipped: {s}")));
+    let (env, dropped) = c.env.env::<S>(bank, &c.task)?;
+    env.validate(&p)?;
     if let Some(first) = dropped.first() {
         let n = dropped.len();
         r.text.push(format!("{n} tasks larger than the {S}x{S} canvas left out (first: {first})"));

@@ -156,7 +156,7 @@ fn script<const S: usize>(path: &Path) -> Result<Vec<ArcAction<S>>, RunError> {
 /// pair, split, steps, return, ending, actions), `metrics.jsonl`, `summary.md/json`.
 fn rollout<const S: usize>(c: RolloutConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     let p = c.env.params(c.mode)?;
-    let (env, dropped) = c.env.env::<S>(&c.task)?;
+    let (env, dropped) = c.env.env::<S>(c.env.bank()?, &c.task)?;
     let scripted =
         if c.script.as_os_str().is_empty() { None } else { Some(script::<S>(&c.script)?) };
     let (mut dir, mut metrics) = start(&launch, "arc", "rollout", c.seed, &c)?;
