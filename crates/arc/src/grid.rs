@@ -137,6 +137,30 @@ pub fn blend_row(row: &mut [i8], bits: u32, a: &[i8]) {
     }
 }
 
+/// `out[c] = if bit c of bits { a[c] } else { b[c] }`, eight cells per word. Unlike
+/// [`blend_row`] it never reads `out`: a row just written as a whole (`*out = *b` then a
+/// blend) makes the blend's word loads wait on those stores.
+#[inline(always)]
+pub fn select_row(out: &mut [i8], bits: u32, a: &[i8], b: &[i8]) {
+    let n = out.len().min(a.len()).min(b.len());
+    let mut c = 0;
+    while c + 8 <= n {
+        let m = BYTE_MASK[(bits >> c & 0xFF) as usize];
+        let w = u64::from_ne_bytes(std::array::from_fn(|k| b[c + k] as u8));
+        let v = u64::from_ne_bytes(std::array::from_fn(|k| a[c + k] as u8));
+        let word = ((w & !m) | (v & m)).to_ne_bytes();
+        for k in 0..8 {
+            out[c + k] = word[k] as i8;
+        }
+        c += 8;
+    }
+    while c < n {
+        let m = -((bits >> c & 1) as i8);
+        out[c] = (b[c] & !m) | (a[c] & m);
+        c += 1;
+    }
+}
+
 /// Writes a row's bits as 0/1 cells, eight per table lookup.
 #[inline]
 pub fn bits_to_cells(bits: u32, out: &mut [i8]) {
@@ -238,6 +262,23 @@ mod tests {
             let mut g = [[0i8; 5]; 5];
             fill(&mut g, &m, 7);
             for r in 0..5 { for c in 0..5 { prop_assert_eq!(g[r][c] == 7, get(&m, r, c)); } }
+        }
+
+        /// Both row blends pick `a` where a bit is set and the other row elsewhere, cell for
+        /// cell, at every width (the word loop and the tail).
+        #[test]
+        fn row_blends_pick_by_bit(bits in proptest::num::u32::ANY, n in 0usize..31, seed in proptest::num::u64::ANY) {
+            let cells = |k: u64| -> Vec<i8> {
+                (0..n as u64).map(|c| (seed.wrapping_mul(k + 3).wrapping_add(c * 97) % 21) as i8 - 10).collect()
+            };
+            let (a, b) = (cells(1), cells(2));
+            let want: Vec<i8> = (0..n).map(|c| if bits >> c & 1 == 1 { a[c] } else { b[c] }).collect();
+            let mut out = vec![99i8; n];
+            select_row(&mut out, bits, &a, &b);
+            prop_assert_eq!(&out, &want);
+            let mut row = b.clone();
+            blend_row(&mut row, bits, &a);
+            prop_assert_eq!(&row, &want);
         }
     }
 

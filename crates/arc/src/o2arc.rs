@@ -270,18 +270,17 @@ fn init_objsel<const S: usize>(
         o.dim = [h as i8, w as i8];
         o.object = [[0; S]; S];
         o.object_sel = [0; S];
+        let zeros = [0i8; S];
         let wbits = u32::MAX >> (32 - w);
         for i in 0..h {
             let bits = sel[r0 + i];
             o.object_sel[i] = (bits >> c0) & wbits;
             let mut picked = [0i8; S];
-            grid::blend_row(&mut picked, bits, &s.grid[r0 + i]);
+            grid::select_row(&mut picked, bits, &s.grid[r0 + i], &zeros);
             o.object[i][..w].copy_from_slice(&picked[c0..c0 + w]);
         }
-        let zeros = [0i8; S];
         for (b, (g, &bits)) in o.background.iter_mut().zip(s.grid.iter().zip(sel.iter())) {
-            *b = *g;
-            grid::blend_row(b, bits, &zeros);
+            grid::select_row(b, bits, &zeros, g);
         }
         o.pos = [r0 as i8, c0 as i8];
         o.active = true;
@@ -420,9 +419,10 @@ fn copy<const S: usize>(s: &mut ArcState<S>, sel: &Mask<S>, pair: &PairGrids<S>,
     let (h, w) = (r1 - r0 + 1, c1 - c0 + 1);
     // ARCLE copies where `src != 0 && sel`; copying a 0 is the same as skipping it.
     let mut clip = [[0i8; S]; S];
+    let zeros = [0i8; S];
     for i in 0..h {
         let mut picked = [0i8; S];
-        grid::blend_row(&mut picked, sel[r0 + i], &src[r0 + i]);
+        grid::select_row(&mut picked, sel[r0 + i], &src[r0 + i], &zeros);
         clip[i][..w].copy_from_slice(&picked[c0..c0 + w]);
     }
     s.clip = clip;
