@@ -126,7 +126,7 @@ pub fn throughput(a: &DemoArgs) -> Result<(f64, u64, u64)> {
     );
     let env = ArcEnv::<S>::new(Arc::new(bank))?;
     let p = ArcParams::default();
-    let pool = crate::common::pool(a.threads)?;
+    let pool = kestrel_run::pool(a.threads)?;
     let r = pool.install(|| bench::random_rollouts(env, p, a.num_envs, a.seconds, a.seed))?;
     let rate = r.steps as f64 / r.seconds;
     outln!(

@@ -302,7 +302,7 @@ pub fn launch(
     threads: Option<usize>,
     run: impl FnOnce(Launch<'_>) -> std::result::Result<Outcome, RunError> + Send,
 ) -> Result<()> {
-    let pool = pool(threads)?;
+    let pool = kestrel_run::pool(threads)?;
     let mut progress = Progress::new(0, "");
     let argv = std::env::args().collect();
     let out = pool.install(|| {
@@ -389,17 +389,6 @@ impl Progress {
 
 fn rate_str(r: f64) -> String {
     if r >= 100.0 { format!("{r:.0}/s") } else { format!("{r:.2}/s") }
-}
-
-/// A rayon pool of `threads` workers (0 or absent: all cores).
-pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
-    let n = threads
-        .filter(|&t| t > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if n > 1024 {
-        anyhow::bail!("invalid threads = {n}: 1 to 1024");
-    }
-    Ok(rayon::ThreadPoolBuilder::new().num_threads(n).build()?)
 }
 
 #[cfg(test)]

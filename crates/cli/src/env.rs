@@ -42,7 +42,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let id = EnvId::parse(&a.id)?;
     let table = toml::Table::new();
     let layers = Layers { preset: None, file: a.config.as_deref(), table: &table, sets: &a.set };
-    let pool = crate::common::pool(Some(a.threads))?;
+    let pool = kestrel_run::pool(Some(a.threads))?;
     let mut rows = Vec::new();
     for &n in &a.num_envs {
         let mut batch = pool.install(|| id.build(layers, n, 0, 0))?;

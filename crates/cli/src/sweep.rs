@@ -1,7 +1,7 @@
 //! `kestrel sweep`: a grid of configs × seeds of any run type (see `kestrel_run::sweep`), run
 //! here one after another or on a Ray cluster through the Python package.
 
-use crate::common::{Progress, pool};
+use crate::common::Progress;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use kestrel_run::sweep::{CellOutcome, Sweep};
@@ -48,7 +48,7 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
     }
     s.create()?;
     if !a.aggregate_only {
-        let pool = pool(a.threads)?;
+        let pool = kestrel_run::pool(a.threads)?;
         let argv: Vec<String> = std::env::args().collect();
         let n = s.cells.len();
         let mut failed = Vec::new();

@@ -106,6 +106,8 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("evo run --config /nonexistent/config.toml".into(), "/nonexistent/config.toml"),
         ("evo run --generations x".into(), "generations"),
         ("evo run --threads 100000".into(), "threads"),
+        ("evo run --threads 0".into(), "threads = 0"),
+        ("arc bench --threads 0 --no-ops".into(), "threads = 0"),
         // evo qd
         ("evo qd --set sigma=nan".into(), "sigma"),
         ("evo qd --set sigma=0".into(), "sigma"),

@@ -335,10 +335,7 @@ impl EvoProblem {
         {
             return Ok(p.clone());
         }
-        let p = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .map_err(|e| value_error(format!("threads: {e}")))?;
+        let p = kestrel_run::pool(Some(n)).map_err(|e| value_error(e.to_string()))?;
         let p = std::sync::Arc::new(p);
         *g = Some((n, p.clone()));
         Ok(p)
@@ -415,7 +412,6 @@ impl EvoProblem {
         let mut f = vec![0f32; rows];
         let p = &self.p;
         match threads {
-            Some(0) => return Err(value_error("threads = 0: at least 1")),
             Some(n) => {
                 let pool = self.pool(n)?;
                 py.detach(|| pool.install(|| p.evaluate_rows(key, first_row, &x, &mut f)));

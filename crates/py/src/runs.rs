@@ -95,14 +95,7 @@ fn launch<T: Send>(
     progress: Option<Py<PyAny>>,
     run: impl FnOnce(Launch<'_>) -> Result<T, RunError> + Send,
 ) -> PyResult<T> {
-    let mut b = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = threads {
-        if n == 0 {
-            return Err(value_error("threads = 0: at least 1"));
-        }
-        b = b.num_threads(n);
-    }
-    let pool = b.build().map_err(|e| value_error(format!("threads: {e}")))?;
+    let pool = kestrel_run::pool(threads).map_err(|e| value_error(e.to_string()))?;
     let first_error: Mutex<Option<PyErr>> = Mutex::new(None);
     let keep = |e: PyErr| {
         let why = Python::attach(|py| describe(py, &e));

@@ -119,6 +119,23 @@ impl RunError {
     }
 }
 
+/// The thread pool of a run or a bench (every front end's `threads`): that many workers, or
+/// every core when absent; 0 or more than 1,024 is refused by name.
+pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool, RunError> {
+    let n = match threads {
+        Some(n) if n == 0 || n > 1024 => {
+            let why = "1 to 1024 (leave it out for every core)";
+            return Err(kestrel_core::Invalid::new("threads", n, why).into());
+        }
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .map_err(|e| RunError::Failed(format!("cannot start {n} threads: {e}")))
+}
+
 /// Reads a text file (a config, a spec, a record): an I/O error names the path; bytes that are
 /// not UTF-8 are reported by their offset, never echoed.
 pub fn read_text(path: &Path) -> Result<String, RunError> {

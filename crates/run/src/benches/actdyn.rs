@@ -1,7 +1,7 @@
 //! `kestrel actdyn bench`: the planner call, the training steps and the environment step
 //! with the belief, medians against the reference's figures (`kestrel_actdyn::bench`).
 
-use super::{Bench, Report, at_least_1, pool};
+use super::{Bench, Report, at_least_1};
 use crate::RunError;
 use serde::{Deserialize, Serialize};
 
@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 pub struct ActdynBenchConfig {
     /// Repetitions per timing (median reported).
     pub reps: usize,
-    /// Worker threads for the planner (0: every core).
-    pub threads: usize,
+    /// Worker threads for the planner (absent: every core).
+    pub threads: Option<usize>,
 }
 
 impl Default for ActdynBenchConfig {
     fn default() -> Self {
-        ActdynBenchConfig { reps: 50, threads: 0 }
+        ActdynBenchConfig { reps: 50, threads: None }
     }
 }
 
@@ -30,7 +30,7 @@ impl Bench for ActdynBench {
 
     fn run(c: &ActdynBenchConfig) -> Result<Report, RunError> {
         at_least_1("reps", c.reps as u64, 1_000_000)?;
-        let pool = pool(c.threads)?;
+        let pool = crate::pool(c.threads)?;
         let (t, threads) =
             pool.install(|| (kestrel_actdyn::bench::run(c.reps), rayon::current_num_threads()));
         let t = t?;

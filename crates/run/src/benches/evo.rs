@@ -1,7 +1,7 @@
 //! `kestrel evo bench`: one CMA-ES generation split into ask, evaluate and tell
 //! (`kestrel_evo::bench::cma_phases`), or one neuroevolution generation on 1 and 2 threads.
 
-use super::{Bench, Report, pool};
+use super::{Bench, Report};
 use crate::RunError;
 use kestrel_evo::driver::StrategyKind;
 use serde::{Deserialize, Serialize};
@@ -74,7 +74,7 @@ impl Bench for EvoBench {
             "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12}",
             "dims", "ask µs", "eval µs", "tell µs", "gen µs", "best"
         ));
-        let pool = pool(1)?;
+        let pool = crate::pool(Some(1))?;
         for &n in &c.num_dims {
             let t = pool.install(|| {
                 kestrel_evo::bench::cma_phases(sep, c.pop_size, n, c.generations, c.eager_eigen)
@@ -94,7 +94,11 @@ impl Bench for EvoBench {
 
 /// One neuroevolution generation on 1 and 2 threads; an error if the fitness differs.
 fn neuro(c: &EvoBenchConfig) -> Result<Report, RunError> {
-    let t = kestrel_evo::bench::neuro(&[pool(1)?, pool(2)?], c.pop_size, c.generations)?;
+    let t = kestrel_evo::bench::neuro(
+        &[crate::pool(Some(1))?, crate::pool(Some(2))?],
+        c.pop_size,
+        c.generations,
+    )?;
     if !t.identical {
         return Err(RunError::Failed("fitness differs between 1 and 2 threads".into()));
     }

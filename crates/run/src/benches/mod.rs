@@ -47,22 +47,6 @@ impl Report {
     }
 }
 
-/// A pool of `threads` workers (0: every core), at most 1,024.
-pub(crate) fn pool(threads: usize) -> Result<rayon::ThreadPool, RunError> {
-    let n = if threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        threads
-    };
-    if n > 1024 {
-        return Err(Invalid::new("threads", n, "1 to 1024 (0: every core)").into());
-    }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
-        .build()
-        .map_err(|e| RunError::Failed(format!("cannot start {n} threads: {e}")))
-}
-
 /// Refuses a `value` of 0 or above `max`, naming `field`.
 pub(crate) fn at_least_1(field: &'static str, value: u64, max: u64) -> Result<(), RunError> {
     if value == 0 || value > max {

@@ -1,7 +1,7 @@
 //! `kestrel nn bench`: kestrel-nn on the workloads of `shared/reference/nn-backends.md`
 //! (`kestrel_nn::bench::mlp`).
 
-use super::{Bench, Report, pool};
+use super::{Bench, Report};
 use crate::RunError;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -45,7 +45,7 @@ impl Bench for NnBench {
     type Config = NnBenchConfig;
 
     fn run(c: &NnBenchConfig) -> Result<Report, RunError> {
-        let t = pool(c.threads)?.install(|| {
+        let t = crate::pool(Some(c.threads))?.install(|| {
             kestrel_nn::bench::mlp(&c.sizes, c.batch, c.models, c.model_batch, c.seconds)
         })?;
         let text = format!(
