@@ -397,7 +397,7 @@ def kestrel_side(args):
             subprocess.run(["cargo", "build", "--release", "-q", "-p", "kestrel"], cwd=ROOT, check=True)
         if args.env_type != "room4":
             sys.exit(f"the default Kestrel command times room4 (builtin:four-rooms); give --kestrel-cmd for {args.env_type}")
-        args.kestrel_cmd = (f"{exe} allo bench --profile asymexp --map builtin:four-rooms --batch {args.batch_size} "
+        args.kestrel_cmd = (f"{exe} allo bench --profile asymexp --map builtin:four-rooms --batch-size {args.batch_size} "
                             f"--num-envs {args.num_envs} --num-steps {args.num_steps} --steps {args.steps} --json")
     pin = ONE_CORE if shutil.which(ONE_CORE[0]) else []
     proc = subprocess.run(pin + ["sh", "-c", args.kestrel_cmd], cwd=ROOT, stdout=subprocess.PIPE, text=True,

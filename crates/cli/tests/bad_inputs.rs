@@ -217,7 +217,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("actdyn retrain --run /tmp --lr nan".into(), "offline.lr"),
         // allo bench
         ("allo bench --steps 0".into(), "steps"),
-        ("allo bench --batch 0".into(), "batch"),
+        ("allo bench --batch-size 0".into(), "batch"),
         ("allo bench --map builtin:nope".into(), "builtin:nope"),
         // hunt
         ("hunt train --obs hsv".into(), "hsv"),
@@ -285,8 +285,8 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("arc rollout --task nosuchtask-x".into(), "nosuchtask-x"),
         // nn
         ("nn bench --sizes 0,4".into(), "sizes"),
-        ("nn bench --batch 0".into(), "batch"),
-        ("nn bench --models 0".into(), "models"),
+        ("nn bench --batch-size 0".into(), "batch"),
+        ("nn bench --num-models 0".into(), "models"),
         ("nn bench --seconds nan".into(), "seconds"),
         ("nn bench --threads 100000".into(), "threads"),
         // demo and the binary itself

@@ -433,18 +433,19 @@ fn nn_bench_reports_json() {
         "bench",
         "--sizes",
         "4,8,2",
-        "--batch",
+        "--batch-size",
         "8",
-        "--models",
+        "--num-models",
         "2",
-        "--model-batch",
+        "--model-batch-size",
         "4",
         "--seconds",
         "0.01",
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!((&v["batch"], &v["models"], &v["model_batch"]), (&8.into(), &2.into(), &4.into()));
+    let sizes = (&v["batch_size"], &v["num_models"], &v["model_batch_size"]);
+    assert_eq!(sizes, (&8.into(), &2.into(), &4.into()));
     assert_eq!(v["sizes"], serde_json::json!([4, 8, 2]));
     for k in ["train_us", "train_many_us", "forward_b1_us"] {
         assert!(v[k].as_f64().is_some_and(f64::is_finite), "{k}: {v}");

@@ -18,7 +18,7 @@ pub struct AlloBenchConfig {
     /// and update at the script's defaults (map files read stripped, as its `room4` string).
     pub profile: Profile,
     /// Rows per batch (paper: 1024, four sub-batches; asymexp: 256, two batches).
-    pub batch: Option<usize>,
+    pub batch_size: Option<usize>,
     /// asymexp: collecting environments (default 1000).
     pub num_envs: Option<usize>,
     /// asymexp: steps per collecting environment (default 1000).
@@ -32,7 +32,7 @@ impl Default for AlloBenchConfig {
         AlloBenchConfig {
             map: "builtin:rooms-2-5".into(),
             profile: Profile::Paper,
-            batch: None,
+            batch_size: None,
             num_envs: None,
             num_steps: None,
             steps: 200,
@@ -58,7 +58,7 @@ impl Bench for AlloBench {
                     .into(),
             });
         }
-        let batch = c.batch.unwrap_or(1024);
+        let batch = c.batch_size.unwrap_or(1024);
         let t = kestrel_agents::bench::allo(&c.map, batch, c.steps)?;
         let text = format!(
             "ALLO on {} ({} states), batch 4×{}: sampling {:.0} µs; step {:.2} ms deduplicated, {:.2} ms plain",
@@ -69,7 +69,7 @@ impl Bench for AlloBench {
             t.step_dedup_us / 1e3,
             t.step_plain_us / 1e3
         );
-        let json = json!({"map": c.map, "states": t.states, "batch": batch,
+        let json = json!({"map": c.map, "states": t.states, "batch_size": batch,
             "sample_us": t.sample_us, "step_dedup_us": t.step_dedup_us,
             "step_plain_us": t.step_plain_us});
         Ok(Report::one(text, json))
@@ -80,7 +80,7 @@ fn asymexp(c: &AlloBenchConfig) -> Result<Report, RunError> {
     use kestrel_agents::asymexp::Version;
     let map = crate::runs::allo_asymexp::resolve_map(&c.map, Version::Final)?;
     let (batch, envs, steps) =
-        (c.batch.unwrap_or(256), c.num_envs.unwrap_or(1000), c.num_steps.unwrap_or(1000));
+        (c.batch_size.unwrap_or(256), c.num_envs.unwrap_or(1000), c.num_steps.unwrap_or(1000));
     let t = kestrel_agents::bench::asymexp(&map, envs, steps, batch, c.steps)?;
     let text = format!(
         "ALLO asymexp on {} ({} states), batch 2×{}: collection of {}×{} {:.0} ms, truth {:.1} ms; \
@@ -96,7 +96,7 @@ fn asymexp(c: &AlloBenchConfig) -> Result<Report, RunError> {
         t.update_us / 1e3,
         t.update_plain_us / 1e3
     );
-    let json = json!({"map": c.map, "states": t.states, "batch": batch, "steps": c.steps,
+    let json = json!({"map": c.map, "states": t.states, "batch_size": batch, "steps": c.steps,
         "collect_s": (t.collect_ms + t.truth_ms) / 1e3, "collect_ms": t.collect_ms,
         "truth_ms": t.truth_ms, "sample_ms": t.sample_us / 1e3,
         "update_ms": t.update_us / 1e3, "update_plain_ms": t.update_plain_us / 1e3,

@@ -89,15 +89,17 @@ mod tests {
         has(&m[0], &["us_per_command"], "mppi");
         let t = tiny::<mppi::MppiBench>("tune_pop = 4\ntune_generations = 1");
         has(&t[0], &["us_per_candidate_episode", "best_cost", "seconds"], "mppi tune");
-        let a = tiny::<allo::AlloBench>("steps = 2\nbatch = 32");
+        let a = tiny::<allo::AlloBench>("steps = 2\nbatch_size = 32");
         has(&a[0], &["step_dedup_us", "step_plain_us", "sample_us"], "allo");
         let x = tiny::<allo::AlloBench>(
-            "profile = \"asymexp\"\nsteps = 2\nbatch = 16\nnum_envs = 4\nnum_steps = 50",
+            "profile = \"asymexp\"\nsteps = 2\nbatch_size = 16\nnum_envs = 4\nnum_steps = 50",
         );
         has(&x[0], &["update_ms", "sample_ms", "step_ms", "collect_s"], "allo asymexp");
         let h = tiny::<hunt::HuntBench>("reps = 1");
         has(&h[0], &["iqn_update_us", "gemm_only_us", "act_us", "turn_us"], "hunt");
-        let n = tiny::<nn::NnBench>("sizes = [4, 8, 2]\nbatch = 4\nmodels = 2\nseconds = 0.01");
+        let n = tiny::<nn::NnBench>(
+            "sizes = [4, 8, 2]\nbatch_size = 4\nnum_models = 2\nseconds = 0.01",
+        );
         has(&n[0], &["train_us", "train_many_us", "forward_b1_us"], "nn");
         let d = tiny::<actdyn::ActdynBench>("reps = 1\nthreads = 1");
         has(&d[0], &["train_mlp_ms", "train_rbf_ms", "planner_ms", "env_belief_us"], "actdyn");
