@@ -394,7 +394,7 @@ fn rate_str(r: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ActdynCmd, Cli, Cmd, MppiCmd};
+    use crate::{ActdynCmd, Cli, Cmd, EvoCmd, MppiCmd};
     use clap::{CommandFactory, Parser};
     use kestrel_run::RunKind;
     use kestrel_run::runs::mppi_tune::MppiTune;
@@ -461,5 +461,34 @@ mod tests {
         let given: Vec<(&str, &str)> =
             a.keys.given.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(given, [("seed", "1"), ("eval.seed", "5")]);
+    }
+
+    /// A bench's keys are flags as a run's are: a boolean bare or with a value, one number
+    /// where a list goes, a nested key by its last part; `--set` and the flags layer in order.
+    #[test]
+    fn bench_flags_read_booleans_bare_and_lists_of_one() {
+        let bench = |argv: &[&str]| {
+            let argv = ["kestrel", "evo", "bench"].iter().chain(argv).copied();
+            let Cmd::Evo(EvoCmd::Bench(a)) = Cli::try_parse_from(argv).unwrap().cmd else {
+                panic!("not evo bench")
+            };
+            a.keys.load().unwrap()
+        };
+        let c = bench(&["--eager-eigen", "--num-dims", "7"]);
+        assert!(c.eager_eigen && !c.neuro);
+        assert_eq!(c.num_dims, vec![7]);
+        let c = bench(&["--eager-eigen", "false", "--set", "pop_size=12", "--neuro"]);
+        assert!(!c.eager_eigen && c.neuro);
+        assert_eq!(c.pop_size, 12);
+        let c = bench(&[]);
+        assert_eq!(c, kestrel_run::benches::evo::EvoBenchConfig::default());
+        let argv =
+            ["kestrel", "arc", "bench", "--canvas", "10", "--bugs", "all", "--mode", "jaxarc"];
+        let Cmd::Arc(crate::arc::ArcCmd::Bench(a)) = Cli::try_parse_from(argv).unwrap().cmd else {
+            panic!("not arc bench")
+        };
+        let c = a.keys.load().unwrap();
+        assert_eq!((c.env.canvas, c.mode), (10, kestrel_arc::Mode::Jaxarc));
+        assert_eq!(c.env.bugs, kestrel_arc::JaxBugsKind::All);
     }
 }
