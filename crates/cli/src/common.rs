@@ -2,7 +2,7 @@
 //! folder (through `kestrel-run`), resuming one, the progress line and the thread pool.
 
 use anyhow::Result;
-use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 use kestrel_core::Documented;
 use kestrel_run::benches::Bench;
 use kestrel_run::{Flow, Launch, Layers, Outcome, Run, RunError, Tick};
@@ -14,9 +14,10 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// `--config`, `--set` and `--out-dir`, taken by every run command.
+/// `--config` and `--set`: the layers every command with a config reads over its defaults
+/// (runs, benches, `arc show`), before and after the key flags.
 #[derive(Args, Clone, Debug)]
-pub struct ConfigArgs {
+pub struct LayerArgs {
     /// A TOML config (a run folder's `config.toml` replays that run); unknown keys are errors.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -24,9 +25,6 @@ pub struct ConfigArgs {
     /// `--set mppi.lambda=0.5` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Parent folder of the run folder.
-    #[arg(long, default_value = "runs")]
-    pub out_dir: PathBuf,
 }
 
 /// Every key of the config `T` as a flag, read as `--set` reads its value: `--generations
@@ -124,7 +122,8 @@ impl<T: Documented> Keys<T> {
 /// `--resume` (resumable kinds), `--preset` (kinds with presets), and every config key as a
 /// flag ([`Keys`]).
 pub struct RunArgs<R: Run> {
-    cfg: ConfigArgs,
+    layers: LayerArgs,
+    out_dir: PathBuf,
     threads: Option<usize>,
     resume: Option<PathBuf>,
     preset: Option<String>,
@@ -133,13 +132,22 @@ pub struct RunArgs<R: Run> {
 
 impl<R: Run> Args for RunArgs<R> {
     fn augment_args(cmd: Command) -> Command {
-        let mut cmd = ConfigArgs::augment_args(cmd).arg(
-            Arg::new("threads")
-                .long("threads")
-                .value_name("N")
-                .value_parser(clap::value_parser!(usize))
-                .help("Worker threads (default: all cores; results do not depend on it)."),
-        );
+        let mut cmd = LayerArgs::augment_args(cmd)
+            .arg(
+                Arg::new("out_dir")
+                    .long("out-dir")
+                    .value_name("OUT_DIR")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .default_value("runs")
+                    .help("Parent folder of the run folder."),
+            )
+            .arg(
+                Arg::new("threads")
+                    .long("threads")
+                    .value_name("N")
+                    .value_parser(clap::value_parser!(usize))
+                    .help("Worker threads (default: all cores; results do not depend on it)."),
+            );
         if R::RESUMABLE {
             cmd = cmd.arg(Arg::new("resume").long("resume").value_name("FOLDER").value_parser(clap::value_parser!(PathBuf)).help(
                 format!(
@@ -171,7 +179,8 @@ impl<R: Run> FromArgMatches for RunArgs<R> {
 
     fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
         Ok(RunArgs {
-            cfg: ConfigArgs::from_arg_matches_mut(m)?,
+            layers: LayerArgs::from_arg_matches_mut(m)?,
+            out_dir: m.remove_one::<PathBuf>("out_dir").unwrap_or_else(|| "runs".into()),
             threads: m.try_remove_one::<usize>("threads").ok().flatten(),
             resume: m.try_remove_one::<PathBuf>("resume").ok().flatten(),
             preset: m.try_remove_one::<String>("preset").ok().flatten(),
@@ -193,12 +202,12 @@ impl<R: Run> RunArgs<R> {
         let table = self.keys.layer(&R::defaults(None))?;
         let layers = Layers {
             preset: self.preset.as_deref(),
-            file: self.cfg.config.as_deref(),
+            file: self.layers.config.as_deref(),
             table: &table,
-            sets: &self.cfg.set,
+            sets: &self.layers.set,
         };
         let resume = self.resume.as_deref();
-        launch(&self.cfg.out_dir, self.threads, |l| {
+        launch(&self.out_dir, self.threads, |l| {
             kestrel_run::registry::launch::<R>(layers, resume, l)
         })
     }
@@ -207,8 +216,7 @@ impl<R: Run> RunArgs<R> {
 /// `--config`, `--set`, and every key of the config `T` as a flag ([`Keys`]): a config read
 /// over `T::default()` (an env's settings in `arc show`, a bench's workload).
 pub struct KeyArgs<T> {
-    config: Option<PathBuf>,
-    set: Vec<String>,
+    layers: LayerArgs,
     keys: Keys<T>,
 }
 
@@ -217,27 +225,14 @@ impl<T: Documented + Default + Serialize + DeserializeOwned> KeyArgs<T> {
     pub fn load(&self) -> Result<T> {
         let defaults = T::default();
         let table = self.keys.layer(&defaults)?;
-        Ok(kestrel_run::config::load_config(&defaults, self.config.as_deref(), table, &self.set)?)
+        let LayerArgs { config, set } = &self.layers;
+        Ok(kestrel_run::config::load_config(&defaults, config.as_deref(), table, set)?)
     }
 }
 
 impl<T: Documented + Default + Serialize> Args for KeyArgs<T> {
     fn augment_args(cmd: Command) -> Command {
-        let cmd = cmd
-            .arg(
-                Arg::new("config")
-                    .long("config")
-                    .value_name("FILE")
-                    .value_parser(clap::value_parser!(PathBuf))
-                    .help("A TOML file of these keys; unknown keys are errors."),
-            )
-            .arg(
-                Arg::new("set")
-                    .long("set")
-                    .value_name("KEY=VALUE")
-                    .action(ArgAction::Append)
-                    .help("Override a key, dotted for nested keys (repeatable)."),
-            );
+        let cmd = LayerArgs::augment_args(cmd);
         let defaults = kestrel_run::to_table(&T::default()).unwrap_or_default();
         Keys::<T>::augment(cmd, &defaults)
     }
@@ -253,12 +248,7 @@ impl<T: Documented> FromArgMatches for KeyArgs<T> {
     }
 
     fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
-        let set = m.try_remove_many::<String>("set").ok().flatten();
-        Ok(KeyArgs {
-            config: m.try_remove_one::<PathBuf>("config").ok().flatten(),
-            set: set.map_or(Vec::new(), Vec::from_iter),
-            keys: Keys::from_matches(m),
-        })
+        Ok(KeyArgs { layers: LayerArgs::from_arg_matches_mut(m)?, keys: Keys::from_matches(m) })
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -446,7 +436,7 @@ mod tests {
             panic!("not mppi tune")
         };
         let table = a.keys.layer(&MppiTune::defaults(None)).unwrap();
-        let layers = Layers { preset: None, file: None, table: &table, sets: &a.cfg.set };
+        let layers = Layers { preset: None, file: None, table: &table, sets: &a.layers.set };
         let c = kestrel_run::registry::load::<MppiTune>(layers, None).unwrap();
         assert_eq!(c.run.mppi.lambda, 0.5);
         assert_eq!(c.run.seed, 3);
