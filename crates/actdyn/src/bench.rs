@@ -7,8 +7,8 @@ use crate::config::ActdynConfig;
 use crate::model::SeqVae;
 use crate::online::ActiveRun;
 use crate::train::Trainer;
-use kestrel_core::Key;
 use kestrel_core::timing::median_us;
+use kestrel_core::{FromInvalid, Key};
 use serde::Serialize;
 
 /// The measured medians.
@@ -47,9 +47,11 @@ pub fn train_ms(cfg: &ActdynConfig, reps: usize) -> Result<f64, ActdynError> {
     }
 }
 
-/// Runs every timing with `reps` repetitions each.
+/// Runs every timing with `reps` repetitions each (1 to 1,000,000).
 pub fn run(reps: usize) -> Result<BenchTimes, ActdynError> {
-    let reps = reps.max(1);
+    if !(1..=1_000_000).contains(&reps) {
+        return Err(ActdynError::invalid("reps", reps, "1 to 1000000"));
+    }
     // Planner: an E2 run after 25 steps (elites and accumulated information exist), then
     // planner calls alone.
     let mut e2 = ActdynConfig::e2();

@@ -1,7 +1,7 @@
 //! `kestrel actdyn bench`: the planner call, the training steps and the environment step
 //! with the belief, medians against the reference's figures (`kestrel_actdyn::bench`).
 
-use super::{Bench, Report, at_least_1};
+use super::{Bench, Report};
 use crate::RunError;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +29,6 @@ impl Bench for ActdynBench {
     type Config = ActdynBenchConfig;
 
     fn run(c: &ActdynBenchConfig) -> Result<Report, RunError> {
-        at_least_1("reps", c.reps as u64, 1_000_000)?;
         let pool = crate::pool(c.threads)?;
         let (t, threads) =
             pool.install(|| (kestrel_actdyn::bench::run(c.reps), rayon::current_num_threads()));

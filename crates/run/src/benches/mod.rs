@@ -7,7 +7,7 @@
 //! Adding a bench: one file here with its `impl Bench`, one line in the CLI's commands.
 
 use crate::RunError;
-use kestrel_core::{Documented, Invalid};
+use kestrel_core::Documented;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -45,14 +45,6 @@ impl Report {
     pub fn one(text: String, json: Value) -> Report {
         Report { text: vec![text], json: vec![json] }
     }
-}
-
-/// Refuses a `value` of 0 or above `max`, naming `field`.
-pub(crate) fn at_least_1(field: &'static str, value: u64, max: u64) -> Result<(), RunError> {
-    if value == 0 || value > max {
-        return Err(Invalid::new(field, value, format!("1 to {max}")).into());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -347,7 +347,7 @@ mod tests {
     use super::*;
 
     fn go(c: MppiQdConfig, threads: usize, out: &Path) -> Outcome {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = crate::pool(Some(threads)).unwrap();
         let mut p = crate::quiet;
         let l = Launch { out_dir: out.to_path_buf(), argv: vec!["t".into()], progress: &mut p };
         pool.install(|| qd(c, l)).unwrap()
