@@ -9,7 +9,7 @@ use kestrel_arc::{ArcConfig, ArcEnv, ArcParams, TaskBank, bench, render};
 use kestrel_run::benches::arc::ArcBench;
 use kestrel_run::runs::{arc_replay::ArcReplay, arc_rollout::ArcRollout};
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
@@ -54,18 +54,6 @@ pub struct ShowArgs {
     env: KeyArgs<ArcConfig>,
 }
 
-/// Encodes an RGB image as PNG and writes it atomically.
-fn write_png(path: &Path, w: usize, h: usize, rgb: &[u8]) -> Result<()> {
-    let mut bytes = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut bytes, w as u32, h as u32);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.write_header()?.write_image_data(rgb)?;
-    }
-    Ok(kestrel_run::write_atomic(path, &bytes)?)
-}
-
 fn show(a: ShowArgs) -> Result<()> {
     let env = a.env.load()?;
     let bank = if env.data.is_empty() { TaskBank::default() } else { env.bank()? };
@@ -88,7 +76,7 @@ fn show(a: ShowArgs) -> Result<()> {
         bail!("invalid --cell = {}: 1 to 64 pixels per cell", a.cell);
     }
     let (w, h, img) = render::task_image(&t, a.cell);
-    write_png(&path, w, h, &img)?;
+    kestrel_plot::save_rgb_png(&path, w as u32, h as u32, &img)?;
     outln!("wrote {} ({w}x{h})", path.display());
     Ok(())
 }
@@ -148,27 +136,5 @@ pub fn run(c: ArcCmd) -> Result<()> {
         ArcCmd::Replay(a) => a.run(),
         ArcCmd::Show(a) => show(a),
         ArcCmd::Rollout(a) => a.run(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The PNG writer writes a file the decoder reads back pixel for pixel.
-    #[test]
-    fn pngs_read_back_as_written() {
-        let path = std::env::temp_dir().join(format!("kestrel-cli-png-{}.png", std::process::id()));
-        let rgb: Vec<u8> = (0..3 * 4 * 2).map(|i| (i * 10) as u8).collect();
-        write_png(&path, 4, 2, &rgb).unwrap();
-        let mut dec =
-            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()))
-                .read_info()
-                .unwrap();
-        let mut buf = vec![0; dec.output_buffer_size()];
-        let info = dec.next_frame(&mut buf).unwrap();
-        assert_eq!((info.width, info.height), (4, 2));
-        assert_eq!(&buf[..info.buffer_size()], &rgb[..]);
-        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -133,7 +133,7 @@ fn every_kind_runs_the_same_from_the_cli_a_sweep_cell_and_the_registry() {
         let reg_out = root.join(format!("registry-{name}"));
         let mut p = kestrel_run::quiet;
         let l = Launch { out_dir: reg_out.clone(), argv: vec!["test".into()], progress: &mut p };
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let pool = kestrel_run::pool(Some(2)).unwrap();
         pool.install(|| kind.launch(Layers::table(&table), None, l)).unwrap();
         let reg = figures(&only_folder(&reg_out));
         // A sweep cell with the same keys as its base.

@@ -167,6 +167,12 @@ pub(crate) fn encode_png(path: &Path, w: u32, h: u32, rgb: &[u8]) -> Result<Vec<
     Ok(out)
 }
 
+/// Writes a row-major RGB image (`w × h`, 3 bytes a pixel) to `path` as PNG, atomically: an
+/// image drawn elsewhere (an ARC task's pairs) through the same encoder as the figures.
+pub fn save_rgb_png(path: &Path, w: u32, h: u32, rgb: &[u8]) -> Result<(), PlotError> {
+    write_atomic(path, &encode_png(path, w, h, rgb)?)
+}
+
 /// Saves a figure that can render itself as PNG bytes and SVG text: `stem.png`, `stem.svg`.
 pub(crate) fn save_both(
     stem: &Path,
@@ -209,6 +215,19 @@ pub(crate) mod test_util {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An RGB image saved as PNG reads back pixel for pixel.
+    #[test]
+    fn rgb_pngs_read_back_as_written() {
+        let path =
+            std::env::temp_dir().join(format!("kestrel-plot-rgb-{}.png", std::process::id()));
+        let rgb: Vec<u8> = (0..3 * 4 * 2).map(|i| (i * 10) as u8).collect();
+        save_rgb_png(&path, 4, 2, &rgb).unwrap();
+        let (w, h, back) = test_util::decode(&std::fs::read(&path).unwrap());
+        assert_eq!((w, h), (4, 2));
+        assert_eq!(back, rgb);
+        std::fs::remove_file(&path).unwrap();
+    }
 
     #[test]
     fn with_ext_appends_and_keeps_dots() {
