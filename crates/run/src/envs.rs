@@ -485,12 +485,28 @@ pub enum Actions<'a> {
 
 /// How an action type is filled from a front end's [`Actions`]; each checks ranges so nothing
 /// invalid reaches a kernel silently.
-pub trait Codec: Sized + Copy {
+pub trait Codec: Sized + Copy + Default {
     /// Fills `out` from `input` for `space`, or says what is wrong (field and value).
     fn fill(input: &Actions<'_>, space: &Space, out: &mut [Self]) -> Result<(), String>;
     /// The action's operation id where actions have one (ARC), else -1.
     fn operation(&self) -> i64 {
         -1
+    }
+    /// Checks `input` for `rows` agent rows (field and value of the first bad one), where
+    /// this action type is then read row by row inside the step ([`Codec::decode`]): the
+    /// step's one parallel pass decodes, steps and writes each shard of rows on one thread,
+    /// instead of a pass that fills an action array and another that reads it. False for the
+    /// types filled in bulk only ([`Codec::fill`]).
+    fn check(_input: &Actions<'_>, _rows: usize) -> Result<bool, String> {
+        Ok(false)
+    }
+    /// Row `row` of `input`, once [`Codec::check`] accepted it.
+    fn decode(_input: &Actions<'_>, _row: usize) -> Self {
+        Self::default()
+    }
+    /// The operation ids of `input`, where actions have them (ARC).
+    fn operations<'a>(_input: &Actions<'a>) -> Option<&'a [i64]> {
+        None
     }
 }
 
@@ -581,47 +597,47 @@ impl<const S: usize> Codec for ArcAction<S> {
         self.op as i64
     }
     fn fill(input: &Actions<'_>, _space: &Space, out: &mut [Self]) -> Result<(), String> {
-        let (ops, sel) = match input {
-            Actions::Arc { ops, sel } => (ops, sel),
-            Actions::ArcCoords { ops, coords } => return arc_coords::<S>(ops, coords, out),
-            _ => return Err("actions: ARC takes a dict {operation, selection}".into()),
-        };
-        let n = out.len();
-        let cells = S * S;
-        check_operations(ops, n)?;
-        if sel.len() != n * cells {
-            return Err(format!(
-                "actions['selection']: expected shape ({n}, {S}, {S}), got {} values",
-                sel.len()
-            ));
-        }
-        // One mask per row, packed in parallel (900 bytes a row), 8 cells per multiply; `bad`
-        // collects bits outside 0/1.
-        let bad = out
-            .par_iter_mut()
-            .zip(ops.par_iter())
-            .zip(sel.par_chunks_exact(cells))
-            .map(|((o, &op), m)| {
-                let mut bad = 0u64;
-                let mask = std::array::from_fn(|r| {
-                    let (bits, b) = pack_row(&m[r * S..(r + 1) * S]);
-                    bad |= b;
-                    bits
-                });
-                *o = ArcAction { op: op as i32, sel: Selection::Mask(mask) };
-                bad != 0
-            })
-            .reduce(|| false, |a, b| a || b);
-        if bad && let Some(i) = sel.iter().position(|&b| b > 1) {
-            return Err(format!(
-                "actions['selection'][{}][{}][{}]: byte value {}, not 0 or 1",
-                i / cells,
-                (i % cells) / S,
-                i % S,
-                sel[i]
-            ));
-        }
+        Self::check(input, out.len())?;
+        // At least 256 rows a task: a row is nanoseconds, a hand-off microseconds.
+        out.par_iter_mut().enumerate().with_min_len(256).for_each(|(i, o)| {
+            *o = Self::decode(input, i);
+        });
         Ok(())
+    }
+    fn check(input: &Actions<'_>, n: usize) -> Result<bool, String> {
+        match input {
+            Actions::Arc { ops, sel } => check_masks::<S>(ops, sel, n),
+            Actions::ArcCoords { ops, coords } => check_coords::<S>(ops, coords, n),
+            _ => Err("actions: ARC takes a dict {operation, selection}".into()),
+        }?;
+        Ok(true)
+    }
+    #[inline]
+    fn decode(input: &Actions<'_>, row: usize) -> Self {
+        match input {
+            Actions::Arc { ops, sel } => {
+                let m = &sel[row * S * S..(row + 1) * S * S];
+                let mask = std::array::from_fn(|r| pack_row(&m[r * S..(r + 1) * S]));
+                ArcAction { op: ops[row] as i32, sel: Selection::Mask(mask) }
+            }
+            // Point actions have two columns, bbox actions four (`check_coords`).
+            Actions::ArcCoords { ops, coords } => {
+                let at = |j: usize| coords[j][row] as i32;
+                let sel = if coords.len() == 2 {
+                    Selection::Point { row: at(0), col: at(1) }
+                } else {
+                    Selection::BBox { r1: at(0), c1: at(1), r2: at(2), c2: at(3) }
+                };
+                ArcAction { op: ops[row] as i32, sel }
+            }
+            _ => Self::default(),
+        }
+    }
+    fn operations<'a>(input: &Actions<'a>) -> Option<&'a [i64]> {
+        match input {
+            Actions::Arc { ops, .. } | Actions::ArcCoords { ops, .. } => Some(ops),
+            _ => None,
+        }
     }
 }
 
@@ -639,13 +655,34 @@ fn check_operations(ops: &[i64], n: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Mask ARC actions: `n` selections of `S × S` bytes, each 0 or 1.
+fn check_masks<const S: usize>(ops: &[i64], sel: &[u8], n: usize) -> Result<(), String> {
+    let cells = S * S;
+    check_operations(ops, n)?;
+    if sel.len() != n * cells {
+        return Err(format!(
+            "actions['selection']: expected shape ({n}, {S}, {S}), got {} values",
+            sel.len()
+        ));
+    }
+    // One OR over the bytes (vector code: about a microsecond for 4,096 5x5 masks); the
+    // first bad byte is looked for only when there is one.
+    if sel.iter().fold(0u8, |a, &b| a | b) > 1
+        && let Some(i) = sel.iter().position(|&b| b > 1)
+    {
+        return Err(format!(
+            "actions['selection'][{}][{}][{}]: byte value {}, not 0 or 1",
+            i / cells,
+            (i % cells) / S,
+            i % S,
+            sel[i]
+        ));
+    }
+    Ok(())
+}
+
 /// Point (2 coordinate columns) or bbox (4) ARC actions; every value must be on the canvas.
-fn arc_coords<const S: usize>(
-    ops: &[i64],
-    coords: &[&[i64]],
-    out: &mut [ArcAction<S>],
-) -> Result<(), String> {
-    let n = out.len();
+fn check_coords<const S: usize>(ops: &[i64], coords: &[&[i64]], n: usize) -> Result<(), String> {
     check_operations(ops, n)?;
     let k = coords.len();
     if !(k == 2 || k == 4) || coords.iter().any(|c| c.len() != n) {
@@ -655,37 +692,9 @@ fn arc_coords<const S: usize>(
         ));
     }
     let names: &[&str] = if k == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
-    // One pass over chunks of rows, in parallel from a few thousand rows (10,000 rows: about
-    // 50 µs on one thread, 15 µs on two): each row's action and whether any of its values is
-    // off the canvas (an unsigned compare, no early exit). The first bad value is looked for
-    // only when there is one.
-    const CHUNK: usize = 2048;
-    // Point actions have two columns: `c2` and `c3` then repeat `c0` and `c1`, unread.
-    let (c0, c1, c2, c3) = (coords[0], coords[1], coords[2 % k], coords[3 % k]);
-    let bad = out
-        .par_chunks_mut(CHUNK)
-        .zip(ops.par_chunks(CHUNK))
-        .enumerate()
-        .map(|(c, (out, ops))| {
-            let at = c * CHUNK..c * CHUNK + out.len();
-            let (c0, c1, c2, c3) = (&c0[at.clone()], &c1[at.clone()], &c2[at.clone()], &c3[at]);
-            let mut bad = false;
-            for (i, (o, &op)) in out.iter_mut().zip(ops).enumerate() {
-                let (a, b) = (c0[i], c1[i]);
-                bad |= (a as u64 >= S as u64) | (b as u64 >= S as u64);
-                // Off-canvas values are refused below before the actions are used.
-                let sel = if k == 2 {
-                    Selection::Point { row: a as i32, col: b as i32 }
-                } else {
-                    let (c, d) = (c2[i], c3[i]);
-                    bad |= (c as u64 >= S as u64) | (d as u64 >= S as u64);
-                    Selection::BBox { r1: a as i32, c1: b as i32, r2: c as i32, c2: d as i32 }
-                };
-                *o = ArcAction { op: op as i32, sel };
-            }
-            bad
-        })
-        .reduce(|| false, |a, b| a | b);
+    // An unsigned compare with no early exit (vector code); the first bad value is looked
+    // for only when there is one.
+    let bad = coords.iter().any(|c| c.iter().fold(false, |b, &v| b | (v as u64 >= S as u64)));
     let off = |v: &i64| !(0..S as i64).contains(v);
     if bad
         && let Some((j, i)) =
@@ -701,22 +710,21 @@ fn arc_coords<const S: usize>(
     Ok(())
 }
 
-/// One canvas row of 0/1 bytes as mask bits (bit `c` = cell `c`), and the bits of any byte
-/// that is not 0 or 1. Eight bytes at a time: `(x & 0x01..01) * 0x0102040810204080 >> 56`
-/// gathers the low bit of each byte into one byte, in order.
+/// One canvas row of 0/1 bytes (checked by `check_masks`) as mask bits (bit `c` = cell
+/// `c`). Eight bytes at a time: `(x & 0x01..01) * 0x0102040810204080 >> 56` gathers the low
+/// bit of each byte into one byte, in order.
 #[inline]
-fn pack_row(row: &[u8]) -> (u32, u64) {
+fn pack_row(row: &[u8]) -> u32 {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const GATHER: u64 = 0x0102_0408_1020_4080;
-    let (mut bits, mut bad) = (0u32, 0u64);
+    let mut bits = 0u32;
     for (g, chunk) in row.chunks(8).enumerate() {
         let mut b = [0u8; 8];
         b[..chunk.len()].copy_from_slice(chunk);
         let x = u64::from_le_bytes(b);
-        bad |= x & !LOW;
         bits |= ((((x & LOW).wrapping_mul(GATHER)) >> 56) as u32) << (8 * g);
     }
-    (bits, bad)
+    bits
 }
 
 /// Observation element types a front end sees.
@@ -817,6 +825,10 @@ pub trait DynBatch: Send + Sync {
     fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String>;
     /// Steps with the loaded actions.
     fn step(&mut self);
+    /// Checks `a` and steps with it: [`DynBatch::load_actions`] then [`DynBatch::step`], in
+    /// one parallel pass where the action type decodes row by row ([`Codec::check`]). A bad
+    /// action is an error that changes nothing.
+    fn step_actions(&mut self, a: &Actions<'_>) -> Result<(), String>;
     /// Current observations.
     fn obs(&self) -> Obs<'_>;
     /// Last observations of the episodes that ended in the last step.
@@ -851,6 +863,9 @@ pub trait DynBatch: Send + Sync {
 struct Holder<B: BatchEnv> {
     v: B,
     acts: Vec<B::Action>,
+    /// The operation ids of the last [`DynBatch::step_actions`] that decoded inside the step
+    /// (`acts` then holds older actions); empty after [`DynBatch::load_actions`].
+    ops: Vec<i64>,
 }
 
 fn holder<B>(kernel: B::Kernel, params: B::Params, n: usize, seed: u64, off: u64) -> Built
@@ -863,7 +878,7 @@ where
 {
     let v = B::shard(kernel, params, n, seed, off)?;
     let acts = vec![B::Action::default(); n * v.spec().num_agents];
-    Ok(Box::new(Holder { v, acts }))
+    Ok(Box::new(Holder { v, acts, ops: Vec::new() }))
 }
 
 impl<B> DynBatch for Holder<B>
@@ -892,11 +907,29 @@ where
         self.v.set_autoreset(m);
     }
     fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
-        B::Action::fill(a, &self.v.spec().action_space, &mut self.acts)
+        B::Action::fill(a, &self.v.spec().action_space, &mut self.acts)?;
+        self.ops.clear();
+        Ok(())
     }
     fn step(&mut self) {
         // `acts` has num_envs * num_agents entries by construction, so this cannot fail.
         let _ = self.v.try_step(&self.acts);
+    }
+    fn step_actions(&mut self, a: &Actions<'_>) -> Result<(), String> {
+        if !B::Action::check(a, self.acts.len())? {
+            self.load_actions(a)?;
+            self.step();
+            return Ok(());
+        }
+        let agents = self.v.spec().num_agents;
+        self.v.step_with(|env, _, _, out: &mut [B::Action]| {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = B::Action::decode(a, env * agents + k);
+            }
+        });
+        self.ops.clear();
+        self.ops.extend_from_slice(B::Action::operations(a).unwrap_or_default());
+        Ok(())
     }
     fn obs(&self) -> Obs<'_> {
         B::Obs::wrap(self.v.obs())
@@ -936,6 +969,10 @@ where
         self.v.similarity(out)
     }
     fn operations(&self, out: &mut [i64]) {
+        if self.ops.len() == out.len() {
+            out.copy_from_slice(&self.ops);
+            return;
+        }
         for (o, a) in out.iter_mut().zip(&self.acts) {
             *o = a.operation();
         }
@@ -1070,6 +1107,90 @@ mod tests {
 
     fn slices(c: &[Vec<i64>]) -> Vec<&[i64]> {
         c.iter().map(Vec::as_slice).collect()
+    }
+
+    /// ARC's point or bbox columns through [`Codec::fill`].
+    fn arc_coords<const S: usize>(
+        ops: &[i64],
+        coords: &[&[i64]],
+        out: &mut [ArcAction<S>],
+    ) -> Result<(), String> {
+        let space = Space::Discrete { n: 1 };
+        ArcAction::<S>::fill(&Actions::ArcCoords { ops, coords }, &space, out)
+    }
+
+    /// Observations, rewards, flags, step counts and operations of a batch.
+    type Outputs = (Vec<i8>, Vec<f32>, Vec<bool>, Vec<bool>, Vec<u32>, Vec<i64>);
+    fn outputs(b: &dyn DynBatch) -> Outputs {
+        let Obs::I8(obs) = b.obs() else { panic!("ARC observations are int8") };
+        let mut ops = vec![0; b.num_envs()];
+        b.operations(&mut ops);
+        let (te, tr) = (b.terminated().to_vec(), b.truncated().to_vec());
+        (obs.to_vec(), b.rewards().to_vec(), te, tr, b.episode_steps().to_vec(), ops)
+    }
+
+    /// `step_actions`, which decodes ARC's actions inside the step, gives what loading them
+    /// and stepping gives: both kernels (rows: 3 envs or o2arc; lanes: 70 jaxarc envs), every
+    /// selection form, both auto-reset modes, with short episodes so rows reset. A bad action
+    /// is refused with `load_actions`' message and changes nothing.
+    #[test]
+    fn step_actions_is_load_then_step() {
+        use kestrel_core::AutoReset;
+        let small = toml::toml! { canvas = 5
+        max_episode_steps = 6 };
+        let mut r = Key::new(4).rng();
+        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+            for (n, mode) in [(3, AutoReset::SameStep), (70, AutoReset::NextStep)] {
+                let mut twins = [0, 1].map(|_| id.build(Layers::table(&small), n, 7, 0).unwrap());
+                for b in &mut twins {
+                    b.set_autoreset(mode);
+                    b.reset(7);
+                }
+                for t in 0..24 {
+                    let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
+                    let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();
+                    let k = [2, 4][t % 2];
+                    let cols: Vec<Vec<i64>> =
+                        (0..k).map(|_| (0..n).map(|_| r.below(5) as i64).collect()).collect();
+                    let cols = slices(&cols);
+                    let a = match t % 3 {
+                        0 => Actions::Arc { ops: &ops, sel: &sel },
+                        _ => Actions::ArcCoords { ops: &ops, coords: &cols },
+                    };
+                    let [loaded, fused] = &mut twins;
+                    loaded.load_actions(&a).unwrap();
+                    loaded.step();
+                    fused.step_actions(&a).unwrap();
+                    let what = format!("{} n {n} step {t}", id.name());
+                    assert_eq!(outputs(loaded.as_ref()), outputs(fused.as_ref()), "{what}");
+                    if let (Obs::I8(x), Obs::I8(y)) = (loaded.final_obs(), fused.final_obs()) {
+                        assert_eq!(x, y, "{what}");
+                    }
+                    // A bad byte in the last row, then a bad coordinate: the same message as
+                    // loading gives, and nothing changes.
+                    let before = outputs(fused.as_ref());
+                    let mut bad = sel.clone();
+                    bad[n * 25 - 1] = 2;
+                    let e = fused.step_actions(&Actions::Arc { ops: &ops, sel: &bad });
+                    let want =
+                        format!("actions['selection'][{}][4][4]: byte value 2, not 0 or 1", n - 1);
+                    assert_eq!(e.unwrap_err(), want);
+                    let off = vec![5; n];
+                    let e = fused
+                        .step_actions(&Actions::ArcCoords { ops: &ops, coords: &[&off, &off] });
+                    assert!(e.unwrap_err().contains("outside the 5x5 canvas"));
+                    assert_eq!(outputs(fused.as_ref()), before, "{what}");
+                }
+            }
+        }
+        // Action types decoded in bulk take the same call.
+        let mut b = EnvId::CartPole.build(Layers::none(), 4, 1, 0).unwrap();
+        b.reset(1);
+        b.step_actions(&Actions::Int(&[0, 1, 1, 0])).unwrap();
+        assert_eq!(b.episode_steps(), [1, 1, 1, 1]);
+        assert!(
+            b.step_actions(&Actions::Int(&[0, 2, 1, 0])).unwrap_err().contains("actions[1] = 2")
+        );
     }
 
     /// Point and bbox columns decode to the actions they name in batches of several parallel
