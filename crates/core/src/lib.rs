@@ -33,6 +33,7 @@ mod documented;
 mod env;
 mod episode;
 mod error;
+mod file;
 mod key;
 pub mod linalg;
 pub mod math;
@@ -51,6 +52,7 @@ pub use documented::{Documented, FieldDoc, closest, did_you_mean, field_at};
 pub use env::Env;
 pub use episode::EpisodeStats;
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};
+pub use file::{WriteError, write_atomic};
 /// `#[derive(Documented)]`: see [`Documented`].
 pub use kestrel_derive::Documented;
 pub use key::{Key, Rng};

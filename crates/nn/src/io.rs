@@ -7,7 +7,6 @@ use crate::model::{Sequential, Trainee};
 use crate::{AdamState, NnError};
 use kestrel_core::simd::Real;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 /// Tensors and string metadata read from a file.
@@ -74,21 +73,8 @@ pub fn save_safetensors<T: Real>(
             v.write_le(&mut bytes);
         }
     }
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("checkpoint"),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io_err(path, e)
-    })
+    // A reader (a resume) never sees half a checkpoint.
+    kestrel_core::write_atomic(path, &bytes).map_err(|e| io_err(&e.path, e.source))
 }
 
 /// Reads a safetensors file whose tensors are all of type `T`.

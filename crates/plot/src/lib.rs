@@ -78,17 +78,11 @@ pub enum PlotError {
     },
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so a
-/// reader never sees a half-written file.
+/// Writes `bytes` to `path` atomically ([`kestrel_core::write_atomic`]), so a reader never
+/// sees a half-written file.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
-    let io = |source| PlotError::Io { path: path.to_path_buf(), source };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
-    })
+    kestrel_core::write_atomic(path, bytes)
+        .map_err(|e| PlotError::Io { path: e.path, source: e.source })
 }
 
 /// `stem` with the extension `ext` appended (`runs/x/cost` → `runs/x/cost.png`), keeping any

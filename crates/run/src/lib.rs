@@ -152,17 +152,10 @@ pub fn read_text(path: &Path) -> Result<String, RunError> {
     })
 }
 
-/// Writes a file atomically: a temporary file beside it, fsync, rename. A reader sees the old
-/// file or the new one, never a torn one.
+/// Writes a file atomically ([`kestrel_core::write_atomic`]: a temporary file beside it,
+/// fsync, rename), with the failing step and file in the error.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    use std::io::Write;
-    let name = path.file_name().map_or("file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp).map_err(|e| RunError::io(&tmp, "cannot create", e))?;
-    f.write_all(bytes).map_err(|e| RunError::io(&tmp, "cannot write", e))?;
-    f.sync_all().map_err(|e| RunError::io(&tmp, "cannot sync", e))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| RunError::io(path, "cannot replace", e))
+    kestrel_core::write_atomic(path, bytes).map_err(|e| RunError::io(&e.path, e.doing, e.source))
 }
 
 #[cfg(test)]
