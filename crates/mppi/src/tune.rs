@@ -6,15 +6,16 @@
 //! reason jax-mppi's tuner could not batch, see `shared/reference/mppi-es-qd.md` §3.5, §8c).
 //! [`TuneProblem`] evaluates every candidate × episode as one parallel batch, with the same
 //! random numbers for every candidate (common random numbers), so fitness depends only on
-//! the params. Any `kestrel_evo` strategy drives it through [`Tuner`] (the evo crate's one
-//! [`Driver`]) or [`tune`]; any [`Controller`] (MPPI, SMPPI, KMPPI) can be tuned.
+//! the params. Any `kestrel_evo` strategy drives it through the evo crate's one
+//! [`kestrel_evo::Driver`] (the `mppi-tune` run kind in `kestrel-run` does); any [`Controller`]
+//! (MPPI, SMPPI, KMPPI) can be tuned.
 
 use crate::Controller;
 use crate::params::{MppiError, MppiParams};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
-use kestrel_evo::{Driver, EvalKeys, Instance, Optimizer, Problem, Strategy, TellMetrics};
+use kestrel_evo::Problem;
 use rayon::prelude::*;
 
 /// Which knob.
@@ -270,123 +271,6 @@ impl<C: Controller> Problem for TuneProblem<C> {
         population.par_chunks(n).zip(fitness.par_iter_mut()).for_each(|(x, f)| {
             *f = self.episode_cost(key, &self.params_of(x)) as f32;
         });
-    }
-}
-
-/// What a tuning run returns.
-#[derive(Clone, Debug)]
-pub struct TuneResult<P> {
-    /// Best search vector.
-    pub best_x: Vec<f32>,
-    /// Its mean closed-loop cost.
-    pub best_cost: f32,
-    /// The params it stands for.
-    pub best_params: P,
-    /// One entry per generation.
-    pub history: Vec<TellMetrics>,
-}
-
-/// Runs `generations` of `strategy` (with its params) from the base params' knob values, with
-/// run key `key` ([`kestrel_evo::driver`]'s key tree, common random numbers: every
-/// generation's episodes see the same noise, so costs are comparable).
-pub fn tune<S: Strategy + Clone + 'static, C: Controller>(
-    strategy: &S,
-    sp: &S::Params,
-    problem: &TuneProblem<C>,
-    generations: u64,
-    key: Key,
-) -> TuneResult<C::Params> {
-    let opt = Instance::new(strategy.clone(), sp.clone(), key, &problem.start_vector());
-    let mut t = Tuner::new(Box::new(opt), problem, key).expect("strategy built for the spec");
-    t.run(generations, |_| true);
-    t.result()
-}
-
-/// A tuning run that advances one generation at a time and can be resumed: the run is a
-/// [`Driver`] (optimiser state and generation counter) plus the history, so a clone taken at
-/// any generation continues exactly as the original would (`run(a)` then `run(b)` equals
-/// `run(a + b)`, and equals [`tune`] for `a + b` generations).
-pub struct Tuner<'a, C: Controller> {
-    driver: Driver<'a, Box<dyn Optimizer>>,
-    problem: &'a TuneProblem<C>,
-    history: Vec<TellMetrics>,
-}
-
-impl<C: Controller> Clone for Tuner<'_, C> {
-    fn clone(&self) -> Self {
-        Tuner { driver: self.driver.clone(), problem: self.problem, history: self.history.clone() }
-    }
-}
-
-impl<'a, C: Controller> Tuner<'a, C> {
-    /// A tuning run of `optimizer` (initialised with `key`, e.g. by
-    /// [`kestrel_evo::StrategyKind::build`] at [`TuneProblem::start_vector`]) on `problem`.
-    pub fn new(
-        optimizer: Box<dyn Optimizer>,
-        problem: &'a TuneProblem<C>,
-        key: Key,
-    ) -> Result<Self, MppiError> {
-        Self::with_evaluator(optimizer, problem, problem, key)
-    }
-
-    /// [`Tuner::new`] with the candidates' costs computed by `evaluator` (the same problem
-    /// evaluated elsewhere, on Ray workers say; it receives the run's keys).
-    pub fn with_evaluator(
-        optimizer: Box<dyn Optimizer>,
-        problem: &'a TuneProblem<C>,
-        evaluator: &'a dyn Problem,
-        key: Key,
-    ) -> Result<Self, MppiError> {
-        let driver = Driver::new(optimizer, evaluator, key)
-            .map_err(|e| {
-                MppiError::invalid("strategy", e.to_string(), "sized for the tuned knobs")
-            })?
-            .with_eval_keys(EvalKeys::Common);
-        Ok(Tuner { driver, problem, history: Vec::new() })
-    }
-
-    /// Runs one generation (ask, every candidate's episodes as one parallel batch, tell) and
-    /// returns its metrics.
-    pub fn step(&mut self) -> &TellMetrics {
-        let g = self.driver.step();
-        self.history.push(g.metrics);
-        self.history.last().expect("just pushed")
-    }
-
-    /// Runs up to `generations` more generations; `observe` sees each one's metrics and may
-    /// stop the run by returning `false`.
-    pub fn run(&mut self, generations: u64, mut observe: impl FnMut(&TellMetrics) -> bool) {
-        for _ in 0..generations {
-            if !observe(self.step()) {
-                break;
-            }
-        }
-    }
-
-    /// Generations run so far.
-    pub fn generation(&self) -> u64 {
-        self.driver.generation()
-    }
-
-    /// Metrics of every generation so far.
-    pub fn history(&self) -> &[TellMetrics] {
-        &self.history
-    }
-
-    /// Best params so far (the base params before any finite cost), with the full history.
-    pub fn result(&self) -> TuneResult<C::Params> {
-        let pr = self.driver.progress();
-        let best_x = if pr.best_fitness.is_finite() {
-            pr.best_solution.clone()
-        } else {
-            self.problem.start_vector()
-        };
-        TuneResult {
-            best_params: self.problem.params_of(&best_x),
-            best_cost: pr.best_fitness,
-            best_x,
-            history: self.history.clone(),
-        }
     }
 }
 

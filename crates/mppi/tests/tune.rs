@@ -4,8 +4,11 @@
 use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
-use kestrel_evo::{CmaEs, CmaParams, Problem, SepCmaEs, Snes, Strategy};
-use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned, tune};
+use kestrel_evo::{
+    CmaEs, CmaParams, Driver, EvalKeys, Instance, Problem, SepCmaEs, Snes, Strategy,
+};
+use kestrel_evo::{Optimizer, TellMetrics};
+use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned};
 use kestrel_mppi::{Controller, Mppi, MppiParams};
 
 /// A 2-state linear system (position, velocity), dt 0.1; cost pos² + 0.1 vel² + 0.01 u².
@@ -45,6 +48,35 @@ fn problem() -> TuneProblem<Mppi<Linear2>> {
         .unwrap()
 }
 
+/// A tuning run of `strategy` on `p` as the `mppi-tune` run kind drives one: the evo crate's
+/// driver from the base params' knob values, every generation's candidates on the same noise.
+fn driver<'a, S: Strategy + Clone + 'static>(
+    s: &S,
+    sp: &S::Params,
+    p: &'a TuneProblem<Mppi<Linear2>>,
+    key: Key,
+) -> Driver<'a, Box<dyn Optimizer>> {
+    let opt = Instance::new(s.clone(), sp.clone(), key, &p.start_vector());
+    Driver::new(Box::new(opt) as Box<dyn Optimizer>, p, key)
+        .unwrap()
+        .with_eval_keys(EvalKeys::Common)
+}
+
+/// The best cost and the params it stands for after `generations`.
+fn tune<S: Strategy + Clone + 'static>(
+    s: &S,
+    sp: &S::Params,
+    p: &TuneProblem<Mppi<Linear2>>,
+    generations: u64,
+    key: Key,
+) -> (f32, MppiParams) {
+    let mut d = driver(s, sp, p, key);
+    for _ in 0..generations {
+        d.step();
+    }
+    (d.progress().best_fitness, p.params_of(&d.progress().best_solution))
+}
+
 #[test]
 fn tuning_improves_a_bad_controller_with_any_strategy() {
     let p = problem();
@@ -56,17 +88,13 @@ fn tuning_improves_a_bad_controller_with_any_strategy() {
         )),
     );
     let cma = CmaEs::new(8, 2).unwrap();
-    let r = tune(&cma, &CmaParams { sigma_init: 1.0, ..cma.default_params() }, &p, 15, Key::new(3));
-    assert!(r.best_cost < 0.6 * start as f32, "CMA-ES: {} from {start}", r.best_cost);
-    assert!(
-        r.best_params.lambda < 500.0 && r.best_params.noise_sigma[0] > 1e-4,
-        "{:?}",
-        r.best_params
-    );
+    let (best_cost, best) =
+        tune(&cma, &CmaParams { sigma_init: 1.0, ..cma.default_params() }, &p, 15, Key::new(3));
+    assert!(best_cost < 0.6 * start as f32, "CMA-ES: {best_cost} from {start}");
+    assert!(best.lambda < 500.0 && best.noise_sigma[0] > 1e-4, "{best:?}");
     let sep = SepCmaEs::new(8, 2).unwrap();
     assert!(
-        tune(&sep, &CmaParams { sigma_init: 1.0, ..sep.default_params() }, &p, 15, Key::new(3))
-            .best_cost
+        tune(&sep, &CmaParams { sigma_init: 1.0, ..sep.default_params() }, &p, 15, Key::new(3)).0
             < 0.6 * start as f32
     );
     // SNES with 8 candidates and 15 generations leaves this start (λ = 500, σ = 0.01) on most
@@ -74,8 +102,7 @@ fn tuning_improves_a_bad_controller_with_any_strategy() {
     let snes = Snes::new(8, 2).unwrap();
     let improved = (0..10)
         .filter(|&seed| {
-            tune(&snes, &snes.default_params(), &p, 15, Key::new(seed)).best_cost
-                < 0.8 * start as f32
+            tune(&snes, &snes.default_params(), &p, 15, Key::new(seed)).0 < 0.8 * start as f32
         })
         .count();
     assert!(improved >= 6, "SNES improved on {improved} of 10 seeds");
@@ -216,27 +243,27 @@ fn episodes_apply_u_scale_once_in_either_convention() {
     }
 }
 
-/// The run is resumable: a snapshot taken mid-run continues exactly as the unbroken run, and
-/// both equal `tune` for the total generations.
+/// The run is resumable: a snapshot of the driver taken mid-run continues exactly as the
+/// unbroken run, and both equal a run of the total generations.
 #[test]
 fn a_tuning_run_resumes_exactly_from_a_snapshot() {
-    use kestrel_mppi::tune::Tuner;
     let pb = problem();
     let s = CmaEs::new(6, 2).unwrap();
     let sp = CmaParams { sigma_init: 0.5, ..s.default_params() };
-    let whole = tune(&s, &sp, &pb, 8, Key::new(21));
-    let opt = kestrel_evo::Instance::new(s.clone(), sp.clone(), Key::new(21), &pb.start_vector());
-    let mut t = Tuner::new(Box::new(opt), &pb, Key::new(21)).unwrap();
-    t.run(3, |_| true);
-    let snapshot = t.clone();
-    t.run(5, |_| true);
-    let mut resumed = snapshot;
+    let run = |d: &mut Driver<'_, Box<dyn Optimizer>>, n: u64| -> Vec<TellMetrics> {
+        (0..n).map(|_| d.step().metrics).collect()
+    };
+    let mut whole = driver(&s, &sp, &pb, Key::new(21));
+    let whole_history = run(&mut whole, 8);
+    let mut t = driver(&s, &sp, &pb, Key::new(21));
+    let mut history = run(&mut t, 3);
+    let (mut resumed, mut resumed_history) = (t.clone(), history.clone());
+    history.extend(run(&mut t, 5));
     assert_eq!(resumed.generation(), 3);
-    resumed.run(5, |_| true);
-    for r in [t.result(), resumed.result()] {
-        assert_eq!(r.best_x, whole.best_x);
-        assert_eq!(r.best_cost, whole.best_cost);
-        assert_eq!(r.history.len(), 8);
-        assert_eq!(r.history, whole.history);
+    resumed_history.extend(run(&mut resumed, 5));
+    for (d, h) in [(&t, &history), (&resumed, &resumed_history)] {
+        assert_eq!(d.progress().best_solution, whole.progress().best_solution);
+        assert_eq!(d.progress().best_fitness, whole.progress().best_fitness);
+        assert_eq!(h, &whole_history);
     }
 }

@@ -1,9 +1,9 @@
 //! `kestrel mppi tune` (run kind `mppi-tune`, the Python package's `kestrel.mppi.tune`): an
 //! evolution strategy searching a controller's knobs (λ, Σ, μ, horizon), each candidate's
 //! cost its closed-loop episode's mean running cost. The config ([`TuneConfig`]), its checks and
-//! the generation loop ([`run_tune_with`]) are here, over `kestrel-mppi`'s tuner parts
-//! ([`Tuner`], [`TuneProblem`], [`TuneSpec`]); the best knobs are written as a run config
-//! `kestrel mppi run` replays.
+//! the generation loop ([`run_tune_with`], on the evo crate's one [`Driver`]) are here, over
+//! `kestrel-mppi`'s tuner parts ([`TuneProblem`], [`TuneSpec`]); the best knobs are written as a
+//! run config `kestrel mppi run` replays.
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::runs::mppi::MppiRunConfig;
@@ -11,9 +11,9 @@ use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_dynamics::Dynamics;
-use kestrel_evo::{Problem, TellMetrics};
+use kestrel_evo::{Driver, EvalKeys, Problem, TellMetrics};
 use kestrel_mppi::batched::Sizes;
-use kestrel_mppi::tune::{KnobKind, TuneProblem, TuneSpec, Tuner};
+use kestrel_mppi::tune::{KnobKind, TuneProblem, TuneSpec};
 use kestrel_mppi::{Controller, ControllerKind, ControllerVisitor, Mppi, MppiError, System};
 use kestrel_plot::{LinePlot, Series};
 use serde_json::json;
@@ -320,7 +320,7 @@ impl TuneConfig {
 /// transformed coordinates from the base values; candidates are scored by
 /// [`TuneProblem::episode_cost`] from the configured starts (common random numbers);
 /// `observe` sees every generation and may stop the run by returning `false`. With
-/// `evaluator`, the candidates' costs come from it instead (see [`Tuner::with_evaluator`];
+/// `evaluator`, the candidates' costs come from it instead (the run's keys reach it;
 /// [`tune_problem`] builds what it must equal).
 pub fn run_tune_with(
     c: &TuneConfig,
@@ -355,15 +355,34 @@ pub fn run_tune_with(
                 .strategy
                 .build_with(Some(c.pop_size), c.sigma, &c.params, &problem.start_vector(), key)
                 .map_err(|e| MppiError::invalid("strategy", c.strategy.name(), e.to_string()))?;
-            let mut t = match self.evaluator {
-                Some(e) => Tuner::with_evaluator(opt, &problem, e, key)?,
-                None => Tuner::new(opt, &problem, key)?,
+            // The evo crate's one driver: ask, every candidate's episodes as one parallel
+            // batch (from the evaluator where one is given: Ray workers, Python callbacks),
+            // tell; every generation's candidates see the same noise (common random numbers),
+            // so their costs compare.
+            let evaluator = self.evaluator.unwrap_or(&problem);
+            let mut driver = Driver::new(opt, evaluator, key)
+                .map_err(|e| {
+                    MppiError::invalid("strategy", e.to_string(), "sized for the tuned knobs")
+                })?
+                .with_eval_keys(EvalKeys::Common);
+            let mut observe = self.observe;
+            let mut history = Vec::new();
+            for _ in 0..c.generations {
+                history.push(driver.step().metrics);
+                if !observe(history.last().expect("just pushed")) {
+                    break;
+                }
+            }
+            // The base params until some candidate had a finite cost.
+            let pr = driver.progress();
+            let best_x = if pr.best_fitness.is_finite() {
+                pr.best_solution.clone()
+            } else {
+                problem.start_vector()
             };
-            t.run(c.generations, self.observe);
-            let r = t.result();
             let mut best_run = c.run.clone();
-            best_run.mppi = C::base(&r.best_params).clone();
-            Ok(TuneOutcome { start_cost, best_cost: r.best_cost, best_run, history: r.history })
+            best_run.mppi = C::base(&problem.params_of(&best_x)).clone();
+            Ok(TuneOutcome { start_cost, best_cost: pr.best_fitness, best_run, history })
         }
     }
     if let Some(python) = c.callbacks {
