@@ -284,10 +284,9 @@ fn on<R: Send>(pool: &Pool, merge: bool, f: impl FnOnce() -> R + Send) -> R {
     match pool {
         Pool::Own(p) => p.install(f),
         Pool::Caller(p) if p.current_thread_index().is_some() => {
-            let call = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
-            let out = p.install(f);
-            keep_awake(p, call);
-            out
+            // Workers kept awake after the last step leave now (`keep_awake`).
+            CALLS.fetch_add(1, Ordering::Relaxed);
+            p.install(f)
         }
         _ if merge => {
             let mut out = None;
@@ -304,14 +303,21 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 /// How long the caller's pool keeps its other workers awake after a call.
 const AWAKE: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// Keeps the other workers of the caller's pool busy-waiting for up to [`AWAKE`] after call
-/// `call`, until the next call starts. A rayon worker with nothing to do sleeps after ~30
-/// yields (microseconds), and waking it takes 20–50 µs on a virtual machine; between two
-/// steps Python runs for a few microseconds (the Gymnasium layer, a policy), so without this
-/// every step paid a wake-up (Mini-ARC, 4,096 envs: a 10 µs pause between steps made the
-/// parallel step 100 µs instead of 80). A worker waiting here leaves at once when the next
-/// call starts, and finds its work in the caller's deque.
-fn keep_awake(p: &rayon::ThreadPool, call: u64) {
+/// After a step of `rows` agent rows on the caller's pool, keeps its other workers
+/// busy-waiting for up to [`AWAKE`], until the next call starts. A rayon worker with nothing
+/// to do sleeps after ~30 yields (microseconds), and waking it takes 20–50 µs on a virtual
+/// machine; between two steps Python runs for a few microseconds (the Gymnasium layer, a
+/// policy), so without this every step paid a wake-up (Mini-ARC, 4,096 envs: a 10 µs pause
+/// between steps made the parallel step 100 µs instead of 80). A worker waiting here leaves
+/// at once when the next call starts, and finds its work in the caller's deque. Batches of
+/// at most 64 rows step on the calling thread alone (both batch kernels' smallest task), so
+/// they spawn nothing: at 8 CartPole envs the spawn cost 10% of a step.
+fn keep_awake(pool: &Pool, rows: usize) {
+    let Pool::Caller(p) = pool else { return };
+    if rows <= 64 || p.current_thread_index().is_none() {
+        return;
+    }
+    let call = CALLS.load(Ordering::Relaxed);
     for _ in 1..p.current_num_threads() {
         p.spawn(move || {
             let start = std::time::Instant::now();
@@ -705,6 +711,7 @@ impl VecCore {
             })
         })
         .map_err(value_error)?;
+        keep_awake(&self.pool, rows);
         drop(guard);
         drop(arc_rw);
         self.write_out(py)
