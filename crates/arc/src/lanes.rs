@@ -1154,13 +1154,14 @@ impl<const S: usize> ArcLanes<S> {
             );
             return;
         }
-        // Eight tasks per thread, of at least four blocks. Every task is a hand-off between
-        // threads, so small batches take few (1,024 envs on 2 threads: four tasks run 8% faster
-        // than sixteen); large ones take more so that a worker that wakes late (tens of
-        // microseconds on a virtual machine, after the caller paused between steps) still finds
-        // its share: 4,096 envs stepped from Python with a serial pass before each step took
-        // 218 µs in four tasks and 164 µs in sixteen.
-        let min_len = self.blocks.len().div_ceil(8 * rayon::current_num_threads()).max(4);
+        // Eight tasks per thread, of at least four blocks while every thread still gets one.
+        // Every task is a hand-off between threads, so small batches take few (1,024 envs on 2
+        // threads: four tasks run 8% faster than sixteen); large ones take more so that a
+        // worker that wakes late (tens of microseconds on a virtual machine, after the caller
+        // paused between steps) still finds its share: 4,096 envs stepped from Python with a
+        // serial pass before each step took 218 µs in four tasks and 164 µs in sixteen.
+        let (blocks, threads) = (self.blocks.len(), rayon::current_num_threads().max(1));
+        let min_len = blocks.div_ceil(8 * threads).max(blocks.div_ceil(threads).min(4));
         self.blocks
             .par_iter_mut()
             .zip(c.obs.par_chunks_mut(L * per))

@@ -15,12 +15,14 @@ pub struct WriteError {
     pub source: std::io::Error,
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it (named after the process, so
-/// two processes writing one file do not share it), fsync, rename. A reader sees the old file or
+/// Writes `bytes` to `path` atomically: a temporary file beside it (named after the process and
+/// a per-process count, so two writers of one file never share one), fsync, rename. A reader sees the old file or
 /// the new one, never a torn one; on failure the temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let name = path.file_name().map_or("file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".{name}.tmp{}-{n}", std::process::id()));
     let fail = |doing| move |source| WriteError { path: path.to_path_buf(), doing, source };
     let mut f = std::fs::File::create(&tmp).map_err(fail("cannot create"))?;
     let written = f

@@ -74,7 +74,10 @@ pub fn save_safetensors<T: Real>(
         }
     }
     // A reader (a resume) never sees half a checkpoint.
-    kestrel_core::write_atomic(path, &bytes).map_err(|e| io_err(&e.path, e.source))
+    kestrel_core::write_atomic(path, &bytes).map_err(|e| NnError::Io {
+        path: format!("{} ({})", e.path.display(), e.doing),
+        source: e.source,
+    })
 }
 
 /// Reads a safetensors file whose tensors are all of type `T`.

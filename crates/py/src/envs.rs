@@ -310,8 +310,8 @@ const AWAKE: std::time::Duration = std::time::Duration::from_micros(100);
 /// policy), so without this every step paid a wake-up (Mini-ARC, 4,096 envs: a 10 µs pause
 /// between steps made the parallel step 100 µs instead of 80). A worker waiting here leaves
 /// at once when the next call starts, and finds its work in the caller's deque. Batches of
-/// at most 64 rows step on the calling thread alone (both batch kernels' smallest task), so
-/// they spawn nothing: at 8 CartPole envs the spawn cost 10% of a step.
+/// at most 64 rows step on the calling thread alone (one task of the rows kernel, one lane
+/// block), so they spawn nothing: at 8 CartPole envs the spawn cost 10% of a step.
 fn keep_awake(pool: &Pool, rows: usize) {
     let Pool::Caller(p) = pool else { return };
     if rows <= 64 || p.current_thread_index().is_none() {
@@ -320,6 +320,11 @@ fn keep_awake(pool: &Pool, rows: usize) {
     let call = CALLS.load(Ordering::Relaxed);
     for _ in 1..p.current_num_threads() {
         p.spawn(move || {
+            // The job goes to the caller's own deque; if the caller (worker 0) takes it back,
+            // waiting inside some other parallel call of its own, it leaves at once.
+            if rayon::current_thread_index() == Some(0) {
+                return;
+            }
             let start = std::time::Instant::now();
             while CALLS.load(Ordering::Relaxed) == call && start.elapsed() < AWAKE {
                 for _ in 0..8 {

@@ -825,9 +825,11 @@ pub trait DynBatch: Send + Sync {
     fn load_actions(&mut self, a: &Actions<'_>) -> Result<(), String>;
     /// Steps with the loaded actions.
     fn step(&mut self);
-    /// Checks `a` and steps with it: [`DynBatch::load_actions`] then [`DynBatch::step`], in
-    /// one parallel pass where the action type decodes row by row ([`Codec::check`]). A bad
-    /// action is an error that changes nothing.
+    /// Checks `a` and steps with it, as [`DynBatch::load_actions`] then [`DynBatch::step`]
+    /// would, in one parallel pass where the action type decodes row by row
+    /// ([`Codec::check`]); the decoded actions are then not kept, so a later bare
+    /// [`DynBatch::step`] steps the last actions loaded. A bad action is an error that changes
+    /// nothing.
     fn step_actions(&mut self, a: &Actions<'_>) -> Result<(), String>;
     /// Current observations.
     fn obs(&self) -> Obs<'_>;
@@ -969,8 +971,10 @@ where
         self.v.similarity(out)
     }
     fn operations(&self, out: &mut [i64]) {
-        if self.ops.len() == out.len() {
-            out.copy_from_slice(&self.ops);
+        if !self.ops.is_empty() {
+            for (o, &op) in out.iter_mut().zip(&self.ops) {
+                *o = op;
+            }
             return;
         }
         for (o, a) in out.iter_mut().zip(&self.acts) {
@@ -1130,7 +1134,7 @@ mod tests {
     }
 
     /// `step_actions`, which decodes ARC's actions inside the step, gives what loading them
-    /// and stepping gives: both kernels (rows: 3 envs or o2arc; lanes: 70 jaxarc envs), every
+    /// and stepping gives: both kernels (rows: o2arc; lanes: jaxarc), one task or several, every
     /// selection form, both auto-reset modes, with short episodes so rows reset. A bad action
     /// is refused with `load_actions`' message and changes nothing.
     #[test]
@@ -1140,7 +1144,11 @@ mod tests {
         max_episode_steps = 6 };
         let mut r = Key::new(4).rng();
         for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
-            for (n, mode) in [(3, AutoReset::SameStep), (70, AutoReset::NextStep)] {
+            // 3 envs: one task (o2arc's rows, jaxarc's single lane block); 70: two lane blocks;
+            // 600: ten lane blocks in several tasks on the pool.
+            for (n, mode) in
+                [(3, AutoReset::SameStep), (70, AutoReset::NextStep), (600, AutoReset::SameStep)]
+            {
                 let mut twins = [0, 1].map(|_| id.build(Layers::table(&small), n, 7, 0).unwrap());
                 for b in &mut twins {
                     b.set_autoreset(mode);
