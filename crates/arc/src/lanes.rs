@@ -1160,7 +1160,7 @@ impl<const S: usize> ArcLanes<S> {
         // worker that wakes late (tens of microseconds on a virtual machine, after the caller
         // paused between steps) still finds its share: 4,096 envs stepped from Python with a
         // serial pass before each step took 218 µs in four tasks and 164 µs in sixteen.
-        let (blocks, threads) = (self.blocks.len(), rayon::current_num_threads().max(1));
+        let (blocks, threads) = (self.blocks.len(), rayon::current_num_threads());
         let min_len = blocks.div_ceil(8 * threads).max(blocks.div_ceil(threads).min(4));
         self.blocks
             .par_iter_mut()

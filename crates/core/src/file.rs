@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Which step of [`write_atomic`] failed, on which file.
 #[derive(Debug)]
@@ -16,12 +17,12 @@ pub struct WriteError {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it (named after the process and
-/// a per-process count, so two writers of one file never share one), fsync, rename. A reader sees the old file or
-/// the new one, never a torn one; on failure the temporary file is removed.
+/// a per-process count, so two writers of one file never share one), fsync, rename. A reader
+/// sees the old file or the new one, never a torn one; on failure the temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().map_or("file".into(), |n| n.to_string_lossy().into_owned());
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
     let tmp = path.with_file_name(format!(".{name}.tmp{}-{n}", std::process::id()));
     let fail = |doing| move |source| WriteError { path: path.to_path_buf(), doing, source };
     let mut f = std::fs::File::create(&tmp).map_err(fail("cannot create"))?;
