@@ -3,7 +3,8 @@
 next-step autoreset) from Python, for masks and the bbox form, at 1,024 and 4,096 envs: eight
 pre-drawn batches cycled (`arc.mini_batches`). Also `VecCore.step` alone (the binding's call,
 without the Gymnasium layer) and the Gymnasium layer alone (the binding's call replaced by a
-stub). Run it with a venv's python where `kestrel` is installed (tools/venv-pyvec after
+stub), and `VectorEnv.rollout` over pre-stacked actions of 64 steps (the pool cycled), per
+step. Run it with a venv's python where `kestrel` is installed (tools/venv-pyvec after
 `tools/compare/py_vec.py`); to compare two builds, install each in turn and alternate.
 
 Usage: OPENBLAS_NUM_THREADS=1 RAYON_NUM_THREADS=2 tools/venv-pyvec/bin/python tools/compare/py_arc_step.py
@@ -11,6 +12,8 @@ Usage: OPENBLAS_NUM_THREADS=1 RAYON_NUM_THREADS=2 tools/venv-pyvec/bin/python to
 import os
 import sys
 import time
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kestrel  # noqa: E402
@@ -69,8 +72,11 @@ def main():
             real, v._core = v._core, Stub(v._core)
             layer = timed(step)
             v._core = real
+            steps = 64
+            stacked = {k: np.stack([pool[t % len(pool)][k] for t in range(steps)]) for k in pool[0]}
+            roll = timed(lambda: v.rollout(stacked)) / steps
             print(f"{n} envs, {form}: VectorEnv.step {full:.1f} us, VecCore.step {binding:.1f} us, "
-                  f"Gymnasium layer {layer:.1f} us", flush=True)
+                  f"Gymnasium layer {layer:.1f} us, VectorEnv.rollout {roll:.1f} us a step", flush=True)
 
 
 if __name__ == "__main__":

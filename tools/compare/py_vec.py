@@ -17,7 +17,8 @@ Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
   D. JaxARC's paper setup from Python: one 5x5 Mini-ARC task, jaxarc with JaxARC 1.0.3's bugs,
      bbox selections, 1024 and 4096 envs: Kestrel from Python (`canvas=5`: the lane kernel;
      pre-drawn batches of bbox masks; NEXT_STEP autoreset) vs Kestrel's Rust-only lanes (`kestrel arc bench
-     --kernel lanes`, bboxes drawn in the kernel) vs JaxARC jit(vmap(scan)) (arc.py's code).
+     --kernel lanes`, bboxes drawn in the kernel) vs JaxARC jit(vmap(scan)) (arc.py's code);
+     also Kestrel's `VectorEnv.rollout` (64 pre-drawn steps stacked, one call), masks and bboxes.
 
 Usage: python3 tools/compare/py_vec.py [--quick] [--workloads ABCD]   (creates
 tools/venv-pyvec on first use and installs the release wheel of ./crates/py into it)
@@ -129,13 +130,21 @@ for n in [1024, 4096] if "D" in work else []:
     # NEXT_STEP (gymnasium's default): SAME_STEP adds gymnasium's per-row `final_obs` object
     # array, built in Python for the ~3% of rows that end each step. ARC's info columns on
     # and off, and the mask and bbox forms, alternated.
+    # `VectorEnv.rollout` of 64 steps (the pool cycled, stacked before timing) in both forms.
     for rep in range(2):
-        for info, form in ((True, "mask"), (False, "mask"), (True, "bbox")):
+        for info, form, roll in ((True, "mask", False), (False, "mask", False), (True, "bbox", False),
+                                 (True, "mask", True), (True, "bbox", True)):
             v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
                                  autoreset_mode="next_step", arc_info=info, selection=form)
             v.reset(seed=0)
             key = f"mini_python_{n}" + ("" if info else "_noinfo") + ("_bboxform" if form == "bbox" else "")
-            out[key] = max(out.get(key, 0.0), timed(pooled(v, box_pool if form == "bbox" else pool), n))
+            src = box_pool if form == "bbox" else pool
+            if roll:
+                stacked = {k: np.stack([src[t % len(src)][k] for t in range(64)]) for k in src[0]}
+                key = key + "_rollout"
+                out[key] = max(out.get(key, 0.0), timed(lambda: v.rollout(stacked), 64 * n, warm=1))
+            else:
+                out[key] = max(out.get(key, 0.0), timed(pooled(v, src), n))
 
 # C. ES ask/tell
 for d in (10, 100) if "C" in work else []:
@@ -225,13 +234,17 @@ def main():
               f"Python / ARCLE: {py_arc / arcle:,.0f}x")
     if "D" in work:
         print("\n| Mini-ARC 5x5, one task, bbox, jaxarc with JaxARC's bugs | Kestrel from Python (lanes), masks | the same, ARC info off "
-              "| Kestrel from Python, `selection=\"bbox\"` | Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python (masks) / JaxARC "
-              "| Python / Rust-only: masks, bbox form | info on / off |\n|---|---|---|---|---|---|---|---|---|")
+              "| Kestrel from Python, `selection=\"bbox\"` | `VectorEnv.rollout` (64 steps), masks | the same, bbox form "
+              "| Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python (masks) / JaxARC "
+              "| Python / Rust-only: masks, bbox form | rollout / Rust-only: masks, bbox form | info on / off |"
+              "\n|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n, kr, jx in zip((1024, 4096), mini_rust, mini_jax):
             kp, kr, jx = res[f"mini_python_{n}"], kr["steps_per_s"], jx["steps_per_s"]
             off, box = res[f"mini_python_{n}_noinfo"], res[f"mini_python_{n}_bboxform"]
-            print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {box / 1e6:.1f} M | {kr / 1e6:.1f} M | {jx / 1e6:.2f} M "
-                  f"| {kp / jx:.0f}x | {kp / kr:.2f}, {box / kr:.2f} | {kp / off:.3f} |")
+            rm, rb = res[f"mini_python_{n}_rollout"], res[f"mini_python_{n}_bboxform_rollout"]
+            print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {box / 1e6:.1f} M | {rm / 1e6:.1f} M | {rb / 1e6:.1f} M "
+                  f"| {kr / 1e6:.1f} M | {jx / 1e6:.2f} M | {kp / jx:.0f}x | {kp / kr:.2f}, {box / kr:.2f} "
+                  f"| {rm / kr:.2f}, {rb / kr:.2f} | {kp / off:.3f} |")
     if "C" in work:
         print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
     for d in (10, 100) if "C" in work else []:

@@ -30,7 +30,9 @@ use crate::obs::Layout;
 use crate::ops::NUM_OPS;
 use crate::state::{ArcState, PairGrids};
 use kestrel_core::simd::{Simd, WithSimd, dispatch};
-use kestrel_core::{BatchEnv, CoreError, Env, FromInvalid, Key, Rng, StepKeys, end_episode};
+use kestrel_core::{
+    AutoReset, BatchEnv, CoreError, Env, FromInvalid, Key, Rng, StepKeys, Trajectory, end_episode,
+};
 use rayon::prelude::*;
 
 /// Envs per block (one byte lane each in a 512-bit register).
@@ -820,6 +822,9 @@ enum Actions<'a, F, const S: usize> {
     Given(&'a [ArcAction<S>]),
     Policy(&'a F),
     Random(SelKind),
+    /// Written a block at a time (`first` row, `valid` lanes) by [`ArcLanes::rollout_lanes`]'
+    /// caller.
+    Blocks(&'a (dyn Fn(usize, usize, &mut LaneActions<'_, S>) + Sync)),
 }
 
 /// The policy type of the steps that take none.
@@ -915,6 +920,148 @@ fn reset_lane<const S: usize>(
             let s = env.reset(p, key, obs);
             b.load(l, &s, env.pair_of(&s));
         }
+    }
+}
+
+/// What a block's step reads beside the block: the env, its tables and the batch's settings.
+struct Ctx<'a, const S: usize> {
+    env: &'a ArcEnv<S>,
+    params: &'a ArcParams,
+    table: &'a JaxarcTable,
+    starts: Option<&'a Starts<S>>,
+    full: bool,
+    per: usize,
+    limit: Option<u32>,
+    n: usize,
+    mode: AutoReset,
+}
+
+impl<'a, const S: usize> Ctx<'a, S> {
+    /// The context of a batch with these parts and columns (read now: the columns are not
+    /// kept).
+    fn of(
+        env: &'a ArcEnv<S>,
+        params: &'a ArcParams,
+        table: &'a JaxarcTable,
+        starts: Option<&'a Starts<S>>,
+        cols: &kestrel_core::Columns<i8>,
+    ) -> Self {
+        Ctx {
+            env,
+            params,
+            table,
+            starts,
+            full: params.layout == Layout::Full,
+            per: cols.per_env(),
+            limit: cols.spec().max_episode_steps,
+            n: cols.num_envs(),
+            mode: cols.autoreset(),
+        }
+    }
+
+    /// Block `bi`'s step with `keys`: its actions, the kernel, observations, flags and resets.
+    #[inline]
+    fn step<F>(
+        &self,
+        keys: StepKeys,
+        bi: usize,
+        b: &mut Block<S>,
+        c: BlockRows<'_>,
+        actions: &Actions<'_, F, S>,
+    ) where
+        F: Fn(usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
+    {
+        let Ctx { env, params, table, starts, full, per, limit, n, mode } = *self;
+        let BlockRows { ob, fo, rw, te, tr, sc, nr } = c;
+
+        let first = bi * L;
+        let valid = (n - first).min(L);
+        match actions {
+            Actions::Given(a) => {
+                for l in 0..valid {
+                    b.set_action(l, &a[first + l]);
+                }
+            }
+            Actions::Policy(p) => {
+                for l in 0..valid {
+                    let row = first + l;
+                    let mut a = [ArcAction::<S>::default()];
+                    if !nr[l] {
+                        p(row, keys.row(row).policy(), &ob[l * per..(l + 1) * per], &mut a);
+                    }
+                    b.set_action(l, &a[0]);
+                }
+            }
+            Actions::Random(kind) => dispatch(Sample { b: &mut *b, keys, first, kind: *kind }),
+            Actions::Blocks(f) => f(first, valid, &mut LaneActions { b: &mut *b }),
+        }
+        dispatch(JaxStep {
+            b: &mut *b,
+            bugs: table.bugs,
+            rewards: table.rewards,
+            train: table.train,
+        });
+        // Observations of every lane, then the columns lane-wise; resets (one lane in
+        // about thirty under random actions) one at a time.
+        if full {
+            for l in 0..valid {
+                let s = lane_state(env, params, b, l);
+                env.write_obs(params, &s, &mut ob[l * per..(l + 1) * per]);
+            }
+        } else {
+            dispatch(WriteCompact { b: &*b, ob: &mut *ob, valid });
+        }
+        let mut restart = dispatch(Flags {
+            b: &*b,
+            rw: &mut *rw,
+            te: &mut *te,
+            tr: &mut *tr,
+            sc: &mut *sc,
+            nr: &*nr,
+            limit,
+        });
+        while restart != 0 {
+            let l = restart.trailing_zeros() as usize;
+            restart &= restart - 1;
+            let row = first + l;
+            let obs = &mut ob[l * per..(l + 1) * per];
+            if nr[l] {
+                // Next-step auto-reset: this step only starts the new episode.
+                reset_lane(env, params, starts, keys.pending_reset(row), b, l, obs);
+                nr[l] = false;
+                continue;
+            }
+            let fo = &mut fo[l * per..(l + 1) * per];
+            if let Some(k) = end_episode(mode, keys.row(row), obs, fo, &mut sc[l], &mut nr[l]) {
+                reset_lane(env, params, starts, k, b, l, obs);
+            }
+        }
+    }
+}
+
+/// One block's actions, as [`ArcLanes::rollout_lanes`]' caller writes them: lane `l` is row
+/// `first + l` of the batch.
+pub struct LaneActions<'a, const S: usize> {
+    b: &'a mut Block<S>,
+}
+
+impl<const S: usize> LaneActions<'_, S> {
+    /// Lane `l`'s op id (clipped to 0–34, as [`ArcAction`]'s is) and selection as bit rows
+    /// (bit `c` of row `r` is cell `(r, c)`; bits past the canvas are dropped): the same action
+    /// as [`ArcAction`] with [`Selection::Mask`](crate::Selection::Mask) of those rows.
+    #[inline]
+    pub fn set_mask(&mut self, l: usize, op: i64, rows: [u32; S]) {
+        self.b.op[l] = op.clamp(0, NUM_OPS as i64 - 1) as u8;
+        let rb = crate::grid::row_bits::<S>();
+        for (raw, m) in self.b.raw.iter_mut().zip(rows) {
+            raw[l] = (m & rb) as u16;
+        }
+    }
+
+    /// Lane `l`'s action.
+    #[inline]
+    pub fn set(&mut self, l: usize, a: &ArcAction<S>) {
+        self.b.set_action(l, a);
     }
 }
 
@@ -1033,6 +1180,19 @@ impl<const S: usize> BatchEnv for ArcLanes<S> {
         self.run(Actions::Policy(&policy));
     }
 
+    /// Each block of [`LANES`] envs goes through every step on one thread, writing its part of
+    /// each step's columns as it goes: one hand-off to the pool for the whole rollout, where
+    /// stepping one step at a time hands off and joins once a step.
+    fn rollout_with<F>(&mut self, out: Trajectory<'_, i8>, policy: F) -> Result<(), ArcError>
+    where
+        F: Fn(usize, usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
+    {
+        self.rollout(out, |ctx, t, keys, bi, b, rows| {
+            let p = |row, key, obs: &[i8], a: &mut [ArcAction<S>]| policy(t, row, key, obs, a);
+            ctx.step(keys, bi, b, rows, &Actions::Policy(&p));
+        })
+    }
+
     fn state(&self, i: usize) -> Option<ArcState<S>> {
         (i < self.cols.num_envs())
             .then(|| lane_state(&self.env, &self.params, &self.blocks[i / L], i % L))
@@ -1052,6 +1212,83 @@ impl<const S: usize> BatchEnv for ArcLanes<S> {
 }
 
 impl<const S: usize> ArcLanes<S> {
+    /// [`BatchEnv::rollout_with`] with actions written a block of lanes at a time:
+    /// `fill(t, first, valid, lanes)` sets lanes `0..valid` (rows `first..first + valid`) for
+    /// step `t`, e.g. straight from a front end's arrays, without an [`ArcAction`] a row. Rows
+    /// that a next-step auto-reset only resets ignore their action, as in every step.
+    pub fn rollout_lanes<G>(&mut self, out: Trajectory<'_, i8>, fill: G) -> Result<(), ArcError>
+    where
+        G: Fn(usize, usize, usize, &mut LaneActions<'_, S>) + Sync,
+    {
+        self.rollout(out, |ctx, t, keys, bi, b, rows| {
+            let f = |first, valid, la: &mut LaneActions<'_, S>| fill(t, first, valid, la);
+            ctx.step(keys, bi, b, rows, &Actions::<NoPolicy<S>, S>::Blocks(&f));
+        })
+    }
+
+    /// `steps` steps (the buffers' length), each block of lanes through all of them on one
+    /// thread: `step(ctx, t, keys, block, lanes, rows)` steps one block once.
+    fn rollout<St>(&mut self, out: Trajectory<'_, i8>, step: St) -> Result<(), ArcError>
+    where
+        St: Fn(&Ctx<'_, S>, usize, StepKeys, usize, &mut Block<S>, BlockRows<'_>) + Sync,
+    {
+        let steps = out.steps(&self.cols)?;
+        if steps == 0 {
+            return Ok(());
+        }
+        let keys: Vec<StepKeys> = (0..steps).map(|_| self.cols.next_step()).collect();
+        let ctx = Ctx::of(&self.env, &self.params, &self.table, self.starts.as_ref(), &self.cols);
+        let (n, per) = (ctx.n, ctx.per);
+        let mut outs = out.blocks(n, steps, L, per, 1);
+        let (keys, step, ctx) = (&keys, &step, &ctx);
+        let c = &mut self.cols;
+        // Four groups of blocks per thread, each group step by step through its blocks: a
+        // step's actions and outputs of a group are contiguous (the prefetcher follows them;
+        // a block through all steps before the next jumped a whole step's arrays each step).
+        let threads = rayon::current_num_threads();
+        let group = self.blocks.len().div_ceil(4 * threads);
+        let rows = group * L;
+        self.blocks
+            .par_chunks_mut(group)
+            .zip(c.obs.par_chunks_mut(rows * per))
+            .zip(c.final_obs.par_chunks_mut(rows * per))
+            .zip(c.rewards.par_chunks_mut(rows))
+            .zip(c.terminated.par_chunks_mut(rows))
+            .zip(c.truncated.par_chunks_mut(rows))
+            .zip(c.episode_steps.par_chunks_mut(rows))
+            .zip(c.needs_reset.par_chunks_mut(rows))
+            .zip(outs.par_chunks_mut(group * steps))
+            .enumerate()
+            .for_each(|(g, ((((((((bs, ob), fo), rw), te), tr), sc), nr), o))| {
+                for t in 0..steps {
+                    for (k, b) in bs.iter_mut().enumerate() {
+                        let lanes = k * L..((k + 1) * L).min(rw.len());
+                        let cells = lanes.start * per..lanes.end * per;
+                        let rows = BlockRows {
+                            ob: &mut ob[cells.clone()],
+                            fo: &mut fo[cells.clone()],
+                            rw: &mut rw[lanes.clone()],
+                            te: &mut te[lanes.clone()],
+                            tr: &mut tr[lanes.clone()],
+                            sc: &mut sc[lanes.clone()],
+                            nr: &mut nr[lanes.clone()],
+                        };
+                        step(ctx, t, keys[t], g * group + k, b, rows);
+                        let (ob, fo) = (&ob[cells.clone()], &fo[cells]);
+                        o[k * steps + t].copy_from(
+                            per,
+                            ob,
+                            fo,
+                            &rw[lanes.clone()],
+                            &te[lanes.clone()],
+                            &tr[lanes],
+                        );
+                    }
+                }
+            });
+        Ok(())
+    }
+
     /// Steps every env with uniformly random actions of selection form `kind`, drawn lane-wise
     /// inside the kernel: the same actions as [`BatchEnv::step_with`] with a policy calling
     /// [`sample_action`](crate::sample_action) on its key.
@@ -1064,77 +1301,11 @@ impl<const S: usize> ArcLanes<S> {
         F: Fn(usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
     {
         let keys = self.cols.next_step();
-        let per = self.cols.per_env();
-        let limit = self.cols.spec().max_episode_steps;
-        let (n, mode) = (self.cols.num_envs(), self.cols.autoreset());
-        let (env, params, table) = (&self.env, &self.params, &self.table);
-        let starts = self.starts.as_ref();
-        let full = params.layout == Layout::Full;
+        let ctx = Ctx::of(&self.env, &self.params, &self.table, self.starts.as_ref(), &self.cols);
+        let (n, per) = (ctx.n, ctx.per);
         let actions = &actions;
-        let block = |bi: usize, b: &mut Block<S>, c: BlockRows<'_>| {
-            let BlockRows { ob, fo, rw, te, tr, sc, nr } = c;
-            let first = bi * L;
-            let valid = (n - first).min(L);
-            match actions {
-                Actions::Given(a) => {
-                    for l in 0..valid {
-                        b.set_action(l, &a[first + l]);
-                    }
-                }
-                Actions::Policy(p) => {
-                    for l in 0..valid {
-                        let row = first + l;
-                        let mut a = [ArcAction::<S>::default()];
-                        if !nr[l] {
-                            p(row, keys.row(row).policy(), &ob[l * per..(l + 1) * per], &mut a);
-                        }
-                        b.set_action(l, &a[0]);
-                    }
-                }
-                Actions::Random(kind) => dispatch(Sample { b: &mut *b, keys, first, kind: *kind }),
-            }
-            dispatch(JaxStep {
-                b: &mut *b,
-                bugs: table.bugs,
-                rewards: table.rewards,
-                train: table.train,
-            });
-            // Observations of every lane, then the columns lane-wise; resets (one lane in
-            // about thirty under random actions) one at a time.
-            if full {
-                for l in 0..valid {
-                    let s = lane_state(env, params, b, l);
-                    env.write_obs(params, &s, &mut ob[l * per..(l + 1) * per]);
-                }
-            } else {
-                dispatch(WriteCompact { b: &*b, ob: &mut *ob, valid });
-            }
-            let mut restart = dispatch(Flags {
-                b: &*b,
-                rw: &mut *rw,
-                te: &mut *te,
-                tr: &mut *tr,
-                sc: &mut *sc,
-                nr: &*nr,
-                limit,
-            });
-            while restart != 0 {
-                let l = restart.trailing_zeros() as usize;
-                restart &= restart - 1;
-                let row = first + l;
-                let obs = &mut ob[l * per..(l + 1) * per];
-                if nr[l] {
-                    // Next-step auto-reset: this step only starts the new episode.
-                    reset_lane(env, params, starts, keys.pending_reset(row), b, l, obs);
-                    nr[l] = false;
-                    continue;
-                }
-                let fo = &mut fo[l * per..(l + 1) * per];
-                if let Some(k) = end_episode(mode, keys.row(row), obs, fo, &mut sc[l], &mut nr[l]) {
-                    reset_lane(env, params, starts, k, b, l, obs);
-                }
-            }
-        };
+        let block =
+            |bi: usize, b: &mut Block<S>, c: BlockRows<'_>| ctx.step(keys, bi, b, c, actions);
         let rows = |bi: usize| -> std::ops::Range<usize> { bi * L..((bi + 1) * L).min(n) };
         let c = &mut self.cols;
         if self.blocks.len() == 1 {

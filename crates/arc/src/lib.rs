@@ -38,7 +38,7 @@ pub use env::{ArcEnv, ArcParams, Mode, Split};
 pub use error::ArcError;
 pub use init::{GridInit, Noise, Pattern, Permutation, Start, Transform};
 pub use jaxarc::{JAXARC_OPS, JaxBugs, JaxRewards, JaxarcOp, JaxarcTable};
-pub use lanes::{ArcLanes, LANES, MAX_LANE_SIDE, MAX_START_STATES};
+pub use lanes::{ArcLanes, LANES, LaneActions, MAX_LANE_SIDE, MAX_START_STATES};
 pub use o2arc::{O2ARC_OPS, O2arcOp, O2arcTable};
 pub use obs::{FullObsView, FullOffsets, Layout};
 pub use ops::{NUM_OPS, OpTable};

@@ -402,3 +402,93 @@ fn the_mixed_policy_changes_state_with_every_op() {
     let missing: Vec<usize> = (0..34).filter(|&o| !changed[o]).collect();
     assert!(missing.is_empty(), "ops that never changed a state: {missing:?}");
 }
+
+/// A rollout (each block through every step on one thread, the lane kernel's
+/// `rollout_with`) writes what stepping one step at a time leaves in the columns after each
+/// step, on the lane kernel and on `VecEnv` (the trait's loop), in every auto-reset mode, over
+/// two calls in a row (the step counter and keys carry on); a buffer of the wrong length
+/// changes nothing.
+#[test]
+fn rollout_is_one_step_at_a_time() {
+    use kestrel_core::Trajectory;
+    let env = generated::<5>();
+    let p = params(0x1ff, Split::Train, 7);
+    let n = 2 * LANES + 5;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let per = env.spec(&p).obs_len();
+    let policy = |t: usize, row, key: Key, obs: &[i8], a: &mut [ArcAction<5>]| {
+        mixed::<5>(row, key.fold_in(t as u64 % 3), obs, a)
+    };
+    /// One rollout's buffers.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Buf {
+        obs: Vec<i8>,
+        fo: Vec<i8>,
+        rw: Vec<u32>,
+        te: Vec<bool>,
+        tr: Vec<bool>,
+    }
+    let run = |steps: usize, b: &mut dyn FnMut(Trajectory<'_, i8>)| {
+        let (mut obs, mut fo) = (vec![0i8; steps * n * per], vec![0i8; steps * n * per]);
+        let mut rw = vec![0f32; steps * n];
+        let (mut te, mut tr) = (vec![false; steps * n], vec![false; steps * n]);
+        b(Trajectory {
+            obs: &mut obs,
+            final_obs: Some(&mut fo),
+            rewards: &mut rw,
+            terminated: &mut te,
+            truncated: &mut tr,
+        });
+        Buf { obs, fo, rw: rw.iter().map(|r| r.to_bits()).collect(), te, tr }
+    };
+    pool.install(|| {
+        for mode in [AutoReset::SameStep, AutoReset::NextStep, AutoReset::Disabled] {
+            let mut lanes = ArcLanes::new(env.clone(), p.clone(), n, 3).unwrap();
+            let mut rows = VecEnv::new(env.clone(), p.clone(), n, 3).unwrap();
+            let mut one = ArcLanes::new(env.clone(), p.clone(), n, 3).unwrap();
+            lanes.set_autoreset(mode);
+            rows.set_autoreset(mode);
+            one.set_autoreset(mode);
+            for (call, steps) in [(0, 15), (1, 10)] {
+                let a = run(steps, &mut |tr| lanes.rollout_with(tr, policy).unwrap());
+                let b = run(steps, &mut |tr| rows.rollout_with(tr, policy).unwrap());
+                assert_eq!(a, b, "lanes against VecEnv, {mode:?}, call {call}");
+                let mut c = run(steps, &mut |_| {});
+                for t in 0..steps {
+                    let cut = |i: usize| t * n * i..(t + 1) * n * i;
+                    one.step_with(|row, key, obs, out| policy(t, row, key, obs, out));
+                    c.obs[cut(per)].copy_from_slice(one.obs());
+                    let r: Vec<u32> = one.rewards().iter().map(|r| r.to_bits()).collect();
+                    c.rw[cut(1)].copy_from_slice(&r);
+                    c.te[cut(1)].copy_from_slice(one.terminated());
+                    c.tr[cut(1)].copy_from_slice(one.truncated());
+                    for i in 0..n {
+                        if one.terminated()[i] || one.truncated()[i] {
+                            let at = t * n * per + i * per;
+                            c.fo[at..at + per].copy_from_slice(&one.final_obs()[i * per..][..per]);
+                        }
+                    }
+                }
+                assert!(c.te.iter().chain(&c.tr).any(|&d| d), "episodes end within the rollout");
+                assert_eq!(a, c, "rollout against steps, {mode:?}, call {call}");
+                assert_eq!(lanes.t(), one.t());
+                assert_eq!(lanes.episode_steps(), one.episode_steps());
+                assert_eq!(lanes.needs_reset(), one.needs_reset());
+                check(&rows, &lanes, &format!("after call {call}, {mode:?}"));
+            }
+            let (mut o, mut r) = (vec![0i8; 2 * n * per], vec![0f32; 2 * n]);
+            let (mut te, mut tr) = (vec![false; 2 * n], vec![false; n]);
+            let t0 = lanes.t();
+            let bad = Trajectory {
+                obs: &mut o,
+                final_obs: None,
+                rewards: &mut r,
+                terminated: &mut te,
+                truncated: &mut tr,
+            };
+            let e = lanes.rollout_with(bad, policy).unwrap_err().to_string();
+            assert!(e.contains("trajectory truncated"), "{e}");
+            assert_eq!(lanes.t(), t0, "a refused rollout steps nothing");
+        }
+    });
+}

@@ -300,6 +300,128 @@ impl<O: Copy + Default> Columns<O> {
     }
 }
 
+/// Where [`BatchEnv::rollout_with`] writes its steps: the step columns of each of `steps`
+/// steps, step-major (`[t][row]`, the layout of CleanRL's rollout buffers).
+pub struct Trajectory<'a, O> {
+    /// The observations after each step: `steps * num_envs * num_agents * obs_len`.
+    pub obs: &'a mut [O],
+    /// The last observations of the episodes that ended in each step (same shape as `obs`),
+    /// written on those rows only (the rest is left as it was); `None` skips them (they
+    /// matter under [`AutoReset::SameStep`], where `obs` already holds the next episode's).
+    pub final_obs: Option<&'a mut [O]>,
+    /// Rewards: `steps * num_envs * num_agents`.
+    pub rewards: &'a mut [f32],
+    /// Terminations: `steps * num_envs`.
+    pub terminated: &'a mut [bool],
+    /// Truncations: `steps * num_envs`.
+    pub truncated: &'a mut [bool],
+}
+
+impl<O: Copy + Default> Trajectory<'_, O> {
+    /// The number of steps the buffers hold for these columns, or the first buffer whose
+    /// length is not a whole number of steps (or disagrees with the others).
+    pub fn steps(&self, c: &Columns<O>) -> Result<usize, CoreError> {
+        let n = c.num_envs();
+        let steps = self.terminated.len() / n;
+        let (a, per) = (c.spec().num_agents, c.per_env());
+        let wrong = |what: &'static str, expected: usize, got: usize| {
+            (expected != got).then_some(CoreError::Length { what, expected, got })
+        };
+        let err = wrong("trajectory terminated", steps * n, self.terminated.len())
+            .or_else(|| wrong("trajectory truncated", steps * n, self.truncated.len()))
+            .or_else(|| wrong("trajectory rewards", steps * n * a, self.rewards.len()))
+            .or_else(|| wrong("trajectory obs", steps * n * per, self.obs.len()))
+            .or_else(|| {
+                let fo = self.final_obs.as_ref()?;
+                wrong("trajectory final_obs", steps * n * per, fo.len())
+            });
+        match err {
+            Some(e) => Err(e),
+            None => Ok(steps),
+        }
+    }
+}
+
+/// One step of a block of rows, from a batch's column chunks to the matching chunks of a
+/// [`Trajectory`] step (`done` marks the rows whose final observation to copy).
+pub struct StepOut<'a, O> {
+    /// Observations.
+    pub obs: &'a mut [O],
+    /// Final observations, where kept.
+    pub final_obs: Option<&'a mut [O]>,
+    /// Rewards.
+    pub rewards: &'a mut [f32],
+    /// Terminations.
+    pub terminated: &'a mut [bool],
+    /// Truncations.
+    pub truncated: &'a mut [bool],
+}
+
+impl<O: Copy> StepOut<'_, O> {
+    /// Copies a block's columns after its step (`per`: elements of one env's observation).
+    #[inline]
+    pub fn copy_from(
+        &mut self,
+        per: usize,
+        obs: &[O],
+        final_obs: &[O],
+        rewards: &[f32],
+        terminated: &[bool],
+        truncated: &[bool],
+    ) {
+        self.obs.copy_from_slice(obs);
+        self.rewards.copy_from_slice(rewards);
+        self.terminated.copy_from_slice(terminated);
+        self.truncated.copy_from_slice(truncated);
+        if let Some(fo) = self.final_obs.as_deref_mut() {
+            for (j, _) in
+                terminated.iter().zip(truncated).enumerate().filter(|(_, (te, tr))| **te || **tr)
+            {
+                fo[j * per..(j + 1) * per].copy_from_slice(&final_obs[j * per..(j + 1) * per]);
+            }
+        }
+    }
+}
+
+impl<'a, O> Trajectory<'a, O> {
+    /// The trajectory cut into blocks of `rows` envs, block-major: entry `b * steps + t` is
+    /// block `b`'s part of step `t` (`per`: elements of one env's observation, `agents`: reward
+    /// rows per env), so each block's steps can be written on one thread.
+    pub fn blocks(
+        self,
+        n: usize,
+        steps: usize,
+        rows: usize,
+        per: usize,
+        agents: usize,
+    ) -> Vec<StepOut<'a, O>> {
+        let Trajectory { obs, final_obs, rewards, terminated, truncated } = self;
+        let cut = |v: &'a mut [O]| -> Vec<std::slice::ChunksMut<'a, O>> {
+            v.chunks_mut((n * per).max(1)).map(|s| s.chunks_mut((rows * per).max(1))).collect()
+        };
+        let mut ob = cut(obs);
+        let mut fo = final_obs.map(cut);
+        let mut rw: Vec<_> =
+            rewards.chunks_mut((n * agents).max(1)).map(|s| s.chunks_mut(rows * agents)).collect();
+        let mut te: Vec<_> = terminated.chunks_mut(n.max(1)).map(|s| s.chunks_mut(rows)).collect();
+        let mut tr: Vec<_> = truncated.chunks_mut(n.max(1)).map(|s| s.chunks_mut(rows)).collect();
+        let blocks = n.div_ceil(rows);
+        let mut out = Vec::with_capacity(blocks * steps);
+        for _ in 0..blocks {
+            for t in 0..steps {
+                out.push(StepOut {
+                    obs: ob[t].next().unwrap_or_default(),
+                    final_obs: fo.as_mut().map(|f| f[t].next().unwrap_or_default()),
+                    rewards: rw[t].next().unwrap_or_default(),
+                    terminated: te[t].next().unwrap_or_default(),
+                    truncated: tr[t].next().unwrap_or_default(),
+                });
+            }
+        }
+        out
+    }
+}
+
 /// A batch of one env kind: what every front end (the Python vector envs, the env registry,
 /// benchmarks) steps. Implementors hold a [`Columns`] and a kernel; the column accessors are
 /// provided.
@@ -360,6 +482,32 @@ pub trait BatchEnv: Send + Sized {
     fn step_with<F>(&mut self, policy: F)
     where
         F: Fn(usize, Key, &[Self::Obs], &mut [Self::Action]) + Sync;
+
+    /// Steps `steps` times (the buffers' length says how many), writing each step's columns
+    /// into `out`, with actions chosen by `policy(t, row, key_policy, obs, actions_out)`: the
+    /// same results as `steps` calls of [`BatchEnv::step_with`], each followed by a copy of
+    /// the columns. Buffers of the wrong length are an error that changes nothing.
+    ///
+    /// This provided version is that loop; a kernel whose rows are independent may run each
+    /// block of rows through all the steps on one thread instead (one hand-off to the pool for
+    /// the whole rollout, and the block's state stays in that thread's cache).
+    fn rollout_with<F>(
+        &mut self,
+        out: Trajectory<'_, Self::Obs>,
+        policy: F,
+    ) -> Result<(), Self::Error>
+    where
+        F: Fn(usize, usize, Key, &[Self::Obs], &mut [Self::Action]) + Sync,
+    {
+        let steps = out.steps(self.columns())?;
+        let (n, per, agents) = (self.num_envs(), self.columns().per_env(), self.spec().num_agents);
+        for (t, mut o) in out.blocks(n, steps, n, per, agents).into_iter().enumerate() {
+            self.step_with(|row, key, obs, a| policy(t, row, key, obs, a));
+            let c = self.columns();
+            o.copy_from(per, &c.obs, &c.final_obs, &c.rewards, &c.terminated, &c.truncated);
+        }
+        Ok(())
+    }
 
     /// Row `i`'s state, or `None` past `num_envs`.
     fn state(&self, i: usize) -> Option<Self::State>;

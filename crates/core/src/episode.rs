@@ -13,6 +13,21 @@
 use crate::AutoReset;
 use rayon::prelude::*;
 
+/// An episode that ended in a step of [`EpisodeStats::record_steps`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EpisodeEnd {
+    /// The step (from 0) of the rollout it ended in.
+    pub step: usize,
+    /// Its agent row.
+    pub row: usize,
+    /// Its return.
+    pub ret: f64,
+    /// Its length in steps.
+    pub length: u64,
+    /// Its wall seconds, rounded to microseconds.
+    pub seconds: f64,
+}
+
 /// Returns, lengths and start times of the running episodes, one per agent row, and the
 /// statistics of the episodes that ended in the last step.
 #[derive(Clone, Debug)]
@@ -120,6 +135,112 @@ impl EpisodeStats {
             });
     }
 
+    /// Counts `steps` steps at once, as that many [`EpisodeStats::record`] calls at `now`
+    /// would: `rewards` and the flags hold each step's one after another (a rollout's
+    /// buffers). Returns the episodes that ended,
+    /// by chunk of rows, then step, then row; afterwards [`EpisodeStats::done`] and the finals are
+    /// the last step's.
+    ///
+    /// One parallel pass over chunks of rows, each row's running sums kept in registers
+    /// through every step: `steps` calls of `record` join the threads once a step and write
+    /// the finals of every row every step.
+    pub fn record_steps(
+        &mut self,
+        mode: AutoReset,
+        steps: usize,
+        rewards: &[f32],
+        terminated: &[bool],
+        truncated: &[bool],
+        now: f64,
+    ) -> Result<Vec<EpisodeEnd>, crate::CoreError> {
+        let a = self.agents;
+        let rows = self.returns.len();
+        let envs = rows / a;
+        for (what, expected, got) in [
+            ("rewards", steps * rows, rewards.len()),
+            ("terminated", steps * envs, terminated.len()),
+            ("truncated", steps * envs, truncated.len()),
+        ] {
+            if expected != got {
+                return Err(crate::CoreError::Length { what, expected, got });
+            }
+        }
+        // Chunks of whole envs, a few per thread; each chunk step by step (sequential reads
+        // of each step's rows: a row through all steps first strides a page a step).
+        let threads = rayon::current_num_threads();
+        let chunk = a * envs.div_ceil(4 * threads).max(64);
+        let secs = |start: f64| ((now - start).max(0.0) * 1e6).round() / 1e6;
+        let ends: Vec<Vec<EpisodeEnd>> = self
+            .returns
+            .par_chunks_mut(chunk)
+            .zip(self.lengths.par_chunks_mut(chunk))
+            .zip(self.starts.par_chunks_mut(chunk))
+            .zip(self.prev_done.par_chunks_mut(chunk))
+            .zip(self.done.par_chunks_mut(chunk))
+            .zip(self.final_returns.par_chunks_mut(chunk))
+            .zip(self.final_lengths.par_chunks_mut(chunk))
+            .zip(self.final_seconds.par_chunks_mut(chunk))
+            .enumerate()
+            .map(|(c, (((((((ret, len), start), prev), done), f_ret), f_len), f_secs))| {
+                let mut ends = Vec::new();
+                let first = c * chunk;
+                let reset_step = mode != AutoReset::SameStep;
+                for t in 0..steps {
+                    let rw = &rewards[t * rows + first..][..ret.len()];
+                    let (te, tr) =
+                        (&terminated[t * envs..][..envs], &truncated[t * envs..][..envs]);
+                    // Every row, without a branch (vector code): the step counts, or (after an
+                    // end, next-step and disabled modes) only restarts the row.
+                    let row = |(((r, l), s), p): (((&mut f64, &mut u64), &mut f64), &mut bool),
+                               (x, ended): (f32, bool)| {
+                        let counts = !(reset_step & *p);
+                        *r = if counts { *r + f64::from(x) } else { 0.0 };
+                        *l = if counts { *l + 1 } else { 0 };
+                        *s = if counts { *s } else { now };
+                        *p = ended;
+                    };
+                    let cols = ret
+                        .iter_mut()
+                        .zip(len.iter_mut())
+                        .zip(start.iter_mut())
+                        .zip(prev.iter_mut());
+                    if a == 1 {
+                        let flags = te[first..].iter().zip(&tr[first..]).map(|(&x, &y)| x | y);
+                        cols.zip(rw.iter().copied().zip(flags)).for_each(|(c, v)| row(c, v));
+                    } else {
+                        let flag = |j: usize| te[(first + j) / a] | tr[(first + j) / a];
+                        let vals = rw.iter().enumerate().map(|(j, &x)| (x, flag(j)));
+                        cols.zip(vals).for_each(|(c, v)| row(c, v));
+                    }
+                    // Then the few rows that ended.
+                    for (j, _) in prev.iter().enumerate().filter(|(_, p)| **p) {
+                        ends.push(EpisodeEnd {
+                            step: t,
+                            row: first + j,
+                            ret: ret[j],
+                            length: len[j],
+                            seconds: secs(start[j]),
+                        });
+                        if !reset_step {
+                            (ret[j], len[j], start[j]) = (0.0, 0, now);
+                        }
+                    }
+                }
+                // The last step's finals (zeros where nothing ended).
+                done.copy_from_slice(prev);
+                f_ret.fill(0.0);
+                f_len.fill(0);
+                f_secs.fill(0.0);
+                for e in ends.iter().rev().take_while(|e| e.step + 1 == steps) {
+                    let j = e.row - first;
+                    (f_ret[j], f_len[j], f_secs[j]) = (e.ret, e.length, e.seconds);
+                }
+                ends
+            })
+            .collect();
+        Ok(ends.concat())
+    }
+
     /// Which agent rows ended an episode in the last step.
     pub fn done(&self) -> &[bool] {
         &self.done
@@ -194,6 +315,56 @@ mod tests {
         assert_eq!(&s.final_seconds()[2..], [1.5, 1.5]);
         s.reset(4.0);
         assert!(s.done().iter().all(|d| !d));
+    }
+
+    /// `record_steps` over a rollout's buffers is `record` once a step: the same episodes,
+    /// then the same state (the next step counts the same), in every mode, with agents and
+    /// several chunks of rows.
+    #[test]
+    fn record_steps_is_record_once_a_step() {
+        let (envs, agents, steps) = (700, 3, 9);
+        let rows = envs * agents;
+        let mut r = crate::Key::new(5).rng();
+        let rewards: Vec<f32> = (0..steps * rows).map(|_| r.uniform_f64() as f32).collect();
+        let te: Vec<bool> = (0..steps * envs).map(|_| r.below(7) == 0).collect();
+        let tr: Vec<bool> = (0..steps * envs).map(|_| r.below(11) == 0).collect();
+        for mode in [AutoReset::NextStep, AutoReset::SameStep, AutoReset::Disabled] {
+            let (mut one, mut many) =
+                (EpisodeStats::new(envs, agents, 0.0), EpisodeStats::new(envs, agents, 0.0));
+            // A first step apart, so rows start the rollout mid-episode and some just ended.
+            for s in [&mut one, &mut many] {
+                s.record(mode, &rewards[..rows], &te[..envs], &tr[..envs], 0.5);
+            }
+            let mut want = Vec::new();
+            for t in 0..steps {
+                let (rw, e) = (&rewards[t * rows..][..rows], t * envs..(t + 1) * envs);
+                one.record(mode, rw, &te[e.clone()], &tr[e], 2.0);
+                for i in (0..rows).filter(|&i| one.done()[i]) {
+                    want.push(EpisodeEnd {
+                        step: t,
+                        row: i,
+                        ret: one.final_returns()[i],
+                        length: one.final_lengths()[i],
+                        seconds: one.final_seconds()[i],
+                    });
+                }
+            }
+            let mut got = many.record_steps(mode, steps, &rewards, &te, &tr, 2.0).unwrap();
+            got.sort_by_key(|e| (e.step, e.row));
+            assert!(want.len() > rows, "{mode:?}: episodes end");
+            assert_eq!(got, want, "{mode:?}");
+            assert_eq!(many.done(), one.done());
+            assert_eq!(many.final_returns(), one.final_returns());
+            assert_eq!(many.final_lengths(), one.final_lengths());
+            assert_eq!(many.final_seconds(), one.final_seconds());
+            for s in [&mut one, &mut many] {
+                s.record(mode, &rewards[..rows], &te[envs..2 * envs], &tr[..envs], 3.0);
+            }
+            assert_eq!(many.final_returns(), one.final_returns(), "{mode:?}: the next step");
+            assert_eq!(many.final_seconds(), one.final_seconds(), "{mode:?}: the next step");
+            let e = many.record_steps(mode, 2, &rewards[..rows], &te, &tr, 3.0).unwrap_err();
+            assert!(e.to_string().contains("rewards"), "{e}");
+        }
     }
 
     /// Batches of several parallel chunks count every row as the row-by-row definition does

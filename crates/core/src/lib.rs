@@ -44,13 +44,13 @@ pub mod timing;
 mod vec_env;
 
 pub use batch::{
-    AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, RowKey, StepKeys, count_step,
-    end_episode,
+    AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, RowKey, StepKeys, StepOut,
+    Trajectory, count_step, end_episode,
 };
 pub use budget::{Budget, Term, human};
 pub use documented::{Documented, FieldDoc, closest, did_you_mean, field_at};
 pub use env::Env;
-pub use episode::EpisodeStats;
+pub use episode::{EpisodeEnd, EpisodeStats};
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes};
 pub use file::{WriteError, write_atomic};
 /// `#[derive(Documented)]`: see [`Documented`].

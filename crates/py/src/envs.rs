@@ -5,7 +5,7 @@
 use crate::errors::{run_error, value_error};
 use kestrel_core::{AutoReset, EpisodeStats, Space};
 use kestrel_run::Layers;
-use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs};
+use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs, ObsMut, Rollout};
 use kestrel_run::info::{ArcColumns, ArcInfo};
 use numpy::ndarray::ArrayView1;
 use numpy::{
@@ -85,23 +85,6 @@ enum ObsGuard<'py> {
     F32(PyReadwriteArrayDyn<'py, f32>),
     F64(PyReadwriteArrayDyn<'py, f64>),
     I8(PyReadwriteArrayDyn<'py, i8>),
-}
-
-/// Its contiguous elements, usable without the GIL.
-enum ObsMut<'a> {
-    F32(&'a mut [f32]),
-    F64(&'a mut [f64]),
-    I8(&'a mut [i8]),
-}
-
-impl ObsMut<'_> {
-    fn bytes(&self) -> usize {
-        match self {
-            ObsMut::F32(s) => std::mem::size_of_val(*s),
-            ObsMut::F64(s) => std::mem::size_of_val(*s),
-            ObsMut::I8(s) => std::mem::size_of_val(*s),
-        }
-    }
 }
 
 impl<'py> ObsGuard<'py> {
@@ -225,6 +208,14 @@ pub(crate) struct VecCore {
     /// ([`VecCore::set_arc_out`]).
     arc_out: Option<Py<PyArray1<u8>>>,
 }
+
+/// `info["episode"]`'s buffers of a rollout: returns, lengths, wall seconds and the mask.
+type Episode<'py> = (
+    PyReadwriteArray1<'py, f64>,
+    PyReadwriteArray1<'py, i64>,
+    PyReadwriteArray1<'py, f64>,
+    PyReadwriteArray1<'py, bool>,
+);
 
 /// Bytes per agent row of the step output buffer ([`VecCore::write_out`]).
 const OUT_BYTES: usize = 31;
@@ -444,6 +435,32 @@ fn slices<'a>(
 }
 
 impl<'a> Slices<'a> {
+    /// Step `t`'s part of arrays holding `steps` steps one after another (each array a whole
+    /// number of steps).
+    fn step(&self, t: usize, steps: usize) -> Result<Slices<'a>, String> {
+        fn part<'s, T>(
+            v: Option<&'s [T]>,
+            what: &str,
+            t: usize,
+            steps: usize,
+        ) -> Result<Option<&'s [T]>, String> {
+            let Some(v) = v else { return Ok(None) };
+            if !v.len().is_multiple_of(steps) {
+                return Err(format!(
+                    "actions: {what} has {} values, not a whole number of {steps} steps",
+                    v.len()
+                ));
+            }
+            let k = v.len() / steps;
+            Ok(Some(&v[t * k..(t + 1) * k]))
+        }
+        Ok(Slices {
+            ints: part(self.ints, "the integer array", t, steps)?,
+            floats: part(self.floats, "the float array", t, steps)?,
+            sel: part(self.sel, "the selection array", t, steps)?,
+        })
+    }
+
     /// The step's actions, with ARC's coordinate columns as slices (`coords`).
     fn actions<'c>(&self, coords: Option<&'c [&'c [i64]]>) -> Result<Actions<'c>, String>
     where
@@ -720,6 +737,110 @@ impl VecCore {
         drop(guard);
         drop(arc_rw);
         self.write_out(py)
+    }
+
+    /// Steps `steps` times, the actions' arrays holding every step's actions one step after
+    /// another, and writes each step's columns into the buffers: `obs` and `final_obs`
+    /// (optional; rows that ended only) `steps * rows * obs_len`, `rewards` one per agent row
+    /// and step, `terminated` and `truncated` one per env and step, and `episode` (optional:
+    /// returns, lengths, wall seconds and the mask, one per agent row and step, zeroed by the
+    /// caller) the episodes that ended, counted as after every `step`. Returns how many
+    /// ended. The GIL is released for the whole rollout.
+    #[pyo3(signature = (steps, obs, rewards, terminated, truncated, final_obs=None, episode=None, ints=None, floats=None, sel=None, cols=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rollout(
+        &mut self,
+        py: Python<'_>,
+        steps: usize,
+        obs: &Bound<'_, PyAny>,
+        mut rewards: PyReadwriteArray1<'_, f32>,
+        mut terminated: PyReadwriteArray1<'_, bool>,
+        mut truncated: PyReadwriteArray1<'_, bool>,
+        final_obs: Option<&Bound<'_, PyAny>>,
+        episode: Option<Episode<'_>>,
+        ints: Option<PyReadonlyArray1<'_, i64>>,
+        floats: Option<PyReadonlyArray1<'_, f64>>,
+        sel: Option<PyReadonlyArray1<'_, u8>>,
+        cols: Option<Vec<PyReadonlyArray1<'_, i64>>>,
+    ) -> PyResult<usize> {
+        if steps == 0 {
+            return Err(value_error("steps = 0: at least 1"));
+        }
+        let rows = self.get()?.num_envs() * self.agents;
+        let acts = slices(&ints, &floats, &sel)?;
+        let views = coord_views(&cols, steps * rows)?;
+        let dtype = self.get()?.obs_dtype();
+        let mut obs_guard = ObsGuard::new(obs, dtype)?;
+        let mut fo_guard = final_obs.map(|o| ObsGuard::new(o, dtype)).transpose()?;
+        let contiguous = |_| value_error("rollout buffers: not contiguous");
+        let rw = rewards.as_slice_mut().map_err(contiguous)?;
+        let te = terminated.as_slice_mut().map_err(contiguous)?;
+        let tr = truncated.as_slice_mut().map_err(contiguous)?;
+        let mut episode = episode;
+        let mut ep = match episode.as_mut() {
+            Some((r, l, t, m)) => Some((
+                r.as_slice_mut().map_err(contiguous)?,
+                l.as_slice_mut().map_err(contiguous)?,
+                t.as_slice_mut().map_err(contiguous)?,
+                m.as_slice_mut().map_err(contiguous)?,
+            )),
+            None => None,
+        };
+        if let Some((r, l, t, m)) = &ep
+            && [r.len(), l.len(), t.len(), m.len()].iter().any(|&k| k != steps * rows)
+        {
+            return Err(value_error(format!(
+                "episode buffers: expected {} values each ({steps} steps of {rows} rows)",
+                steps * rows
+            )));
+        }
+        let obs_out = obs_guard.slice()?;
+        let fo_out = fo_guard.as_mut().map(|g| g.slice()).transpose()?;
+        let now = self.now();
+        let mode = self.mode;
+        let pool = self.pool.clone();
+        let VecCore { inner, arc, stats, coords, .. } = self;
+        let Some(v) = inner.as_mut() else {
+            return Err(PyRuntimeError::new_err("the env is closed"));
+        };
+        py.detach(|| {
+            on(&pool, false, || -> Result<usize, String> {
+                let c = views.as_ref().map(|vs| columns(vs, coords));
+                let coord_steps: Vec<Vec<&[i64]>> = match &c {
+                    Some(c) => (0..steps)
+                        .map(|t| c.iter().map(|col| &col[t * rows..(t + 1) * rows]).collect())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                let step_acts = (0..steps)
+                    .map(|t| acts.step(t, steps)?.actions(coord_steps.get(t).map(|v| &v[..])))
+                    .collect::<Result<Vec<_>, String>>()?;
+                let out = Rollout {
+                    obs: obs_out,
+                    final_obs: fo_out,
+                    rewards: &mut *rw,
+                    terminated: &mut *te,
+                    truncated: &mut *tr,
+                };
+                v.rollout(&step_acts, out)?;
+                // The statistics count each step as `step` counts it; the wall seconds are
+                // the rollout's end for every step.
+                let ends =
+                    stats.record_steps(mode, steps, rw, te, tr, now).map_err(|e| e.to_string())?;
+                if let Some((r, l, s, m)) = ep.as_mut() {
+                    let ra = rw.len() / steps;
+                    for e in &ends {
+                        let j = e.step * ra + e.row;
+                        (r[j], l[j], s[j], m[j]) = (e.ret, e.length as i64, e.seconds, true);
+                    }
+                }
+                if let Some(arc) = arc {
+                    arc.after_rollout(v.as_ref());
+                }
+                Ok(ends.len())
+            })
+        })
+        .map_err(value_error)
     }
 
     /// Loads actions and starts the step on a background thread; `step_wait` joins it.

@@ -625,3 +625,106 @@ def test_info_columns_are_the_same_with_and_without_copies_and_through_step_asyn
                 np.testing.assert_array_equal(infos["views"][key], infos["copy"][key])
             assert (infos["views"]["step"][done] == 0).all()
     assert ended >= 8
+
+
+@pytest.mark.parametrize("env_id,n,kw", [
+    ("ARC-jaxarc-v0", 150, dict(canvas=5, tasks_per_family=2, max_episode_steps=6)),
+    ("ARC-jaxarc-v0", 150, dict(canvas=5, tasks_per_family=2, max_episode_steps=6, selection="bbox")),
+    ("ARC-v0", 20, dict(canvas=5, tasks_per_family=2, max_episode_steps=5, selection="point")),
+    ("CartPole-v1", 70, dict(max_episode_steps=9)),
+    ("TreasureHunt-v0", 6, dict(max_turns=5)),
+], ids=["lanes-mask", "lanes-bbox", "o2arc-point", "cartpole", "hunt-agents"])
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_rollout_is_step_after_step(env_id, n, kw, mode):
+    """`rollout` returns what as many `step` calls return, step by step (observations,
+    rewards, flags, the episodes that ended, same-step final observations), and leaves the env
+    where they leave it (the next step, ARC's info included, agrees): the lane kernel (each
+    block through every step on one thread), the trait's loop (o2arc), actions filled in bulk
+    (CartPole) and several agents an env."""
+    steps = 12
+    a = kestrel.make_vec(env_id, n, autoreset_mode=mode, **kw)
+    b = kestrel.make_vec(env_id, n, autoreset_mode=mode, **kw)
+    a.reset(seed=3)
+    b.reset(seed=3)
+    a.action_space.seed(4)
+    acts = [a.action_space.sample() for _ in range(steps + 1)]
+    stack = (lambda xs: {k: np.stack([x[k] for x in xs]) for k in xs[0]}) if isinstance(acts[0], dict) else np.stack
+    obs, rew, term, trunc, info = a.rollout(stack(acts[:steps]))
+    flat = (lambda o: o["grid"]) if isinstance(obs, dict) else (lambda o: o)
+    assert rew.shape == term.shape == trunc.shape == (steps, a.num_envs)
+    ended = 0
+    for t in range(steps):
+        o, r, te, tr, i = b.step(acts[t])
+        np.testing.assert_array_equal(flat(obs)[t], flat(o), err_msg=f"obs {t}")
+        np.testing.assert_array_equal(rew[t], r, err_msg=f"rewards {t}")
+        np.testing.assert_array_equal(term[t], te, err_msg=f"terminated {t}")
+        np.testing.assert_array_equal(trunc[t], tr, err_msg=f"truncated {t}")
+        if "episode" in i:
+            ended += i["_episode"].sum()
+            np.testing.assert_array_equal(info["_episode"][t], i["_episode"])
+            for k in "rl":
+                np.testing.assert_array_equal(info["episode"][k][t][i["_episode"]], i["episode"][k][i["_episode"]])
+        elif "_episode" in info:
+            assert not info["_episode"][t].any()
+        if "final_obs" in i:
+            for row in np.flatnonzero(i["_final_obs"]):
+                want = i["final_obs"][row]
+                got = info["final_obs"]["grid"][t][row] if isinstance(want, dict) else info["final_obs"][t][row]
+                np.testing.assert_array_equal(got, want["grid"] if isinstance(want, dict) else want)
+    assert ended > 0, "episodes end within the rollout"
+    x, y = a.step(acts[steps]), b.step(acts[steps])
+    np.testing.assert_array_equal(flat(x[0]), flat(y[0]))
+    for k in ("similarity", "improvement", "operation", "step"):
+        if k in y[4]:
+            np.testing.assert_array_equal(x[4][k], y[4][k], err_msg=k)
+
+
+def test_rollout_refusals_change_nothing():
+    kw = dict(canvas=5, tasks_per_family=2, max_episode_steps=6)
+    a = kestrel.make_vec("ARC-jaxarc-v0", 70, **kw)
+    b = kestrel.make_vec("ARC-jaxarc-v0", 70, **kw)
+    a.reset(seed=1)
+    b.reset(seed=1)
+    ops = np.zeros((3, 70), np.int64)
+    sel = np.zeros((3, 70, 5, 5), np.uint8)
+    bad = sel.copy()
+    bad[2, 69, 4, 4] = 2
+    with pytest.raises(ValueError, match="step 2"):
+        a.rollout({"operation": ops, "selection": bad})
+    with pytest.raises(ValueError, match=r"expected shape \(steps, 70"):
+        a.rollout({"operation": ops[:, :69], "selection": sel[:, :69]})
+    with pytest.raises(ValueError, match="same number of steps"):
+        a.rollout({"operation": ops[:2], "selection": sel})
+    np.testing.assert_array_equal(a.rollout({"operation": ops, "selection": sel})[0]["grid"],
+                                  b.rollout({"operation": ops, "selection": sel})[0]["grid"])
+    d = kestrel.make_vec("CartPole-v1", 4, autoreset_mode="disabled")
+    d.reset(seed=0)
+    with pytest.raises(RuntimeError, match="DISABLED"):
+        d.rollout(np.zeros((2, 4), np.int64))
+
+
+def test_rollout_copy_false_reuses_its_arrays_and_clears_old_episodes():
+    """copy=False: each rollout of the same length returns the same arrays, overwritten, with
+    no episode entry left from the one before; the values are copy=True's."""
+    kw = dict(canvas=5, tasks_per_family=2, max_episode_steps=4)
+    a = kestrel.make_vec("ARC-jaxarc-v0", 70, copy=False, **kw)
+    b = kestrel.make_vec("ARC-jaxarc-v0", 70, **kw)
+    a.reset(seed=2)
+    b.reset(seed=2)
+    a.action_space.seed(3)
+    plan = [a.action_space.sample() for _ in range(10)]
+    acts = {k: np.stack([p[k] for p in plan]) for k in plan[0]}
+    first = a.rollout(acts)
+    b.rollout(acts)
+    firsts = [first[0]["grid"], first[1], first[4]["episode"]["r"], first[4]["_episode"]]
+    for _ in range(2):
+        x, y = a.rollout(acts), b.rollout(acts)
+        # (a dict observation's entries are views of the one reused buffer)
+        assert np.shares_memory(x[0]["grid"], firsts[0]) and x[1] is firsts[1] and x[4]["_episode"] is firsts[3]
+        np.testing.assert_array_equal(x[0]["grid"], y[0]["grid"])
+        np.testing.assert_array_equal(x[1], y[1])
+        for k in "rlt":
+            got, want = x[4]["episode"][k], y[4]["episode"][k]
+            np.testing.assert_array_equal(got != 0, want != 0, err_msg=k)
+        np.testing.assert_array_equal(x[4]["episode"]["r"], y[4]["episode"]["r"])
+        np.testing.assert_array_equal(x[4]["_episode"], y[4]["_episode"])

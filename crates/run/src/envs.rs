@@ -19,8 +19,10 @@
 use crate::config::{commented_toml, load_config};
 use crate::render::{Frame, Show};
 use crate::{Layers, RunError};
-use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ArcLanes, MAX_LANE_SIDE, Mode, Selection};
-use kestrel_core::{BatchEnv, Documented, FieldDoc, Key, Space, Spec, VecEnv};
+use kestrel_arc::{
+    ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, LANES, MAX_LANE_SIDE, Mode, Selection,
+};
+use kestrel_core::{BatchEnv, Documented, Env, FieldDoc, Key, Space, Spec, VecEnv};
 use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
 use kestrel_envs::{
     CartPole, CartPoleParams, CartPoleState, ControlEnv, ControlParams, ControlState,
@@ -458,7 +460,45 @@ pub enum Obs<'a> {
     I8(&'a [i8]),
 }
 
+/// A front end's buffer for observations, writable (one dtype per env kind).
+pub enum ObsMut<'a> {
+    /// `float32` observations.
+    F32(&'a mut [f32]),
+    /// `float64` observations.
+    F64(&'a mut [f64]),
+    /// `int8` observations (ARC grids).
+    I8(&'a mut [i8]),
+}
+
+impl ObsMut<'_> {
+    /// Its size in bytes.
+    pub fn bytes(&self) -> usize {
+        match self {
+            ObsMut::F32(s) => std::mem::size_of_val(*s),
+            ObsMut::F64(s) => std::mem::size_of_val(*s),
+            ObsMut::I8(s) => std::mem::size_of_val(*s),
+        }
+    }
+}
+
+/// A front end's buffers for [`DynBatch::rollout`]: each step's columns, step-major (see
+/// [`kestrel_core::Trajectory`], whose lengths they must have).
+pub struct Rollout<'a> {
+    /// Observations after each step.
+    pub obs: ObsMut<'a>,
+    /// Final observations of the episodes that ended in each step (those rows only), or
+    /// `None`.
+    pub final_obs: Option<ObsMut<'a>>,
+    /// Rewards, one per agent row and step.
+    pub rewards: &'a mut [f32],
+    /// Terminations, one per env and step.
+    pub terminated: &'a mut [bool],
+    /// Truncations, one per env and step.
+    pub truncated: &'a mut [bool],
+}
+
 /// Actions as a front end holds them (one dtype per space kind).
+#[derive(Clone, Copy)]
 pub enum Actions<'a> {
     /// One integer per agent row (Discrete spaces).
     Int(&'a [i64]),
@@ -612,13 +652,11 @@ impl<const S: usize> Codec for ArcAction<S> {
         }?;
         Ok(true)
     }
-    #[inline]
+    #[inline(always)]
     fn decode(input: &Actions<'_>, row: usize) -> Self {
         match input {
             Actions::Arc { ops, sel } => {
-                let m = &sel[row * S * S..(row + 1) * S * S];
-                let mask = std::array::from_fn(|r| pack_row(&m[r * S..(r + 1) * S]));
-                ArcAction { op: ops[row] as i32, sel: Selection::Mask(mask) }
+                ArcAction { op: ops[row] as i32, sel: Selection::Mask(pack_rows::<S>(sel, row)) }
             }
             // Point actions have two columns, bbox actions four (`check_coords`).
             Actions::ArcCoords { ops, coords } => {
@@ -727,10 +765,56 @@ fn pack_row(row: &[u8]) -> u32 {
     bits
 }
 
+/// Env `env`'s `S × S` selection bytes in `sel` (checked to be 0 or 1) as bit rows: each
+/// row read as one fixed-size array (no bounds check a byte, no copy through a slice) for
+/// canvases up to 16 wide; wider ones by [`pack_row`]. Decoding was a quarter of a Mini-ARC
+/// rollout's time before.
+#[inline(always)]
+fn pack_rows<const S: usize>(sel: &[u8], env: usize) -> [u32; S] {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    #[inline(always)]
+    fn gather(bytes: &[u8]) -> u32 {
+        let mut b = [0u8; 8];
+        b[..bytes.len()].copy_from_slice(bytes);
+        (((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER)) >> 56) as u32
+    }
+    let rows = &sel.as_chunks::<S>().0[env * S..(env + 1) * S];
+    std::array::from_fn(|r| {
+        let row: &[u8; S] = &rows[r];
+        if S <= 8 {
+            gather(row)
+        } else if S <= 16 {
+            gather(&row[..8]) | gather(&row[8..]) << 8
+        } else {
+            pack_row(row)
+        }
+    })
+}
+
+/// 0/1 bytes as a bit string (bit `k` of `out` = byte `k`), eight bytes a multiply.
+#[inline]
+fn gather_bits(bytes: &[u8], out: &mut [u8]) {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let gather = |w: [u8; 8]| (((u64::from_le_bytes(w) & LOW).wrapping_mul(GATHER)) >> 56) as u8;
+    let (words, tail) = bytes.as_chunks::<8>();
+    for (o, &w) in out.iter_mut().zip(words) {
+        *o = gather(w);
+    }
+    if !tail.is_empty() {
+        let mut w = [0u8; 8];
+        w[..tail.len()].copy_from_slice(tail);
+        out[words.len()] = gather(w);
+    }
+}
+
 /// Observation element types a front end sees.
 pub trait ObsElem: Copy {
     /// The slice as an [`Obs`].
     fn wrap(v: &[Self]) -> Obs<'_>;
+    /// A buffer of this type, or `None` for another dtype.
+    fn unwrap_mut(o: ObsMut<'_>) -> Option<&mut [Self]>;
     /// numpy's name of the type.
     const DTYPE: &'static str;
 }
@@ -738,17 +822,35 @@ impl ObsElem for f32 {
     fn wrap(v: &[Self]) -> Obs<'_> {
         Obs::F32(v)
     }
+    fn unwrap_mut(o: ObsMut<'_>) -> Option<&mut [Self]> {
+        match o {
+            ObsMut::F32(v) => Some(v),
+            _ => None,
+        }
+    }
     const DTYPE: &'static str = "float32";
 }
 impl ObsElem for f64 {
     fn wrap(v: &[Self]) -> Obs<'_> {
         Obs::F64(v)
     }
+    fn unwrap_mut(o: ObsMut<'_>) -> Option<&mut [Self]> {
+        match o {
+            ObsMut::F64(v) => Some(v),
+            _ => None,
+        }
+    }
     const DTYPE: &'static str = "float64";
 }
 impl ObsElem for i8 {
     fn wrap(v: &[Self]) -> Obs<'_> {
         Obs::I8(v)
+    }
+    fn unwrap_mut(o: ObsMut<'_>) -> Option<&mut [Self]> {
+        match o {
+            ObsMut::I8(v) => Some(v),
+            _ => None,
+        }
     }
     const DTYPE: &'static str = "int8";
 }
@@ -831,6 +933,13 @@ pub trait DynBatch: Send + Sync {
     /// [`DynBatch::step`] steps the last actions loaded. A bad action is an error that changes
     /// nothing.
     fn step_actions(&mut self, a: &Actions<'_>) -> Result<(), String>;
+    /// Steps once per entry of `acts` (every one checked before anything moves), writing
+    /// each step's columns into `out` ([`BatchEnv::rollout_with`]: the lane kernel runs each
+    /// block of envs through every step on one thread). The results are those of as many
+    /// [`DynBatch::step_actions`] calls; afterwards the columns and
+    /// [`DynBatch::operations`] are the last step's. A bad action or a buffer of the wrong
+    /// length or dtype is an error that changes nothing.
+    fn rollout(&mut self, acts: &[Actions<'_>], out: Rollout<'_>) -> Result<(), String>;
     /// Current observations.
     fn obs(&self) -> Obs<'_>;
     /// Last observations of the episodes that ended in the last step.
@@ -861,6 +970,92 @@ pub trait DynBatch: Send + Sync {
     fn final_similarity(&self, row: usize, instance: (u32, u16, bool)) -> Option<f32>;
 }
 
+/// How a batch type steps [`DynBatch::rollout`] over a front end's action arrays once
+/// [`Codec::check`] accepted them: by default through [`BatchEnv::rollout_with`], decoding a
+/// row at a time; the lane kernel writes each block's actions straight from the arrays
+/// ([`ArcLanes::rollout_lanes`]: no action value a row, which cost a quarter of a Mini-ARC
+/// rollout's time).
+pub trait ArrayRollout: BatchEnv {
+    /// Steps once per entry of `acts`, writing `out`.
+    fn rollout_decoded(
+        &mut self,
+        acts: &[Actions<'_>],
+        out: kestrel_core::Trajectory<'_, Self::Obs>,
+    ) -> Result<(), Self::Error>
+    where
+        Self::Action: Codec,
+    {
+        let agents = self.spec().num_agents;
+        self.rollout_with(out, |t, env, _, _, out: &mut [Self::Action]| {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = Self::Action::decode(&acts[t], env * agents + k);
+            }
+        })
+    }
+}
+
+impl<E: Env> ArrayRollout for VecEnv<E> {}
+
+impl<const S: usize> ArrayRollout for ArcLanes<S> {
+    fn rollout_decoded(
+        &mut self,
+        acts: &[Actions<'_>],
+        out: kestrel_core::Trajectory<'_, i8>,
+    ) -> Result<(), ArcError> {
+        self.rollout_lanes(out, |t, first, valid, lanes| match &acts[t] {
+            Actions::Arc { ops, sel } => {
+                // The block's bytes as one bit string (eight bytes a multiply), then each
+                // lane's rows read out of it.
+                let cells = S * S;
+                let mut bits = [0u8; LANES * MAX_LANE_SIDE * MAX_LANE_SIDE / 8 + 8];
+                gather_bits(&sel[first * cells..(first + valid) * cells], &mut bits);
+                let row_mask = (1u64 << S) - 1;
+                for (l, &op) in ops[first..first + valid].iter().enumerate() {
+                    let rows = std::array::from_fn(|r| {
+                        let at = (l * S + r) * S;
+                        let word = bits[at / 8..][..8].as_chunks::<8>().0[0];
+                        ((u64::from_le_bytes(word) >> (at % 8)) & row_mask) as u32
+                    });
+                    lanes.set_mask(l, op, rows);
+                }
+            }
+            // Corners and points: each lane's rows made from its coordinates in place.
+            Actions::ArcCoords { ops, coords } => {
+                let ops = &ops[first..first + valid];
+                match coords {
+                    [r1, c1, r2, c2] => {
+                        let lanes_of = first..first + valid;
+                        let (r1, c1) = (&r1[lanes_of.clone()], &c1[lanes_of.clone()]);
+                        let (r2, c2) = (&r2[lanes_of.clone()], &c2[lanes_of]);
+                        let corners = r1.iter().zip(c1).zip(r2.iter().zip(c2));
+                        for (l, (&op, ((&r1, &c1), (&r2, &c2)))) in
+                            ops.iter().zip(corners).enumerate()
+                        {
+                            let (r1, c1, r2, c2) = (r1 as i32, c1 as i32, r2 as i32, c2 as i32);
+                            lanes.set_mask(l, op, Selection::BBox { r1, c1, r2, c2 }.to_mask());
+                        }
+                    }
+                    _ => {
+                        for (l, &op) in ops.iter().enumerate() {
+                            let at = |j: usize| coords[j][first + l] as i32;
+                            lanes.set_mask(
+                                l,
+                                op,
+                                Selection::Point { row: at(0), col: at(1) }.to_mask(),
+                            );
+                        }
+                    }
+                }
+            }
+            a => {
+                for l in 0..valid {
+                    lanes.set(l, &ArcAction::decode(a, first + l));
+                }
+            }
+        })
+    }
+}
+
 /// Any [`BatchEnv`] with its actions buffer, as a [`DynBatch`].
 struct Holder<B: BatchEnv> {
     v: B,
@@ -872,7 +1067,7 @@ struct Holder<B: BatchEnv> {
 
 fn holder<B>(kernel: B::Kernel, params: B::Params, n: usize, seed: u64, off: u64) -> Built
 where
-    B: BatchEnv + Show + Sync + 'static,
+    B: BatchEnv + Show + ArrayRollout + Sync + 'static,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,
@@ -885,7 +1080,7 @@ where
 
 impl<B> DynBatch for Holder<B>
 where
-    B: BatchEnv + Show + Sync,
+    B: BatchEnv + Show + ArrayRollout + Sync,
     B::Action: Codec,
     B::Obs: ObsElem,
     B::State: StateIo,
@@ -931,6 +1126,49 @@ where
         });
         self.ops.clear();
         self.ops.extend_from_slice(B::Action::operations(a).unwrap_or_default());
+        Ok(())
+    }
+    fn rollout(&mut self, acts: &[Actions<'_>], out: Rollout<'_>) -> Result<(), String> {
+        let Some(last) = acts.last() else { return Ok(()) };
+        let (rows, agents) = (self.acts.len(), self.v.spec().num_agents);
+        let dtype = |what: &str| format!("{what} buffer: expected dtype {}", B::Obs::DTYPE);
+        let traj = kestrel_core::Trajectory {
+            obs: B::Obs::unwrap_mut(out.obs).ok_or_else(|| dtype("obs"))?,
+            final_obs: match out.final_obs {
+                Some(f) => Some(B::Obs::unwrap_mut(f).ok_or_else(|| dtype("final_obs"))?),
+                None => None,
+            },
+            rewards: out.rewards,
+            terminated: out.terminated,
+            truncated: out.truncated,
+        };
+        let steps = traj.steps(self.v.columns()).map_err(|e| e.to_string())?;
+        if steps != acts.len() {
+            return Err(format!("rollout: actions for {} steps, buffers for {steps}", acts.len()));
+        }
+        let at = |t: usize, e: String| format!("step {t}: {e}");
+        // Every step checked before any moves, in parallel; the first bad step is reported.
+        let checks: Vec<Result<bool, String>> =
+            acts.par_iter().map(|a| B::Action::check(a, rows)).collect();
+        let mut inline = true;
+        for (t, c) in checks.into_iter().enumerate() {
+            inline &= c.map_err(|e| at(t, e))?;
+        }
+        let done = if inline {
+            self.v.rollout_decoded(acts, traj)
+        } else {
+            // Types filled in bulk: every step's actions first (all checked before any step).
+            let mut all = vec![B::Action::default(); acts.len() * rows];
+            for (t, (a, out)) in acts.iter().zip(all.chunks_mut(rows)).enumerate() {
+                B::Action::fill(a, &self.v.spec().action_space, out).map_err(|e| at(t, e))?;
+            }
+            self.v.rollout_with(traj, |t, env, _, _, out: &mut [B::Action]| {
+                out.copy_from_slice(&all[t * rows + env * agents..][..agents]);
+            })
+        };
+        done.map_err(|e| e.to_string())?;
+        self.ops.clear();
+        self.ops.extend_from_slice(B::Action::operations(last).unwrap_or_default());
         Ok(())
     }
     fn obs(&self) -> Obs<'_> {
@@ -1131,6 +1369,132 @@ mod tests {
         b.operations(&mut ops);
         let (te, tr) = (b.terminated().to_vec(), b.truncated().to_vec());
         (obs.to_vec(), b.rewards().to_vec(), te, tr, b.episode_steps().to_vec(), ops)
+    }
+
+    /// `rollout` gives what as many `step_actions` calls give, step by step: o2arc (rows, the
+    /// trait's per-row decoding) and jaxarc (lanes, each block's actions written from the
+    /// arrays: one partial block, two blocks, several tasks), with masks, points and bboxes in
+    /// one rollout, both auto-reset modes, and the final observations; then the batches step
+    /// on alike. A bad action in any step refuses the whole rollout and changes nothing.
+    #[test]
+    fn rollout_is_step_actions_once_a_step() {
+        use kestrel_core::AutoReset;
+        let small = toml::toml! { canvas = 5
+        max_episode_steps = 6 };
+        let mut r = Key::new(8).rng();
+        let steps = 9;
+        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+            for (n, mode) in
+                [(3, AutoReset::SameStep), (70, AutoReset::NextStep), (600, AutoReset::SameStep)]
+            {
+                let mut twins = [0, 1].map(|_| id.build(Layers::table(&small), n, 7, 0).unwrap());
+                for b in &mut twins {
+                    b.set_autoreset(mode);
+                    b.reset(7);
+                }
+                let ops: Vec<Vec<i64>> =
+                    (0..steps).map(|_| (0..n).map(|_| r.below(35) as i64).collect()).collect();
+                let sel: Vec<Vec<u8>> = (0..steps)
+                    .map(|_| (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect())
+                    .collect();
+                let cols: Vec<Vec<Vec<i64>>> = (0..steps)
+                    .map(|t| {
+                        (0..[2, 4][t % 2])
+                            .map(|_| (0..n).map(|_| r.below(5) as i64).collect())
+                            .collect()
+                    })
+                    .collect();
+                let cols: Vec<Vec<&[i64]>> = cols.iter().map(|c| slices(c)).collect();
+                let acts: Vec<Actions<'_>> = (0..steps)
+                    .map(|t| match t % 3 {
+                        0 => Actions::Arc { ops: &ops[t], sel: &sel[t] },
+                        _ => Actions::ArcCoords { ops: &ops[t], coords: &cols[t] },
+                    })
+                    .collect();
+                let per = 27;
+                let mut obs = vec![0i8; steps * n * per];
+                let mut fo = vec![0i8; steps * n * per];
+                let (mut rw, mut te, mut tr) =
+                    (vec![0f32; steps * n], vec![false; steps * n], vec![false; steps * n]);
+                let [one, all] = &mut twins;
+                let what = format!("{} n {n}", id.name());
+                // A bad byte in the last step refuses the rollout; nothing moved.
+                let mut bad = sel[steps - 1].clone();
+                bad[3] = 2;
+                let mut worse = acts.clone();
+                worse[steps - 1] = Actions::Arc { ops: &ops[steps - 1], sel: &bad };
+                let before = outputs(all.as_ref());
+                let out = Rollout {
+                    obs: ObsMut::I8(&mut obs),
+                    final_obs: Some(ObsMut::I8(&mut fo)),
+                    rewards: &mut rw,
+                    terminated: &mut te,
+                    truncated: &mut tr,
+                };
+                let e = all.rollout(&worse, out).unwrap_err();
+                assert!(e.starts_with(&format!("step {}: ", steps - 1)), "{e}");
+                assert_eq!(outputs(all.as_ref()), before, "{what}");
+                let out = Rollout {
+                    obs: ObsMut::I8(&mut obs),
+                    final_obs: Some(ObsMut::I8(&mut fo)),
+                    rewards: &mut rw,
+                    terminated: &mut te,
+                    truncated: &mut tr,
+                };
+                all.rollout(&acts, out).unwrap();
+                let mut ended = 0;
+                for (t, a) in acts.iter().enumerate() {
+                    one.step_actions(a).unwrap();
+                    let (o, r, e, u, _, ops) = outputs(one.as_ref());
+                    let at = |k: usize| t * n * k..(t + 1) * n * k;
+                    assert_eq!(&obs[at(per)], &o[..], "{what} step {t}");
+                    assert_eq!(&rw[at(1)], &r[..], "{what} step {t}");
+                    assert_eq!((&te[at(1)], &tr[at(1)]), (&e[..], &u[..]), "{what} step {t}");
+                    let Obs::I8(f) = one.final_obs() else { unreachable!() };
+                    for i in (0..n).filter(|&i| e[i] || u[i]) {
+                        ended += 1;
+                        let row = (t * n + i) * per..(t * n + i + 1) * per;
+                        assert_eq!(&fo[row], &f[i * per..(i + 1) * per], "{what} step {t} row {i}");
+                    }
+                    if t + 1 == steps {
+                        assert_eq!(
+                            outputs(all.as_ref()),
+                            (o, r, e, u, one.episode_steps().to_vec(), ops),
+                            "{what}"
+                        );
+                    }
+                }
+                assert!(ended > 0, "{what}: episodes end");
+                for b in [&mut *one, &mut *all] {
+                    b.step_actions(&acts[0]).unwrap();
+                }
+                assert_eq!(outputs(one.as_ref()), outputs(all.as_ref()), "{what}: the step after");
+            }
+        }
+    }
+
+    /// The word-read packing of masks is the byte-by-byte one, at every canvas width class.
+    #[test]
+    fn pack_rows_is_pack_row() {
+        fn one<const S: usize>() {
+            let mut r = Key::new(S as u64).rng();
+            // Three envs: the last one's rows end the array (the short reads).
+            let sel: Vec<u8> = (0..3 * S * S).map(|_| (r.next_u64() & 1) as u8).collect();
+            for env in 0..3 {
+                let want: [u32; S] = std::array::from_fn(|i| {
+                    pack_row(&sel[(env * S + i) * S..(env * S + i + 1) * S])
+                });
+                assert_eq!(pack_rows::<S>(&sel, env), want, "S = {S}, env {env}");
+            }
+        }
+        one::<1>();
+        one::<3>();
+        one::<5>();
+        one::<8>();
+        one::<9>();
+        one::<10>();
+        one::<16>();
+        one::<30>();
     }
 
     /// `step_actions`, which decodes ARC's actions inside the step, gives what loading them

@@ -112,6 +112,24 @@ impl ArcInfo {
         }
     }
 
+    /// After a rollout ([`DynBatch::rollout`]), which reports none of its steps' info: the
+    /// columns as its last step left them, with no improvement (the next step's is measured
+    /// from this similarity), and every env's episode read again (some started inside it).
+    pub fn after_rollout(&mut self, b: &dyn DynBatch) {
+        b.similarity(&mut self.now);
+        b.operations(&mut self.current.operation);
+        let c = &mut self.current;
+        for (i, &t) in b.episode_steps().iter().enumerate() {
+            (c.similarity[i], c.improvement[i], c.step[i]) = (self.now[i], 0.0, i64::from(t));
+            if t == 0 {
+                c.operation[i] = -1;
+            }
+            self.instance[i] = b.instance(i).unwrap_or_default();
+            self.finals.start(i, 0.0);
+        }
+        self.ended.fill(false);
+    }
+
     /// The info of each ending step before [`ArcInfo::after_step`] moves on to the new
     /// episodes (their states are gone: the similarity is the final observation's, in the
     /// episode's instance, which `after_step` then replaces). Serial: few rows end, and the

@@ -63,6 +63,23 @@ class VecCore:
         cols: Sequence[npt.NDArray[np.int64]] | None = None,
     ) -> None: ...
     def step_wait(self) -> int: ...
+    def rollout(
+        self,
+        steps: int,
+        obs: npt.NDArray[Any],
+        rewards: npt.NDArray[np.float32],
+        terminated: npt.NDArray[np.bool_],
+        truncated: npt.NDArray[np.bool_],
+        final_obs: npt.NDArray[Any] | None = None,
+        episode: tuple[
+            npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.bool_]
+        ]
+        | None = None,
+        ints: npt.NDArray[np.int64] | None = None,
+        floats: npt.NDArray[np.float64] | None = None,
+        sel: npt.NDArray[np.uint8] | None = None,
+        cols: Sequence[npt.NDArray[np.int64]] | None = None,
+    ) -> int: ...
     def read(
         self,
         obs: npt.NDArray[Any],

@@ -135,6 +135,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._bufs = self._alloc()
         self._bufview = None
         self._done = np.zeros(self.num_envs, bool)
+        self._roll = self._roll_written = None  # rollout buffers kept with copy=False
         self._pending = False
         self._reset_called = False
         # The fast path passes int64 actions straight through (not ARC's flattened ones).
@@ -306,6 +307,77 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
     send = step_async
     recv = step_wait
 
+    def _rollout_buffers(self, steps):
+        """A rollout's output arrays: fresh ones (copy=True), or (copy=False) the same ones
+        for every rollout of `steps` steps, the episode entries the last one wrote zeroed
+        again (fresh arrays of a large rollout cost more in page faults than the steps)."""
+        n, worlds = self.num_envs, self._n_world
+
+        def fresh():
+            episode = None
+            if self._stats:
+                episode = (np.zeros((steps, n)), np.zeros((steps, n), np.int64), np.zeros((steps, n)),
+                           np.zeros((steps, n), np.bool_))
+            return (np.empty((steps, *self._obs_shape), self._dtype), np.empty((steps, n), np.float32),
+                    np.empty((steps, worlds), np.bool_), np.empty((steps, worlds), np.bool_),
+                    np.empty((steps, *self._obs_shape), self._dtype) if self._same_step else None, episode)
+
+        if self.copy:
+            return fresh()
+        if self._roll is None or self._roll[0].shape[0] != steps:
+            self._roll, self._roll_written = fresh(), None
+        episode = self._roll[5]
+        if episode is not None and self._roll_written is not None:
+            for a in episode:
+                a.reshape(-1)[self._roll_written] = 0
+            self._roll_written = None
+        return self._roll
+
+    def rollout(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Steps once per entry of the actions' leading axis, in one call into Rust (the GIL
+        released throughout), as that many `step` calls would: `actions` is what `step` takes
+        with a leading steps axis (an array `(steps, num_envs, ...)`, or a dict of them).
+
+        Returns `(obs, rewards, terminations, truncations, infos)`, each with a leading steps
+        axis: `obs[t]` is what `step` number `t` returned (CleanRL's rollout-buffer layout). The
+        lane kernel (ARC canvases up to 10) runs each block of 64 envs through every step on
+        one thread, so a rollout pays one hand-off to the threads where steps pay one each.
+        `infos` holds the episodes that ended (`infos["episode"]` = `{"r", "l", "t"}` and
+        `infos["_episode"]`, each `(steps, num_envs)`; `t` is the wall time at the rollout's
+        end) and, under SAME_STEP, `infos["final_obs"]` (`(steps, num_envs, ...)`, valid where
+        `infos["_final_obs"]`). ARC's per-step info is not returned; the next `step` reports
+        it again (its improvement measured from the rollout's last step). With `copy=False`
+        every rollout of the same length returns the same arrays, overwritten in place (fresh
+        arrays of a large rollout cost more in page faults than its steps). Needs NEXT_STEP or
+        SAME_STEP auto-reset: under DISABLED ended envs must be reset between steps.
+        """
+        self._check_ready()
+        if self.autoreset_mode == AutoresetMode.DISABLED:
+            raise RuntimeError("rollout: autoreset DISABLED needs a reset between steps; use step, "
+                               "or make the env with NEXT_STEP or SAME_STEP")
+        steps, flat = _merge_steps(actions, self.num_envs)
+        kw = action_kwargs(self.single_action_space, flat, steps * self.num_envs, self._arcact)
+        obs, rew, term, trunc, final, episode = self._rollout_buffers(steps)
+        ended = self._core.rollout(
+            steps, obs, rew.reshape(-1), term.reshape(-1), trunc.reshape(-1), final_obs=final,
+            episode=None if episode is None else tuple(a.reshape(-1) for a in episode), **kw)
+        if self.num_agents > 1:
+            term, trunc = np.repeat(term, self.num_agents, axis=1), np.repeat(trunc, self.num_agents, axis=1)
+        infos: dict[str, Any] = {}
+        if self._same_step:
+            self._done[:] = False
+            done = np.logical_or(term, trunc)
+            if final is not None and done.any():
+                infos["final_obs"], infos["_final_obs"] = self._view(final), done
+        else:
+            np.logical_or(term[-1], trunc[-1], out=self._done)
+        if episode is not None and ended:
+            r, length, t, mask = episode
+            infos["episode"], infos["_episode"] = {"r": r, "l": length, "t": t}, mask
+            if not self.copy:
+                self._roll_written = np.flatnonzero(mask)
+        return self._view(obs), rew, term, trunc, infos
+
     def _submit(self, actions, asynchronous):
         self._check_ready()
         kw = action_kwargs(self.single_action_space, actions, self.num_envs, self._arcact)
@@ -393,6 +465,28 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
 
     def __repr__(self) -> str:
         return f"kestrel.VectorEnv({self.env_id!r}, num_envs={self.num_envs}, autoreset_mode={self.autoreset_mode.name})"
+
+
+def _merge_steps(actions, n):
+    """`(steps, actions)` with the leading steps and env axes of every array merged: what `step`
+    takes for `steps * n` rows."""
+    def one(a, what):
+        a = np.asarray(a)
+        if a.ndim < 2 or a.shape[1] != n:
+            raise ValueError(f"{what}: expected shape (steps, {n}, ...), got {a.shape}")
+        return a.shape[0], a.reshape(a.shape[0] * n, *a.shape[2:])
+    if isinstance(actions, dict):
+        merged = {k: one(v, f"actions[{k!r}]") for k, v in actions.items()}
+        lengths = {k: t for k, (t, _) in merged.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"actions: every key needs the same number of steps, got {lengths}")
+        steps = next(iter(lengths.values()), 0)
+        flat = {k: v for k, (_, v) in merged.items()}
+    else:
+        steps, flat = one(actions, "actions")
+    if steps < 1:
+        raise ValueError("actions: at least one step")
+    return steps, flat
 
 
 def _mode(m):
