@@ -1076,6 +1076,41 @@ struct BlockRows<'a> {
     nr: &'a mut [bool],
 }
 
+impl<'a> BlockRows<'a> {
+    /// The columns cut into chunks of `rows` envs (`per` observation elements each), in
+    /// parallel.
+    fn chunks(
+        c: &'a mut kestrel_core::Columns<i8>,
+        rows: usize,
+        per: usize,
+    ) -> impl IndexedParallelIterator<Item = BlockRows<'a>> {
+        c.obs
+            .par_chunks_mut(rows * per)
+            .zip(c.final_obs.par_chunks_mut(rows * per))
+            .zip(c.rewards.par_chunks_mut(rows))
+            .zip(c.terminated.par_chunks_mut(rows))
+            .zip(c.truncated.par_chunks_mut(rows))
+            .zip(c.episode_steps.par_chunks_mut(rows))
+            .zip(c.needs_reset.par_chunks_mut(rows))
+            .map(|((((((ob, fo), rw), te), tr), sc), nr)| BlockRows { ob, fo, rw, te, tr, sc, nr })
+    }
+
+    /// Envs `lanes` of these rows (clipped to the rows there are).
+    fn lanes(&mut self, lanes: std::ops::Range<usize>, per: usize) -> BlockRows<'_> {
+        let lanes = lanes.start.min(self.rw.len())..lanes.end.min(self.rw.len());
+        let cells = lanes.start * per..lanes.end * per;
+        BlockRows {
+            ob: &mut self.ob[cells.clone()],
+            fo: &mut self.fo[cells],
+            rw: &mut self.rw[lanes.clone()],
+            te: &mut self.te[lanes.clone()],
+            tr: &mut self.tr[lanes.clone()],
+            sc: &mut self.sc[lanes.clone()],
+            nr: &mut self.nr[lanes],
+        }
+    }
+}
+
 impl<const S: usize> BatchEnv for ArcLanes<S> {
     type Kernel = ArcEnv<S>;
     type Params = ArcParams;
@@ -1247,42 +1282,18 @@ impl<const S: usize> ArcLanes<S> {
         // a block through all steps before the next jumped a whole step's arrays each step).
         let threads = rayon::current_num_threads();
         let group = self.blocks.len().div_ceil(4 * threads);
-        let rows = group * L;
         self.blocks
             .par_chunks_mut(group)
-            .zip(c.obs.par_chunks_mut(rows * per))
-            .zip(c.final_obs.par_chunks_mut(rows * per))
-            .zip(c.rewards.par_chunks_mut(rows))
-            .zip(c.terminated.par_chunks_mut(rows))
-            .zip(c.truncated.par_chunks_mut(rows))
-            .zip(c.episode_steps.par_chunks_mut(rows))
-            .zip(c.needs_reset.par_chunks_mut(rows))
+            .zip(BlockRows::chunks(c, group * L, per))
             .zip(outs.par_chunks_mut(group * steps))
             .enumerate()
-            .for_each(|(g, ((((((((bs, ob), fo), rw), te), tr), sc), nr), o))| {
+            .for_each(|(g, ((bs, mut cols), o))| {
                 for t in 0..steps {
                     for (k, b) in bs.iter_mut().enumerate() {
-                        let lanes = k * L..((k + 1) * L).min(rw.len());
-                        let cells = lanes.start * per..lanes.end * per;
-                        let rows = BlockRows {
-                            ob: &mut ob[cells.clone()],
-                            fo: &mut fo[cells.clone()],
-                            rw: &mut rw[lanes.clone()],
-                            te: &mut te[lanes.clone()],
-                            tr: &mut tr[lanes.clone()],
-                            sc: &mut sc[lanes.clone()],
-                            nr: &mut nr[lanes.clone()],
-                        };
-                        step(ctx, t, keys[t], g * group + k, b, rows);
-                        let (ob, fo) = (&ob[cells.clone()], &fo[cells]);
-                        o[k * steps + t].copy_from(
-                            per,
-                            ob,
-                            fo,
-                            &rw[lanes.clone()],
-                            &te[lanes.clone()],
-                            &tr[lanes],
-                        );
+                        let mut rows = cols.lanes(k * L..(k + 1) * L, per);
+                        step(ctx, t, keys[t], g * group + k, b, rows.lanes(0..L, per));
+                        let BlockRows { ob, fo, rw, te, tr, .. } = rows;
+                        o[k * steps + t].copy_from(per, ob, fo, rw, te, tr);
                     }
                 }
             });
@@ -1335,18 +1346,10 @@ impl<const S: usize> ArcLanes<S> {
         let min_len = blocks.div_ceil(8 * threads).max(blocks.div_ceil(threads).min(4));
         self.blocks
             .par_iter_mut()
-            .zip(c.obs.par_chunks_mut(L * per))
-            .zip(c.final_obs.par_chunks_mut(L * per))
-            .zip(c.rewards.par_chunks_mut(L))
-            .zip(c.terminated.par_chunks_mut(L))
-            .zip(c.truncated.par_chunks_mut(L))
-            .zip(c.episode_steps.par_chunks_mut(L))
-            .zip(c.needs_reset.par_chunks_mut(L))
+            .zip(BlockRows::chunks(c, L, per))
             .enumerate()
             .with_min_len(min_len)
-            .for_each(|(bi, (((((((b, ob), fo), rw), te), tr), sc), nr))| {
-                block(bi, b, BlockRows { ob, fo, rw, te, tr, sc, nr })
-            });
+            .for_each(|(bi, (b, rows))| block(bi, b, rows));
     }
 
     /// The env kernel.

@@ -1371,18 +1371,16 @@ mod tests {
         (obs.to_vec(), b.rewards().to_vec(), te, tr, b.episode_steps().to_vec(), ops)
     }
 
-    /// `rollout` gives what as many `step_actions` calls give, step by step: o2arc (rows, the
-    /// trait's per-row decoding) and jaxarc (lanes, each block's actions written from the
-    /// arrays: one partial block, two blocks, several tasks), with masks, points and bboxes in
-    /// one rollout, both auto-reset modes, and the final observations; then the batches step
-    /// on alike. A bad action in any step refuses the whole rollout and changes nothing.
-    #[test]
-    fn rollout_is_step_actions_once_a_step() {
+    type Twins = [Box<dyn DynBatch>; 2];
+
+    /// Twin ARC batches, reset alike, in both kernels: 3 envs (one task: o2arc's rows,
+    /// jaxarc's single lane block), 70 (two lane blocks, next-step reset) and 600 (ten lane
+    /// blocks in several tasks on the pool); 6-step episodes on the 5x5 canvas.
+    fn arc_twins() -> Vec<(EnvId, usize, Twins)> {
         use kestrel_core::AutoReset;
         let small = toml::toml! { canvas = 5
         max_episode_steps = 6 };
-        let mut r = Key::new(8).rng();
-        let steps = 9;
+        let mut out = Vec::new();
         for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
             for (n, mode) in
                 [(3, AutoReset::SameStep), (70, AutoReset::NextStep), (600, AutoReset::SameStep)]
@@ -1392,84 +1390,99 @@ mod tests {
                     b.set_autoreset(mode);
                     b.reset(7);
                 }
-                let ops: Vec<Vec<i64>> =
-                    (0..steps).map(|_| (0..n).map(|_| r.below(35) as i64).collect()).collect();
-                let sel: Vec<Vec<u8>> = (0..steps)
-                    .map(|_| (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect())
-                    .collect();
-                let cols: Vec<Vec<Vec<i64>>> = (0..steps)
-                    .map(|t| {
-                        (0..[2, 4][t % 2])
-                            .map(|_| (0..n).map(|_| r.below(5) as i64).collect())
-                            .collect()
-                    })
-                    .collect();
-                let cols: Vec<Vec<&[i64]>> = cols.iter().map(|c| slices(c)).collect();
-                let acts: Vec<Actions<'_>> = (0..steps)
-                    .map(|t| match t % 3 {
-                        0 => Actions::Arc { ops: &ops[t], sel: &sel[t] },
-                        _ => Actions::ArcCoords { ops: &ops[t], coords: &cols[t] },
-                    })
-                    .collect();
-                let per = 27;
-                let mut obs = vec![0i8; steps * n * per];
-                let mut fo = vec![0i8; steps * n * per];
-                let (mut rw, mut te, mut tr) =
-                    (vec![0f32; steps * n], vec![false; steps * n], vec![false; steps * n]);
-                let [one, all] = &mut twins;
-                let what = format!("{} n {n}", id.name());
-                // A bad byte in the last step refuses the rollout; nothing moved.
-                let mut bad = sel[steps - 1].clone();
-                bad[3] = 2;
-                let mut worse = acts.clone();
-                worse[steps - 1] = Actions::Arc { ops: &ops[steps - 1], sel: &bad };
-                let before = outputs(all.as_ref());
-                let out = Rollout {
-                    obs: ObsMut::I8(&mut obs),
-                    final_obs: Some(ObsMut::I8(&mut fo)),
-                    rewards: &mut rw,
-                    terminated: &mut te,
-                    truncated: &mut tr,
-                };
-                let e = all.rollout(&worse, out).unwrap_err();
-                assert!(e.starts_with(&format!("step {}: ", steps - 1)), "{e}");
-                assert_eq!(outputs(all.as_ref()), before, "{what}");
-                let out = Rollout {
-                    obs: ObsMut::I8(&mut obs),
-                    final_obs: Some(ObsMut::I8(&mut fo)),
-                    rewards: &mut rw,
-                    terminated: &mut te,
-                    truncated: &mut tr,
-                };
-                all.rollout(&acts, out).unwrap();
-                let mut ended = 0;
-                for (t, a) in acts.iter().enumerate() {
-                    one.step_actions(a).unwrap();
-                    let (o, r, e, u, _, ops) = outputs(one.as_ref());
-                    let at = |k: usize| t * n * k..(t + 1) * n * k;
-                    assert_eq!(&obs[at(per)], &o[..], "{what} step {t}");
-                    assert_eq!(&rw[at(1)], &r[..], "{what} step {t}");
-                    assert_eq!((&te[at(1)], &tr[at(1)]), (&e[..], &u[..]), "{what} step {t}");
-                    let Obs::I8(f) = one.final_obs() else { unreachable!() };
-                    for i in (0..n).filter(|&i| e[i] || u[i]) {
-                        ended += 1;
-                        let row = (t * n + i) * per..(t * n + i + 1) * per;
-                        assert_eq!(&fo[row], &f[i * per..(i + 1) * per], "{what} step {t} row {i}");
-                    }
-                    if t + 1 == steps {
-                        assert_eq!(
-                            outputs(all.as_ref()),
-                            (o, r, e, u, one.episode_steps().to_vec(), ops),
-                            "{what}"
-                        );
-                    }
-                }
-                assert!(ended > 0, "{what}: episodes end");
-                for b in [&mut *one, &mut *all] {
-                    b.step_actions(&acts[0]).unwrap();
-                }
-                assert_eq!(outputs(one.as_ref()), outputs(all.as_ref()), "{what}: the step after");
+                out.push((id, n, twins));
             }
+        }
+        out
+    }
+
+    /// `rollout` gives what as many `step_actions` calls give, step by step: o2arc (rows, the
+    /// trait's per-row decoding) and jaxarc (lanes, each block's actions written from the
+    /// arrays: one partial block, two blocks, several tasks), with masks, points and bboxes in
+    /// one rollout, both auto-reset modes, and the final observations; then the batches step
+    /// on alike. A bad action in any step refuses the whole rollout and changes nothing.
+    #[test]
+    fn rollout_is_step_actions_once_a_step() {
+        let mut r = Key::new(8).rng();
+        let steps = 9;
+        for (id, n, mut twins) in arc_twins() {
+            let ops: Vec<Vec<i64>> =
+                (0..steps).map(|_| (0..n).map(|_| r.below(35) as i64).collect()).collect();
+            let sel: Vec<Vec<u8>> = (0..steps)
+                .map(|_| (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect())
+                .collect();
+            let cols: Vec<Vec<Vec<i64>>> = (0..steps)
+                .map(|t| {
+                    (0..[2, 4][t % 2])
+                        .map(|_| (0..n).map(|_| r.below(5) as i64).collect())
+                        .collect()
+                })
+                .collect();
+            let cols: Vec<Vec<&[i64]>> = cols.iter().map(|c| slices(c)).collect();
+            let acts: Vec<Actions<'_>> = (0..steps)
+                .map(|t| match t % 3 {
+                    0 => Actions::Arc { ops: &ops[t], sel: &sel[t] },
+                    _ => Actions::ArcCoords { ops: &ops[t], coords: &cols[t] },
+                })
+                .collect();
+            let per = 27;
+            let mut obs = vec![0i8; steps * n * per];
+            let mut fo = vec![0i8; steps * n * per];
+            let (mut rw, mut te, mut tr) =
+                (vec![0f32; steps * n], vec![false; steps * n], vec![false; steps * n]);
+            let [one, all] = &mut twins;
+            let what = format!("{} n {n}", id.name());
+            // A bad byte in the last step refuses the rollout; nothing moved.
+            let mut bad = sel[steps - 1].clone();
+            bad[3] = 2;
+            let mut worse = acts.clone();
+            worse[steps - 1] = Actions::Arc { ops: &ops[steps - 1], sel: &bad };
+            let before = outputs(all.as_ref());
+            let out = Rollout {
+                obs: ObsMut::I8(&mut obs),
+                final_obs: Some(ObsMut::I8(&mut fo)),
+                rewards: &mut rw,
+                terminated: &mut te,
+                truncated: &mut tr,
+            };
+            let e = all.rollout(&worse, out).unwrap_err();
+            assert!(e.starts_with(&format!("step {}: ", steps - 1)), "{e}");
+            assert_eq!(outputs(all.as_ref()), before, "{what}");
+            let out = Rollout {
+                obs: ObsMut::I8(&mut obs),
+                final_obs: Some(ObsMut::I8(&mut fo)),
+                rewards: &mut rw,
+                terminated: &mut te,
+                truncated: &mut tr,
+            };
+            all.rollout(&acts, out).unwrap();
+            let mut ended = 0;
+            for (t, a) in acts.iter().enumerate() {
+                one.step_actions(a).unwrap();
+                let (o, r, e, u, _, ops) = outputs(one.as_ref());
+                let at = |k: usize| t * n * k..(t + 1) * n * k;
+                assert_eq!(&obs[at(per)], &o[..], "{what} step {t}");
+                assert_eq!(&rw[at(1)], &r[..], "{what} step {t}");
+                assert_eq!((&te[at(1)], &tr[at(1)]), (&e[..], &u[..]), "{what} step {t}");
+                let Obs::I8(f) = one.final_obs() else { unreachable!() };
+                for i in (0..n).filter(|&i| e[i] || u[i]) {
+                    ended += 1;
+                    let row = (t * n + i) * per..(t * n + i + 1) * per;
+                    assert_eq!(&fo[row], &f[i * per..(i + 1) * per], "{what} step {t} row {i}");
+                }
+                if t + 1 == steps {
+                    assert_eq!(
+                        outputs(all.as_ref()),
+                        (o, r, e, u, one.episode_steps().to_vec(), ops),
+                        "{what}"
+                    );
+                }
+            }
+            assert!(ended > 0, "{what}: episodes end");
+            for b in [&mut *one, &mut *all] {
+                b.step_actions(&acts[0]).unwrap();
+            }
+            assert_eq!(outputs(one.as_ref()), outputs(all.as_ref()), "{what}: the step after");
         }
     }
 
@@ -1503,56 +1516,42 @@ mod tests {
     /// is refused with `load_actions`' message and changes nothing.
     #[test]
     fn step_actions_is_load_then_step() {
-        use kestrel_core::AutoReset;
-        let small = toml::toml! { canvas = 5
-        max_episode_steps = 6 };
         let mut r = Key::new(4).rng();
-        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
-            // 3 envs: one task (o2arc's rows, jaxarc's single lane block); 70: two lane blocks;
-            // 600: ten lane blocks in several tasks on the pool.
-            for (n, mode) in
-                [(3, AutoReset::SameStep), (70, AutoReset::NextStep), (600, AutoReset::SameStep)]
-            {
-                let mut twins = [0, 1].map(|_| id.build(Layers::table(&small), n, 7, 0).unwrap());
-                for b in &mut twins {
-                    b.set_autoreset(mode);
-                    b.reset(7);
+        for (id, n, mut twins) in arc_twins() {
+            for t in 0..24 {
+                let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
+                let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();
+                let k = [2, 4][t % 2];
+                let cols: Vec<Vec<i64>> =
+                    (0..k).map(|_| (0..n).map(|_| r.below(5) as i64).collect()).collect();
+                let cols = slices(&cols);
+                let a = match t % 3 {
+                    0 => Actions::Arc { ops: &ops, sel: &sel },
+                    _ => Actions::ArcCoords { ops: &ops, coords: &cols },
+                };
+                let [loaded, fused] = &mut twins;
+                loaded.load_actions(&a).unwrap();
+                loaded.step();
+                fused.step_actions(&a).unwrap();
+                let what = format!("{} n {n} step {t}", id.name());
+                assert_eq!(outputs(loaded.as_ref()), outputs(fused.as_ref()), "{what}");
+                if let (Obs::I8(x), Obs::I8(y)) = (loaded.final_obs(), fused.final_obs()) {
+                    assert_eq!(x, y, "{what}");
                 }
-                for t in 0..24 {
-                    let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
-                    let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();
-                    let k = [2, 4][t % 2];
-                    let cols: Vec<Vec<i64>> =
-                        (0..k).map(|_| (0..n).map(|_| r.below(5) as i64).collect()).collect();
-                    let cols = slices(&cols);
-                    let a = match t % 3 {
-                        0 => Actions::Arc { ops: &ops, sel: &sel },
-                        _ => Actions::ArcCoords { ops: &ops, coords: &cols },
-                    };
-                    let [loaded, fused] = &mut twins;
-                    loaded.load_actions(&a).unwrap();
-                    loaded.step();
-                    fused.step_actions(&a).unwrap();
-                    let what = format!("{} n {n} step {t}", id.name());
-                    assert_eq!(outputs(loaded.as_ref()), outputs(fused.as_ref()), "{what}");
-                    if let (Obs::I8(x), Obs::I8(y)) = (loaded.final_obs(), fused.final_obs()) {
-                        assert_eq!(x, y, "{what}");
-                    }
-                    // A bad byte in the last row, then a bad coordinate: the same message as
-                    // loading gives, and nothing changes.
-                    let before = outputs(fused.as_ref());
-                    let mut bad = sel.clone();
-                    bad[n * 25 - 1] = 2;
-                    let e = fused.step_actions(&Actions::Arc { ops: &ops, sel: &bad });
-                    let want =
-                        format!("actions['selection'][{}][4][4]: byte value 2, not 0 or 1", n - 1);
-                    assert_eq!(e.unwrap_err(), want);
-                    let off = vec![5; n];
-                    let e = fused
-                        .step_actions(&Actions::ArcCoords { ops: &ops, coords: &[&off, &off] });
-                    assert!(e.unwrap_err().contains("outside the 5x5 canvas"));
-                    assert_eq!(outputs(fused.as_ref()), before, "{what}");
-                }
+                // A bad byte in the last row, then a bad coordinate: the same message as
+                // loading gives, and nothing changes.
+                let before = outputs(fused.as_ref());
+                let mut bad = sel.clone();
+                bad[n * 25 - 1] = 2;
+                let e = fused.step_actions(&Actions::Arc { ops: &ops, sel: &bad });
+                let want =
+                    format!("actions['selection'][{}][4][4]: byte value 2, not 0 or 1", n - 1);
+                assert_eq!(e.unwrap_err(), want);
+                let off = vec![5; n];
+                let e =
+                    fused.step_actions(&Actions::ArcCoords { ops: &ops, coords: &[&off, &off] });
+                assert!(e.unwrap_err().contains("outside the 5x5 canvas"));
+                assert_eq!(outputs(fused.as_ref()), before, "{what}");
             }
         }
         // Action types decoded in bulk take the same call.
