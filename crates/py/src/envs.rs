@@ -796,8 +796,7 @@ impl VecCore {
         }
         let obs_out = obs_guard.slice()?;
         let fo_out = fo_guard.as_mut().map(|g| g.slice()).transpose()?;
-        let now = self.now();
-        let mode = self.mode;
+        let (born, mode) = (self.born, self.mode);
         let pool = self.pool.clone();
         let VecCore { inner, arc, stats, coords, .. } = self;
         let Some(v) = inner.as_mut() else {
@@ -825,6 +824,7 @@ impl VecCore {
                 v.rollout(&step_acts, out)?;
                 // The statistics count each step as `step` counts it; the wall seconds are
                 // the rollout's end for every step.
+                let now = born.elapsed().as_secs_f64();
                 let ends =
                     stats.record_steps(mode, steps, rw, te, tr, now).map_err(|e| e.to_string())?;
                 if let Some((r, l, s, m)) = ep.as_mut() {

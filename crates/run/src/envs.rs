@@ -753,32 +753,29 @@ fn check_coords<const S: usize>(ops: &[i64], coords: &[&[i64]], n: usize) -> Res
 /// bit of each byte into one byte, in order.
 #[inline]
 fn pack_row(row: &[u8]) -> u32 {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
     let mut bits = 0u32;
     for (g, chunk) in row.chunks(8).enumerate() {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        let x = u64::from_le_bytes(b);
-        bits |= ((((x & LOW).wrapping_mul(GATHER)) >> 56) as u32) << (8 * g);
+        bits |= u32::from(gather8(chunk)) << (8 * g);
     }
     bits
 }
 
-/// Env `env`'s `S × S` selection bytes in `sel` (checked to be 0 or 1) as bit rows: each
-/// row read as one fixed-size array (no bounds check a byte, no copy through a slice) for
-/// canvases up to 16 wide; wider ones by [`pack_row`]. Decoding was a quarter of a Mini-ARC
-/// rollout's time before.
+/// Up to eight 0/1 bytes as the low bits of one byte (bit `i` = byte `i`): one multiply.
 #[inline(always)]
-fn pack_rows<const S: usize>(sel: &[u8], env: usize) -> [u32; S] {
+fn gather8(bytes: &[u8]) -> u8 {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const GATHER: u64 = 0x0102_0408_1020_4080;
-    #[inline(always)]
-    fn gather(bytes: &[u8]) -> u32 {
-        let mut b = [0u8; 8];
-        b[..bytes.len()].copy_from_slice(bytes);
-        (((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER)) >> 56) as u32
-    }
+    let mut b = [0u8; 8];
+    b[..bytes.len()].copy_from_slice(bytes);
+    (((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER)) >> 56) as u8
+}
+
+/// Env `env`'s `S × S` selection bytes in `sel` (checked to be 0 or 1) as bit rows: each
+/// row read as one fixed-size array (no bounds check a byte, no copy through a slice) for
+/// canvases up to 16 wide; wider ones by [`pack_row`] (`step_actions`' per-row decoding).
+#[inline(always)]
+fn pack_rows<const S: usize>(sel: &[u8], env: usize) -> [u32; S] {
+    let gather = |b: &[u8]| u32::from(gather8(b));
     let rows = &sel.as_chunks::<S>().0[env * S..(env + 1) * S];
     std::array::from_fn(|r| {
         let row: &[u8; S] = &rows[r];
@@ -795,17 +792,12 @@ fn pack_rows<const S: usize>(sel: &[u8], env: usize) -> [u32; S] {
 /// 0/1 bytes as a bit string (bit `k` of `out` = byte `k`), eight bytes a multiply.
 #[inline]
 fn gather_bits(bytes: &[u8], out: &mut [u8]) {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    let gather = |w: [u8; 8]| (((u64::from_le_bytes(w) & LOW).wrapping_mul(GATHER)) >> 56) as u8;
     let (words, tail) = bytes.as_chunks::<8>();
-    for (o, &w) in out.iter_mut().zip(words) {
-        *o = gather(w);
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = gather8(w);
     }
     if !tail.is_empty() {
-        let mut w = [0u8; 8];
-        w[..tail.len()].copy_from_slice(tail);
-        out[words.len()] = gather(w);
+        out[words.len()] = gather8(tail);
     }
 }
 
