@@ -342,23 +342,9 @@ impl<O: Copy + Default> Trajectory<'_, O> {
     }
 }
 
-/// One step of a block of rows, from a batch's column chunks to the matching chunks of a
-/// [`Trajectory`] step (`done` marks the rows whose final observation to copy).
-pub struct StepOut<'a, O> {
-    /// Observations.
-    pub obs: &'a mut [O],
-    /// Final observations, where kept.
-    pub final_obs: Option<&'a mut [O]>,
-    /// Rewards.
-    pub rewards: &'a mut [f32],
-    /// Terminations.
-    pub terminated: &'a mut [bool],
-    /// Truncations.
-    pub truncated: &'a mut [bool],
-}
-
-impl<O: Copy> StepOut<'_, O> {
-    /// Copies a block's columns after its step (`per`: elements of one env's observation).
+impl<O: Copy> Trajectory<'_, O> {
+    /// Copies a block's columns after its step into this one-step part of a trajectory (see
+    /// [`Trajectory::blocks`]) (`per`: elements of one env's observation).
     #[inline]
     pub fn copy_from(
         &mut self,
@@ -394,7 +380,7 @@ impl<'a, O> Trajectory<'a, O> {
         rows: usize,
         per: usize,
         agents: usize,
-    ) -> Vec<StepOut<'a, O>> {
+    ) -> Vec<Trajectory<'a, O>> {
         let Trajectory { obs, final_obs, rewards, terminated, truncated } = self;
         let cut = |v: &'a mut [O]| -> Vec<std::slice::ChunksMut<'a, O>> {
             v.chunks_mut((n * per).max(1)).map(|s| s.chunks_mut((rows * per).max(1))).collect()
@@ -409,7 +395,7 @@ impl<'a, O> Trajectory<'a, O> {
         let mut out = Vec::with_capacity(blocks * steps);
         for _ in 0..blocks {
             for t in 0..steps {
-                out.push(StepOut {
+                out.push(Trajectory {
                     obs: ob[t].next().unwrap_or_default(),
                     final_obs: fo.as_mut().map(|f| f[t].next().unwrap_or_default()),
                     rewards: rw[t].next().unwrap_or_default(),

@@ -44,8 +44,8 @@ pub mod timing;
 mod vec_env;
 
 pub use batch::{
-    AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, RowKey, StepKeys, StepOut,
-    Trajectory, count_step, end_episode,
+    AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, RowKey, StepKeys, Trajectory,
+    count_step, end_episode,
 };
 pub use budget::{Budget, Term, human};
 pub use documented::{Documented, FieldDoc, closest, did_you_mean, field_at};
