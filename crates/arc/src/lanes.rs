@@ -29,7 +29,7 @@ use crate::jaxarc::{JaxBugs, JaxRewards, JaxarcTable};
 use crate::obs::Layout;
 use crate::ops::NUM_OPS;
 use crate::state::{ArcState, PairGrids};
-use kestrel_core::simd::{Simd, WithSimd, dispatch};
+use kestrel_core::simd::{Simd, WithSimd, dispatch, for_each_bit_row};
 use kestrel_core::{
     AutoReset, BatchEnv, CoreError, Env, FromInvalid, Key, Rng, StepKeys, Trajectory, end_episode,
 };
@@ -72,6 +72,8 @@ struct Block<const S: usize> {
     /// The step's op ids (clipped to 0–34) and raw selections (clipped to the canvas).
     op: [u8; L],
     raw: Rows<S>,
+    /// Scratch of [`LaneActions::set_masks`]: each lane's selection as one word.
+    words: [u64; L],
     /// The step's rewards and terminations.
     reward: [f32; L],
     term: [bool; L],
@@ -99,6 +101,7 @@ impl<const S: usize> Block<S> {
             test: [false; L],
             op: [NUM_OPS as u8 - 1; L],
             raw: [[0; L]; S],
+            words: [0; L],
             reward: [0.0; L],
             term: [false; L],
         })
@@ -1058,10 +1061,60 @@ impl<const S: usize> LaneActions<'_, S> {
         }
     }
 
+    /// Lanes `0..ops.len()` at once: [`Self::set_mask`] of each lane's op id and of its
+    /// selection's `S × S` bytes in `sel` (0 or 1, lane after lane, row-major: numpy's boolean
+    /// masks; checked by the caller). Each lane's bytes are read as one bit string
+    /// ([`for_each_bit_row`]: one load and compare with AVX-512); up to 8x8 (a word a lane)
+    /// the rows of every lane are then cut in one vector pass.
+    ///
+    /// # Panics
+    ///
+    /// If `ops` has more than [`LANES`] lanes or `sel` is not `S × S` bytes a lane.
+    #[inline]
+    pub fn set_masks(&mut self, ops: &[i64], sel: &[u8]) {
+        let (n, cells) = (ops.len(), S * S);
+        assert!(n <= L && sel.len() == n * cells, "set_masks: {n} lanes, {} bytes", sel.len());
+        if cells > 64 {
+            let row_mask = (1u128 << S) - 1;
+            for_each_bit_row(sel, cells, |l, bits| {
+                let rows = std::array::from_fn(|r| ((bits >> (r * S)) & row_mask) as u32);
+                self.set_mask(l, ops[l], rows);
+            });
+            return;
+        }
+        let b = &mut *self.b;
+        for_each_bit_row(sel, cells, |l, bits| b.words[l] = bits as u64);
+        dispatch(SetMasks { b, ops });
+    }
+
     /// Lane `l`'s action.
     #[inline]
     pub fn set(&mut self, l: usize, a: &ArcAction<S>) {
         self.b.set_action(l, a);
+    }
+}
+
+/// [`LaneActions::set_masks`]' vector pass: op ids clipped, rows cut out of the words.
+struct SetMasks<'a, const S: usize> {
+    b: &'a mut Block<S>,
+    ops: &'a [i64],
+}
+
+impl<const S: usize> WithSimd for SetMasks<'_, S> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: Simd>(self, _simd: Sd) {
+        let SetMasks { b, ops } = self;
+        let n = ops.len();
+        for (o, &op) in b.op[..n].iter_mut().zip(ops) {
+            *o = op.clamp(0, NUM_OPS as i64 - 1) as u8;
+        }
+        let rb = u64::from(crate::grid::row_bits::<S>());
+        for (r, raw) in b.raw.iter_mut().enumerate() {
+            for (x, &w) in raw[..n].iter_mut().zip(&b.words[..n]) {
+                *x = ((w >> (r * S)) & rb) as u16;
+            }
+        }
     }
 }
 

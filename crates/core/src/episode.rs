@@ -13,6 +13,39 @@
 use crate::AutoReset;
 use rayon::prelude::*;
 
+/// One step of [`EpisodeStats::record_steps`] over a chunk of rows, compiled for the CPU's
+/// vector extension (f64 additions round the same at any width).
+struct Count<'a> {
+    ret: &'a mut [f64],
+    len: &'a mut [u64],
+    start: &'a mut [f64],
+    prev: &'a mut [bool],
+    rw: &'a [f32],
+    /// The step's terminated and truncated flags from the chunk's first env.
+    flags: (&'a [bool], &'a [bool]),
+    a: usize,
+    reset_step: bool,
+    now: f64,
+}
+
+impl crate::simd::WithSimd for Count<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: crate::simd::Simd>(self, _simd: S) {
+        let Count { ret, len, start, prev, rw, flags: (te, tr), a, reset_step, now } = self;
+        let n = ret.len();
+        let (len, start, prev, rw) = (&mut len[..n], &mut start[..n], &mut prev[..n], &rw[..n]);
+        for j in 0..n {
+            let ended = if a == 1 { te[j] | tr[j] } else { te[j / a] | tr[j / a] };
+            let counts = !(reset_step & prev[j]);
+            ret[j] = if counts { ret[j] + f64::from(rw[j]) } else { 0.0 };
+            len[j] = if counts { len[j] + 1 } else { 0 };
+            start[j] = if counts { start[j] } else { now };
+            prev[j] = ended;
+        }
+    }
+}
+
 /// An episode that ended in a step of [`EpisodeStats::record_steps`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EpisodeEnd {
@@ -191,27 +224,19 @@ impl EpisodeStats {
                         (&terminated[t * envs..][..envs], &truncated[t * envs..][..envs]);
                     // Every row, without a branch (vector code): the step counts, or (after an
                     // end, next-step and disabled modes) only restarts the row.
-                    let row = |(((r, l), s), p): (((&mut f64, &mut u64), &mut f64), &mut bool),
-                               (x, ended): (f32, bool)| {
-                        let counts = !(reset_step & *p);
-                        *r = if counts { *r + f64::from(x) } else { 0.0 };
-                        *l = if counts { *l + 1 } else { 0 };
-                        *s = if counts { *s } else { now };
-                        *p = ended;
-                    };
-                    let cols = ret
-                        .iter_mut()
-                        .zip(len.iter_mut())
-                        .zip(start.iter_mut())
-                        .zip(prev.iter_mut());
-                    if a == 1 {
-                        let flags = te[first..].iter().zip(&tr[first..]).map(|(&x, &y)| x | y);
-                        cols.zip(rw.iter().copied().zip(flags)).for_each(|(c, v)| row(c, v));
-                    } else {
-                        let flag = |j: usize| te[(first + j) / a] | tr[(first + j) / a];
-                        let vals = rw.iter().enumerate().map(|(j, &x)| (x, flag(j)));
-                        cols.zip(vals).for_each(|(c, v)| row(c, v));
-                    }
+                    let (ret, len, start, prev) = (&mut *ret, &mut *len, &mut *start, &mut *prev);
+                    let flags = (&te[first / a..], &tr[first / a..]);
+                    crate::simd::dispatch(Count {
+                        ret,
+                        len,
+                        start,
+                        prev,
+                        rw,
+                        flags,
+                        a,
+                        reset_step,
+                        now,
+                    });
                     // Then the few rows that ended.
                     for (j, _) in prev.iter().enumerate().filter(|(_, p)| **p) {
                         ends.push(EpisodeEnd {

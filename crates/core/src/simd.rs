@@ -295,6 +295,64 @@ pub fn floor_f32(x: f32) -> f32 {
     if x.abs() < TWO_23 { r } else { x }
 }
 
+/// Up to eight 0/1 bytes as the low bits of one byte (bit `i` = byte `i`): one multiply.
+#[inline(always)]
+pub fn gather8(bytes: &[u8]) -> u8 {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let mut b = [0u8; 8];
+    b[..bytes.len()].copy_from_slice(bytes);
+    (((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER)) >> 56) as u8
+}
+
+/// Each `per`-byte row of `bytes` (0/1 values, e.g. numpy's boolean selection masks; at most
+/// 128 a row; a short last row is skipped) as one bit string: `f(i, bits)` for row `i`, bit `k`
+/// of `bits` being byte `k` of the row.
+///
+/// With AVX-512 a row is one masked load and one compare per 64 bytes (a masked load reads
+/// nothing past the row); elsewhere eight bytes a multiply ([`gather8`]). The two agree on 0/1
+/// bytes, which is what callers pass (checked beforehand): bytes other than 0 and 1 are read
+/// as "not zero" by the first and by their lowest bit by the second.
+#[inline]
+pub fn for_each_bit_row(bytes: &[u8], per: usize, mut f: impl FnMut(usize, u128)) {
+    assert!((1..=128).contains(&per), "for_each_bit_row: rows of 1 to 128 bytes, not {per}");
+    let rows = bytes.chunks_exact(per);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v4) = pulp::x86::V4::try_new() {
+        return v4.vectorize(move || {
+            let zero = v4.splat_u8x64(0);
+            // Bytes `at..at + n` (n ≤ 64) as bits: one 64-byte load and compare, the bits past
+            // `n` dropped; near the slice's end the bytes are copied out first.
+            let bits64 = |at: usize, n: usize| {
+                let v: pulp::u8x64 = match bytes.get(at..at + 64) {
+                    Some(b) => pulp::cast(*<&[u8; 64]>::try_from(b).expect("64 bytes")),
+                    None => {
+                        let mut b = [0u8; 64];
+                        b[..n].copy_from_slice(&bytes[at..at + n]);
+                        pulp::cast(b)
+                    }
+                };
+                let m = v4.cmp_lt_u8x64(zero, v).0;
+                u128::from(if n == 64 { m } else { m & ((1 << n) - 1) })
+            };
+            for i in 0..bytes.len() / per {
+                let (at, lo) = (i * per, per.min(64));
+                let hi = if per > 64 { bits64(at + 64, per - 64) << 64 } else { 0 };
+                f(i, bits64(at, lo) | hi);
+            }
+        });
+    }
+    for (i, row) in rows.enumerate() {
+        f(i, bits_by_multiply(row));
+    }
+}
+
+/// Up to 128 0/1 bytes as bits, eight bytes a multiply.
+#[inline(always)]
+fn bits_by_multiply(row: &[u8]) -> u128 {
+    row.chunks(8).enumerate().fold(0, |bits, (k, c)| bits | u128::from(gather8(c)) << (8 * k))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,6 +454,25 @@ mod tests {
     }
 
     /// The dispatched and the plain build of the same lane loop give the same bits.
+    /// Both paths of `for_each_bit_row` (the one this CPU takes, and the multiply) give each
+    /// row's bytes as bits, at every row length up to 128, the last row ending the slice.
+    #[test]
+    fn for_each_bit_row_is_the_bytes_as_bits() {
+        let mut r = crate::Key::new(9).rng();
+        for per in [1, 5, 8, 25, 63, 64, 65, 100, 128] {
+            let bytes: Vec<u8> = (0..3 * per + per / 2).map(|_| (r.next_u64() & 1) as u8).collect();
+            let want: Vec<u128> = bytes
+                .chunks_exact(per)
+                .map(|row| row.iter().rev().fold(0u128, |b, &x| b << 1 | u128::from(x)))
+                .collect();
+            let mut got = Vec::new();
+            for_each_bit_row(&bytes, per, |i, b| got.push((i, b)));
+            assert_eq!(got, want.iter().copied().enumerate().collect::<Vec<_>>(), "per {per}");
+            let multiply: Vec<u128> = bytes.chunks_exact(per).map(bits_by_multiply).collect();
+            assert_eq!(multiply, want, "per {per}, eight bytes a multiply");
+        }
+    }
+
     #[test]
     fn dispatch_does_not_change_values() {
         struct Op<'a>(&'a [f32], &'a mut [f32]);

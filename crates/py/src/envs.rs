@@ -522,6 +522,20 @@ fn columns<'b>(views: &'b [ArrayView1<'_, i64>], buf: &'b mut Vec<i64>) -> Vec<&
     views.iter().map(|v| v.as_slice().unwrap_or_else(|| copied.next().unwrap_or(&[]))).collect()
 }
 
+/// Zeroes the episode entries the mask `m` holds (a reused buffer's last rollout): the mask
+/// scanned 64 flags at a time (an OR the compiler vectorises), the few set ones cleared.
+fn clear_episodes(r: &mut [f64], l: &mut [i64], s: &mut [f64], m: &mut [bool]) {
+    for (k, chunk) in m.chunks_mut(64).enumerate() {
+        if !chunk.iter().fold(false, |any, &x| any | x) {
+            continue;
+        }
+        for (i, set) in chunk.iter_mut().enumerate().filter(|(_, set)| **set) {
+            let j = k * 64 + i;
+            (r[j], l[j], s[j], *set) = (0.0, 0, 0.0, false);
+        }
+    }
+}
+
 /// The pool a batch made on this thread steps on when given no `num_threads`: a pool of the
 /// process's rayon size (at least 2) whose worker 0 is the first thread that asks (Python's
 /// main thread, as a rule). A step from that thread runs on it, its other workers stealing
@@ -743,9 +757,10 @@ impl VecCore {
     /// another, and writes each step's columns into the buffers: `obs` and `final_obs`
     /// (optional; rows that ended only) `steps * rows * obs_len`, `rewards` one per agent row
     /// and step, `terminated` and `truncated` one per env and step, and `episode` (optional:
-    /// returns, lengths, wall seconds and the mask, one per agent row and step, zeroed by the
-    /// caller) the episodes that ended, counted as after every `step`. Returns how many
-    /// ended. The GIL is released for the whole rollout.
+    /// returns, lengths, wall seconds and the mask, one per agent row and step) the episodes
+    /// that ended, counted as after every `step`; the entries the mask held before are zeroed
+    /// first (buffers reused from the last rollout). Returns how many ended. The GIL is
+    /// released for the whole rollout.
     #[pyo3(signature = (steps, obs, rewards, terminated, truncated, final_obs=None, episode=None, ints=None, floats=None, sel=None, cols=None))]
     #[allow(clippy::too_many_arguments)]
     fn rollout(
@@ -828,6 +843,7 @@ impl VecCore {
                 let ends =
                     stats.record_steps(mode, steps, rw, te, tr, now).map_err(|e| e.to_string())?;
                 if let Some((r, l, s, m)) = ep.as_mut() {
+                    clear_episodes(r, l, s, m);
                     let ra = rw.len() / steps;
                     for e in &ends {
                         let j = e.step * ra + e.row;

@@ -20,8 +20,9 @@ use crate::config::{commented_toml, load_config};
 use crate::render::{Frame, Show};
 use crate::{Layers, RunError};
 use kestrel_arc::{
-    ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, LANES, MAX_LANE_SIDE, Mode, Selection,
+    ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, MAX_LANE_SIDE, Mode, Selection,
 };
+use kestrel_core::simd::gather8;
 use kestrel_core::{BatchEnv, Documented, Env, FieldDoc, Key, Space, Spec, VecEnv};
 use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
 use kestrel_envs::{
@@ -760,16 +761,6 @@ fn pack_row(row: &[u8]) -> u32 {
     bits
 }
 
-/// Up to eight 0/1 bytes as the low bits of one byte (bit `i` = byte `i`): one multiply.
-#[inline(always)]
-fn gather8(bytes: &[u8]) -> u8 {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
-    (((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER)) >> 56) as u8
-}
-
 /// Env `env`'s `S × S` selection bytes in `sel` (checked to be 0 or 1) as bit rows: each
 /// row read as one fixed-size array (no bounds check a byte, no copy through a slice) for
 /// canvases up to 16 wide; wider ones by [`pack_row`] (`step_actions`' per-row decoding).
@@ -787,18 +778,6 @@ fn pack_rows<const S: usize>(sel: &[u8], env: usize) -> [u32; S] {
             pack_row(row)
         }
     })
-}
-
-/// 0/1 bytes as a bit string (bit `k` of `out` = byte `k`), eight bytes a multiply.
-#[inline]
-fn gather_bits(bytes: &[u8], out: &mut [u8]) {
-    let (words, tail) = bytes.as_chunks::<8>();
-    for (o, w) in out.iter_mut().zip(words) {
-        *o = gather8(w);
-    }
-    if !tail.is_empty() {
-        out[words.len()] = gather8(tail);
-    }
 }
 
 /// Observation element types a front end sees.
@@ -996,20 +975,8 @@ impl<const S: usize> ArrayRollout for ArcLanes<S> {
     ) -> Result<(), ArcError> {
         self.rollout_lanes(out, |t, first, valid, lanes| match &acts[t] {
             Actions::Arc { ops, sel } => {
-                // The block's bytes as one bit string (eight bytes a multiply), then each
-                // lane's rows read out of it.
                 let cells = S * S;
-                let mut bits = [0u8; LANES * MAX_LANE_SIDE * MAX_LANE_SIDE / 8 + 8];
-                gather_bits(&sel[first * cells..(first + valid) * cells], &mut bits);
-                let row_mask = (1u64 << S) - 1;
-                for (l, &op) in ops[first..first + valid].iter().enumerate() {
-                    let rows = std::array::from_fn(|r| {
-                        let at = (l * S + r) * S;
-                        let word = bits[at / 8..][..8].as_chunks::<8>().0[0];
-                        ((u64::from_le_bytes(word) >> (at % 8)) & row_mask) as u32
-                    });
-                    lanes.set_mask(l, op, rows);
-                }
+                lanes.set_masks(&ops[first..first + valid], &sel[first * cells..][..valid * cells]);
             }
             // Corners and points: each lane's rows made from its coordinates in place.
             Actions::ArcCoords { ops, coords } => {
@@ -1368,9 +1335,9 @@ mod tests {
     /// Twin ARC batches, reset alike, in both kernels: 3 envs (one task: o2arc's rows,
     /// jaxarc's single lane block), 70 (two lane blocks, next-step reset) and 600 (ten lane
     /// blocks in several tasks on the pool); 6-step episodes on the 5x5 canvas.
-    fn arc_twins() -> Vec<(EnvId, usize, Twins)> {
+    fn arc_twins(canvas: usize) -> Vec<(EnvId, usize, Twins)> {
         use kestrel_core::AutoReset;
-        let small = toml::toml! { canvas = 5
+        let small = toml::toml! { canvas = canvas
         max_episode_steps = 6 };
         let mut out = Vec::new();
         for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
@@ -1393,20 +1360,23 @@ mod tests {
     /// arrays: one partial block, two blocks, several tasks), with masks, points and bboxes in
     /// one rollout, both auto-reset modes, and the final observations; then the batches step
     /// on alike. A bad action in any step refuses the whole rollout and changes nothing.
+    /// Canvases 5 and 10: a lane's mask fits a word, or not.
     #[test]
     fn rollout_is_step_actions_once_a_step() {
         let mut r = Key::new(8).rng();
         let steps = 9;
-        for (id, n, mut twins) in arc_twins() {
+        for (s, (id, n, mut twins)) in
+            [5, 10].into_iter().flat_map(|s| arc_twins(s).into_iter().map(move |t| (s, t)))
+        {
             let ops: Vec<Vec<i64>> =
                 (0..steps).map(|_| (0..n).map(|_| r.below(35) as i64).collect()).collect();
             let sel: Vec<Vec<u8>> = (0..steps)
-                .map(|_| (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect())
+                .map(|_| (0..n * s * s).map(|_| (r.next_u64() & 1) as u8).collect())
                 .collect();
             let cols: Vec<Vec<Vec<i64>>> = (0..steps)
                 .map(|t| {
                     (0..[2, 4][t % 2])
-                        .map(|_| (0..n).map(|_| r.below(5) as i64).collect())
+                        .map(|_| (0..n).map(|_| r.below(s as u32) as i64).collect())
                         .collect()
                 })
                 .collect();
@@ -1417,13 +1387,13 @@ mod tests {
                     _ => Actions::ArcCoords { ops: &ops[t], coords: &cols[t] },
                 })
                 .collect();
-            let per = 27;
+            let per = s * s + 2;
             let mut obs = vec![0i8; steps * n * per];
             let mut fo = vec![0i8; steps * n * per];
             let (mut rw, mut te, mut tr) =
                 (vec![0f32; steps * n], vec![false; steps * n], vec![false; steps * n]);
             let [one, all] = &mut twins;
-            let what = format!("{} n {n}", id.name());
+            let what = format!("{} {s}x{s} n {n}", id.name());
             // A bad byte in the last step refuses the rollout; nothing moved.
             let mut bad = sel[steps - 1].clone();
             bad[3] = 2;
@@ -1508,7 +1478,7 @@ mod tests {
     #[test]
     fn step_actions_is_load_then_step() {
         let mut r = Key::new(4).rng();
-        for (id, n, mut twins) in arc_twins() {
+        for (id, n, mut twins) in arc_twins(5) {
             for t in 0..24 {
                 let ops: Vec<i64> = (0..n).map(|_| r.below(35) as i64).collect();
                 let sel: Vec<u8> = (0..n * 25).map(|_| (r.next_u64() & 1) as u8).collect();

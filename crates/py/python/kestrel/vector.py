@@ -135,7 +135,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         self._bufs = self._alloc()
         self._bufview = None
         self._done = np.zeros(self.num_envs, bool)
-        self._roll = self._roll_written = None  # rollout buffers kept with copy=False
+        self._roll = None  # rollout buffers kept with copy=False
         self._pending = False
         self._reset_called = False
         # The fast path passes int64 actions straight through (not ARC's flattened ones).
@@ -309,8 +309,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
 
     def _rollout_buffers(self, steps):
         """A rollout's output arrays: fresh ones (copy=True), or (copy=False) the same ones
-        for every rollout of `steps` steps, the episode entries the last one wrote zeroed
-        again (fresh arrays of a large rollout cost more in page faults than the steps)."""
+        for every rollout of `steps` steps (fresh arrays of a large rollout cost more in page
+        faults than the steps); the core clears the episode entries the last one wrote."""
         n, worlds = self.num_envs, self._n_world
 
         def fresh():
@@ -325,12 +325,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if self.copy:
             return fresh()
         if self._roll is None or self._roll[0].shape[0] != steps:
-            self._roll, self._roll_written = fresh(), None
-        episode = self._roll[5]
-        if episode is not None and self._roll_written is not None:
-            for a in episode:
-                a.reshape(-1)[self._roll_written] = 0
-            self._roll_written = None
+            self._roll = fresh()
         return self._roll
 
     def rollout(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -374,8 +369,6 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if episode is not None and ended:
             r, length, t, mask = episode
             infos["episode"], infos["_episode"] = {"r": r, "l": length, "t": t}, mask
-            if not self.copy:
-                self._roll_written = np.flatnonzero(mask)
         return self._view(obs), rew, term, trunc, infos
 
     def _submit(self, actions, asynchronous):
