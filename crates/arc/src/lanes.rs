@@ -1087,6 +1087,25 @@ impl<const S: usize> LaneActions<'_, S> {
         dispatch(SetMasks { b, ops });
     }
 
+    /// Lanes `0..ops.len()` at once from coordinate columns, one value a lane: points
+    /// (`[rows, cols]`) or boxes (`[r1, c1, r2, c2]`, corners in either order), clipped to the
+    /// canvas: the masks of [`Selection::Point`](crate::Selection::Point) and
+    /// [`Selection::BBox`](crate::Selection::BBox), every lane's row `r` in one vector pass.
+    ///
+    /// # Panics
+    ///
+    /// If `ops` has more than [`LANES`] lanes, or there are not 2 or 4 columns of its length.
+    #[inline]
+    pub fn set_coords(&mut self, ops: &[i64], coords: &[&[i64]]) {
+        let n = ops.len();
+        assert!(
+            n <= L && matches!(coords.len(), 2 | 4) && coords.iter().all(|c| c.len() == n),
+            "set_coords: {n} lanes, {} columns",
+            coords.len()
+        );
+        dispatch(SetCoords { b: &mut *self.b, ops, coords });
+    }
+
     /// Lane `l`'s action.
     #[inline]
     pub fn set(&mut self, l: usize, a: &ArcAction<S>) {
@@ -1100,20 +1119,69 @@ struct SetMasks<'a, const S: usize> {
     ops: &'a [i64],
 }
 
+/// Op ids clipped to 0–34, lane-wise.
+#[inline(always)]
+fn clip_ops(out: &mut [u8], ops: &[i64]) {
+    for (o, &op) in out.iter_mut().zip(ops) {
+        *o = op.clamp(0, NUM_OPS as i64 - 1) as u8;
+    }
+}
+
 impl<const S: usize> WithSimd for SetMasks<'_, S> {
     type Output = ();
     #[inline(always)]
     fn with_simd<Sd: Simd>(self, _simd: Sd) {
         let SetMasks { b, ops } = self;
         let n = ops.len();
-        for (o, &op) in b.op[..n].iter_mut().zip(ops) {
-            *o = op.clamp(0, NUM_OPS as i64 - 1) as u8;
-        }
+        clip_ops(&mut b.op[..n], ops);
         let rb = u64::from(crate::grid::row_bits::<S>());
         for (r, raw) in b.raw.iter_mut().enumerate() {
             for (x, &w) in raw[..n].iter_mut().zip(&b.words[..n]) {
                 *x = ((w >> (r * S)) & rb) as u16;
             }
+        }
+    }
+}
+
+/// [`LaneActions::set_coords`]' vector pass: op ids clipped, each row of every lane's point or
+/// box (as [`Selection::to_mask`](crate::Selection::to_mask) draws them).
+struct SetCoords<'a, const S: usize> {
+    b: &'a mut Block<S>,
+    ops: &'a [i64],
+    coords: &'a [&'a [i64]],
+}
+
+impl<const S: usize> WithSimd for SetCoords<'_, S> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: Simd>(self, _simd: Sd) {
+        let SetCoords { b, ops, coords } = self;
+        let n = ops.len();
+        clip_ops(&mut b.op[..n], ops);
+        let clip = |v: i64| v.clamp(0, S as i64 - 1) as u32;
+        match coords {
+            [rows, cols] => {
+                for (r, raw) in b.raw.iter_mut().enumerate() {
+                    for ((x, &row), &col) in raw[..n].iter_mut().zip(*rows).zip(*cols) {
+                        let bit = (1u32 << clip(col)) as u16;
+                        *x = if clip(row) == r as u32 { bit } else { 0 };
+                    }
+                }
+            }
+            [r1, c1, r2, c2] => {
+                for (r, raw) in b.raw.iter_mut().enumerate() {
+                    let r = r as u32;
+                    let corners = r1.iter().zip(*c1).zip(r2.iter().zip(*c2));
+                    for (x, ((&r1, &c1), (&r2, &c2))) in raw[..n].iter_mut().zip(corners) {
+                        let (r1, r2, c1, c2) = (clip(r1), clip(r2), clip(c1), clip(c2));
+                        let (c0, c1) = (c1.min(c2), c1.max(c2));
+                        let bits = (u32::MAX >> (31 - c1)) & (u32::MAX << c0);
+                        let on = r1.min(r2) <= r && r <= r1.max(r2);
+                        *x = if on { bits as u16 } else { 0 };
+                    }
+                }
+            }
+            _ => unreachable!("set_coords checks 2 or 4 columns"),
         }
     }
 }

@@ -7,8 +7,8 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, LANES, Layout, MAX_START_STATES,
-    Mode, Pattern, Permutation, SelKind, Selection, Split, sample_action,
+    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, LANES, LaneActions, Layout,
+    MAX_START_STATES, Mode, Pattern, Permutation, SelKind, Selection, Split, sample_action,
 };
 use kestrel_core::{AutoReset, BatchEnv, Env, Key, VecEnv};
 use proptest::prelude::*;
@@ -491,4 +491,85 @@ fn rollout_is_one_step_at_a_time() {
             assert_eq!(lanes.t(), t0, "a refused rollout steps nothing");
         }
     });
+}
+
+/// A front end's block setters (`set_masks` from bytes, `set_coords` from point and box
+/// columns) write the actions that `set` of the same `Selection` writes, lane for lane: ops
+/// and coordinates out of range (clipped) and box corners in either order included, on a
+/// canvas whose masks fit a word (5) and one whose do not (10), a full and a partial block.
+#[test]
+fn block_setters_are_the_selections() {
+    fn one<const S: usize>() {
+        let env = generated::<S>();
+        let p = params(0x1ff, Split::Train, 7);
+        let (n, steps, cells) = (LANES + 5, 6, S * S);
+        let per = env.spec(&p).obs_len();
+        let mut r = Key::new(S as u64).rng();
+        let mut draw = |k: usize, lo: i64, hi: i64| -> Vec<i64> {
+            (0..k).map(|_| lo + r.below((hi - lo + 1) as u32) as i64).collect()
+        };
+        let ops: Vec<Vec<i64>> = (0..steps).map(|_| draw(n, -3, 40)).collect();
+        let sel: Vec<Vec<u8>> =
+            (0..steps).map(|_| draw(n * cells, 0, 1).iter().map(|&b| b as u8).collect()).collect();
+        let coords: Vec<Vec<Vec<i64>>> =
+            (0..steps).map(|_| (0..4).map(|_| draw(n, -3, S as i64 + 2)).collect()).collect();
+        let out =
+            |lanes: &mut ArcLanes<S>,
+             fill: &(dyn Fn(usize, usize, usize, &mut LaneActions<'_, S>) + Sync)| {
+                let (mut obs, mut rw) = (vec![0i8; steps * n * per], vec![0f32; steps * n]);
+                let (mut te, mut tr) = (vec![false; steps * n], vec![false; steps * n]);
+                let tr_ = kestrel_core::Trajectory {
+                    obs: &mut obs,
+                    final_obs: None,
+                    rewards: &mut rw,
+                    terminated: &mut te,
+                    truncated: &mut tr,
+                };
+                lanes.rollout_lanes(tr_, fill).unwrap();
+                (
+                    obs,
+                    rw.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    te,
+                    tr,
+                    lanes.state(n - 1),
+                )
+            };
+        let block = |t: usize, first: usize, valid: usize, la: &mut LaneActions<'_, S>| {
+            let at = first..first + valid;
+            let c = &coords[t];
+            match t % 3 {
+                0 => la.set_masks(
+                    &ops[t][at.clone()],
+                    &sel[t][first * cells..(first + valid) * cells],
+                ),
+                1 => la.set_coords(&ops[t][at.clone()], &[&c[0][at.clone()], &c[1][at]]),
+                _ => la.set_coords(
+                    &ops[t][at.clone()],
+                    &[&c[0][at.clone()], &c[1][at.clone()], &c[2][at.clone()], &c[3][at]],
+                ),
+            }
+        };
+        let lane = |t: usize, first: usize, valid: usize, la: &mut LaneActions<'_, S>| {
+            for l in 0..valid {
+                let (i, c) = (first + l, &coords[t]);
+                let at = |j: usize| c[j][i] as i32;
+                let sel = match t % 3 {
+                    0 => {
+                        let b = &sel[t][i * cells..(i + 1) * cells];
+                        Selection::Mask(std::array::from_fn(|row| {
+                            (0..S).map(|col| u32::from(b[row * S + col]) << col).sum()
+                        }))
+                    }
+                    1 => Selection::Point { row: at(0), col: at(1) },
+                    _ => Selection::BBox { r1: at(0), c1: at(1), r2: at(2), c2: at(3) },
+                };
+                la.set(l, &ArcAction { op: ops[t][i] as i32, sel });
+            }
+        };
+        let mut a = ArcLanes::new(env.clone(), p.clone(), n, 3).unwrap();
+        let mut b = ArcLanes::new(env, p, n, 3).unwrap();
+        assert_eq!(out(&mut a, &block), out(&mut b, &lane), "{S}x{S}");
+    }
+    one::<5>();
+    one::<10>();
 }

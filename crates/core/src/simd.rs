@@ -295,6 +295,21 @@ pub fn floor_f32(x: f32) -> f32 {
     if x.abs() < TWO_23 { r } else { x }
 }
 
+/// Whether any value read as unsigned (a negative one is huge) is at least `bound`: one max
+/// over the values with no early exit, compiled for the CPU's vector extension (the baseline
+/// has no 64-bit compare), for checking index columns from a front end.
+pub fn any_at_least(values: &[i64], bound: u64) -> bool {
+    struct Max<'a>(&'a [i64]);
+    impl WithSimd for Max<'_> {
+        type Output = u64;
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, _simd: S) -> u64 {
+            self.0.iter().fold(0, |m, &v| m.max(v as u64))
+        }
+    }
+    !values.is_empty() && dispatch(Max(values)) >= bound
+}
+
 /// Up to eight 0/1 bytes as the low bits of one byte (bit `i` = byte `i`): one multiply.
 #[inline(always)]
 pub fn gather8(bytes: &[u8]) -> u8 {
@@ -454,6 +469,16 @@ mod tests {
     }
 
     /// The dispatched and the plain build of the same lane loop give the same bits.
+    #[test]
+    fn any_at_least_reads_values_as_unsigned() {
+        assert!(!any_at_least(&[], 0));
+        assert!(!any_at_least(&[0, 4, 2], 5));
+        assert!(any_at_least(&[0, 5, 2], 5));
+        assert!(any_at_least(&[0, -1, 2], 5));
+        let long: Vec<i64> = (0..1000).map(|i| i % 7).collect();
+        assert!(!any_at_least(&long, 7) && any_at_least(&long, 6));
+    }
+
     /// Both paths of `for_each_bit_row` (the one this CPU takes, and the multiply) give each
     /// row's bytes as bits, at every row length up to 128, the last row ending the slice.
     #[test]

@@ -22,7 +22,7 @@ use crate::{Layers, RunError};
 use kestrel_arc::{
     ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, MAX_LANE_SIDE, Mode, Selection,
 };
-use kestrel_core::simd::gather8;
+use kestrel_core::simd::{any_at_least, gather8};
 use kestrel_core::{BatchEnv, Documented, Env, FieldDoc, Key, Space, Spec, VecEnv};
 use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
 use kestrel_envs::{
@@ -686,9 +686,10 @@ fn check_operations(ops: &[i64], n: usize) -> Result<(), String> {
         return Err(format!("actions['operation']: expected shape ({n},), got ({},)", ops.len()));
     }
     let nops = kestrel_arc::NUM_OPS as i64;
-    // No early exit (vectorises); the first bad one is looked for only when there is one.
-    let bad = ops.iter().fold(false, |b, &op| b | (op as u64 >= nops as u64));
-    if bad && let Some(i) = ops.iter().position(|op| !(0..nops).contains(op)) {
+    // No early exit (vector code); the first bad one is looked for only when there is one.
+    if any_at_least(ops, nops as u64)
+        && let Some(i) = ops.iter().position(|op| !(0..nops).contains(op))
+    {
         return Err(format!("actions['operation'][{i}] = {}: outside Discrete({nops})", ops[i]));
     }
     Ok(())
@@ -733,7 +734,7 @@ fn check_coords<const S: usize>(ops: &[i64], coords: &[&[i64]], n: usize) -> Res
     let names: &[&str] = if k == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
     // An unsigned compare with no early exit (vector code); the first bad value is looked
     // for only when there is one.
-    let bad = coords.iter().any(|c| c.iter().fold(false, |b, &v| b | (v as u64 >= S as u64)));
+    let bad = coords.iter().any(|c| any_at_least(c, S as u64));
     let off = |v: &i64| !(0..S as i64).contains(v);
     if bad
         && let Some((j, i)) =
@@ -978,32 +979,17 @@ impl<const S: usize> ArrayRollout for ArcLanes<S> {
                 let cells = S * S;
                 lanes.set_masks(&ops[first..first + valid], &sel[first * cells..][..valid * cells]);
             }
-            // Corners and points: each lane's rows made from its coordinates in place.
+            // Corners and points: every lane's rows made from its coordinates in one pass.
             Actions::ArcCoords { ops, coords } => {
-                let ops = &ops[first..first + valid];
+                let at = first..first + valid;
+                let ops = &ops[at.clone()];
                 match coords {
-                    [r1, c1, r2, c2] => {
-                        let lanes_of = first..first + valid;
-                        let (r1, c1) = (&r1[lanes_of.clone()], &c1[lanes_of.clone()]);
-                        let (r2, c2) = (&r2[lanes_of.clone()], &c2[lanes_of]);
-                        let corners = r1.iter().zip(c1).zip(r2.iter().zip(c2));
-                        for (l, (&op, ((&r1, &c1), (&r2, &c2)))) in
-                            ops.iter().zip(corners).enumerate()
-                        {
-                            let (r1, c1, r2, c2) = (r1 as i32, c1 as i32, r2 as i32, c2 as i32);
-                            lanes.set_mask(l, op, Selection::BBox { r1, c1, r2, c2 }.to_mask());
-                        }
-                    }
-                    _ => {
-                        for (l, &op) in ops.iter().enumerate() {
-                            let at = |j: usize| coords[j][first + l] as i32;
-                            lanes.set_mask(
-                                l,
-                                op,
-                                Selection::Point { row: at(0), col: at(1) }.to_mask(),
-                            );
-                        }
-                    }
+                    [r, c] => lanes.set_coords(ops, &[&r[at.clone()], &c[at]]),
+                    [r1, c1, r2, c2] => lanes.set_coords(
+                        ops,
+                        &[&r1[at.clone()], &c1[at.clone()], &r2[at.clone()], &c2[at]],
+                    ),
+                    _ => unreachable!("check_coords takes 2 or 4 columns"),
                 }
             }
             a => {
