@@ -12,13 +12,12 @@
 
 pub mod bench;
 pub mod config;
+pub mod env;
 mod error;
 pub mod eval;
 pub mod fisher;
-mod memory;
 pub mod model;
 pub mod offline;
-pub mod online;
 pub mod rbf;
 pub mod train;
 

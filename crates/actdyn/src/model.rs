@@ -161,7 +161,8 @@ pub struct ModelConfig {
     /// Residual transition z + m(z)·dt (false: m maps state to next state).
     pub residual: bool,
     /// Model time step (0.1): in an actdyn run, a whole multiple n of `env.dt`, each model
-    /// step holding its action for n environment steps (`ActdynConfig::substeps`).
+    /// step holding its action for n environment steps (`kestrel_run`'s
+    /// `ActdynConfig::substeps`).
     pub dt: f64,
     /// Decoder mapping.
     pub decoder: DecoderKind,

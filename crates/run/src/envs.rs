@@ -430,21 +430,16 @@ fn arc_on<const S: usize>(
     holder::<VecEnv<_>>(env, p, n, seed, off)
 }
 
-impl VectorFieldConfig {
-    /// actdyn's config with this env table and its other defaults.
-    fn run(&self) -> kestrel_actdyn::config::ActdynConfig {
-        kestrel_actdyn::config::ActdynConfig { env: self.env.clone(), ..Default::default() }
-    }
-}
-
 impl EnvConfig for VectorFieldConfig {
     fn validate(&self, _: EnvId) -> Result<(), RunError> {
-        Ok(self.run().validate()?)
+        Ok(self.env.validate()?)
     }
+    /// The environment of an actdyn run with this `[env]` table, under actdyn's default
+    /// profile (faithful: the reference's switches, e.g. its alpha autoscaling).
     fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
-        let run = self.run();
-        let mut p =
-            kestrel_actdyn::online::build_env(&run, &run.bugs(), Key::new(self.model_seed))?;
+        use kestrel_actdyn::config::{BugOverrides, Profile};
+        let bugs = BugOverrides::default().resolve(Profile::default());
+        let mut p = kestrel_actdyn::env::build_env(&self.env, &bugs, Key::new(self.model_seed))?;
         p.max_episode_steps = (self.max_episode_steps > 0).then_some(self.max_episode_steps);
         p.validate()?;
         holder::<VecEnv<_>>(VectorFieldEnv, p, n, seed, off)
@@ -1281,6 +1276,19 @@ mod tests {
         let t = toml::toml! { obs = "onehot" num_agnts = 2 };
         let e = EnvId::TreasureHunt.build(Layers::table(&t), 1, 0, 0).err().unwrap();
         assert!(e.to_string().contains("num_agents"), "{e}");
+    }
+
+    /// The vector field's `[env]` table alone decides: any observation width builds (the
+    /// check once went through a whole actdyn config, whose model width of 50 refused the
+    /// others), and a bad value is refused with its key.
+    #[test]
+    fn vector_field_takes_its_own_observation_width() {
+        let t = toml::toml! { obs_dim = 10 };
+        let b = EnvId::VectorField.build(Layers::table(&t), 3, 0, 0).unwrap();
+        assert_eq!(b.spec().obs_space.flat_len(), 10);
+        let t = toml::toml! { obs_dim = 0 };
+        let e = EnvId::VectorField.build(Layers::table(&t), 3, 0, 0).err().unwrap().to_string();
+        assert!(e.contains("obs_dim"), "{e}");
     }
 
     #[test]

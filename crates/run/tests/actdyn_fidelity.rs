@@ -8,8 +8,8 @@
 //! commit 523760d the lowest of these columns was 0.28). A drift of Kestrel's learning or
 //! evaluation fails it; the seeds are fixed, so it is not flaky.
 
-use kestrel_actdyn::config::ActdynConfig;
 use kestrel_run::Launch;
+use kestrel_run::runs::actdyn::ActdynConfig;
 use serde_json::Value;
 
 /// (comparison.json key, reference key).

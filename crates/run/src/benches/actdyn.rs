@@ -1,8 +1,14 @@
 //! `kestrel actdyn bench`: the planner call, the training steps and the environment step
-//! with the belief, medians against the reference's figures (`kestrel_actdyn::bench`).
+//! with the belief, medians after warm-up against the reference's figures (the training call
+//! timed by `kestrel_actdyn::bench::train_ms`).
 
 use super::{Bench, Report};
 use crate::RunError;
+use crate::runs::actdyn::{ActdynConfig, ActiveRun};
+use kestrel_actdyn::ActdynError;
+use kestrel_actdyn::bench::train_ms;
+use kestrel_core::timing::median_us;
+use kestrel_core::{FromInvalid, Key};
 use serde::{Deserialize, Serialize};
 
 /// `kestrel actdyn bench`'s config.
@@ -30,8 +36,7 @@ impl Bench for ActdynBench {
 
     fn run(c: &ActdynBenchConfig) -> Result<Report, RunError> {
         let pool = crate::pool(c.threads)?;
-        let (t, threads) =
-            pool.install(|| (kestrel_actdyn::bench::run(c.reps), rayon::current_num_threads()));
+        let (t, threads) = pool.install(|| (times(c.reps), rayon::current_num_threads()));
         let t = t?;
         let text = format!(
             "planner call (E2: {} sequences × H 10, 625 centres): {:.2} ms [reference 410–480 ms]\n\
@@ -48,4 +53,67 @@ impl Bench for ActdynBench {
         let json = serde_json::to_value(&t).map_err(|e| RunError::Failed(e.to_string()))?;
         Ok(Report::one(text, json))
     }
+}
+
+/// The measured medians.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchTimes {
+    /// Sequences costed per planner call (217 + 3 shifted elites at E2 defaults).
+    pub planner_sequences: usize,
+    /// One planner call (ms).
+    pub planner_ms: f64,
+    /// One E1 training call (ms).
+    pub train_mlp_ms: f64,
+    /// One E2 training call (ms).
+    pub train_rbf_ms: f64,
+    /// One environment step with the belief update, random policy, no training (µs).
+    pub env_belief_us: f64,
+}
+
+/// Runs every timing with `reps` repetitions each (1 to 1,000,000).
+fn times(reps: usize) -> Result<BenchTimes, ActdynError> {
+    if !(1..=1_000_000).contains(&reps) {
+        return Err(ActdynError::invalid("reps", reps, "1 to 1000000"));
+    }
+    // Planner: an E2 run after 25 steps (elites and accumulated information exist), then
+    // planner calls alone.
+    let mut e2 = ActdynConfig::e2();
+    e2.train.train_every = u64::MAX;
+    e2.save_every = 0;
+    let mut run = ActiveRun::new(e2.clone())?;
+    for _ in 0..25 {
+        run.step()?;
+    }
+    let mut err = None;
+    let planner_us = median_us(reps as u64, |i| {
+        if let Err(e) = run.act(Key::new(9).fold_in(i)) {
+            err = Some(e);
+        }
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let mut e1 = ActdynConfig::e1();
+    let e1_model = e1.model.clone();
+    e1.train.train_every = u64::MAX;
+    e1.save_every = 0;
+    let mut envrun = ActiveRun::new(e1)?;
+    let env_belief_us = median_us(reps as u64 * 10, |_| {
+        let _ = envrun.step();
+    });
+    let icem = &e2.policy;
+    let mut n = icem.samples;
+    let mut seqs = n;
+    for _ in 1..icem.iterations {
+        n = (2 * icem.elites).max((n as f64 / icem.decrease_factor).floor() as usize);
+        seqs += n;
+    }
+    seqs += (icem.frac_elites_reused * icem.elites as f64).floor() as usize;
+    Ok(BenchTimes {
+        planner_sequences: seqs,
+        planner_ms: planner_us / 1e3,
+        train_mlp_ms: train_ms(&e1_model, &ActdynConfig::e1().train, reps)?,
+        train_rbf_ms: train_ms(&e2.model, &e2.train, reps)?,
+        env_belief_us,
+    })
 }

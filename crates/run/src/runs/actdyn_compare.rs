@@ -5,10 +5,10 @@
 
 use super::actdyn::{Actdyn, CurveAcc, Curves, failed};
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::runs::actdyn::{ActdynConfig, ActiveRun};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
-use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
+use kestrel_actdyn::config::PolicyKind;
 use kestrel_actdyn::eval::Evaluation;
-use kestrel_actdyn::online::ActiveRun;
 use kestrel_core::Budget;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

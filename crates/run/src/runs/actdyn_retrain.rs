@@ -5,8 +5,8 @@
 
 use super::actdyn::{Actdyn, failed, load_set};
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::runs::actdyn::ActdynConfig;
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
-use kestrel_actdyn::config::ActdynConfig;
 use kestrel_actdyn::eval::Evaluation;
 use kestrel_actdyn::offline::{OfflineConfig, Transitions};
 use kestrel_core::Budget;

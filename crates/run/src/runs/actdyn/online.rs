@@ -6,25 +6,21 @@
 //! (1-based) uses `steps.fold_in(t)` split into policy, environment-noise and training keys.
 //! A run resumed from a checkpoint therefore continues exactly as the uninterrupted run.
 
-use crate::ActdynError;
-use crate::config::{
-    ActdynConfig, Bugs, FieldKind, Metric, ObsKind, ObsNoiseKind, PolicyKind, Profile,
-};
-use crate::eval::{Downsample, Evaluation, ValidationData, evaluate, validation_data};
-use crate::fisher::{
+use super::config::ActdynConfig;
+use kestrel_actdyn::ActdynError;
+use kestrel_actdyn::config::{Bugs, Metric, PolicyKind, Profile};
+use kestrel_actdyn::env::build_env;
+use kestrel_actdyn::eval::{Downsample, Evaluation, ValidationData, evaluate, validation_data};
+use kestrel_actdyn::fisher::{
     AccumulatedFisher, ActionCost, EnsembleDisagreementCost, FisherBugs, FisherCost, FisherMetric,
     GoalCost, Optimality, WeightedCost,
 };
-use crate::model::{EncoderWorkspace, SeqVae};
-use crate::offline::Transitions;
-use crate::rbf::{LogLinearDecoder, RbfDynamics};
-use crate::train::{TrainStats, Trainer};
+use kestrel_actdyn::model::{EncoderWorkspace, SeqVae};
+use kestrel_actdyn::offline::Transitions;
+use kestrel_actdyn::rbf::{LogLinearDecoder, RbfDynamics};
+use kestrel_actdyn::train::{TrainStats, Trainer};
 use kestrel_core::{FromInvalid, Key};
-use kestrel_envs::vectorfield::{
-    DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor, MultiAttractorConfig,
-    NoiseConvention, ObsMap, ObsNoise, ObservationModel, PoissonVariant, Snowman, VanDerPol,
-    VectorField, VectorFieldParams, reset_latent,
-};
+use kestrel_envs::vectorfield::{VectorFieldParams, reset_latent};
 use kestrel_mppi::TrajectoryCost;
 use kestrel_mppi::{Icem, IcemParams, IcemState, KeyedPink};
 
@@ -59,11 +55,6 @@ impl Window {
         self.len
     }
 
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     fn push(&mut self, obs: &[f64], next: &[f64], action: [f64; 2]) {
         let ny = self.obs_dim;
         if self.len == self.cap {
@@ -95,78 +86,6 @@ pub struct StepRecord {
     pub train: Option<TrainStats>,
     /// The planner's best cost, with a planner.
     pub plan_cost: Option<f64>,
-}
-
-/// The true environment of `cfg` (field, noise convention, observation model from the seed).
-pub fn build_env(
-    cfg: &ActdynConfig,
-    bugs: &Bugs,
-    key: Key,
-) -> Result<VectorFieldParams, ActdynError> {
-    let e = &cfg.env;
-    let [k_obs, k_field] = key.split::<2>();
-    let env_err = |err: kestrel_envs::EnvError| {
-        ActdynError::invalid("env", err, "valid environment parameters")
-    };
-    let field = match e.field {
-        FieldKind::LimitCycle => {
-            let f = LimitCycle::default();
-            VectorField::LimitCycle(if bugs.env_alpha_autoscale {
-                f
-            } else {
-                f.with_alpha(e.alpha).map_err(env_err)?
-            })
-        }
-        FieldKind::DoubleLimitCycle => {
-            let f = DoubleLimitCycle::default();
-            VectorField::DoubleLimitCycle(if bugs.env_alpha_autoscale {
-                f
-            } else {
-                f.with_alpha(e.alpha).map_err(env_err)?
-            })
-        }
-        FieldKind::MultiAttractor => VectorField::MultiAttractor(
-            MultiAttractor::generate(k_field, &MultiAttractorConfig::default()).map_err(env_err)?,
-        ),
-        FieldKind::VanDerPol => {
-            VectorField::VanDerPol(VanDerPol { alpha: e.alpha, ..VanDerPol::default() })
-        }
-        FieldKind::Duffing => {
-            VectorField::Duffing(Duffing { alpha: e.alpha, ..Duffing::default() })
-        }
-        FieldKind::Snowman => {
-            VectorField::Snowman(Snowman { alpha: e.alpha, ..Snowman::default() })
-        }
-    };
-    let map = match e.obs {
-        ObsKind::Identity => ObsMap::Identity,
-        ObsKind::Linear => ObsMap::Linear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?),
-        ObsKind::LogLinear => {
-            ObsMap::LogLinear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?)
-        }
-        ObsKind::Mlp => ObsMap::Mlp(Mlp::init(k_obs, 2, &[16], e.obs_dim).map_err(env_err)?),
-    };
-    let noise = match e.obs_noise_kind {
-        ObsNoiseKind::Gaussian if e.obs_noise > 0.0 => ObsNoise::Gaussian { scale: e.obs_noise },
-        ObsNoiseKind::Gaussian => ObsNoise::None,
-        ObsNoiseKind::Poisson => ObsNoise::Poisson(PoissonVariant::Count),
-    };
-    let p = VectorFieldParams {
-        field,
-        dt: e.dt,
-        noise_scale: e.noise_scale,
-        noise_convention: if bugs.env_noise_sqrt_q_times_dt {
-            NoiseConvention::SqrtQTimesDt
-        } else {
-            NoiseConvention::SqrtOfQDt
-        },
-        obs: ObservationModel { map, noise },
-        action: Default::default(),
-        action_bound: e.action_bound,
-        max_episode_steps: None,
-    };
-    p.validate().map_err(env_err)?;
-    Ok(p)
 }
 
 /// The planner's validation error under the config's names (`policy.elites` for the planner's
@@ -232,7 +151,7 @@ impl ActiveRun {
         let bugs = cfg.bugs();
         let root = Key::new(cfg.seed);
         let [k_model, k_env, k_reset, k_eval, k_steps] = root.split::<5>();
-        let env = build_env(&cfg, &bugs, k_env)?;
+        let env = build_env(&cfg.env, &bugs, k_env)?;
         let model = SeqVae::new(cfg.model.clone())?;
         let params = model.init(k_model);
         // The reference's perturbation of a single model is a switch; an ensemble's is not.
@@ -813,7 +732,7 @@ mod tests {
     #[test]
     fn the_window_keeps_the_latest_transitions_in_order() {
         let mut w = Window::new(3, 2);
-        assert!(w.is_empty());
+        assert_eq!(w.len(), 0);
         for t in 0..5 {
             let v = t as f64;
             w.push(&[v, -v], &[v + 0.5, -v - 0.5], [10.0 * v, 1.0]);
@@ -830,7 +749,9 @@ mod tests {
     #[test]
     fn a_model_step_of_three_environment_steps() {
         use kestrel_envs::vectorfield::step_latent;
-        for profile in [crate::config::Profile::Faithful, crate::config::Profile::Fixed] {
+        for profile in
+            [kestrel_actdyn::config::Profile::Faithful, kestrel_actdyn::config::Profile::Fixed]
+        {
             let mut cfg = ActdynConfig { steps: 3, profile, ..ActdynConfig::default() };
             cfg.model.dt = 0.3;
             cfg.env.noise_scale = 0.0;
@@ -859,7 +780,7 @@ mod tests {
             assert_eq!(rec.z, z);
             let n = run.window.len();
             let seen = &run.window.action[2 * (n - 1)..2 * n];
-            let k = if profile == crate::config::Profile::Faithful { 3.0 } else { 1.0 };
+            let k = if profile == kestrel_actdyn::config::Profile::Faithful { 3.0 } else { 1.0 };
             assert_eq!(seen, [k * rec.action[0], k * rec.action[1]], "{profile:?}");
             // Validation episodes: the recorded actions obey the same rule and the latents
             // move three environment steps per row.
@@ -885,7 +806,7 @@ mod tests {
     /// refused with planning and trains with the random policy.
     #[test]
     fn planners_see_the_encoded_actions() {
-        use crate::model::ActionEncoderKind;
+        use kestrel_actdyn::model::ActionEncoderKind;
         let first_plan = |enc: ActionEncoderKind, w: Option<[f64; 4]>, metric: Metric| {
             let mut cfg = ActdynConfig::e2();
             cfg.policy.samples = 16;

@@ -4,8 +4,9 @@
 //! Arithmetic is in f64 (an estimate; a size past 2^53 is refused anyway) and the result is
 //! cast with saturation, so an absurd config gives a huge estimate, never an overflow.
 
-use crate::config::{ActdynConfig, FieldKind, PolicyKind};
-use crate::model::{DecoderKind, DynamicsKind};
+use super::config::ActdynConfig;
+use kestrel_actdyn::config::{FieldKind, PolicyKind};
+use kestrel_actdyn::model::{DecoderKind, DynamicsKind};
 use kestrel_core::Budget;
 
 /// Next power of two at or above `x` (a `Vec` grown by pushing).

@@ -1,12 +1,22 @@
 //! Active-dynamics runs with their folders (`kestrel actdyn run`, `kestrel actdyn compare`):
 //! the online loop with metrics written off the hot path, checkpoints and exact resume,
 //! evaluation, plots and a summary.
+//!
+//! The run's parts here: [`ActdynConfig`] (`config.rs`, the whole experiment's settings), the
+//! online loop's state and step [`ActiveRun`] (`online.rs`) and the memory estimate
+//! (`budget.rs`), built from `kestrel_actdyn`'s model, trainer, planner costs and evaluation.
+
+mod budget;
+mod config;
+mod online;
+
+pub use config::ActdynConfig;
+pub use online::{ActiveRun, StepRecord};
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
-use kestrel_actdyn::config::{ActdynConfig, PolicyKind};
+use kestrel_actdyn::config::PolicyKind;
 use kestrel_actdyn::eval::{Evaluation, learned_field};
-use kestrel_actdyn::online::{ActiveRun, StepRecord};
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series, Sketch};
 use serde_json::json;
 use std::path::Path;
@@ -155,7 +165,7 @@ impl Run for Actdyn {
         Ok(c.validate()?)
     }
 
-    /// See `kestrel_actdyn::ActdynConfig::budget` (the model, its training workspaces, the
+    /// See [`ActdynConfig::budget`] (the model, its training workspaces, the
     /// planner, the validation data, and the largest of a checkpoint, an evaluation or the
     /// end-of-run plots).
     fn budget(c: &ActdynConfig, threads: usize) -> kestrel_core::Budget {

@@ -1,8 +1,8 @@
 //! The online loop end to end: both profiles, every policy and field, exact resume from a
 //! checkpoint, identical results on 1 and 2 threads, and configs refused with the field named.
 
-use kestrel_actdyn::config::{ActdynConfig, FieldKind, Metric, PolicyKind, Profile};
-use kestrel_actdyn::online::ActiveRun;
+use kestrel_actdyn::config::{FieldKind, Metric, PolicyKind, Profile};
+use kestrel_run::runs::actdyn::{ActdynConfig, ActiveRun};
 
 /// A small E2 (RBF, iCEM) for fast tests: fewer samples and iterations, short window.
 fn small_e2(profile: Profile) -> ActdynConfig {
