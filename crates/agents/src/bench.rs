@@ -4,8 +4,7 @@
 
 use crate::AgentError;
 use crate::allo::{Allo, AlloConfig, collect};
-use crate::hunt::HuntConfig;
-use crate::iqn::IqnLearner;
+use crate::iqn::{IqnConfig, IqnLearner};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::timing::{median_pair_us, median_us};
@@ -39,9 +38,11 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
     if reps == 0 {
         return Err(AgentError::invalid("reps", 0, "at least 1"));
     }
-    let cfg = HuntConfig::sorrel(TreasureParams { obs, ..TreasureParams::default() });
-    cfg.validate()?;
-    let p = cfg.world.clone();
+    // sorrel's world and agents (the trainer's `HuntConfig::sorrel`).
+    let p = TreasureParams { obs, ..TreasureParams::default() };
+    p.validate()?;
+    let iqn = IqnConfig::sorrel(p.obs_len(), 4);
+    iqn.validate()?;
     // Environment turn, 2 agents: spawning and both moves (observation and action choice
     // excluded, as the target).
     let mut s = TreasureHunt::new_world(&p, &mut Key::new(1).rng());
@@ -68,8 +69,8 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
         }
     });
     // IQN update: a buffer of random play, then timed gradient steps.
-    let mut learner = IqnLearner::new(cfg.iqn.clone(), Key::new(4))?;
-    let mut buf = vec![FrameReplay::new(cfg.iqn.replay())?];
+    let mut learner = IqnLearner::new(iqn.clone(), Key::new(4))?;
+    let mut buf = vec![FrameReplay::new(iqn.replay())?];
     let mut r = Key::new(5).rng();
     let mut frame = vec![0.0f32; p.obs_len()];
     let mut st = TreasureHunt::new_world(&p, &mut Key::new(6).rng());
@@ -94,7 +95,7 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
     // The same update's matrix products alone, on the same shapes, through the same GEMM
     // (the floor a fused implementation could reach on this machine), timed in alternation
     // with the update so their ratio is taken under the same machine conditions.
-    let shapes = cfg.iqn.update_gemm_shapes();
+    let shapes = iqn.update_gemm_shapes();
     let big =
         shapes.iter().map(|&(m, k, n, _, _)| (m * k).max(k * n).max(m * n)).max().unwrap_or(1);
     let (ga, gb, mut gc) = (vec![0.01f32; big], vec![0.02f32; big], vec![0.0f32; big]);
@@ -117,7 +118,7 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
     }
     // Greedy action selection for one state (batch 1, 12 τ samples, no noise).
     learner.epsilon = 0.0;
-    let state = vec![0.1f32; cfg.iqn.state_dim()];
+    let state = vec![0.1f32; iqn.state_dim()];
     let mut act = [0u32; 1];
     let act_us = median_us(reps * 10, |i| {
         if let Err(e) = learner.act(&state, Key::new(9).fold_in(i), &mut act) {
@@ -133,7 +134,7 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
         update_us,
         gemm_us,
         act_us,
-        update_flops: cfg.iqn.update_flops(),
+        update_flops: iqn.update_flops(),
     })
 }
 

@@ -7,8 +7,6 @@
 //!   optimisers, collection rows), with its empirical ground truth in
 //!   [`laplacian::empirical`].
 //! - [`iqn`]: implicit quantile network agents (sorrel's iRainbow), one learner per agent.
-//! - [`hunt`]: the multi-agent treasure hunt trained with one IQN learner per agent, agents'
-//!   gradient steps in parallel.
 //!
 //! Parts only: the whole runs that train them (config, loop, folder) are `kestrel-run`'s
 //! `runs::allo` and `runs::hunt`.
@@ -17,7 +15,6 @@ pub mod allo;
 pub mod asymexp;
 pub mod bench;
 mod distinct;
-pub mod hunt;
 pub mod iqn;
 pub mod laplacian;
 

@@ -1,14 +1,18 @@
 //! Treasure-hunt training runs with their folders (`kestrel hunt train`, the Python package's
 //! `kestrel.hunt.train`): episode sheets drawn off the training thread, checkpoints, exact
 //! resume (greedy play of a trained run is [`super::hunt_play`]). The config ([`HuntRunConfig`]), its checks, its
-//! memory budget and the epoch loop ([`HuntRun::run`]) are here; the world, the trainer and
-//! the IQN learners are `kestrel-envs`' and `kestrel-agents`' parts.
+//! memory budget and the epoch loop ([`HuntRun::run`]) are here, and the trainer (one epoch of
+//! turns and updates over the worlds, its checkpoints: `trainer.rs`); the world and the IQN
+//! learners are `kestrel-envs`' and `kestrel-agents`' parts.
+
+mod trainer;
+
+pub use trainer::{EpochStats, HuntAgent, HuntConfig, Trainer, TurnOrder};
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::runs;
 use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
 use kestrel_agents::AgentError;
-use kestrel_agents::hunt::{EpochStats, Hunt as Trainer, HuntConfig, TurnOrder};
 use kestrel_core::Budget;
 use kestrel_core::FromInvalid;
 use kestrel_envs::treasure::TreasureObs;

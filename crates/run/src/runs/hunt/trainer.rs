@@ -15,8 +15,8 @@
 //! Every random draw comes from a key derived from the seed and the draw's role, epoch,
 //! turn, world and agent, so results do not depend on the number of threads.
 
-use crate::AgentError;
-use crate::iqn::{IqnConfig, IqnLearner};
+use kestrel_agents::AgentError;
+use kestrel_agents::iqn::{IqnConfig, IqnLearner};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_envs::treasure::{KeyDraws, TreasureHunt, TreasureParams, TreasureState};
@@ -139,7 +139,7 @@ impl HuntAgent {
 
 /// A training run in progress: worlds, agents, epoch counter.
 #[derive(Clone, Debug)]
-pub struct Hunt {
+pub struct Trainer {
     /// Settings.
     pub cfg: HuntConfig,
     /// Agents.
@@ -160,7 +160,7 @@ const ACT: u64 = 3;
 const LEARN: u64 = 4;
 const INIT: u64 = 5;
 
-impl Hunt {
+impl Trainer {
     /// A fresh run from `seed`: agent `a`'s parameters come from `key(INIT, a)`.
     pub fn new(cfg: HuntConfig, seed: u64) -> Result<Self, AgentError> {
         cfg.validate()?;
@@ -185,7 +185,7 @@ impl Hunt {
                 })
             })
             .collect::<Result<Vec<_>, AgentError>>()?;
-        Ok(Hunt {
+        Ok(Trainer {
             worlds: Vec::new(),
             rewards: vec![0.0; n],
             credit: 0.0,
@@ -369,7 +369,7 @@ fn bad_ckpt(path: &std::path::Path, what: String) -> AgentError {
     AgentError::invalid(
         "checkpoint",
         format!("{}: {what}", path.display()),
-        "a checkpoint written by Hunt::save_checkpoint with this configuration",
+        "a checkpoint written by Trainer::save_checkpoint with this configuration",
     )
 }
 
@@ -383,7 +383,7 @@ fn meta_num<T: std::str::FromStr>(
         .ok_or_else(|| bad_ckpt(path, format!("metadata {name} missing or malformed")))
 }
 
-impl Hunt {
+impl Trainer {
     /// Writes everything needed to continue exactly (parameters, targets, Adam states, ε,
     /// replay buffers, epoch, key) to `dir` as one set (`kestrel_nn::write_checkpoint_set`):
     /// an interrupted save leaves the previous set intact.
@@ -456,10 +456,10 @@ impl Hunt {
         Ok(())
     }
 
-    /// Resumes a run saved by [`Hunt::save_checkpoint`] under `cfg` (the run's own settings;
+    /// Resumes a run saved by [`Trainer::save_checkpoint`] under `cfg` (the run's own settings;
     /// shapes and counts are checked).
     pub fn load_checkpoint(cfg: HuntConfig, dir: &std::path::Path) -> Result<Self, AgentError> {
-        let mut h = Hunt::new(cfg, 0)?;
+        let mut h = Trainer::new(cfg, 0)?;
         let hp = dir.join("hunt.safetensors");
         let hf = kestrel_nn::load_safetensors::<f64>(&hp)?;
         let agents: usize = meta_num(&hp, &hf.metadata, "agents")?;
