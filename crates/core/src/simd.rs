@@ -324,8 +324,9 @@ pub fn gather8(bytes: &[u8]) -> u8 {
 /// 128 a row; a short last row is skipped) as one bit string: `f(i, bits)` for row `i`, bit `k`
 /// of `bits` being byte `k` of the row.
 ///
-/// With AVX-512 a row is one masked load and one compare per 64 bytes (a masked load reads
-/// nothing past the row); elsewhere eight bytes a multiply ([`gather8`]). The two agree on 0/1
+/// With AVX-512 a row is one 64-byte load and one compare per 64 bytes (the bits past the row
+/// dropped; within 64 bytes of the slice's end the bytes are copied out first, so nothing past
+/// the slice is read); elsewhere eight bytes a multiply ([`gather8`]). The two agree on 0/1
 /// bytes, which is what callers pass (checked beforehand): bytes other than 0 and 1 are read
 /// as "not zero" by the first and by their lowest bit by the second.
 #[inline]
@@ -468,7 +469,6 @@ mod tests {
         assert_eq!(<f32 as Real>::from_f64(0.1), 0.1f32);
     }
 
-    /// The dispatched and the plain build of the same lane loop give the same bits.
     #[test]
     fn any_at_least_reads_values_as_unsigned() {
         assert!(!any_at_least(&[], 0));
@@ -498,6 +498,7 @@ mod tests {
         }
     }
 
+    /// The dispatched and the plain build of the same lane loop give the same bits.
     #[test]
     fn dispatch_does_not_change_values() {
         struct Op<'a>(&'a [f32], &'a mut [f32]);

@@ -1328,7 +1328,7 @@ mod tests {
 
     /// Twin ARC batches, reset alike, in both kernels: 3 envs (one task: o2arc's rows,
     /// jaxarc's single lane block), 70 (two lane blocks, next-step reset) and 600 (ten lane
-    /// blocks in several tasks on the pool); 6-step episodes on the 5x5 canvas.
+    /// blocks in several tasks on the pool); 6-step episodes on a `canvas` × `canvas` canvas.
     fn arc_twins(canvas: usize) -> Vec<(EnvId, usize, Twins)> {
         use kestrel_core::AutoReset;
         let small = toml::toml! { canvas = canvas

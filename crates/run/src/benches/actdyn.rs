@@ -94,7 +94,6 @@ fn times(reps: usize) -> Result<BenchTimes, ActdynError> {
         return Err(e);
     }
     let mut e1 = ActdynConfig::e1();
-    let e1_model = e1.model.clone();
     e1.train.train_every = u64::MAX;
     e1.save_every = 0;
     let mut envrun = ActiveRun::new(e1)?;
@@ -112,8 +111,8 @@ fn times(reps: usize) -> Result<BenchTimes, ActdynError> {
     Ok(BenchTimes {
         planner_sequences: seqs,
         planner_ms: planner_us / 1e3,
-        train_mlp_ms: train_ms(&e1_model, &ActdynConfig::e1().train, reps)?,
-        train_rbf_ms: train_ms(&e2.model, &e2.train, reps)?,
+        train_mlp_ms: train_ms(&ActdynConfig::e1().model, &ActdynConfig::e1().train, reps)?,
+        train_rbf_ms: train_ms(&ActdynConfig::e2().model, &ActdynConfig::e2().train, reps)?,
         env_belief_us,
     })
 }

@@ -5,14 +5,10 @@
 //! cast with saturation, so an absurd config gives a huge estimate, never an overflow.
 
 use super::config::ActdynConfig;
+use crate::runs::np2;
 use kestrel_actdyn::config::{FieldKind, PolicyKind};
 use kestrel_actdyn::model::{DecoderKind, DynamicsKind};
 use kestrel_core::Budget;
-
-/// Next power of two at or above `x` (a `Vec` grown by pushing).
-fn np2(x: f64) -> f64 {
-    if x <= 1.0 { 1.0 } else { 2f64.powi(x.log2().ceil() as i32) }
-}
 
 /// A `Sequential`'s workspace for `rows` rows over layer widths `sizes` (Dense and activation
 /// layers alternating: nn/model.rs).
