@@ -13,8 +13,9 @@
 use crate::AutoReset;
 use rayon::prelude::*;
 
-/// One step of [`EpisodeStats::record_steps`] over a chunk of rows, compiled for the CPU's
-/// vector extension (f64 additions round the same at any width).
+/// The episode count's rule for one step over a chunk of rows ([`EpisodeStats::record`] and
+/// [`EpisodeStats::record_steps`]), compiled for the CPU's vector extension (f64 additions
+/// round the same at any width).
 struct Count<'a> {
     ret: &'a mut [f64],
     len: &'a mut [u64],
@@ -44,6 +45,12 @@ impl crate::simd::WithSimd for Count<'_> {
             prev[j] = ended;
         }
     }
+}
+
+/// An episode's wall seconds from its start to `now`, rounded to microseconds (as the wrapper
+/// rounds them).
+fn seconds(now: f64, start: f64) -> f64 {
+    ((now - start).max(0.0) * 1e6).round() / 1e6
 }
 
 /// An episode that ended in a step of [`EpisodeStats::record_steps`].
@@ -139,30 +146,34 @@ impl EpisodeStats {
             .zip(self.final_seconds[..n].par_chunks_mut(chunk))
             .enumerate()
             .for_each(|(c, (((((((ret, len), start), prev), done), f_ret), f_len), f_secs))| {
+                // The step's rule (`Count`, shared with `record_steps`), then the rows that
+                // ended: their finals (zeros on the others, as the wrapper's
+                // `np.where(dones, …, 0)`), and under SameStep their restart.
+                let first = c * chunk;
+                let rw = &rewards[first..first + ret.len()];
+                let flags = (&terminated[first / a..], &truncated[first / a..]);
+                let reset_step = mode != AutoReset::SameStep;
+                let (ret, len, start, prev) = (&mut *ret, &mut *len, &mut *start, &mut *prev);
+                crate::simd::dispatch(Count {
+                    ret,
+                    len,
+                    start,
+                    prev,
+                    rw,
+                    flags,
+                    a,
+                    reset_step,
+                    now,
+                });
+                done.copy_from_slice(prev);
                 for j in 0..ret.len() {
-                    let r = c * chunk + j;
-                    if mode != AutoReset::SameStep && prev[j] {
-                        // This step only reset the row.
+                    (f_ret[j], f_len[j], f_secs[j]) = if prev[j] {
+                        (ret[j], len[j], seconds(now, start[j]))
+                    } else {
+                        (0.0, 0, 0.0)
+                    };
+                    if prev[j] && !reset_step {
                         (ret[j], len[j], start[j]) = (0.0, 0, now);
-                    } else {
-                        ret[j] += f64::from(rewards[r]);
-                        len[j] += 1;
-                    }
-                    let e = r / a;
-                    let ended = terminated[e] || truncated[e];
-                    done[j] = ended;
-                    prev[j] = ended;
-                    if ended {
-                        f_ret[j] = ret[j];
-                        f_len[j] = len[j];
-                        let secs = (now - start[j]).max(0.0);
-                        f_secs[j] = (secs * 1e6).round() / 1e6;
-                        if mode == AutoReset::SameStep {
-                            (ret[j], len[j], start[j]) = (0.0, 0, now);
-                        }
-                    } else {
-                        // Zeros on the other rows, as the wrapper's `np.where(dones, …, 0)`.
-                        (f_ret[j], f_len[j], f_secs[j]) = (0.0, 0, 0.0);
                     }
                 }
             });
@@ -202,7 +213,7 @@ impl EpisodeStats {
         // of each step's rows: a row through all steps first strides a page a step).
         let threads = rayon::current_num_threads();
         let chunk = a * envs.div_ceil(4 * threads).max(64);
-        let secs = |start: f64| ((now - start).max(0.0) * 1e6).round() / 1e6;
+        let secs = |start: f64| seconds(now, start);
         let ends: Vec<Vec<EpisodeEnd>> = self
             .returns
             .par_chunks_mut(chunk)

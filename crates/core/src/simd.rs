@@ -363,9 +363,10 @@ pub fn for_each_bit_row(bytes: &[u8], per: usize, mut f: impl FnMut(usize, u128)
     }
 }
 
-/// Up to 128 0/1 bytes as bits, eight bytes a multiply.
+/// Up to 128 0/1 bytes as bits (bit `k` = byte `k`), eight bytes a multiply ([`gather8`]): one
+/// row of [`for_each_bit_row`]'s fallback, for a caller with a single row.
 #[inline(always)]
-fn bits_by_multiply(row: &[u8]) -> u128 {
+pub fn bits_by_multiply(row: &[u8]) -> u128 {
     row.chunks(8).enumerate().fold(0, |bits, (k, c)| bits | u128::from(gather8(c)) << (8 * k))
 }
 

@@ -22,7 +22,7 @@ use crate::{Layers, RunError};
 use kestrel_arc::{
     ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, MAX_LANE_SIDE, Mode, Selection,
 };
-use kestrel_core::simd::{any_at_least, gather8};
+use kestrel_core::simd::{any_at_least, bits_by_multiply, gather8};
 use kestrel_core::{BatchEnv, Documented, Env, FieldDoc, Key, Space, Spec, VecEnv};
 use kestrel_envs::control::{ENV_MAX_NU, ENV_MAX_NX};
 use kestrel_envs::{
@@ -745,21 +745,9 @@ fn check_coords<const S: usize>(ops: &[i64], coords: &[&[i64]], n: usize) -> Res
     Ok(())
 }
 
-/// One canvas row of 0/1 bytes (checked by `check_masks`) as mask bits (bit `c` = cell
-/// `c`). Eight bytes at a time: `(x & 0x01..01) * 0x0102040810204080 >> 56` gathers the low
-/// bit of each byte into one byte, in order.
-#[inline]
-fn pack_row(row: &[u8]) -> u32 {
-    let mut bits = 0u32;
-    for (g, chunk) in row.chunks(8).enumerate() {
-        bits |= u32::from(gather8(chunk)) << (8 * g);
-    }
-    bits
-}
-
 /// Env `env`'s `S × S` selection bytes in `sel` (checked to be 0 or 1) as bit rows: each
 /// row read as one fixed-size array (no bounds check a byte, no copy through a slice) for
-/// canvases up to 16 wide; wider ones by [`pack_row`] (`step_actions`' per-row decoding).
+/// canvases up to 16 wide; wider ones by [`bits_by_multiply`] (`step_actions`' per-row decoding).
 #[inline(always)]
 fn pack_rows<const S: usize>(sel: &[u8], env: usize) -> [u32; S] {
     let gather = |b: &[u8]| u32::from(gather8(b));
@@ -771,7 +759,7 @@ fn pack_rows<const S: usize>(sel: &[u8], env: usize) -> [u32; S] {
         } else if S <= 16 {
             gather(&row[..8]) | gather(&row[8..]) << 8
         } else {
-            pack_row(row)
+            bits_by_multiply(row) as u32
         }
     })
 }
@@ -1443,14 +1431,14 @@ mod tests {
 
     /// The word-read packing of masks is the byte-by-byte one, at every canvas width class.
     #[test]
-    fn pack_rows_is_pack_row() {
+    fn pack_rows_is_one_row_at_a_time() {
         fn one<const S: usize>() {
             let mut r = Key::new(S as u64).rng();
             // Three envs: the last one's rows end the array (the short reads).
             let sel: Vec<u8> = (0..3 * S * S).map(|_| (r.next_u64() & 1) as u8).collect();
             for env in 0..3 {
                 let want: [u32; S] = std::array::from_fn(|i| {
-                    pack_row(&sel[(env * S + i) * S..(env * S + i + 1) * S])
+                    bits_by_multiply(&sel[(env * S + i) * S..(env * S + i + 1) * S]) as u32
                 });
                 assert_eq!(pack_rows::<S>(&sel, env), want, "S = {S}, env {env}");
             }
