@@ -89,6 +89,9 @@ pub trait Real:
     const DTYPE: &'static str;
     /// Bytes per value.
     const BYTES: usize;
+    /// The smallest positive normal value (`f32::MIN_POSITIVE`, `f64::MIN_POSITIVE`); below
+    /// it values are subnormal, which Intel cores compute slowly.
+    const MIN_POSITIVE: Self;
     /// `v` rounded to this precision (constants and f64 inputs).
     fn from_f64(v: f64) -> Self;
     /// As f64 (exact).
@@ -128,6 +131,7 @@ macro_rules! real_common {
         const ONE: Self = 1.0;
         const DTYPE: &'static str = $name;
         const BYTES: usize = std::mem::size_of::<$t>();
+        const MIN_POSITIVE: Self = <$t>::MIN_POSITIVE;
         #[inline(always)]
         fn from_f64(v: f64) -> Self {
             v as $t

@@ -47,6 +47,43 @@ fn adam_matches_the_definition_and_clips() {
 }
 
 #[test]
+fn adam_flushes_subnormal_moments_and_keeps_the_parameters() {
+    // A parameter that gets one gradient and then zeros (a dead unit): its first moment
+    // falls by β₁ a step and would sit in the subnormals for good (slow on Intel cores).
+    // With the flush it reaches exactly 0; the parameters equal those of the plain
+    // recurrence, which keeps the subnormal moments.
+    let adam = Adam::new(1e-3);
+    let mut st = AdamState::<f32>::new(3);
+    let mut p = vec![0.5f32, -0.25, 1e-3];
+    let (mut m, mut v, mut want) = ([0f32; 3], [0f32; 3], p.clone());
+    let mut saw_subnormal = false;
+    for t in 1..=2_000 {
+        let g = if t == 1 { [1e-3f32, -2e-4, 3e-5] } else { [0.0; 3] };
+        adam.step(&mut st, &mut p, &g).unwrap();
+        let bc1 = 1.0 - 0.9f64.powi(t);
+        let bc2 = 1.0 - 0.999f64.powi(t);
+        for i in 0..3 {
+            m[i] = 0.9 * m[i] + 0.1 * g[i];
+            v[i] = 0.999 * v[i] + 0.001 * g[i] * g[i];
+            saw_subnormal |= m[i] != 0.0 && m[i].abs() < f32::MIN_POSITIVE;
+            let step = (1e-3 / bc1) as f32;
+            want[i] -= step * m[i] / (v[i].sqrt() * (1.0 / bc2.sqrt()) as f32 + 1e-8);
+        }
+        for x in st.m.iter().chain(&st.v) {
+            assert!(*x == 0.0 || x.abs() >= f32::MIN_POSITIVE, "step {t}: moment {x:e}");
+        }
+    }
+    assert!(saw_subnormal, "the plain recurrence never went subnormal");
+    assert_eq!(st.m, vec![0.0; 3]);
+    assert_eq!(p, want);
+    // With ε = 0 a zero moment moves nothing (no 0/0).
+    let mut st = AdamState::<f32>::new(1);
+    let mut p = vec![2.0f32];
+    Adam { eps: 0.0, ..Adam::new(0.1) }.step(&mut st, &mut p, &[0.0]).unwrap();
+    assert_eq!(p, vec![2.0]);
+}
+
+#[test]
 fn non_finite_gradients_and_losses_change_nothing() {
     let adam = Adam::new(0.1);
     let mut st = AdamState::<f32>::new(2);
