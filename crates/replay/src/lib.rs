@@ -86,15 +86,54 @@ pub fn discounted_sampling(rng: &mut Rng, n: usize, gamma: f64) -> usize {
 /// rounding at `u → 1` could reach `n`); `n = 0` gives 0.
 #[inline]
 pub fn truncated_geometric(n: usize, gamma: f64, u: f64) -> usize {
-    if n <= 1 || gamma <= 0.0 {
-        return 0;
+    TruncatedGeometric::new(gamma).draw(n, u)
+}
+
+/// [`truncated_geometric`] for one γ and many draws: `log γ` once, and no `pow` where γⁿ
+/// cannot change the result.
+///
+/// Why: a batch of offsets from long episodes (asymexp: 1,000 steps at γ = 0.2) spent most of
+/// its time in libm's `pow`, much of it underflowing to 0 by its slow path, and in the same
+/// `log γ` again. Where `n log₂ γ < −64`, γⁿ is below 2⁻⁶⁴ and `1 − γⁿ` rounds to exactly 1
+/// (anything under 2⁻⁵⁴ does), so γⁿ is taken as 0 with the same bits; the ten binades of
+/// margin cover the rounding of `pow` and of `n log₂ γ`.
+#[derive(Clone, Copy, Debug)]
+pub struct TruncatedGeometric {
+    gamma: f64,
+    ln_gamma: f64,
+    /// Horizons above which `1 − γⁿ` is 1 (`f64::INFINITY`: none).
+    one_above: f64,
+}
+
+impl TruncatedGeometric {
+    /// The sampler for discount `gamma`.
+    pub fn new(gamma: f64) -> Self {
+        let ln_gamma = gamma.ln();
+        // n log₂ γ < −64 as n < −64 ln 2 / ln γ: one logarithm, as the free function had.
+        let one_above = if gamma > 0.0 && gamma < 1.0 {
+            -64.0 * std::f64::consts::LN_2 / ln_gamma
+        } else {
+            f64::INFINITY
+        };
+        TruncatedGeometric { gamma, ln_gamma, one_above }
     }
-    let j = if gamma >= 1.0 {
-        (n as f64 * u).floor()
-    } else {
-        ((1.0 - (1.0 - gamma.powf(n as f64)) * u).ln() / gamma.ln()).floor()
-    };
-    (j as usize).min(n - 1)
+
+    /// The offset on `0..n` from the uniform `u` in `[0, 1)`.
+    #[inline]
+    pub fn draw(&self, n: usize, u: f64) -> usize {
+        let gamma = self.gamma;
+        if n <= 1 || gamma <= 0.0 {
+            return 0;
+        }
+        let j = if gamma >= 1.0 {
+            (n as f64 * u).floor()
+        } else {
+            let nf = n as f64;
+            let gn = if nf > self.one_above { 0.0 } else { gamma.powf(nf) };
+            ((1.0 - (1.0 - gn) * u).ln() / self.ln_gamma).floor()
+        };
+        (j as usize).min(n - 1)
+    }
 }
 
 /// Episodes of items `T` (e.g. state indices) in one flat array.

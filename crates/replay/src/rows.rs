@@ -161,6 +161,18 @@ impl RowReplay {
         discount: f64,
         rule: RowRule,
     ) -> Result<RowPair, ReplayError> {
+        self.pair_with(row, u_obs, u_offset, &crate::TruncatedGeometric::new(discount), rule)
+    }
+
+    /// [`RowReplay::pair`] with the offset's sampler made once for a batch.
+    fn pair_with(
+        &self,
+        row: usize,
+        u_obs: f64,
+        u_offset: f64,
+        geometric: &crate::TruncatedGeometric,
+        rule: RowRule,
+    ) -> Result<RowPair, ReplayError> {
         if row >= self.num_rows() || !(0.0..1.0).contains(&u_obs) || !(0.0..1.0).contains(&u_offset)
         {
             return Err(ReplayError::invalid(
@@ -221,7 +233,7 @@ impl RowReplay {
         Ok(RowPair {
             obs_idx: obs_idx as u32,
             horizon: horizon as u32,
-            offset: offset(horizon, discount, u_offset) as u32,
+            offset: (geometric.draw(horizon, u_offset) + 1) as u32,
         })
     }
 
@@ -248,11 +260,12 @@ impl RowReplay {
             ));
         }
         let rows = self.num_rows() as u32;
+        let geometric = crate::TruncatedGeometric::new(discount);
         for (j, (o, n)) in obs.iter_mut().zip(next.iter_mut()).enumerate() {
             let mut r = key.fold_in(j as u64).rng();
             let row = r.below(rows) as usize;
             let (u1, u2) = (r.uniform_f64(), r.uniform_f64());
-            let p = self.pair(row, u1, u2, discount, rule)?;
+            let p = self.pair_with(row, u1, u2, &geometric, rule)?;
             let at = self.start[row] as usize + p.obs_idx as usize;
             *o = self.obs[at];
             *n = self.obs[at + p.offset as usize];

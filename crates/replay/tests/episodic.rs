@@ -3,7 +3,9 @@
 //! says, and batches are split-independent.
 
 use kestrel_core::Key;
-use kestrel_replay::{Convention, EpisodicReplay, ReplayError, discounted_sampling};
+use kestrel_replay::{
+    Convention, EpisodicReplay, ReplayError, TruncatedGeometric, discounted_sampling,
+};
 use proptest::prelude::*;
 
 /// Episodes whose items encode (episode, step) as `1000 e + t`.
@@ -53,6 +55,40 @@ proptest! {
             prop_assert!(j < n.max(1));
         }
     }
+}
+
+/// The batch sampler skips `pow` where `1 − γⁿ` is 1: every draw is still the formula's, bit
+/// for bit, on both sides of the skip and at the uniform's edges.
+#[test]
+fn the_batch_geometric_is_the_formula() {
+    let formula = |n: usize, g: f64, u: f64| -> usize {
+        if n <= 1 || g <= 0.0 {
+            return 0;
+        }
+        let j = if g >= 1.0 {
+            (n as f64 * u).floor()
+        } else {
+            ((1.0 - (1.0 - g.powf(n as f64)) * u).ln() / g.ln()).floor()
+        };
+        (j as usize).min(n - 1)
+    };
+    let mut r = Key::new(3).rng();
+    let mut skipped = 0;
+    for g in [0.0, 1e-300, 1e-5, 0.2, 0.5, 0.9, 0.99, 0.999_999, 1.0] {
+        let t = TruncatedGeometric::new(g);
+        // Horizons around the skip's edge (64 / −log₂ γ) and far beyond it.
+        let edge = if g > 0.0 && g < 1.0 { (-64.0 / g.log2()) as usize } else { 0 };
+        let near = edge.saturating_sub(3)..edge + 4;
+        for n in (0..60).chain(near).chain([400, 463, 1_000, 100_000, 10_000_000]) {
+            skipped += usize::from(g > 0.0 && g < 1.0 && (n as f64) * g.log2() < -64.0);
+            let mut us = vec![0.0, 0.5, 1.0 - f64::EPSILON, 1.0 - 1e-10, 1e-300];
+            us.extend((0..200).map(|_| r.uniform_f64()));
+            for u in us {
+                assert_eq!(t.draw(n, u), formula(n, g, u), "n {n}, γ {g}, u {u:e}");
+            }
+        }
+    }
+    assert!(skipped > 20, "few horizons reached the skip ({skipped})");
 }
 
 #[test]
