@@ -77,29 +77,25 @@ impl<E: Env + Clone> Neuro<E> {
     }
 }
 
-/// Forward pass: per layer `W` (out × in, row-major) then `b`; tanh on hidden layers.
+/// Forward pass ([`kestrel_nn::row::mlp_row`]): per layer `W` (out × in, row-major) then `b`,
+/// laid out one layer after another; tanh on hidden layers.
 fn forward(weights: &[f32], sizes: &[usize], input: &[f32], out: &mut [f32; MAX_WIDTH]) -> usize {
-    let mut cur = [0f32; MAX_WIDTH];
-    cur[..input.len()].copy_from_slice(input);
-    let mut off = 0;
-    let last = sizes.len() - 2;
-    for (l, w) in sizes.windows(2).enumerate() {
-        let (n_in, n_out) = (w[0], w[1]);
-        let (mat, bias) = (
+    let n = *sizes.last().expect("at least two layers");
+    let layer = |l: usize| {
+        let off: usize = sizes[..=l].windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+        let (n_in, n_out) = (sizes[l], sizes[l + 1]);
+        (
             &weights[off..off + n_in * n_out],
             &weights[off + n_in * n_out..off + n_in * n_out + n_out],
-        );
-        let mut next = [0f32; MAX_WIDTH];
-        for o in 0..n_out {
-            let row = &mat[o * n_in..(o + 1) * n_in];
-            let a: f32 = row.iter().zip(&cur[..n_in]).map(|(w, x)| w * x).sum::<f32>() + bias[o];
-            next[o] = if l < last { a.tanh() } else { a };
-        }
-        off += n_in * n_out + n_out;
-        cur = next;
-    }
-    let n = *sizes.last().expect("at least two layers");
-    out[..n].copy_from_slice(&cur[..n]);
+        )
+    };
+    kestrel_nn::row::mlp_row::<f32, MAX_WIDTH>(
+        sizes.len() - 1,
+        layer,
+        kestrel_nn::Activation::Tanh,
+        input,
+        &mut out[..n],
+    );
     n
 }
 

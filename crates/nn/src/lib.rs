@@ -3,6 +3,8 @@
 //!
 //! - Layers with explicit forward and backward ([`Layer`]: [`Dense`], [`Act`]) over flat
 //!   parameter slices, stacked in a [`Sequential`] (an MLP from an [`MlpConfig`]).
+//! - One row at a time on the stack ([`row`]: `dense_row`, `mlp_row`), for the networks no
+//!   batch shares: neuroevolution's policies and the maps inside an env's step.
 //! - Matrix products ([`matmul`]) through register-tiled kernels of the crate's own, AVX-512
 //!   or AVX2 with FMA as the CPU has them (chosen at run time), else the `gemm` crate; always
 //!   single-threaded: several models train in parallel, one per thread ([`train_many`]).
@@ -30,6 +32,7 @@ mod loss;
 pub mod matmul;
 mod model;
 mod noisy;
+pub mod row;
 
 pub use adam::{Adam, AdamState};
 

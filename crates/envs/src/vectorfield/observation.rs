@@ -100,17 +100,11 @@ impl Linear {
         &self.bias
     }
 
-    /// One row: `out[o] = (Σ_k W[o][k]·x[k]) + b[o]`, the sum in increasing `k`.
+    /// One row: `out[o] = (Σ_k W[o][k]·x[k]) + b[o]`, the sum in increasing `k`
+    /// ([`kestrel_nn::row::dense_row`]).
     #[inline]
     pub fn apply_row(&self, x: &[f64], out: &mut [f64]) {
-        for (o, (w, b)) in out.iter_mut().zip(self.weight.chunks_exact(self.in_dim).zip(&self.bias))
-        {
-            let mut s = 0.0;
-            for (wk, xk) in w.iter().zip(x) {
-                s += wk * xk;
-            }
-            *o = s + b;
-        }
+        kestrel_nn::row::dense_row(&self.weight, &self.bias, x, out);
     }
 }
 
@@ -185,25 +179,17 @@ impl Mlp {
         self.layers[self.layers.len() - 1].out_dim
     }
 
-    /// One row (activations on the stack, no allocation).
+    /// One row (activations on the stack, no allocation: [`kestrel_nn::row::mlp_row`]).
     #[inline]
     pub fn apply_row(&self, x: &[f64], out: &mut [f64]) {
-        let mut a = [0.0; MAX_HIDDEN];
-        let mut b = [0.0; MAX_HIDDEN];
-        let (mut src, mut dst) = (&mut a, &mut b);
-        let mut len = x.len();
-        src[..len].copy_from_slice(x);
-        let last = self.layers.len() - 1;
-        for (i, l) in self.layers.iter().enumerate() {
-            if i == last {
-                l.apply_row(&src[..len], out);
-            } else {
-                l.apply_row(&src[..len], &mut dst[..l.out_dim]);
-                dst[..l.out_dim].iter_mut().for_each(|v| *v = v.max(0.0));
-                len = l.out_dim;
-                std::mem::swap(&mut src, &mut dst);
-            }
-        }
+        let layer = |i: usize| (&self.layers[i].weight[..], &self.layers[i].bias[..]);
+        kestrel_nn::row::mlp_row::<f64, MAX_HIDDEN>(
+            self.layers.len(),
+            layer,
+            kestrel_nn::Activation::Relu,
+            x,
+            out,
+        );
     }
 }
 
