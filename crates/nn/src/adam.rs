@@ -142,8 +142,10 @@ impl<T: Real> WithSimd for Update<'_, T> {
 /// keeps it there (0.9 · k · 2⁻¹⁴⁹ rounds back to k · 2⁻¹⁴⁹ for small k). On Intel cores every
 /// operation on a subnormal takes a slow assist: in ALLO's asymexp profile a fifth of the
 /// encoder's first moments were subnormal after 2,000 steps and its update took twice as long
-/// (BENCHMARKS, issue 31). XLA's CPU runtime, which runs JAX's optax, flushes subnormals to
-/// zero in every operation; this flushes only the two moments. In f32 with ε = 1e-8 the step a
+/// (BENCHMARKS, issue 31). XLA's CPU client, which runs JAX's optax, executes with the
+/// flush-to-zero and denormals-are-zero bits set (`tsl::port::ScopedFlushDenormal` in
+/// `xla/pjrt/cpu/cpu_client.cc`), so every subnormal there is 0; this flushes only the two
+/// moments, which needs no `unsafe` and no thread's float mode. In f32 with ε = 1e-8 the step a
 /// first moment below 2⁻¹²⁶ makes is under lr / (1 − β₁) · 2⁻¹²⁶ / ε ≈ lr · 1.2e-29, less than
 /// half an ulp of any parameter larger than about lr · 2e-22 in magnitude, so such parameters
 /// come out the same as without the flush; a flushed second moment changes the divisor by
