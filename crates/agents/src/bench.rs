@@ -255,12 +255,14 @@ pub fn asymexp(
     let (mut o, mut x, mut o2, mut un) =
         (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
     let mut failed: Option<AgentError> = None;
+    // The offsets' sampler made once, as the run makes it.
+    let offsets = kestrel_replay::TruncatedGeometric::tabulated(0.2);
     let sample_us = median_us(steps * 5, |i| {
         let k = Key::new(i);
         let r = data
             .replay
-            .sample(k.fold_in(0), 0.2, rule, &mut o, &mut x)
-            .and_then(|_| data.replay.sample(k.fold_in(1), 0.2, rule, &mut o2, &mut un));
+            .sample_with(k.fold_in(0), &offsets, rule, &mut o, &mut x)
+            .and_then(|_| data.replay.sample_with(k.fold_in(1), &offsets, rule, &mut o2, &mut un));
         if let Err(e) = r {
             failed = Some(e.into());
         }

@@ -97,13 +97,21 @@ pub fn truncated_geometric(n: usize, gamma: f64, u: f64) -> usize {
 /// `log γ` again. Where `n log₂ γ < −64`, γⁿ is below 2⁻⁶⁴ and `1 − γⁿ` rounds to exactly 1
 /// (anything under 2⁻⁵⁴ does), so γⁿ is taken as 0 with the same bits; the ten binades of
 /// margin cover the rounding of `pow` and of `n log₂ γ`.
-#[derive(Clone, Copy, Debug)]
+///
+/// [`TruncatedGeometric::tabulated`] also keeps `γⁿ` for every horizon below the skip (up to
+/// 4,096), computed by the same `pow`: a sampler kept for a whole run draws with no `pow` at all.
+#[derive(Clone, Debug)]
 pub struct TruncatedGeometric {
     gamma: f64,
     ln_gamma: f64,
     /// Horizons above which `1 − γⁿ` is 1 (`f64::INFINITY`: none).
     one_above: f64,
+    /// `γⁿ` at `n = 0, 1, …` (`pow`'s values; empty unless tabulated).
+    powers: Vec<f64>,
 }
+
+/// The most powers [`TruncatedGeometric::tabulated`] keeps (32 KiB).
+const MAX_POWERS: usize = 4_096;
 
 impl TruncatedGeometric {
     /// The sampler for discount `gamma`.
@@ -115,7 +123,23 @@ impl TruncatedGeometric {
         } else {
             f64::INFINITY
         };
-        TruncatedGeometric { gamma, ln_gamma, one_above }
+        TruncatedGeometric { gamma, ln_gamma, one_above, powers: Vec::new() }
+    }
+
+    /// [`TruncatedGeometric::new`] with `γⁿ` kept for each horizon up to the skip (at most
+    /// 4,096 of them), for a sampler made once and used for many batches.
+    pub fn tabulated(gamma: f64) -> Self {
+        let mut t = Self::new(gamma);
+        if gamma > 0.0 && gamma < 1.0 {
+            let n = (t.one_above.min(MAX_POWERS as f64) as usize + 1).min(MAX_POWERS);
+            t.powers = (0..n).map(|k| gamma.powf(k as f64)).collect();
+        }
+        t
+    }
+
+    /// The discount.
+    pub fn gamma(&self) -> f64 {
+        self.gamma
     }
 
     /// The offset on `0..n` from the uniform `u` in `[0, 1)`.
@@ -129,7 +153,11 @@ impl TruncatedGeometric {
             (n as f64 * u).floor()
         } else {
             let nf = n as f64;
-            let gn = if nf > self.one_above { 0.0 } else { gamma.powf(nf) };
+            let gn = if nf > self.one_above {
+                0.0
+            } else {
+                self.powers.get(n).copied().unwrap_or_else(|| gamma.powf(nf))
+            };
             ((1.0 - (1.0 - gn) * u).ln() / self.ln_gamma).floor()
         };
         (j as usize).min(n - 1)

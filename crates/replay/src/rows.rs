@@ -247,6 +247,20 @@ impl RowReplay {
         obs: &mut [u32],
         next: &mut [u32],
     ) -> Result<(), ReplayError> {
+        self.sample_with(key, &crate::TruncatedGeometric::new(discount), rule, obs, next)
+    }
+
+    /// [`RowReplay::sample`] with the offsets' sampler given: a run makes one
+    /// ([`crate::TruncatedGeometric::tabulated`]) and draws every batch with it.
+    pub fn sample_with(
+        &self,
+        key: Key,
+        geometric: &crate::TruncatedGeometric,
+        rule: RowRule,
+        obs: &mut [u32],
+        next: &mut [u32],
+    ) -> Result<(), ReplayError> {
+        let discount = geometric.gamma();
         if self.num_rows() == 0 || obs.len() != next.len() || !(0.0..=1.0).contains(&discount) {
             return Err(ReplayError::invalid(
                 "replay sample",
@@ -260,12 +274,11 @@ impl RowReplay {
             ));
         }
         let rows = self.num_rows() as u32;
-        let geometric = crate::TruncatedGeometric::new(discount);
         for (j, (o, n)) in obs.iter_mut().zip(next.iter_mut()).enumerate() {
             let mut r = key.fold_in(j as u64).rng();
             let row = r.below(rows) as usize;
             let (u1, u2) = (r.uniform_f64(), r.uniform_f64());
-            let p = self.pair_with(row, u1, u2, &geometric, rule)?;
+            let p = self.pair_with(row, u1, u2, geometric, rule)?;
             let at = self.start[row] as usize + p.obs_idx as usize;
             *o = self.obs[at];
             *n = self.obs[at + p.offset as usize];

@@ -57,8 +57,9 @@ proptest! {
     }
 }
 
-/// The batch sampler skips `pow` where `1 − γⁿ` is 1: every draw is still the formula's, bit
-/// for bit, on both sides of the skip and at the uniform's edges.
+/// The batch sampler skips `pow` where `1 − γⁿ` is 1, and the tabulated one reads `γⁿ` from its
+/// table: every draw is still the formula's, bit for bit, on both sides of the skip, past the
+/// table's end (γ = 0.999999) and at the uniform's edges.
 #[test]
 fn the_batch_geometric_is_the_formula() {
     let formula = |n: usize, g: f64, u: f64| -> usize {
@@ -75,7 +76,7 @@ fn the_batch_geometric_is_the_formula() {
     let mut r = Key::new(3).rng();
     let mut skipped = 0;
     for g in [0.0, 1e-300, 1e-5, 0.2, 0.5, 0.9, 0.99, 0.999_999, 1.0] {
-        let t = TruncatedGeometric::new(g);
+        let (t, tab) = (TruncatedGeometric::new(g), TruncatedGeometric::tabulated(g));
         // Horizons around the skip's edge (64 / −log₂ γ) and far beyond it.
         let edge = if g > 0.0 && g < 1.0 { (-64.0 / g.log2()) as usize } else { 0 };
         let near = edge.saturating_sub(3)..edge + 4;
@@ -84,7 +85,9 @@ fn the_batch_geometric_is_the_formula() {
             let mut us = vec![0.0, 0.5, 1.0 - f64::EPSILON, 1.0 - 1e-10, 1e-300];
             us.extend((0..200).map(|_| r.uniform_f64()));
             for u in us {
-                assert_eq!(t.draw(n, u), formula(n, g, u), "n {n}, γ {g}, u {u:e}");
+                let want = formula(n, g, u);
+                assert_eq!(t.draw(n, u), want, "n {n}, γ {g}, u {u:e}");
+                assert_eq!(tab.draw(n, u), want, "tabulated: n {n}, γ {g}, u {u:e}");
             }
         }
     }

@@ -460,11 +460,12 @@ impl AsymexpRun {
         let key = Key::new(c.seed).fold_in(2);
         let d = c.num_eigenvectors;
         let mut duals = self.learner.mult.duals.clone();
+        let offsets = kestrel_replay::TruncatedGeometric::tabulated(c.discount);
         while self.learner.steps < c.steps {
             let t = self.learner.steps;
             let k = key.fold_in(t);
-            data.replay.sample(k.fold_in(0), c.discount, a.sampling, &mut obs, &mut next)?;
-            data.replay.sample(k.fold_in(1), c.discount, a.sampling, &mut obs2, &mut unused)?;
+            data.replay.sample_with(k.fold_in(0), &offsets, a.sampling, &mut obs, &mut next)?;
+            data.replay.sample_with(k.fold_in(1), &offsets, a.sampling, &mut obs2, &mut unused)?;
             duals.copy_from_slice(&self.learner.mult.duals);
             let barrier = self.learner.mult.barrier as f64;
             self.learner.step_on(&obs, &next, &obs2)?;
