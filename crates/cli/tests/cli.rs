@@ -28,7 +28,17 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn the_demo_runs_every_system_and_reports_each_folder() {
     let od = tmp("demo-runs");
-    let out = ok(&["demo", "--quick", "--seconds", "0.2", "--out-dir", od.to_str().unwrap()]);
+    // `--threads` reaches every part (issue 29 item 8: it once failed inside `evo qd`).
+    let out = ok(&[
+        "demo",
+        "--quick",
+        "--seconds",
+        "0.2",
+        "--threads",
+        "1",
+        "--out-dir",
+        od.to_str().unwrap(),
+    ]);
     assert!(out.contains("M steps/s"), "{out}");
     for system in ["ARC", "ES", "MPPI", "ALLO", "Hunt", "QD", "ActDyn"] {
         assert!(out.lines().any(|l| l.starts_with(system)), "{system} missing:\n{out}");
