@@ -178,21 +178,12 @@ impl EnvConfig {
         let (e, bad) = (self, |f: &str, v: String, ok: &'static str| {
             Err(ActdynError::invalid(f.to_string(), v, ok))
         });
-        let num = |f: &'static str, v: f64, lo: f64, hi: f64| -> Result<(), ActdynError> {
-            if v.is_finite() && v >= lo && v <= hi {
-                Ok(())
-            } else {
-                Err(ActdynError::invalid(f, v, format!("a finite number in [{lo}, {hi}]")))
-            }
-        };
+        use kestrel_core::check_finite as num;
         num("env.alpha", e.alpha, -1e3, 1e3)?;
         num("env.noise_scale", e.noise_scale, 0.0, 1e3)?;
         num("env.dt", e.dt, 1e-6, 10.0)?;
         num("env.obs_noise", e.obs_noise, 0.0, 1e6)?;
         num("env.action_bound", e.action_bound, 1e-9, 1e6)?;
-        if e.dt <= 0.0 {
-            return bad("env.dt", e.dt.to_string(), "a number > 0");
-        }
         if !(1..=100_000).contains(&e.obs_dim) {
             return bad("env.obs_dim", e.obs_dim.to_string(), "an integer in [1, 100000]");
         }

@@ -63,13 +63,7 @@ impl Default for OfflineConfig {
 impl OfflineConfig {
     /// Checks every field; errors name it (`offline.FIELD`).
     pub fn validate(&self) -> Result<(), ActdynError> {
-        let num = |f: &'static str, v: f64, hi: f64| {
-            if v.is_finite() && v >= 0.0 && v <= hi {
-                Ok(())
-            } else {
-                Err(ActdynError::invalid(f, v, format!("a finite number in [0, {hi}]")))
-            }
-        };
+        let num = |f: &'static str, v: f64, hi: f64| kestrel_core::check_finite(f, v, 0.0, hi);
         num("offline.lr", self.lr, 1e3)?;
         num("offline.weight_decay", self.weight_decay, 1.0)?;
         num("offline.grad_clip", self.grad_clip, 1e12)?;

@@ -53,6 +53,19 @@ fn seconds(now: f64, start: f64) -> f64 {
     ((now - start).max(0.0) * 1e6).round() / 1e6
 }
 
+/// One chunk of rows of every column of [`EpisodeStats`], and its first row.
+struct Rows<'a> {
+    first: usize,
+    ret: &'a mut [f64],
+    len: &'a mut [u64],
+    start: &'a mut [f64],
+    prev: &'a mut [bool],
+    done: &'a mut [bool],
+    f_ret: &'a mut [f64],
+    f_len: &'a mut [u64],
+    f_secs: &'a mut [f64],
+}
+
 /// An episode that ended in a step of [`EpisodeStats::record_steps`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EpisodeEnd {
@@ -119,6 +132,36 @@ impl EpisodeStats {
         }
     }
 
+    /// Rows `..n` of every column in chunks of `chunk` rows, in parallel: the one split of
+    /// [`EpisodeStats::record`] and [`EpisodeStats::record_steps`].
+    fn par_rows(
+        &mut self,
+        n: usize,
+        chunk: usize,
+    ) -> impl IndexedParallelIterator<Item = Rows<'_>> {
+        self.returns[..n]
+            .par_chunks_mut(chunk)
+            .zip(self.lengths[..n].par_chunks_mut(chunk))
+            .zip(self.starts[..n].par_chunks_mut(chunk))
+            .zip(self.prev_done[..n].par_chunks_mut(chunk))
+            .zip(self.done[..n].par_chunks_mut(chunk))
+            .zip(self.final_returns[..n].par_chunks_mut(chunk))
+            .zip(self.final_lengths[..n].par_chunks_mut(chunk))
+            .zip(self.final_seconds[..n].par_chunks_mut(chunk))
+            .enumerate()
+            .map(move |(c, (((((((ret, len), start), prev), done), f_ret), f_len), f_secs))| Rows {
+                first: c * chunk,
+                ret,
+                len,
+                start,
+                prev,
+                done,
+                f_ret,
+                f_len,
+                f_secs,
+            })
+    }
+
     /// Counts the step whose `rewards` (one per agent row) and flags (one per env) the batch
     /// just returned at `now`, under `mode`.
     pub fn record(
@@ -135,21 +178,11 @@ impl EpisodeStats {
         // split.
         let chunk = a * 2048usize.div_ceil(a);
         let n = self.returns.len().min(rewards.len());
-        self.returns[..n]
-            .par_chunks_mut(chunk)
-            .zip(self.lengths[..n].par_chunks_mut(chunk))
-            .zip(self.starts[..n].par_chunks_mut(chunk))
-            .zip(self.prev_done[..n].par_chunks_mut(chunk))
-            .zip(self.done[..n].par_chunks_mut(chunk))
-            .zip(self.final_returns[..n].par_chunks_mut(chunk))
-            .zip(self.final_lengths[..n].par_chunks_mut(chunk))
-            .zip(self.final_seconds[..n].par_chunks_mut(chunk))
-            .enumerate()
-            .for_each(|(c, (((((((ret, len), start), prev), done), f_ret), f_len), f_secs))| {
+        self.par_rows(n, chunk).for_each(
+            |Rows { first, ret, len, start, prev, done, f_ret, f_len, f_secs }| {
                 // The step's rule (`Count`, shared with `record_steps`), then the rows that
                 // ended: their finals (zeros on the others, as the wrapper's
                 // `np.where(dones, …, 0)`), and under SameStep their restart.
-                let first = c * chunk;
                 let rw = &rewards[first..first + ret.len()];
                 let flags = (&terminated[first / a..], &truncated[first / a..]);
                 let reset_step = mode != AutoReset::SameStep;
@@ -176,7 +209,8 @@ impl EpisodeStats {
                         (ret[j], len[j], start[j]) = (0.0, 0, now);
                     }
                 }
-            });
+            },
+        );
     }
 
     /// Counts `steps` steps at once, as that many [`EpisodeStats::record`] calls at `now`
@@ -215,19 +249,9 @@ impl EpisodeStats {
         let chunk = a * envs.div_ceil(4 * threads).max(64);
         let secs = |start: f64| seconds(now, start);
         let ends: Vec<Vec<EpisodeEnd>> = self
-            .returns
-            .par_chunks_mut(chunk)
-            .zip(self.lengths.par_chunks_mut(chunk))
-            .zip(self.starts.par_chunks_mut(chunk))
-            .zip(self.prev_done.par_chunks_mut(chunk))
-            .zip(self.done.par_chunks_mut(chunk))
-            .zip(self.final_returns.par_chunks_mut(chunk))
-            .zip(self.final_lengths.par_chunks_mut(chunk))
-            .zip(self.final_seconds.par_chunks_mut(chunk))
-            .enumerate()
-            .map(|(c, (((((((ret, len), start), prev), done), f_ret), f_len), f_secs))| {
+            .par_rows(rows, chunk)
+            .map(|Rows { first, ret, len, start, prev, done, f_ret, f_len, f_secs }| {
                 let mut ends = Vec::new();
-                let first = c * chunk;
                 let reset_step = mode != AutoReset::SameStep;
                 for t in 0..steps {
                     let rw = &rewards[t * rows + first..][..ret.len()];

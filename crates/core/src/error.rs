@@ -75,6 +75,21 @@ pub fn check_bytes(
     Ok(())
 }
 
+/// Checks that `value` is finite and in `[lo, hi]`; the error names `field` and the value and
+/// says `a finite number in [lo, hi]` (the config checks' one range rule).
+pub fn check_finite(
+    field: impl Into<Cow<'static, str>>,
+    value: f64,
+    lo: f64,
+    hi: f64,
+) -> Result<(), Invalid> {
+    if value.is_finite() && value >= lo && value <= hi {
+        Ok(())
+    } else {
+        Err(Invalid::new(field, value, format!("a finite number in [{lo}, {hi}]")))
+    }
+}
+
 /// `XError::invalid(field, value, accepted)` for every error type that wraps [`Invalid`]
 /// (each crate's error has `Invalid(#[from] Invalid)`), written once here.
 pub trait FromInvalid: From<Invalid> {

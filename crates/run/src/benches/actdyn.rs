@@ -77,10 +77,13 @@ fn times(reps: usize) -> Result<BenchTimes, ActdynError> {
     }
     // Planner: an E2 run after 25 steps (elites and accumulated information exist), then
     // planner calls alone.
-    let mut e2 = ActdynConfig::e2();
-    e2.train.train_every = u64::MAX;
-    e2.save_every = 0;
-    let mut run = ActiveRun::new(e2.clone())?;
+    let (e1, e2) = (ActdynConfig::e1(), ActdynConfig::e2());
+    let quiet = |c: &ActdynConfig| ActdynConfig {
+        train: kestrel_actdyn::train::TrainConfig { train_every: u64::MAX, ..c.train.clone() },
+        save_every: 0,
+        ..c.clone()
+    };
+    let mut run = ActiveRun::new(quiet(&e2))?;
     for _ in 0..25 {
         run.step()?;
     }
@@ -90,29 +93,24 @@ fn times(reps: usize) -> Result<BenchTimes, ActdynError> {
             err = Some(e);
         }
     });
+    let mut envrun = ActiveRun::new(quiet(&e1))?;
+    let env_belief_us = median_us(reps as u64 * 10, |_| {
+        if let Err(e) = envrun.step() {
+            err = Some(e);
+        }
+    });
     if let Some(e) = err {
         return Err(e);
     }
-    let mut e1 = ActdynConfig::e1();
-    e1.train.train_every = u64::MAX;
-    e1.save_every = 0;
-    let mut envrun = ActiveRun::new(e1)?;
-    let env_belief_us = median_us(reps as u64 * 10, |_| {
-        let _ = envrun.step();
-    });
-    let icem = &e2.policy;
-    let mut n = icem.samples;
-    let mut seqs = n;
-    for _ in 1..icem.iterations {
-        n = (2 * icem.elites).max((n as f64 / icem.decrease_factor).floor() as usize);
-        seqs += n;
-    }
-    seqs += (icem.frac_elites_reused * icem.elites as f64).floor() as usize;
+    // The planner's own schedule: samples of each iteration, then the reused elites.
+    let icem = run.planner().expect("E2 plans with iCEM").params();
+    let seqs =
+        (0..icem.iterations).map(|i| icem.samples_at(i)).sum::<usize>() + icem.reused_elites();
     Ok(BenchTimes {
         planner_sequences: seqs,
         planner_ms: planner_us / 1e3,
-        train_mlp_ms: train_ms(&ActdynConfig::e1().model, &ActdynConfig::e1().train, reps)?,
-        train_rbf_ms: train_ms(&ActdynConfig::e2().model, &ActdynConfig::e2().train, reps)?,
+        train_mlp_ms: train_ms(&e1.model, &e1.train, reps)?,
+        train_rbf_ms: train_ms(&e2.model, &e2.train, reps)?,
         env_belief_us,
     })
 }

@@ -105,13 +105,6 @@ impl ActdynConfig {
         }
         self.env.validate()?;
         let e = &self.env;
-        let num = |f: &'static str, v: f64, lo: f64, hi: f64| -> Result<(), ActdynError> {
-            if v.is_finite() && v >= lo && v <= hi {
-                Ok(())
-            } else {
-                Err(ActdynError::invalid(f, v, format!("a finite number in [{lo}, {hi}]")))
-            }
-        };
         if self.model.obs_dim != e.obs_dim {
             return Err(ActdynError::invalid(
                 "model.obs_dim",
@@ -224,7 +217,7 @@ impl ActdynConfig {
                     );
                 }
             }
-            num("policy.discount", p.discount, 0.0, 1.0)?;
+            kestrel_core::check_finite("policy.discount", p.discount, 0.0, 1.0)?;
         }
         let v = &self.eval;
         if !(1..=10_000).contains(&v.episodes) {

@@ -237,6 +237,11 @@ impl ActiveRun {
         &self.cfg
     }
 
+    /// The iCEM planner, with the `icem` policy.
+    pub fn planner(&self) -> Option<&Icem> {
+        self.icem.as_ref()
+    }
+
     /// The resolved reference switches.
     pub fn bugs(&self) -> &Bugs {
         &self.bugs
