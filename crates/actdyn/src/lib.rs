@@ -17,7 +17,6 @@ mod error;
 pub mod eval;
 pub mod fisher;
 pub mod model;
-pub mod offline;
 pub mod rbf;
 pub mod train;
 

@@ -358,6 +358,30 @@ impl Trainer {
     }
 }
 
+/// Saved transitions (what `kestrel actdyn run` saves and `kestrel actdyn retrain` trains on): `steps` rows of next observations (`steps × N_y`) and the actions that
+/// produced them (`steps × 2`), in time order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Transitions {
+    /// Observation width.
+    pub obs_dim: usize,
+    /// Next observations.
+    pub next_obs: Vec<f64>,
+    /// Actions.
+    pub action: Vec<f64>,
+}
+
+impl Transitions {
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.action.len() / 2
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.action.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

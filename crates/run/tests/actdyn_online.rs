@@ -227,7 +227,7 @@ fn the_perturbation_switch_moves_only_the_dynamics() {
 
 #[test]
 fn offline_retraining_lowers_the_loss_and_ignores_threads() {
-    use kestrel_actdyn::offline::{OfflineConfig, retrain};
+    use kestrel_run::runs::actdyn_retrain::{OfflineConfig, retrain};
     let mut c = ActdynConfig::e1();
     c.save_every = 1;
     let mut r = run_steps(&c, 120);

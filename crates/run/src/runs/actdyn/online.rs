@@ -16,8 +16,8 @@ use kestrel_actdyn::fisher::{
     GoalCost, Optimality, WeightedCost,
 };
 use kestrel_actdyn::model::{EncoderWorkspace, SeqVae};
-use kestrel_actdyn::offline::Transitions;
 use kestrel_actdyn::rbf::{LogLinearDecoder, RbfDynamics};
+use kestrel_actdyn::train::Transitions;
 use kestrel_actdyn::train::{TrainStats, Trainer};
 use kestrel_core::{FromInvalid, Key};
 use kestrel_envs::vectorfield::{VectorFieldParams, reset_latent};
