@@ -6,7 +6,6 @@ use crate::{
     ArcAction, ArcEnv, ArcError, ArcLanes, ArcParams, MAX_LANE_SIDE, Mode, NUM_OPS, SelKind,
     sample_action,
 };
-use kestrel_core::FromInvalid;
 use kestrel_core::timing::rows_per_second;
 use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use std::time::Instant;
@@ -104,53 +103,4 @@ pub fn op_costs<const S: usize>(env: &ArcEnv<S>, p: &ArcParams, kind: SelKind) -
             t0.elapsed().as_nanos() as f64 / n as f64
         })
         .collect()
-}
-
-/// What [`random_rollouts`] counts.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rollouts {
-    /// Env steps taken.
-    pub steps: u64,
-    /// Wall seconds.
-    pub seconds: f64,
-    /// Episodes ended (terminated or truncated).
-    pub episodes: u64,
-    /// Of those, truncated at the step limit.
-    pub truncated: u64,
-    /// Steps with a positive reward (a solved episode).
-    pub solved: u64,
-}
-
-/// Random bounding-box rollouts of `num_envs` envs for at least `seconds` (batches of 16
-/// steps), auto-reset as `VecEnv` does: the headline throughput of `kestrel demo`.
-pub fn random_rollouts<const S: usize>(
-    env: ArcEnv<S>,
-    p: ArcParams,
-    num_envs: usize,
-    seconds: f64,
-    seed: u64,
-) -> Result<Rollouts, ArcError> {
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(ArcError::invalid("seconds", seconds, "more than 0, at most 86400"));
-    }
-    let mut v = VecEnv::new(env, p, num_envs, seed)?;
-    let policy = |_: usize, key: Key, _: &[i8], act: &mut [ArcAction<S>]| {
-        act[0] = sample_action::<S>(&mut key.rng(), SelKind::BBox)
-    };
-    let mut r = Rollouts { steps: 0, seconds: 0.0, episodes: 0, truncated: 0, solved: 0 };
-    let t0 = Instant::now();
-    while t0.elapsed().as_secs_f64() < seconds {
-        for _ in 0..16 {
-            v.step_with(policy);
-            r.steps += num_envs as u64;
-            for i in 0..num_envs {
-                let (te, tr) = (v.terminated()[i], v.truncated()[i]);
-                r.episodes += (te || tr) as u64;
-                r.solved += (v.rewards()[i] > 0.0) as u64;
-                r.truncated += (tr && !te) as u64;
-            }
-        }
-    }
-    r.seconds = t0.elapsed().as_secs_f64();
-    Ok(r)
 }

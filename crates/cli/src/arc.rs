@@ -1,16 +1,13 @@
-//! `kestrel arc ...` and the ARC part of `kestrel demo`: bench, replay, show, rollout (the
-//! bench and the runs in `kestrel_run`).
+//! `kestrel arc ...`: bench, replay, show, rollout (the bench and the runs in `kestrel_run`).
 
 use crate::common::{BenchArgs, KeyArgs, RunArgs};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kestrel_arc::generator::{Family, GenConfig, generate_bank};
-use kestrel_arc::{ArcConfig, ArcEnv, ArcParams, TaskBank, bench, render};
+use kestrel_arc::{ArcConfig, TaskBank, render};
 use kestrel_run::benches::arc::ArcBench;
 use kestrel_run::runs::{arc_replay::ArcReplay, arc_rollout::ArcRollout};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
 macro_rules! outln {
@@ -79,55 +76,6 @@ fn show(a: ShowArgs) -> Result<()> {
     kestrel_plot::save_rgb_png(&path, w as u32, h as u32, &img)?;
     outln!("wrote {} ({w}x{h})", path.display());
     Ok(())
-}
-
-// ------------------------------------------------------------------------------------
-// demo
-
-#[derive(Args)]
-pub struct DemoArgs {
-    /// Parallel environments.
-    #[arg(long, default_value_t = 1024)]
-    pub num_envs: usize,
-    /// Seconds to run.
-    #[arg(long, default_value_t = 2.0)]
-    pub seconds: f64,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Seed.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-}
-
-/// Batched random rollouts over generated tasks for `a.seconds`: the ARC part of the demo.
-/// Returns (steps per second, episodes ended, solved by the random policy).
-pub fn throughput(a: &DemoArgs) -> Result<(f64, u64, u64)> {
-    const S: usize = 30;
-    let cfg = GenConfig { max_side: 30, ..GenConfig::default() };
-    let bank = generate_bank(&Family::ALL, 64, a.seed, &cfg)?;
-    outln!(
-        "ARC: {} generated tasks from {} families (no dataset needed), {} envs, 30x30 canvas, o2arc semantics",
-        bank.len(),
-        Family::ALL.len(),
-        a.num_envs
-    );
-    let env = ArcEnv::<S>::new(Arc::new(bank))?;
-    let p = ArcParams::default();
-    let pool = kestrel_run::pool(a.threads)?;
-    let r = pool.install(|| bench::random_rollouts(env, p, a.num_envs, a.seconds, a.seed))?;
-    let rate = r.steps as f64 / r.seconds;
-    outln!(
-        "{} steps in {:.2} s: {:.2} M steps/s on {} threads; {} episodes ended ({} truncated at 150, {} solved by the random policy)",
-        r.steps,
-        r.seconds,
-        rate / 1e6,
-        pool.current_num_threads(),
-        r.episodes,
-        r.truncated,
-        r.solved
-    );
-    Ok((rate, r.episodes, r.solved))
 }
 
 pub fn run(c: ArcCmd) -> Result<()> {

@@ -46,8 +46,12 @@ fn the_demo_runs_every_system_and_reports_each_folder() {
     let demo = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
     assert_eq!(
         std::fs::read_dir(&demo).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count(),
-        6
+        7
     );
+    // ARC's run folder holds the episodes `arc replay` reads.
+    let arc = std::fs::read_dir(demo.join("arc")).unwrap().next().unwrap().unwrap().path();
+    let episodes = std::fs::read_to_string(arc.join("episodes.jsonl")).unwrap();
+    assert_eq!(episodes.lines().count(), 4, "{episodes}");
 }
 
 #[test]

@@ -415,6 +415,16 @@ pub enum EvalKeys {
     Common,
 }
 
+impl EvalKeys {
+    /// The key the problem sees in generation `generation` (0-based) of a run keyed `run`.
+    pub fn key(self, run: Key, generation: u64) -> Key {
+        match self {
+            EvalKeys::PerGeneration => run.fold_in(generation + 1).fold_in(1),
+            EvalKeys::Common => run.fold_in(0),
+        }
+    }
+}
+
 /// What one generation reports.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Generation {
@@ -634,10 +644,7 @@ impl<'p, O: Optimizer> Driver<'p, O> {
             b.repair(&mut self.population);
         }
         let t1 = std::time::Instant::now();
-        let key_eval = match self.eval_keys {
-            EvalKeys::PerGeneration => k.fold_in(1),
-            EvalKeys::Common => self.key.fold_in(0),
-        };
+        let key_eval = self.eval_keys.key(self.key, self.generation);
         self.problem.evaluate(key_eval, &self.population, &mut self.fitness);
         if let Some(b) = &self.bounds {
             b.penalize(&self.population, &mut self.fitness);

@@ -319,13 +319,15 @@ impl Strategy {
 #[pyclass(module = "kestrel._kestrel")]
 pub(crate) struct EvoProblem {
     p: Box<dyn Problem>,
+    /// The run's key and rule, for a run's population problem (`from_run`).
+    keys: Option<(kestrel_core::Key, kestrel_evo::EvalKeys)>,
     /// A pool of the size last asked for by `evaluate(threads=)`.
     pool: std::sync::Mutex<Option<(usize, std::sync::Arc<rayon::ThreadPool>)>>,
 }
 
 impl EvoProblem {
     fn of(p: Box<dyn Problem>) -> Self {
-        EvoProblem { p, pool: std::sync::Mutex::new(None) }
+        EvoProblem { p, keys: None, pool: std::sync::Mutex::new(None) }
     }
 
     fn pool(&self, n: usize) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
@@ -362,30 +364,29 @@ impl EvoProblem {
         Ok(EvoProblem::of(p))
     }
 
-    /// The problem `kestrel evo run` builds for this config (a JSON object of its keys).
+    /// The population problem each generation of a run of `kind` evaluates under this config
+    /// (a JSON object of its keys), with the run's keys: for `evo`, the configured function
+    /// or CartPole (`kestrel evo run`'s); for `mppi-tune`, one candidate's mean closed-loop
+    /// cost (`kestrel mppi tune`'s). `kestrel.dist.population_kinds()` lists the kinds.
     #[staticmethod]
-    fn from_es_config(config_json: &str) -> PyResult<Self> {
+    fn from_run(kind: &str, config_json: &str) -> PyResult<Self> {
         let table = crate::config::json_table(config_json)?;
-        let c = kestrel_run::registry::load::<kestrel_run::runs::es::Es>(
-            kestrel_run::Layers::table(&table),
-            None,
-        )
-        .map_err(crate::errors::run_error)?;
-        let es = kestrel_run::runs::es::EsRun::new(c).map_err(value_error)?;
-        Ok(EvoProblem::of(es.into_problem()))
+        let kind = kestrel_run::RunKind::from_name(kind).map_err(crate::errors::run_error)?;
+        let p = kind
+            .population(kestrel_run::Layers::table(&table))
+            .map_err(crate::errors::run_error)?;
+        let mut e = EvoProblem::of(p.problem);
+        e.keys = Some((p.run_key, p.eval_keys));
+        Ok(e)
     }
 
-    /// The problem `kestrel mppi tune` evaluates for this config (one candidate's mean
-    /// closed-loop cost; the run's key is `Key(run.seed).fold_in(0)` in every generation).
-    #[staticmethod]
-    fn from_tune_config(config_json: &str) -> PyResult<Self> {
-        let table = crate::config::json_table(config_json)?;
-        let c = kestrel_run::registry::load::<kestrel_run::runs::mppi_tune::MppiTune>(
-            kestrel_run::Layers::table(&table),
-            None,
-        )
-        .map_err(crate::errors::run_error)?;
-        Ok(EvoProblem::of(kestrel_run::runs::mppi_tune::tune_problem(&c).map_err(value_error)?))
+    /// The key generation `generation` (0-based) of the run is evaluated with (a problem from
+    /// `from_run` only).
+    fn generation_key(&self, generation: u64) -> PyResult<Key> {
+        let (run, rule) = self
+            .keys
+            .ok_or_else(|| value_error("generation_key: a problem from EvoProblem.from_run"))?;
+        Ok(Key { k: rule.key(run, generation) })
     }
 
     #[getter]

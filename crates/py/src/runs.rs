@@ -261,37 +261,20 @@ impl kestrel_evo::Problem for PyEval {
     }
 }
 
-/// `kestrel evo run` with the fitness from `evaluate` (see [`PyEval`]; `kestrel.dist`).
+/// The run kinds whose populations may be evaluated elsewhere (`kestrel.dist`).
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None, tag=None))]
-pub(crate) fn evo_run_with(
-    py: Python<'_>,
-    config_json: &str,
-    out_dir: PathBuf,
-    evaluate: Py<PyAny>,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
-    tag: Option<String>,
-) -> PyResult<(String, String)> {
-    use kestrel_run::runs::es::{Es, run_with};
-    let table = json_table(config_json)?;
-    let c = kestrel_run::registry::load::<Es>(kestrel_run::Layers::table(&table), None)
-        .map_err(run_error)?;
-    kestrel_run::registry::checked::<Es>(&c).map_err(run_error)?;
-    let argv = call(format!("kestrel.evo.run({config_json})"), tag);
-    let dims = kestrel_run::runs::es::EsRun::new(c.clone()).map_err(value_error)?.config().num_dims;
-    let ev = PyEval::new(dims, evaluate);
-    let r = launch(py, out_dir, argv, threads, progress, |l| {
-        run_with(c, Some(&ev), &|| ev.error.failed(), l)
-    });
-    ev.error.result(r.map(folder))
+pub(crate) fn population_kinds() -> Vec<&'static str> {
+    kestrel_run::RunKind::ALL.iter().filter(|k| k.evaluated_elsewhere()).map(|k| k.name()).collect()
 }
 
-/// `kestrel mppi tune` with the candidates' costs from `evaluate` (`kestrel.dist`).
+/// A run of `kind` (one of [`population_kinds`]) with every generation's fitness from
+/// `evaluate` (see [`PyEval`]; `kestrel.dist`), through the registry.
 #[pyfunction]
-#[pyo3(signature = (config_json, out_dir, evaluate, threads=None, progress=None, tag=None))]
-pub(crate) fn mppi_tune_with(
+#[pyo3(signature = (kind, config_json, out_dir, evaluate, threads=None, progress=None, tag=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_evaluated(
     py: Python<'_>,
+    kind: &str,
     config_json: &str,
     out_dir: PathBuf,
     evaluate: Py<PyAny>,
@@ -299,16 +282,14 @@ pub(crate) fn mppi_tune_with(
     progress: Option<Py<PyAny>>,
     tag: Option<String>,
 ) -> PyResult<(String, String)> {
-    use kestrel_run::runs::mppi_tune::{MppiTune, tune_with};
+    let kind = kestrel_run::RunKind::from_name(kind).map_err(run_error)?;
     let table = json_table(config_json)?;
-    let c = kestrel_run::registry::load::<MppiTune>(kestrel_run::Layers::table(&table), None)
-        .map_err(run_error)?;
-    kestrel_run::registry::checked::<MppiTune>(&c).map_err(run_error)?;
-    let argv = call(format!("kestrel.mppi.tune({config_json})"), tag);
-    let dims = kestrel_run::runs::mppi_tune::tune_problem(&c).map_err(value_error)?.num_dims();
+    let layers = kestrel_run::Layers::table(&table);
+    let dims = kind.population(layers).map_err(run_error)?.problem.num_dims();
+    let argv = call(format!("kestrel.dist.run({:?}, {config_json})", kind.name()), tag);
     let ev = PyEval::new(dims, evaluate);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
-        tune_with(c, Some(&ev), &|| ev.error.failed(), l)
+        kind.run_evaluated(layers, &ev, &|| ev.error.failed(), l)
     });
     ev.error.result(r.map(folder))
 }

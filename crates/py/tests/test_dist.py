@@ -84,7 +84,8 @@ def test_run_es_equals_the_in_process_run_and_the_cli(cluster, tmp_path):
                 np.testing.assert_array_equal(got.metrics[col], want.metrics[col], err_msg=f"{strategy} {lay} {col}")
             assert got.summary["best_solution"] == want.summary["best_solution"]
             assert got.summary["best_fitness"] == want.summary["best_fitness"]
-            assert (got.dir / "convergence.png").is_file() and "kestrel.evo.run" in (got.dir / "record.json").read_text()
+            argv = json.loads((got.dir / "record.json").read_text())["launches"][0]["argv"]
+            assert (got.dir / "convergence.png").is_file() and any('kestrel.dist.run("evo"' in a for a in argv), argv
         cli = ROOT / "target" / "debug" / "kestrel"
         if not cli.exists():
             pytest.skip(f"{cli} not built (tools/test-all runs cargo test first)")

@@ -193,7 +193,7 @@ def test_an_external_evaluator_gives_the_run_and_its_errors_stop_it(tmp_path):
     from kestrel import _kestrel
 
     cfg = json.dumps({"problem": "rastrigin", "num_dims": 6, "generations": 8, "seed": 2, "rotate": True})
-    p = _kestrel.EvoProblem.from_es_config(cfg)
+    p = _kestrel.EvoProblem.from_run("evo", cfg)
     calls = []
 
     def ev(x, key, first_row):
@@ -201,17 +201,28 @@ def test_an_external_evaluator_gives_the_run_and_its_errors_stop_it(tmp_path):
         return p.evaluate(x, key, first_row)
 
     a = kestrel._runs.run("evo", json.loads(cfg), out_dir=tmp_path / "a")
-    b = kestrel._runs.launch(_kestrel.evo_run_with, json.loads(cfg), tmp_path / "b", evaluate=ev)
+    b = kestrel._runs.launch(lambda c, o, **kw: _kestrel.run_evaluated("evo", c, o, **kw), json.loads(cfg),
+                             tmp_path / "b", evaluate=ev)
     np.testing.assert_array_equal(a.metrics["best"], b.metrics["best"])
     assert len(calls) == 8 and calls[0][1] == 0
     for bad, err, msg in ((lambda x, k, r: 1 / 0, ZeroDivisionError, "division"),
                           (lambda x, k, r: np.zeros(3, np.float32), ValueError, r"evaluate: expected shape \(\d+,\)"),
                           (lambda x, k, r: [0.0] * len(x), ValueError, "float32 array")):
         with pytest.raises(err, match=msg):
-            _kestrel.evo_run_with(cfg, str(tmp_path / "c"), bad)
+            _kestrel.run_evaluated("evo", cfg, str(tmp_path / "c"), bad)
     records = [json.loads(r.read_text()) for r in (tmp_path / "c").glob("*/record.json")]
     assert len(records) == 3 and all(r["launches"][-1]["status"] == "failed" for r in records)
     assert "the evaluator failed" in records[0]["launches"][-1]["error"]
+    # The generations' keys are the registry's (the run's), and kinds without a population
+    # are refused naming the kinds with one.
+    assert p.generation_key(3).raw == kestrel.Key(2).fold_in(4).fold_in(1).raw
+    with pytest.raises(ValueError, match=r"`qd` has no population.*evo, mppi-tune"):
+        _kestrel.EvoProblem.from_run("qd", "{}")
+    with pytest.raises(ValueError, match=r"`allo` has no population"):
+        _kestrel.run_evaluated("allo", "{}", str(tmp_path / "d"), lambda x, k, r: x[:, 0])
+    with pytest.raises(ValueError, match="unknown run kind"):
+        _kestrel.EvoProblem.from_run("ev", "{}")
+    assert not (tmp_path / "d").exists()
 
 
 def test_mppi_f32_lanes_from_python(tmp_path):
@@ -238,8 +249,9 @@ def test_mppi_tune_reads_its_config_over_the_run_systems_defaults(tmp_path):
     r = kestrel.mppi.tune({"generations": 2, "pop_size": 4, "run": {"system": "pendulum", "steps": 10}},
                           out_dir=tmp_path)
     assert 'system = "pendulum"' in (r.dir / "config.toml").read_text()
-    p = kestrel._kestrel.EvoProblem.from_tune_config('{"run": {"system": "pendulum", "steps": 10}}')
+    p = kestrel._kestrel.EvoProblem.from_run("mppi-tune", '{"run": {"system": "pendulum", "steps": 10, "seed": 4}}')
     assert p.num_dims == 2  # lambda and the one sigma
+    assert p.generation_key(0).raw == p.generation_key(7).raw == kestrel.Key(4).fold_in(0).raw
 
 
 def test_a_run_past_the_memory_budget_is_refused_before_its_folder(tmp_path):

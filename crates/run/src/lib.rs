@@ -41,7 +41,7 @@ pub use envs::{DynBatch, EnvId};
 pub use launch::{Flow, Launch, Outcome, Reporter, Tick, finish, quiet, reopen, start};
 pub use metrics::{MetricsSink, for_each_metric, read_metrics};
 pub use record::{RunDir, RunRecord, folder_name, utc_timestamp};
-pub use registry::{Layers, Outputs, Run, RunKind};
+pub use registry::{Layers, Outputs, Population, Run, RunKind};
 pub use summary::Summary;
 
 use std::path::{Path, PathBuf};

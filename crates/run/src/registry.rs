@@ -11,7 +11,8 @@
 use crate::config::{commented_toml, load_config};
 use crate::launch::{Launch, Outcome};
 use crate::{RunError, runs};
-use kestrel_core::{Budget, Documented};
+use kestrel_core::{Budget, Documented, Key};
+use kestrel_evo::{EvalKeys, Problem};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -78,6 +79,63 @@ pub trait Run {
         resume: Option<&Path>,
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError>;
+
+    /// Whether each generation of a run evaluates a population that may be evaluated elsewhere
+    /// (on Ray workers, by `kestrel.dist`): [`Run::population`] and [`Run::run_evaluated`].
+    const EVALUATED_ELSEWHERE: bool = false;
+
+    /// The population problem a run under `config` evaluates each generation, with its keys:
+    /// what a worker builds to evaluate its share of a generation.
+    fn population(config: &Self::Config) -> Result<Population, RunError> {
+        let _ = config;
+        Err(no_population(Self::NAME))
+    }
+
+    /// [`Run::run`] (a new folder) with every generation's fitness computed by `evaluator`: an
+    /// equal problem evaluated elsewhere, which receives the run's keys, so giving the
+    /// population problem's values gives the same run. `failed` is asked after every
+    /// generation: a message stops the run, which then fails with it.
+    fn run_evaluated(
+        config: Self::Config,
+        evaluator: &dyn Problem,
+        failed: &dyn Fn() -> Option<String>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        let _ = (config, evaluator, failed, launch);
+        Err(no_population(Self::NAME))
+    }
+}
+
+/// The problem each generation of a run evaluates ([`Run::population`]) and the keys it is
+/// evaluated with.
+pub struct Population {
+    /// The problem.
+    pub problem: Box<dyn Problem>,
+    /// The run's key.
+    pub run_key: Key,
+    /// Which key each generation sees.
+    pub eval_keys: EvalKeys,
+}
+
+impl Population {
+    /// The key generation `generation` (0-based) of the run is evaluated with (for an ES run
+    /// with restarts, the key of its first run's generations).
+    pub fn key(&self, generation: u64) -> Key {
+        self.eval_keys.key(self.run_key, generation)
+    }
+}
+
+/// The error of a kind without a population to evaluate elsewhere, naming those with one.
+fn no_population(name: &str) -> RunError {
+    let with: Vec<&str> =
+        RunKind::ALL.iter().filter(|k| k.evaluated_elsewhere()).map(|k| k.name()).collect();
+    RunError::Config {
+        source_name: "run kind".into(),
+        message: format!(
+            "`{name}` has no population to evaluate elsewhere; the kinds that have one: {}",
+            with.join(", ")
+        ),
+    }
 }
 
 /// The names a run writes ([`Run::outputs`]): the numbers of its `summary.json` and the numeric
@@ -362,6 +420,43 @@ impl RunKind {
     /// Whether an unfinished run continues from its checkpoint.
     pub fn resumable(self) -> bool {
         with_run!(self, R => R::RESUMABLE)
+    }
+
+    /// Whether its generations' populations may be evaluated elsewhere
+    /// ([`Run::EVALUATED_ELSEWHERE`]).
+    pub fn evaluated_elsewhere(self) -> bool {
+        with_run!(self, R => R::EVALUATED_ELSEWHERE)
+    }
+
+    /// The population problem of the config `layers` give, checked ([`Run::population`]).
+    pub fn population(self, layers: Layers<'_>) -> Result<Population, RunError> {
+        if !self.evaluated_elsewhere() {
+            return Err(no_population(self.name()));
+        }
+        with_run!(self, R => {
+            let c = load::<R>(layers, None)?;
+            checked::<R>(&c)?;
+            R::population(&c)
+        })
+    }
+
+    /// The config `layers` give, checked, run into a new folder with every generation's
+    /// fitness from `evaluator` ([`Run::run_evaluated`]).
+    pub fn run_evaluated(
+        self,
+        layers: Layers<'_>,
+        evaluator: &dyn Problem,
+        failed: &dyn Fn() -> Option<String>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        if !self.evaluated_elsewhere() {
+            return Err(no_population(self.name()));
+        }
+        with_run!(self, R => {
+            let c = load::<R>(layers, None)?;
+            checked::<R>(&c)?;
+            R::run_evaluated(c, evaluator, failed, launch)
+        })
     }
 
     /// The `summary.json` numbers a sweep tabulates by default.

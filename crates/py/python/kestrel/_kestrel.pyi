@@ -12,8 +12,8 @@ import numpy.typing as npt
 __all__ = [
     "__version__", "VecCore", "list_envs", "arc_operations", "Key", "Strategy", "EvoProblem",
     "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "qd_setup", "default_pop_size",
-    "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "evo_run_with",
-    "mppi_tune_with", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
+    "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "population_kinds",
+    "run_evaluated", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
 ]
 
 __version__: str
@@ -154,9 +154,8 @@ class Strategy:
 class EvoProblem:
     def __new__(cls, name: str, num_dims: int = 10, shift: float = 0.0, rotate: bool = False, seed: int = 0) -> Self: ...
     @staticmethod
-    def from_es_config(config_json: str) -> EvoProblem: ...
-    @staticmethod
-    def from_tune_config(config_json: str) -> EvoProblem: ...
+    def from_run(kind: str, config_json: str) -> EvoProblem: ...
+    def generation_key(self, generation: int) -> Key: ...
     @property
     def num_dims(self) -> int: ...
     def evaluate(
@@ -307,15 +306,9 @@ def run(
     progress: _Progress = None,
     tag: str | None = None,
 ) -> tuple[str, str]: ...
-def evo_run_with(
-    config_json: str,
-    out_dir: _Path,
-    evaluate: Callable[..., Any],
-    threads: int | None = None,
-    progress: _Progress = None,
-    tag: str | None = None,
-) -> tuple[str, str]: ...
-def mppi_tune_with(
+def population_kinds() -> list[str]: ...
+def run_evaluated(
+    kind: str,
     config_json: str,
     out_dir: _Path,
     evaluate: Callable[..., Any],

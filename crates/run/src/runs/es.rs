@@ -425,6 +425,26 @@ impl Run for Es {
     fn run(c: EsConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
         run(c, launch)
     }
+
+    const EVALUATED_ELSEWHERE: bool = true;
+
+    /// The configured problem (shifted and rotated by the seed), a fresh key per generation.
+    fn population(c: &EsConfig) -> Result<crate::Population, RunError> {
+        Ok(crate::Population {
+            problem: EsRun::new(c.clone())?.into_problem(),
+            run_key: Key::new(c.seed),
+            eval_keys: kestrel_evo::EvalKeys::PerGeneration,
+        })
+    }
+
+    fn run_evaluated(
+        c: EsConfig,
+        evaluator: &dyn Problem,
+        failed: &dyn Fn() -> Option<String>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        run_with(c, Some(evaluator), failed, launch)
+    }
 }
 
 /// Validates `config`, then runs it into a new folder: `config.toml`, `record.json`,

@@ -483,6 +483,27 @@ impl Run for MppiTune {
     fn run(c: TuneConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
         tune(c, launch)
     }
+
+    const EVALUATED_ELSEWHERE: bool = true;
+
+    /// A candidate's cost ([`tune_problem`]); every generation sees `Key::new(run.seed)
+    /// .fold_in(0)` (common random numbers).
+    fn population(c: &TuneConfig) -> Result<crate::Population, RunError> {
+        Ok(crate::Population {
+            problem: tune_problem(c)?,
+            run_key: Key::new(c.run.seed),
+            eval_keys: EvalKeys::Common,
+        })
+    }
+
+    fn run_evaluated(
+        c: TuneConfig,
+        evaluator: &dyn Problem,
+        failed: &dyn Fn() -> Option<String>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        tune_with(c, Some(evaluator), failed, launch)
+    }
 }
 
 /// Validates `c`, then tunes into a new folder: `config.toml`, `record.json`, `metrics.jsonl`

@@ -9,8 +9,8 @@ the in-process run and to `kestrel evo run` with the same seed.
 
     import ray, kestrel.dist as kd
     ray.init()                                      # or ray.init(address="auto") on a cluster
-    res = kd.run_es({"strategy": "snes", "problem": "cartpole", "generations": 50, "seed": 3},
-                    num_shards=8)                   # == kestrel.evo.run(...) bit for bit
+    res = kd.run("evo", {"strategy": "snes", "problem": "cartpole", "generations": 50, "seed": 3},
+                 num_shards=8)                      # == kestrel.evo.run(...) bit for bit
     kd.sweep("allo_maps.toml", out_dir="runs/sweeps")   # every cell a run folder, then a table
 
 Ray is imported lazily: `pip install "kestrel[ray]"` (from this repository:
@@ -30,9 +30,10 @@ import numpy as np
 from .. import _kestrel
 from .._kestrel import Key
 from .._runs import RunResult, drop_none, launch
+from .._runs import run as _run
 from .._spaces import params_json
 
-__all__ = ["ProblemSpec", "evaluate", "run_es", "mppi_autotune", "sweep", "SweepResult", "tune_trainable",
+__all__ = ["ProblemSpec", "population_kinds", "run", "evaluate", "run_es", "mppi_autotune", "sweep", "SweepResult", "tune_trainable",
            "EnvShard", "rollout_returns", "shard_bounds"]
 
 
@@ -53,55 +54,58 @@ def _ensure_ray(address=None):
 
 
 # -- problems -----------------------------------------------------------------------------------
+def population_kinds() -> list[str]:
+    """The run kinds whose generations' populations can be evaluated on Ray (`run`,
+    `evaluate`): the registry's, `["evo", "mppi-tune"]` today."""
+    return list(_kestrel.population_kinds())
+
+
 @dataclass(frozen=True)
 class ProblemSpec:
-    """A picklable description of a Rust problem; each worker builds it once and caches it.
+    """A picklable description of the population problem of a run of `kind` (one of
+    `population_kinds()`) under a config; each worker builds it once and caches it.
 
-    kind "evo": `kestrel evo run`'s problem for that config (a benchmark function, shifted and
+    `ProblemSpec.evo(...)`: `kestrel evo run`'s problem (a benchmark function, shifted and
     rotated by the config's seed, or CartPole neuroevolution); generation `g` is evaluated with
-    `Key(seed).fold_in(g + 1).fold_in(1)`. kind "mppi-tune": `kestrel mppi tune`'s candidate
-    cost (mean closed-loop cost of the knobs); every generation uses `Key(run.seed).fold_in(0)`
-    (common random numbers)."""
+    `Key(seed).fold_in(g + 1).fold_in(1)`. `ProblemSpec.mppi_tune(...)`: `kestrel mppi tune`'s
+    candidate cost (mean closed-loop cost of the knobs); every generation uses
+    `Key(run.seed).fold_in(0)` (common random numbers). The registry builds both, and says
+    which key each generation sees (`key`)."""
 
     kind: str
     config_json: str
 
     @classmethod
+    def of(cls, kind: str, config: dict | None = None, **kw) -> "ProblemSpec":
+        return cls(kind, params_json(drop_none({**(config or {}), **kw})))
+
+    @classmethod
     def evo(cls, config: dict | None = None, **kw) -> "ProblemSpec":
-        return cls("evo", params_json(drop_none({**(config or {}), **kw})))
+        return cls.of("evo", config, **kw)
 
     @classmethod
     def mppi_tune(cls, config: dict | None = None, **kw) -> "ProblemSpec":
-        return cls("mppi-tune", params_json(drop_none({**(config or {}), **kw})))
+        return cls.of("mppi-tune", config, **kw)
 
     def __post_init__(self):
-        if self.kind not in ("evo", "mppi-tune"):
-            raise ValueError(f"kind = {self.kind!r}: one of 'evo', 'mppi-tune'")
+        kinds = population_kinds()
+        if self.kind not in kinds:
+            raise ValueError(f"kind = {self.kind!r}: one of {', '.join(map(repr, kinds))} (the run kinds with a "
+                             "population to evaluate elsewhere)")
 
     @property
     def config(self) -> dict:
         return json.loads(self.config_json)
 
-    @property
-    def seed(self) -> int:
-        c = self.config
-        return int((c.get("run") or {}).get("seed", 0) if self.kind == "mppi-tune" else c.get("seed", 0))
-
     def key(self, generation: int) -> Key:
         """The key the run evaluates generation `generation` (0-based) with."""
-        if self.kind == "mppi-tune":
-            return Key(self.seed).fold_in(0)
-        return Key(self.seed).fold_in(int(generation) + 1).fold_in(1)
+        return self.build().generation_key(int(generation))
 
     def build(self):
         """The Rust problem (cached per process)."""
         p = _problems.get(self)
         if p is None:
-            if self.kind == "evo":
-                p = _kestrel.EvoProblem.from_es_config(self.config_json)
-            else:
-                p = _kestrel.EvoProblem.from_tune_config(self.config_json)
-            _problems[self] = p
+            p = _problems[self] = _kestrel.EvoProblem.from_run(self.kind, self.config_json)
         return p
 
     @property
@@ -204,7 +208,14 @@ def evaluate(spec: ProblemSpec, population, *, generation: int = 0, key: Key | N
     return np.concatenate(out).astype(np.float32, copy=False)
 
 
-def _dist_run(fn, spec, cfg, out_dir, progress, num_shards, cpus_per_task, node_ids, max_retries):
+def run(kind: str, config: dict | None = None, *, out_dir="runs", num_shards: int | None = None,
+        cpus_per_task: int = 1, node_ids=None, max_retries: int = 3, progress=None, **kw) -> RunResult:
+    """A run of `kind` (one of `population_kinds()`; same keys and run folder as its command)
+    with every generation's population evaluated on Ray; ask and tell run here. Bit-identical
+    to the in-process run with the same config for any `num_shards` and placement."""
+    cfg = drop_none({**(config or {}), **kw})
+    spec = ProblemSpec.of(kind, cfg)
+
     def ev(population, key, first_row):
         return evaluate(spec, population, key=key, first_row=first_row, num_shards=num_shards,
                         cpus_per_task=cpus_per_task, node_ids=node_ids, max_retries=max_retries)
@@ -212,26 +223,29 @@ def _dist_run(fn, spec, cfg, out_dir, progress, num_shards, cpus_per_task, node_
     _check_counts(num_shards=num_shards, cpus_per_task=cpus_per_task, max_retries=max_retries)
     _ensure_ray()
     spec.num_dims  # bad configs fail here, on the driver, before any task or folder
-    return launch(fn, cfg, out_dir, progress, evaluate=ev)
+
+    def go(config_json, out_dir, **rest):
+        return _kestrel.run_evaluated(kind, config_json, out_dir, **rest)
+
+    return launch(go, cfg, out_dir, progress, evaluate=ev)
 
 
 def run_es(config: dict | None = None, *, out_dir="runs", num_shards: int | None = None, cpus_per_task: int = 1,
            node_ids=None, max_retries: int = 3, progress=None, **kw) -> RunResult:
-    """`kestrel evo run` (same keys, same run folder) with every generation's population
-    evaluated on Ray; ask and tell run here. Bit-identical to `kestrel.evo.run` with the same
+    """`run("evo", ...)`: `kestrel evo run` (same keys, same run folder) with every
+    generation's population evaluated on Ray. Bit-identical to `kestrel.evo.run` with the same
     config for any `num_shards` and placement."""
-    cfg = drop_none({**(config or {}), **kw})
-    return _dist_run(_kestrel.evo_run_with, ProblemSpec.evo(cfg), cfg, out_dir, progress, num_shards, cpus_per_task,
-                     node_ids, max_retries)
+    return run("evo", config, out_dir=out_dir, num_shards=num_shards, cpus_per_task=cpus_per_task,
+               node_ids=node_ids, max_retries=max_retries, progress=progress, **kw)
 
 
 def mppi_autotune(config: dict | None = None, *, out_dir="runs", num_shards: int | None = None, cpus_per_task: int = 1,
                   node_ids=None, max_retries: int = 3, progress=None, **kw) -> RunResult:
-    """`kestrel mppi tune` (same keys, same run folder) with every generation's candidates'
-    closed-loop episodes run on Ray. Bit-identical to `kestrel.mppi.tune`."""
-    cfg = drop_none({**(config or {}), **kw})
-    return _dist_run(_kestrel.mppi_tune_with, ProblemSpec.mppi_tune(cfg), cfg, out_dir, progress, num_shards,
-                     cpus_per_task, node_ids, max_retries)
+    """`run("mppi-tune", ...)`: `kestrel mppi tune` (same keys, same run folder) with every
+    generation's candidates' closed-loop episodes run on Ray. Bit-identical to
+    `kestrel.mppi.tune`."""
+    return run("mppi-tune", config, out_dir=out_dir, num_shards=num_shards, cpus_per_task=cpus_per_task,
+               node_ids=node_ids, max_retries=max_retries, progress=progress, **kw)
 
 
 # -- env rollouts -------------------------------------------------------------------------------
@@ -440,29 +454,19 @@ def sweep(spec, *, out_dir="runs/sweeps", engine: str = "ray", threads: int = 1,
 
 
 # -- Ray Tune -----------------------------------------------------------------------------------
-_RUNS = {
-    "evo": ("evo", "run"), "qd": ("evo", "qd"), "mppi-tune": ("mppi", "tune"),
-    "allo": ("allo", "train"), "hunt": ("hunt", "train"), "actdyn": ("actdyn", "run"),
-}
-
-
 def tune_trainable(config: dict) -> dict:
-    """A Ray Tune function trainable running one whole Kestrel run: `config = {"kind": "evo" |
-    "qd" | "mppi-tune" | "allo" | "hunt" | "actdyn", "config": {the run's keys}, "threads": 1,
-    "out_dir": optional}`. The run folder goes into `out_dir` (default: the trial's folder);
+    """A Ray Tune function trainable running one whole Kestrel run of any kind, through the
+    run registry (`kestrel.run`): `config = {"kind": one of kestrel.run_kinds(), "config":
+    {the run's keys}, "threads": 1, "out_dir": optional}`. The run folder goes into `out_dir` (default: the trial's folder);
     the summary's numbers are reported once, at the end, and returned.
 
     Each trial's result depends only on its config (seed included), so grid search with the
     FIFO scheduler is bit-reproducible; ASHA, PBT and other schedulers decide from timing
     (which trial reports first) and are not, and with one report per trial they cannot stop
     a run early."""
-    import importlib
-
     kind = config.get("kind")
-    if kind not in _RUNS:
-        raise ValueError(f"kind = {kind!r}: one of {', '.join(_RUNS)}")
-    mod, fn = _RUNS[kind]
-    run = getattr(importlib.import_module(f"kestrel.{mod}"), fn)
+    if not isinstance(kind, str):
+        raise ValueError(f"kind = {kind!r}: one of {', '.join(k for k, _ in _kestrel.run_kinds())}")
     out = config.get("out_dir")
     if out is None:
         try:
@@ -470,8 +474,7 @@ def tune_trainable(config: dict) -> dict:
             out = tune.get_context().get_trial_dir()
         except Exception:  # noqa: BLE001 - outside a Tune trial
             out = "runs"
-    kw = {"threads": config.get("threads", 1)} if kind != "qd" else {}
-    res = run(dict(config.get("config") or {}), out_dir=out, **kw)
+    res = _run(kind, dict(config.get("config") or {}), out_dir=out, threads=config.get("threads", 1), progress=None)
     metrics = {k: float(v) for k, v in res.summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     metrics["run_dir"] = str(res.dir)
     try:
