@@ -597,6 +597,69 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The kinds with a population, through the registry: an evaluator that is the
+    /// population's problem (counting its calls) gives the plain run's numbers, each
+    /// generation's key is `Population::key`'s, and the kinds without one are refused naming
+    /// those with one.
+    #[test]
+    fn a_population_evaluated_elsewhere_gives_the_plain_run() {
+        use std::sync::Mutex;
+        struct Logged(Population, Mutex<Vec<Key>>);
+        impl Problem for Logged {
+            fn num_dims(&self) -> usize {
+                self.0.problem.num_dims()
+            }
+            fn evaluate_rows(&self, key: Key, first: u64, x: &[f32], f: &mut [f32]) {
+                self.1.lock().unwrap().push(key);
+                self.0.problem.evaluate_rows(key, first, x, f);
+            }
+        }
+        let dir = tmp("population");
+        fn launch<'a>(
+            dir: &std::path::Path,
+            quiet: &'a mut (dyn FnMut(crate::Tick<'_>) -> crate::Flow + Send),
+        ) -> Launch<'a> {
+            Launch { out_dir: dir.to_path_buf(), argv: vec![], progress: quiet }
+        }
+        let (mut q1, mut q2) = (crate::quiet, crate::quiet);
+        let configs = [
+            (RunKind::Evo, "problem = \"rastrigin\"\nnum_dims = 4\ngenerations = 5\nseed = 3"),
+            (RunKind::MppiTune, "generations = 3\npop_size = 4\n[run]\nsteps = 8\nseed = 2"),
+        ];
+        for (kind, text) in configs {
+            let table: toml::Table = toml::from_str(text).unwrap();
+            let layers = Layers::table(&table);
+            let ev = Logged(kind.population(layers).unwrap(), Mutex::new(vec![]));
+            let plain = kind.launch(layers, None, launch(&dir, &mut q1)).unwrap();
+            let elsewhere =
+                kind.run_evaluated(layers, &ev, &|| None, launch(&dir, &mut q2)).unwrap();
+            let read = |o: &Outcome| std::fs::read_to_string(o.dir.join("metrics.jsonl")).unwrap();
+            let column = |o: &Outcome| -> Vec<serde_json::Value> {
+                read(o)
+                    .lines()
+                    .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["best"].clone())
+                    .collect()
+            };
+            assert_eq!(column(&plain), column(&elsewhere), "{kind}");
+            let keys = ev.1.lock().unwrap();
+            let gens = if kind == RunKind::Evo { 5 } else { 3 };
+            // The tuner also prices its start knobs once, with the generations' key.
+            let first = keys.len() - gens;
+            for (g, k) in keys[first..].iter().enumerate() {
+                assert_eq!(k.raw(), ev.0.key(g as u64).raw(), "{kind} generation {g}");
+            }
+        }
+        for kind in [RunKind::Qd, RunKind::Allo] {
+            let e = kind.population(Layers::none()).err().unwrap().to_string();
+            assert!(e.contains("no population") && e.contains("evo, mppi-tune"), "{e}");
+            let ev = RunKind::Evo.population(Layers::none()).unwrap().problem;
+            let e =
+                kind.run_evaluated(Layers::none(), ev.as_ref(), &|| None, launch(&dir, &mut q1));
+            assert!(e.err().unwrap().to_string().contains("no population"));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// The MPPI kinds read their defaults over the system the layers name (the second pass):
     /// a pendulum tuning run has one control's noise.
     #[test]
