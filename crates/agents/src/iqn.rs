@@ -36,15 +36,15 @@ pub struct IqnConfig {
     /// Floats per observation frame.
     pub frame_dim: usize,
     /// Frames per stacked state (5).
-    pub n_frames: usize,
+    pub num_frames: usize,
     /// Discrete actions (4).
     pub actions: usize,
     /// Hidden width (250).
     pub layer: usize,
     /// Cosine basis functions (64).
-    pub n_cos: usize,
+    pub num_cosines: usize,
     /// τ samples per state, for the prediction and for the target (12).
-    pub n_quantiles: usize,
+    pub num_quantiles: usize,
     /// Noisy layers' initial σ (0.017).
     pub sigma0: f64,
     /// Parameter noise in training passes (on).
@@ -60,7 +60,7 @@ pub struct IqnConfig {
     /// Huber threshold κ (1).
     pub kappa: f64,
     /// Transitions per gradient step (64).
-    pub batch: usize,
+    pub batch_size: usize,
     /// Replay frames per buffer (1024).
     pub capacity: usize,
     /// Hard copy to the target network every this many epochs (200; 0: never).
@@ -84,11 +84,11 @@ impl IqnConfig {
     pub fn sorrel(frame_dim: usize, actions: usize) -> Self {
         IqnConfig {
             frame_dim,
-            n_frames: 5,
+            num_frames: 5,
             actions,
             layer: 250,
-            n_cos: 64,
-            n_quantiles: 12,
+            num_cosines: 64,
+            num_quantiles: 12,
             sigma0: 0.017,
             noisy: true,
             lr: 2.5e-4,
@@ -96,7 +96,7 @@ impl IqnConfig {
             tau: 0.001,
             gamma: 0.99,
             kappa: 1.0,
-            batch: 64,
+            batch_size: 64,
             capacity: 1024,
             sync_epochs: 200,
             epsilon: 0.6,
@@ -110,7 +110,7 @@ impl IqnConfig {
 
     /// Floats per stacked state.
     pub fn state_dim(&self) -> usize {
-        self.frame_dim * self.n_frames
+        self.frame_dim * self.num_frames
     }
 
     /// The matrix products of one training step, `(m, k, n, op_a, op_b)` with `C[m×n] =
@@ -119,8 +119,9 @@ impl IqnConfig {
     /// hidden layer and the advantage and value heads) and one backward pass (no input
     /// gradient for the head). The floor a fused implementation could reach is their time.
     pub fn update_gemm_shapes(&self) -> Vec<(usize, usize, usize, Op, Op)> {
-        let (b, i, l, c, a) = (self.batch, self.state_dim(), self.layer, self.n_cos, self.actions);
-        let r = b * self.n_quantiles;
+        let (b, i, l, c, a) =
+            (self.batch_size, self.state_dim(), self.layer, self.num_cosines, self.actions);
+        let r = b * self.num_quantiles;
         let mut v = Vec::with_capacity(23);
         for _ in 0..3 {
             v.extend([
@@ -157,11 +158,11 @@ impl IqnConfig {
         };
         for (field, v) in [
             ("frame_dim", self.frame_dim),
-            ("n_frames", self.n_frames),
+            ("num_frames", self.num_frames),
             ("layer", self.layer),
-            ("n_cos", self.n_cos),
-            ("n_quantiles", self.n_quantiles),
-            ("batch", self.batch),
+            ("num_cosines", self.num_cosines),
+            ("num_quantiles", self.num_quantiles),
+            ("batch_size", self.batch_size),
             ("n_step", self.n_step),
         ] {
             if v == 0 {
@@ -201,7 +202,7 @@ impl IqnConfig {
         FrameReplayConfig {
             capacity: self.capacity,
             frame_dim: self.frame_dim,
-            n_frames: self.n_frames,
+            num_frames: self.num_frames,
             n_step: self.n_step,
             gamma: self.gamma,
             prioritized: self.prioritized.clone(),
@@ -217,7 +218,7 @@ pub struct IqnNet {
     /// Hidden width.
     pub layer: usize,
     /// Cosine basis functions.
-    pub n_cos: usize,
+    pub num_cosines: usize,
     /// Actions.
     pub actions: usize,
     head: Dense,
@@ -235,8 +236,8 @@ pub struct IqnWork<T> {
     /// States in the last pass.
     pub batch: usize,
     /// τ samples per state.
-    pub n_tau: usize,
-    /// `batch × n_tau` fractions.
+    pub num_taus: usize,
+    /// `batch × num_taus` fractions.
     pub taus: Vec<T>,
     /// Whether the pass uses the noise below (training mode).
     pub noise_on: bool,
@@ -250,7 +251,7 @@ pub struct IqnWork<T> {
     f: Vec<T>,
     adv: Vec<T>,
     val: Vec<T>,
-    /// `batch × n_tau × actions` quantile values of the last pass.
+    /// `batch × num_taus × actions` quantile values of the last pass.
     pub q: Vec<T>,
     eff: [Vec<T>; 3],
     df: Vec<T>,
@@ -264,11 +265,11 @@ pub struct IqnWork<T> {
 
 impl<T: Real> IqnWork<T> {
     /// Fresh τ (uniform) and, when `noisy`, fresh standard-normal noise from `key`, for
-    /// `batch` states with `n_tau` fractions each.
-    pub fn draw(&mut self, net: &IqnNet, key: Key, batch: usize, n_tau: usize, noisy: bool) {
+    /// `batch` states with `num_taus` fractions each.
+    pub fn draw(&mut self, net: &IqnNet, key: Key, batch: usize, num_taus: usize, noisy: bool) {
         self.batch = batch;
-        self.n_tau = n_tau;
-        self.taus.resize(batch * n_tau, T::ZERO);
+        self.num_taus = num_taus;
+        self.taus.resize(batch * num_taus, T::ZERO);
         let mut r = key.fold_in(0).rng();
         for t in &mut self.taus {
             *t = T::from_f64(r.uniform_f64());
@@ -455,7 +456,7 @@ impl IqnNet {
         cfg.validate()?;
         let (i, l) = (cfg.state_dim(), cfg.layer);
         let head = Dense::new(i, l, Init::TorchUniform)?;
-        let cos = Dense::new(cfg.n_cos, l, Init::TorchUniform)?;
+        let cos = Dense::new(cfg.num_cosines, l, Init::TorchUniform)?;
         let ff = NoisyDense::new(l, l, cfg.sigma0)?;
         let adv = NoisyDense::new(l, cfg.actions, cfg.sigma0)?;
         let val = NoisyDense::new(l, 1, cfg.sigma0)?;
@@ -473,7 +474,7 @@ impl IqnNet {
         Ok(IqnNet {
             input: i,
             layer: l,
-            n_cos: cfg.n_cos,
+            num_cosines: cfg.num_cosines,
             actions: cfg.actions,
             head,
             cos,
@@ -528,21 +529,25 @@ impl IqnNet {
     }
 
     /// Forward pass over `x` (`ws.batch × input`) with the τ and noise in `ws`; quantiles
-    /// land in `ws.q` (`batch × n_tau × actions`).
+    /// land in `ws.q` (`batch × num_taus × actions`).
     pub fn forward<T: Real>(&self, params: &[T], x: &[T], ws: &mut IqnWork<T>) {
-        let (b, n, l, a) = (ws.batch, ws.n_tau, self.layer, self.actions);
+        let (b, n, l, a) = (ws.batch, ws.num_taus, self.layer, self.actions);
         let rows = b * n;
         ws.x.resize(b * self.input, T::ZERO);
         ws.x.copy_from_slice(&x[..b * self.input]);
         ws.h.resize(b * l, T::ZERO);
         self.head.forward(self.part(params, 0), &ws.x, &mut ws.h, b);
         relu_inplace(&mut ws.h);
-        ws.cosv.resize(rows * self.n_cos, T::ZERO);
-        kestrel_nn::dispatch(CosEmbedding { nc: self.n_cos, taus: &ws.taus, out: &mut ws.cosv });
+        ws.cosv.resize(rows * self.num_cosines, T::ZERO);
+        kestrel_nn::dispatch(CosEmbedding {
+            nc: self.num_cosines,
+            taus: &ws.taus,
+            out: &mut ws.cosv,
+        });
         // c = relu(cosv Wc + bc) and z = h ⊙ c in one pass after the product.
         ws.c.resize(rows * l, T::ZERO);
-        let (wc, bc) = self.part(params, 1).split_at(self.n_cos * l);
-        matmul(rows, self.n_cos, l, &ws.cosv, Op::N, wc, Op::N, &mut ws.c, false);
+        let (wc, bc) = self.part(params, 1).split_at(self.num_cosines * l);
+        matmul(rows, self.num_cosines, l, &ws.cosv, Op::N, wc, Op::N, &mut ws.c, false);
         ws.z.resize(rows * l, T::ZERO);
         kestrel_nn::dispatch(HadamardForward { n, l, h: &ws.h, bc, c: &mut ws.c, z: &mut ws.z });
         // Effective noisy weights in training passes; the means themselves otherwise.
@@ -580,7 +585,7 @@ impl IqnNet {
 
     /// Adds `∂L/∂params` to `grads` for the last forward pass, given `dq = ∂L/∂q`.
     pub fn backward<T: Real>(&self, params: &[T], ws: &mut IqnWork<T>, dq: &[T], grads: &mut [T]) {
-        let (b, n, l, a) = (ws.batch, ws.n_tau, self.layer, self.actions);
+        let (b, n, l, a) = (ws.batch, ws.num_taus, self.layer, self.actions);
         let rows = b * n;
         let o = self.offsets;
         // Dueling: ∂/∂V = Σ_a dq, ∂/∂A_a = dq_a − mean(dq).
@@ -656,7 +661,7 @@ impl IqnNet {
     /// Action values (mean over the τ samples) of the last forward pass into `out`
     /// (`batch × actions`).
     pub fn q_means<T: Real>(&self, ws: &IqnWork<T>, out: &mut [T]) {
-        let (b, n, a) = (ws.batch, ws.n_tau, self.actions);
+        let (b, n, a) = (ws.batch, ws.num_taus, self.actions);
         let inv = T::from_f64(1.0 / n as f64);
         for bi in 0..b {
             let o = &mut out[bi * a..(bi + 1) * a];
@@ -729,7 +734,7 @@ impl IqnLearner {
         adam.validate()?;
         let sd = cfg.state_dim();
         Ok(IqnLearner {
-            batch: FrameBatch::new(cfg.batch, sd),
+            batch: FrameBatch::new(cfg.batch_size, sd),
             target: params.clone(),
             opt: AdamState::new(n),
             epsilon: cfg.epsilon,
@@ -766,7 +771,7 @@ impl IqnLearner {
     }
 
     /// ε-greedy actions for `states` (`rows × state_dim`) into `actions`. Greedy rows use the
-    /// mean over `n_quantiles` fresh τ samples without parameter noise (sorrel's eval mode).
+    /// mean over `num_quantiles` fresh τ samples without parameter noise (sorrel's eval mode).
     ///
     /// `states` must hold `actions.len()` rows of `state_dim` floats.
     pub fn act(&mut self, states: &[f32], key: Key, actions: &mut [u32]) -> Result<(), AgentError> {
@@ -775,7 +780,7 @@ impl IqnLearner {
             return Err(AgentError::invalid(
                 "states length",
                 states.len().to_string(),
-                "one row of n_frames × frame_dim floats per action",
+                "one row of num_frames × frame_dim floats per action",
             ));
         }
         let mut r = key.fold_in(0).rng();
@@ -792,7 +797,7 @@ impl IqnLearner {
         if !greedy {
             return Ok(());
         }
-        self.ws_act.draw(&self.net, key.fold_in(1), rows, self.cfg.n_quantiles, false);
+        self.ws_act.draw(&self.net, key.fold_in(1), rows, self.cfg.num_quantiles, false);
         self.net.forward(&self.params, states, &mut self.ws_act);
         self.means.resize(rows * self.cfg.actions, 0.0);
         self.net.q_means(&self.ws_act, &mut self.means);
@@ -807,7 +812,7 @@ impl IqnLearner {
 
     /// Whether `buffers` hold enough transitions for a gradient step.
     pub fn ready(&self, buffers: &[FrameReplay]) -> bool {
-        let per = self.cfg.batch.div_ceil(buffers.len().max(1));
+        let per = self.cfg.batch_size.div_ceil(buffers.len().max(1));
         !buffers.is_empty() && buffers.iter().all(|b| b.num_transitions() >= per)
     }
 
@@ -822,7 +827,7 @@ impl IqnLearner {
         if !self.ready(buffers) {
             return Ok(None);
         }
-        let (bsz, n, a) = (self.cfg.batch, self.cfg.n_quantiles, self.cfg.actions);
+        let (bsz, n, a) = (self.cfg.batch_size, self.cfg.num_quantiles, self.cfg.actions);
         let k = buffers.len();
         let mut start = 0;
         for (i, buf) in buffers.iter().enumerate() {
@@ -923,14 +928,14 @@ mod tests {
 
     fn small() -> (IqnConfig, IqnNet) {
         let mut c = IqnConfig::sorrel(3, 4);
-        c.n_frames = 2;
+        c.num_frames = 2;
         c.layer = 6;
-        c.n_cos = 9;
+        c.num_cosines = 9;
         let net = IqnNet::new(&c).unwrap();
         (c, net)
     }
 
-    /// The τ embedding is sorrel's `cos(π i τ)` for `i = 1..=n_cos` (computed here by a
+    /// The τ embedding is sorrel's `cos(π i τ)` for `i = 1..=num_cosines` (computed here by a
     /// Chebyshev recurrence eight rows at a time): checked against `cos` directly on a row
     /// count that is not a multiple of eight.
     #[test]
@@ -990,7 +995,7 @@ mod tests {
         assert_eq!(t.first().map(|x| x.0.as_str()), Some("head.weight"));
         let shapes = c.update_gemm_shapes();
         assert_eq!(shapes.len(), 23);
-        let (bt, i, l) = (c.batch, c.state_dim(), c.layer);
+        let (bt, i, l) = (c.batch_size, c.state_dim(), c.layer);
         assert!(shapes.contains(&(bt, i, l, Op::N, Op::N)), "the head's forward product");
         let fl: usize = shapes.iter().map(|s| 2 * s.0 * s.1 * s.2).sum();
         assert_eq!(c.update_flops(), fl as f64);

@@ -9,10 +9,10 @@ use kestrel_testkit::central_differences;
 
 fn small() -> IqnConfig {
     let mut c = IqnConfig::sorrel(3, 3);
-    c.n_frames = 2;
+    c.num_frames = 2;
     c.layer = 7;
-    c.n_cos = 5;
-    c.n_quantiles = 4;
+    c.num_cosines = 5;
+    c.num_quantiles = 4;
     c.sigma0 = 0.2;
     c
 }
@@ -42,8 +42,8 @@ fn network_gradient_matches_finite_differences() {
     let x = rand(Key::new(3), batch * cfg.state_dim(), 1.0);
     for noisy in [true, false] {
         let mut ws = IqnWork::<f64>::default();
-        ws.draw(&net, Key::new(4), batch, cfg.n_quantiles, noisy);
-        let r = rand(Key::new(5), batch * cfg.n_quantiles * cfg.actions, 1.0);
+        ws.draw(&net, Key::new(4), batch, cfg.num_quantiles, noisy);
+        let r = rand(Key::new(5), batch * cfg.num_quantiles * cfg.actions, 1.0);
         let base = ws.clone();
         let loss = |p: &[f64]| {
             let mut w = base.clone();
@@ -68,7 +68,7 @@ fn iqn_loss_gradient_matches_finite_differences() {
     let cfg = small();
     let net = IqnNet::new(&cfg).unwrap();
     let p: Vec<f64> = net.init(Key::new(6));
-    let (batch, n, a) = (4, cfg.n_quantiles, cfg.actions);
+    let (batch, n, a) = (4, cfg.num_quantiles, cfg.actions);
     let x = rand(Key::new(7), batch * cfg.state_dim(), 1.0);
     let actions = [0usize, 2, 1, 2];
     let target = rand(Key::new(8), batch * n, 3.0);
@@ -102,7 +102,7 @@ fn iqn_loss_gradient_matches_finite_differences() {
 fn bandit_cfg() -> IqnConfig {
     let mut cfg = small();
     cfg.layer = 32;
-    cfg.batch = 16;
+    cfg.batch_size = 16;
     cfg.capacity = 256;
     cfg.lr = 5e-3;
     cfg.epsilon = 0.0;

@@ -680,7 +680,7 @@ fn actdyn_retrain_reads_the_saved_transitions() {
         "--chunk",
         "20",
         "--set",
-        "offline.batch=2",
+        "offline.batch_size=2",
         "--out-dir",
         out_dir.to_str().unwrap(),
     ]);

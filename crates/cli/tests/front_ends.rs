@@ -44,7 +44,7 @@ fn tiny(kind: RunKind, root: &Path) -> String {
             let actdyn = format!("save_every = 20\n{}", tiny(RunKind::Actdyn, root));
             let src = source_run(RunKind::Actdyn, &actdyn, root);
             return format!(
-                "run = \"{}\"\n[offline]\nepochs = 2\nchunk = 20\nbatch = 2",
+                "run = \"{}\"\n[offline]\nepochs = 2\nchunk = 20\nbatch_size = 2",
                 src.display()
             );
         }

@@ -208,7 +208,7 @@ fn multi_attractor_interpolation_semantics() {
 
 #[test]
 fn multi_attractor_generation() {
-    let cfg = MultiAttractorConfig { n_grid: 12, ..Default::default() };
+    let cfg = MultiAttractorConfig { grid_points: 12, ..Default::default() };
     let a = MultiAttractor::generate(Key::new(3), &cfg).unwrap();
     let b = MultiAttractor::generate(Key::new(3), &cfg).unwrap();
     let c = MultiAttractor::generate(Key::new(4), &cfg).unwrap();
@@ -420,8 +420,8 @@ fn bad_params_are_named() {
     );
 
     rejects(LimitCycle::from_range(f64::NAN, 40, 1.0), "x_range", "NaN");
-    rejects(LimitCycle::from_range(2.0, 1, 1.0), "n_grid", "1");
-    rejects(DoubleLimitCycle::from_range(2.0, 1 << 40, 1.0), "n_grid", "1099511627776");
+    rejects(LimitCycle::from_range(2.0, 1, 1.0), "grid_points", "1");
+    rejects(DoubleLimitCycle::from_range(2.0, 1 << 40, 1.0), "grid_points", "1099511627776");
     rejects(LimitCycle::default().with_alpha(f64::NAN), "alpha", "NaN");
     rejects(ObservationModel::log_linear(vec![0.0; 5], vec![0.0; 3]), "weight", "5 values");
     rejects(Linear::new(2, 1, vec![0.0, f64::NAN], vec![0.0]), "weight", "NaN");
@@ -464,21 +464,21 @@ fn bad_params_are_named() {
     rejects(
         MultiAttractor::generate(
             Key::new(0),
-            &MultiAttractorConfig { n_grid: 1000, ..cfg.clone() },
+            &MultiAttractorConfig { grid_points: 1000, ..cfg.clone() },
         ),
-        "n_grid",
+        "grid_points",
         "1000",
     );
     rejects(
         MultiAttractor::generate(
             Key::new(0),
-            &MultiAttractorConfig { length_scale: 0.0, n_grid: 4, ..cfg.clone() },
+            &MultiAttractorConfig { length_scale: 0.0, grid_points: 4, ..cfg.clone() },
         ),
         "length_scale",
         "0",
     );
     rejects(
-        MultiAttractor::from_gp_noise(&MultiAttractorConfig { n_grid: 4, ..cfg }, &[0.0; 31]),
+        MultiAttractor::from_gp_noise(&MultiAttractorConfig { grid_points: 4, ..cfg }, &[0.0; 31]),
         "gp_eps",
         "31 values",
     );

@@ -153,7 +153,7 @@ TINY = {
     "arc-rollout": {"episodes": 3, "env": {"canvas": 10, "tasks_per_family": 1, "max_episode_steps": 20}},
     "hunt-play": {"epochs": 2},
     "arc-replay": {"env": {"canvas": 10}},
-    "actdyn-retrain": {"offline": {"epochs": 2, "chunk": 20, "batch": 2}},
+    "actdyn-retrain": {"offline": {"epochs": 2, "chunk": 20, "batch_size": 2}},
 }
 SOURCE = {"hunt-play": ("hunt", {}), "actdyn-retrain": ("actdyn", {"save_every": 20})}
 # arc-replay plays back the episodes a rollout wrote.

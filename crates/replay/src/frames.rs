@@ -1,5 +1,5 @@
 //! Frame-stacked replay: a ring buffer of single observation frames from which stacked
-//! states of `n_frames` frames are assembled at sampling time.
+//! states of `num_frames` frames are assembled at sampling time.
 //!
 //! Every slot records the frame, the action taken from it (or none: the final observation of
 //! an episode), the reward, `terminated` and `truncated` separately, its episode number and
@@ -50,7 +50,7 @@ pub struct FrameReplayConfig {
     /// Floats per frame.
     pub frame_dim: usize,
     /// Frames per stacked state.
-    pub n_frames: usize,
+    pub num_frames: usize,
     /// Rewards summed into a target (1: one-step).
     pub n_step: usize,
     /// Discount for the n-step sum and the bootstrap.
@@ -67,17 +67,17 @@ impl FrameReplayConfig {
         if self.frame_dim == 0 {
             return bad("frame_dim", "0".into(), "at least 1");
         }
-        if self.n_frames == 0 {
-            return bad("n_frames", "0".into(), "at least 1");
+        if self.num_frames == 0 {
+            return bad("num_frames", "0".into(), "at least 1");
         }
         if self.n_step == 0 {
             return bad("n_step", "0".into(), "at least 1");
         }
-        if self.capacity < self.n_frames + self.n_step + 1 {
+        if self.capacity < self.num_frames + self.n_step + 1 {
             return bad(
                 "capacity",
                 self.capacity.to_string(),
-                "at least n_frames + n_step + 1 slots",
+                "at least num_frames + n_step + 1 slots",
             );
         }
         if !(self.gamma.is_finite() && (0.0..=1.0).contains(&self.gamma)) {
@@ -105,7 +105,7 @@ impl FrameReplayConfig {
 pub struct FrameBatch {
     /// Rows.
     pub batch: usize,
-    /// Stacked states, `batch × n_frames × frame_dim`, oldest frame first.
+    /// Stacked states, `batch × num_frames × frame_dim`, oldest frame first.
     pub states: Vec<f32>,
     /// Stacked bootstrap states, same layout.
     pub next_states: Vec<f32>,
@@ -126,7 +126,7 @@ pub struct FrameBatch {
 }
 
 impl FrameBatch {
-    /// Buffers for `batch` rows of states of `state_dim = n_frames × frame_dim` floats.
+    /// Buffers for `batch` rows of states of `state_dim = num_frames × frame_dim` floats.
     pub fn new(batch: usize, state_dim: usize) -> Self {
         FrameBatch {
             batch,
@@ -202,7 +202,7 @@ impl FrameReplay {
 
     /// Floats per stacked state.
     pub fn state_dim(&self) -> usize {
-        self.cfg.n_frames * self.cfg.frame_dim
+        self.cfg.num_frames * self.cfg.frame_dim
     }
 
     /// Frames stored (at most the capacity).
@@ -285,7 +285,7 @@ impl FrameReplay {
         // its run: they start no transition any more.
         if self.stamp[s] > 0 {
             let (old_ep, old_stamp) = (self.episode[s], self.stamp[s]);
-            for k in 1..self.cfg.n_frames {
+            for k in 1..self.cfg.num_frames {
                 let q = (s + k) % c;
                 if self.stamp[q] == old_stamp + k as u64 && self.episode[q] == old_ep {
                     self.set_priority(q, 0.0);
@@ -387,17 +387,17 @@ impl FrameReplay {
         }
     }
 
-    /// The state to act from: the current episode's last `n_frames − 1` stored frames (zeros
+    /// The state to act from: the current episode's last `num_frames − 1` stored frames (zeros
     /// where the episode has fewer) followed by `frame`, written to `out`
-    /// (`n_frames × frame_dim`).
+    /// (`num_frames × frame_dim`).
     pub fn stack_current(&self, frame: &[f32], out: &mut [f32]) -> Result<(), ReplayError> {
         self.check_frame(frame)?;
-        let (n, d) = (self.cfg.n_frames, self.cfg.frame_dim);
+        let (n, d) = (self.cfg.num_frames, self.cfg.frame_dim);
         if out.len() != n * d {
             return Err(ReplayError::invalid(
                 "stacked state length",
                 out.len().to_string(),
-                "n_frames × frame_dim floats",
+                "num_frames × frame_dim floats",
             ));
         }
         out[(n - 1) * d..].copy_from_slice(frame);
@@ -438,7 +438,7 @@ impl FrameReplay {
             return Err(ReplayError::invalid(
                 "batch buffers",
                 format!("{} floats for {b} rows", out.states.len()),
-                "FrameBatch::new(batch, n_frames × frame_dim)",
+                "FrameBatch::new(batch, num_frames × frame_dim)",
             ));
         }
         if start + count > b {
@@ -490,7 +490,7 @@ impl FrameReplay {
     fn fill_row(&self, slot: usize, r: usize, out: &mut FrameBatch) {
         let sd = self.state_dim();
         let c = self.cfg.capacity;
-        self.stack_at(slot, self.cfg.n_frames, &mut out.states[r * sd..(r + 1) * sd]);
+        self.stack_at(slot, self.cfg.num_frames, &mut out.states[r * sd..(r + 1) * sd]);
         let mut ret = 0.0f64;
         let mut disc = 1.0f64;
         let mut cur = slot;
@@ -510,7 +510,7 @@ impl FrameReplay {
                 break;
             }
         }
-        self.stack_at(cur, self.cfg.n_frames, &mut out.next_states[r * sd..(r + 1) * sd]);
+        self.stack_at(cur, self.cfg.num_frames, &mut out.next_states[r * sd..(r + 1) * sd]);
         out.actions[r] = self.actions[slot];
         out.returns[r] = ret as f32;
         out.discounts[r] = if term { 0.0 } else { disc as f32 };
@@ -641,7 +641,7 @@ mod tests {
         FrameReplay::new(FrameReplayConfig {
             capacity: 8,
             frame_dim: 1,
-            n_frames: 2,
+            num_frames: 2,
             n_step: 2,
             gamma: 0.5,
             prioritized: None,

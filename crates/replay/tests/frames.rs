@@ -22,7 +22,7 @@ fn frame(g: usize, ep: u64) -> [f32; 2] {
 struct Model {
     recs: Vec<Rec>,
     capacity: usize,
-    n_frames: usize,
+    num_frames: usize,
     n_step: usize,
     gamma: f64,
 }
@@ -42,7 +42,7 @@ impl Model {
             return false;
         }
         // Its whole window is retained where it belongs to the same episode.
-        (1..self.n_frames)
+        (1..self.num_frames)
             .all(|k| g < k || self.recs[g - k].episode != r.episode || self.retained(g - k))
     }
 
@@ -105,8 +105,8 @@ fn fill(buf: &mut FrameReplay, model: &mut Model, episodes: &[(usize, u8)], salt
     }
 }
 
-fn config(capacity: usize, n_frames: usize, n_step: usize) -> FrameReplayConfig {
-    FrameReplayConfig { capacity, frame_dim: 2, n_frames, n_step, gamma: 0.9, prioritized: None }
+fn config(capacity: usize, num_frames: usize, n_step: usize) -> FrameReplayConfig {
+    FrameReplayConfig { capacity, frame_dim: 2, num_frames, n_step, gamma: 0.9, prioritized: None }
 }
 
 fn check_all(buf: &FrameReplay, model: &Model) {
@@ -126,14 +126,14 @@ fn check_all(buf: &FrameReplay, model: &Model) {
         let g = (s[sd - 2] - 1.0) as usize;
         seen.push(g);
         assert!(model.valid(g), "sampled invalid transition {g}");
-        assert_eq!(s, &model.stack(g, model.n_frames)[..], "state of {g}");
+        assert_eq!(s, &model.stack(g, model.num_frames)[..], "state of {g}");
         let (ret, disc, term, trunc, next) = model.target(g);
         assert_eq!(out.actions[r], model.recs[g].action.unwrap());
         assert!((out.returns[r] as f64 - ret).abs() < 1e-5, "return of {g}");
         assert!((out.discounts[r] as f64 - disc).abs() < 1e-6, "discount of {g}");
         assert_eq!((out.terminated[r], out.truncated[r]), (term, trunc), "flags of {g}");
         let ns = &out.next_states[r * sd..(r + 1) * sd];
-        assert_eq!(ns, &model.stack(next, model.n_frames)[..], "next state of {g}");
+        assert_eq!(ns, &model.stack(next, model.num_frames)[..], "next state of {g}");
         // Never a frame of another episode.
         for f in s.chunks(2).chain(ns.chunks(2)) {
             assert!(f[0] == 0.0 || f[1] == model.recs[g].episode as f32);
@@ -147,7 +147,7 @@ fn check_all(buf: &FrameReplay, model: &Model) {
 #[test]
 fn windows_stop_at_episode_starts_and_targets_bootstrap_unless_terminated() {
     let mut buf = FrameReplay::new(config(64, 3, 1)).unwrap();
-    let mut model = Model { recs: Vec::new(), capacity: 64, n_frames: 3, n_step: 1, gamma: 0.9 };
+    let mut model = Model { recs: Vec::new(), capacity: 64, num_frames: 3, n_step: 1, gamma: 0.9 };
     fill(&mut buf, &mut model, &[(4, 2), (5, 1), (3, 0)], 0);
     check_all(&buf, &model);
     // The truncated episode's last transition bootstraps from its final observation.
@@ -212,7 +212,7 @@ fn prioritised_sampling_follows_priorities_and_weights_correct_for_them() {
     let mut cfg = config(64, 1, 1);
     cfg.prioritized = Some(Prioritized { alpha: 1.0, beta: 1.0, eps: 1e-6 });
     let mut buf = FrameReplay::new(cfg).unwrap();
-    let mut model = Model { recs: Vec::new(), capacity: 64, n_frames: 1, n_step: 1, gamma: 0.9 };
+    let mut model = Model { recs: Vec::new(), capacity: 64, num_frames: 1, n_step: 1, gamma: 0.9 };
     fill(&mut buf, &mut model, &[(10, 2)], 0);
     assert_eq!(buf.num_transitions(), 10);
     // Slot 3 gets priority 9, the others ~0.1 each.
@@ -239,13 +239,13 @@ proptest! {
     fn sampled_transitions_match_the_naive_model(
         episodes in prop::collection::vec((1usize..12, 0u8..3), 1..10),
         capacity in 8usize..40,
-        n_frames in 1usize..5,
+        num_frames in 1usize..5,
         n_step in 1usize..4,
         salt in 0u64..100,
     ) {
-        prop_assume!(capacity > n_frames + n_step);
-        let mut buf = FrameReplay::new(config(capacity, n_frames, n_step)).unwrap();
-        let mut model = Model { recs: Vec::new(), capacity, n_frames, n_step, gamma: 0.9 };
+        prop_assume!(capacity > num_frames + n_step);
+        let mut buf = FrameReplay::new(config(capacity, num_frames, n_step)).unwrap();
+        let mut model = Model { recs: Vec::new(), capacity, num_frames, n_step, gamma: 0.9 };
         // An episode left open is closed by the next begin_episode (its last step then has
         // no next frame and is never sampled).
         fill(&mut buf, &mut model, &episodes, salt);
@@ -258,7 +258,7 @@ fn snapshot_restores_an_identical_buffer() {
     let mut cfg = config(16, 3, 2);
     cfg.prioritized = Some(Prioritized::default());
     let mut buf = FrameReplay::new(cfg.clone()).unwrap();
-    let mut model = Model { recs: Vec::new(), capacity: 16, n_frames: 3, n_step: 2, gamma: 0.9 };
+    let mut model = Model { recs: Vec::new(), capacity: 16, num_frames: 3, n_step: 2, gamma: 0.9 };
     fill(&mut buf, &mut model, &[(7, 2), (9, 1), (4, 0)], 3);
     buf.update_priorities(&[2, 5], &[3.0, 0.5]).unwrap();
     let snap = buf.snapshot();

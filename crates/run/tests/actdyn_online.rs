@@ -233,8 +233,13 @@ fn offline_retraining_lowers_the_loss_and_ignores_threads() {
     let mut r = run_steps(&c, 120);
     let (data, z) = r.take_transitions();
     assert_eq!((data.len(), z.len()), (120, 240));
-    let off =
-        OfflineConfig { epochs: 15, chunk: 30, batch: 2, lr: 1e-3, ..OfflineConfig::default() };
+    let off = OfflineConfig {
+        epochs: 15,
+        chunk: 30,
+        batch_size: 2,
+        lr: 1e-3,
+        ..OfflineConfig::default()
+    };
     let go = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {

@@ -15,7 +15,7 @@ fn small(order: TurnOrder) -> HuntConfig {
     let mut c = HuntConfig::sorrel(world);
     c.worlds = 3;
     c.iqn.layer = 24;
-    c.iqn.batch = 9;
+    c.iqn.batch_size = 9;
     c.iqn.capacity = 128;
     c.iqn.sync_epochs = 2;
     c.updates_per_turn = 0.5;

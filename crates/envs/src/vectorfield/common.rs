@@ -11,10 +11,10 @@ pub const LATENT_DIM: usize = 2;
 pub const MAX_HIDDEN: usize = 256;
 /// Largest input or output size of a [`Linear`](super::Linear) map.
 pub const MAX_DIM: usize = 1 << 20;
-/// Largest `n_grid` of a field's grid (α scaling or stored multi-attractor grids).
+/// Largest `grid_points` of a field's grid (α scaling or stored multi-attractor grids).
 pub const MAX_GRID: usize = 4096;
-/// Largest `n_grid` for which a multi-attractor is *generated* (the GP covariance has
-/// `n_grid⁴` entries and is eigendecomposed).
+/// Largest `grid_points` for which a multi-attractor is *generated* (the GP covariance has
+/// `grid_points⁴` entries and is eigendecomposed).
 pub const MAX_GP_GRID: usize = 64;
 
 pub(super) fn finite(field: &'static str, v: f64) -> Result<(), EnvError> {

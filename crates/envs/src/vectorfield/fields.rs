@@ -46,14 +46,14 @@ pub struct LimitCycle {
 }
 
 impl LimitCycle {
-    /// C's construction: `d = x_range/2` and `α = 2 / max‖F_{α=1}‖` over the `n_grid × n_grid`
+    /// C's construction: `d = x_range/2` and `α = 2 / max‖F_{α=1}‖` over the `grid_points × grid_points`
     /// grid [`linspace`]`(−x_range, x_range)²`.
-    pub fn from_range(x_range: f64, n_grid: usize, w: f64) -> Result<Self, EnvError> {
+    pub fn from_range(x_range: f64, grid_points: usize, w: f64) -> Result<Self, EnvError> {
         positive("x_range", x_range)?;
-        grid_size("n_grid", n_grid, MAX_GRID)?;
+        grid_size("grid_points", grid_points, MAX_GRID)?;
         finite("w", w)?;
         let unit = LimitCycle { alpha: 1.0, w, d: x_range / 2.0 };
-        let m = max_speed(x_range, n_grid, |x, y| unit.eval([x, y]));
+        let m = max_speed(x_range, grid_points, |x, y| unit.eval([x, y]));
         let alpha = 2.0 / m;
         positive("alpha (2 / max speed)", alpha)?;
         Ok(LimitCycle { alpha, ..unit })
@@ -99,12 +99,12 @@ pub struct DoubleLimitCycle {
 
 impl DoubleLimitCycle {
     /// C's construction: `d = x_range/2`, `α = 1 / max‖F_{α=1}‖` over the grid.
-    pub fn from_range(x_range: f64, n_grid: usize, w: f64) -> Result<Self, EnvError> {
+    pub fn from_range(x_range: f64, grid_points: usize, w: f64) -> Result<Self, EnvError> {
         positive("x_range", x_range)?;
-        grid_size("n_grid", n_grid, MAX_GRID)?;
+        grid_size("grid_points", grid_points, MAX_GRID)?;
         finite("w", w)?;
         let unit = DoubleLimitCycle { alpha: 1.0, w, d: x_range / 2.0 };
-        let m = max_speed(x_range, n_grid, |x, y| unit.eval([x, y]));
+        let m = max_speed(x_range, grid_points, |x, y| unit.eval([x, y]));
         let alpha = 1.0 / m;
         positive("alpha (1 / max speed)", alpha)?;
         Ok(DoubleLimitCycle { alpha, ..unit })

@@ -12,7 +12,7 @@ pub struct MultiAttractorConfig {
     /// The grid spans `[−x_range, x_range]` on both axes.
     pub x_range: f64,
     /// Grid points per axis.
-    pub n_grid: usize,
+    pub grid_points: usize,
     /// RBF length scale ℓ of the GP.
     pub length_scale: f64,
     /// RBF output scale (variance) of the GP.
@@ -30,7 +30,7 @@ impl Default for MultiAttractorConfig {
     fn default() -> Self {
         MultiAttractorConfig {
             x_range: 2.0,
-            n_grid: 40,
+            grid_points: 40,
             length_scale: 0.5,
             outputscale: 0.5,
             jitter: 1e-6,
@@ -85,8 +85,8 @@ impl MultiAttractor {
     /// Generates the grids from `key`: `2·n²` standard normals (all of the `U` draw, then the
     /// `V` draw), then [`MultiAttractor::from_gp_noise`].
     pub fn generate(key: Key, cfg: &MultiAttractorConfig) -> Result<Self, EnvError> {
-        grid_size("n_grid", cfg.n_grid, MAX_GP_GRID)?;
-        let mut eps = vec![0.0; 2 * cfg.n_grid * cfg.n_grid];
+        grid_size("grid_points", cfg.grid_points, MAX_GP_GRID)?;
+        let mut eps = vec![0.0; 2 * cfg.grid_points * cfg.grid_points];
         key.rng().fill_standard_normal(&mut eps);
         Self::from_gp_noise(cfg, &eps)
     }
@@ -102,7 +102,7 @@ impl MultiAttractor {
     pub fn from_gp_noise(cfg: &MultiAttractorConfig, eps: &[f64]) -> Result<Self, EnvError> {
         use faer::{Mat, Side};
         positive("x_range", cfg.x_range)?;
-        grid_size("n_grid", cfg.n_grid, MAX_GP_GRID)?;
+        grid_size("grid_points", cfg.grid_points, MAX_GP_GRID)?;
         positive("length_scale", cfg.length_scale)?;
         positive("outputscale", cfg.outputscale)?;
         if !(cfg.jitter.is_finite() && cfg.jitter >= 0.0) {
@@ -110,13 +110,13 @@ impl MultiAttractor {
         }
         finite("alpha", cfg.alpha)?;
         finite("w_attractor", cfg.w_attractor)?;
-        let n = cfg.n_grid;
+        let n = cfg.grid_points;
         let np = n * n;
         if eps.len() != 2 * np {
             return Err(EnvError::invalid(
                 "gp_eps",
                 format!("{} values", eps.len()),
-                format!("2 × n_grid² = {} values", 2 * np),
+                format!("2 × grid_points² = {} values", 2 * np),
             ));
         }
         if let Some(bad) = eps.iter().find(|x| !x.is_finite()) {

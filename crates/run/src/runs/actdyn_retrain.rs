@@ -48,7 +48,7 @@ pub struct OfflineConfig {
     /// Decoupled weight decay (1e-4).
     pub weight_decay: f64,
     /// Chunks per mini-batch (32).
-    pub batch: usize,
+    pub batch_size: usize,
     /// Steps per chunk (1,000).
     pub chunk: usize,
     /// Global gradient-norm clip of each batch's mean gradient (10; 0: none).
@@ -71,7 +71,7 @@ impl Default for OfflineConfig {
             epochs: 5000,
             lr: 1e-4,
             weight_decay: 1e-4,
-            batch: 32,
+            batch_size: 32,
             chunk: 1000,
             grad_clip: 10.0,
             samples: 5,
@@ -99,7 +99,7 @@ impl OfflineConfig {
             }
         };
         int("offline.epochs", self.epochs, 1, 100_000_000)?;
-        int("offline.batch", self.batch as u64, 1, 100_000)?;
+        int("offline.batch_size", self.batch_size as u64, 1, 100_000)?;
         int("offline.chunk", self.chunk as u64, 2, 1_000_000)?;
         int("offline.samples", self.samples as u64, 1, 1000)?;
         int("offline.k_steps", self.k_steps as u64, 1, self.chunk as u64 - 1)?;
@@ -232,7 +232,7 @@ pub fn retrain(
     let mut order: Vec<usize> = (0..n_chunks).collect();
     let mut grads = vec![0.0; params.len()];
     let mut slots: Vec<(f64, Vec<f64>)> =
-        (0..cfg.batch.min(n_chunks)).map(|_| (0.0, vec![0.0; params.len()])).collect();
+        (0..cfg.batch_size.min(n_chunks)).map(|_| (0.0, vec![0.0; params.len()])).collect();
     for epoch in 1..=cfg.epochs {
         let ek = key.fold_in(epoch);
         // Fisher–Yates with the epoch's key.
@@ -242,7 +242,7 @@ pub fn retrain(
             order.swap(i, j);
         }
         let mut epoch_loss = 0.0;
-        for (b, batch) in order.chunks(cfg.batch).enumerate() {
+        for (b, batch) in order.chunks(cfg.batch_size).enumerate() {
             let p: &[f64] = params;
             // One gradient slot per chunk of the batch (allocated once), summed in chunk order.
             let used = &mut slots[..batch.len()];

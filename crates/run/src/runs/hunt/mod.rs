@@ -63,7 +63,7 @@ pub struct HuntRunConfig {
     /// Hard copy to the target network every this many epochs (sorrel: 200; 0: never).
     pub sync_epochs: u64,
     /// Quantile samples per state, for the prediction and for the target (sorrel: 12).
-    pub n_quantiles: usize,
+    pub num_quantiles: usize,
     /// Epochs in total (sorrel's default run is 1,001: its loop runs epochs + 1).
     pub epochs: u64,
     /// Seed.
@@ -86,7 +86,7 @@ impl Default for HuntRunConfig {
             gamma: iqn.gamma,
             tau: iqn.tau,
             sync_epochs: iqn.sync_epochs,
-            n_quantiles: iqn.n_quantiles,
+            num_quantiles: iqn.num_quantiles,
             // sorrel's main.py observes RGB.
             env: TreasureParams { obs: TreasureObs::Rgb, ..TreasureParams::default() },
             num_worlds: 1,
@@ -154,7 +154,7 @@ impl HuntRunConfig {
         c.updates_per_turn = self.updates_per_turn;
         c.order = self.order;
         c.iqn.layer = self.layer;
-        c.iqn.batch = self.batch_size;
+        c.iqn.batch_size = self.batch_size;
         c.iqn.capacity = self.capacity;
         c.iqn.n_step = self.n_step;
         c.iqn.lr = self.lr;
@@ -164,7 +164,7 @@ impl HuntRunConfig {
         c.iqn.gamma = self.gamma;
         c.iqn.tau = self.tau;
         c.iqn.sync_epochs = self.sync_epochs;
-        c.iqn.n_quantiles = self.n_quantiles;
+        c.iqn.num_quantiles = self.num_quantiles;
         if self.prioritized {
             c.iqn.prioritized = Some(kestrel_replay::Prioritized::default());
         }
@@ -279,7 +279,7 @@ impl HuntRunConfig {
         let (agents, worlds, turns) =
             (e.num_agents as f64, self.num_worlds as f64, e.max_turns as f64);
         let (height, width) = (e.height as f64, e.width as f64);
-        let q = self.n_quantiles as f64;
+        let q = self.num_quantiles as f64;
         let rq = q * bt;
         let p = 2.0 * l * l + l * (sd + 78.0) + 10.0;
         let k = l * l + 6.0 * l + 5.0;
@@ -320,8 +320,8 @@ impl HuntRunConfig {
         add(
             "IQN workspaces and agent buffers (iqn.rs, hunt.rs)",
             format!(
-                "{per}, layer = {}, batch_size = {}, n_quantiles = {}, num_worlds = {}",
-                self.layer, self.batch_size, self.n_quantiles, self.num_worlds
+                "{per}, layer = {}, batch_size = {}, num_quantiles = {}, num_worlds = {}",
+                self.layer, self.batch_size, self.num_quantiles, self.num_worlds
             ),
             agents * (ws + bufs),
         );
@@ -656,7 +656,7 @@ mod tests {
             gamma: 0.95,
             tau: 0.01,
             sync_epochs: 50,
-            n_quantiles: 8,
+            num_quantiles: 8,
             ..HuntRunConfig::default()
         };
         let iqn = c.hunt_config().unwrap().iqn;
@@ -664,17 +664,17 @@ mod tests {
             (iqn.lr, iqn.epsilon, iqn.epsilon_decay, iqn.epsilon_min),
             (1e-3, 1.0, 0.001, 0.01)
         );
-        assert_eq!((iqn.gamma, iqn.tau, iqn.sync_epochs, iqn.n_quantiles), (0.95, 0.01, 50, 8));
+        assert_eq!((iqn.gamma, iqn.tau, iqn.sync_epochs, iqn.num_quantiles), (0.95, 0.01, 50, 8));
         for (bad, name) in [
             (HuntRunConfig { lr: f64::NAN, ..HuntRunConfig::default() }, "lr"),
             (HuntRunConfig { epsilon: 1.5, ..HuntRunConfig::default() }, "epsilon"),
-            (HuntRunConfig { n_quantiles: 0, ..HuntRunConfig::default() }, "n_quantiles"),
+            (HuntRunConfig { num_quantiles: 0, ..HuntRunConfig::default() }, "num_quantiles"),
         ] {
             let e = bad.hunt_config().unwrap_err().to_string();
             assert!(e.contains(name), "{e}");
         }
         // More quantiles, more memory.
-        let wide = HuntRunConfig { n_quantiles: 64, ..HuntRunConfig::default() };
+        let wide = HuntRunConfig { num_quantiles: 64, ..HuntRunConfig::default() };
         assert!(wide.budget(2).total() > HuntRunConfig::default().budget(2).total());
     }
 }
