@@ -38,7 +38,7 @@ def kestrel_runs(exe, ref, seeds, out):
     for seed in seeds:
         cmd = [exe, "allo", "train", "--profile", "asymexp", "--map", str(map_file), "--seed", str(seed),
                "--steps", str(a["num_gradient_steps"]), "--out-dir", str(out),
-               "--set", f"samples={a['num_envs'] * a['num_steps']}",
+               "--set", f"num_samples={a['num_envs'] * a['num_steps']}",
                "--set", f"asymexp.num_envs={a['num_envs']}",
                "--set", f"asymexp.max_episode_length={a['max_episode_length']}",
                "--set", f"asymexp.version=\"{version}\"",

@@ -81,9 +81,9 @@ kind = "allo"
 name = "bench"
 seeds = 4
 [base]
-samples = 20000
-batch = 256
-d = 6
+num_samples = 20000
+batch_size = 256
+num_eigenvectors = 6
 steps = %d
 eval_every = 500
 checkpoint_every = 0

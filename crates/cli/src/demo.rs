@@ -29,7 +29,7 @@ const QUICK: [&str; 7] = [
     "--set episodes=4",
     "--set generations=20",
     "--set steps=5",
-    "--set steps=20 --set samples=2000 --set eval_every=10 --set batch_size=64",
+    "--set steps=20 --set num_samples=2000 --set eval_every=10 --set batch_size=64",
     "--set epochs=2 --set env.max_turns=20 --set layer=32 --set record_every=1",
     "--set generations=3",
     "--set steps=40 --set eval.episodes=2 --set eval.starts=10 --set eval.samples=5",
@@ -115,7 +115,7 @@ const PARTS: [Part; 7] = [
     }),
     (
         "ALLO",
-        "allo train --map builtin:rooms-2-5 --steps 3000 --samples 200000 --eval-every 500 --checkpoint-every 0",
+        "allo train --map builtin:rooms-2-5 --steps 3000 --num-samples 200000 --eval-every 500 --checkpoint-every 0",
         |f| {
             let c = f.column("cosine_similarity");
             format!(

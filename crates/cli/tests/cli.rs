@@ -379,7 +379,7 @@ fn allo_train_runs_resumes_and_reports_bad_maps() {
         "3",
         "--batch-size",
         "32",
-        "--samples",
+        "--num-samples",
         "2000",
         "--eval-every",
         "10",
@@ -708,7 +708,7 @@ fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
     let spec = dir.join("maps.toml");
     std::fs::write(
         &spec,
-        "kind = \"allo\"\nseeds = 2\n[base]\nsamples = 2000\nbatch_size = 64\nnum_eigenvectors = 4\nsteps = 20\neval_every = 10\n\
+        "kind = \"allo\"\nseeds = 2\n[base]\nnum_samples = 2000\nbatch_size = 64\nnum_eigenvectors = 4\nsteps = 20\neval_every = 10\n\
          [grid]\nmap = [\"builtin:rooms-2-5\", \"builtin:open-6\"]\n",
     )
     .unwrap();

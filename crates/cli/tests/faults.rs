@@ -23,7 +23,7 @@ const ALLO: [&str; 14] = [
     "3",
     "--batch-size",
     "32",
-    "--samples",
+    "--num-samples",
     "2000",
     "--eval-every",
     "10",

@@ -19,7 +19,7 @@ fn tiny(kind: RunKind, root: &Path) -> String {
         RunKind::MppiTune => "generations = 2\npop_size = 4\n[run]\nsteps = 5",
         RunKind::MppiQd => "generations = 2\nbatch_size = 4\n[run]\nsteps = 4",
         RunKind::Allo => {
-            "map = \"builtin:rooms-2-5\"\nsamples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 6\neval_every = 2"
+            "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 6\neval_every = 2"
         }
         RunKind::Hunt => {
             "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0"

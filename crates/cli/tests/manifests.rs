@@ -74,7 +74,7 @@ const ALLO: [&str; 14] = [
     "3",
     "--batch-size",
     "32",
-    "--samples",
+    "--num-samples",
     "2000",
     "--eval-every",
     "10",
@@ -110,7 +110,7 @@ fn allo_resumes_refuse_edited_configs_and_tampered_sets() {
     }
     // An empty config.toml is all defaults, not this run's config.
     let d = tampered(&run, &root, "empty", |d| std::fs::write(d.join("config.toml"), "").unwrap());
-    refused(&resume, &d, &["not the one this checkpoint was written under", "samples"]);
+    refused(&resume, &d, &["not the one this checkpoint was written under", "num_samples"]);
 
     // The encoder of step 10 beside the learner state of step 20, in both sets: neither verifies.
     let d = tampered(&run, &root, "swapped", |d| {

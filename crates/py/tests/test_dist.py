@@ -164,7 +164,7 @@ name = "maps"
 seeds = 3
 curve = "cosine_similarity"
 [base]
-samples = 4000
+num_samples = 4000
 batch_size = 64
 num_eigenvectors = 4
 steps = 600

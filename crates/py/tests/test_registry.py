@@ -143,7 +143,7 @@ TINY = {
     "mppi-run": {"steps": 6, "mppi": {"num_samples": 32}},
     "mppi-tune": {"generations": 2, "pop_size": 4, "run": {"steps": 5}},
     "mppi-qd": {"generations": 2, "batch_size": 4, "run": {"steps": 4}},
-    "allo": {"map": "builtin:rooms-2-5", "samples": 500, "batch_size": 16, "num_eigenvectors": 3, "steps": 6, "eval_every": 2},
+    "allo": {"map": "builtin:rooms-2-5", "num_samples": 500, "batch_size": 16, "num_eigenvectors": 3, "steps": 6, "eval_every": 2},
     "hunt": {"epochs": 2, "env": {"height": 9, "width": 9, "max_turns": 12, "num_agents": 2}, "layer": 16,
              "batch_size": 8, "capacity": 64, "record_every": 0},
     "actdyn": {"steps": 40, "eval": {"episodes": 2, "starts": 10, "samples": 5}},

@@ -307,7 +307,7 @@ def test_ctrl_c_stops_a_run_within_a_second_and_it_resumes(tmp_path):
         # Long enough (tens of seconds) that finishing would fail the timing below, short
         # enough that a broken interrupt cannot hang the suite.
         with pytest.raises(KeyboardInterrupt):
-            kestrel.allo.train(steps=40_000, samples=20_000, eval_every=10**6, checkpoint_every=10**6,
+            kestrel.allo.train(steps=40_000, num_samples=20_000, eval_every=10**6, checkpoint_every=10**6,
                                out_dir=tmp_path, threads=1, progress=None)
     finally:
         elapsed = time.monotonic() - t0
@@ -431,7 +431,7 @@ def test_optimize_logs_each_generation_and_bad_loggers_are_refused(tmp_path):
 
 
 def test_a_resumed_run_logs_only_the_steps_after_its_checkpoint(tmp_path):
-    small = dict(map="builtin:rooms-2-5", samples=2000, batch_size=32, num_eigenvectors=3, eval_every=10,
+    small = dict(map="builtin:rooms-2-5", num_samples=2000, batch_size=32, num_eigenvectors=3, eval_every=10,
                  checkpoint_every=20)
     seen = []
 
@@ -493,9 +493,9 @@ def test_allo_profiles_run_from_python_with_their_own_defaults(tmp_path):
     each with its own defaults; asymexp's settings nest under `asymexp`; what does not apply is
     refused by name before any folder exists."""
     shared = dict(out_dir=tmp_path, threads=1, progress=None)
-    paper = kestrel.allo.train(steps=4, samples=2000, batch_size=32, eval_every=2, **shared)
-    ggdo = kestrel.allo.train(method="ggdo", steps=4, samples=2000, batch_size=32, eval_every=2, **shared)
-    small = dict(samples=20 * 40, batch_size=32, hidden=[16, 16], steps=10, eval_every=5, log_every=5)
+    paper = kestrel.allo.train(steps=4, num_samples=2000, batch_size=32, eval_every=2, **shared)
+    ggdo = kestrel.allo.train(method="ggdo", steps=4, num_samples=2000, batch_size=32, eval_every=2, **shared)
+    small = dict(num_samples=20 * 40, batch_size=32, hidden=[16, 16], steps=10, eval_every=5, log_every=5)
     thr = kestrel.allo.train(profile="asymexp", **small, asymexp={"num_envs": 20, "max_episode_length": 40}, **shared)
     fin = kestrel.allo.train(profile="asymexp", **small,
                              asymexp={"version": "final", "num_envs": 20, "max_episode_length": 40,
@@ -518,7 +518,7 @@ def test_allo_profiles_run_from_python_with_their_own_defaults(tmp_path):
         (dict(profile="asymexp", asymexp={"version": "final", "threshold": 0.1}), "asymexp.threshold"),
         (dict(asymexp={"version": "final"}), "asymexp"),
         (dict(profile="asymexp", asymexp={"num_envz": 3}), "num_envz"),
-        (dict(profile="asymexp", samples=1001), "samples"),
+        (dict(profile="asymexp", num_samples=1001), "num_samples"),
     ]:
         with pytest.raises(ValueError, match=field):
             kestrel.allo.train(**kw, **shared)

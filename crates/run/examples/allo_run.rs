@@ -8,7 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cfg = AlloRunConfig {
         map: "builtin:rooms-2-4".into(),
         steps: 2000,
-        samples: 100_000,
+        num_samples: 100_000,
         batch_size: 256,
         num_eigenvectors: 6,
         eval_every: 500,

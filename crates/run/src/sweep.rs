@@ -816,7 +816,7 @@ name = "a"
 seeds = [3]
 [base]
 map = "builtin:rooms-2-5"
-samples = 2000
+num_samples = 2000
 batch_size = 64
 num_eigenvectors = 4
 steps = 40
@@ -892,7 +892,7 @@ checkpoint_every = 20
             base("mppi-qd", "generations = 2\nbatch_size = 4\n[base.run]\nsteps = 4"),
             base(
                 "allo",
-                "map = \"builtin:rooms-2-5\"\nsamples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 4\neval_every = 2",
+                "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 4\neval_every = 2",
             ),
             base(
                 "hunt",
@@ -909,9 +909,9 @@ checkpoint_every = 20
             ),
             base(
                 "allo",
-                "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nsamples = 2000\n[base.asymexp]\nversion = \"final\"",
+                "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nnum_samples = 2000\n[base.asymexp]\nversion = \"final\"",
             ),
-            base("allo", "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nsamples = 2000"),
+            base("allo", "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nnum_samples = 2000"),
             base(
                 "actdyn-compare",
                 "num_seeds = 2\n[base.base]\nsteps = 30\n[base.base.policy]\nsamples = 8\nelites = 4\niterations = 2\n[base.base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
@@ -931,7 +931,7 @@ checkpoint_every = 20
             "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
         );
         let retrain = format!(
-            "run = \"{}\"\n[base.offline]\nepochs = 2\nchunk = 20\nbatch = 2",
+            "run = \"{}\"\n[base.offline]\nepochs = 2\nchunk = 20\nbatch_size = 2",
             src.display()
         );
         let src =

@@ -88,22 +88,22 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
     ),
     (
         RunKind::Allo,
-        "map = \"builtin:maze-25-0\"\nnum_eigenvectors = 8\nbatch_size = 64\nsamples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
+        "map = \"builtin:maze-25-0\"\nnum_eigenvectors = 8\nbatch_size = 64\nnum_samples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
         RunKind::Allo,
-        "map = \"builtin:maze-20-0\"\nnum_eigenvectors = 64\nbatch_size = 256\nsamples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
+        "map = \"builtin:maze-20-0\"\nnum_eigenvectors = 64\nbatch_size = 256\nnum_samples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=11"),
     ),
     (
         RunKind::Allo,
-        "profile = \"asymexp\"\nsamples = 20000000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
+        "profile = \"asymexp\"\nnum_samples = 20000000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
         RunKind::Allo,
-        "profile = \"asymexp\"\nmap = \"builtin:open-40\"\nsamples = 200000\nsteps = 10\nhidden = [1024, 1024]\nbatch_size = 1024\neval_every = 10\ncheckpoint_every = 0\n[asymexp]\nversion = \"final\"\nnum_envs = 100",
+        "profile = \"asymexp\"\nmap = \"builtin:open-40\"\nnum_samples = 200000\nsteps = 10\nhidden = [1024, 1024]\nbatch_size = 1024\neval_every = 10\ncheckpoint_every = 0\n[asymexp]\nversion = \"final\"\nnum_envs = 100",
         Some("steps=11"),
     ),
     (
@@ -210,7 +210,7 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
         "cells = 1024\n[run.mppi]\nnum_samples = 10000000\nhorizon = 100",
         "run.mppi.num_samples",
     ),
-    (RunKind::Allo, "samples = 1500000000", "samples = 2000000000", "samples"),
+    (RunKind::Allo, "num_samples = 1500000000", "num_samples = 2000000000", "num_samples"),
     (
         RunKind::Allo,
         "profile = \"asymexp\"\nhidden = [8192, 8192, 8192]",

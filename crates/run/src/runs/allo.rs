@@ -55,7 +55,7 @@ pub struct AlloRunConfig {
     /// Rows per sub-batch.
     pub batch_size: usize,
     /// Transition samples collected, in 50-step episodes (the paper's 12-map study: 3,000,000).
-    pub samples: usize,
+    pub num_samples: usize,
     /// Gradient steps in total (a resumed run's included).
     pub steps: u64,
     /// Seed (data, initialisation and batches).
@@ -113,7 +113,7 @@ impl Default for AlloRunConfig {
             method: Method::Allo,
             num_eigenvectors: 11,
             batch_size: 1024,
-            samples: 3_000_000,
+            num_samples: 3_000_000,
             steps: 20_000,
             seed: 0,
             barrier: None,
@@ -142,7 +142,7 @@ impl AlloRunConfig {
             method: Method::Allo,
             num_eigenvectors: 10,
             batch_size: 256,
-            samples: 1_000_000,
+            num_samples: 1_000_000,
             steps: 20_000,
             seed: 42,
             barrier: None,
@@ -198,10 +198,10 @@ impl AlloRunConfig {
         if self.log_every == 0 {
             return Err(AgentError::invalid("log_every", 0, "at least 1"));
         }
-        if !(1..=1_000_000_000).contains(&self.samples) {
+        if !(1..=1_000_000_000).contains(&self.num_samples) {
             // Within this range, the memory is the run's budget's to refuse
             // (`AlloRunConfig::budget`: about 4.4 bytes per sample).
-            return Err(AgentError::invalid("samples", self.samples, "1 to 1,000,000,000"));
+            return Err(AgentError::invalid("num_samples", self.num_samples, "1 to 1,000,000,000"));
         }
         if self.steps == 0 {
             return Err(AgentError::invalid("steps", 0, "at least 1"));
@@ -325,7 +325,7 @@ impl AlloRun {
         mut observe: impl FnMut(AlloEvent<'_>) -> Result<bool, AgentError>,
     ) -> Result<(), AgentError> {
         let c = &self.config;
-        let episodes = c.samples.div_ceil(50).max(1);
+        let episodes = c.num_samples.div_ceil(50).max(1);
         let replay: EpisodicReplay<u32> = collect(self.map.clone(), episodes, 50, 64, c.seed)?;
         if !observe(AlloEvent::Ready { samples: episodes * 50 })? {
             return Ok(());
@@ -397,7 +397,7 @@ impl AlloRunConfig {
         );
         let solve =
             8.0 * n * n + 16.0 * runs::ceil8(n) * n + 8.0 * runs::ceil8(n) + 25.5 * n * n + 8192.0;
-        let episodes = (self.samples as f64 / 50.0).ceil().max(1.0);
+        let episodes = (self.num_samples as f64 / 50.0).ceil().max(1.0);
         let m = (4.0 * batch).min(n);
         let step = 16.0 * batch
             + 32.0 * batch * d
@@ -415,7 +415,7 @@ impl AlloRunConfig {
         let mut training: runs::Phase = vec![
             (
                 "replay of transitions (replay/lib.rs)",
-                format!("samples = {}", self.samples),
+                format!("num_samples = {}", self.num_samples),
                 204.0 * episodes + 14.0 * runs::np2(episodes),
             ),
             (
@@ -845,7 +845,7 @@ mod tests {
         for bad in [
             AlloRunConfig { eval_every: 0, ..AlloRunConfig::default() },
             AlloRunConfig { steps: 0, ..AlloRunConfig::default() },
-            AlloRunConfig { samples: usize::MAX, ..AlloRunConfig::default() },
+            AlloRunConfig { num_samples: usize::MAX, ..AlloRunConfig::default() },
             AlloRunConfig { num_eigenvectors: 0, ..AlloRunConfig::default() },
             AlloRunConfig { map: "builtin:maze-499-0".into(), ..AlloRunConfig::default() },
             AlloRunConfig {
@@ -877,7 +877,7 @@ mod tests {
         let run = AlloRun::new(AlloRunConfig {
             map: "builtin:open-3".into(),
             num_eigenvectors: 3,
-            samples: 500,
+            num_samples: 500,
             ..c
         })
         .unwrap();
@@ -895,7 +895,7 @@ mod tests {
         for method in [Method::Allo, Method::Ggdo] {
             let c = AlloRunConfig {
                 method,
-                samples: 2000,
+                num_samples: 2000,
                 steps: 20,
                 batch_size: 32,
                 num_eigenvectors: 4,
@@ -928,7 +928,7 @@ mod tests {
     #[test]
     fn a_short_allo_run_reports_steps_evaluations_and_checkpoints() {
         let cfg = AlloRunConfig {
-            samples: 2000,
+            num_samples: 2000,
             steps: 20,
             batch_size: 32,
             eval_every: 10,
@@ -964,8 +964,8 @@ mod tests {
         assert!(b.total() < 128 << 20, "{}", b.describe(4));
         let c = AlloRunConfig { map: "builtin:open-100".into(), ..AlloRunConfig::default() };
         assert!(c.budget(2).total() > 1 << 30, "ten thousand states: a 10,000² eigenproblem");
-        let c = AlloRunConfig { samples: 4_000_000_000, ..AlloRunConfig::default() };
+        let c = AlloRunConfig { num_samples: 4_000_000_000, ..AlloRunConfig::default() };
         let e = c.budget(2).check().unwrap_err().to_string();
-        assert!(e.contains("samples = 4000000000"), "{e}");
+        assert!(e.contains("num_samples = 4000000000"), "{e}");
     }
 }

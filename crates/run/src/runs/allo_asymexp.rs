@@ -2,7 +2,7 @@
 //! `tarod13/asymexp` trains it (reference §1.6b, §1.7, §1.8), read top to bottom:
 //!
 //! 1. the map in the reference's format ([`resolve_map`], `kestrel_envs::asymexp`);
-//! 2. collection: `num_envs` environments × `samples / num_envs` steps, one row each, and the
+//! 2. collection: `num_envs` environments × `num_samples / num_envs` steps, one row each, and the
 //!    empirical `(state, action)` counts (`kestrel_agents::asymexp::collect`);
 //! 3. the ground truth from those counts (`kestrel_agents::laplacian::empirical`): the
 //!    thresholded version's symmetrised transition matrix, or the final version's
@@ -43,7 +43,7 @@ pub struct AsymexpSettings {
     /// `thresholded` (tree 4deb141, the one the seed quotes) or `final` (ba956b1): the ground
     /// truth, the map parser and whether `threshold` exists.
     pub version: Version,
-    /// Collecting environments, one replay row each (`num_envs`); `samples` = `num_envs` ×
+    /// Collecting environments, one replay row each (`num_envs`); `num_samples` = `num_envs` ×
     /// steps per environment.
     pub num_envs: usize,
     /// Steps per episode (`max_episode_length`); the goal `G` also ends one.
@@ -139,11 +139,12 @@ impl AlloRunConfig {
         if a.num_envs == 0 || a.num_envs > 1_000_000 {
             return Err(AgentError::invalid("asymexp.num_envs", a.num_envs, "1 to 1,000,000"));
         }
-        if !(1..=1_000_000_000).contains(&self.samples) || !self.samples.is_multiple_of(a.num_envs)
+        if !(1..=1_000_000_000).contains(&self.num_samples)
+            || !self.num_samples.is_multiple_of(a.num_envs)
         {
             return Err(AgentError::invalid(
-                "samples",
-                self.samples,
+                "num_samples",
+                self.num_samples,
                 format!(
                     "1 to 1,000,000,000 and a multiple of asymexp.num_envs = {} (steps per environment)",
                     a.num_envs
@@ -197,7 +198,7 @@ impl AlloRunConfig {
                 "below 1 (the final truth's SR)",
             ));
         }
-        Ok((cfg, self.samples / a.num_envs))
+        Ok((cfg, self.num_samples / a.num_envs))
     }
 }
 
@@ -824,7 +825,7 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
     let p: f64 = sizes.windows(2).map(|w| (w[0] + 1.0) * w[1]).sum();
     let widest = sizes.iter().fold(0.0f64, |a, &v| a.max(v));
     let envs = c.asymexp.num_envs as f64;
-    let steps = (c.samples as f64 / envs.max(1.0)).ceil();
+    let steps = (c.num_samples as f64 / envs.max(1.0)).ceil();
     let eps = (steps / c.asymexp.max_episode_length.max(1) as f64).floor();
     // A row: about one state per step, two more per finished episode (reserved up front).
     let states = envs * (steps + 1.0 + 2.0 * eps).min(2.0 * steps + 1.0);
@@ -847,7 +848,7 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
         + 4.0 * 4.0 * runs::np2(envs);
     add(
         "replay rows and collection buffers (replay/rows.rs)",
-        format!("samples = {}, asymexp.num_envs = {}", c.samples, c.asymexp.num_envs),
+        format!("num_samples = {}, asymexp.num_envs = {}", c.num_samples, c.asymexp.num_envs),
         rows_bytes + 9.0 * (2.0 * steps + 1.0) + 32.0 * n,
     );
     add(
@@ -877,7 +878,7 @@ mod tests {
     fn small() -> AlloRunConfig {
         AlloRunConfig {
             map: "builtin:rooms-2-3".into(),
-            samples: 20 * 40,
+            num_samples: 20 * 40,
             steps: 20,
             batch_size: 32,
             hidden: vec![16, 16],
@@ -936,7 +937,7 @@ mod tests {
                 AlloRunConfig { convention: kestrel_replay::Convention::Asymexp, ..a() },
                 "convention",
             ),
-            (AlloRunConfig { samples: 1_000_001, ..a() }, "samples"),
+            (AlloRunConfig { num_samples: 1_000_001, ..a() }, "num_samples"),
             (
                 AlloRunConfig {
                     asymexp: AsymexpSettings { num_envs: 0, ..Default::default() },
