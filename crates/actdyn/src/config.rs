@@ -274,11 +274,11 @@ pub struct PolicyConfig {
     /// Planning horizon H (10).
     pub horizon: usize,
     /// Initial samples N (32).
-    pub samples: usize,
+    pub num_samples: usize,
     /// Iterations per call (10).
     pub iterations: usize,
     /// Elites K_e (10; the reference's 100 > N crashes).
-    pub elites: usize,
+    pub num_elites: usize,
     /// Momentum of the mean and standard deviation (0.1).
     pub alpha: f64,
     /// Initial standard deviation as a fraction of the half-box (0.5).
@@ -302,9 +302,9 @@ impl Default for PolicyConfig {
             terms: Vec::new(),
             goal: [0.0, 0.0],
             horizon: 10,
-            samples: 32,
+            num_samples: 32,
             iterations: 10,
-            elites: 10,
+            num_elites: 10,
             alpha: 0.1,
             init_std: 0.5,
             decrease_factor: 1.25,
@@ -345,9 +345,9 @@ pub struct EvalConfig {
     /// Largest prediction horizon k (10).
     pub k_max: usize,
     /// Start indices per episode (200).
-    pub starts: usize,
+    pub num_starts: usize,
     /// Posterior samples per start (100).
-    pub samples: usize,
+    pub num_samples: usize,
     /// Seed of the validation data (1234).
     pub seed: u64,
     /// Evaluate every this many environment steps (0: only at the end).
@@ -360,8 +360,8 @@ impl Default for EvalConfig {
             episodes: 10,
             steps: 500,
             k_max: 10,
-            starts: 200,
-            samples: 100,
+            num_starts: 200,
+            num_samples: 100,
             seed: 1234,
             every: 0,
         }

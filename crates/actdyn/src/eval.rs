@@ -158,7 +158,7 @@ pub fn evaluate(
             let mut ews = model.encoder_workspace();
             let (mut mu, mut var) = (vec![0.0; t_n * 2], vec![0.0; t_n * 2]);
             model.encode(params, y, Some(u), &mut ews, &mut mu, &mut var);
-            let s_n = cfg.samples;
+            let s_n = cfg.num_samples;
             let mut r = key.fold_in(e as u64).rng();
             let mut eps = vec![0.0; s_n * t_n * 2];
             r.fill_standard_normal(&mut eps);
@@ -177,7 +177,7 @@ pub fn evaluate(
             let mut sse = vec![0.0; (k_max + 1) * ny];
             let mut sst = vec![0.0; (k_max + 1) * ny];
             let mut xi = vec![0.0; s_n * 2];
-            for _ in 0..cfg.starts {
+            for _ in 0..cfg.num_starts {
                 let t0 = r.below(hi as u32) as usize;
                 for s in 0..s_n {
                     for d in 0..2 {

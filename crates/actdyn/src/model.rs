@@ -814,7 +814,7 @@ impl SeqVae {
         grads: Option<&mut [f64]>,
     ) -> ElboTerms {
         let (ny, d) = (self.cfg.obs_dim, self.cfg.latent_dim);
-        let (s_n, t_n, k_n) = (noise.samples, noise.steps, noise.k_steps);
+        let (s_n, t_n, k_n) = (noise.num_samples, noise.steps, noise.k_steps);
         let dt = self.cfg.dt;
         ws.prepare(self, s_n, t_n, k_n);
         // 1. Encoder.
@@ -1015,7 +1015,7 @@ impl SeqVae {
         grads: &mut [f64],
     ) {
         let (ny, d) = (self.cfg.obs_dim, self.cfg.latent_dim);
-        let (s_n, t_n, k_n) = (noise.samples, noise.steps, noise.k_steps);
+        let (s_n, t_n, k_n) = (noise.num_samples, noise.steps, noise.k_steps);
         let dt = self.cfg.dt;
         let rows = s_n * t_n;
         let inv_s = 1.0 / s_n as f64;
@@ -1323,7 +1323,7 @@ impl EncoderWorkspace {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ElboNoise {
     /// Posterior samples S.
-    pub samples: usize,
+    pub num_samples: usize,
     /// Window length T.
     pub steps: usize,
     /// Prior steps K.
@@ -1338,14 +1338,14 @@ pub struct ElboNoise {
 
 impl ElboNoise {
     /// Zeroed draws for the given sizes (all-ones mask).
-    pub fn zeros(samples: usize, steps: usize, k_steps: usize, d: usize) -> Self {
+    pub fn zeros(num_samples: usize, steps: usize, k_steps: usize, d: usize) -> Self {
         ElboNoise {
-            samples,
+            num_samples,
             steps,
             k_steps,
-            eps: vec![0.0; samples * steps * d],
+            eps: vec![0.0; num_samples * steps * d],
             mask: vec![1.0; steps],
-            xi: (1..=k_steps).map(|k| vec![0.0; samples * (steps - k) * d]).collect(),
+            xi: (1..=k_steps).map(|k| vec![0.0; num_samples * (steps - k) * d]).collect(),
         }
     }
 

@@ -45,7 +45,7 @@ pub struct TrainConfig {
     /// θ ← θ + σ·ε for every dynamics parameter after each step (reference 0.01).
     pub perturbation: f64,
     /// Posterior samples S (5).
-    pub samples: usize,
+    pub num_samples: usize,
     /// Prior steps K of the multi-step KL (5).
     pub k_steps: usize,
     /// Training window T (20).
@@ -79,7 +79,7 @@ impl Default for TrainConfig {
             ensemble: 1,
             grad_clip: 10.0,
             perturbation: 0.01,
-            samples: 5,
+            num_samples: 5,
             k_steps: 5,
             window: 20,
             p_mask: 0.0,
@@ -112,7 +112,7 @@ impl TrainConfig {
         let int = |f: &'static str, v: u64, lo: u64, hi: u64, ok: &'static str| {
             if (lo..=hi).contains(&v) { Ok(()) } else { Err(ActdynError::invalid(f, v, ok)) }
         };
-        int("train.samples", self.samples as u64, 1, 1000, "an integer in [1, 1000]")?;
+        int("train.num_samples", self.num_samples as u64, 1, 1000, "an integer in [1, 1000]")?;
         int("train.window", self.window as u64, 2, 10_000, "an integer in [2, 10000]")?;
         int(
             "train.k_steps",
@@ -187,7 +187,7 @@ impl Trainer {
         cfg.validate()?;
         let d = model.config().latent_dim;
         Ok(Trainer {
-            noise: ElboNoise::zeros(cfg.samples, cfg.window, cfg.k_steps, d),
+            noise: ElboNoise::zeros(cfg.num_samples, cfg.window, cfg.k_steps, d),
             ws: ElboWorkspace::default(),
             grads: vec![0.0; model.num_params()],
             adam: AdamState::new(model.num_params()),

@@ -63,7 +63,7 @@ fn bad_training_config_names_the_field() {
     for (c, field) in [
         (TrainConfig { lr: f64::NAN, ..TrainConfig::default() }, "train.lr"),
         (TrainConfig { k_steps: 20, ..TrainConfig::default() }, "train.k_steps"),
-        (TrainConfig { samples: 0, ..TrainConfig::default() }, "train.samples"),
+        (TrainConfig { num_samples: 0, ..TrainConfig::default() }, "train.num_samples"),
         (TrainConfig { p_mask: 1.0, ..TrainConfig::default() }, "train.p_mask"),
     ] {
         let e = c.validate().unwrap_err().to_string();

@@ -547,7 +547,7 @@ fn hunt_train_resume_play_and_bench() {
 
 /// Tiny evaluation settings so debug-build runs stay quick.
 const SMALL_EVAL: [&str; 6] =
-    ["--set", "eval.episodes=2", "--set", "eval.starts=10", "--set", "eval.samples=5"];
+    ["--set", "eval.episodes=2", "--set", "eval.num_starts=10", "--set", "eval.num_samples=5"];
 
 #[test]
 fn actdyn_run_writes_its_folder_and_resumes_exactly() {
@@ -607,9 +607,9 @@ fn actdyn_active_fixed_and_compare_run() {
     let o = od.to_str().unwrap();
     let small_plan = [
         "--set",
-        "policy.samples=8",
+        "policy.num_samples=8",
         "--set",
-        "policy.elites=3",
+        "policy.num_elites=3",
         "--set",
         "policy.iterations=2",
         "--set",

@@ -24,9 +24,9 @@ fn tiny(kind: RunKind, root: &Path) -> String {
         RunKind::Hunt => {
             "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0"
         }
-        RunKind::Actdyn => "steps = 40\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
+        RunKind::Actdyn => "steps = 40\n[eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
         RunKind::ActdynCompare => {
-            "num_seeds = 2\n[base]\nsteps = 30\n[base.policy]\nsamples = 8\nelites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5"
+            "num_seeds = 2\n[base]\nsteps = 30\n[base.policy]\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5"
         }
         RunKind::ArcRollout => {
             "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1\nmax_episode_steps = 20"

@@ -238,9 +238,9 @@ fn hunt_and_actdyn_resumes_refuse_edited_configs() {
         "--set",
         "eval.episodes=2",
         "--set",
-        "eval.starts=10",
+        "eval.num_starts=10",
         "--set",
-        "eval.samples=5",
+        "eval.num_samples=5",
         "--out-dir",
         out.to_str().unwrap(),
     ];

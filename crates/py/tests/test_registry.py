@@ -146,9 +146,9 @@ TINY = {
     "allo": {"map": "builtin:rooms-2-5", "num_samples": 500, "batch_size": 16, "num_eigenvectors": 3, "steps": 6, "eval_every": 2},
     "hunt": {"epochs": 2, "env": {"height": 9, "width": 9, "max_turns": 12, "num_agents": 2}, "layer": 16,
              "batch_size": 8, "capacity": 64, "record_every": 0},
-    "actdyn": {"steps": 40, "eval": {"episodes": 2, "starts": 10, "samples": 5}},
-    "actdyn-compare": {"num_seeds": 2, "arms": ["random"], "base": {"steps": 30, "eval": {"episodes": 2, "starts": 10,
-                                                                                        "samples": 5}}},
+    "actdyn": {"steps": 40, "eval": {"episodes": 2, "num_starts": 10, "num_samples": 5}},
+    "actdyn-compare": {"num_seeds": 2, "arms": ["random"], "base": {"steps": 30, "eval": {"episodes": 2, "num_starts": 10,
+                                                                                        "num_samples": 5}}},
     # These read a finished run's folder (`run`), made first from the kind named here.
     "arc-rollout": {"episodes": 3, "env": {"canvas": 10, "tasks_per_family": 1, "max_episode_steps": 20}},
     "hunt-play": {"epochs": 2},

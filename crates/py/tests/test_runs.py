@@ -269,10 +269,10 @@ def test_actdyn_composite_and_goal_objectives_from_python(tmp_path):
     # reached with the config's own keys.
     terms = [{"metric": "d_optimality", "weight": 0.1}, {"metric": "action_cost", "weight": 5.0}]
     r = kestrel.actdyn.run(preset="e2", steps=25, out_dir=tmp_path, progress=False,
-                           policy={"metric": "composite", "terms": terms, "samples": 12, "elites": 4, "iterations": 2})
+                           policy={"metric": "composite", "terms": terms, "num_samples": 12, "num_elites": 4, "iterations": 2})
     assert 'metric = "composite"' in (r.dir / "config.toml").read_text()
     r = kestrel.actdyn.run(preset="e2", steps=25, out_dir=tmp_path, progress=False,
-                           policy={"metric": "goal_distance", "goal": [1.0, -0.5], "samples": 12, "elites": 4, "iterations": 2})
+                           policy={"metric": "goal_distance", "goal": [1.0, -0.5], "num_samples": 12, "num_elites": 4, "iterations": 2})
     assert "goal = [1.0, -0.5]" in (r.dir / "config.toml").read_text()
     with pytest.raises(ValueError, match=r"policy\.terms\[0\]\.metric"):
         kestrel.actdyn.run(preset="e2", out_dir=tmp_path, policy={"metric": "composite", "terms": [{"metric": "composite", "weight": 1.0}]})
@@ -646,7 +646,7 @@ def test_actdyn_action_encoders_from_python(tmp_path):
     enc = {"type": "mlp", "hidden": [16]}
     assert kestrel.config("actdyn", model={"action_encoder": enc})["model"]["action_encoder"] == {**enc, "state_dependent": False}
     r = kestrel.actdyn.run(preset="e2", steps=24, model={"action_encoder": enc},
-                           policy={"samples": 16, "iterations": 2, "horizon": 5},
+                           policy={"num_samples": 16, "iterations": 2, "horizon": 5},
                            eval={"episodes": 2, "steps": 20}, out_dir=tmp_path, progress=None)
     assert "action_encoder" in (r.dir / "config.toml").read_text() and np.isfinite(r.metrics["loss_per_t"]).any()
     with pytest.raises(ValueError, match=r"model\.action_encoder\.state_dependent"):

@@ -898,14 +898,17 @@ checkpoint_every = 20
                 "hunt",
                 "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0",
             ),
-            base("actdyn", "steps = 60\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5"),
             base(
                 "actdyn",
-                "steps = 30\n[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nsamples = 8\nelites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
+                "steps = 60\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
             ),
             base(
                 "actdyn",
-                "steps = 60\n[base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5\n[base.model.dynamics]\ntype = \"rbf\"\ngrid = 5",
+                "steps = 30\n[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
+            ),
+            base(
+                "actdyn",
+                "steps = 60\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5\n[base.model.dynamics]\ntype = \"rbf\"\ngrid = 5",
             ),
             base(
                 "allo",
@@ -914,7 +917,7 @@ checkpoint_every = 20
             base("allo", "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nnum_samples = 2000"),
             base(
                 "actdyn-compare",
-                "num_seeds = 2\n[base.base]\nsteps = 30\n[base.base.policy]\nsamples = 8\nelites = 4\niterations = 2\n[base.base.eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
+                "num_seeds = 2\n[base.base]\nsteps = 30\n[base.base.policy]\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
             ),
         ];
         let out = tmp("kinds");
@@ -928,7 +931,7 @@ checkpoint_every = 20
         };
         let src = source(
             RunKind::Actdyn,
-            "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nstarts = 10\nsamples = 5",
+            "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
         );
         let retrain = format!(
             "run = \"{}\"\n[base.offline]\nepochs = 2\nchunk = 20\nbatch_size = 2",

@@ -8,16 +8,16 @@ use kestrel_run::runs::actdyn::{ActdynConfig, ActiveRun};
 fn small_e2(profile: Profile) -> ActdynConfig {
     let mut c = ActdynConfig::e2();
     c.profile = profile;
-    c.policy.samples = 12;
-    c.policy.elites = 4;
+    c.policy.num_samples = 12;
+    c.policy.num_elites = 4;
     c.policy.iterations = 3;
     c.policy.horizon = 5;
     c.train.window = 8;
     c.train.k_steps = 3;
     c.eval.episodes = 2;
     c.eval.steps = 60;
-    c.eval.starts = 10;
-    c.eval.samples = 8;
+    c.eval.num_starts = 10;
+    c.eval.num_samples = 8;
     c
 }
 
@@ -169,7 +169,7 @@ fn bad_configs_name_the_field() {
         (Box::new(|c| c.train.k_steps = 30), "train.k_steps"),
         (Box::new(|c| c.eval.steps = 5), "eval.steps"),
         (Box::new(|c| c.steps = 0), "steps"),
-        (Box::new(|c| c.eval.samples = 0), "eval.samples"),
+        (Box::new(|c| c.eval.num_samples = 0), "eval.num_samples"),
     ];
     for (f, field) in cases {
         let mut c = ActdynConfig::e1();
@@ -178,7 +178,7 @@ fn bad_configs_name_the_field() {
         assert!(e.contains(field), "{field}: {e}");
     }
     let mut c = ActdynConfig::e2();
-    c.policy.elites = 100;
+    c.policy.num_elites = 100;
     let e = ActiveRun::new(c).unwrap_err().to_string();
     assert!(e.contains("elites"), "{e}");
 }

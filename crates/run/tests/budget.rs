@@ -118,17 +118,17 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
     ),
     (
         RunKind::Actdyn,
-        "steps = 21\n[env]\nobs_dim = 1000\n[model]\nobs_dim = 1000\nrnn_hidden = 1024\n[eval]\nepisodes = 1\nsteps = 100\nsamples = 10\nstarts = 10",
+        "steps = 21\n[env]\nobs_dim = 1000\n[model]\nobs_dim = 1000\nrnn_hidden = 1024\n[eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
         Some("steps=22"),
     ),
     (
         RunKind::Actdyn,
-        "steps = 5\n[model.dynamics]\ntype = \"mlp\"\nhidden = [1024, 1024]\n[train]\nensemble = 16\nsamples = 1\nwindow = 4\nk_steps = 1\n[eval]\nepisodes = 1\nsteps = 100\nsamples = 10\nstarts = 10",
+        "steps = 5\n[model.dynamics]\ntype = \"mlp\"\nhidden = [1024, 1024]\n[train]\nensemble = 16\nnum_samples = 1\nwindow = 4\nk_steps = 1\n[eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
         Some("steps=6"),
     ),
     (
         RunKind::ActdynCompare,
-        "num_seeds = 2\n[base]\nsteps = 21\n[base.env]\nobs_dim = 1000\n[base.model]\nobs_dim = 1000\nrnn_hidden = 1024\n[base.policy]\nsamples = 8\nelites = 4\niterations = 2\n[base.eval]\nepisodes = 1\nsteps = 100\nsamples = 10\nstarts = 10",
+        "num_seeds = 2\n[base]\nsteps = 21\n[base.env]\nobs_dim = 1000\n[base.model]\nobs_dim = 1000\nrnn_hidden = 1024\n[base.policy]\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
         None,
     ),
 ];

@@ -40,7 +40,7 @@ pub fn load_params(m: &SeqVae, weights: &Value) -> Vec<f64> {
 /// The ELBO draws of a fixture (`eps_enc`, `mask`, `xi`) for S = 5, T = 20, K = 5.
 pub fn noise_from(fx: &Value) -> ElboNoise {
     ElboNoise {
-        samples: 5,
+        num_samples: 5,
         steps: 20,
         k_steps: 5,
         eps: flat(&fx["eps_enc"]),

@@ -54,7 +54,7 @@ pub struct OfflineConfig {
     /// Global gradient-norm clip of each batch's mean gradient (10; 0: none).
     pub grad_clip: f64,
     /// Posterior samples S (5).
-    pub samples: usize,
+    pub num_samples: usize,
     /// Prior steps K (5).
     pub k_steps: usize,
     /// KL weight β (1).
@@ -74,7 +74,7 @@ impl Default for OfflineConfig {
             batch_size: 32,
             chunk: 1000,
             grad_clip: 10.0,
-            samples: 5,
+            num_samples: 5,
             k_steps: 5,
             beta: 1.0,
             kl_prior_variance_dt: false,
@@ -101,7 +101,7 @@ impl OfflineConfig {
         int("offline.epochs", self.epochs, 1, 100_000_000)?;
         int("offline.batch_size", self.batch_size as u64, 1, 100_000)?;
         int("offline.chunk", self.chunk as u64, 2, 1_000_000)?;
-        int("offline.samples", self.samples as u64, 1, 1000)?;
+        int("offline.num_samples", self.num_samples as u64, 1, 1000)?;
         int("offline.k_steps", self.k_steps as u64, 1, self.chunk as u64 - 1)?;
         Ok(())
     }
@@ -156,7 +156,7 @@ impl Run for ActdynRetrain {
     fn budget(c: &RetrainConfig, threads: usize) -> Budget {
         let mut src = source(&c.run).unwrap_or_default();
         src.train.window = c.offline.chunk;
-        src.train.samples = c.offline.samples;
+        src.train.num_samples = c.offline.num_samples;
         src.train.k_steps = c.offline.k_steps;
         let mut b = Budget::new();
         b.add_all("per worker: ", &Actdyn::budget(&src, 1), threads.max(1) as u128);
@@ -247,7 +247,7 @@ pub fn retrain(
             // One gradient slot per chunk of the batch (allocated once), summed in chunk order.
             let used = &mut slots[..batch.len()];
             used.par_iter_mut().zip(batch.par_iter()).for_each_init(
-                || (ElboWorkspace::default(), ElboNoise::zeros(cfg.samples, t, cfg.k_steps, d)),
+                || (ElboWorkspace::default(), ElboNoise::zeros(cfg.num_samples, t, cfg.k_steps, d)),
                 |(ws, noise), ((loss, g), &c)| {
                     noise.draw(ek.fold_in(b as u64).fold_in(c as u64), 0.0);
                     g.iter_mut().for_each(|v| *v = 0.0);

@@ -35,7 +35,7 @@ impl ActdynConfig {
         let d = m.latent_dim as f64;
         let (hr, hh) = (m.rnn_hidden as f64, m.head_hidden as f64);
         let (w, s, k, ens) =
-            (t.window as f64, t.samples as f64, t.k_steps as f64, t.ensemble as f64);
+            (t.window as f64, t.num_samples as f64, t.k_steps as f64, t.ensemble as f64);
         let thr = threads.max(1) as f64;
         // Parameter counts (model.rs).
         let p_gru = 3.0 * hr * (ny + d) + 3.0 * hr * hr + 6.0 * hr;
@@ -94,8 +94,8 @@ impl ActdynConfig {
         add(
             "ELBO workspace and noise (model.rs, train.rs)",
             format!(
-                "train.window = {}, train.samples = {}, train.k_steps = {}, {model}",
-                t.window, t.samples, t.k_steps
+                "train.window = {}, train.num_samples = {}, train.k_steps = {}, {model}",
+                t.window, t.num_samples, t.k_steps
             ),
             8.0 * (5.0 * w * d
                 + s * d * (10.0 * w - 1.0)
@@ -116,8 +116,8 @@ impl ActdynConfig {
         );
         let icem = p.kind == PolicyKind::Icem;
         let hp = p.horizon as f64;
-        let ke = p.elites as f64;
-        let r = (p.samples as f64).max(2.0 * ke) + ke.min((p.frac_elites_reused * ke).floor());
+        let ke = p.num_elites as f64;
+        let r = (p.num_samples as f64).max(2.0 * ke) + ke.min((p.frac_elites_reused * ke).floor());
         if c > 0.0 {
             let fisher = p.plans_on_fisher();
             let splits = thr.min((r / 8.0).ceil().max(1.0));
@@ -137,8 +137,8 @@ impl ActdynConfig {
             add(
                 "iCEM pink-noise matrix, samples and elites (mppi/icem.rs)",
                 format!(
-                    "policy.horizon = {}, policy.samples = {}, policy.elites = {}",
-                    p.horizon, p.samples, p.elites
+                    "policy.horizon = {}, policy.num_samples = {}, policy.num_elites = {}",
+                    p.horizon, p.num_samples, p.num_elites
                 ),
                 16.0 * hp * ((hp / 2.0).floor() + 1.0)
                     + 16.0 * hp
@@ -161,7 +161,7 @@ impl ActdynConfig {
             );
         }
         let (ev, tv, sv, km) =
-            (e.episodes as f64, e.steps as f64, e.samples as f64, e.k_max as f64);
+            (e.episodes as f64, e.steps as f64, e.num_samples as f64, e.k_max as f64);
         add(
             "validation data (eval.rs)",
             format!(
@@ -219,8 +219,8 @@ impl ActdynConfig {
                 "evaluation (eval.rs)",
                 eval,
                 format!(
-                    "eval.episodes = {}, eval.steps = {}, eval.samples = {}, model.dynamics",
-                    e.episodes, e.steps, e.samples
+                    "eval.episodes = {}, eval.steps = {}, eval.num_samples = {}, model.dynamics",
+                    e.episodes, e.steps, e.num_samples
                 ),
             ),
             (

@@ -229,16 +229,16 @@ impl ActdynConfig {
         if v.steps < v.k_max + 2 || v.steps > 1_000_000 {
             return bad("eval.steps", v.steps.to_string(), "an integer in [k_max + 2, 1000000]");
         }
-        if !(1..=100_000).contains(&v.starts) {
-            return bad("eval.starts", v.starts.to_string(), "an integer in [1, 100000]");
+        if !(1..=100_000).contains(&v.num_starts) {
+            return bad("eval.num_starts", v.num_starts.to_string(), "an integer in [1, 100000]");
         }
-        if !(1..=10_000).contains(&v.samples) {
-            return bad("eval.samples", v.samples.to_string(), "an integer in [1, 10000]");
+        if !(1..=10_000).contains(&v.num_samples) {
+            return bad("eval.num_samples", v.num_samples.to_string(), "an integer in [1, 10000]");
         }
         kestrel_core::check_bytes(
-            "eval.samples",
-            v.samples,
-            (v.samples as u128) * (v.steps as u128) * 2 * (v.episodes as u128).min(2),
+            "eval.num_samples",
+            v.num_samples,
+            (v.num_samples as u128) * (v.steps as u128) * 2 * (v.episodes as u128).min(2),
             8,
         )?;
         kestrel_core::check_bytes(
@@ -252,7 +252,7 @@ impl ActdynConfig {
             self.train.window,
             (self.train.window as u128)
                 * (e.obs_dim as u128 + 4)
-                * (self.train.samples as u128 + 2),
+                * (self.train.num_samples as u128 + 2),
             8 * 8,
         )?;
         Ok(())
@@ -380,10 +380,10 @@ mod tests {
             (
                 {
                     let mut c = ActdynConfig::e1();
-                    c.eval.samples = 0;
+                    c.eval.num_samples = 0;
                     c
                 },
-                "eval.samples",
+                "eval.num_samples",
             ),
         ];
         for (c, field) in cases {

@@ -88,7 +88,7 @@ pub struct StepRecord {
     pub plan_cost: Option<f64>,
 }
 
-/// The planner's validation error under the config's names (`policy.elites` for the planner's
+/// The planner's validation error under the config's names (`policy.num_elites` for the planner's
 /// `num_elites`, …).
 fn policy_error(e: kestrel_mppi::MppiError) -> ActdynError {
     let kestrel_mppi::MppiError::Invalid(mut i) = e;
@@ -169,9 +169,9 @@ impl ActiveRun {
                 let b = cfg.env.action_bound;
                 let params = IcemParams {
                     horizon: p.horizon,
-                    num_samples: p.samples,
+                    num_samples: p.num_samples,
                     iterations: p.iterations,
-                    num_elites: p.elites,
+                    num_elites: p.num_elites,
                     alpha: p.alpha,
                     init_std: p.init_std,
                     noise_beta: p.noise_beta,
@@ -814,7 +814,7 @@ mod tests {
         use kestrel_actdyn::model::ActionEncoderKind;
         let first_plan = |enc: ActionEncoderKind, w: Option<[f64; 4]>, metric: Metric| {
             let mut cfg = ActdynConfig::e2();
-            cfg.policy.samples = 16;
+            cfg.policy.num_samples = 16;
             cfg.policy.iterations = 2;
             cfg.policy.horizon = 5;
             cfg.policy.metric = metric;
