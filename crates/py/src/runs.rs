@@ -300,14 +300,14 @@ pub(crate) fn run_evaluated(
 fn python_tune_config(
     config_json: &str,
     python: kestrel_run::runs::mppi_tune::PythonSystem,
-) -> PyResult<kestrel_run::runs::mppi_tune::TuneConfig> {
-    use kestrel_run::runs::mppi_tune::{TuneConfig, validate_tune};
+) -> PyResult<kestrel_run::runs::mppi_tune::MppiTuneConfig> {
+    use kestrel_run::runs::mppi_tune::{MppiTuneConfig, validate_tune};
     let kestrel_mppi::batched::Sizes { nx, nu } = python.sizes();
     crate::mppi::check_sizes(nx, nu)?;
-    let mut defaults = TuneConfig { callbacks: Some(python), ..TuneConfig::default() };
+    let mut defaults = MppiTuneConfig { callbacks: Some(python), ..MppiTuneConfig::default() };
     defaults.run.mppi = kestrel_mppi::MppiParams::new(nu, 1.0);
     let table = json_table(config_json)?;
-    let mut c: TuneConfig =
+    let mut c: MppiTuneConfig =
         kestrel_run::load_config(&defaults, None, table, &[]).map_err(run_error)?;
     if c.callbacks.is_some_and(|s| s != python) {
         return Err(value_error(format!(
@@ -391,7 +391,7 @@ pub(crate) fn mppi_tune_evaluate(
     progress: Option<Py<PyAny>>,
     tag: Option<String>,
 ) -> PyResult<(String, String)> {
-    use kestrel_run::runs::mppi_tune::{PythonSystem, tune_with};
+    use kestrel_run::runs::mppi_tune::{PythonSystem, run_with};
     let c = python_tune_config(config_json, PythonSystem::Evaluate { nu })?;
     let spec =
         kestrel_mppi::tune::TuneSpec::from_names(&c.knobs, nu, &c.run.mppi).map_err(value_error)?;
@@ -404,7 +404,7 @@ pub(crate) fn mppi_tune_evaluate(
     };
     let argv = call(format!("kestrel.mppi.tune({config_json}, evaluate=...)"), tag);
     let r = launch(py, out_dir, argv, threads, progress, |l| {
-        tune_with(c, Some(&ev), &|| ev.error.failed(), l)
+        run_with(c, Some(&ev), &|| ev.error.failed(), l)
     });
     ev.error.result(r.map(folder))
 }
@@ -432,7 +432,7 @@ pub(crate) fn mppi_tune_callbacks(
     tag: Option<String>,
 ) -> PyResult<(String, String)> {
     use kestrel_mppi::batched::BatchedTuneProblem;
-    use kestrel_run::runs::mppi_tune::{PythonSystem, tune_with};
+    use kestrel_run::runs::mppi_tune::{PythonSystem, run_with};
     let c = python_tune_config(config_json, PythonSystem::Dynamics { nx, nu })?;
     let spec =
         kestrel_mppi::tune::TuneSpec::from_names(&c.knobs, nu, &c.run.mppi).map_err(value_error)?;
@@ -449,7 +449,7 @@ pub(crate) fn mppi_tune_callbacks(
         })
     };
     let r =
-        launch(py, out_dir, argv, threads, progress, |l| tune_with(c, Some(&problem), &failed, l));
+        launch(py, out_dir, argv, threads, progress, |l| run_with(c, Some(&problem), &failed, l));
     match problem.take_error() {
         Some(BatchedError::Dynamics(e)) => Err(e),
         Some(BatchedError::Invalid(e)) => Err(value_error(e)),

@@ -849,7 +849,7 @@ checkpoint_every = 20
             argv: vec!["t".into()],
             progress: &mut p,
         };
-        let o = crate::runs::allo::train(half, None, l).unwrap();
+        let o = crate::runs::allo::run(half, None, l).unwrap();
         let rec = o.dir.join("record.json");
         let text = std::fs::read_to_string(&rec).unwrap().replace("\"ok\"", "\"running\"");
         std::fs::write(&rec, text).unwrap();

@@ -10,7 +10,7 @@ use kestrel_actdyn::model::SeqVae;
 use kestrel_actdyn::train::Trainer;
 use kestrel_core::Key;
 use kestrel_nn::matmul::Kernel;
-use kestrel_run::runs::actdyn::{ActdynConfig, ActiveRun};
+use kestrel_run::runs::actdyn::{ActdynConfig, ActdynRun};
 use kestrel_testkit::{CountingAlloc, allocations_in};
 
 #[global_allocator]
@@ -47,7 +47,7 @@ fn warm_training_planning_and_steps_allocate_nothing_but_results() {
             let mut c = cfg.clone();
             c.train.train_every = u64::MAX;
             c.save_every = 0;
-            let mut run = ActiveRun::new(c).unwrap();
+            let mut run = ActdynRun::new(c).unwrap();
             for _ in 0..25 {
                 run.step().unwrap();
             }

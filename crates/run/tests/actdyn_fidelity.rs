@@ -73,8 +73,8 @@ fn e1_is_in_distribution_with_the_reference_anchors() {
     }
     let out = std::env::temp_dir().join(format!("kestrel-e1-fidelity-{}", std::process::id()));
     let mut p = kestrel_run::quiet;
-    use kestrel_run::runs::actdyn_compare::{ArmKind, CompareConfig};
-    let c = CompareConfig {
+    use kestrel_run::runs::actdyn_compare::{ActdynCompareConfig, ArmKind};
+    let c = ActdynCompareConfig {
         base: ActdynConfig { steps: 5000, ..ActdynConfig::e1() },
         seed: 0,
         num_seeds: 8,

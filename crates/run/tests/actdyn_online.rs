@@ -2,7 +2,7 @@
 //! checkpoint, identical results on 1 and 2 threads, and configs refused with the field named.
 
 use kestrel_actdyn::config::{FieldKind, Metric, PolicyKind, Profile};
-use kestrel_run::runs::actdyn::{ActdynConfig, ActiveRun};
+use kestrel_run::runs::actdyn::{ActdynConfig, ActdynRun};
 
 /// A small E2 (RBF, iCEM) for fast tests: fewer samples and iterations, short window.
 fn small_e2(profile: Profile) -> ActdynConfig {
@@ -21,8 +21,8 @@ fn small_e2(profile: Profile) -> ActdynConfig {
     c
 }
 
-fn run_steps(c: &ActdynConfig, n: u64) -> ActiveRun {
-    let mut r = ActiveRun::new(c.clone()).unwrap();
+fn run_steps(c: &ActdynConfig, n: u64) -> ActdynRun {
+    let mut r = ActdynRun::new(c.clone()).unwrap();
     for _ in 0..n {
         r.step().unwrap();
     }
@@ -33,7 +33,7 @@ fn run_steps(c: &ActdynConfig, n: u64) -> ActiveRun {
 fn e1_faithful_trains_from_step_21_with_finite_losses() {
     let mut c = ActdynConfig::e1();
     c.steps = 80;
-    let mut r = ActiveRun::new(c).unwrap();
+    let mut r = ActdynRun::new(c).unwrap();
     for t in 1..=80u64 {
         let rec = r.step().unwrap();
         assert_eq!(rec.step, t);
@@ -75,7 +75,7 @@ fn every_policy_field_and_profile_runs() {
         let mut c = small_e2(profile);
         for metric in [Metric::AOptimality, Metric::DOptimality, Metric::ActionCost] {
             c.policy.metric = metric;
-            let mut r = ActiveRun::new(c.clone()).unwrap();
+            let mut r = ActdynRun::new(c.clone()).unwrap();
             for _ in 0..12 {
                 let rec = r.step().unwrap();
                 assert!(rec.plan_cost.unwrap().is_finite(), "{profile:?} {metric:?}");
@@ -130,7 +130,7 @@ fn resume_from_a_checkpoint_continues_exactly() {
         half.save_checkpoint(&dir, &stamp).unwrap();
         let set = kestrel_nn::checkpoint_set(&dir, &stamp).unwrap().expect("a complete set");
         assert_eq!(set.step, 25);
-        let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set.path).unwrap();
+        let mut resumed = ActdynRun::load_checkpoint(c.clone(), &set.path).unwrap();
         assert_eq!(resumed.steps_done(), 25);
         for _ in 25..40 {
             resumed.step().unwrap();
@@ -174,12 +174,12 @@ fn bad_configs_name_the_field() {
     for (f, field) in cases {
         let mut c = ActdynConfig::e1();
         f(&mut c);
-        let e = ActiveRun::new(c).unwrap_err().to_string();
+        let e = ActdynRun::new(c).unwrap_err().to_string();
         assert!(e.contains(field), "{field}: {e}");
     }
     let mut c = ActdynConfig::e2();
     c.policy.num_elites = 100;
-    let e = ActiveRun::new(c).unwrap_err().to_string();
+    let e = ActdynRun::new(c).unwrap_err().to_string();
     assert!(e.contains("elites"), "{e}");
 }
 
@@ -195,7 +195,7 @@ fn an_ensemble_plans_on_disagreement_and_resumes_exactly() {
     let stamp = kestrel_nn::Stamp::new("actdyn", serde_json::json!({"test": 2}), "test");
     half.save_checkpoint(&dir, &stamp).unwrap();
     let set = kestrel_nn::checkpoint_set(&dir, &stamp).unwrap().unwrap();
-    let mut resumed = ActiveRun::load_checkpoint(c.clone(), &set.path).unwrap();
+    let mut resumed = ActdynRun::load_checkpoint(c.clone(), &set.path).unwrap();
     for _ in 12..20 {
         let rec = resumed.step().unwrap();
         assert!(rec.plan_cost.unwrap() <= 0.0, "disagreement is a negative variance");
@@ -204,7 +204,7 @@ fn an_ensemble_plans_on_disagreement_and_resumes_exactly() {
     std::fs::remove_dir_all(&dir).unwrap();
     // Disagreement needs members.
     c.train.ensemble = 1;
-    assert!(ActiveRun::new(c).unwrap_err().to_string().contains("policy.metric"));
+    assert!(ActdynRun::new(c).unwrap_err().to_string().contains("policy.metric"));
 }
 
 #[test]
@@ -215,7 +215,7 @@ fn the_perturbation_switch_moves_only_the_dynamics() {
         c.train.lr = 0.0;
         c.train.window = 6;
         c.train.k_steps = 2;
-        let start = ActiveRun::new(c.clone()).unwrap();
+        let start = ActdynRun::new(c.clone()).unwrap();
         let r = run_steps(&c, 10);
         let dynamics = r.model().dynamics_range();
         for (i, (a, b)) in start.params.iter().zip(&r.params).enumerate() {
@@ -347,7 +347,7 @@ fn goal_distance_and_composite_objectives_plan_and_are_checked() {
         ),
     ];
     for (c, field) in bad {
-        let e = ActiveRun::new(c).unwrap_err().to_string();
+        let e = ActdynRun::new(c).unwrap_err().to_string();
         assert!(e.contains(field), "{field}: {e}");
     }
 }

@@ -4,7 +4,7 @@
 
 use super::{Bench, Report};
 use crate::RunError;
-use crate::runs::actdyn::{ActdynConfig, ActiveRun};
+use crate::runs::actdyn::{ActdynConfig, ActdynRun};
 use kestrel_actdyn::ActdynError;
 use kestrel_actdyn::bench::train_ms;
 use kestrel_core::timing::median_us;
@@ -83,7 +83,7 @@ fn times(reps: usize) -> Result<BenchTimes, ActdynError> {
         save_every: 0,
         ..c.clone()
     };
-    let mut run = ActiveRun::new(quiet(&e2))?;
+    let mut run = ActdynRun::new(quiet(&e2))?;
     for _ in 0..25 {
         run.step()?;
     }
@@ -93,7 +93,7 @@ fn times(reps: usize) -> Result<BenchTimes, ActdynError> {
             err = Some(e);
         }
     });
-    let mut envrun = ActiveRun::new(quiet(&e1))?;
+    let mut envrun = ActdynRun::new(quiet(&e1))?;
     let env_belief_us = median_us(reps as u64 * 10, |_| {
         if let Err(e) = envrun.step() {
             err = Some(e);

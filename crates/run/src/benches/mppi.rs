@@ -4,7 +4,7 @@
 use super::{Bench, Report};
 use crate::RunError;
 use crate::runs::mppi::MppiRunConfig;
-use crate::runs::mppi_tune::{TuneConfig, run_tune_with};
+use crate::runs::mppi_tune::{MppiTuneConfig, run_tune_with};
 use kestrel_mppi::{ControllerKind, Precision, System};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -61,12 +61,12 @@ impl Bench for MppiBench {
         let pool = crate::pool(Some(c.threads))?;
         let precision = serde_json::to_value(c.precision).unwrap_or_default();
         if let Some(pop) = c.tune_pop {
-            let mut t = TuneConfig {
+            let mut t = MppiTuneConfig {
                 run: MppiRunConfig::defaults_for(ControllerKind::Mppi, System::Basic, 20, 0),
                 pop_size: pop.max(4),
                 generations: c.tune_generations,
                 sigma: 0.3,
-                ..TuneConfig::default()
+                ..MppiTuneConfig::default()
             };
             t.run.mppi.num_samples = 50;
             t.run.mppi.precision = c.precision;

@@ -5,7 +5,7 @@
 
 use super::actdyn::{Actdyn, CurveAcc, Curves, failed};
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::runs::actdyn::{ActdynConfig, ActiveRun};
+use crate::runs::actdyn::{ActdynConfig, ActdynRun};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
 use kestrel_actdyn::config::PolicyKind;
 use kestrel_actdyn::eval::Evaluation;
@@ -18,7 +18,7 @@ use std::path::Path;
 /// `kestrel actdyn compare`'s config: the experiment, the seeds and the arms.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
-pub struct CompareConfig {
+pub struct ActdynCompareConfig {
     /// The experiment every run repeats (`kestrel config actdyn`); each run sets its
     /// `policy.kind` from its arm and its `seed` from the seeds.
     #[documented(nested)]
@@ -32,10 +32,10 @@ pub struct CompareConfig {
     pub arms: Vec<ArmKind>,
 }
 
-impl Default for CompareConfig {
+impl Default for ActdynCompareConfig {
     /// E2 (RBF dynamics, iCEM on A-optimality) on seeds 0 to 9, random against active.
     fn default() -> Self {
-        CompareConfig {
+        ActdynCompareConfig {
             base: ActdynConfig::e2(),
             seed: 0,
             num_seeds: 10,
@@ -44,7 +44,7 @@ impl Default for CompareConfig {
     }
 }
 
-impl CompareConfig {
+impl ActdynCompareConfig {
     /// The seeds every arm runs.
     pub fn seeds(&self) -> Vec<u64> {
         (0..self.num_seeds).map(|i| self.seed.saturating_add(i)).collect()
@@ -64,22 +64,22 @@ impl Run for ActdynCompare {
     const COMMAND: &'static str = "actdyn compare";
     const METRICS: &'static [&'static str] = &["obs_r2_k5_random", "obs_r2_k5_active"];
     const CURVE: &'static str = "obs_r2_k5";
-    type Config = CompareConfig;
+    type Config = ActdynCompareConfig;
 
-    fn defaults(_: Option<&CompareConfig>) -> CompareConfig {
-        CompareConfig::default()
+    fn defaults(_: Option<&ActdynCompareConfig>) -> ActdynCompareConfig {
+        ActdynCompareConfig::default()
     }
 
     const PRESETS: &'static [&'static str] = Actdyn::PRESETS;
 
     /// The default comparison over `actdyn`'s preset (`e1`, `e2`) as its base.
-    fn preset(name: &str) -> Option<CompareConfig> {
-        Some(CompareConfig { base: Actdyn::preset(name)?, ..CompareConfig::default() })
+    fn preset(name: &str) -> Option<ActdynCompareConfig> {
+        Some(ActdynCompareConfig { base: Actdyn::preset(name)?, ..ActdynCompareConfig::default() })
     }
 
     /// Per metric, each arm's mean (`obs_r2_k5_random`) and, with two arms, the paired
     /// difference (`obs_r2_k5_difference`); per run, the same figures as columns.
-    fn outputs(c: &CompareConfig) -> Outputs {
+    fn outputs(c: &ActdynCompareConfig) -> Outputs {
         // The RBF grid's coverage is a number only with RBF dynamics.
         let rbf = matches!(c.base.model.dynamics, kestrel_actdyn::model::DynamicsKind::Rbf { .. });
         let names: Vec<&str> =
@@ -96,7 +96,7 @@ impl Run for ActdynCompare {
             .columns(names.iter().map(|m| m.to_string()))
     }
 
-    fn validate(c: &CompareConfig) -> Result<(), RunError> {
+    fn validate(c: &ActdynCompareConfig) -> Result<(), RunError> {
         if !(1..=10_000).contains(&c.num_seeds) {
             return Err(kestrel_core::Invalid::new("num_seeds", c.num_seeds, "1 to 10000").into());
         }
@@ -127,7 +127,7 @@ impl Run for ActdynCompare {
     /// One experiment per worker at a time (the heavier arm's estimate on one thread, without
     /// the checkpoint and saved transitions a comparison's runs do not write) and every run's
     /// curves and evaluation kept to the end.
-    fn budget(c: &CompareConfig, threads: usize) -> Budget {
+    fn budget(c: &ActdynCompareConfig, threads: usize) -> Budget {
         let heavier = c
             .arms
             .iter()
@@ -154,7 +154,11 @@ impl Run for ActdynCompare {
         b
     }
 
-    fn run(c: CompareConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    fn run(
+        c: ActdynCompareConfig,
+        _: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
         run(c, launch)
     }
 }
@@ -253,7 +257,7 @@ pub struct ArmResult {
 pub fn run_quiet(c: &ActdynConfig) -> Result<(Evaluation, Curves, Option<f64>, f64), RunError> {
     let t0 = std::time::Instant::now();
     // Nothing is persisted here, so transitions are not kept.
-    let mut run = ActiveRun::new(ActdynConfig { save_every: 0, ..c.clone() })?;
+    let mut run = ActdynRun::new(ActdynConfig { save_every: 0, ..c.clone() })?;
     let mut acc = CurveAcc::default();
     let t = c.train.window;
     while run.steps_done() < c.steps {
@@ -338,7 +342,7 @@ pub fn median(v: &[f64]) -> f64 {
 /// seed, one experiment per thread, into one folder: `metrics.jsonl` (one line per run: its
 /// figures, evaluation and curves), `comparison.json` and `summary.md/json` (per metric: mean
 /// ± 95 % CI and median per arm, and the paired difference of the second arm from the first).
-pub fn run(cc: CompareConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn run(cc: ActdynCompareConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     ActdynCompare::validate(&cc)?;
     let (c, seeds, arms) = (&cc.base, cc.seeds(), &cc.arms);
     let mut jobs = Vec::new();
@@ -355,7 +359,7 @@ pub fn run(cc: CompareConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     for arm in arms {
         let first = jobs.iter().find(|j| j.0 == arm.name()).map(|j| j.1.clone());
         if let Some(cfg) = first {
-            ActiveRun::new(cfg).map_err(base_named)?;
+            ActdynRun::new(cfg).map_err(base_named)?;
         }
     }
     let arms: Vec<String> = arms.iter().map(|a| a.name().to_string()).collect();

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 /// `kestrel actdyn retrain`'s config: the run retrained and how.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
-pub struct RetrainConfig {
+pub struct ActdynRetrainConfig {
     /// The `kestrel actdyn run` folder retrained: its `config.toml`, `checkpoint/` and the
     /// transitions it saved (`save_every`).
     pub run: PathBuf,
@@ -121,13 +121,13 @@ impl Run for ActdynRetrain {
     const SEED_KEY: &'static [&'static str] = &["offline", "seed"];
     const METRICS: &'static [&'static str] = &["obs_r2_k5_after", "vf_rel_err_after"];
     const CURVE: &'static str = "elbo_per_t";
-    type Config = RetrainConfig;
+    type Config = ActdynRetrainConfig;
 
-    fn defaults(_: Option<&RetrainConfig>) -> RetrainConfig {
-        RetrainConfig::default()
+    fn defaults(_: Option<&ActdynRetrainConfig>) -> ActdynRetrainConfig {
+        ActdynRetrainConfig::default()
     }
 
-    fn outputs(_: &RetrainConfig) -> Outputs {
+    fn outputs(_: &ActdynRetrainConfig) -> Outputs {
         Outputs::new(
             &[
                 "transitions",
@@ -145,7 +145,7 @@ impl Run for ActdynRetrain {
 
     /// The offline config; the run folder is read (and refused by name) when the run starts,
     /// before its own folder exists.
-    fn validate(c: &RetrainConfig) -> Result<(), RunError> {
+    fn validate(c: &ActdynRetrainConfig) -> Result<(), RunError> {
         Ok(c.offline.validate()?)
     }
 
@@ -153,7 +153,7 @@ impl Run for ActdynRetrain {
     /// estimate with `train.window` = `offline.chunk`, per thread), and its transitions (the
     /// next observations and actions of every step, in vectors grown as they are read).
     /// Without a readable source config, the defaults'.
-    fn budget(c: &RetrainConfig, threads: usize) -> Budget {
+    fn budget(c: &ActdynRetrainConfig, threads: usize) -> Budget {
         let mut src = source(&c.run).unwrap_or_default();
         src.train.window = c.offline.chunk;
         src.train.num_samples = c.offline.num_samples;
@@ -171,7 +171,11 @@ impl Run for ActdynRetrain {
         b
     }
 
-    fn run(c: RetrainConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    fn run(
+        c: ActdynRetrainConfig,
+        _: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
         run(c, launch)
     }
 }
@@ -332,7 +336,7 @@ fn load_transitions(dir: &Path) -> Result<Transitions, RunError> {
 /// folder: the run's model from its checkpoint, `offline.epochs` of AdamW, evaluations before
 /// and after on the run's validation data, `metrics.jsonl` (one line per epoch),
 /// `params.safetensors`, `evaluation.json`, `summary.md/json`.
-pub fn run(rc: RetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn run(rc: ActdynRetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     ActdynRetrain::validate(&rc)?;
     let (run_dir, off) = (rc.run.as_path(), &rc.offline);
     let c = source(run_dir)?;

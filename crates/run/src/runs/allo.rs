@@ -517,7 +517,7 @@ impl Run for Allo {
         resume: Option<&Path>,
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError> {
-        train(c, resume, launch)
+        run(c, resume, launch)
     }
 }
 
@@ -525,13 +525,13 @@ impl Run for Allo {
 /// folder from its checkpoint: its saved `config.toml` is the truth, only `steps` may change.
 /// Writes `config.toml`, `record.json`, `metrics.jsonl` (one line per evaluation),
 /// `checkpoint/`, `eigenvectors[-STEP].png/svg`, `cosine.png/svg`, `summary.md/json`.
-pub fn train(
+pub fn run(
     c: AlloRunConfig,
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     if c.profile == Profile::Asymexp {
-        return crate::runs::allo_asymexp::train(c, resume, launch);
+        return crate::runs::allo_asymexp::run(c, resume, launch);
     }
     let stamp = crate::registry::stamp::<Allo>(&c);
     let (mut run, dir, mut metrics, mut history) = match resume {
@@ -906,7 +906,7 @@ mod tests {
             };
             let mut p = crate::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
-            let o = train(c, None, l).unwrap();
+            let o = run(c, None, l).unwrap();
             for f in [
                 "eigenvectors.png",
                 "eigenvectors-10.png",

@@ -565,11 +565,11 @@ pub fn outputs(c: &AlloRunConfig) -> Outputs {
         .columns(others.iter().map(|o| format!("cosine_sim_avg_{o}")))
 }
 
-/// Trains into a new folder or resumes one (called by [`super::allo::train`] for this
+/// Trains into a new folder or resumes one (called by [`super::allo::run`] for this
 /// profile). Writes `config.toml`, `record.json`, `metrics.jsonl` (a line per log step),
 /// `checkpoint/`, `eigenvectors[-STEP].png/svg`, `learning_curves.png/svg`,
 /// `dual_evolution.png/svg`, `cosine.png/svg`, `summary.md/json`.
-pub fn train(
+pub fn run(
     c: AlloRunConfig,
     resume: Option<&Path>,
     mut launch: Launch<'_>,
@@ -1096,7 +1096,7 @@ mod tests {
             };
             let mut p = crate::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
-            let o = train(c.clone(), None, l).unwrap();
+            let o = run(c.clone(), None, l).unwrap();
             for f in [
                 "eigenvectors.png",
                 "eigenvectors-10.png",

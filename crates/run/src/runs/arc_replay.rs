@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// `kestrel arc replay`'s config: the traces and the environment they replay in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
-pub struct ReplayConfig {
+pub struct ArcReplayConfig {
     /// The traces: JSONL, one episode a line, `{"task": ID, "pair": I, "test": BOOL,
     /// "actions": [{"op": K, "mask" | "bbox" | "point": …}]}` (`mask` 0/1 rows, `bbox` `[r1,
     /// c1, r2, c2]`, `point` `[row, col]`; no selection is an empty one).
@@ -33,9 +33,9 @@ pub struct ReplayConfig {
     pub mode: Mode,
 }
 
-impl Default for ReplayConfig {
+impl Default for ArcReplayConfig {
     fn default() -> Self {
-        ReplayConfig {
+        ArcReplayConfig {
             traces: PathBuf::new(),
             env: ArcConfig { max_episode_steps: 0, max_trials: -1, ..ArcConfig::default() },
             mode: Mode::O2arc,
@@ -53,13 +53,13 @@ impl Run for ArcReplay {
     const SEED_KEY: &'static [&'static str] = &["env", "gen_seed"];
     const METRICS: &'static [&'static str] = &["mean_return", "terminated"];
     const CURVE: &'static str = "return";
-    type Config = ReplayConfig;
+    type Config = ArcReplayConfig;
 
-    fn defaults(_: Option<&ReplayConfig>) -> ReplayConfig {
-        ReplayConfig::default()
+    fn defaults(_: Option<&ArcReplayConfig>) -> ArcReplayConfig {
+        ArcReplayConfig::default()
     }
 
-    fn outputs(_: &ReplayConfig) -> Outputs {
+    fn outputs(_: &ArcReplayConfig) -> Outputs {
         Outputs::new(
             &["traces", "mean_return", "terminated", "truncated"],
             &["line", "return", "steps"],
@@ -68,13 +68,13 @@ impl Run for ArcReplay {
 
     /// The environment's params; the traces are read (and refused by file, line and field)
     /// when the run starts, before its folder exists.
-    fn validate(c: &ReplayConfig) -> Result<(), RunError> {
+    fn validate(c: &ArcReplayConfig) -> Result<(), RunError> {
         Ok(c.env.params(c.mode).map(drop)?)
     }
 
     /// The traces and their tasks, held while they play (about 48 bytes per mask cell as
     /// JSON, read from the file's size), and the task bank when `env.data` is set.
-    fn budget(c: &ReplayConfig, _threads: usize) -> Budget {
+    fn budget(c: &ArcReplayConfig, _threads: usize) -> Budget {
         let mut b = Budget::new();
         super::fixed(&mut b);
         let bytes = std::fs::metadata(&c.traces).map_or(0, |m| m.len() as u128);
@@ -85,7 +85,7 @@ impl Run for ArcReplay {
         b
     }
 
-    fn run(c: ReplayConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    fn run(c: ArcReplayConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
         let canvas = c.env.canvas;
         kestrel_arc::with_canvas!(canvas, S => replay::<S>(c, launch),
             else Err(kestrel_core::Invalid::new("env.canvas", canvas, "5, 10 or 30").into()))
@@ -102,7 +102,7 @@ struct Checked<const S: usize> {
 }
 
 /// Every trace of the file, checked against its task.
-fn read<const S: usize>(c: &ReplayConfig) -> Result<(Vec<Checked<S>>, Vec<String>), RunError> {
+fn read<const S: usize>(c: &ArcReplayConfig) -> Result<(Vec<Checked<S>>, Vec<String>), RunError> {
     if c.traces.as_os_str().is_empty() {
         return Err(RunError::Config {
             source_name: "traces".into(),
@@ -145,7 +145,7 @@ fn read<const S: usize>(c: &ReplayConfig) -> Result<(Vec<Checked<S>>, Vec<String
 
 /// Plays every trace into a new folder: `replays.jsonl` (per trace: task, final grid and
 /// dims, rewards, ending, steps), `metrics.jsonl`, `summary.md/json`.
-fn replay<const S: usize>(c: ReplayConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+fn replay<const S: usize>(c: ArcReplayConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     let p = c.env.params(c.mode)?;
     let (traces, dropped) = read::<S>(&c)?;
     let (mut dir, mut metrics) = start(&launch, "arc", "replay", c.env.gen_seed, &c)?;

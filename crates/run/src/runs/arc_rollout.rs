@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// `kestrel arc rollout`'s config: the environment, the tasks and the policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
-pub struct RolloutConfig {
+pub struct ArcRolloutConfig {
     /// The environment, as the env registry's `ARC-v0` reads it (`kestrel config ARC-v0`):
     /// `canvas`, `data` (empty: generated tasks), `split`, `max_episode_steps` (at least 1
     /// here: the random policy rarely submits a solution), rewards, ….
@@ -39,9 +39,9 @@ pub struct RolloutConfig {
     pub seed: u64,
 }
 
-impl Default for RolloutConfig {
+impl Default for ArcRolloutConfig {
     fn default() -> Self {
-        RolloutConfig {
+        ArcRolloutConfig {
             env: ArcConfig::default(),
             mode: Mode::O2arc,
             task: String::new(),
@@ -61,13 +61,13 @@ impl Run for ArcRollout {
     const COMMAND: &'static str = "arc rollout";
     const METRICS: &'static [&'static str] = &["mean_return", "mean_steps"];
     const CURVE: &'static str = "return";
-    type Config = RolloutConfig;
+    type Config = ArcRolloutConfig;
 
-    fn defaults(_: Option<&RolloutConfig>) -> RolloutConfig {
-        RolloutConfig::default()
+    fn defaults(_: Option<&ArcRolloutConfig>) -> ArcRolloutConfig {
+        ArcRolloutConfig::default()
     }
 
-    fn outputs(_: &RolloutConfig) -> Outputs {
+    fn outputs(_: &ArcRolloutConfig) -> Outputs {
         Outputs::new(
             &["episodes", "mean_return", "mean_steps", "terminated", "truncated"],
             &["episode", "pair", "return", "steps"],
@@ -76,7 +76,7 @@ impl Run for ArcRollout {
 
     /// The environment's params and the episode count; the tasks and the script are read (and
     /// refused by name) when the run starts, before its folder exists.
-    fn validate(c: &RolloutConfig) -> Result<(), RunError> {
+    fn validate(c: &ArcRolloutConfig) -> Result<(), RunError> {
         c.env.params(c.mode)?;
         if c.env.max_episode_steps == 0 {
             let e = kestrel_core::Invalid::new("env.max_episode_steps", 0, "at least 1");
@@ -90,7 +90,7 @@ impl Run for ArcRollout {
 
     /// The task bank (a loaded dataset, or the generated tasks) and one episode's actions,
     /// kept and written as JSON (a mask action is `canvas²` numbers of about 48 bytes each).
-    fn budget(c: &RolloutConfig, _threads: usize) -> Budget {
+    fn budget(c: &ArcRolloutConfig, _threads: usize) -> Budget {
         let mut b = Budget::new();
         super::fixed(&mut b);
         let per_task = 20u128 << 10;
@@ -114,7 +114,7 @@ impl Run for ArcRollout {
         b
     }
 
-    fn run(c: RolloutConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    fn run(c: ArcRolloutConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
         let canvas = c.env.canvas;
         kestrel_arc::with_canvas!(canvas, S => rollout::<S>(c, launch),
             else Err(kestrel_core::Invalid::new("env.canvas", canvas, "5, 10 or 30").into()))
@@ -154,7 +154,7 @@ fn script<const S: usize>(path: &Path) -> Result<Vec<ArcAction<S>>, RunError> {
 
 /// Runs `c.episodes` episodes into a new folder: `episodes.jsonl` (one line per episode: task,
 /// pair, split, steps, return, ending, actions), `metrics.jsonl`, `summary.md/json`.
-fn rollout<const S: usize>(c: RolloutConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+fn rollout<const S: usize>(c: ArcRolloutConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     let p = c.env.params(c.mode)?;
     let (env, dropped) = c.env.env::<S>(c.env.bank()?, &c.task)?;
     let scripted =

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// `kestrel hunt play`'s config: the run played and the worlds it plays.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
-pub struct PlayConfig {
+pub struct HuntPlayConfig {
     /// The `kestrel hunt train` run folder played: its `config.toml` and `checkpoint/` (the
     /// newest complete, verified set).
     pub run: PathBuf,
@@ -24,9 +24,9 @@ pub struct PlayConfig {
     pub seed: u64,
 }
 
-impl Default for PlayConfig {
+impl Default for HuntPlayConfig {
     fn default() -> Self {
-        PlayConfig { run: PathBuf::new(), epochs: 1, seed: 0 }
+        HuntPlayConfig { run: PathBuf::new(), epochs: 1, seed: 0 }
     }
 }
 
@@ -43,15 +43,15 @@ impl Run for HuntPlay {
     const COMMAND: &'static str = "hunt play";
     const METRICS: &'static [&'static str] = &["mean_reward"];
     const CURVE: &'static str = "mean_reward";
-    type Config = PlayConfig;
+    type Config = HuntPlayConfig;
 
-    fn defaults(_: Option<&PlayConfig>) -> PlayConfig {
-        PlayConfig::default()
+    fn defaults(_: Option<&HuntPlayConfig>) -> HuntPlayConfig {
+        HuntPlayConfig::default()
     }
 
     /// Per epoch its mean reward over agents and each agent's (`reward_agent_0`, …); the
     /// summary holds their means over the epochs. The agents are the played run's.
-    fn outputs(c: &PlayConfig) -> Outputs {
+    fn outputs(c: &HuntPlayConfig) -> Outputs {
         let agents = source(&c.run).map_or(0, |s| s.env.num_agents);
         let each: Vec<String> = (0..agents).map(|i| format!("reward_agent_{i}")).collect();
         Outputs::new(&["epochs", "epochs_trained", "mean_reward"], &["epoch", "mean_reward"])
@@ -61,7 +61,7 @@ impl Run for HuntPlay {
 
     /// The run folder is read (and refused by name) when the run starts, before its own
     /// folder exists.
-    fn validate(c: &PlayConfig) -> Result<(), RunError> {
+    fn validate(c: &HuntPlayConfig) -> Result<(), RunError> {
         if !(1..=100_000).contains(&c.epochs) {
             return Err(kestrel_core::Invalid::new("epochs", c.epochs, "1 to 100000").into());
         }
@@ -70,7 +70,7 @@ impl Run for HuntPlay {
 
     /// The played run's learners and worlds (its training estimate, which holds them with
     /// their replay buffers: more than play needs) and the first epoch's frames.
-    fn budget(c: &PlayConfig, threads: usize) -> Budget {
+    fn budget(c: &HuntPlayConfig, threads: usize) -> Budget {
         let src = source(&c.run).unwrap_or_default();
         let mut b = src.budget(threads);
         let cells = (src.env.height as u128).saturating_mul(src.env.width as u128);
@@ -83,14 +83,14 @@ impl Run for HuntPlay {
         b
     }
 
-    fn run(c: PlayConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    fn run(c: HuntPlayConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
         run(c, launch)
     }
 }
 
 /// Plays `c.epochs` greedy epochs of the run in `c.run` into a new folder: `metrics.jsonl`
 /// (one line per epoch), `play.png/svg` (the first epoch's turns, world 0), `summary.md/json`.
-pub fn run(c: PlayConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn run(c: HuntPlayConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     HuntPlay::validate(&c)?;
     let src = source(&c.run)?;
     let ckpt = c.run.join("checkpoint");

@@ -16,7 +16,7 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::runs::mppi::MppiRunConfig;
-use crate::runs::mppi_tune::{TuneConfig, TuneStarts, tune_problem, validate_tune};
+use crate::runs::mppi_tune::{MppiTuneConfig, TuneStarts, tune_problem, validate_tune};
 use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
@@ -80,14 +80,14 @@ impl MppiQdConfig {
     }
 
     /// The tuning problem (the same candidate cost as `mppi tune`).
-    fn tune_config(&self) -> TuneConfig {
-        TuneConfig {
+    fn tune_config(&self) -> MppiTuneConfig {
+        MppiTuneConfig {
             run: self.run.clone(),
             knobs: self.knobs.clone(),
             generations: self.generations,
             sigma: self.sigma,
             starts: self.starts.clone(),
-            ..TuneConfig::defaults_for(&self.run)
+            ..MppiTuneConfig::defaults_for(&self.run)
         }
     }
 
@@ -193,7 +193,7 @@ impl Run for MppiQd {
     }
 
     fn run(c: MppiQdConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
-        qd(c, launch)
+        run(c, launch)
     }
 }
 
@@ -208,7 +208,7 @@ fn bounds(spec: &TuneSpec, i: usize) -> (f32, f32) {
 /// measures), `qd_score.png/svg`, `elites.csv` (every elite's knobs and cost), `best.toml`
 /// (the base run with the best elite's knobs, which `kestrel mppi run --config` replays),
 /// `summary.md/json`.
-pub fn qd(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn run(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
     MppiQd::validate(&c)?;
     let spec = c.spec()?;
     let problem = tune_problem(&c.tune_config())?;
@@ -350,7 +350,7 @@ mod tests {
         let pool = crate::pool(Some(threads)).unwrap();
         let mut p = crate::quiet;
         let l = Launch { out_dir: out.to_path_buf(), argv: vec!["t".into()], progress: &mut p };
-        pool.install(|| qd(c, l)).unwrap()
+        pool.install(|| run(c, l)).unwrap()
     }
 
     /// The archive fills with distinct elites inside the knobs' bounds, the same on 1 and 2
@@ -393,7 +393,7 @@ mod tests {
             let mut p = crate::quiet;
             let dir = out.join("bad");
             let l = Launch { out_dir: dir.clone(), argv: vec![], progress: &mut p };
-            assert!(qd(bad, l).is_err());
+            assert!(run(bad, l).is_err());
             assert!(!dir.exists());
         }
         std::fs::remove_dir_all(&out).unwrap();

@@ -1,6 +1,6 @@
 //! `kestrel mppi tune` (run kind `mppi-tune`, the Python package's `kestrel.mppi.tune`): an
 //! evolution strategy searching a controller's knobs (λ, Σ, μ, horizon), each candidate's
-//! cost its closed-loop episode's mean running cost. The config ([`TuneConfig`]), its checks and
+//! cost its closed-loop episode's mean running cost. The config ([`MppiTuneConfig`]), its checks and
 //! the generation loop ([`run_tune_with`], on the evo crate's one [`Driver`]) are here, over
 //! `kestrel-mppi`'s tuner parts ([`TuneProblem`], [`TuneSpec`]); the best knobs are written as a
 //! run config `kestrel mppi run` replays.
@@ -26,7 +26,7 @@ use std::time::Instant;
     Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
 )]
 #[serde(deny_unknown_fields)]
-pub struct TuneConfig {
+pub struct MppiTuneConfig {
     /// The run whose knobs are tuned (its `steps` is each candidate's episode length; its
     /// `seed` keys the strategy and the episodes).
     #[documented(nested)]
@@ -184,21 +184,21 @@ impl TuneStarts {
     }
 }
 
-impl TuneConfig {
+impl MppiTuneConfig {
     /// The defaults a tuning config is read over once its run's controller and system are
     /// known (the second of the two passes every front end makes): that system's MPPI run
-    /// defaults (its noise size, bounds and start), the rest as [`TuneConfig::default`].
-    pub fn defaults_for(run: &MppiRunConfig) -> TuneConfig {
-        TuneConfig {
+    /// defaults (its noise size, bounds and start), the rest as [`MppiTuneConfig::default`].
+    pub fn defaults_for(run: &MppiRunConfig) -> MppiTuneConfig {
+        MppiTuneConfig {
             run: MppiRunConfig::defaults_for(run.controller, run.system, 20, 0),
-            ..TuneConfig::default()
+            ..MppiTuneConfig::default()
         }
     }
 }
 
-impl Default for TuneConfig {
+impl Default for MppiTuneConfig {
     fn default() -> Self {
-        TuneConfig {
+        MppiTuneConfig {
             run: MppiRunConfig::defaults_for(ControllerKind::Mppi, System::Nav2d, 20, 0),
             knobs: vec![KnobKind::Lambda, KnobKind::Sigma],
             strategy: kestrel_evo::StrategyKind::CmaEs,
@@ -226,7 +226,7 @@ pub struct TuneOutcome {
 }
 
 /// Validates a tuning config (before any run folder exists).
-pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
+pub fn validate_tune(c: &MppiTuneConfig) -> Result<(), MppiError> {
     let Sizes { nx, nu } = c.sizes();
     let spec = TuneSpec::from_names(&c.knobs, nu, &c.run.mppi)?;
     if let Some(python) = c.callbacks {
@@ -266,7 +266,7 @@ pub fn validate_tune(c: &TuneConfig) -> Result<(), MppiError> {
 }
 
 /// The checks every tuning config passes, whatever its system.
-fn validate_common(c: &TuneConfig) -> Result<(), MppiError> {
+fn validate_common(c: &MppiTuneConfig) -> Result<(), MppiError> {
     // The strategy's own refusal, said once (it names the field and the value).
     let evo = |kestrel_evo::EvoError::Invalid(i)| MppiError::Invalid(i);
     c.strategy.pop_size(Some(c.pop_size), 1).map_err(evo)?;
@@ -292,7 +292,7 @@ fn validate_common(c: &TuneConfig) -> Result<(), MppiError> {
     c.starts.validate(c.sizes().nx)
 }
 
-impl TuneConfig {
+impl MppiTuneConfig {
     /// Every candidate's start states (see [`TuneStarts`]).
     pub fn start_states(&self) -> Vec<Vec<f64>> {
         let base = match (&self.callbacks, self.starts.states.first()) {
@@ -303,7 +303,7 @@ impl TuneConfig {
         self.starts.resolve(&base, self.run.seed)
     }
 
-    /// How many start states [`TuneConfig::start_states`] gives, without drawing them.
+    /// How many start states [`MppiTuneConfig::start_states`] gives, without drawing them.
     fn start_states_len(&self) -> usize {
         (self.starts.states.len() + self.starts.random).max(1)
     }
@@ -323,13 +323,13 @@ impl TuneConfig {
 /// `evaluator`, the candidates' costs come from it instead (the run's keys reach it;
 /// [`tune_problem`] builds what it must equal).
 pub fn run_tune_with(
-    c: &TuneConfig,
+    c: &MppiTuneConfig,
     evaluator: Option<&dyn Problem>,
     observe: impl FnMut(&TellMetrics) -> bool,
 ) -> Result<TuneOutcome, MppiError> {
     validate_tune(c)?;
     struct Go<'a, F> {
-        c: &'a TuneConfig,
+        c: &'a MppiTuneConfig,
         evaluator: Option<&'a dyn Problem>,
         observe: F,
     }
@@ -400,13 +400,13 @@ pub fn run_tune_with(
 
 /// The problem [`run_tune_with`] evaluates for config `c` (one candidate's cost: the mean
 /// closed-loop cost of its knobs), to be evaluated elsewhere with the run's keys.
-pub fn tune_problem(c: &TuneConfig) -> Result<Box<dyn Problem>, MppiError> {
+pub fn tune_problem(c: &MppiTuneConfig) -> Result<Box<dyn Problem>, MppiError> {
     validate_tune(c)?;
     if c.callbacks.is_some() {
         let why = "a built-in run.system (a Python system's episodes run where its callbacks are)";
         return Err(MppiError::invalid("callbacks", "set", why));
     }
-    struct Build<'a>(&'a TuneConfig);
+    struct Build<'a>(&'a MppiTuneConfig);
     impl ControllerVisitor for Build<'_> {
         type Output = Result<Box<dyn Problem>, MppiError>;
         fn visit<C: Controller + 'static>(self, ctrl: C, p: C::Params) -> Self::Output {
@@ -427,15 +427,15 @@ impl Run for MppiTune {
     const SEED_KEY: &'static [&'static str] = &["run", "seed"];
     const METRICS: &'static [&'static str] = &["best_cost", "start_cost"];
     const CURVE: &'static str = "best";
-    type Config = TuneConfig;
+    type Config = MppiTuneConfig;
 
     /// Read over the run system's defaults once `first` names it: a pendulum run gets the
     /// pendulum's one-control noise, not the default system's.
-    fn defaults(first: Option<&TuneConfig>) -> TuneConfig {
-        first.map_or_else(TuneConfig::default, |f| TuneConfig::defaults_for(&f.run))
+    fn defaults(first: Option<&MppiTuneConfig>) -> MppiTuneConfig {
+        first.map_or_else(MppiTuneConfig::default, |f| MppiTuneConfig::defaults_for(&f.run))
     }
 
-    fn outputs(_: &TuneConfig) -> Outputs {
+    fn outputs(_: &MppiTuneConfig) -> Outputs {
         Outputs::new(
             &[
                 "best_cost",
@@ -452,7 +452,7 @@ impl Run for MppiTune {
 
     /// A Python system's callbacks come with `kestrel.mppi.tune(dynamics=...)` only: a
     /// config that names one elsewhere (the CLI, a sweep) is refused.
-    fn validate(c: &TuneConfig) -> Result<(), RunError> {
+    fn validate(c: &MppiTuneConfig) -> Result<(), RunError> {
         if let Some(s) = c.callbacks {
             let why = "absent: a Python system is tuned by kestrel.mppi.tune(dynamics=..., \
                        running_cost=...) or kestrel.mppi.tune(evaluate=...)";
@@ -463,7 +463,7 @@ impl Run for MppiTune {
 
     /// A controller per candidate episode in flight (one per thread, at most `pop_size`), the
     /// strategy over the knobs, the history and its plot.
-    fn budget(c: &TuneConfig, threads: usize) -> Budget {
+    fn budget(c: &MppiTuneConfig, threads: usize) -> Budget {
         let mut b = Budget::new();
         runs::fixed(&mut b);
         let live = c.pop_size.min(threads.max(1));
@@ -480,15 +480,15 @@ impl Run for MppiTune {
         b
     }
 
-    fn run(c: TuneConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
-        tune(c, launch)
+    fn run(c: MppiTuneConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
+        run(c, launch)
     }
 
     const EVALUATED_ELSEWHERE: bool = true;
 
     /// A candidate's cost ([`tune_problem`]); every generation sees `Key::new(run.seed)
     /// .fold_in(0)` (common random numbers).
-    fn population(c: &TuneConfig) -> Result<crate::Population, RunError> {
+    fn population(c: &MppiTuneConfig) -> Result<crate::Population, RunError> {
         Ok(crate::Population {
             problem: tune_problem(c)?,
             run_key: Key::new(c.run.seed),
@@ -497,27 +497,27 @@ impl Run for MppiTune {
     }
 
     fn run_evaluated(
-        c: TuneConfig,
+        c: MppiTuneConfig,
         evaluator: &dyn Problem,
         failed: &dyn Fn() -> Option<String>,
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError> {
-        tune_with(c, Some(evaluator), failed, launch)
+        run_with(c, Some(evaluator), failed, launch)
     }
 }
 
 /// Validates `c`, then tunes into a new folder: `config.toml`, `record.json`, `metrics.jsonl`
 /// (one line per generation), `best.toml` (the base run with the best knobs, which `kestrel
 /// mppi run --config` replays), `best.png/svg`, `summary.md/json`.
-pub fn tune(c: TuneConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
-    tune_with(c, None, &|| None, launch)
+pub fn run(c: MppiTuneConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
+    run_with(c, None, &|| None, launch)
 }
 
-/// [`tune`] with the candidates' costs computed by `evaluator` (the problem of
+/// [`run`] with the candidates' costs computed by `evaluator` (the problem of
 /// [`tune_problem`] evaluated elsewhere, on Ray workers say). `failed` is
 /// asked after every generation: a message stops the run, which then fails with it.
-pub fn tune_with(
-    c: TuneConfig,
+pub fn run_with(
+    c: MppiTuneConfig,
     evaluator: Option<&dyn kestrel_evo::Problem>,
     failed: &dyn Fn() -> Option<String>,
     mut launch: Launch<'_>,
@@ -644,15 +644,21 @@ mod tests {
     /// name, never silently deduplicated or rounded.
     #[test]
     fn repeated_knobs_and_odd_antithetic_populations_are_refused() {
-        let c =
-            TuneConfig { knobs: vec![KnobKind::Sigma, KnobKind::Sigma], ..TuneConfig::default() };
+        let c = MppiTuneConfig {
+            knobs: vec![KnobKind::Sigma, KnobKind::Sigma],
+            ..MppiTuneConfig::default()
+        };
         assert!(validate_tune(&c).unwrap_err().to_string().contains("twice"));
         for s in [kestrel_evo::StrategyKind::OpenEs, kestrel_evo::StrategyKind::Pgpe] {
-            let c = TuneConfig { strategy: s, pop_size: 7, ..TuneConfig::default() };
+            let c = MppiTuneConfig { strategy: s, pop_size: 7, ..MppiTuneConfig::default() };
             let e = validate_tune(&c).unwrap_err().to_string();
             assert!(e.contains("pop_size") && e.contains("even"), "{e}");
-            validate_tune(&TuneConfig { strategy: s, pop_size: 8, ..TuneConfig::default() })
-                .unwrap();
+            validate_tune(&MppiTuneConfig {
+                strategy: s,
+                pop_size: 8,
+                ..MppiTuneConfig::default()
+            })
+            .unwrap();
         }
     }
     use kestrel_mppi::System;
@@ -661,12 +667,12 @@ mod tests {
     /// the same for the same seed and other for another.
     #[test]
     fn start_states_are_listed_then_drawn_in_their_box() {
-        let c = TuneConfig::default();
+        let c = MppiTuneConfig::default();
         assert_eq!(c.start_states(), vec![System::Nav2d.start()]);
         let base = System::Nav2d.start();
         let starts =
             TuneStarts { states: vec![vec![1.0, 2.0]], random: 50, spread: vec![0.5, 0.25] };
-        let c = TuneConfig { starts, ..TuneConfig::default() };
+        let c = MppiTuneConfig { starts, ..MppiTuneConfig::default() };
         validate_tune(&c).unwrap();
         let s = c.start_states();
         assert_eq!(s.len(), 51);
@@ -684,7 +690,7 @@ mod tests {
         assert_ne!(other.start_states()[1..], s[1..]);
         // One spread value stands for every coordinate.
         let one = TuneStarts { random: 3, spread: vec![0.1], ..TuneStarts::default() };
-        let c = TuneConfig { starts: one, ..TuneConfig::default() };
+        let c = MppiTuneConfig { starts: one, ..MppiTuneConfig::default() };
         validate_tune(&c).unwrap();
         assert!(
             c.start_states().iter().all(|x| x.iter().zip(&base).all(|(a, b)| (a - b).abs() <= 0.1))
@@ -696,7 +702,7 @@ mod tests {
     #[test]
     fn bad_starts_are_refused_by_name() {
         let bad = |starts: TuneStarts, what: &str| {
-            let c = TuneConfig { starts, ..TuneConfig::default() };
+            let c = MppiTuneConfig { starts, ..MppiTuneConfig::default() };
             let e = validate_tune(&c).unwrap_err().to_string();
             assert!(e.contains(what), "{what}: {e}");
         };
@@ -726,15 +732,15 @@ mod tests {
     /// alone is the default run.
     #[test]
     fn a_candidates_cost_is_the_mean_over_its_starts() {
-        let base = TuneConfig { generations: 1, pop_size: 4, ..TuneConfig::default() };
-        let cost = |c: &TuneConfig| run_tune_with(c, None, |_| true).unwrap().start_cost;
-        let listed = TuneConfig {
+        let base = MppiTuneConfig { generations: 1, pop_size: 4, ..MppiTuneConfig::default() };
+        let cost = |c: &MppiTuneConfig| run_tune_with(c, None, |_| true).unwrap().start_cost;
+        let listed = MppiTuneConfig {
             starts: TuneStarts { states: vec![System::Nav2d.start()], ..TuneStarts::default() },
             ..base.clone()
         };
         assert_eq!(cost(&base), cost(&listed));
         let two = vec![vec![-1.0, -1.5], vec![0.5, -2.0]];
-        let c = TuneConfig {
+        let c = MppiTuneConfig {
             starts: TuneStarts { states: two.clone(), ..TuneStarts::default() },
             ..base.clone()
         };
@@ -767,7 +773,7 @@ mod tests {
     #[test]
     fn callbacks_in_a_config_are_refused_outside_python() {
         let cb = PythonSystem::Dynamics { nx: 2, nu: 1 };
-        let mut c = TuneConfig { callbacks: Some(cb), ..TuneConfig::default() };
+        let mut c = MppiTuneConfig { callbacks: Some(cb), ..MppiTuneConfig::default() };
         c.run.mppi = kestrel_mppi::MppiParams::new(1, 1.0);
         c.starts.states = vec![vec![0.0, 1.0]];
         validate_tune(&c).unwrap();
@@ -786,17 +792,17 @@ mod tests {
         c.starts.states.clear();
         assert!(validate_tune(&c).unwrap_err().to_string().contains("starts.states"));
         // Fixed specific sequences fix the horizon: tuning it is refused.
-        let mut c = TuneConfig {
+        let mut c = MppiTuneConfig {
             knobs: vec![KnobKind::Lambda, KnobKind::Horizon],
-            ..TuneConfig::default()
+            ..MppiTuneConfig::default()
         };
         c.run.mppi.specific_actions = vec![vec![0.0; c.run.mppi.horizon * 2]];
-        validate_tune(&TuneConfig { knobs: vec![KnobKind::Lambda], ..c.clone() }).unwrap();
+        validate_tune(&MppiTuneConfig { knobs: vec![KnobKind::Lambda], ..c.clone() }).unwrap();
         let e = validate_tune(&c).unwrap_err().to_string();
         assert!(e.contains("knobs") && e.contains("specific_actions"), "{e}");
     }
 
-    fn load_tune(_: Option<&Path>, table: toml::Table) -> Result<TuneConfig, RunError> {
+    fn load_tune(_: Option<&Path>, table: toml::Table) -> Result<MppiTuneConfig, RunError> {
         crate::registry::load::<MppiTune>(crate::Layers::table(&table), None)
     }
 

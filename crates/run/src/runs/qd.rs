@@ -313,7 +313,7 @@ impl Run for Qd {
     }
 
     fn run(c: QdConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
-        qd(c, launch)
+        run(c, launch)
     }
 }
 
@@ -393,7 +393,7 @@ fn spelling(v: &impl serde::Serialize) -> String {
 /// Validates `config`, then runs it into a new folder: `config.toml`, `record.json`,
 /// `metrics.jsonl`, `archive.png/svg` (heat map with colour bar), `qd_score.png/svg`,
 /// `summary.md/json`.
-pub fn qd(config: QdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
+pub fn run(config: QdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError> {
     let qd = QdRun::new(config.clone())?;
     let c = config;
     let bound = qd.measure_bound();

@@ -3,7 +3,7 @@
 //! evaluation, plots and a summary.
 //!
 //! The run's parts here: [`ActdynConfig`] (`config.rs`, the whole experiment's settings), the
-//! online loop's state and step [`ActiveRun`] (`online.rs`) and the memory estimate
+//! online loop's state and step [`ActdynRun`] (`online.rs`) and the memory estimate
 //! (`budget.rs`), built from `kestrel_actdyn`'s model, trainer, planner costs and evaluation.
 
 mod budget;
@@ -11,7 +11,7 @@ mod config;
 mod online;
 
 pub use config::ActdynConfig;
-pub use online::{ActiveRun, StepRecord};
+pub use online::{ActdynRun, StepRecord};
 
 use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
@@ -188,11 +188,11 @@ pub(crate) fn load_set(
     c: &ActdynConfig,
     ck: &Path,
     stamp: &kestrel_nn::Stamp,
-) -> Result<Option<(ActiveRun, Option<String>)>, RunError> {
+) -> Result<Option<(ActdynRun, Option<String>)>, RunError> {
     let Some(set) = kestrel_nn::checkpoint_set(ck, stamp)? else {
         return Ok(None);
     };
-    let run = ActiveRun::load_checkpoint(c.clone(), &set.path)?;
+    let run = ActdynRun::load_checkpoint(c.clone(), &set.path)?;
     set.expect_step(run.steps_done(), "step")?;
     Ok(Some((run, set.note)))
 }
@@ -202,12 +202,12 @@ fn resume_from(
     c: &ActdynConfig,
     ck: &Path,
     stamp: &kestrel_nn::Stamp,
-) -> Result<(ActiveRun, Option<String>), RunError> {
+) -> Result<(ActdynRun, Option<String>), RunError> {
     match load_set(c, ck, stamp)? {
         Some(r) => Ok(r),
         None => {
             let note = format!("{}: no complete checkpoint yet; starting over", ck.display());
-            Ok((ActiveRun::new(c.clone())?, Some(note)))
+            Ok((ActdynRun::new(c.clone())?, Some(note)))
         }
     }
 }
@@ -241,7 +241,7 @@ pub fn run(
             (run, dir, m)
         }
         None => {
-            let run = ActiveRun::new(c.clone())?;
+            let run = ActdynRun::new(c.clone())?;
             let name = format!("{:?}-{:?}", c.policy.kind, c.profile).to_lowercase();
             let (dir, m) = start(&launch, "actdyn", &name, c.seed, &c)?;
             (run, dir, m)
@@ -376,7 +376,7 @@ pub fn run(
 
 /// Writes the transitions since the last call as `transitions/chunk-<first step>.safetensors`
 /// (`next_obs` steps × N_y, `action` and `z` steps × 2), atomically.
-fn save_transitions(run: &mut ActiveRun, dir: &Path) -> Result<(), RunError> {
+fn save_transitions(run: &mut ActdynRun, dir: &Path) -> Result<(), RunError> {
     let (tr, z) = run.take_transitions();
     let n = tr.len();
     if n == 0 {
@@ -415,7 +415,7 @@ fn plot_curves(c: &Curves, title: &str) -> LinePlot {
 /// Steps of the true trajectory drawn in `field.png`.
 const TRAIL: usize = 2000;
 
-fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch {
+fn field_sketch(run: &ActdynRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch {
     let (w, h) = (640u32, 680u32);
     let mut s = Sketch::new(w, h);
     s.background([255, 255, 255]);
@@ -469,7 +469,7 @@ fn field_sketch(run: &ActiveRun, eval: &Evaluation, traj: &[[f64; 2]]) -> Sketch
     s
 }
 
-fn coverage_map(run: &ActiveRun) -> Option<Heatmaps> {
+fn coverage_map(run: &ActdynRun) -> Option<Heatmaps> {
     let grid = run.model().rbf()?;
     let n = grid.points_per_axis();
     let cov = run.coverage();

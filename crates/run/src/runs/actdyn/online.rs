@@ -107,7 +107,7 @@ fn policy_error(e: kestrel_mppi::MppiError) -> ActdynError {
 }
 
 /// One experiment: environment, model, trainer, planner and their state.
-pub struct ActiveRun {
+pub struct ActdynRun {
     cfg: ActdynConfig,
     bugs: Bugs,
     env: VectorFieldParams,
@@ -138,13 +138,13 @@ pub struct ActiveRun {
     fisher: Option<(RbfDynamics, LogLinearDecoder)>,
 }
 
-impl std::fmt::Debug for ActiveRun {
+impl std::fmt::Debug for ActdynRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ActiveRun").field("step", &self.step).field("seed", &self.cfg.seed).finish()
+        f.debug_struct("ActdynRun").field("step", &self.step).field("seed", &self.cfg.seed).finish()
     }
 }
 
-impl ActiveRun {
+impl ActdynRun {
     /// A fresh run of `cfg` (validated): environment reset, model initialised, first belief.
     pub fn new(cfg: ActdynConfig) -> Result<Self, ActdynError> {
         cfg.validate()?;
@@ -186,7 +186,7 @@ impl ActiveRun {
         let icem_state = icem.as_ref().map(|i| i.init_state());
         let ny = cfg.env.obs_dim;
         let c = model.rbf().map(|g| g.num_centres()).unwrap_or(0);
-        let mut run = ActiveRun {
+        let mut run = ActdynRun {
             window: Window::new(cfg.train.window, ny),
             bugs,
             env,
@@ -325,7 +325,7 @@ impl ActiveRun {
         if self.cfg.policy.plans_on_fisher() { self.fisher_parts().map(Some) } else { Ok(None) }
     }
 
-    /// [`ActiveRun::act`] with the Fisher metric's parts already built (one build per step
+    /// [`ActdynRun::act`] with the Fisher metric's parts already built (one build per step
     /// serves the planner and the information update).
     fn act_with(
         &mut self,
@@ -548,7 +548,7 @@ impl ActiveRun {
     }
 }
 
-impl ActiveRun {
+impl ActdynRun {
     /// Writes the whole state as one checkpoint set in `dir` (atomically: a crash leaves the
     /// previous set).
     pub fn save_checkpoint(
@@ -603,9 +603,9 @@ impl ActiveRun {
     }
 
     /// The run of `cfg` continued from a checkpoint set written by
-    /// [`ActiveRun::save_checkpoint`] in `dir` (every tensor's length is checked).
+    /// [`ActdynRun::save_checkpoint`] in `dir` (every tensor's length is checked).
     pub fn load_checkpoint(cfg: ActdynConfig, dir: &std::path::Path) -> Result<Self, ActdynError> {
-        let mut run = ActiveRun::new(cfg)?;
+        let mut run = ActdynRun::new(cfg)?;
         let path = dir.join("actdyn.safetensors");
         let f = kestrel_nn::load_safetensors::<f64>(&path)?;
         let file = path.display().to_string();
@@ -764,7 +764,7 @@ mod tests {
             cfg.eval.steps = 40;
             cfg.validate().unwrap();
             assert_eq!(cfg.substeps(), 3);
-            let mut run = ActiveRun::new(cfg.clone()).unwrap();
+            let mut run = ActdynRun::new(cfg.clone()).unwrap();
             let z0 = run.z;
             let rec = run.step().unwrap();
             // Noise-free: three deterministic steps of the true field with the action held.
@@ -793,7 +793,7 @@ mod tests {
             let one = {
                 let mut c1 = cfg.clone();
                 c1.model.dt = 0.1;
-                ActiveRun::new(c1).unwrap().validation_data()
+                ActdynRun::new(c1).unwrap().validation_data()
             };
             assert_eq!(v.u[..2], [k * one.u[0], k * one.u[1]]);
             assert_ne!(v.z[..2], one.z[..2]);
@@ -819,7 +819,7 @@ mod tests {
             cfg.policy.horizon = 5;
             cfg.policy.metric = metric;
             cfg.model.action_encoder = enc;
-            let mut run = ActiveRun::new(cfg).unwrap();
+            let mut run = ActdynRun::new(cfg).unwrap();
             if let Some(w) = w {
                 let params = &mut run.params;
                 run.model.set_tensor_values(params, "action_encoder.network.weight", &w).unwrap();
@@ -849,7 +849,7 @@ mod tests {
         assert!(e.contains("model.action_encoder.state_dependent"), "{e}");
         let mut cfg = ActdynConfig { steps: 30, ..ActdynConfig::default() };
         cfg.model.action_encoder = sd;
-        let mut run = ActiveRun::new(cfg).unwrap();
+        let mut run = ActdynRun::new(cfg).unwrap();
         let mut trained = 0;
         for _ in 0..30 {
             let rec = run.step().unwrap();

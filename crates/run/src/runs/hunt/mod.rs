@@ -462,7 +462,7 @@ impl Run for Hunt {
         resume: Option<&Path>,
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError> {
-        train(c, resume, launch)
+        run(c, resume, launch)
     }
 }
 
@@ -471,7 +471,7 @@ impl Run for Hunt {
 /// `record_every` and `checkpoint_every` may change. Writes `config.toml`, `record.json`,
 /// `metrics.jsonl` (one line per epoch), `learning_curve.png/svg`, `episodes/`,
 /// `checkpoint/`, `summary.md/json`.
-pub fn train(
+pub fn run(
     c: HuntRunConfig,
     resume: Option<&Path>,
     mut launch: Launch<'_>,
