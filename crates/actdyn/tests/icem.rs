@@ -124,7 +124,7 @@ fn golden_icem_five_calls() {
         icem.plan_traced(&mut state, &mut noise, &cost, &mut action, |it| {
             let w = &iters[it.iteration];
             let tag = format!("call {j} iteration {}", it.iteration);
-            assert_eq!(it.samples as u64, w["n_samples"].as_u64().unwrap(), "{tag}: n");
+            assert_eq!(it.num_samples as u64, w["n_samples"].as_u64().unwrap(), "{tag}: n");
             assert_eq!(it.kept_elites as u64, w["n_kept_prev_elites"].as_u64().unwrap(), "{tag}");
             assert_close(&format!("{tag} X"), it.x, &flat(&w["X"]), 1e-9, 1e-15);
             assert_close(&format!("{tag} costs"), it.costs, &flat(&w["costs"]), 1e-9, 0.0);

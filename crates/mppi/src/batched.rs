@@ -73,17 +73,17 @@ impl Dynamics for Sizes {
     }
 }
 
-/// Samples that share a horizon and a controls buffer: rows `first_row..first_row + samples` of
+/// Samples that share a horizon and a controls buffer: rows `first_row..first_row + num_samples` of
 /// a rollout, sample `k`'s control at step `t` at `controls[(k·horizon + t)·nu..]`.
 #[derive(Clone, Copy, Debug)]
 pub struct Block<'a> {
     /// The block's first row.
     pub first_row: usize,
     /// Its samples (rows).
-    pub samples: usize,
+    pub num_samples: usize,
     /// Its horizon.
     pub horizon: usize,
-    /// Its controls, `samples × horizon × nu`.
+    /// Its controls, `num_samples × horizon × nu`.
     pub controls: &'a [f64],
 }
 
@@ -122,7 +122,7 @@ pub fn rollout_costs<B: BatchDynamics>(
     for tt in 0..max_t {
         s.active.clear();
         for b in blocks.iter().filter(|b| tt < b.horizon) {
-            for kk in 0..b.samples {
+            for kk in 0..b.num_samples {
                 let (m, src, r) = (s.active.len(), (kk * b.horizon + tt) * nu, b.first_row + kk);
                 s.ua[m * nu..(m + 1) * nu].copy_from_slice(&b.controls[src..src + nu]);
                 s.xa[m * nx..(m + 1) * nx].copy_from_slice(&x[r * nx..(r + 1) * nx]);
@@ -282,7 +282,7 @@ pub fn population_costs<B: BatchDynamics>(
             .zip(&first_row)
             .map(|(ep, &r0)| Block {
                 first_row: r0,
-                samples: params[ep.c].num_samples,
+                num_samples: params[ep.c].num_samples,
                 horizon: params[ep.c].horizon,
                 controls: &ep.s.controls,
             })

@@ -382,7 +382,7 @@ pub struct IcemIteration<'a> {
     /// Iteration index.
     pub iteration: usize,
     /// Samples drawn `n_i`.
-    pub samples: usize,
+    pub num_samples: usize,
     /// Simulated rows (samples plus shifted elites), `rows × H × A`.
     pub x: &'a [f64],
     /// Their costs.
@@ -591,7 +591,7 @@ impl Icem {
             }
             observe(&IcemIteration {
                 iteration: i,
-                samples: n,
+                num_samples: n,
                 x: &self.cand[..simulated * ha],
                 costs: &self.costs[..simulated],
                 kept_elites: kept,

@@ -307,7 +307,7 @@ impl ExternalMppi {
         let (k, t) = (self.p.num_samples, self.p.horizon);
         let jax = self.p.convention == kestrel_mppi::Convention::JaxMppi;
         let mut x: Vec<f64> = x0.repeat(k);
-        let block = Block { first_row: 0, samples: k, horizon: t, controls: ctl };
+        let block = Block { first_row: 0, num_samples: k, horizon: t, controls: ctl };
         rollout_costs(&self.batch, jax, &[block], &mut x, costs, &mut RolloutScratch::default())
     }
 }

@@ -218,7 +218,7 @@ pub enum AlloEvent<'a> {
     /// The data is collected and the ground truth computed.
     Ready {
         /// Transition samples in the replay.
-        samples: usize,
+        num_samples: usize,
     },
     /// A gradient step (every step; `cosine` is the last evaluation's, NaN before the first).
     Step {
@@ -327,7 +327,7 @@ impl AlloRun {
         let c = &self.config;
         let episodes = c.num_samples.div_ceil(50).max(1);
         let replay: EpisodicReplay<u32> = collect(self.map.clone(), episodes, 50, 64, c.seed)?;
-        if !observe(AlloEvent::Ready { samples: episodes * 50 })? {
+        if !observe(AlloEvent::Ready { num_samples: episodes * 50 })? {
             return Ok(());
         }
         let key = Key::new(c.seed).fold_in(2);
@@ -572,8 +572,8 @@ pub fn run(
         {
             run.run(|e| {
                 match e {
-                    AlloEvent::Ready { samples } => {
-                        if !progress.tick(start, &format!("{samples} transitions collected")) {
+                    AlloEvent::Ready { num_samples } => {
+                        if !progress.tick(start, &format!("{num_samples} transitions collected")) {
                             return Ok(false);
                         }
                     }

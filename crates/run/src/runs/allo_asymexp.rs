@@ -339,7 +339,7 @@ pub enum AsymexpEvent<'a> {
     /// The data is collected and the ground truth computed.
     Ready {
         /// Transitions collected.
-        samples: u64,
+        num_samples: u64,
         /// The truth.
         truth: &'a Truth,
     },
@@ -452,7 +452,7 @@ impl AsymexpRun {
             }
         }
         let truth = Truth::of(&c, &self.map, &data)?;
-        if !observe(AsymexpEvent::Ready { samples: data.transitions, truth: &truth })? {
+        if !observe(AsymexpEvent::Ready { num_samples: data.transitions, truth: &truth })? {
             return Ok(());
         }
         let b = c.batch_size;
@@ -614,11 +614,11 @@ pub fn run(
         let mut t0 = std::time::Instant::now();
         run.run(|e| {
             match e {
-                AsymexpEvent::Ready { samples, truth } => {
+                AsymexpEvent::Ready { num_samples, truth } => {
                     // Steps are timed from here: collection and the truth are not steps.
                     t0 = std::time::Instant::now();
                     truth_held = Some(truth.clone());
-                    if !progress.tick(begin, &format!("{samples} transitions collected")) {
+                    if !progress.tick(begin, &format!("{num_samples} transitions collected")) {
                         return Ok(false);
                     }
                 }
@@ -1066,7 +1066,7 @@ mod tests {
                             learner.save_checkpoint(&dir, &stamp).unwrap();
                         }
                     }
-                    AsymexpEvent::Ready { samples, .. } => assert_eq!(samples, 800),
+                    AsymexpEvent::Ready { num_samples, .. } => assert_eq!(num_samples, 800),
                 }
                 Ok(true)
             })
