@@ -39,7 +39,7 @@ use std::sync::Arc;
 /// ALLO or its baseline (config spelling `allo`, `ggdo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Method {
+pub enum MethodKind {
     /// Augmented Lagrangian with duals and an increasing barrier.
     Allo,
     /// Generalized graph drawing objective with a fixed quadratic penalty.
@@ -50,7 +50,7 @@ pub enum Method {
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlloConfig {
     /// ALLO or GGDO.
-    pub method: Method,
+    pub method: MethodKind,
     /// Components learned.
     pub num_eigenvectors: usize,
     /// Hidden widths of the encoder (ReLU), input 2 (the normalised position).
@@ -87,7 +87,7 @@ impl AlloConfig {
     /// 1 and 0.1.
     pub fn paper() -> Self {
         AlloConfig {
-            method: Method::Allo,
+            method: MethodKind::Allo,
             num_eigenvectors: 11,
             hidden: vec![256, 256, 256],
             batch_size: 1024,
@@ -107,7 +107,7 @@ impl AlloConfig {
 
     /// The paper's GGDO baseline: b = 2.0 fixed, no duals.
     pub fn ggdo() -> Self {
-        AlloConfig { method: Method::Ggdo, barrier_init: 2.0, lr_barrier: 0.0, ..Self::paper() }
+        AlloConfig { method: MethodKind::Ggdo, barrier_init: 2.0, lr_barrier: 0.0, ..Self::paper() }
     }
 
     /// Checks every field.
@@ -353,7 +353,7 @@ impl Allo {
         t.grads.iter_mut().for_each(|g| *g = 0.0);
         self.net.backward(&t.params, &mut t.ws, &self.drows, &mut t.grads, None);
         self.adam.step(&mut t.opt, &mut t.params, &t.grads)?;
-        if self.cfg.method == Method::Allo {
+        if self.cfg.method == MethodKind::Allo {
             self.update_duals_and_barrier(&e, &q);
         }
         self.steps += 1;
@@ -467,8 +467,8 @@ pub fn loss_and_grad<T: Real>(
     let (b, d) = (cfg.batch_size, cfg.num_eigenvectors);
     let bf = b as f64;
     let coef: Vec<f64> = match cfg.method {
-        Method::Allo => vec![1.0; d],
-        Method::Ggdo => (0..d).map(|i| (d - i) as f64).collect(),
+        MethodKind::Allo => vec![1.0; d],
+        MethodKind::Ggdo => (0..d).map(|i| (d - i) as f64).collect(),
     };
     let block = |k: usize| &phi[k * b * d..(k + 1) * b * d];
     let (s, sf, u1, u2) = (block(0), block(1), block(2), block(3));
@@ -505,7 +505,7 @@ pub fn loss_and_grad<T: Real>(
     let (mut g1, mut g2) = (vec![0.0f64; d * d], vec![0.0f64; d * d]);
     let mut penalty = 0.0;
     match cfg.method {
-        Method::Allo => {
+        MethodKind::Allo => {
             for j in 0..d {
                 for k in 0..=j {
                     let i = j * d + k;
@@ -518,7 +518,7 @@ pub fn loss_and_grad<T: Real>(
                 }
             }
         }
-        Method::Ggdo => {
+        MethodKind::Ggdo => {
             let csum: f64 = (0..d * d).map(|i| coef[i / d].min(coef[i % d])).sum();
             let scale = barrier * (d * d) as f64 / csum;
             for j in 0..d {
@@ -567,8 +567,8 @@ pub fn loss_with_stop_gradient(
     let (b, d) = (cfg.batch_size, cfg.num_eigenvectors);
     let bf = b as f64;
     let coef: Vec<f64> = match cfg.method {
-        Method::Allo => vec![1.0; d],
-        Method::Ggdo => (0..d).map(|i| (d - i) as f64).collect(),
+        MethodKind::Allo => vec![1.0; d],
+        MethodKind::Ggdo => (0..d).map(|i| (d - i) as f64).collect(),
     };
     let at = |v: &[f64], blk: usize, r: usize, i: usize| v[(blk * b + r) * d + i];
     let mut graph = 0.0;
@@ -577,14 +577,14 @@ pub fn loss_with_stop_gradient(
             graph += coef[i] * (at(phi, 0, r, i) - at(phi, 1, r, i)).powi(2) / bf;
         }
     }
-    let second = if cfg.method == Method::Allo { phi_sg } else { phi };
+    let second = if cfg.method == MethodKind::Allo { phi_sg } else { phi };
     let a = |blk: usize, j: usize, k: usize| {
         (0..b).map(|r| at(phi, blk, r, j) * at(second, blk, r, k)).sum::<f64>() / bf
     };
     let eye = |j: usize, k: usize| if j == k { 1.0 } else { 0.0 };
     let mut pen = 0.0;
     match cfg.method {
-        Method::Allo => {
+        MethodKind::Allo => {
             for j in 0..d {
                 for k in 0..=j {
                     let (e1, e2) = (a(2, j, k) - eye(j, k), a(3, j, k) - eye(j, k));
@@ -592,7 +592,7 @@ pub fn loss_with_stop_gradient(
                 }
             }
         }
-        Method::Ggdo => {
+        MethodKind::Ggdo => {
             let csum: f64 = (0..d * d).map(|i| coef[i / d].min(coef[i % d])).sum();
             for j in 0..d {
                 for k in 0..d {

@@ -2,7 +2,7 @@
 //! passes, data collection, the ground truth against closed forms, the metric, and learning.
 
 use kestrel_agents::allo::{
-    Allo, AlloConfig, Method, collect, loss_and_grad, loss_with_stop_gradient,
+    Allo, AlloConfig, MethodKind, collect, loss_and_grad, loss_with_stop_gradient,
 };
 use kestrel_agents::laplacian::{ground_truth, transition_matrix};
 use kestrel_core::Key;
@@ -17,7 +17,7 @@ fn rand(key: Key, n: usize, scale: f64) -> Vec<f64> {
 
 #[test]
 fn loss_gradient_matches_finite_differences() {
-    for method in [Method::Allo, Method::Ggdo] {
+    for method in [MethodKind::Allo, MethodKind::Ggdo] {
         let cfg = AlloConfig { method, num_eigenvectors: 3, batch_size: 5, ..AlloConfig::paper() };
         let (b, d) = (cfg.batch_size, cfg.num_eigenvectors);
         let phi = rand(Key::new(1), 4 * b * d, 1.2);

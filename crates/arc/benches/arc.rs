@@ -4,7 +4,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
-use kestrel_arc::{ArcAction, ArcEnv, ArcParams, Mode, SelKind, sample_action};
+use kestrel_arc::{ArcAction, ArcEnv, ArcParams, ModeKind, SelKind, sample_action};
 use kestrel_core::{BatchEnv, Key, VecEnv};
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ fn bench(c: &mut Criterion) {
     let env =
         ArcEnv::<30>::new(Arc::new(generate_bank(&Family::ALL, 16, 0, &cfg).unwrap())).unwrap();
     let mut g = c.benchmark_group("arc_step_30x30_mask");
-    for mode in [Mode::O2arc, Mode::Jaxarc] {
+    for mode in [ModeKind::O2arc, ModeKind::Jaxarc] {
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for n in [1usize, 64, 4096] {

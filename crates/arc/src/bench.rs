@@ -3,7 +3,7 @@
 //! and the cost of each operation.
 
 use crate::{
-    ArcAction, ArcEnv, ArcError, ArcLanes, ArcParams, MAX_LANE_SIDE, Mode, NUM_OPS, SelKind,
+    ArcAction, ArcEnv, ArcError, ArcLanes, ArcParams, MAX_LANE_SIDE, ModeKind, NUM_OPS, SelKind,
     sample_action,
 };
 use kestrel_core::timing::rows_per_second;
@@ -24,7 +24,7 @@ impl Kernel {
     /// The lanes where they apply (`jaxarc`, `S ≤ 10`) and pay (at least 16 envs: a block
     /// steps 64 lanes whatever the batch, which costs more than 11 envs on rows), else rows.
     pub fn auto<const S: usize>(p: &ArcParams, num_envs: usize) -> Kernel {
-        if S <= MAX_LANE_SIDE && p.mode == Mode::Jaxarc && num_envs >= 16 {
+        if S <= MAX_LANE_SIDE && p.mode == ModeKind::Jaxarc && num_envs >= 16 {
             Kernel::Lanes
         } else {
             Kernel::Rows

@@ -5,8 +5,8 @@
 
 use crate::generator::{Family, GenConfig, find_or_generate, generate_bank};
 use crate::{
-    ArcEnv, ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, Mode, Split,
-    Task, TaskBank,
+    ArcEnv, ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, ModeKind,
+    Split, Task, TaskBank,
 };
 use kestrel_core::FromInvalid;
 
@@ -133,14 +133,14 @@ impl ArcConfig {
     /// The params in `mode`; an error for a canvas not compiled in, JaxARC's bugs or grid
     /// initialisation in o2arc mode, or a bad `init` (the rest is
     /// [`ArcEnv::validate`](crate::ArcEnv::validate)'s).
-    pub fn params(&self, mode: Mode) -> Result<ArcParams, ArcError> {
+    pub fn params(&self, mode: ModeKind) -> Result<ArcParams, ArcError> {
         if !CANVASES.contains(&self.canvas) {
             return Err(ArcError::invalid("canvas", self.canvas, "5, 10 or 30"));
         }
-        if mode == Mode::O2arc && self.bugs != JaxBugsKind::None {
+        if mode == ModeKind::O2arc && self.bugs != JaxBugsKind::None {
             return Err(ArcError::invalid("bugs", "all", "none in o2arc mode (JaxARC's bugs)"));
         }
-        self.init.validate(mode == Mode::Jaxarc)?;
+        self.init.validate(mode == ModeKind::Jaxarc)?;
         for (field, v) in [
             ("rewards.step_penalty", self.rewards.step_penalty),
             ("rewards.success_bonus", self.rewards.success_bonus),
@@ -229,20 +229,21 @@ mod tests {
     #[test]
     fn defaults_are_the_params_defaults_and_bad_values_are_named() {
         let c = ArcConfig::default();
-        assert_eq!(c.params(Mode::O2arc).unwrap(), ArcParams::default());
-        assert_eq!(c.params(Mode::Jaxarc).unwrap(), ArcParams::jaxarc());
+        assert_eq!(c.params(ModeKind::O2arc).unwrap(), ArcParams::default());
+        assert_eq!(c.params(ModeKind::Jaxarc).unwrap(), ArcParams::jaxarc());
         let all = ArcConfig { bugs: JaxBugsKind::All, ..c.clone() };
-        assert_eq!(all.params(Mode::Jaxarc).unwrap().bugs, JaxBugs::all());
-        let e = all.params(Mode::O2arc).unwrap_err().to_string();
+        assert_eq!(all.params(ModeKind::Jaxarc).unwrap().bugs, JaxBugs::all());
+        let e = all.params(ModeKind::O2arc).unwrap_err().to_string();
         assert!(e.contains("bugs"), "{e}");
-        let e = ArcConfig { canvas: 7, ..c.clone() }.params(Mode::Jaxarc).unwrap_err().to_string();
+        let e =
+            ArcConfig { canvas: 7, ..c.clone() }.params(ModeKind::Jaxarc).unwrap_err().to_string();
         assert!(e.contains("canvas = 7"), "{e}");
         let mut nan = c.clone();
         nan.rewards.success_bonus = f32::NAN;
-        let e = nan.params(Mode::Jaxarc).unwrap_err().to_string();
+        let e = nan.params(ModeKind::Jaxarc).unwrap_err().to_string();
         assert!(e.contains("rewards.success_bonus = NaN"), "{e}");
         let none = ArcConfig { max_episode_steps: 0, ..c };
-        assert_eq!(none.params(Mode::O2arc).unwrap().max_episode_steps, None);
+        assert_eq!(none.params(ModeKind::O2arc).unwrap().max_episode_steps, None);
     }
 
     #[test]

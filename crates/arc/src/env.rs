@@ -40,7 +40,7 @@ use std::sync::Arc;
 /// Which environment's rules (configs spell them `o2arc`, `jaxarc`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub enum ModeKind {
     /// ARCLE `O2ARCv2Env` 0.2.6.
     #[default]
     O2arc,
@@ -63,7 +63,7 @@ pub enum Split {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArcParams {
     /// Semantics mode.
-    pub mode: Mode,
+    pub mode: ModeKind,
     /// Observation layout.
     pub layout: Layout,
     /// Train or test pairs.
@@ -91,7 +91,7 @@ pub struct ArcParams {
 impl Default for ArcParams {
     fn default() -> Self {
         ArcParams {
-            mode: Mode::O2arc,
+            mode: ModeKind::O2arc,
             layout: Layout::Compact,
             split: Split::Train,
             tasks: None,
@@ -110,7 +110,7 @@ impl Default for ArcParams {
 impl ArcParams {
     /// JaxARC mode with its bugs fixed.
     pub fn jaxarc() -> Self {
-        ArcParams { mode: Mode::Jaxarc, ..Default::default() }
+        ArcParams { mode: ModeKind::Jaxarc, ..Default::default() }
     }
 
     /// The `o2arc` op table with these params' settings.
@@ -191,7 +191,7 @@ impl<const S: usize> ArcEnv<S> {
         if p.max_episode_steps == Some(0) {
             return Err(ArcError::invalid("max_episode_steps", 0, "at least 1, or none"));
         }
-        p.init.validate(p.mode == Mode::Jaxarc)
+        p.init.validate(p.mode == ModeKind::Jaxarc)
     }
 
     /// The padded grids of a state's pair.
@@ -258,7 +258,7 @@ impl<const S: usize> ArcEnv<S> {
         let pair = (pair as usize % n) as u16;
         let pg = if test { &t.test[pair as usize] } else { &t.train[pair as usize] };
         let mut s = ArcState::new(task, pair, test, pg, p.max_trials);
-        if p.mode == Mode::Jaxarc {
+        if p.mode == ModeKind::Jaxarc {
             (s.grid, s.dims) = p.init.build(start, &p.bugs, &t.train, pg);
             s.empty_target = test && p.bugs.eval_no_success;
             s.similarity = jaxarc::state_similarity(&s, pg, &p.bugs);
@@ -269,7 +269,7 @@ impl<const S: usize> ArcEnv<S> {
     /// The start a reset of `task` from `key` makes ([`GridInit::draw`]; a demo start of the
     /// episode's own pair in `o2arc` mode).
     pub fn draw_start(&self, p: &ArcParams, task: u32, key: Key) -> Start<S> {
-        if p.mode != Mode::Jaxarc {
+        if p.mode != ModeKind::Jaxarc {
             return Start::Demo { source: 0 };
         }
         let t = &self.tasks[task as usize % self.tasks.len()];
@@ -283,8 +283,8 @@ impl<const S: usize> ArcEnv<S> {
     #[inline]
     pub fn similarity(&self, p: &ArcParams, s: &ArcState<S>) -> f32 {
         match p.mode {
-            Mode::Jaxarc => s.similarity,
-            Mode::O2arc => {
+            ModeKind::Jaxarc => s.similarity,
+            ModeKind::O2arc => {
                 jaxarc::state_similarity(s, self.pair_of(s), &jaxarc::JaxBugs::default())
             }
         }
@@ -310,11 +310,11 @@ impl<const S: usize> ArcEnv<S> {
         }
         s.dims = [cells[n] as u8, cells[n + 1] as u8];
         Some(match p.mode {
-            Mode::Jaxarc => {
+            ModeKind::Jaxarc => {
                 s.empty_target = test && p.bugs.eval_no_success;
                 jaxarc::state_similarity(&s, pg, &p.bugs)
             }
-            Mode::O2arc => self.similarity(p, &s),
+            ModeKind::O2arc => self.similarity(p, &s),
         })
     }
 
@@ -323,8 +323,8 @@ impl<const S: usize> ArcEnv<S> {
     pub fn apply(&self, p: &ArcParams, s: &mut ArcState<S>, a: &ArcAction<S>) -> (f32, bool) {
         s.steps = s.steps.wrapping_add(1);
         match p.mode {
-            Mode::O2arc => self.apply_with(&p.o2arc_table(), s, a),
-            Mode::Jaxarc => self.apply_with(&p.jaxarc_table(), s, a),
+            ModeKind::O2arc => self.apply_with(&p.o2arc_table(), s, a),
+            ModeKind::Jaxarc => self.apply_with(&p.jaxarc_table(), s, a),
         }
     }
 
@@ -346,7 +346,7 @@ impl<const S: usize> ArcEnv<S> {
         obs::write_compact(s, obs);
         if p.layout == Layout::Full {
             let demos = &self.tasks[s.task as usize].train;
-            let pad_input = p.mode == Mode::Jaxarc;
+            let pad_input = p.mode == ModeKind::Jaxarc;
             obs::write_full(s, self.pair_of(s), pad_input, demos, p.demo_pairs as usize, obs);
         }
     }
@@ -380,7 +380,7 @@ impl<const S: usize> Env for ArcEnv<S> {
     type Action = ArcAction<S>;
 
     fn spec(&self, p: &ArcParams) -> Spec {
-        let low = if p.mode == Mode::Jaxarc { -1.0 } else { 0.0 };
+        let low = if p.mode == ModeKind::Jaxarc { -1.0 } else { 0.0 };
         Spec {
             obs_space: obs::obs_space::<S>(p.layout, low, p.demo_pairs),
             action_space: Space::Dict(vec![

@@ -22,7 +22,7 @@
 //! canvases run on `VecEnv`.
 
 use crate::action::{ArcAction, SelKind};
-use crate::env::{ArcEnv, ArcParams, Mode, Split};
+use crate::env::{ArcEnv, ArcParams, ModeKind, Split};
 use crate::error::ArcError;
 use crate::init::Start;
 use crate::jaxarc::{JaxBugs, JaxRewards, JaxarcTable};
@@ -1251,7 +1251,7 @@ impl<const S: usize> BatchEnv for ArcLanes<S> {
         if S > MAX_LANE_SIDE {
             return Err(ArcError::invalid("canvas size", S, "at most 10 for the lane kernel"));
         }
-        if params.mode != Mode::Jaxarc {
+        if params.mode != ModeKind::Jaxarc {
             return Err(ArcError::invalid(
                 "mode",
                 "o2arc",

@@ -34,7 +34,7 @@ pub mod trace;
 
 pub use action::{ArcAction, SelKind, Selection, sample_action};
 pub use config::{ArcConfig, CANVASES, JaxBugsKind};
-pub use env::{ArcEnv, ArcParams, Mode, Split};
+pub use env::{ArcEnv, ArcParams, ModeKind, Split};
 pub use error::ArcError;
 pub use init::{GridInit, Noise, Pattern, Permutation, Start, Transform};
 pub use jaxarc::{JAXARC_OPS, JaxBugs, JaxRewards, JaxarcOp, JaxarcTable};

@@ -6,7 +6,7 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, Mode, Pattern, SelKind,
+    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, ModeKind, Pattern, SelKind,
     sample_action,
 };
 use kestrel_core::{BatchEnv, Key, VecEnv};
@@ -27,7 +27,8 @@ fn generated<const S: usize>() -> ArcEnv<S> {
 fn warm_steps_allocate_nothing() {
     assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
     // Short episodes, so the timed steps include auto-resets.
-    let p = ArcParams { mode: Mode::Jaxarc, max_episode_steps: Some(7), ..ArcParams::default() };
+    let p =
+        ArcParams { mode: ModeKind::Jaxarc, max_episode_steps: Some(7), ..ArcParams::default() };
     let mixed = GridInit { random_pattern_type: Pattern::Dense, ..GridInit::jaxarc_mixture() };
     let with = |bugs| ArcParams { init: mixed.clone(), bugs, ..p.clone() };
     for p in [p.clone(), with(JaxBugs::default()), with(JaxBugs::all())] {

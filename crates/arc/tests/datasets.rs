@@ -3,7 +3,7 @@
 //! when `KESTREL_REQUIRE_DATA=1` (as `.ci/run` sets it).
 
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, LoadOptions, Mode, SelKind, TaskBank, sample_action,
+    ArcAction, ArcEnv, ArcParams, LoadOptions, ModeKind, SelKind, TaskBank, sample_action,
 };
 use kestrel_core::{BatchEnv, Key, VecEnv};
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ fn envs_run_on_real_tasks_in_both_modes() {
     let Some(dir) = data("arc-agi-1/training") else { return };
     let (bank, _) = TaskBank::load(&dir, LoadOptions::default()).unwrap();
     let env = ArcEnv::<30>::new(Arc::new(bank)).unwrap();
-    for mode in [Mode::O2arc, Mode::Jaxarc] {
+    for mode in [ModeKind::O2arc, ModeKind::Jaxarc] {
         let p = ArcParams { mode, ..ArcParams::default() };
         let mut v = VecEnv::new(env.clone(), p, 256, 5).unwrap();
         let (mut truncs, mut terms) = (0, 0);
@@ -65,12 +65,12 @@ fn envs_run_on_real_tasks_in_both_modes() {
         }
         match mode {
             // Unlimited trials: random play almost never solves, so episodes run to the limit.
-            Mode::O2arc => assert!(
+            ModeKind::O2arc => assert!(
                 truncs >= 2 * 256 - 16 && terms < 16,
                 "{truncs} truncated, {terms} terminated"
             ),
             // Every Submit terminates (1 op in 35).
-            Mode::Jaxarc => {
+            ModeKind::Jaxarc => {
                 assert!(terms > 256 * 400 / 35 / 2, "{truncs} truncated, {terms} terminated")
             }
         }

@@ -4,7 +4,7 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, GridData, JaxBugs, Layout, Mode, Pair,
+    ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, GridData, JaxBugs, Layout, ModeKind, Pair,
     SelKind, Selection, Split, Task, TaskBank, sample_action,
 };
 use kestrel_core::{BatchEnv, Env, Key, VecEnv};
@@ -36,7 +36,7 @@ fn policy<const S: usize>(kind: SelKind) -> impl Fn(Key, &[i8], &mut [ArcAction<
 #[test]
 fn conformance_all_modes_and_layouts() {
     let env = generated::<30>();
-    for mode in [Mode::O2arc, Mode::Jaxarc] {
+    for mode in [ModeKind::O2arc, ModeKind::Jaxarc] {
         for layout in [Layout::Compact, Layout::Full] {
             for kind in [SelKind::Mask, SelKind::BBox, SelKind::Point] {
                 let p =
@@ -46,7 +46,7 @@ fn conformance_all_modes_and_layouts() {
         }
     }
     let small = generated::<5>();
-    let p = ArcParams { mode: Mode::Jaxarc, bugs: JaxBugs::all(), ..ArcParams::default() };
+    let p = ArcParams { mode: ModeKind::Jaxarc, bugs: JaxBugs::all(), ..ArcParams::default() };
     check_env(&small, &p, &Conformance::default(), policy::<5>(SelKind::BBox));
 }
 

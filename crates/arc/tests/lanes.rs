@@ -8,7 +8,7 @@
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
     ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, LANES, LaneActions, Layout,
-    MAX_START_STATES, Mode, Pattern, Permutation, SelKind, Selection, Split, sample_action,
+    MAX_START_STATES, ModeKind, Pattern, Permutation, SelKind, Selection, Split, sample_action,
 };
 use kestrel_core::{AutoReset, BatchEnv, Env, Key, VecEnv};
 use proptest::prelude::*;
@@ -132,7 +132,7 @@ fn check<const S: usize>(rows: &VecEnv<ArcEnv<S>>, lanes: &ArcLanes<S>, at: &str
 
 fn params(bits: u16, split: Split, limit: u32) -> ArcParams {
     ArcParams {
-        mode: Mode::Jaxarc,
+        mode: ModeKind::Jaxarc,
         split,
         bugs: bugs(bits),
         max_episode_steps: Some(limit),
@@ -347,7 +347,7 @@ fn lanes_err(r: Result<(), kestrel_arc::ArcError>) -> String {
 #[test]
 fn refusals() {
     let env = generated::<5>();
-    let o2 = ArcParams { mode: Mode::O2arc, ..ArcParams::default() };
+    let o2 = ArcParams { mode: ModeKind::O2arc, ..ArcParams::default() };
     assert!(ArcLanes::new(env.clone(), o2, 4, 0).err().unwrap().to_string().contains("mode"));
     let p = params(0, Split::Train, 10);
     assert!(

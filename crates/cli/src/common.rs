@@ -478,7 +478,7 @@ mod tests {
             panic!("not arc bench")
         };
         let c = a.keys.load().unwrap();
-        assert_eq!((c.env.canvas, c.mode), (10, kestrel_arc::Mode::Jaxarc));
+        assert_eq!((c.env.canvas, c.mode), (10, kestrel_arc::ModeKind::Jaxarc));
         assert_eq!(c.env.bugs, kestrel_arc::JaxBugsKind::All);
     }
 }

@@ -7,7 +7,7 @@ use kestrel_core::FromInvalid;
 /// How out-of-bounds samples are handled (configs spell it `clip`, `reflect`, `penalty`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum BoundMode {
+pub enum BoundKind {
     /// Clamp each coordinate to its interval.
     Clip,
     /// Mirror at the bounds (repeatedly, so any value lands inside).
@@ -25,13 +25,13 @@ pub const PENALTY_WEIGHT: f32 = 1e3;
 pub struct Bounds {
     lower: Vec<f32>,
     upper: Vec<f32>,
-    mode: BoundMode,
+    mode: BoundKind,
     penalty_weight: f32,
 }
 
 impl Bounds {
     /// Validates `lower < upper` (finite) in every dimension.
-    pub fn new(lower: Vec<f32>, upper: Vec<f32>, mode: BoundMode) -> Result<Self, EvoError> {
+    pub fn new(lower: Vec<f32>, upper: Vec<f32>, mode: BoundKind) -> Result<Self, EvoError> {
         if lower.len() != upper.len() || lower.is_empty() {
             return Err(EvoError::invalid(
                 "bounds",
@@ -64,7 +64,7 @@ impl Bounds {
         num_dims: usize,
         lower: f32,
         upper: f32,
-        mode: BoundMode,
+        mode: BoundKind,
     ) -> Result<Self, EvoError> {
         Self::new(vec![lower; num_dims], vec![upper; num_dims], mode)
     }
@@ -80,9 +80,9 @@ impl Bounds {
         for row in population.chunks_exact_mut(n) {
             for ((x, &lo), &hi) in row.iter_mut().zip(&self.lower).zip(&self.upper) {
                 *x = match self.mode {
-                    BoundMode::Clip => x.clamp(lo, hi),
-                    BoundMode::Reflect => reflect(*x, lo, hi),
-                    BoundMode::Penalty => *x,
+                    BoundKind::Clip => x.clamp(lo, hi),
+                    BoundKind::Reflect => reflect(*x, lo, hi),
+                    BoundKind::Penalty => *x,
                 };
             }
         }
@@ -90,7 +90,7 @@ impl Bounds {
 
     /// Adds the penalty to each fitness (penalty mode only).
     pub fn penalize(&self, population: &[f32], fitness: &mut [f32]) {
-        if self.mode != BoundMode::Penalty {
+        if self.mode != BoundKind::Penalty {
             return;
         }
         let weight = self.penalty_weight;
@@ -136,7 +136,7 @@ mod tests {
     proptest! {
         #[test]
         fn repaired_rows_lie_inside(xs in proptest::collection::vec(-100f32..100.0, 6), reflect_mode: bool) {
-            let mode = if reflect_mode { BoundMode::Reflect } else { BoundMode::Clip };
+            let mode = if reflect_mode { BoundKind::Reflect } else { BoundKind::Clip };
             let b = Bounds::uniform(3, -1.5, 2.0, mode).unwrap();
             let mut p = xs.clone();
             b.repair(&mut p);
@@ -151,14 +151,14 @@ mod tests {
     fn reflect_mirrors_and_penalty_adds() {
         assert_eq!(reflect(2.5, 0.0, 2.0), 1.5);
         assert_eq!(reflect(-0.5, 0.0, 2.0), 0.5);
-        let b = Bounds::uniform(2, 0.0, 1.0, BoundMode::Penalty)
+        let b = Bounds::uniform(2, 0.0, 1.0, BoundKind::Penalty)
             .and_then(|b| b.with_penalty_weight(10.0))
             .unwrap();
         let mut f = [1.0, 1.0];
         b.penalize(&[0.5, 0.5, 2.0, -1.0], &mut f);
         assert_eq!(f, [1.0, 21.0]);
         assert!(
-            Bounds::uniform(2, 1.0, 1.0, BoundMode::Clip)
+            Bounds::uniform(2, 1.0, 1.0, BoundKind::Clip)
                 .unwrap_err()
                 .to_string()
                 .contains("lower < upper")

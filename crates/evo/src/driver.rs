@@ -610,7 +610,7 @@ impl<'p, O: Optimizer> Driver<'p, O> {
     }
 
     /// Repairs every asked population to `bounds` (and penalises by them, in
-    /// [`crate::BoundMode::Penalty`]).
+    /// [`crate::BoundKind::Penalty`]).
     pub fn with_bounds(mut self, bounds: Bounds) -> Result<Self, EvoError> {
         if bounds.num_dims() != self.optimizer.num_dims() {
             return Err(EvoError::invalid(

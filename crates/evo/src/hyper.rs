@@ -6,7 +6,7 @@
 //! strategies that have it, never silently ignored.
 
 use crate::driver::StrategyKind;
-use crate::shaping::Shaping;
+use crate::shaping::ShapingKind;
 use crate::{CmaParams, DeParams, EvoError, OpenEsParams, PgpeParams, SnesParams, XnesParams};
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -83,7 +83,7 @@ strategy_params! {
     /// OpenAI-ES: mirrored sampling `z, −z` (default true; the population is even either way).
     antithetic: bool => [OpenEs],
     /// OpenAI-ES, PGPE: fitness shaping: centered-rank (default), z-score or raw.
-    shaping: Shaping => [OpenEs, Pgpe],
+    shaping: ShapingKind => [OpenEs, Pgpe],
     /// PGPE: learning rate of the step sizes (default 0.1).
     sigma_lr: f64 => [Pgpe],
     /// PGPE: largest relative change of a step size per generation (default 0.2).
@@ -224,7 +224,7 @@ mod tests {
         let all = StrategyParams {
             sigma_min: Some(0.0),
             lazy_eigen: Some(true),
-            shaping: Some(Shaping::Raw),
+            shaping: Some(ShapingKind::Raw),
             elitism: Some(false),
             ..StrategyParams::default()
         };
@@ -257,7 +257,7 @@ mod tests {
                 sigma: 0.1,
                 adam: crate::open_es::Adam::default(),
                 antithetic: true,
-                shaping: Shaping::CenteredRank,
+                shaping: ShapingKind::CenteredRank,
             };
             let e = bad.open_es(o).unwrap_err().to_string();
             assert!(e.contains(want), "{want}: {e}");

@@ -37,7 +37,7 @@ mod snes;
 mod strategy;
 mod xnes;
 
-pub use bounds::{BoundMode, Bounds, PENALTY_WEIGHT};
+pub use bounds::{BoundKind, Bounds, PENALTY_WEIGHT};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
 pub use de::{DeParams, DeState, DifferentialEvolution};
 pub use driver::{

@@ -8,7 +8,7 @@
 use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::normals;
-use crate::shaping::Shaping;
+use crate::shaping::ShapingKind;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
@@ -49,7 +49,7 @@ pub struct OpenEsParams {
     /// Mirrored sampling (`z`, `−z`).
     pub antithetic: bool,
     /// Fitness shaping before the gradient estimate.
-    pub shaping: Shaping,
+    pub shaping: ShapingKind,
 }
 
 /// OpenAI-ES state (Adam moments included).
@@ -123,7 +123,7 @@ impl Strategy for OpenEs {
             sigma: 1.0,
             adam: Adam::default(),
             antithetic: true,
-            shaping: Shaping::CenteredRank,
+            shaping: ShapingKind::CenteredRank,
         }
     }
 

@@ -9,7 +9,7 @@
 use crate::EvoError;
 use crate::error::check_sizes;
 use crate::linalg::normals;
-use crate::shaping::Shaping;
+use crate::shaping::ShapingKind;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
@@ -37,7 +37,7 @@ pub struct PgpeParams {
     /// ClipUp momentum.
     pub momentum: f64,
     /// Fitness shaping before the gradient estimates.
-    pub shaping: Shaping,
+    pub shaping: ShapingKind,
 }
 
 /// PGPE state.
@@ -86,7 +86,7 @@ impl Strategy for Pgpe {
             lr: 0.01,
             max_velocity: 0.02,
             momentum: 0.9,
-            shaping: Shaping::CenteredRank,
+            shaping: ShapingKind::CenteredRank,
         }
     }
 

@@ -5,7 +5,7 @@
 /// weights instead.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Shaping {
+pub enum ShapingKind {
     /// Centred ranks in `[-0.5, 0.5]` (evosax's default for both).
     #[default]
     CenteredRank,
@@ -15,13 +15,13 @@ pub enum Shaping {
     Raw,
 }
 
-impl Shaping {
+impl ShapingKind {
     /// Writes the shaped fitness (lower is better) into `out`; `order` is scratch.
     pub fn apply(self, fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
         match self {
-            Shaping::CenteredRank => centered_ranks(fitness, order, out),
-            Shaping::ZScore => z_score(fitness, out),
-            Shaping::Raw => {
+            ShapingKind::CenteredRank => centered_ranks(fitness, order, out),
+            ShapingKind::ZScore => z_score(fitness, out),
+            ShapingKind::Raw => {
                 let worst = fitness
                     .iter()
                     .copied()

@@ -3,7 +3,7 @@
 
 use kestrel_core::Key;
 use kestrel_evo::problem::{Benchmark, Function};
-use kestrel_evo::shaping::Shaping;
+use kestrel_evo::shaping::ShapingKind;
 use kestrel_evo::{CmaEs, Driver, Instance, OpenEs, Problem, SepCmaEs, Snes, Stop, Strategy};
 use proptest::prelude::*;
 
@@ -63,7 +63,7 @@ fn diagonal_and_gradient_strategies_make_progress() {
     let s = Snes::new(16, n).unwrap();
     assert!(run(&s, &Strategy::default_params(&s), &b, 3.0, 2_000, 1e-6, 1).1.is_some(), "snes");
     let s = OpenEs::new(32, n).unwrap();
-    for shaping in [Shaping::CenteredRank, Shaping::ZScore, Shaping::Raw] {
+    for shaping in [ShapingKind::CenteredRank, ShapingKind::ZScore, ShapingKind::Raw] {
         let p = kestrel_evo::OpenEsParams { sigma: 0.1, shaping, ..Strategy::default_params(&s) };
         let (best, _) = run(&s, &p, &b, 3.0, 400, 0.0, 1);
         assert!(best < start * 1e-2, "open-es {shaping:?}: {best} from {start}");

@@ -5,13 +5,13 @@
 //! `cargo run --release -p kestrel-mppi --example pendulum`.
 
 use kestrel_core::Key;
-use kestrel_mppi::{Mppi, PendulumDynamics, System, episode};
+use kestrel_mppi::{Mppi, PendulumDynamics, SystemKind, episode};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mppi = Mppi::new(PendulumDynamics);
-    let params = System::Pendulum.default_params();
+    let params = SystemKind::Pendulum.default_params();
     mppi.validate(&params)?;
-    let start = System::Pendulum.start();
+    let start = SystemKind::Pendulum.start();
     let ep = episode(&mppi, &params, &start, 150, Key::new(0), true, |_, _| true);
     let last = ep.states.last().expect("states");
     let angle =

@@ -397,10 +397,10 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::System;
+    use crate::SystemKind;
 
     /// A built-in system a row at a time, as a callback would compute it.
-    struct Rows(System);
+    struct Rows(SystemKind);
 
     impl BatchDynamics for Rows {
         type Error = String;
@@ -444,10 +444,10 @@ mod tests {
     #[test]
     fn batched_episodes_cost_exactly_what_single_episodes_cost() {
         let cases = [
-            (System::Nav2d, Convention::PytorchMppi),
-            (System::Pendulum, Convention::PytorchMppi),
-            (System::Basic, Convention::JaxMppi),
-            (System::Nav2d, Convention::JaxMppi),
+            (SystemKind::Nav2d, Convention::PytorchMppi),
+            (SystemKind::Pendulum, Convention::PytorchMppi),
+            (SystemKind::Basic, Convention::JaxMppi),
+            (SystemKind::Nav2d, Convention::JaxMppi),
         ];
         for (system, convention) in cases {
             let base = MppiParams { num_samples: 24, convention, ..system.default_params() };
@@ -478,9 +478,9 @@ mod tests {
     /// Mixed conventions, f32, a wrong start and a failing call are errors, not costs.
     #[test]
     fn bad_populations_and_failing_calls_are_errors() {
-        let d = Rows(System::Nav2d);
-        let p = System::Nav2d.default_params();
-        let starts = vec![System::Nav2d.start()];
+        let d = Rows(SystemKind::Nav2d);
+        let p = SystemKind::Nav2d.default_params();
+        let starts = vec![SystemKind::Nav2d.start()];
         let key = Key::new(0);
         let jax = MppiParams { convention: Convention::JaxMppi, ..p.clone() };
         let f32 = MppiParams { precision: Precision::F32, ..p.clone() };

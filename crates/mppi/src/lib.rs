@@ -37,7 +37,7 @@ pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{Mppi, Phase};
 pub use params::{Convention, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, Precision};
 pub use presets::{
-    ControllerKind, ControllerVisitor, DynamicsVisitor, KmppiExtras, SmppiExtras, System,
+    ControllerKind, ControllerVisitor, DynamicsVisitor, KmppiExtras, SmppiExtras, SystemKind,
     with_controller,
 };
 pub use smppi::{Smppi, SmppiParams, SmppiState};

@@ -3,7 +3,7 @@
 //! knobs ([`with_controller`] builds one from them). The run config that gathers them is
 //! `kestrel_run::runs::mppi::MppiRunConfig`.
 //!
-//! [`System`] is itself a [`Dynamics`] (one `match` per step onto the concrete system), so a
+//! [`SystemKind`] is itself a [`Dynamics`] (one `match` per step onto the concrete system), so a
 //! run can pick its system from a config without generics; hot benchmarks use the concrete
 //! types.
 
@@ -16,7 +16,7 @@ use kestrel_dynamics::Dynamics;
 /// The systems the CLI and the bindings can drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum System {
+pub enum SystemKind {
     /// Gym pendulum swing-up (start hanging down).
     Pendulum,
     /// 2-D navigation around a Gaussian hill (pytorch-mppi's `Toy2DEnvironment`).
@@ -29,19 +29,24 @@ pub enum System {
     DiffDrive,
 }
 
-impl System {
+impl SystemKind {
     /// Every system.
-    pub const ALL: [System; 5] =
-        [System::Pendulum, System::Nav2d, System::Basic, System::Cartpole, System::DiffDrive];
+    pub const ALL: [SystemKind; 5] = [
+        SystemKind::Pendulum,
+        SystemKind::Nav2d,
+        SystemKind::Basic,
+        SystemKind::Cartpole,
+        SystemKind::DiffDrive,
+    ];
 
     /// The config spelling.
     pub fn name(self) -> &'static str {
         match self {
-            System::Pendulum => "pendulum",
-            System::Nav2d => "nav2d",
-            System::Basic => "basic",
-            System::Cartpole => "cartpole",
-            System::DiffDrive => "diff-drive",
+            SystemKind::Pendulum => "pendulum",
+            SystemKind::Nav2d => "nav2d",
+            SystemKind::Basic => "basic",
+            SystemKind::Cartpole => "cartpole",
+            SystemKind::DiffDrive => "diff-drive",
         }
     }
 
@@ -55,31 +60,31 @@ impl System {
     /// The MPPI settings this system is run with by default.
     pub fn default_params(self) -> MppiParams {
         match self {
-            System::Pendulum => MppiParams {
+            SystemKind::Pendulum => MppiParams {
                 num_samples: 100,
                 horizon: 15,
                 u_min: vec![-2.0],
                 u_max: vec![2.0],
                 ..MppiParams::new(1, 10.0)
             },
-            System::Nav2d => MppiParams {
+            SystemKind::Nav2d => MppiParams {
                 num_samples: 500,
                 horizon: 20,
                 u_min: vec![-1.0; 2],
                 u_max: vec![1.0; 2],
                 ..MppiParams::new(2, 1.0)
             },
-            System::Basic => {
+            SystemKind::Basic => {
                 MppiParams { num_samples: 50, horizon: 15, lambda: 5.0, ..MppiParams::new(1, 1.0) }
             }
-            System::Cartpole => MppiParams {
+            SystemKind::Cartpole => MppiParams {
                 num_samples: 500,
                 horizon: 50,
                 u_min: vec![-10.0],
                 u_max: vec![10.0],
                 ..MppiParams::new(1, 10.0)
             },
-            System::DiffDrive => MppiParams {
+            SystemKind::DiffDrive => MppiParams {
                 num_samples: 300,
                 horizon: 20,
                 u_min: vec![-1.0, -2.0],
@@ -93,23 +98,23 @@ impl System {
 macro_rules! each_system {
     ($self:expr, $d:ident => $body:expr) => {
         match $self {
-            System::Pendulum => {
+            SystemKind::Pendulum => {
                 let $d = PendulumDynamics;
                 $body
             }
-            System::Nav2d => {
+            SystemKind::Nav2d => {
                 let $d = Nav2d;
                 $body
             }
-            System::Basic => {
+            SystemKind::Basic => {
                 let $d = BasicLinear;
                 $body
             }
-            System::Cartpole => {
+            SystemKind::Cartpole => {
                 let $d = ContinuousCartPole;
                 $body
             }
-            System::DiffDrive => {
+            SystemKind::DiffDrive => {
                 let $d = DiffDrive;
                 $body
             }
@@ -117,7 +122,7 @@ macro_rules! each_system {
     };
 }
 
-impl Dynamics for System {
+impl Dynamics for SystemKind {
     fn nx(&self) -> usize {
         each_system!(self, d => d.nx())
     }
@@ -267,7 +272,7 @@ pub trait ControllerVisitor {
     fn visit<C: Controller + 'static>(self, c: C, p: C::Params) -> Self::Output;
 }
 
-/// A computation generic over the dynamics (what [`System::visit`] runs on the concrete one).
+/// A computation generic over the dynamics (what [`SystemKind::visit`] runs on the concrete one).
 pub trait DynamicsVisitor {
     /// What the computation returns.
     type Output;
@@ -275,7 +280,7 @@ pub trait DynamicsVisitor {
     fn visit<D: Dynamics + 'static>(self, d: D) -> Self::Output;
 }
 
-impl System {
+impl SystemKind {
     /// Runs `f` over this system's concrete dynamics (one `match` here, so what `f` does with
     /// them is statically dispatched and inlined).
     pub fn visit<V: DynamicsVisitor>(self, f: V) -> V::Output {
@@ -290,7 +295,7 @@ mod tests {
     #[test]
     fn the_system_enum_steps_exactly_as_the_concrete_system() {
         let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
-        System::Pendulum.step(&[3.0, 0.5], &[1.3], 0, &mut a);
+        SystemKind::Pendulum.step(&[3.0, 0.5], &[1.3], 0, &mut a);
         PendulumDynamics.step(&[3.0, 0.5], &[1.3], 0, &mut b);
         assert_eq!(a, b);
     }

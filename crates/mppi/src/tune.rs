@@ -335,7 +335,7 @@ mod tests {
     /// vector round-trips through the params (inside the bounds; log knobs in log space).
     #[test]
     fn knob_names_expand_per_control_and_round_trip_through_params() {
-        let base = crate::System::Nav2d.default_params();
+        let base = crate::SystemKind::Nav2d.default_params();
         let names = [KnobKind::Lambda, KnobKind::Sigma, KnobKind::Mu, KnobKind::Horizon];
         let spec = TuneSpec::from_names(&names, 2, &base).unwrap();
         let knobs: Vec<Knob> = spec.knobs.iter().map(|t| t.knob).collect();
@@ -364,7 +364,7 @@ mod tests {
     /// refused by name, never silently deduplicated or rounded.
     #[test]
     fn repeated_knobs_and_odd_antithetic_populations_are_refused() {
-        let base = crate::System::Nav2d.default_params();
+        let base = crate::SystemKind::Nav2d.default_params();
         let e =
             TuneSpec::from_names(&[KnobKind::Lambda, KnobKind::Sigma, KnobKind::Lambda], 2, &base)
                 .unwrap_err()

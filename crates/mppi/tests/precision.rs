@@ -222,12 +222,13 @@ fn f32_is_refused_where_it_does_not_run() {
     assert!(e.contains("precision"), "{e}");
 }
 
-/// The `System` enum (the presets' dynamics) forwards the batched methods: f32 commands over it
+/// The `SystemKind` enum (the presets' dynamics) forwards the batched methods: f32 commands over it
 /// equal those over the concrete system.
 #[test]
 fn the_system_enum_gives_the_concrete_systems_values() {
-    use kestrel_mppi::System;
-    for (sys, nu) in [(System::Pendulum, 1), (System::Nav2d, 2), (System::Cartpole, 1)] {
+    use kestrel_mppi::SystemKind;
+    for (sys, nu) in [(SystemKind::Pendulum, 1), (SystemKind::Nav2d, 2), (SystemKind::Cartpole, 1)]
+    {
         let p = MppiParams {
             num_samples: 40,
             horizon: 10,
@@ -247,12 +248,12 @@ fn the_system_enum_gives_the_concrete_systems_values() {
             m.command(Key::new(1), &p, s, &x0, out);
         });
         let concrete = match sys {
-            System::Pendulum => run(&|out, s| {
+            SystemKind::Pendulum => run(&|out, s| {
                 let m = Mppi::new(PendulumDynamics);
                 *s = m.init(&p);
                 m.command(Key::new(1), &p, s, &x0, out);
             }),
-            System::Nav2d => run(&|out, s| {
+            SystemKind::Nav2d => run(&|out, s| {
                 let m = Mppi::new(Nav2d);
                 *s = m.init(&p);
                 m.command(Key::new(1), &p, s, &x0, out);

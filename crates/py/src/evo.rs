@@ -187,7 +187,7 @@ impl Strategy {
                     e => crate::errors::run_error(e),
                 })?;
         let opt = kind.build_with(pop, sigma, &params, &mean, key).map_err(value_error)?;
-        let mode: kestrel_evo::BoundMode =
+        let mode: kestrel_evo::BoundKind =
             serde_json::from_value(serde_json::Value::String(bound_mode.into()))
                 .map_err(|e| value_error(format!("bound_mode = {bound_mode:?}: {e}")))?;
         let bounds = match bounds {

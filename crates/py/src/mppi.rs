@@ -4,7 +4,7 @@ use crate::errors::{run_error, value_error};
 use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
 use kestrel_mppi::batched::Sizes;
-use kestrel_mppi::{Controller, ControllerVisitor, System};
+use kestrel_mppi::{Controller, ControllerVisitor, SystemKind};
 use kestrel_run::runs::mppi::MppiRunConfig;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -165,7 +165,7 @@ impl MppiController {
 /// The built-in systems' names.
 #[pyfunction]
 pub(crate) fn systems() -> Vec<&'static str> {
-    System::ALL.iter().map(|s| s.name()).collect()
+    SystemKind::ALL.iter().map(|s| s.name()).collect()
 }
 
 /// Refuses state and control sizes outside what MPPI takes (for Python-defined systems).

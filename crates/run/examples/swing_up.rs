@@ -2,12 +2,12 @@
 //! config type the CLI reads (`kestrel mppi run --config`). Run:
 //! `cargo run --release -p kestrel-run --example swing_up`.
 
-use kestrel_mppi::{ControllerKind, System};
+use kestrel_mppi::{ControllerKind, SystemKind};
 use kestrel_run::runs::mppi::MppiRunConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
-        let mut cfg = MppiRunConfig::defaults_for(kind, System::Pendulum, 150, 0);
+        let mut cfg = MppiRunConfig::defaults_for(kind, SystemKind::Pendulum, 150, 0);
         cfg.mppi.num_samples = 200;
         let ep = cfg.episode(|_, _| true)?;
         let last = ep.states.last().expect("states");

@@ -20,7 +20,7 @@ use crate::config::{commented_toml, load_config};
 use crate::render::{Frame, Show};
 use crate::{Layers, RunError};
 use kestrel_arc::{
-    ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, MAX_LANE_SIDE, Mode, Selection,
+    ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, MAX_LANE_SIDE, ModeKind, Selection,
 };
 use kestrel_core::simd::{any_at_least, bits_by_multiply, gather8};
 use kestrel_core::{BatchEnv, Documented, Env, FieldDoc, Key, Space, Spec, VecEnv};
@@ -30,7 +30,7 @@ use kestrel_envs::{
     DoubleIntegrator, GridConfig, GridWorld, Pendulum, PendulumParams, PendulumState, TreasureHunt,
     TreasureParams, VectorFieldEnv,
 };
-use kestrel_mppi::presets::System;
+use kestrel_mppi::presets::SystemKind;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -43,15 +43,15 @@ pub enum EnvId {
     /// Gymnasium's `Pendulum-v1`, bit-exact.
     Pendulum,
     /// An MPPI system as an env (obs = state, reward = -running cost).
-    Control(System),
+    Control(SystemKind),
     /// A double integrator of 1 to 4 dimensions.
     DoubleIntegrator,
     /// An ALLO grid maze.
     GridWorld,
     /// sorrel's treasure hunt, one row per agent.
     TreasureHunt,
-    /// ARC in ARCLE `O2ARCv2Env` 0.2.6 semantics ([`Mode::O2arc`]) or JaxARC 1.0.3's.
-    Arc(Mode),
+    /// ARC in ARCLE `O2ARCv2Env` 0.2.6 semantics ([`ModeKind::O2arc`]) or JaxARC 1.0.3's.
+    Arc(ModeKind),
     /// actdyn's latent vector-field systems with an observation model.
     VectorField,
 }
@@ -146,13 +146,13 @@ impl EnvId {
     /// Every env id, in the order `kestrel env list` prints them.
     pub fn all() -> Vec<EnvId> {
         let mut v = vec![EnvId::CartPole, EnvId::Pendulum];
-        v.extend(System::ALL.into_iter().map(EnvId::Control));
+        v.extend(SystemKind::ALL.into_iter().map(EnvId::Control));
         v.extend([
             EnvId::DoubleIntegrator,
             EnvId::GridWorld,
             EnvId::TreasureHunt,
-            EnvId::Arc(Mode::O2arc),
-            EnvId::Arc(Mode::Jaxarc),
+            EnvId::Arc(ModeKind::O2arc),
+            EnvId::Arc(ModeKind::Jaxarc),
             EnvId::VectorField,
         ]);
         v
@@ -167,8 +167,8 @@ impl EnvId {
             EnvId::DoubleIntegrator => "Control-double-integrator-v0".into(),
             EnvId::GridWorld => "GridWorld-v0".into(),
             EnvId::TreasureHunt => "TreasureHunt-v0".into(),
-            EnvId::Arc(Mode::O2arc) => "ARC-v0".into(),
-            EnvId::Arc(Mode::Jaxarc) => "ARC-jaxarc-v0".into(),
+            EnvId::Arc(ModeKind::O2arc) => "ARC-v0".into(),
+            EnvId::Arc(ModeKind::Jaxarc) => "ARC-jaxarc-v0".into(),
             EnvId::VectorField => "VectorField-v0".into(),
         }
     }
@@ -186,10 +186,10 @@ impl EnvId {
             EnvId::TreasureHunt => {
                 "sorrel's treasure hunt, one row per agent (PufferLib style)".into()
             }
-            EnvId::Arc(Mode::O2arc) => {
+            EnvId::Arc(ModeKind::O2arc) => {
                 "ARC in ARCLE O2ARCv2Env 0.2.6 semantics (canvas = 30, 10 or 5)".into()
             }
-            EnvId::Arc(Mode::Jaxarc) => {
+            EnvId::Arc(ModeKind::Jaxarc) => {
                 "ARC in JaxARC 1.0.3 semantics (canvas = 30, or 10 or 5 on the lane kernel)".into()
             }
             EnvId::VectorField => {
@@ -222,8 +222,8 @@ impl EnvId {
         match self {
             EnvId::CartPole => 50,
             EnvId::Pendulum => 30,
-            EnvId::Control(System::Cartpole) => 50,
-            EnvId::Control(System::Pendulum) => 20,
+            EnvId::Control(SystemKind::Cartpole) => 50,
+            EnvId::Control(SystemKind::Pendulum) => 20,
             _ => 10,
         }
     }
@@ -424,7 +424,7 @@ fn arc_on<const S: usize>(
     off: u64,
 ) -> Built {
     env.validate(&p)?;
-    if p.mode == Mode::Jaxarc && S <= MAX_LANE_SIDE {
+    if p.mode == ModeKind::Jaxarc && S <= MAX_LANE_SIDE {
         return holder::<ArcLanes<S>>(env, p, n, seed, off);
     }
     holder::<VecEnv<_>>(env, p, n, seed, off)
@@ -1322,7 +1322,9 @@ mod tests {
         let small = toml::toml! { canvas = canvas
         max_episode_steps = 6 };
         let mut out = Vec::new();
-        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+        for id in
+            [EnvId::Arc(kestrel_arc::ModeKind::O2arc), EnvId::Arc(kestrel_arc::ModeKind::Jaxarc)]
+        {
             for (n, mode) in
                 [(3, AutoReset::SameStep), (70, AutoReset::NextStep), (600, AutoReset::SameStep)]
             {

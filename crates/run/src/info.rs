@@ -170,7 +170,9 @@ mod tests {
         max_episode_steps = 7 };
         // 2,500 envs: a batch of several lane blocks and many episode starts a step.
         let cases = [(70, 60), (2500, 8)];
-        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+        for id in
+            [EnvId::Arc(kestrel_arc::ModeKind::O2arc), EnvId::Arc(kestrel_arc::ModeKind::Jaxarc)]
+        {
             for (mode, (n, steps)) in [AutoReset::NextStep, AutoReset::SameStep]
                 .into_iter()
                 .zip(cases)
@@ -245,7 +247,9 @@ mod tests {
         use kestrel_core::AutoReset;
         let small = toml::toml! { canvas = 5
         max_episode_steps = 3 };
-        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+        for id in
+            [EnvId::Arc(kestrel_arc::ModeKind::O2arc), EnvId::Arc(kestrel_arc::ModeKind::Jaxarc)]
+        {
             let n = 30;
             let mut b = id.build(Layers::table(&small), n, 5, 0).unwrap();
             b.set_autoreset(AutoReset::NextStep);

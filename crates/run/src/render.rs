@@ -16,12 +16,12 @@
 
 use crate::RunError;
 use kestrel_arc::render::{ANSI256, PALETTE};
-use kestrel_arc::{ArcEnv, ArcLanes, ArcState, Mode};
+use kestrel_arc::{ArcEnv, ArcLanes, ArcState, ModeKind};
 use kestrel_core::{BatchEnv, VecEnv};
 use kestrel_envs::{
     CartPole, ControlEnv, DoubleIntegrator, GridWorld, Pendulum, TreasureHunt, VectorFieldEnv,
 };
-use kestrel_mppi::presets::System;
+use kestrel_mppi::presets::SystemKind;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_plot::{Anchor, Sketch};
 use rayon::prelude::*;
@@ -170,17 +170,17 @@ impl Show for VecEnv<Pendulum> {
     }
 }
 
-impl Show for VecEnv<ControlEnv<System>> {
+impl Show for VecEnv<ControlEnv<SystemKind>> {
     fn frame(&self, row: usize) -> Result<Frame, RunError> {
         let x = state(self, row)?.x;
         let sys = *self.env().system();
         let s = match sys {
-            System::Pendulum => pendulum(x[0]),
+            SystemKind::Pendulum => pendulum(x[0]),
             // The system's pole is Gymnasium's (half-length 0.5).
-            System::Cartpole => cartpole(x[0], x[2], 0.5),
-            System::Nav2d => plane([x[0], x[1]], Nav2d::GOAL, sys.name()),
-            System::DiffDrive => plane([x[0], x[1]], DiffDrive::GOAL, sys.name()),
-            System::Basic => plane([x[0], x[1]], [0.0, 0.0], sys.name()),
+            SystemKind::Cartpole => cartpole(x[0], x[2], 0.5),
+            SystemKind::Nav2d => plane([x[0], x[1]], Nav2d::GOAL, sys.name()),
+            SystemKind::DiffDrive => plane([x[0], x[1]], DiffDrive::GOAL, sys.name()),
+            SystemKind::Basic => plane([x[0], x[1]], [0.0, 0.0], sys.name()),
         };
         Frame::of(&s)
     }
@@ -312,7 +312,7 @@ impl Show for VecEnv<VectorFieldEnv> {
 /// ARC's picture: the input, the working grid (selection outlined), the target, the clipboard.
 fn arc_frame<const S: usize>(
     env: &ArcEnv<S>,
-    mode: Mode,
+    mode: ModeKind,
     s: &ArcState<S>,
 ) -> Result<Frame, RunError> {
     let pair = env.pair_of(s);
@@ -349,8 +349,8 @@ fn arc_frame<const S: usize>(
     // o2arc keeps the clipboard top-left with its own dims; jaxarc keeps it where it was on
     // the canvas.
     let clip_dims = match mode {
-        Mode::O2arc => s.clip_dim,
-        Mode::Jaxarc => [S as u8; 2],
+        ModeKind::O2arc => s.clip_dim,
+        ModeKind::Jaxarc => [S as u8; 2],
     };
     draw(&mut k, x(3.0), &s.clip, clip_dims, "clipboard");
     Frame::of(&k)
@@ -516,7 +516,7 @@ mod tests {
         for p in cases {
             let mut rows = VecEnv::new(env.clone(), p.clone(), 40, 1).unwrap();
             assert!(check(&mut rows, &env, &p) > 20);
-            if p.mode == kestrel_arc::Mode::Jaxarc {
+            if p.mode == kestrel_arc::ModeKind::Jaxarc {
                 let mut lanes = ArcLanes::new(env.clone(), p.clone(), 70, 1).unwrap();
                 assert!(check(&mut lanes, &env, &p) > 20);
             }
@@ -597,7 +597,9 @@ mod tests {
     #[test]
     fn arc_cells_have_the_palette_colours() {
         let small = toml::toml! { canvas = 10 };
-        for id in [EnvId::Arc(kestrel_arc::Mode::O2arc), EnvId::Arc(kestrel_arc::Mode::Jaxarc)] {
+        for id in
+            [EnvId::Arc(kestrel_arc::ModeKind::O2arc), EnvId::Arc(kestrel_arc::ModeKind::Jaxarc)]
+        {
             let mut b = id.build(Layers::table(&small), 1, 5, 0).unwrap();
             b.reset(5);
             let f = b.render(0).unwrap();

@@ -6,7 +6,7 @@
 use super::{Bench, Report};
 use crate::RunError;
 use kestrel_arc::bench::{self, Kernel};
-use kestrel_arc::{ArcConfig, JAXARC_OPS, Layout, Mode, O2ARC_OPS, SelKind};
+use kestrel_arc::{ArcConfig, JAXARC_OPS, Layout, ModeKind, O2ARC_OPS, SelKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::time::Instant;
@@ -21,7 +21,7 @@ pub struct ArcBenchConfig {
     pub env: ArcConfig,
     /// Rules: `o2arc` (ARCLE's) or `jaxarc` (JaxARC 1.0.3's; `bugs = "all"` switches its bugs
     /// back on).
-    pub mode: Mode,
+    pub mode: ModeKind,
     /// Only this task: an id of `env.data` or a generator id (`symmetry-3`); empty: the bank.
     pub task: String,
     /// Batch sizes to time.
@@ -44,7 +44,7 @@ impl Default for ArcBenchConfig {
     fn default() -> Self {
         ArcBenchConfig {
             env: ArcConfig { tasks_per_family: 32, ..ArcConfig::default() },
-            mode: Mode::O2arc,
+            mode: ModeKind::O2arc,
             task: String::new(),
             num_envs: vec![1, 64, 1024, 4096],
             threads: 2,
@@ -125,7 +125,7 @@ fn bench<const S: usize>(c: &ArcBenchConfig) -> Result<Report, RunError> {
     }
     let ops = if c.no_ops { Vec::new() } else { bench::op_costs::<S>(&env, &p, c.sel) };
     if !ops.is_empty() {
-        let names = if p.mode == Mode::O2arc { &O2ARC_OPS } else { &JAXARC_OPS };
+        let names = if p.mode == ModeKind::O2arc { &O2ARC_OPS } else { &JAXARC_OPS };
         r.text.push(format!(
             "\nper-operation cost (one env, one thread, random {:?} selections, sampling included):",
             c.sel

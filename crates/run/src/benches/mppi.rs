@@ -5,7 +5,7 @@ use super::{Bench, Report};
 use crate::RunError;
 use crate::runs::mppi::MppiRunConfig;
 use crate::runs::mppi_tune::{MppiTuneConfig, run_tune_with};
-use kestrel_mppi::{ControllerKind, Precision, System};
+use kestrel_mppi::{ControllerKind, Precision, SystemKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::time::Instant;
@@ -62,7 +62,7 @@ impl Bench for MppiBench {
         let precision = serde_json::to_value(c.precision).unwrap_or_default();
         if let Some(pop) = c.tune_pop {
             let mut t = MppiTuneConfig {
-                run: MppiRunConfig::defaults_for(ControllerKind::Mppi, System::Basic, 20, 0),
+                run: MppiRunConfig::defaults_for(ControllerKind::Mppi, SystemKind::Basic, 20, 0),
                 pop_size: pop.max(4),
                 generations: c.tune_generations,
                 sigma: 0.3,

@@ -8,7 +8,7 @@ use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
 use crate::runs::{self, no_checkpoint};
 use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
 use kestrel_agents::AgentError;
-use kestrel_agents::allo::{Allo as AlloLearner, AlloConfig, Method, StepMetrics, collect};
+use kestrel_agents::allo::{Allo as AlloLearner, AlloConfig, MethodKind, StepMetrics, collect};
 use kestrel_agents::laplacian::GroundTruth;
 use kestrel_agents::laplacian::ground_truth;
 use kestrel_core::FromInvalid;
@@ -49,7 +49,7 @@ pub struct AlloRunConfig {
     /// (legacy or, in the final version, comma format with doors).
     pub map: String,
     /// Method (asymexp: allo only).
-    pub method: Method,
+    pub method: MethodKind,
     /// Eigenvectors learnt (the paper's d).
     pub num_eigenvectors: usize,
     /// Rows per sub-batch.
@@ -110,7 +110,7 @@ impl Default for AlloRunConfig {
         AlloRunConfig {
             profile: Profile::Paper,
             map: "builtin:rooms-2-5".into(),
-            method: Method::Allo,
+            method: MethodKind::Allo,
             num_eigenvectors: 11,
             batch_size: 1024,
             num_samples: 3_000_000,
@@ -139,7 +139,7 @@ impl AlloRunConfig {
         AlloRunConfig {
             profile: Profile::Asymexp,
             map: "builtin:four-rooms".into(),
-            method: Method::Allo,
+            method: MethodKind::Allo,
             num_eigenvectors: 10,
             batch_size: 256,
             num_samples: 1_000_000,
@@ -163,8 +163,8 @@ impl AlloRunConfig {
     /// The learner's config (the method's defaults with this run's settings), validated.
     pub fn learner_config(&self) -> Result<AlloConfig, AgentError> {
         let mut cfg = match self.method {
-            Method::Allo => AlloConfig::paper(),
-            Method::Ggdo => AlloConfig::ggdo(),
+            MethodKind::Allo => AlloConfig::paper(),
+            MethodKind::Ggdo => AlloConfig::ggdo(),
         };
         cfg.num_eigenvectors = self.num_eigenvectors;
         cfg.batch_size = self.batch_size;
@@ -892,7 +892,7 @@ mod tests {
     fn paper_run_folders_hold_their_plots() {
         let out = std::env::temp_dir().join(format!("kestrel-allo-plots-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        for method in [Method::Allo, Method::Ggdo] {
+        for method in [MethodKind::Allo, MethodKind::Ggdo] {
             let c = AlloRunConfig {
                 method,
                 num_samples: 2000,
@@ -955,7 +955,7 @@ mod tests {
         .unwrap();
         assert_eq!((steps, evals, ckpts), (20, 2, 2));
         assert_eq!(run.learner().steps, 20);
-        assert_eq!(run.learner().config().method, kestrel_agents::allo::Method::Allo);
+        assert_eq!(run.learner().config().method, kestrel_agents::allo::MethodKind::Allo);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::runs::allo::{Allo, AlloRunConfig};
 use crate::runs::{self, no_checkpoint};
 use crate::{COMMIT, MetricsSink, Outputs, RunError, Summary};
 use kestrel_agents::AgentError;
-use kestrel_agents::allo::Method;
+use kestrel_agents::allo::MethodKind;
 use kestrel_agents::asymexp::{
     Asymexp, AsymexpConfig, AsymexpStep, Collected, KeyDraws, Perturbation, Version, collect,
 };
@@ -115,7 +115,7 @@ impl AlloRunConfig {
     /// The asymexp learner's config and the steps each environment collects, validated.
     pub fn asymexp_config(&self) -> Result<(AsymexpConfig, usize), AgentError> {
         let a = &self.asymexp;
-        if self.method != Method::Allo {
+        if self.method != MethodKind::Allo {
             return Err(AgentError::invalid(
                 "method",
                 format!("{:?}", self.method),
@@ -931,7 +931,7 @@ mod tests {
         let goal = std::env::temp_dir().join(format!("kestrel-goal-{}.txt", std::process::id()));
         std::fs::write(&goal, "XXXXXXX\nXS    X\nX XXX X\nX   XGX\nXXXXXXX").unwrap();
         for (c, field) in [
-            (AlloRunConfig { method: Method::Ggdo, ..a() }, "method"),
+            (AlloRunConfig { method: MethodKind::Ggdo, ..a() }, "method"),
             (AlloRunConfig { lr_barrier: Some(0.1), ..a() }, "lr_barrier"),
             (
                 AlloRunConfig { convention: kestrel_replay::Convention::Asymexp, ..a() },

@@ -6,7 +6,7 @@
 use super::arc_rollout::dropped_note;
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
-use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, Mode, TaskBank, trace};
+use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ModeKind, TaskBank, trace};
 use kestrel_core::{Budget, Key};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -30,7 +30,7 @@ pub struct ArcReplayConfig {
     pub env: ArcConfig,
     /// Rules: `o2arc` (ARCLE's `O2ARCv2Env` 0.2.6, as O2ARC's human traces were recorded) or
     /// `jaxarc`.
-    pub mode: Mode,
+    pub mode: ModeKind,
 }
 
 impl Default for ArcReplayConfig {
@@ -38,7 +38,7 @@ impl Default for ArcReplayConfig {
         ArcReplayConfig {
             traces: PathBuf::new(),
             env: ArcConfig { max_episode_steps: 0, max_trials: -1, ..ArcConfig::default() },
-            mode: Mode::O2arc,
+            mode: ModeKind::O2arc,
         }
     }
 }

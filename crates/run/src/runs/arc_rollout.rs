@@ -5,7 +5,7 @@
 
 use crate::launch::{Launch, Outcome, finish, start};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
-use kestrel_arc::{ArcAction, ArcConfig, Mode, SelKind, Selection, sample_action, trace};
+use kestrel_arc::{ArcAction, ArcConfig, ModeKind, SelKind, Selection, sample_action, trace};
 use kestrel_core::{Budget, Env, Key};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -23,7 +23,7 @@ pub struct ArcRolloutConfig {
     pub env: ArcConfig,
     /// Rules: `o2arc` (ARCLE's `O2ARCv2Env` 0.2.6, `ARC-v0`) or `jaxarc` (JaxARC 1.0.3,
     /// `ARC-jaxarc-v0`; `env.bugs = "all"` switches its bugs back on).
-    pub mode: Mode,
+    pub mode: ModeKind,
     /// Only this task: an id of `env.data` (`id` or `group/id`) or a generator id
     /// (`symmetry-3`); empty: every task of the bank, drawn per episode.
     pub task: String,
@@ -43,7 +43,7 @@ impl Default for ArcRolloutConfig {
     fn default() -> Self {
         ArcRolloutConfig {
             env: ArcConfig::default(),
-            mode: Mode::O2arc,
+            mode: ModeKind::O2arc,
             task: String::new(),
             episodes: 8,
             sel: SelKind::BBox,

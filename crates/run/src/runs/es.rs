@@ -9,7 +9,7 @@ use crate::{COMMIT, Outputs, Run, RunError, Summary, runs};
 use kestrel_core::{Budget, FromInvalid, Key};
 use kestrel_evo::driver::{Driver, Generation, Stop, StopRules, StrategyKind, benchmark};
 use kestrel_evo::problem::Function;
-use kestrel_evo::{BoundMode, Bounds, EvoError, Problem};
+use kestrel_evo::{BoundKind, Bounds, EvoError, Problem};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -84,7 +84,7 @@ pub struct EsConfig {
     pub bounds: Option<[f32; 2]>,
     /// How bounds are applied: `clip`, `reflect` (`ask` returns repaired rows) or `penalty`
     /// (1e3 × the squared distance added to fitness).
-    pub bound_mode: BoundMode,
+    pub bound_mode: BoundKind,
     /// Stop once this many evaluations are spent (pycma's `maxfevals`; absent: no limit).
     #[serde(default)]
     pub max_evals: Option<u64>,
@@ -131,7 +131,7 @@ impl Default for EsConfig {
             shift: 0.0,
             target: None,
             bounds: None,
-            bound_mode: BoundMode::Clip,
+            bound_mode: BoundKind::Clip,
             max_evals: None,
             tol_fun: None,
             tol_x: None,

@@ -12,7 +12,7 @@ use kestrel_dynamics::Dynamics;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_mppi::{
     Controller, ControllerKind, ControllerVisitor, DynamicsVisitor, Episode, KmppiExtras,
-    MppiError, MppiParams, Precision, SmppiExtras, System, episode,
+    MppiError, MppiParams, Precision, SmppiExtras, SystemKind, episode,
 };
 use kestrel_plot::{LinePlot, Series, Sketch};
 use serde_json::json;
@@ -21,14 +21,14 @@ use std::time::Instant;
 
 /// A closed-loop MPPI run: the system, the episode, and every knob of every controller (the
 /// shared MPPI params, then SMPPI's and KMPPI's own, used only by that controller). Defaults
-/// come from [`System::default_params`] ([`MppiRunConfig::defaults`]).
+/// come from [`SystemKind::default_params`] ([`MppiRunConfig::defaults`]).
 #[derive(
     Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
 )]
 #[serde(deny_unknown_fields)]
 pub struct MppiRunConfig {
     /// The system (model and plant).
-    pub system: System,
+    pub system: SystemKind,
     /// Closed-loop steps.
     pub steps: usize,
     /// Seed: step `t` commands with `Key::new(seed).fold_in(t)`.
@@ -97,14 +97,14 @@ impl MppiRunConfig {
     /// The defaults for `system`: its MPPI params; SMPPI integrating with Δt = 1 and its action
     /// bounded by the system's control bounds (the lifted control by ±1 per step); KMPPI with
     /// `T / 2` control points and kernel width 1 (pytorch-mppi's defaults).
-    pub fn defaults(controller: ControllerKind, system: System) -> Self {
+    pub fn defaults(controller: ControllerKind, system: SystemKind) -> Self {
         Self::defaults_for(controller, system, 200, 0)
     }
 
     /// [`MppiRunConfig::defaults`] with the episode's length and seed.
     pub fn defaults_for(
         controller: ControllerKind,
-        system: System,
+        system: SystemKind,
         steps: usize,
         seed: u64,
     ) -> Self {
@@ -160,7 +160,7 @@ impl MppiRunConfig {
     }
 
     /// Runs `f` with the configured controller over the configured system's concrete dynamics
-    /// (statically dispatched: [`System::visit`]).
+    /// (statically dispatched: [`SystemKind::visit`]).
     pub fn visit<V: ControllerVisitor>(&self, f: V) -> Result<V::Output, MppiError> {
         struct On<'a, V>(&'a MppiRunConfig, V);
         impl<V: ControllerVisitor> DynamicsVisitor for On<'_, V> {
@@ -206,8 +206,8 @@ impl Run for MppiRun {
     /// The system's and controller's defaults (`first` names them; absent: MPPI on the
     /// pendulum).
     fn defaults(first: Option<&MppiRunConfig>) -> MppiRunConfig {
-        let (k, s) =
-            first.map_or((ControllerKind::Mppi, System::Pendulum), |f| (f.controller, f.system));
+        let (k, s) = first
+            .map_or((ControllerKind::Mppi, SystemKind::Pendulum), |f| (f.controller, f.system));
         MppiRunConfig::defaults(k, s)
     }
 
@@ -321,25 +321,25 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
     finish(dir, r)
 }
 
-fn state_names(sys: System) -> &'static [&'static str] {
+fn state_names(sys: SystemKind) -> &'static [&'static str] {
     match sys {
-        System::Pendulum => &["θ (rad)", "θ̇ (rad/s)"],
-        System::Nav2d => &["x", "y"],
-        System::Basic => &["x₁", "x₂"],
-        System::Cartpole => &["x (m)", "ẋ (m/s)", "θ (rad)", "θ̇ (rad/s)"],
-        System::DiffDrive => &["x (m)", "y (m)", "heading (rad)"],
+        SystemKind::Pendulum => &["θ (rad)", "θ̇ (rad/s)"],
+        SystemKind::Nav2d => &["x", "y"],
+        SystemKind::Basic => &["x₁", "x₂"],
+        SystemKind::Cartpole => &["x (m)", "ẋ (m/s)", "θ (rad)", "θ̇ (rad/s)"],
+        SystemKind::DiffDrive => &["x (m)", "y (m)", "heading (rad)"],
     }
 }
 
 /// The system along the run: 8 frames of the pendulum or the cart-pole; for the planar
 /// systems, the path in the plane (with the goal).
-fn frames(sys: System, states: &[Vec<f64>], stem: &std::path::Path) -> Result<(), RunError> {
+fn frames(sys: SystemKind, states: &[Vec<f64>], stem: &std::path::Path) -> Result<(), RunError> {
     let (blue, red, grey, black) = ([30, 90, 200], [200, 60, 40], [190, 190, 190], [0, 0, 0]);
-    if !matches!(sys, System::Pendulum | System::Cartpole) {
+    if !matches!(sys, SystemKind::Pendulum | SystemKind::Cartpole) {
         let path: Vec<(f64, f64)> = states.iter().map(|x| (x[0], x[1])).collect();
         let goal = match sys {
-            System::Nav2d => vec![(Nav2d::GOAL[0], Nav2d::GOAL[1])],
-            System::DiffDrive => vec![(DiffDrive::GOAL[0], DiffDrive::GOAL[1])],
+            SystemKind::Nav2d => vec![(Nav2d::GOAL[0], Nav2d::GOAL[1])],
+            SystemKind::DiffDrive => vec![(DiffDrive::GOAL[0], DiffDrive::GOAL[1])],
             _ => vec![(0.0, 0.0)],
         };
         let names = state_names(sys);
@@ -358,7 +358,7 @@ fn frames(sys: System, states: &[Vec<f64>], stem: &std::path::Path) -> Result<()
         let i = f * (states.len() - 1) / (n - 1);
         let (x0, x) = (f as f64 * fw, &states[i]);
         c.line(&[(x0, 0.0), (x0, fh)], grey, 1.0);
-        let (cx, cy, th, len) = if sys == System::Pendulum {
+        let (cx, cy, th, len) = if sys == SystemKind::Pendulum {
             (x0 + fw / 2.0, 80.0, x[0], 60.0)
         } else {
             let cart = x0 + fw / 2.0 + x[0].clamp(-2.4, 2.4) / 2.4 * (fw / 2.0 - 14.0);
@@ -389,7 +389,7 @@ mod tests {
     /// Every controller, from every system's defaults, runs its episode with finite costs.
     #[test]
     fn every_controller_swings_up_or_stabilises_every_system() {
-        for system in System::ALL {
+        for system in SystemKind::ALL {
             assert_eq!(system.start().len(), system.nx());
             for kind in [ControllerKind::Mppi, ControllerKind::Smppi, ControllerKind::Kmppi] {
                 let mut cfg = MppiRunConfig::defaults_for(kind, system, 10, 1);

@@ -24,7 +24,7 @@ use kestrel_dynamics::Dynamics;
 use kestrel_evo::EvoError;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
 use kestrel_mppi::tune::{KnobKind, Transform, TuneSpec};
-use kestrel_mppi::{ControllerKind, System};
+use kestrel_mppi::{ControllerKind, SystemKind};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -60,13 +60,13 @@ pub struct MppiQdConfig {
 
 impl Default for MppiQdConfig {
     fn default() -> Self {
-        MppiQdConfig::defaults_for(ControllerKind::Mppi, System::Nav2d)
+        MppiQdConfig::defaults_for(ControllerKind::Mppi, SystemKind::Nav2d)
     }
 }
 
 impl MppiQdConfig {
     /// The defaults over a controller and system (their MPPI run defaults, 20-step episodes).
-    pub fn defaults_for(controller: ControllerKind, system: System) -> Self {
+    pub fn defaults_for(controller: ControllerKind, system: SystemKind) -> Self {
         MppiQdConfig {
             run: MppiRunConfig::defaults_for(controller, system, 20, 0),
             knobs: vec![KnobKind::Lambda, KnobKind::Sigma],
@@ -360,7 +360,7 @@ mod tests {
     fn the_archive_fills_the_same_on_any_thread_count_and_bad_configs_are_refused() {
         let out = std::env::temp_dir().join(format!("kestrel-mppi-qd-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        let mut c = MppiQdConfig::defaults_for(ControllerKind::Mppi, System::Pendulum);
+        let mut c = MppiQdConfig::defaults_for(ControllerKind::Mppi, SystemKind::Pendulum);
         (c.generations, c.batch_size, c.run.steps, c.run.mppi.num_samples) = (4, 6, 8, 64);
         let (a, b) = (go(c.clone(), 1, &out.join("a")), go(c.clone(), 2, &out.join("b")));
         let read = |o: &Outcome, f: &str| std::fs::read_to_string(o.dir.join(f)).unwrap();

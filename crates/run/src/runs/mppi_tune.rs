@@ -14,7 +14,7 @@ use kestrel_dynamics::Dynamics;
 use kestrel_evo::{Driver, EvalKeys, Problem, TellMetrics};
 use kestrel_mppi::batched::Sizes;
 use kestrel_mppi::tune::{KnobKind, TuneProblem, TuneSpec};
-use kestrel_mppi::{Controller, ControllerKind, ControllerVisitor, Mppi, MppiError, System};
+use kestrel_mppi::{Controller, ControllerKind, ControllerVisitor, Mppi, MppiError, SystemKind};
 use kestrel_plot::{LinePlot, Series};
 use serde_json::json;
 use std::path::Path;
@@ -199,7 +199,7 @@ impl MppiTuneConfig {
 impl Default for MppiTuneConfig {
     fn default() -> Self {
         MppiTuneConfig {
-            run: MppiRunConfig::defaults_for(ControllerKind::Mppi, System::Nav2d, 20, 0),
+            run: MppiRunConfig::defaults_for(ControllerKind::Mppi, SystemKind::Nav2d, 20, 0),
             knobs: vec![KnobKind::Lambda, KnobKind::Sigma],
             strategy: kestrel_evo::StrategyKind::CmaEs,
             pop_size: 16,
@@ -661,15 +661,15 @@ mod tests {
             .unwrap();
         }
     }
-    use kestrel_mppi::System;
+    use kestrel_mppi::SystemKind;
 
     /// The starts: the system's alone by default; listed ones, then random ones in their box,
     /// the same for the same seed and other for another.
     #[test]
     fn start_states_are_listed_then_drawn_in_their_box() {
         let c = MppiTuneConfig::default();
-        assert_eq!(c.start_states(), vec![System::Nav2d.start()]);
-        let base = System::Nav2d.start();
+        assert_eq!(c.start_states(), vec![SystemKind::Nav2d.start()]);
+        let base = SystemKind::Nav2d.start();
         let starts =
             TuneStarts { states: vec![vec![1.0, 2.0]], random: 50, spread: vec![0.5, 0.25] };
         let c = MppiTuneConfig { starts, ..MppiTuneConfig::default() };
@@ -735,7 +735,7 @@ mod tests {
         let base = MppiTuneConfig { generations: 1, pop_size: 4, ..MppiTuneConfig::default() };
         let cost = |c: &MppiTuneConfig| run_tune_with(c, None, |_| true).unwrap().start_cost;
         let listed = MppiTuneConfig {
-            starts: TuneStarts { states: vec![System::Nav2d.start()], ..TuneStarts::default() },
+            starts: TuneStarts { states: vec![SystemKind::Nav2d.start()], ..TuneStarts::default() },
             ..base.clone()
         };
         assert_eq!(cost(&base), cost(&listed));
@@ -812,7 +812,7 @@ mod tests {
     fn tune_configs_load_over_their_systems_defaults() {
         let table = |s: &str| s.parse::<toml::Table>().unwrap();
         let c = load_tune(None, table("[run]\nsystem = \"pendulum\"")).unwrap();
-        assert_eq!(c.run.system, System::Pendulum);
+        assert_eq!(c.run.system, SystemKind::Pendulum);
         assert_eq!(c.run.mppi.noise_sigma.len(), 1);
         validate_tune(&c).unwrap();
         let c = load_tune(
@@ -820,9 +820,9 @@ mod tests {
             table("pop_size = 6\n[run]\nsystem = \"basic\"\n[run.mppi]\nlambda = 3.0"),
         )
         .unwrap();
-        assert_eq!((c.pop_size, c.run.mppi.lambda, c.run.system), (6, 3.0, System::Basic));
+        assert_eq!((c.pop_size, c.run.mppi.lambda, c.run.system), (6, 3.0, SystemKind::Basic));
         assert!(load_tune(None, table("[run]\nsystem = \"pendulm\"")).is_err());
         // The default system is unchanged.
-        assert_eq!(load_tune(None, toml::Table::new()).unwrap().run.system, System::Nav2d);
+        assert_eq!(load_tune(None, toml::Table::new()).unwrap().run.system, SystemKind::Nav2d);
     }
 }
