@@ -302,3 +302,46 @@ impl<T: Copy> EpisodicReplay<T> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The distribution's edges: one choice gives 0, γ = 1 is uniform, γ = 0 always 0, the
+    /// draw stays below `n` as `u → 1`, and a small γ puts nearly all mass on offset 0.
+    #[test]
+    fn the_truncated_geometric_at_its_edges() {
+        for gamma in [0.0, 0.2, 0.9, 1.0] {
+            assert_eq!(truncated_geometric(0, gamma, 0.7), 0);
+            assert_eq!(truncated_geometric(1, gamma, 0.7), 0);
+            assert!(truncated_geometric(50, gamma, 1.0 - f64::EPSILON) < 50, "{gamma}");
+        }
+        assert_eq!(truncated_geometric(10, 0.0, 0.99), 0);
+        assert_eq!(truncated_geometric(10, 1.0, 0.55), 5);
+        // P(0) = (1 − γ) / (1 − γ¹⁰) at γ = 0.2: about 0.8.
+        assert_eq!(truncated_geometric(10, 0.2, 0.79), 0);
+        assert_eq!(truncated_geometric(10, 0.2, 0.81), 1);
+        assert_eq!(Convention::PaperCode.default_discount(), 0.9);
+        assert_eq!(Convention::Asymexp.default_discount(), 0.2);
+    }
+
+    /// Bad sizes and an overfull buffer are refused by name, and a refused episode leaves the
+    /// buffer as it was.
+    #[test]
+    fn episodes_are_checked_and_a_full_buffer_keeps_its_contents() {
+        assert!(EpisodicReplay::<u32>::new(0).unwrap_err().to_string().contains("capacity"));
+        let mut r = EpisodicReplay::<u32>::new(5).unwrap();
+        assert!(r.add_episode(&[]).unwrap_err().to_string().contains("episode"));
+        r.add_episode(&[1, 2, 3]).unwrap();
+        let e = r.add_episode(&[4, 5, 6]).unwrap_err();
+        assert_eq!(e, ReplayError::Full { len: 3, capacity: 5, episode: 3 });
+        assert_eq!((r.len(), r.num_episodes(), r.episode(0)), (3, 1, &[1, 2, 3][..]));
+        let (mut s, mut f) = ([0u32; 4], [0u32; 3]);
+        let e = r.sample_pairs(Key::new(0), 0.9, &mut s, &mut f).unwrap_err();
+        assert!(e.to_string().contains("discount/batch"), "{e}");
+        let mut one = EpisodicReplay::<u32>::new(2).unwrap();
+        one.add_episode(&[7]).unwrap();
+        let e = one.sample_pairs(Key::new(0), 0.9, &mut [0], &mut [0]).unwrap_err();
+        assert!(e.to_string().contains("two or more states"), "{e}");
+    }
+}

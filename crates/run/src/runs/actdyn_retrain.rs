@@ -417,3 +417,61 @@ pub fn run(rc: ActdynRetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunEr
     })();
     finish(dir, r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every offline field is checked and named (`offline.FIELD`); `k_steps` is bounded by the
+    /// chunk.
+    #[test]
+    fn offline_configs_are_checked_by_name() {
+        assert!(OfflineConfig::default().validate().is_ok());
+        let bad = [
+            (OfflineConfig { lr: f64::NAN, ..Default::default() }, "offline.lr"),
+            (OfflineConfig { epochs: 0, ..Default::default() }, "offline.epochs"),
+            (OfflineConfig { batch_size: 0, ..Default::default() }, "offline.batch_size"),
+            (OfflineConfig { chunk: 1, ..Default::default() }, "offline.chunk"),
+            (OfflineConfig { num_samples: 0, ..Default::default() }, "offline.num_samples"),
+            (OfflineConfig { chunk: 4, k_steps: 4, ..Default::default() }, "offline.k_steps"),
+            (OfflineConfig { weight_decay: 2.0, ..Default::default() }, "offline.weight_decay"),
+        ];
+        for (c, field) in bad {
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(field), "{field}: {e}");
+        }
+    }
+
+    /// The saved chunks are read back in step order; a missing chunk, a file without its first
+    /// step and a folder without transitions are refused naming the file or folder.
+    #[test]
+    fn saved_transitions_read_back_and_gaps_are_refused() {
+        let dir = std::env::temp_dir().join(format!("kestrel-retrain-{}", std::process::id()));
+        let folder = dir.join("transitions");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&folder).unwrap();
+        assert!(load_transitions(&dir).unwrap_err().to_string().contains("no saved transitions"));
+        let save = |name: &str, first: Option<u64>, rows: usize| {
+            let y: Vec<f64> = (0..rows * 3).map(|i| i as f64).collect();
+            let a: Vec<f64> = (0..rows * 2).map(|i| -(i as f64)).collect();
+            let t: Vec<(String, Vec<usize>, &[f64])> =
+                vec![("next_obs".into(), vec![rows, 3], &y), ("action".into(), vec![rows, 2], &a)];
+            let meta: Vec<(&str, String)> =
+                first.map(|f| vec![("first_step", f.to_string())]).unwrap_or_default();
+            kestrel_nn::save_safetensors(&folder.join(name), &t, &meta).unwrap();
+        };
+        save("00000001.safetensors", Some(1), 4);
+        save("00000005.safetensors", Some(5), 2);
+        let t = load_transitions(&dir).unwrap();
+        assert_eq!((t.obs_dim, t.len()), (3, 6));
+        assert_eq!(&t.next_obs[12..15], &[0.0, 1.0, 2.0]);
+        save("00000009.safetensors", Some(9), 2);
+        let e = load_transitions(&dir).unwrap_err().to_string();
+        assert!(e.contains("00000009") && e.contains("expected 7"), "{e}");
+        std::fs::remove_file(folder.join("00000009.safetensors")).unwrap();
+        save("00000007.safetensors", None, 2);
+        let e = load_transitions(&dir).unwrap_err().to_string();
+        assert!(e.contains("no first_step"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
