@@ -457,8 +457,9 @@ def sweep(spec, *, out_dir="runs/sweeps", engine: str = "ray", threads: int = 1,
 def tune_trainable(config: dict) -> dict:
     """A Ray Tune function trainable running one whole Kestrel run of any kind, through the
     run registry (`kestrel.run`): `config = {"kind": one of kestrel.run_kinds(), "config":
-    {the run's keys}, "threads": 1, "out_dir": optional}`. The run folder goes into `out_dir` (default: the trial's folder);
-    the summary's numbers are reported once, at the end, and returned.
+    {the run's keys}, "threads": 1, "out_dir": optional}`. The run folder goes into `out_dir`
+    (default: the trial's folder); the summary's numbers are reported once, at the end, and
+    returned.
 
     Each trial's result depends only on its config (seed included), so grid search with the
     FIFO scheduler is bit-reproducible; ASHA, PBT and other schedulers decide from timing
