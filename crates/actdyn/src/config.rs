@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Which behaviour a run reproduces.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Profile {
+pub enum ProfileKind {
     /// The reference as it runs.
     #[default]
     Faithful,
@@ -33,8 +33,8 @@ macro_rules! bug_switches {
 
         impl Bugs {
             /// Every switch as the profile sets it (all on for `faithful`, off for `fixed`).
-            pub fn of(profile: Profile) -> Bugs {
-                let on = profile == Profile::Faithful;
+            pub fn of(profile: ProfileKind) -> Bugs {
+                let on = profile == ProfileKind::Faithful;
                 Bugs { $($name: on,)* }
             }
         }
@@ -48,7 +48,7 @@ macro_rules! bug_switches {
 
         impl BugOverrides {
             /// The profile's switches with these overrides applied.
-            pub fn resolve(&self, profile: Profile) -> Bugs {
+            pub fn resolve(&self, profile: ProfileKind) -> Bugs {
                 let b = Bugs::of(profile);
                 Bugs { $($name: self.$name.unwrap_or(b.$name),)* }
             }
@@ -220,7 +220,7 @@ pub enum PolicyKind {
 /// The planner's objective.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Metric {
+pub enum MetricKind {
     /// Σ_p 1/I_p of the accumulated Fisher information (RBF dynamics).
     #[default]
     AOptimality,
@@ -239,10 +239,10 @@ pub enum Metric {
     Composite,
 }
 
-impl Metric {
+impl MetricKind {
     /// Whether this metric plans on the Fisher information of the RBF weights.
     pub fn is_fisher(self) -> bool {
-        matches!(self, Metric::AOptimality | Metric::DOptimality)
+        matches!(self, MetricKind::AOptimality | MetricKind::DOptimality)
     }
 }
 
@@ -251,7 +251,7 @@ impl Metric {
 #[serde(deny_unknown_fields)]
 pub struct Term {
     /// The term's metric (any but `composite`).
-    pub metric: Metric,
+    pub metric: MetricKind,
     /// Its weight (finite; negative rewards the metric).
     pub weight: f64,
 }
@@ -265,7 +265,7 @@ pub struct PolicyConfig {
     /// Steps an action is held (`step` policy; 10).
     pub hold: u64,
     /// Planner objective.
-    pub metric: Metric,
+    pub metric: MetricKind,
     /// The weighted terms of `metric = "composite"`, e.g. `[{metric = "d_optimality", weight =
     /// 0.1}, {metric = "action_cost", weight = 5.0}]`; empty otherwise.
     pub terms: Vec<Term>,
@@ -298,7 +298,7 @@ impl Default for PolicyConfig {
         PolicyConfig {
             kind: PolicyKind::Random,
             hold: 10,
-            metric: Metric::AOptimality,
+            metric: MetricKind::AOptimality,
             terms: Vec::new(),
             goal: [0.0, 0.0],
             horizon: 10,
@@ -318,9 +318,9 @@ impl Default for PolicyConfig {
 impl PolicyConfig {
     /// The planner's objective as weighted metrics: `terms` for a composite, else the one
     /// metric with weight 1.
-    pub fn objective(&self) -> Vec<(f64, Metric)> {
+    pub fn objective(&self) -> Vec<(f64, MetricKind)> {
         match self.metric {
-            Metric::Composite => self.terms.iter().map(|t| (t.weight, t.metric)).collect(),
+            MetricKind::Composite => self.terms.iter().map(|t| (t.weight, t.metric)).collect(),
             m => vec![(1.0, m)],
         }
     }
@@ -374,13 +374,13 @@ mod tests {
 
     #[test]
     fn the_profiles_set_every_switch_and_overrides_take_one() {
-        let on = Bugs::of(Profile::Faithful);
-        let off = Bugs::of(Profile::Fixed);
+        let on = Bugs::of(ProfileKind::Faithful);
+        let off = Bugs::of(ProfileKind::Fixed);
         assert!(on.fisher_off_by_one && on.kl_prior_variance_v && on.env_alpha_autoscale);
         assert!(!off.fisher_off_by_one && !off.kl_prior_variance_v && !off.env_alpha_autoscale);
         let o = BugOverrides { fresh_optimizer: Some(false), ..BugOverrides::default() };
-        let b = o.resolve(Profile::Faithful);
+        let b = o.resolve(ProfileKind::Faithful);
         assert!(!b.fresh_optimizer && b.perturb_single_model);
-        assert_eq!(BugOverrides::default().resolve(Profile::Fixed), off);
+        assert_eq!(BugOverrides::default().resolve(ProfileKind::Fixed), off);
     }
 }

@@ -137,7 +137,7 @@ pub enum DecoderKind {
 /// The observation likelihood.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Likelihood {
+pub enum LikelihoodKind {
     /// Gaussian with a learned per-output variance (reference default).
     Gaussian,
     /// Poisson with rate ŷ (needs a positive rate: log-linear decoder).
@@ -167,7 +167,7 @@ pub struct ModelConfig {
     /// Decoder mapping.
     pub decoder: DecoderKind,
     /// Observation likelihood.
-    pub likelihood: Likelihood,
+    pub likelihood: LikelihoodKind,
     /// Action encoder (identity: the reference's default).
     pub action_encoder: ActionEncoderKind,
 }
@@ -183,7 +183,7 @@ impl Default for ModelConfig {
             residual: false,
             dt: 0.1,
             decoder: DecoderKind::LogLinear,
-            likelihood: Likelihood::Gaussian,
+            likelihood: LikelihoodKind::Gaussian,
             action_encoder: ActionEncoderKind::Identity,
         }
     }
@@ -321,7 +321,7 @@ impl SeqVae {
         if !(cfg.dt.is_finite() && cfg.dt > 0.0 && cfg.dt <= 10.0) {
             return bad("model.dt", cfg.dt.to_string(), "a finite number in (0, 10]");
         }
-        if cfg.likelihood == Likelihood::Poisson && cfg.decoder != DecoderKind::LogLinear {
+        if cfg.likelihood == LikelihoodKind::Poisson && cfg.decoder != DecoderKind::LogLinear {
             return bad(
                 "model.likelihood",
                 "poisson".into(),
@@ -965,7 +965,7 @@ impl SeqVae {
         ws.vy.extend(lv_y.iter().map(|&l| softplus(l) + 1e-6));
         let mut ll = 0.0;
         match self.cfg.likelihood {
-            Likelihood::Gaussian => {
+            LikelihoodKind::Gaussian => {
                 let ln2pi = (2.0 * std::f64::consts::PI).ln();
                 let norm: f64 = ws.vy.iter().map(|v| -0.5 * v.ln() - 0.5 * ln2pi).sum();
                 for r in 0..rows {
@@ -978,7 +978,7 @@ impl SeqVae {
                     ll += -0.5 * acc + norm;
                 }
             }
-            Likelihood::Poisson => {
+            LikelihoodKind::Poisson => {
                 for r in 0..rows {
                     let t = r % t_n;
                     for i in 0..ny {
@@ -1035,14 +1035,14 @@ impl SeqVae {
                     let yh = yhat[r * ny + i];
                     // dℓ/dŷ, then through the link.
                     let dl_dyhat = match self.cfg.likelihood {
-                        Likelihood::Gaussian => {
+                        LikelihoodKind::Gaussian => {
                             let vy = ws.vy[i];
                             let e = yv - yh;
                             let dvy = -0.5 / vy + 0.5 * e * e / (vy * vy);
                             dlv_y[i] -= llw * inv_s * dvy * ws.sig_y[i];
                             e / vy
                         }
-                        Likelihood::Poisson => yv / (yh + 1e-8) - 1.0,
+                        LikelihoodKind::Poisson => yv / (yh + 1e-8) - 1.0,
                     };
                     let g = -llw * inv_s * dl_dyhat;
                     dpre[r * ny + i] = match self.cfg.decoder {

@@ -108,7 +108,7 @@ fn elbo_rbf_matches_reference() {
 /// MLP and RBF dynamics, residual or not, masked, Gaussian and Poisson, both KL variances.
 #[test]
 fn elbo_gradients_match_central_differences() {
-    use kestrel_actdyn::model::{DecoderKind, Likelihood};
+    use kestrel_actdyn::model::{DecoderKind, LikelihoodKind};
     let variants = [
         ("mlp", ModelConfig { obs_dim: 6, ..ModelConfig::default() }, false, 0.0),
         (
@@ -130,7 +130,11 @@ fn elbo_gradients_match_central_differences() {
         ),
         (
             "poisson",
-            ModelConfig { obs_dim: 4, likelihood: Likelihood::Poisson, ..ModelConfig::default() },
+            ModelConfig {
+                obs_dim: 4,
+                likelihood: LikelihoodKind::Poisson,
+                ..ModelConfig::default()
+            },
             false,
             0.3,
         ),

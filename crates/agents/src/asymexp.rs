@@ -31,13 +31,13 @@ use crate::AgentError;
 pub use crate::distinct::DistinctRows;
 use kestrel_core::simd::Real;
 use kestrel_core::{FromInvalid, Key};
-pub use kestrel_envs::asymexp::{AsymexpMap, Version};
+pub use kestrel_envs::asymexp::{AsymexpMap, VersionKind};
 use kestrel_nn::{Activation, Adam, Init, MlpConfig, Sequential, Trainee};
 use kestrel_replay::{RowReplay, RowRule};
 
 /// The optional graph perturbation (`perturbation_type`; config spelling as the reference's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Perturbation {
+pub enum PerturbationKind {
     /// None (the default).
     #[default]
     #[serde(rename = "none")]
@@ -57,7 +57,7 @@ pub enum Perturbation {
 #[derive(Clone, Debug, PartialEq)]
 pub struct AsymexpConfig {
     /// Which version's rules.
-    pub version: Version,
+    pub version: VersionKind,
     /// Components learned (`num_eigenvectors`).
     pub num_eigenvectors: usize,
     /// Hidden widths (ReLU): `hidden_dim` repeated `num_hidden_layers + 1` times.
@@ -83,7 +83,7 @@ pub struct AsymexpConfig {
     /// Decay of the error integral (`integral_decay`).
     pub integral_decay: f64,
     /// Graph perturbation.
-    pub perturbation: Perturbation,
+    pub perturbation: PerturbationKind,
     /// `ε` of the perturbation (`graph_epsilon`).
     pub graph_epsilon: f64,
     /// `s` of the perturbation (`graph_variance_scale`); `δ = exp(−1/s)`.
@@ -99,7 +99,7 @@ impl AsymexpConfig {
     /// The script's defaults: d 10, encoder 2-256-256-256-256-10 (Flax's init), batch 256,
     /// lr 3e-4, discount 0.2, duals −2 on the lower triangle, barrier 0.5 (max 0.5), `a` 1,
     /// `a_I` 0, decay 0.99, no perturbation (ε 0.01, s 0.1), threshold off.
-    pub fn reference(version: Version) -> Self {
+    pub fn reference(version: VersionKind) -> Self {
         AsymexpConfig {
             version,
             num_eigenvectors: 10,
@@ -114,7 +114,7 @@ impl AsymexpConfig {
             step_size_duals: 1.0,
             step_size_duals_i: 0.0,
             integral_decay: 0.99,
-            perturbation: Perturbation::None,
+            perturbation: PerturbationKind::None,
             graph_epsilon: 0.01,
             graph_variance_scale: 0.1,
             threshold: None,
@@ -171,7 +171,7 @@ impl AsymexpConfig {
             );
         }
         if let Some(t) = self.threshold {
-            if self.version == Version::Final {
+            if self.version == VersionKind::Final {
                 return bad(
                     "threshold",
                     t.to_string(),
@@ -384,7 +384,7 @@ pub fn loss_and_grad<T: Real>(
     }
     // The perturbation, over the centred features of φ.
     zeroed(&mut t.graph_perturbation, d);
-    if cfg.perturbation != Perturbation::None {
+    if cfg.perturbation != PerturbationKind::None {
         let (eps, s) = (cfg.graph_epsilon, cfg.graph_variance_scale);
         let delta = (-1.0 / s).exp();
         zeroed(h, n);
@@ -393,11 +393,11 @@ pub fn loss_and_grad<T: Real>(
             let c = |r: usize| f(phi, r, i) - mean;
             // The clipped quantity and its derivative in each centred feature.
             let inner = match cfg.perturbation {
-                Perturbation::SquaredNullGrad => {
+                PerturbationKind::SquaredNullGrad => {
                     (0..n).for_each(|r| h[r] = 2.0 * (c(r) - 1.0) / nf);
                     (0..n).map(|r| (c(r) - 1.0).powi(2)).sum::<f64>() / nf
                 }
-                Perturbation::Squared => {
+                PerturbationKind::Squared => {
                     let mut acc = 0.0;
                     for (r, hr) in h.iter_mut().enumerate() {
                         let x = c(r) - 1.0;
@@ -407,13 +407,13 @@ pub fn loss_and_grad<T: Real>(
                     }
                     acc / nf
                 }
-                Perturbation::Exponential => {
+                PerturbationKind::Exponential => {
                     let var = (0..n).map(|r| c(r).powi(2)).sum::<f64>() / nf;
                     let ex = (-var / s).exp();
                     (0..n).for_each(|r| h[r] = -ex / s * 2.0 * c(r) / nf);
                     ex - delta
                 }
-                Perturbation::None => unreachable!("checked above"),
+                PerturbationKind::None => unreachable!("checked above"),
             };
             t.graph_perturbation[i] = eps * inner.clamp(0.0, 1.0);
             if inner > 0.0 && inner < 1.0 {
@@ -957,7 +957,7 @@ mod tests {
     /// here), the within-episode rows hold the reset state there, so every pair is a real move.
     #[test]
     fn one_step_episodes_drop_or_fill_the_skipped_slot() {
-        let map = AsymexpMap::parse("XXXXX\nXS GX\nXXXXX", "m", Version::Thresholded).unwrap();
+        let map = AsymexpMap::parse("XXXXX\nXS GX\nXXXXX", "m", VersionKind::Thresholded).unwrap();
         let start = map.start_state().unwrap();
         for (rule, len) in [(RowRule::Reference, 6), (RowRule::WithinEpisode, 10)] {
             let mut draws = KeyDraws::new(&map, Key::new(3));
@@ -984,8 +984,9 @@ mod tests {
             }
         }
         // A map whose only free cell is the goal has nowhere to reset: refused when parsed.
-        let e =
-            AsymexpMap::parse("XXX\nXGX\nXXX", "g.txt", Version::Final).unwrap_err().to_string();
+        let e = AsymexpMap::parse("XXX\nXGX\nXXX", "g.txt", VersionKind::Final)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("g.txt") && e.contains("start"), "{e}");
     }
 }

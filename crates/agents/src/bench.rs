@@ -165,7 +165,7 @@ pub fn allo(map: &str, batch: usize, steps: u64) -> Result<AlloTimes, AgentError
     let replay = collect(map.clone(), 4000, 50, 64, 0)?;
     let (mut s, mut f, mut u1, mut u2) =
         (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
-    let conv = kestrel_replay::Convention::PaperCode;
+    let conv = kestrel_replay::ConventionKind::PaperCode;
     let mut failed: Option<AgentError> = None;
     let sample_us = median_us(steps * 5, |i| {
         let k = Key::new(i);
@@ -223,7 +223,7 @@ pub fn asymexp(
     batch: usize,
     steps: u64,
 ) -> Result<AsymexpTimes, AgentError> {
-    use crate::asymexp::{Asymexp, AsymexpConfig, KeyDraws, Version};
+    use crate::asymexp::{Asymexp, AsymexpConfig, KeyDraws, VersionKind};
     if steps == 0 || batch == 0 {
         return Err(AgentError::invalid(
             "steps/batch",
@@ -270,7 +270,7 @@ pub fn asymexp(
     let cfg = AsymexpConfig {
         batch_size: batch,
         num_eigenvectors: 10.min(n),
-        ..AsymexpConfig::reference(Version::Thresholded)
+        ..AsymexpConfig::reference(VersionKind::Thresholded)
     };
     // The updates are timed on 64 batches drawn beforehand, in turn.
     let mut batches = Vec::with_capacity(64);

@@ -2,7 +2,7 @@
 //! sampling and the whole update (encoder pass over the distinct states, the loss, the
 //! backward pass, Adam, the multipliers) reuse their buffers, counted by the allocator.
 
-use kestrel_agents::asymexp::{Asymexp, AsymexpConfig, AsymexpMap, KeyDraws, Version, collect};
+use kestrel_agents::asymexp::{Asymexp, AsymexpConfig, AsymexpMap, KeyDraws, VersionKind, collect};
 use kestrel_core::Key;
 use kestrel_replay::RowRule;
 use kestrel_testkit::{CountingAlloc, allocations_in};
@@ -12,14 +12,15 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 
 #[test]
 fn a_step_allocates_nothing_once_warm() {
-    let map = AsymexpMap::parse("XXXXXXX\nX     X\nX  X  X\nX     X\nXXXXXXX", "m", Version::Final)
-        .unwrap();
+    let map =
+        AsymexpMap::parse("XXXXXXX\nX     X\nX  X  X\nX     X\nXXXXXXX", "m", VersionKind::Final)
+            .unwrap();
     let data = collect(&map, 8, 60, 60, RowRule::Reference, &mut KeyDraws::new(&map, Key::new(1)))
         .unwrap();
     let cfg = AsymexpConfig {
         batch_size: 64,
         hidden: vec![32, 32],
-        ..AsymexpConfig::reference(Version::Thresholded)
+        ..AsymexpConfig::reference(VersionKind::Thresholded)
     };
     let mut a = Asymexp::<f32>::new(cfg, map.coords(), Key::new(2)).unwrap();
     let (mut o, mut x, mut o2, mut un) =

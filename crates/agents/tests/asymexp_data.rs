@@ -4,7 +4,7 @@
 //! draws, recorded per step), the rows it writes, the transition counts, and every replay
 //! sample from its recorded numpy uniforms, including the calls the reference fails.
 
-use kestrel_agents::asymexp::{AsymexpMap, CollectDraws, Collected, Version, collect};
+use kestrel_agents::asymexp::{AsymexpMap, CollectDraws, Collected, VersionKind, collect};
 use kestrel_replay::RowRule;
 use kestrel_testkit::{asymexp_fixture, flat, tensor};
 use serde_json::Value;
@@ -38,7 +38,7 @@ impl CollectDraws for Recorded<'_> {
     }
 }
 
-fn collected(c: &Value, version: Version) -> (AsymexpMap, Collected) {
+fn collected(c: &Value, version: VersionKind) -> (AsymexpMap, Collected) {
     let cfg = &c["config"];
     let mut map = AsymexpMap::parse(cfg["map_text"].as_str().unwrap(), "fixture", version).unwrap();
     if let Some(d) = c.get("doors_canonical").filter(|d| !d.is_null()) {
@@ -62,7 +62,7 @@ fn collected(c: &Value, version: Version) -> (AsymexpMap, Collected) {
     (map, out)
 }
 
-fn check_collection(file: &str, version: Version) {
+fn check_collection(file: &str, version: VersionKind) {
     let Some(fx) = asymexp_fixture(file) else { return };
     let mut seen = 0;
     for (name, c) in fx["configs"].as_object().unwrap() {
@@ -100,7 +100,7 @@ fn check_collection(file: &str, version: Version) {
     assert_eq!(seen, 4, "{file}");
 }
 
-fn check_samples(collect_file: &str, sample_file: &str, version: Version) {
+fn check_samples(collect_file: &str, sample_file: &str, version: VersionKind) {
     let (Some(col), Some(fx)) = (asymexp_fixture(collect_file), asymexp_fixture(sample_file))
     else {
         return;
@@ -156,22 +156,22 @@ fn check_samples(collect_file: &str, sample_file: &str, version: Version) {
 
 #[test]
 fn thresholded_collection_writes_the_references_rows_and_counts() {
-    check_collection("thr_collect.json", Version::Thresholded);
+    check_collection("thr_collect.json", VersionKind::Thresholded);
 }
 
 #[test]
 fn final_collection_writes_the_references_rows_and_counts() {
-    check_collection("final_collect.json", Version::Final);
+    check_collection("final_collect.json", VersionKind::Final);
 }
 
 #[test]
 fn thresholded_replay_samples_match_draw_for_draw() {
-    check_samples("thr_collect.json", "thr_sample.json", Version::Thresholded);
+    check_samples("thr_collect.json", "thr_sample.json", VersionKind::Thresholded);
 }
 
 #[test]
 fn final_replay_samples_match_draw_for_draw() {
-    check_samples("final_collect.json", "final_sample.json", Version::Final);
+    check_samples("final_collect.json", "final_sample.json", VersionKind::Final);
 }
 
 /// Columns of `a` and `b` (`n × k`) equal up to sign, except columns whose eigenvalue is not
@@ -202,7 +202,7 @@ fn close(at: &str, got: &[f64], want: &[f64], tol: f64) {
     assert!(err <= tol * scale, "{at}: off by {err:.3e} (scale {scale:.3e})");
 }
 
-fn check_truth(gt_file: &str, collect_file: &str, version: Version) {
+fn check_truth(gt_file: &str, collect_file: &str, version: VersionKind) {
     use kestrel_agents::laplacian::empirical::{self, TruthRule};
     let (Some(gt), Some(col)) = (asymexp_fixture(gt_file), asymexp_fixture(collect_file)) else {
         return;
@@ -229,13 +229,13 @@ fn check_truth(gt_file: &str, collect_file: &str, version: Version) {
             same_vectors(&format!("{at} {what}"), &dec.vectors, &v, &all, n, k, 1e-8);
         };
         match version {
-            Version::Thresholded => {
+            VersionKind::Thresholded => {
                 let dec =
                     empirical::thresholded(&out.counts, &map.next, n, k, TruthRule::Reference)
                         .unwrap();
                 compare("symmetrised P", &dec, &f64s["sym_transition_matrix"]);
             }
-            Version::Final => {
+            VersionKind::Final => {
                 let gamma = c["gamma"].as_f64().unwrap();
                 let nan = f64s["laplacian_invweighted"]["matrix"].get("has_nonfinite").is_some();
                 let r = empirical::final_truth(
@@ -302,12 +302,12 @@ fn check_truth(gt_file: &str, collect_file: &str, version: Version) {
         let (shape, feats) = tensor(&e["features"]);
         let d = shape[1];
         let truths: Vec<(String, empirical::Decomposed)> = match version {
-            Version::Thresholded => vec![(
+            VersionKind::Thresholded => vec![(
                 "sym_transition_matrix_f64".into(),
                 empirical::thresholded(&out.counts, &map.next, n, 10, TruthRule::Reference)
                     .unwrap(),
             )],
-            Version::Final => {
+            VersionKind::Final => {
                 let t = empirical::final_truth(
                     &out.counts,
                     &map.next,
@@ -353,10 +353,10 @@ fn check_truth(gt_file: &str, collect_file: &str, version: Version) {
 
 #[test]
 fn thresholded_ground_truth_and_metric_match() {
-    check_truth("thr_groundtruth.json", "thr_collect.json", Version::Thresholded);
+    check_truth("thr_groundtruth.json", "thr_collect.json", VersionKind::Thresholded);
 }
 
 #[test]
 fn final_ground_truths_and_metric_match() {
-    check_truth("final_groundtruth.json", "final_collect.json", Version::Final);
+    check_truth("final_groundtruth.json", "final_collect.json", VersionKind::Final);
 }

@@ -3,7 +3,7 @@
 //! the chained updates, in float64 to 1e-9 relative (to each tensor's largest entry) and in
 //! float32 to the smallest tolerance that float32's summation order allows (documented below).
 
-use kestrel_agents::asymexp::{Asymexp, AsymexpConfig, Perturbation, Version};
+use kestrel_agents::asymexp::{Asymexp, AsymexpConfig, PerturbationKind, VersionKind};
 use kestrel_core::simd::Real;
 use kestrel_testkit::{asymexp_fixture, tensor};
 use serde_json::Value;
@@ -16,7 +16,7 @@ const F32_TOL: f64 = 1e-6;
 /// Float64 tolerance (the bar).
 const F64_TOL: f64 = 1e-9;
 
-fn cfg_of(args: &Value, version: Version) -> AsymexpConfig {
+fn cfg_of(args: &Value, version: VersionKind) -> AsymexpConfig {
     let f = |k: &str| args[k].as_f64().unwrap_or_else(|| panic!("args.{k}"));
     let u = |k: &str| args[k].as_u64().unwrap_or_else(|| panic!("args.{k}")) as usize;
     let hidden = vec![u("hidden_dim"); u("num_hidden_layers") + 1];
@@ -35,10 +35,10 @@ fn cfg_of(args: &Value, version: Version) -> AsymexpConfig {
         step_size_duals_i: f("step_size_duals_I"),
         integral_decay: f("integral_decay"),
         perturbation: match args["perturbation_type"].as_str().unwrap() {
-            "none" => Perturbation::None,
-            "exponential" => Perturbation::Exponential,
-            "squared" => Perturbation::Squared,
-            "squared-null-grad" => Perturbation::SquaredNullGrad,
+            "none" => PerturbationKind::None,
+            "exponential" => PerturbationKind::Exponential,
+            "squared" => PerturbationKind::Squared,
+            "squared-null-grad" => PerturbationKind::SquaredNullGrad,
             other => panic!("perturbation {other}"),
         },
         graph_epsilon: f("graph_epsilon"),
@@ -89,7 +89,7 @@ fn scalar(v: &Value) -> f64 {
 }
 
 /// Runs one precision's cases of one variant's `*_loss_small.json`.
-fn loss_cases<T: Real>(file: &str, precision: &str, version: Version, tol: f64) {
+fn loss_cases<T: Real>(file: &str, precision: &str, version: VersionKind, tol: f64) {
     let Some(fx) = asymexp_fixture(file) else { return };
     let base = &fx["args_default"];
     let batches = fx["data"]["batches"].as_array().unwrap();
@@ -146,7 +146,7 @@ fn loss_cases<T: Real>(file: &str, precision: &str, version: Version, tol: f64) 
 
 /// One step at the script's defaults (the 2-256-256-256-256-10 encoder from the fixture's
 /// Flax initialisation, batch 256, duals −2, barrier 0.5), float32.
-fn default_step(prefix: &str, version: Version) {
+fn default_step(prefix: &str, version: VersionKind) {
     let (Some(fx), Some(init), Some(col)) = (
         asymexp_fixture(&format!("{prefix}_loss_default_f32.json")),
         asymexp_fixture("encoder_init_default_seed42.json"),
@@ -200,32 +200,32 @@ fn default_step(prefix: &str, version: Version) {
 
 #[test]
 fn thresholded_default_step_matches_in_f32() {
-    default_step("thr", Version::Thresholded);
+    default_step("thr", VersionKind::Thresholded);
 }
 
 #[test]
 fn final_default_step_matches_in_f32() {
-    default_step("final", Version::Final);
+    default_step("final", VersionKind::Final);
 }
 
 #[test]
 fn thresholded_loss_gradients_and_updates_match_in_f64() {
-    loss_cases::<f64>("thr_loss_small.json", "f64", Version::Thresholded, F64_TOL);
+    loss_cases::<f64>("thr_loss_small.json", "f64", VersionKind::Thresholded, F64_TOL);
 }
 
 #[test]
 fn final_loss_gradients_and_updates_match_in_f64() {
-    loss_cases::<f64>("final_loss_small.json", "f64", Version::Final, F64_TOL);
+    loss_cases::<f64>("final_loss_small.json", "f64", VersionKind::Final, F64_TOL);
 }
 
 #[test]
 fn thresholded_loss_gradients_and_updates_match_in_f32() {
-    loss_cases::<f32>("thr_loss_small.json", "f32", Version::Thresholded, F32_TOL);
+    loss_cases::<f32>("thr_loss_small.json", "f32", VersionKind::Thresholded, F32_TOL);
 }
 
 #[test]
 fn final_loss_gradients_and_updates_match_in_f32() {
-    loss_cases::<f32>("final_loss_small.json", "f32", Version::Final, F32_TOL);
+    loss_cases::<f32>("final_loss_small.json", "f32", VersionKind::Final, F32_TOL);
 }
 
 /// Checks one step's terms, gradients and updated parameters against the fixture's `step`.
@@ -237,7 +237,7 @@ fn check_step<T: Real>(
     step: &Value,
     obs: &[u32],
     before_phi: &[f64],
-    version: Version,
+    version: VersionKind,
     tol: f64,
 ) {
     let cfg = a.config();
@@ -288,7 +288,7 @@ fn check_step<T: Real>(
         ("graph_losses", &t.graph_losses),
     ] {
         // The final file has no threshold mask.
-        if im.get(key).is_none() && version == Version::Final {
+        if im.get(key).is_none() && version == VersionKind::Final {
             continue;
         }
         close(&format!("{at} {key}"), got, &tensor(&im[key]).1, tol);
@@ -349,7 +349,7 @@ fn e2e_replay<T: Real>(prefix: &str, curves: &str) -> Option<Vec<(u64, f64, Stri
         asymexp_fixture(&format!("{prefix}_e2e.json"))?,
         asymexp_fixture("encoder_init_default_seed42.json")?,
     );
-    let version = if prefix == "thr" { Version::Thresholded } else { Version::Final };
+    let version = if prefix == "thr" { VersionKind::Thresholded } else { VersionKind::Final };
     let cfg = AsymexpConfig::reference(version);
     let d = cfg.num_eigenvectors;
     let coords: Vec<T> =

@@ -5,8 +5,8 @@
 
 use crate::generator::{Family, GenConfig, find_or_generate, generate_bank};
 use crate::{
-    ArcEnv, ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, Layout, LoadOptions, ModeKind,
-    Split, Task, TaskBank,
+    ArcEnv, ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, LayoutKind, LoadOptions, ModeKind,
+    SplitKind, Task, TaskBank,
 };
 use kestrel_core::FromInvalid;
 
@@ -83,9 +83,9 @@ pub struct ArcConfig {
     /// Seed of the generated tasks, when `data` is empty.
     pub gen_seed: u64,
     /// Observation layout: `compact` (grid and dims) or `full` (ARCLE's whole dict).
-    pub layout: Layout,
+    pub layout: LayoutKind,
     /// Pairs an episode draws from: `train` (demonstrations) or `test`.
-    pub split: Split,
+    pub split: SplitKind,
     /// Steps before truncation; 0 for none.
     pub max_episode_steps: u32,
     /// Submits allowed, -1 for unlimited (ARCLE's `max_trial`; o2arc only).

@@ -29,7 +29,7 @@ use crate::action::ArcAction;
 use crate::init::{GridInit, Start};
 use crate::jaxarc::{self, JaxBugs, JaxRewards, JaxarcTable};
 use crate::o2arc::O2arcTable;
-use crate::obs::{self, Layout};
+use crate::obs::{self, LayoutKind};
 use crate::ops::{NUM_OPS, OpTable};
 use crate::state::{ArcState, PairGrids, TaskGrids};
 use crate::task::TaskBank;
@@ -51,7 +51,7 @@ pub enum ModeKind {
 /// Which pairs an episode is drawn from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Split {
+pub enum SplitKind {
     /// Demonstration pairs (ARCLE `adaptation=True`, JaxARC train mode).
     #[default]
     Train,
@@ -65,9 +65,9 @@ pub struct ArcParams {
     /// Semantics mode.
     pub mode: ModeKind,
     /// Observation layout.
-    pub layout: Layout,
+    pub layout: LayoutKind,
     /// Train or test pairs.
-    pub split: Split,
+    pub split: SplitKind,
     /// Tasks to sample from uniformly (indices into the bank); `None` for all.
     pub tasks: Option<Arc<[u32]>>,
     /// Fixed pair index (taken modulo the number of pairs); `None` for uniform.
@@ -92,8 +92,8 @@ impl Default for ArcParams {
     fn default() -> Self {
         ArcParams {
             mode: ModeKind::O2arc,
-            layout: Layout::Compact,
-            split: Split::Train,
+            layout: LayoutKind::Compact,
+            split: SplitKind::Train,
             tasks: None,
             pair: None,
             max_trials: -1,
@@ -122,7 +122,11 @@ impl ArcParams {
     /// The `jaxarc` op table with these params' settings.
     #[inline]
     pub fn jaxarc_table(&self) -> JaxarcTable {
-        JaxarcTable { rewards: self.rewards, bugs: self.bugs, train: self.split == Split::Train }
+        JaxarcTable {
+            rewards: self.rewards,
+            bugs: self.bugs,
+            train: self.split == SplitKind::Train,
+        }
     }
 }
 
@@ -344,7 +348,7 @@ impl<const S: usize> ArcEnv<S> {
     #[inline]
     pub fn write_obs(&self, p: &ArcParams, s: &ArcState<S>, obs: &mut [i8]) {
         obs::write_compact(s, obs);
-        if p.layout == Layout::Full {
+        if p.layout == LayoutKind::Full {
             let demos = &self.tasks[s.task as usize].train;
             let pad_input = p.mode == ModeKind::Jaxarc;
             obs::write_full(s, self.pair_of(s), pad_input, demos, p.demo_pairs as usize, obs);
@@ -364,7 +368,7 @@ impl<const S: usize> ArcEnv<S> {
             _ => rng.below(self.tasks.len() as u32),
         } % self.tasks.len() as u32;
         let t = &self.tasks[task as usize];
-        let n = if p.split == Split::Test { t.test.len() } else { t.train.len() } as u32;
+        let n = if p.split == SplitKind::Test { t.test.len() } else { t.train.len() } as u32;
         let pair = match p.pair {
             Some(i) => i as u32 % n,
             None => rng.below(n),
@@ -394,7 +398,7 @@ impl<const S: usize> Env for ArcEnv<S> {
 
     fn reset(&self, p: &ArcParams, key: Key, obs: &mut [i8]) -> ArcState<S> {
         let (task, pair) = self.sample_instance(p, key);
-        let s = self.init_state(p, task, pair, p.split == Split::Test, key);
+        let s = self.init_state(p, task, pair, p.split == SplitKind::Test, key);
         self.write_obs(p, &s, obs);
         s
     }
@@ -527,7 +531,7 @@ mod tests {
                 "4 mod 3 training pairs"
             );
         }
-        let test = ArcParams { split: Split::Test, ..ArcParams::default() };
+        let test = ArcParams { split: SplitKind::Test, ..ArcParams::default() };
         let mut seen = std::collections::BTreeSet::new();
         for seed in 0..200 {
             let (t, pr) = env.sample_instance(&test, Key::new(seed));

@@ -22,11 +22,11 @@
 //! canvases run on `VecEnv`.
 
 use crate::action::{ArcAction, SelKind};
-use crate::env::{ArcEnv, ArcParams, ModeKind, Split};
+use crate::env::{ArcEnv, ArcParams, ModeKind, SplitKind};
 use crate::error::ArcError;
 use crate::init::Start;
 use crate::jaxarc::{JaxBugs, JaxRewards, JaxarcTable};
-use crate::obs::Layout;
+use crate::obs::LayoutKind;
 use crate::ops::NUM_OPS;
 use crate::state::{ArcState, PairGrids};
 use kestrel_core::simd::{Simd, WithSimd, dispatch, for_each_bit_row};
@@ -865,7 +865,7 @@ impl<const S: usize> Starts<S> {
         if !p.init.demo_only() {
             return None; // permutation, empty and random starts are not a finite set
         }
-        let test = p.split == Split::Test;
+        let test = p.split == SplitKind::Test;
         let wrong = p.bugs.wrong_pair_init;
         let mut tasks = Vec::new();
         let mut total = 0usize;
@@ -954,7 +954,7 @@ impl<'a, const S: usize> Ctx<'a, S> {
             params,
             table,
             starts,
-            full: params.layout == Layout::Full,
+            full: params.layout == LayoutKind::Full,
             per: cols.per_env(),
             limit: cols.spec().max_episode_steps,
             n: cols.num_envs(),

@@ -34,13 +34,13 @@ pub mod trace;
 
 pub use action::{ArcAction, SelKind, Selection, sample_action};
 pub use config::{ArcConfig, CANVASES, JaxBugsKind};
-pub use env::{ArcEnv, ArcParams, ModeKind, Split};
+pub use env::{ArcEnv, ArcParams, ModeKind, SplitKind};
 pub use error::ArcError;
 pub use init::{GridInit, Noise, Pattern, Permutation, Start, Transform};
 pub use jaxarc::{JAXARC_OPS, JaxBugs, JaxRewards, JaxarcOp, JaxarcTable};
 pub use lanes::{ArcLanes, LANES, LaneActions, MAX_LANE_SIDE, MAX_START_STATES};
 pub use o2arc::{O2ARC_OPS, O2arcOp, O2arcTable};
-pub use obs::{FullObsView, FullOffsets, Layout};
+pub use obs::{FullObsView, FullOffsets, LayoutKind};
 pub use ops::{NUM_OPS, OpTable};
 pub use state::{ArcState, ObjectState, PairGrids};
 pub use task::{GridData, LoadOptions, MAX_SIDE, Pair, Skipped, Task, TaskBank};

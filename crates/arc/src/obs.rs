@@ -1,4 +1,4 @@
-//! Observations of the ARC environment: the two layouts ([`Layout`]), the offsets of the
+//! Observations of the ARC environment: the two layouts ([`LayoutKind`]), the offsets of the
 //! `full` layout ([`FullOffsets`]) with a typed view of it ([`FullObsView`]), the
 //! observation space of each layout, and the code that writes a state's observation
 //! (plain copies, no allocation).
@@ -10,7 +10,7 @@ use kestrel_core::Space;
 /// Observation layout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Layout {
+pub enum LayoutKind {
     /// Working grid (`S×S`) then its dims `[h, w]`: `S*S + 2` elements.
     #[default]
     Compact,
@@ -19,13 +19,13 @@ pub enum Layout {
     Full,
 }
 
-impl std::str::FromStr for Layout {
+impl std::str::FromStr for LayoutKind {
     type Err = crate::ArcError;
     /// `compact` or `full`.
     fn from_str(s: &str) -> Result<Self, crate::ArcError> {
         match s {
-            "compact" => Ok(Layout::Compact),
-            "full" => Ok(Layout::Full),
+            "compact" => Ok(LayoutKind::Compact),
+            "full" => Ok(LayoutKind::Full),
             _ => {
                 Err(kestrel_core::Invalid::new("layout", format!("{s:?}"), "compact or full")
                     .into())
@@ -112,12 +112,12 @@ fn put_mask<const S: usize>(dst: &mut [i8], m: &Mask<S>) {
 /// The observation space of `layout` on an `S × S` canvas, as a dict in element order;
 /// `low` is the lowest cell value of the working grid, input and clipboard (-1 with
 /// JaxARC's padding, else 0).
-pub(crate) fn obs_space<const S: usize>(layout: Layout, low: f64, demo_pairs: u8) -> Space {
+pub(crate) fn obs_space<const S: usize>(layout: LayoutKind, low: f64, demo_pairs: u8) -> Space {
     let n = S * S;
     let cell = |low: f64| Space::Box { low, high: 9.0, shape: vec![S, S] };
     let dims = Space::Box { low: 0.0, high: S as f64, shape: vec![2] };
     let mut parts = vec![("grid", cell(low)), ("grid_dim", dims.clone())];
-    if layout == Layout::Full {
+    if layout == LayoutKind::Full {
         let bin = |shape: Vec<usize>| Space::Box { low: 0.0, high: 1.0, shape };
         let i8box = |shape: Vec<usize>| Space::Box { low: -128.0, high: 127.0, shape };
         parts.extend([

@@ -4,8 +4,8 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, GridData, JaxBugs, Layout, ModeKind, Pair,
-    SelKind, Selection, Split, Task, TaskBank, sample_action,
+    ArcAction, ArcEnv, ArcParams, ArcState, FullObsView, GridData, JaxBugs, LayoutKind, ModeKind,
+    Pair, SelKind, Selection, SplitKind, Task, TaskBank, sample_action,
 };
 use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use kestrel_testkit::{Conformance, check_env};
@@ -37,7 +37,7 @@ fn policy<const S: usize>(kind: SelKind) -> impl Fn(Key, &[i8], &mut [ArcAction<
 fn conformance_all_modes_and_layouts() {
     let env = generated::<30>();
     for mode in [ModeKind::O2arc, ModeKind::Jaxarc] {
-        for layout in [Layout::Compact, Layout::Full] {
+        for layout in [LayoutKind::Compact, LayoutKind::Full] {
             for kind in [SelKind::Mask, SelKind::BBox, SelKind::Point] {
                 let p =
                     ArcParams { mode, layout, max_episode_steps: Some(40), ..ArcParams::default() };
@@ -51,7 +51,7 @@ fn conformance_all_modes_and_layouts() {
 }
 
 fn state<const S: usize>(env: &ArcEnv<S>, p: &ArcParams) -> ArcState<S> {
-    env.init_state(p, 0, 0, p.split == Split::Test, Key::new(0))
+    env.init_state(p, 0, 0, p.split == SplitKind::Test, Key::new(0))
 }
 
 fn act<const S: usize>(op: i32, sel: Selection<S>) -> ArcAction<S> {
@@ -215,12 +215,12 @@ fn jaxarc_fixed_similarity_eval_success_clear_and_copy_input() {
     let env = one_task::<5>(&["12", "34"], &["12", "34"]);
     let submit = act::<5>(34, Selection::Mask([0; 5]));
     // Eval split: the fix makes the true test output the target, so a correct submit succeeds.
-    let p = ArcParams { split: Split::Test, ..ArcParams::jaxarc() };
+    let p = ArcParams { split: SplitKind::Test, ..ArcParams::jaxarc() };
     let mut s = state(&env, &p);
     let (r, term) = env.apply(&p, &mut s, &submit);
     assert!(term && r == -0.005 + 10.0, "reward {r}");
     let p = ArcParams {
-        split: Split::Test,
+        split: SplitKind::Test,
         bugs: JaxBugs { eval_no_success: true, ..Default::default() },
         ..ArcParams::jaxarc()
     };
@@ -295,7 +295,7 @@ fn jaxarc_fixed_start_grid_is_the_episode_pair() {
 #[test]
 fn full_layout_exposes_the_state() {
     let env = generated::<30>();
-    let p = ArcParams { layout: Layout::Full, demo_pairs: 2, ..ArcParams::default() };
+    let p = ArcParams { layout: LayoutKind::Full, demo_pairs: 2, ..ArcParams::default() };
     let mut v = VecEnv::new(env.clone(), p.clone(), 4, 9).unwrap();
     assert_eq!(v.obs_len(), 30 * 30 * 7 + 5 * 2 + 4 + 2 * (2 * 900 + 4));
     for _ in 0..30 {

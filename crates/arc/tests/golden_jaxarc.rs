@@ -7,7 +7,7 @@
 //! outside 0–34 and bbox/point coordinates off the canvas.
 
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcParams, GridData, JaxBugs, Pair, Selection, Split, Task, TaskBank,
+    ArcAction, ArcEnv, ArcParams, GridData, JaxBugs, Pair, Selection, SplitKind, Task, TaskBank,
 };
 use kestrel_core::Key;
 use kestrel_testkit::{digits, ints, load_fixture, to_digits};
@@ -42,7 +42,7 @@ fn check<const S: usize>(file: &str) {
         let bugs = JaxBugs { wrong_pair_init: false, ..JaxBugs::all() };
         let params = ArcParams {
             bugs,
-            split: if eval { Split::Test } else { Split::Train },
+            split: if eval { SplitKind::Test } else { SplitKind::Train },
             ..ArcParams::jaxarc()
         };
         let mut s = env.init_state(&params, 0, 0, eval, Key::new(0));

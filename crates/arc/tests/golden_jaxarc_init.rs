@@ -10,7 +10,7 @@
 //! builds the start from them ([`ArcEnv::init_state_with`]).
 
 use kestrel_arc::{
-    ArcEnv, ArcParams, GridData, GridInit, JaxBugs, Noise, Pair, Split, Start, Task, TaskBank,
+    ArcEnv, ArcParams, GridData, GridInit, JaxBugs, Noise, Pair, SplitKind, Start, Task, TaskBank,
     Transform,
 };
 use kestrel_testkit::{digits, ints, load_fixture, to_digits};
@@ -92,7 +92,7 @@ fn check<const S: usize>(file: &str) {
         let test = c["test"].as_bool().unwrap();
         let p = ArcParams {
             bugs: JaxBugs::all(),
-            split: if test { Split::Test } else { Split::Train },
+            split: if test { SplitKind::Test } else { SplitKind::Train },
             init: configs[c["config"].as_u64().unwrap() as usize].clone(),
             ..ArcParams::jaxarc()
         };

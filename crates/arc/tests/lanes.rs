@@ -7,8 +7,8 @@
 
 use kestrel_arc::generator::{Family, GenConfig, generate_bank};
 use kestrel_arc::{
-    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, LANES, LaneActions, Layout,
-    MAX_START_STATES, ModeKind, Pattern, Permutation, SelKind, Selection, Split, sample_action,
+    ArcAction, ArcEnv, ArcLanes, ArcParams, GridInit, JaxBugs, LANES, LaneActions, LayoutKind,
+    MAX_START_STATES, ModeKind, Pattern, Permutation, SelKind, Selection, SplitKind, sample_action,
 };
 use kestrel_core::{AutoReset, BatchEnv, Env, Key, VecEnv};
 use proptest::prelude::*;
@@ -130,7 +130,7 @@ fn check<const S: usize>(rows: &VecEnv<ArcEnv<S>>, lanes: &ArcLanes<S>, at: &str
     }
 }
 
-fn params(bits: u16, split: Split, limit: u32) -> ArcParams {
+fn params(bits: u16, split: SplitKind, limit: u32) -> ArcParams {
     ArcParams {
         mode: ModeKind::Jaxarc,
         split,
@@ -146,7 +146,7 @@ fn every_bug_switch_alone_all_and_none() {
     let mut sets: Vec<u16> = (0..12).map(|i| 1 << i).collect();
     sets.extend([0, 0xfff]);
     for (i, &b) in sets.iter().enumerate() {
-        for split in [Split::Train, Split::Test] {
+        for split in [SplitKind::Train, SplitKind::Test] {
             same(&env, &params(b, split, 40), 70, i as u64, 60, AutoReset::SameStep, None);
         }
     }
@@ -165,7 +165,7 @@ fn every_start_mode_with_and_without_bugs() {
     };
     for (i, init) in [mixed, dense].into_iter().enumerate() {
         for b in [0, 0xfff] {
-            let p = ArcParams { init: init.clone(), ..params(b, Split::Train, 6) };
+            let p = ArcParams { init: init.clone(), ..params(b, SplitKind::Train, 6) };
             same(&env, &p, 70, 11 + i as u64, 40, AutoReset::SameStep, None);
         }
     }
@@ -184,18 +184,42 @@ fn banks_past_the_start_state_cache_reset_through_the_env() {
     let wrong_pair_init = 1 << 4;
     assert!(bugs(wrong_pair_init).wrong_pair_init);
     for env in [&big, &generated::<5>()] {
-        same(env, &params(wrong_pair_init, Split::Train, 9), 130, 4, 30, AutoReset::SameStep, None);
+        same(
+            env,
+            &params(wrong_pair_init, SplitKind::Train, 9),
+            130,
+            4,
+            30,
+            AutoReset::SameStep,
+            None,
+        );
     }
 }
 
 #[test]
 fn canvases_3_7_and_10() {
     for b in [0, 0x1ff] {
-        same(&generated::<3>(), &params(b, Split::Train, 30), 65, 1, 50, AutoReset::SameStep, None);
-        same(&generated::<7>(), &params(b, Split::Train, 30), 65, 2, 50, AutoReset::SameStep, None);
+        same(
+            &generated::<3>(),
+            &params(b, SplitKind::Train, 30),
+            65,
+            1,
+            50,
+            AutoReset::SameStep,
+            None,
+        );
+        same(
+            &generated::<7>(),
+            &params(b, SplitKind::Train, 30),
+            65,
+            2,
+            50,
+            AutoReset::SameStep,
+            None,
+        );
         same(
             &generated::<10>(),
-            &params(b, Split::Train, 30),
+            &params(b, SplitKind::Train, 30),
             130,
             3,
             50,
@@ -209,32 +233,52 @@ fn canvases_3_7_and_10() {
 fn lane_drawn_random_actions_are_sample_action() {
     let env = generated::<5>();
     for kind in [SelKind::Mask, SelKind::BBox, SelKind::Point] {
-        same(&env, &params(0x1ff, Split::Train, 150), 200, 9, 80, AutoReset::SameStep, Some(kind));
+        same(
+            &env,
+            &params(0x1ff, SplitKind::Train, 150),
+            200,
+            9,
+            80,
+            AutoReset::SameStep,
+            Some(kind),
+        );
     }
     let env = generated::<10>();
-    same(&env, &params(0, Split::Test, 150), 64, 4, 40, AutoReset::SameStep, Some(SelKind::Mask));
+    same(
+        &env,
+        &params(0, SplitKind::Test, 150),
+        64,
+        4,
+        40,
+        AutoReset::SameStep,
+        Some(SelKind::Mask),
+    );
 }
 
 #[test]
 fn next_step_and_disabled_autoreset() {
     let env = generated::<5>();
     for mode in [AutoReset::NextStep, AutoReset::Disabled] {
-        same(&env, &params(0x1ff, Split::Train, 7), 70, 5, 40, mode, None);
+        same(&env, &params(0x1ff, SplitKind::Train, 7), 70, 5, 40, mode, None);
     }
 }
 
 #[test]
 fn full_layout_and_one_env() {
     let env = generated::<5>();
-    let p = ArcParams { layout: Layout::Full, demo_pairs: 2, ..params(0x1ff, Split::Train, 20) };
+    let p = ArcParams {
+        layout: LayoutKind::Full,
+        demo_pairs: 2,
+        ..params(0x1ff, SplitKind::Train, 20)
+    };
     same(&env, &p, 66, 6, 30, AutoReset::SameStep, None);
-    same(&env, &params(0, Split::Train, 20), 1, 7, 60, AutoReset::SameStep, None);
+    same(&env, &params(0, SplitKind::Train, 20), 1, 7, 60, AutoReset::SameStep, None);
 }
 
 #[test]
 fn thread_count_does_not_change_results() {
     let env = generated::<5>();
-    let p = params(0x1ff, Split::Train, 150);
+    let p = params(0x1ff, SplitKind::Train, 150);
     let run = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
@@ -254,7 +298,7 @@ fn thread_count_does_not_change_results() {
 #[test]
 fn given_actions_and_set_state() {
     let env = generated::<5>();
-    let p = params(0x1ff, Split::Train, 150);
+    let p = params(0x1ff, SplitKind::Train, 150);
     let n = 70;
     let mut rows = VecEnv::new(env.clone(), p.clone(), n, 3).unwrap();
     let mut lanes = ArcLanes::new(env.clone(), p.clone(), n, 3).unwrap();
@@ -295,7 +339,7 @@ fn given_actions_and_set_state() {
 #[test]
 fn shards_and_row_resets() {
     let env = generated::<5>();
-    let p = params(0, Split::Train, 12);
+    let p = params(0, SplitKind::Train, 12);
     let per = env.spec(&p).obs_len();
     for mode in [AutoReset::SameStep, AutoReset::NextStep, AutoReset::Disabled] {
         let mut rows = VecEnv::shard(env.clone(), p.clone(), 70, 9, 70).unwrap();
@@ -349,7 +393,7 @@ fn refusals() {
     let env = generated::<5>();
     let o2 = ArcParams { mode: ModeKind::O2arc, ..ArcParams::default() };
     assert!(ArcLanes::new(env.clone(), o2, 4, 0).err().unwrap().to_string().contains("mode"));
-    let p = params(0, Split::Train, 10);
+    let p = params(0, SplitKind::Train, 10);
     assert!(
         ArcLanes::new(env.clone(), p.clone(), 0, 0).err().unwrap().to_string().contains("num_envs")
     );
@@ -370,7 +414,7 @@ proptest! {
     #[test]
     fn any_bug_set_agrees(bits in 0u16..512, test in any::<bool>(), seed in 0u64..1_000, limit in 1u32..60) {
         let env = generated::<5>();
-        let split = if test { Split::Test } else { Split::Train };
+        let split = if test { SplitKind::Test } else { SplitKind::Train };
         same(&env, &params(bits, split, limit), 67, seed, 25, AutoReset::SameStep, None);
     }
 }
@@ -380,7 +424,7 @@ proptest! {
 #[test]
 fn the_mixed_policy_changes_state_with_every_op() {
     let env = generated::<5>();
-    let p = params(0, Split::Train, 150);
+    let p = params(0, SplitKind::Train, 150);
     let mut changed = [false; 35];
     let mut v = VecEnv::new(env.clone(), p.clone(), 256, 0).unwrap();
     for _ in 0..40 {
@@ -412,7 +456,7 @@ fn the_mixed_policy_changes_state_with_every_op() {
 fn rollout_is_one_step_at_a_time() {
     use kestrel_core::Trajectory;
     let env = generated::<5>();
-    let p = params(0x1ff, Split::Train, 7);
+    let p = params(0x1ff, SplitKind::Train, 7);
     let n = 2 * LANES + 5;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let per = env.spec(&p).obs_len();
@@ -501,7 +545,7 @@ fn rollout_is_one_step_at_a_time() {
 fn block_setters_are_the_selections() {
     fn one<const S: usize>() {
         let env = generated::<S>();
-        let p = params(0x1ff, Split::Train, 7);
+        let p = params(0x1ff, SplitKind::Train, 7);
         let (n, steps, cells) = (LANES + 5, 6, S * S);
         let per = env.spec(&p).obs_len();
         let mut r = Key::new(S as u64).rng();

@@ -24,7 +24,7 @@ use crate::EnvError;
 /// `thresholded`, `final`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Version {
+pub enum VersionKind {
     /// Tree `4deb141` (2025-12-27), the one the seed quotes: the optional error threshold, the
     /// symmetrised-transition-matrix ground truth, the legacy format read unstripped.
     #[default]
@@ -64,11 +64,11 @@ pub struct AsymexpMap {
 
 impl AsymexpMap {
     /// Parses `text` with `version`'s rules (see the module docs).
-    pub fn parse(text: &str, name: &str, version: Version) -> Result<Self, EnvError> {
+    pub fn parse(text: &str, name: &str, version: VersionKind) -> Result<Self, EnvError> {
         let err = |what: String| EnvError::Map { path: name.to_string(), what };
         let (rows, blocked_moves, portals) = match version {
-            Version::Thresholded => (legacy(text.split('\n')), Vec::new(), Vec::new()),
-            Version::Final => {
+            VersionKind::Thresholded => (legacy(text.split('\n')), Vec::new(), Vec::new()),
+            VersionKind::Final => {
                 let t = text.trim();
                 if t.split('\n').any(|l| l.contains(',')) {
                     comma(t, &err)?
@@ -188,7 +188,7 @@ impl AsymexpMap {
     }
 
     /// Reads a map file as Python's text mode does (`\r\n` and `\r` read as `\n`).
-    pub fn load(path: &std::path::Path, version: Version) -> Result<Self, EnvError> {
+    pub fn load(path: &std::path::Path, version: VersionKind) -> Result<Self, EnvError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| EnvError::Io { path: path.display().to_string(), source: e })?;
         let text = text.replace("\r\n", "\n").replace('\r', "\n");

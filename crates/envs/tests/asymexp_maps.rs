@@ -3,7 +3,7 @@
 //! start, goal, doors, canonical numbering, valid starts, the one-step table from every state
 //! and the goal's terminal flag.
 
-use kestrel_envs::asymexp::{AsymexpMap, Version};
+use kestrel_envs::asymexp::{AsymexpMap, VersionKind};
 use kestrel_testkit::{asymexp_fixture, flat};
 use serde_json::Value;
 
@@ -11,7 +11,7 @@ fn ints(v: &Value) -> Vec<i64> {
     flat(v).iter().map(|&x| x as i64).collect()
 }
 
-fn check(file: &str, version: Version) {
+fn check(file: &str, version: VersionKind) {
     let Some(fx) = asymexp_fixture(file) else { return };
     let mut seen = 0;
     for (name, m) in fx["maps"].as_object().unwrap() {
@@ -79,12 +79,12 @@ fn check(file: &str, version: Version) {
 
 #[test]
 fn thresholded_maps_parse_as_the_reference() {
-    check("thr_env.json", Version::Thresholded);
+    check("thr_env.json", VersionKind::Thresholded);
 }
 
 #[test]
 fn final_maps_parse_as_the_reference() {
-    check("final_env.json", Version::Final);
+    check("final_env.json", VersionKind::Final);
 }
 
 /// Bad maps are refused by name: empty, all walls, a start on a wall is impossible by
@@ -92,14 +92,14 @@ fn final_maps_parse_as_the_reference() {
 #[test]
 fn bad_maps_are_refused_by_name() {
     for (text, want) in [("", "empty map"), ("XX\nXX", "no free cell")] {
-        let e = AsymexpMap::parse(text, "m.txt", Version::Final).unwrap_err().to_string();
+        let e = AsymexpMap::parse(text, "m.txt", VersionKind::Final).unwrap_err().to_string();
         assert!(e.contains("m.txt") && e.contains(want), "{e}");
     }
-    let e = AsymexpMap::parse("X,P99999999999>99999999999U,.", "p.txt", Version::Final)
+    let e = AsymexpMap::parse("X,P99999999999>99999999999U,.", "p.txt", VersionKind::Final)
         .unwrap_err()
         .to_string();
     assert!(e.contains("p.txt") && e.contains("portal"), "{e}");
-    let mut m = AsymexpMap::parse("...", "ok", Version::Thresholded).unwrap();
+    let mut m = AsymexpMap::parse("...", "ok", VersionKind::Thresholded).unwrap();
     assert!(m.block(&[(0, 7)]).unwrap_err().to_string().contains("blocked move (0, 7)"));
 }
 

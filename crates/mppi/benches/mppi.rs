@@ -5,14 +5,14 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use kestrel_core::Key;
 use kestrel_mppi::bench::pendulum_params;
 use kestrel_mppi::systems::BasicLinear;
-use kestrel_mppi::{Controller, Mppi, MppiParams, PendulumDynamics, Precision};
+use kestrel_mppi::{Controller, Mppi, MppiParams, PendulumDynamics, PrecisionKind};
 
 fn bench(c: &mut Criterion) {
     let m = Mppi::new(PendulumDynamics);
-    for precision in [Precision::F64, Precision::F32] {
+    for precision in [PrecisionKind::F64, PrecisionKind::F32] {
         let p = pendulum_params(1000, 20, precision);
         m.validate(&p).unwrap();
-        let name = if precision == Precision::F32 { "f32" } else { "f64" };
+        let name = if precision == PrecisionKind::F32 { "f32" } else { "f64" };
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let mut s = m.init(&p);

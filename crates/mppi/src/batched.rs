@@ -13,7 +13,7 @@
 
 use crate::Controller;
 use crate::mppi::Mppi;
-use crate::params::{Convention, MppiError, MppiParams, Precision};
+use crate::params::{ConventionKind, MppiError, MppiParams, PrecisionKind};
 use crate::state::MppiState;
 use crate::tune::{TuneProblem, TuneSpec};
 use kestrel_core::{FromInvalid, Key};
@@ -152,7 +152,7 @@ pub fn rollout_costs<B: BatchDynamics>(
 /// What batched episodes need of every candidate's params beyond [`Mppi::validate`]: float64
 /// and one rollout per sample (the callbacks roll out each sample once, in f64).
 pub fn check_base(p: &MppiParams) -> Result<(), MppiError> {
-    if p.precision != Precision::F64 {
+    if p.precision != PrecisionKind::F64 {
         return Err(MppiError::invalid("precision", "f32", "f64 with batched dynamics"));
     }
     if p.rollout_samples > 1 {
@@ -219,7 +219,7 @@ pub fn population_costs<B: BatchDynamics>(
             return bad("convention", "mixed".into(), "one convention for the population");
         }
     }
-    let jax = first.convention == Convention::JaxMppi;
+    let jax = first.convention == ConventionKind::JaxMppi;
     let live: Vec<usize> =
         (0..params.len()).filter(|&c| mppi.validate(&params[c]).is_ok()).collect();
     if live.is_empty() {
@@ -444,10 +444,10 @@ mod tests {
     #[test]
     fn batched_episodes_cost_exactly_what_single_episodes_cost() {
         let cases = [
-            (SystemKind::Nav2d, Convention::PytorchMppi),
-            (SystemKind::Pendulum, Convention::PytorchMppi),
-            (SystemKind::Basic, Convention::JaxMppi),
-            (SystemKind::Nav2d, Convention::JaxMppi),
+            (SystemKind::Nav2d, ConventionKind::PytorchMppi),
+            (SystemKind::Pendulum, ConventionKind::PytorchMppi),
+            (SystemKind::Basic, ConventionKind::JaxMppi),
+            (SystemKind::Nav2d, ConventionKind::JaxMppi),
         ];
         for (system, convention) in cases {
             let base = MppiParams { num_samples: 24, convention, ..system.default_params() };
@@ -482,8 +482,8 @@ mod tests {
         let p = SystemKind::Nav2d.default_params();
         let starts = vec![SystemKind::Nav2d.start()];
         let key = Key::new(0);
-        let jax = MppiParams { convention: Convention::JaxMppi, ..p.clone() };
-        let f32 = MppiParams { precision: Precision::F32, ..p.clone() };
+        let jax = MppiParams { convention: ConventionKind::JaxMppi, ..p.clone() };
+        let f32 = MppiParams { precision: PrecisionKind::F32, ..p.clone() };
         for (params, what) in [(vec![p.clone(), jax], "convention"), (vec![f32], "precision")] {
             match population_costs(&d, &params, &starts, 2, key) {
                 Err(BatchedError::Invalid(e)) => assert!(e.to_string().contains(what), "{e}"),

@@ -1,11 +1,11 @@
 //! Timings of the controllers (`kestrel mppi bench`, `tools/compare/mppi.py`).
 
-use crate::{Controller, Mppi, MppiError, MppiParams, PendulumDynamics, Precision};
+use crate::{Controller, Mppi, MppiError, MppiParams, PendulumDynamics, PrecisionKind};
 use kestrel_core::Key;
 
 /// The benchmark problem's settings: pytorch-mppi's pendulum (σ = 1, |u| ≤ 2) with
 /// `num_samples` samples over `horizon` steps, in `precision` (for [`PendulumDynamics`]).
-pub fn pendulum_params(num_samples: usize, horizon: usize, precision: Precision) -> MppiParams {
+pub fn pendulum_params(num_samples: usize, horizon: usize, precision: PrecisionKind) -> MppiParams {
     MppiParams {
         num_samples,
         horizon,
@@ -23,7 +23,7 @@ pub fn pendulum_command_us(
     num_samples: usize,
     horizon: usize,
     commands: u64,
-    precision: Precision,
+    precision: PrecisionKind,
 ) -> Result<f64, MppiError> {
     if commands == 0 {
         return Err(MppiError::from(kestrel_core::Invalid::new("commands", 0, "at least 1")));

@@ -8,7 +8,7 @@
 //! [`Controller::base`] exposes the shared MPPI knobs (K, T, λ, Σ, μ, bounds...) so the tuner
 //! can set them on any controller.
 
-use crate::params::{Convention, MppiError, MppiParams};
+use crate::params::{ConventionKind, MppiError, MppiParams};
 use crate::rollout::draw_normals;
 use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
@@ -51,7 +51,7 @@ pub trait Controller: Send + Sync {
     /// One control step from state `x0`, the standard normals from one vectorised draw per 8
     /// samples, `key.fold_in(c)` for samples `8c..8c + 8` (in parallel; the result does not
     /// depend on the thread count). MPPI's f32 mode draws per block of 32 lanes instead
-    /// ([`crate::Precision`]).
+    /// ([`crate::PrecisionKind`]).
     fn command(
         &self,
         key: Key,
@@ -72,7 +72,7 @@ pub trait Controller: Send + Sync {
     /// pytorch-mppi's convention returns the unscaled control, jax-mppi's the scaled one.
     fn applied(p: &Self::Params, out: &[f64], applied: &mut [f64]) {
         let b = Self::base(p);
-        let scale = if b.convention == Convention::JaxMppi { 1.0 } else { b.u_scale };
+        let scale = if b.convention == ConventionKind::JaxMppi { 1.0 } else { b.u_scale };
         for (a, &u) in applied.iter_mut().zip(out) {
             *a = scale * u;
         }

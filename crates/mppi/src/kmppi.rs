@@ -19,7 +19,7 @@
 //! | control cost | `λ Σ_t U_tᵀ Σ⁻¹ (a_t − U_t)` over the horizon | `Σ_j εθ_jᵀ Σ⁻¹ εθ_j` over the support points (no λ), or `Σ \|εθ\|` |
 //! | returned action | `U[..u_per_command]` | `U[..u_per_command] · u_scale` (before the shift) |
 
-use crate::params::{Convention, MppiParams, cholesky, inverse_spd};
+use crate::params::{ConventionKind, MppiParams, cholesky, inverse_spd};
 use crate::rollout::{rollout_cost, rollout_cost_jax, weights};
 use kestrel_core::FromInvalid;
 use kestrel_dynamics::Dynamics;
@@ -116,7 +116,7 @@ impl<D: Dynamics> Kmppi<D> {
                 "none for KMPPI (plain MPPI's sampler only)",
             ));
         }
-        if p.mppi.precision != crate::Precision::F64 {
+        if p.mppi.precision != crate::PrecisionKind::F64 {
             return Err(crate::MppiError::invalid(
                 "precision",
                 "f32",
@@ -196,7 +196,7 @@ impl<D: Dynamics> crate::Controller for Kmppi<D> {
             t * nu,
             "Kmppi::command: the state was made for another horizon (call init)"
         );
-        let jax = m.convention == Convention::JaxMppi;
+        let jax = m.convention == ConventionKind::JaxMppi;
         let steps = if jax { m.u_per_command } else { 1 };
         let key = (t, sp, p.kernel_sigma.to_bits(), steps);
         let mut cache = match s.interp.take() {
@@ -345,7 +345,7 @@ impl<D: Dynamics> crate::Controller for Kmppi<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Controller, Precision};
+    use crate::{Controller, PrecisionKind};
     use kestrel_dynamics::BasicLinear;
 
     /// `linspace` hits both ends, and the interpolation matrix maps the support points to
@@ -395,7 +395,9 @@ mod tests {
         );
         assert!(err(&|p| p.kernel_sigma = 0.0).contains("= 3/0:"));
         assert!(err(&|p| p.kernel_sigma = f64::NAN).contains("= 3/NaN:"));
-        assert!(err(&|p| p.mppi.precision = Precision::F32).starts_with("invalid precision = f32"));
+        assert!(
+            err(&|p| p.mppi.precision = PrecisionKind::F32).starts_with("invalid precision = f32")
+        );
     }
 
     /// With one sample its weight is 1, so the control points become the clamped sampled
@@ -427,7 +429,7 @@ mod tests {
         assert!((out[0] - 0.5).abs() < 1e-9, "{out:?}");
 
         let mut jp = p.clone();
-        jp.mppi.convention = Convention::JaxMppi;
+        jp.mppi.convention = ConventionKind::JaxMppi;
         jp.mppi.u_scale = 2.0;
         let mut s = c.init(&jp);
         c.command_with_normals(&jp, &mut s, &x0, &z, &mut out, false);

@@ -1,4 +1,4 @@
-//! MPPI's f32 mode ([`Precision::F32`](crate::Precision)): one SIMD lane per sample.
+//! MPPI's f32 mode ([`PrecisionKind::F32`](crate::PrecisionKind)): one SIMD lane per sample.
 //!
 //! Samples are processed in blocks of [`LANES`]. A block's standard normals, its effective
 //! noise and its controls are structure of arrays (`step × control × lane`), its states
@@ -9,7 +9,7 @@
 //! fixed order, so results do not depend on the thread count either. Nothing allocates once
 //! the state's scratch has grown to the problem's size.
 
-use crate::params::{Convention, MAX_NU, MAX_NX, MppiParams};
+use crate::params::{ConventionKind, MAX_NU, MAX_NX, MppiParams};
 use crate::state::MppiState;
 use kestrel_core::Key;
 use kestrel_core::simd::{Simd, WithSimd, clamp_f32 as clampf, dispatch, exp_f32};
@@ -59,7 +59,7 @@ pub(crate) fn command<D: Dynamics>(
     if let Normals::Given(z) = normals {
         assert_eq!(z.len(), k * t * nu, "Mppi::command: normals length");
     }
-    let jax = p.convention == Convention::JaxMppi;
+    let jax = p.convention == ConventionKind::JaxMppi;
     if shift && !jax {
         s.u.copy_within(nu.., 0);
         s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);

@@ -35,7 +35,7 @@ pub use icem::{
 };
 pub use kmppi::{Kmppi, KmppiParams, KmppiState};
 pub use mppi::{Mppi, Phase};
-pub use params::{Convention, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, Precision};
+pub use params::{ConventionKind, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, PrecisionKind};
 pub use presets::{
     ControllerKind, ControllerVisitor, DynamicsVisitor, KmppiExtras, SmppiExtras, SystemKind,
     with_controller,

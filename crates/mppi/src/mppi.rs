@@ -5,7 +5,8 @@
 
 use crate::controller::Controller;
 use crate::params::{
-    Convention, MAX_NU, MAX_NX, MppiError, MppiParams, Precision, cholesky, invalid, inverse_spd,
+    ConventionKind, MAX_NU, MAX_NX, MppiError, MppiParams, PrecisionKind, cholesky, invalid,
+    inverse_spd,
 };
 use crate::rollout::{
     BLOCK, control_cost, draw_normals, finish, rollout_block, rollout_cost_by, validate_rollouts,
@@ -98,7 +99,7 @@ impl<D: Dynamics> Mppi<D> {
             ));
         }
         check_specific(p, p.specific_actions.len(), p.specific_actions.iter().flatten())?;
-        if p.precision == Precision::F32 {
+        if p.precision == PrecisionKind::F32 {
             // What f32 arithmetic must represent: λ as a normal f32, Σ without overflow.
             if !(1e-30..=1e30).contains(&p.lambda) {
                 return Err(invalid("lambda", p.lambda, "1e-30 to 1e30 with precision f32"));
@@ -107,14 +108,14 @@ impl<D: Dynamics> Mppi<D> {
                 return Err(invalid("noise_sigma", v, "entries within ±1e30 with precision f32"));
             }
         }
-        if p.rollout_samples > 1 && p.precision == Precision::F32 {
+        if p.rollout_samples > 1 && p.precision == PrecisionKind::F32 {
             return Err(invalid(
                 "rollout_samples",
                 p.rollout_samples,
                 "1 with precision f32 (stochastic rollouts run in f64)",
             ));
         }
-        if p.rollout_samples > 1 && p.convention == Convention::JaxMppi {
+        if p.rollout_samples > 1 && p.convention == ConventionKind::JaxMppi {
             return Err(invalid(
                 "rollout_samples",
                 p.rollout_samples,
@@ -232,10 +233,10 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
     fn normals_buffer(s: &mut MppiState) -> &mut Vec<f64> {
         &mut s.normals
     }
-    /// With [`Precision::F32`], the block-major keyed normals of [`Precision`]'s table, drawn
+    /// With [`PrecisionKind::F32`], the block-major keyed normals of [`PrecisionKind`]'s table, drawn
     /// inside the parallel blocks; with `F64`, the trait's sample-major draw.
     fn command(&self, key: Key, p: &MppiParams, s: &mut MppiState, x0: &[f64], out: &mut [f64]) {
-        if p.precision == Precision::F32 {
+        if p.precision == PrecisionKind::F32 {
             let n = crate::lanes::Normals::Keyed(key);
             return crate::lanes::command(&self.dynamics, p, s, x0, n, out, true);
         }
@@ -243,7 +244,7 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
     }
     /// One control step with given standard normals `z` (`K × T × nu`): shift (if asked),
     /// sample `ε = μ + L z`, clamp `U + ε`, roll out, weight, update, return `U[..u_per_command]`.
-    /// On return `s.noise` holds the effective noise. [`Precision::F32`] runs `lanes.rs`.
+    /// On return `s.noise` holds the effective noise. [`PrecisionKind::F32`] runs `lanes.rs`.
     fn command_with_normals(
         &self,
         p: &MppiParams,
@@ -254,7 +255,7 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
         shift: bool,
     ) {
         let d = &self.dynamics;
-        if p.precision == Precision::F32 {
+        if p.precision == PrecisionKind::F32 {
             let n = crate::lanes::Normals::Given(z);
             return crate::lanes::command(d, p, s, x0, n, out, shift);
         }
@@ -270,7 +271,7 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
                         });
                     }
                 } else {
-                    rollout_block(d, x0, t, p.convention == Convention::JaxMppi, costs, ctl);
+                    rollout_block(d, x0, t, p.convention == ConventionKind::JaxMppi, costs, ctl);
                 }
                 true
             }
@@ -377,7 +378,7 @@ impl<D: Dynamics> Mppi<D> {
             t * nu,
             "Mppi::command: the state was made for another horizon (call init)"
         );
-        let jax = p.convention == Convention::JaxMppi;
+        let jax = p.convention == ConventionKind::JaxMppi;
         if shift && !jax {
             s.u.copy_within(nu.., 0);
             s.u[(t - 1) * nu..].copy_from_slice(&p.u_init);
@@ -513,11 +514,11 @@ fn check_specific<'a>(
             format!("at most num_samples{null} = {room}"),
         ));
     }
-    if p.convention != Convention::PytorchMppi {
+    if p.convention != ConventionKind::PytorchMppi {
         let why = "none under the jax-mppi convention (it has no specific sampler)";
         return Err(invalid("specific_actions", format!("{n} sequences"), why));
     }
-    if p.precision != Precision::F64 {
+    if p.precision != PrecisionKind::F64 {
         let why = "none with precision f32 (the lanes sample on their own)";
         return Err(invalid("specific_actions", format!("{n} sequences"), why));
     }
@@ -534,7 +535,7 @@ fn control_costs(
     c_blk: &mut [f64],
 ) {
     let nu = p.u_init.len();
-    let jax = p.convention == Convention::JaxMppi;
+    let jax = p.convention == ConventionKind::JaxMppi;
     for (e, cost) in e_blk.chunks(p.horizon * nu).zip(c_blk.iter_mut()) {
         let ctrl = control_cost(e, u_nom, &sigma_inv[..nu * nu], nu, jax, p.noise_abs_cost);
         let total = *cost + if jax { 0.5 * ctrl } else { p.lambda * ctrl };
@@ -587,9 +588,9 @@ mod tests {
         assert!(err(with(vec![vec![0.5, 0.5]; 4])).contains("at most num_samples = 3"));
         let null = MppiParams { sample_null_action: true, ..with(vec![vec![0.5, 0.5]; 3]) };
         assert!(err(null).contains("the null action"));
-        let jax = MppiParams { convention: Convention::JaxMppi, ..with(vec![vec![0.5, 0.5]]) };
+        let jax = MppiParams { convention: ConventionKind::JaxMppi, ..with(vec![vec![0.5, 0.5]]) };
         assert!(err(jax).contains("jax-mppi"));
-        let f32 = MppiParams { precision: Precision::F32, ..with(vec![vec![0.5, 0.5]]) };
+        let f32 = MppiParams { precision: PrecisionKind::F32, ..with(vec![vec![0.5, 0.5]]) };
         assert!(err(f32).contains("f32"));
         let mut s = m.init(&p);
         let e = m.set_specific(&p, &mut s, &[0.5, 0.5, 0.5]).unwrap_err().to_string();
@@ -626,7 +627,7 @@ mod tests {
         }
         let m = Mppi::new(Bad);
         // Both precisions (40 samples: two f32 blocks, the second partly padding).
-        for precision in [Precision::F64, Precision::F32] {
+        for precision in [PrecisionKind::F64, PrecisionKind::F32] {
             let p =
                 MppiParams { num_samples: 40, horizon: 4, precision, ..MppiParams::new(1, 1.0) };
             let mut s = m.init(&p);

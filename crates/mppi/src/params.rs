@@ -1,5 +1,5 @@
 //! MPPI's knobs and their checks: [`MppiParams`] (every runtime knob, pytorch-mppi's
-//! defaults), the arithmetic ([`Precision`]) and the peers' conventions ([`Convention`]), the
+//! defaults), the arithmetic ([`PrecisionKind`]) and the peers' conventions ([`ConventionKind`]), the
 //! crate's error, and the noise covariance's factor and inverse (through
 //! [`kestrel_core::linalg`]). Every other module of the crate imports this one; it imports
 //! none of them.
@@ -74,11 +74,11 @@ pub struct MppiParams {
     pub rollout_var_discount: f64,
     /// Whose conventions `command` follows (MPPI, and SMPPI/KMPPI through their `mppi` field;
     /// their own rows are documented on [`crate::Smppi`] and [`crate::Kmppi`]).
-    pub convention: Convention,
-    /// Arithmetic of sampling, rollouts and weights ([`Precision`]; MPPI only, SMPPI and KMPPI
+    pub convention: ConventionKind,
+    /// Arithmetic of sampling, rollouts and weights ([`PrecisionKind`]; MPPI only, SMPPI and KMPPI
     /// run in f64).
     #[serde(default)]
-    pub precision: Precision,
+    pub precision: PrecisionKind,
     /// Control sequences tried at every command in place of sampled ones (pytorch-mppi's
     /// `SpecificActionSampler` returning fixed sequences: a trajectory prior, "brake", "hold"):
     /// each `horizon × nu` values, row-major, taking samples 0, 1, … (after the null action
@@ -102,7 +102,7 @@ pub struct MppiParams {
 /// The nominal plan, its update and the returned controls stay f64 in both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Precision {
+pub enum PrecisionKind {
     /// Bit-exact f64 (what the golden tests pin).
     #[default]
     F64,
@@ -130,7 +130,7 @@ pub enum Precision {
 /// | exposes costs/weights | yes | no (Kestrel: always, in `MppiState`) |
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Convention {
+pub enum ConventionKind {
     /// pytorch-mppi 0.9.1.
     #[default]
     PytorchMppi,
@@ -159,8 +159,8 @@ impl MppiParams {
             rollout_samples: 1,
             rollout_var_cost: 0.0,
             rollout_var_discount: 0.95,
-            convention: Convention::PytorchMppi,
-            precision: Precision::F64,
+            convention: ConventionKind::PytorchMppi,
+            precision: PrecisionKind::F64,
             specific_actions: Vec::new(),
         }
     }

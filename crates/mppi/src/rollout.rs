@@ -3,7 +3,7 @@
 //! block of samples in structure-of-arrays lanes), the control cost, the weights
 //! `exp(−(S − min S)/λ)`, and the end of a command (clip, return, shift).
 
-use crate::params::{Convention, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, invalid};
+use crate::params::{ConventionKind, MAX_M, MAX_NU, MAX_NX, MppiError, MppiParams, invalid};
 use crate::state::MppiState;
 use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
@@ -230,7 +230,7 @@ pub(crate) fn weights(costs: &[f64], lambda: f64, w: &mut [f64]) {
 pub(crate) fn finish(p: &MppiParams, s: &mut MppiState, out: &mut [f64], shift: bool) {
     let nu = p.u_init.len();
     let t = p.horizon;
-    if p.convention == Convention::JaxMppi {
+    if p.convention == ConventionKind::JaxMppi {
         for (idx, u) in s.u.iter_mut().enumerate() {
             let i = idx % nu;
             *u = u.max(p.u_min[i] / p.u_scale).min(p.u_max[i] / p.u_scale);

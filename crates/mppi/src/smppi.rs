@@ -21,7 +21,7 @@
 //! | smoothness cost | `w Σ_t \|u_scale Δa_t\|²` | the same |
 //! | returned action | `A[..u_per_command]` | `A[..u_per_command] · u_scale` (before the shift) |
 
-use crate::params::{Convention, MppiParams, cholesky, inverse_spd};
+use crate::params::{ConventionKind, MppiParams, cholesky, inverse_spd};
 use crate::rollout::{rollout_cost, rollout_cost_jax, weights};
 use kestrel_core::FromInvalid;
 use kestrel_dynamics::Dynamics;
@@ -87,7 +87,7 @@ impl<D: Dynamics> Smppi<D> {
                 "none for SMPPI (plain MPPI's sampler only)",
             ));
         }
-        if p.mppi.precision != crate::Precision::F64 {
+        if p.mppi.precision != crate::PrecisionKind::F64 {
             return Err(crate::MppiError::invalid(
                 "precision",
                 "f32",
@@ -194,7 +194,7 @@ impl<D: Dynamics> crate::Controller for Smppi<D> {
             t * nu,
             "Smppi::command: the state was made for another horizon (call init)"
         );
-        let jax = m.convention == Convention::JaxMppi;
+        let jax = m.convention == ConventionKind::JaxMppi;
         if shift && !jax {
             s.u.copy_within(nu.., 0);
             s.u[(t - 1) * nu..].copy_from_slice(&m.u_init);
@@ -332,7 +332,7 @@ impl<D: Dynamics> crate::Controller for Smppi<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Controller, Precision};
+    use crate::{Controller, PrecisionKind};
     use kestrel_dynamics::BasicLinear;
 
     /// The smoothness cost by hand: actions `(0, 1), (1, 1), (3, 0)` scaled by 2 differ by
@@ -376,7 +376,9 @@ mod tests {
             "invalid action_min/action_max = [1.0]/[0.0]: nu values each with min <= max"
         );
         assert!(err(&|p| p.action_max = vec![1.0, 2.0]).contains("[-1.0]/[1.0, 2.0]"));
-        assert!(err(&|p| p.mppi.precision = Precision::F32).starts_with("invalid precision = f32"));
+        assert!(
+            err(&|p| p.mppi.precision = PrecisionKind::F32).starts_with("invalid precision = f32")
+        );
     }
 
     /// With one sample (weight 1) from a zero plan, the actions become

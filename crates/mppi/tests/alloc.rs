@@ -4,7 +4,7 @@
 
 use kestrel_core::Key;
 use kestrel_mppi::bench::pendulum_params;
-use kestrel_mppi::{Controller, Mppi, PendulumDynamics, Precision};
+use kestrel_mppi::{Controller, Mppi, PendulumDynamics, PrecisionKind};
 use kestrel_testkit::{CountingAlloc, allocations_in};
 
 #[global_allocator]
@@ -14,7 +14,7 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 fn warm_commands_allocate_nothing() {
     assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    for precision in [Precision::F32, Precision::F64] {
+    for precision in [PrecisionKind::F32, PrecisionKind::F64] {
         let n = pool.install(|| {
             let m = Mppi::new(PendulumDynamics);
             let p = pendulum_params(1000, 20, precision);

@@ -1,4 +1,4 @@
-//! Golden test: `Convention::JaxMppi` against jax-mppi 0.3.0 `mppi.command`, `smppi.command`
+//! Golden test: `ConventionKind::JaxMppi` against jax-mppi 0.3.0 `mppi.command`, `smppi.command`
 //! and `kmppi.command` with the same standard normals (`tools/golden/jax_mppi_command.py`,
 //! x64). Compared: returned action(s) and the updated, shifted nominal sequence (SMPPI: also
 //! the action sequence; KMPPI: also the control points). Tolerance 1e-9 relative (f64 on both
@@ -9,7 +9,7 @@ mod common;
 use common::{Linear, params, replay_case};
 use kestrel_dynamics::Dynamics;
 use kestrel_mppi::{
-    Controller, Convention, Kmppi, KmppiParams, Mppi, PendulumDynamics, Smppi, SmppiParams,
+    Controller, ConventionKind, Kmppi, KmppiParams, Mppi, PendulumDynamics, Smppi, SmppiParams,
 };
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
@@ -36,7 +36,7 @@ impl Dynamics for LinearTerminal {
 }
 
 fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
-    let p = params(case, Convention::JaxMppi);
+    let p = params(case, ConventionKind::JaxMppi);
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
     let mut out = vec![0.0; p.u_per_command * m.dynamics().nu()];
@@ -64,7 +64,7 @@ fn replay_smppi<D: Dynamics>(m: &Smppi<D>, case: &Value) -> usize {
     let pr = &case["params"];
     let get = |k: &str, d: Vec<f64>| pr.get(k).map(floats).unwrap_or(d);
     let p = SmppiParams {
-        mppi: params(case, Convention::JaxMppi),
+        mppi: params(case, ConventionKind::JaxMppi),
         w_action_seq_cost: pr.get("w_action_seq_cost").and_then(Value::as_f64).unwrap_or(1.0),
         delta_t: pr.get("delta_t").and_then(Value::as_f64).unwrap_or(1.0),
         action_min: get("action_min", vec![f64::NEG_INFINITY; nu]),
@@ -83,7 +83,7 @@ fn replay_smppi<D: Dynamics>(m: &Smppi<D>, case: &Value) -> usize {
 fn replay_kmppi<D: Dynamics>(m: &Kmppi<D>, case: &Value) -> usize {
     let nu = case["nu"].as_u64().unwrap() as usize;
     let p = KmppiParams {
-        mppi: params(case, Convention::JaxMppi),
+        mppi: params(case, ConventionKind::JaxMppi),
         num_support_pts: case["params"]["num_support_pts"].as_u64().unwrap() as usize,
         kernel_sigma: 1.0,
     };

@@ -10,7 +10,7 @@ mod common;
 
 use common::{Linear, params, replay_case};
 use kestrel_dynamics::Dynamics;
-use kestrel_mppi::{Controller, Convention, Mppi, PendulumDynamics};
+use kestrel_mppi::{Controller, ConventionKind, Mppi, PendulumDynamics};
 use kestrel_testkit::{floats, load_fixture};
 use serde_json::Value;
 
@@ -41,7 +41,7 @@ impl Dynamics for Ensemble {
 }
 
 fn replay<D: Dynamics>(m: &Mppi<D>, case: &Value) -> usize {
-    let p = params(case, Convention::PytorchMppi);
+    let p = params(case, ConventionKind::PytorchMppi);
     m.validate(&p).unwrap();
     let mut s = m.init(&p);
     let mut out = vec![0.0; p.u_per_command * m.dynamics().nu()];
@@ -78,7 +78,7 @@ fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize 
         (None, None) => (vec![f64::NEG_INFINITY; nu], vec![f64::INFINITY; nu]),
     };
     let p = kestrel_mppi::SmppiParams {
-        mppi: params(case, Convention::PytorchMppi),
+        mppi: params(case, ConventionKind::PytorchMppi),
         w_action_seq_cost: pr.get("w_action_seq_cost").and_then(Value::as_f64).unwrap_or(1.0),
         delta_t: pr.get("delta_t").and_then(Value::as_f64).unwrap_or(1.0),
         action_min,
@@ -106,7 +106,7 @@ fn replay_smppi<D: Dynamics>(m: &kestrel_mppi::Smppi<D>, case: &Value) -> usize 
 #[test]
 fn specific_action_samplers_match_pytorch_mppi() {
     fn go<D: Dynamics>(m: &Mppi<D>, case: &Value, through_params: bool) -> usize {
-        let mut p = params(case, Convention::PytorchMppi);
+        let mut p = params(case, ConventionKind::PytorchMppi);
         if !through_params {
             p.specific_actions.clear();
         }
@@ -160,7 +160,7 @@ fn replay_kmppi<D: Dynamics>(m: &kestrel_mppi::Kmppi<D>, case: &Value) -> usize 
     let nu = case["nu"].as_u64().unwrap() as usize;
     let pr = &case["params"];
     let p = kestrel_mppi::KmppiParams {
-        mppi: params(case, Convention::PytorchMppi),
+        mppi: params(case, ConventionKind::PytorchMppi),
         num_support_pts: pr["num_support_pts"].as_u64().unwrap() as usize,
         kernel_sigma: pr["kernel_sigma"].as_f64().unwrap(),
     };

@@ -40,7 +40,7 @@ fn swing_with(p: &MppiParams, seed: u64) -> Vec<f64> {
 #[test]
 fn swings_up_and_balances() {
     // In both precisions (f32: MPPI's SIMD lanes).
-    let f32 = MppiParams { precision: kestrel_mppi::Precision::F32, ..params() };
+    let f32 = MppiParams { precision: kestrel_mppi::PrecisionKind::F32, ..params() };
     for (seed, p) in (0..3).flat_map(|s| [(s, params()), (s, f32.clone())]) {
         let trace = swing_with(&p, seed);
         let tail = &trace[150..];
@@ -77,7 +77,7 @@ fn bad_params_are_errors_naming_the_field() {
     assert!(nan.contains("rollout_var_cost = NaN"), "{nan}");
     let jax = MppiParams {
         rollout_samples: 2,
-        convention: kestrel_mppi::Convention::JaxMppi,
+        convention: kestrel_mppi::ConventionKind::JaxMppi,
         ..params()
     };
     assert!(bad(jax).contains("jax-mppi convention"));

@@ -1,4 +1,4 @@
-//! MPPI's f32 lanes (`Precision::F32`) against the bit-exact f64 mode: the same command from
+//! MPPI's f32 lanes (`PrecisionKind::F32`) against the bit-exact f64 mode: the same command from
 //! the same normals within f32 error on every built-in system and convention, the same values
 //! on 1 and 2 threads, padding lanes that never weigh (non-finite costs: the unit test in
 //! `mppi.rs` runs both precisions) and the diagnostics filled as in f64 (the swing-up in
@@ -8,10 +8,10 @@ use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
 use kestrel_mppi::systems::{BasicLinear, ContinuousCartPole, DiffDrive, DoubleIntegrator, Nav2d};
 use kestrel_mppi::{
-    Controller, Convention, Mppi, MppiParams, MppiState, PendulumDynamics, Precision,
+    Controller, ConventionKind, Mppi, MppiParams, MppiState, PendulumDynamics, PrecisionKind,
 };
 
-fn with(p: &MppiParams, precision: Precision) -> MppiParams {
+fn with(p: &MppiParams, precision: PrecisionKind) -> MppiParams {
     MppiParams { precision, ..p.clone() }
 }
 
@@ -20,7 +20,7 @@ fn with(p: &MppiParams, precision: Precision) -> MppiParams {
 /// output, the weights and the costs (relative to max(1, |cost|)).
 fn compare<D: Dynamics>(d: D, p: &MppiParams, x0: &[f64], commands: u64) -> (f64, f64, f64) {
     let m = Mppi::new(d);
-    let (p64, p32) = (with(p, Precision::F64), with(p, Precision::F32));
+    let (p64, p32) = (with(p, PrecisionKind::F64), with(p, PrecisionKind::F32));
     m.validate(&p64).unwrap();
     m.validate(&p32).unwrap();
     let nu = m.dynamics().nu();
@@ -80,7 +80,7 @@ fn f32_commands_match_f64_within_f32_error() {
     let cart = MppiParams { num_samples: 64, horizon: 20, ..MppiParams::new(1, 5.0) };
     let dd = MppiParams { num_samples: 40, horizon: 10, ..MppiParams::new(2, 0.5) };
     let di = MppiParams { num_samples: 33, horizon: 8, ..MppiParams::new(3, 1.0) };
-    for conv in [Convention::PytorchMppi, Convention::JaxMppi] {
+    for conv in [ConventionKind::PytorchMppi, ConventionKind::JaxMppi] {
         for (extra, name) in
             [(false, "plain"), (true, "null action, |ε| cost, u_scale, 2 per command")]
         {
@@ -125,7 +125,7 @@ fn keyed_run(k: usize) -> (Vec<f64>, MppiState) {
         u_min: vec![-2.0],
         u_max: vec![2.0],
         sample_null_action: true,
-        precision: Precision::F32,
+        precision: PrecisionKind::F32,
         ..MppiParams::new(1, 1.0)
     };
     m.validate(&p).unwrap();
@@ -170,7 +170,7 @@ fn padding_lanes_never_weigh_and_the_null_sample_is_zero() {
         num_samples: 50,
         horizon: 20,
         sample_null_action: true,
-        precision: Precision::F32,
+        precision: PrecisionKind::F32,
         ..MppiParams::new(1, 1.0)
     };
     let mut s = m.init(&p);
@@ -187,19 +187,20 @@ fn padding_lanes_never_weigh_and_the_null_sample_is_zero() {
 #[test]
 fn f32_is_refused_where_it_does_not_run() {
     let m = Mppi::new(PendulumDynamics);
-    let p = MppiParams { rollout_samples: 4, precision: Precision::F32, ..MppiParams::new(1, 1.0) };
+    let p =
+        MppiParams { rollout_samples: 4, precision: PrecisionKind::F32, ..MppiParams::new(1, 1.0) };
     let e = m.validate(&p).unwrap_err().to_string();
     assert!(e.contains("rollout_samples") && e.contains("f32"), "{e}");
     // Values f32 cannot carry are refused, not turned into NaN weights.
     for (p, field) in [
         (
-            MppiParams { lambda: 1e-40, precision: Precision::F32, ..MppiParams::new(1, 1.0) },
+            MppiParams { lambda: 1e-40, precision: PrecisionKind::F32, ..MppiParams::new(1, 1.0) },
             "lambda",
         ),
         (
             MppiParams {
                 noise_sigma: vec![1e40],
-                precision: Precision::F32,
+                precision: PrecisionKind::F32,
                 ..MppiParams::new(1, 1.0)
             },
             "noise_sigma",
@@ -207,11 +208,11 @@ fn f32_is_refused_where_it_does_not_run() {
     ] {
         let e = m.validate(&p).unwrap_err().to_string();
         assert!(e.contains(field) && e.contains("f32"), "{e}");
-        assert!(m.validate(&MppiParams { precision: Precision::F64, ..p }).is_ok());
+        assert!(m.validate(&MppiParams { precision: PrecisionKind::F64, ..p }).is_ok());
     }
     let sm = kestrel_mppi::Smppi::new(PendulumDynamics);
     let sp = kestrel_mppi::SmppiParams {
-        mppi: MppiParams { precision: Precision::F32, ..MppiParams::new(1, 1.0) },
+        mppi: MppiParams { precision: PrecisionKind::F32, ..MppiParams::new(1, 1.0) },
         w_action_seq_cost: 1.0,
         delta_t: 1.0,
         action_min: vec![-1.0],
@@ -232,7 +233,7 @@ fn the_system_enum_gives_the_concrete_systems_values() {
         let p = MppiParams {
             num_samples: 40,
             horizon: 10,
-            precision: Precision::F32,
+            precision: PrecisionKind::F32,
             ..MppiParams::new(nu, 1.0)
         };
         let run = |d: &dyn Fn(&mut Vec<f64>, &mut MppiState)| {

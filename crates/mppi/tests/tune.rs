@@ -217,8 +217,8 @@ fn lambda_and_horizon_are_per_candidate_data() {
 /// returns `U[0]` unscaled (the env applies `u_scale`), jax-mppi returns it already scaled.
 #[test]
 fn episodes_apply_u_scale_once_in_either_convention() {
-    use kestrel_mppi::Convention;
-    for convention in [Convention::PytorchMppi, Convention::JaxMppi] {
+    use kestrel_mppi::ConventionKind;
+    for convention in [ConventionKind::PytorchMppi, ConventionKind::JaxMppi] {
         let p = MppiParams {
             num_samples: 30,
             horizon: 8,
@@ -234,7 +234,7 @@ fn episodes_apply_u_scale_once_in_either_convention() {
         let mut cost = 0.0;
         for t in 0..6 {
             m.command(Key::new(4).fold_in(0).fold_in(t), &p, &mut s, &x, &mut u);
-            let applied = if convention == Convention::JaxMppi { u[0] } else { 2.0 * u[0] };
+            let applied = if convention == ConventionKind::JaxMppi { u[0] } else { 2.0 * u[0] };
             Linear2.step(&x, &[applied], t as usize, &mut next);
             x = next;
             cost += Linear2.running_cost(&x, &[applied], t as usize);

@@ -305,7 +305,7 @@ impl ExternalMppi {
     fn rollout(&self, x0: &[f64], ctl: &[f64], costs: &mut [f64]) -> PyResult<()> {
         use kestrel_mppi::batched::{Block, RolloutScratch, rollout_costs};
         let (k, t) = (self.p.num_samples, self.p.horizon);
-        let jax = self.p.convention == kestrel_mppi::Convention::JaxMppi;
+        let jax = self.p.convention == kestrel_mppi::ConventionKind::JaxMppi;
         let mut x: Vec<f64> = x0.repeat(k);
         let block = Block { first_row: 0, num_samples: k, horizon: t, controls: ctl };
         rollout_costs(&self.batch, jax, &[block], &mut x, costs, &mut RolloutScratch::default())
@@ -341,7 +341,7 @@ impl ExternalMppi {
                 p.rollout_samples
             )));
         }
-        if p.precision != kestrel_mppi::Precision::F64 {
+        if p.precision != kestrel_mppi::PrecisionKind::F64 {
             return Err(value_error(
                 "precision = \"f32\": callback dynamics run in f64 (the f32 lanes are for built-in systems)",
             ));

@@ -6,7 +6,7 @@
 //! [`EpisodicReplay`] keeps whole episodes in one flat array with their start offsets and
 //! lengths recorded when an episode is added, so sampling a batch is arithmetic on indices:
 //! no per-sample search for the episode end (the Python reference walks its list of episodes
-//! per sample). Two sampling conventions are offered ([`Convention`]):
+//! per sample). Two sampling conventions are offered ([`ConventionKind`]):
 //!
 //! | | `PaperCode` (`laplacian_dual_dynamics`) | `Asymexp` (`asymexp/exp_alcl`) |
 //! |---|---|---|
@@ -52,7 +52,7 @@ pub enum ReplayError {
 /// `paper-code`, `asymexp`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Convention {
+pub enum ConventionKind {
     /// ALLO's paper code (`laplacian_dual_dynamics`).
     #[default]
     PaperCode,
@@ -60,12 +60,12 @@ pub enum Convention {
     Asymexp,
 }
 
-impl Convention {
+impl ConventionKind {
     /// The convention's default sampling discount.
     pub fn default_discount(self) -> f64 {
         match self {
-            Convention::PaperCode => 0.9,
-            Convention::Asymexp => 0.2,
+            ConventionKind::PaperCode => 0.9,
+            ConventionKind::Asymexp => 0.2,
         }
     }
 }
@@ -282,7 +282,7 @@ impl<T: Copy> EpisodicReplay<T> {
     pub fn sample_states(
         &self,
         key: Key,
-        conv: Convention,
+        conv: ConventionKind,
         out: &mut [T],
     ) -> Result<(), ReplayError> {
         if self.is_empty() {
@@ -294,8 +294,8 @@ impl<T: Copy> EpisodicReplay<T> {
             let e = r.below(ne) as usize;
             let (st, h) = (self.start[e] as usize, self.len[e] as usize);
             let span = match conv {
-                Convention::PaperCode => h,
-                Convention::Asymexp => (h - 1).max(1),
+                ConventionKind::PaperCode => h,
+                ConventionKind::Asymexp => (h - 1).max(1),
             };
             *o = self.items[st + r.below(span as u32) as usize];
         }
@@ -321,8 +321,8 @@ mod tests {
         // P(0) = (1 − γ) / (1 − γ¹⁰) at γ = 0.2: about 0.8.
         assert_eq!(truncated_geometric(10, 0.2, 0.79), 0);
         assert_eq!(truncated_geometric(10, 0.2, 0.81), 1);
-        assert_eq!(Convention::PaperCode.default_discount(), 0.9);
-        assert_eq!(Convention::Asymexp.default_discount(), 0.2);
+        assert_eq!(ConventionKind::PaperCode.default_discount(), 0.9);
+        assert_eq!(ConventionKind::Asymexp.default_discount(), 0.2);
     }
 
     /// Bad sizes and an overfull buffer are refused by name, and a refused episode leaves the

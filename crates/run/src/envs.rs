@@ -437,8 +437,8 @@ impl EnvConfig for VectorFieldConfig {
     /// The environment of an actdyn run with this `[env]` table, under actdyn's default
     /// profile (faithful: the reference's switches, e.g. its alpha autoscaling).
     fn build(&self, _: EnvId, n: usize, seed: u64, off: u64) -> Built {
-        use kestrel_actdyn::config::{BugOverrides, Profile};
-        let bugs = BugOverrides::default().resolve(Profile::default());
+        use kestrel_actdyn::config::{BugOverrides, ProfileKind};
+        let bugs = BugOverrides::default().resolve(ProfileKind::default());
         let mut p = kestrel_actdyn::env::build_env(&self.env, &bugs, Key::new(self.model_seed))?;
         p.max_episode_steps = (self.max_episode_steps > 0).then_some(self.max_episode_steps);
         p.validate()?;

@@ -455,7 +455,7 @@ mod tests {
     use crate::envs::EnvId;
     use kestrel_arc::generator::{Family, GenConfig, generate_bank};
     use kestrel_arc::{
-        ArcAction, ArcEnv, ArcLanes, ArcParams, ArcState, GridInit, JaxBugs, Layout, SelKind,
+        ArcAction, ArcEnv, ArcLanes, ArcParams, ArcState, GridInit, JaxBugs, LayoutKind, SelKind,
         sample_action,
     };
     use kestrel_core::{AutoReset, BatchEnv, Key, VecEnv};
@@ -475,11 +475,15 @@ mod tests {
         let mixed = GridInit { permutation_weight: 1.0, random_weight: 1.0, ..GridInit::default() };
         let cases = [
             ArcParams { max_episode_steps: Some(6), ..ArcParams::default() },
-            ArcParams { layout: Layout::Full, max_episode_steps: Some(5), ..ArcParams::jaxarc() },
+            ArcParams {
+                layout: LayoutKind::Full,
+                max_episode_steps: Some(5),
+                ..ArcParams::jaxarc()
+            },
             ArcParams {
                 bugs: JaxBugs::all(),
                 init: mixed,
-                split: kestrel_arc::Split::Test,
+                split: kestrel_arc::SplitKind::Test,
                 max_episode_steps: Some(9),
                 ..ArcParams::jaxarc()
             },

@@ -1,11 +1,11 @@
 //! The online loop end to end: both profiles, every policy and field, exact resume from a
 //! checkpoint, identical results on 1 and 2 threads, and configs refused with the field named.
 
-use kestrel_actdyn::config::{FieldKind, Metric, PolicyKind, Profile};
+use kestrel_actdyn::config::{FieldKind, MetricKind, PolicyKind, ProfileKind};
 use kestrel_run::runs::actdyn::{ActdynConfig, ActdynRun};
 
 /// A small E2 (RBF, iCEM) for fast tests: fewer samples and iterations, short window.
-fn small_e2(profile: Profile) -> ActdynConfig {
+fn small_e2(profile: ProfileKind) -> ActdynConfig {
     let mut c = ActdynConfig::e2();
     c.profile = profile;
     c.policy.num_samples = 12;
@@ -53,7 +53,7 @@ fn e1_faithful_trains_from_step_21_with_finite_losses() {
 
 #[test]
 fn every_policy_field_and_profile_runs() {
-    for profile in [Profile::Faithful, Profile::Fixed] {
+    for profile in [ProfileKind::Faithful, ProfileKind::Fixed] {
         for field in [
             FieldKind::LimitCycle,
             FieldKind::DoubleLimitCycle,
@@ -73,7 +73,7 @@ fn every_policy_field_and_profile_runs() {
             }
         }
         let mut c = small_e2(profile);
-        for metric in [Metric::AOptimality, Metric::DOptimality, Metric::ActionCost] {
+        for metric in [MetricKind::AOptimality, MetricKind::DOptimality, MetricKind::ActionCost] {
             c.policy.metric = metric;
             let mut r = ActdynRun::new(c.clone()).unwrap();
             for _ in 0..12 {
@@ -100,7 +100,7 @@ fn every_observation_model_runs() {
         c.env.obs_dim = dim;
         c.model.obs_dim = dim;
         if noise_kind == ObsNoiseKind::Poisson {
-            c.model.likelihood = kestrel_actdyn::model::Likelihood::Poisson;
+            c.model.likelihood = kestrel_actdyn::model::LikelihoodKind::Poisson;
         }
         c.train.window = 6;
         c.train.k_steps = 2;
@@ -121,7 +121,7 @@ fn multi_attractor_field_runs() {
 
 #[test]
 fn resume_from_a_checkpoint_continues_exactly() {
-    for c in [ActdynConfig { steps: 40, ..ActdynConfig::e1() }, small_e2(Profile::Fixed)] {
+    for c in [ActdynConfig { steps: 40, ..ActdynConfig::e1() }, small_e2(ProfileKind::Fixed)] {
         let whole = run_steps(&c, 40);
         let half = run_steps(&c, 25);
         let dir = std::env::temp_dir().join(format!("kestrel-actdyn-ck-{}", std::process::id()));
@@ -144,7 +144,7 @@ fn resume_from_a_checkpoint_continues_exactly() {
 
 #[test]
 fn one_and_two_threads_give_the_same_run() {
-    let c = small_e2(Profile::Faithful);
+    let c = small_e2(ProfileKind::Faithful);
     let go = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
@@ -185,9 +185,9 @@ fn bad_configs_name_the_field() {
 
 #[test]
 fn an_ensemble_plans_on_disagreement_and_resumes_exactly() {
-    let mut c = small_e2(Profile::Fixed);
+    let mut c = small_e2(ProfileKind::Fixed);
     c.train.ensemble = 3;
-    c.policy.metric = Metric::EnsembleDisagreement;
+    c.policy.metric = MetricKind::EnsembleDisagreement;
     let whole = run_steps(&c, 20);
     let half = run_steps(&c, 12);
     let dir = std::env::temp_dir().join(format!("kestrel-actdyn-ens-{}", std::process::id()));
@@ -209,7 +209,7 @@ fn an_ensemble_plans_on_disagreement_and_resumes_exactly() {
 
 #[test]
 fn the_perturbation_switch_moves_only_the_dynamics() {
-    for (profile, moved) in [(Profile::Faithful, true), (Profile::Fixed, false)] {
+    for (profile, moved) in [(ProfileKind::Faithful, true), (ProfileKind::Fixed, false)] {
         let mut c = ActdynConfig::e1();
         c.profile = profile;
         c.train.lr = 0.0;
@@ -274,19 +274,19 @@ fn offline_retraining_lowers_the_loss_and_ignores_threads() {
 #[test]
 fn goal_distance_and_composite_objectives_plan_and_are_checked() {
     use kestrel_actdyn::config::Term;
-    let base = small_e2(Profile::Fixed);
-    let plain = |m: Metric| {
+    let base = small_e2(ProfileKind::Fixed);
+    let plain = |m: MetricKind| {
         let mut c = base.clone();
         c.policy.metric = m;
         c
     };
-    let composite = |terms: &[(Metric, f64)]| {
+    let composite = |terms: &[(MetricKind, f64)]| {
         let mut c = base.clone();
-        c.policy.metric = Metric::Composite;
+        c.policy.metric = MetricKind::Composite;
         c.policy.terms = terms.iter().map(|&(metric, weight)| Term { metric, weight }).collect();
         c
     };
-    for m in [Metric::DOptimality, Metric::ActionCost, Metric::GoalDistance] {
+    for m in [MetricKind::DOptimality, MetricKind::ActionCost, MetricKind::GoalDistance] {
         let (mut a, mut b) = (run_steps(&plain(m), 12), run_steps(&composite(&[(m, 1.0)]), 12));
         for _ in 0..6 {
             let (x, y) = (a.step().unwrap(), b.step().unwrap());
@@ -295,33 +295,33 @@ fn goal_distance_and_composite_objectives_plan_and_are_checked() {
         assert_eq!(a.params, b.params, "{m:?}");
     }
     // The reference's experiment objective, and a goal: the weighted sum is what is planned.
-    let mut c = composite(&[(Metric::DOptimality, 0.1), (Metric::ActionCost, 5.0)]);
+    let mut c = composite(&[(MetricKind::DOptimality, 0.1), (MetricKind::ActionCost, 5.0)]);
     c.policy.goal = [1.0, -1.0];
     let mut r = run_steps(&c, 12);
     assert!(r.step().unwrap().plan_cost.unwrap().is_finite());
-    let mut g = plain(Metric::GoalDistance);
+    let mut g = plain(MetricKind::GoalDistance);
     g.policy.goal = [1.5, 0.5];
     let mut r = run_steps(&g, 12);
     assert!(r.step().unwrap().plan_cost.unwrap() >= 0.0, "a sum of distances");
 
     let bad: Vec<(ActdynConfig, &str)> = vec![
         (composite(&[]), "policy.terms"),
-        (composite(&[(Metric::Composite, 1.0)]), "policy.terms[0].metric"),
+        (composite(&[(MetricKind::Composite, 1.0)]), "policy.terms[0].metric"),
         (
-            composite(&[(Metric::ActionCost, 1.0), (Metric::ActionCost, f64::NAN)]),
+            composite(&[(MetricKind::ActionCost, 1.0), (MetricKind::ActionCost, f64::NAN)]),
             "policy.terms[1].weight",
         ),
         (
             {
-                let mut c = plain(Metric::ActionCost);
-                c.policy.terms = vec![Term { metric: Metric::ActionCost, weight: 1.0 }];
+                let mut c = plain(MetricKind::ActionCost);
+                c.policy.terms = vec![Term { metric: MetricKind::ActionCost, weight: 1.0 }];
                 c
             },
             "policy.terms",
         ),
         (
             {
-                let mut c = plain(Metric::GoalDistance);
+                let mut c = plain(MetricKind::GoalDistance);
                 c.policy.goal = [f64::INFINITY, 0.0];
                 c
             },
@@ -329,8 +329,10 @@ fn goal_distance_and_composite_objectives_plan_and_are_checked() {
         ),
         (
             {
-                let mut c =
-                    composite(&[(Metric::ActionCost, 1.0), (Metric::EnsembleDisagreement, 1.0)]);
+                let mut c = composite(&[
+                    (MetricKind::ActionCost, 1.0),
+                    (MetricKind::EnsembleDisagreement, 1.0),
+                ]);
                 c.train.ensemble = 1;
                 c
             },
@@ -340,7 +342,7 @@ fn goal_distance_and_composite_objectives_plan_and_are_checked() {
             {
                 let mut c = ActdynConfig::e1();
                 c.policy.kind = PolicyKind::Icem;
-                c.policy.metric = Metric::GoalDistance;
+                c.policy.metric = MetricKind::GoalDistance;
                 c
             },
             "policy.metric",

@@ -1,7 +1,7 @@
 //! Shared by the MPPI golden tests: the scripts' linear system and the comparison.
 
 use kestrel_dynamics::Dynamics;
-use kestrel_mppi::{Convention, MppiParams, Precision};
+use kestrel_mppi::{ConventionKind, MppiParams, PrecisionKind};
 use kestrel_testkit::floats;
 use serde_json::Value;
 
@@ -38,7 +38,7 @@ pub fn close(peer: &str, what: &str, got: &[f64], want: &[f64]) {
 
 /// The MPPI params a golden case was generated with (the scripts' keyword names; absent keys
 /// take the peers' defaults).
-pub fn params(case: &Value, convention: Convention) -> MppiParams {
+pub fn params(case: &Value, convention: ConventionKind) -> MppiParams {
     let nu = case["nu"].as_u64().unwrap() as usize;
     let pr = &case["params"];
     let get = |k: &str, d: Vec<f64>| pr.get(k).map(floats).unwrap_or(d);
@@ -63,7 +63,7 @@ pub fn params(case: &Value, convention: Convention) -> MppiParams {
         rollout_var_discount: f("rollout_var_discount", 0.95),
         convention,
         // Every golden test pins the bit-exact f64 mode.
-        precision: Precision::F64,
+        precision: PrecisionKind::F64,
         specific_actions: pr
             .get("specific_actions")
             .map(|v| v.as_array().unwrap().iter().map(floats).collect())

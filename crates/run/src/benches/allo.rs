@@ -4,7 +4,7 @@
 
 use super::{Bench, Report};
 use crate::RunError;
-use crate::runs::allo::Profile;
+use crate::runs::allo::ProfileKind;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -16,7 +16,7 @@ pub struct AlloBenchConfig {
     pub map: String,
     /// `paper` (the default) or `asymexp`: the asymexp profile's collection, truth, sampling
     /// and update at the script's defaults (map files read stripped, as its `room4` string).
-    pub profile: Profile,
+    pub profile: ProfileKind,
     /// Rows per batch (paper: 1024, four sub-batches; asymexp: 256, two batches).
     pub batch_size: Option<usize>,
     /// asymexp: collecting environments (default 1000).
@@ -31,7 +31,7 @@ impl Default for AlloBenchConfig {
     fn default() -> Self {
         AlloBenchConfig {
             map: "builtin:rooms-2-5".into(),
-            profile: Profile::Paper,
+            profile: ProfileKind::Paper,
             batch_size: None,
             num_envs: None,
             num_steps: None,
@@ -48,7 +48,7 @@ impl Bench for AlloBench {
     type Config = AlloBenchConfig;
 
     fn run(c: &AlloBenchConfig) -> Result<Report, RunError> {
-        if c.profile == Profile::Asymexp {
+        if c.profile == ProfileKind::Asymexp {
             return asymexp(c);
         }
         if c.num_envs.is_some() || c.num_steps.is_some() {
@@ -77,8 +77,8 @@ impl Bench for AlloBench {
 }
 
 fn asymexp(c: &AlloBenchConfig) -> Result<Report, RunError> {
-    use kestrel_agents::asymexp::Version;
-    let map = crate::runs::allo_asymexp::resolve_map(&c.map, Version::Final)?;
+    use kestrel_agents::asymexp::VersionKind;
+    let map = crate::runs::allo_asymexp::resolve_map(&c.map, VersionKind::Final)?;
     let (batch, envs, steps) =
         (c.batch_size.unwrap_or(256), c.num_envs.unwrap_or(1000), c.num_steps.unwrap_or(1000));
     let t = kestrel_agents::bench::asymexp(&map, envs, steps, batch, c.steps)?;

@@ -6,7 +6,7 @@
 use super::{Bench, Report};
 use crate::RunError;
 use kestrel_arc::bench::{self, Kernel};
-use kestrel_arc::{ArcConfig, JAXARC_OPS, Layout, ModeKind, O2ARC_OPS, SelKind};
+use kestrel_arc::{ArcConfig, JAXARC_OPS, LayoutKind, ModeKind, O2ARC_OPS, SelKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::time::Instant;
@@ -102,7 +102,7 @@ fn bench<const S: usize>(c: &ArcBenchConfig) -> Result<Report, RunError> {
     }
     // The bound for the observation bytes: copying obs_len bytes per row from one column into
     // another, on the same threads (state must be read to write obs).
-    let bounds: Vec<f64> = if p.layout == Layout::Full {
+    let bounds: Vec<f64> = if p.layout == LayoutKind::Full {
         c.num_envs
             .iter()
             .map(|&n| pool.install(|| bench::copy_bound(n, obs_bytes, c.seconds)))

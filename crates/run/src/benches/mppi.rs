@@ -5,7 +5,7 @@ use super::{Bench, Report};
 use crate::RunError;
 use crate::runs::mppi::MppiRunConfig;
 use crate::runs::mppi_tune::{MppiTuneConfig, run_tune_with};
-use kestrel_mppi::{ControllerKind, Precision, SystemKind};
+use kestrel_mppi::{ControllerKind, PrecisionKind, SystemKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::time::Instant;
@@ -23,7 +23,7 @@ pub struct MppiBenchConfig {
     /// Worker threads.
     pub threads: usize,
     /// Arithmetic: `f64` (bit-exact, the default) or `f32` (SIMD lanes, jax-mppi's float32).
-    pub precision: Precision,
+    pub precision: PrecisionKind,
     /// Time tuning instead: CMA-ES with this many candidates (at least 4) tunes λ and Σ on
     /// jax-mppi's basic example (K=50, T=15, 20 closed-loop steps from (1, −0.5), λ₀=5, Σ₀=1).
     pub tune_pop: Option<usize>,
@@ -38,7 +38,7 @@ impl Default for MppiBenchConfig {
             horizon: 20,
             commands: 300,
             threads: 1,
-            precision: Precision::F64,
+            precision: PrecisionKind::F64,
             tune_pop: None,
             tune_generations: 100,
         }

@@ -15,7 +15,7 @@ use kestrel_core::FromInvalid;
 use kestrel_core::{Budget, Key};
 use kestrel_envs::GridMap;
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
-use kestrel_replay::{Convention, EpisodicReplay};
+use kestrel_replay::{ConventionKind, EpisodicReplay};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -26,7 +26,7 @@ use std::sync::Arc;
 /// Whose code a run follows (config spelling `paper`, `asymexp`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Profile {
+pub enum ProfileKind {
     /// The ICLR paper's code (`laplacian_dual_dynamics`, reference §1.6a), ALLO or GGDO.
     #[default]
     Paper,
@@ -43,7 +43,7 @@ pub struct AlloRunConfig {
     /// Whose code: `paper` (the default; ALLO or GGDO) or `asymexp` (`exp_alcl/allo.py`;
     /// setting it switches every default below to that script's).
     #[serde(default)]
-    pub profile: Profile,
+    pub profile: ProfileKind,
     /// A map file or `builtin:NAME` (open-N, rooms-K-N, four-rooms, maze-N-SEED), as
     /// `GridWorld-v0` spells it. The paper profile reads the paper code's text format; asymexp reads its own
     /// (legacy or, in the final version, comma format with doors).
@@ -77,7 +77,7 @@ pub struct AlloRunConfig {
     /// independent states exclude an episode's last; the asymexp profile samples its own rows,
     /// `asymexp.sampling`).
     #[serde(default)]
-    pub convention: Convention,
+    pub convention: ConventionKind,
     /// Evaluate the cosine similarity every this many steps.
     pub eval_every: u64,
     /// Log the loss terms and the duals every this many steps (`metrics.jsonl`, written off
@@ -108,7 +108,7 @@ fn paper_log_every() -> u64 {
 impl Default for AlloRunConfig {
     fn default() -> Self {
         AlloRunConfig {
-            profile: Profile::Paper,
+            profile: ProfileKind::Paper,
             map: "builtin:rooms-2-5".into(),
             method: MethodKind::Allo,
             num_eigenvectors: 11,
@@ -121,7 +121,7 @@ impl Default for AlloRunConfig {
             lr: paper_lr(),
             discount: paper_discount(),
             hidden: paper_hidden(),
-            convention: Convention::PaperCode,
+            convention: ConventionKind::PaperCode,
             eval_every: 1000,
             log_every: paper_log_every(),
             checkpoint_every: 10_000,
@@ -137,7 +137,7 @@ impl AlloRunConfig {
     /// default map, `room4`: `builtin:four-rooms`.
     pub fn asymexp() -> Self {
         AlloRunConfig {
-            profile: Profile::Asymexp,
+            profile: ProfileKind::Asymexp,
             map: "builtin:four-rooms".into(),
             method: MethodKind::Allo,
             num_eigenvectors: 10,
@@ -150,7 +150,7 @@ impl AlloRunConfig {
             lr: 3e-4,
             discount: 0.2,
             hidden: vec![256; 4],
-            convention: Convention::PaperCode,
+            convention: ConventionKind::PaperCode,
             eval_every: 100,
             log_every: 100,
             checkpoint_every: 5000,
@@ -184,7 +184,7 @@ impl AlloRunConfig {
 
     /// Checks everything that needs no map: sizes and intervals.
     pub fn validate(&self) -> Result<(), AgentError> {
-        if self.profile == Profile::Asymexp {
+        if self.profile == ProfileKind::Asymexp {
             return self.asymexp_config().map(|_| ());
         }
         if self.asymexp != AsymexpSettings::default() {
@@ -470,7 +470,7 @@ impl Run for Allo {
     /// The paper's defaults, or the asymexp script's when the config asks for that profile.
     fn defaults(first: Option<&AlloRunConfig>) -> AlloRunConfig {
         match first.map(|c| c.profile) {
-            Some(Profile::Asymexp) => AlloRunConfig::asymexp(),
+            Some(ProfileKind::Asymexp) => AlloRunConfig::asymexp(),
             _ => AlloRunConfig::default(),
         }
     }
@@ -482,8 +482,8 @@ impl Run for Allo {
     /// See [`AlloRunConfig::budget`].
     fn budget(c: &AlloRunConfig, threads: usize) -> kestrel_core::Budget {
         match c.profile {
-            Profile::Paper => c.budget(threads),
-            Profile::Asymexp => crate::runs::allo_asymexp::budget(c),
+            ProfileKind::Paper => c.budget(threads),
+            ProfileKind::Asymexp => crate::runs::allo_asymexp::budget(c),
         }
     }
 
@@ -491,20 +491,20 @@ impl Run for Allo {
     /// reference's ([`crate::runs::allo_asymexp::outputs`]).
     fn outputs(c: &AlloRunConfig) -> Outputs {
         match c.profile {
-            Profile::Paper => Outputs::new(
+            ProfileKind::Paper => Outputs::new(
                 &["barrier", "cosine_similarity", "ms_per_step", "steps"],
                 &["barrier", "cosine_similarity", "encoder_rows", "graph", "loss"],
             )
             .columns((0..c.num_eigenvectors).map(|i| format!("dual_{i}"))),
-            Profile::Asymexp => crate::runs::allo_asymexp::outputs(c),
+            ProfileKind::Asymexp => crate::runs::allo_asymexp::outputs(c),
         }
     }
 
     fn validate(c: &AlloRunConfig) -> Result<(), RunError> {
         c.validate()?;
         match c.profile {
-            Profile::Paper => drop(GridMap::resolve(&c.map).map_err(AgentError::from)?),
-            Profile::Asymexp => {
+            ProfileKind::Paper => drop(GridMap::resolve(&c.map).map_err(AgentError::from)?),
+            ProfileKind::Asymexp => {
                 let map = crate::runs::allo_asymexp::run_map(c)?;
                 crate::runs::allo_asymexp::check_truth(c, &map)?;
             }
@@ -530,7 +530,7 @@ pub fn run(
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
-    if c.profile == Profile::Asymexp {
+    if c.profile == ProfileKind::Asymexp {
         return crate::runs::allo_asymexp::run(c, resume, launch);
     }
     let stamp = crate::registry::stamp::<Allo>(&c);
@@ -866,13 +866,13 @@ mod tests {
             lr: 5e-4,
             discount: 0.5,
             hidden: vec![32, 16],
-            convention: Convention::Asymexp,
+            convention: ConventionKind::Asymexp,
             ..AlloRunConfig::default()
         };
         let l = c.learner_config().unwrap();
         assert_eq!(
             (l.lr, l.discount, l.hidden.clone(), l.convention),
-            (5e-4, 0.5, vec![32, 16], Convention::Asymexp)
+            (5e-4, 0.5, vec![32, 16], ConventionKind::Asymexp)
         );
         let run = AlloRun::new(AlloRunConfig {
             map: "builtin:open-3".into(),

@@ -23,7 +23,8 @@ use crate::{COMMIT, MetricsSink, Outputs, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::allo::MethodKind;
 use kestrel_agents::asymexp::{
-    Asymexp, AsymexpConfig, AsymexpStep, Collected, KeyDraws, Perturbation, Version, collect,
+    Asymexp, AsymexpConfig, AsymexpStep, Collected, KeyDraws, PerturbationKind, VersionKind,
+    collect,
 };
 use kestrel_agents::laplacian::empirical::{self, Decomposed, TruthRule};
 use kestrel_core::{Budget, FromInvalid, Key};
@@ -42,7 +43,7 @@ use std::path::Path;
 pub struct AsymexpSettings {
     /// `thresholded` (tree 4deb141, the one the seed quotes) or `final` (ba956b1): the ground
     /// truth, the map parser and whether `threshold` exists.
-    pub version: Version,
+    pub version: VersionKind,
     /// Collecting environments, one replay row each (`num_envs`); `num_samples` = `num_envs` ×
     /// steps per environment.
     pub num_envs: usize,
@@ -61,7 +62,7 @@ pub struct AsymexpSettings {
     /// Decay of the error integral (`integral_decay`).
     pub integral_decay: f64,
     /// Graph perturbation: none, exponential, squared, squared-null-grad (`perturbation_type`).
-    pub perturbation: Perturbation,
+    pub perturbation: PerturbationKind,
     /// The perturbation's ε (`graph_epsilon`).
     pub graph_epsilon: f64,
     /// The perturbation's variance scale (`graph_variance_scale`).
@@ -84,9 +85,9 @@ pub struct AsymexpSettings {
 
 impl Default for AsymexpSettings {
     fn default() -> Self {
-        let r = AsymexpConfig::reference(Version::Thresholded);
+        let r = AsymexpConfig::reference(VersionKind::Thresholded);
         AsymexpSettings {
-            version: Version::Thresholded,
+            version: VersionKind::Thresholded,
             num_envs: 1000,
             max_episode_length: 1000,
             duals_init: r.duals_init,
@@ -122,7 +123,7 @@ impl AlloRunConfig {
                 "allo under profile = \"asymexp\" (GGDO is the paper profile's)",
             ));
         }
-        if self.convention != kestrel_replay::Convention::PaperCode {
+        if self.convention != kestrel_replay::ConventionKind::PaperCode {
             return Err(AgentError::invalid(
                 "convention",
                 format!("{:?}", self.convention),
@@ -191,7 +192,7 @@ impl AlloRunConfig {
             }
             other => other,
         })?;
-        if a.version == Version::Final && self.discount >= 1.0 {
+        if a.version == VersionKind::Final && self.discount >= 1.0 {
             return Err(AgentError::invalid(
                 "discount",
                 self.discount,
@@ -227,7 +228,7 @@ pub fn run_map(c: &AlloRunConfig) -> Result<AsymexpMap, AgentError> {
 /// state that is never left (the goal `G`, or a state a fixed start `S` never reaches) makes
 /// the visit distribution singular.
 pub fn check_truth(c: &AlloRunConfig, map: &AsymexpMap) -> Result<(), AgentError> {
-    if c.asymexp.version != Version::Final || c.asymexp.truth != TruthRule::Reference {
+    if c.asymexp.version != VersionKind::Final || c.asymexp.truth != TruthRule::Reference {
         return Ok(());
     }
     let why = if let Some(g) = map.goal {
@@ -260,7 +261,7 @@ pub fn check_truth(c: &AlloRunConfig, map: &AsymexpMap) -> Result<(), AgentError
 
 /// The map of an asymexp run: a file in the reference's format, or `builtin:NAME` (drawn by
 /// `GridMap::builtin`, walls `X`).
-pub fn resolve_map(spec: &str, version: Version) -> Result<AsymexpMap, AgentError> {
+pub fn resolve_map(spec: &str, version: VersionKind) -> Result<AsymexpMap, AgentError> {
     let map = match spec.strip_prefix("builtin:") {
         Some(name) => {
             let g = GridMap::builtin(name)?;
@@ -302,12 +303,12 @@ impl Truth {
         }
         let rule = c.asymexp.truth;
         Ok(match c.asymexp.version {
-            Version::Thresholded => Truth {
+            VersionKind::Thresholded => Truth {
                 name: "sym_transition_matrix",
                 main: empirical::thresholded(&data.counts, &map.next, n, k, rule)?,
                 others: Vec::new(),
             },
-            Version::Final => {
+            VersionKind::Final => {
                 let t = empirical::final_truth(&data.counts, &map.next, n, k, c.discount, rule)?;
                 Truth {
                     name: "invweighted",
@@ -553,8 +554,8 @@ pub fn step_fields(out: &AsymexpStep, duals: &[f32], barrier: f64, d: usize) -> 
 pub fn outputs(c: &AlloRunConfig) -> Outputs {
     let d = c.num_eigenvectors;
     let others: &[&str] = match c.asymexp.version {
-        Version::Thresholded => &[],
-        Version::Final => &["simple", "weighted"],
+        VersionKind::Thresholded => &[],
+        VersionKind::Final => &["simple", "weighted"],
     };
     Outputs::new(&["barrier", "cosine_similarity", "ms_per_step", "steps"], &STEP_TERMS)
         .summary(others.iter().map(|o| format!("cosine_similarity_{o}")))
@@ -770,11 +771,11 @@ pub fn run(
 /// eigenvalue of the transition matrix it scores against; the final version's Laplacian
 /// eigenvalue `−½β` (the sign of the logged `approx_eigenvalue_sum`; its own plot's `+½β`
 /// has the opposite sign). The three read-outs: `kestrel_agents::asymexp::eigenvalue_readouts`.
-pub fn estimate(version: Version, gamma: f64, beta: f64) -> f64 {
+pub fn estimate(version: VersionKind, gamma: f64, beta: f64) -> f64 {
     let [logged, _, thr] = kestrel_agents::asymexp::eigenvalue_readouts(&[beta], gamma);
     match version {
-        Version::Thresholded => thr[0],
-        Version::Final => logged[0],
+        VersionKind::Thresholded => thr[0],
+        VersionKind::Final => logged[0],
     }
 }
 
@@ -785,7 +786,7 @@ fn draw_curves(
     history: &[Value],
     truth: &Truth,
     d: usize,
-    version: Version,
+    version: VersionKind,
     gamma: f64,
 ) -> Result<(), RunError> {
     let m = d.min(truth.main.k);
@@ -914,7 +915,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(f.asymexp.version, Version::Final);
+        assert_eq!(f.asymexp.version, VersionKind::Final);
         let e = RunKind::Allo.check(
             Layers::table(&table(
                 "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"\nthreshold = 0.1",
@@ -934,7 +935,7 @@ mod tests {
             (AlloRunConfig { method: MethodKind::Ggdo, ..a() }, "method"),
             (AlloRunConfig { lr_barrier: Some(0.1), ..a() }, "lr_barrier"),
             (
-                AlloRunConfig { convention: kestrel_replay::Convention::Asymexp, ..a() },
+                AlloRunConfig { convention: kestrel_replay::ConventionKind::Asymexp, ..a() },
                 "convention",
             ),
             (AlloRunConfig { num_samples: 1_000_001, ..a() }, "num_samples"),
@@ -981,7 +982,7 @@ mod tests {
             // Under the paper profile the asymexp settings are an error, not ignored.
             (
                 AlloRunConfig {
-                    asymexp: AsymexpSettings { version: Version::Final, ..Default::default() },
+                    asymexp: AsymexpSettings { version: VersionKind::Final, ..Default::default() },
                     ..AlloRunConfig::default()
                 },
                 "asymexp",
@@ -995,8 +996,11 @@ mod tests {
             assert!(e.contains(field), "{field}: {e}");
         }
         // The same map with the mended truth runs.
-        let fixed =
-            AsymexpSettings { version: Version::Final, truth: TruthRule::Fixed, ..small().asymexp };
+        let fixed = AsymexpSettings {
+            version: VersionKind::Final,
+            truth: TruthRule::Fixed,
+            ..small().asymexp
+        };
         let goal_map = || AlloRunConfig {
             map: goal.to_string_lossy().into(),
             asymexp: fixed.clone(),
@@ -1022,7 +1026,7 @@ mod tests {
             ..small()
         };
         let m = run_map(&c).unwrap();
-        let base = resolve_map(&c.map, Version::Thresholded).unwrap();
+        let base = resolve_map(&c.map, VersionKind::Thresholded).unwrap();
         assert_eq!(m.blocked.len(), 3);
         let doors = base.random_doors(3, 42);
         for &(_, _, t, rev) in &doors {
@@ -1032,7 +1036,11 @@ mod tests {
         std::fs::write(&own, "X,X,X,X\nX,.,DR,X\nX,.,.,X\nX,X,X,X").unwrap();
         let c2 = AlloRunConfig {
             map: own.to_string_lossy().into(),
-            asymexp: AsymexpSettings { version: Version::Final, num_doors: 1, ..small().asymexp },
+            asymexp: AsymexpSettings {
+                version: VersionKind::Final,
+                num_doors: 1,
+                ..small().asymexp
+            },
             ..small()
         };
         assert!(run_map(&c2).unwrap_err().to_string().contains("asymexp.num_doors"));
@@ -1089,7 +1097,7 @@ mod tests {
         let out =
             std::env::temp_dir().join(format!("kestrel-asymexp-folder-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        for version in [Version::Thresholded, Version::Final] {
+        for version in [VersionKind::Thresholded, VersionKind::Final] {
             let c = AlloRunConfig {
                 asymexp: AsymexpSettings { version, ..small().asymexp },
                 ..small()
@@ -1123,7 +1131,11 @@ mod tests {
             let s: Value =
                 serde_json::from_str(&std::fs::read_to_string(o.dir.join("summary.json")).unwrap())
                     .unwrap();
-            assert_eq!(s["cosine_similarity_simple"].is_number(), version == Version::Final, "{s}");
+            assert_eq!(
+                s["cosine_similarity_simple"].is_number(),
+                version == VersionKind::Final,
+                "{s}"
+            );
             // Resume with more steps: the folder goes on from step 20.
             let sets = ["steps=30".to_string()];
             let layers =

@@ -187,7 +187,7 @@ fn rollout<const S: usize>(c: ArcRolloutConfig, launch: Launch<'_>) -> Result<Ou
             });
             let ret: f64 = r.rewards.iter().map(|&x| x as f64).sum();
             let actions: Vec<Value> = r.actions.iter().map(trace::action_to_json).collect();
-            let line = json!({"episode": e, "task": task, "pair": pair, "test": c.env.split == kestrel_arc::Split::Test,
+            let line = json!({"episode": e, "task": task, "pair": pair, "test": c.env.split == kestrel_arc::SplitKind::Test,
                 "steps": r.state.steps, "return": ret, "terminated": r.terminated,
                 "truncated": r.truncated, "actions": actions});
             writeln!(out, "{line}").map_err(|e| RunError::io(&path, "cannot write", e))?;

@@ -12,7 +12,7 @@ use kestrel_dynamics::Dynamics;
 use kestrel_mppi::systems::{DiffDrive, Nav2d};
 use kestrel_mppi::{
     Controller, ControllerKind, ControllerVisitor, DynamicsVisitor, Episode, KmppiExtras,
-    MppiError, MppiParams, Precision, SmppiExtras, SystemKind, episode,
+    MppiError, MppiParams, PrecisionKind, SmppiExtras, SystemKind, episode,
 };
 use kestrel_plot::{LinePlot, Series, Sketch};
 use serde_json::json;
@@ -59,8 +59,8 @@ impl MppiRunConfig {
         let ktn = k.saturating_mul(t).saturating_mul(nu);
         match self.controller {
             ControllerKind::Mppi => match self.mppi.precision {
-                Precision::F64 => ktn.saturating_mul(24).saturating_add(16 * k + 8 * t * nu),
-                Precision::F32 => {
+                PrecisionKind::F64 => ktn.saturating_mul(24).saturating_add(16 * k + 8 * t * nu),
+                PrecisionKind::F32 => {
                     let k32 = k.div_ceil(32).saturating_mul(32);
                     let lanes = k32.saturating_mul(t).saturating_mul(nu).saturating_mul(33) / 4;
                     ktn.saturating_mul(8)

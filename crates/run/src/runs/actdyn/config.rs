@@ -3,7 +3,7 @@
 
 use kestrel_actdyn::ActdynError;
 use kestrel_actdyn::config::{
-    BugOverrides, Bugs, EnvConfig, EvalConfig, Metric, PolicyConfig, PolicyKind, Profile,
+    BugOverrides, Bugs, EnvConfig, EvalConfig, MetricKind, PolicyConfig, PolicyKind, ProfileKind,
 };
 use kestrel_actdyn::model::ModelConfig;
 use kestrel_actdyn::train::TrainConfig;
@@ -19,8 +19,9 @@ pub struct ActdynConfig {
     /// Loop steps (10,000): environment steps, or model steps of `model.dt / env.dt`
     /// environment steps each when the model's step is longer.
     pub steps: u64,
-    /// Profile.
-    pub profile: Profile,
+    /// Behaviour: `faithful` (the reference as it runs, its bugs included) or `fixed` (the
+    /// intended math).
+    pub profile: ProfileKind,
     /// Single-switch overrides of the profile.
     #[documented(nested)]
     pub bugs: BugOverrides,
@@ -51,7 +52,7 @@ impl Default for ActdynConfig {
         ActdynConfig {
             seed: 42,
             steps: 10_000,
-            profile: Profile::Faithful,
+            profile: ProfileKind::Faithful,
             bugs: BugOverrides::default(),
             env: EnvConfig::default(),
             model: ModelConfig::default(),
@@ -142,7 +143,7 @@ impl ActdynConfig {
         if p.hold == 0 {
             return bad("policy.hold", "0".into(), "an integer >= 1");
         }
-        if p.metric == Metric::Composite {
+        if p.metric == MetricKind::Composite {
             if p.terms.is_empty() {
                 return bad(
                     "policy.terms",
@@ -151,7 +152,7 @@ impl ActdynConfig {
                 );
             }
             for (i, t) in p.terms.iter().enumerate() {
-                if t.metric == Metric::Composite {
+                if t.metric == MetricKind::Composite {
                     return bad(
                         &format!("policy.terms[{i}].metric"),
                         "composite".into(),
@@ -181,7 +182,7 @@ impl ActdynConfig {
                 matches!(self.model.dynamics, kestrel_actdyn::model::DynamicsKind::Rbf { .. });
             // Each metric of the objective (a composite's terms each), named by its key.
             for (i, (_, m)) in p.objective().into_iter().enumerate() {
-                let key = if p.metric == Metric::Composite {
+                let key = if p.metric == MetricKind::Composite {
                     format!("policy.terms[{i}].metric")
                 } else {
                     "policy.metric".to_string()
@@ -202,14 +203,14 @@ impl ActdynConfig {
                         "log_linear with a Fisher metric",
                     );
                 }
-                if m == Metric::EnsembleDisagreement && (!rbf || self.train.ensemble < 2) {
+                if m == MetricKind::EnsembleDisagreement && (!rbf || self.train.ensemble < 2) {
                     return bad(
                         &key,
                         "ensemble_disagreement".into(),
                         "with RBF dynamics and train.ensemble >= 2",
                     );
                 }
-                if m == Metric::GoalDistance && !rbf {
+                if m == MetricKind::GoalDistance && !rbf {
                     return bad(
                         &key,
                         "goal_distance".into(),
@@ -356,7 +357,7 @@ mod tests {
             (
                 {
                     let mut c = ActdynConfig::e2();
-                    c.policy.metric = Metric::EnsembleDisagreement;
+                    c.policy.metric = MetricKind::EnsembleDisagreement;
                     c
                 },
                 "policy.metric",

@@ -8,7 +8,7 @@
 
 use super::config::ActdynConfig;
 use kestrel_actdyn::ActdynError;
-use kestrel_actdyn::config::{Bugs, Metric, PolicyKind, Profile};
+use kestrel_actdyn::config::{Bugs, MetricKind, PolicyKind, ProfileKind};
 use kestrel_actdyn::env::build_env;
 use kestrel_actdyn::eval::{Downsample, Evaluation, ValidationData, evaluate, validation_data};
 use kestrel_actdyn::fisher::{
@@ -350,14 +350,15 @@ impl ActdynRun {
             PolicyKind::Icem => {
                 let mut action = [0.0; 2];
                 let fisher_bugs = self.fisher_bugs();
-                let mut noise = KeyedPink { key, round_f32: self.cfg.profile == Profile::Faithful };
+                let mut noise =
+                    KeyedPink { key, round_f32: self.cfg.profile == ProfileKind::Faithful };
                 // Terms are empty unless the metric is a composite (validated).
-                let needs = |m: Metric| p.metric == m || p.terms.iter().any(|t| t.metric == m);
+                let needs = |m: MetricKind| p.metric == m || p.terms.iter().any(|t| t.metric == m);
                 // What the objective's costs borrow, built once for the call: the ensemble's
                 // members, the RBF model's mean dynamics (goal distance). These two allocate
                 // per planner call (model copies, per-worker features); the Fisher and
                 // action-cost objectives allocate nothing (tests/alloc.rs).
-                let members = if needs(Metric::EnsembleDisagreement) {
+                let members = if needs(MetricKind::EnsembleDisagreement) {
                     let c = self.model.rbf().expect("validated: RBF dynamics").num_centres();
                     self.trainer
                         .member_dynamics(&self.model, &self.params)
@@ -367,31 +368,31 @@ impl ActdynRun {
                 } else {
                     Vec::new()
                 };
-                let mean = if needs(Metric::GoalDistance) {
+                let mean = if needs(MetricKind::GoalDistance) {
                     let w = self.model.rbf_weights(&self.params).expect("RBF weights");
                     Some(self.model.rbf_dynamics(w)?)
                 } else {
                     None
                 };
                 let (model, params) = (&self.model, &self.params[..]);
-                let cost_of_metric = |m: Metric| -> Result<AnyCost<'_>, ActdynError> {
+                let cost_of_metric = |m: MetricKind| -> Result<AnyCost<'_>, ActdynError> {
                     Ok(match m {
-                        Metric::ActionCost => AnyCost::Action(ActionCost),
-                        Metric::EnsembleDisagreement => {
+                        MetricKind::ActionCost => AnyCost::Action(ActionCost),
+                        MetricKind::EnsembleDisagreement => {
                             AnyCost::Ensemble(EnsembleDisagreementCost::new(&members, self.belief)?)
                         }
-                        Metric::GoalDistance => AnyCost::Goal(GoalCost {
+                        MetricKind::GoalDistance => AnyCost::Goal(GoalCost {
                             model: mean.as_ref().expect("built above"),
                             belief: self.belief,
                             goal: p.goal,
-                            reference: self.cfg.profile == Profile::Faithful,
+                            reference: self.cfg.profile == ProfileKind::Faithful,
                         }),
-                        Metric::AOptimality | Metric::DOptimality => {
+                        MetricKind::AOptimality | MetricKind::DOptimality => {
                             let (dynamics, decoder) =
                                 fisher_parts.expect("built for a Fisher metric");
                             let mut metric = FisherMetric::new(dynamics, decoder, fisher_bugs);
                             metric.discount = p.discount;
-                            let which = if m == Metric::AOptimality {
+                            let which = if m == MetricKind::AOptimality {
                                 Optimality::A
                             } else {
                                 Optimality::D
@@ -403,14 +404,14 @@ impl ActdynRun {
                                 self.acc.get(),
                             )?)
                         }
-                        Metric::Composite => unreachable!("validated: no nested composite"),
+                        MetricKind::Composite => unreachable!("validated: no nested composite"),
                     })
                 };
-                let cost_of = |m: Metric| -> Result<AnyCost<'_>, ActdynError> {
+                let cost_of = |m: MetricKind| -> Result<AnyCost<'_>, ActdynError> {
                     let base = cost_of_metric(m)?;
                     // The model's objectives see the encoded actions; the action cost the
                     // actions themselves (the reference's `ActionCostMetric` reads them raw).
-                    Ok(if m != Metric::ActionCost && model.has_action_encoder() {
+                    Ok(if m != MetricKind::ActionCost && model.has_action_encoder() {
                         AnyCost::Encoded(Box::new(base), model, params)
                     } else {
                         base
@@ -418,7 +419,7 @@ impl ActdynRun {
                 };
                 let icem = self.icem.as_mut().expect("planner with the icem policy");
                 let state = self.icem_state.as_mut().expect("planner state");
-                let cost = if p.metric == Metric::Composite {
+                let cost = if p.metric == MetricKind::Composite {
                     // A few small allocations per planner call, for the terms.
                     let costs = p
                         .terms
@@ -754,9 +755,10 @@ mod tests {
     #[test]
     fn a_model_step_of_three_environment_steps() {
         use kestrel_envs::vectorfield::step_latent;
-        for profile in
-            [kestrel_actdyn::config::Profile::Faithful, kestrel_actdyn::config::Profile::Fixed]
-        {
+        for profile in [
+            kestrel_actdyn::config::ProfileKind::Faithful,
+            kestrel_actdyn::config::ProfileKind::Fixed,
+        ] {
             let mut cfg = ActdynConfig { steps: 3, profile, ..ActdynConfig::default() };
             cfg.model.dt = 0.3;
             cfg.env.noise_scale = 0.0;
@@ -785,7 +787,8 @@ mod tests {
             assert_eq!(rec.z, z);
             let n = run.window.len();
             let seen = &run.window.action[2 * (n - 1)..2 * n];
-            let k = if profile == kestrel_actdyn::config::Profile::Faithful { 3.0 } else { 1.0 };
+            let k =
+                if profile == kestrel_actdyn::config::ProfileKind::Faithful { 3.0 } else { 1.0 };
             assert_eq!(seen, [k * rec.action[0], k * rec.action[1]], "{profile:?}");
             // Validation episodes: the recorded actions obey the same rule and the latents
             // move three environment steps per row.
@@ -812,7 +815,7 @@ mod tests {
     #[test]
     fn planners_see_the_encoded_actions() {
         use kestrel_actdyn::model::ActionEncoderKind;
-        let first_plan = |enc: ActionEncoderKind, w: Option<[f64; 4]>, metric: Metric| {
+        let first_plan = |enc: ActionEncoderKind, w: Option<[f64; 4]>, metric: MetricKind| {
             let mut cfg = ActdynConfig::e2();
             cfg.policy.num_samples = 16;
             cfg.policy.iterations = 2;
@@ -832,12 +835,12 @@ mod tests {
         let (lin, unit, double) =
             (ActionEncoderKind::Linear, [1.0, 0.0, 0.0, 1.0], [2.0, 0.0, 0.0, 2.0]);
         // The model's objective sees ũ: W = I plans as the identity, W = 2I otherwise.
-        let a = Metric::AOptimality;
+        let a = MetricKind::AOptimality;
         let identity = first_plan(ActionEncoderKind::Identity, None, a);
         assert_eq!(identity, first_plan(lin.clone(), Some(unit), a));
         assert_ne!(identity, first_plan(lin.clone(), Some(double), a));
         // The action cost sees u itself, whatever the encoder.
-        let c = Metric::ActionCost;
+        let c = MetricKind::ActionCost;
         assert_eq!(
             first_plan(ActionEncoderKind::Identity, None, c),
             first_plan(lin, Some(double), c)
