@@ -198,34 +198,14 @@ fn banks_past_the_start_state_cache_reset_through_the_env() {
 
 #[test]
 fn canvases_3_7_and_10() {
+    fn canvas<const S: usize>(bits: u16, n: usize, seed: u64) {
+        let p = params(bits, SplitKind::Train, 30);
+        same(&generated::<S>(), &p, n, seed, 50, AutoReset::SameStep, None);
+    }
     for b in [0, 0x1ff] {
-        same(
-            &generated::<3>(),
-            &params(b, SplitKind::Train, 30),
-            65,
-            1,
-            50,
-            AutoReset::SameStep,
-            None,
-        );
-        same(
-            &generated::<7>(),
-            &params(b, SplitKind::Train, 30),
-            65,
-            2,
-            50,
-            AutoReset::SameStep,
-            None,
-        );
-        same(
-            &generated::<10>(),
-            &params(b, SplitKind::Train, 30),
-            130,
-            3,
-            50,
-            AutoReset::SameStep,
-            None,
-        );
+        canvas::<3>(b, 65, 1);
+        canvas::<7>(b, 65, 2);
+        canvas::<10>(b, 130, 3);
     }
 }
 

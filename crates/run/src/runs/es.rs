@@ -423,7 +423,7 @@ impl Run for Es {
     }
 
     fn run(c: EsConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
-        run(c, launch)
+        run_with(c, None, &|| None, launch)
     }
 
     const EVALUATED_ELSEWHERE: bool = true;
@@ -449,14 +449,10 @@ impl Run for Es {
 
 /// Validates `config`, then runs it into a new folder: `config.toml`, `record.json`,
 /// `metrics.jsonl` (one line per generation), `convergence.png/svg`, `summary.md/json`. A run
-/// whose best fitness is not finite is an error (after the folder is written).
-pub fn run(config: EsConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
-    run_with(config, None, &|| None, launch)
-}
-
-/// [`run`] with the fitness computed by `evaluator` (the configured problem evaluated
-/// elsewhere, on Ray workers say; see [`EsRun::run_with`]). `failed` is asked after every
-/// generation: a message stops the run, which then fails with it.
+/// whose best fitness is not finite is an error (after the folder is written). With an
+/// `evaluator` the fitness is computed by it (the configured problem evaluated elsewhere, on
+/// Ray workers say; see [`EsRun::run_with`]). `failed` is asked after every generation: a
+/// message stops the run, which then fails with it.
 pub fn run_with(
     config: EsConfig,
     evaluator: Option<&dyn Problem>,

@@ -481,7 +481,7 @@ impl Run for MppiTune {
     }
 
     fn run(c: MppiTuneConfig, _: Option<&Path>, launch: Launch<'_>) -> Result<Outcome, RunError> {
-        run(c, launch)
+        run_with(c, None, &|| None, launch)
     }
 
     const EVALUATED_ELSEWHERE: bool = true;
@@ -508,14 +508,10 @@ impl Run for MppiTune {
 
 /// Validates `c`, then tunes into a new folder: `config.toml`, `record.json`, `metrics.jsonl`
 /// (one line per generation), `best.toml` (the base run with the best knobs, which `kestrel
-/// mppi run --config` replays), `best.png/svg`, `summary.md/json`.
-pub fn run(c: MppiTuneConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
-    run_with(c, None, &|| None, launch)
-}
-
-/// [`run`] with the candidates' costs computed by `evaluator` (the problem of
-/// [`tune_problem`] evaluated elsewhere, on Ray workers say). `failed` is
-/// asked after every generation: a message stops the run, which then fails with it.
+/// mppi run --config` replays), `best.png/svg`, `summary.md/json`. With an `evaluator` the
+/// candidates' costs are computed by it (the problem of [`tune_problem`] evaluated elsewhere,
+/// on Ray workers say). `failed` is asked after every generation: a message stops the run,
+/// which then fails with it.
 pub fn run_with(
     c: MppiTuneConfig,
     evaluator: Option<&dyn kestrel_evo::Problem>,
