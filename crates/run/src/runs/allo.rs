@@ -4,9 +4,9 @@
 //! its memory budget and the training loop ([`AlloRun::run`]) are here; the learner, the data
 //! collection and the ground truth are `kestrel-agents`' parts.
 
-use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
-use crate::runs::{self, no_checkpoint};
-use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
+use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
+use crate::runs;
+use crate::{COMMIT, Outputs, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::allo::{Allo as AlloLearner, AlloConfig, MethodKind, StepMetrics, collect};
 use kestrel_agents::laplacian::GroundTruth;
@@ -259,23 +259,6 @@ impl AlloRun {
         Ok(AlloRun { config, map, truth, learner })
     }
 
-    /// The same from the newest checkpoint set at `dir` that verifies against `stamp` (written
-    /// by [`AlloEvent::Checkpoint`]'s observer with `AlloLearner::save_checkpoint`); the note says
-    /// when it was not `dir` itself, or that there was none yet.
-    pub fn resume(
-        config: AlloRunConfig,
-        dir: &std::path::Path,
-        stamp: &kestrel_nn::Stamp,
-    ) -> Result<(Self, Option<String>), AgentError> {
-        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
-            return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
-        };
-        let (map, cfg, truth) = Self::prepare(&config)?;
-        let learner = AlloLearner::load_checkpoint(cfg, map.clone(), &set.path)?;
-        set.expect_step(learner.steps, "step")?;
-        Ok((AlloRun { config, map, truth, learner }, set.note))
-    }
-
     fn prepare(c: &AlloRunConfig) -> Result<(Arc<GridMap>, AlloConfig, GroundTruth), AgentError> {
         c.validate()?;
         let map = Arc::new(GridMap::resolve(&c.map)?);
@@ -455,6 +438,24 @@ impl AlloRunConfig {
     }
 }
 
+impl Resumable for AlloRun {
+    type Kind = Allo;
+    const UNIT: &'static str = "steps";
+    fn fresh(c: &AlloRunConfig) -> Result<Self, RunError> {
+        Ok(AlloRun::new(c.clone())?)
+    }
+    /// The learner from a set written by [`AlloEvent::Checkpoint`]'s observer with
+    /// `AlloLearner::save_checkpoint`.
+    fn load(c: &AlloRunConfig, set: &Path) -> Result<Self, RunError> {
+        let (map, cfg, truth) = Self::prepare(c)?;
+        let learner = AlloLearner::load_checkpoint(cfg, map.clone(), set)?;
+        Ok(AlloRun { config: c.clone(), map, truth, learner })
+    }
+    fn done(&self) -> u64 {
+        self.learner.steps
+    }
+}
+
 /// The `allo` run kind.
 pub struct Allo;
 
@@ -534,31 +535,14 @@ pub fn run(
         return crate::runs::allo_asymexp::run(c, resume, launch);
     }
     let stamp = crate::registry::stamp::<Allo>(&c);
-    let (mut run, dir, mut metrics, mut history) = match resume {
-        Some(folder) => {
-            let mut dir = reopen::<Allo>(folder, &c, launch.argv.clone())?;
-            let run = match AlloRun::resume(c.clone(), &folder.join("checkpoint"), &stamp) {
-                Ok((run, note)) => {
-                    if let Some(note) = note {
-                        launch.note(&mut dir, "steps", &note)?;
-                    }
-                    run
-                }
-                Err(e) => return finish(dir, Err(e.into())),
-            };
-            let path = dir.join("metrics.jsonl");
-            let m = MetricsSink::resume(&path, run.learner().steps + 1)?;
-            // The curves are drawn from every logged line, this launch's and the earlier ones.
-            let h = crate::read_metrics(&path)?;
-            (run, dir, m, h)
-        }
-        None => {
-            let run = AlloRun::new(c.clone())?;
-            let map = c.map.trim_start_matches("builtin:");
-            let map = map.rsplit('/').next().unwrap_or(map).trim_end_matches(".txt");
-            let (dir, m) = start(&launch, "allo", &format!("{:?}-{map}", c.method), c.seed, &c)?;
-            (run, dir, m, Vec::new())
-        }
+    let map = c.map.trim_start_matches("builtin:");
+    let map = map.rsplit('/').next().unwrap_or(map).trim_end_matches(".txt");
+    let name = format!("{:?}-{map}", c.method);
+    let (mut run, dir, mut metrics) = open::<AlloRun>(&mut launch, &c, resume, &name, c.seed)?;
+    // The curves are drawn from every logged line, the earlier launches' and this one's.
+    let mut history = match resume {
+        Some(_) => crate::read_metrics(&dir.join("metrics.jsonl"))?,
+        None => Vec::new(),
     };
     let r = (|| -> Result<String, RunError> {
         let c = run.config().clone();

@@ -16,10 +16,10 @@
 //!
 //! The config, its folder and its resume are `kestrel allo train`'s ([`super::allo`]).
 
-use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
+use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
+use crate::runs;
 use crate::runs::allo::{Allo, AlloRunConfig};
-use crate::runs::{self, no_checkpoint};
-use crate::{COMMIT, MetricsSink, Outputs, RunError, Summary};
+use crate::{COMMIT, Outputs, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_agents::allo::MethodKind;
 use kestrel_agents::asymexp::{
@@ -392,22 +392,6 @@ impl AsymexpRun {
         Ok(AsymexpRun { config, map, learner, num_steps })
     }
 
-    /// The same from the newest checkpoint set at `dir` verifying against `stamp`.
-    pub fn resume(
-        config: AlloRunConfig,
-        dir: &Path,
-        stamp: &kestrel_nn::Stamp,
-    ) -> Result<(Self, Option<String>), AgentError> {
-        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
-            return Ok((Self::new(config)?, Some(no_checkpoint(dir))));
-        };
-        let mut run = Self::new(config)?;
-        let cfg = run.learner.config().clone();
-        run.learner = Asymexp::load_checkpoint(cfg, run.map.coords(), &set.path)?;
-        set.expect_step(run.learner.steps, "step")?;
-        Ok((run, set.note))
-    }
-
     /// The map.
     pub fn map(&self) -> &AsymexpMap {
         &self.map
@@ -576,31 +560,14 @@ pub fn run(
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     let stamp = crate::registry::stamp::<Allo>(&c);
-    let (mut run, dir, mut metrics, mut history) = match resume {
-        Some(folder) => {
-            let mut dir = reopen::<Allo>(folder, &c, launch.argv.clone())?;
-            let run = match AsymexpRun::resume(c.clone(), &folder.join("checkpoint"), &stamp) {
-                Ok((run, note)) => {
-                    if let Some(note) = note {
-                        launch.note(&mut dir, "steps", &note)?;
-                    }
-                    run
-                }
-                Err(e) => return finish(dir, Err(e.into())),
-            };
-            let path = dir.join("metrics.jsonl");
-            let m = MetricsSink::resume(&path, run.learner().steps + 1)?;
-            // The curves are drawn from every logged line, this launch's and the earlier ones.
-            let h = crate::read_metrics(&path)?;
-            (run, dir, m, h)
-        }
-        None => {
-            let run = AsymexpRun::new(c.clone())?;
-            let stem = c.map.trim_start_matches("builtin:");
-            let stem = stem.rsplit('/').next().unwrap_or(stem).trim_end_matches(".txt");
-            let (dir, m) = start(&launch, "allo", &format!("asymexp-{stem}"), c.seed, &c)?;
-            (run, dir, m, Vec::new())
-        }
+    let stem = c.map.trim_start_matches("builtin:");
+    let stem = stem.rsplit('/').next().unwrap_or(stem).trim_end_matches(".txt");
+    let name = format!("asymexp-{stem}");
+    let (mut run, dir, mut metrics) = open::<AsymexpRun>(&mut launch, &c, resume, &name, c.seed)?;
+    // The curves are drawn from every logged line, the earlier launches' and this one's.
+    let mut history = match resume {
+        Some(_) => crate::read_metrics(&dir.join("metrics.jsonl"))?,
+        None => Vec::new(),
     };
     let r = (|| -> Result<String, RunError> {
         let c = run.config.clone();
@@ -764,6 +731,23 @@ pub fn run(
         ))
     })();
     finish(dir, r)
+}
+
+impl Resumable for AsymexpRun {
+    type Kind = Allo;
+    const UNIT: &'static str = "steps";
+    fn fresh(c: &AlloRunConfig) -> Result<Self, RunError> {
+        Ok(AsymexpRun::new(c.clone())?)
+    }
+    fn load(c: &AlloRunConfig, set: &Path) -> Result<Self, RunError> {
+        let mut run = AsymexpRun::new(c.clone())?;
+        let cfg = run.learner.config().clone();
+        run.learner = Asymexp::load_checkpoint(cfg, run.map.coords(), set)?;
+        Ok(run)
+    }
+    fn done(&self) -> u64 {
+        self.learner.steps
+    }
 }
 
 /// The eigenvalue estimate from a dual `β_ii` that matches the version's truth: the
@@ -1080,7 +1064,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!((steps, evals, ckpts), (20, 2, 2));
-        let (mut resumed, note) = AsymexpRun::resume(small(), &dir, &stamp).unwrap();
+        let (mut resumed, note) = AsymexpRun::resumed(&small(), &dir, &stamp).unwrap();
         assert!(note.is_none(), "{note:?}");
         assert_eq!(resumed.learner().steps, 10);
         resumed.run(|_| Ok(true)).unwrap();

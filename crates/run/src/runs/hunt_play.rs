@@ -4,7 +4,7 @@
 //! training it reads is [`super::hunt`]'s.
 
 use super::hunt::{Hunt, HuntRun, HuntRunConfig, sheet};
-use crate::launch::{Launch, Outcome, finish, start};
+use crate::launch::{Launch, Outcome, Resumable, finish, start};
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
 use kestrel_core::{Budget, Key};
 use serde::{Deserialize, Serialize};
@@ -94,7 +94,7 @@ pub fn run(c: HuntPlayConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     HuntPlay::validate(&c)?;
     let src = source(&c.run)?;
     let ckpt = c.run.join("checkpoint");
-    let Some((played, _)) = HuntRun::load(&src, &ckpt, &crate::registry::stamp::<Hunt>(&src))?
+    let Some((played, _)) = HuntRun::latest(&src, &ckpt, &crate::registry::stamp::<Hunt>(&src))?
     else {
         return Err(RunError::Failed(format!(
             "{}: no complete checkpoint to play",

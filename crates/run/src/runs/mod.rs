@@ -92,11 +92,6 @@ where
     crate::load_config(defaults, Some(&dir.join("config.toml")), toml::Table::new(), &[])
 }
 
-/// The note of a resume that found no complete checkpoint set.
-pub(crate) fn no_checkpoint(dir: &std::path::Path) -> String {
-    format!("{}: no complete checkpoint yet; the run starts over in its folder", dir.display())
-}
-
 /// Next power of two at or above `x` (a `Vec` grown by pushing).
 pub(crate) fn np2(x: f64) -> f64 {
     if x <= 1.0 { 1.0 } else { 2f64.powi(x.log2().ceil() as i32) }

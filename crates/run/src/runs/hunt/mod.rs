@@ -9,9 +9,9 @@ mod trainer;
 
 pub use trainer::{EpochStats, HuntAgent, HuntConfig, Trainer, TurnOrder};
 
-use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
+use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
 use crate::runs;
-use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
+use crate::{COMMIT, Outputs, Run, RunError, Summary};
 use kestrel_agents::AgentError;
 use kestrel_core::Budget;
 use kestrel_core::FromInvalid;
@@ -205,33 +205,6 @@ impl HuntRun {
         Ok(HuntRun { config, hunt })
     }
 
-    /// The run from the newest checkpoint set at `dir` that verifies against `stamp`, with a
-    /// note when it was not `dir` itself; `None` when no set was ever completed.
-    pub fn load(
-        config: &HuntRunConfig,
-        dir: &std::path::Path,
-        stamp: &kestrel_nn::Stamp,
-    ) -> Result<Option<(Self, Option<String>)>, AgentError> {
-        let Some(set) = kestrel_nn::checkpoint_set(dir, stamp)? else {
-            return Ok(None);
-        };
-        let hunt = Trainer::load_checkpoint(config.hunt_config()?, &set.path)?;
-        set.expect_step(hunt.epoch, "epoch")?;
-        Ok(Some((HuntRun { config: config.clone(), hunt }, set.note)))
-    }
-
-    /// [`HuntRun::load`], or a fresh run (the note says so) when there is no set yet.
-    pub fn resume(
-        config: HuntRunConfig,
-        dir: &std::path::Path,
-        stamp: &kestrel_nn::Stamp,
-    ) -> Result<(Self, Option<String>), AgentError> {
-        match Self::load(&config, dir, stamp)? {
-            Some(r) => Ok(r),
-            None => Ok((Self::new(config)?, Some(crate::runs::no_checkpoint(dir)))),
-        }
-    }
-
     /// The config.
     pub fn config(&self) -> &HuntRunConfig {
         &self.config
@@ -416,6 +389,21 @@ fn mean_last(v: &[f64], n: usize) -> f64 {
     s.iter().sum::<f64>() / s.len().max(1) as f64
 }
 
+impl Resumable for HuntRun {
+    type Kind = Hunt;
+    const UNIT: &'static str = "epochs";
+    fn fresh(c: &HuntRunConfig) -> Result<Self, RunError> {
+        Ok(HuntRun::new(c.clone())?)
+    }
+    fn load(c: &HuntRunConfig, set: &Path) -> Result<Self, RunError> {
+        let hunt = Trainer::load_checkpoint(c.hunt_config()?, set)?;
+        Ok(HuntRun { config: c.clone(), hunt })
+    }
+    fn done(&self) -> u64 {
+        self.hunt.epoch
+    }
+}
+
 /// The `hunt` run kind.
 pub struct Hunt;
 
@@ -477,33 +465,8 @@ pub fn run(
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     let stamp = crate::registry::stamp::<Hunt>(&c);
-    let (mut run, dir, mut metrics) = match resume {
-        Some(folder) => {
-            let mut dir = reopen::<Hunt>(folder, &c, launch.argv.clone())?;
-            let run = match HuntRun::resume(c.clone(), &folder.join("checkpoint"), &stamp) {
-                Ok((run, note)) => {
-                    if let Some(note) = note {
-                        launch.note(&mut dir, "epochs", &note)?;
-                    }
-                    run
-                }
-                Err(e) => return finish(dir, Err(e.into())),
-            };
-            let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.hunt.epoch + 1)?;
-            (run, dir, m)
-        }
-        None => {
-            let run = HuntRun::new(c.clone())?;
-            let (dir, m) = start(
-                &launch,
-                "hunt",
-                &format!("{}a-{:?}", c.env.num_agents, c.env.obs),
-                c.seed,
-                &c,
-            )?;
-            (run, dir, m)
-        }
-    };
+    let name = format!("{}a-{:?}", c.env.num_agents, c.env.obs);
+    let (mut run, dir, mut metrics) = open::<HuntRun>(&mut launch, &c, resume, &name, c.seed)?;
     let r = (|| -> Result<String, RunError> {
         let c = run.config().clone();
         let world = run.hunt.cfg.world.clone();
