@@ -8,8 +8,8 @@
 //! chunk's ELBO and gradient are computed on their own (in parallel, one workspace per thread)
 //! and summed in chunk order, so results do not depend on the thread count.
 
-use super::actdyn::{Actdyn, failed, load_set};
-use crate::launch::{Launch, Outcome, finish, start};
+use super::actdyn::{Actdyn, ActdynRun, failed};
+use crate::launch::{Launch, Outcome, Resumable, finish, start};
 use crate::runs::actdyn::ActdynConfig;
 use crate::{COMMIT, Outputs, Run, RunError, Summary};
 use kestrel_actdyn::ActdynError;
@@ -341,7 +341,8 @@ pub fn run(rc: ActdynRetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunEr
     let (run_dir, off) = (rc.run.as_path(), &rc.offline);
     let c = source(run_dir)?;
     let ck = run_dir.join("checkpoint");
-    let Some((mut run, _)) = load_set(&c, &ck, &crate::registry::stamp::<Actdyn>(&c))? else {
+    let Some((mut run, _)) = ActdynRun::latest(&c, &ck, &crate::registry::stamp::<Actdyn>(&c))?
+    else {
         return Err(RunError::Failed(format!("{}: no complete checkpoint", ck.display())));
     };
     let data = load_transitions(run_dir)?;

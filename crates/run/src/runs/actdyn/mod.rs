@@ -13,8 +13,8 @@ mod online;
 pub use config::ActdynConfig;
 pub use online::{ActdynRun, StepRecord};
 
-use crate::launch::{Checkpoints, Launch, Outcome, finish, reopen, start};
-use crate::{COMMIT, MetricsSink, Outputs, Run, RunError, Summary};
+use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
+use crate::{COMMIT, Outputs, Run, RunError, Summary};
 use kestrel_actdyn::config::PolicyKind;
 use kestrel_actdyn::eval::{Evaluation, learned_field};
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series, Sketch};
@@ -181,34 +181,17 @@ impl Run for Actdyn {
     }
 }
 
-/// The run of `c` from the newest checkpoint set at `ck` that verifies against `stamp` (its
-/// step checked against the manifest's), with the note saying which set when it was not the
-/// newest; `None` when no set was ever completed.
-pub(crate) fn load_set(
-    c: &ActdynConfig,
-    ck: &Path,
-    stamp: &kestrel_nn::Stamp,
-) -> Result<Option<(ActdynRun, Option<String>)>, RunError> {
-    let Some(set) = kestrel_nn::checkpoint_set(ck, stamp)? else {
-        return Ok(None);
-    };
-    let run = ActdynRun::load_checkpoint(c.clone(), &set.path)?;
-    set.expect_step(run.steps_done(), "step")?;
-    Ok(Some((run, set.note)))
-}
-
-/// [`load_set`], or a fresh run (and a note saying so) when there is no set yet.
-fn resume_from(
-    c: &ActdynConfig,
-    ck: &Path,
-    stamp: &kestrel_nn::Stamp,
-) -> Result<(ActdynRun, Option<String>), RunError> {
-    match load_set(c, ck, stamp)? {
-        Some(r) => Ok(r),
-        None => {
-            let note = format!("{}: no complete checkpoint yet; starting over", ck.display());
-            Ok((ActdynRun::new(c.clone())?, Some(note)))
-        }
+impl Resumable for ActdynRun {
+    type Kind = Actdyn;
+    const UNIT: &'static str = "steps";
+    fn fresh(c: &ActdynConfig) -> Result<Self, RunError> {
+        Ok(ActdynRun::new(c.clone())?)
+    }
+    fn load(c: &ActdynConfig, set: &Path) -> Result<Self, RunError> {
+        Ok(ActdynRun::load_checkpoint(c.clone(), set)?)
+    }
+    fn done(&self) -> u64 {
+        self.steps_done()
     }
 }
 
@@ -225,28 +208,8 @@ pub fn run(
 ) -> Result<Outcome, RunError> {
     c.validate()?;
     let stamp = crate::registry::stamp::<Actdyn>(&c);
-    let (mut run, dir, mut metrics) = match resume {
-        Some(folder) => {
-            let mut dir = reopen::<Actdyn>(folder, &c, launch.argv.clone())?;
-            let run = match resume_from(&c, &folder.join("checkpoint"), &stamp) {
-                Ok((run, note)) => {
-                    if let Some(note) = note {
-                        launch.note(&mut dir, "steps", &note)?;
-                    }
-                    run
-                }
-                Err(e) => return finish(dir, Err(e)),
-            };
-            let m = MetricsSink::resume(&dir.join("metrics.jsonl"), run.steps_done() + 1)?;
-            (run, dir, m)
-        }
-        None => {
-            let run = ActdynRun::new(c.clone())?;
-            let name = format!("{:?}-{:?}", c.policy.kind, c.profile).to_lowercase();
-            let (dir, m) = start(&launch, "actdyn", &name, c.seed, &c)?;
-            (run, dir, m)
-        }
-    };
+    let name = format!("{:?}-{:?}", c.policy.kind, c.profile).to_lowercase();
+    let (mut run, dir, mut metrics) = open::<ActdynRun>(&mut launch, &c, resume, &name, c.seed)?;
     let r = (|| -> Result<String, RunError> {
         let c = run.config().clone();
         let (t, ny) = (c.train.window, c.env.obs_dim);
