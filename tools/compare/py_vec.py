@@ -19,6 +19,8 @@ Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
      pre-drawn batches of bbox masks; NEXT_STEP autoreset) vs Kestrel's Rust-only lanes (`kestrel arc bench
      --kernel lanes`, bboxes drawn in the kernel) vs JaxARC jit(vmap(scan)) (arc.py's code);
      also Kestrel's `VectorEnv.rollout` (64 pre-drawn steps stacked, one call), masks and bboxes.
+     Three rounds, each the Rust-only bench then every Python form, each figure its best round
+     (the Rust-only figure moved 7-17% between launches minutes apart when it ran first alone).
 
 Usage: python3 tools/compare/py_vec.py [--quick] [--workloads ABCD]   (creates
 tools/venv-pyvec on first use and installs the release wheel of ./crates/py into it)
@@ -43,6 +45,7 @@ data = sys.argv[2]
 mini = sys.argv[3]
 work = sys.argv[4]
 sys.path.insert(0, sys.argv[5])  # tools/compare, for arc.py's Mini-ARC batches
+exe = sys.argv[6]  # the release `kestrel`, for the Rust-only figure between the Python ones
 from arc import mini_batches
 out = {}
 budget = 0.4 if quick else 1.5
@@ -124,14 +127,25 @@ if "B" in work:
             out[key] = max(out.get(key, 0.0), timed(pooled(v, [v.action_space.sample() for _ in range(8)]), n))
 
 # D. Mini-ARC 5x5 on the lane kernel from Python
+def mini_rust(n):
+    """Rust-only lanes (`kestrel arc bench --kernel lanes`, bboxes drawn in the kernel)."""
+    import subprocess
+    r = subprocess.run([exe, "arc", "bench", "--json", "--no-ops", "--data", mini, "--canvas", "5", "--sel", "bbox",
+                        "--mode", "jaxarc", "--bugs", "all", "--threads", "2", "--num-envs", str(n),
+                        "--seconds", "0.5" if quick else "1.5", "--kernel", "lanes"], check=True, capture_output=True, text=True)
+    return json.loads(r.stdout)["batches"][0]["steps_per_s"]
+
 for n in [1024, 4096] if "D" in work else []:
     # Masks, and the same boxes in JaxARC's bbox form (tools/compare/arc.py).
     pool, box_pool = mini_batches(n)
     # NEXT_STEP (gymnasium's default): SAME_STEP adds gymnasium's per-row `final_obs` object
     # array, built in Python for the ~3% of rows that end each step. ARC's info columns on
-    # and off, and the mask and bbox forms, alternated.
+    # and off, and the mask and bbox forms, alternated, and the Rust-only bench between them
+    # (each round: Rust-only, then every Python form), so the machine's drift within the
+    # launch hits the ratio's two sides alike; each figure is its best round.
     # `VectorEnv.rollout` of 64 steps (the pool cycled, stacked before timing) in both forms.
-    for rep in range(2):
+    for rep in range(3):
+        out[f"mini_rust_{n}"] = max(out.get(f"mini_rust_{n}", 0.0), mini_rust(n))
         for info, form, roll in ((True, "mask", False), (False, "mask", False), (True, "bbox", False),
                                  (True, "mask", True), (True, "bbox", True)):
             v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
@@ -198,11 +212,9 @@ def main():
                      "--seconds", secs)[0]["steps_per_s"]
         arcle = arcbench.run_py("arcle", arcbench.ARCLE_CODE, "agi1_mask", "3000" if a.quick else "10000", "-")["steps_per_s"]
     if "D" in work:
-        mini_rust = bench("--data", mini, "--canvas", "5", "--sel", "bbox", "--mode", "jaxarc", "--bugs", "all", "--threads", "2",
-                          "--num-envs", "1024,4096", "--seconds", secs, "--kernel", "lanes")
         mini_jax = arcbench.run_py("jaxarc", arcbench.JAXARC_CODE, "bbox", "5", "1024,4096", "500" if a.quick else "1000", mini)
     here = os.path.dirname(os.path.abspath(__file__))
-    res = json.loads(subprocess.run([py, "-c", BODY, "1" if a.quick else "0", a.data, mini, work, here], check=True,
+    res = json.loads(subprocess.run([py, "-c", BODY, "1" if a.quick else "0", a.data, mini, work, here, exe], check=True,
                                     capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
     cpu = platform.processor() or platform.machine()
     try:
@@ -238,8 +250,8 @@ def main():
               "| Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python (masks) / JaxARC "
               "| Python / Rust-only: masks, bbox form | rollout / Rust-only: masks, bbox form | info on / off |"
               "\n|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for n, kr, jx in zip((1024, 4096), mini_rust, mini_jax):
-            kp, kr, jx = res[f"mini_python_{n}"], kr["steps_per_s"], jx["steps_per_s"]
+        for n, jx in zip((1024, 4096), mini_jax):
+            kp, kr, jx = res[f"mini_python_{n}"], res[f"mini_rust_{n}"], jx["steps_per_s"]
             off, box = res[f"mini_python_{n}_noinfo"], res[f"mini_python_{n}_bboxform"]
             rm, rb = res[f"mini_python_{n}_rollout"], res[f"mini_python_{n}_bboxform_rollout"]
             print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {box / 1e6:.1f} M | {rm / 1e6:.1f} M | {rb / 1e6:.1f} M "

@@ -66,19 +66,71 @@ struct Rows<'a> {
     f_secs: &'a mut [f64],
 }
 
-/// An episode that ended in a step of [`EpisodeStats::record_steps`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EpisodeEnd {
-    /// The step (from 0) of the rollout it ended in.
-    pub step: usize,
-    /// Its agent row.
-    pub row: usize,
-    /// Its return.
-    pub ret: f64,
-    /// Its length in steps.
-    pub length: u64,
-    /// Its wall seconds, rounded to microseconds.
-    pub seconds: f64,
+/// A rollout's episode columns for [`EpisodeStats::record_steps`], each one value per step
+/// and agent row (`steps × rows`, step after step, as a rollout's rewards): where an episode
+/// ended (`ended`), its return, length and wall seconds; 0 and false elsewhere. A front end
+/// reuses them from rollout to rollout: the entries the last one marked are cleared.
+#[derive(Debug)]
+pub struct EpisodeColumns<'a> {
+    /// Returns.
+    pub returns: &'a mut [f64],
+    /// Lengths in steps.
+    pub lengths: &'a mut [i64],
+    /// Wall seconds, rounded to microseconds.
+    pub seconds: &'a mut [f64],
+    /// Where an episode ended.
+    pub ended: &'a mut [bool],
+}
+
+/// One chunk of rows' part of [`EpisodeColumns`], a slice a step.
+struct ChunkColumns<'a> {
+    returns: Vec<&'a mut [f64]>,
+    lengths: Vec<&'a mut [i64]>,
+    seconds: Vec<&'a mut [f64]>,
+    ended: Vec<&'a mut [bool]>,
+}
+
+impl<'a> EpisodeColumns<'a> {
+    /// The columns cut into chunks of `chunk` rows, each chunk's a slice a step.
+    fn by_chunk(self, rows: usize, chunk: usize) -> Vec<ChunkColumns<'a>> {
+        fn cut<T>(v: &mut [T], rows: usize, chunk: usize) -> Vec<Vec<&mut [T]>> {
+            let mut out: Vec<Vec<&mut [T]>> =
+                (0..rows.div_ceil(chunk)).map(|_| Vec::new()).collect();
+            for step in v.chunks_mut(rows) {
+                for (c, part) in step.chunks_mut(chunk).enumerate() {
+                    out[c].push(part);
+                }
+            }
+            out
+        }
+        let (r, l) = (cut(self.returns, rows, chunk), cut(self.lengths, rows, chunk));
+        let (s, e) = (cut(self.seconds, rows, chunk), cut(self.ended, rows, chunk));
+        r.into_iter()
+            .zip(l)
+            .zip(s)
+            .zip(e)
+            .map(|(((returns, lengths), seconds), ended)| ChunkColumns {
+                returns,
+                lengths,
+                seconds,
+                ended,
+            })
+            .collect()
+    }
+}
+
+/// Zeroes the entries `ended` marks (a reused buffer's last rollout): the flags scanned 64 at
+/// a time (an OR the compiler vectorises), the few set ones cleared.
+fn clear_marked(r: &mut [f64], l: &mut [i64], s: &mut [f64], ended: &mut [bool]) {
+    for (k, flags) in ended.chunks_mut(64).enumerate() {
+        if !flags.iter().fold(false, |any, &x| any | x) {
+            continue;
+        }
+        for (i, set) in flags.iter_mut().enumerate().filter(|(_, set)| **set) {
+            let j = k * 64 + i;
+            (r[j], l[j], s[j], *set) = (0.0, 0, 0.0, false);
+        }
+    }
 }
 
 /// Returns, lengths and start times of the running episodes, one per agent row, and the
@@ -215,13 +267,14 @@ impl EpisodeStats {
 
     /// Counts `steps` steps at once, as that many [`EpisodeStats::record`] calls at `now`
     /// would: `rewards` and the flags hold each step's one after another (a rollout's
-    /// buffers). Returns the episodes that ended,
-    /// by chunk of rows, then step, then row; afterwards [`EpisodeStats::done`] and the finals are
-    /// the last step's.
+    /// buffers). Writes the episodes that ended into `out` (their entries from its last
+    /// rollout cleared first) and returns how many ended; afterwards [`EpisodeStats::done`]
+    /// and the finals are the last step's.
     ///
     /// One parallel pass over chunks of rows, each row's running sums kept in registers
-    /// through every step: `steps` calls of `record` join the threads once a step and write
-    /// the finals of every row every step.
+    /// through every step, each chunk writing its own part of `out`: `steps` calls of `record`
+    /// join the threads once a step and write the finals of every row every step.
+    #[allow(clippy::too_many_arguments)]
     pub fn record_steps(
         &mut self,
         mode: AutoReset,
@@ -230,29 +283,51 @@ impl EpisodeStats {
         terminated: &[bool],
         truncated: &[bool],
         now: f64,
-    ) -> Result<Vec<EpisodeEnd>, crate::CoreError> {
+        out: Option<EpisodeColumns<'_>>,
+    ) -> Result<usize, crate::CoreError> {
         let a = self.agents;
         let rows = self.returns.len();
         let envs = rows / a;
-        for (what, expected, got) in [
+        let mut lengths = vec![
             ("rewards", steps * rows, rewards.len()),
             ("terminated", steps * envs, terminated.len()),
             ("truncated", steps * envs, truncated.len()),
-        ] {
+        ];
+        if let Some(o) = &out {
+            lengths.extend([
+                ("episode returns", steps * rows, o.returns.len()),
+                ("episode lengths", steps * rows, o.lengths.len()),
+                ("episode seconds", steps * rows, o.seconds.len()),
+                ("episode flags", steps * rows, o.ended.len()),
+            ]);
+        }
+        for (what, expected, got) in lengths {
             if expected != got {
                 return Err(crate::CoreError::Length { what, expected, got });
             }
+        }
+        if steps == 0 || rows == 0 {
+            return Ok(0);
         }
         // Chunks of whole envs, a few per thread; each chunk step by step (sequential reads
         // of each step's rows: a row through all steps first strides a page a step).
         let threads = rayon::current_num_threads();
         let chunk = a * envs.div_ceil(4 * threads).max(64);
+        let parts: Vec<Option<ChunkColumns<'_>>> = match out {
+            Some(o) => o.by_chunk(rows, chunk).into_iter().map(Some).collect(),
+            None => (0..rows.div_ceil(chunk)).map(|_| None).collect(),
+        };
         let secs = |start: f64| seconds(now, start);
-        let ends: Vec<Vec<EpisodeEnd>> = self
+        let ended = self
             .par_rows(rows, chunk)
-            .map(|Rows { first, ret, len, start, prev, done, f_ret, f_len, f_secs }| {
-                let mut ends = Vec::new();
+            .zip(parts)
+            .map(|(Rows { first, ret, len, start, prev, done, f_ret, f_len, f_secs }, mut out)| {
+                let mut ended = 0;
                 let reset_step = mode != AutoReset::SameStep;
+                // The finals are the last step's (zeros where nothing ended).
+                f_ret.fill(0.0);
+                f_len.fill(0);
+                f_secs.fill(0.0);
                 for t in 0..steps {
                     let rw = &rewards[t * rows + first..][..ret.len()];
                     let (te, tr) =
@@ -272,33 +347,36 @@ impl EpisodeStats {
                         reset_step,
                         now,
                     });
+                    let mut cols = out.as_mut().map(|o| {
+                        let (r, l, s, e) = (
+                            &mut *o.returns[t],
+                            &mut *o.lengths[t],
+                            &mut *o.seconds[t],
+                            &mut *o.ended[t],
+                        );
+                        clear_marked(r, l, s, e);
+                        (r, l, s, e)
+                    });
                     // Then the few rows that ended.
                     for (j, _) in prev.iter().enumerate().filter(|(_, p)| **p) {
-                        ends.push(EpisodeEnd {
-                            step: t,
-                            row: first + j,
-                            ret: ret[j],
-                            length: len[j],
-                            seconds: secs(start[j]),
-                        });
+                        ended += 1;
+                        let (r, l, s) = (ret[j], len[j], secs(start[j]));
+                        if let Some((or, ol, os, oe)) = cols.as_mut() {
+                            (or[j], ol[j], os[j], oe[j]) = (r, l as i64, s, true);
+                        }
+                        if t + 1 == steps {
+                            (f_ret[j], f_len[j], f_secs[j]) = (r, l, s);
+                        }
                         if !reset_step {
                             (ret[j], len[j], start[j]) = (0.0, 0, now);
                         }
                     }
                 }
-                // The last step's finals (zeros where nothing ended).
                 done.copy_from_slice(prev);
-                f_ret.fill(0.0);
-                f_len.fill(0);
-                f_secs.fill(0.0);
-                for e in ends.iter().rev().take_while(|e| e.step + 1 == steps) {
-                    let j = e.row - first;
-                    (f_ret[j], f_len[j], f_secs[j]) = (e.ret, e.length, e.seconds);
-                }
-                ends
+                ended
             })
-            .collect();
-        Ok(ends.concat())
+            .sum();
+        Ok(ended)
     }
 
     /// Which agent rows ended an episode in the last step.
@@ -395,24 +473,42 @@ mod tests {
             for s in [&mut one, &mut many] {
                 s.record(mode, &rewards[..rows], &te[..envs], &tr[..envs], 0.5);
             }
-            let mut want = Vec::new();
+            // The episodes as `record` reports them, a step at a time.
+            let n = steps * rows;
+            let (mut r_want, mut l_want, mut s_want, mut e_want) =
+                (vec![0.0; n], vec![0i64; n], vec![0.0; n], vec![false; n]);
             for t in 0..steps {
                 let (rw, e) = (&rewards[t * rows..][..rows], t * envs..(t + 1) * envs);
                 one.record(mode, rw, &te[e.clone()], &tr[e], 2.0);
                 for i in (0..rows).filter(|&i| one.done()[i]) {
-                    want.push(EpisodeEnd {
-                        step: t,
-                        row: i,
-                        ret: one.final_returns()[i],
-                        length: one.final_lengths()[i],
-                        seconds: one.final_seconds()[i],
-                    });
+                    let j = t * rows + i;
+                    r_want[j] = one.final_returns()[i];
+                    l_want[j] = one.final_lengths()[i] as i64;
+                    s_want[j] = one.final_seconds()[i];
+                    e_want[j] = true;
                 }
             }
-            let mut got = many.record_steps(mode, steps, &rewards, &te, &tr, 2.0).unwrap();
-            got.sort_by_key(|e| (e.step, e.row));
-            assert!(want.len() > rows, "{mode:?}: episodes end");
-            assert_eq!(got, want, "{mode:?}");
+            // Columns holding an earlier rollout's marks, which must be cleared.
+            let (mut r_got, mut l_got, mut s_got) = (vec![0.0; n], vec![0i64; n], vec![0.0; n]);
+            let mut e_got: Vec<bool> = (0..n).map(|j| j % 5 == 0).collect();
+            for j in (0..n).filter(|&j| e_got[j]) {
+                (r_got[j], l_got[j], s_got[j]) = (-1.0, -1, -1.0);
+            }
+            let mut again = many.clone();
+            let out = EpisodeColumns {
+                returns: &mut r_got,
+                lengths: &mut l_got,
+                seconds: &mut s_got,
+                ended: &mut e_got,
+            };
+            let ended = many.record_steps(mode, steps, &rewards, &te, &tr, 2.0, Some(out)).unwrap();
+            assert!(ended > rows, "{mode:?}: episodes end");
+            assert_eq!(ended, e_want.iter().filter(|&&e| e).count(), "{mode:?}");
+            assert_eq!((r_got, l_got, s_got, e_got), (r_want, l_want, s_want, e_want), "{mode:?}");
+            // Without columns: the same count and the same state.
+            let count = again.record_steps(mode, steps, &rewards, &te, &tr, 2.0, None).unwrap();
+            assert_eq!(count, ended);
+            assert_eq!(again.final_returns(), many.final_returns());
             assert_eq!(many.done(), one.done());
             assert_eq!(many.final_returns(), one.final_returns());
             assert_eq!(many.final_lengths(), one.final_lengths());
@@ -422,7 +518,7 @@ mod tests {
             }
             assert_eq!(many.final_returns(), one.final_returns(), "{mode:?}: the next step");
             assert_eq!(many.final_seconds(), one.final_seconds(), "{mode:?}: the next step");
-            let e = many.record_steps(mode, 2, &rewards[..rows], &te, &tr, 3.0).unwrap_err();
+            let e = many.record_steps(mode, 2, &rewards[..rows], &te, &tr, 3.0, None).unwrap_err();
             assert!(e.to_string().contains("rewards"), "{e}");
         }
     }

@@ -50,7 +50,7 @@ pub use batch::{
 pub use budget::{Budget, Term, human};
 pub use documented::{Documented, FieldDoc, closest, did_you_mean, field_at};
 pub use env::Env;
-pub use episode::{EpisodeEnd, EpisodeStats};
+pub use episode::{EpisodeColumns, EpisodeStats};
 pub use error::{CoreError, FromInvalid, Invalid, MAX_BYTES, check_bytes, check_finite};
 pub use file::{WriteError, write_atomic};
 /// `#[derive(Documented)]`: see [`Documented`].

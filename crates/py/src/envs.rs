@@ -3,7 +3,7 @@
 //! are thin layers over [`VecCore`].
 
 use crate::errors::{run_error, value_error};
-use kestrel_core::{AutoReset, EpisodeStats, Space};
+use kestrel_core::{AutoReset, EpisodeColumns, EpisodeStats, Space};
 use kestrel_run::Layers;
 use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs, ObsMut, Rollout};
 use kestrel_run::info::{ArcColumns, ArcInfo};
@@ -522,20 +522,6 @@ fn columns<'b>(views: &'b [ArrayView1<'_, i64>], buf: &'b mut Vec<i64>) -> Vec<&
     views.iter().map(|v| v.as_slice().unwrap_or_else(|| copied.next().unwrap_or(&[]))).collect()
 }
 
-/// Zeroes the episode entries the mask `m` holds (a reused buffer's last rollout): the mask
-/// scanned 64 flags at a time (an OR the compiler vectorises), the few set ones cleared.
-fn clear_episodes(r: &mut [f64], l: &mut [i64], s: &mut [f64], m: &mut [bool]) {
-    for (k, chunk) in m.chunks_mut(64).enumerate() {
-        if !chunk.iter().fold(false, |any, &x| any | x) {
-            continue;
-        }
-        for (i, set) in chunk.iter_mut().enumerate().filter(|(_, set)| **set) {
-            let j = k * 64 + i;
-            (r[j], l[j], s[j], *set) = (0.0, 0, 0.0, false);
-        }
-    }
-}
-
 /// The pool a batch made on this thread steps on when given no `num_threads`: a pool of the
 /// process's rayon size (at least 2) whose worker 0 is the first thread that asks (Python's
 /// main thread, as a rule). A step from that thread runs on it, its other workers stealing
@@ -838,22 +824,22 @@ impl VecCore {
                 };
                 v.rollout(&step_acts, out)?;
                 // The statistics count each step as `step` counts it; the wall seconds are
-                // the rollout's end for every step.
+                // the rollout's end for every step. The episodes go straight into the
+                // buffers (the last rollout's entries cleared) in the same parallel pass.
                 let now = born.elapsed().as_secs_f64();
-                let ends =
-                    stats.record_steps(mode, steps, rw, te, tr, now).map_err(|e| e.to_string())?;
-                if let Some((r, l, s, m)) = ep.as_mut() {
-                    clear_episodes(r, l, s, m);
-                    let ra = rw.len() / steps;
-                    for e in &ends {
-                        let j = e.step * ra + e.row;
-                        (r[j], l[j], s[j], m[j]) = (e.ret, e.length as i64, e.seconds, true);
-                    }
-                }
+                let out = ep.as_mut().map(|(r, l, s, m)| EpisodeColumns {
+                    returns: r,
+                    lengths: l,
+                    seconds: s,
+                    ended: m,
+                });
+                let ended = stats
+                    .record_steps(mode, steps, rw, te, tr, now, out)
+                    .map_err(|e| e.to_string())?;
                 if let Some(arc) = arc {
                     arc.after_rollout(v.as_ref());
                 }
-                Ok(ends.len())
+                Ok(ended)
             })
         })
         .map_err(value_error)
