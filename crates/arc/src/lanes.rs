@@ -1343,7 +1343,8 @@ impl<const S: usize> BatchEnv for ArcLanes<S> {
     where
         F: Fn(usize, usize, Key, &[i8], &mut [ArcAction<S>]) + Sync,
     {
-        self.rollout(out, |ctx, t, keys, bi, b, rows| {
+        // In place: no, the policy reads the last step's observations from the columns.
+        self.rollout(out, false, |ctx, t, keys, bi, b, rows| {
             let p = |row, key, obs: &[i8], a: &mut [ArcAction<S>]| policy(t, row, key, obs, a);
             ctx.step(keys, bi, b, rows, &Actions::Policy(&p));
         })
@@ -1376,15 +1377,22 @@ impl<const S: usize> ArcLanes<S> {
     where
         G: Fn(usize, usize, usize, &mut LaneActions<'_, S>) + Sync,
     {
-        self.rollout(out, |ctx, t, keys, bi, b, rows| {
+        self.rollout(out, true, |ctx, t, keys, bi, b, rows| {
             let f = |first, valid, la: &mut LaneActions<'_, S>| fill(t, first, valid, la);
             ctx.step(keys, bi, b, rows, &Actions::<NoPolicy<S>, S>::Blocks(&f));
         })
     }
 
     /// `steps` steps (the buffers' length), each block of lanes through all of them on one
-    /// thread: `step(ctx, t, keys, block, lanes, rows)` steps one block once.
-    fn rollout<St>(&mut self, out: Trajectory<'_, i8>, step: St) -> Result<(), ArcError>
+    /// thread: `step(ctx, t, keys, block, lanes, rows)` steps one block once. `in_place`:
+    /// every step but the last writes its observations into `out` itself (no copy), for
+    /// `step`s that read no observation.
+    fn rollout<St>(
+        &mut self,
+        out: Trajectory<'_, i8>,
+        in_place: bool,
+        step: St,
+    ) -> Result<(), ArcError>
     where
         St: Fn(&Ctx<'_, S>, usize, StepKeys, usize, &mut Block<S>, BlockRows<'_>) + Sync,
     {
@@ -1412,9 +1420,21 @@ impl<const S: usize> ArcLanes<S> {
                 for t in 0..steps {
                     for (k, b) in bs.iter_mut().enumerate() {
                         let mut rows = cols.lanes(k * L..(k + 1) * L, per);
-                        step(ctx, t, keys[t], g * group + k, b, rows.lanes(0..L, per));
-                        let BlockRows { ob, fo, rw, te, tr, .. } = rows;
-                        o[k * steps + t].copy_from(per, ob, fo, rw, te, tr);
+                        let out = &mut o[k * steps + t];
+                        if in_place && t + 1 < steps {
+                            // The observations straight into the output (the step writes
+                            // every lane's); the last step's go to the columns, which hold
+                            // the current ones afterwards.
+                            let mut r = rows.lanes(0..L, per);
+                            r.ob = &mut *out.obs;
+                            step(ctx, t, keys[t], g * group + k, b, r);
+                            let BlockRows { fo, rw, te, tr, .. } = rows;
+                            out.copy_flags_from(per, fo, rw, te, tr);
+                        } else {
+                            step(ctx, t, keys[t], g * group + k, b, rows.lanes(0..L, per));
+                            let BlockRows { ob, fo, rw, te, tr, .. } = rows;
+                            out.copy_from(per, ob, fo, rw, te, tr);
+                        }
                     }
                 }
             });

@@ -356,6 +356,18 @@ impl<O: Copy> Trajectory<'_, O> {
         truncated: &[bool],
     ) {
         self.obs.copy_from_slice(obs);
+        self.copy_flags_from(per, final_obs, rewards, terminated, truncated);
+    }
+
+    /// [`Trajectory::copy_from`] but the observations, which the step wrote in place.
+    pub fn copy_flags_from(
+        &mut self,
+        per: usize,
+        final_obs: &[O],
+        rewards: &[f32],
+        terminated: &[bool],
+        truncated: &[bool],
+    ) {
         self.rewards.copy_from_slice(rewards);
         self.terminated.copy_from_slice(terminated);
         self.truncated.copy_from_slice(truncated);
