@@ -33,7 +33,7 @@ use kestrel_core::simd::Real;
 use kestrel_core::{FromInvalid, Key};
 pub use kestrel_envs::asymexp::{AsymexpMap, VersionKind};
 use kestrel_nn::{Activation, Adam, Init, MlpConfig, Sequential, Trainee};
-use kestrel_replay::{RowReplay, RowRule};
+use kestrel_replay::{RowReplay, RowRuleKind};
 
 /// The optional graph perturbation (`perturbation_type`; config spelling as the reference's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -842,8 +842,8 @@ pub struct Collected {
 /// When the step right after a reset ends an episode too (a reset next to the goal, or
 /// `max_episode_length = 1`), the skipped slot is never written: the reference leaves full
 /// index 0 there and its conversion to canonical states drops it (flag and all) unless cell
-/// (0, 0) is free, where it reads as that state. [`RowRule::Reference`] rows do the same;
-/// [`RowRule::WithinEpisode`] rows write the reset state there, so the reset → goal move is a
+/// (0, 0) is free, where it reads as that state. [`RowRuleKind::Reference`] rows do the same;
+/// [`RowRuleKind::WithinEpisode`] rows write the reset state there, so the reset → goal move is a
 /// real pair of its own one-step episode. A row left with fewer than two states is not stored,
 /// as the reference's buffer skips it.
 pub fn collect(
@@ -851,7 +851,7 @@ pub fn collect(
     num_envs: usize,
     num_steps: usize,
     max_episode_length: usize,
-    rule: RowRule,
+    rule: RowRuleKind,
     draws: &mut impl CollectDraws,
 ) -> Result<Collected, AgentError> {
     if num_envs == 0 || num_steps == 0 || max_episode_length == 0 {
@@ -899,7 +899,7 @@ pub fn collect(
             valid[w] = !done;
             obs[w] = next;
             written[w] = true;
-            if !valid[w - 1] && (!done || rule == RowRule::WithinEpisode) {
+            if !valid[w - 1] && (!done || rule == RowRuleKind::WithinEpisode) {
                 // The first step after a reset writes the reset state into the skipped slot
                 // (the reference: only when that step does not end the episode too).
                 obs[w - 1] = s;
@@ -959,7 +959,7 @@ mod tests {
     fn one_step_episodes_drop_or_fill_the_skipped_slot() {
         let map = AsymexpMap::parse("XXXXX\nXS GX\nXXXXX", "m", VersionKind::Thresholded).unwrap();
         let start = map.start_state().unwrap();
-        for (rule, len) in [(RowRule::Reference, 6), (RowRule::WithinEpisode, 10)] {
+        for (rule, len) in [(RowRuleKind::Reference, 6), (RowRuleKind::WithinEpisode, 10)] {
             let mut draws = KeyDraws::new(&map, Key::new(3));
             let c = collect(&map, 1, 5, 1, rule, &mut draws).unwrap();
             let row = c.replay.row(0);
@@ -969,7 +969,7 @@ mod tests {
                 len,
                 "{rule:?}: every slot ends an episode"
             );
-            if rule == RowRule::WithinEpisode {
+            if rule == RowRuleKind::WithinEpisode {
                 for pair in row.chunks(2) {
                     assert_eq!(pair[0], start);
                     assert!(

@@ -237,7 +237,7 @@ pub fn asymexp(
         num_envs,
         num_steps,
         num_steps,
-        kestrel_replay::RowRule::Reference,
+        kestrel_replay::RowRuleKind::Reference,
         &mut KeyDraws::new(map, Key::new(0)),
     )?;
     let collect_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -251,7 +251,7 @@ pub fn asymexp(
         Default::default(),
     )?;
     let truth_ms = t.elapsed().as_secs_f64() * 1e3;
-    let rule = kestrel_replay::RowRule::Reference;
+    let rule = kestrel_replay::RowRuleKind::Reference;
     let (mut o, mut x, mut o2, mut un) =
         (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
     let mut failed: Option<AgentError> = None;

@@ -159,7 +159,7 @@ impl GroundTruth {
 ///   main target) — each decomposed by a symmetric solver that, like JAX's `eigh`, reads the
 ///   symmetric part `(A + Aᵀ)/2`, sorted by increasing `|λ|`.
 ///
-/// [`empirical::TruthRule::Reference`] keeps all of that. [`empirical::TruthRule::Fixed`]
+/// [`empirical::TruthRuleKind::Reference`] keeps all of that. [`empirical::TruthRuleKind::Fixed`]
 /// mends the reference's oddities (its README §5.2–5.3): the thresholded `P` clips at 1e-8
 /// (the later fix) and sorts by decreasing `λ`; the final version sorts by increasing `λ`,
 /// and decomposes the inverse-weighted Laplacian itself — it is similar to the symmetric
@@ -174,7 +174,7 @@ pub mod empirical {
     /// Reference behaviour or its mended form (config spelling `reference`, `fixed`).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
     #[serde(rename_all = "kebab-case")]
-    pub enum TruthRule {
+    pub enum TruthRuleKind {
         /// As the reference computes it, oddities included.
         #[default]
         Reference,
@@ -284,15 +284,15 @@ pub mod empirical {
         next: &[u32],
         n: usize,
         k: usize,
-        rule: TruthRule,
+        rule: TruthRuleKind,
     ) -> Result<Decomposed, AgentError> {
         check(n, k, counts, next)?;
-        let floor = if rule == TruthRule::Reference { 1.0 } else { 1e-8 };
+        let floor = if rule == TruthRuleKind::Reference { 1.0 } else { 1e-8 };
         let p = transition_matrix(&count_matrix(counts, next, n), n, floor);
         let m: Vec<f64> = (0..n * n).map(|i| (p[i] + p[(i % n) * n + i / n]) / 2.0).collect();
         match rule {
-            TruthRule::Reference => decompose(m, n, k, |l| -l.abs()),
-            TruthRule::Fixed => decompose(m, n, k, |l| -l),
+            TruthRuleKind::Reference => decompose(m, n, k, |l| -l.abs()),
+            TruthRuleKind::Fixed => decompose(m, n, k, |l| -l),
         }
     }
 
@@ -313,7 +313,7 @@ pub mod empirical {
         pub invweighted: Decomposed,
     }
 
-    /// The final version's truth with discount `gamma`. Under [`TruthRule::Reference`], a
+    /// The final version's truth with discount `gamma`. Under [`TruthRuleKind::Reference`], a
     /// state never left (a goal) makes `D` singular and the inverse-weighted truth NaN in the
     /// reference: that is an error here, naming the state and the switch that mends it.
     pub fn final_truth(
@@ -322,7 +322,7 @@ pub mod empirical {
         n: usize,
         k: usize,
         gamma: f64,
-        rule: TruthRule,
+        rule: TruthRuleKind,
     ) -> Result<FinalTruth, AgentError> {
         check(n, k, counts, next)?;
         if !(0.0..1.0).contains(&gamma) {
@@ -361,11 +361,11 @@ pub mod empirical {
             })
             .collect();
         let key: fn(f64) -> f64 = match rule {
-            TruthRule::Reference => f64::abs,
-            TruthRule::Fixed => |l| l,
+            TruthRuleKind::Reference => f64::abs,
+            TruthRuleKind::Fixed => |l| l,
         };
         let invweighted = match rule {
-            TruthRule::Reference => {
+            TruthRuleKind::Reference => {
                 if let Some(s) = d.iter().position(|&v| v == 0.0) {
                     return Err(AgentError::invalid(
                         "ground truth",
@@ -383,7 +383,7 @@ pub mod empirical {
                     .collect();
                 decompose(m, n, k, key)?
             }
-            TruthRule::Fixed => {
+            TruthRuleKind::Fixed => {
                 // L = D^−½ S D^½ with S = I − (1−γ)(M + Mᵀ)/2, M = D^½ SR D^−½ (on visited
                 // states; unvisited ones are dropped from M and get 0 in the vectors).
                 let h: Vec<f64> = d.iter().map(|v| v.sqrt()).collect();

@@ -4,7 +4,7 @@
 
 use kestrel_agents::asymexp::{Asymexp, AsymexpConfig, AsymexpMap, KeyDraws, VersionKind, collect};
 use kestrel_core::Key;
-use kestrel_replay::RowRule;
+use kestrel_replay::RowRuleKind;
 use kestrel_testkit::{CountingAlloc, allocations_in};
 
 #[global_allocator]
@@ -15,8 +15,9 @@ fn a_step_allocates_nothing_once_warm() {
     let map =
         AsymexpMap::parse("XXXXXXX\nX     X\nX  X  X\nX     X\nXXXXXXX", "m", VersionKind::Final)
             .unwrap();
-    let data = collect(&map, 8, 60, 60, RowRule::Reference, &mut KeyDraws::new(&map, Key::new(1)))
-        .unwrap();
+    let data =
+        collect(&map, 8, 60, 60, RowRuleKind::Reference, &mut KeyDraws::new(&map, Key::new(1)))
+            .unwrap();
     let cfg = AsymexpConfig {
         batch_size: 64,
         hidden: vec![32, 32],
@@ -27,8 +28,8 @@ fn a_step_allocates_nothing_once_warm() {
         (vec![0u32; 64], vec![0u32; 64], vec![0u32; 64], vec![0u32; 64]);
     let mut step = |a: &mut Asymexp<f32>, t: u64| {
         let k = Key::new(3).fold_in(t);
-        data.replay.sample(k.fold_in(0), 0.2, RowRule::Reference, &mut o, &mut x).unwrap();
-        data.replay.sample(k.fold_in(1), 0.2, RowRule::Reference, &mut o2, &mut un).unwrap();
+        data.replay.sample(k.fold_in(0), 0.2, RowRuleKind::Reference, &mut o, &mut x).unwrap();
+        data.replay.sample(k.fold_in(1), 0.2, RowRuleKind::Reference, &mut o2, &mut un).unwrap();
         a.step_on(&o, &x, &o2).unwrap();
     };
     // Warm up until the buffers have met every state of the map.

@@ -5,7 +5,7 @@
 //! sample from its recorded numpy uniforms, including the calls the reference fails.
 
 use kestrel_agents::asymexp::{AsymexpMap, CollectDraws, Collected, VersionKind, collect};
-use kestrel_replay::RowRule;
+use kestrel_replay::RowRuleKind;
 use kestrel_testkit::{asymexp_fixture, flat, tensor};
 use serde_json::Value;
 
@@ -58,7 +58,7 @@ fn collected(c: &Value, version: VersionKind) -> (AsymexpMap, Collected) {
         resets: ints(&ps["state_after_reset_full"]),
         envs,
     };
-    let out = collect(&map, envs, steps, max_len, RowRule::Reference, &mut draws).unwrap();
+    let out = collect(&map, envs, steps, max_len, RowRuleKind::Reference, &mut draws).unwrap();
     (map, out)
 }
 
@@ -119,12 +119,12 @@ fn check_samples(collect_file: &str, sample_file: &str, version: VersionKind) {
             if !s["error"].is_null() {
                 // The reference raises when any horizon of the batch is 0; so do we, there.
                 let any = rows.iter().zip(&u_obs).any(|(&r, &u)| {
-                    out.replay.pair(r as usize, u, 0.5, gamma, RowRule::Reference).is_err()
+                    out.replay.pair(r as usize, u, 0.5, gamma, RowRuleKind::Reference).is_err()
                 });
                 assert!(any, "{at}: the reference raised, every pair drew fine here");
                 // The fixed rule draws every one of them.
                 for (&r, &u) in rows.iter().zip(&u_obs) {
-                    out.replay.pair(r as usize, u, 0.5, gamma, RowRule::WithinEpisode).unwrap();
+                    out.replay.pair(r as usize, u, 0.5, gamma, RowRuleKind::WithinEpisode).unwrap();
                 }
                 raised += 1;
                 continue;
@@ -134,7 +134,8 @@ fn check_samples(collect_file: &str, sample_file: &str, version: VersionKind) {
             let (obs, next) = (ints(&s["obs"]), ints(&s["next_obs"]));
             for j in 0..rows.len() {
                 let r = rows[j] as usize;
-                let p = out.replay.pair(r, u_obs[j], u_off[j], gamma, RowRule::Reference).unwrap();
+                let p =
+                    out.replay.pair(r, u_obs[j], u_off[j], gamma, RowRuleKind::Reference).unwrap();
                 assert_eq!(
                     (p.obs_idx as i64, p.horizon as i64, p.offset as i64),
                     (oi[j], h[j], off[j]),
@@ -203,7 +204,7 @@ fn close(at: &str, got: &[f64], want: &[f64], tol: f64) {
 }
 
 fn check_truth(gt_file: &str, collect_file: &str, version: VersionKind) {
-    use kestrel_agents::laplacian::empirical::{self, TruthRule};
+    use kestrel_agents::laplacian::empirical::{self, TruthRuleKind};
     let (Some(gt), Some(col)) = (asymexp_fixture(gt_file), asymexp_fixture(collect_file)) else {
         return;
     };
@@ -231,7 +232,7 @@ fn check_truth(gt_file: &str, collect_file: &str, version: VersionKind) {
         match version {
             VersionKind::Thresholded => {
                 let dec =
-                    empirical::thresholded(&out.counts, &map.next, n, k, TruthRule::Reference)
+                    empirical::thresholded(&out.counts, &map.next, n, k, TruthRuleKind::Reference)
                         .unwrap();
                 compare("symmetrised P", &dec, &f64s["sym_transition_matrix"]);
             }
@@ -244,7 +245,7 @@ fn check_truth(gt_file: &str, collect_file: &str, version: VersionKind) {
                     n,
                     k,
                     gamma,
-                    TruthRule::Reference,
+                    TruthRuleKind::Reference,
                 );
                 if nan {
                     // The reference's NaN truth (a goal is never left) is a named error here.
@@ -256,7 +257,7 @@ fn check_truth(gt_file: &str, collect_file: &str, version: VersionKind) {
                         n,
                         k,
                         gamma,
-                        TruthRule::Fixed,
+                        TruthRuleKind::Fixed,
                     )
                     .unwrap();
                     assert!(
@@ -304,7 +305,7 @@ fn check_truth(gt_file: &str, collect_file: &str, version: VersionKind) {
         let truths: Vec<(String, empirical::Decomposed)> = match version {
             VersionKind::Thresholded => vec![(
                 "sym_transition_matrix_f64".into(),
-                empirical::thresholded(&out.counts, &map.next, n, 10, TruthRule::Reference)
+                empirical::thresholded(&out.counts, &map.next, n, 10, TruthRuleKind::Reference)
                     .unwrap(),
             )],
             VersionKind::Final => {
@@ -314,7 +315,7 @@ fn check_truth(gt_file: &str, collect_file: &str, version: VersionKind) {
                     n,
                     10,
                     0.2,
-                    TruthRule::Reference,
+                    TruthRuleKind::Reference,
                 )
                 .unwrap();
                 vec![

@@ -1,7 +1,13 @@
 //! Small dense linear algebra, the one home for it (symmetric eigendecompositions stay on
-//! faer, in `kestrel-evo`): Cholesky factors and SPD inverses of MPPI's noise covariances
-//! (at most `MAX_NU × MAX_NU`), and small linear solves (actdyn's affine latent fit). Row-major
+//! faer, in `kestrel-evo`'s `eigen`): Euclidean norms (the evolution strategies' step-size
+//! paths), Cholesky factors and SPD inverses of MPPI's noise covariances (at most
+//! `MAX_NU × MAX_NU`), and small linear solves (actdyn's affine latent fit). Row-major
 //! slices, no allocation, a fixed order of operations (the golden tests pin their bits).
+
+/// The Euclidean norm of `v` (the sum of squares in order, then its root).
+pub fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
 
 /// Writes the lower Cholesky factor of the row-major `n × n` matrix `a` into `l` (row-major,
 /// upper part zeroed). False when `a` is not symmetric (to 1e-12 relative) or not positive

@@ -21,13 +21,15 @@
 //! −4% … +3% (`tests/lazy_gap.rs` keeps a short version of that comparison).
 
 use crate::EvoError;
+use crate::eigen::EigenWork;
 use crate::error::check_sizes;
-use crate::linalg::{EigenWork, norm, normals};
 use crate::shaping::rank_weights;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;
+use kestrel_core::fill_normal_f32;
+use kestrel_core::linalg::norm;
 
 /// CMA-ES over `num_dims` with `pop_size` samples per generation.
 #[derive(Clone, Debug)]
@@ -242,7 +244,7 @@ impl Strategy for CmaEs {
 
     fn ask(&self, key: Key, state: &mut CmaState, _params: &CmaParams, population: &mut [f32]) {
         let mut z = std::mem::take(&mut state.z);
-        normals(key, &mut z);
+        fill_normal_f32(key, &mut z);
         self.ask_from_normals(state, &z, population);
         state.z = z;
     }

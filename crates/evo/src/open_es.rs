@@ -7,11 +7,11 @@
 
 use crate::EvoError;
 use crate::error::check_sizes;
-use crate::linalg::normals;
 use crate::shaping::ShapingKind;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
+use kestrel_core::fill_normal_f32;
 
 /// Adam (Kingma & Ba, 2015) as optax implements it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -150,7 +150,7 @@ impl Strategy for OpenEs {
         population: &mut [f32],
     ) {
         let mut z = std::mem::take(&mut state.z);
-        normals(key, &mut z);
+        fill_normal_f32(key, &mut z);
         self.ask_from_normals(state, params, &z, population);
         state.z = z;
     }

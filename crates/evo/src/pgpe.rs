@@ -8,11 +8,11 @@
 
 use crate::EvoError;
 use crate::error::check_sizes;
-use crate::linalg::normals;
 use crate::shaping::ShapingKind;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
+use kestrel_core::fill_normal_f32;
 
 /// PGPE over `num_dims` with an even `pop_size` (mirrored pairs).
 #[derive(Clone, Debug)]
@@ -108,7 +108,7 @@ impl Strategy for Pgpe {
     fn ask(&self, key: Key, s: &mut PgpeState, _params: &PgpeParams, population: &mut [f32]) {
         let (half, n) = (self.pop_size / 2, self.num_dims);
         check_lens("Pgpe::ask", self.pop_size, n, population, None);
-        normals(key, &mut s.z);
+        fill_normal_f32(key, &mut s.z);
         for i in 0..half {
             for j in 0..n {
                 let d = s.sigma[j] * s.z[i * n + j];

@@ -155,7 +155,7 @@ impl Benchmark {
     pub fn rotated(mut self, key: Key) -> Self {
         let n = self.num_dims;
         let mut q = vec![0.0; n * n];
-        crate::linalg::normals(key, &mut q);
+        kestrel_core::fill_normal_f32(key, &mut q);
         for i in 0..n {
             for k in 0..i {
                 let dot: f64 = (0..n).map(|j| q[i * n + j] * q[k * n + j]).sum();

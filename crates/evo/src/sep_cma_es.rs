@@ -8,10 +8,11 @@
 use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams};
 use crate::error::check_sizes;
-use crate::linalg::{norm, normals};
 use crate::shaping::rank_weights;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
+use kestrel_core::fill_normal_f32;
+use kestrel_core::linalg::norm;
 
 /// Sep-CMA-ES over `num_dims` with `pop_size` samples per generation.
 #[derive(Clone, Debug)]
@@ -147,7 +148,7 @@ impl Strategy for SepCmaEs {
 
     fn ask(&self, key: Key, state: &mut SepCmaState, _params: &CmaParams, population: &mut [f32]) {
         let mut z = std::mem::take(&mut state.z);
-        normals(key, &mut z);
+        fill_normal_f32(key, &mut z);
         self.ask_from_normals(state, &z, population);
         state.z = z;
     }

@@ -6,10 +6,10 @@
 
 use crate::EvoError;
 use crate::error::check_sizes;
-use crate::linalg::normals;
 use crate::shaping::rank_weights;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use kestrel_core::Key;
+use kestrel_core::fill_normal_f32;
 
 /// SNES over `num_dims` with `pop_size` samples per generation.
 #[derive(Clone, Debug)]
@@ -102,7 +102,7 @@ impl Strategy for Snes {
 
     fn ask(&self, key: Key, state: &mut SnesState, _params: &SnesParams, population: &mut [f32]) {
         let mut z = std::mem::take(&mut state.z);
-        normals(key, &mut z);
+        fill_normal_f32(key, &mut z);
         self.ask_from_normals(state, &z, population);
         state.z = z;
     }

@@ -7,8 +7,8 @@
 //! element-wise, which is not the natural-gradient step (so no golden test against it).
 
 use crate::EvoError;
+use crate::eigen::EigenWork;
 use crate::error::check_sizes;
-use crate::linalg::EigenWork;
 use crate::shaping::rank_weights;
 use crate::snes::{Snes, SnesParams};
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};

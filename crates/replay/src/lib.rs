@@ -28,7 +28,7 @@ use thiserror::Error;
 mod frames;
 pub mod rows;
 pub use frames::{FrameBatch, FrameReplay, FrameReplayConfig, FrameReplaySnapshot, Prioritized};
-pub use rows::{RowPair, RowReplay, RowRule};
+pub use rows::{RowPair, RowReplay, RowRuleKind};
 
 /// Errors from `kestrel-replay`.
 #[derive(Debug, Error, Clone, PartialEq)]

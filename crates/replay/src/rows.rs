@@ -12,8 +12,8 @@
 //! Its oddity (README §5.4): a first state on the second slot of a terminal pair (an
 //! episode's last state) measures its horizon to the *next* pair, so it is paired with states
 //! of the next episode, and with no later terminal its horizon is 0 and the reference's whole
-//! call raises. [`RowRule::Reference`] keeps that (the horizon-0 case is an error naming the
-//! row and slot); [`RowRule::WithinEpisode`] draws first states only among those with a
+//! call raises. [`RowRuleKind::Reference`] keeps that (the horizon-0 case is an error naming the
+//! row and slot); [`RowRuleKind::WithinEpisode`] draws first states only among those with a
 //! successor in their own episode and measures the horizon to that episode's end. In the
 //! script's default regime (one episode per row, no goal) the two give the same pairs from the
 //! same draws.
@@ -24,7 +24,7 @@ use kestrel_core::{FromInvalid, Key};
 /// How pairs treat episode boundaries inside a row (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RowRule {
+pub enum RowRuleKind {
     /// The reference's rule, its cross-episode pairs and its horizon-0 failure included.
     #[default]
     Reference,
@@ -42,7 +42,7 @@ pub struct RowReplay {
     terms: Vec<u32>,
     term_start: Vec<u32>,
     /// The last slot of each episode of every row (the second slot of each terminal pair, and
-    /// the row's last slot), flat, with `end_start` offsets (for [`RowRule::WithinEpisode`]).
+    /// the row's last slot), flat, with `end_start` offsets (for [`RowRuleKind::WithinEpisode`]).
     ends: Vec<u32>,
     end_start: Vec<u32>,
 }
@@ -139,7 +139,7 @@ impl RowReplay {
         &self.terms[s..e]
     }
 
-    /// The rows in which [`RowRule::Reference`] can draw a first state with horizon 0 (a
+    /// The rows in which [`RowRuleKind::Reference`] can draw a first state with horizon 0 (a
     /// terminal slot below the row's last with no later terminal), where the reference raises.
     pub fn rows_with_dead_ends(&self) -> Vec<usize> {
         (0..self.num_rows())
@@ -159,7 +159,7 @@ impl RowReplay {
         u_obs: f64,
         u_offset: f64,
         discount: f64,
-        rule: RowRule,
+        rule: RowRuleKind,
     ) -> Result<RowPair, ReplayError> {
         self.pair_with(row, u_obs, u_offset, &crate::TruncatedGeometric::new(discount), rule)
     }
@@ -171,7 +171,7 @@ impl RowReplay {
         u_obs: f64,
         u_offset: f64,
         geometric: &crate::TruncatedGeometric,
-        rule: RowRule,
+        rule: RowRuleKind,
     ) -> Result<RowPair, ReplayError> {
         if row >= self.num_rows() || !(0.0..1.0).contains(&u_obs) || !(0.0..1.0).contains(&u_offset)
         {
@@ -183,7 +183,7 @@ impl RowReplay {
         }
         let len = self.len[row] as usize;
         let (obs_idx, horizon) = match rule {
-            RowRule::Reference => {
+            RowRuleKind::Reference => {
                 let i = (u_obs * (len - 1) as f64).floor() as usize;
                 let mut near = self.terminal_positions(row).iter().filter(|&&t| t as usize >= i);
                 let h = match (near.next(), near.next()) {
@@ -193,7 +193,7 @@ impl RowReplay {
                 };
                 (i, h)
             }
-            RowRule::WithinEpisode => {
+            RowRuleKind::WithinEpisode => {
                 // The row's first states with a successor in their episode: episode k spans
                 // start_k..=end_k and offers start_k..end_k.
                 let ends = {
@@ -243,7 +243,7 @@ impl RowReplay {
         &self,
         key: Key,
         discount: f64,
-        rule: RowRule,
+        rule: RowRuleKind,
         obs: &mut [u32],
         next: &mut [u32],
     ) -> Result<(), ReplayError> {
@@ -256,7 +256,7 @@ impl RowReplay {
         &self,
         key: Key,
         geometric: &crate::TruncatedGeometric,
-        rule: RowRule,
+        rule: RowRuleKind,
         obs: &mut [u32],
         next: &mut [u32],
     ) -> Result<(), ReplayError> {
@@ -319,15 +319,15 @@ mod tests {
         r.add_row(&states, &term).unwrap();
         assert_eq!(r.terminal_positions(0), [3, 4, 7, 8]);
         // Reference: slot 4 (an episode's last state) measures to the next pair's first slot.
-        let p = r.pair(0, 4.0 / 10.0 + 1e-9, 0.0, 0.5, RowRule::Reference).unwrap();
+        let p = r.pair(0, 4.0 / 10.0 + 1e-9, 0.0, 0.5, RowRuleKind::Reference).unwrap();
         assert_eq!((p.obs_idx, p.horizon), (4, 3));
-        let e = r.pair(0, 8.0 / 10.0 + 1e-9, 0.0, 0.5, RowRule::Reference).unwrap_err();
+        let e = r.pair(0, 8.0 / 10.0 + 1e-9, 0.0, 0.5, RowRuleKind::Reference).unwrap_err();
         assert!(e.to_string().contains("horizon 0"), "{e}");
         // Within episodes: first states 0..4 (ends 4), 5..8 (ends 8), 9 (ends 10): 8 of them.
         let mut seen = Vec::new();
         for j in 0..8 {
             let u = (j as f64 + 0.5) / 8.0;
-            let p = r.pair(0, u, 0.999, 0.5, RowRule::WithinEpisode).unwrap();
+            let p = r.pair(0, u, 0.999, 0.5, RowRuleKind::WithinEpisode).unwrap();
             let end = [4u32, 8, 10].into_iter().find(|&e| e > p.obs_idx).unwrap();
             assert_eq!(p.horizon, end - p.obs_idx, "slot {}", p.obs_idx);
             assert!(p.obs_idx + p.offset <= end);

@@ -26,12 +26,12 @@ use kestrel_agents::asymexp::{
     Asymexp, AsymexpConfig, AsymexpStep, Collected, KeyDraws, PerturbationKind, VersionKind,
     collect,
 };
-use kestrel_agents::laplacian::empirical::{self, Decomposed, TruthRule};
+use kestrel_agents::laplacian::empirical::{self, Decomposed, TruthRuleKind};
 use kestrel_core::{Budget, FromInvalid, Key};
 use kestrel_envs::GridMap;
 use kestrel_envs::asymexp::AsymexpMap;
 use kestrel_plot::Heatmaps;
-use kestrel_replay::RowRule;
+use kestrel_replay::RowRuleKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -72,7 +72,7 @@ pub struct AsymexpSettings {
     pub threshold: Option<f64>,
     /// Replay pairs: `reference` (its rule; a first state at an episode's end with no later
     /// terminal stops the run, as the reference raises) or `within-episode`.
-    pub sampling: RowRule,
+    pub sampling: RowRuleKind,
     /// Irreversible doors placed at random among the map's reversible moves (`--use_doors
     /// --num_doors`; 0: none), each blocking a move's reverse.
     pub num_doors: usize,
@@ -80,7 +80,7 @@ pub struct AsymexpSettings {
     pub door_seed: u32,
     /// Ground truth: `reference` (its oddities: the clip to 1, |λ| order, the symmetric part
     /// of the inverse-weighted Laplacian, NaN on goal maps) or `fixed`.
-    pub truth: TruthRule,
+    pub truth: TruthRuleKind,
 }
 
 impl Default for AsymexpSettings {
@@ -100,10 +100,10 @@ impl Default for AsymexpSettings {
             graph_epsilon: r.graph_epsilon,
             graph_variance_scale: r.graph_variance_scale,
             threshold: None,
-            sampling: RowRule::Reference,
+            sampling: RowRuleKind::Reference,
             num_doors: 0,
             door_seed: 42,
-            truth: TruthRule::Reference,
+            truth: TruthRuleKind::Reference,
         }
     }
 }
@@ -228,7 +228,7 @@ pub fn run_map(c: &AlloRunConfig) -> Result<AsymexpMap, AgentError> {
 /// state that is never left (the goal `G`, or a state a fixed start `S` never reaches) makes
 /// the visit distribution singular.
 pub fn check_truth(c: &AlloRunConfig, map: &AsymexpMap) -> Result<(), AgentError> {
-    if c.asymexp.version != VersionKind::Final || c.asymexp.truth != TruthRule::Reference {
+    if c.asymexp.version != VersionKind::Final || c.asymexp.truth != TruthRuleKind::Reference {
         return Ok(());
     }
     let why = if let Some(g) = map.goal {
@@ -419,7 +419,7 @@ impl AsymexpRun {
             a.sampling,
             &mut draws,
         )?;
-        if a.sampling == RowRule::Reference {
+        if a.sampling == RowRuleKind::Reference {
             let dead = data.replay.rows_with_dead_ends();
             if let Some(&r) = dead.first() {
                 return Err(AgentError::invalid(
@@ -982,7 +982,7 @@ mod tests {
         // The same map with the mended truth runs.
         let fixed = AsymexpSettings {
             version: VersionKind::Final,
-            truth: TruthRule::Fixed,
+            truth: TruthRuleKind::Fixed,
             ..small().asymexp
         };
         let goal_map = || AlloRunConfig {
@@ -994,7 +994,7 @@ mod tests {
         // first dead-end draw, so that is refused once the data is in, before any step.
         let e = AsymexpRun::new(goal_map()).unwrap().run(|_| Ok(true)).unwrap_err().to_string();
         assert!(e.contains("asymexp.sampling") && e.contains("within-episode"), "{e}");
-        let within = AsymexpSettings { sampling: RowRule::WithinEpisode, ..fixed.clone() };
+        let within = AsymexpSettings { sampling: RowRuleKind::WithinEpisode, ..fixed.clone() };
         let mut r = AsymexpRun::new(AlloRunConfig { asymexp: within, ..goal_map() }).unwrap();
         r.run(|_| Ok(true)).unwrap();
         assert_eq!(r.learner().steps, 20);

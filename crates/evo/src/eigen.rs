@@ -1,4 +1,5 @@
-//! Symmetric eigendecomposition with a reusable workspace (faer), and small helpers.
+//! Symmetric eigendecomposition with a reusable workspace (faer), for CMA-ES and xNES: the
+//! one piece of dense linear algebra that is not small (`kestrel_core::linalg` has the rest).
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{ComputeEigenvectors, self_adjoint_evd, self_adjoint_evd_scratch};
@@ -92,17 +93,6 @@ impl EigenWork {
         }
         ok
     }
-}
-
-/// Euclidean norm.
-pub(crate) fn norm(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum::<f64>().sqrt()
-}
-
-/// Draws `out.len()` standard normals from a key: one [`kestrel_core::fill_normal_f32`] draw
-/// (the vectorised sampler MPPI and the nn crate use), stored as f64.
-pub(crate) fn normals(key: kestrel_core::Key, out: &mut [f64]) {
-    kestrel_core::fill_normal_f32(key, out);
 }
 
 #[cfg(test)]
