@@ -249,7 +249,7 @@ impl Trainer {
         if !terms.loss.is_finite() {
             return Err(ActdynError::NonFinite { what: "loss", value: terms.loss });
         }
-        let norm = self.grads.iter().map(|g| g * g).sum::<f64>().sqrt();
+        let norm = kestrel_core::linalg::norm(&self.grads);
         if !norm.is_finite() {
             return Err(ActdynError::NonFinite { what: "gradient norm", value: norm });
         }
@@ -340,7 +340,7 @@ impl Trainer {
                 Some(&mut self.member_grads),
             );
             let g = &self.member_grads[range.clone()];
-            let norm = g.iter().map(|g| g * g).sum::<f64>().sqrt();
+            let norm = kestrel_core::linalg::norm(g);
             if !(terms.loss.is_finite() && norm.is_finite()) {
                 // A diverged member keeps its parameters; the model's own step stands.
                 continue;

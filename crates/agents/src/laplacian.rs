@@ -66,7 +66,7 @@ pub fn ground_truth(map: &GridMap, d: usize) -> Result<GroundTruth, AgentError> 
         let col = n - 1 - i;
         eigenvalues.push(s[col]);
         let mut v: Vec<f64> = (0..n).map(|r| u[(r, col)]).collect();
-        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let norm = kestrel_core::linalg::norm(&v);
         let first = v.iter().find(|x| x.abs() > 1e-12).copied().unwrap_or(1.0);
         let sign = if first < 0.0 { -1.0 } else { 1.0 };
         v.iter_mut().for_each(|x| *x *= sign / norm);
@@ -131,13 +131,13 @@ impl GroundTruth {
                     let dot: f64 = prev.iter().zip(&w).map(|(a, b)| a * b).sum();
                     w.iter_mut().zip(prev).for_each(|(x, p)| *x -= dot * p);
                 }
-                let wn = w.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
+                let wn = kestrel_core::linalg::norm(&w).max(1e-12);
                 w.iter_mut().for_each(|x| *x /= wn);
                 let mut approx = vec![0.0; n];
                 for (j, wj) in w.iter().enumerate() {
                     approx.iter_mut().zip(e(j)).for_each(|(a, v)| *a += wj * v);
                 }
-                let an = approx.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
+                let an = kestrel_core::linalg::norm(&approx).max(1e-12);
                 let c: f64 = approx.iter().zip(u).map(|(a, b)| a * b).sum::<f64>() / an;
                 sims[start + k] = c.abs();
                 chosen.push(w);
@@ -473,7 +473,7 @@ mod tests {
             assert!((gt.eigenvalues[k] - want).abs() < 1e-12, "eigenvalue {k}");
             let basis: Vec<f64> =
                 (0..n).map(|j| (pi * k as f64 * (j as f64 + 0.5) / n as f64).cos()).collect();
-            let norm = basis.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let norm = kestrel_core::linalg::norm(&basis);
             let dot: f64 = gt.vector(k).iter().zip(&basis).map(|(a, b)| a * b / norm).sum();
             assert!((dot.abs() - 1.0).abs() < 1e-10, "vector {k}: {dot}");
             let first = gt.vector(k).iter().find(|x| x.abs() > 1e-12).unwrap();

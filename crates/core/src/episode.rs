@@ -82,53 +82,42 @@ pub struct EpisodeColumns<'a> {
     pub ended: &'a mut [bool],
 }
 
-/// One chunk of rows' part of [`EpisodeColumns`], a slice a step.
-struct ChunkColumns<'a> {
-    returns: Vec<&'a mut [f64]>,
-    lengths: Vec<&'a mut [i64]>,
-    seconds: Vec<&'a mut [f64]>,
-    ended: Vec<&'a mut [bool]>,
-}
-
 impl<'a> EpisodeColumns<'a> {
-    /// The columns cut into chunks of `chunk` rows, each chunk's a slice a step.
-    fn by_chunk(self, rows: usize, chunk: usize) -> Vec<ChunkColumns<'a>> {
-        fn cut<T>(v: &mut [T], rows: usize, chunk: usize) -> Vec<Vec<&mut [T]>> {
-            let mut out: Vec<Vec<&mut [T]>> =
-                (0..rows.div_ceil(chunk)).map(|_| Vec::new()).collect();
-            for step in v.chunks_mut(rows) {
-                for (c, part) in step.chunks_mut(chunk).enumerate() {
-                    out[c].push(part);
-                }
+    /// The columns cut by step (`rows` values each) and then into chunks of `chunk` rows:
+    /// entry `[c][t]` is chunk `c`'s part of step `t`.
+    fn by_chunk(self, rows: usize, chunk: usize) -> Vec<Vec<EpisodeColumns<'a>>> {
+        let mut out: Vec<Vec<EpisodeColumns<'a>>> =
+            (0..rows.div_ceil(chunk)).map(|_| Vec::new()).collect();
+        let EpisodeColumns { returns, lengths, seconds, ended } = self;
+        let steps = returns
+            .chunks_mut(rows)
+            .zip(lengths.chunks_mut(rows))
+            .zip(seconds.chunks_mut(rows))
+            .zip(ended.chunks_mut(rows));
+        for (((r, l), s), e) in steps {
+            let parts = r
+                .chunks_mut(chunk)
+                .zip(l.chunks_mut(chunk))
+                .zip(s.chunks_mut(chunk))
+                .zip(e.chunks_mut(chunk));
+            for (c, (((returns, lengths), seconds), ended)) in parts.enumerate() {
+                out[c].push(EpisodeColumns { returns, lengths, seconds, ended });
             }
-            out
         }
-        let (r, l) = (cut(self.returns, rows, chunk), cut(self.lengths, rows, chunk));
-        let (s, e) = (cut(self.seconds, rows, chunk), cut(self.ended, rows, chunk));
-        r.into_iter()
-            .zip(l)
-            .zip(s)
-            .zip(e)
-            .map(|(((returns, lengths), seconds), ended)| ChunkColumns {
-                returns,
-                lengths,
-                seconds,
-                ended,
-            })
-            .collect()
+        out
     }
-}
 
-/// Zeroes the entries `ended` marks (a reused buffer's last rollout): the flags scanned 64 at
-/// a time (an OR the compiler vectorises), the few set ones cleared.
-fn clear_marked(r: &mut [f64], l: &mut [i64], s: &mut [f64], ended: &mut [bool]) {
-    for (k, flags) in ended.chunks_mut(64).enumerate() {
-        if !flags.iter().fold(false, |any, &x| any | x) {
-            continue;
-        }
-        for (i, set) in flags.iter_mut().enumerate().filter(|(_, set)| **set) {
-            let j = k * 64 + i;
-            (r[j], l[j], s[j], *set) = (0.0, 0, 0.0, false);
+    /// Zeroes the entries `ended` marks (a reused buffer's last rollout): the flags scanned 64
+    /// at a time (an OR the compiler vectorises), the few set ones cleared.
+    fn clear_marked(&mut self) {
+        for (k, flags) in self.ended.chunks_mut(64).enumerate() {
+            if !flags.iter().fold(false, |any, &x| any | x) {
+                continue;
+            }
+            for (i, set) in flags.iter_mut().enumerate().filter(|(_, set)| **set) {
+                let j = k * 64 + i;
+                (self.returns[j], self.lengths[j], self.seconds[j], *set) = (0.0, 0, 0.0, false);
+            }
         }
     }
 }
@@ -288,20 +277,19 @@ impl EpisodeStats {
         let a = self.agents;
         let rows = self.returns.len();
         let envs = rows / a;
-        let mut lengths = vec![
-            ("rewards", steps * rows, rewards.len()),
+        let n = steps * rows;
+        let out_lengths = out
+            .as_ref()
+            .map_or([n; 4], |o| [o.returns.len(), o.lengths.len(), o.seconds.len(), o.ended.len()]);
+        for (what, expected, got) in [
+            ("rewards", n, rewards.len()),
             ("terminated", steps * envs, terminated.len()),
             ("truncated", steps * envs, truncated.len()),
-        ];
-        if let Some(o) = &out {
-            lengths.extend([
-                ("episode returns", steps * rows, o.returns.len()),
-                ("episode lengths", steps * rows, o.lengths.len()),
-                ("episode seconds", steps * rows, o.seconds.len()),
-                ("episode flags", steps * rows, o.ended.len()),
-            ]);
-        }
-        for (what, expected, got) in lengths {
+            ("episode returns", n, out_lengths[0]),
+            ("episode lengths", n, out_lengths[1]),
+            ("episode seconds", n, out_lengths[2]),
+            ("episode flags", n, out_lengths[3]),
+        ] {
             if expected != got {
                 return Err(crate::CoreError::Length { what, expected, got });
             }
@@ -313,7 +301,7 @@ impl EpisodeStats {
         // of each step's rows: a row through all steps first strides a page a step).
         let threads = rayon::current_num_threads();
         let chunk = a * envs.div_ceil(4 * threads).max(64);
-        let parts: Vec<Option<ChunkColumns<'_>>> = match out {
+        let parts: Vec<Option<Vec<EpisodeColumns<'_>>>> = match out {
             Some(o) => o.by_chunk(rows, chunk).into_iter().map(Some).collect(),
             None => (0..rows.div_ceil(chunk)).map(|_| None).collect(),
         };
@@ -347,22 +335,17 @@ impl EpisodeStats {
                         reset_step,
                         now,
                     });
-                    let mut cols = out.as_mut().map(|o| {
-                        let (r, l, s, e) = (
-                            &mut *o.returns[t],
-                            &mut *o.lengths[t],
-                            &mut *o.seconds[t],
-                            &mut *o.ended[t],
-                        );
-                        clear_marked(r, l, s, e);
-                        (r, l, s, e)
-                    });
+                    let mut cols = out.as_mut().map(|o| &mut o[t]);
+                    if let Some(c) = cols.as_mut() {
+                        c.clear_marked();
+                    }
                     // Then the few rows that ended.
                     for (j, _) in prev.iter().enumerate().filter(|(_, p)| **p) {
                         ended += 1;
                         let (r, l, s) = (ret[j], len[j], secs(start[j]));
-                        if let Some((or, ol, os, oe)) = cols.as_mut() {
-                            (or[j], ol[j], os[j], oe[j]) = (r, l as i64, s, true);
+                        if let Some(c) = cols.as_mut() {
+                            (c.returns[j], c.lengths[j], c.seconds[j]) = (r, l as i64, s);
+                            c.ended[j] = true;
                         }
                         if t + 1 == steps {
                             (f_ret[j], f_len[j], f_secs[j]) = (r, l, s);

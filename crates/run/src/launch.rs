@@ -246,21 +246,22 @@ pub trait Resumable: Sized {
 /// A resumable run's loop object and folder. With `resume`: the folder reopened (its saved
 /// config checked against `config`), the object loaded from its `checkpoint/` (the note said
 /// to the watcher and the record; a checkpoint that does not load fails the folder) and its
-/// metrics appended. Without: a new object and a new folder `<kind>/<name>`.
+/// metrics appended. Without: a new object and a new folder `<kind>/<name>`. Also returns the
+/// config's checkpoint stamp ([`crate::registry::stamp`]), which the run's [`Checkpoints`] write.
 pub fn open<T: Resumable>(
     launch: &mut Launch<'_>,
     config: &<T::Kind as Run>::Config,
     resume: Option<&Path>,
     name: &str,
     seed: u64,
-) -> Result<(T, RunDir, MetricsSink), RunError> {
+) -> Result<(T, RunDir, MetricsSink, kestrel_nn::Stamp), RunError> {
+    let stamp = crate::registry::stamp::<T::Kind>(config);
     let Some(folder) = resume else {
         let run = T::fresh(config)?;
         let (dir, metrics) = start(launch, T::Kind::NAME, name, seed, config)?;
-        return Ok((run, dir, metrics));
+        return Ok((run, dir, metrics, stamp));
     };
     let mut dir = reopen::<T::Kind>(folder, config, launch.argv.clone())?;
-    let stamp = crate::registry::stamp::<T::Kind>(config);
     let run = match T::resumed(config, &folder.join("checkpoint"), &stamp) {
         Ok((run, note)) => {
             if let Some(note) = note {
@@ -271,5 +272,5 @@ pub fn open<T: Resumable>(
         Err(e) => return Err(failed(dir, e)),
     };
     let metrics = MetricsSink::resume(&dir.join("metrics.jsonl"), run.done() + 1)?;
-    Ok((run, dir, metrics))
+    Ok((run, dir, metrics, stamp))
 }

@@ -268,7 +268,7 @@ pub fn retrain(
                     *a += scale * b;
                 }
             }
-            let norm = grads.iter().map(|g| g * g).sum::<f64>().sqrt();
+            let norm = kestrel_core::linalg::norm(&grads);
             if !norm.is_finite() {
                 return Err(ActdynError::NonFinite { what: "offline gradient norm", value: norm });
             }

@@ -534,11 +534,11 @@ pub fn run(
     if c.profile == ProfileKind::Asymexp {
         return crate::runs::allo_asymexp::run(c, resume, launch);
     }
-    let stamp = crate::registry::stamp::<Allo>(&c);
     let map = c.map.trim_start_matches("builtin:");
     let map = map.rsplit('/').next().unwrap_or(map).trim_end_matches(".txt");
     let name = format!("{:?}-{map}", c.method);
-    let (mut run, dir, mut metrics) = open::<AlloRun>(&mut launch, &c, resume, &name, c.seed)?;
+    let (mut run, dir, mut metrics, stamp) =
+        open::<AlloRun>(&mut launch, &c, resume, &name, c.seed)?;
     // The curves are drawn from every logged line, the earlier launches' and this one's.
     let mut history = match resume {
         Some(_) => crate::read_metrics(&dir.join("metrics.jsonl"))?,

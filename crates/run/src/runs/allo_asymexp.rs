@@ -559,11 +559,11 @@ pub fn run(
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
-    let stamp = crate::registry::stamp::<Allo>(&c);
     let stem = c.map.trim_start_matches("builtin:");
     let stem = stem.rsplit('/').next().unwrap_or(stem).trim_end_matches(".txt");
     let name = format!("asymexp-{stem}");
-    let (mut run, dir, mut metrics) = open::<AsymexpRun>(&mut launch, &c, resume, &name, c.seed)?;
+    let (mut run, dir, mut metrics, stamp) =
+        open::<AsymexpRun>(&mut launch, &c, resume, &name, c.seed)?;
     // The curves are drawn from every logged line, the earlier launches' and this one's.
     let mut history = match resume {
         Some(_) => crate::read_metrics(&dir.join("metrics.jsonl"))?,

@@ -207,9 +207,9 @@ pub fn run(
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     c.validate()?;
-    let stamp = crate::registry::stamp::<Actdyn>(&c);
     let name = format!("{:?}-{:?}", c.policy.kind, c.profile).to_lowercase();
-    let (mut run, dir, mut metrics) = open::<ActdynRun>(&mut launch, &c, resume, &name, c.seed)?;
+    let (mut run, dir, mut metrics, stamp) =
+        open::<ActdynRun>(&mut launch, &c, resume, &name, c.seed)?;
     let r = (|| -> Result<String, RunError> {
         let c = run.config().clone();
         let (t, ny) = (c.train.window, c.env.obs_dim);

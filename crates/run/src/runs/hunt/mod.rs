@@ -464,9 +464,9 @@ pub fn run(
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
-    let stamp = crate::registry::stamp::<Hunt>(&c);
     let name = format!("{}a-{:?}", c.env.num_agents, c.env.obs);
-    let (mut run, dir, mut metrics) = open::<HuntRun>(&mut launch, &c, resume, &name, c.seed)?;
+    let (mut run, dir, mut metrics, stamp) =
+        open::<HuntRun>(&mut launch, &c, resume, &name, c.seed)?;
     let r = (|| -> Result<String, RunError> {
         let c = run.config().clone();
         let world = run.hunt.cfg.world.clone();
