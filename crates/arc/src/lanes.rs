@@ -1169,15 +1169,20 @@ impl<const S: usize> WithSimd for SetCoords<'_, S> {
                 }
             }
             [r1, c1, r2, c2] => {
+                // Each lane's rows and column bits once (four i64 columns read once), then
+                // every row from them in 16-bit lanes.
+                let (mut lo, mut hi, mut bits) = ([0u16; L], [0u16; L], [0u16; L]);
+                let corners = r1.iter().zip(*c1).zip(r2.iter().zip(*c2));
+                for (l, ((&r1, &c1), (&r2, &c2))) in corners.enumerate() {
+                    let (r1, r2, c1, c2) = (clip(r1), clip(r2), clip(c1), clip(c2));
+                    let (c0, c1) = (c1.min(c2), c1.max(c2));
+                    bits[l] = ((u32::MAX >> (31 - c1)) & (u32::MAX << c0)) as u16;
+                    (lo[l], hi[l]) = (r1.min(r2) as u16, r1.max(r2) as u16);
+                }
                 for (r, raw) in b.raw.iter_mut().enumerate() {
-                    let r = r as u32;
-                    let corners = r1.iter().zip(*c1).zip(r2.iter().zip(*c2));
-                    for (x, ((&r1, &c1), (&r2, &c2))) in raw[..n].iter_mut().zip(corners) {
-                        let (r1, r2, c1, c2) = (clip(r1), clip(r2), clip(c1), clip(c2));
-                        let (c0, c1) = (c1.min(c2), c1.max(c2));
-                        let bits = (u32::MAX >> (31 - c1)) & (u32::MAX << c0);
-                        let on = r1.min(r2) <= r && r <= r1.max(r2);
-                        *x = if on { bits as u16 } else { 0 };
+                    let r = r as u16;
+                    for (l, x) in raw[..n].iter_mut().enumerate() {
+                        *x = if lo[l] <= r && r <= hi[l] { bits[l] } else { 0 };
                     }
                 }
             }
