@@ -134,9 +134,12 @@ fn set_flags(flags: &[bool], mut f: impl FnMut(usize)) {
     for (k, word) in flags.chunks(64).enumerate() {
         let mut bits = 0u64;
         for (g, part) in word.chunks(8).enumerate() {
-            // Eight flags as one word (a load where `part` is whole), gathered as in
+            // Eight flags as one word (one load where `part` is whole), gathered as in
             // `simd::gather8`.
-            let b: [u8; 8] = std::array::from_fn(|i| part.get(i).map_or(0, |&x| u8::from(x)));
+            let b: [u8; 8] = match <&[bool; 8]>::try_from(part) {
+                Ok(whole) => whole.map(u8::from),
+                Err(_) => std::array::from_fn(|i| part.get(i).map_or(0, |&x| u8::from(x))),
+            };
             bits |= ((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER) >> 56) << (8 * g);
         }
         while bits != 0 {
