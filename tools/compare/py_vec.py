@@ -18,7 +18,9 @@ Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
      bbox selections, 1024 and 4096 envs: Kestrel from Python (`canvas=5`: the lane kernel;
      pre-drawn batches of bbox masks; NEXT_STEP autoreset) vs Kestrel's Rust-only lanes (`kestrel arc bench
      --kernel lanes`, bboxes drawn in the kernel) vs JaxARC jit(vmap(scan)) (arc.py's code);
-     also Kestrel's `VectorEnv.rollout` (64 pre-drawn steps stacked, one call), masks and bboxes.
+     also Kestrel's `VectorEnv.rollout` (64 and 32 pre-drawn steps stacked, one call), masks and
+     bboxes (at 4,096 envs a 64-step call's arrays outgrow the cache: its actions, read by the
+     check and again by the steps, are 8.6-10.5 MB).
      Three rounds, each the Rust-only bench then every Python form, each figure its best round
      (the Rust-only figure moved 7-17% between launches minutes apart when it ran first alone).
 
@@ -143,20 +145,21 @@ for n in [1024, 4096] if "D" in work else []:
     # and off, and the mask and bbox forms, alternated, and the Rust-only bench between them
     # (each round: Rust-only, then every Python form), so the machine's drift within the
     # launch hits the ratio's two sides alike; each figure is its best round.
-    # `VectorEnv.rollout` of 64 steps (the pool cycled, stacked before timing) in both forms.
+    # `VectorEnv.rollout` of 64 and of 32 steps (the pool cycled, stacked before timing) in both
+    # forms.
     for rep in range(3):
         out[f"mini_rust_{n}"] = max(out.get(f"mini_rust_{n}", 0.0), mini_rust(n))
-        for info, form, roll in ((True, "mask", False), (False, "mask", False), (True, "bbox", False),
-                                 (True, "mask", True), (True, "bbox", True)):
+        for info, form, roll in ((True, "mask", 0), (False, "mask", 0), (True, "bbox", 0),
+                                 (True, "mask", 64), (True, "bbox", 64), (True, "mask", 32), (True, "bbox", 32)):
             v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
                                  autoreset_mode="next_step", arc_info=info, selection=form)
             v.reset(seed=0)
             key = f"mini_python_{n}" + ("" if info else "_noinfo") + ("_bboxform" if form == "bbox" else "")
             src = box_pool if form == "bbox" else pool
             if roll:
-                stacked = {k: np.stack([src[t % len(src)][k] for t in range(64)]) for k in src[0]}
-                key = key + "_rollout"
-                out[key] = max(out.get(key, 0.0), timed(lambda: v.rollout(stacked), 64 * n, warm=1))
+                stacked = {k: np.stack([src[t % len(src)][k] for t in range(roll)]) for k in src[0]}
+                key = key + "_rollout" + ("" if roll == 64 else f"{roll}")
+                out[key] = max(out.get(key, 0.0), timed(lambda: v.rollout(stacked), roll * n, warm=1))
             else:
                 out[key] = max(out.get(key, 0.0), timed(pooled(v, src), n))
 
@@ -248,15 +251,17 @@ def main():
         print("\n| Mini-ARC 5x5, one task, bbox, jaxarc with JaxARC's bugs | Kestrel from Python (lanes), masks | the same, ARC info off "
               "| Kestrel from Python, `selection=\"bbox\"` | `VectorEnv.rollout` (64 steps), masks | the same, bbox form "
               "| Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python (masks) / JaxARC "
-              "| Python / Rust-only: masks, bbox form | rollout / Rust-only: masks, bbox form | info on / off |"
-              "\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| Python / Rust-only: masks, bbox form | rollout / Rust-only: masks, bbox form "
+              "| 32-step rollout / Rust-only: masks, bbox form | info on / off |"
+              "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n, jx in zip((1024, 4096), mini_jax):
             kp, kr, jx = res[f"mini_python_{n}"], res[f"mini_rust_{n}"], jx["steps_per_s"]
             off, box = res[f"mini_python_{n}_noinfo"], res[f"mini_python_{n}_bboxform"]
             rm, rb = res[f"mini_python_{n}_rollout"], res[f"mini_python_{n}_bboxform_rollout"]
+            rm32, rb32 = res[f"mini_python_{n}_rollout32"], res[f"mini_python_{n}_bboxform_rollout32"]
             print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {box / 1e6:.1f} M | {rm / 1e6:.1f} M | {rb / 1e6:.1f} M "
                   f"| {kr / 1e6:.1f} M | {jx / 1e6:.2f} M | {kp / jx:.0f}x | {kp / kr:.2f}, {box / kr:.2f} "
-                  f"| {rm / kr:.2f}, {rb / kr:.2f} | {kp / off:.3f} |")
+                  f"| {rm / kr:.2f}, {rb / kr:.2f} | {rm32 / kr:.2f}, {rb32 / kr:.2f} | {kp / off:.3f} |")
     if "C" in work:
         print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
     for d in (10, 100) if "C" in work else []:

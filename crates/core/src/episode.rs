@@ -43,8 +43,8 @@ impl crate::simd::WithSimd for Count<'_> {
             // stores followed by masked loads of the same addresses, which store forwarding
             // cannot serve. Every load comes before any store: the columns are separate
             // allocations that may share page offsets, and a load after a store at the same
-            // offset waits for it (4K aliasing). With `set_flags`: `record_steps` in 0.6x the
-            // time (`cargo bench -p kestrel-core --bench episode`, BENCHMARKS).
+            // offset waits for it (4K aliasing). With `set_flags`: `record_steps` in about half
+            // the time (`cargo bench -p kestrel-core --bench episode`, BENCHMARKS).
             let keep = u64::from(!(reset_step & prev[j])).wrapping_neg();
             let (r, l, s) = (ret[j], len[j], start[j]);
             ret[j] = f64::from_bits((r + f64::from(rw[j])).to_bits() & keep);
