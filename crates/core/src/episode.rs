@@ -129,18 +129,15 @@ impl<'a> EpisodeColumns<'a> {
 /// its rows; a filter over the flags mispredicted a branch a few times in 64 rows.
 #[inline(always)]
 fn set_flags(flags: &[bool], mut f: impl FnMut(usize)) {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
     for (k, word) in flags.chunks(64).enumerate() {
         let mut bits = 0u64;
         for (g, part) in word.chunks(8).enumerate() {
-            // Eight flags as one word (one load where `part` is whole), gathered as in
-            // `simd::gather8`.
+            // Eight flags as one word (one load where `part` is whole).
             let b: [u8; 8] = match <&[bool; 8]>::try_from(part) {
                 Ok(whole) => whole.map(u8::from),
                 Err(_) => std::array::from_fn(|i| part.get(i).map_or(0, |&x| u8::from(x))),
             };
-            bits |= ((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER) >> 56) << (8 * g);
+            bits |= crate::simd::gather8_word(b) << (8 * g);
         }
         while bits != 0 {
             f(k * 64 + bits.trailing_zeros() as usize);

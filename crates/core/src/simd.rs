@@ -317,11 +317,19 @@ pub fn any_at_least(values: &[i64], bound: u64) -> bool {
 /// Up to eight 0/1 bytes as the low bits of one byte (bit `i` = byte `i`): one multiply.
 #[inline(always)]
 pub fn gather8(bytes: &[u8]) -> u8 {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
     let mut b = [0u8; 8];
     b[..bytes.len()].copy_from_slice(bytes);
-    (((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER)) >> 56) as u8
+    gather8_word(b) as u8
+}
+
+/// Eight 0/1 bytes as the low eight bits of a word (bit `i` = byte `i`): [`gather8`] of a
+/// whole word. A `u64`, for callers that shift it into a wider mask (an `as u8` round trip
+/// there made `EpisodeStats::record_steps` 1.6x slower).
+#[inline(always)]
+pub fn gather8_word(b: [u8; 8]) -> u64 {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    ((u64::from_le_bytes(b) & LOW).wrapping_mul(GATHER)) >> 56
 }
 
 /// Each `per`-byte row of `bytes` (0/1 values, e.g. numpy's boolean selection masks; at most
