@@ -19,8 +19,8 @@ Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
      pre-drawn batches of bbox masks; NEXT_STEP autoreset) vs Kestrel's Rust-only lanes (`kestrel arc bench
      --kernel lanes`, bboxes drawn in the kernel) vs JaxARC jit(vmap(scan)) (arc.py's code);
      also Kestrel's `VectorEnv.rollout` (64 and 32 pre-drawn steps stacked, one call), masks and
-     bboxes (at 4,096 envs a 64-step call's arrays outgrow the cache: its actions, read by the
-     check and again by the steps, are 8.6-10.5 MB).
+     bboxes (at 4,096 envs a 64-step call reads 8.6-10.5 MB of actions twice, by the check and
+     by the steps; a 32-step call half that).
      Three rounds, each the Rust-only bench then every Python form, each figure its best round
      (the Rust-only figure moved 7-17% between launches minutes apart when it ran first alone).
 
