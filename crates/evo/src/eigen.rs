@@ -77,19 +77,9 @@ impl EigenWork {
         for i in 0..n {
             c[(i, i)] += 1e-8;
         }
-        let ok = self_adjoint_evd(
-            c.as_ref(),
-            self.s.as_mut(),
-            Some(b.as_mut()),
-            Par::Seq,
-            MemStack::new(&mut self.buf),
-            Default::default(),
-        )
-        .is_ok();
+        let ok = self.eigh(c, b, d);
         if ok {
-            for (i, di) in d.iter_mut().enumerate() {
-                *di = self.s[i].max(1e-8).sqrt();
-            }
+            d.iter_mut().for_each(|di| *di = di.max(1e-8).sqrt());
         }
         ok
     }
