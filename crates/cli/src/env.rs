@@ -1,6 +1,6 @@
 //! `kestrel env bench ID`: any env of the registry (`kestrel config` lists the ids), its params
 //! from `--config`/`--set` as Python's `make(ID, **params)` takes them, stepped under random
-//! actions.
+//! actions, a step at a time or in rollouts from action arrays (`--rollout`).
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -33,6 +33,11 @@ pub struct BenchArgs {
     /// Override a param: `--set gravity=9.81` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Time rollouts of this many steps instead of single steps: every step's random actions
+    /// drawn into arrays first, each rollout writing every step's columns and counting the
+    /// episodes, as Python's `VectorEnv.rollout` does (0: single steps).
+    #[arg(long, default_value_t = 0)]
+    rollout: usize,
     /// One JSON object.
     #[arg(long)]
     json: bool,
@@ -46,14 +51,19 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let mut rows = Vec::new();
     for &n in &a.num_envs {
         let mut batch = pool.install(|| id.build(layers, n, 0, 0))?;
-        let sps = pool.install(|| kestrel_run::envs::steps_per_second(&mut *batch, a.seconds))?;
+        let sps = pool.install(|| match a.rollout {
+            0 => kestrel_run::envs::steps_per_second(&mut *batch, a.seconds),
+            k => kestrel_run::envs::rollout_steps_per_second(&mut *batch, k, a.seconds),
+        })?;
         if !a.json {
             println!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step", n, sps, 1e9 / sps);
         }
         rows.push(json!({"num_envs": n, "steps_per_s": sps}));
     }
     if a.json {
-        println!("{}", json!({"id": id.name(), "threads": a.threads, "batches": rows}));
+        let out =
+            json!({"id": id.name(), "threads": a.threads, "rollout": a.rollout, "batches": rows});
+        println!("{out}");
     }
     Ok(())
 }

@@ -771,6 +771,19 @@ fn env_ids_print_their_params_and_bench_through_the_registry() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap() > 0.0, "{out}");
+    // Rollouts from action arrays: the lane kernel (ARC, canvas 5) and the rows (CartPole).
+    for (id, set) in [("ARC-jaxarc-v0", "canvas=5"), ("CartPole-v1", "max_episode_steps=9")] {
+        let args = ["env", "bench", id, "--num-envs", "70", "--seconds", "0.05", "--set", set];
+        let out = ok(&[&args[..], &["--rollout", "16", "--json"]].concat());
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["rollout"], 16, "{out}");
+        assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap() > 0.0, "{out}");
+    }
+    let e = fails(&["env", "bench", "CartPole-v1", "--rollout", "70000"]);
+    assert!(e.contains("rollout = 70000"), "{e}");
+    let big = ["env", "bench", "CartPole-v1", "--num-envs", "1000000", "--rollout", "60000"];
+    let e = fails(&big);
+    assert!(e.contains("rollout = 60000") && e.contains("GiB"), "{e}");
     let e = fails(&["env", "bench", "CartPole-v1", "--set", "gravty=3"]);
     assert!(e.contains("gravty") && e.contains("gravity"), "{e}");
     let e = fails(&["config", "Pendulm-v1"]);

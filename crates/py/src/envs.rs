@@ -5,7 +5,7 @@
 use crate::errors::{run_error, value_error};
 use kestrel_core::{AutoReset, EpisodeColumns, EpisodeStats, Space};
 use kestrel_run::Layers;
-use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs, ObsMut, Rollout};
+use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs, ObsMut, Rollout, rollout_counted};
 use kestrel_run::info::{ArcColumns, ArcInfo};
 use numpy::ndarray::ArrayView1;
 use numpy::{
@@ -822,20 +822,17 @@ impl VecCore {
                     terminated: &mut *te,
                     truncated: &mut *tr,
                 };
-                v.rollout(&step_acts, out)?;
                 // The statistics count each step as `step` counts it; the wall seconds are
                 // the rollout's end for every step. The episodes go straight into the
                 // buffers (the last rollout's entries cleared) in the same parallel pass.
-                let now = born.elapsed().as_secs_f64();
-                let out = ep.as_mut().map(|(r, l, s, m)| EpisodeColumns {
+                let now = || born.elapsed().as_secs_f64();
+                let cols = ep.as_mut().map(|(r, l, s, m)| EpisodeColumns {
                     returns: r,
                     lengths: l,
                     seconds: s,
                     ended: m,
                 });
-                let ended = stats
-                    .record_steps(mode, steps, rw, te, tr, now, out)
-                    .map_err(|e| e.to_string())?;
+                let ended = rollout_counted(v.as_mut(), &step_acts, out, stats, mode, now, cols)?;
                 if let Some(arc) = arc {
                     arc.after_rollout(v.as_ref());
                 }

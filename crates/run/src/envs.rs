@@ -1215,6 +1215,107 @@ pub fn steps_per_second(batch: &mut dyn DynBatch, seconds: f64) -> Result<f64, R
     Ok(kestrel_core::timing::rows_per_second(batch.num_envs(), seconds, || batch.step())?)
 }
 
+/// A rollout as a front end runs it: [`DynBatch::rollout`], then its steps counted into
+/// `stats` under `mode` at `now()`, read when the rollout is done (the episodes that ended
+/// written into `episodes`, the entries of its last rollout cleared); returns how many
+/// ended. The Python binding's `rollout` and [`rollout_steps_per_second`] both run this.
+#[allow(clippy::too_many_arguments)]
+pub fn rollout_counted(
+    batch: &mut dyn DynBatch,
+    acts: &[Actions<'_>],
+    out: Rollout<'_>,
+    stats: &mut kestrel_core::EpisodeStats,
+    mode: kestrel_core::AutoReset,
+    now: impl FnOnce() -> f64,
+    episodes: Option<kestrel_core::EpisodeColumns<'_>>,
+) -> Result<usize, String> {
+    let Rollout { obs, final_obs, rewards, terminated, truncated } = out;
+    let out = Rollout {
+        obs,
+        final_obs,
+        rewards: &mut *rewards,
+        terminated: &mut *terminated,
+        truncated: &mut *truncated,
+    };
+    batch.rollout(acts, out)?;
+    stats
+        .record_steps(mode, acts.len(), rewards, terminated, truncated, now(), episodes)
+        .map_err(|e| e.to_string())
+}
+
+/// Env steps per second of `batch` through rollouts of `steps` steps ([`rollout_counted`]:
+/// [`DynBatch::rollout`] and the episode statistics with their columns, as the Python
+/// binding's `VectorEnv.rollout` runs them), over uniformly random actions ([`RandomActions`],
+/// one batch a step) drawn into arrays before the clock starts, under next-step auto-reset:
+/// what [`steps_per_second`] measures plus what a front end's arrays cost (reading every
+/// step's actions, writing every step's columns), without the front end's language.
+pub fn rollout_steps_per_second(
+    batch: &mut dyn DynBatch,
+    steps: usize,
+    seconds: f64,
+) -> Result<f64, RunError> {
+    use kestrel_core::{AutoReset, EpisodeColumns, EpisodeStats};
+    if steps == 0 || steps > 1 << 16 {
+        return Err(kestrel_core::Invalid::new("rollout", steps, "1 to 65536 steps").into());
+    }
+    let (envs, agents) = (batch.num_envs(), batch.spec().num_agents);
+    let rows = envs * agents;
+    let (per_step, elem) = match batch.obs() {
+        Obs::F32(o) => (o.len(), 4),
+        Obs::F64(o) => (o.len(), 8),
+        Obs::I8(o) => (o.len(), 1),
+    };
+    // A step's observations, rewards, flags and episode columns, and at least its actions'
+    // operation or value a row.
+    let step_bytes = per_step * elem + rows * (4 + 8 + 8 + 8 + 1 + 8) + envs * 2;
+    kestrel_core::check_bytes("rollout", steps, steps as u128, step_bytes as u128)?;
+    let space = batch.spec().action_space.clone();
+    let mut draws: Vec<RandomActions> = (0..steps).map(|_| RandomActions::default()).collect();
+    let acts: Vec<Actions<'_>> = draws
+        .iter_mut()
+        .enumerate()
+        .map(|(t, d)| d.draw(&space, rows, Key::new(t as u64)))
+        .collect();
+    batch.set_autoreset(AutoReset::NextStep);
+    batch.reset(0);
+    // Buffers of the observations' dtype, each step's columns one after another.
+    let (mut f32s, mut f64s, mut i8s) = (Vec::new(), Vec::new(), Vec::new());
+    match batch.obs() {
+        Obs::F32(_) => f32s = vec![0f32; steps * per_step],
+        Obs::F64(_) => f64s = vec![0f64; steps * per_step],
+        Obs::I8(_) => i8s = vec![0i8; steps * per_step],
+    }
+    let (mut rw, mut te, mut tr) =
+        (vec![0f32; steps * rows], vec![false; steps * envs], vec![false; steps * envs]);
+    let (mut er, mut el) = (vec![0f64; steps * rows], vec![0i64; steps * rows]);
+    let (mut es, mut ee) = (vec![0f64; steps * rows], vec![false; steps * rows]);
+    let mut stats = EpisodeStats::new(envs, agents, 0.0);
+    let t0 = std::time::Instant::now();
+    let mut run = || -> Result<usize, String> {
+        let obs = match (f32s.is_empty(), f64s.is_empty()) {
+            (false, _) => ObsMut::F32(&mut f32s),
+            (_, false) => ObsMut::F64(&mut f64s),
+            _ => ObsMut::I8(&mut i8s),
+        };
+        let out = Rollout {
+            obs,
+            final_obs: None,
+            rewards: &mut rw,
+            terminated: &mut te,
+            truncated: &mut tr,
+        };
+        let cols =
+            EpisodeColumns { returns: &mut er, lengths: &mut el, seconds: &mut es, ended: &mut ee };
+        let now = || t0.elapsed().as_secs_f64();
+        rollout_counted(batch, &acts, out, &mut stats, AutoReset::NextStep, now, Some(cols))
+    };
+    // The first rollout refuses what any would; the timed ones then cannot fail.
+    run().map_err(RunError::Failed)?;
+    Ok(kestrel_core::timing::rows_per_second(envs * steps, seconds, || {
+        let _ = run();
+    })?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
