@@ -20,7 +20,9 @@ Workloads (2 threads for every env engine; BLAS/XLA pinned to one thread):
      --kernel lanes`, bboxes drawn in the kernel) vs JaxARC jit(vmap(scan)) (arc.py's code);
      also Kestrel's `VectorEnv.rollout` (64 and 32 pre-drawn steps stacked, one call), masks and
      bboxes (at 4,096 envs a 64-step call reads 8.6-10.5 MB of actions twice, by the check and
-     by the steps; a 32-step call half that).
+     by the steps; a 32-step call half that); and Rust's rollout from action arrays (`kestrel env
+     bench --rollout 64`: uniform ops and 0/1 masks) against Python's rollout of the same kind of
+     masks, which tells the arrays' cost from Python's.
      Three rounds, each the Rust-only bench then every Python form, each figure its best round
      (the Rust-only figure moved 7-17% between launches minutes apart when it ran first alone).
 
@@ -137,6 +139,16 @@ def mini_rust(n):
                         "--seconds", "0.5" if quick else "1.5", "--kernel", "lanes"], check=True, capture_output=True, text=True)
     return json.loads(r.stdout)["batches"][0]["steps_per_s"]
 
+def mini_rust_arrays(n):
+    """Rust rollouts from action arrays (`kestrel env bench --rollout 64`: uniformly random ops
+    and 0/1 masks drawn into arrays, every step's columns written, the episodes counted: the
+    path of `VectorEnv.rollout` without Python)."""
+    import subprocess
+    r = subprocess.run([exe, "env", "bench", "ARC-jaxarc-v0", "--json", "--set", f"data={mini}", "--set", "canvas=5",
+                        "--set", "bugs=all", "--threads", "2", "--num-envs", str(n), "--rollout", "64",
+                        "--seconds", "0.5" if quick else "1.5"], check=True, capture_output=True, text=True)
+    return json.loads(r.stdout)["batches"][0]["steps_per_s"]
+
 for n in [1024, 4096] if "D" in work else []:
     # Masks, and the same boxes in JaxARC's bbox form (tools/compare/arc.py).
     pool, box_pool = mini_batches(n)
@@ -147,8 +159,18 @@ for n in [1024, 4096] if "D" in work else []:
     # launch hits the ratio's two sides alike; each figure is its best round.
     # `VectorEnv.rollout` of 64 and of 32 steps (the pool cycled, stacked before timing) in both
     # forms.
+    # The same distribution as `env bench`'s draws (uniform ops, 0/1 masks), for the ratio of
+    # Python's rollout to Rust's over the same kind of arrays.
+    rng = np.random.default_rng(3)
+    uniform = {"operation": rng.integers(0, 35, (64, n)), "selection": rng.integers(0, 2, (64, n, 5, 5)).astype(bool)}
     for rep in range(3):
         out[f"mini_rust_{n}"] = max(out.get(f"mini_rust_{n}", 0.0), mini_rust(n))
+        out[f"mini_rust_arrays_{n}"] = max(out.get(f"mini_rust_arrays_{n}", 0.0), mini_rust_arrays(n))
+        v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
+                             autoreset_mode="next_step", arc_info=True, selection="mask")
+        v.reset(seed=0)
+        key = f"mini_python_{n}_rollout_uniform"
+        out[key] = max(out.get(key, 0.0), timed(lambda: v.rollout(uniform), 64 * n, warm=1))
         for info, form, roll in ((True, "mask", 0), (False, "mask", 0), (True, "bbox", 0),
                                  (True, "mask", 64), (True, "bbox", 64), (True, "mask", 32), (True, "bbox", 32)):
             v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
@@ -252,16 +274,19 @@ def main():
               "| Kestrel from Python, `selection=\"bbox\"` | `VectorEnv.rollout` (64 steps), masks | the same, bbox form "
               "| Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python (masks) / JaxARC "
               "| Python / Rust-only: masks, bbox form | rollout / Rust-only: masks, bbox form "
-              "| 32-step rollout / Rust-only: masks, bbox form | info on / off |"
-              "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| 32-step rollout / Rust-only: masks, bbox form | info on / off "
+              "| Rust rollout from arrays (uniform masks) | Python rollout, the same masks | the two / each other |"
+              "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n, jx in zip((1024, 4096), mini_jax):
             kp, kr, jx = res[f"mini_python_{n}"], res[f"mini_rust_{n}"], jx["steps_per_s"]
             off, box = res[f"mini_python_{n}_noinfo"], res[f"mini_python_{n}_bboxform"]
             rm, rb = res[f"mini_python_{n}_rollout"], res[f"mini_python_{n}_bboxform_rollout"]
             rm32, rb32 = res[f"mini_python_{n}_rollout32"], res[f"mini_python_{n}_bboxform_rollout32"]
+            ra, ru = res[f"mini_rust_arrays_{n}"], res[f"mini_python_{n}_rollout_uniform"]
             print(f"| {n} envs | {kp / 1e6:.1f} M | {off / 1e6:.1f} M | {box / 1e6:.1f} M | {rm / 1e6:.1f} M | {rb / 1e6:.1f} M "
                   f"| {kr / 1e6:.1f} M | {jx / 1e6:.2f} M | {kp / jx:.0f}x | {kp / kr:.2f}, {box / kr:.2f} "
-                  f"| {rm / kr:.2f}, {rb / kr:.2f} | {rm32 / kr:.2f}, {rb32 / kr:.2f} | {kp / off:.3f} |")
+                  f"| {rm / kr:.2f}, {rb / kr:.2f} | {rm32 / kr:.2f}, {rb32 / kr:.2f} | {kp / off:.3f} "
+                  f"| {ra / 1e6:.1f} M | {ru / 1e6:.1f} M | {ru / ra:.2f} |")
     if "C" in work:
         print("\n| CMA-ES ask+tell per generation (from Python) | Kestrel | pycma | evosax (jit) | vs pycma | vs evosax |\n|---|---|---|---|---|---|")
     for d in (10, 100) if "C" in work else []:
