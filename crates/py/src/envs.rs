@@ -803,43 +803,49 @@ impl VecCore {
         let Some(v) = inner.as_mut() else {
             return Err(PyRuntimeError::new_err("the env is closed"));
         };
-        py.detach(|| {
-            on(&pool, false, || -> Result<usize, String> {
-                let c = views.as_ref().map(|vs| columns(vs, coords));
-                let coord_steps: Vec<Vec<&[i64]>> = match &c {
-                    Some(c) => (0..steps)
-                        .map(|t| c.iter().map(|col| &col[t * rows..(t + 1) * rows]).collect())
-                        .collect(),
-                    None => Vec::new(),
-                };
-                let step_acts = (0..steps)
-                    .map(|t| acts.step(t, steps)?.actions(coord_steps.get(t).map(|v| &v[..])))
-                    .collect::<Result<Vec<_>, String>>()?;
-                let out = Rollout {
-                    obs: obs_out,
-                    final_obs: fo_out,
-                    rewards: &mut *rw,
-                    terminated: &mut *te,
-                    truncated: &mut *tr,
-                };
-                // The statistics count each step as `step` counts it; the wall seconds are
-                // the rollout's end for every step. The episodes go straight into the
-                // buffers (the last rollout's entries cleared) in the same parallel pass.
-                let now = || born.elapsed().as_secs_f64();
-                let cols = ep.as_mut().map(|(r, l, s, m)| EpisodeColumns {
-                    returns: r,
-                    lengths: l,
-                    seconds: s,
-                    ended: m,
-                });
-                let ended = rollout_counted(v.as_mut(), &step_acts, out, stats, mode, now, cols)?;
-                if let Some(arc) = arc {
-                    arc.after_rollout(v.as_ref());
-                }
-                Ok(ended)
+        let ended = py
+            .detach(|| {
+                on(&pool, false, || -> Result<usize, String> {
+                    let c = views.as_ref().map(|vs| columns(vs, coords));
+                    let coord_steps: Vec<Vec<&[i64]>> = match &c {
+                        Some(c) => (0..steps)
+                            .map(|t| c.iter().map(|col| &col[t * rows..(t + 1) * rows]).collect())
+                            .collect(),
+                        None => Vec::new(),
+                    };
+                    let step_acts = (0..steps)
+                        .map(|t| acts.step(t, steps)?.actions(coord_steps.get(t).map(|v| &v[..])))
+                        .collect::<Result<Vec<_>, String>>()?;
+                    let out = Rollout {
+                        obs: obs_out,
+                        final_obs: fo_out,
+                        rewards: &mut *rw,
+                        terminated: &mut *te,
+                        truncated: &mut *tr,
+                    };
+                    // The statistics count each step as `step` counts it; the wall seconds are
+                    // the rollout's end for every step. The episodes go straight into the
+                    // buffers (the last rollout's entries cleared) in the same parallel pass.
+                    let now = || born.elapsed().as_secs_f64();
+                    let cols = ep.as_mut().map(|(r, l, s, m)| EpisodeColumns {
+                        returns: r,
+                        lengths: l,
+                        seconds: s,
+                        ended: m,
+                    });
+                    let ended =
+                        rollout_counted(v.as_mut(), &step_acts, out, stats, mode, now, cols)?;
+                    if let Some(arc) = arc {
+                        arc.after_rollout(v.as_ref());
+                    }
+                    Ok(ended)
+                })
             })
-        })
-        .map_err(value_error)
+            .map_err(value_error)?;
+        // As after a step: a loop of rollouts would otherwise wake the other workers at the
+        // start of each call.
+        keep_awake(&self.pool, rows);
+        Ok(ended)
     }
 
     /// Loads actions and starts the step on a background thread; `step_wait` joins it.
