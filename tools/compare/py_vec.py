@@ -275,7 +275,7 @@ def main():
               "| Kestrel Rust-only lanes | JaxARC jit(vmap(scan)) | Python (masks) / JaxARC "
               "| Python / Rust-only: masks, bbox form | rollout / Rust-only: masks, bbox form "
               "| 32-step rollout / Rust-only: masks, bbox form | info on / off "
-              "| Rust rollout from arrays (uniform masks) | Python rollout, the same masks | the two / each other |"
+              "| Rust rollout from arrays (uniform masks) | Python rollout, the same masks | Python / Rust, the same arrays |"
               "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for n, jx in zip((1024, 4096), mini_jax):
             kp, kr, jx = res[f"mini_python_{n}"], res[f"mini_rust_{n}"], jx["steps_per_s"]
