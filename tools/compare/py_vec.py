@@ -159,28 +159,24 @@ for n in [1024, 4096] if "D" in work else []:
     # launch hits the ratio's two sides alike; each figure is its best round.
     # `VectorEnv.rollout` of 64 and of 32 steps (the pool cycled, stacked before timing) in both
     # forms.
-    # The same distribution as `env bench`'s draws (uniform ops, 0/1 masks), for the ratio of
-    # Python's rollout to Rust's over the same kind of arrays.
+    # And 64 steps of the same distribution as `env bench`'s draws (uniform ops, 0/1 masks; the
+    # form "uniform"), for the ratio of Python's rollout to Rust's over the same kind of arrays.
     rng = np.random.default_rng(3)
-    uniform = {"operation": rng.integers(0, 35, (64, n)), "selection": rng.integers(0, 2, (64, n, 5, 5)).astype(bool)}
+    uniform = [{"operation": rng.integers(0, 35, n), "selection": rng.integers(0, 2, (n, 5, 5)).astype(bool)}
+               for _ in range(64)]
     for rep in range(3):
         out[f"mini_rust_{n}"] = max(out.get(f"mini_rust_{n}", 0.0), mini_rust(n))
         out[f"mini_rust_arrays_{n}"] = max(out.get(f"mini_rust_arrays_{n}", 0.0), mini_rust_arrays(n))
-        v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
-                             autoreset_mode="next_step", arc_info=True, selection="mask")
-        v.reset(seed=0)
-        key = f"mini_python_{n}_rollout_uniform"
-        out[key] = max(out.get(key, 0.0), timed(lambda: v.rollout(uniform), 64 * n, warm=1))
-        for info, form, roll in ((True, "mask", 0), (False, "mask", 0), (True, "bbox", 0),
-                                 (True, "mask", 64), (True, "bbox", 64), (True, "mask", 32), (True, "bbox", 32)):
+        for info, form, roll in ((True, "mask", 0), (False, "mask", 0), (True, "bbox", 0), (True, "mask", 64),
+                                 (True, "bbox", 64), (True, "mask", 32), (True, "bbox", 32), (True, "uniform", 64)):
             v = kestrel.make_vec("ARC-jaxarc-v0", n, data=mini, canvas=5, bugs="all", copy=False,
-                                 autoreset_mode="next_step", arc_info=info, selection=form)
+                                 autoreset_mode="next_step", arc_info=info, selection="bbox" if form == "bbox" else "mask")
             v.reset(seed=0)
             key = f"mini_python_{n}" + ("" if info else "_noinfo") + ("_bboxform" if form == "bbox" else "")
-            src = box_pool if form == "bbox" else pool
+            src = {"mask": pool, "bbox": box_pool, "uniform": uniform}[form]
             if roll:
                 stacked = {k: np.stack([src[t % len(src)][k] for t in range(roll)]) for k in src[0]}
-                key = key + "_rollout" + ("" if roll == 64 else f"{roll}")
+                key = key + "_rollout" + ("" if roll == 64 else f"{roll}") + ("_uniform" if form == "uniform" else "")
                 out[key] = max(out.get(key, 0.0), timed(lambda: v.rollout(stacked), roll * n, warm=1))
             else:
                 out[key] = max(out.get(key, 0.0), timed(pooled(v, src), n))

@@ -1258,6 +1258,12 @@ pub fn rollout_steps_per_second(
     if steps == 0 || steps > 1 << 16 {
         return Err(kestrel_core::Invalid::new("rollout", steps, "1 to 65536 steps").into());
     }
+    /// The observations' buffer, of their dtype: each step's one after another.
+    enum Buf {
+        F32(Vec<f32>),
+        F64(Vec<f64>),
+        I8(Vec<i8>),
+    }
     let (envs, agents) = (batch.num_envs(), batch.spec().num_agents);
     let rows = envs * agents;
     let (per_step, elem) = match batch.obs() {
@@ -1269,6 +1275,11 @@ pub fn rollout_steps_per_second(
     // operation or value a row.
     let step_bytes = per_step * elem + rows * (4 + 8 + 8 + 8 + 1 + 8) + envs * 2;
     kestrel_core::check_bytes("rollout", steps, steps as u128, step_bytes as u128)?;
+    let mut obs = match elem {
+        4 => Buf::F32(vec![0.0; steps * per_step]),
+        8 => Buf::F64(vec![0.0; steps * per_step]),
+        _ => Buf::I8(vec![0; steps * per_step]),
+    };
     let space = batch.spec().action_space.clone();
     let mut draws: Vec<RandomActions> = (0..steps).map(|_| RandomActions::default()).collect();
     let acts: Vec<Actions<'_>> = draws
@@ -1278,24 +1289,16 @@ pub fn rollout_steps_per_second(
         .collect();
     batch.set_autoreset(AutoReset::NextStep);
     batch.reset(0);
-    // Buffers of the observations' dtype, each step's columns one after another.
-    let (mut f32s, mut f64s, mut i8s) = (Vec::new(), Vec::new(), Vec::new());
-    match batch.obs() {
-        Obs::F32(_) => f32s = vec![0f32; steps * per_step],
-        Obs::F64(_) => f64s = vec![0f64; steps * per_step],
-        Obs::I8(_) => i8s = vec![0i8; steps * per_step],
-    }
     let (mut rw, mut te, mut tr) =
         (vec![0f32; steps * rows], vec![false; steps * envs], vec![false; steps * envs]);
     let (mut er, mut el) = (vec![0f64; steps * rows], vec![0i64; steps * rows]);
     let (mut es, mut ee) = (vec![0f64; steps * rows], vec![false; steps * rows]);
     let mut stats = EpisodeStats::new(envs, agents, 0.0);
-    let t0 = std::time::Instant::now();
     let mut run = || -> Result<usize, String> {
-        let obs = match (f32s.is_empty(), f64s.is_empty()) {
-            (false, _) => ObsMut::F32(&mut f32s),
-            (_, false) => ObsMut::F64(&mut f64s),
-            _ => ObsMut::I8(&mut i8s),
+        let obs = match &mut obs {
+            Buf::F32(o) => ObsMut::F32(o),
+            Buf::F64(o) => ObsMut::F64(o),
+            Buf::I8(o) => ObsMut::I8(o),
         };
         let out = Rollout {
             obs,
@@ -1306,8 +1309,9 @@ pub fn rollout_steps_per_second(
         };
         let cols =
             EpisodeColumns { returns: &mut er, lengths: &mut el, seconds: &mut es, ended: &mut ee };
-        let now = || t0.elapsed().as_secs_f64();
-        rollout_counted(batch, &acts, out, &mut stats, AutoReset::NextStep, now, Some(cols))
+        // No clock in a library (the caller's time): every episode lasts 0 s here, the same
+        // arithmetic as any other time.
+        rollout_counted(batch, &acts, out, &mut stats, AutoReset::NextStep, || 0.0, Some(cols))
     };
     // The first rollout refuses what any would; the timed ones then cannot fail.
     run().map_err(RunError::Failed)?;
