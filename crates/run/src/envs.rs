@@ -1229,15 +1229,18 @@ pub fn rollout_counted(
     now: impl FnOnce() -> f64,
     episodes: Option<kestrel_core::EpisodeColumns<'_>>,
 ) -> Result<usize, String> {
+    // The flags and rewards lent to the rollout, then read by the count.
     let Rollout { obs, final_obs, rewards, terminated, truncated } = out;
-    let out = Rollout {
-        obs,
-        final_obs,
-        rewards: &mut *rewards,
-        terminated: &mut *terminated,
-        truncated: &mut *truncated,
-    };
-    batch.rollout(acts, out)?;
+    batch.rollout(
+        acts,
+        Rollout {
+            obs,
+            final_obs,
+            rewards: &mut *rewards,
+            terminated: &mut *terminated,
+            truncated: &mut *truncated,
+        },
+    )?;
     stats
         .record_steps(mode, acts.len(), rewards, terminated, truncated, now(), episodes)
         .map_err(|e| e.to_string())
@@ -1266,20 +1269,18 @@ pub fn rollout_steps_per_second(
     }
     let (envs, agents) = (batch.num_envs(), batch.spec().num_agents);
     let rows = envs * agents;
-    let (per_step, elem) = match batch.obs() {
-        Obs::F32(o) => (o.len(), 4),
-        Obs::F64(o) => (o.len(), 8),
-        Obs::I8(o) => (o.len(), 1),
+    // A step's observation values, their size, and how a buffer of their dtype is made (after
+    // the size check below).
+    let (per_step, elem, make): (usize, usize, fn(usize) -> Buf) = match batch.obs() {
+        Obs::F32(o) => (o.len(), 4, |n| Buf::F32(vec![0.0; n])),
+        Obs::F64(o) => (o.len(), 8, |n| Buf::F64(vec![0.0; n])),
+        Obs::I8(o) => (o.len(), 1, |n| Buf::I8(vec![0; n])),
     };
     // A step's observations, rewards, flags and episode columns, and at least its actions'
     // operation or value a row.
     let step_bytes = per_step * elem + rows * (4 + 8 + 8 + 8 + 1 + 8) + envs * 2;
     kestrel_core::check_bytes("rollout", steps, steps as u128, step_bytes as u128)?;
-    let mut obs = match elem {
-        4 => Buf::F32(vec![0.0; steps * per_step]),
-        8 => Buf::F64(vec![0.0; steps * per_step]),
-        _ => Buf::I8(vec![0; steps * per_step]),
-    };
+    let mut obs = make(steps * per_step);
     let space = batch.spec().action_space.clone();
     let mut draws: Vec<RandomActions> = (0..steps).map(|_| RandomActions::default()).collect();
     let acts: Vec<Actions<'_>> = draws
