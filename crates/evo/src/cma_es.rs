@@ -19,17 +19,47 @@
 //! by evaluations to 1e-8 against the 0.1 rule, 15 seeds each (7 at d = 100): sphere, ellipsoid,
 //! rotated ellipsoid and Rosenbrock at d = 10 (λ 10), 40 (λ 15) and 100 (λ 64) all within
 //! −4% … +3% (`tests/lazy_gap.rs` keeps a short version of that comparison).
+//!
+//! # Left running
+//!
+//! The population is f32 and the state f64. Once σ is below the f32 resolution of the mean, the
+//! rounding of a row, `(x − m) / σ`, is noise of order one or more; fed back through the paths
+//! it drove σ up to `sigma_max` after convergence (5-D sphere: σ = 1e8 and a generation's best
+//! near 1e18 within 5,000 generations past the optimum). So `tell` takes the step that `ask`
+//! drew, exact in f64, for every row that is its f32 rounding (a row changed by the caller,
+//! bounds repair or injection, is read as it is), and σ never falls below [`SIGMA_FLOOR`] nor
+//! the mean leaves f32's range ([`MEAN_BOUND`]): with finite fitness and finite rows the state
+//! stays finite however long it runs (`tests/long_runs.rs`). pycma's stop conditions, which
+//! would have ended such a run near the optimum, are [`crate::termination`]'s.
 
 use crate::EvoError;
 use crate::eigen::EigenWork;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::termination::Scales;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;
 use kestrel_core::fill_normal_f32;
 use kestrel_core::linalg::norm;
+
+/// The smallest step size any CMA-ES keeps, whatever `sigma_min` says: below f32's smallest
+/// subnormal step (1.4e-45, times the axis scales, which are at least 1e-4) no sample can
+/// differ from the mean, and above it `(x − m) / σ` of any finite f32 row stays below 1e99, so
+/// the rank-μ update cannot overflow.
+pub(crate) const SIGMA_FLOOR: f64 = 1e-60;
+
+/// The mean stays inside f32's range (an f32 population drawn around a larger mean would be
+/// infinite): only a told population far outside the search distribution can push it there.
+pub(crate) const MEAN_BOUND: f64 = f32::MAX as f64;
+
+/// A sample coordinate as the f32 a population holds, held at ±`f32::MAX` (a step from a
+/// mean near the bound would otherwise round to infinity).
+#[inline(always)]
+pub(crate) fn to_row(v: f64) -> f32 {
+    (v as f32).clamp(-f32::MAX, f32::MAX)
+}
 
 /// CMA-ES over `num_dims` with `pop_size` samples per generation.
 #[derive(Clone, Debug)]
@@ -159,7 +189,7 @@ impl CmaEs {
         for i in 0..lam {
             let (row, col) = (&mut population[i * n..(i + 1) * n], state.tmp.col_as_slice(i));
             for ((x, t), m) in row.iter_mut().zip(col).zip(&state.mean) {
-                *x = (m + sg * t) as f32;
+                *x = to_row(m + sg * t);
             }
         }
     }
@@ -267,6 +297,31 @@ impl Strategy for CmaEs {
     fn progress<'a>(&self, state: &'a CmaState) -> &'a Progress {
         &state.progress
     }
+
+    fn scales(&self, s: &CmaState, axis: usize, out: &mut Scales) -> bool {
+        let n = self.num_dims;
+        out.sigma = s.sigma;
+        out.mean.clone_from(&s.mean);
+        // The coordinates' scales of the distribution sampled from, B D² Bᵀ (C itself keeps the
+        // updates since the last decomposition, active ones included, and is only made
+        // positive definite when it is decomposed).
+        out.coord.clear();
+        out.coord.resize(n, 0.0);
+        for k in 0..n {
+            let dk2 = s.d[k] * s.d[k];
+            for (c, b) in out.coord.iter_mut().zip(s.b.col_as_slice(k)) {
+                *c += b * b * dk2;
+            }
+        }
+        out.coord.iter_mut().for_each(|c| *c = c.sqrt());
+        out.path.clone_from(&s.p_c);
+        let a = axis % n;
+        out.axis.clear();
+        out.axis.extend(s.b.col_as_slice(a).iter().map(|b| s.d[a] * b));
+        let (lo, hi) = s.d.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &d| (l.min(d), h.max(d)));
+        out.root_eig = (lo, hi);
+        true
+    }
 }
 
 /// [`CmaEs`]'s ask after the normals, dispatched as [`Tell`] is.
@@ -323,19 +378,29 @@ impl CmaEs {
         // y_i = (x_i - m) / σ and y_w = Σ max(w_i, 0) y_i.
         let inv_sigma = 1.0 / s.sigma;
         s.v1.iter_mut().for_each(|v| *v = 0.0);
-        let (mean, acc) = (&s.mean[..n], &mut s.v1[..n]);
+        let (mean, acc, sg) = (&s.mean[..n], &mut s.v1[..n], s.sigma);
         for i in 0..lam {
             let wi = s.w[i].max(0.0);
             let (col, row) = (&mut s.y.col_as_slice_mut(i)[..n], &population[i * n..(i + 1) * n]);
+            // The step `ask` drew, exact in f64, when this row is its f32 rounding (the usual
+            // case); otherwise the row's own step. Near convergence the rounding of an f32
+            // row divided by a small σ is noise of order 1 or more, which drove σ to its
+            // upper clip on long runs (see the module notes).
+            let asked = &s.tmp.col_as_slice(i)[..n];
+            if row.iter().zip(mean).zip(asked).all(|((&x, &m), &t)| x == to_row(m + sg * t)) {
+                col.copy_from_slice(asked);
+            } else {
+                for j in 0..n {
+                    col[j] = (row[j] as f64 - mean[j]) * inv_sigma;
+                }
+            }
             for j in 0..n {
-                let y = (row[j] as f64 - mean[j]) * inv_sigma;
-                col[j] = y;
-                acc[j] += wi * y;
+                acc[j] += wi * col[j];
             }
         }
         let y_w = &s.v1;
         for j in 0..n {
-            s.mean[j] += p.c_mean * s.sigma * y_w[j];
+            s.mean[j] = (s.mean[j] + p.c_mean * s.sigma * y_w[j]).clamp(-MEAN_BOUND, MEAN_BOUND);
         }
         // C^{-1/2} y_w = B diag(1/D) B^T y_w, over B's contiguous columns (the sums in the
         // same order as row by row).
@@ -356,7 +421,7 @@ impl CmaEs {
         }
         let ps_norm = norm(&s.p_sigma);
         let sigma = (s.sigma * (p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0)).exp())
-            .clamp(p.sigma_min, p.sigma_max);
+            .clamp(p.sigma_min.max(SIGMA_FLOOR), p.sigma_max);
         let left = ps_norm / (1.0 - (1.0 - p.c_sigma).powf(2.0 * (g as f64 + 2.0))).sqrt();
         let h = if left < (1.4 + 2.0 / (n as f64 + 1.0)) * p.chi_n { 1.0 } else { 0.0 };
         let cc = h * (p.c_c * (2.0 - p.c_c) * p.mu_eff).sqrt();

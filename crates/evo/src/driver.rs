@@ -30,21 +30,25 @@
 use crate::bounds::Bounds;
 use crate::cma_es::{CmaEs, default_pop_size};
 use crate::de::DifferentialEvolution;
+use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
 use crate::pgpe::Pgpe;
 use crate::problem::Problem;
 use crate::sep_cma_es::SepCmaEs;
 use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
+use crate::weighted_es::{WeightRule, WeightedEs};
 use crate::xnes::Xnes;
 use crate::{EvoError, StrategyParams, problem};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
 /// Every strategy, by name. Serialised in kebab-case (`cma-es`, `sep-cma-es`, `snes`,
-/// `xnes`, `open-es`, `pgpe`, `de`).
+/// `xnes`, `open-es`, `pgpe`, `de`, `simple-es`, `des`, `ma-es`, `lm-ma-es`); read from its
+/// kebab-case name or evosax 0.3.2's (`CMA_ES`, `Sep_CMA_ES`, `Open_ES`, `LM_MA_ES`, ...), in
+/// any case and with `-` or `_` ([`StrategyKind::parse`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum StrategyKind {
     /// [`CmaEs`].
     CmaEs,
@@ -60,11 +64,80 @@ pub enum StrategyKind {
     Pgpe,
     /// [`DifferentialEvolution`].
     De,
+    /// [`WeightedEs`] with the elite rule (evosax `SimpleES`).
+    SimpleEs,
+    /// [`WeightedEs`] with the discovered rule (evosax `DiscoveredES`, the `DES` entry).
+    Des,
+    /// [`MaEs`], full matrix (evosax `MA_ES`).
+    MaEs,
+    /// [`MaEs`], limited memory (evosax `LM_MA_ES`).
+    LmMaEs,
+}
+
+impl TryFrom<String> for StrategyKind {
+    type Error = EvoError;
+    fn try_from(s: String) -> Result<Self, EvoError> {
+        Self::parse(&s)
+    }
+}
+
+/// evosax 0.3.2's algorithm names (`evosax.algorithms`, the 29 distribution-based and 8
+/// population-based entries jax_mppi's `EvoSaxOptimizer` looks up with `getattr`), each with
+/// the Kestrel strategy it names, `None` where Kestrel has none yet.
+pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
+    ("ARS", None),
+    ("ASEBO", None),
+    ("CMAAnchoredLES", None),
+    ("CMA_ES", Some(StrategyKind::CmaEs)),
+    ("CR_FM_NES", None),
+    ("DES", Some(StrategyKind::Des)),
+    ("ESMC", None),
+    ("EvoTF_ES", None),
+    ("GradientlessDescent", None),
+    ("GuidedES", None),
+    ("HillClimbing", None),
+    ("iAMaLGaM_Full", None),
+    ("iAMaLGaM_Univariate", None),
+    ("LES", None),
+    ("LM_MA_ES", Some(StrategyKind::LmMaEs)),
+    ("MA_ES", Some(StrategyKind::MaEs)),
+    ("NoiseReuseES", None),
+    ("Open_ES", Some(StrategyKind::OpenEs)),
+    ("PersistentES", None),
+    ("PGPE", Some(StrategyKind::Pgpe)),
+    ("RandomSearch", None),
+    ("Rm_ES", None),
+    ("Sep_CMA_ES", Some(StrategyKind::SepCmaEs)),
+    ("SimulatedAnnealing", None),
+    ("SimpleES", Some(StrategyKind::SimpleEs)),
+    ("SNES", Some(StrategyKind::Snes)),
+    ("SV_CMA_ES", None),
+    ("SV_Open_ES", None),
+    ("xNES", Some(StrategyKind::Xnes)),
+    ("DifferentialEvolution", Some(StrategyKind::De)),
+    ("DiffusionEvolution", None),
+    ("GESMR_GA", None),
+    ("LGA", None),
+    ("MR15_GA", None),
+    ("PSO", None),
+    ("SAMR_GA", None),
+    ("SimpleGA", None),
+];
+
+/// evosax's class names where its registry key differs (`evosax.algorithms.DiscoveredES` is
+/// the registry's `DES`): the names `getattr(evosax.algorithms, name)` finds, as jax_mppi's
+/// optimizer looks them up.
+pub const EVOSAX_CLASS_NAMES: [(&str, &str); 3] =
+    [("DiscoveredES", "DES"), ("LearnedES", "LES"), ("LearnedGA", "LGA")];
+
+/// A name folded for matching: lower case, `_` as `-`.
+fn fold(name: &str) -> String {
+    name.trim().to_ascii_lowercase().replace('_', "-")
 }
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 7] = [
+    pub const ALL: [StrategyKind; 11] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -72,6 +145,10 @@ impl StrategyKind {
         StrategyKind::OpenEs,
         StrategyKind::Pgpe,
         StrategyKind::De,
+        StrategyKind::SimpleEs,
+        StrategyKind::Des,
+        StrategyKind::MaEs,
+        StrategyKind::LmMaEs,
     ];
 
     /// The config spelling.
@@ -84,19 +161,58 @@ impl StrategyKind {
             StrategyKind::OpenEs => "open-es",
             StrategyKind::Pgpe => "pgpe",
             StrategyKind::De => "de",
+            StrategyKind::SimpleEs => "simple-es",
+            StrategyKind::Des => "des",
+            StrategyKind::MaEs => "ma-es",
+            StrategyKind::LmMaEs => "lm-ma-es",
         }
     }
 
-    /// The strategy named `name` (an error lists the accepted names).
+    /// evosax 0.3.2's name of this strategy.
+    pub fn evosax_name(self) -> &'static str {
+        EVOSAX_NAMES.iter().find(|(_, k)| *k == Some(self)).map(|(n, _)| *n).unwrap_or("")
+    }
+
+    /// The strategy named `name`: its config spelling or evosax's, in any case, with `-` or
+    /// `_` (`cma-es`, `CMA_ES`, `cma_es`, `Sep_CMA_ES`, `open_es`, `lm-ma-es`, `SimpleES`,
+    /// `DifferentialEvolution`, ...). An evosax algorithm Kestrel does not have yet is an
+    /// error that says so; any other name, one naming the closest and listing all.
     pub fn parse(name: &str) -> Result<Self, EvoError> {
-        Self::ALL.into_iter().find(|k| k.name() == name).ok_or_else(|| {
-            EvoError::invalid("strategy", format!("{name:?}"), Self::accepted_names())
-        })
+        let f = fold(name);
+        if let Some(k) = Self::ALL.into_iter().find(|k| k.name() == f) {
+            return Ok(k);
+        }
+        let key = EVOSAX_CLASS_NAMES.iter().find(|(c, _)| fold(c) == f).map(|(_, k)| fold(k));
+        let f = key.unwrap_or(f);
+        if let Some((evosax, kind)) = EVOSAX_NAMES.iter().find(|(n, _)| fold(n) == f) {
+            return kind.ok_or_else(|| {
+                EvoError::invalid(
+                    "strategy",
+                    format!("{name:?}"),
+                    format!(
+                        "a strategy Kestrel has: evosax's {evosax} is not in Kestrel yet ({})",
+                        Self::accepted_names()
+                    ),
+                )
+            });
+        }
+        let all = Self::ALL.iter().map(|k| k.name()).chain(EVOSAX_NAMES.iter().map(|(n, _)| *n));
+        let near = kestrel_core::closest(name, all)
+            .map_or(String::new(), |c| format!("did you mean {c:?}? "));
+        Err(EvoError::invalid(
+            "strategy",
+            format!("{name:?}"),
+            format!("{near}{}", Self::accepted_names()),
+        ))
     }
 
     /// `"cma-es, sep-cma-es, ..."`, for error messages.
     pub fn accepted_names() -> String {
-        format!("one of {}", Self::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "))
+        format!(
+            "one of {} (or evosax's names: {})",
+            Self::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+            Self::ALL.iter().map(|k| k.evosax_name()).collect::<Vec<_>>().join(", ")
+        )
     }
 
     /// The default population for `num_dims`: `4 + ⌊3 ln n⌋` (Hansen's rule) for every
@@ -117,7 +233,11 @@ impl StrategyKind {
     /// The smallest population the strategy accepts.
     pub fn min_pop_size(self) -> usize {
         match self {
-            StrategyKind::CmaEs | StrategyKind::SepCmaEs | StrategyKind::De => 4,
+            StrategyKind::CmaEs
+            | StrategyKind::SepCmaEs
+            | StrategyKind::De
+            | StrategyKind::MaEs
+            | StrategyKind::LmMaEs => 4,
             _ => 2,
         }
     }
@@ -216,6 +336,33 @@ impl StrategyKind {
                 let p = params.de(crate::DeParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
+            StrategyKind::SimpleEs | StrategyKind::Des => {
+                let rule = if self == StrategyKind::SimpleEs {
+                    WeightRule::Elite
+                } else {
+                    WeightRule::Discovered { temperature: params.temperature.unwrap_or(12.5) }
+                };
+                if let Some(t) = params.temperature
+                    && !(t.is_finite() && t > 0.0)
+                {
+                    return Err(EvoError::invalid("params.temperature", t, "finite and > 0"));
+                }
+                let s = WeightedEs::new(pop, n, rule)?;
+                let p = params.weighted(crate::WeightedEsParams {
+                    sigma_init: sigma,
+                    ..s.default_params()
+                })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::MaEs | StrategyKind::LmMaEs => {
+                let kind =
+                    if self == StrategyKind::MaEs { MaKind::Full } else { MaKind::LimitedMemory };
+                let s = MaEs::new(pop, n, kind)?;
+                let mut p = s.default_params();
+                p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
+                p.bugs = params.bugs.unwrap_or_default();
+                Box::new(Instance::new(s, p, key, mean))
+            }
         })
     }
 }
@@ -250,6 +397,8 @@ pub trait Optimizer: Send + Sync {
     fn progress(&self) -> &Progress;
     /// A copy of the optimiser (state included): the run continues identically from either.
     fn boxed_clone(&self) -> Box<dyn Optimizer>;
+    /// The search distribution's scales ([`Strategy::scales`]); false: only a step size.
+    fn scales(&self, axis: usize, out: &mut crate::termination::Scales) -> bool;
 
     /// The strategy state as named arrays ([`crate::strategy::StateDict`]).
     fn state_dict(&self) -> crate::strategy::StateDict;
@@ -359,6 +508,9 @@ impl<S: Strategy + Clone + 'static> Optimizer for Instance<S> {
     fn boxed_clone(&self) -> Box<dyn Optimizer> {
         Box::new(self.clone())
     }
+    fn scales(&self, axis: usize, out: &mut crate::termination::Scales) -> bool {
+        self.strategy.scales(&self.state, axis, out)
+    }
     fn state_dict(&self) -> crate::strategy::StateDict {
         use crate::strategy::StateTensors;
         self.state.state_dict()
@@ -396,6 +548,9 @@ impl Optimizer for Box<dyn Optimizer> {
     }
     fn boxed_clone(&self) -> Box<dyn Optimizer> {
         (**self).boxed_clone()
+    }
+    fn scales(&self, axis: usize, out: &mut crate::termination::Scales) -> bool {
+        (**self).scales(axis, out)
     }
     fn state_dict(&self) -> crate::strategy::StateDict {
         (**self).state_dict()
@@ -775,8 +930,27 @@ mod tests {
             let json = serde_json::to_string(&k).unwrap();
             assert_eq!(json, format!("\"{}\"", k.name()));
         }
-        let e = StrategyKind::parse("cmaes").unwrap_err().to_string();
-        assert!(e.contains("strategy") && e.contains("cmaes") && e.contains("sep-cma-es"), "{e}");
+        let e = StrategyKind::parse("cmaess").unwrap_err().to_string();
+        assert!(e.contains("strategy") && e.contains("cmaess") && e.contains("sep-cma-es"), "{e}");
+        // evosax's spellings, as jax_mppi's EvoSaxOptimizer passes them, name the same kinds.
+        for (name, kind) in EVOSAX_NAMES {
+            match kind {
+                Some(k) => {
+                    assert_eq!(StrategyKind::parse(name).unwrap(), k, "{name}");
+                    assert_eq!(k.evosax_name(), name);
+                    let json = serde_json::from_str::<StrategyKind>(&format!("\"{name}\""));
+                    assert_eq!(json.unwrap(), k, "{name} from a config");
+                }
+                None => {
+                    let e = StrategyKind::parse(name).unwrap_err().to_string();
+                    assert!(e.contains(name) && e.contains("not in Kestrel yet"), "{e}");
+                }
+            }
+        }
+        assert_eq!(StrategyKind::parse("DiscoveredES").unwrap(), StrategyKind::Des);
+        assert!(StrategyKind::parse("LearnedES").unwrap_err().to_string().contains("LES"));
+        assert_eq!(StrategyKind::parse("cma_es").unwrap(), StrategyKind::CmaEs);
+        assert_eq!(StrategyKind::parse("Open-ES").unwrap(), StrategyKind::OpenEs);
     }
 
     #[test]

@@ -5,6 +5,10 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{ComputeEigenvectors, self_adjoint_evd, self_adjoint_evd_scratch};
 use faer::{Mat, Par};
 
+/// The largest condition number (largest over smallest eigenvalue) [`EigenWork::decompose`]
+/// leaves a covariance with (pycma stops at 1e14 by default, `tolconditioncov`).
+pub(crate) const CONDITION_LIMIT: f64 = 1e15;
+
 /// Workspace for repeated eigendecompositions of `n × n` symmetric matrices.
 pub(crate) struct EigenWork {
     n: usize,
@@ -59,6 +63,14 @@ impl EigenWork {
     /// entry at 1e8, add 1e-8 to the diagonal), then writes its eigenvectors to the columns of
     /// `b` and the square roots of its eigenvalues, floored at 1e-8, to `d`. Returns false,
     /// leaving `b` and `d` untouched, if the solver failed.
+    ///
+    /// Two guards go past evosax, and only bite where its covariance would degenerate: entries
+    /// are clipped at −1e8 as well as 1e8 (evosax clips above only, so a covariance left to
+    /// random-walk under flat fitness grew eigenvalues of 1e50), and the condition number is
+    /// held at [`CONDITION_LIMIT`] (ten times pycma's `tolconditioncov`, so that criterion
+    /// still fires first) by adding the same amount to every eigenvalue and to the diagonal,
+    /// as pycma's `GaussFullSampler.limit_condition` does: a caller who goes on past the stop
+    /// samples from a sane distribution.
     pub(crate) fn decompose(&mut self, c: &mut Mat<f64>, b: &mut Mat<f64>, d: &mut [f64]) -> bool {
         let n = self.n;
         for i in 0..n {
@@ -71,7 +83,7 @@ impl EigenWork {
         }
         for j in 0..n {
             for i in 0..n {
-                c[(i, j)] = c[(i, j)].min(1e8);
+                c[(i, j)] = c[(i, j)].clamp(-1e8, 1e8);
             }
         }
         for i in 0..n {
@@ -79,6 +91,15 @@ impl EigenWork {
         }
         let ok = self.eigh(c, b, d);
         if ok {
+            let (lo, hi) =
+                d.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+            if hi > CONDITION_LIMIT * lo.max(0.0) {
+                let eps = (hi - CONDITION_LIMIT * lo.max(0.0)) / (CONDITION_LIMIT - 1.0);
+                d.iter_mut().for_each(|di| *di = di.max(0.0) + eps);
+                for i in 0..n {
+                    c[(i, i)] += eps;
+                }
+            }
             d.iter_mut().for_each(|di| *di = di.max(1e-8).sqrt());
         }
         ok

@@ -7,7 +7,11 @@
 
 use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
-use crate::{CmaParams, DeParams, EvoError, OpenEsParams, PgpeParams, SnesParams, XnesParams};
+use crate::strategy::BugsKind;
+use crate::{
+    CmaParams, DeParams, EvoError, OpenEsParams, PgpeParams, SnesParams, WeightedEsParams,
+    XnesParams,
+};
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
 
@@ -46,22 +50,22 @@ macro_rules! strategy_params {
 }
 
 strategy_params! {
-    /// CMA-ES, Sep-CMA-ES: lower clip of the step size (default 0).
-    sigma_min: f64 => [CmaEs, SepCmaEs],
-    /// CMA-ES, Sep-CMA-ES: upper clip of the step size (default 1e8).
-    sigma_max: f64 => [CmaEs, SepCmaEs],
-    /// CMA-ES, Sep-CMA-ES: learning rate of the mean (`c_m`, default 1).
-    c_mean: f64 => [CmaEs, SepCmaEs],
-    /// CMA-ES, Sep-CMA-ES: step-size path learning rate (`c_σ`, in (0, 1]).
-    c_sigma: f64 => [CmaEs, SepCmaEs],
-    /// CMA-ES, Sep-CMA-ES: step-size damping (`d_σ`, > 0).
-    d_sigma: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: lower clip of the step size (default 0).
+    sigma_min: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: upper clip of the step size (default 1e8).
+    sigma_max: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: learning rate of the mean (`c_m`, default 1).
+    c_mean: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: step-size path learning rate (`c_σ`, in (0, 1]).
+    c_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: step-size damping (`d_σ`, > 0).
+    d_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
     /// CMA-ES, Sep-CMA-ES: covariance path learning rate (`c_c`, in (0, 1]).
     c_c: f64 => [CmaEs, SepCmaEs],
-    /// CMA-ES, Sep-CMA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1).
-    c_1: f64 => [CmaEs, SepCmaEs],
-    /// CMA-ES, Sep-CMA-ES: rank-μ learning rate (`c_μ`).
-    c_mu: f64 => [CmaEs, SepCmaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1).
+    c_1: f64 => [CmaEs, SepCmaEs, MaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES: rank-μ learning rate (`c_μ`).
+    c_mu: f64 => [CmaEs, SepCmaEs, MaEs],
     /// CMA-ES: decompose the covariance lazily (off: every generation, as evosax).
     lazy_eigen: bool => [CmaEs],
     /// CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
@@ -72,8 +76,9 @@ strategy_params! {
     lr_sigma: f64 => [Snes, Xnes],
     /// xNES: learning rate of the shape matrix B.
     lr_b: f64 => [Xnes],
-    /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01).
-    lr: f64 => [OpenEs, Pgpe],
+    /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01); Simple
+    /// ES, DES: SGD's on the mean (default 1).
+    lr: f64 => [OpenEs, Pgpe, SimpleEs, Des],
     /// OpenAI-ES: Adam's first-moment decay (in [0, 1), default 0.9).
     beta1: f64 => [OpenEs],
     /// OpenAI-ES: Adam's second-moment decay (in [0, 1), default 0.999).
@@ -84,8 +89,14 @@ strategy_params! {
     antithetic: bool => [OpenEs],
     /// OpenAI-ES, PGPE: fitness shaping: centered-rank (default), z-score or raw.
     shaping: ShapingKind => [OpenEs, Pgpe],
-    /// PGPE: learning rate of the step sizes (default 0.1).
-    sigma_lr: f64 => [Pgpe],
+    /// PGPE: learning rate of the step sizes (default 0.1); Simple ES, DES: the rate at which
+    /// the step sizes move to the weighted spread (evosax's `c_std` / `lr_std`, default 0.1).
+    sigma_lr: f64 => [Pgpe, SimpleEs, Des],
+    /// DES: the temperature of its rank weights' sigmoid (default 12.5).
+    temperature: f64 => [Des],
+    /// MA-ES, LM-MA-ES: evosax 0.3.2's bugs: `none` (fixed, default) or `all` (evosax's, to
+    /// reproduce its runs; each strategy's docs name them).
+    bugs: BugsKind => [MaEs, LmMaEs],
     /// PGPE: largest relative change of a step size per generation (default 0.2).
     sigma_max_change: f64 => [Pgpe],
     /// PGPE: ClipUp's largest velocity norm (default 0.02).
@@ -137,6 +148,17 @@ macro_rules! set {
 }
 
 impl StrategyParams {
+    /// The knobs `kind` has, by config name, in field order (for messages that suggest only
+    /// the keys of the strategy in use).
+    pub fn keys_of(kind: StrategyKind) -> Vec<&'static str> {
+        OWNERS.iter().filter(|(_, o)| o.contains(&kind)).map(|(k, _)| *k).collect()
+    }
+
+    /// The strategies that have knob `key` (empty: no strategy has it).
+    pub fn owners_of(key: &str) -> &'static [StrategyKind] {
+        OWNERS.iter().find(|(k, _)| *k == key).map_or(&[], |(_, o)| o)
+    }
+
     /// Errors for a knob that `kind` does not have.
     pub fn check_for(&self, kind: StrategyKind) -> Result<(), EvoError> {
         for k in self.set_keys() {
@@ -203,6 +225,13 @@ impl StrategyParams {
         Ok(p)
     }
 
+    /// Simple ES / DES params with these overrides (`temperature` is read by
+    /// [`StrategyKind::build_with`], which makes the weights).
+    pub fn weighted(&self, mut p: WeightedEsParams) -> Result<WeightedEsParams, EvoError> {
+        set!(self, p: lr in POS..INF, sigma_lr in NONNEG..ONE);
+        Ok(p)
+    }
+
     /// DE params with these overrides.
     pub fn de(&self, mut p: DeParams) -> Result<DeParams, EvoError> {
         set!(self, p: crossover_rate in NONNEG..ONE, differential_weight in POS..TWO);
@@ -231,9 +260,10 @@ mod tests {
         assert_eq!(all.set_keys(), ["sigma_min", "lazy_eigen", "shaping", "elitism"]);
         // Each key alone reads back as exactly that key (the `set` list follows OWNERS).
         for (k, _) in OWNERS {
-            let one = [serde_json::json!(0.5), serde_json::json!(true), serde_json::json!("raw")]
+            let one = [0.5.into(), true.into(), "raw".into(), "all".into()]
                 .into_iter()
                 .find_map(|v| {
+                    let v: serde_json::Value = v;
                     serde_json::from_value::<StrategyParams>(serde_json::json!({ *k: v })).ok()
                 })
                 .unwrap_or_else(|| panic!("{k}: no value parses"));
@@ -247,7 +277,10 @@ mod tests {
         p.check_for(StrategyKind::OpenEs).unwrap();
         p.check_for(StrategyKind::Pgpe).unwrap();
         let e = p.check_for(StrategyKind::CmaEs).unwrap_err().to_string();
-        assert!(e.contains("params.lr") && e.contains("open-es and pgpe only"), "{e}");
+        assert!(
+            e.contains("params.lr") && e.contains("open-es and pgpe and simple-es and des only"),
+            "{e}"
+        );
         for (bad, want) in [
             (StrategyParams { beta1: Some(1.0), ..Default::default() }, "params.beta1"),
             (StrategyParams { lr: Some(f64::NAN), ..Default::default() }, "params.lr"),

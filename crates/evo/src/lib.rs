@@ -14,6 +14,10 @@
 //! | [`Xnes`] | Glasmachers et al., "Exponential Natural Evolution Strategies", GECCO 2010 | evosax `xNES` (defaults; Kestrel uses the true matrix exponential) |
 //! | [`Pgpe`] | Sehnke et al., "Parameter-exploring policy gradients", 2010; ClipUp, arXiv:2008.02387 | evosax `PGPE` |
 //! | [`DifferentialEvolution`] | Storn & Price, J. Global Optimization 11, 1997 | evosax `DifferentialEvolution` |
+//! | [`WeightedEs`] (Simple ES) | Rechenberg 1973; estool's `es.py` | evosax `SimpleES` (golden) |
+//! | [`WeightedEs`] (DES) | Lange et al., "Discovering Evolution Strategies via Meta-Black-Box Optimization", ICLR 2023 | evosax `DiscoveredES` (golden) |
+//! | [`MaEs`] (MA-ES) | Beyer & Sendhoff, "Simplify Your Covariance Matrix Adaptation Evolution Strategy", IEEE TEVC 2017 | evosax `MA_ES` (golden) |
+//! | [`MaEs`] (LM-MA-ES) | Loshchilov, Glasmachers & Beyer, "Large Scale Black-box Optimization by Limited-Memory Matrix Adaptation", IEEE TEVC 2019 | evosax `LM_MA_ES` (golden) |
 //! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
 
 pub mod bench;
@@ -24,6 +28,7 @@ pub mod driver;
 mod eigen;
 mod error;
 pub mod hyper;
+mod ma_es;
 pub mod memory;
 pub mod neuro;
 mod open_es;
@@ -35,20 +40,25 @@ mod sep_cma_es;
 pub mod shaping;
 mod snes;
 mod strategy;
+pub mod termination;
+mod weighted_es;
 mod xnes;
 
 pub use bounds::{BoundKind, Bounds, PENALTY_WEIGHT};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
 pub use de::{DeParams, DeState, DifferentialEvolution};
 pub use driver::{
-    Driver, EvalKeys, Generation, Instance, Optimizer, Stop, StopRules, StrategyKind,
+    Driver, EVOSAX_CLASS_NAMES, EVOSAX_NAMES, EvalKeys, Generation, Instance, Optimizer, Stop,
+    StopRules, StrategyKind,
 };
 pub use error::EvoError;
 pub use hyper::StrategyParams;
+pub use ma_es::{MaEs, MaKind, MaParams, MaState};
 pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};
 pub use pgpe::{Pgpe, PgpeParams, PgpeState};
 pub use problem::Problem;
 pub use sep_cma_es::{SepCmaEs, SepCmaState};
 pub use snes::{Snes, SnesParams, SnesState};
-pub use strategy::{Progress, StateDict, StateTensors, Strategy, TellMetrics};
+pub use strategy::{BugsKind, Progress, StateDict, StateTensors, Strategy, TellMetrics};
+pub use weighted_es::{WeightRule, WeightedEs, WeightedEsParams, WeightedEsState};
 pub use xnes::{Xnes, XnesParams, XnesState};

@@ -60,7 +60,7 @@ impl StrategyKind {
                 .saturating_add(eigen_bytes(n as usize))
                 .saturating_add(8 * p8(n) + 24 * l + 60 * n),
             // Diagonal: z and y (λ × n, f64) and vectors (sep_cma_es.rs).
-            StrategyKind::SepCmaEs => nl.saturating_mul(16).saturating_add(24 * l + 52 * n),
+            StrategyKind::SepCmaEs => nl.saturating_mul(16).saturating_add(24 * l + 60 * n),
             // z (λ × n, f64) and vectors (snes.rs).
             StrategyKind::Snes => nl.saturating_mul(8).saturating_add(24 * l + 20 * n),
             // A, its exponential and gradients (six n × n), z and x (λ × n, padded), the eigen
@@ -77,6 +77,20 @@ impl StrategyKind {
             StrategyKind::Pgpe => nl.saturating_mul(4).saturating_add(16 * l + 36 * n),
             // The f32 trial population (de.rs).
             StrategyKind::De => nl.saturating_mul(4).saturating_add(4 * l + 4 * n),
+            // z (λ × n, f64), weights, order and four vectors (weighted_es.rs).
+            StrategyKind::SimpleEs | StrategyKind::Des => {
+                nl.saturating_mul(8).saturating_add(24 * l + 36 * n)
+            }
+            // z and d (λ × n, f64), M with its two n × n scratch matrices, vectors (ma_es.rs).
+            StrategyKind::MaEs => nl
+                .saturating_mul(16)
+                .saturating_add(n.saturating_mul(n).saturating_mul(24))
+                .saturating_add(24 * l + 60 * n),
+            // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
+            StrategyKind::LmMaEs => nl
+                .saturating_mul(16)
+                .saturating_add(n.saturating_mul(8 * (4 + 3 * (n.max(1) as f64).ln() as u128)))
+                .saturating_add(24 * l + 60 * n + 64),
         };
         driver.saturating_add(state)
     }

@@ -6,10 +6,11 @@
 //! Kestrel (Ros & Hansen's `(n+2)/3` larger covariance rates are not applied).
 
 use crate::EvoError;
-use crate::cma_es::{CmaEs, CmaParams};
+use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR, to_row};
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::termination::Scales;
 use kestrel_core::Key;
 use kestrel_core::fill_normal_f32;
 use kestrel_core::linalg::norm;
@@ -42,6 +43,7 @@ pub struct SepCmaState {
     w: Vec<f64>,
     order: Vec<usize>,
     rank_mu: Vec<f64>,
+    y_w: Vec<f64>,
 }
 
 impl SepCmaEs {
@@ -62,7 +64,7 @@ impl SepCmaEs {
         check_lens("SepCmaEs::ask", self.pop_size(), n, population, None);
         for (row, zr) in population.chunks_exact_mut(n).zip(z.chunks_exact(n)) {
             for (((x, m), d), z) in row.iter_mut().zip(&state.mean).zip(&state.d).zip(zr) {
-                *x = (m + state.sigma * d * z) as f32;
+                *x = to_row(m + state.sigma * d * z);
             }
         }
     }
@@ -143,6 +145,7 @@ impl Strategy for SepCmaEs {
             w: vec![0.0; lam],
             order: vec![0; lam],
             rank_mu: vec![0.0; n],
+            y_w: vec![0.0; n],
         }
     }
 
@@ -170,6 +173,19 @@ impl Strategy for SepCmaEs {
     fn progress<'a>(&self, state: &'a SepCmaState) -> &'a Progress {
         &state.progress
     }
+
+    /// The diagonal covariance: no rotation, so no principal axis (pycma's `noeffectaxis`
+    /// is skipped under `CMA_diagonal` too).
+    fn scales(&self, s: &SepCmaState, _axis: usize, out: &mut Scales) -> bool {
+        out.sigma = s.sigma;
+        out.mean.clone_from(&s.mean);
+        out.coord.clone_from(&s.d);
+        out.path.clone_from(&s.p_c);
+        out.axis.clear();
+        let (lo, hi) = s.d.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &d| (l.min(d), h.max(d)));
+        out.root_eig = (lo, hi);
+        true
+    }
 }
 
 impl SepCmaEs {
@@ -186,31 +202,47 @@ impl SepCmaEs {
         let g = s.progress.generation;
         let (best, bad) = s.progress.record(population, fitness);
         rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
-        let mut y_w = std::mem::take(&mut s.z);
-        y_w[..n].iter_mut().for_each(|v| *v = 0.0);
+        let mut y_w = std::mem::take(&mut s.y_w);
+        y_w.iter_mut().for_each(|v| *v = 0.0);
         // Over slices of equal length (no bounds checks, so it vectorises); each y_w[j] still
-        // sums its candidates in order.
+        // sums its candidates in order. A row that is the f32 rounding of the step `ask` drew
+        // takes that step exact (as CMA-ES does; see its module notes), others their own.
         let sigma0 = s.sigma;
-        for ((prow, yrow), &wi) in
-            population.chunks_exact(n).zip(s.y.chunks_exact_mut(n)).zip(&s.w).take(lam)
+        for (((prow, yrow), zrow), &wi) in population
+            .chunks_exact(n)
+            .zip(s.y.chunks_exact_mut(n))
+            .zip(s.z.chunks_exact(n))
+            .zip(&s.w)
+            .take(lam)
         {
             let wi = wi.max(0.0);
-            for (((y, &x), &m), yw) in
-                yrow.iter_mut().zip(prow).zip(&s.mean[..n]).zip(y_w[..n].iter_mut())
-            {
-                let v = (x as f64 - m) / sigma0;
-                *y = v;
-                *yw += wi * v;
+            let asked = prow
+                .iter()
+                .zip(&s.mean[..n])
+                .zip(&s.d[..n])
+                .zip(zrow)
+                .all(|(((&x, &m), &d), &z)| x == to_row(m + sigma0 * d * z));
+            if asked {
+                for ((y, &d), &z) in yrow.iter_mut().zip(&s.d[..n]).zip(zrow) {
+                    *y = d * z;
+                }
+            } else {
+                for ((y, &x), &m) in yrow.iter_mut().zip(prow).zip(&s.mean[..n]) {
+                    *y = (x as f64 - m) / sigma0;
+                }
+            }
+            for (yw, &y) in y_w.iter_mut().zip(yrow.iter()) {
+                *yw += wi * y;
             }
         }
         let cs = (p.c_sigma * (2.0 - p.c_sigma) * p.mu_eff).sqrt();
         for j in 0..n {
-            s.mean[j] += p.c_mean * s.sigma * y_w[j];
+            s.mean[j] = (s.mean[j] + p.c_mean * s.sigma * y_w[j]).clamp(-MEAN_BOUND, MEAN_BOUND);
             s.p_sigma[j] = (1.0 - p.c_sigma) * s.p_sigma[j] + cs * y_w[j] / s.d[j];
         }
         let ps_norm = norm(&s.p_sigma);
         let sigma = (s.sigma * (p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0)).exp())
-            .clamp(p.sigma_min, p.sigma_max);
+            .clamp(p.sigma_min.max(SIGMA_FLOOR), p.sigma_max);
         let left = ps_norm / (1.0 - (1.0 - p.c_sigma).powf(2.0 * (g as f64 + 2.0))).sqrt();
         let h = if left < (1.4 + 2.0 / (n as f64 + 1.0)) * p.chi_n { 1.0 } else { 0.0 };
         let cc = h * (p.c_c * (2.0 - p.c_c) * p.mu_eff).sqrt();
@@ -232,7 +264,7 @@ impl SepCmaEs {
         for j in 0..n {
             s.c[j] = a * s.c[j] + p.c_1 * s.p_c[j] * s.p_c[j] + p.c_mu * rank_mu[j];
         }
-        s.z = y_w;
+        s.y_w = y_w;
         s.sigma = sigma;
         let (c, d) = (&mut s.c, &mut s.d);
         regularise(c, d);

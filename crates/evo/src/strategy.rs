@@ -1,6 +1,21 @@
 //! The shared verb set.
 
+use crate::termination::Scales;
 use kestrel_core::Key;
+
+/// Which of evosax 0.3.2's bugs a strategy reproduces (config spelling `none`, `all`), as the
+/// ARC environment's `bugs` does for JaxARC's: `none` is the fixed algorithm (the default),
+/// `all` evosax's behaviour, bug for bug, to reproduce a run made with it. Each strategy's
+/// module documents the bugs it knows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BugsKind {
+    /// Fixed.
+    #[default]
+    None,
+    /// evosax 0.3.2's.
+    All,
+}
 
 /// What one `tell` reports.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -114,6 +129,13 @@ pub trait Strategy: Send + Sync {
     fn mean(&self, state: &Self::State) -> Vec<f32>;
     /// Best-so-far bookkeeping.
     fn progress<'a>(&self, state: &'a Self::State) -> &'a Progress;
+    /// The search distribution's scales for the stop criteria ([`crate::termination`]), with
+    /// principal axis `axis` (`generation mod num_dims`); false where the strategy has no more
+    /// than a step size (the criteria then read it as isotropic).
+    fn scales(&self, state: &Self::State, axis: usize, out: &mut Scales) -> bool {
+        let _ = (state, axis, out);
+        false
+    }
 }
 
 pub(crate) fn check_lens(

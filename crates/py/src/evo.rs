@@ -2,6 +2,7 @@
 
 use crate::errors::value_error;
 use kestrel_evo::problem::Problem;
+use kestrel_evo::termination::{Scales, StopOptions, Termination};
 use kestrel_evo::{Optimizer, StrategyKind};
 use numpy::ndarray::Array2;
 use numpy::{
@@ -77,6 +78,11 @@ pub(crate) struct Strategy {
     /// Box bounds as `kestrel evo run` applies them: `ask` returns repaired rows (clip or
     /// reflect), `tell` adds the penalty (penalty mode).
     bounds: Option<kestrel_evo::Bounds>,
+    /// pycma's stop criteria over this object's generations ([`kestrel_evo::termination`]).
+    term: Termination,
+    scales: Scales,
+    /// Whether a population was asked and not yet told (`tell` before `ask` is refused).
+    asked: bool,
 }
 
 impl Clone for Strategy {
@@ -87,8 +93,75 @@ impl Clone for Strategy {
             seed: self.seed,
             generation: self.generation,
             bounds: self.bounds.clone(),
+            term: self.term.clone(),
+            scales: self.scales.clone(),
+            asked: self.asked,
         }
     }
+}
+
+/// The stop options of `kind` (pycma's defaults for CMA-ES and Sep-CMA-ES, none for the
+/// others, as their peer evosax has none) with `overrides` (a JSON object of pycma option
+/// names; `null` turns one off).
+fn stop_options(
+    kind: StrategyKind,
+    num_dims: usize,
+    pop_size: usize,
+    overrides: &str,
+) -> PyResult<StopOptions> {
+    let mut o = if matches!(kind, StrategyKind::CmaEs | StrategyKind::SepCmaEs) {
+        StopOptions::pycma(num_dims, pop_size)
+    } else {
+        StopOptions::default()
+    };
+    let v: serde_json::Value = serde_json::from_str(overrides)
+        .map_err(|e| value_error(format!("options: not valid JSON: {e}")))?;
+    let Some(map) = v.as_object() else {
+        return Err(value_error("options: must be a dict of stop options"));
+    };
+    for (k, v) in map {
+        let x = match v {
+            serde_json::Value::Null | serde_json::Value::Bool(false) => None,
+            serde_json::Value::Bool(true) => Some(1.0),
+            serde_json::Value::Number(n) => n.as_f64(),
+            other => {
+                return Err(value_error(format!(
+                    "options.{k} = {other}: a number, True/False or None (off)"
+                )));
+            }
+        };
+        o.set(k, x).map_err(value_error)?;
+    }
+    Ok(o)
+}
+
+/// Refuses a hyper-parameter `kind` does not have before the config reader sees it, so the
+/// suggestion comes from this strategy's own keys (and the stop options), not every
+/// strategy's.
+fn check_param_keys(kind: StrategyKind, table: &toml::Table) -> PyResult<()> {
+    let own = kestrel_evo::StrategyParams::keys_of(kind);
+    for k in table.keys() {
+        if own.contains(&k.as_str()) {
+            continue;
+        }
+        let owners = kestrel_evo::StrategyParams::owners_of(k);
+        let whose = if owners.is_empty() {
+            let near = kestrel_core::closest(
+                k,
+                own.iter().copied().chain(kestrel_evo::termination::OPTION_NAMES),
+            );
+            near.map_or(String::new(), |c| format!(" (did you mean `{c}`?)"))
+        } else {
+            let names: Vec<&str> = owners.iter().map(|o| o.name()).collect();
+            format!(" (a knob of {} only)", names.join(" and "))
+        };
+        return Err(value_error(format!(
+            "params.{k}: not a hyper-parameter of {}{whose}; its keys: {}",
+            kind.name(),
+            if own.is_empty() { "none".to_string() } else { own.join(", ") }
+        )));
+    }
+    Ok(())
 }
 
 fn metrics_dict<'py>(
@@ -140,8 +213,18 @@ impl Strategy {
         if let Some(b) = &self.bounds {
             b.penalize(&x, &mut f);
         }
-        let opt = &mut self.opt;
-        let m = py.detach(|| opt.try_tell(key, &x, &f)).map_err(value_error)?;
+        let (opt, term, scales) = (&mut self.opt, &mut self.term, &mut self.scales);
+        let m = py
+            .detach(|| -> Result<_, kestrel_evo::EvoError> {
+                let m = opt.try_tell(key, &x, &f)?;
+                let axis = (m.generation as usize) % opt.num_dims();
+                if !opt.scales(axis, scales) {
+                    kestrel_evo::termination::isotropic(m.sigma, &opt.mean(), scales);
+                }
+                term.update(&m, &f, scales);
+                Ok(m)
+            })
+            .map_err(value_error)?;
         metrics_dict(py, &m)
     }
 }
@@ -152,7 +235,7 @@ impl Strategy {
     /// `kind` (`cma-es`, `sep-cma-es`, `snes`, `xnes`, `open-es`, `pgpe`, `de`) initialised at
     /// `mean` with `Key(seed)` (as `kestrel evo run`) or with `init_key`.
     #[new]
-    #[pyo3(signature = (kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None, params_json="{}", bounds=None, bound_mode="clip"))]
+    #[pyo3(signature = (kind, mean, pop_size=None, sigma=0.5, seed=0, init_key=None, params_json="{}", bounds=None, bound_mode="clip", options_json="{}"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         kind: &str,
@@ -164,6 +247,7 @@ impl Strategy {
         params_json: &str,
         bounds: Option<(Vec<f32>, Vec<f32>)>,
         bound_mode: &str,
+        options_json: &str,
     ) -> PyResult<Self> {
         let kind = StrategyKind::parse(kind).map_err(value_error)?;
         if mean.is_empty() {
@@ -178,6 +262,7 @@ impl Strategy {
         // The hyper-parameters as a run config's `[params]` table reads them: an unknown key
         // is answered with the closest valid one.
         let table = crate::config::json_table(params_json)?;
+        check_param_keys(kind, &table)?;
         let params: kestrel_evo::StrategyParams =
             kestrel_run::load_config(&kestrel_evo::StrategyParams::default(), None, table, &[])
                 .map_err(|e| match e {
@@ -205,7 +290,10 @@ impl Strategy {
                     .map_err(|e| value_error(format!("bounds: {e}")))?,
             ),
         };
-        Ok(Strategy { opt, kind, seed, generation: 0, bounds })
+        let options = stop_options(kind, mean.len(), opt.pop_size(), options_json)?;
+        let term = Termination::new(options, mean.len(), opt.pop_size(), sigma);
+        let scales = Scales::default();
+        Ok(Strategy { opt, kind, seed, generation: 0, bounds, term, scales, asked: false })
     }
 
     #[getter]
@@ -250,7 +338,9 @@ impl Strategy {
     /// A population `(pop_size, num_dims)` float32 drawn with the CLI's key of this generation.
     fn ask<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let k = self.key(0);
-        Ok(self.ask_into(py, k)?.into_pyarray(py))
+        let x = self.ask_into(py, k)?;
+        self.asked = true;
+        Ok(x.into_pyarray(py))
     }
 
     /// Updates from a population and its fitness (minimised); advances the generation.
@@ -260,10 +350,80 @@ impl Strategy {
         population: PyReadonlyArray2<'_, f32>,
         fitness: PyReadonlyArray1<'_, f32>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        if !self.asked {
+            return Err(value_error(format!(
+                "tell before ask: generation {} was not asked (call ask() first; the \
+                 functional tell_with(key, population, fitness) takes any population)",
+                self.generation
+            )));
+        }
         let k = self.key(2);
         let d = self.tell_from(py, k, population, fitness)?;
         self.generation += 1;
+        self.asked = false;
         Ok(d)
+    }
+
+    /// The stop criteria the last generation met, `{name: setting}` as pycma's `es.stop()`
+    /// (empty: go on).
+    fn stop<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for name in self.term.met() {
+            match self.term.options.get(name) {
+                Some(v) if !matches!(*name, "noeffectcoord" | "noeffectaxis") => {
+                    d.set_item(*name, v)?
+                }
+                _ => d.set_item(*name, true)?,
+            }
+        }
+        Ok(d)
+    }
+
+    /// The stop options in force, `{name: setting or None (off)}`.
+    fn stop_options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for name in kestrel_evo::termination::OPTION_NAMES {
+            let v = self.term.options.get(name);
+            if matches!(name, "noeffectcoord" | "noeffectaxis") {
+                d.set_item(name, v.is_some())?;
+            } else {
+                d.set_item(name, v)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// Evaluations told so far.
+    #[getter]
+    fn evals(&self) -> u64 {
+        self.term.evals()
+    }
+
+    /// Evaluations told when the best so far was found.
+    #[getter]
+    fn evals_best(&self) -> u64 {
+        self.term.evals_best()
+    }
+
+    /// Whether a population was asked and not yet told.
+    #[getter]
+    fn asked(&self) -> bool {
+        self.asked
+    }
+
+    /// The stop criteria's histories as `{name: float64 array}` (for pickles).
+    fn termination_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, v) in self.term.state_dict() {
+            d.set_item(name, v.into_pyarray(py))?;
+        }
+        Ok(d)
+    }
+
+    /// Restores [`Strategy::termination_state`].
+    fn load_termination_state(&mut self, d: &Bound<'_, PyDict>) -> PyResult<()> {
+        let v = float_dict(d, "termination")?;
+        self.term.load_state_dict(&v).map_err(value_error)
     }
 
     /// [`Strategy::ask`] with an explicit key (the functional layer); the generation counter
@@ -303,16 +463,22 @@ impl Strategy {
 
     /// Overwrites the state from a [`Strategy::state_dict`] of the same kind and sizes.
     fn load_state_dict(&mut self, d: &Bound<'_, PyDict>) -> PyResult<()> {
-        let mut v = Vec::with_capacity(d.len());
-        for (k, a) in d.iter() {
-            let name: String = k.extract()?;
-            let arr: PyReadonlyArray1<'_, f64> = a.extract().map_err(|_| {
-                value_error(format!("state_dict.{name}: expected a 1-D float64 array"))
-            })?;
-            v.push((name, arr.as_array().to_vec()));
-        }
+        let v = float_dict(d, "state_dict")?;
         self.opt.load_state_dict(&v).map_err(value_error)
     }
+}
+
+/// A `{name: 1-D float64 array}` dict as named vectors.
+fn float_dict(d: &Bound<'_, PyDict>, what: &str) -> PyResult<Vec<(String, Vec<f64>)>> {
+    let mut v = Vec::with_capacity(d.len());
+    for (k, a) in d.iter() {
+        let name: String = k.extract()?;
+        let arr: PyReadonlyArray1<'_, f64> = a
+            .extract()
+            .map_err(|_| value_error(format!("{what}.{name}: expected a 1-D float64 array")))?;
+        v.push((name, arr.as_array().to_vec()));
+    }
+    Ok(v)
 }
 
 /// A fitness function of the Rust crates: a benchmark function or CartPole neuroevolution.
@@ -427,6 +593,40 @@ impl EvoProblem {
 #[pyfunction]
 pub(crate) fn strategies() -> Vec<&'static str> {
     StrategyKind::ALL.iter().map(|k| k.name()).collect()
+}
+
+/// The strategy named `name` (Kestrel's spelling or evosax's, any case) as its config name;
+/// an unknown name, or an evosax algorithm Kestrel lacks, is a ValueError that says which.
+#[pyfunction]
+pub(crate) fn strategy_kind(name: &str) -> PyResult<&'static str> {
+    Ok(StrategyKind::parse(name).map_err(value_error)?.name())
+}
+
+/// evosax 0.3.2's 37 algorithm names with the Kestrel strategy each names (None: not yet).
+#[pyfunction]
+pub(crate) fn evosax_names() -> Vec<(&'static str, Option<&'static str>)> {
+    kestrel_evo::EVOSAX_NAMES.iter().map(|(n, k)| (*n, k.map(|k| k.name()))).collect()
+}
+
+/// Every strategy's hyper-parameters: `{kind: [(key, doc), ...]}` (the docs give the defaults).
+#[pyfunction]
+pub(crate) fn strategy_params() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    use kestrel_core::Documented;
+    let fields = kestrel_evo::StrategyParams::fields();
+    StrategyKind::ALL
+        .iter()
+        .map(|&k| {
+            let keys = kestrel_evo::StrategyParams::keys_of(k);
+            let docs = keys
+                .iter()
+                .map(|key| {
+                    let doc = fields.iter().find(|f| f.name == *key).map_or("", |f| f.doc);
+                    (*key, doc)
+                })
+                .collect();
+            (k.name(), docs)
+        })
+        .collect()
 }
 
 /// The default population of `kind` for `num_dims`.

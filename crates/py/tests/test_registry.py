@@ -90,10 +90,17 @@ def test_strategy_params_reach_the_strategy_and_are_checked_by_name():
     assert b.best_so_far < a.best_so_far
     de = kestrel.evo.DE(4, seed=0, crossover_rate=0.5, differential_weight=0.3, elitism=False)
     assert de.optimize(f, 5).generation == 5
-    with pytest.raises(ValueError, match=r"params.lr.*open-es and pgpe only"):
+    with pytest.raises(ValueError, match=r"params.lr: not a hyper-parameter of cma-es \(a knob of open-es and "
+                                         r"pgpe and simple-es and des only\)"):
         kestrel.evo.CMAES(4, lr=0.1)
-    with pytest.raises(ValueError, match=r"params: .*unknown key `lrr`.*`lr`"):
+    with pytest.raises(ValueError, match=r"params.lrr: not a hyper-parameter of open-es \(did you mean `lr`\?\)"):
         kestrel.evo.OpenES(4, lrr=0.1)
+    # The suggestion comes from the strategy in use: sigma_min is CMA-ES's, not OpenAI-ES's.
+    with pytest.raises(ValueError, match=r"params.sigma_mn") as e:
+        kestrel.evo.OpenES(4, sigma_mn=0.1)
+    assert "sigma_min" not in str(e.value)
+    with pytest.raises(ValueError, match=r"did you mean `c_sigma`"):
+        kestrel.evo.CMAES(4, c_sigmaa=0.1)
     with pytest.raises(ValueError, match=r"params.beta1"):
         kestrel.evo.OpenES(4, beta1=1.0)
     with pytest.raises(ValueError, match=r"pop_size.*even"):
@@ -126,8 +133,13 @@ def test_pycma_style_stops_and_result():
     es = kestrel.evo.SNES(3, mean=1.0, seed=3, tolx=1e-4, maxiter=5000)
     es.optimize(f)
     assert "tolx" in es.stop()
+    # SNES has no default stop conditions (nor has its peer, evosax): a loop with no end is
+    # refused. CMA-ES has pycma's, so it ends by itself.
     with pytest.raises(ValueError, match="generations = None"):
-        kestrel.evo.CMAES(3).optimize(f)
+        kestrel.evo.SNES(3).optimize(f)
+    es = kestrel.evo.CMAES(3, mean=1.0, seed=3)
+    es.optimize(f)
+    assert es.stop() and es.generation < es.stop_options["maxiter"]
     with pytest.raises(ValueError, match="ftarget"):
         kestrel.evo.CMAES(3, ftarget="low")
     # The bookkeeping is pickled with the state.
@@ -251,3 +263,107 @@ def test_the_module_helpers_of_the_kinds_that_read_a_run(tmp_path):
     with pytest.raises(ValueError, match="set `run`"):
         kestrel.run("hunt-play", out_dir=tmp_path / "none", progress=None)
     assert not (tmp_path / "none").exists()
+
+
+def test_cma_es_left_running_stays_finite_and_stops_as_pycma():
+    """Issue 56's cases: 5-D sphere for 20,000 generations drove σ to 1e8 and a generation's best
+    to ~1e18; 50-D (seed 0, σ 0.5) asked NaN from generation 8,581 and tell then refused
+    Kestrel's own population, while stop() reported nothing."""
+    f = lambda x: (x.astype(np.float64) ** 2).sum(axis=1)
+    for n, gens in [(5, 20_000), (50, 9_000)]:
+        es = kestrel.evo.CMAES(n, sigma=0.5, seed=0)
+        first = None
+        for g in range(gens):
+            x = es.ask()
+            assert np.isfinite(x).all(), (n, g)
+            m = es.tell(x, f(x))
+            if first is None and es.stop():
+                first = (g, es.stop())
+        assert first is not None and "tolfun" in first[1], (n, first)
+        # pycma 4.5.0 stops the same sphere on tolfun near generation 125 (5-D) and 575 (50-D).
+        assert first[0] < 1000, (n, first)
+        assert m.sigma < 1e-3 and m.best_in_generation < 1e-6, (n, m)
+
+
+def test_pycma_spellings_and_options():
+    f = lambda x: (x ** 2).sum(axis=1)
+    # pycma's positional form: x0, sigma0, inopts.
+    es = kestrel.evo.CMAES([1.0] * 4, 0.3, {"popsize": 12, "seed": 5, "tolfun": 1e-6, "maxfevals": 600})
+    assert (es.pop_size, es.num_dims) == (12, 4)
+    assert es.stop_options["tolfun"] == 1e-6 and es.stop_options["maxfevals"] == 600
+    es.optimize(f)
+    assert es.stop() and es.result.evaluations <= 600
+    same = kestrel.evo.CMAES(x0=[1.0] * 4, sigma0=0.3, popsize=12, seed=5, tolfun=1e-6, maxfevals=600)
+    same.optimize(f)
+    assert same.generation == es.generation and same.best_fitness == es.best_fitness
+    # CMA_diagonal=True is Sep-CMA-ES, as in pycma.
+    d = kestrel.evo.CMAES(4, CMA_diagonal=True)
+    assert d.kind == "sep-cma-es" and "noeffectcoord" in d.stop_options
+    with pytest.raises(ValueError, match="CMA_diagonal"):
+        kestrel.evo.CMAES(4, CMA_diagonal=10)
+    with pytest.raises(ValueError, match="popsize: given twice"):
+        kestrel.evo.CMAES(4, pop_size=8, popsize=8)
+    # A stop option turned off by None; a misspelt one named.
+    off = kestrel.evo.CMAES(4, tolfun=None, maxiter=None)
+    assert off.stop_options["tolfun"] is None and off.stop_options["maxiter"] is None
+    with pytest.raises(ValueError, match="tolfnu"):
+        kestrel.evo.CMAES(4, options={"tolfnu": 1e-3})
+    with pytest.raises(ValueError, match="options.tolx"):
+        kestrel.evo.CMAES(4, tolx=-1.0)
+
+
+def test_tell_before_ask_is_refused():
+    es = kestrel.evo.CMAES(3, seed=0)
+    x = np.zeros((es.pop_size, 3), np.float32)
+    with pytest.raises(ValueError, match="tell before ask"):
+        es.tell(x, np.zeros(es.pop_size))
+    x = es.ask()
+    es.tell(x, (x ** 2).sum(1))
+    with pytest.raises(ValueError, match="tell before ask: generation 1"):
+        es.tell(x, (x ** 2).sum(1))
+    # The functional layer takes any population (injection, evosax's way).
+    new, m = es.tell_with(kestrel.Key(3), x, (x ** 2).sum(1))
+    assert m.generation == 2
+
+
+def test_pickles_and_copies_keep_the_stop_bookkeeping_and_a_pending_ask():
+    f = lambda x: (x ** 2).sum(axis=1)
+    whole = kestrel.evo.CMAES(4, mean=1.0, seed=2)
+    part = kestrel.evo.CMAES(4, mean=1.0, seed=2)
+    for _ in range(30):
+        x = whole.ask()
+        whole.tell(x, f(x))
+    for _ in range(12):
+        x = part.ask()
+        part.tell(x, f(x))
+    x = part.ask()  # pickled between ask and tell
+    back = pickle.loads(pickle.dumps(part))
+    back.tell(x, f(x))
+    for _ in range(17):
+        x = back.ask()
+        back.tell(x, f(x))
+    np.testing.assert_array_equal(back.mean, whole.mean)
+    assert back.stop() == whole.stop() and back.result.evaluations == whole.result.evaluations
+    assert back.result.evals_best == whole.result.evals_best
+
+
+def test_evosax_names_reach_every_strategy():
+    """jax_mppi's EvoSaxOptimizer does `getattr(evosax.algorithms, strategy)`: every name Kestrel
+    has answers both as an attribute of kestrel.evo and through make(); the others say so."""
+    names = kestrel.evo.evosax_names()
+    assert len(names) == 37
+    for evosax, kind in names.items():
+        if kind is None:
+            with pytest.raises(ValueError, match="not in Kestrel yet"):
+                kestrel.evo.make(evosax, 4)
+            continue
+        es = kestrel.evo.make(evosax, 6, seed=1)
+        assert es.kind == kind
+        cls = getattr(kestrel.evo, evosax if evosax != "DES" else "DiscoveredES")
+        assert cls(6).kind == kind
+        x = es.ask()
+        es.tell(x, (x ** 2).sum(1))
+    assert kestrel.evo.make("lm_ma_es", 6).kind == "lm-ma-es"
+    listing = kestrel.evo.strategies()
+    assert {r["kind"] for r in listing} == set(kestrel.evo.STRATEGIES)
+    assert "temperature" in next(r for r in listing if r["kind"] == "des")["params"]

@@ -80,46 +80,110 @@ def _bounds(bounds, n: int):
     return (lo.tolist(), hi.tolist())
 
 
-# pycma's stop options (its names), each off when None.
-STOP_OPTIONS = ("ftarget", "tolfun", "tolx", "maxfevals", "maxiter")
+# pycma's stop options (its names, `cma.CMAOptions()`), each off when None; CMA-ES and
+# Sep-CMA-ES start from pycma's defaults, the other strategies (whose peer evosax has none)
+# from none. `kestrel_evo::termination` decides them.
+STOP_OPTIONS = ("ftarget", "maxfevals", "maxiter", "tolfacupx", "tolx", "tolfun", "tolfunhist",
+                "tolstagnation", "tolupsigma", "noeffectcoord", "noeffectaxis", "tolconditioncov",
+                "tolflatfitness")
 
+# pycma's option names for what this class has under its own names.
+_PYCMA_NAMES = {"popsize": "pop_size", "x0": "mean", "sigma0": "sigma"}
 
 # What `Strategy.__getstate__` writes; a pickle of another format or version is refused.
-_PICKLE_FORMAT = 1
+_PICKLE_FORMAT = 2
+
+_UNSET = object()
 
 
 class Strategy:
     """One evolution strategy (minimising), stateful, with the CLI's key tree: generation `g`
     asks with `Key(seed).fold_in(g + 1).fold_in(0)` and tells with `.fold_in(2)`.
 
+    pycma's way of building works too: `CMAES(x0, sigma0, inopts)` (`x0` a vector, `inopts` a
+    dict of pycma options), and pycma's names are accepted beside Kestrel's: `x0` (`mean`),
+    `sigma0` (`sigma`), `popsize` (`pop_size`), `seed`, `bounds`, `maxfevals`, `CMA_diagonal`
+    (True: Sep-CMA-ES) and every stop option below.
+
     Hyper-parameters: `params={"lr": 0.01}` or keyword arguments (`OpenES(10, lr=0.01)`),
-    the keys of a run config's `[params]` table (`kestrel config evo` lists them with their
+    the keys of a run config's `[params]` table (`kestrel.config("evo")` lists them with their
     defaults); a knob this strategy does not have, or a misspelt one, is a ValueError naming
-    it. `bounds=[lower, upper]` (numbers or one per dimension, as pycma's option) with
-    `bound_mode` "clip" or "reflect" (`ask` returns repaired rows) or "penalty" (`tell` adds
-    1e3 × the squared distance to the box), as `kestrel evo run` applies them. Stop conditions
-    as pycma's options: `ftarget` (best fitness at or below), `tolfun`
-    (best fitness of the last `10 + ceil(30 n / pop_size)` generations and this generation's
-    fitness within `tolfun`), `tolx` (step size below), `maxfevals` (evaluations),
-    `maxiter` (generations); `stop()` returns those met, `result` pycma's summary, and
-    `optimize` stops at the first."""
+    the closest of this strategy's keys. `bounds=[lower, upper]` (numbers or one per
+    dimension, as pycma's option) with `bound_mode` "clip" or "reflect" (`ask` returns repaired
+    rows) or "penalty" (`tell` adds 1e3 × the squared distance to the box), as `kestrel evo run`
+    applies them.
+
+    Stop conditions are pycma's (`STOP_OPTIONS`, its names and meanings: `ftarget`,
+    `maxfevals`, `maxiter`, `tolx`, `tolfun`, `tolfunhist`, `tolstagnation`, `tolupsigma`,
+    `tolconditioncov`, `noeffectaxis`, `noeffectcoord`, `tolfacupx`, `tolflatfitness`). CMA-ES
+    and Sep-CMA-ES start with pycma's defaults on (`maxiter` = 100 + 150 (n+3)² / √λ, `tolx`
+    1e-11, `tolfun` 1e-11, ...), so a run left going stops itself as pycma's does; the other
+    strategies start with none, as evosax. Pass a value to set one, None to turn it off;
+    `stop_options` shows those in force. `stop()` returns the ones met, `result` pycma's
+    summary, and `optimize` stops at the first. `tell` takes the population of the last `ask`
+    (a tell before any ask is refused); `tell_with` takes any population."""
 
     kind = "cma-es"
 
-    def __init__(self, num_dims: int | None = None, *, pop_size: int | None = None, mean=0.0,
-                 sigma: float = 0.5, seed: int = 0, init_key: Key | None = None,
-                 params: dict | None = None, ftarget: float | None = None,
-                 tolfun: float | None = None, tolx: float | None = None,
-                 maxfevals: int | None = None, maxiter: int | None = None, bounds=None,
-                 bound_mode: str = "clip", **kw):
-        if num_dims is not None and (isinstance(num_dims, bool) or not isinstance(num_dims, (int, np.integer))):
-            raise TypeError(f"num_dims: expected an int, got {type(num_dims).__name__}")
+    def __init__(self, num_dims=None, sigma0=None, inopts: dict | None = None, *,
+                 pop_size: int | None = None, mean=None, sigma: float | None = None, seed: int | None = None,
+                 init_key: Key | None = None, params: dict | None = None, ftarget=_UNSET, tolfun=_UNSET,
+                 tolx=_UNSET, maxfevals=_UNSET, maxiter=_UNSET, bounds=None, bound_mode: str = "clip",
+                 options: dict | None = None, **kw):
+        if inopts is not None and not isinstance(inopts, dict):
+            raise TypeError(f"inopts: a dict of pycma options, got {type(inopts).__name__}")
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options: a dict of stop options, got {type(options).__name__}")
+        if params is not None and not isinstance(params, dict):
+            raise TypeError(f"params: a dict of hyper-parameters, got {type(params).__name__}")
+        # pycma's spellings, from inopts, options or keywords, onto Kestrel's.
+        opts = {**(inopts or {}), **(options or {})}
+        given = {"pop_size": pop_size, "mean": mean, "sigma": sigma, "seed": seed, "bounds": bounds}
+        if num_dims is not None and not isinstance(num_dims, (int, np.integer)) or isinstance(num_dims, bool):
+            if isinstance(num_dims, bool) or np.ndim(num_dims) != 1:
+                raise TypeError(f"num_dims: expected an int (or x0, a vector), got {type(num_dims).__name__}")
+            given["mean"], num_dims = num_dims, None  # CMAES(x0, sigma0): pycma's first argument
+        if sigma0 is not None:
+            given["sigma"] = sigma0
+        for src in (opts, kw):
+            for k in [k for k in src if k in _PYCMA_NAMES or k in ("seed", "bounds", "CMA_diagonal")]:
+                ours = _PYCMA_NAMES.get(k, k)
+                if ours != "CMA_diagonal" and given.get(ours) is not None:
+                    raise ValueError(f"{k}: given twice (as {k} and {ours})")
+                given[ours] = src.pop(k)
+        diagonal = given.pop("CMA_diagonal", None)
+        kind = type(self).kind
+        if diagonal not in (None, False):
+            if diagonal is not True:
+                raise ValueError(f"CMA_diagonal = {diagonal!r}: True or False (a number of diagonal "
+                                 "generations is not supported)")
+            if kind != "cma-es":
+                raise ValueError(f"CMA_diagonal: a CMA-ES option, not {kind}'s")
+            kind = "sep-cma-es"
+        self.kind = kind
+        stops = {k: v for k, v in dict(ftarget=ftarget, tolfun=tolfun, tolx=tolx, maxfevals=maxfevals,
+                                       maxiter=maxiter).items() if v is not _UNSET}
+        for src in (opts, kw):
+            for k in [k for k in src if k in STOP_OPTIONS]:
+                stops[k] = src.pop(k)
+        if opts:
+            raise ValueError(f"inopts: {', '.join(sorted(opts))}: not an option here (pycma's: x0, sigma0, "
+                             f"popsize, seed, bounds, CMA_diagonal, {', '.join(STOP_OPTIONS)})")
+        for k, v in stops.items():
+            if v is not None and (not isinstance(v, (int, float, np.integer, np.floating)) or v != v):
+                raise ValueError(f"{k} = {v!r}: a number (or None: off)")
+        stops = {k: (None if v is None else (bool(v) if isinstance(v, bool) else float(v)))
+                 for k, v in stops.items()}
+        pop_size, sigma, seed = given["pop_size"], given["sigma"], given["seed"]
+        sigma = 0.5 if sigma is None else sigma
+        seed = 0 if seed is None else seed
+        mean = 0.0 if given["mean"] is None else given["mean"]
         if num_dims is not None and num_dims < 1:
             raise ValueError(f"num_dims = {num_dims}: at least 1")
         m = np.asarray(mean, dtype=np.float32)
         if m.ndim == 0:
             if num_dims is None:
-                raise ValueError("num_dims: give num_dims or a mean vector")
+                raise ValueError("num_dims: give num_dims or a mean vector (x0)")
             m = np.full(int(num_dims), float(m), np.float32)
         elif num_dims is not None and m.shape != (num_dims,):
             raise ValueError(f"mean: expected shape ({num_dims},), got {m.shape}")
@@ -128,27 +192,18 @@ class Strategy:
         if not np.all(np.isfinite(m)):
             i = int(np.flatnonzero(~np.isfinite(m))[0])
             raise ValueError(f"mean[{i}] = {m[i]}: not finite")
-        if params is not None and not isinstance(params, dict):
-            raise TypeError(f"params: a dict of hyper-parameters, got {type(params).__name__}")
         hyper = {**(params or {}), **kw}
-        stops = dict(ftarget=ftarget, tolfun=tolfun, tolx=tolx, maxfevals=maxfevals, maxiter=maxiter)
-        for k, v in stops.items():
-            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v != v):
-                raise ValueError(f"{k} = {v!r}: a number (or None: off)")
-        box = _bounds(bounds, len(m))
-        self._args = dict(pop_size=pop_size, sigma=float(sigma), seed=int(seed), params=hyper, stops=stops,
-                          bounds=box, bound_mode=bound_mode)
+        box = _bounds(given["bounds"], len(m))
+        self._args = dict(kind=kind, pop_size=pop_size, sigma=float(sigma), seed=int(seed), params=hyper,
+                          stops=stops, bounds=box, bound_mode=bound_mode)
         self._mean0 = m.copy()
-        self._s = _kestrel.Strategy(self.kind, m.tolist(), pop_size, float(sigma), int(seed), init_key,
-                                    params_json(hyper), box, bound_mode)
-        self._reset_bookkeeping()
-
-    def _reset_bookkeeping(self):
-        self._history: list[float] = []  # best fitness per generation (tolfun)
+        self._s = self._core(init_key)
         self._last: TellMetrics | None = None
-        self._range = np.inf  # this generation's fitness range
-        self._evals = 0
-        self._evals_best = 0
+
+    def _core(self, init_key):
+        a = self._args
+        return _kestrel.Strategy(a["kind"], self._mean0.tolist(), a["pop_size"], a["sigma"], a["seed"], init_key,
+                                 params_json(a["params"]), a["bounds"], a["bound_mode"], params_json(a["stops"]))
 
     @property
     def params(self) -> dict:
@@ -168,50 +223,27 @@ class Strategy:
         return self._s.ask()
 
     def tell(self, population, fitness) -> TellMetrics:
-        """Updates from `population` and its `fitness` (minimised; NaN refused, ±inf ranked)."""
+        """Updates from the last `ask`'s `population` and its `fitness` (minimised; NaN
+        refused, ±inf ranked); a tell without an ask before it is refused."""
         x = _as_population(population, self.pop_size, self.num_dims)
         f = _as_fitness(fitness, self.pop_size)
-        before = self.best_fitness
-        m = TellMetrics(**self._s.tell(x, f))
-        self._note(m, f)
-        if m.best_so_far < before:
-            self._evals_best = self._evals
+        self._last = m = TellMetrics(**self._s.tell(x, f))
         return m
-
-    def _note(self, m: TellMetrics, f: np.ndarray) -> None:
-        self._evals += len(f)
-        self._history.append(m.best_in_generation)
-        finite = f[np.isfinite(f)]
-        self._range = float(finite.max() - finite.min()) if len(finite) else np.inf
-        self._last = m
 
     def stop(self) -> dict:
         """The stop conditions met, `{name: its setting}` as pycma's `es.stop()` (empty: go on)."""
-        s, out = self._args["stops"], {}
-        m = self._last
-        if m is None:
-            return out
-        if s["ftarget"] is not None and self.best_fitness <= s["ftarget"]:
-            out["ftarget"] = s["ftarget"]
-        if s["maxfevals"] is not None and self._evals >= s["maxfevals"]:
-            out["maxfevals"] = s["maxfevals"]
-        if s["maxiter"] is not None and self.generation >= s["maxiter"]:
-            out["maxiter"] = s["maxiter"]
-        if s["tolx"] is not None and m.sigma < s["tolx"]:
-            out["tolx"] = s["tolx"]
-        if s["tolfun"] is not None:
-            window = 10 + int(np.ceil(30 * self.num_dims / self.pop_size))
-            recent = np.asarray(self._history[-window:], np.float64)
-            if len(self._history) >= window and np.all(np.isfinite(recent)) \
-                    and recent.max() - recent.min() < s["tolfun"] and self._range < s["tolfun"]:
-                out["tolfun"] = s["tolfun"]
-        return out
+        return self._s.stop()
+
+    @property
+    def stop_options(self) -> dict:
+        """Every stop option and its setting (None: off)."""
+        return self._s.stop_options()
 
     @property
     def result(self) -> Result:
         """pycma's `es.result`: best solution and fitness, evaluations, generations, mean, stops."""
-        return Result(xbest=self.best_solution, fbest=float(self.best_fitness), evals_best=self._evals_best,
-                      evaluations=self._evals, iterations=self.generation, xfavorite=self.mean, stop=self.stop())
+        return Result(xbest=self.best_solution, fbest=float(self.best_fitness), evals_best=self._s.evals_best,
+                      evaluations=self._s.evals, iterations=self.generation, xfavorite=self.mean, stop=self.stop())
 
     def optimize(self, f, generations: int | None = None, target: float | None = None, *,
                  logger=None, log_dir="runs") -> TellMetrics:
@@ -226,7 +258,7 @@ class Strategy:
 
         from .loggers import make_logger
 
-        if generations is None and not any(v is not None for v in self._args["stops"].values()) \
+        if generations is None and not any(v not in (None, False) for v in self.stop_options.values()) \
                 and target is None:
             raise ValueError("generations = None: give generations or a stop condition "
                              f"({', '.join(STOP_OPTIONS)}), or the loop never ends")
@@ -241,7 +273,7 @@ class Strategy:
                 if log is not None:
                     log.log(m.generation, {"best": m.best_so_far, "best_in_generation": m.best_in_generation,
                                            "sigma": m.sigma, "nonfinite": float(m.nonfinite),
-                                           "evals": float(self._evals)})
+                                           "evals": float(self._s.evals)})
                 if self.stop() or (target is not None and m.best_so_far <= target):
                     break
         finally:
@@ -252,11 +284,11 @@ class Strategy:
     # functional, evosax-shaped layer: explicit keys, states are independent copies
     def init(self, key: Key, mean=None) -> "Strategy":
         """A new state initialised with `key` at `mean` (default: this one's start)."""
-        m = self._mean0 if mean is None else np.asarray(mean, np.float32)
-        return type(self)(pop_size=self._args["pop_size"], mean=m, sigma=self._args["sigma"],
-                          seed=self._args["seed"], init_key=key, params=self._args["params"],
-                          bounds=self._args["bounds"], bound_mode=self._args["bound_mode"],
-                          **self._args["stops"])
+        new = self.copy()
+        if mean is not None:
+            new._mean0 = np.asarray(mean, np.float32).copy()
+        new._s, new._last = new._core(key), None
+        return new
 
     def ask_with(self, key: Key, state: "Strategy | None" = None):
         """`(population, new_state)`; `state` (default self) is left unchanged."""
@@ -268,15 +300,13 @@ class Strategy:
         new = (state or self).copy()
         x = _as_population(population, new.pop_size, new.num_dims)
         f = _as_fitness(fitness, new.pop_size)
-        m = TellMetrics(**new._s.tell_with(key, x, f))
-        new._note(m, f)
+        new._last = m = TellMetrics(**new._s.tell_with(key, x, f))
         return new, m
 
     def copy(self) -> "Strategy":
         new = object.__new__(type(self))
-        new._args, new._mean0, new._s = dict(self._args), self._mean0.copy(), self._s.copy()
-        new._history, new._last, new._range = list(self._history), self._last, self._range
-        new._evals, new._evals_best = self._evals, self._evals_best
+        new.kind, new._args, new._mean0 = self.kind, dict(self._args), self._mean0.copy()
+        new._s, new._last = self._s.copy(), self._last
         return new
 
     # checkpoints and pickling
@@ -289,10 +319,9 @@ class Strategy:
         self._s.generation = int(d["generation"])
 
     def __getstate__(self):
-        book = {"history": self._history, "last": self._last, "range": self._range,
-                "evals": self._evals, "evals_best": self._evals_best}
         return {"format": _PICKLE_FORMAT, "kestrel": __version__, "args": self._args, "mean0": self._mean0,
-                "state": self.state_dict(), "book": book}
+                "state": self.state_dict(), "termination": self._s.termination_state(), "last": self._last,
+                "asked": self._s.asked}
 
     def __setstate__(self, st):
         # A strategy's state means what this version's kernels make of it: one pickled by
@@ -304,61 +333,109 @@ class Strategy:
                 f"(format {st.get('format') if isinstance(st, dict) else '?'}), this is kestrel {__version__} "
                 f"(format {_PICKLE_FORMAT}); re-create the strategy (its version and format must match)")
         self._args, self._mean0 = st["args"], st["mean0"]
-        self._args.setdefault("params", {})
-        self._args.setdefault("stops", dict.fromkeys(STOP_OPTIONS))
-        self._args.setdefault("bounds", None)
-        self._args.setdefault("bound_mode", "clip")
-        self._s = _kestrel.Strategy(self.kind, self._mean0.tolist(), self._args["pop_size"],
-                                    self._args["sigma"], self._args["seed"], None,
-                                    params_json(self._args["params"]), self._args["bounds"],
-                                    self._args["bound_mode"])
+        self.kind = self._args["kind"]
+        self._s = self._core(None)
         self.load_state_dict(st["state"])
-        self._reset_bookkeeping()
-        b = st.get("book")
-        if b:
-            self._history, self._last, self._range = list(b["history"]), b["last"], b["range"]
-            self._evals, self._evals_best = b["evals"], b["evals_best"]
+        self._s.load_termination_state({k: np.ascontiguousarray(v, np.float64)
+                                        for k, v in st["termination"].items()})
+        self._last = st["last"]
+        if st["asked"]:
+            # The population of a pending ask is the same draw again (its key is the generation's).
+            self._s.ask()
 
     def __repr__(self):
-        return f"{type(self).__name__}(num_dims={self.num_dims}, pop_size={self.pop_size}, generation={self.generation})"
+        return (f"{type(self).__name__}(kind={self.kind!r}, num_dims={self.num_dims}, pop_size={self.pop_size}, "
+                f"generation={self.generation}, best_fitness={self.best_fitness:.6g})")
 
 
 class CMAES(Strategy):
+    """CMA-ES (Hansen's tutorial; evosax's `CMA_ES`, pycma's algorithm): full covariance,
+    rank-one, rank-μ and active updates. pycma's stop conditions are on by default."""
     kind = "cma-es"
 
 
 class SepCMAES(Strategy):
+    """Sep-CMA-ES (Ros & Hansen 2008; evosax's `Sep_CMA_ES`; pycma's `CMA_diagonal=True`):
+    a diagonal covariance. pycma's stop conditions are on by default."""
     kind = "sep-cma-es"
 
 
 class SNES(Strategy):
+    """Separable natural evolution strategy (Schaul et al. 2011; evosax's `SNES`)."""
     kind = "snes"
 
 
 class XNES(Strategy):
+    """Exponential natural evolution strategy (Glasmachers et al. 2010; evosax's `xNES`)."""
     kind = "xnes"
 
 
 class OpenES(Strategy):
+    """OpenAI-ES (Salimans et al. 2017; evosax's `Open_ES`): antithetic noise, Adam on the mean."""
     kind = "open-es"
 
 
 class PGPE(Strategy):
+    """PGPE with ClipUp (Sehnke et al. 2010; evosax's `PGPE`): antithetic, per-dimension steps."""
     kind = "pgpe"
 
 
 class DE(Strategy):
+    """Differential evolution (Storn & Price 1997; evosax's `DifferentialEvolution`)."""
     kind = "de"
 
 
-STRATEGIES = {c.kind: c for c in (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE)}
+class SimpleES(Strategy):
+    """Simple ES (Rechenberg 1973; evosax's `SimpleES`): the best half weighted equally, a
+    diagonal Gaussian whose steps follow the elite spread."""
+    kind = "simple-es"
+
+
+class DES(Strategy):
+    """The Discovered ES (Lange et al., ICLR 2023; evosax's `DES` / `DiscoveredES`): meta-learned
+    rank weights (`temperature`) on a diagonal Gaussian."""
+    kind = "des"
+
+
+class MAES(Strategy):
+    """MA-ES (Beyer & Sendhoff 2017; evosax's `MA_ES`): CMA-ES's adaptation on a transformation
+    matrix, no eigendecomposition. `bugs="all"` reproduces evosax's candidate-order weights."""
+    kind = "ma-es"
+
+
+class LMMAES(Strategy):
+    """LM-MA-ES (Loshchilov, Glasmachers & Beyer 2019; evosax's `LM_MA_ES`): `4 + 3 ln n`
+    directions in place of the matrix, linear time and memory. `bugs="all"` as MAES."""
+    kind = "lm-ma-es"
+
+
+_CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES)
+STRATEGIES = {c.kind: c for c in _CLASSES}
+
+# evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
+# "CMA_ES")` does in jax_mppi's EvoSaxOptimizer.
+CMA_ES, Sep_CMA_ES, xNES, Open_ES, DifferentialEvolution, MA_ES, LM_MA_ES, DiscoveredES = (
+    CMAES, SepCMAES, XNES, OpenES, DE, MAES, LMMAES, DES)
 
 
 def make(kind: str, num_dims: int | None = None, **kw) -> Strategy:
-    """The strategy named `kind` (`cma-es`, `sep-cma-es`, `snes`, `xnes`, `open-es`, `pgpe`, `de`)."""
-    if kind not in STRATEGIES:
-        raise ValueError(f"strategy {kind!r}: one of {', '.join(STRATEGIES)}")
-    return STRATEGIES[kind](num_dims, **kw)
+    """The strategy named `kind`: Kestrel's name (`cma-es`, `sep-cma-es`, `lm-ma-es`, ...) or
+    evosax's (`CMA_ES`, `Sep_CMA_ES`, `Open_ES`, `LM_MA_ES`, `DiscoveredES`, ...), in any case;
+    the keywords are the class's."""
+    return STRATEGIES[_kestrel.strategy_kind(kind)](num_dims, **kw)
+
+
+def strategies() -> list[dict]:
+    """Every strategy: `{"kind", "evosax", "class", "params": {key: doc}}` (the docs give the
+    defaults), and each of evosax's 37 names with the Kestrel kind it names (None: not yet)."""
+    evosax = dict((k, n) for n, k in _kestrel.evosax_names() if k is not None)
+    return [{"kind": k, "evosax": evosax.get(k), "class": STRATEGIES[k].__name__, "params": dict(p)}
+            for k, p in _kestrel.strategy_params()]
+
+
+def evosax_names() -> dict:
+    """evosax 0.3.2's 37 algorithm names, each with the Kestrel kind it names (None: not yet)."""
+    return dict(_kestrel.evosax_names())
 
 
 class Problem:
