@@ -1,7 +1,8 @@
 """evosax 0.3.2's own spread on free runs, for kestrel-evo's distribution test: each strategy
 Kestrel has under evosax's name, 10 seeds each, on the 10-D sphere (start 1, 150 generations)
-and the 10-D Rosenbrock (start 0, 300 generations), population 16, std_init 0.5, the final
-best fitness of every seed (float32, as evosax computes it).
+and the 10-D Rosenbrock (start 0, 300 generations), population 16, step size 0.5 (`std_init`,
+or a constant `std_schedule`; gradientless descent keeps its radii), the final best fitness
+of every seed (float32, as evosax computes it).
 
 Usage (the venv of tools/golden/evosax_tell.py):
     tools/venv-evosax/bin/python tools/golden/evosax_spread.py --out tests/golden/evosax_spread.json
@@ -13,9 +14,15 @@ import warnings
 warnings.filterwarnings("ignore")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import optax  # noqa: E402
 from evosax import algorithms as A  # noqa: E402
 
-NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES"]
+NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES", "ARS", "ESMC", "HillClimbing",
+         "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA"]
+# Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
+POPULATION_BASED = {"PSO", "SimpleGA"}
+# Those that take their step size as a constant schedule rather than `std_init`.
+SCHEDULED = {"ARS", "ESMC", "HillClimbing", "SimulatedAnnealing", "SimpleGA"}
 PROBLEMS = {
     "sphere": (lambda x: jnp.sum(x ** 2, axis=-1), 1.0, 150),
     "rosenbrock": (lambda x: jnp.sum(100 * (x[..., 1:] - x[..., :-1] ** 2) ** 2 + (1 - x[..., :-1]) ** 2, axis=-1),
@@ -26,8 +33,17 @@ POP, DIMS, SEEDS = 16, 10, 10
 
 def final_bests(name, fn, x0, gens):
     """The final best fitness of seeds 0..SEEDS-1, the seeds run side by side (one compile)."""
-    es = A.algorithms[name](population_size=POP, solution=jnp.zeros(DIMS))  # "DES" is DiscoveredES
-    params = es.default_params.replace(std_init=0.5)
+    cls = A.algorithms[name]  # "DES" is DiscoveredES
+    if name in SCHEDULED:
+        es = cls(population_size=POP, solution=jnp.zeros(DIMS), std_schedule=optax.constant_schedule(0.5))
+    elif name == "RandomSearch":  # Kestrel's random search: N(x0, 0.5²)
+        es = cls(population_size=POP, solution=jnp.zeros(DIMS),
+                 sampling_fn=lambda k: x0 + 0.5 * jax.random.normal(k, (DIMS,)))
+    else:
+        es = cls(population_size=POP, solution=jnp.zeros(DIMS))
+    params = es.default_params
+    if hasattr(params, "std_init"):
+        params = params.replace(std_init=0.5)
 
     def step(state, key):
         k_ask, k_tell = jax.random.split(key)
@@ -37,8 +53,15 @@ def final_bests(name, fn, x0, gens):
 
     def run(seed):
         key = jax.random.PRNGKey(seed)
-        state = es.init(key, jnp.full(DIMS, x0), params)
-        state, _ = jax.lax.scan(step, state, jax.random.split(jax.random.fold_in(key, 1), gens))
+        if name in POPULATION_BASED:
+            first = x0 + 0.5 * jax.random.normal(jax.random.fold_in(key, 2), (POP, DIMS))
+            state = es.init(key, first, fn(first), params)
+        else:
+            state = es.init(key, jnp.full(DIMS, x0), params)
+        # Kestrel counts the evaluated first population as its generation 0, so the same budget
+        # of populations is init plus gens - 1 generations here.
+        steps = gens - 1 if name in POPULATION_BASED else gens
+        state, _ = jax.lax.scan(step, state, jax.random.split(jax.random.fold_in(key, 1), steps))
         return state.best_fitness
 
     return [float(v) for v in jax.jit(jax.vmap(run))(jnp.arange(SEEDS))]

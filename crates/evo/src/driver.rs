@@ -27,9 +27,11 @@
 //! index comes from the driver's own counter, so a run split into pieces (or resumed from a
 //! cloned driver) draws exactly what one uninterrupted run draws.
 
+use crate::antithetic::{Antithetic, AntitheticRule};
 use crate::bounds::Bounds;
 use crate::cma_es::{CmaEs, default_pop_size};
 use crate::de::DifferentialEvolution;
+use crate::local_search::{LocalRule, LocalSearch};
 use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
 use crate::pgpe::Pgpe;
@@ -37,6 +39,7 @@ use crate::problem::Problem;
 use crate::sep_cma_es::SepCmaEs;
 use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
+use crate::swarm::{Swarm, SwarmRule};
 use crate::weighted_es::{WeightRule, WeightedEs};
 use crate::xnes::Xnes;
 use crate::{EvoError, StrategyParams, problem};
@@ -72,6 +75,22 @@ pub enum StrategyKind {
     MaEs,
     /// [`MaEs`], limited memory (evosax `LM_MA_ES`).
     LmMaEs,
+    /// [`Antithetic`], Augmented Random Search (evosax `ARS`; even population).
+    Ars,
+    /// [`Antithetic`], ESMC (evosax `ESMC`; even population, at least 4).
+    Esmc,
+    /// [`LocalSearch`], hill climbing (evosax `HillClimbing`).
+    HillClimbing,
+    /// [`LocalSearch`], random search around the start (evosax `RandomSearch`).
+    RandomSearch,
+    /// [`LocalSearch`], simulated annealing (evosax `SimulatedAnnealing`).
+    SimulatedAnnealing,
+    /// [`LocalSearch`], gradientless descent (evosax `GradientlessDescent`).
+    GradientlessDescent,
+    /// [`Swarm`], particle swarm optimisation (evosax `PSO`).
+    Pso,
+    /// [`Swarm`], the simple genetic algorithm (evosax `SimpleGA`).
+    SimpleGa,
 }
 
 impl TryFrom<String> for StrategyKind {
@@ -85,17 +104,17 @@ impl TryFrom<String> for StrategyKind {
 /// population-based entries jax_mppi's `EvoSaxOptimizer` looks up with `getattr`), each with
 /// the Kestrel strategy it names, `None` where Kestrel has none yet.
 pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
-    ("ARS", None),
+    ("ARS", Some(StrategyKind::Ars)),
     ("ASEBO", None),
     ("CMAAnchoredLES", None),
     ("CMA_ES", Some(StrategyKind::CmaEs)),
     ("CR_FM_NES", None),
     ("DES", Some(StrategyKind::Des)),
-    ("ESMC", None),
+    ("ESMC", Some(StrategyKind::Esmc)),
     ("EvoTF_ES", None),
-    ("GradientlessDescent", None),
+    ("GradientlessDescent", Some(StrategyKind::GradientlessDescent)),
     ("GuidedES", None),
-    ("HillClimbing", None),
+    ("HillClimbing", Some(StrategyKind::HillClimbing)),
     ("iAMaLGaM_Full", None),
     ("iAMaLGaM_Univariate", None),
     ("LES", None),
@@ -105,10 +124,10 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("Open_ES", Some(StrategyKind::OpenEs)),
     ("PersistentES", None),
     ("PGPE", Some(StrategyKind::Pgpe)),
-    ("RandomSearch", None),
+    ("RandomSearch", Some(StrategyKind::RandomSearch)),
     ("Rm_ES", None),
     ("Sep_CMA_ES", Some(StrategyKind::SepCmaEs)),
-    ("SimulatedAnnealing", None),
+    ("SimulatedAnnealing", Some(StrategyKind::SimulatedAnnealing)),
     ("SimpleES", Some(StrategyKind::SimpleEs)),
     ("SNES", Some(StrategyKind::Snes)),
     ("SV_CMA_ES", None),
@@ -119,9 +138,9 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("GESMR_GA", None),
     ("LGA", None),
     ("MR15_GA", None),
-    ("PSO", None),
+    ("PSO", Some(StrategyKind::Pso)),
     ("SAMR_GA", None),
-    ("SimpleGA", None),
+    ("SimpleGA", Some(StrategyKind::SimpleGa)),
 ];
 
 /// evosax's class names where its registry key differs (`evosax.algorithms.DiscoveredES` is
@@ -137,7 +156,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 11] = [
+    pub const ALL: [StrategyKind; 19] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -149,6 +168,14 @@ impl StrategyKind {
         StrategyKind::Des,
         StrategyKind::MaEs,
         StrategyKind::LmMaEs,
+        StrategyKind::Ars,
+        StrategyKind::Esmc,
+        StrategyKind::HillClimbing,
+        StrategyKind::RandomSearch,
+        StrategyKind::SimulatedAnnealing,
+        StrategyKind::GradientlessDescent,
+        StrategyKind::Pso,
+        StrategyKind::SimpleGa,
     ];
 
     /// The config spelling.
@@ -165,6 +192,14 @@ impl StrategyKind {
             StrategyKind::Des => "des",
             StrategyKind::MaEs => "ma-es",
             StrategyKind::LmMaEs => "lm-ma-es",
+            StrategyKind::Ars => "ars",
+            StrategyKind::Esmc => "esmc",
+            StrategyKind::HillClimbing => "hill-climbing",
+            StrategyKind::RandomSearch => "random-search",
+            StrategyKind::SimulatedAnnealing => "simulated-annealing",
+            StrategyKind::GradientlessDescent => "gradientless-descent",
+            StrategyKind::Pso => "pso",
+            StrategyKind::SimpleGa => "simple-ga",
         }
     }
 
@@ -221,13 +256,21 @@ impl StrategyKind {
     pub fn default_pop_size(self, num_dims: usize) -> usize {
         let def = default_pop_size(num_dims);
         match self {
-            StrategyKind::OpenEs | StrategyKind::Pgpe => {
+            StrategyKind::OpenEs | StrategyKind::Pgpe | StrategyKind::Ars | StrategyKind::Esmc => {
                 let p = def.max(16);
                 p + p % 2
             }
             StrategyKind::De => def.max(10 * num_dims.min(10)),
             _ => def,
         }
+    }
+
+    /// Whether the strategy samples mirrored pairs (its population is even).
+    pub fn antithetic(self) -> bool {
+        matches!(
+            self,
+            StrategyKind::OpenEs | StrategyKind::Pgpe | StrategyKind::Ars | StrategyKind::Esmc
+        )
     }
 
     /// The smallest population the strategy accepts.
@@ -237,7 +280,12 @@ impl StrategyKind {
             | StrategyKind::SepCmaEs
             | StrategyKind::De
             | StrategyKind::MaEs
-            | StrategyKind::LmMaEs => 4,
+            | StrategyKind::LmMaEs
+            | StrategyKind::Esmc => 4,
+            StrategyKind::HillClimbing
+            | StrategyKind::RandomSearch
+            | StrategyKind::SimulatedAnnealing
+            | StrategyKind::GradientlessDescent => 1,
             _ => 2,
         }
     }
@@ -255,7 +303,7 @@ impl StrategyKind {
                 format!("at least {} for {}", self.min_pop_size(), self.name()),
             ));
         }
-        if matches!(self, StrategyKind::OpenEs | StrategyKind::Pgpe) && p % 2 == 1 {
+        if self.antithetic() && p % 2 == 1 {
             return Err(EvoError::invalid(
                 "pop_size",
                 p,
@@ -361,6 +409,38 @@ impl StrategyKind {
                 let mut p = s.default_params();
                 p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
                 p.bugs = params.bugs.unwrap_or_default();
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Ars | StrategyKind::Esmc => {
+                let rule = if self == StrategyKind::Ars {
+                    AntitheticRule::Ars
+                } else {
+                    AntitheticRule::Esmc
+                };
+                let s = Antithetic::new(pop, n, rule)?;
+                let p =
+                    params.antithetic(crate::AntitheticParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::HillClimbing
+            | StrategyKind::RandomSearch
+            | StrategyKind::SimulatedAnnealing
+            | StrategyKind::GradientlessDescent => {
+                let rule = match self {
+                    StrategyKind::HillClimbing => LocalRule::HillClimbing,
+                    StrategyKind::RandomSearch => LocalRule::RandomSearch,
+                    StrategyKind::SimulatedAnnealing => LocalRule::SimulatedAnnealing,
+                    _ => LocalRule::GradientlessDescent,
+                };
+                let s = LocalSearch::new(pop, n, rule)?;
+                let p = params.local(crate::LocalParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Pso | StrategyKind::SimpleGa => {
+                let rule =
+                    if self == StrategyKind::Pso { SwarmRule::Pso } else { SwarmRule::SimpleGa };
+                let s = Swarm::new(pop, n, rule)?;
+                let p = params.swarm(crate::SwarmParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })

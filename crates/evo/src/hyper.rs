@@ -9,8 +9,8 @@ use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
-    CmaParams, DeParams, EvoError, OpenEsParams, PgpeParams, SnesParams, WeightedEsParams,
-    XnesParams,
+    AntitheticParams, CmaParams, DeParams, EvoError, LocalParams, OpenEsParams, PgpeParams,
+    SnesParams, SwarmParams, WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -77,14 +77,43 @@ strategy_params! {
     /// xNES: learning rate of the shape matrix B.
     lr_b: f64 => [Xnes],
     /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01); Simple
-    /// ES, DES: SGD's on the mean (default 1).
-    lr: f64 => [OpenEs, Pgpe, SimpleEs, Des],
-    /// OpenAI-ES: Adam's first-moment decay (in [0, 1), default 0.9).
-    beta1: f64 => [OpenEs],
-    /// OpenAI-ES: Adam's second-moment decay (in [0, 1), default 0.999).
-    beta2: f64 => [OpenEs],
-    /// OpenAI-ES: Adam's epsilon (> 0, default 1e-8).
-    eps: f64 => [OpenEs],
+    /// ES, DES: SGD's on the mean (default 1); ARS: Adam's (default 1e-3); ESMC: Adam's at the
+    /// start (default 1e-2).
+    lr: f64 => [OpenEs, Pgpe, SimpleEs, Des, Ars, Esmc],
+    /// OpenAI-ES, ARS, ESMC: Adam's first-moment decay (in [0, 1), default 0.9).
+    beta1: f64 => [OpenEs, Ars, Esmc],
+    /// OpenAI-ES, ARS, ESMC: Adam's second-moment decay (in [0, 1), default 0.999).
+    beta2: f64 => [OpenEs, Ars, Esmc],
+    /// OpenAI-ES, ARS, ESMC: Adam's epsilon (> 0, default 1e-8).
+    eps: f64 => [OpenEs, Ars, Esmc],
+    /// ARS, ESMC: the learning rate's factor per `lr_decay_steps` updates (in (0, 1]; ESMC's
+    /// default 0.98, ARS's 1).
+    lr_decay: f64 => [Ars, Esmc],
+    /// ARS, ESMC: updates per factor of `lr_decay` (> 0; ESMC's default 10).
+    lr_decay_steps: f64 => [Ars, Esmc],
+    /// ARS: the fraction of pairs whose differences make the gradient; simple GA: the fraction
+    /// of the population that may parent (in (0, 1], default 0.5 for both).
+    elite_ratio: f64 => [Ars, SimpleGa],
+    /// PSO: the velocity's inertia `w` (>= 0, default 0.75).
+    inertia_coeff: f64 => [Pso],
+    /// PSO: the pull to each particle's own best `c₁` (>= 0, default 1.5).
+    cognitive_coeff: f64 => [Pso],
+    /// PSO: the pull to the swarm's best `c₂` (>= 0, default 2).
+    social_coeff: f64 => [Pso],
+    /// Gradientless descent: the smallest sampling radius (> 0, default 0.001).
+    radius_min: f64 => [GradientlessDescent],
+    /// Gradientless descent: the largest sampling radius (default 0.2; at least radius_min).
+    radius_max: f64 => [GradientlessDescent],
+    /// Gradientless descent: candidates per halving of the radius (> 0, default 5).
+    radius_decay: f64 => [GradientlessDescent],
+    /// Simulated annealing: the starting temperature (> 0, default 1).
+    temperature_init: f64 => [SimulatedAnnealing],
+    /// Simulated annealing: the lowest temperature (> 0, default 0.1).
+    temperature_limit: f64 => [SimulatedAnnealing],
+    /// Simulated annealing: the temperature's factor per generation (in (0, 1], default 0.999).
+    temperature_decay: f64 => [SimulatedAnnealing],
+    /// Simulated annealing: Boltzmann's constant of the acceptance rule (> 0, default 5).
+    boltzmann_constant: f64 => [SimulatedAnnealing],
     /// OpenAI-ES: mirrored sampling `z, −z` (default true; the population is even either way).
     antithetic: bool => [OpenEs],
     /// OpenAI-ES, PGPE: fitness shaping: centered-rank (default), z-score or raw.
@@ -94,17 +123,18 @@ strategy_params! {
     sigma_lr: f64 => [Pgpe, SimpleEs, Des],
     /// DES: the temperature of its rank weights' sigmoid (default 12.5).
     temperature: f64 => [Des],
-    /// MA-ES, LM-MA-ES: evosax 0.3.2's bugs: `none` (fixed, default) or `all` (evosax's, to
+    /// MA-ES, LM-MA-ES, simulated annealing: evosax 0.3.2's bugs: `none` (fixed, default) or `all` (evosax's, to
     /// reproduce its runs; each strategy's docs name them).
-    bugs: BugsKind => [MaEs, LmMaEs],
+    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing],
     /// PGPE: largest relative change of a step size per generation (default 0.2).
     sigma_max_change: f64 => [Pgpe],
     /// PGPE: ClipUp's largest velocity norm (default 0.02).
     max_velocity: f64 => [Pgpe],
     /// PGPE: ClipUp's momentum (in [0, 1), default 0.9).
     momentum: f64 => [Pgpe],
-    /// DE: binomial crossover rate `CR` (in [0, 1], default 0.9).
-    crossover_rate: f64 => [De],
+    /// DE: binomial crossover rate `CR` (in [0, 1], default 0.9); simple GA: each gene's chance
+    /// to come from the second parent (in [0, 1], default 0).
+    crossover_rate: f64 => [De, SimpleGa],
     /// DE: differential weight `F` (in (0, 2], default 0.8).
     differential_weight: f64 => [De],
     /// DE: the base vector is the current best (default true; false: a random member).
@@ -159,16 +189,24 @@ impl StrategyParams {
         OWNERS.iter().find(|(k, _)| *k == key).map_or(&[], |(_, o)| o)
     }
 
+    /// `"a, b and c"`: the strategies that have knob `key`, for messages.
+    pub fn owner_list(key: &str) -> String {
+        let names: Vec<&str> = Self::owners_of(key).iter().map(|o| o.name()).collect();
+        match names.split_last() {
+            None => String::new(),
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        }
+    }
+
     /// Errors for a knob that `kind` does not have.
     pub fn check_for(&self, kind: StrategyKind) -> Result<(), EvoError> {
         for k in self.set_keys() {
-            let owners = OWNERS.iter().find(|(n, _)| *n == k).map_or(&[][..], |(_, o)| o);
-            if !owners.contains(&kind) {
-                let names: Vec<&str> = owners.iter().map(|o| o.name()).collect();
+            if !Self::owners_of(k).contains(&kind) {
                 return Err(EvoError::invalid(
                     format!("params.{k}"),
                     format!("set for {}", kind.name()),
-                    format!("a knob of {} only", names.join(" and ")),
+                    format!("a knob of {} only", Self::owner_list(k)),
                 ));
             }
         }
@@ -232,6 +270,42 @@ impl StrategyParams {
         Ok(p)
     }
 
+    /// ARS / ESMC params with these overrides.
+    pub fn antithetic(&self, mut p: AntitheticParams) -> Result<AntitheticParams, EvoError> {
+        let mut adam = p.adam;
+        set!(self, adam: lr in POS..INF, beta1 in NONNEG..BELOW_ONE, beta2 in NONNEG..BELOW_ONE);
+        set!(self, adam: eps in POS..INF);
+        p.adam = adam;
+        set!(self, p: lr_decay in POS..ONE, lr_decay_steps in POS..INF, elite_ratio in POS..ONE);
+        Ok(p)
+    }
+
+    /// Local-search params with these overrides.
+    pub fn local(&self, mut p: LocalParams) -> Result<LocalParams, EvoError> {
+        set!(self, p: radius_min in POS..INF, radius_max in POS..INF, radius_decay in POS..INF);
+        if p.radius_max < p.radius_min {
+            return Err(EvoError::invalid(
+                "params.radius_max",
+                p.radius_max,
+                format!("at least radius_min = {}", p.radius_min),
+            ));
+        }
+        set!(self, p: temperature_init in POS..INF, temperature_limit in POS..INF);
+        set!(self, p: temperature_decay in POS..ONE, boltzmann_constant in POS..INF);
+        if let Some(b) = self.bugs {
+            p.bugs = b;
+        }
+        Ok(p)
+    }
+
+    /// PSO / simple GA params with these overrides.
+    pub fn swarm(&self, mut p: SwarmParams) -> Result<SwarmParams, EvoError> {
+        set!(self, p: inertia_coeff in NONNEG..INF, cognitive_coeff in NONNEG..INF);
+        set!(self, p: social_coeff in NONNEG..INF, crossover_rate in NONNEG..ONE);
+        set!(self, p: elite_ratio in POS..ONE);
+        Ok(p)
+    }
+
     /// DE params with these overrides.
     pub fn de(&self, mut p: DeParams) -> Result<DeParams, EvoError> {
         set!(self, p: crossover_rate in NONNEG..ONE, differential_weight in POS..TWO);
@@ -277,10 +351,8 @@ mod tests {
         p.check_for(StrategyKind::OpenEs).unwrap();
         p.check_for(StrategyKind::Pgpe).unwrap();
         let e = p.check_for(StrategyKind::CmaEs).unwrap_err().to_string();
-        assert!(
-            e.contains("params.lr") && e.contains("open-es and pgpe and simple-es and des only"),
-            "{e}"
-        );
+        assert!(e.contains("params.lr") && e.contains("a knob of open-es, pgpe, "), "{e}");
+        assert!(e.contains(" and esmc only"), "{e}");
         for (bad, want) in [
             (StrategyParams { beta1: Some(1.0), ..Default::default() }, "params.beta1"),
             (StrategyParams { lr: Some(f64::NAN), ..Default::default() }, "params.lr"),

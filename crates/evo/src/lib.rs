@@ -18,8 +18,13 @@
 //! | [`WeightedEs`] (DES) | Lange et al., "Discovering Evolution Strategies via Meta-Black-Box Optimization", ICLR 2023 | evosax `DiscoveredES` (golden) |
 //! | [`MaEs`] (MA-ES) | Beyer & Sendhoff, "Simplify Your Covariance Matrix Adaptation Evolution Strategy", IEEE TEVC 2017 | evosax `MA_ES` (golden) |
 //! | [`MaEs`] (LM-MA-ES) | Loshchilov, Glasmachers & Beyer, "Large Scale Black-box Optimization by Limited-Memory Matrix Adaptation", IEEE TEVC 2019 | evosax `LM_MA_ES` (golden) |
+//! | [`Antithetic`] (ARS) | Mania, Guy & Recht, "Simple random search provides a competitive approach to reinforcement learning", NeurIPS 2018 | evosax `ARS` (golden) |
+//! | [`Antithetic`] (ESMC) | Merchant et al., "Learn2Hop", ICML 2021 | evosax `ESMC` (golden) |
+//! | [`LocalSearch`] (hill climbing, random search, simulated annealing, gradientless descent) | Rere et al. 2015 (annealing); Golovin et al., "Gradientless Descent", ICLR 2020 | evosax `HillClimbing`, `RandomSearch`, `SimulatedAnnealing`, `GradientlessDescent` (golden) |
+//! | [`Swarm`] (PSO, simple GA) | Kennedy & Eberhart, "Particle swarm optimization", ICNN 1995; the simple GA | evosax `PSO`, `SimpleGA` (golden) |
 //! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
 
+mod antithetic;
 pub mod bench;
 mod bounds;
 mod cma_es;
@@ -28,6 +33,7 @@ pub mod driver;
 mod eigen;
 mod error;
 pub mod hyper;
+mod local_search;
 mod ma_es;
 pub mod memory;
 pub mod neuro;
@@ -40,10 +46,12 @@ mod sep_cma_es;
 pub mod shaping;
 mod snes;
 mod strategy;
+mod swarm;
 pub mod termination;
 mod weighted_es;
 mod xnes;
 
+pub use antithetic::{Antithetic, AntitheticParams, AntitheticRule, AntitheticState};
 pub use bounds::{BoundKind, Bounds, PENALTY_WEIGHT};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
 pub use de::{DeParams, DeState, DifferentialEvolution};
@@ -53,6 +61,7 @@ pub use driver::{
 };
 pub use error::EvoError;
 pub use hyper::StrategyParams;
+pub use local_search::{LocalParams, LocalRule, LocalSearch, LocalState};
 pub use ma_es::{MaEs, MaKind, MaParams, MaState};
 pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};
 pub use pgpe::{Pgpe, PgpeParams, PgpeState};
@@ -60,5 +69,6 @@ pub use problem::Problem;
 pub use sep_cma_es::{SepCmaEs, SepCmaState};
 pub use snes::{Snes, SnesParams, SnesState};
 pub use strategy::{BugsKind, Progress, StateDict, StateTensors, Strategy, TellMetrics};
+pub use swarm::{Swarm, SwarmDraws, SwarmParams, SwarmRule, SwarmState};
 pub use weighted_es::{WeightRule, WeightedEs, WeightedEsParams, WeightedEsState};
 pub use xnes::{Xnes, XnesParams, XnesState};

@@ -86,6 +86,22 @@ impl StrategyKind {
                 .saturating_mul(16)
                 .saturating_add(n.saturating_mul(n).saturating_mul(24))
                 .saturating_add(24 * l + 60 * n),
+            // The pairs' normals (λ/2 × n, f64), the fitness copy, the order, Adam's vectors
+            // (antithetic.rs).
+            StrategyKind::Ars | StrategyKind::Esmc => {
+                nl.saturating_mul(4).saturating_add(16 * l + 40 * n)
+            }
+            // z (λ × n, f64), the centre and the start (local_search.rs).
+            StrategyKind::HillClimbing
+            | StrategyKind::RandomSearch
+            | StrategyKind::SimulatedAnnealing
+            | StrategyKind::GradientlessDescent => nl.saturating_mul(8).saturating_add(24 * n),
+            // Members and personal bests (f32), velocities and z (f64), λ × n each; the
+            // uniforms, fitness and order (swarm.rs).
+            StrategyKind::Pso => nl.saturating_mul(24).saturating_add(40 * l + 4 * n),
+            // Members (f32), z and the crossover uniforms (f64), λ × n each; the parents,
+            // fitness and order (swarm.rs).
+            StrategyKind::SimpleGa => nl.saturating_mul(20).saturating_add(24 * l + 4 * n),
             // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
             StrategyKind::LmMaEs => nl
                 .saturating_mul(16)

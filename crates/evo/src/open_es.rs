@@ -32,6 +32,21 @@ impl Default for Adam {
     }
 }
 
+impl Adam {
+    /// One bias-corrected Adam step on one coordinate, as `optax.adam` (`eps_root = 0`): the
+    /// moments `m`, `v` take gradient `g` at step `t` (1-based), and the step to subtract from
+    /// the parameter is returned, at learning rate `lr` (the strategy's, which may follow a
+    /// schedule).
+    #[inline(always)]
+    pub(crate) fn step(&self, lr: f64, t: i32, g: f64, m: &mut f64, v: &mut f64) -> f64 {
+        *m = self.beta1 * *m + (1.0 - self.beta1) * g;
+        *v = self.beta2 * *v + (1.0 - self.beta2) * g * g;
+        let m_hat = *m / (1.0 - self.beta1.powi(t));
+        let v_hat = *v / (1.0 - self.beta2.powi(t));
+        lr * m_hat / (v_hat.sqrt() + self.eps)
+    }
+}
+
 /// OpenAI-ES over `num_dims` with an even `pop_size`.
 #[derive(Clone, Debug)]
 pub struct OpenEs {
@@ -176,11 +191,7 @@ impl Strategy for OpenEs {
                 g += s.w[i] * (population[i * n + j] as f64 - s.mean[j]) / p.sigma;
             }
             g /= lam as f64 * p.sigma;
-            s.m[j] = a.beta1 * s.m[j] + (1.0 - a.beta1) * g;
-            s.v[j] = a.beta2 * s.v[j] + (1.0 - a.beta2) * g * g;
-            let m_hat = s.m[j] / (1.0 - a.beta1.powi(t));
-            let v_hat = s.v[j] / (1.0 - a.beta2.powi(t));
-            s.mean[j] -= a.lr * m_hat / (v_hat.sqrt() + a.eps);
+            s.mean[j] -= a.step(a.lr, t, g, &mut s.m[j], &mut s.v[j]);
         }
         s.progress.metrics(best, bad, p.sigma)
     }

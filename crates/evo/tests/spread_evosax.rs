@@ -20,7 +20,8 @@ fn median(v: &mut [f64]) -> f64 {
 fn kestrel_bests(kind: StrategyKind, bugs: BugsKind, f: Function, x0: f32, gens: u64) -> Vec<f64> {
     let prob = Benchmark::new(f, 10).unwrap();
     let mut params = StrategyParams::default();
-    if matches!(kind, StrategyKind::MaEs | StrategyKind::LmMaEs) {
+    if matches!(kind, StrategyKind::MaEs | StrategyKind::LmMaEs | StrategyKind::SimulatedAnnealing)
+    {
         params.bugs = Some(bugs);
     }
     (0..10)

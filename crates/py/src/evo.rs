@@ -152,8 +152,7 @@ fn check_param_keys(kind: StrategyKind, table: &toml::Table) -> PyResult<()> {
             );
             near.map_or(String::new(), |c| format!(" (did you mean `{c}`?)"))
         } else {
-            let names: Vec<&str> = owners.iter().map(|o| o.name()).collect();
-            format!(" (a knob of {} only)", names.join(" and "))
+            format!(" (a knob of {} only)", kestrel_evo::StrategyParams::owner_list(k))
         };
         return Err(value_error(format!(
             "params.{k}: not a hyper-parameter of {}{whose}; its keys: {}",

@@ -90,8 +90,8 @@ def test_strategy_params_reach_the_strategy_and_are_checked_by_name():
     assert b.best_so_far < a.best_so_far
     de = kestrel.evo.DE(4, seed=0, crossover_rate=0.5, differential_weight=0.3, elitism=False)
     assert de.optimize(f, 5).generation == 5
-    with pytest.raises(ValueError, match=r"params.lr: not a hyper-parameter of cma-es \(a knob of open-es and "
-                                         r"pgpe and simple-es and des only\)"):
+    with pytest.raises(ValueError, match=r"params.lr: not a hyper-parameter of cma-es \(a knob of open-es, "
+                                         r"pgpe, .* only\)"):
         kestrel.evo.CMAES(4, lr=0.1)
     with pytest.raises(ValueError, match=r"params.lrr: not a hyper-parameter of open-es \(did you mean `lr`\?\)"):
         kestrel.evo.OpenES(4, lrr=0.1)

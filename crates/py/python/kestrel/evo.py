@@ -409,7 +409,54 @@ class LMMAES(Strategy):
     kind = "lm-ma-es"
 
 
-_CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES)
+class ARS(Strategy):
+    """Augmented Random Search (Mania, Guy & Recht 2018; evosax's `ARS`): mirrored pairs, the
+    best quarter's differences, Adam (lr 1e-3). Even population."""
+    kind = "ars"
+
+
+class ESMC(Strategy):
+    """ESMC (Merchant et al. 2021; evosax's `ESMC`): mirrored pairs against the mean's fitness,
+    Adam with a decaying learning rate. Even population, at least 4."""
+    kind = "esmc"
+
+
+class HillClimbing(Strategy):
+    """Gaussian hill climbing (evosax's `HillClimbing`): samples around the best so far."""
+    kind = "hill-climbing"
+
+
+class RandomSearch(Strategy):
+    """Random search (evosax's `RandomSearch` with N(x0, σ²) as its sampling function)."""
+    kind = "random-search"
+
+
+class SimulatedAnnealing(Strategy):
+    """Simulated annealing (Rere et al. 2015; evosax's `SimulatedAnnealing`): Metropolis
+    acceptance of each generation's best. `bugs="all"` reproduces evosax's NaN handling."""
+    kind = "simulated-annealing"
+
+
+class GradientlessDescent(Strategy):
+    """Gradientless descent (Golovin et al., ICLR 2020; evosax's `GradientlessDescent`): radii
+    halving along the population from `radius_max` to `radius_min` (σ is not used)."""
+    kind = "gradientless-descent"
+
+
+class PSO(Strategy):
+    """Particle swarm optimisation (Kennedy & Eberhart 1995; evosax's `PSO`). Generation 0 asks
+    the first swarm around x0 (evosax's `init(population, fitness)`)."""
+    kind = "pso"
+
+
+class SimpleGA(Strategy):
+    """The simple genetic algorithm (evosax's `SimpleGA`): parents from the best half, uniform
+    crossover (`crossover_rate`), Gaussian mutation σ. Generation 0 asks the first population."""
+    kind = "simple-ga"
+
+
+_CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
+            HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
