@@ -3,7 +3,8 @@ random search, simulated annealing and gradientless descent from evosax 0.3.2: d
 parameters, `ask` from known draws (the standard normals each one draws, and annealing's
 uniform), and every `tell` over 24 generations with random (sometimes tied or NaN) fitness,
 each generation's state before and after; PSO and SimpleGA from an evaluated first population
-(evosax's `init(population, fitness)`, Kestrel's generation 0).
+and the MR15, SAMR and GESMR GAs from an evaluated first population (evosax's
+`init(population, fitness)`, Kestrel's generation 0).
 
 Usage (the venv of tools/golden/evosax_tell.py):
     tools/venv-evosax/bin/python tools/golden/evosax_more.py --out tests/golden/evosax_more.json
@@ -17,8 +18,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from evosax.algorithms import (ARS, ESMC, LM_MA_ES, MA_ES, PSO, DiscoveredES, GradientlessDescent,  # noqa: E402
-                               HillClimbing, RandomSearch, SimpleES, SimpleGA, SimulatedAnnealing)
+from evosax.algorithms import (ARS, ESMC, GESMR_GA, LM_MA_ES, MA_ES, MR15_GA, PSO, SAMR_GA,  # noqa: E402
+                               DiscoveredES, GradientlessDescent, HillClimbing, RandomSearch, SimpleES,
+                               SimpleGA, SimulatedAnnealing)
 
 GENERATIONS = 24
 
@@ -103,6 +105,8 @@ def run(name, es, params, n, rng, sigma=None):
 
 def pop_snapshot(name, s):
     out = {"members": f(s.population), "fitness": f(s.fitness)}
+    if name in ("mr15_ga", "samr_ga", "gesmr_ga"):
+        out["sigma"] = f(s.std)
     if name == "pso":
         out.update({"personal_best": f(s.population_best), "personal_fitness": f(s.fitness_best),
                     "velocity": f(s.velocity)})
@@ -118,7 +122,7 @@ def noisy_sphere(x, rng, g):
     return jnp.asarray(fit, dtype=jnp.float32)
 
 
-def run_population(name, es, params, n, rng, sigma):
+def run_population(name, es, params, n, rng, sigma, nan_ok=True):
     pop = es.population_size
     key = jax.random.PRNGKey(int(rng.integers(0, 2**31)))
     start = jnp.asarray(rng.normal(size=n), dtype=jnp.float32)
@@ -134,6 +138,21 @@ def run_population(name, es, params, n, rng, sigma):
         key, k_ask, k_tell = jax.random.split(key, 3)
         if name == "pso":
             d = {"uniforms": f(jnp.stack([jax.random.uniform(k, (2,)) for k in jax.random.split(k_ask, pop)]))}
+        elif name == "mr15_ga":
+            d = {"normals": f(jnp.stack([jax.random.normal(k, (n,)) for k in jax.random.split(k_ask, pop)]))}
+        elif name == "samr_ga":
+            k_idx, k_std, k_x = jax.random.split(k_ask, 3)
+            d = {"picks": [int(i) for i in jax.random.choice(k_idx, es.num_elites, (pop - 1,))],
+                 "uniforms": f(jax.random.uniform(k_std, (pop,), minval=-1, maxval=1)),
+                 "normals": f(jax.random.normal(k_x, (pop, n)))}
+        elif name == "gesmr_ga":
+            k_idx, k_eps = jax.random.split(k_ask)
+            t_idx, t_eps = jax.random.split(k_tell)
+            g = es.num_groups
+            d = {"picks": [int(i) for i in jax.random.choice(k_idx, es.num_elites, (pop - 1,))],
+                 "normals": f(jax.random.normal(k_eps, (pop, n))),
+                 "tell_picks": [int(i) for i in jax.random.choice(t_idx, es.num_std_elites, (g - 1,))],
+                 "tell_uniforms": f(jax.random.uniform(t_eps, (g,), minval=-1, maxval=1))}
         else:
             kc, km, k1, k2 = jax.random.split(k_ask, 4)
             p = jnp.arange(pop) < es.num_elites
@@ -143,7 +162,7 @@ def run_population(name, es, params, n, rng, sigma):
                  "normals": f(jnp.stack([jax.random.normal(k, (n,)) for k in jax.random.split(km, pop)]))}
         before = pop_snapshot(name, state)
         x, state = es.ask(k_ask, state, params)
-        fit = noisy_sphere(x, rng, g)
+        fit = noisy_sphere(x, rng, g if nan_ok else 0)
         new_state, _ = es.tell(k_tell, x, fit, state, params)
         steps.append({**d, "population": f(x), "fitness": [None if np.isnan(v) else float(v) for v in np.asarray(fit)],
                       "before": before, "after": pop_snapshot(name, new_state)})
@@ -194,6 +213,18 @@ def main():
         es = SimpleGA(pop, jnp.zeros(n), std_schedule=sched)
         cases.append(run_population("simple_ga", es, es.default_params.replace(crossover_rate=rate), n, rng, 0.6))
         cases[-1]["params"] = {"crossover_rate": [rate]}
+    for pop, n in [(8, 4), (6, 3)]:
+        es = MR15_GA(pop, jnp.zeros(n))
+        cases.append(run_population("mr15_ga", es, es.default_params.replace(std_init=0.6), n, rng, 0.6))
+        es = SAMR_GA(pop, jnp.zeros(n))
+        cases.append(run_population("samr_ga", es, es.default_params.replace(std_init=0.6), n, rng, 0.6))
+    # One group with NaN fitness; three without (evosax's segment_min of a NaN is NaN, Kestrel's
+    # ranks the group by its other members).
+    for pop, n, groups in [(7, 4, 1), (10, 3, 3)]:
+        es = GESMR_GA(pop, jnp.zeros(n), num_groups=groups)
+        cases.append(run_population("gesmr_ga", es, es.default_params.replace(std_init=0.6), n, rng, 0.6,
+                                    nan_ok=groups == 1))
+        cases[-1]["params"] = {"num_groups": [groups]}
     with open(a.out, "w") as fh:
         json.dump({"peer": "evosax 0.3.2", "seed": a.seed, "generations": GENERATIONS, "cases": cases}, fh,
                   separators=(",", ":"), allow_nan=False)

@@ -18,9 +18,10 @@ import optax  # noqa: E402
 from evosax import algorithms as A  # noqa: E402
 
 NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES", "ARS", "ESMC", "HillClimbing",
-         "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA"]
+         "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA", "MR15_GA", "SAMR_GA",
+         "GESMR_GA"]
 # Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
-POPULATION_BASED = {"PSO", "SimpleGA"}
+POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA"}
 # Those that take their step size as a constant schedule rather than `std_init`.
 SCHEDULED = {"ARS", "ESMC", "HillClimbing", "SimulatedAnnealing", "SimpleGA"}
 PROBLEMS = {

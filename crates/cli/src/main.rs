@@ -74,8 +74,67 @@ enum EvoCmd {
     Run(RunArgs<Es>),
     /// Quality diversity on the linear-projection benchmark.
     Qd(RunArgs<Qd>),
-    /// Time one generation per phase (ask, evaluate, tell) of CMA-ES.
+    /// Time one generation per phase (ask, evaluate, tell) of any strategy.
     Bench(BenchArgs<EvoBench>),
+    /// List every strategy: Kestrel's name, evosax's, and each hyper-parameter with its doc
+    /// (which gives the default); then the evosax algorithms Kestrel does not have yet.
+    Strategies(StrategiesArgs),
+}
+
+/// `kestrel evo strategies`'s flags.
+#[derive(clap::Args)]
+struct StrategiesArgs {
+    /// One JSON object per strategy instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `kestrel evo strategies`: the one listing of the strategy registry (`StrategyKind`) and
+/// the knobs each has (`StrategyParams`).
+fn strategies(a: StrategiesArgs) -> Result<()> {
+    use kestrel_core::Documented;
+    use kestrel_evo::{EVOSAX_NAMES, StrategyKind, StrategyParams};
+    use std::io::Write;
+    let fields = StrategyParams::fields();
+    let mut out = std::io::stdout().lock();
+    for k in StrategyKind::ALL {
+        let knobs: Vec<(&str, &str)> = StrategyParams::keys_of(k)
+            .into_iter()
+            .map(|key| (key, fields.iter().find(|f| f.name == key).map_or("", |f| f.doc)))
+            .collect();
+        if a.json {
+            let params: serde_json::Map<String, serde_json::Value> =
+                knobs.iter().map(|(n, d)| (n.to_string(), serde_json::Value::from(*d))).collect();
+            let row = serde_json::json!({"kind": k.name(), "evosax": k.evosax_name(),
+                "min_pop_size": k.min_pop_size(), "default_pop_size_10": k.default_pop_size(10),
+                "antithetic": k.antithetic(), "params": params});
+            writeln!(out, "{row}")?;
+        } else {
+            let (p10, p100) = (k.default_pop_size(10), k.default_pop_size(100));
+            let even = if k.antithetic() { ", even" } else { "" };
+            writeln!(
+                out,
+                "{:<22} evosax {:<22} (default population {p10} at 10 dims, {p100} at 100{even})",
+                k.name(),
+                k.evosax_name()
+            )?;
+            writeln!(
+                out,
+                "    sigma (the step size or first spread), pop_size, x0, bounds: every strategy"
+            )?;
+            for (key, doc) in knobs {
+                writeln!(out, "    params.{key:<18} {doc}")?;
+            }
+        }
+    }
+    let missing: Vec<&str> =
+        EVOSAX_NAMES.iter().filter(|(_, k)| k.is_none()).map(|(n, _)| *n).collect();
+    if a.json {
+        writeln!(out, "{}", serde_json::json!({"not_yet": missing}))?;
+    } else {
+        writeln!(out, "\nevosax 0.3.2 algorithms not in Kestrel yet: {}", missing.join(", "))?;
+    }
+    Ok(())
 }
 
 /// `kestrel mppi`: `kestrel_run::runs::{mppi, mppi_tune, mppi_qd}`, `kestrel_run::benches::mppi`.
@@ -147,6 +206,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Evo(EvoCmd::Run(a)) => a.run(),
         Cmd::Evo(EvoCmd::Qd(a)) => a.run(),
         Cmd::Evo(EvoCmd::Bench(a)) => a.run(),
+        Cmd::Evo(EvoCmd::Strategies(a)) => strategies(a),
         Cmd::Mppi(MppiCmd::Bench(a)) => a.run(),
         Cmd::Mppi(MppiCmd::Run(a)) => a.run(),
         Cmd::Mppi(MppiCmd::Tune(a)) => a.run(),

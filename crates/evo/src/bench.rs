@@ -67,6 +67,35 @@ pub fn cma_phases(
     }
 }
 
+/// Any strategy on the sphere from `x = 1`, step size 0.3, through the driver on the current
+/// thread pool (CMA-ES and Sep-CMA-ES: [`cma_phases`], which can decompose eagerly).
+pub fn strategy_phases(
+    kind: crate::StrategyKind,
+    pop_size: usize,
+    num_dims: usize,
+    generations: u64,
+) -> Result<PhaseTimes, EvoError> {
+    if generations == 0 {
+        return Err(EvoError::invalid("generations", 0, "at least 1"));
+    }
+    let prob = Benchmark::new(Function::Sphere, num_dims)?;
+    let opt = kind.build(Some(pop_size), 0.3, &vec![1.0; num_dims], Key::new(0))?;
+    let mut d = Driver::new(opt, &prob, Key::new(0))?;
+    let mut total = [0.0f64; 3];
+    for _ in 0..generations {
+        for (t, phase) in total.iter_mut().zip(d.step_timed().1) {
+            *t += phase.as_secs_f64();
+        }
+    }
+    let k = 1e6 / generations as f64;
+    Ok(PhaseTimes {
+        ask_us: total[0] * k,
+        eval_us: total[1] * k,
+        tell_us: total[2] * k,
+        best: d.progress().best_fitness,
+    })
+}
+
 /// A neuroevolution generation (CartPole-v1, MLP 4-8-2, 2 episodes per candidate) timed on
 /// each pool: the fastest of 5 repeats of `generations` evaluations, pools alternated.
 #[derive(Clone, Debug, PartialEq)]

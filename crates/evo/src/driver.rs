@@ -31,6 +31,7 @@ use crate::antithetic::{Antithetic, AntitheticRule};
 use crate::bounds::Bounds;
 use crate::cma_es::{CmaEs, default_pop_size};
 use crate::de::DifferentialEvolution;
+use crate::ga::{Ga, GaRule};
 use crate::local_search::{LocalRule, LocalSearch};
 use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
@@ -91,6 +92,12 @@ pub enum StrategyKind {
     Pso,
     /// [`Swarm`], the simple genetic algorithm (evosax `SimpleGA`).
     SimpleGa,
+    /// [`Ga`], the 1/5 success rule (evosax `MR15_GA`).
+    Mr15Ga,
+    /// [`Ga`], self-adaptive mutation rates (evosax `SAMR_GA`).
+    SamrGa,
+    /// [`Ga`], group elite selection of mutation rates (evosax `GESMR_GA`).
+    GesmrGa,
 }
 
 impl TryFrom<String> for StrategyKind {
@@ -135,11 +142,11 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("xNES", Some(StrategyKind::Xnes)),
     ("DifferentialEvolution", Some(StrategyKind::De)),
     ("DiffusionEvolution", None),
-    ("GESMR_GA", None),
+    ("GESMR_GA", Some(StrategyKind::GesmrGa)),
     ("LGA", None),
-    ("MR15_GA", None),
+    ("MR15_GA", Some(StrategyKind::Mr15Ga)),
     ("PSO", Some(StrategyKind::Pso)),
-    ("SAMR_GA", None),
+    ("SAMR_GA", Some(StrategyKind::SamrGa)),
     ("SimpleGA", Some(StrategyKind::SimpleGa)),
 ];
 
@@ -156,7 +163,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 19] = [
+    pub const ALL: [StrategyKind; 22] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -176,6 +183,9 @@ impl StrategyKind {
         StrategyKind::GradientlessDescent,
         StrategyKind::Pso,
         StrategyKind::SimpleGa,
+        StrategyKind::Mr15Ga,
+        StrategyKind::SamrGa,
+        StrategyKind::GesmrGa,
     ];
 
     /// The config spelling.
@@ -200,6 +210,9 @@ impl StrategyKind {
             StrategyKind::GradientlessDescent => "gradientless-descent",
             StrategyKind::Pso => "pso",
             StrategyKind::SimpleGa => "simple-ga",
+            StrategyKind::Mr15Ga => "mr15-ga",
+            StrategyKind::SamrGa => "samr-ga",
+            StrategyKind::GesmrGa => "gesmr-ga",
         }
     }
 
@@ -441,6 +454,16 @@ impl StrategyKind {
                     if self == StrategyKind::Pso { SwarmRule::Pso } else { SwarmRule::SimpleGa };
                 let s = Swarm::new(pop, n, rule)?;
                 let p = params.swarm(crate::SwarmParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Mr15Ga | StrategyKind::SamrGa | StrategyKind::GesmrGa => {
+                let rule = match self {
+                    StrategyKind::Mr15Ga => GaRule::Mr15,
+                    StrategyKind::SamrGa => GaRule::Samr,
+                    _ => GaRule::Gesmr,
+                };
+                let s = Ga::new(pop, n, rule, params.num_groups.unwrap_or(1))?;
+                let p = params.ga(crate::GaParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })

@@ -9,8 +9,8 @@ use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
-    AntitheticParams, CmaParams, DeParams, EvoError, LocalParams, OpenEsParams, PgpeParams,
-    SnesParams, SwarmParams, WeightedEsParams, XnesParams,
+    AntitheticParams, CmaParams, DeParams, EvoError, GaParams, LocalParams, OpenEsParams,
+    PgpeParams, SnesParams, SwarmParams, WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -50,10 +50,12 @@ macro_rules! strategy_params {
 }
 
 strategy_params! {
-    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: lower clip of the step size (default 0).
-    sigma_min: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
-    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: upper clip of the step size (default 1e8).
-    sigma_max: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES, MR15/SAMR/GESMR GA: lower clip of the step size or
+    /// mutation rate (default 0).
+    sigma_min: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: upper clip of the step size (default 1e8); MR15 GA
+    /// (default inf), SAMR and GESMR GA (default 10): of the mutation rate.
+    sigma_max: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa],
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: learning rate of the mean (`c_m`, default 1).
     c_mean: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: step-size path learning rate (`c_σ`, in (0, 1]).
@@ -93,7 +95,14 @@ strategy_params! {
     lr_decay_steps: f64 => [Ars, Esmc],
     /// ARS: the fraction of pairs whose differences make the gradient; simple GA: the fraction
     /// of the population that may parent (in (0, 1], default 0.5 for both).
-    elite_ratio: f64 => [Ars, SimpleGa],
+    elite_ratio: f64 => [Ars, SimpleGa, SamrGa, GesmrGa],
+    /// MR15 GA: the fraction of children beating their parent above which the rate doubles
+    /// (in (0, 1), default 0.2, the 1/5 rule).
+    std_ratio: f64 => [Mr15Ga],
+    /// SAMR, GESMR GA: the base of the rates' mutation `σ · meta^u`, u ~ U(−1, 1) (> 1, default 2).
+    std_meta: f64 => [SamrGa, GesmrGa],
+    /// GESMR GA: groups of mutation rate (pop_size − 1 divisible by it; default 1).
+    num_groups: usize => [GesmrGa],
     /// PSO: the velocity's inertia `w` (>= 0, default 0.75).
     inertia_coeff: f64 => [Pso],
     /// PSO: the pull to each particle's own best `c₁` (>= 0, default 1.5).
@@ -123,9 +132,9 @@ strategy_params! {
     sigma_lr: f64 => [Pgpe, SimpleEs, Des],
     /// DES: the temperature of its rank weights' sigmoid (default 12.5).
     temperature: f64 => [Des],
-    /// MA-ES, LM-MA-ES, simulated annealing: evosax 0.3.2's bugs: `none` (fixed, default) or `all` (evosax's, to
+    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA: evosax 0.3.2's bugs: `none` (fixed, default) or `all` (evosax's, to
     /// reproduce its runs; each strategy's docs name them).
-    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing],
+    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa],
     /// PGPE: largest relative change of a step size per generation (default 0.2).
     sigma_max_change: f64 => [Pgpe],
     /// PGPE: ClipUp's largest velocity norm (default 0.02).
@@ -306,6 +315,38 @@ impl StrategyParams {
         Ok(p)
     }
 
+    /// MR15 / SAMR / GESMR GA params with these overrides (`num_groups` is read by
+    /// [`StrategyKind::build_with`], which sizes the strategy).
+    pub fn ga(&self, mut p: GaParams) -> Result<GaParams, EvoError> {
+        set!(self, p: sigma_min in NONNEG..INF);
+        if let Some(v) = self.sigma_max {
+            if v.is_nan() || v <= 0.0 {
+                return Err(EvoError::invalid("params.sigma_max", v, "> 0 (inf allowed)"));
+            }
+            p.sigma_max = v;
+        }
+        if p.sigma_min > p.sigma_max {
+            return Err(EvoError::invalid(
+                "params.sigma_min",
+                p.sigma_min,
+                format!("at most sigma_max = {}", p.sigma_max),
+            ));
+        }
+        set!(self, p: std_ratio in POS..BELOW_ONE, elite_ratio in POS..ONE);
+        if let Some(v) = self.std_meta
+            && !(v.is_finite() && v > 1.0)
+        {
+            return Err(EvoError::invalid("params.std_meta", v, "finite and > 1"));
+        }
+        if let Some(v) = self.std_meta {
+            p.std_meta = v;
+        }
+        if let Some(b) = self.bugs {
+            p.bugs = b;
+        }
+        Ok(p)
+    }
+
     /// DE params with these overrides.
     pub fn de(&self, mut p: DeParams) -> Result<DeParams, EvoError> {
         set!(self, p: crossover_rate in NONNEG..ONE, differential_weight in POS..TWO);
@@ -334,7 +375,7 @@ mod tests {
         assert_eq!(all.set_keys(), ["sigma_min", "lazy_eigen", "shaping", "elitism"]);
         // Each key alone reads back as exactly that key (the `set` list follows OWNERS).
         for (k, _) in OWNERS {
-            let one = [0.5.into(), true.into(), "raw".into(), "all".into()]
+            let one = [0.5.into(), true.into(), "raw".into(), "all".into(), 3.into()]
                 .into_iter()
                 .find_map(|v| {
                     let v: serde_json::Value = v;

@@ -22,6 +22,7 @@
 //! | [`Antithetic`] (ESMC) | Merchant et al., "Learn2Hop", ICML 2021 | evosax `ESMC` (golden) |
 //! | [`LocalSearch`] (hill climbing, random search, simulated annealing, gradientless descent) | Rere et al. 2015 (annealing); Golovin et al., "Gradientless Descent", ICLR 2020 | evosax `HillClimbing`, `RandomSearch`, `SimulatedAnnealing`, `GradientlessDescent` (golden) |
 //! | [`Swarm`] (PSO, simple GA) | Kennedy & Eberhart, "Particle swarm optimization", ICNN 1995; the simple GA | evosax `PSO`, `SimpleGA` (golden) |
+//! | [`Ga`] (MR15, SAMR, GESMR) | Rechenberg 1978; Clune et al., PLoS CB 2008; Kumar et al., "Effective Mutation Rate Adaptation through Group Elite Selection", GECCO 2022 | evosax `MR15_GA`, `SAMR_GA`, `GESMR_GA` (golden) |
 //! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
 
 mod antithetic;
@@ -32,6 +33,7 @@ mod de;
 pub mod driver;
 mod eigen;
 mod error;
+mod ga;
 pub mod hyper;
 mod local_search;
 mod ma_es;
@@ -60,6 +62,7 @@ pub use driver::{
     StopRules, StrategyKind,
 };
 pub use error::EvoError;
+pub use ga::{Ga, GaDraws, GaParams, GaRule, GaState};
 pub use hyper::StrategyParams;
 pub use local_search::{LocalParams, LocalRule, LocalSearch, LocalState};
 pub use ma_es::{MaEs, MaKind, MaParams, MaState};

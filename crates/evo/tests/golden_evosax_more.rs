@@ -1,6 +1,6 @@
 //! Golden test against evosax 0.3.2 (`tools/golden/evosax_more.py`): Simple ES, DES, MA-ES,
 //! LM-MA-ES, ARS, ESMC, hill climbing, random search, simulated annealing and gradientless
-//! descent, PSO and the simple GA (these two from an evaluated first population: evosax's
+//! descent, PSO, the simple, MR15, SAMR and GESMR GAs (these from an evaluated first population: evosax's
 //! `init(population, fitness)` is Kestrel's generation 0), one or two shapes each, 24 generations with ties and NaN fitness (none for ARS and
 //! ESMC, whose evosax means turn NaN): default parameters, `ask` from the same draws, and every
 //! `tell` (state injected before each), then the same generations run freely from the first
@@ -16,6 +16,7 @@ use kestrel_evo::{
     Antithetic, AntitheticRule, BugsKind, LocalParams, LocalRule, LocalSearch, MaEs, MaKind,
     MaParams, Strategy, Swarm, SwarmDraws, SwarmRule, SwarmState, WeightRule, WeightedEs,
 };
+use kestrel_evo::{Ga, GaDraws, GaParams, GaRule, GaState};
 use kestrel_testkit::load_fixture;
 use serde_json::Value;
 
@@ -151,6 +152,31 @@ fn swarm_draws(st: &Value) -> (Vec<f64>, Vec<f64>, Vec<u32>) {
     (v(&st["uniforms"]), normals, parents)
 }
 
+fn ga(name: &str, lam: usize, n: usize, case: &Value) -> Ga {
+    let rule = match name {
+        "mr15_ga" => GaRule::Mr15,
+        "samr_ga" => GaRule::Samr,
+        _ => GaRule::Gesmr,
+    };
+    let groups = case["params"].get("num_groups").map_or(1, |g| v(g)[0] as usize);
+    Ga::new(lam, n, rule, groups).unwrap()
+}
+
+fn ints(x: Option<&Value>) -> Vec<u32> {
+    x.map_or(vec![], |p| p.as_array().unwrap().iter().map(|i| i.as_u64().unwrap() as u32).collect())
+}
+
+/// Compares a GA's state with evosax's snapshot `want` (members, fitness, rates).
+fn check_ga(c: &mut Check, at: &str, k: &GaState, want: &Value) {
+    c.close(&format!("{at} members"), &as64(&k.members), &v(&want["members"]));
+    let w = f32s_inf(&want["fitness"]);
+    assert!(k.fitness.iter().zip(&w).all(|(a, b)| a.is_finite() == b.is_finite()), "{at} fitness");
+    let keep =
+        |x: &[f32]| x.iter().filter(|v| v.is_finite()).map(|&v| v as f64).collect::<Vec<_>>();
+    c.close(&format!("{at} fitness"), &keep(&k.fitness), &keep(&w));
+    c.close(&format!("{at} sigma"), &k.sigma, &v(&want["sigma"]));
+}
+
 fn ma(name: &str, lam: usize, n: usize) -> MaEs {
     let kind = if name == "ma_es" { MaKind::Full } else { MaKind::LimitedMemory };
     MaEs::new(lam, n, kind).unwrap()
@@ -202,6 +228,41 @@ fn new_strategies_match_evosax_tell_by_tell() {
                     c.close(&format!("{at} mean"), &k.mean, &v(&a["mean"]));
                     c.close(&format!("{at} adam m"), &k.m, &v(&a["adam_m"]));
                     c.close(&format!("{at} adam v"), &k.v, &v(&a["adam_v"]));
+                }
+                "mr15_ga" | "samr_ga" | "gesmr_ga" => {
+                    let s = ga(name, lam, n, &case);
+                    // evosax compares with a failed member's NaN (bugs = all).
+                    let mut p = GaParams { bugs: BugsKind::All, ..s.default_params() };
+                    p.sigma = case["sigma"].as_f64().unwrap();
+                    let mut k = s.init(Key::new(0), &p, &f32s(&case["start"]));
+                    if g == 0 {
+                        let first = &case["first"];
+                        s.ask_first(&k, &p, &v(&first["z"]), &mut out);
+                        c.close(&format!("{at} first"), &as64(&out), &v(&first["population"]));
+                        let (x0, f0) = (f32s(&first["population"]), f32s(&first["fitness"]));
+                        s.tell(Key::new(0), &x0, &f0, &mut k, &p);
+                        check_ga(&mut c, &format!("{at} init"), &k, &first["after"]);
+                    }
+                    // A null fitness is a failed member's NaN, which evosax keeps.
+                    (k.members, k.fitness, k.sigma) =
+                        (f32s(&b["members"]), f32s(&b["fitness"]), v(&b["sigma"]));
+                    k.progress.generation = 1 + g as u64;
+                    let (zz, q, u) = (
+                        v(&st["normals"]),
+                        ints(st.get("picks")),
+                        st.get("uniforms").map_or(vec![], v),
+                    );
+                    s.ask_from(
+                        &mut k,
+                        &p,
+                        &GaDraws { normals: &zz, picks: &q, uniforms: &u },
+                        &mut out,
+                    );
+                    c.close(&format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    let (tq, tu) =
+                        (ints(st.get("tell_picks")), st.get("tell_uniforms").map_or(vec![], v));
+                    s.tell_with(&tq, &tu, &pop, &fit, &mut k, &p);
+                    check_ga(&mut c, &at, &k, a);
                 }
                 "pso" | "simple_ga" => {
                     let s = swarm(name, lam, n);
@@ -314,7 +375,7 @@ fn new_strategies_match_evosax_tell_by_tell() {
         "{tells} tells match evosax 0.3.2; largest relative error {:.2e} at {}",
         c.worst.0, c.worst.1
     );
-    assert_eq!(tells, 21 * 24);
+    assert_eq!(tells, 27 * 24);
 }
 
 #[test]
@@ -358,6 +419,34 @@ fn new_strategies_follow_evosax_freely_for_24_generations() {
                     c.close(&format!("{at} population"), &as64(&out), &v(&st["population"]));
                     s.tell(Key::new(0), &out.clone(), &f32s(&st["fitness"]), &mut k, &p);
                     c.close(&format!("{at} mean"), &k.mean, &v(&st["after"]["mean"]));
+                    tells += 1;
+                }
+            }
+            "mr15_ga" | "samr_ga" | "gesmr_ga" => {
+                let s = ga(name, lam, n, &case);
+                let mut p = GaParams { bugs: BugsKind::All, ..s.default_params() };
+                p.sigma = case["sigma"].as_f64().unwrap();
+                let first = &case["first"];
+                let mut k = s.init(Key::new(0), &p, &f32s(&case["start"]));
+                s.ask_first(&k, &p, &v(&first["z"]), &mut out);
+                s.tell(Key::new(0), &out.clone(), &f32s(&first["fitness"]), &mut k, &p);
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    let (zz, q, u) = (
+                        v(&st["normals"]),
+                        ints(st.get("picks")),
+                        st.get("uniforms").map_or(vec![], v),
+                    );
+                    s.ask_from(
+                        &mut k,
+                        &p,
+                        &GaDraws { normals: &zz, picks: &q, uniforms: &u },
+                        &mut out,
+                    );
+                    c.close(&format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    let (tq, tu) =
+                        (ints(st.get("tell_picks")), st.get("tell_uniforms").map_or(vec![], v));
+                    s.tell_with(&tq, &tu, &out.clone(), &f32s(&st["fitness"]), &mut k, &p);
                     tells += 1;
                 }
             }
@@ -428,5 +517,5 @@ fn new_strategies_follow_evosax_freely_for_24_generations() {
         "{tells} free tells follow evosax 0.3.2; largest relative error {:.2e} at {}",
         c.worst.0, c.worst.1
     );
-    assert_eq!(tells, 21 * 24);
+    assert_eq!(tells, 27 * 24);
 }

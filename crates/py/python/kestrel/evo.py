@@ -455,14 +455,32 @@ class SimpleGA(Strategy):
     kind = "simple-ga"
 
 
+class MR15GA(Strategy):
+    """The 1/5-success-rule GA (Rechenberg; evosax's `MR15_GA`): elitist, one mutation rate."""
+    kind = "mr15-ga"
+
+
+class SAMRGA(Strategy):
+    """The self-adaptive mutation rate GA (Clune et al. 2008; evosax's `SAMR_GA`)."""
+    kind = "samr-ga"
+
+
+class GESMRGA(Strategy):
+    """Group elite selection of mutation rates (Kumar et al., GECCO 2022; evosax's `GESMR_GA`):
+    `num_groups` rates (pop_size − 1 divisible by it)."""
+    kind = "gesmr-ga"
+
+
 _CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
-            HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA)
+            HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA, MR15GA, SAMRGA,
+            GESMRGA)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
 # "CMA_ES")` does in jax_mppi's EvoSaxOptimizer.
 CMA_ES, Sep_CMA_ES, xNES, Open_ES, DifferentialEvolution, MA_ES, LM_MA_ES, DiscoveredES = (
     CMAES, SepCMAES, XNES, OpenES, DE, MAES, LMMAES, DES)
+MR15_GA, SAMR_GA, GESMR_GA = MR15GA, SAMRGA, GESMRGA
 
 
 def make(kind: str, num_dims: int | None = None, **kw) -> Strategy:

@@ -1,5 +1,6 @@
-//! `kestrel evo bench`: one CMA-ES generation split into ask, evaluate and tell
-//! (`kestrel_evo::bench::cma_phases`), or one neuroevolution generation on 1 and 2 threads.
+//! `kestrel evo bench`: one generation of any strategy split into ask, evaluate and tell
+//! (`kestrel_evo::bench::strategy_phases`; CMA-ES's with its eigendecomposition choice,
+//! `cma_phases`), or one neuroevolution generation on 1 and 2 threads.
 
 use super::{Bench, Report};
 use crate::RunError;
@@ -17,7 +18,7 @@ pub struct EvoBenchConfig {
     pub pop_size: usize,
     /// Generations per size.
     pub generations: u64,
-    /// `cma-es` or `sep-cma-es`, on the sphere, one thread.
+    /// Any strategy (Kestrel's name or evosax's), on the sphere from x = 1, σ 0.3, one thread.
     pub strategy: StrategyKind,
     /// Decompose C every generation (evosax's behaviour) instead of lazily.
     pub eager_eigen: bool,
@@ -51,18 +52,22 @@ impl Bench for EvoBench {
             return neuro(c);
         }
         let sep = match c.strategy {
-            StrategyKind::CmaEs => false,
-            StrategyKind::SepCmaEs => true,
-            other => {
-                let e =
-                    kestrel_core::Invalid::new("strategy", other.name(), "cma-es or sep-cma-es");
+            StrategyKind::CmaEs => Some(false),
+            StrategyKind::SepCmaEs => Some(true),
+            _ if c.eager_eigen => {
+                let e = kestrel_core::Invalid::new(
+                    "eager_eigen",
+                    true,
+                    "false for strategies other than cma-es and sep-cma-es",
+                );
                 return Err(e.into());
             }
+            _ => None,
         };
         let name = c.strategy.name();
         let eigen = match (sep, c.eager_eigen) {
-            (false, true) => ", eager eigendecomposition",
-            (false, false) => ", lazy eigendecomposition",
+            (Some(false), true) => ", eager eigendecomposition",
+            (Some(false), false) => ", lazy eigendecomposition",
             _ => "",
         };
         let mut r = Report::default();
@@ -76,8 +81,13 @@ impl Bench for EvoBench {
         ));
         let pool = crate::pool(Some(1))?;
         for &n in &c.num_dims {
-            let t = pool.install(|| {
-                kestrel_evo::bench::cma_phases(sep, c.pop_size, n, c.generations, c.eager_eigen)
+            let t = pool.install(|| match sep {
+                Some(sep) => {
+                    kestrel_evo::bench::cma_phases(sep, c.pop_size, n, c.generations, c.eager_eigen)
+                }
+                None => {
+                    kestrel_evo::bench::strategy_phases(c.strategy, c.pop_size, n, c.generations)
+                }
             })?;
             let gen_us = t.ask_us + t.eval_us + t.tell_us;
             r.text.push(format!(
