@@ -881,6 +881,15 @@ impl<'p, O: Optimizer> Driver<'p, O> {
         Ok(self)
     }
 
+    /// Continues a run checkpointed after `generation` generations and `evals` evaluations,
+    /// the optimiser loaded from that checkpoint's `state_dict`: the keys then follow the
+    /// uninterrupted run's (they derive from the generation count, see the module's key tree).
+    pub fn resumed_at(mut self, generation: u64, evals: u64) -> Self {
+        self.generation = generation;
+        self.evals = evals;
+        self
+    }
+
     /// Chooses which key the problem sees (default [`EvalKeys::PerGeneration`]).
     pub fn with_eval_keys(mut self, eval_keys: EvalKeys) -> Self {
         self.eval_keys = eval_keys;

@@ -76,7 +76,7 @@ pub struct LocalState {
     pub mean: Vec<f64>,
     /// The start point (random search samples around it).
     pub start: Vec<f64>,
-    /// Annealing: the fitness of the centre (`+inf` before the first generation).
+    /// The fitness of the centre (`+inf` before the first finite fitness).
     pub fitness: f64,
     /// Annealing: the temperature.
     pub temperature: f64,
@@ -167,6 +167,7 @@ impl LocalSearch {
             _ => {
                 // The best so far, once there is one (evosax's `best_solution_shaped`).
                 if s.progress.best_fitness.is_finite() {
+                    s.fitness = s.progress.best_fitness as f64;
                     let b = &s.progress.best_solution;
                     s.mean
                         .iter_mut()

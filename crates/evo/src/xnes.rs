@@ -7,6 +7,7 @@
 //! element-wise, which is not the natural-gradient step (so no golden test against it).
 
 use crate::EvoError;
+use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR, to_row};
 use crate::eigen::EigenWork;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
@@ -15,6 +16,13 @@ use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;
+
+/// The largest eigenvalue, in absolute value, of one generation's shape step
+/// `A = η_B / 2 (G_M − G_σ I)`: the shape changes by at most `e³ ≈ 20` along an axis per
+/// generation. Samples of the distribution give `|A| ≲ 1`; a told row far outside it (a clipped
+/// bound far from a small σ, say) gives `z = B⁻¹ (x − m) / σ` of any size, and `expm(A)`
+/// overflowed to NaN within a dozen generations (`tests/conformance.rs`, bounds).
+const SHAPE_STEP: f64 = 3.0;
 
 /// xNES over `num_dims` with `pop_size` samples per generation.
 #[derive(Clone, Debug)]
@@ -127,7 +135,7 @@ impl Strategy for Xnes {
         matmul(s.x.as_mut(), Accum::Replace, s.z.as_ref(), s.b.transpose(), 1.0, Par::Seq);
         for i in 0..lam {
             for j in 0..n {
-                population[i * n + j] = (s.mean[j] + s.sigma * s.x[(i, j)]) as f32;
+                population[i * n + j] = to_row(s.mean[j] + s.sigma * s.x[(i, j)]);
             }
         }
     }
@@ -169,9 +177,10 @@ impl Strategy for Xnes {
         // mean += η_μ σ B G_δ.
         for i in 0..n {
             let step: f64 = (0..n).map(|k| s.b[(i, k)] * s.gd[k]).sum();
-            s.mean[i] += p.lr_mean * s.sigma * step;
+            s.mean[i] = (s.mean[i] + p.lr_mean * s.sigma * step).clamp(-MEAN_BOUND, MEAN_BOUND);
         }
-        s.sigma *= (0.5 * p.lr_sigma * g_sigma).exp();
+        s.sigma =
+            (s.sigma * (0.5 * p.lr_sigma * g_sigma).exp()).clamp(SIGMA_FLOOR, f32::MAX as f64);
         // A = η_B/2 (G_M − G_σ I) = V diag(λ) Vᵀ; B ← B expm(A), B⁻¹ ← expm(−A) B⁻¹.
         for j in 0..n {
             for i in 0..n {
@@ -182,7 +191,9 @@ impl Strategy for Xnes {
         if s.eig.eigh(g, v, l) {
             for (sign, target) in [(1.0, 0), (-1.0, 1)] {
                 for j in 0..n {
-                    let e = (sign * s.lambdas[j]).exp();
+                    // At most a factor e^SHAPE_STEP per generation along any axis (see the
+                    // module notes: only rows far outside the distribution reach it).
+                    let e = (sign * s.lambdas[j].clamp(-SHAPE_STEP, SHAPE_STEP)).exp();
                     for i in 0..n {
                         s.t1[(i, j)] = s.v[(i, j)] * e;
                     }
