@@ -31,6 +31,8 @@ use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32};
 use crate::termination::Scales;
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
 use kestrel_core::linalg::norm;
 use kestrel_core::{Key, fill_normal_f32};
 
@@ -83,6 +85,7 @@ pub struct MaState {
     order: Vec<usize>,
     zw: Vec<f64>,
     zm: Vec<f64>,
+    dots: Vec<f64>,
     yw: Vec<f64>,
     t: Vec<f64>,
     m2: Vec<f64>,
@@ -118,25 +121,33 @@ impl MaEs {
         check_lens("MaEs::ask", lam, n, population, None);
         match self.kind {
             MaKind::Full => {
-                // d_i = M z_i (evosax: z @ M.T), each sum in index order.
-                for (di, zi) in s.d.chunks_exact_mut(n).zip(s.z.chunks_exact(n)) {
-                    for (r, dv) in di.iter_mut().enumerate() {
-                        let row = &s.m[r * n..(r + 1) * n];
-                        *dv = row.iter().zip(zi).fold(0.0, |a, (m, z)| a + m * z);
-                    }
-                }
+                // D = Z Mᵀ (evosax: z @ M.T), one product.
+                let z = MatRef::from_row_major_slice(&s.z, lam, n);
+                let m = MatRef::from_row_major_slice(&s.m, n, n);
+                let d = MatMut::from_row_major_slice_mut(&mut s.d, lam, n);
+                matmul(d, Accum::Replace, z, m.transpose(), 1.0, Par::Seq);
             }
             MaKind::LimitedMemory => {
                 // d = z, then for each direction used so far (i < generation):
-                // d ← (1 − c_d,i) d + c_d,i (d · M_i) M_i.
+                // d ← (1 − c_d,i) d + c_d,i (d · M_i) M_i, all candidates at once.
                 let used = (s.progress.generation as usize).min(p.c_d.len());
-                for (di, zi) in s.d.chunks_exact_mut(n).zip(s.z.chunks_exact(n)) {
-                    di.copy_from_slice(zi);
-                    for (i, &cd) in p.c_d.iter().enumerate().take(used) {
-                        let mi = &s.m[i * n..(i + 1) * n];
-                        let dot = di.iter().zip(mi).fold(0.0, |a, (d, m)| a + d * m);
+                s.d.copy_from_slice(&s.z);
+                for (i, &cd) in p.c_d.iter().enumerate().take(used) {
+                    let mi = &s.m[i * n..(i + 1) * n];
+                    let dots = MatMut::from_column_major_slice_mut(&mut s.dots, lam, 1);
+                    let d = MatRef::from_row_major_slice(&s.d, lam, n);
+                    matmul(
+                        dots,
+                        Accum::Replace,
+                        d,
+                        MatRef::from_column_major_slice(mi, n, 1),
+                        1.0,
+                        Par::Seq,
+                    );
+                    for (di, &dot) in s.d.chunks_exact_mut(n).zip(&s.dots) {
+                        let a = cd * dot;
                         for (d, m) in di.iter_mut().zip(mi) {
-                            *d = (1.0 - cd) * *d + cd * dot * m;
+                            *d = (1.0 - cd) * *d + a * m;
                         }
                     }
                 }
@@ -198,6 +209,7 @@ impl Strategy for MaEs {
             order: vec![0; lam],
             zw: vec![0.0; n],
             zm: vec![0.0; n],
+            dots: vec![0.0; lam],
             yw: vec![0.0; n],
             t: vec![0.0; scratch],
             m2: vec![0.0; scratch],
@@ -255,30 +267,29 @@ impl Strategy for MaEs {
             .clamp(p.sigma_min.max(SIGMA_FLOOR), p.sigma_max);
         match self.kind {
             MaKind::Full => {
-                // M ← M (I + c₁/2 (p pᵀ − I) + c_μ/2 (Σ w z zᵀ − I))  (eq. M11).
-                let t = &mut s.t;
+                // M ← M (I + c₁/2 (p pᵀ − I) + c_μ/2 (Σ w z zᵀ − I))  (eq. M11): Σ w z zᵀ as
+                // Zᵀ (W Z), then one product M T. `d` is free again as the W Z scratch.
+                for (i, (wz, zi)) in s.d.chunks_exact_mut(n).zip(s.z.chunks_exact(n)).enumerate() {
+                    let w = if by_index { p.weights[i] } else { s.w[i] };
+                    wz.iter_mut().zip(zi).for_each(|(o, z)| *o = w * z);
+                }
+                let z = MatRef::from_row_major_slice(&s.z, lam, n);
+                let wz = MatRef::from_row_major_slice(&s.d, lam, n);
+                let t = MatMut::from_row_major_slice_mut(&mut s.t, n, n);
+                matmul(t, Accum::Replace, z.transpose(), wz, 1.0, Par::Seq);
                 for a in 0..n {
                     for b in 0..n {
-                        let mut zz = 0.0;
-                        for (i, zi) in s.z.chunks_exact(n).enumerate() {
-                            let w = if by_index { p.weights[i] } else { s.w[i] };
-                            zz += w * zi[a] * zi[b];
-                        }
                         let id = if a == b { 1.0 } else { 0.0 };
-                        t[a * n + b] = id
+                        let zz = s.t[a * n + b];
+                        s.t[a * n + b] = id
                             + p.c_1 / 2.0 * (s.p_sigma[a] * s.p_sigma[b] - id)
                             + p.c_mu / 2.0 * (zz - id);
                     }
                 }
-                for r in 0..n {
-                    for c in 0..n {
-                        let mut v = 0.0;
-                        for k in 0..n {
-                            v += s.m[r * n + k] * t[k * n + c];
-                        }
-                        s.m2[r * n + c] = v;
-                    }
-                }
+                let m = MatRef::from_row_major_slice(&s.m, n, n);
+                let t = MatRef::from_row_major_slice(&s.t, n, n);
+                let m2 = MatMut::from_row_major_slice_mut(&mut s.m2, n, n);
+                matmul(m2, Accum::Replace, m, t, 1.0, Par::Seq);
                 std::mem::swap(&mut s.m, &mut s.m2);
                 // The shape stays finite and bounded: M's entries within ±1e8 (C = M Mᵀ's
                 // within about ±1e16), as CMA-ES clips its covariance.

@@ -62,7 +62,7 @@ impl StrategyKind {
             // Diagonal: z and y (λ × n, f64) and vectors (sep_cma_es.rs).
             StrategyKind::SepCmaEs => nl.saturating_mul(16).saturating_add(24 * l + 60 * n),
             // z (λ × n, f64) and vectors (snes.rs).
-            StrategyKind::Snes => nl.saturating_mul(8).saturating_add(24 * l + 20 * n),
+            StrategyKind::Snes => nl.saturating_mul(8).saturating_add(24 * l + 36 * n),
             // A, its exponential and gradients (six n × n), z and x (λ × n, padded), the eigen
             // workspace (xnes.rs).
             StrategyKind::Xnes => p8(n)
@@ -72,7 +72,7 @@ impl StrategyKind {
                 .saturating_add(eigen_bytes(n as usize))
                 .saturating_add(8 * p8(n) + 24 * l + 28 * n),
             // The f64 noise (λ × n) and Adam's vectors (open_es.rs).
-            StrategyKind::OpenEs => nl.saturating_mul(8).saturating_add(16 * l + 28 * n),
+            StrategyKind::OpenEs => nl.saturating_mul(8).saturating_add(16 * l + 36 * n),
             // The f32 noise and the ClipUp vectors (pgpe.rs).
             StrategyKind::Pgpe => nl.saturating_mul(4).saturating_add(16 * l + 36 * n),
             // The f32 trial population (de.rs).

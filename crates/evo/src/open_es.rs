@@ -83,6 +83,7 @@ pub struct OpenEsState {
     z: Vec<f64>,
     w: Vec<f64>,
     order: Vec<usize>,
+    g: Vec<f64>,
 }
 
 impl OpenEs {
@@ -154,6 +155,7 @@ impl Strategy for OpenEs {
             z: vec![0.0; self.pop_size * n],
             w: vec![0.0; self.pop_size],
             order: vec![0; self.pop_size],
+            g: vec![0.0; self.num_dims],
         }
     }
 
@@ -185,12 +187,15 @@ impl Strategy for OpenEs {
         s.adam_steps += 1;
         let t = s.adam_steps as i32;
         let a = &p.adam;
-        for j in 0..n {
-            let mut g = 0.0;
-            for i in 0..lam {
-                g += s.w[i] * (population[i * n + j] as f64 - s.mean[j]) / p.sigma;
+        // Row by row; each coordinate's sum over the candidates in order, as column by column.
+        s.g.iter_mut().for_each(|v| *v = 0.0);
+        for (row, &w) in population.chunks_exact(n).zip(&s.w).take(lam) {
+            for ((g, x), m) in s.g.iter_mut().zip(row).zip(&s.mean) {
+                *g += w * (*x as f64 - m) / p.sigma;
             }
-            g /= lam as f64 * p.sigma;
+        }
+        for j in 0..n {
+            let g = s.g[j] / (lam as f64 * p.sigma);
             s.mean[j] -= a.step(a.lr, t, g, &mut s.m[j], &mut s.v[j]);
         }
         s.progress.metrics(best, bad, p.sigma)

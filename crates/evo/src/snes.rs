@@ -43,6 +43,8 @@ pub struct SnesState {
     z: Vec<f64>,
     w: Vec<f64>,
     order: Vec<usize>,
+    gm: Vec<f64>,
+    gs: Vec<f64>,
 }
 
 impl Snes {
@@ -55,9 +57,11 @@ impl Snes {
     /// `x_i = mean + σ ∘ z_i` from given standard normals.
     pub fn ask_from_normals(&self, state: &SnesState, z: &[f64], population: &mut [f32]) {
         check_lens("Snes::ask", self.pop_size, self.num_dims, population, None);
-        for (i, x) in population.iter_mut().enumerate() {
-            let j = i % self.num_dims;
-            *x = (state.mean[j] + state.sigma[j] * z[i]) as f32;
+        let n = self.num_dims;
+        for (row, zi) in population.chunks_exact_mut(n).zip(z.chunks_exact(n)) {
+            for (((x, m), sg), z) in row.iter_mut().zip(&state.mean).zip(&state.sigma).zip(zi) {
+                *x = (m + sg * z) as f32;
+            }
         }
     }
 }
@@ -97,6 +101,8 @@ impl Strategy for Snes {
             z: vec![0.0; self.pop_size * self.num_dims],
             w: vec![0.0; self.pop_size],
             order: vec![0; self.pop_size],
+            gm: vec![0.0; self.num_dims],
+            gs: vec![0.0; self.num_dims],
         }
     }
 
@@ -119,16 +125,25 @@ impl Strategy for Snes {
         check_lens("Snes::tell", lam, n, population, Some(fitness));
         let (best, bad) = s.progress.record(population, fitness);
         rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
-        for j in 0..n {
-            let (mut gm, mut gs) = (0.0, 0.0);
-            for i in 0..lam {
-                let z = (population[i * n + j] as f64 - s.mean[j]) / s.sigma[j];
-                gm += s.w[i] * z;
-                gs += s.w[i] * (z * z - 1.0);
+        // Row by row over the row-major population; each coordinate's sums still run over the
+        // candidates in order (the same values as a column-by-column loop).
+        let (gm, gs) = (&mut s.gm, &mut s.gs);
+        gm.iter_mut().for_each(|v| *v = 0.0);
+        gs.iter_mut().for_each(|v| *v = 0.0);
+        for (row, &w) in population.chunks_exact(n).zip(&s.w).take(lam) {
+            for ((((x, m), sg), a), b) in
+                row.iter().zip(&s.mean).zip(&s.sigma).zip(gm.iter_mut()).zip(gs.iter_mut())
+            {
+                let z = (*x as f64 - m) / sg;
+                *a += w * z;
+                *b += w * (z * z - 1.0);
             }
+        }
+        for j in 0..n {
             // evosax: grad_mean = -σ Σ f z; SGD: mean -= lr · grad_mean.
-            s.mean[j] -= p.lr_mean * (-s.sigma[j] * gm);
-            s.sigma[j] *= (0.5 * p.lr_sigma * gs).exp();
+            s.mean[j] -= p.lr_mean * (-s.sigma[j] * gm[j]);
+            s.sigma[j] = (s.sigma[j] * (0.5 * p.lr_sigma * gs[j]).exp())
+                .clamp(crate::cma_es::SIGMA_FLOOR, f32::MAX as f64);
         }
         let sigma = s.sigma.iter().sum::<f64>() / n as f64;
         s.progress.metrics(best, bad, sigma)

@@ -127,15 +127,23 @@ impl Swarm {
                 let g = (0..lam).fold(0, |b, i| {
                     if s.personal_fitness[i] < s.personal_fitness[b] { i } else { b }
                 });
-                for i in 0..lam {
-                    let (r1, r2) = (d.uniforms[2 * i], d.uniforms[2 * i + 1]);
-                    for j in 0..n {
-                        let x = s.members[i * n + j] as f64;
-                        let v = p.inertia_coeff * s.velocity[i * n + j]
-                            + p.cognitive_coeff * r1 * (s.personal_best[i * n + j] as f64 - x)
-                            + p.social_coeff * r2 * (s.personal_best[g * n + j] as f64 - x);
-                        s.velocity[i * n + j] = v.clamp(-f32::MAX as f64, f32::MAX as f64);
-                        population[i * n + j] = to_row(x + v);
+                let (w, c1, c2) = (p.inertia_coeff, p.cognitive_coeff, p.social_coeff);
+                let best = &s.personal_best[g * n..(g + 1) * n];
+                let rows = population
+                    .chunks_exact_mut(n)
+                    .zip(s.velocity.chunks_exact_mut(n))
+                    .zip(s.members.chunks_exact(n))
+                    .zip(s.personal_best.chunks_exact(n))
+                    .zip(d.uniforms.chunks_exact(2));
+                for ((((out, vel), xs), own), r) in rows {
+                    let (r1, r2) = (r[0], r[1]);
+                    for ((((o, v), &x), &pb), &gb) in
+                        out.iter_mut().zip(vel.iter_mut()).zip(xs).zip(own).zip(best)
+                    {
+                        let x = x as f64;
+                        let nv = w * *v + c1 * r1 * (pb as f64 - x) + c2 * r2 * (gb as f64 - x);
+                        *v = nv.clamp(-f32::MAX as f64, f32::MAX as f64);
+                        *o = to_row(x + nv);
                     }
                 }
             }
@@ -209,11 +217,18 @@ impl Strategy for Swarm {
             return self.ask_first(s, p, &s.z, population);
         }
         let mut rng = key.fold_in(1).rng();
-        s.u.iter_mut().for_each(|u| *u = rng.uniform_f64());
         if self.rule == SwarmRule::SimpleGa {
             fill_normal_f32(key.fold_in(2), &mut s.z);
             let k = self.num_elites(p) as u32;
             s.parents.iter_mut().for_each(|q| *q = rng.below(k));
+            // At crossover rate 0 (evosax's default) no uniform is below it: none is drawn.
+            if p.crossover_rate > 0.0 {
+                s.u.iter_mut().for_each(|u| *u = rng.uniform_f64());
+            } else {
+                s.u.iter_mut().for_each(|u| *u = 1.0);
+            }
+        } else {
+            s.u.iter_mut().for_each(|u| *u = rng.uniform_f64());
         }
         let (u, z, q) =
             (std::mem::take(&mut s.u), std::mem::take(&mut s.z), std::mem::take(&mut s.parents));

@@ -367,3 +367,21 @@ def test_evosax_names_reach_every_strategy():
     listing = kestrel.evo.strategies()
     assert {r["kind"] for r in listing} == set(kestrel.evo.STRATEGIES)
     assert "temperature" in next(r for r in listing if r["kind"] == "des")["params"]
+
+
+@pytest.mark.parametrize("strategy", ["LM_MA_ES", "Sep_CMA_ES", "PSO", "DiscoveredES", "open_es"])
+def test_jax_mppi_strategy_strings_reach_the_tuner_and_the_es_run(strategy, tmp_path):
+    """jax_mppi's users name evosax's algorithms (`EvoSaxOptimizer(strategy="LM_MA_ES")`): the
+    same strings work for `kestrel.mppi.tune` and `kestrel.evo.run`, and the run records
+    Kestrel's spelling."""
+    t = kestrel.mppi.tune(strategy=strategy, generations=2, pop_size=8, run={"steps": 5}, out_dir=tmp_path / "t",
+                          progress=None)
+    kind = kestrel.evo.make(strategy, 3).kind
+    assert kestrel.config("mppi-tune", str(t.dir / "config.toml"))["strategy"] == kind
+    e = kestrel.evo.run(strategy=strategy, problem="sphere", num_dims=4, generations=5, pop_size=8,
+                        out_dir=tmp_path / "e", progress=None)
+    assert kestrel.config("evo", str(e.dir / "config.toml"))["strategy"] == kind
+    with pytest.raises(ValueError, match=r"strategy.*not in Kestrel yet"):
+        kestrel.evo.run(strategy="CR_FM_NES", problem="sphere", num_dims=4, generations=5, out_dir=tmp_path / "x",
+                        progress=None)
+    assert not (tmp_path / "x").exists()
