@@ -11,7 +11,8 @@ import numpy.typing as npt
 
 __all__ = [
     "__version__", "VecCore", "list_envs", "arc_operations", "Key", "Strategy", "EvoProblem",
-    "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "qd_setup", "default_pop_size",
+    "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "strategy_kind", "evosax_names", "strategy_params",
+    "qd_setup", "default_pop_size",
     "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "population_kinds",
     "run_evaluated", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
 ]
