@@ -127,7 +127,10 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("evo bench --strategy xnes --eager-eigen".into(), "eager_eigen"),
         ("evo bench --strategy CR_FM_NES".into(), "not in Kestrel yet"),
         ("evo run --strategy cmaess".into(), "did you mean"),
-        ("evo run --strategy gesmr-ga --pop-size 10 --set params.num_groups=2".into(), "params.num_groups"),
+        (
+            "evo run --strategy gesmr-ga --pop-size 10 --set params.num_groups=2".into(),
+            "params.num_groups",
+        ),
         ("evo bench --num-dims 300000".into(), "num_dims"),
         // mppi run
         ("mppi run --system moon".into(), "moon"),

@@ -306,6 +306,9 @@ def test_pycma_spellings_and_options():
     # A stop option turned off by None; a misspelt one named.
     off = kestrel.evo.CMAES(4, tolfun=None, maxiter=None)
     assert off.stop_options["tolfun"] is None and off.stop_options["maxiter"] is None
+    # pycma's own "never" values mean off.
+    never = kestrel.evo.CMAES(4, ftarget=-np.inf, maxfevals=np.inf, maxiter=float("inf"))
+    assert [never.stop_options[k] for k in ("ftarget", "maxfevals", "maxiter")] == [None, None, None]
     with pytest.raises(ValueError, match="tolfnu"):
         kestrel.evo.CMAES(4, options={"tolfnu": 1e-3})
     with pytest.raises(ValueError, match="options.tolx"):

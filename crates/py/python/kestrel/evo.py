@@ -172,6 +172,10 @@ class Strategy:
         for k, v in stops.items():
             if v is not None and (not isinstance(v, (int, float, np.integer, np.floating)) or v != v):
                 raise ValueError(f"{k} = {v!r}: a number (or None: off)")
+            # pycma's "never": ftarget = -inf, maxfevals or maxiter = inf; off here.
+            if v is not None and not isinstance(v, bool) and np.isinf(v) and (
+                    (k == "ftarget" and v < 0) or (k in ("maxfevals", "maxiter") and v > 0)):
+                stops[k] = None
         stops = {k: (None if v is None else (bool(v) if isinstance(v, bool) else float(v)))
                  for k, v in stops.items()}
         pop_size, sigma, seed = given["pop_size"], given["sigma"], given["seed"]
