@@ -135,6 +135,24 @@ fn stop_options(
     Ok(o)
 }
 
+/// `kind`'s hyper-parameters from a JSON dict, as a run config's `[params]` table reads them
+/// (a knob of another strategy, or a misspelt one, is an error naming this strategy's keys).
+pub(crate) fn params_of(
+    kind: StrategyKind,
+    params_json: &str,
+) -> PyResult<kestrel_evo::StrategyParams> {
+    let table = crate::config::json_table(params_json)?;
+    check_param_keys(kind, &table)?;
+    kestrel_run::load_config(&kestrel_evo::StrategyParams::default(), None, table, &[]).map_err(
+        |e| match e {
+            kestrel_run::RunError::Config { message, .. } => {
+                value_error(format!("params: {message}"))
+            }
+            e => crate::errors::run_error(e),
+        },
+    )
+}
+
 /// Refuses a hyper-parameter `kind` does not have before the config reader sees it, so the
 /// suggestion comes from this strategy's own keys (and the stop options), not every
 /// strategy's.
@@ -258,18 +276,7 @@ impl Strategy {
             None => None,
         };
         let key = init_key.map_or(kestrel_core::Key::new(seed), |k| k.k);
-        // The hyper-parameters as a run config's `[params]` table reads them: an unknown key
-        // is answered with the closest valid one.
-        let table = crate::config::json_table(params_json)?;
-        check_param_keys(kind, &table)?;
-        let params: kestrel_evo::StrategyParams =
-            kestrel_run::load_config(&kestrel_evo::StrategyParams::default(), None, table, &[])
-                .map_err(|e| match e {
-                    kestrel_run::RunError::Config { message, .. } => {
-                        value_error(format!("params: {message}"))
-                    }
-                    e => crate::errors::run_error(e),
-                })?;
+        let params = params_of(kind, params_json)?;
         let opt = kind.build_with(pop, sigma, &params, &mean, key).map_err(value_error)?;
         let mode: kestrel_evo::BoundKind =
             serde_json::from_value(serde_json::Value::String(bound_mode.into()))

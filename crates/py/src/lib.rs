@@ -42,6 +42,7 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runs::run_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(runs::population_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(runs::run_evaluated, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::cma_restarts, m)?)?;
     m.add_function(wrap_pyfunction!(runs::mppi_tune_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(runs::mppi_tune_evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(runs::sweep_plan, m)?)?;

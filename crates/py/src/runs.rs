@@ -3,6 +3,7 @@
 
 use crate::config::json_table;
 use crate::errors::{run_error, value_error};
+use kestrel_evo::StrategyKind;
 use kestrel_run::{Flow, Launch, Outcome, RunError, Tick};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -259,6 +260,70 @@ impl kestrel_evo::Problem for PyEval {
             self.error.keep(e);
         }
     }
+}
+
+/// IPOP or BIPOP CMA-ES (`kestrel_evo::restarts::cma_restarts_with`, the one restart
+/// scheme `kestrel evo run --restarts` uses) on a Python objective `evaluate(population (n, d)
+/// float32, key, first_row) -> (n,) float32`: restarts until `max_restarts` are spent, the
+/// evaluations reach `max_evals` or the best reaches `target`. Returns `{best_solution,
+/// best_fitness, evals, ended, runs: [{pop_size, sigma0, evals, best, stop, generations}]}`.
+/// The objective's first exception stops the search and is raised as it was.
+#[pyfunction]
+#[pyo3(signature = (evaluate, x0, sigma0, kind="ipop", max_restarts=9, max_evals=None, target=None, params_json="{}", seed=0))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn cma_restarts<'py>(
+    py: Python<'py>,
+    evaluate: Py<PyAny>,
+    x0: Vec<f32>,
+    sigma0: f64,
+    kind: &str,
+    max_restarts: usize,
+    max_evals: Option<u64>,
+    target: Option<f32>,
+    params_json: &str,
+    seed: u64,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use kestrel_evo::restarts::{RestartConfig, RestartKind, cma_restarts_with};
+    use numpy::IntoPyArray;
+    let kind: RestartKind = serde_json::from_value(serde_json::Value::String(kind.into()))
+        .map_err(|_| value_error(format!("restarts = {kind:?}: \"ipop\" or \"bipop\"")))?;
+    if x0.is_empty() {
+        return Err(value_error("x0: at least one value"));
+    }
+    if max_restarts > 1000 {
+        return Err(value_error(format!("restarts = {max_restarts}: 0 to 1000")));
+    }
+    let params = crate::evo::params_of(StrategyKind::CmaEs, params_json)?;
+    let cfg = RestartConfig {
+        kind,
+        sigma0,
+        max_evals: max_evals.unwrap_or(u64::MAX),
+        target: target.unwrap_or(f32::NEG_INFINITY),
+        max_restarts,
+        restart_box: None,
+    };
+    let ev = PyEval::new(x0.len(), evaluate);
+    let key = kestrel_core::Key::new(seed);
+    let r = py.detach(|| cma_restarts_with(&ev, &x0, &cfg, &params, key, |_| !ev.error.is_set()));
+    let r = ev.error.result(r.map_err(value_error))?;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("best_solution", r.best_solution.into_pyarray(py))?;
+    d.set_item("best_fitness", r.best_fitness)?;
+    d.set_item("evals", r.evals)?;
+    d.set_item("ended", format!("{:?}", r.ended).to_lowercase())?;
+    let runs = pyo3::types::PyList::empty(py);
+    for s in &r.runs {
+        let one = pyo3::types::PyDict::new(py);
+        one.set_item("pop_size", s.pop_size)?;
+        one.set_item("sigma0", s.sigma0)?;
+        one.set_item("evals", s.evals)?;
+        one.set_item("best", s.best)?;
+        one.set_item("stop", format!("{:?}", s.stop).to_lowercase())?;
+        one.set_item("generations", s.generations)?;
+        runs.append(one)?;
+    }
+    d.set_item("runs", runs)?;
+    Ok(d)
 }
 
 /// The run kinds whose populations may be evaluated elsewhere (`kestrel.dist`).

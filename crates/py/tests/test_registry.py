@@ -388,3 +388,28 @@ def test_jax_mppi_strategy_strings_reach_the_tuner_and_the_es_run(strategy, tmp_
         kestrel.evo.run(strategy="CR_FM_NES", problem="sphere", num_dims=4, generations=5, out_dir=tmp_path / "x",
                         progress=None)
     assert not (tmp_path / "x").exists()
+
+
+def test_fmin2_restarts_a_python_objective_as_pycma():
+    """pycma's `fmin2(f, x0, sigma0, restarts=..., bipop=...)`: IPOP doubles the population at
+    each restart, BIPOP interleaves small runs; both through Kestrel's one restart search."""
+    def rastrigin(X):
+        X = np.asarray(X, np.float64)
+        return 10 * X.shape[1] + (X ** 2 - 10 * np.cos(2 * np.pi * X)).sum(axis=1)
+    x, res = kestrel.evo.fmin2(None, [3.0] * 4, 2.0, {"maxfevals": 30_000, "seed": 1}, restarts=4,
+                               parallel_objective=rastrigin)
+    assert len(res.runs) >= 2 and res.evaluations <= 30_000
+    pops = [r["pop_size"] for r in res.runs]
+    assert all(b == 2 * a for a, b in zip(pops, pops[1:])), pops
+    assert res.fbest == min(r["best"] for r in res.runs) and float(rastrigin(x[None])[0]) == pytest.approx(res.fbest, rel=1e-5)
+    single = kestrel.evo.fmin2(lambda v: float((np.asarray(v) ** 2).sum()), [1.0] * 3, 0.5, {"ftarget": 1e-8})[1]
+    assert single.stop == "target" and single.fbest <= 1e-8
+    _, b = kestrel.evo.fmin2(None, [3.0] * 4, 2.0, {"maxfevals": 20_000}, restarts=3, bipop=True,
+                             parallel_objective=rastrigin)
+    assert len(b.runs) >= 2
+    def broken(X):
+        raise KeyError("objective failed")
+    with pytest.raises(KeyError, match="objective failed"):
+        kestrel.evo.fmin2(None, [1.0] * 3, 0.5, parallel_objective=broken)
+    with pytest.raises(ValueError, match="options: popsize"):
+        kestrel.evo.fmin2(None, [1.0] * 3, 0.5, {"popsize": 8}, parallel_objective=rastrigin)

@@ -14,7 +14,7 @@ __all__ = [
     "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "strategy_kind", "evosax_names", "strategy_params",
     "qd_setup", "default_pop_size",
     "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "population_kinds",
-    "run_evaluated", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
+    "run_evaluated", "cma_restarts", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
 ]
 
 __version__: str
@@ -295,6 +295,17 @@ class ExternalMppi:
 
 def list_envs() -> list[tuple[str, str, float | None, list[str], int]]: ...
 def arc_operations(mode: str) -> list[str]: ...
+def cma_restarts(
+    evaluate: Callable[..., Any],
+    x0: list[float],
+    sigma0: float,
+    kind: str = "ipop",
+    max_restarts: int = 9,
+    max_evals: int | None = None,
+    target: float | None = None,
+    params_json: str = "{}",
+    seed: int = 0,
+) -> dict[str, Any]: ...
 def strategy_kind(name: str) -> str: ...
 def evosax_names() -> list[tuple[str, str | None]]: ...
 def strategy_params() -> list[tuple[str, list[tuple[str, str]]]]: ...

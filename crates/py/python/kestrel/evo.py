@@ -507,6 +507,55 @@ def evosax_names() -> dict:
     return dict(_kestrel.evosax_names())
 
 
+@dataclass(frozen=True)
+class RestartResult:
+    """What `fmin2` returns beside the best solution: its fitness, the evaluations spent, why the
+    search ended, and each run (`pop_size`, `sigma0`, `evals`, `best`, `stop`, `generations`)."""
+
+    xbest: np.ndarray
+    fbest: float
+    evaluations: int
+    stop: str
+    runs: list
+
+
+def fmin2(objective_function=None, x0=None, sigma0: float = 0.5, options: dict | None = None, restarts: int = 0,
+          bipop: bool = False, *, parallel_objective=None, params: dict | None = None):
+    """pycma's `cma.fmin2`: CMA-ES from `x0` with IPOP restarts (the population doubling each
+    restart; `bipop=True`: large and small runs interleaved) on a Python objective, each run
+    stopped by pycma's default rules. `objective_function(x)` is called per solution, or
+    `parallel_objective(X)` on the whole `(n, d)` float32 population (faster). `options` takes
+    pycma's `maxfevals`, `ftarget` and `seed`; `params` CMA-ES's hyper-parameters. Returns
+    `(xbest, RestartResult)`. The search is `kestrel evo run --restarts`' own (one Rust
+    implementation); the objective's exception is raised as it was."""
+    if (objective_function is None) == (parallel_objective is None):
+        raise ValueError("fmin2: give objective_function or parallel_objective (one of them)")
+    if x0 is None:
+        raise ValueError("fmin2: x0 (the start point) is required")
+    opts = dict(options or {})
+    maxfevals, ftarget, seed = opts.pop("maxfevals", None), opts.pop("ftarget", None), opts.pop("seed", 0)
+    if opts:
+        raise ValueError(f"options: {', '.join(sorted(opts))}: not an option of fmin2 here (maxfevals, ftarget, seed)")
+    if isinstance(restarts, bool) or not isinstance(restarts, (int, np.integer)) or restarts < 0:
+        raise ValueError(f"restarts = {restarts!r}: a whole number >= 0")
+    if maxfevals is not None and np.isinf(maxfevals):
+        maxfevals = None
+    if ftarget is not None and np.isinf(ftarget) and ftarget < 0:
+        ftarget = None
+    x = np.asarray(x0, np.float32).reshape(-1)
+
+    def evaluate(pop, key, first_row):
+        v = parallel_objective(pop) if parallel_objective is not None else [objective_function(r) for r in pop]
+        return np.ascontiguousarray(np.asarray(v, np.float64).reshape(-1), np.float32)
+
+    r = _kestrel.cma_restarts(evaluate, x.tolist(), float(sigma0), "bipop" if bipop else "ipop", int(restarts),
+                              None if maxfevals is None else int(maxfevals),
+                              None if ftarget is None else float(ftarget), params_json(params or {}), int(seed))
+    res = RestartResult(xbest=r["best_solution"], fbest=float(r["best_fitness"]), evaluations=int(r["evals"]),
+                        stop=r["ended"], runs=list(r["runs"]))
+    return res.xbest, res
+
+
 class Problem:
     """A Rust fitness function: a benchmark (`sphere`, `rosenbrock`, ...; `shift`, `rotate`
     keyed by `seed` as `kestrel evo run`) or `cartpole` neuroevolution. Called on a population
