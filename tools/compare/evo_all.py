@@ -11,7 +11,8 @@ gradientless descent keeps its radii), in three forms:
 - Kestrel: `kestrel evo bench --strategy NAME` (ask, evaluate, tell through the driver, one
   thread), the release binary.
 
-Both sides under `taskset -c 0` with one BLAS/XLA thread, alternated in rounds (the median of
+Both end states are checked sane (evosax's state leaves finite, NaN placeholders aside, and free
+of float32 subnormals; Kestrel's best finite), or the script stops. Both sides under `taskset -c 0` with one BLAS/XLA thread, alternated in rounds (the median of
 the rounds is reported); ratios are evosax's time over Kestrel's. One launch; Markdown out.
 
 Usage (from the repository root):
@@ -20,6 +21,7 @@ Usage (from the repository root):
 """
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -91,7 +93,14 @@ PEER = textwrap.dedent('''
         k, st = gen(k, st)
     jax.block_until_ready(st)
     loop_us = (time.perf_counter() - t0) / gens * 1e6
-    print(json.dumps({"scan_us": scan_us, "loop_us": loop_us, "best": float(out.best_fitness)}))
+    # The end states must be sane: finite, and free of subnormals (float32 arithmetic on
+    # subnormals is slow and would time the hardware, not the strategy).
+    tiny = np.finfo(np.float32).tiny
+    leaves = [np.asarray(v) for v in jax.tree_util.tree_leaves((out, st))
+              if np.issubdtype(np.asarray(v).dtype, np.floating)]
+    health = {"nonfinite": int(sum((~np.isfinite(v[~np.isnan(v)])).sum() for v in leaves)),
+              "subnormal": int(sum(((v != 0) & (np.abs(v) < tiny)).sum() for v in leaves))}
+    print(json.dumps({"scan_us": scan_us, "loop_us": loop_us, "best": float(out.best_fitness), **health}))
 ''')
 
 
@@ -134,9 +143,14 @@ def main():
             ps, ls, ks = [], [], []
             for _ in range(rounds):
                 p = peer(py, name, how, n, gens)
+                k = ours(exe, name, n, gens)
+                if p["nonfinite"] or p["subnormal"] or not math.isfinite(p["best"]):
+                    sys.exit(f"evosax {name} d={n}: end state not sane: {p}")
+                if not math.isfinite(k["best"]):
+                    sys.exit(f"kestrel {name} d={n}: best {k['best']} is not finite")
                 ps.append(p["scan_us"])
                 ls.append(p["loop_us"])
-                ks.append(ours(exe, name, n, gens)["gen_us"])
+                ks.append(k["gen_us"])
             s, l, k = median(ps), median(ls), median(ks)
             print(f"| {name} | {n} | {l:.1f} | {s:.1f} | {k:.1f} | {s / k:.1f}x | {l / k:.1f}x |", flush=True)
 
