@@ -14,10 +14,10 @@
 //! value (evosax's mean turns NaN on a NaN fitness; no profile keeps that).
 
 use crate::EvoError;
-use crate::cma_es::{MEAN_BOUND, to_row};
+use crate::cma_es::MEAN_BOUND;
 use crate::error::check_sizes;
 use crate::open_es::Adam;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
 /// Which antithetic strategy an [`Antithetic`] is.

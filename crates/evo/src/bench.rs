@@ -1,7 +1,7 @@
 //! Timings of the strategies (`kestrel evo bench`, `tools/compare/evo.py`): one generation's
 //! phases through the driver, and a neuroevolution generation on 1 and 2 threads.
 
-use crate::driver::{Driver, Instance};
+use crate::driver::{Driver, Instance, Optimizer};
 use crate::neuro::cartpole_problem;
 use crate::problem::{Benchmark, Function, Problem};
 use crate::{CmaEs, CmaParams, EvoError, SepCmaEs, Strategy};
@@ -26,9 +26,15 @@ fn phases<S: Strategy + Clone + 'static>(
     p: S::Params,
     gens: u64,
 ) -> Result<PhaseTimes, EvoError> {
-    let prob = Benchmark::new(Function::Sphere, s.num_dims())?;
     let n = s.num_dims();
-    let mut d = Driver::new(Instance::new(s, p, Key::new(0), &vec![1.0; n]), &prob, Key::new(0))?;
+    time_phases(Instance::new(s, p, Key::new(0), &vec![1.0; n]), gens)
+}
+
+/// The mean µs of each phase over `gens` generations of `optimizer` on the sphere, through
+/// the driver.
+fn time_phases<O: Optimizer>(optimizer: O, gens: u64) -> Result<PhaseTimes, EvoError> {
+    let prob = Benchmark::new(Function::Sphere, optimizer.num_dims())?;
+    let mut d = Driver::new(optimizer, &prob, Key::new(0))?;
     let mut total = [0.0f64; 3];
     for _ in 0..gens {
         for (t, phase) in total.iter_mut().zip(d.step_timed().1) {
@@ -78,22 +84,7 @@ pub fn strategy_phases(
     if generations == 0 {
         return Err(EvoError::invalid("generations", 0, "at least 1"));
     }
-    let prob = Benchmark::new(Function::Sphere, num_dims)?;
-    let opt = kind.build(Some(pop_size), 0.3, &vec![1.0; num_dims], Key::new(0))?;
-    let mut d = Driver::new(opt, &prob, Key::new(0))?;
-    let mut total = [0.0f64; 3];
-    for _ in 0..generations {
-        for (t, phase) in total.iter_mut().zip(d.step_timed().1) {
-            *t += phase.as_secs_f64();
-        }
-    }
-    let k = 1e6 / generations as f64;
-    Ok(PhaseTimes {
-        ask_us: total[0] * k,
-        eval_us: total[1] * k,
-        tell_us: total[2] * k,
-        best: d.progress().best_fitness,
-    })
+    time_phases(kind.build(Some(pop_size), 0.3, &vec![1.0; num_dims], Key::new(0))?, generations)
 }
 
 /// A neuroevolution generation (CartPole-v1, MLP 4-8-2, 2 episodes per candidate) timed on

@@ -36,7 +36,9 @@ use crate::EvoError;
 use crate::eigen::EigenWork;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::strategy::{
+    Progress, Strategy, TellMetrics, check_lens, is_rounding, min_max, to_f32, to_row,
+};
 use crate::termination::Scales;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
@@ -53,13 +55,6 @@ pub(crate) const SIGMA_FLOOR: f64 = 1e-60;
 /// The mean stays inside f32's range (an f32 population drawn around a larger mean would be
 /// infinite): only a told population far outside the search distribution can push it there.
 pub(crate) const MEAN_BOUND: f64 = f32::MAX as f64;
-
-/// A sample coordinate as the f32 a population holds, held at ±`f32::MAX` (a step from a
-/// mean near the bound would otherwise round to infinity).
-#[inline(always)]
-pub(crate) fn to_row(v: f64) -> f32 {
-    (v as f32).clamp(-f32::MAX, f32::MAX)
-}
 
 /// CMA-ES over `num_dims` with `pop_size` samples per generation.
 #[derive(Clone, Debug)]
@@ -318,8 +313,7 @@ impl Strategy for CmaEs {
         let a = axis % n;
         out.axis.clear();
         out.axis.extend(s.b.col_as_slice(a).iter().map(|b| s.d[a] * b));
-        let (lo, hi) = s.d.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &d| (l.min(d), h.max(d)));
-        out.root_eig = (lo, hi);
+        out.root_eig = min_max(&s.d);
         true
     }
 }
@@ -387,7 +381,7 @@ impl CmaEs {
             // row divided by a small σ is noise of order 1 or more, which drove σ to its
             // upper clip on long runs (see the module notes).
             let asked = &s.tmp.col_as_slice(i)[..n];
-            if row.iter().zip(mean).zip(asked).all(|((&x, &m), &t)| x == to_row(m + sg * t)) {
+            if is_rounding(row, mean, asked.iter().map(|t| sg * t)) {
                 col.copy_from_slice(asked);
             } else {
                 for j in 0..n {

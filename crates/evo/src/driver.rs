@@ -41,7 +41,7 @@ use crate::sep_cma_es::SepCmaEs;
 use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
 use crate::swarm::{Swarm, SwarmRule};
-use crate::weighted_es::{WeightRule, WeightedEs};
+use crate::weighted_es::{DES_TEMPERATURE, WeightRule, WeightedEs};
 use crate::xnes::Xnes;
 use crate::{EvoError, StrategyParams, problem};
 use kestrel_core::FromInvalid;
@@ -401,13 +401,8 @@ impl StrategyKind {
                 let rule = if self == StrategyKind::SimpleEs {
                     WeightRule::Elite
                 } else {
-                    WeightRule::Discovered { temperature: params.temperature.unwrap_or(12.5) }
+                    WeightRule::Discovered { temperature: params.temperature(DES_TEMPERATURE)? }
                 };
-                if let Some(t) = params.temperature
-                    && !(t.is_finite() && t > 0.0)
-                {
-                    return Err(EvoError::invalid("params.temperature", t, "finite and > 0"));
-                }
                 let s = WeightedEs::new(pop, n, rule)?;
                 let p = params.weighted(crate::WeightedEsParams {
                     sigma_init: sigma,

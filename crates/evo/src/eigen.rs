@@ -91,8 +91,7 @@ impl EigenWork {
         }
         let ok = self.eigh(c, b, d);
         if ok {
-            let (lo, hi) =
-                d.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+            let (lo, hi) = crate::strategy::min_max(d);
             if hi > CONDITION_LIMIT * lo.max(0.0) {
                 let eps = (hi - CONDITION_LIMIT * lo.max(0.0)) / (CONDITION_LIMIT - 1.0);
                 d.iter_mut().for_each(|di| *di = di.max(0.0) + eps);

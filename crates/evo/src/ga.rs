@@ -20,9 +20,9 @@
 //! parent, and a group is ranked by its finite improvements.
 
 use crate::EvoError;
-use crate::cma_es::to_row;
 use crate::error::check_sizes;
-use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_row};
+use crate::swarm::{best_or_start, first_population};
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
 /// Which genetic algorithm a [`Ga`] is.
@@ -85,6 +85,13 @@ pub struct GaState {
     order: Vec<usize>,
     pool: Vec<f32>,
     pool_f: Vec<f32>,
+    pool_order: Vec<usize>,
+    rates: Vec<f64>,
+    delta: Vec<f32>,
+    rank: Vec<usize>,
+    sorted_rates: Vec<f64>,
+    tell_picks: Vec<u32>,
+    tell_u: Vec<f64>,
 }
 
 /// The draws of one `ask` after the first, and of GESMR's `tell`.
@@ -134,13 +141,7 @@ impl Ga {
     /// Generation 0: `x0 + σ z` from given normals.
     pub fn ask_first(&self, s: &GaState, p: &GaParams, z: &[f64], population: &mut [f32]) {
         check_lens("Ga::ask", self.pop_size, self.num_dims, population, None);
-        for (row, zi) in
-            population.chunks_exact_mut(self.num_dims).zip(z.chunks_exact(self.num_dims))
-        {
-            for ((x, &m), z) in row.iter_mut().zip(&s.start).zip(zi) {
-                *x = to_row(m as f64 + p.sigma * z);
-            }
-        }
+        first_population(&s.start, p.sigma, z, population);
     }
 
     /// The members in fitness order (NaN last, ties in index order), as evosax's argsort.
@@ -171,18 +172,17 @@ impl Ga {
                     if i == 0 { s.order[0] } else { s.order[d.picks[i - 1] as usize] }
                 };
                 let per_group = (lam - 1) / self.groups;
-                let rates: Vec<f64> = if self.rule == GaRule::Samr {
-                    (0..lam)
-                        .map(|i| {
-                            let r = s.sigma[parent(s, i)] * p.std_meta.powf(d.uniforms[i]);
-                            r.clamp(p.sigma_min, p.sigma_max)
-                        })
-                        .collect()
-                } else {
-                    (0..lam)
-                        .map(|i| if i == 0 { 0.0 } else { s.sigma[(i - 1) / per_group] })
-                        .collect()
-                };
+                let mut rates = std::mem::take(&mut s.rates);
+                for (i, r) in rates.iter_mut().enumerate() {
+                    *r = if self.rule == GaRule::Samr {
+                        let v = s.sigma[parent(s, i)] * p.std_meta.powf(d.uniforms[i]);
+                        v.clamp(p.sigma_min, p.sigma_max)
+                    } else if i == 0 {
+                        0.0
+                    } else {
+                        s.sigma[(i - 1) / per_group]
+                    };
+                }
                 for i in 0..lam {
                     let a = parent(s, i);
                     for j in 0..n {
@@ -196,6 +196,7 @@ impl Ga {
                 if self.rule == GaRule::Samr {
                     s.sigma.copy_from_slice(&rates);
                 }
+                s.rates = rates;
             }
         }
     }
@@ -235,10 +236,11 @@ impl Ga {
                 s.pool[lam * n..].copy_from_slice(&s.members);
                 s.pool_f[..lam].copy_from_slice(fitness);
                 s.pool_f[lam..].copy_from_slice(&s.fitness);
-                let key = |f: &[f32], i: usize| worst_nan(f[i]);
-                let mut idx: Vec<usize> = (0..2 * lam).collect();
-                idx.sort_by(|&a, &b| key(&s.pool_f, a).total_cmp(&key(&s.pool_f, b)));
-                for (k, &i) in idx.iter().take(lam).enumerate() {
+                let pool_f = &s.pool_f;
+                s.pool_order.iter_mut().enumerate().for_each(|(k, o)| *o = k);
+                s.pool_order
+                    .sort_by(|&a, &b| worst_nan(pool_f[a]).total_cmp(&worst_nan(pool_f[b])));
+                for (k, &i) in s.pool_order.iter().take(lam).enumerate() {
                     s.members[k * n..(k + 1) * n].copy_from_slice(&s.pool[i * n..(i + 1) * n]);
                     s.fitness[k] = s.pool_f[i];
                 }
@@ -258,22 +260,27 @@ impl Ga {
                         worst_nan(fitness[i]) - worst_nan(s.parent_fitness[i])
                     }
                 };
-                let delta: Vec<f32> = (0..self.groups)
-                    .map(|k| {
-                        let d = (1 + k * per..1 + (k + 1) * per).map(diff).fold(
-                            f32::INFINITY,
-                            |a, d| {
-                                if a.is_nan() || d.is_nan() { f32::NAN } else { a.min(d) }
-                            },
-                        );
-                        worst_nan(d)
-                    })
-                    .collect();
-                let mut rank: Vec<usize> = (0..self.groups).collect();
-                rank.sort_by(|&a, &b| delta[a].total_cmp(&delta[b]));
-                let sorted: Vec<f64> = rank.iter().map(|&k| s.sigma[k]).collect();
                 for k in 0..self.groups {
-                    let r = if k == 0 { sorted[0] } else { sorted[picks[k - 1] as usize] };
+                    let d =
+                        (1 + k * per..1 + (k + 1) * per).map(diff).fold(f32::INFINITY, |a, d| {
+                            if a.is_nan() || d.is_nan() { f32::NAN } else { a.min(d) }
+                        });
+                    s.delta[k] = worst_nan(d);
+                }
+                let delta = &s.delta;
+                s.rank.iter_mut().enumerate().for_each(|(k, o)| *o = k);
+                s.rank.sort_by(|&a, &b| delta[a].total_cmp(&delta[b]));
+                // The kept rate is the best group's; the others are drawn from the rate elites,
+                // read from the ranking before any rate is overwritten.
+                for (r, &k) in s.sorted_rates.iter_mut().zip(&s.rank) {
+                    *r = s.sigma[k];
+                }
+                for k in 0..self.groups {
+                    let r = if k == 0 {
+                        s.sorted_rates[0]
+                    } else {
+                        s.sorted_rates[picks[k - 1] as usize]
+                    };
                     s.sigma[k] = (r * p.std_meta.powf(uniforms[k])).clamp(p.sigma_min, p.sigma_max);
                 }
                 s.members.copy_from_slice(population);
@@ -344,6 +351,13 @@ impl Strategy for Ga {
             order: vec![0; lam],
             pool: vec![0.0; if mr15 { 2 * lam * n } else { 0 }],
             pool_f: vec![0.0; if mr15 { 2 * lam } else { 0 }],
+            pool_order: vec![0; if mr15 { 2 * lam } else { 0 }],
+            rates: vec![0.0; lam],
+            delta: vec![0.0; self.groups],
+            rank: vec![0; self.groups],
+            sorted_rates: vec![0.0; self.groups],
+            tell_picks: vec![0; self.groups - 1],
+            tell_u: vec![0.0; self.groups],
         }
     }
 
@@ -370,21 +384,18 @@ impl Strategy for Ga {
         s: &mut GaState,
         p: &GaParams,
     ) -> TellMetrics {
-        let g = self.groups;
         let mut rng = key.rng();
         let k = self.num_rate_elites() as u32;
-        let picks: Vec<u32> = (0..g.saturating_sub(1)).map(|_| rng.below(k)).collect();
-        let mut u = vec![0.0; g];
+        let (mut picks, mut u) = (std::mem::take(&mut s.tell_picks), std::mem::take(&mut s.tell_u));
+        picks.iter_mut().for_each(|q| *q = rng.below(k));
         signed_uniforms(&mut rng, &mut u);
-        self.tell_with(&picks, &u, population, fitness, s, p)
+        let m = self.tell_with(&picks, &u, population, fitness, s, p);
+        (s.tell_picks, s.tell_u) = (picks, u);
+        m
     }
 
     fn mean(&self, s: &GaState) -> Vec<f32> {
-        if s.progress.best_fitness.is_finite() {
-            s.progress.best_solution.clone()
-        } else {
-            s.start.clone()
-        }
+        best_or_start(&s.progress, &s.start)
     }
     fn progress<'a>(&self, state: &'a GaState) -> &'a Progress {
         &state.progress

@@ -9,7 +9,7 @@ use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
-    AntitheticParams, CmaParams, DeParams, EvoError, GaParams, LocalParams, OpenEsParams,
+    Adam, AntitheticParams, CmaParams, DeParams, EvoError, GaParams, LocalParams, OpenEsParams,
     PgpeParams, SnesParams, SwarmParams, WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
@@ -132,8 +132,9 @@ strategy_params! {
     sigma_lr: f64 => [Pgpe, SimpleEs, Des],
     /// DES: the temperature of its rank weights' sigmoid (default 12.5).
     temperature: f64 => [Des],
-    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA: evosax 0.3.2's bugs: `none` (fixed, default) or `all` (evosax's, to
-    /// reproduce its runs; each strategy's docs name them).
+    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA: evosax 0.3.2's bugs: `none`
+    /// (fixed, default) or `all` (evosax's, to reproduce its runs; each strategy's docs name
+    /// them).
     bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa],
     /// PGPE: largest relative change of a step size per generation (default 0.2).
     sigma_max_change: f64 => [Pgpe],
@@ -169,6 +170,7 @@ const INF: (f64, bool) = (f64::INFINITY, false);
 const ONE: (f64, bool) = (1.0, true);
 const BELOW_ONE: (f64, bool) = (1.0, false);
 const TWO: (f64, bool) = (2.0, true);
+const ABOVE_ONE: (f64, bool) = (1.0, false);
 
 /// Copies each set override into the params: `field in LO..HI` checks the value first (a
 /// closed or open end each, see [`check`]); a plain `field` (a flag or an enum) is copied.
@@ -254,12 +256,16 @@ impl StrategyParams {
         Ok(p)
     }
 
-    /// OpenAI-ES params with these overrides (`lr`, `beta1`, `beta2`, `eps` are Adam's).
-    pub fn open_es(&self, mut p: OpenEsParams) -> Result<OpenEsParams, EvoError> {
-        let mut adam = p.adam;
+    /// Adam with these overrides (`lr`, `beta1`, `beta2`, `eps`): OpenAI-ES's, ARS's, ESMC's.
+    fn adam(&self, mut adam: Adam) -> Result<Adam, EvoError> {
         set!(self, adam: lr in POS..INF, beta1 in NONNEG..BELOW_ONE, beta2 in NONNEG..BELOW_ONE);
         set!(self, adam: eps in POS..INF);
-        p.adam = adam;
+        Ok(adam)
+    }
+
+    /// OpenAI-ES params with these overrides (`lr`, `beta1`, `beta2`, `eps` are Adam's).
+    pub fn open_es(&self, mut p: OpenEsParams) -> Result<OpenEsParams, EvoError> {
+        p.adam = self.adam(p.adam)?;
         set!(self, p: antithetic, shaping);
         Ok(p)
     }
@@ -272,8 +278,17 @@ impl StrategyParams {
         Ok(p)
     }
 
+    /// DES's rank-weight temperature: the override, checked, or `default`.
+    pub fn temperature(&self, default: f64) -> Result<f64, EvoError> {
+        match self.temperature {
+            Some(v) => check("temperature", v, POS, INF).map(|()| v),
+            None => Ok(default),
+        }
+    }
+
     /// Simple ES / DES params with these overrides (`temperature` is read by
-    /// [`StrategyKind::build_with`], which makes the weights).
+    /// [`StrategyKind::build_with`] through [`StrategyParams::temperature`]: it makes the
+    /// weights).
     pub fn weighted(&self, mut p: WeightedEsParams) -> Result<WeightedEsParams, EvoError> {
         set!(self, p: lr in POS..INF, sigma_lr in NONNEG..ONE);
         Ok(p)
@@ -281,10 +296,7 @@ impl StrategyParams {
 
     /// ARS / ESMC params with these overrides.
     pub fn antithetic(&self, mut p: AntitheticParams) -> Result<AntitheticParams, EvoError> {
-        let mut adam = p.adam;
-        set!(self, adam: lr in POS..INF, beta1 in NONNEG..BELOW_ONE, beta2 in NONNEG..BELOW_ONE);
-        set!(self, adam: eps in POS..INF);
-        p.adam = adam;
+        p.adam = self.adam(p.adam)?;
         set!(self, p: lr_decay in POS..ONE, lr_decay_steps in POS..INF, elite_ratio in POS..ONE);
         Ok(p)
     }
@@ -301,9 +313,7 @@ impl StrategyParams {
         }
         set!(self, p: temperature_init in POS..INF, temperature_limit in POS..INF);
         set!(self, p: temperature_decay in POS..ONE, boltzmann_constant in POS..INF);
-        if let Some(b) = self.bugs {
-            p.bugs = b;
-        }
+        set!(self, p: bugs);
         Ok(p)
     }
 
@@ -333,17 +343,8 @@ impl StrategyParams {
             ));
         }
         set!(self, p: std_ratio in POS..BELOW_ONE, elite_ratio in POS..ONE);
-        if let Some(v) = self.std_meta
-            && !(v.is_finite() && v > 1.0)
-        {
-            return Err(EvoError::invalid("params.std_meta", v, "finite and > 1"));
-        }
-        if let Some(v) = self.std_meta {
-            p.std_meta = v;
-        }
-        if let Some(b) = self.bugs {
-            p.bugs = b;
-        }
+        set!(self, p: std_meta in ABOVE_ONE..INF);
+        set!(self, p: bugs);
         Ok(p)
     }
 

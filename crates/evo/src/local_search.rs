@@ -20,9 +20,9 @@
 //! fitness is thrown away whole. Kestrel's default ranks NaN worst, as everywhere.
 
 use crate::EvoError;
-use crate::cma_es::{MEAN_BOUND, to_row};
+use crate::cma_es::MEAN_BOUND;
 use crate::error::check_sizes;
-use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
 use kestrel_core::{Key, fill_normal_f32};
 
 /// Which local search a [`LocalSearch`] is.

@@ -26,10 +26,12 @@
 //! live); for λ ≤ n the two agree exactly.
 
 use crate::EvoError;
-use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR, to_row};
+use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR};
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
-use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::strategy::{
+    BugsKind, Progress, Strategy, TellMetrics, check_lens, is_rounding, min_max, to_f32, to_row,
+};
 use crate::termination::Scales;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -247,7 +249,7 @@ impl Strategy for MaEs {
         {
             let w = s.w[i];
             let wm = if by_index { p.weights[i] } else { w };
-            let asked = row.iter().zip(&s.mean).zip(di).all(|((&x, m), d)| x == to_row(m + sg * d));
+            let asked = is_rounding(row, &s.mean, di.iter().map(|d| sg * d));
             for j in 0..n {
                 let y = if asked { di[j] } else { (row[j] as f64 - s.mean[j]) / sg };
                 s.yw[j] += w.max(0.0) * y;
@@ -328,9 +330,7 @@ impl Strategy for MaEs {
             // The directions shrink the identity a little; read the scale as isotropic.
             MaKind::LimitedMemory => out.coord.resize(n, 1.0),
         }
-        let (lo, hi) =
-            out.coord.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &d| (l.min(d), h.max(d)));
-        out.root_eig = (lo, hi);
+        out.root_eig = min_max(&out.coord);
         true
     }
 }

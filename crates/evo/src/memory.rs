@@ -103,10 +103,11 @@ impl StrategyKind {
             // fitness and order (swarm.rs).
             StrategyKind::SimpleGa => nl.saturating_mul(20).saturating_add(24 * l + 4 * n),
             // Members (f32) and z (f64), λ × n each; MR15's pool of both generations (f32,
-            // 2 λ × n); the rates, picks, order and fitness vectors (ga.rs).
-            StrategyKind::Mr15Ga => nl.saturating_mul(20).saturating_add(48 * l + 4 * n),
+            // 2 λ × n) and its order; the rates, picks, order, fitness and group vectors (at
+            // most one group a member) (ga.rs).
+            StrategyKind::Mr15Ga => nl.saturating_mul(20).saturating_add(96 * l + 4 * n),
             StrategyKind::SamrGa | StrategyKind::GesmrGa => {
-                nl.saturating_mul(12).saturating_add(48 * l + 4 * n)
+                nl.saturating_mul(12).saturating_add(96 * l + 4 * n)
             }
             // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
             StrategyKind::LmMaEs => nl

@@ -6,10 +6,12 @@
 //! Kestrel (Ros & Hansen's `(n+2)/3` larger covariance rates are not applied).
 
 use crate::EvoError;
-use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR, to_row};
+use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR};
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::strategy::{
+    Progress, Strategy, TellMetrics, check_lens, is_rounding, min_max, to_f32, to_row,
+};
 use crate::termination::Scales;
 use kestrel_core::Key;
 use kestrel_core::fill_normal_f32;
@@ -182,8 +184,7 @@ impl Strategy for SepCmaEs {
         out.coord.clone_from(&s.d);
         out.path.clone_from(&s.p_c);
         out.axis.clear();
-        let (lo, hi) = s.d.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &d| (l.min(d), h.max(d)));
-        out.root_eig = (lo, hi);
+        out.root_eig = min_max(&s.d);
         true
     }
 }
@@ -216,12 +217,8 @@ impl SepCmaEs {
             .take(lam)
         {
             let wi = wi.max(0.0);
-            let asked = prow
-                .iter()
-                .zip(&s.mean[..n])
-                .zip(&s.d[..n])
-                .zip(zrow)
-                .all(|(((&x, &m), &d), &z)| x == to_row(m + sigma0 * d * z));
+            let steps = s.d[..n].iter().zip(zrow).map(|(d, z)| sigma0 * d * z);
+            let asked = is_rounding(prow, &s.mean[..n], steps);
             if asked {
                 for ((y, &d), &z) in yrow.iter_mut().zip(&s.d[..n]).zip(zrow) {
                     *y = d * z;

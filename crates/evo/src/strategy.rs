@@ -89,6 +89,31 @@ impl Progress {
     }
 }
 
+/// A sample coordinate as the f32 a population holds, held at ±`f32::MAX` (a step from a
+/// mean near the bound would otherwise round to infinity).
+#[inline(always)]
+pub(crate) fn to_row(v: f64) -> f32 {
+    (v as f32).clamp(-f32::MAX, f32::MAX)
+}
+
+/// Whether `row` is exactly what `ask` wrote for it, `to_row(mean + offset)` coordinate by
+/// coordinate, with `offset` the step computed as `ask` computed it: then `tell` may take the
+/// step itself, exact in f64, instead of reading it back through the f32 rounding (see
+/// [`crate::CmaEs`]'s notes on runs left going).
+#[inline(always)]
+pub(crate) fn is_rounding(
+    row: &[f32],
+    mean: &[f64],
+    offsets: impl IntoIterator<Item = f64>,
+) -> bool {
+    row.iter().zip(mean).zip(offsets).all(|((&x, &m), o)| x == to_row(m + o))
+}
+
+/// The smallest and largest of non-negative values (`(inf, 0)` for none).
+pub(crate) fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)))
+}
+
 /// An `f64` mean as the `f32` vector the trait returns.
 pub(crate) fn to_f32(v: &[f64]) -> Vec<f32> {
     v.iter().map(|&x| x as f32).collect()

@@ -14,10 +14,26 @@
 //! ranks worst and never becomes a personal best (evosax's PSO does the same).
 
 use crate::EvoError;
-use crate::cma_es::to_row;
 use crate::error::check_sizes;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_row};
 use kestrel_core::{Key, fill_normal_f32};
+
+/// The first population of a population-based strategy (evosax's evaluated `init`
+/// population): `start + σ z`, row by row. [`Swarm`] and [`crate::Ga`] ask it at generation 0.
+pub(crate) fn first_population(start: &[f32], sigma: f64, z: &[f64], population: &mut [f32]) {
+    let n = start.len();
+    for (row, zi) in population.chunks_exact_mut(n).zip(z.chunks_exact(n)) {
+        for ((x, &m), z) in row.iter_mut().zip(start).zip(zi) {
+            *x = to_row(m as f64 + sigma * z);
+        }
+    }
+}
+
+/// A population-based strategy's stand-in for a mean: the best member so far, or the start
+/// before any finite fitness.
+pub(crate) fn best_or_start(progress: &Progress, start: &[f32]) -> Vec<f32> {
+    if progress.best_fitness.is_finite() { progress.best_solution.clone() } else { start.to_vec() }
+}
 
 /// Which population-based search a [`Swarm`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,13 +118,7 @@ impl Swarm {
     /// Generation 0: the first population `x0 + σ z` from given normals.
     pub fn ask_first(&self, s: &SwarmState, p: &SwarmParams, z: &[f64], population: &mut [f32]) {
         check_lens("Swarm::ask", self.pop_size, self.num_dims, population, None);
-        for (row, zi) in
-            population.chunks_exact_mut(self.num_dims).zip(z.chunks_exact(self.num_dims))
-        {
-            for ((x, &m), z) in row.iter_mut().zip(&s.start).zip(zi) {
-                *x = to_row(m as f64 + p.sigma * z);
-            }
-        }
+        first_population(&s.start, p.sigma, z, population);
     }
 
     /// A later generation from given draws ([`SwarmDraws`]).
@@ -265,12 +275,7 @@ impl Strategy for Swarm {
     }
 
     fn mean(&self, s: &SwarmState) -> Vec<f32> {
-        // The best member so far stands for the population's centre.
-        if s.progress.best_fitness.is_finite() {
-            s.progress.best_solution.clone()
-        } else {
-            s.start.clone()
-        }
+        best_or_start(&s.progress, &s.start)
     }
     fn progress<'a>(&self, state: &'a SwarmState) -> &'a Progress {
         &state.progress

@@ -34,7 +34,7 @@
 //! `tolxstagnation`, `timeout`, `callback`.
 
 use crate::EvoError;
-use crate::strategy::TellMetrics;
+use crate::strategy::{TellMetrics, to_row};
 use kestrel_core::FromInvalid;
 use std::collections::VecDeque;
 
@@ -57,7 +57,7 @@ pub struct Scales {
 }
 
 /// pycma's stop options by their pycma names; `None` is off.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StopOptions {
     /// Best fitness at or below.
     pub ftarget: Option<f64>,
@@ -212,6 +212,7 @@ pub struct Termination {
     evals_best: u64,
     best: f32,
     sorted: Vec<f32>,
+    scratch: Vec<f32>,
     met: Vec<&'static str>,
 }
 
@@ -232,6 +233,7 @@ impl Termination {
             evals_best: 0,
             best: f32::INFINITY,
             sorted: Vec::with_capacity(pop_size),
+            scratch: Vec::new(),
             met: Vec::new(),
         }
     }
@@ -254,7 +256,7 @@ impl Termination {
     /// Records a generation (`fitness` as told, `metrics` as `tell` returned them, `scales`
     /// of the state after the tell) and decides which criteria it meets.
     pub fn update(&mut self, metrics: &TellMetrics, fitness: &[f32], scales: &Scales) {
-        let o = self.options.clone();
+        let o = self.options;
         self.evals += fitness.len() as u64;
         if metrics.best_so_far < self.best {
             self.best = metrics.best_so_far;
@@ -272,15 +274,14 @@ impl Termination {
             return;
         };
         let last = fit[fit.len() - 1];
-        let i = fit.len() / 2;
-        let median = if fit.len() % 2 == 1 { fit[i] } else { 0.5 * (fit[i - 1] + fit[i]) };
+        let gen_median = median_of_sorted(fit) as f32;
         self.hist.push_front(first);
         if self.hist.len() > self.hist_len {
             self.hist.pop_back();
         }
         if g.is_multiple_of(5) {
             self.hist_best.push_front(first);
-            self.hist_median.push_front(median);
+            self.hist_median.push_front(gen_median);
             if self.hist_best.len() > 20_000 {
                 self.hist_best.pop_back();
                 self.hist_median.pop_back();
@@ -329,30 +330,23 @@ impl Termination {
             let l = (ts as f64 / 10.0).max(self.hist_best.len() as f64 / 10.0);
             if l <= g as f64 {
                 let l = l as usize;
-                let median = |h: &VecDeque<f32>, a: usize, b: usize| {
-                    let mut v: Vec<f32> = h.range(a..b).copied().collect();
-                    v.sort_by(f32::total_cmp);
-                    let k = v.len() / 2;
-                    if v.len() % 2 == 1 {
-                        v[k] as f64
-                    } else {
-                        0.5 * (v[k - 1] as f64 + v[k] as f64)
-                    }
-                };
                 let long = self.hist_best.len() > 100 && 2 * l < self.hist_best.len();
-                stop(
-                    "tolstagnation",
-                    g as f64 > n * (5.0 + 100.0 / lam)
-                        && (self.evals - self.evals_best) as f64 / lam > ts as f64 / 2.0
-                        && long
-                        && median(&self.hist_median, 0, l) >= median(&self.hist_median, l, 2 * l)
-                        && median(&self.hist_best, 0, l) >= median(&self.hist_best, l, 2 * l),
-                );
+                let stalled = g as f64 > n * (5.0 + 100.0 / lam)
+                    && (self.evals - self.evals_best) as f64 / lam > ts as f64 / 2.0
+                    && long
+                    && {
+                        // The newer half's medians no better than the older half's.
+                        let s = &mut self.scratch;
+                        median(&self.hist_median, 0..l, s) >= median(&self.hist_median, l..2 * l, s)
+                            && median(&self.hist_best, 0..l, s)
+                                >= median(&self.hist_best, l..2 * l, s)
+                    };
+                stop("tolstagnation", stalled);
             }
         }
         let (dmin, dmax) = scales.root_eig;
         stop("tolupsigma", o.tolupsigma.is_some_and(|t| s / dmax > self.sigma0 * t));
-        let moves = |m: f64, d: f64| crate::cma_es::to_row(m) != crate::cma_es::to_row(m + d);
+        let moves = |m: f64, d: f64| to_row(m) != to_row(m + d);
         stop(
             "noeffectcoord",
             o.noeffectcoord
@@ -432,6 +426,20 @@ impl Termination {
             self.met.push("maxiter");
         }
     }
+}
+
+/// The median of sorted values (the mean of the middle two for an even count).
+fn median_of_sorted(v: &[f32]) -> f64 {
+    let k = v.len() / 2;
+    if v.len() % 2 == 1 { v[k] as f64 } else { 0.5 * (v[k - 1] as f64 + v[k] as f64) }
+}
+
+/// The median of `h[range]`, sorted in `scratch` (pycma's `np.median` of a history slice).
+fn median(h: &VecDeque<f32>, range: std::ops::Range<usize>, scratch: &mut Vec<f32>) -> f64 {
+    scratch.clear();
+    scratch.extend(h.range(range));
+    scratch.sort_by(f32::total_cmp);
+    median_of_sorted(scratch)
 }
 
 /// [`Scales`] of an isotropic distribution of step size `sigma` around `mean`.

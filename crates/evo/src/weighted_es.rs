@@ -14,12 +14,17 @@
 //! row that is its f32 rounding.
 
 use crate::EvoError;
-use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR, to_row};
+use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::strategy::{
+    Progress, Strategy, TellMetrics, check_lens, is_rounding, min_max, to_f32, to_row,
+};
 use crate::termination::Scales;
 use kestrel_core::{Key, fill_normal_f32};
+
+/// evosax's DES temperature (`DiscoveredES.temperature`).
+pub const DES_TEMPERATURE: f64 = 12.5;
 
 /// How a [`WeightedEs`] weighs its candidates by rank.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -166,12 +171,7 @@ impl Strategy for WeightedEs {
         s.step.iter_mut().for_each(|v| *v = 0.0);
         s.spread.iter_mut().for_each(|v| *v = 0.0);
         for ((row, zr), &w) in population.chunks_exact(n).zip(s.z.chunks_exact(n)).zip(&s.w) {
-            let asked = row
-                .iter()
-                .zip(&s.mean)
-                .zip(&s.sigma)
-                .zip(zr)
-                .all(|(((&x, m), sg), z)| x == to_row(m + sg * z));
+            let asked = is_rounding(row, &s.mean, s.sigma.iter().zip(zr).map(|(sg, z)| sg * z));
             for j in 0..n {
                 let diff = if asked { s.sigma[j] * zr[j] } else { row[j] as f64 - s.mean[j] };
                 s.step[j] += w * diff;
@@ -202,9 +202,7 @@ impl Strategy for WeightedEs {
         out.coord.clone_from(&s.sigma);
         out.path.clear();
         out.axis.clear();
-        let (lo, hi) =
-            s.sigma.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &d| (l.min(d), h.max(d)));
-        out.root_eig = (lo, hi);
+        out.root_eig = min_max(&s.sigma);
         true
     }
 }

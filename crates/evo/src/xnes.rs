@@ -7,12 +7,12 @@
 //! element-wise, which is not the natural-gradient step (so no golden test against it).
 
 use crate::EvoError;
-use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR, to_row};
+use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
 use crate::eigen::EigenWork;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::snes::{Snes, SnesParams};
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};
+use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;

@@ -1,5 +1,6 @@
 //! A warm CMA-ES (and Sep-CMA-ES) generation through the driver (ask, evaluate, tell)
-//! allocates nothing, at d = 10 and d = 100, counted on the one thread of a one-thread pool
+//! allocates nothing, at d = 10 and d = 100, and so does one of every other strategy in the
+//! registry, counted on the one thread of a one-thread pool
 //! (see `kestrel_testkit::CountingAlloc` for why one). Its own test binary, with a global
 //! allocator that counts.
 
@@ -41,5 +42,31 @@ fn warm_generations_allocate_nothing() {
         });
         assert_eq!(cma, 0, "CMA-ES d={dims}: {cma} allocations");
         assert_eq!(sep, 0, "Sep-CMA-ES d={dims}: {sep} allocations");
+    }
+}
+
+#[test]
+fn warm_generations_of_every_strategy_allocate_nothing() {
+    use kestrel_evo::StrategyKind;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    for kind in StrategyKind::ALL {
+        for dims in [10, 100] {
+            let count = pool.install(|| {
+                let prob = Benchmark::new(Function::Sphere, dims).unwrap();
+                let opt = kind.build(Some(64 + 1), 0.3, &vec![1.0; dims], Key::new(0));
+                // Even populations for the antithetic ones, pop − 1 = 64 for GESMR's group.
+                let opt = opt.or_else(|_| kind.build(Some(64), 0.3, &vec![1.0; dims], Key::new(0)));
+                let mut d = Driver::new(opt.unwrap(), &prob, Key::new(0)).unwrap();
+                for _ in 0..5 {
+                    d.step();
+                }
+                allocations_in(|| {
+                    for _ in 0..20 {
+                        d.step();
+                    }
+                })
+            });
+            assert_eq!(count, 0, "{kind} d={dims}: {count} allocations in 20 warm generations");
+        }
     }
 }
