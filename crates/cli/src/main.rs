@@ -92,16 +92,11 @@ struct StrategiesArgs {
 /// `kestrel evo strategies`: the one listing of the strategy registry (`StrategyKind`) and
 /// the knobs each has (`StrategyParams`).
 fn strategies(a: StrategiesArgs) -> Result<()> {
-    use kestrel_core::Documented;
     use kestrel_evo::{EVOSAX_NAMES, StrategyKind, StrategyParams};
     use std::io::Write;
-    let fields = StrategyParams::fields();
     let mut out = std::io::stdout().lock();
     for k in StrategyKind::ALL {
-        let knobs: Vec<(&str, &str)> = StrategyParams::keys_of(k)
-            .into_iter()
-            .map(|key| (key, fields.iter().find(|f| f.name == key).map_or("", |f| f.doc)))
-            .collect();
+        let knobs = StrategyParams::docs_of(k);
         if a.json {
             let params: serde_json::Map<String, serde_json::Value> =
                 knobs.iter().map(|(n, d)| (n.to_string(), serde_json::Value::from(*d))).collect();

@@ -195,6 +195,17 @@ impl StrategyParams {
         OWNERS.iter().filter(|(_, o)| o.contains(&kind)).map(|(k, _)| *k).collect()
     }
 
+    /// The knobs `kind` has with their docs (which give the defaults), in field order: the
+    /// one listing `kestrel evo strategies` and `kestrel.evo.strategies()` print.
+    pub fn docs_of(kind: StrategyKind) -> Vec<(&'static str, &'static str)> {
+        use kestrel_core::Documented;
+        let fields = Self::fields();
+        Self::keys_of(kind)
+            .into_iter()
+            .map(|key| (key, fields.iter().find(|f| f.name == key).map_or("", |f| f.doc)))
+            .collect()
+    }
+
     /// The strategies that have knob `key` (empty: no strategy has it).
     pub fn owners_of(key: &str) -> &'static [StrategyKind] {
         OWNERS.iter().find(|(k, _)| *k == key).map_or(&[], |(_, o)| o)

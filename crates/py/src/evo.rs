@@ -617,22 +617,7 @@ pub(crate) fn evosax_names() -> Vec<(&'static str, Option<&'static str>)> {
 /// Every strategy's hyper-parameters: `{kind: [(key, doc), ...]}` (the docs give the defaults).
 #[pyfunction]
 pub(crate) fn strategy_params() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
-    use kestrel_core::Documented;
-    let fields = kestrel_evo::StrategyParams::fields();
-    StrategyKind::ALL
-        .iter()
-        .map(|&k| {
-            let keys = kestrel_evo::StrategyParams::keys_of(k);
-            let docs = keys
-                .iter()
-                .map(|key| {
-                    let doc = fields.iter().find(|f| f.name == *key).map_or("", |f| f.doc);
-                    (*key, doc)
-                })
-                .collect();
-            (k.name(), docs)
-        })
-        .collect()
+    StrategyKind::ALL.iter().map(|&k| (k.name(), kestrel_evo::StrategyParams::docs_of(k))).collect()
 }
 
 /// The default population of `kind` for `num_dims`.
