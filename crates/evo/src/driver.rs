@@ -32,6 +32,7 @@ use crate::bounds::Bounds;
 use crate::cma_es::{CmaEs, default_pop_size};
 use crate::de::DifferentialEvolution;
 use crate::ga::{Ga, GaRule};
+use crate::gradient_es::{GradientEs, GradientRule};
 use crate::local_search::{LocalRule, LocalSearch};
 use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
@@ -98,6 +99,17 @@ pub enum StrategyKind {
     SamrGa,
     /// [`Ga`], group elite selection of mutation rates (evosax `GESMR_GA`).
     GesmrGa,
+    /// [`GradientEs`], Persistent ES over unrolled inner problems (evosax `PersistentES`;
+    /// even population).
+    PersistentEs,
+    /// [`GradientEs`], Noise-Reuse ES over unrolled inner problems (evosax `NoiseReuseES`;
+    /// even population).
+    NoiseReuseEs,
+    /// [`GradientEs`], Guided ES along the surrogate gradients given (evosax `GuidedES`; even
+    /// population).
+    GuidedEs,
+    /// [`GradientEs`], ASEBO's learned gradient subspace (evosax `ASEBO`; even population).
+    Asebo,
 }
 
 impl TryFrom<String> for StrategyKind {
@@ -112,7 +124,7 @@ impl TryFrom<String> for StrategyKind {
 /// the Kestrel strategy it names, `None` where Kestrel has none yet.
 pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("ARS", Some(StrategyKind::Ars)),
-    ("ASEBO", None),
+    ("ASEBO", Some(StrategyKind::Asebo)),
     ("CMAAnchoredLES", None),
     ("CMA_ES", Some(StrategyKind::CmaEs)),
     ("CR_FM_NES", None),
@@ -120,16 +132,16 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("ESMC", Some(StrategyKind::Esmc)),
     ("EvoTF_ES", None),
     ("GradientlessDescent", Some(StrategyKind::GradientlessDescent)),
-    ("GuidedES", None),
+    ("GuidedES", Some(StrategyKind::GuidedEs)),
     ("HillClimbing", Some(StrategyKind::HillClimbing)),
     ("iAMaLGaM_Full", None),
     ("iAMaLGaM_Univariate", None),
     ("LES", None),
     ("LM_MA_ES", Some(StrategyKind::LmMaEs)),
     ("MA_ES", Some(StrategyKind::MaEs)),
-    ("NoiseReuseES", None),
+    ("NoiseReuseES", Some(StrategyKind::NoiseReuseEs)),
     ("Open_ES", Some(StrategyKind::OpenEs)),
-    ("PersistentES", None),
+    ("PersistentES", Some(StrategyKind::PersistentEs)),
     ("PGPE", Some(StrategyKind::Pgpe)),
     ("RandomSearch", Some(StrategyKind::RandomSearch)),
     ("Rm_ES", None),
@@ -163,7 +175,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 22] = [
+    pub const ALL: [StrategyKind; 26] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -186,6 +198,10 @@ impl StrategyKind {
         StrategyKind::Mr15Ga,
         StrategyKind::SamrGa,
         StrategyKind::GesmrGa,
+        StrategyKind::PersistentEs,
+        StrategyKind::NoiseReuseEs,
+        StrategyKind::GuidedEs,
+        StrategyKind::Asebo,
     ];
 
     /// The config spelling.
@@ -213,6 +229,10 @@ impl StrategyKind {
             StrategyKind::Mr15Ga => "mr15-ga",
             StrategyKind::SamrGa => "samr-ga",
             StrategyKind::GesmrGa => "gesmr-ga",
+            StrategyKind::PersistentEs => "persistent-es",
+            StrategyKind::NoiseReuseEs => "noise-reuse-es",
+            StrategyKind::GuidedEs => "guided-es",
+            StrategyKind::Asebo => "asebo",
         }
     }
 
@@ -269,7 +289,7 @@ impl StrategyKind {
     pub fn default_pop_size(self, num_dims: usize) -> usize {
         let def = default_pop_size(num_dims);
         match self {
-            StrategyKind::OpenEs | StrategyKind::Pgpe | StrategyKind::Ars | StrategyKind::Esmc => {
+            k if k.antithetic() => {
                 let p = def.max(16);
                 p + p % 2
             }
@@ -282,7 +302,14 @@ impl StrategyKind {
     pub fn antithetic(self) -> bool {
         matches!(
             self,
-            StrategyKind::OpenEs | StrategyKind::Pgpe | StrategyKind::Ars | StrategyKind::Esmc
+            StrategyKind::OpenEs
+                | StrategyKind::Pgpe
+                | StrategyKind::Ars
+                | StrategyKind::Esmc
+                | StrategyKind::PersistentEs
+                | StrategyKind::NoiseReuseEs
+                | StrategyKind::GuidedEs
+                | StrategyKind::Asebo
         )
     }
 
@@ -461,6 +488,20 @@ impl StrategyKind {
                 let p = params.ga(crate::GaParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
+            StrategyKind::PersistentEs
+            | StrategyKind::NoiseReuseEs
+            | StrategyKind::GuidedEs
+            | StrategyKind::Asebo => {
+                let rule = match self {
+                    StrategyKind::PersistentEs => GradientRule::Persistent,
+                    StrategyKind::NoiseReuseEs => GradientRule::NoiseReuse,
+                    StrategyKind::GuidedEs => GradientRule::Guided,
+                    _ => GradientRule::Asebo,
+                };
+                let s = GradientEs::new(pop, n, rule, params.subspace_dims.unwrap_or(1))?;
+                let p = params.gradient(crate::GradientEsParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
         })
     }
 }
@@ -504,6 +545,9 @@ pub trait Optimizer: Send + Sync {
     /// Overwrites the state from a [`Optimizer::state_dict`] of the same strategy and sizes;
     /// a mismatch is an error that changes nothing.
     fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), EvoError>;
+
+    /// The surrogate gradient for the next ask ([`Strategy::set_gradient`]: Guided ES only).
+    fn set_gradient(&mut self, grad: &[f32]) -> Result<(), EvoError>;
 
     /// [`Optimizer::ask`] with the buffer's length checked: an error, not a panic, for input
     /// from outside (the Python package).
@@ -617,6 +661,9 @@ impl<S: Strategy + Clone + 'static> Optimizer for Instance<S> {
         use crate::strategy::StateTensors;
         self.state.load_state_dict(dict)
     }
+    fn set_gradient(&mut self, grad: &[f32]) -> Result<(), EvoError> {
+        self.strategy.set_gradient(&mut self.state, grad)
+    }
 }
 
 impl Clone for Box<dyn Optimizer> {
@@ -655,6 +702,9 @@ impl Optimizer for Box<dyn Optimizer> {
     }
     fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), EvoError> {
         (**self).load_state_dict(dict)
+    }
+    fn set_gradient(&mut self, grad: &[f32]) -> Result<(), EvoError> {
+        (**self).set_gradient(grad)
     }
 }
 

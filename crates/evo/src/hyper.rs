@@ -9,8 +9,8 @@ use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
-    Adam, AntitheticParams, CmaParams, DeParams, EvoError, GaParams, LocalParams, OpenEsParams,
-    PgpeParams, SnesParams, SwarmParams, WeightedEsParams, XnesParams,
+    Adam, AntitheticParams, CmaParams, DeParams, EvoError, GaParams, GradientEsParams, LocalParams,
+    OpenEsParams, PgpeParams, SnesParams, SwarmParams, WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -79,15 +79,32 @@ strategy_params! {
     /// xNES: learning rate of the shape matrix B.
     lr_b: f64 => [Xnes],
     /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01); Simple
-    /// ES, DES: SGD's on the mean (default 1); ARS: Adam's (default 1e-3); ESMC: Adam's at the
-    /// start (default 1e-2).
-    lr: f64 => [OpenEs, Pgpe, SimpleEs, Des, Ars, Esmc],
-    /// OpenAI-ES, ARS, ESMC: Adam's first-moment decay (in [0, 1), default 0.9).
-    beta1: f64 => [OpenEs, Ars, Esmc],
-    /// OpenAI-ES, ARS, ESMC: Adam's second-moment decay (in [0, 1), default 0.999).
-    beta2: f64 => [OpenEs, Ars, Esmc],
-    /// OpenAI-ES, ARS, ESMC: Adam's epsilon (> 0, default 1e-8).
-    eps: f64 => [OpenEs, Ars, Esmc],
+    /// ES, DES: SGD's on the mean (default 1); ARS, Persistent ES, Noise-Reuse ES, ASEBO:
+    /// Adam's (default 1e-3); ESMC: Adam's at the start (default 1e-2); Guided ES: SGD's
+    /// (default 1e-3).
+    lr: f64 => [OpenEs, Pgpe, SimpleEs, Des, Ars, Esmc, PersistentEs, NoiseReuseEs, GuidedEs, Asebo],
+    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: Adam's first-moment decay
+    /// (in [0, 1), default 0.9).
+    beta1: f64 => [OpenEs, Ars, Esmc, PersistentEs, NoiseReuseEs, Asebo],
+    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: Adam's second-moment decay
+    /// (in [0, 1), default 0.999).
+    beta2: f64 => [OpenEs, Ars, Esmc, PersistentEs, NoiseReuseEs, Asebo],
+    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: Adam's epsilon (> 0,
+    /// default 1e-8).
+    eps: f64 => [OpenEs, Ars, Esmc, PersistentEs, NoiseReuseEs, Asebo],
+    /// Persistent ES, Noise-Reuse ES: steps of one inner problem (evosax's `T`, ≥ 1, default
+    /// 100).
+    inner_steps: u64 => [PersistentEs, NoiseReuseEs],
+    /// Persistent ES, Noise-Reuse ES: inner steps unrolled per generation (evosax's `K`, ≥ 1,
+    /// default 10).
+    unroll_steps: u64 => [PersistentEs, NoiseReuseEs],
+    /// Guided ES: the full space's share of the sampling covariance (`α`, in [0, 1], default
+    /// 0.5; the rest goes to the gradients' subspace).
+    alpha: f64 => [GuidedEs],
+    /// Guided ES: the gradient estimate's scale (`β`, > 0, default 1).
+    beta: f64 => [GuidedEs],
+    /// Guided ES, ASEBO: dimension of the gradient subspace (in 1..=num_dims, default 1).
+    subspace_dims: usize => [GuidedEs, Asebo],
     /// ARS, ESMC: the learning rate's factor per `lr_decay_steps` updates (in (0, 1]; ESMC's
     /// default 0.98, ARS's 1).
     lr_decay: f64 => [Ars, Esmc],
@@ -312,6 +329,20 @@ impl StrategyParams {
         Ok(p)
     }
 
+    /// Persistent ES / Noise-Reuse ES / Guided ES / ASEBO params with these overrides
+    /// (`subspace_dims` is read by [`StrategyKind::build_with`], which sizes the strategy).
+    pub fn gradient(&self, mut p: GradientEsParams) -> Result<GradientEsParams, EvoError> {
+        p.adam = self.adam(p.adam)?;
+        for (key, v) in [("inner_steps", self.inner_steps), ("unroll_steps", self.unroll_steps)] {
+            if v == Some(0) {
+                return Err(EvoError::invalid(format!("params.{key}"), 0, "at least 1"));
+            }
+        }
+        set!(self, p: inner_steps, unroll_steps);
+        set!(self, p: alpha in NONNEG..ONE, beta in POS..INF);
+        Ok(p)
+    }
+
     /// Local-search params with these overrides.
     pub fn local(&self, mut p: LocalParams) -> Result<LocalParams, EvoError> {
         set!(self, p: radius_min in POS..INF, radius_max in POS..INF, radius_decay in POS..INF);
@@ -405,7 +436,7 @@ mod tests {
         p.check_for(StrategyKind::Pgpe).unwrap();
         let e = p.check_for(StrategyKind::CmaEs).unwrap_err().to_string();
         assert!(e.contains("params.lr") && e.contains("a knob of open-es, pgpe, "), "{e}");
-        assert!(e.contains(" and esmc only"), "{e}");
+        assert!(e.contains(" and asebo only"), "{e}");
         for (bad, want) in [
             (StrategyParams { beta1: Some(1.0), ..Default::default() }, "params.beta1"),
             (StrategyParams { lr: Some(f64::NAN), ..Default::default() }, "params.lr"),

@@ -34,6 +34,7 @@ pub mod driver;
 mod eigen;
 mod error;
 mod ga;
+mod gradient_es;
 pub mod hyper;
 mod local_search;
 mod ma_es;
@@ -63,6 +64,7 @@ pub use driver::{
 };
 pub use error::EvoError;
 pub use ga::{Ga, GaDraws, GaParams, GaRule, GaState};
+pub use gradient_es::{GradientEs, GradientEsParams, GradientEsState, GradientRule};
 pub use hyper::StrategyParams;
 pub use local_search::{LocalParams, LocalRule, LocalSearch, LocalState};
 pub use ma_es::{MaEs, MaKind, MaParams, MaState};

@@ -109,6 +109,17 @@ impl StrategyKind {
             StrategyKind::SamrGa | StrategyKind::GesmrGa => {
                 nl.saturating_mul(12).saturating_add(96 * l + 4 * n)
             }
+            // The perturbations (λ × n, f64) and the pairs' normals (λ/2 × n), the fitness
+            // copy, Adam's vectors; Guided ES's archive, factor and Q (n × k each, k = 1 by
+            // default); ASEBO's projector, covariance and factor (n × n each) (gradient_es.rs).
+            StrategyKind::PersistentEs | StrategyKind::NoiseReuseEs => {
+                nl.saturating_mul(12).saturating_add(8 * l + 40 * n)
+            }
+            StrategyKind::GuidedEs => nl.saturating_mul(12).saturating_add(8 * l + 80 * n),
+            StrategyKind::Asebo => nl
+                .saturating_mul(12)
+                .saturating_add(n.saturating_mul(n).saturating_mul(24))
+                .saturating_add(8 * l + 80 * n),
             // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
             StrategyKind::LmMaEs => nl
                 .saturating_mul(16)

@@ -161,6 +161,22 @@ pub trait Strategy: Send + Sync {
         let _ = (state, axis, out);
         false
     }
+    /// Guided ES: the surrogate gradient (`num_dims` finite values) its next `ask` samples
+    /// along. Every other strategy: an error saying it takes none.
+    fn set_gradient(&self, state: &mut Self::State, grad: &[f32]) -> Result<(), crate::EvoError> {
+        let _ = (state, grad);
+        Err(takes_no_gradient())
+    }
+}
+
+/// The error of [`Strategy::set_gradient`] for a strategy that takes no gradient.
+pub(crate) fn takes_no_gradient() -> crate::EvoError {
+    use kestrel_core::FromInvalid;
+    crate::EvoError::invalid(
+        "gradient",
+        "given",
+        "only for guided-es (the strategy that samples along a surrogate gradient)",
+    )
 }
 
 pub(crate) fn check_lens(
