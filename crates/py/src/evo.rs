@@ -472,6 +472,14 @@ impl Strategy {
         let v = float_dict(d, "state_dict")?;
         self.opt.load_state_dict(&v).map_err(value_error)
     }
+
+    /// Guided ES: the surrogate gradient (`num_dims` finite values) the next ask samples along.
+    fn set_gradient(&mut self, gradient: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        let g = gradient
+            .as_slice()
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        self.opt.set_gradient(g).map_err(value_error)
+    }
 }
 
 /// A `{name: 1-D float64 array}` dict as named vectors.

@@ -413,3 +413,38 @@ def test_fmin2_restarts_a_python_objective_as_pycma():
         kestrel.evo.fmin2(None, [1.0] * 3, 0.5, parallel_objective=broken)
     with pytest.raises(ValueError, match="options: popsize"):
         kestrel.evo.fmin2(None, [1.0] * 3, 0.5, {"popsize": 8}, parallel_objective=rastrigin)
+
+
+def test_the_gradient_strategies_keep_their_interfaces():
+    """PersistentES and NoiseReuseES count the inner problem's steps (evosax's T and K accepted);
+    GuidedES samples along the surrogate gradient given before ask; the others refuse one."""
+    es = kestrel.evo.PersistentES(3, 0.1, T=20, K=10, seed=0)
+    seen = []
+    for _ in range(4):
+        seen.append(es.inner_step)
+        x = es.ask()
+        es.tell(x, (x ** 2).sum(1))
+    assert seen == [0, 10, 0, 10]
+    nres = kestrel.evo.make("NoiseReuseES", 3, sigma=0.1, T=30, K=10)
+    first = nres.ask()
+    nres.tell(first, (first ** 2).sum(1))
+    again = nres.ask()  # the same perturbations around the moved mean
+    np.testing.assert_allclose(again - nres.mean, first - first.mean(0), atol=1e-5)
+    g = kestrel.evo.GuidedES(6, 0.5, params={"alpha": 0.0}, pop_size=8, seed=0)
+    direction = np.array([1, 0, 0, 0, 0, 0], np.float32)
+    g.set_gradient(direction)
+    x = g.ask() - g.mean
+    # alpha = 0: every perturbation lies on the gradient's line.
+    np.testing.assert_allclose(x[:, 1:], 0, atol=1e-6)
+    assert np.abs(x[:, 0]).max() > 0
+    with pytest.raises(ValueError, match="num_dims = 6"):
+        g.set_gradient(np.ones(3))
+    with pytest.raises(ValueError, match="only for guided-es"):
+        kestrel.evo.ASEBO(6, pop_size=8)._s.set_gradient(np.ones(6, np.float32))
+    a = kestrel.evo.make("ASEBO", 6, pop_size=8, params={"subspace_dims": 2})
+    for _ in range(5):
+        x = a.ask()
+        a.tell(x, (x ** 2).sum(1))
+    assert np.isfinite(a.mean).all()
+    with pytest.raises(ValueError, match="subspace_dims"):
+        kestrel.evo.make("GuidedES", 3, params={"subspace_dims": 4})

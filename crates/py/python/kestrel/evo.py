@@ -475,9 +475,54 @@ class GESMRGA(Strategy):
     kind = "gesmr-ga"
 
 
+class PersistentES(Strategy):
+    """Persistent ES (Vicol et al., ICML 2021; evosax's `PersistentES`) over unrolled inner
+    problems of `inner_steps` steps (evosax's `T`, default 100), `unroll_steps` (`K`, 10) per
+    generation: each generation evaluates the next K steps of every candidate's unroll, and the
+    mirrored perturbations are summed until the inner problem ends. `inner_step` is 0 where a
+    new inner problem starts (reset your unrolls then). Adam (lr 1e-3), σ constant; evosax's
+    `T=` and `K=` are accepted."""
+    kind = "persistent-es"
+
+    def __init__(self, num_dims=None, sigma0=None, inopts=None, *, T=None, K=None, **kw):
+        kw.update({k: v for k, v in (("inner_steps", T), ("unroll_steps", K)) if v is not None})
+        super().__init__(num_dims, sigma0, inopts, **kw)
+
+    @property
+    def inner_step(self) -> int:
+        """The inner problem's steps done (0: the next ask starts a new one)."""
+        return int(self._s.state_dict()["inner_step"][0])
+
+
+class NoiseReuseES(PersistentES):
+    """Noise-Reuse ES (Li et al., NeurIPS 2023; evosax's `NoiseReuseES`): as `PersistentES`, but
+    one draw of mirrored perturbations is reused over every unroll of an inner problem."""
+    kind = "noise-reuse-es"
+
+
+class GuidedES(Strategy):
+    """Guided ES (Maheswaranathan et al., ICML 2019; evosax's `GuidedES`): mirrored samples from
+    `σ² (α/n I + (1−α)/k Q Qᵀ)`, `Q` an orthonormal basis of the last `subspace_dims` surrogate
+    gradients given with `set_gradient(g)` before `ask` (none given: zeros, as evosax); SGD
+    (lr 1e-3) on `β` times the antithetic estimate."""
+    kind = "guided-es"
+
+    def set_gradient(self, gradient) -> None:
+        """The surrogate gradient (`num_dims` finite values) the next `ask` samples along."""
+        self._s.set_gradient(np.ascontiguousarray(gradient, np.float32).reshape(-1))
+
+
+class ASEBO(Strategy):
+    """ASEBO (Choromanski et al., NeurIPS 2019; evosax's `ASEBO`): mirrored samples whose
+    covariance mixes the full space with the top `subspace_dims` directions of its last
+    gradient estimates, the mix `α` from how much of the gradient lies outside; Adam (lr 1e-3)
+    on the estimate scaled to norm `num_dims`."""
+    kind = "asebo"
+
+
 _CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
             HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA, MR15GA, SAMRGA,
-            GESMRGA)
+            GESMRGA, PersistentES, NoiseReuseES, GuidedES, ASEBO)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
