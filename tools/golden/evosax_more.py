@@ -31,6 +31,14 @@ def f(a):
     return [v if np.isfinite(v) else None for v in np.asarray(a, dtype=np.float64).reshape(-1).tolist()]
 
 
+def write_cases(path, seed, cases):
+    """The fixture: evosax's version, the seed, the generations and the cases, compact JSON."""
+    with open(path, "w") as fh:
+        json.dump({"peer": "evosax 0.3.2", "seed": seed, "generations": GENERATIONS, "cases": cases}, fh,
+                  separators=(",", ":"), allow_nan=False)
+    print(f"{path}: {len(cases)} cases, {sum(len(c['steps']) for c in cases)} tells")
+
+
 def snapshot(name, s):
     out = {"mean": f(s.mean), "generation": int(s.generation_counter)}
     if hasattr(s, "std"):
@@ -225,10 +233,7 @@ def main():
         cases.append(run_population("gesmr_ga", es, es.default_params.replace(std_init=0.6), n, rng, 0.6,
                                     nan_ok=groups == 1))
         cases[-1]["params"] = {"num_groups": [groups]}
-    with open(a.out, "w") as fh:
-        json.dump({"peer": "evosax 0.3.2", "seed": a.seed, "generations": GENERATIONS, "cases": cases}, fh,
-                  separators=(",", ":"), allow_nan=False)
-    print(f"{a.out}: {len(cases)} cases, {sum(len(c['steps']) for c in cases)} tells")
+    write_cases(a.out, a.seed, cases)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ Usage (the venv of tools/golden/evosax_tell.py):
     tools/venv-evosax/bin/python tools/golden/evosax_rest.py --out tests/golden/evosax_rest.json
 """
 import argparse
-import json
+import os
+import sys
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -18,12 +19,8 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from evosax.algorithms import ASEBO, GuidedES, NoiseReuseES, PersistentES  # noqa: E402
 
-GENERATIONS = 24
-
-
-def f(a):
-    """An array as a flat list, NaN and inf as None (JSON has neither)."""
-    return [v if np.isfinite(v) else None for v in np.asarray(a, dtype=np.float64).reshape(-1).tolist()]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from evosax_more import GENERATIONS, f, write_cases  # noqa: E402
 
 
 def snapshot(name, s):
@@ -102,10 +99,7 @@ def main():
     for pop, n, k, lr in [(8, 4, 1, 1e-3), (10, 6, 2, 0.05)]:
         es = ASEBO(pop, jnp.zeros(n), subspace_dims=k, optimizer=optax.adam(lr), std_schedule=sched)
         cases.append(run("asebo", es, es.default_params, n, rng, 0.6, lr, {"subspace_dims": k}))
-    with open(a.out, "w") as fh:
-        json.dump({"peer": "evosax 0.3.2", "seed": a.seed, "generations": GENERATIONS, "cases": cases}, fh,
-                  separators=(",", ":"), allow_nan=False)
-    print(f"{a.out}: {len(cases)} cases, {sum(len(c['steps']) for c in cases)} tells")
+    write_cases(a.out, a.seed, cases)
 
 
 if __name__ == "__main__":
