@@ -37,7 +37,7 @@ STRATEGIES = {
     "DifferentialEvolution": "pop", "SimpleES": "std", "DES": "std", "MA_ES": "std", "LM_MA_ES": "std",
     "ARS": "sched", "ESMC": "sched", "HillClimbing": "sched", "RandomSearch": "rs", "SimulatedAnnealing": "sched",
     "GradientlessDescent": "plain", "PSO": "pop", "SimpleGA": "popsched", "MR15_GA": "popstd", "SAMR_GA": "popstd",
-    "GESMR_GA": "popstd",
+    "GESMR_GA": "popstd", "PersistentES": "sched", "NoiseReuseES": "sched", "GuidedES": "sched", "ASEBO": "sched",
 }
 
 PEER = textwrap.dedent('''
