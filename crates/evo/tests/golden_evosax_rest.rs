@@ -25,16 +25,11 @@ const FREE_TOL: f64 = 1e-3;
 /// scale, not at its own.
 const FLOOR: f64 = 0.1;
 
-fn v(x: &Value) -> Vec<f64> {
-    x.as_array().unwrap().iter().map(|y| y.as_f64().unwrap_or(f64::NAN)).collect()
-}
+// Every value in this fixture is finite: testkit's `floats` reads its arrays.
+use kestrel_testkit::floats as v;
 
 fn f32s(x: &Value) -> Vec<f32> {
     v(x).into_iter().map(|y| y as f32).collect()
-}
-
-fn as64(x: &[f32]) -> Vec<f64> {
-    x.iter().map(|&v| v as f64).collect()
 }
 
 struct Check {
@@ -146,7 +141,11 @@ fn replay(free: bool) {
                 s.set_gradient(&mut k, &grad).unwrap();
             }
             s.ask_from_normals(&mut k, &p, &v(&st["z"]), &mut out);
-            c.close(&format!("{at} population"), &as64(&out), &v(&st["population"]));
+            c.close(
+                &format!("{at} population"),
+                &out.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(),
+                &v(&st["population"]),
+            );
             // The fixture's rows (evosax's float32 population), as a user would tell them.
             let pop = f32s(&st["population"]);
             s.tell(Key::new(0), &pop, &f32s(&st["fitness"]), &mut k, &p);
