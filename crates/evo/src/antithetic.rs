@@ -17,7 +17,9 @@ use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
 use crate::error::check_sizes;
 use crate::open_es::Adam;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
+use crate::strategy::{
+    Progress, Strategy, TellMetrics, check_lens, finite_or_worst, to_f32, to_row,
+};
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
 /// Which antithetic strategy an [`Antithetic`] is.
@@ -192,12 +194,7 @@ impl Strategy for Antithetic {
         let (lam, n) = (self.pop_size, self.num_dims);
         check_lens("Antithetic::tell", lam, n, population, Some(fitness));
         let (best, bad) = s.progress.record(population, fitness);
-        let worst =
-            fitness.iter().copied().filter(|f| f.is_finite()).fold(f32::NEG_INFINITY, f32::max);
-        let worst = if worst.is_finite() { worst as f64 } else { 0.0 };
-        for (o, &f) in s.f.iter_mut().zip(fitness) {
-            *o = if f.is_finite() { f as f64 } else { worst };
-        }
+        finite_or_worst(fitness, &mut s.f);
         // Each pair's +z step: the asked normal where the row is its rounding, else the row's.
         let (pairs, sg) = (self.pairs(), p.sigma);
         let step = |s: &AntitheticState, k: usize, j: usize| {

@@ -31,7 +31,9 @@ use crate::cma_es::MEAN_BOUND;
 use crate::eigen::EigenWork;
 use crate::error::check_sizes;
 use crate::open_es::Adam;
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
+use crate::strategy::{
+    Progress, Strategy, TellMetrics, check_lens, finite_or_worst, is_rounding, to_f32, to_row,
+};
 use faer::Mat;
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
@@ -281,7 +283,7 @@ impl GradientEs {
                     s.gram[(a, b)] = d;
                 }
             }
-            let eig = s.eig.get_or_insert_with(|| EigenWork::new(rows));
+            let eig = s.eig.as_mut().expect("ASEBO's state has its eigen workspace");
             let ok = eig.eigh(&s.gram, &mut s.gram_vecs, &mut s.gram_vals);
             if ok {
                 // Descending singular values; the rank tolerance as numpy's (float32 eps ×
@@ -458,7 +460,7 @@ impl Strategy for GradientEs {
             gram: Mat::zeros(if asebo { rows } else { 0 }, if asebo { rows } else { 0 }),
             gram_vecs: Mat::zeros(if asebo { rows } else { 0 }, if asebo { rows } else { 0 }),
             gram_vals: vec![0.0; if asebo { rows } else { 0 }],
-            eig: None,
+            eig: asebo.then(|| EigenWork::new(rows)),
         }
     }
 
@@ -485,12 +487,7 @@ impl Strategy for GradientEs {
         let (lam, n, half) = (self.pop_size, self.num_dims, self.pairs());
         check_lens("GradientEs::tell", lam, n, population, Some(fitness));
         let (best, bad) = s.progress.record(population, fitness);
-        let worst =
-            fitness.iter().copied().filter(|f| f.is_finite()).fold(f32::NEG_INFINITY, f32::max);
-        let worst = if worst.is_finite() { worst as f64 } else { 0.0 };
-        for (o, &f) in s.f.iter_mut().zip(fitness) {
-            *o = if f.is_finite() { f as f64 } else { worst };
-        }
+        finite_or_worst(fitness, &mut s.f);
         s.grad.iter_mut().for_each(|g| *g = 0.0);
         let var = p.sigma * p.sigma;
         match self.rule {
@@ -513,8 +510,7 @@ impl Strategy for GradientEs {
                     let d = s.f[q] - s.f[half + q];
                     let row = &population[q * n..(q + 1) * n];
                     let e = &s.pert[q * n..(q + 1) * n];
-                    let asked =
-                        row.iter().zip(&s.mean).zip(e).all(|((&x, m), e)| x == to_row(m + e));
+                    let asked = is_rounding(row, &s.mean, e.iter().copied());
                     for j in 0..n {
                         let step = if asked { e[j] } else { row[j] as f64 - s.mean[j] };
                         s.grad[j] += d * step / var;

@@ -109,6 +109,16 @@ pub(crate) fn is_rounding(
     row.iter().zip(mean).zip(offsets).all(|((&x, &m), o)| x == to_row(m + o))
 }
 
+/// `fitness` as f64 into `out`, each non-finite value read as the generation's worst finite
+/// one (0 when none is finite): the gradient estimators' reading of a failed evaluation.
+pub(crate) fn finite_or_worst(fitness: &[f32], out: &mut [f64]) {
+    let worst = fitness.iter().copied().filter(|f| f.is_finite()).fold(f32::NEG_INFINITY, f32::max);
+    let worst = if worst.is_finite() { worst as f64 } else { 0.0 };
+    for (o, &f) in out.iter_mut().zip(fitness) {
+        *o = if f.is_finite() { f as f64 } else { worst };
+    }
+}
+
 /// The smallest and largest of non-negative values (`(inf, 0)` for none).
 pub(crate) fn min_max(v: &[f64]) -> (f64, f64) {
     v.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)))
