@@ -19,12 +19,13 @@ from evosax import algorithms as A  # noqa: E402
 
 NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES", "ARS", "ESMC", "HillClimbing",
          "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA", "MR15_GA", "SAMR_GA",
-         "GESMR_GA", "PersistentES", "NoiseReuseES", "GuidedES", "ASEBO"]
+         "GESMR_GA", "PersistentES", "NoiseReuseES", "GuidedES", "ASEBO", "Rm_ES", "iAMaLGaM_Full",
+         "iAMaLGaM_Univariate"]
 # Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
 POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA"}
 # Those that take their step size as a constant schedule rather than `std_init`.
 SCHEDULED = {"ARS", "ESMC", "HillClimbing", "SimulatedAnnealing", "SimpleGA", "PersistentES", "NoiseReuseES",
-             "GuidedES", "ASEBO"}
+             "GuidedES", "ASEBO", "iAMaLGaM_Full", "iAMaLGaM_Univariate"}
 PROBLEMS = {
     "sphere": (lambda x: jnp.sum(x ** 2, axis=-1), 1.0, 150),
     "rosenbrock": (lambda x: jnp.sum(100 * (x[..., 1:] - x[..., :-1] ** 2) ** 2 + (1 - x[..., :-1]) ** 2, axis=-1),

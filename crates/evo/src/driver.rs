@@ -27,6 +27,7 @@
 //! index comes from the driver's own counter, so a run split into pieces (or resumed from a
 //! cloned driver) draws exactly what one uninterrupted run draws.
 
+use crate::amalgam::{Amalgam, AmalgamKind};
 use crate::antithetic::{Antithetic, AntitheticRule};
 use crate::bounds::Bounds;
 use crate::cma_es::{CmaEs, default_pop_size};
@@ -38,6 +39,7 @@ use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
 use crate::pgpe::Pgpe;
 use crate::problem::Problem;
+use crate::rm_es::RmEs;
 use crate::sep_cma_es::SepCmaEs;
 use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
@@ -110,6 +112,12 @@ pub enum StrategyKind {
     GuidedEs,
     /// [`GradientEs`], ASEBO's learned gradient subspace (evosax `ASEBO`; even population).
     Asebo,
+    /// [`RmEs`], the rank-m evolution strategy (evosax `Rm_ES`).
+    RmEs,
+    /// [`Amalgam`], full covariance (evosax `iAMaLGaM_Full`).
+    IamalgamFull,
+    /// [`Amalgam`], one variance per coordinate (evosax `iAMaLGaM_Univariate`).
+    IamalgamUnivariate,
 }
 
 impl TryFrom<String> for StrategyKind {
@@ -134,8 +142,8 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("GradientlessDescent", Some(StrategyKind::GradientlessDescent)),
     ("GuidedES", Some(StrategyKind::GuidedEs)),
     ("HillClimbing", Some(StrategyKind::HillClimbing)),
-    ("iAMaLGaM_Full", None),
-    ("iAMaLGaM_Univariate", None),
+    ("iAMaLGaM_Full", Some(StrategyKind::IamalgamFull)),
+    ("iAMaLGaM_Univariate", Some(StrategyKind::IamalgamUnivariate)),
     ("LES", None),
     ("LM_MA_ES", Some(StrategyKind::LmMaEs)),
     ("MA_ES", Some(StrategyKind::MaEs)),
@@ -144,7 +152,7 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("PersistentES", Some(StrategyKind::PersistentEs)),
     ("PGPE", Some(StrategyKind::Pgpe)),
     ("RandomSearch", Some(StrategyKind::RandomSearch)),
-    ("Rm_ES", None),
+    ("Rm_ES", Some(StrategyKind::RmEs)),
     ("Sep_CMA_ES", Some(StrategyKind::SepCmaEs)),
     ("SimulatedAnnealing", Some(StrategyKind::SimulatedAnnealing)),
     ("SimpleES", Some(StrategyKind::SimpleEs)),
@@ -175,7 +183,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 26] = [
+    pub const ALL: [StrategyKind; 29] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -202,6 +210,9 @@ impl StrategyKind {
         StrategyKind::NoiseReuseEs,
         StrategyKind::GuidedEs,
         StrategyKind::Asebo,
+        StrategyKind::RmEs,
+        StrategyKind::IamalgamFull,
+        StrategyKind::IamalgamUnivariate,
     ];
 
     /// The config spelling.
@@ -233,6 +244,9 @@ impl StrategyKind {
             StrategyKind::NoiseReuseEs => "noise-reuse-es",
             StrategyKind::GuidedEs => "guided-es",
             StrategyKind::Asebo => "asebo",
+            StrategyKind::RmEs => "rm-es",
+            StrategyKind::IamalgamFull => "iamalgam-full",
+            StrategyKind::IamalgamUnivariate => "iamalgam-univariate",
         }
     }
 
@@ -321,6 +335,7 @@ impl StrategyKind {
             | StrategyKind::De
             | StrategyKind::MaEs
             | StrategyKind::LmMaEs
+            | StrategyKind::RmEs
             | StrategyKind::Esmc => 4,
             StrategyKind::HillClimbing
             | StrategyKind::RandomSearch
@@ -500,6 +515,23 @@ impl StrategyKind {
                 };
                 let s = GradientEs::new(pop, n, rule, params.subspace_dims.unwrap_or(1))?;
                 let p = params.gradient(crate::GradientEsParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::RmEs => {
+                let s = RmEs::new(pop, n, params.num_paths.unwrap_or(1))?;
+                let mut p = s.default_params();
+                p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
+                let p = params.rm(p)?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::IamalgamFull | StrategyKind::IamalgamUnivariate => {
+                let kind = if self == StrategyKind::IamalgamFull {
+                    AmalgamKind::Full
+                } else {
+                    AmalgamKind::Univariate
+                };
+                let s = Amalgam::new(pop, n, kind)?;
+                let p = params.amalgam(crate::AmalgamParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })

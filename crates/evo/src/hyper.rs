@@ -9,8 +9,9 @@ use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
-    Adam, AntitheticParams, CmaParams, DeParams, EvoError, GaParams, GradientEsParams, LocalParams,
-    OpenEsParams, PgpeParams, SnesParams, SwarmParams, WeightedEsParams, XnesParams,
+    Adam, AmalgamParams, AntitheticParams, CmaParams, DeParams, EvoError, GaParams,
+    GradientEsParams, LocalParams, OpenEsParams, PgpeParams, RmParams, SnesParams, SwarmParams,
+    WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -51,21 +52,25 @@ macro_rules! strategy_params {
 
 strategy_params! {
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES, MR15/SAMR/GESMR GA: lower clip of the step size or
-    /// mutation rate (default 0).
-    sigma_min: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa],
-    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: upper clip of the step size (default 1e8); MR15 GA
+    /// mutation rate (default 0; Rm-ES's 0.001).
+    sigma_min: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa, RmEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES, Rm-ES: upper clip of the step size (default 1e8); MR15 GA
     /// (default inf), SAMR and GESMR GA (default 10): of the mutation rate.
-    sigma_max: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa],
+    sigma_max: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa, RmEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: learning rate of the mean (`c_m`, default 1).
     c_mean: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
-    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: step-size path learning rate (`c_σ`, in (0, 1]).
-    c_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
-    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: step-size damping (`d_σ`, > 0).
-    d_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
-    /// CMA-ES, Sep-CMA-ES: covariance path learning rate (`c_c`, in (0, 1]).
-    c_c: f64 => [CmaEs, SepCmaEs],
-    /// CMA-ES, Sep-CMA-ES, MA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1).
-    c_1: f64 => [CmaEs, SepCmaEs, MaEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: step-size path learning rate (`c_σ`, in (0, 1]);
+    /// Rm-ES: the success rule's smoothing (default 0.3).
+    c_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, RmEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES, Rm-ES: step-size damping (`d_σ`, > 0; Rm-ES's
+    /// default 1).
+    d_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, RmEs],
+    /// CMA-ES, Sep-CMA-ES: covariance path learning rate (`c_c`, in (0, 1]); Rm-ES: its
+    /// path's (default 2 / (n + 7)).
+    c_c: f64 => [CmaEs, SepCmaEs, RmEs],
+    /// CMA-ES, Sep-CMA-ES, MA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1);
+    /// Rm-ES: the paths' weight (default 1 / (3√n + 5)).
+    c_1: f64 => [CmaEs, SepCmaEs, MaEs, RmEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES: rank-μ learning rate (`c_μ`).
     c_mu: f64 => [CmaEs, SepCmaEs, MaEs],
     /// CMA-ES: decompose the covariance lazily (off: every generation, as evosax).
@@ -149,10 +154,31 @@ strategy_params! {
     sigma_lr: f64 => [Pgpe, SimpleEs, Des],
     /// DES: the temperature of its rank weights' sigmoid (default 12.5).
     temperature: f64 => [Des],
-    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA: evosax 0.3.2's bugs: `none`
+    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA, Rm-ES, iAMaLGaM: evosax
+    /// 0.3.2's bugs: `none`
     /// (fixed, default) or `all` (evosax's, to reproduce its runs; each strategy's docs name
     /// them).
-    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa],
+    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa, RmEs, IamalgamFull, IamalgamUnivariate],
+    /// Rm-ES: evolution paths kept (evosax's `m`, in 1..=1024, default 1).
+    num_paths: usize => [RmEs],
+    /// Rm-ES: the generation gap below which the closest pair of kept paths is thinned
+    /// (evosax's `T`, > 0, default 20).
+    path_gap: f64 => [RmEs],
+    /// Rm-ES: the success rule's target rate (`q*`, in (0, 1), default 0.3).
+    q_star: f64 => [RmEs],
+    /// iAMaLGaM: the covariance's learning rate (`η_Σ`, in (0, 1]; default
+    /// 1 − exp(−1.1 μ^1.2 / n^1.6), μ = λ/2).
+    eta_std: f64 => [IamalgamFull, IamalgamUnivariate],
+    /// iAMaLGaM: the mean shift's learning rate (in (0, 1]; default 1 − exp(−1.2 μ^0.31 / √n)).
+    eta_shift: f64 => [IamalgamFull, IamalgamUnivariate],
+    /// iAMaLGaM: the anticipated mean shift's step, in mean shifts (`δ_AMS`, >= 0, default 2).
+    delta_ams: f64 => [IamalgamFull, IamalgamUnivariate],
+    /// iAMaLGaM: the standard deviation ratio above which the variance multiplier grows
+    /// (`θ_SDR`, > 0, default 1).
+    theta_sdr: f64 => [IamalgamFull, IamalgamUnivariate],
+    /// iAMaLGaM: generations without improvement before the variance multiplier may fall
+    /// below 1 (default 50).
+    nis_max_gens: u64 => [IamalgamFull, IamalgamUnivariate],
     /// PGPE: largest relative change of a step size per generation (default 0.2).
     sigma_max_change: f64 => [Pgpe],
     /// PGPE: ClipUp's largest velocity norm (default 0.02).
@@ -387,6 +413,22 @@ impl StrategyParams {
         set!(self, p: std_ratio in POS..BELOW_ONE, elite_ratio in POS..ONE);
         set!(self, p: std_meta in ABOVE_ONE..INF);
         set!(self, p: bugs);
+        Ok(p)
+    }
+
+    /// Rm-ES params with these overrides (its CMA-ES rates go through [`StrategyParams::cma`];
+    /// `num_paths` is read by [`StrategyKind::build_with`], which sizes the strategy).
+    pub fn rm(&self, mut p: RmParams) -> Result<RmParams, EvoError> {
+        set!(self, p: path_gap in POS..INF, q_star in POS..BELOW_ONE);
+        set!(self, p: bugs);
+        Ok(p)
+    }
+
+    /// iAMaLGaM params with these overrides.
+    pub fn amalgam(&self, mut p: AmalgamParams) -> Result<AmalgamParams, EvoError> {
+        set!(self, p: eta_std in POS..ONE, eta_shift in POS..ONE, delta_ams in NONNEG..INF);
+        set!(self, p: theta_sdr in POS..INF);
+        set!(self, p: nis_max_gens, bugs);
         Ok(p)
     }
 

@@ -25,6 +25,7 @@
 //! | [`Ga`] (MR15, SAMR, GESMR) | Rechenberg 1978; Clune et al., PLoS CB 2008; Kumar et al., "Effective Mutation Rate Adaptation through Group Elite Selection", GECCO 2022 | evosax `MR15_GA`, `SAMR_GA`, `GESMR_GA` (golden) |
 //! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
 
+mod amalgam;
 mod antithetic;
 pub mod bench;
 mod bounds;
@@ -45,6 +46,7 @@ mod pgpe;
 pub mod problem;
 pub mod qd;
 pub mod restarts;
+mod rm_es;
 mod sep_cma_es;
 pub mod shaping;
 mod snes;
@@ -54,6 +56,7 @@ pub mod termination;
 mod weighted_es;
 mod xnes;
 
+pub use amalgam::{Amalgam, AmalgamKind, AmalgamParams, AmalgamState};
 pub use antithetic::{Antithetic, AntitheticParams, AntitheticRule, AntitheticState};
 pub use bounds::{BoundKind, Bounds, PENALTY_WEIGHT};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
@@ -71,6 +74,7 @@ pub use ma_es::{MaEs, MaKind, MaParams, MaState};
 pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};
 pub use pgpe::{Pgpe, PgpeParams, PgpeState};
 pub use problem::Problem;
+pub use rm_es::{RmEs, RmParams, RmState};
 pub use sep_cma_es::{SepCmaEs, SepCmaState};
 pub use snes::{Snes, SnesParams, SnesState};
 pub use strategy::{BugsKind, Progress, StateDict, StateTensors, Strategy, TellMetrics};

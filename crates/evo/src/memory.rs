@@ -120,6 +120,18 @@ impl StrategyKind {
                 .saturating_mul(12)
                 .saturating_add(n.saturating_mul(n).saturating_mul(24))
                 .saturating_add(8 * l + 80 * n),
+            // z and d (λ × n, f64), one path (n; `num_paths` adds n each), r (λ), the
+            // rank buffers and vectors (rm_es.rs).
+            StrategyKind::RmEs => nl.saturating_mul(16).saturating_add(48 * l + 48 * n + 64),
+            // z (λ × n, f64); the covariance with its factor and next estimate (n × n each),
+            // the order and AMS rows, vectors (amalgam.rs).
+            StrategyKind::IamalgamFull => nl
+                .saturating_mul(8)
+                .saturating_add(n.saturating_mul(n).saturating_mul(24))
+                .saturating_add(16 * l + 40 * n),
+            StrategyKind::IamalgamUnivariate => {
+                nl.saturating_mul(8).saturating_add(16 * l + 64 * n)
+            }
             // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
             StrategyKind::LmMaEs => nl
                 .saturating_mul(16)

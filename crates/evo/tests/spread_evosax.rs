@@ -4,7 +4,8 @@
 //! is shared with evosax (Kestrel's keys are its own), so the runs agree in distribution only:
 //! Kestrel's median final best must lie within evosax's 10 seeds' range, and evosax's median
 //! within Kestrel's. Where Kestrel fixes an evosax bug (MA-ES, LM-MA-ES: `bugs`), the evosax
-//! profile is what is compared, and the fixed one must be no worse than evosax's median.
+//! profile is what is compared, and the fixed one (MA-ES, LM-MA-ES, Rm-ES, iAMaLGaM) must be no
+//! worse than evosax's median.
 
 use kestrel_core::Key;
 use kestrel_evo::driver::Driver;
@@ -20,8 +21,7 @@ fn median(v: &mut [f64]) -> f64 {
 fn kestrel_bests(kind: StrategyKind, bugs: BugsKind, f: Function, x0: f32, gens: u64) -> Vec<f64> {
     let prob = Benchmark::new(f, 10).unwrap();
     let mut params = StrategyParams::default();
-    if matches!(kind, StrategyKind::MaEs | StrategyKind::LmMaEs | StrategyKind::SimulatedAnnealing)
-    {
+    if StrategyParams::keys_of(kind).contains(&"bugs") {
         params.bugs = Some(bugs);
     }
     (0..10)
@@ -67,7 +67,14 @@ fn free_runs_land_inside_evosax_spread() {
                 olo <= m_theirs && m_theirs <= ohi,
                 "{pname} {name}: evosax's median outside Kestrel's range"
             );
-            if matches!(kind, StrategyKind::MaEs | StrategyKind::LmMaEs) {
+            if matches!(
+                kind,
+                StrategyKind::MaEs
+                    | StrategyKind::LmMaEs
+                    | StrategyKind::RmEs
+                    | StrategyKind::IamalgamFull
+                    | StrategyKind::IamalgamUnivariate
+            ) {
                 let mut fixed = kestrel_bests(kind, BugsKind::None, f, x0, gens);
                 let m = median(&mut fixed);
                 eprintln!("{pname} {name} fixed: median {m:.3e}");

@@ -1,0 +1,91 @@
+"""Golden fixtures for kestrel-evo's model-building strategies from evosax 0.3.2: Rm-ES
+(`rm_es.rs`) and iAMaLGaM, full and univariate (`amalgam.rs`). For each case: 24 generations
+of ask and tell with the draws each `_ask` makes recorded (so the Rust side injects them),
+random fitness with ties, each generation's state before and after.
+
+Usage (the venv of tools/golden/evosax_tell.py):
+    tools/venv-evosax/bin/python tools/golden/evosax_models.py --out tests/golden/evosax_models.json
+"""
+import argparse
+import os
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from evosax.algorithms import Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from evosax_more import GENERATIONS, f, finite, write_cases  # noqa: E402
+
+
+def snapshot(name, s):
+    out = {"mean": f(s.mean), "generation": int(s.generation_counter)}
+    if name == "rm_es":
+        out.update({"std": float(s.std), "p_c": f(s.p_c), "success": float(s.cumulative_rank_rate),
+                    "paths": f(s.P), "path_times": f(s.t), "elite_fitness": f(s.fitness_elites_sorted)})
+    else:
+        out.update({"c": f(s.C), "mean_shift": f(s.mean_shift), "nis_counter": int(s.nis_counter),
+                    "c_mult": float(s.c_mult), "best": finite(s.best_fitness_shaped)})
+    return out
+
+
+def draws(name, es, k_ask, n):
+    """The draws `_ask` makes from its key, in the order Kestrel's `ask_from_normals` reads."""
+    k_a, k_b = jax.random.split(k_ask)
+    z = f(jax.random.normal(k_a, (es.population_size, n)))
+    if name == "rm_es":
+        return {"z": z, "r": f(jax.random.normal(k_b, (es.m,)))}
+    ams = jax.random.choice(k_b, es.population_size, (es.ams_population_size,), replace=False)
+    return {"z": z, "ams": [int(i) for i in np.asarray(ams)]}
+
+
+def run(name, es, params, n, rng, extra):
+    pop = es.population_size
+    key = jax.random.PRNGKey(int(rng.integers(0, 2**31)))
+    mean = jnp.asarray(rng.normal(size=n), dtype=jnp.float32)
+    state = es.init(key, mean, params)
+    steps = []
+    for g in range(GENERATIONS):
+        key, k_ask, k_tell = jax.random.split(key, 3)
+        before = snapshot(name, state)
+        x, state = es.ask(k_ask, state, params)
+        fit = np.sum(np.asarray(x, dtype=np.float64) ** 2, axis=1) + 0.3 * rng.normal(size=pop)
+        if g % 3 == 2:
+            fit[1] = fit[0]  # a tie
+        fit = jnp.asarray(fit, dtype=jnp.float32)
+        new_state, _ = es.tell(k_tell, x, fit, state, params)
+        steps.append({**draws(name, es, k_ask, n), "population": f(x),
+                      "fitness": [float(v) for v in np.asarray(fit)],
+                      "before": before, "after": snapshot(name, new_state)})
+        state = new_state
+    defaults = {k: (float(v) if np.ndim(v) == 0 else f(v)) for k, v in vars(params).items()}
+    return {"strategy": name, "pop_size": pop, "num_dims": n, **extra, "params": defaults,
+            "start": f(mean), "steps": steps}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=17)
+    a = ap.parse_args()
+    rng = np.random.default_rng(a.seed)
+    cases = []
+    # Rm-ES: one path (evosax's default) and three (the thinning of the closest pair), then
+    # three with a gap below one generation (every path shifts).
+    for pop, n, m, gap in [(8, 4, 1, 20), (10, 6, 3, 20), (8, 5, 3, 0.5)]:
+        es = Rm_ES(pop, jnp.zeros(n), m=m)
+        params = es.default_params.replace(std_init=0.7, T=gap)
+        cases.append(run("rm_es", es, params, n, rng, {"num_paths": m, "path_gap": gap, "sigma": 0.7}))
+    for cls, name in [(iAMaLGaM_Full, "iamalgam_full"), (iAMaLGaM_Univariate, "iamalgam_univariate")]:
+        for pop, n in [(8, 4), (13, 6)]:
+            es = cls(pop, jnp.zeros(n), std_schedule=optax.constant_schedule(0.4))
+            cases.append(run(name, es, es.default_params, n, rng, {"sigma": 0.4}))
+    write_cases(a.out, a.seed, cases)
+
+
+if __name__ == "__main__":
+    main()
