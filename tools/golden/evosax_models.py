@@ -1,5 +1,5 @@
 """Golden fixtures for kestrel-evo's model-building strategies from evosax 0.3.2: Rm-ES
-(`rm_es.rs`) and iAMaLGaM, full and univariate (`amalgam.rs`). For each case: 24 generations
+(`rm_es.rs`), iAMaLGaM, full and univariate (`amalgam.rs`), and CR-FM-NES (`cr_fm_nes.rs`). For each case: 24 generations
 of ask and tell with the draws each `_ask` makes recorded (so the Rust side injects them),
 random fitness with ties, each generation's state before and after.
 
@@ -16,7 +16,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from evosax.algorithms import Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate  # noqa: E402
+from evosax.algorithms import CR_FM_NES, Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from evosax_more import GENERATIONS, f, finite, write_cases  # noqa: E402
@@ -27,6 +27,8 @@ def snapshot(name, s):
     if name == "rm_es":
         out.update({"std": float(s.std), "p_c": f(s.p_c), "success": float(s.cumulative_rank_rate),
                     "paths": f(s.P), "path_times": f(s.t), "elite_fitness": f(s.fitness_elites_sorted)})
+    elif name == "cr_fm_nes":
+        out.update({"std": float(s.std), "p_std": f(s.p_std), "p_c": f(s.p_c), "d": f(s.D), "v": f(s.v)})
     else:
         out.update({"c": f(s.C), "mean_shift": f(s.mean_shift), "nis_counter": int(s.nis_counter),
                     "c_mult": float(s.c_mult), "best": finite(s.best_fitness_shaped)})
@@ -35,6 +37,8 @@ def snapshot(name, s):
 
 def draws(name, es, k_ask, n):
     """The draws `_ask` makes from its key, in the order Kestrel's `ask_from_normals` reads."""
+    if name == "cr_fm_nes":
+        return {"z": f(jax.random.normal(k_ask, (es.population_size // 2, n)))}
     k_a, k_b = jax.random.split(k_ask)
     z = f(jax.random.normal(k_a, (es.population_size, n)))
     if name == "rm_es":
@@ -84,6 +88,10 @@ def main():
         for pop, n in [(8, 4), (13, 6)]:
             es = cls(pop, jnp.zeros(n), std_schedule=optax.constant_schedule(0.4))
             cases.append(run(name, es, es.default_params, n, rng, {"sigma": 0.4}))
+    for pop, n, sigma in [(8, 6, 0.7), (12, 9, 0.3)]:
+        es = CR_FM_NES(pop, jnp.zeros(n))
+        params = es.default_params.replace(std_init=sigma)
+        cases.append(run("cr_fm_nes", es, params, n, rng, {"sigma": sigma}))
     write_cases(a.out, a.seed, cases)
 
 

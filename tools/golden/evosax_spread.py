@@ -6,6 +6,8 @@ of every seed (float32, as evosax computes it).
 
 Usage (the venv of tools/golden/evosax_tell.py):
     tools/venv-evosax/bin/python tools/golden/evosax_spread.py --out tests/golden/evosax_spread.json
+(`--only NAME ...` runs those names and keeps the others' entries from the file, so adding a
+strategy leaves the old entries as they were.)
 """
 import argparse
 import json
@@ -20,7 +22,7 @@ from evosax import algorithms as A  # noqa: E402
 NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES", "ARS", "ESMC", "HillClimbing",
          "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA", "MR15_GA", "SAMR_GA",
          "GESMR_GA", "PersistentES", "NoiseReuseES", "GuidedES", "ASEBO", "Rm_ES", "iAMaLGaM_Full",
-         "iAMaLGaM_Univariate"]
+         "iAMaLGaM_Univariate", "CR_FM_NES"]
 # Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
 POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA"}
 # Those that take their step size as a constant schedule rather than `std_init`.
@@ -73,11 +75,17 @@ def final_bests(name, fn, x0, gens):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
+    ap.add_argument("--only", nargs="*", help="run these names only, keeping the others from --out")
     a = ap.parse_args()
     out = {"peer": "evosax 0.3.2", "pop_size": POP, "num_dims": DIMS, "std_init": 0.5, "problems": {}}
+    kept = {}
+    if a.only:
+        with open(a.out) as fh:
+            kept = json.load(fh)["problems"]
     for prob, (fn, x0, gens) in PROBLEMS.items():
-        out["problems"][prob] = {"x0": x0, "generations": gens,
-                                 "best": {n: final_bests(n, fn, x0, gens) for n in NAMES}}
+        best = {n: (final_bests(n, fn, x0, gens) if not a.only or n in a.only else kept[prob]["best"][n])
+                for n in NAMES}
+        out["problems"][prob] = {"x0": x0, "generations": gens, "best": best}
         print(prob, {n: min(v) for n, v in out["problems"][prob]["best"].items()})
     with open(a.out, "w") as fh:
         json.dump(out, fh, indent=1)

@@ -31,6 +31,7 @@ use crate::amalgam::{Amalgam, AmalgamKind};
 use crate::antithetic::{Antithetic, AntitheticRule};
 use crate::bounds::Bounds;
 use crate::cma_es::{CmaEs, default_pop_size};
+use crate::cr_fm_nes::CrFmNes;
 use crate::de::DifferentialEvolution;
 use crate::ga::{Ga, GaRule};
 use crate::gradient_es::{GradientEs, GradientRule};
@@ -118,6 +119,8 @@ pub enum StrategyKind {
     IamalgamFull,
     /// [`Amalgam`], one variance per coordinate (evosax `iAMaLGaM_Univariate`).
     IamalgamUnivariate,
+    /// [`CrFmNes`], the cost-reduced fast-moving NES (evosax `CR_FM_NES`; even population).
+    CrFmNes,
 }
 
 impl TryFrom<String> for StrategyKind {
@@ -135,7 +138,7 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("ASEBO", Some(StrategyKind::Asebo)),
     ("CMAAnchoredLES", None),
     ("CMA_ES", Some(StrategyKind::CmaEs)),
-    ("CR_FM_NES", None),
+    ("CR_FM_NES", Some(StrategyKind::CrFmNes)),
     ("DES", Some(StrategyKind::Des)),
     ("ESMC", Some(StrategyKind::Esmc)),
     ("EvoTF_ES", None),
@@ -183,7 +186,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 29] = [
+    pub const ALL: [StrategyKind; 30] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -213,6 +216,7 @@ impl StrategyKind {
         StrategyKind::RmEs,
         StrategyKind::IamalgamFull,
         StrategyKind::IamalgamUnivariate,
+        StrategyKind::CrFmNes,
     ];
 
     /// The config spelling.
@@ -247,6 +251,7 @@ impl StrategyKind {
             StrategyKind::RmEs => "rm-es",
             StrategyKind::IamalgamFull => "iamalgam-full",
             StrategyKind::IamalgamUnivariate => "iamalgam-univariate",
+            StrategyKind::CrFmNes => "cr-fm-nes",
         }
     }
 
@@ -324,6 +329,7 @@ impl StrategyKind {
                 | StrategyKind::NoiseReuseEs
                 | StrategyKind::GuidedEs
                 | StrategyKind::Asebo
+                | StrategyKind::CrFmNes
         )
     }
 
@@ -336,6 +342,7 @@ impl StrategyKind {
             | StrategyKind::MaEs
             | StrategyKind::LmMaEs
             | StrategyKind::RmEs
+            | StrategyKind::CrFmNes
             | StrategyKind::Esmc => 4,
             StrategyKind::HillClimbing
             | StrategyKind::RandomSearch
@@ -532,6 +539,12 @@ impl StrategyKind {
                 };
                 let s = Amalgam::new(pop, n, kind)?;
                 let p = params.amalgam(crate::AmalgamParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::CrFmNes => {
+                let s = CrFmNes::new(pop, n)?;
+                let p = params
+                    .cr_fm_nes(crate::CrFmNesParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })

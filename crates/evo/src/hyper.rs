@@ -9,7 +9,7 @@ use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
-    Adam, AmalgamParams, AntitheticParams, CmaParams, DeParams, EvoError, GaParams,
+    Adam, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams, EvoError, GaParams,
     GradientEsParams, LocalParams, OpenEsParams, PgpeParams, RmParams, SnesParams, SwarmParams,
     WeightedEsParams, XnesParams,
 };
@@ -77,12 +77,13 @@ strategy_params! {
     lazy_eigen: bool => [CmaEs],
     /// CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
     lazy_gap: f64 => [CmaEs],
-    /// SNES, xNES: learning rate of the mean (default 1).
-    lr_mean: f64 => [Snes, Xnes],
+    /// SNES, xNES, CR-FM-NES: learning rate of the mean (default 1).
+    lr_mean: f64 => [Snes, Xnes, CrFmNes],
     /// SNES, xNES: learning rate of the step sizes.
     lr_sigma: f64 => [Snes, Xnes],
-    /// xNES: learning rate of the shape matrix B.
-    lr_b: f64 => [Xnes],
+    /// xNES: learning rate of the shape matrix B; CR-FM-NES: of its shape `v`, `D` (default
+    /// tanh((min(0.02 λ, 3 ln n) + 5) / (0.23 n + 25))).
+    lr_b: f64 => [Xnes, CrFmNes],
     /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01); Simple
     /// ES, DES: SGD's on the mean (default 1); ARS, Persistent ES, Noise-Reuse ES, ASEBO:
     /// Adam's (default 1e-3); ESMC: Adam's at the start (default 1e-2); Guided ES: SGD's
@@ -154,11 +155,11 @@ strategy_params! {
     sigma_lr: f64 => [Pgpe, SimpleEs, Des],
     /// DES: the temperature of its rank weights' sigmoid (default 12.5).
     temperature: f64 => [Des],
-    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA, Rm-ES, iAMaLGaM: evosax
+    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA, Rm-ES, iAMaLGaM, CR-FM-NES: evosax
     /// 0.3.2's bugs: `none`
     /// (fixed, default) or `all` (evosax's, to reproduce its runs; each strategy's docs name
     /// them).
-    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa, RmEs, IamalgamFull, IamalgamUnivariate],
+    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa, RmEs, IamalgamFull, IamalgamUnivariate, CrFmNes],
     /// Rm-ES: evolution paths kept (evosax's `m`, in 1..=1024, default 1).
     num_paths: usize => [RmEs],
     /// Rm-ES: the generation gap below which the closest pair of kept paths is thinned
@@ -412,6 +413,13 @@ impl StrategyParams {
         }
         set!(self, p: std_ratio in POS..BELOW_ONE, elite_ratio in POS..ONE);
         set!(self, p: std_meta in ABOVE_ONE..INF);
+        set!(self, p: bugs);
+        Ok(p)
+    }
+
+    /// CR-FM-NES params with these overrides.
+    pub fn cr_fm_nes(&self, mut p: CrFmNesParams) -> Result<CrFmNesParams, EvoError> {
+        set!(self, p: lr_mean in POS..INF, lr_b in POS..INF);
         set!(self, p: bugs);
         Ok(p)
     }

@@ -30,6 +30,7 @@ mod antithetic;
 pub mod bench;
 mod bounds;
 mod cma_es;
+mod cr_fm_nes;
 mod de;
 pub mod driver;
 mod eigen;
@@ -60,6 +61,7 @@ pub use amalgam::{Amalgam, AmalgamKind, AmalgamParams, AmalgamState};
 pub use antithetic::{Antithetic, AntitheticParams, AntitheticRule, AntitheticState};
 pub use bounds::{BoundKind, Bounds, PENALTY_WEIGHT};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
+pub use cr_fm_nes::{CrFmNes, CrFmNesParams, CrFmNesState};
 pub use de::{DeParams, DeState, DifferentialEvolution};
 pub use driver::{
     Driver, EVOSAX_CLASS_NAMES, EVOSAX_NAMES, EvalKeys, Generation, Instance, Optimizer, Stop,

@@ -132,6 +132,8 @@ impl StrategyKind {
             StrategyKind::IamalgamUnivariate => {
                 nl.saturating_mul(8).saturating_add(16 * l + 64 * n)
             }
+            // z and y (λ × n, f64), the rank buffers, fifteen vectors (cr_fm_nes.rs).
+            StrategyKind::CrFmNes => nl.saturating_mul(16).saturating_add(40 * l + 160 * n),
             // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
             StrategyKind::LmMaEs => nl
                 .saturating_mul(16)

@@ -4,7 +4,7 @@
 //! is shared with evosax (Kestrel's keys are its own), so the runs agree in distribution only:
 //! Kestrel's median final best must lie within evosax's 10 seeds' range, and evosax's median
 //! within Kestrel's. Where Kestrel fixes an evosax bug (MA-ES, LM-MA-ES: `bugs`), the evosax
-//! profile is what is compared, and the fixed one (MA-ES, LM-MA-ES, Rm-ES, iAMaLGaM) must be no
+//! profile is what is compared, and the fixed one (MA-ES, LM-MA-ES, Rm-ES, iAMaLGaM, CR-FM-NES) must be no
 //! worse than evosax's median.
 
 use kestrel_core::Key;
@@ -74,6 +74,7 @@ fn free_runs_land_inside_evosax_spread() {
                     | StrategyKind::RmEs
                     | StrategyKind::IamalgamFull
                     | StrategyKind::IamalgamUnivariate
+                    | StrategyKind::CrFmNes
             ) {
                 let mut fixed = kestrel_bests(kind, BugsKind::None, f, x0, gens);
                 let m = median(&mut fixed);
