@@ -1,5 +1,6 @@
 """Golden fixtures for kestrel-evo's model-building strategies from evosax 0.3.2: Rm-ES
-(`rm_es.rs`), iAMaLGaM, full and univariate (`amalgam.rs`), and CR-FM-NES (`cr_fm_nes.rs`). For each case: 24 generations
+(`rm_es.rs`), iAMaLGaM, full and univariate (`amalgam.rs`), CR-FM-NES (`cr_fm_nes.rs`) and
+SV-OpenAI-ES (`sv_open_es.rs`). For each case: 24 generations
 of ask and tell with the draws each `_ask` makes recorded (so the Rust side injects them),
 random fitness with ties, each generation's state before and after.
 
@@ -16,17 +17,19 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from evosax.algorithms import CR_FM_NES, Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate  # noqa: E402
+from evosax.algorithms import CR_FM_NES, SV_Open_ES, Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from evosax_more import GENERATIONS, f, finite, write_cases  # noqa: E402
 
 
 def snapshot(name, s):
-    out = {"mean": f(s.mean), "generation": int(s.generation_counter)}
+    out = {"mean": f(s.mean), "generation": int(np.max(s.generation_counter))}
     if name == "rm_es":
         out.update({"std": float(s.std), "p_c": f(s.p_c), "success": float(s.cumulative_rank_rate),
                     "paths": f(s.P), "path_times": f(s.t), "elite_fitness": f(s.fitness_elites_sorted)})
+    elif name == "sv_open_es":
+        pass
     elif name == "cr_fm_nes":
         out.update({"std": float(s.std), "p_std": f(s.p_std), "p_c": f(s.p_c), "d": f(s.D), "v": f(s.v)})
     else:
@@ -37,6 +40,9 @@ def snapshot(name, s):
 
 def draws(name, es, k_ask, n):
     """The draws `_ask` makes from its key, in the order Kestrel's `ask_from_normals` reads."""
+    if name == "sv_open_es":
+        keys = jax.random.split(k_ask, es.num_populations)
+        return {"z": sum((f(jax.random.normal(k, (es.population_size // 2, n))) for k in keys), [])}
     if name == "cr_fm_nes":
         return {"z": f(jax.random.normal(k_ask, (es.population_size // 2, n)))}
     k_a, k_b = jax.random.split(k_ask)
@@ -48,9 +54,10 @@ def draws(name, es, k_ask, n):
 
 
 def run(name, es, params, n, rng, extra):
-    pop = es.population_size
+    pop = getattr(es, "total_population_size", es.population_size)
     key = jax.random.PRNGKey(int(rng.integers(0, 2**31)))
-    mean = jnp.asarray(rng.normal(size=n), dtype=jnp.float32)
+    shape = (es.num_populations, n) if name == "sv_open_es" else (n,)
+    mean = jnp.asarray(rng.normal(size=shape), dtype=jnp.float32)
     state = es.init(key, mean, params)
     steps = []
     for g in range(GENERATIONS):
@@ -92,6 +99,11 @@ def main():
         es = CR_FM_NES(pop, jnp.zeros(n))
         params = es.default_params.replace(std_init=sigma)
         cases.append(run("cr_fm_nes", es, params, n, rng, {"sigma": sigma}))
+    # SV-OpenAI-ES: particles close enough (kernel_std 2) for the kernel to couple them.
+    for lam, k, n, lr in [(4, 3, 4, 0.05), (6, 4, 5, 0.2)]:
+        es = SV_Open_ES(lam, k, jnp.zeros(n), optimizer=optax.sgd(lr), std_schedule=optax.constant_schedule(0.5))
+        params = es.default_params.replace(kernel_std=2.0, alpha=0.7)
+        cases.append(run("sv_open_es", es, params, n, rng, {"num_populations": k, "lr": lr, "sigma": 0.5}))
     write_cases(a.out, a.seed, cases)
 
 

@@ -44,6 +44,7 @@ use crate::rm_es::RmEs;
 use crate::sep_cma_es::SepCmaEs;
 use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
+use crate::sv_open_es::SvOpenEs;
 use crate::swarm::{Swarm, SwarmRule};
 use crate::weighted_es::{DES_TEMPERATURE, WeightRule, WeightedEs};
 use crate::xnes::Xnes;
@@ -121,6 +122,16 @@ pub enum StrategyKind {
     IamalgamUnivariate,
     /// [`CrFmNes`], the cost-reduced fast-moving NES (evosax `CR_FM_NES`; even population).
     CrFmNes,
+    /// [`SvOpenEs`], Stein variational OpenAI-ES (evosax `SV_Open_ES`; `num_populations`
+    /// particles of an even size each).
+    SvOpenEs,
+}
+
+/// The Stein variational strategies' default number of particles for `pop_size` rows (evosax
+/// takes it as a required argument): the most, up to 4, that split the rows into blocks of an
+/// even size (16 rows: 4 of 4; 12: 3 of 4; 14: 1 of 14).
+pub fn sv_default_particles(pop_size: usize) -> usize {
+    (1..=4).rev().find(|k| pop_size.is_multiple_of(2 * k)).unwrap_or(1)
 }
 
 impl TryFrom<String> for StrategyKind {
@@ -161,7 +172,7 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("SimpleES", Some(StrategyKind::SimpleEs)),
     ("SNES", Some(StrategyKind::Snes)),
     ("SV_CMA_ES", None),
-    ("SV_Open_ES", None),
+    ("SV_Open_ES", Some(StrategyKind::SvOpenEs)),
     ("xNES", Some(StrategyKind::Xnes)),
     ("DifferentialEvolution", Some(StrategyKind::De)),
     ("DiffusionEvolution", None),
@@ -186,7 +197,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 30] = [
+    pub const ALL: [StrategyKind; 31] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -217,6 +228,7 @@ impl StrategyKind {
         StrategyKind::IamalgamFull,
         StrategyKind::IamalgamUnivariate,
         StrategyKind::CrFmNes,
+        StrategyKind::SvOpenEs,
     ];
 
     /// The config spelling.
@@ -252,6 +264,7 @@ impl StrategyKind {
             StrategyKind::IamalgamFull => "iamalgam-full",
             StrategyKind::IamalgamUnivariate => "iamalgam-univariate",
             StrategyKind::CrFmNes => "cr-fm-nes",
+            StrategyKind::SvOpenEs => "sv-open-es",
         }
     }
 
@@ -330,6 +343,7 @@ impl StrategyKind {
                 | StrategyKind::GuidedEs
                 | StrategyKind::Asebo
                 | StrategyKind::CrFmNes
+                | StrategyKind::SvOpenEs
         )
     }
 
@@ -545,6 +559,15 @@ impl StrategyKind {
                 let s = CrFmNes::new(pop, n)?;
                 let p = params
                     .cr_fm_nes(crate::CrFmNesParams { sigma_init: sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::SvOpenEs => {
+                let s = SvOpenEs::new(
+                    pop,
+                    n,
+                    params.num_populations.unwrap_or_else(|| sv_default_particles(pop)),
+                )?;
+                let p = params.sv(crate::SvOpenEsParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })

@@ -10,8 +10,8 @@ use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
     Adam, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams, EvoError, GaParams,
-    GradientEsParams, LocalParams, OpenEsParams, PgpeParams, RmParams, SnesParams, SwarmParams,
-    WeightedEsParams, XnesParams,
+    GradientEsParams, LocalParams, OpenEsParams, PgpeParams, RmParams, SnesParams, SvOpenEsParams,
+    SwarmParams, WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -87,8 +87,8 @@ strategy_params! {
     /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01); Simple
     /// ES, DES: SGD's on the mean (default 1); ARS, Persistent ES, Noise-Reuse ES, ASEBO:
     /// Adam's (default 1e-3); ESMC: Adam's at the start (default 1e-2); Guided ES: SGD's
-    /// (default 1e-3).
-    lr: f64 => [OpenEs, Pgpe, SimpleEs, Des, Ars, Esmc, PersistentEs, NoiseReuseEs, GuidedEs, Asebo],
+    /// (default 1e-3); SV-OpenAI-ES: SGD's (default 1e-3).
+    lr: f64 => [OpenEs, Pgpe, SimpleEs, Des, Ars, Esmc, PersistentEs, NoiseReuseEs, GuidedEs, Asebo, SvOpenEs],
     /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: Adam's first-moment decay
     /// (in [0, 1), default 0.9).
     beta1: f64 => [OpenEs, Ars, Esmc, PersistentEs, NoiseReuseEs, Asebo],
@@ -105,8 +105,9 @@ strategy_params! {
     /// default 10).
     unroll_steps: u64 => [PersistentEs, NoiseReuseEs],
     /// Guided ES: the full space's share of the sampling covariance (`α`, in [0, 1], default
-    /// 0.5; the rest goes to the gradients' subspace).
-    alpha: f64 => [GuidedEs],
+    /// 0.5; the rest goes to the gradients' subspace); SV-OpenAI-ES: the kernel repulsion's
+    /// weight (evosax's `alpha` too; >= 0, default 1).
+    alpha: f64 => [GuidedEs, SvOpenEs],
     /// Guided ES: the gradient estimate's scale (`β`, > 0, default 1).
     beta: f64 => [GuidedEs],
     /// Guided ES, ASEBO: dimension of the gradient subspace (in 1..=num_dims, default 1).
@@ -160,6 +161,11 @@ strategy_params! {
     /// (fixed, default) or `all` (evosax's, to reproduce its runs; each strategy's docs name
     /// them).
     bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa, RmEs, IamalgamFull, IamalgamUnivariate, CrFmNes],
+    /// SV-OpenAI-ES: particles, each a mean with its own block of pop_size / k rows (a divisor
+    /// of pop_size leaving an even block; default the most, up to 4, that do: 4 for 16 rows).
+    num_populations: usize => [SvOpenEs],
+    /// SV-OpenAI-ES: the RBF kernel's length scale (`kernel_std`, > 0, default 1).
+    kernel_std: f64 => [SvOpenEs],
     /// Rm-ES: evolution paths kept (evosax's `m`, in 1..=1024, default 1).
     num_paths: usize => [RmEs],
     /// Rm-ES: the generation gap below which the closest pair of kept paths is thinned
@@ -417,6 +423,14 @@ impl StrategyParams {
         Ok(p)
     }
 
+    /// SV-OpenAI-ES params with these overrides (`num_populations` is read by
+    /// [`StrategyKind::build_with`], which sizes the strategy).
+    pub fn sv(&self, mut p: SvOpenEsParams) -> Result<SvOpenEsParams, EvoError> {
+        set!(self, p: lr in POS..INF, kernel_std in POS..INF);
+        set!(self, p: alpha in NONNEG..INF);
+        Ok(p)
+    }
+
     /// CR-FM-NES params with these overrides.
     pub fn cr_fm_nes(&self, mut p: CrFmNesParams) -> Result<CrFmNesParams, EvoError> {
         set!(self, p: lr_mean in POS..INF, lr_b in POS..INF);
@@ -486,7 +500,7 @@ mod tests {
         p.check_for(StrategyKind::Pgpe).unwrap();
         let e = p.check_for(StrategyKind::CmaEs).unwrap_err().to_string();
         assert!(e.contains("params.lr") && e.contains("a knob of open-es, pgpe, "), "{e}");
-        assert!(e.contains(" and asebo only"), "{e}");
+        assert!(e.contains(" and sv-open-es only"), "{e}");
         for (bad, want) in [
             (StrategyParams { beta1: Some(1.0), ..Default::default() }, "params.beta1"),
             (StrategyParams { lr: Some(f64::NAN), ..Default::default() }, "params.lr"),

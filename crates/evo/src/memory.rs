@@ -134,6 +134,9 @@ impl StrategyKind {
             }
             // z and y (λ × n, f64), the rank buffers, fifteen vectors (cr_fm_nes.rs).
             StrategyKind::CrFmNes => nl.saturating_mul(16).saturating_add(40 * l + 160 * n),
+            // z (λ/2 × n, f64), the means with their gradients and next values (k × n each,
+            // k ≤ λ/2), the shaped fitness and order (sv_open_es.rs).
+            StrategyKind::SvOpenEs => nl.saturating_mul(4).saturating_add(24 * l + 8 * n),
             // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
             StrategyKind::LmMaEs => nl
                 .saturating_mul(16)

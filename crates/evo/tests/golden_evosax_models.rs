@@ -1,6 +1,7 @@
 //! Golden test against evosax 0.3.2 (`tools/golden/evosax_models.py`): Rm-ES (one path and
 //! three, with the closest pair thinned and with every path shifted), iAMaLGaM, full and
-//! univariate, and CR-FM-NES, two shapes each, 24 generations with ties. Default parameters (checked against
+//! univariate, CR-FM-NES and SV-OpenAI-ES (three and four particles), two shapes each, 24
+//! generations with ties. Default parameters (checked against
 //! evosax's) but the step size and Rm-ES's `m` and `T`; `ask` from the same draws, and every
 //! `tell`, first with evosax's state injected before each generation, then run freely from
 //! the first state (only the draws and the fitness from the fixture). Every one runs as
@@ -13,7 +14,7 @@
 use kestrel_core::Key;
 use kestrel_evo::{
     Amalgam, AmalgamKind, AmalgamParams, AmalgamState, BugsKind, CrFmNes, CrFmNesParams,
-    CrFmNesState, RmEs, RmParams, RmState, Strategy,
+    CrFmNesState, RmEs, RmParams, RmState, Strategy, SvOpenEs, SvOpenEsParams, SvOpenEsState,
 };
 use kestrel_testkit::load_fixture;
 use serde_json::Value;
@@ -72,6 +73,7 @@ enum Model {
     Rm(RmEs, RmParams, RmState),
     Amalgam(Amalgam, AmalgamParams, AmalgamState),
     CrFmNes(CrFmNes, CrFmNesParams, CrFmNesState),
+    Sv(SvOpenEs, SvOpenEsParams, SvOpenEsState),
 }
 
 fn setup(case: &Value, c: &mut Check) -> Model {
@@ -102,6 +104,16 @@ fn setup(case: &Value, c: &mut Check) -> Model {
         }
         let st = s.init(Key::new(0), &p, &start);
         return Model::Rm(s, p, st);
+    }
+    if name == "sv_open_es" {
+        let k = case["num_populations"].as_u64().unwrap() as usize;
+        let s = SvOpenEs::new(lam, n, k).unwrap();
+        let mut p = s.default_params();
+        (p.sigma, p.lr) = (sigma, case["lr"].as_f64().unwrap());
+        (p.kernel_std, p.alpha) =
+            (theirs["kernel_std"].as_f64().unwrap(), theirs["alpha"].as_f64().unwrap());
+        let st = s.init_means(&start);
+        return Model::Sv(s, p, st);
     }
     if name == "cr_fm_nes" {
         let s = CrFmNes::new(lam, n).unwrap();
@@ -171,6 +183,10 @@ fn inject(m: &mut Model, b: &Value) {
             k.progress.best_fitness = b["best"].as_f64().map_or(f32::INFINITY, |x| x as f32);
             k.progress.generation = b["generation"].as_u64().unwrap();
         }
+        Model::Sv(_, _, k) => {
+            k.means = v(&b["mean"]);
+            k.progress.generation = b["generation"].as_u64().unwrap();
+        }
         Model::CrFmNes(_, _, k) => {
             k.mean = v(&b["mean"]);
             k.sigma = b["std"].as_f64().unwrap();
@@ -201,6 +217,7 @@ fn compare(c: &mut Check, at: &str, m: &Model, a: &Value) {
             assert_eq!(k.nis_counter, a["nis_counter"].as_u64().unwrap(), "{at} nis counter");
             c.scalar(&format!("{at} c_mult"), k.c_mult, &a["c_mult"]);
         }
+        Model::Sv(_, _, k) => c.close(&format!("{at} means"), &k.means, &v(&a["mean"])),
         Model::CrFmNes(_, _, k) => {
             c.close(&format!("{at} mean"), &k.mean, &v(&a["mean"]));
             c.scalar(&format!("{at} std"), k.sigma, &a["std"]);
@@ -242,6 +259,7 @@ fn replay(free: bool) {
                     s.ask_from_normals(k, p, &v(&st["z"]), &ams, &mut out);
                 }
                 Model::CrFmNes(s, _, k) => s.ask_from_normals(k, &v(&st["z"]), &mut out),
+                Model::Sv(s, p, k) => s.ask_from_normals(k, p, &v(&st["z"]), &mut out),
             }
             let got: Vec<f64> = out.iter().map(|&x| f64::from(x)).collect();
             c.close(&format!("{at} population"), &got, &v(&st["population"]));
@@ -254,6 +272,9 @@ fn replay(free: bool) {
                     s.tell(Key::new(0), &pop, &fit, k, p);
                 }
                 Model::CrFmNes(s, p, k) => {
+                    s.tell(Key::new(0), &pop, &fit, k, p);
+                }
+                Model::Sv(s, p, k) => {
                     s.tell(Key::new(0), &pop, &fit, k, p);
                 }
             }
@@ -269,7 +290,7 @@ fn replay(free: bool) {
         "{tells} tells match evosax 0.3.2; largest relative error {:.2e} at {}",
         c.worst.0, c.worst.1
     );
-    assert_eq!(tells, 9 * 24);
+    assert_eq!(tells, 11 * 24);
 }
 
 #[test]
