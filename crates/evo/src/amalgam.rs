@@ -31,8 +31,11 @@
 
 use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
+use crate::eigen::CholWork;
 use crate::error::check_sizes;
 use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
 use kestrel_core::{Key, fill_normal_f32};
 
 /// Full or per-coordinate covariance.
@@ -94,7 +97,10 @@ pub struct AmalgamState {
     pub z: Vec<f64>,
     /// Best-so-far bookkeeping.
     pub progress: Progress,
+    /// Full: a Cholesky factor, column-major; univariate: the sampling standard deviations.
     chol: Vec<f64>,
+    y: Vec<f64>,
+    work: Option<CholWork>,
     ams: Vec<usize>,
     order: Vec<usize>,
     avg: Vec<f64>,
@@ -152,19 +158,23 @@ impl Amalgam {
         let var = p.sigma * p.sigma;
         match self.kind {
             AmalgamKind::Full => {
-                // x = m + L z, L L ᵀ = C + σ² I (jax.random.multivariate_normal's Cholesky).
-                s.next_c.copy_from_slice(&s.c);
-                (0..n).for_each(|i| s.next_c[i * n + i] += var);
-                if !kestrel_core::linalg::cholesky(&s.next_c, n, &mut s.chol) {
+                // x = m + L z, L Lᵀ = C + σ² I (jax.random.multivariate_normal's Cholesky):
+                // all rows at once as Y = Z Lᵀ.
+                s.chol.copy_from_slice(&s.c);
+                (0..n).for_each(|i| s.chol[i * n + i] += var);
+                let work = s.work.as_mut().expect("the full model has its Cholesky workspace");
+                if !work.factor(&mut s.chol) {
                     // Only a non-finite covariance gets here (σ² I keeps it definite).
                     s.chol.fill(0.0);
                     (0..n).for_each(|i| s.chol[i * n + i] = p.sigma);
                 }
-                for (row, z) in population.chunks_exact_mut(n).zip(s.z.chunks_exact(n)) {
-                    for (i, x) in row.iter_mut().enumerate() {
-                        let l = &s.chol[i * n..i * n + i + 1];
-                        let y: f64 = l.iter().zip(z).map(|(a, b)| a * b).sum();
-                        *x = to_row(s.mean[i] + y);
+                let z = MatRef::from_row_major_slice(&s.z, self.pop_size, n);
+                let l = MatRef::from_column_major_slice(&s.chol, n, n);
+                let y = MatMut::from_row_major_slice_mut(&mut s.y, self.pop_size, n);
+                matmul(y, Accum::Replace, z, l.transpose(), 1.0, Par::Seq);
+                for (row, y) in population.chunks_exact_mut(n).zip(s.y.chunks_exact(n)) {
+                    for ((x, m), y) in row.iter_mut().zip(&s.mean).zip(y) {
+                        *x = to_row(m + y);
                     }
                 }
             }
@@ -197,20 +207,24 @@ impl Amalgam {
         }
         match self.kind {
             AmalgamKind::Full => {
-                if !kestrel_core::linalg::cholesky(&s.c, n, &mut s.chol) {
+                s.chol.copy_from_slice(&s.c);
+                let work = s.work.as_mut().expect("the full model has its Cholesky workspace");
+                if !work.factor(&mut s.chol) {
                     return 0.0;
                 }
+                // L[i][k] is chol[k n + i] (column-major).
+                let l = |i: usize, k: usize| s.chol[k * n + i];
                 if p.bugs == BugsKind::All {
                     // evosax's U⁻¹ d, U = Lᵀ: back substitution, in place.
                     for i in (0..n).rev() {
-                        let t: f64 = (i + 1..n).map(|k| s.chol[k * n + i] * s.avg[k]).sum();
-                        s.avg[i] = (s.avg[i] - t) / s.chol[i * n + i];
+                        let t: f64 = (i + 1..n).map(|k| l(k, i) * s.avg[k]).sum();
+                        s.avg[i] = (s.avg[i] - t) / l(i, i);
                     }
                 } else {
                     // L⁻¹ d: forward substitution, in place.
                     for i in 0..n {
-                        let t: f64 = (0..i).map(|k| s.chol[i * n + k] * s.avg[k]).sum();
-                        s.avg[i] = (s.avg[i] - t) / s.chol[i * n + i];
+                        let t: f64 = (0..i).map(|k| l(i, k) * s.avg[k]).sum();
+                        s.avg[i] = (s.avg[i] - t) / l(i, i);
                     }
                 }
             }
@@ -302,6 +316,8 @@ impl Strategy for Amalgam {
             z: vec![0.0; lam * n],
             progress: Progress::new(n),
             chol: vec![0.0; cells],
+            y: vec![0.0; lam * n],
+            work: (self.kind == AmalgamKind::Full).then(|| CholWork::new(n)),
             ams: vec![0; self.ams_size()],
             order: vec![0; lam],
             avg: vec![0.0; n],
@@ -361,34 +377,30 @@ impl Strategy for Amalgam {
         for &i in &s.order[..mu] {
             s.next_mean.iter_mut().zip(row(i)).for_each(|(a, &x)| *a += x as f64 / mu as f64);
         }
-        // Covariance about the new mean, remembering (1 − η_Σ) of the old.
+        // Covariance about the new mean, remembering (1 − η_Σ) of the old: the elites'
+        // deviations S̄ (μ × n, in `y`), then (1 − η_Σ) C + η_Σ S̄ᵀ S̄ / μ.
+        for (k, &i) in s.order[..mu].iter().enumerate() {
+            let d = &mut s.y[k * n..(k + 1) * n];
+            d.iter_mut().zip(row(i)).zip(&s.next_mean).for_each(|((d, &x), m)| *d = x as f64 - m);
+        }
         let keep = 1.0 - p.eta_std;
-        s.next_c.iter_mut().zip(&s.c).for_each(|(o, c)| *o = keep * c);
         let w = p.eta_std / mu as f64;
-        for &i in &s.order[..mu] {
-            let x = row(i);
-            match self.kind {
-                AmalgamKind::Full => {
-                    // The lower triangle, mirrored after the sum: exactly symmetric.
-                    for a in 0..n {
-                        let da = w * (x[a] as f64 - s.next_mean[a]);
-                        for b in 0..=a {
-                            s.next_c[a * n + b] += da * (x[b] as f64 - s.next_mean[b]);
-                        }
-                    }
-                }
-                AmalgamKind::Univariate => {
-                    for j in 0..n {
-                        let d = x[j] as f64 - s.next_mean[j];
-                        s.next_c[j] += w * d * d;
+        s.next_c.iter_mut().zip(&s.c).for_each(|(o, c)| *o = keep * c);
+        match self.kind {
+            AmalgamKind::Full => {
+                let d = MatRef::from_row_major_slice(&s.y[..mu * n], mu, n);
+                let c = MatMut::from_row_major_slice_mut(&mut s.next_c, n, n);
+                matmul(c, Accum::Add, d.transpose(), d, w, Par::Seq);
+                // Exactly symmetric: the lower triangle mirrored.
+                for a in 0..n {
+                    for b in 0..a {
+                        s.next_c[b * n + a] = s.next_c[a * n + b];
                     }
                 }
             }
-        }
-        if self.kind == AmalgamKind::Full {
-            for a in 0..n {
-                for b in 0..a {
-                    s.next_c[b * n + a] = s.next_c[a * n + b];
+            AmalgamKind::Univariate => {
+                for d in s.y[..mu * n].chunks_exact(n) {
+                    s.next_c.iter_mut().zip(d).for_each(|(c, d)| *c += w * d * d);
                 }
             }
         }

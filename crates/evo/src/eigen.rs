@@ -1,9 +1,59 @@
-//! Symmetric eigendecomposition with a reusable workspace (faer), for CMA-ES and xNES: the
-//! one piece of dense linear algebra that is not small (`kestrel_core::linalg` has the rest).
+//! Symmetric eigendecomposition with a reusable workspace (faer), for CMA-ES and xNES, and
+//! blocked Cholesky factors (faer), for iAMaLGaM's full covariance: the dense linear algebra
+//! that is not small (`kestrel_core::linalg` has the rest).
 
 use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
 use faer::linalg::evd::{ComputeEigenvectors, self_adjoint_evd, self_adjoint_evd_scratch};
-use faer::{Mat, Par};
+use faer::{Mat, MatMut, Par};
+
+/// Workspace for repeated Cholesky factors of `n × n` symmetric positive definite matrices.
+pub(crate) struct CholWork {
+    n: usize,
+    buf: MemBuffer,
+}
+
+impl Clone for CholWork {
+    fn clone(&self) -> Self {
+        CholWork::new(self.n)
+    }
+}
+
+impl std::fmt::Debug for CholWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CholWork({})", self.n)
+    }
+}
+
+impl CholWork {
+    pub(crate) fn new(n: usize) -> Self {
+        let req = cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
+        CholWork { n, buf: MemBuffer::new(req) }
+    }
+
+    /// Replaces the symmetric `n × n` matrix in `a` (column-major) by its lower Cholesky
+    /// factor `L` (`A = L Lᵀ`), the strict upper triangle zeroed. False when `A` is not
+    /// positive definite or not finite (`a` is then unspecified).
+    pub(crate) fn factor(&mut self, a: &mut [f64]) -> bool {
+        let n = self.n;
+        if !a[..n * n].iter().all(|v| v.is_finite()) {
+            return false;
+        }
+        let m = MatMut::from_column_major_slice_mut(&mut a[..n * n], n, n);
+        let ok = cholesky_in_place(
+            m,
+            Default::default(),
+            Par::Seq,
+            MemStack::new(&mut self.buf),
+            Default::default(),
+        )
+        .is_ok();
+        for j in 1..n {
+            a[j * n..j * n + j].fill(0.0);
+        }
+        ok
+    }
+}
 
 /// The largest condition number (largest over smallest eigenvalue) [`EigenWork::decompose`]
 /// leaves a covariance with (pycma stops at 1e14 by default, `tolconditioncov`).
