@@ -1,6 +1,6 @@
 """Golden fixtures for kestrel-evo's model-building strategies from evosax 0.3.2: Rm-ES
 (`rm_es.rs`), iAMaLGaM, full and univariate (`amalgam.rs`), CR-FM-NES (`cr_fm_nes.rs`) and
-SV-OpenAI-ES (`sv_open_es.rs`). For each case: 24 generations
+SV-OpenAI-ES (`sv_open_es.rs`) and Diffusion Evolution (`diffusion.rs`). For each case: 24 generations
 of ask and tell with the draws each `_ask` makes recorded (so the Rust side injects them),
 random fitness with ties, each generation's state before and after.
 
@@ -17,19 +17,26 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from evosax.algorithms import CR_FM_NES, SV_Open_ES, Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate  # noqa: E402
+from evosax.algorithms import (CR_FM_NES, SV_Open_ES, DiffusionEvolution, Rm_ES, iAMaLGaM_Full,  # noqa: E402
+                               iAMaLGaM_Univariate)
+from evosax.algorithms.population_based import diffusion_evolution as dfe  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from evosax_more import GENERATIONS, f, finite, write_cases  # noqa: E402
 
 
 def snapshot(name, s):
-    out = {"mean": f(s.mean), "generation": int(np.max(s.generation_counter))}
+    out = {"generation": int(np.max(s.generation_counter))}
+    if hasattr(s, "mean"):
+        out["mean"] = f(s.mean)
     if name == "rm_es":
         out.update({"std": float(s.std), "p_c": f(s.p_c), "success": float(s.cumulative_rank_rate),
                     "paths": f(s.P), "path_times": f(s.t), "elite_fitness": f(s.fitness_elites_sorted)})
     elif name == "sv_open_es":
         pass
+    elif name == "diffusion":
+        out.update({"population": f(s.population), "fitness": f(s.fitness),
+                    "projection": f(s.latent_projection)})
     elif name == "cr_fm_nes":
         out.update({"std": float(s.std), "p_std": f(s.p_std), "p_c": f(s.p_c), "d": f(s.D), "v": f(s.v)})
     else:
@@ -40,6 +47,8 @@ def snapshot(name, s):
 
 def draws(name, es, k_ask, n):
     """The draws `_ask` makes from its key, in the order Kestrel's `ask_from_normals` reads."""
+    if name == "diffusion":
+        return {"z": f(jax.random.normal(k_ask, (es.population_size, n)))}
     if name == "sv_open_es":
         keys = jax.random.split(k_ask, es.num_populations)
         return {"z": sum((f(jax.random.normal(k, (es.population_size // 2, n))) for k in keys), [])}
@@ -58,7 +67,13 @@ def run(name, es, params, n, rng, extra):
     key = jax.random.PRNGKey(int(rng.integers(0, 2**31)))
     shape = (es.num_populations, n) if name == "sv_open_es" else (n,)
     mean = jnp.asarray(rng.normal(size=shape), dtype=jnp.float32)
-    state = es.init(key, mean, params)
+    if name == "diffusion":  # population-based: init takes an evaluated population
+        first = mean + extra["sigma"] * jnp.asarray(rng.normal(size=(pop, n)), dtype=jnp.float32)
+        first_fit = jnp.asarray(np.sum(np.asarray(first, np.float64) ** 2, axis=1), dtype=jnp.float32)
+        state = es.init(key, first, first_fit, params)
+        extra = {**extra, "first": f(first), "first_fitness": f(first_fit)}
+    else:
+        state = es.init(key, mean, params)
     steps = []
     for g in range(GENERATIONS):
         key, k_ask, k_tell = jax.random.split(key, 3)
@@ -104,6 +119,15 @@ def main():
         es = SV_Open_ES(lam, k, jnp.zeros(n), optimizer=optax.sgd(lr), std_schedule=optax.constant_schedule(0.5))
         params = es.default_params.replace(kernel_std=2.0, alpha=0.7)
         cases.append(run("sv_open_es", es, params, n, rng, {"num_populations": k, "lr": lr, "sigma": 0.5}))
+    # Diffusion Evolution: the default cosine schedule over 30 generations, the DDPM one over 16
+    # (the schedule ends at generation 15, then the population stays) in a 2-D latent projection,
+    # and the DDIM one.
+    for pop, n, gens, sched, latent in [(8, 4, 30, "cosine", None), (10, 5, 16, "ddpm", 2),
+                                        (6, 3, 40, "ddim", None)]:
+        fn = {"cosine": dfe.cosine_schedule, "ddpm": dfe.ddpm_schedule, "ddim": dfe.ddim_schedule}[sched]
+        es = DiffusionEvolution(pop, jnp.zeros(n), num_generations=gens, alpha_schedule=fn, num_latent_dims=latent)
+        cases.append(run("diffusion", es, es.default_params, n, rng,
+                         {"sigma": 0.8, "num_generations": gens, "schedule": sched, "latent_dims": latent}))
     write_cases(a.out, a.seed, cases)
 
 

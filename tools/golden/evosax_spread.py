@@ -23,9 +23,9 @@ NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES",
          "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA", "MR15_GA", "SAMR_GA",
          "GESMR_GA", "PersistentES", "NoiseReuseES", "GuidedES", "ASEBO", "Rm_ES", "iAMaLGaM_Full",
          "iAMaLGaM_Univariate", "CR_FM_NES",
-         "SV_Open_ES"]
+         "SV_Open_ES", "DiffusionEvolution"]
 # Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
-POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA"}
+POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA", "DiffusionEvolution"}
 # Those that take their step size as a constant schedule rather than `std_init`.
 SCHEDULED = {"ARS", "ESMC", "HillClimbing", "SimulatedAnnealing", "SimpleGA", "PersistentES", "NoiseReuseES",
              "GuidedES", "ASEBO", "iAMaLGaM_Full", "iAMaLGaM_Univariate",

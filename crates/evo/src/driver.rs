@@ -33,6 +33,7 @@ use crate::bounds::Bounds;
 use crate::cma_es::{CmaEs, default_pop_size};
 use crate::cr_fm_nes::CrFmNes;
 use crate::de::DifferentialEvolution;
+use crate::diffusion::DiffusionEvolution;
 use crate::ga::{Ga, GaRule};
 use crate::gradient_es::{GradientEs, GradientRule};
 use crate::local_search::{LocalRule, LocalSearch};
@@ -125,6 +126,8 @@ pub enum StrategyKind {
     /// [`SvOpenEs`], Stein variational OpenAI-ES (evosax `SV_Open_ES`; `num_populations`
     /// particles of an even size each).
     SvOpenEs,
+    /// [`DiffusionEvolution`], evolution as DDIM denoising (evosax `DiffusionEvolution`).
+    DiffusionEvolution,
 }
 
 /// The Stein variational strategies' default number of particles for `pop_size` rows (evosax
@@ -175,7 +178,7 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("SV_Open_ES", Some(StrategyKind::SvOpenEs)),
     ("xNES", Some(StrategyKind::Xnes)),
     ("DifferentialEvolution", Some(StrategyKind::De)),
-    ("DiffusionEvolution", None),
+    ("DiffusionEvolution", Some(StrategyKind::DiffusionEvolution)),
     ("GESMR_GA", Some(StrategyKind::GesmrGa)),
     ("LGA", None),
     ("MR15_GA", Some(StrategyKind::Mr15Ga)),
@@ -197,7 +200,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 31] = [
+    pub const ALL: [StrategyKind; 32] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -229,6 +232,7 @@ impl StrategyKind {
         StrategyKind::IamalgamUnivariate,
         StrategyKind::CrFmNes,
         StrategyKind::SvOpenEs,
+        StrategyKind::DiffusionEvolution,
     ];
 
     /// The config spelling.
@@ -265,6 +269,7 @@ impl StrategyKind {
             StrategyKind::IamalgamUnivariate => "iamalgam-univariate",
             StrategyKind::CrFmNes => "cr-fm-nes",
             StrategyKind::SvOpenEs => "sv-open-es",
+            StrategyKind::DiffusionEvolution => "diffusion-evolution",
         }
     }
 
@@ -568,6 +573,15 @@ impl StrategyKind {
                     params.num_populations.unwrap_or_else(|| sv_default_particles(pop)),
                 )?;
                 let p = params.sv(crate::SvOpenEsParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::DiffusionEvolution => {
+                let s = DiffusionEvolution::new(pop, n, params.num_latent_dims)?;
+                let p = s.params_for(
+                    params.alpha_schedule.unwrap_or_default(),
+                    params.num_generations.unwrap_or(128),
+                )?;
+                let p = params.diffusion(crate::DiffusionParams { sigma, ..p })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })

@@ -9,9 +9,9 @@ use crate::driver::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
-    Adam, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams, EvoError, GaParams,
-    GradientEsParams, LocalParams, OpenEsParams, PgpeParams, RmParams, SnesParams, SvOpenEsParams,
-    SwarmParams, WeightedEsParams, XnesParams,
+    Adam, AlphaSchedule, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams,
+    DiffusionParams, EvoError, GaParams, GradientEsParams, LocalParams, OpenEsParams, PgpeParams,
+    RmParams, SnesParams, SvOpenEsParams, SwarmParams, WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -154,8 +154,9 @@ strategy_params! {
     /// PGPE: learning rate of the step sizes (default 0.1); Simple ES, DES: the rate at which
     /// the step sizes move to the weighted spread (evosax's `c_std` / `lr_std`, default 0.1).
     sigma_lr: f64 => [Pgpe, SimpleEs, Des],
-    /// DES: the temperature of its rank weights' sigmoid (default 12.5).
-    temperature: f64 => [Des],
+    /// DES: the temperature of its rank weights' sigmoid (default 12.5); Diffusion Evolution:
+    /// of its energy weights exp(−f / T) (default 1).
+    temperature: f64 => [Des, DiffusionEvolution],
     /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA, Rm-ES, iAMaLGaM, CR-FM-NES: evosax
     /// 0.3.2's bugs: `none`
     /// (fixed, default) or `all` (evosax's, to reproduce its runs; each strategy's docs name
@@ -166,6 +167,19 @@ strategy_params! {
     num_populations: usize => [SvOpenEs],
     /// SV-OpenAI-ES: the RBF kernel's length scale (`kernel_std`, > 0, default 1).
     kernel_std: f64 => [SvOpenEs],
+    /// Diffusion Evolution: generations of its noise schedule (evosax's `num_generations`, in
+    /// 2..=1048576, default 128; past them the population stays).
+    num_generations: usize => [DiffusionEvolution],
+    /// Diffusion Evolution: the noise schedule: cosine (default), ddim or ddpm.
+    alpha_schedule: AlphaSchedule => [DiffusionEvolution],
+    /// Diffusion Evolution: the DDIM noise scale (`std_m`, in (0, 1], default 1).
+    std_m: f64 => [DiffusionEvolution],
+    /// Diffusion Evolution: members are divided by it before each step, multiplied after
+    /// (`scale_factor`, > 0, default 1).
+    scale_factor: f64 => [DiffusionEvolution],
+    /// Diffusion Evolution: weigh the members in a random projection to this many dimensions
+    /// (evosax's `num_latent_dims`, in 1..=num_dims; default none).
+    num_latent_dims: usize => [DiffusionEvolution],
     /// Rm-ES: evolution paths kept (evosax's `m`, in 1..=1024, default 1).
     num_paths: usize => [RmEs],
     /// Rm-ES: the generation gap below which the closest pair of kept paths is thinned
@@ -423,6 +437,13 @@ impl StrategyParams {
         Ok(p)
     }
 
+    /// Diffusion Evolution params with these overrides (`num_generations`, `alpha_schedule` and
+    /// `num_latent_dims` are read by [`StrategyKind::build_with`], which sizes the strategy).
+    pub fn diffusion(&self, mut p: DiffusionParams) -> Result<DiffusionParams, EvoError> {
+        set!(self, p: std_m in POS..ONE, scale_factor in POS..INF, temperature in POS..INF);
+        Ok(p)
+    }
+
     /// SV-OpenAI-ES params with these overrides (`num_populations` is read by
     /// [`StrategyKind::build_with`], which sizes the strategy).
     pub fn sv(&self, mut p: SvOpenEsParams) -> Result<SvOpenEsParams, EvoError> {
@@ -482,13 +503,14 @@ mod tests {
         assert_eq!(all.set_keys(), ["sigma_min", "lazy_eigen", "shaping", "elitism"]);
         // Each key alone reads back as exactly that key (the `set` list follows OWNERS).
         for (k, _) in OWNERS {
-            let one = [0.5.into(), true.into(), "raw".into(), "all".into(), 3.into()]
-                .into_iter()
-                .find_map(|v| {
-                    let v: serde_json::Value = v;
-                    serde_json::from_value::<StrategyParams>(serde_json::json!({ *k: v })).ok()
-                })
-                .unwrap_or_else(|| panic!("{k}: no value parses"));
+            let one =
+                [0.5.into(), true.into(), "raw".into(), "all".into(), 3.into(), "ddpm".into()]
+                    .into_iter()
+                    .find_map(|v| {
+                        let v: serde_json::Value = v;
+                        serde_json::from_value::<StrategyParams>(serde_json::json!({ *k: v })).ok()
+                    })
+                    .unwrap_or_else(|| panic!("{k}: no value parses"));
             assert_eq!(one.set_keys(), [*k]);
         }
     }

@@ -32,6 +32,7 @@ mod bounds;
 mod cma_es;
 mod cr_fm_nes;
 mod de;
+mod diffusion;
 pub mod driver;
 mod eigen;
 mod error;
@@ -64,6 +65,7 @@ pub use bounds::{BoundKind, Bounds, PENALTY_WEIGHT};
 pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
 pub use cr_fm_nes::{CrFmNes, CrFmNesParams, CrFmNesState};
 pub use de::{DeParams, DeState, DifferentialEvolution};
+pub use diffusion::{AlphaSchedule, DiffusionEvolution, DiffusionParams, DiffusionState};
 pub use driver::{
     Driver, EVOSAX_CLASS_NAMES, EVOSAX_NAMES, EvalKeys, Generation, Instance, Optimizer, Stop,
     StopRules, StrategyKind,
