@@ -40,6 +40,7 @@ STRATEGIES = {
     "GradientlessDescent": "plain", "PSO": "pop", "SimpleGA": "popsched", "MR15_GA": "popstd", "SAMR_GA": "popstd",
     "GESMR_GA": "popstd", "PersistentES": "sched", "NoiseReuseES": "sched", "GuidedES": "sched", "ASEBO": "sched",
     "Rm_ES": "std", "iAMaLGaM_Full": "sched", "iAMaLGaM_Univariate": "sched", "CR_FM_NES": "std", "SV_Open_ES": "sv",
+    "DiffusionEvolution": "pop",
 }
 
 PEER = textwrap.dedent('''

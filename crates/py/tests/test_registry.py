@@ -385,7 +385,7 @@ def test_jax_mppi_strategy_strings_reach_the_tuner_and_the_es_run(strategy, tmp_
                         out_dir=tmp_path / "e", progress=None)
     assert kestrel.config("evo", str(e.dir / "config.toml"))["strategy"] == kind
     with pytest.raises(ValueError, match=r"strategy.*not in Kestrel yet"):
-        kestrel.evo.run(strategy="CR_FM_NES", problem="sphere", num_dims=4, generations=5, out_dir=tmp_path / "x",
+        kestrel.evo.run(strategy="SV_CMA_ES", problem="sphere", num_dims=4, generations=5, out_dir=tmp_path / "x",
                         progress=None)
     assert not (tmp_path / "x").exists()
 
@@ -448,3 +448,49 @@ def test_the_gradient_strategies_keep_their_interfaces():
     assert np.isfinite(a.mean).all()
     with pytest.raises(ValueError, match="subspace_dims"):
         kestrel.evo.make("GuidedES", 3, params={"subspace_dims": 4})
+
+
+def test_the_model_strategies_keep_their_interfaces():
+    """Rm-ES takes evosax's `m=` (paths kept); SV_Open_ES its particles (`num_populations`,
+    `means=` as evosax's init) with one block of rows each; iAMaLGaM and CR-FM-NES by evosax's
+    names; `bugs="all"` is each one's evosax profile."""
+    rm = kestrel.evo.Rm_ES(5, 0.3, m=3, seed=1)
+    assert rm.params == {"num_paths": 3}
+    assert rm.state_dict()["tensors"]["paths"].shape == (15,)
+    with pytest.raises(ValueError, match="num_paths"):
+        kestrel.evo.RmES(5, m=0)
+    means = np.array([[2.0, 2.0], [-2.0, -2.0], [2.0, -2.0]], np.float32)
+    sv = kestrel.evo.SV_Open_ES(sigma0=0.1, means=means, pop_size=12, params={"lr": 0.05}, seed=0)
+    np.testing.assert_allclose(sv.means, means)
+    x = sv.ask()
+    # Block p of 4 rows samples around particle p.
+    np.testing.assert_allclose(x.reshape(3, 4, 2).mean(1), means, atol=1e-5)
+    for _ in range(30):
+        x = sv.ask()
+        sv.tell(x, (x ** 2).sum(1))
+    assert np.linalg.norm(sv.means, axis=1).max() < np.linalg.norm(means, axis=1).min()
+    with pytest.raises(ValueError, match="num_populations"):
+        kestrel.evo.SVOpenES(2, pop_size=12, num_populations=5)
+    with pytest.raises(ValueError, match="means: expected shape"):
+        kestrel.evo.SVOpenES(sigma0=0.1, means=means, pop_size=8, num_populations=2)
+    for name in ("iAMaLGaM_Full", "iAMaLGaM_Univariate", "CR_FM_NES", "Rm_ES"):
+        for bugs in ("none", "all"):
+            es = kestrel.evo.make(name, 6, pop_size=10, sigma=0.5, params={"bugs": bugs})
+            first = es.mean.copy()
+            for _ in range(20):
+                x = es.ask()
+                es.tell(x, (x ** 2).sum(1))
+            assert np.isfinite(es.mean).all() and not np.array_equal(es.mean, first), (name, bugs)
+
+
+def test_diffusion_evolution_denoises_over_its_schedule():
+    """evosax's schedule names and length; the population stays once the schedule ends."""
+    es = kestrel.evo.make("DiffusionEvolution", 4, pop_size=16, sigma=1.0, seed=3,
+                          params={"num_generations": 12, "alpha_schedule": "ddpm"})
+    for _ in range(20):
+        x = es.ask()
+        es.tell(x, (x ** 2).sum(1))
+    again = es.ask()
+    np.testing.assert_allclose(again, x, atol=1e-6)
+    with pytest.raises(ValueError, match="alpha_schedule"):
+        kestrel.evo.DiffusionEvolution(4, params={"alpha_schedule": "linear"})

@@ -520,9 +520,90 @@ class ASEBO(Strategy):
     kind = "asebo"
 
 
+class RmES(Strategy):
+    """Rm-ES (Li & Zhang, IEEE TEVC 2018; evosax's `Rm_ES`): CMA-ES's mean and evolution path,
+    the covariance replaced by the last `num_paths` paths (evosax's `m=`, default 1), the step
+    size by the rank-based success rule. `bugs="all"` reproduces evosax's (its success rule ranks
+    the shaped weights, so σ always falls to σ_min = 1e-3; one path draw for all candidates)."""
+    kind = "rm-es"
+
+    def __init__(self, num_dims=None, sigma0=None, inopts=None, *, m=None, **kw):
+        if m is not None:
+            kw["num_paths"] = m
+        super().__init__(num_dims, sigma0, inopts, **kw)
+
+
+class iAMaLGaMFull(Strategy):
+    """iAMaLGaM with a full covariance (Bosman et al., Evol. Comput. 2013; evosax's
+    `iAMaLGaM_Full`): the better half's mean and covariance with memory, anticipated mean shift
+    and adaptive variance scaling, sampling `N(m, C + σ² I)` (σ constant, default 1).
+    `bugs="all"`: evosax's standard deviation ratio (whitened by the upper Cholesky factor)."""
+    kind = "iamalgam-full"
+
+
+class iAMaLGaMUnivariate(Strategy):
+    """iAMaLGaM with one variance per coordinate (evosax's `iAMaLGaM_Univariate`).
+    `bugs="all"`: evosax's sampling `m + (σ + √C) z` and its ratio over `C` (Kestrel's default:
+    `√(C + σ²)` and `√C`, the full model's diagonal)."""
+    kind = "iamalgam-univariate"
+
+
+class CRFMNES(Strategy):
+    """CR-FM-NES (Nomura & Ono, IEEE CEC 2022; evosax's `CR_FM_NES`): natural gradients over
+    `N(m, σ² D (I + v vᵀ) D)` in linear time, distance-weighted recombination while moving,
+    mirrored samples (even population). `bugs="all"`: evosax's clipping of the rank weights at 0."""
+    kind = "cr-fm-nes"
+
+
+class SVOpenES(Strategy):
+    """SV-OpenAI-ES (Liu et al., UAI 2017; evosax's `SV_Open_ES`): `num_populations` OpenAI-ES
+    particles, each a mean with its own block of `pop_size / num_populations` mirrored rows
+    (`ask` returns the blocks one after another), moved together by Stein variational gradient
+    descent with an RBF kernel (`kernel_std`, `alpha`); SGD (lr 1e-3), σ constant. `means=`
+    (`num_populations × num_dims`) starts the particles there, as evosax's `init(key, means)`;
+    without it they start at `mean + σ z`. `mean` is the particle that found the best value."""
+    kind = "sv-open-es"
+
+    def __init__(self, num_dims=None, sigma0=None, inopts=None, *, means=None, **kw):
+        start = None
+        if means is not None:
+            start = np.ascontiguousarray(means, np.float64)
+            if start.ndim != 2 or not np.all(np.isfinite(start)):
+                raise ValueError(f"means: a finite (num_populations, num_dims) array, got shape {start.shape}")
+            kw.setdefault("num_populations", start.shape[0])
+            kw.setdefault("mean", start.mean(axis=0))
+        super().__init__(num_dims, sigma0, inopts, **kw)
+        if start is not None:
+            k = int(self.params.get("num_populations", start.shape[0]))
+            if start.shape != (k, self.num_dims):
+                raise ValueError(f"means: expected shape ({k}, {self.num_dims}), got {start.shape}")
+            self._set_means(start)
+
+    def _set_means(self, start):
+        d = self._s.state_dict()
+        d["means"] = start.reshape(-1)
+        self._s.load_state_dict(d)
+
+    @property
+    def means(self) -> np.ndarray:
+        """The particles' means, `(num_populations, num_dims)`."""
+        return np.asarray(self._s.state_dict()["means"]).reshape(-1, self.num_dims)
+
+
+class DiffusionEvolution(Strategy):
+    """Diffusion Evolution (Zhang et al., ICLR 2025; evosax's `DiffusionEvolution`): each
+    generation one DDIM denoising step of the population toward its fitness-weighted
+    estimates, over `num_generations` (default 128) of the `alpha_schedule` ("cosine", "ddim",
+    "ddpm"); `num_latent_dims` weighs members in a random projection. Generation 0 is the
+    population `mean + σ z` (evosax's evaluated init population); past the schedule the
+    population stays."""
+    kind = "diffusion-evolution"
+
+
 _CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
             HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA, MR15GA, SAMRGA,
-            GESMRGA, PersistentES, NoiseReuseES, GuidedES, ASEBO)
+            GESMRGA, PersistentES, NoiseReuseES, GuidedES, ASEBO, RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES,
+            SVOpenES, DiffusionEvolution)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
@@ -530,6 +611,8 @@ STRATEGIES = {c.kind: c for c in _CLASSES}
 CMA_ES, Sep_CMA_ES, xNES, Open_ES, DifferentialEvolution, MA_ES, LM_MA_ES, DiscoveredES = (
     CMAES, SepCMAES, XNES, OpenES, DE, MAES, LMMAES, DES)
 MR15_GA, SAMR_GA, GESMR_GA = MR15GA, SAMRGA, GESMRGA
+Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate, CR_FM_NES, SV_Open_ES = (
+    RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES, SVOpenES)
 
 
 def make(kind: str, num_dims: int | None = None, **kw) -> Strategy:
