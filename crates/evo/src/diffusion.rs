@@ -23,6 +23,9 @@ use crate::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_row};
 use crate::swarm::{best_or_start, first_population};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+use kestrel_core::simd::exp_f32;
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
 /// The noise schedule `α` (evosax's `alpha_schedule`; config spelling `cosine`, `ddim`,
@@ -111,6 +114,9 @@ pub struct DiffusionState {
     latent: Vec<f64>,
     weights: Vec<f64>,
     x0: Vec<f64>,
+    sq: Vec<f64>,
+    sq_total: Vec<f64>,
+    kern: Vec<f64>,
 }
 
 impl DiffusionEvolution {
@@ -192,24 +198,30 @@ impl DiffusionEvolution {
         let t = (s.progress.generation as usize).saturating_sub(1);
         let (at, atm1) = (p.alphas[t.min(last)], p.alphas[(t + 1).min(last)]);
         let (sa, noise) = (at.sqrt(), (1.0 - at).sqrt());
-        // x̂₀_i = Σ_j w_j g_ij x_j / max(Σ_j w_j g_ij, 1e-8), g_ij = exp(−‖l_i − √α_t l_j‖² / 2(1 − α_t)).
-        for i in 0..lam {
-            let li = &s.latent[i * l..(i + 1) * l];
-            let x0 = &mut s.x0[i * n..(i + 1) * n];
-            x0.fill(0.0);
-            let mut total = 0.0;
-            for j in 0..lam {
-                if s.weights[j] == 0.0 {
-                    continue;
-                }
-                let lj = &s.latent[j * l..(j + 1) * l];
-                let d2: f64 = li.iter().zip(lj).map(|(a, b)| (a - sa * b) * (a - sa * b)).sum();
-                let w = s.weights[j] * (-0.5 * d2 / (noise * noise)).exp();
-                total += w;
-                x0.iter_mut().zip(&s.scaled[j * n..(j + 1) * n]).for_each(|(o, x)| *o += w * x);
-            }
-            let total = total.max(1e-8);
-            x0.iter_mut().for_each(|o| *o /= total);
+        // x̂₀_i = Σ_j w_j g_ij x_j / max(Σ_j w_j g_ij, 1e-8), g_ij = exp(−‖l_i − √α_t l_j‖² / 2(1 − α_t)):
+        // the squared distances from one Gram product, ‖l_i‖² − 2√α_t l_i·l_j + α_t ‖l_j‖², and
+        // the weighted sums as a second product K X.
+        for (q, li) in s.sq.iter_mut().zip(s.latent.chunks_exact(l)) {
+            *q = li.iter().map(|v| v * v).sum();
+        }
+        let lat = MatRef::from_row_major_slice(&s.latent, lam, l);
+        let gram = MatMut::from_row_major_slice_mut(&mut s.kern, lam, lam);
+        matmul(gram, Accum::Replace, lat, lat.transpose(), 1.0, Par::Seq);
+        kestrel_core::simd::dispatch(KernelRows {
+            kern: &mut s.kern,
+            inv_totals: &mut s.sq_total,
+            weights: &s.weights,
+            sq: &s.sq,
+            sa,
+            at,
+            scale: -0.5 / (noise * noise),
+        });
+        let k = MatRef::from_row_major_slice(&s.kern, lam, lam);
+        let x = MatRef::from_row_major_slice(&s.scaled, lam, n);
+        let x0 = MatMut::from_row_major_slice_mut(&mut s.x0, lam, n);
+        matmul(x0, Accum::Replace, k, x, 1.0, Par::Seq);
+        for (row, r) in s.x0.chunks_exact_mut(n).zip(&s.sq_total) {
+            row.iter_mut().for_each(|v| *v *= r);
         }
         let std_t = p.std_m * ((1.0 - atm1) / (1.0 - at) * (1.0 - at / atm1)).sqrt();
         let keep = (1.0 - atm1 - std_t * std_t).max(0.0).sqrt();
@@ -224,6 +236,38 @@ impl DiffusionEvolution {
                 let next = atm1.sqrt() * x0[j] + keep * eps + std_t * z[j];
                 row[j] = to_row(p.scale_factor * next);
             }
+        }
+    }
+}
+
+/// The kernel rows `K_ij = w_j g_ij` from the Gram matrix in `kern` (in place), and each
+/// row's `1 / max(Σ_j K_ij, 1e-8)`, compiled for the CPU's widest vectors (the λ² exponentials
+/// are most of a generation).
+struct KernelRows<'a> {
+    kern: &'a mut [f64],
+    inv_totals: &'a mut [f64],
+    weights: &'a [f64],
+    sq: &'a [f64],
+    sa: f64,
+    at: f64,
+    scale: f64,
+}
+
+impl kestrel_core::simd::WithSimd for KernelRows<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: kestrel_core::simd::Simd>(self, _simd: Sd) {
+        let KernelRows { kern, inv_totals, weights, sq, sa, at, scale } = self;
+        let lam = weights.len();
+        for ((krow, sqi), inv) in kern.chunks_exact_mut(lam).zip(sq).zip(inv_totals.iter_mut()) {
+            // f32's exponential (evosax's precision), branch-free so the row vectorises; below
+            // e^−87 (f32's range) a pair weighs 0, as float32's underflow gives evosax.
+            for ((k, &w), sqj) in krow.iter_mut().zip(weights).zip(sq) {
+                let arg = (scale * (sqi - 2.0 * sa * *k + at * sqj).max(0.0)) as f32;
+                let live = if arg >= -87.0 { w } else { 0.0 };
+                *k = live * exp_f32(arg) as f64;
+            }
+            *inv = 1.0 / krow.iter().sum::<f64>().max(1e-8);
         }
     }
 }
@@ -267,6 +311,9 @@ impl Strategy for DiffusionEvolution {
             latent: vec![0.0; lam * l],
             weights: vec![0.0; lam],
             x0: vec![0.0; lam * n],
+            sq: vec![0.0; lam],
+            sq_total: vec![0.0; lam],
+            kern: vec![0.0; lam * lam],
         }
     }
 

@@ -28,13 +28,14 @@
 
 use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
-use crate::eigen::EigenWork;
+use crate::eigen::{CholWork, EigenWork};
 use crate::error::check_sizes;
 use crate::open_es::Adam;
 use crate::strategy::{
     Progress, Strategy, TellMetrics, check_lens, finite_or_worst, is_rounding, to_f32, to_row,
 };
-use faer::Mat;
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, MatMut, MatRef, Par};
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
 /// Which estimator a [`GradientEs`] is.
@@ -118,6 +119,7 @@ pub struct GradientEsState {
     gram_vecs: Mat<f64>,
     gram_vals: Vec<f64>,
     eig: Option<EigenWork>,
+    chol_work: Option<CholWork>,
 }
 
 /// float32's machine epsilon: evosax's ASEBO rank tolerance (its arrays are float32).
@@ -183,13 +185,22 @@ impl GradientEs {
         check_lens("GradientEs::ask", self.pop_size, n, pop, None);
         match self.rule {
             GradientRule::Persistent => {
-                for k in 0..half {
-                    for j in 0..n {
-                        let e = p.sigma * s.z[k * n + j];
-                        s.pert[k * n + j] += e;
-                        s.pert[(half + k) * n + j] -= e;
-                        pop[k * n + j] = to_row(s.mean[j] + e);
-                        pop[(half + k) * n + j] = to_row(s.mean[j] - e);
+                // Over row slices: pair k's draw into both running sums and both rows.
+                let (head, tail) = s.pert.split_at_mut(half * n);
+                let (up, down) = pop.split_at_mut(half * n);
+                let rows =
+                    s.z.chunks_exact(n)
+                        .zip(head.chunks_exact_mut(n).zip(tail.chunks_exact_mut(n)))
+                        .zip(up.chunks_exact_mut(n).zip(down.chunks_exact_mut(n)));
+                for ((z, (plus, minus)), (xp, xm)) in rows {
+                    for (((((z, a), b), xp), xm), m) in
+                        z.iter().zip(plus).zip(minus).zip(xp).zip(xm).zip(&s.mean)
+                    {
+                        let e = p.sigma * z;
+                        *a += e;
+                        *b -= e;
+                        *xp = to_row(m + e);
+                        *xm = to_row(m - e);
                     }
                 }
             }
@@ -211,15 +222,13 @@ impl GradientEs {
             }
             GradientRule::Asebo => {
                 self.asebo_chol(s);
-                for k in 0..half {
-                    for i in 0..n {
-                        let l = &s.chol[i * n..i * n + i + 1];
-                        let zr = &s.z[k * n..k * n + i + 1];
-                        let e = p.sigma * l.iter().zip(zr).map(|(a, b)| a * b).sum::<f64>();
-                        s.pert[k * n + i] = e;
-                        s.pert[(half + k) * n + i] = -e;
-                    }
-                }
+                // The first half σ Z Lᵀ in one product, the second its mirror.
+                let z = MatRef::from_row_major_slice(&s.z, half, n);
+                let l = MatRef::from_column_major_slice(&s.chol, n, n);
+                let (head, tail) = s.pert.split_at_mut(half * n);
+                let out = MatMut::from_row_major_slice_mut(head, half, n);
+                matmul(out, Accum::Replace, z, l.transpose(), p.sigma, Par::Seq);
+                tail.iter_mut().zip(head.iter()).for_each(|(t, h)| *t = -h);
                 self.rows_from_pert(s, pop);
             }
         }
@@ -320,7 +329,11 @@ impl GradientEs {
                 s.cov[a * n + b] = eye + w_sub * s.projector[a * n + b];
             }
         }
-        if !kestrel_core::linalg::cholesky(&s.cov, n, &mut s.chol) {
+        // `chol` column-major (faer's blocked factor; the covariance is symmetric, so either
+        // layout reads the same matrix).
+        s.chol.copy_from_slice(&s.cov);
+        let work = s.chol_work.as_mut().expect("ASEBO's state has its Cholesky workspace");
+        if !work.factor(&mut s.chol) {
             // Not reachable from finite states (the covariance is ≥ 1e-6 I); sample the
             // full space rather than stop.
             s.chol.iter_mut().for_each(|v| *v = 0.0);
@@ -461,6 +474,7 @@ impl Strategy for GradientEs {
             gram_vecs: Mat::zeros(if asebo { rows } else { 0 }, if asebo { rows } else { 0 }),
             gram_vals: vec![0.0; if asebo { rows } else { 0 }],
             eig: asebo.then(|| EigenWork::new(rows)),
+            chol_work: asebo.then(|| CholWork::new(n)),
         }
     }
 

@@ -138,10 +138,11 @@ impl StrategyKind {
             // k ≤ λ/2), the shaped fitness and order (sv_open_es.rs).
             StrategyKind::SvOpenEs => nl.saturating_mul(4).saturating_add(24 * l + 8 * n),
             // The population, z, its scaled copy, the latent rows and x̂₀ (λ × n, f64, each),
-            // the fitness and weights (diffusion.rs).
-            StrategyKind::DiffusionEvolution => {
-                nl.saturating_mul(40).saturating_add(16 * l + 4 * n)
-            }
+            // the kernel (λ × λ), the fitness, weights and norms (diffusion.rs).
+            StrategyKind::DiffusionEvolution => nl
+                .saturating_mul(40)
+                .saturating_add(l.saturating_mul(l).saturating_mul(8))
+                .saturating_add(32 * l + 4 * n),
             // z and d (λ × n, f64), the m × n directions (m = 4 + ⌊3 ln n⌋), vectors.
             StrategyKind::LmMaEs => nl
                 .saturating_mul(16)
