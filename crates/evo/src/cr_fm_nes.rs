@@ -26,7 +26,7 @@
 use crate::EvoError;
 use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
 use crate::error::check_sizes;
-use crate::shaping::rank_weights;
+use crate::shaping::rank_weights_pair;
 use crate::strategy::{
     BugsKind, Progress, Strategy, TellMetrics, check_lens, is_rounding, to_f32, to_row,
 };
@@ -337,12 +337,9 @@ impl Strategy for CrFmNes {
         let (lam, n) = (self.pop_size, self.num_dims);
         check_lens("CrFmNes::tell", lam, n, population, Some(fitness));
         let (best, bad) = s.progress.record(population, fitness);
-        rank_weights(fitness, &p.weights, &mut s.order, &mut s.w);
-        rank_weights(fitness, &p.weights_hat, &mut s.order, &mut s.w_hat);
-        if fitness.iter().all(|f| f.is_nan()) {
-            // evosax's shaping gives every candidate 0 when all failed.
-            s.w.fill(0.0);
-        }
+        // One sort for both (all zeros when every value failed, as evosax's shaping).
+        let weights = (&p.weights[..], &p.weights_hat[..]);
+        rank_weights_pair(fitness, weights, &mut s.order, (&mut s.w, &mut s.w_hat));
         if p.bugs == BugsKind::All {
             s.w.iter_mut().for_each(|w| *w = w.max(0.0));
         }

@@ -125,10 +125,42 @@ pub fn rank_weights(fitness: &[f32], weights: &[f64], order: &mut [usize], out: 
     tie_groups(fitness, order, |k, lo, hi| out[k] = weights[(lo + hi) / 2]);
 }
 
+/// [`rank_weights`] for two weight vectors from one sort (CR-FM-NES ranks into its rank
+/// weights and its distance weights' base): `out_a[i] = a[floor(rank_i)]`, `out_b` likewise.
+pub fn rank_weights_pair(
+    fitness: &[f32],
+    (a, b): (&[f64], &[f64]),
+    order: &mut [usize],
+    (out_a, out_b): (&mut [f64], &mut [f64]),
+) {
+    assert!(out_a.len() == fitness.len() && out_b.len() == fitness.len(), "rank_weights_pair");
+    if fitness.iter().all(|f| !f.is_finite()) {
+        out_a.fill(0.0);
+        out_b.fill(0.0);
+        return;
+    }
+    tie_groups(fitness, order, |k, lo, hi| {
+        out_a[k] = a[(lo + hi) / 2];
+        out_b[k] = b[(lo + hi) / 2];
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_pair_is_two_rank_weights_from_one_sort() {
+        let f = [3.0, f32::NAN, 1.0, 1.0, -2.0];
+        let (a, b) = ([5.0, 4.0, 3.0, 2.0, 1.0], [0.5, 0.4, 0.3, 0.2, 0.1]);
+        let (mut o, mut wa, mut wb, mut ra, mut rb) =
+            ([0; 5], [0.0; 5], [0.0; 5], [0.0; 5], [0.0; 5]);
+        rank_weights_pair(&f, (&a, &b), &mut o, (&mut wa, &mut wb));
+        rank_weights(&f, &a, &mut o, &mut ra);
+        rank_weights(&f, &b, &mut o, &mut rb);
+        assert_eq!((wa, wb), (ra, rb));
+    }
 
     #[test]
     fn average_ties_and_nan_last() {

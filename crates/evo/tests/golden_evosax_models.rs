@@ -18,6 +18,7 @@ use kestrel_evo::{
     CrFmNesParams, CrFmNesState, DiffusionEvolution, DiffusionParams, DiffusionState, RmEs,
     RmParams, RmState, Strategy, SvOpenEs, SvOpenEsParams, SvOpenEsState,
 };
+use kestrel_testkit::Close as Check;
 use kestrel_testkit::load_fixture;
 use serde_json::Value;
 
@@ -46,31 +47,6 @@ fn v(x: &Value) -> Vec<f64> {
 
 fn f32s(x: &Value) -> Vec<f32> {
     v(x).into_iter().map(|y| y as f32).collect()
-}
-
-struct Check {
-    tol: f64,
-    worst: (f64, String),
-}
-
-impl Check {
-    fn close(&mut self, what: &str, got: &[f64], want: &[f64]) {
-        assert_eq!(got.len(), want.len(), "{what}: length");
-        let scale = want.iter().filter(|x| x.is_finite()).fold(1.0f64, |m, x| m.max(x.abs()));
-        for (i, (g, e)) in got.iter().zip(want).enumerate() {
-            if g == e {
-                continue; // equal infinities included
-            }
-            let err = (g - e).abs() / e.abs().max(FLOOR * scale);
-            if err > self.worst.0 {
-                self.worst = (err, format!("{what}[{i}]: {g} vs {e}"));
-            }
-            assert!(err <= self.tol, "{what}[{i}]: kestrel {g}, evosax {e} ({err:.2e})");
-        }
-    }
-    fn scalar(&mut self, what: &str, got: f64, want: &Value) {
-        self.close(what, &[got], &[want.as_f64().unwrap()]);
-    }
 }
 
 // Built once per case; the sizes differ, boxing them would only add noise to a test.
@@ -107,7 +83,7 @@ fn setup(case: &Value, c: &mut Check) -> Model {
             (p.cma.c_1, "c_1"),
             (p.q_star, "q_star"),
         ] {
-            c.scalar(&format!("rm default {key}"), ours, &theirs[key]);
+            c.scalar(&format!("rm default {key}"), ours, theirs[key].as_f64().unwrap());
         }
         let st = s.init(Key::new(0), &p, &start);
         return Model::Rm(s, p, st);
@@ -124,8 +100,12 @@ fn setup(case: &Value, c: &mut Check) -> Model {
         let mut p = s.params_for(schedule, gens).unwrap();
         p.sigma = sigma;
         c.close("diffusion alphas", &p.alphas, &v(&theirs["alphas"]));
-        c.scalar("diffusion std_m", p.std_m, &theirs["std_m"]);
-        c.scalar("diffusion scale_factor", p.scale_factor, &theirs["scale_factor"]);
+        c.scalar("diffusion std_m", p.std_m, theirs["std_m"].as_f64().unwrap());
+        c.scalar(
+            "diffusion scale_factor",
+            p.scale_factor,
+            theirs["scale_factor"].as_f64().unwrap(),
+        );
         let mut st = s.init(Key::new(0), &p, &start);
         // Kestrel's generation 0 is evosax's evaluated init population.
         s.tell(Key::new(0), &f32s(&case["first"]), &f32s(&case["first_fitness"]), &mut st, &p);
@@ -162,7 +142,7 @@ fn setup(case: &Value, c: &mut Check) -> Model {
             (p.lr_conv_sigma, "lr_conv_std"),
             (p.lr_b, "lr_B"),
         ] {
-            c.scalar(&format!("cr default {key}"), ours, &theirs[key]);
+            c.scalar(&format!("cr default {key}"), ours, theirs[key].as_f64().unwrap());
         }
         let st = s.init(Key::new(0), &p, &start);
         return Model::CrFmNes(s, p, st);
@@ -182,7 +162,7 @@ fn setup(case: &Value, c: &mut Check) -> Model {
         (p.theta_sdr, "theta_sdr"),
         (p.c_mult_init, "c_mult_init"),
     ] {
-        c.scalar(&format!("amalgam default {key}"), ours, &theirs[key]);
+        c.scalar(&format!("amalgam default {key}"), ours, theirs[key].as_f64().unwrap());
     }
     let st = s.init(Key::new(0), &p, &start);
     Model::Amalgam(s, p, st)
@@ -239,9 +219,9 @@ fn compare(c: &mut Check, at: &str, m: &Model, a: &Value) {
     match m {
         Model::Rm(_, _, k) => {
             c.close(&format!("{at} mean"), &k.mean, &v(&a["mean"]));
-            c.scalar(&format!("{at} std"), k.sigma, &a["std"]);
+            c.scalar(&format!("{at} std"), k.sigma, a["std"].as_f64().unwrap());
             c.close(&format!("{at} p_c"), &k.p_c, &v(&a["p_c"]));
-            c.scalar(&format!("{at} success"), k.success, &a["success"]);
+            c.scalar(&format!("{at} success"), k.success, a["success"].as_f64().unwrap());
             c.close(&format!("{at} paths"), &k.paths, &v(&a["paths"]));
             c.close(&format!("{at} path times"), &k.path_times, &v(&a["path_times"]));
             c.close(&format!("{at} elite fitness"), &k.elite_fitness, &v(&a["elite_fitness"]));
@@ -251,7 +231,7 @@ fn compare(c: &mut Check, at: &str, m: &Model, a: &Value) {
             c.close(&format!("{at} C"), &k.c, &v(&a["c"]));
             c.close(&format!("{at} mean shift"), &k.mean_shift, &v(&a["mean_shift"]));
             assert_eq!(k.nis_counter, a["nis_counter"].as_u64().unwrap(), "{at} nis counter");
-            c.scalar(&format!("{at} c_mult"), k.c_mult, &a["c_mult"]);
+            c.scalar(&format!("{at} c_mult"), k.c_mult, a["c_mult"].as_f64().unwrap());
         }
         Model::Sv(_, _, k) => c.close(&format!("{at} means"), &k.means, &v(&a["mean"])),
         Model::Diffusion(_, _, k) => {
@@ -260,7 +240,7 @@ fn compare(c: &mut Check, at: &str, m: &Model, a: &Value) {
         }
         Model::CrFmNes(_, _, k) => {
             c.close(&format!("{at} mean"), &k.mean, &v(&a["mean"]));
-            c.scalar(&format!("{at} std"), k.sigma, &a["std"]);
+            c.scalar(&format!("{at} std"), k.sigma, a["std"].as_f64().unwrap());
             c.close(&format!("{at} p_std"), &k.p_sigma, &v(&a["p_std"]));
             c.close(&format!("{at} p_c"), &k.p_c, &v(&a["p_c"]));
             c.close(&format!("{at} D"), &k.d, &v(&a["d"]));
@@ -271,7 +251,7 @@ fn compare(c: &mut Check, at: &str, m: &Model, a: &Value) {
 
 fn replay(free: bool) {
     let fixture = load_fixture("evosax_models.json");
-    let mut c = Check { tol: if free { FREE_TOL } else { TOL }, worst: (0.0, String::new()) };
+    let mut c = Check::scaled(if free { FREE_TOL } else { TOL }, FLOOR);
     let mut tells = 0;
     for case in fixture["cases"].as_array().unwrap() {
         let name = case["strategy"].as_str().unwrap();

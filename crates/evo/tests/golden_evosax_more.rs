@@ -17,6 +17,7 @@ use kestrel_evo::{
     MaParams, Strategy, Swarm, SwarmDraws, SwarmRule, SwarmState, WeightRule, WeightedEs,
 };
 use kestrel_evo::{Ga, GaDraws, GaParams, GaRule, GaState};
+use kestrel_testkit::Close as Check;
 use kestrel_testkit::load_fixture;
 use serde_json::Value;
 
@@ -33,30 +34,6 @@ fn f32s(x: &Value) -> Vec<f32> {
 
 fn as64(x: &[f32]) -> Vec<f64> {
     x.iter().map(|&v| v as f64).collect()
-}
-
-/// The largest error seen, and where.
-struct Check {
-    tol: f64,
-    floor: f64,
-    worst: (f64, String),
-}
-
-impl Check {
-    fn new(tol: f64, floor: f64) -> Self {
-        Check { tol, floor, worst: (0.0, String::new()) }
-    }
-
-    fn close(&mut self, what: &str, got: &[f64], want: &[f64]) {
-        assert_eq!(got.len(), want.len(), "{what}: length");
-        for (i, (g, e)) in got.iter().zip(want).enumerate() {
-            let err = (g - e).abs() / e.abs().max(self.floor);
-            if err > self.worst.0 {
-                self.worst = (err, format!("{what}[{i}]: {g} vs {e}"));
-            }
-            assert!(err <= self.tol, "{what}[{i}]: kestrel {g}, evosax {e} ({err:.2e})");
-        }
-    }
 }
 
 /// One fixture case run by `step(before, z, population, fitness, check, label)` per generation.

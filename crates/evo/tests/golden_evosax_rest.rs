@@ -11,6 +11,7 @@
 
 use kestrel_core::Key;
 use kestrel_evo::{GradientEs, GradientEsParams, GradientEsState, GradientRule, Strategy};
+use kestrel_testkit::Close as Check;
 use kestrel_testkit::load_fixture;
 use serde_json::Value;
 
@@ -30,25 +31,6 @@ use kestrel_testkit::floats as v;
 
 fn f32s(x: &Value) -> Vec<f32> {
     v(x).into_iter().map(|y| y as f32).collect()
-}
-
-struct Check {
-    tol: f64,
-    worst: (f64, String),
-}
-
-impl Check {
-    fn close(&mut self, what: &str, got: &[f64], want: &[f64]) {
-        assert_eq!(got.len(), want.len(), "{what}: length");
-        let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-        for (i, (g, e)) in got.iter().zip(want).enumerate() {
-            let err = (g - e).abs() / e.abs().max(FLOOR * scale);
-            if err > self.worst.0 {
-                self.worst = (err, format!("{what}[{i}]: {g} vs {e}"));
-            }
-            assert!(err <= self.tol, "{what}[{i}]: kestrel {g}, evosax {e} ({err:.2e})");
-        }
-    }
 }
 
 fn rule(name: &str) -> GradientRule {
@@ -113,13 +95,13 @@ fn compare(c: &mut Check, at: &str, k: &GradientEsState, a: &Value) {
         c.close(&format!("{at} archive"), &k.archive, &v(g));
     }
     if let Some(al) = a.get("alpha") {
-        c.close(&format!("{at} alpha"), &[k.alpha], &[al.as_f64().unwrap()]);
+        c.scalar(&format!("{at} alpha"), k.alpha, al.as_f64().unwrap());
     }
 }
 
 fn replay(free: bool) {
     let fixture = load_fixture("evosax_rest.json");
-    let mut c = Check { tol: if free { FREE_TOL } else { TOL }, worst: (0.0, String::new()) };
+    let mut c = Check::scaled(if free { FREE_TOL } else { TOL }, FLOOR);
     let mut tells = 0;
     for case in fixture["cases"].as_array().unwrap() {
         let name = case["strategy"].as_str().unwrap();

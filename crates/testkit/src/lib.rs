@@ -213,6 +213,57 @@ pub fn floats(v: &serde_json::Value) -> Vec<f64> {
     v.as_array().expect("a JSON array").iter().map(|x| x.as_f64().expect("a number")).collect()
 }
 
+/// Relative comparison of Kestrel's arrays with a peer's, keeping the largest error seen (the
+/// evosax golden tests' one check). An element passes when equal (infinities included) or
+/// when `|got − want| / max(|want|, floor) ≤ tol`; with [`Close::scaled`] the floor is
+/// `floor × max(1, the array's largest finite |want|)`, for values near 0 that are differences
+/// of larger ones (float32's error is then at their scale, not at the value's own).
+pub struct Close {
+    /// The largest relative error allowed.
+    pub tol: f64,
+    floor: f64,
+    scaled: bool,
+    /// The largest error seen, and where.
+    pub worst: (f64, String),
+}
+
+impl Close {
+    /// An absolute floor.
+    pub fn new(tol: f64, floor: f64) -> Self {
+        Close { tol, floor, scaled: false, worst: (0.0, String::new()) }
+    }
+
+    /// A floor scaled by each compared array's largest value.
+    pub fn scaled(tol: f64, floor: f64) -> Self {
+        Close { scaled: true, ..Close::new(tol, floor) }
+    }
+
+    /// Asserts `got` matches `want` element by element (`what` names them in the message).
+    pub fn close(&mut self, what: &str, got: &[f64], want: &[f64]) {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        let floor = if self.scaled {
+            self.floor * want.iter().filter(|x| x.is_finite()).fold(1.0f64, |m, x| m.max(x.abs()))
+        } else {
+            self.floor
+        };
+        for (i, (g, e)) in got.iter().zip(want).enumerate() {
+            if g == e {
+                continue;
+            }
+            let err = (g - e).abs() / e.abs().max(floor);
+            if err > self.worst.0 {
+                self.worst = (err, format!("{what}[{i}]: {g} vs {e}"));
+            }
+            assert!(err <= self.tol, "{what}[{i}]: kestrel {g}, peer {e} ({err:.2e})");
+        }
+    }
+
+    /// [`Close::close`] for one value.
+    pub fn scalar(&mut self, what: &str, got: f64, want: f64) {
+        self.close(what, &[got], &[want]);
+    }
+}
+
 /// A JSON array of integers.
 pub fn ints(v: &serde_json::Value) -> Vec<i64> {
     v.as_array().expect("a JSON array").iter().map(|x| x.as_i64().expect("an integer")).collect()
