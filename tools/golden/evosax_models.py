@@ -1,8 +1,10 @@
 """Golden fixtures for kestrel-evo's model-building strategies from evosax 0.3.2: Rm-ES
 (`rm_es.rs`), iAMaLGaM, full and univariate (`amalgam.rs`), CR-FM-NES (`cr_fm_nes.rs`) and
-SV-OpenAI-ES (`sv_open_es.rs`) and Diffusion Evolution (`diffusion.rs`). For each case: 24 generations
+SV-OpenAI-ES (`sv_open_es.rs`), SV-CMA-ES (`sv_cma_es.rs`) and Diffusion Evolution
+(`diffusion.rs`). For each case: 24 generations
 of ask and tell with the draws each `_ask` makes recorded (so the Rust side injects them),
-random fitness with ties, each generation's state before and after.
+random fitness with ties, each generation's state before and after (SV-CMA-ES's "before" is the state `ask` returns:
+its particles' covariances decomposed, as the CMA-ES golden records them).
 
 Usage (the venv of tools/golden/evosax_tell.py):
     tools/venv-evosax/bin/python tools/golden/evosax_models.py --out tests/golden/evosax_models.json
@@ -17,7 +19,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from evosax.algorithms import (CR_FM_NES, SV_Open_ES, DiffusionEvolution, Rm_ES, iAMaLGaM_Full,  # noqa: E402
+from evosax.algorithms import (CR_FM_NES, SV_CMA_ES, SV_Open_ES, DiffusionEvolution, Rm_ES, iAMaLGaM_Full,  # noqa: E402
                                iAMaLGaM_Univariate)
 from evosax.algorithms.population_based import diffusion_evolution as dfe  # noqa: E402
 
@@ -34,6 +36,9 @@ def snapshot(name, s):
                     "paths": f(s.P), "path_times": f(s.t), "elite_fitness": f(s.fitness_elites_sorted)})
     elif name == "sv_open_es":
         pass
+    elif name == "sv_cma_es":
+        out.update({"std": f(s.std), "p_std": f(s.p_std), "p_c": f(s.p_c), "c": f(s.C), "b": f(s.B),
+                    "d": f(s.D)})
     elif name == "diffusion":
         out.update({"population": f(s.population), "fitness": f(s.fitness),
                     "projection": f(s.latent_projection)})
@@ -49,6 +54,9 @@ def draws(name, es, k_ask, n):
     """The draws `_ask` makes from its key, in the order Kestrel's `ask_from_normals` reads."""
     if name == "diffusion":
         return {"z": f(jax.random.normal(k_ask, (es.population_size, n)))}
+    if name == "sv_cma_es":
+        keys = jax.random.split(k_ask, es.num_populations)
+        return {"z": sum((f(jax.random.normal(k, (es.population_size, n))) for k in keys), [])}
     if name == "sv_open_es":
         keys = jax.random.split(k_ask, es.num_populations)
         return {"z": sum((f(jax.random.normal(k, (es.population_size // 2, n))) for k in keys), [])}
@@ -65,7 +73,7 @@ def draws(name, es, k_ask, n):
 def run(name, es, params, n, rng, extra):
     pop = getattr(es, "total_population_size", es.population_size)
     key = jax.random.PRNGKey(int(rng.integers(0, 2**31)))
-    shape = (es.num_populations, n) if name == "sv_open_es" else (n,)
+    shape = (es.num_populations, n) if name in ("sv_open_es", "sv_cma_es") else (n,)
     mean = jnp.asarray(rng.normal(size=shape), dtype=jnp.float32)
     if name == "diffusion":  # population-based: init takes an evaluated population
         first = mean + extra["sigma"] * jnp.asarray(rng.normal(size=(pop, n)), dtype=jnp.float32)
@@ -79,6 +87,8 @@ def run(name, es, params, n, rng, extra):
         key, k_ask, k_tell = jax.random.split(key, 3)
         before = snapshot(name, state)
         x, state = es.ask(k_ask, state, params)
+        if name == "sv_cma_es":
+            before = snapshot(name, state)
         fit = np.sum(np.asarray(x, dtype=np.float64) ** 2, axis=1) + 0.3 * rng.normal(size=pop)
         if g % 3 == 2:
             fit[1] = fit[0]  # a tie
@@ -128,6 +138,12 @@ def main():
         es = DiffusionEvolution(pop, jnp.zeros(n), num_generations=gens, alpha_schedule=fn, num_latent_dims=latent)
         cases.append(run("diffusion", es, es.default_params, n, rng,
                          {"sigma": 0.8, "num_generations": gens, "schedule": sched, "latent_dims": latent}))
+    # SV-CMA-ES: particles close enough (kernel_std 2) for the kernel to couple them, with
+    # evosax's defaults for the rest; 3 particles of 6 rows and 4 of 5 (an odd block).
+    for lam, k, n, sigma in [(6, 3, 4, 0.5), (5, 4, 3, 0.8)]:
+        es = SV_CMA_ES(lam, k, jnp.zeros(n))
+        params = es.default_params.replace(std_init=sigma, kernel_std=2.0, alpha=0.7)
+        cases.append(run("sv_cma_es", es, params, n, rng, {"num_populations": k, "sigma": sigma}))
     write_cases(a.out, a.seed, cases)
 
 

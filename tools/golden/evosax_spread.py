@@ -23,7 +23,7 @@ NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES",
          "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA", "MR15_GA", "SAMR_GA",
          "GESMR_GA", "PersistentES", "NoiseReuseES", "GuidedES", "ASEBO", "Rm_ES", "iAMaLGaM_Full",
          "iAMaLGaM_Univariate", "CR_FM_NES",
-         "SV_Open_ES", "DiffusionEvolution"]
+         "SV_Open_ES", "DiffusionEvolution", "SV_CMA_ES"]
 # Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
 POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA", "DiffusionEvolution"}
 # Those that take their step size as a constant schedule rather than `std_init`.
@@ -32,7 +32,7 @@ SCHEDULED = {"ARS", "ESMC", "HillClimbing", "SimulatedAnnealing", "SimpleGA", "P
              "SV_Open_ES"}
 # Stein variational: Kestrel's default of 4 particles sharing the population, their means drawn
 # around the start with the step size (Kestrel's `init` with one mean).
-PARTICLES = {"SV_Open_ES": 4}
+PARTICLES = {"SV_Open_ES": 4, "SV_CMA_ES": 4}
 PROBLEMS = {
     "sphere": (lambda x: jnp.sum(x ** 2, axis=-1), 1.0, 150),
     "rosenbrock": (lambda x: jnp.sum(100 * (x[..., 1:] - x[..., :-1] ** 2) ** 2 + (1 - x[..., :-1]) ** 2, axis=-1),
@@ -45,8 +45,9 @@ def final_bests(name, fn, x0, gens):
     """The final best fitness of seeds 0..SEEDS-1, the seeds run side by side (one compile)."""
     cls = A.algorithms[name]  # "DES" is DiscoveredES
     if name in PARTICLES:
+        sched = {"std_schedule": optax.constant_schedule(0.5)} if name in SCHEDULED else {}
         es = cls(population_size=POP // PARTICLES[name], num_populations=PARTICLES[name], solution=jnp.zeros(DIMS),
-                 std_schedule=optax.constant_schedule(0.5))
+                 **sched)
     elif name in SCHEDULED:
         es = cls(population_size=POP, solution=jnp.zeros(DIMS), std_schedule=optax.constant_schedule(0.5))
     elif name == "RandomSearch":  # Kestrel's random search: N(x0, 0.5²)

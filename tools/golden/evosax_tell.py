@@ -1,6 +1,6 @@
 """Golden fixtures for kestrel-evo from evosax 0.3.2: default parameters, `ask` from known
 standard normals, and one `tell` per generation for CMA_ES, Sep_CMA_ES, SNES and Open_ES
-(optax Adam), over several generations with random (sometimes tied or NaN) fitness.
+(optax Adam), over 24 generations with random (sometimes tied or NaN) fitness.
 
 Usage:
     python3 -m venv tools/venv-evosax && tools/venv-evosax/bin/pip install -r tools/golden/requirements-evosax.txt
@@ -16,6 +16,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from evosax.algorithms import CMA_ES, SNES, Open_ES, Sep_CMA_ES  # noqa: E402
+
+
+# Generations per case (the h_sigma case below keeps its 4).
+GENS = 24
 
 
 def f(a):
@@ -85,17 +89,17 @@ def main():
     for pop, n in [(16, 5), (12, 10), (9, 3)]:
         es = CMA_ES(population_size=pop, solution=jnp.zeros(n))
         params = es.default_params.replace(std_init=jnp.asarray(0.7))
-        cases.append(run("cma_es", es, params, n, 6, rng))
+        cases.append(run("cma_es", es, params, n, GENS, rng))
     # A case where h_sigma's generation exponent matters (found by a sweep): evosax uses
     # 2(g + 2) where the tutorial has 2(g + 1), and the two disagree at generation 0 here.
     es = CMA_ES(population_size=16, solution=jnp.zeros(2))
     cases.append(run("cma_es", es, es.default_params, 2, 4, np.random.default_rng(1), linear=0.6, key_seed=3))
     es = Sep_CMA_ES(population_size=14, solution=jnp.zeros(6))
-    cases.append(run("sep_cma_es", es, es.default_params.replace(std_init=jnp.asarray(0.5)), 6, 6, rng))
+    cases.append(run("sep_cma_es", es, es.default_params.replace(std_init=jnp.asarray(0.5)), 6, GENS, rng))
     es = SNES(population_size=10, solution=jnp.zeros(4))
-    cases.append(run("snes", es, es.default_params, 4, 6, rng))
+    cases.append(run("snes", es, es.default_params, 4, GENS, rng))
     es = Open_ES(population_size=8, solution=jnp.zeros(5), optimizer=optax.adam(0.05), std_schedule=optax.constant_schedule(0.3))
-    cases.append(run("open_es", es, es.default_params, 5, 6, rng, antithetic=True))
+    cases.append(run("open_es", es, es.default_params, 5, GENS, rng, antithetic=True))
     with open(a.out, "w") as fh:
         json.dump({"peer": "evosax 0.3.2", "seed": a.seed, "cases": cases}, fh, separators=(",", ":"))
     print(f"{a.out}: {len(cases)} cases, {sum(len(c['steps']) for c in cases)} tells")

@@ -130,6 +130,9 @@ pub struct CmaState {
     v2: Vec<f64>,
     v3: Vec<f64>,
     eig: EigenWork,
+    /// Added to `y_w` before the mean and paths use it (SV-CMA-ES's kernel term,
+    /// `sv_cma_es.rs`); empty for CMA-ES itself.
+    pub(crate) y_shift: Vec<f64>,
 }
 
 /// Hansen's default population size `4 + floor(3 ln n)`.
@@ -264,6 +267,7 @@ impl Strategy for CmaEs {
             v2: vec![0.0; n],
             v3: vec![0.0; n],
             eig: EigenWork::new(n),
+            y_shift: Vec::new(),
         }
     }
 
@@ -392,6 +396,8 @@ impl CmaEs {
                 acc[j] += wi * col[j];
             }
         }
+        // SV-CMA-ES moves y_w by its kernel term (the rank-μ update below keeps the y_i).
+        s.v1.iter_mut().zip(&s.y_shift).for_each(|(y, d)| *y += d);
         let y_w = &s.v1;
         for j in 0..n {
             s.mean[j] = (s.mean[j] + p.c_mean * s.sigma * y_w[j]).clamp(-MEAN_BOUND, MEAN_BOUND);

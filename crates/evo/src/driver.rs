@@ -45,6 +45,7 @@ use crate::rm_es::RmEs;
 use crate::sep_cma_es::SepCmaEs;
 use crate::snes::Snes;
 use crate::strategy::{Progress, Strategy, TellMetrics};
+use crate::sv_cma_es::SvCmaEs;
 use crate::sv_open_es::SvOpenEs;
 use crate::swarm::{Swarm, SwarmRule};
 use crate::weighted_es::{DES_TEMPERATURE, WeightRule, WeightedEs};
@@ -126,6 +127,9 @@ pub enum StrategyKind {
     /// [`SvOpenEs`], Stein variational OpenAI-ES (evosax `SV_Open_ES`; `num_populations`
     /// particles of an even size each).
     SvOpenEs,
+    /// [`SvCmaEs`], Stein variational CMA-ES (evosax `SV_CMA_ES`; `num_populations` CMA-ES
+    /// particles of at least 4 rows each).
+    SvCmaEs,
     /// [`DiffusionEvolution`], evolution as DDIM denoising (evosax `DiffusionEvolution`).
     DiffusionEvolution,
 }
@@ -135,6 +139,13 @@ pub enum StrategyKind {
 /// even size (16 rows: 4 of 4; 12: 3 of 4; 14: 1 of 14).
 pub fn sv_default_particles(pop_size: usize) -> usize {
     (1..=4).rev().find(|k| pop_size.is_multiple_of(2 * k)).unwrap_or(1)
+}
+
+/// SV-CMA-ES's default number of particles for `pop_size` rows: the most, up to 4, that split
+/// the rows into blocks of at least 4 (CMA-ES's smallest population): 40 rows: 4 of 10; 12: 3
+/// of 4; 10: 2 of 5; 7: 1 of 7.
+pub fn sv_cma_default_particles(pop_size: usize) -> usize {
+    (1..=4).rev().find(|&k| pop_size.is_multiple_of(k) && pop_size / k >= 4).unwrap_or(1)
 }
 
 impl TryFrom<String> for StrategyKind {
@@ -174,7 +185,7 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("SimulatedAnnealing", Some(StrategyKind::SimulatedAnnealing)),
     ("SimpleES", Some(StrategyKind::SimpleEs)),
     ("SNES", Some(StrategyKind::Snes)),
-    ("SV_CMA_ES", None),
+    ("SV_CMA_ES", Some(StrategyKind::SvCmaEs)),
     ("SV_Open_ES", Some(StrategyKind::SvOpenEs)),
     ("xNES", Some(StrategyKind::Xnes)),
     ("DifferentialEvolution", Some(StrategyKind::De)),
@@ -200,7 +211,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 32] = [
+    pub const ALL: [StrategyKind; 33] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -232,6 +243,7 @@ impl StrategyKind {
         StrategyKind::IamalgamUnivariate,
         StrategyKind::CrFmNes,
         StrategyKind::SvOpenEs,
+        StrategyKind::SvCmaEs,
         StrategyKind::DiffusionEvolution,
     ];
 
@@ -269,6 +281,7 @@ impl StrategyKind {
             StrategyKind::IamalgamUnivariate => "iamalgam-univariate",
             StrategyKind::CrFmNes => "cr-fm-nes",
             StrategyKind::SvOpenEs => "sv-open-es",
+            StrategyKind::SvCmaEs => "sv-cma-es",
             StrategyKind::DiffusionEvolution => "diffusion-evolution",
         }
     }
@@ -331,6 +344,8 @@ impl StrategyKind {
                 p + p % 2
             }
             StrategyKind::De => def.max(10 * num_dims.min(10)),
+            // Four CMA-ES particles of Hansen's size each.
+            StrategyKind::SvCmaEs => 4 * def,
             _ => def,
         }
     }
@@ -362,6 +377,7 @@ impl StrategyKind {
             | StrategyKind::LmMaEs
             | StrategyKind::RmEs
             | StrategyKind::CrFmNes
+            | StrategyKind::SvCmaEs
             | StrategyKind::Esmc => 4,
             StrategyKind::HillClimbing
             | StrategyKind::RandomSearch
@@ -573,6 +589,14 @@ impl StrategyKind {
                     params.num_populations.unwrap_or_else(|| sv_default_particles(pop)),
                 )?;
                 let p = params.sv(crate::SvOpenEsParams { sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::SvCmaEs => {
+                let k = params.num_populations.unwrap_or_else(|| sv_cma_default_particles(pop));
+                let s = SvCmaEs::new(pop, n, k)?;
+                let mut p = s.default_params();
+                p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
+                let p = params.sv_cma(p)?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::DiffusionEvolution => {

@@ -11,7 +11,7 @@ use crate::strategy::BugsKind;
 use crate::{
     Adam, AlphaSchedule, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams,
     DiffusionParams, EvoError, GaParams, GradientEsParams, LocalParams, OpenEsParams, PgpeParams,
-    RmParams, SnesParams, SvOpenEsParams, SwarmParams, WeightedEsParams, XnesParams,
+    RmParams, SnesParams, SvCmaParams, SvOpenEsParams, SwarmParams, WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -53,30 +53,31 @@ macro_rules! strategy_params {
 strategy_params! {
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES, MR15/SAMR/GESMR GA: lower clip of the step size or
     /// mutation rate (default 0; Rm-ES's 0.001).
-    sigma_min: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa, RmEs],
+    sigma_min: f64 => [CmaEs, SvCmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa, RmEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES, Rm-ES: upper clip of the step size (default 1e8); MR15 GA
     /// (default inf), SAMR and GESMR GA (default 10): of the mutation rate.
-    sigma_max: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa, RmEs],
+    sigma_max: f64 => [CmaEs, SvCmaEs, SepCmaEs, MaEs, LmMaEs, Mr15Ga, SamrGa, GesmrGa, RmEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: learning rate of the mean (`c_m`, default 1).
-    c_mean: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs],
+    c_mean: f64 => [CmaEs, SvCmaEs, SepCmaEs, MaEs, LmMaEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES: step-size path learning rate (`c_σ`, in (0, 1]);
     /// Rm-ES: the success rule's smoothing (default 0.3).
-    c_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, RmEs],
+    c_sigma: f64 => [CmaEs, SvCmaEs, SepCmaEs, MaEs, LmMaEs, RmEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES, LM-MA-ES, Rm-ES: step-size damping (`d_σ`, > 0; Rm-ES's
     /// default 1).
-    d_sigma: f64 => [CmaEs, SepCmaEs, MaEs, LmMaEs, RmEs],
+    d_sigma: f64 => [CmaEs, SvCmaEs, SepCmaEs, MaEs, LmMaEs, RmEs],
     /// CMA-ES, Sep-CMA-ES: covariance path learning rate (`c_c`, in (0, 1]); Rm-ES: its
     /// path's (default 2 / (n + 7)).
-    c_c: f64 => [CmaEs, SepCmaEs, RmEs],
+    c_c: f64 => [CmaEs, SvCmaEs, SepCmaEs, RmEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES: rank-one learning rate (`c_1`; `c_1 + c_μ` at most 1);
     /// Rm-ES: the paths' weight (default 1 / (3√n + 5)).
-    c_1: f64 => [CmaEs, SepCmaEs, MaEs, RmEs],
+    c_1: f64 => [CmaEs, SvCmaEs, SepCmaEs, MaEs, RmEs],
     /// CMA-ES, Sep-CMA-ES, MA-ES: rank-μ learning rate (`c_μ`).
-    c_mu: f64 => [CmaEs, SepCmaEs, MaEs],
-    /// CMA-ES: decompose the covariance lazily (off: every generation, as evosax).
-    lazy_eigen: bool => [CmaEs],
-    /// CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
-    lazy_gap: f64 => [CmaEs],
+    c_mu: f64 => [CmaEs, SvCmaEs, SepCmaEs, MaEs],
+    /// CMA-ES, SV-CMA-ES (each particle): decompose the covariance lazily (off: every
+    /// generation, as evosax).
+    lazy_eigen: bool => [CmaEs, SvCmaEs],
+    /// CMA-ES, SV-CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
+    lazy_gap: f64 => [CmaEs, SvCmaEs],
     /// SNES, xNES, CR-FM-NES: learning rate of the mean (default 1).
     lr_mean: f64 => [Snes, Xnes, CrFmNes],
     /// SNES, xNES: learning rate of the step sizes.
@@ -105,9 +106,9 @@ strategy_params! {
     /// default 10).
     unroll_steps: u64 => [PersistentEs, NoiseReuseEs],
     /// Guided ES: the full space's share of the sampling covariance (`α`, in [0, 1], default
-    /// 0.5; the rest goes to the gradients' subspace); SV-OpenAI-ES: the kernel repulsion's
-    /// weight (evosax's `alpha` too; >= 0, default 1).
-    alpha: f64 => [GuidedEs, SvOpenEs],
+    /// 0.5; the rest goes to the gradients' subspace); SV-OpenAI-ES, SV-CMA-ES: the kernel
+    /// repulsion's weight (evosax's `alpha` too; >= 0, default 1).
+    alpha: f64 => [GuidedEs, SvOpenEs, SvCmaEs],
     /// Guided ES: the gradient estimate's scale (`β`, > 0, default 1).
     beta: f64 => [GuidedEs],
     /// Guided ES, ASEBO: dimension of the gradient subspace (in 1..=num_dims, default 1).
@@ -162,11 +163,12 @@ strategy_params! {
     /// (fixed, default) or `all` (evosax's, to reproduce its runs; each strategy's docs name
     /// them).
     bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa, RmEs, IamalgamFull, IamalgamUnivariate, CrFmNes],
-    /// SV-OpenAI-ES: particles, each a mean with its own block of pop_size / k rows (a divisor
-    /// of pop_size leaving an even block; default the most, up to 4, that do: 4 for 16 rows).
-    num_populations: usize => [SvOpenEs],
-    /// SV-OpenAI-ES: the RBF kernel's length scale (`kernel_std`, > 0, default 1).
-    kernel_std: f64 => [SvOpenEs],
+    /// SV-OpenAI-ES, SV-CMA-ES: particles, each a search with its own block of pop_size / k
+    /// rows (a divisor of pop_size; SV-OpenAI-ES's blocks even, SV-CMA-ES's at least 4 rows;
+    /// default the most, up to 4, that do: 4 for 16 rows).
+    num_populations: usize => [SvOpenEs, SvCmaEs],
+    /// SV-OpenAI-ES, SV-CMA-ES: the RBF kernel's length scale (`kernel_std`, > 0, default 1).
+    kernel_std: f64 => [SvOpenEs, SvCmaEs],
     /// Diffusion Evolution: generations of its noise schedule (evosax's `num_generations`, in
     /// 2..=1048576, default 128; past them the population stays).
     num_generations: usize => [DiffusionEvolution],
@@ -448,6 +450,14 @@ impl StrategyParams {
     /// [`StrategyKind::build_with`], which sizes the strategy).
     pub fn sv(&self, mut p: SvOpenEsParams) -> Result<SvOpenEsParams, EvoError> {
         set!(self, p: lr in POS..INF, kernel_std in POS..INF);
+        set!(self, p: alpha in NONNEG..INF);
+        Ok(p)
+    }
+
+    /// SV-CMA-ES params with these overrides (its particles' CMA-ES rates go through
+    /// [`StrategyParams::cma`]; `num_populations` is read by [`StrategyKind::build_with`]).
+    pub fn sv_cma(&self, mut p: SvCmaParams) -> Result<SvCmaParams, EvoError> {
+        set!(self, p: kernel_std in POS..INF);
         set!(self, p: alpha in NONNEG..INF);
         Ok(p)
     }

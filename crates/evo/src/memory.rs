@@ -35,7 +35,9 @@ impl StrategyKind {
     pub fn packs(self, n: usize, pop: usize) -> bool {
         let (n, l) = (n as u128, pop as u128);
         match self {
-            StrategyKind::CmaEs => n.saturating_mul(n).saturating_mul(l) > 4096,
+            StrategyKind::CmaEs | StrategyKind::SvCmaEs => {
+                n.saturating_mul(n).saturating_mul(l) > 4096
+            }
             StrategyKind::Xnes => n.saturating_mul(n).saturating_mul(l.max(n)) > 4096,
             _ => false,
         }
@@ -137,6 +139,14 @@ impl StrategyKind {
             // z (λ/2 × n, f64), the means with their gradients and next values (k × n each,
             // k ≤ λ/2), the shaped fitness and order (sv_open_es.rs).
             StrategyKind::SvOpenEs => nl.saturating_mul(4).saturating_add(24 * l + 8 * n),
+            // k CMA-ES states of λ/k rows each (the CMA-ES formula above, at k = pop / 4, the
+            // most particles the sizes allow: an upper bound for any `num_populations`), and
+            // the normals (λ × n, f64) (sv_cma_es.rs).
+            StrategyKind::SvCmaEs => {
+                let k = (l / 4).max(1);
+                let one = StrategyKind::CmaEs.state_bytes(n as usize, (l / k).max(1) as usize);
+                k.saturating_mul(one).saturating_add(nl.saturating_mul(8))
+            }
             // The population, z, its scaled copy, the latent rows and x̂₀ (λ × n, f64, each),
             // the kernel (λ × λ), the fitness, weights and norms (diffusion.rs).
             StrategyKind::DiffusionEvolution => nl

@@ -1,6 +1,6 @@
 //! Golden test against evosax 0.3.2 (`tools/golden/evosax_tell.py`): default parameters,
 //! `ask` from the same standard normals, and every `tell` of CMA-ES, Sep-CMA-ES, SNES and
-//! OpenAI-ES (Adam) over six generations with ties and NaN fitness.
+//! OpenAI-ES (Adam) over 24 generations (one case 4) with ties and NaN fitness.
 //!
 //! Tolerance: evosax computes in float32 (JAX's default) and Kestrel in f64, so values agree
 //! to float32 rounding accumulated over one update, not bit for bit. `TOL` is the smallest
@@ -198,21 +198,23 @@ fn strategies_match_evosax() {
         "{tells} tells match evosax 0.3.2; largest relative error {:.2e} at {}",
         worst.0, worst.1
     );
-    assert_eq!(tells, 40);
+    assert_eq!(tells, 148);
 }
 
-/// The same 40 tells run freely: each case starts from its first state and goes on from its own
+/// The same 148 tells run freely: each case starts from its first state and goes on from its own
 /// results (only the normals and the fitness come from the fixture), so an error that grows over
 /// the generations is caught, which re-injecting evosax's state before every tell would hide.
 /// The population, mean and step size are compared after every generation (CMA-ES takes
 /// evosax's eigenbasis for each ask, as sampling from the fixture's normals needs; its mean,
 /// paths, step size and covariance run free). Tolerance:
 /// `FREE_TOL` relative (with an absolute floor of 1e-2, the populations being of order 0.1 to
-/// 1), the smallest power of ten that passes: evosax's float32 rounding compounding over six
-/// generations reaches 8.8e-5 (the state-injected test's one-update error is at most `TOL`).
+/// 1), the smallest power of ten that passes: evosax's float32 rounding compounding over 24
+/// generations reaches 4.9e-4 in OpenAI-ES's mean (Adam divides each step by `√v`, so the
+/// rounding of a small gradient moves the mean by a step of `lr` either way; CMA-ES, Sep-CMA-ES
+/// and SNES stay below 1e-4; the state-injected test's one-update error is at most `TOL`).
 #[test]
 fn strategies_follow_evosax_freely_over_every_generation() {
-    const FREE_TOL: f64 = 1e-4;
+    const FREE_TOL: f64 = 1e-3;
     let fx = load_fixture("evosax_tell.json");
     let mut worst = (0.0f64, String::new());
     let mut check = |what: String, got: &[f64], want: &[f64]| {
@@ -321,5 +323,5 @@ fn strategies_follow_evosax_freely_over_every_generation() {
         "{tells} free tells follow evosax 0.3.2; largest relative error {:.2e} at {}",
         worst.0, worst.1
     );
-    assert_eq!(tells, 40);
+    assert_eq!(tells, 148);
 }

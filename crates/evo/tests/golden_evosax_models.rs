@@ -1,22 +1,27 @@
 //! Golden test against evosax 0.3.2 (`tools/golden/evosax_models.py`): Rm-ES (one path and
 //! three, with the closest pair thinned and with every path shifted), iAMaLGaM, full and
-//! univariate, CR-FM-NES, SV-OpenAI-ES (three and four particles), two shapes each, and
+//! univariate, CR-FM-NES, SV-OpenAI-ES and SV-CMA-ES (three and four particles), two shapes
+//! each, and
 //! Diffusion Evolution (its three schedules, one in a latent projection and past its end), 24
 //! generations with ties. Default parameters (checked against
 //! evosax's) but the step size and Rm-ES's `m` and `T`; `ask` from the same draws, and every
 //! `tell`, first with evosax's state injected before each generation, then run freely from
-//! the first state (only the draws and the fitness from the fixture). Every one runs as
+//! the first state (only the draws and the fitness from the fixture; SV-CMA-ES's particles
+//! take evosax's eigenvectors before each `ask`, as the CMA-ES golden does, since a
+//! decomposition's signs and order are arbitrary). Every one runs as
 //! `bugs = "all"`, evosax's profile (their modules name the bugs).
 //!
 //! Tolerance: evosax computes in float32 and Kestrel in f64; `TOL` (relative, with an absolute
 //! floor, `FLOOR`, for values near 0) is the smallest power of ten that passes an injected
 //! update, `FREE_TOL` the smallest that passes the free runs.
 
+use faer::Mat;
 use kestrel_core::Key;
 use kestrel_evo::{
     AlphaSchedule, Amalgam, AmalgamKind, AmalgamParams, AmalgamState, BugsKind, CrFmNes,
     CrFmNesParams, CrFmNesState, DiffusionEvolution, DiffusionParams, DiffusionState, RmEs,
-    RmParams, RmState, Strategy, SvOpenEs, SvOpenEsParams, SvOpenEsState,
+    RmParams, RmState, Strategy, SvCmaEs, SvCmaParams, SvCmaState, SvOpenEs, SvOpenEsParams,
+    SvOpenEsState,
 };
 use kestrel_testkit::Close as Check;
 use kestrel_testkit::load_fixture;
@@ -56,6 +61,7 @@ enum Model {
     Amalgam(Amalgam, AmalgamParams, AmalgamState),
     CrFmNes(CrFmNes, CrFmNesParams, CrFmNesState),
     Sv(SvOpenEs, SvOpenEsParams, SvOpenEsState),
+    SvCma(SvCmaEs, SvCmaParams, SvCmaState),
     Diffusion(DiffusionEvolution, DiffusionParams, DiffusionState),
 }
 
@@ -121,6 +127,31 @@ fn setup(case: &Value, c: &mut Check) -> Model {
         let st = s.init_means(&start);
         return Model::Sv(s, p, st);
     }
+    if name == "sv_cma_es" {
+        let k = case["num_populations"].as_u64().unwrap() as usize;
+        let s = SvCmaEs::new(lam, n, k).unwrap();
+        let mut p = s.default_params();
+        // evosax decomposes every particle's covariance in every ask.
+        (p.cma.sigma_init, p.cma.lazy_eigen) = (sigma, false);
+        (p.kernel_std, p.alpha) =
+            (theirs["kernel_std"].as_f64().unwrap(), theirs["alpha"].as_f64().unwrap());
+        c.close("sv-cma weights", &p.cma.weights, &v(&theirs["weights"]));
+        for (ours, key) in [
+            (p.cma.sigma_max, "std_max"),
+            (p.cma.mu_eff, "mu_eff"),
+            (p.cma.c_mean, "c_mean"),
+            (p.cma.c_sigma, "c_std"),
+            (p.cma.d_sigma, "d_std"),
+            (p.cma.c_c, "c_c"),
+            (p.cma.c_1, "c_1"),
+            (p.cma.c_mu, "c_mu"),
+            (p.cma.chi_n, "chi_n"),
+        ] {
+            c.scalar(&format!("sv-cma default {key}"), ours, theirs[key].as_f64().unwrap());
+        }
+        let st = s.init_means(&p, &start);
+        return Model::SvCma(s, p, st);
+    }
     if name == "cr_fm_nes" {
         let s = CrFmNes::new(lam, n).unwrap();
         let mut p = s.default_params();
@@ -168,8 +199,45 @@ fn setup(case: &Value, c: &mut Check) -> Model {
     Model::Amalgam(s, p, st)
 }
 
+/// Particle `q`'s `n × n` block of a stacked `k × n × n` array (row-major; the matrices are
+/// symmetric or, for B, read as evosax's rows-are-coordinates layout).
+fn block(x: &[f64], q: usize, n: usize) -> Mat<f64> {
+    let b = &x[q * n * n..(q + 1) * n * n];
+    Mat::from_fn(n, n, |i, j| b[i * n + j])
+}
+
+fn flat(m: &Mat<f64>) -> Vec<f64> {
+    let n = m.nrows();
+    (0..n * n).map(|i| m[(i / n, i % n)]).collect()
+}
+
+/// SV-CMA-ES: each particle's eigenvectors and roots as evosax's `ask` computed them.
+fn inject_eigen(k: &mut SvCmaState, b: &Value, n: usize) {
+    let (bs, ds) = (v(&b["b"]), v(&b["d"]));
+    for (q, p) in k.particles.iter_mut().enumerate() {
+        p.b = block(&bs, q, n);
+        p.d = ds[q * n..(q + 1) * n].to_vec();
+    }
+}
+
 fn inject(m: &mut Model, b: &Value) {
     match m {
+        Model::SvCma(s, _, k) => {
+            let n = s.num_dims();
+            let (means, std, ps, pc, cs) =
+                (v(&b["mean"]), v(&b["std"]), v(&b["p_std"]), v(&b["p_c"]), v(&b["c"]));
+            for (q, p) in k.particles.iter_mut().enumerate() {
+                let r = q * n..(q + 1) * n;
+                p.mean = means[r.clone()].to_vec();
+                p.sigma = std[q];
+                p.p_sigma = ps[r.clone()].to_vec();
+                p.p_c = pc[r].to_vec();
+                p.c = block(&cs, q, n);
+                p.progress.generation = b["generation"].as_u64().unwrap();
+            }
+            inject_eigen(k, b, n);
+            k.progress.generation = b["generation"].as_u64().unwrap();
+        }
         Model::Rm(_, _, k) => {
             k.mean = v(&b["mean"]);
             k.sigma = b["std"].as_f64().unwrap();
@@ -234,6 +302,16 @@ fn compare(c: &mut Check, at: &str, m: &Model, a: &Value) {
             c.scalar(&format!("{at} c_mult"), k.c_mult, a["c_mult"].as_f64().unwrap());
         }
         Model::Sv(_, _, k) => c.close(&format!("{at} means"), &k.means, &v(&a["mean"])),
+        Model::SvCma(_, _, k) => {
+            let cat = |f: &dyn Fn(&kestrel_evo::CmaState) -> Vec<f64>| -> Vec<f64> {
+                k.particles.iter().flat_map(f).collect()
+            };
+            c.close(&format!("{at} means"), &cat(&|p| p.mean.clone()), &v(&a["mean"]));
+            c.close(&format!("{at} std"), &cat(&|p| vec![p.sigma]), &v(&a["std"]));
+            c.close(&format!("{at} p_std"), &cat(&|p| p.p_sigma.clone()), &v(&a["p_std"]));
+            c.close(&format!("{at} p_c"), &cat(&|p| p.p_c.clone()), &v(&a["p_c"]));
+            c.close(&format!("{at} C"), &cat(&|p| flat(&p.c)), &v(&a["c"]));
+        }
         Model::Diffusion(_, _, k) => {
             c.close(&format!("{at} population"), &k.population, &v(&a["population"]));
             c.close(&format!("{at} fitness"), &k.fitness, &v(&a["fitness"]));
@@ -267,6 +345,8 @@ fn replay(free: bool) {
             let at = format!("{name} {lam}x{n} gen {g}{}", if free { " free" } else { "" });
             if !free || g == 0 {
                 inject(&mut m, &st["before"]);
+            } else if let Model::SvCma(s, _, k) = &mut m {
+                inject_eigen(k, &st["before"], s.num_dims());
             }
             let (pop, fit) = (f32s(&st["population"]), f32s(&st["fitness"]));
             match &mut m {
@@ -284,6 +364,7 @@ fn replay(free: bool) {
                 }
                 Model::CrFmNes(s, _, k) => s.ask_from_normals(k, &v(&st["z"]), &mut out),
                 Model::Sv(s, p, k) => s.ask_from_normals(k, p, &v(&st["z"]), &mut out),
+                Model::SvCma(s, _, k) => s.ask_from_normals(k, &v(&st["z"]), &mut out),
                 Model::Diffusion(s, p, k) => s.ask_from_normals(k, p, &v(&st["z"]), &mut out),
             }
             let got: Vec<f64> = out.iter().map(|&x| f64::from(x)).collect();
@@ -300,6 +381,9 @@ fn replay(free: bool) {
                     s.tell(Key::new(0), &pop, &fit, k, p);
                 }
                 Model::Sv(s, p, k) => {
+                    s.tell(Key::new(0), &pop, &fit, k, p);
+                }
+                Model::SvCma(s, p, k) => {
                     s.tell(Key::new(0), &pop, &fit, k, p);
                 }
                 Model::Diffusion(s, p, k) => {
@@ -319,7 +403,7 @@ fn replay(free: bool) {
         "{tells} tells match evosax 0.3.2; largest relative error {:.2e} at {}",
         c.worst.0, c.worst.1
     );
-    assert_eq!(tells, 14 * 24);
+    assert_eq!(tells, 16 * 24);
 }
 
 #[test]

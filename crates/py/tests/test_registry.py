@@ -385,7 +385,7 @@ def test_jax_mppi_strategy_strings_reach_the_tuner_and_the_es_run(strategy, tmp_
                         out_dir=tmp_path / "e", progress=None)
     assert kestrel.config("evo", str(e.dir / "config.toml"))["strategy"] == kind
     with pytest.raises(ValueError, match=r"strategy.*not in Kestrel yet"):
-        kestrel.evo.run(strategy="SV_CMA_ES", problem="sphere", num_dims=4, generations=5, out_dir=tmp_path / "x",
+        kestrel.evo.run(strategy="EvoTF_ES", problem="sphere", num_dims=4, generations=5, out_dir=tmp_path / "x",
                         progress=None)
     assert not (tmp_path / "x").exists()
 
@@ -451,8 +451,8 @@ def test_the_gradient_strategies_keep_their_interfaces():
 
 
 def test_the_model_strategies_keep_their_interfaces():
-    """Rm-ES takes evosax's `m=` (paths kept); SV_Open_ES its particles (`num_populations`,
-    `means=` as evosax's init) with one block of rows each; iAMaLGaM and CR-FM-NES by evosax's
+    """Rm-ES takes evosax's `m=` (paths kept); SV_Open_ES and SV_CMA_ES their particles
+    (`num_populations`, `means=` as evosax's init) with one block of rows each; iAMaLGaM and CR-FM-NES by evosax's
     names; `bugs="all"` is each one's evosax profile."""
     rm = kestrel.evo.Rm_ES(5, 0.3, m=3, seed=1)
     assert rm.params == {"num_paths": 3}
@@ -473,6 +473,21 @@ def test_the_model_strategies_keep_their_interfaces():
         kestrel.evo.SVOpenES(2, pop_size=12, num_populations=5)
     with pytest.raises(ValueError, match="means: expected shape"):
         kestrel.evo.SVOpenES(sigma0=0.1, means=means, pop_size=8, num_populations=2)
+    # SV-CMA-ES: CMA-ES particles, 4 rows each here, on two modes: the particle alone near
+    # (2, 2) settles there; the two that both descend to (-2, -2) are kept apart by the kernel.
+    cma = kestrel.evo.SV_CMA_ES(sigma0=0.3, means=means, pop_size=12, seed=0)
+    np.testing.assert_allclose(cma.means, means)
+    assert cma.state_dict()["tensors"]["p2.sigma"].shape == (1,)
+    two = lambda x: np.minimum(((x - 2) ** 2).sum(1), ((x + 2) ** 2).sum(1))
+    for _ in range(60):
+        x = cma.ask()
+        cma.tell(x, two(x))
+    got = cma.means
+    assert np.abs(got[0] - 2).max() < 0.05, got
+    assert (got[1:] < 0).all() and np.linalg.norm(got[1] - got[2]) > 0.5, got
+    assert kestrel.evo.make("sv-cma-es", 5).pop_size == 4 * (4 + int(3 * np.log(5)))
+    with pytest.raises(ValueError, match="at least 4 rows per particle"):
+        kestrel.evo.SVCMAES(2, pop_size=12, num_populations=4)
     for name in ("iAMaLGaM_Full", "iAMaLGaM_Univariate", "CR_FM_NES", "Rm_ES"):
         for bugs in ("none", "all"):
             es = kestrel.evo.make(name, 6, pop_size=10, sigma=0.5, params={"bugs": bugs})

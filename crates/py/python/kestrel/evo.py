@@ -555,14 +555,12 @@ class CRFMNES(Strategy):
     kind = "cr-fm-nes"
 
 
-class SVOpenES(Strategy):
-    """SV-OpenAI-ES (Liu et al., UAI 2017; evosax's `SV_Open_ES`): `num_populations` OpenAI-ES
-    particles, each a mean with its own block of `pop_size / num_populations` mirrored rows
-    (`ask` returns the blocks one after another), moved together by Stein variational gradient
-    descent with an RBF kernel (`kernel_std`, `alpha`); SGD (lr 1e-3), σ constant. `means=`
-    (`num_populations × num_dims`) starts the particles there, as evosax's `init(key, means)`;
-    without it they start at `mean + σ z`. `mean` is the particle that found the best value."""
-    kind = "sv-open-es"
+class _SteinVariational(Strategy):
+    """The Stein variational strategies' particles: `num_populations` searches, each with its
+    own block of `pop_size / num_populations` rows (`ask` returns the blocks one after
+    another). `means=` (`num_populations × num_dims`) starts the particles there, as evosax's
+    `init(key, means)`; without it they start at `mean + σ z`. `mean` is the particle that
+    found the best value."""
 
     def __init__(self, num_dims=None, sigma0=None, inopts=None, *, means=None, **kw):
         start = None
@@ -577,17 +575,53 @@ class SVOpenES(Strategy):
             k = int(self.params.get("num_populations", start.shape[0]))
             if start.shape != (k, self.num_dims):
                 raise ValueError(f"means: expected shape ({k}, {self.num_dims}), got {start.shape}")
-            self._set_means(start)
+            d = self._s.state_dict()
+            d.update(self._mean_tensors(start))
+            self._s.load_state_dict(d)
 
-    def _set_means(self, start):
-        d = self._s.state_dict()
-        d["means"] = start.reshape(-1)
-        self._s.load_state_dict(d)
+    def _mean_tensors(self, start):
+        raise NotImplementedError
+
+    @property
+    def means(self) -> np.ndarray:
+        """The particles' means, `(num_populations, num_dims)`."""
+        raise NotImplementedError
+
+
+class SVOpenES(_SteinVariational):
+    """SV-OpenAI-ES (Liu et al., UAI 2017; evosax's `SV_Open_ES`): `num_populations` OpenAI-ES
+    particles, each a mean with its own block of mirrored rows, moved together by Stein
+    variational gradient descent with an RBF kernel (`kernel_std`, `alpha`); SGD (lr 1e-3), σ
+    constant. `means=` and `mean` as for every Stein variational strategy (above)."""
+    kind = "sv-open-es"
+
+    def _mean_tensors(self, start):
+        return {"means": start.reshape(-1)}
 
     @property
     def means(self) -> np.ndarray:
         """The particles' means, `(num_populations, num_dims)`."""
         return np.asarray(self._s.state_dict()["means"]).reshape(-1, self.num_dims)
+
+
+class SVCMAES(_SteinVariational):
+    """SV-CMA-ES (Braun, Lange & Rittel 2024, arXiv:2410.10390; evosax's `SV_CMA_ES`):
+    `num_populations` CMA-ES particles (default: the most, up to 4, with at least 4 rows each;
+    the default population is 4 of Hansen's), each with its own step size and covariance, whose
+    mean steps carry an RBF kernel's repulsion (`kernel_std`, `alpha`) so they spread over
+    several modes. CMA-ES's knobs apply to every particle. `means=` and `mean` as for every
+    Stein variational strategy; `state_dict()` names particle q's arrays `p{q}.mean`, ...."""
+    kind = "sv-cma-es"
+
+    def _mean_tensors(self, start):
+        return {f"p{q}.mean": row for q, row in enumerate(start)}
+
+    @property
+    def means(self) -> np.ndarray:
+        """The particles' means, `(num_populations, num_dims)`."""
+        d = self._s.state_dict()
+        k = sum(1 for name in d if name.endswith(".mean") and name.startswith("p"))
+        return np.stack([np.asarray(d[f"p{q}.mean"]) for q in range(k)])
 
 
 class DiffusionEvolution(Strategy):
@@ -603,7 +637,7 @@ class DiffusionEvolution(Strategy):
 _CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
             HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA, MR15GA, SAMRGA,
             GESMRGA, PersistentES, NoiseReuseES, GuidedES, ASEBO, RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES,
-            SVOpenES, DiffusionEvolution)
+            SVOpenES, SVCMAES, DiffusionEvolution)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
@@ -611,8 +645,8 @@ STRATEGIES = {c.kind: c for c in _CLASSES}
 CMA_ES, Sep_CMA_ES, xNES, Open_ES, DifferentialEvolution, MA_ES, LM_MA_ES, DiscoveredES = (
     CMAES, SepCMAES, XNES, OpenES, DE, MAES, LMMAES, DES)
 MR15_GA, SAMR_GA, GESMR_GA = MR15GA, SAMRGA, GESMRGA
-Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate, CR_FM_NES, SV_Open_ES = (
-    RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES, SVOpenES)
+Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate, CR_FM_NES, SV_Open_ES, SV_CMA_ES = (
+    RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES, SVOpenES, SVCMAES)
 
 
 def make(kind: str, num_dims: int | None = None, **kw) -> Strategy:
