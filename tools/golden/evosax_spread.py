@@ -23,9 +23,10 @@ NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES",
          "RandomSearch", "SimulatedAnnealing", "GradientlessDescent", "PSO", "SimpleGA", "MR15_GA", "SAMR_GA",
          "GESMR_GA", "PersistentES", "NoiseReuseES", "GuidedES", "ASEBO", "Rm_ES", "iAMaLGaM_Full",
          "iAMaLGaM_Univariate", "CR_FM_NES",
-         "SV_Open_ES", "DiffusionEvolution", "SV_CMA_ES"]
+         "SV_Open_ES", "DiffusionEvolution", "SV_CMA_ES", "Open_ES", "PGPE", "xNES", "DifferentialEvolution"]
 # Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
-POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA", "DiffusionEvolution"}
+POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA", "DiffusionEvolution",
+                    "DifferentialEvolution"}
 # Those that take their step size as a constant schedule rather than `std_init`.
 SCHEDULED = {"ARS", "ESMC", "HillClimbing", "SimulatedAnnealing", "SimpleGA", "PersistentES", "NoiseReuseES",
              "GuidedES", "ASEBO", "iAMaLGaM_Full", "iAMaLGaM_Univariate",
@@ -48,6 +49,9 @@ def final_bests(name, fn, x0, gens):
         sched = {"std_schedule": optax.constant_schedule(0.5)} if name in SCHEDULED else {}
         es = cls(population_size=POP // PARTICLES[name], num_populations=PARTICLES[name], solution=jnp.zeros(DIMS),
                  **sched)
+    elif name == "Open_ES":  # Kestrel's OpenAI-ES: Adam at 0.05 (evosax's default is SGD at 1e-3)
+        es = cls(population_size=POP, solution=jnp.zeros(DIMS), optimizer=optax.adam(0.05),
+                 std_schedule=optax.constant_schedule(0.5))
     elif name in SCHEDULED:
         es = cls(population_size=POP, solution=jnp.zeros(DIMS), std_schedule=optax.constant_schedule(0.5))
     elif name == "RandomSearch":  # Kestrel's random search: N(x0, 0.5²)

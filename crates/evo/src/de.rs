@@ -9,7 +9,7 @@
 use crate::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
-use kestrel_core::Key;
+use kestrel_core::{FromInvalid, Key};
 
 /// Differential evolution over `num_dims` with `pop_size ≥ 4` members.
 #[derive(Clone, Debug)]
@@ -47,6 +47,75 @@ impl DifferentialEvolution {
     pub fn new(pop_size: usize, num_dims: usize) -> Result<Self, EvoError> {
         check_sizes(pop_size, num_dims, 4)?;
         Ok(DifferentialEvolution { pop_size, num_dims })
+    }
+
+    /// The population from given draws, as evosax's `_ask` makes them: member `i`'s base
+    /// `a[i]` (the best member when elitist; [`DifferentialEvolution::best`]), difference pair
+    /// `b[i]`, `c[i]` (distinct, neither `i` nor `a[i]`), forced crossover coordinate
+    /// `forced[i]` and crossover uniforms `r` (`pop_size × num_dims`). Draws out of range are
+    /// an error.
+    pub fn ask_from_draws(
+        &self,
+        s: &DeState,
+        p: &DeParams,
+        draws: [&[usize]; 4],
+        r: &[f64],
+        population: &mut [f32],
+    ) -> Result<(), EvoError> {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("DifferentialEvolution::ask", lam, n, population, None);
+        let [a, b, c, forced] = draws;
+        for (name, v, below) in [("a", a, lam), ("b", b, lam), ("c", c, lam), ("forced", forced, n)]
+        {
+            if v.len() != lam || v.iter().any(|&k| k >= below) {
+                return Err(EvoError::invalid(
+                    format!("draws.{name}"),
+                    format!("{v:?}"),
+                    format!("{lam} indices below {below}"),
+                ));
+            }
+        }
+        if r.len() != lam * n {
+            return Err(EvoError::invalid("draws.r", r.len(), format!("{} values", lam * n)));
+        }
+        for i in 0..lam {
+            let row = &mut population[i * n..(i + 1) * n];
+            let ri = &r[i * n..(i + 1) * n];
+            self.trial(s, p, i, [a[i], b[i], c[i]], forced[i], |j| ri[j], row);
+        }
+        Ok(())
+    }
+
+    /// The member with the lowest fitness (the elitist base vector).
+    pub fn best(&self, s: &DeState) -> usize {
+        (0..self.pop_size).min_by(|&a, &b| s.fitness[a].total_cmp(&s.fitness[b])).unwrap_or(0)
+    }
+
+    /// Member `i`'s trial: `a + F (b − c)` on the coordinates crossed over (`forced` and
+    /// those whose uniform is below the crossover rate; `r` is called in coordinate order,
+    /// never for `forced`), member `i`'s own value on the rest.
+    #[allow(clippy::too_many_arguments)]
+    fn trial(
+        &self,
+        s: &DeState,
+        p: &DeParams,
+        i: usize,
+        [a, b, c]: [usize; 3],
+        forced: usize,
+        mut r: impl FnMut(usize) -> f64,
+        row: &mut [f32],
+    ) {
+        let (n, m) = (self.num_dims, &s.members);
+        for (j, x) in row.iter_mut().enumerate() {
+            let cross = j == forced || r(j) < p.crossover_rate;
+            *x = if cross {
+                (m[a * n + j] as f64
+                    + p.differential_weight * (m[b * n + j] as f64 - m[c * n + j] as f64))
+                    as f32
+            } else {
+                m[i * n + j]
+            };
+        }
     }
 }
 
@@ -91,24 +160,15 @@ impl Strategy for DifferentialEvolution {
             population.copy_from_slice(&s.members);
             return;
         }
-        let best = (0..lam).min_by(|&a, &b| s.fitness[a].total_cmp(&s.fitness[b])).unwrap_or(0);
+        let best = self.best(s);
         for i in 0..lam {
             let mut rng = key.fold_in(i as u64).rng();
             let a = if p.elitism { best } else { pick(&mut rng, lam, &[i]) };
             let b = pick(&mut rng, lam, &[i, a]);
             let c = pick(&mut rng, lam, &[i, a, b]);
             let forced = rng.below(n as u32) as usize;
-            for j in 0..n {
-                let cross = j == forced || rng.uniform_f64() < p.crossover_rate;
-                population[i * n + j] = if cross {
-                    let m = &s.members;
-                    (m[a * n + j] as f64
-                        + p.differential_weight * (m[b * n + j] as f64 - m[c * n + j] as f64))
-                        as f32
-                } else {
-                    s.members[i * n + j]
-                };
-            }
+            let row = &mut population[i * n..(i + 1) * n];
+            self.trial(s, p, i, [a, b, c], forced, |_| rng.uniform_f64(), row);
         }
     }
 

@@ -158,11 +158,11 @@ strategy_params! {
     /// DES: the temperature of its rank weights' sigmoid (default 12.5); Diffusion Evolution:
     /// of its energy weights exp(−f / T) (default 1).
     temperature: f64 => [Des, DiffusionEvolution],
-    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA, Rm-ES, iAMaLGaM, CR-FM-NES: evosax
+    /// MA-ES, LM-MA-ES, simulated annealing, MR15 and GESMR GA, Rm-ES, iAMaLGaM, CR-FM-NES, xNES: evosax
     /// 0.3.2's bugs: `none`
     /// (fixed, default) or `all` (evosax's, to reproduce its runs; each strategy's docs name
     /// them).
-    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa, RmEs, IamalgamFull, IamalgamUnivariate, CrFmNes],
+    bugs: BugsKind => [MaEs, LmMaEs, SimulatedAnnealing, Mr15Ga, GesmrGa, RmEs, IamalgamFull, IamalgamUnivariate, CrFmNes, Xnes],
     /// SV-OpenAI-ES, SV-CMA-ES: particles, each a search with its own block of pop_size / k
     /// rows (a divisor of pop_size; SV-OpenAI-ES's blocks even, SV-CMA-ES's at least 4 rows;
     /// default the most, up to 4, that do: 4 for 16 rows).
@@ -330,6 +330,7 @@ impl StrategyParams {
     /// xNES params with these overrides.
     pub fn xnes(&self, mut p: XnesParams) -> Result<XnesParams, EvoError> {
         set!(self, p: lr_mean in POS..INF, lr_sigma in POS..INF, lr_b in POS..INF);
+        set!(self, p: bugs);
         Ok(p)
     }
 

@@ -66,6 +66,25 @@ impl Pgpe {
         }
         Ok(Pgpe { pop_size, num_dims })
     }
+
+    /// The population from given standard normals (`pop_size / 2 × num_dims`): rows
+    /// `mean ± σ ∘ z_i`, the mirrored half second. `ask` draws `z` from its key.
+    pub fn ask_from_normals(&self, s: &mut PgpeState, z: &[f64], population: &mut [f32]) {
+        check_lens("Pgpe::ask", self.pop_size, self.num_dims, population, None);
+        s.z.copy_from_slice(z);
+        self.fill(s, population);
+    }
+
+    fn fill(&self, s: &PgpeState, population: &mut [f32]) {
+        let (half, n) = (self.pop_size / 2, self.num_dims);
+        for i in 0..half {
+            for j in 0..n {
+                let d = s.sigma[j] * s.z[i * n + j];
+                population[i * n + j] = (s.mean[j] + d) as f32;
+                population[(i + half) * n + j] = (s.mean[j] - d) as f32;
+            }
+        }
+    }
 }
 
 impl Strategy for Pgpe {
@@ -106,16 +125,9 @@ impl Strategy for Pgpe {
     }
 
     fn ask(&self, key: Key, s: &mut PgpeState, _params: &PgpeParams, population: &mut [f32]) {
-        let (half, n) = (self.pop_size / 2, self.num_dims);
-        check_lens("Pgpe::ask", self.pop_size, n, population, None);
+        check_lens("Pgpe::ask", self.pop_size, self.num_dims, population, None);
         fill_normal_f32(key, &mut s.z);
-        for i in 0..half {
-            for j in 0..n {
-                let d = s.sigma[j] * s.z[i * n + j];
-                population[i * n + j] = (s.mean[j] + d) as f32;
-                population[(i + half) * n + j] = (s.mean[j] - d) as f32;
-            }
-        }
+        self.fill(s, population);
     }
 
     fn tell(

@@ -2,9 +2,16 @@
 //!
 //! Paper: T. Glasmachers, T. Schaul, Y. Sun, D. Wierstra and J. Schmidhuber, "Exponential
 //! Natural Evolution Strategies", GECCO 2010 (Algorithm 1). Reference: evosax 0.3.2 `xNES`
-//! for defaults (utilities, learning rates). Kestrel updates `B ← B expm(η_B/2 · G_B)` with the
-//! matrix exponential as the paper does; evosax multiplies `B` by `exp(η_B/2 · G_B)`
-//! element-wise, which is not the natural-gradient step (so no golden test against it).
+//! (`algorithms/distribution_based/xnes.py`) for defaults (utilities, learning rates). Kestrel
+//! updates `B ← B expm(η_B/2 · G_B)` with the matrix exponential as the paper does.
+//!
+//! # evosax's bugs (`bugs = "all"` reproduces them; the golden test runs that profile)
+//!
+//! - `B` is multiplied by `exp(η_B/2 · G_B)` element-wise, which is not the natural-gradient
+//!   step: `B`'s off-diagonal entries start at 0 and stay 0, so evosax's xNES is a separable
+//!   search (one scale per coordinate) that never learns a rotation.
+//! - `B` starts at `σ₀ I` while the samples are `m + σ B z`, so the first distribution's scale
+//!   is `σ₀²`, not `σ₀` (0.25 for σ₀ = 0.5).
 
 use crate::EvoError;
 use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
@@ -12,7 +19,7 @@ use crate::eigen::EigenWork;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::snes::{Snes, SnesParams};
-use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
+use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;
@@ -44,6 +51,8 @@ pub struct XnesParams {
     pub lr_sigma: f64,
     /// Learning rate of `B` (same default as σ).
     pub lr_b: f64,
+    /// `all`: evosax 0.3.2's update (see the module notes); `none` (default): the paper's.
+    pub bugs: BugsKind,
 }
 
 /// xNES state: `x = mean + σ B z`, with `det B = 1` kept by the trace-free update.
@@ -78,6 +87,57 @@ impl Xnes {
         check_sizes(pop_size, num_dims, 2)?;
         Ok(Xnes { pop_size, num_dims })
     }
+
+    /// The population from given standard normals `z` (`pop_size × num_dims`, row-major):
+    /// `x_i = mean + σ B z_i`. `ask` draws `z` from its key and calls this.
+    pub fn ask_from_normals(&self, s: &mut XnesState, z: &[f64], population: &mut [f32]) {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("Xnes::ask", lam, n, population, None);
+        assert_eq!(z.len(), lam * n, "Xnes::ask_from_normals: pop_size × num_dims normals");
+        for i in 0..lam {
+            for j in 0..n {
+                s.z[(i, j)] = z[i * n + j];
+            }
+        }
+        self.fill(s, population);
+    }
+
+    fn fill(&self, s: &mut XnesState, population: &mut [f32]) {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        matmul(s.x.as_mut(), Accum::Replace, s.z.as_ref(), s.b.transpose(), 1.0, Par::Seq);
+        for i in 0..lam {
+            for j in 0..n {
+                population[i * n + j] = to_row(s.mean[j] + s.sigma * s.x[(i, j)]);
+            }
+        }
+    }
+
+    /// evosax's shape step (`bugs = "all"`): `B ← B ∘ exp(A)` entry by entry, each exponent
+    /// held at ±[`SHAPE_STEP`] as the matrix step's eigenvalues are, and `B⁻¹` from it (by
+    /// entries while `B` is diagonal, as it stays from evosax's start; by an LU otherwise).
+    fn elementwise_step(&self, s: &mut XnesState) {
+        let n = self.num_dims;
+        let mut diagonal = true;
+        for j in 0..n {
+            for i in 0..n {
+                s.b[(i, j)] *= s.g[(i, j)].clamp(-SHAPE_STEP, SHAPE_STEP).exp();
+                diagonal &= i == j || s.b[(i, j)] == 0.0;
+            }
+        }
+        if diagonal {
+            for j in 0..n {
+                for i in 0..n {
+                    s.b_inv[(i, j)] = if i == j { 1.0 / s.b[(i, i)] } else { 0.0 };
+                }
+            }
+        } else {
+            use faer::linalg::solvers::DenseSolveCore;
+            let inv = s.b.partial_piv_lu().inverse();
+            if inv.col_iter().all(|c| c.iter().all(|v| v.is_finite())) {
+                s.b_inv.copy_from(&inv);
+            }
+        }
+    }
 }
 
 impl Strategy for Xnes {
@@ -97,17 +157,26 @@ impl Strategy for Xnes {
         );
         let n = self.num_dims as f64;
         let lr = (9.0 + 3.0 * n.ln()) / (5.0 * n * n.sqrt());
-        XnesParams { sigma_init: 1.0, weights, lr_mean: 1.0, lr_sigma: lr, lr_b: lr }
+        XnesParams {
+            sigma_init: 1.0,
+            weights,
+            lr_mean: 1.0,
+            lr_sigma: lr,
+            lr_b: lr,
+            bugs: BugsKind::None,
+        }
     }
 
     fn init(&self, _key: Key, params: &XnesParams, mean: &[f32]) -> XnesState {
         let (lam, n) = (self.pop_size, self.num_dims);
         assert_eq!(mean.len(), n, "Xnes::init: mean must have num_dims values");
+        // evosax's B starts at σ₀ I (its bug): the first samples' scale is σ₀².
+        let b0 = if params.bugs == BugsKind::All { params.sigma_init } else { 1.0 };
         XnesState {
             mean: mean.iter().map(|&m| m as f64).collect(),
             sigma: params.sigma_init,
-            b: Mat::identity(n, n),
-            b_inv: Mat::identity(n, n),
+            b: Mat::from_fn(n, n, |i, j| if i == j { b0 } else { 0.0 }),
+            b_inv: Mat::from_fn(n, n, |i, j| if i == j { 1.0 / b0 } else { 0.0 }),
             progress: Progress::new(n),
             z: Mat::zeros(lam, n),
             x: Mat::zeros(lam, n),
@@ -132,12 +201,7 @@ impl Strategy for Xnes {
                 s.z[(i, j)] = rng.normal_f64();
             }
         }
-        matmul(s.x.as_mut(), Accum::Replace, s.z.as_ref(), s.b.transpose(), 1.0, Par::Seq);
-        for i in 0..lam {
-            for j in 0..n {
-                population[i * n + j] = to_row(s.mean[j] + s.sigma * s.x[(i, j)]);
-            }
-        }
+        self.fill(s, population);
     }
 
     fn tell(
@@ -188,7 +252,9 @@ impl Strategy for Xnes {
             }
         }
         let (g, v, l) = (&s.g, &mut s.v, &mut s.lambdas);
-        if s.eig.eigh(g, v, l) {
+        if p.bugs == BugsKind::All {
+            self.elementwise_step(s);
+        } else if s.eig.eigh(g, v, l) {
             for (sign, target) in [(1.0, 0), (-1.0, 1)] {
                 for j in 0..n {
                     // At most a factor e^SHAPE_STEP per generation along any axis (see the

@@ -1,6 +1,7 @@
 //! Golden test against evosax 0.3.2 (`tools/golden/evosax_tell.py`): default parameters,
-//! `ask` from the same standard normals, and every `tell` of CMA-ES, Sep-CMA-ES, SNES and
-//! OpenAI-ES (Adam) over 24 generations (one case 4) with ties and NaN fitness.
+//! `ask` from the same standard normals, and every `tell` of CMA-ES, Sep-CMA-ES, SNES,
+//! OpenAI-ES (Adam), xNES (`bugs = "all"`, evosax's element-wise update: see xnes.rs) and PGPE
+//! (ClipUp), and differential evolution from evosax's index and crossover draws, over 24 generations (one case 4) with ties and NaN fitness.
 //!
 //! Tolerance: evosax computes in float32 (JAX's default) and Kestrel in f64, so values agree
 //! to float32 rounding accumulated over one update, not bit for bit. `TOL` is the smallest
@@ -8,7 +9,10 @@
 
 use faer::Mat;
 use kestrel_core::Key;
-use kestrel_evo::{CmaEs, OpenEs, OpenEsParams, SepCmaEs, Snes, Strategy};
+use kestrel_evo::{
+    BugsKind, CmaEs, DeParams, DeState, DifferentialEvolution, OpenEs, OpenEsParams, Pgpe,
+    PgpeParams, PgpeState, SepCmaEs, Snes, Strategy, Xnes, XnesParams, XnesState,
+};
 use kestrel_testkit::load_fixture;
 use serde_json::Value;
 
@@ -45,6 +49,69 @@ fn flat(m: &Mat<f64>) -> Vec<f64> {
     (0..m.nrows()).flat_map(|i| (0..m.ncols()).map(move |j| m[(i, j)])).collect()
 }
 
+/// xNES as evosax runs it, its params checked against the fixture's.
+fn xnes(lam: usize, n: usize, pp: &Value, w: &mut Worst) -> (Xnes, XnesParams) {
+    let s = Xnes::new(lam, n).unwrap();
+    let mut p = s.default_params();
+    close(w, "xnes weights", &p.weights, &v(&pp["weights"]));
+    close(w, "xnes lr_sigma", &[p.lr_sigma], &v(&pp["lr_std_init"]));
+    close(w, "xnes lr_b", &[p.lr_b], &v(&pp["lr_B"]));
+    (p.sigma_init, p.bugs) = (v(&pp["std_init"])[0], BugsKind::All);
+    (s, p)
+}
+
+/// evosax's xNES state (its B stays diagonal: the inverse is by entries).
+fn load_xnes(k: &mut XnesState, b: &Value, n: usize) {
+    (k.mean, k.sigma, k.b) = (v(&b["mean"]), b["sigma"].as_f64().unwrap(), mat(&b["b"], n));
+    k.b_inv = Mat::from_fn(n, n, |i, j| if i == j { 1.0 / k.b[(i, i)] } else { 0.0 });
+    assert!((0..n).all(|i| (0..n).all(|j| i == j || k.b[(i, j)] == 0.0)), "B diagonal");
+}
+
+fn pgpe(lam: usize, n: usize, pp: &Value, w: &mut Worst) -> (Pgpe, PgpeParams) {
+    let s = Pgpe::new(lam, n).unwrap();
+    let mut p = s.default_params();
+    close(w, "pgpe std_lr", &[p.sigma_lr], &v(&pp["std_lr"]));
+    close(w, "pgpe std_max_change", &[p.sigma_max_change], &v(&pp["std_max_change"]));
+    p.sigma_init = v(&pp["std_init"])[0];
+    (s, p)
+}
+
+fn load_pgpe(k: &mut PgpeState, b: &Value) {
+    (k.mean, k.sigma, k.velocity) = (v(&b["mean"]), v(&b["sigma"]), v(&b["velocity"]));
+}
+
+fn de(case: &Value, lam: usize, n: usize, w: &mut Worst) -> (DifferentialEvolution, DeParams) {
+    let s = DifferentialEvolution::new(lam, n).unwrap();
+    let mut p = s.default_params();
+    let pp = &case["params"];
+    close(w, "de crossover_rate", &[p.crossover_rate], &[pp["crossover_rate"].as_f64().unwrap()]);
+    close(
+        w,
+        "de differential_weight",
+        &[p.differential_weight],
+        &[pp["differential_weight"].as_f64().unwrap()],
+    );
+    p.elitism = case["elitism"].as_bool().unwrap();
+    (s, p)
+}
+
+fn load_de(k: &mut DeState, b: &Value) {
+    (k.members, k.fitness) = (f32s(&b["population"]), f32s(&b["fitness"]));
+    k.progress.generation = k.progress.generation.max(1);
+}
+
+/// evosax's DE draws of one generation, as `ask_from_draws` takes them.
+fn de_ask(s: &DifferentialEvolution, k: &DeState, p: &DeParams, st: &Value, out: &mut [f32]) {
+    let idx = |name: &str| -> Vec<usize> {
+        st[name].as_array().unwrap().iter().map(|i| i.as_u64().unwrap() as usize).collect()
+    };
+    let (a, b, c, forced) = (idx("a"), idx("b"), idx("c"), idx("forced"));
+    if p.elitism {
+        assert!(a.iter().all(|&i| i == s.best(k)), "the elitist base is Kestrel's best too");
+    }
+    s.ask_from_draws(k, p, [&a, &b, &c, &forced], &v(&st["r"]), out).unwrap();
+}
+
 #[test]
 fn strategies_match_evosax() {
     let fx = load_fixture("evosax_tell.json");
@@ -60,7 +127,9 @@ fn strategies_match_evosax() {
         for (g, st) in case["steps"].as_array().unwrap().iter().enumerate() {
             let at = format!("{name} {lam}x{n} gen {g}");
             let (b, a) = (&st["before"], &st["after"]);
-            let (pop, z, fit) = (f32s(&st["population"]), v(&st["z"]), f32s(&st["fitness"]));
+            let (pop, fit) = (f32s(&st["population"]), f32s(&st["fitness"]));
+            // Differential evolution's draws are indices and uniforms, not normals.
+            let z = if st["z"].is_array() { v(&st["z"]) } else { Vec::new() };
             let mut out = vec![0.0f32; lam * n];
             match name {
                 "cma_es" | "sep_cma_es" => {
@@ -172,6 +241,44 @@ fn strategies_match_evosax() {
                     close(&mut worst, &format!("{at} mean"), &k.mean, &v(&a["mean"]));
                     close(&mut worst, &format!("{at} sigma"), &k.sigma, &v(&a["sigma"]));
                 }
+                "xnes" => {
+                    let (s, p) = xnes(lam, n, pp, &mut worst);
+                    let mut k = s.init(Key::new(0), &p, &f32s(&b["mean"]));
+                    load_xnes(&mut k, b, n);
+                    s.ask_from_normals(&mut k, &z, &mut out);
+                    let got: Vec<f64> = out.iter().map(|&x| x as f64).collect();
+                    close(&mut worst, &format!("{at} population"), &got, &v(&st["population"]));
+                    s.tell(Key::new(0), &pop, &fit, &mut k, &p);
+                    close(&mut worst, &format!("{at} mean"), &k.mean, &v(&a["mean"]));
+                    let want = a["sigma"].as_f64().unwrap();
+                    close(&mut worst, &format!("{at} sigma"), &[k.sigma], &[want]);
+                    close(&mut worst, &format!("{at} B"), &flat(&k.b), &v(&a["b"]));
+                }
+                "pgpe" => {
+                    let (s, p) = pgpe(lam, n, pp, &mut worst);
+                    let mut k = s.init(Key::new(0), &p, &f32s(&b["mean"]));
+                    load_pgpe(&mut k, b);
+                    s.ask_from_normals(&mut k, &z[..lam / 2 * n], &mut out);
+                    let got: Vec<f64> = out.iter().map(|&x| x as f64).collect();
+                    close(&mut worst, &format!("{at} population"), &got, &v(&st["population"]));
+                    s.tell(Key::new(0), &pop, &fit, &mut k, &p);
+                    close(&mut worst, &format!("{at} mean"), &k.mean, &v(&a["mean"]));
+                    close(&mut worst, &format!("{at} sigma"), &k.sigma, &v(&a["sigma"]));
+                    close(&mut worst, &format!("{at} velocity"), &k.velocity, &v(&a["velocity"]));
+                }
+                "de" => {
+                    let (s, p) = de(case, lam, n, &mut worst);
+                    let mut k = s.init(Key::new(0), &p, &vec![0.0; n]);
+                    load_de(&mut k, b);
+                    de_ask(&s, &k, &p, st, &mut out);
+                    let got: Vec<f64> = out.iter().map(|&x| x as f64).collect();
+                    close(&mut worst, &format!("{at} population"), &got, &v(&st["population"]));
+                    s.tell(Key::new(0), &pop, &fit, &mut k, &p);
+                    let members: Vec<f64> = k.members.iter().map(|&x| x as f64).collect();
+                    close(&mut worst, &format!("{at} members"), &members, &v(&a["population"]));
+                    let fitness: Vec<f64> = k.fitness.iter().map(|&x| x as f64).collect();
+                    close(&mut worst, &format!("{at} fitness"), &fitness, &v(&a["fitness"]));
+                }
                 _ => {
                     let s = OpenEs::new(lam, n).unwrap();
                     let p = OpenEsParams { sigma: 0.3, ..Strategy::default_params(&s) };
@@ -198,10 +305,10 @@ fn strategies_match_evosax() {
         "{tells} tells match evosax 0.3.2; largest relative error {:.2e} at {}",
         worst.0, worst.1
     );
-    assert_eq!(tells, 148);
+    assert_eq!(tells, 244);
 }
 
-/// The same 148 tells run freely: each case starts from its first state and goes on from its own
+/// The same 244 tells run freely: each case starts from its first state and goes on from its own
 /// results (only the normals and the fitness come from the fixture), so an error that grows over
 /// the generations is caught, which re-injecting evosax's state before every tell would hide.
 /// The population, mean and step size are compared after every generation (CMA-ES takes
@@ -298,6 +405,51 @@ fn strategies_follow_evosax_freely_over_every_generation() {
                     tells += 1;
                 }
             }
+            "xnes" => {
+                let (s, p) = xnes(lam, n, &case["params"], &mut Worst(0.0, String::new()));
+                let mut k = s.init(Key::new(0), &p, &f32s(&first["mean"]));
+                load_xnes(&mut k, first, n);
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    s.ask_from_normals(&mut k, &v(&st["z"]), &mut out);
+                    check(format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    s.tell(Key::new(0), &out, &f32s(&st["fitness"]), &mut k, &p);
+                    check(format!("{at} mean"), &k.mean, &v(&st["after"]["mean"]));
+                    check(format!("{at} B"), &flat(&k.b), &v(&st["after"]["b"]));
+                    tells += 1;
+                }
+            }
+            "pgpe" => {
+                let (s, p) = pgpe(lam, n, &case["params"], &mut Worst(0.0, String::new()));
+                let mut k = s.init(Key::new(0), &p, &f32s(&first["mean"]));
+                load_pgpe(&mut k, first);
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    s.ask_from_normals(&mut k, &v(&st["z"])[..lam / 2 * n], &mut out);
+                    check(format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    s.tell(Key::new(0), &out, &f32s(&st["fitness"]), &mut k, &p);
+                    check(format!("{at} mean"), &k.mean, &v(&st["after"]["mean"]));
+                    check(format!("{at} sigma"), &k.sigma, &v(&st["after"]["sigma"]));
+                    tells += 1;
+                }
+            }
+            "de" => {
+                let (s, p) = de(case, lam, n, &mut Worst(0.0, String::new()));
+                let mut k = s.init(Key::new(0), &p, &vec![0.0; n]);
+                load_de(&mut k, first);
+                for (g, st) in steps.iter().enumerate() {
+                    let at = format!("{name} {lam}x{n} free gen {g}");
+                    de_ask(&s, &k, &p, st, &mut out);
+                    check(format!("{at} population"), &as64(&out), &v(&st["population"]));
+                    s.tell(Key::new(0), &out, &f32s(&st["fitness"]), &mut k, &p);
+                    check(
+                        format!("{at} members"),
+                        &as64(&k.members),
+                        &v(&st["after"]["population"]),
+                    );
+                    tells += 1;
+                }
+            }
             _ => {
                 let s = OpenEs::new(lam, n).unwrap();
                 let p = OpenEsParams { sigma: 0.3, ..Strategy::default_params(&s) };
@@ -323,5 +475,5 @@ fn strategies_follow_evosax_freely_over_every_generation() {
         "{tells} free tells follow evosax 0.3.2; largest relative error {:.2e} at {}",
         worst.0, worst.1
     );
-    assert_eq!(tells, 148);
+    assert_eq!(tells, 244);
 }
