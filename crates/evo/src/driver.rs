@@ -36,6 +36,7 @@ use crate::de::DifferentialEvolution;
 use crate::diffusion::DiffusionEvolution;
 use crate::ga::{Ga, GaRule};
 use crate::gradient_es::{GradientEs, GradientRule};
+use crate::les::{Les, LesNet};
 use crate::local_search::{LocalRule, LocalSearch};
 use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
@@ -132,6 +133,9 @@ pub enum StrategyKind {
     SvCmaEs,
     /// [`DiffusionEvolution`], evolution as DDIM denoising (evosax `DiffusionEvolution`).
     DiffusionEvolution,
+    /// [`Les`], the learned evolution strategy (evosax `LES` / `LearnedES`; its weights from
+    /// evosax's checkpoint at `params_path`).
+    Les,
 }
 
 /// The Stein variational strategies' default number of particles for `pop_size` rows (evosax
@@ -172,7 +176,7 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("HillClimbing", Some(StrategyKind::HillClimbing)),
     ("iAMaLGaM_Full", Some(StrategyKind::IamalgamFull)),
     ("iAMaLGaM_Univariate", Some(StrategyKind::IamalgamUnivariate)),
-    ("LES", None),
+    ("LES", Some(StrategyKind::Les)),
     ("LM_MA_ES", Some(StrategyKind::LmMaEs)),
     ("MA_ES", Some(StrategyKind::MaEs)),
     ("NoiseReuseES", Some(StrategyKind::NoiseReuseEs)),
@@ -211,7 +215,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 33] = [
+    pub const ALL: [StrategyKind; 34] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -245,6 +249,7 @@ impl StrategyKind {
         StrategyKind::SvOpenEs,
         StrategyKind::SvCmaEs,
         StrategyKind::DiffusionEvolution,
+        StrategyKind::Les,
     ];
 
     /// The config spelling.
@@ -283,6 +288,7 @@ impl StrategyKind {
             StrategyKind::SvOpenEs => "sv-open-es",
             StrategyKind::SvCmaEs => "sv-cma-es",
             StrategyKind::DiffusionEvolution => "diffusion-evolution",
+            StrategyKind::Les => "les",
         }
     }
 
@@ -322,6 +328,35 @@ impl StrategyKind {
             format!("{name:?}"),
             format!("{near}{}", Self::accepted_names()),
         ))
+    }
+
+    /// The meta-learned strategies' default weights: the file of evosax 0.3.2's
+    /// `algorithms/ckpt` folder its `__init__` loads when given no `params_path`
+    /// (`les/2023_10_les_v2.pkl` for LES); `None` for every other strategy.
+    pub fn evosax_weights(self) -> Option<&'static str> {
+        match self {
+            StrategyKind::Les => Some("les/2023_10_les_v2.pkl"),
+            _ => None,
+        }
+    }
+
+    /// The weights file a learned strategy reads (`params.params_path`), or an error saying
+    /// what is missing and where evosax keeps it.
+    fn weights_path(self, params: &StrategyParams) -> Result<&str, EvoError> {
+        params.params_path.as_deref().ok_or_else(|| {
+            EvoError::invalid(
+                "params.params_path",
+                "not set",
+                format!(
+                    "the path of evosax 0.3.2's {} checkpoint: {} meta-learned weights, which \
+                     Kestrel does not ship (evosax's default is <site-packages>/evosax/algorithms/\
+                     ckpt/{}; `tools/evosax-ckpt` fetches evosax's wheel and prints that folder)",
+                    self.evosax_name(),
+                    self.evosax_name(),
+                    self.evosax_weights().unwrap_or("")
+                ),
+            )
+        })
     }
 
     /// `"cma-es, sep-cma-es, ..."`, for error messages.
@@ -597,6 +632,14 @@ impl StrategyKind {
                 let mut p = s.default_params();
                 p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
                 let p = params.sv_cma(p)?;
+                Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Les => {
+                // The sizes first: a bad size is named before a missing file.
+                crate::error::check_sizes(pop, n, 2)?;
+                let net = LesNet::read(std::path::Path::new(self.weights_path(params)?))?;
+                let s = Les::new(pop, n, std::sync::Arc::new(net))?;
+                let p = params.les(crate::LesParams { sigma_init: sigma })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::DiffusionEvolution => {
@@ -1211,7 +1254,8 @@ mod tests {
             }
         }
         assert_eq!(StrategyKind::parse("DiscoveredES").unwrap(), StrategyKind::Des);
-        assert!(StrategyKind::parse("LearnedES").unwrap_err().to_string().contains("LES"));
+        assert_eq!(StrategyKind::parse("LearnedES").unwrap(), StrategyKind::Les);
+        assert!(StrategyKind::parse("LearnedGA").unwrap_err().to_string().contains("LGA"));
         assert_eq!(StrategyKind::parse("cma_es").unwrap(), StrategyKind::CmaEs);
         assert_eq!(StrategyKind::parse("Open-ES").unwrap(), StrategyKind::OpenEs);
     }
@@ -1219,7 +1263,8 @@ mod tests {
     #[test]
     fn every_strategy_builds_and_improves_the_sphere() {
         let prob = Benchmark::new(Function::Sphere, 6).unwrap();
-        for k in StrategyKind::ALL {
+        // The learned ones need evosax's weights: tests/conformance.rs runs them with those.
+        for k in StrategyKind::ALL.into_iter().filter(|k| k.evosax_weights().is_none()) {
             let opt = k.build(None, 0.5, &[1.0; 6], Key::new(3)).unwrap();
             let mut d = Driver::new(opt, &prob, Key::new(3)).unwrap();
             let first = d.step().metrics.best_so_far;

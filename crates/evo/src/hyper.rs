@@ -10,8 +10,9 @@ use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
     Adam, AlphaSchedule, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams,
-    DiffusionParams, EvoError, GaParams, GradientEsParams, LocalParams, OpenEsParams, PgpeParams,
-    RmParams, SnesParams, SvCmaParams, SvOpenEsParams, SwarmParams, WeightedEsParams, XnesParams,
+    DiffusionParams, EvoError, GaParams, GradientEsParams, LesParams, LocalParams, OpenEsParams,
+    PgpeParams, RmParams, SnesParams, SvCmaParams, SvOpenEsParams, SwarmParams, WeightedEsParams,
+    XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -182,6 +183,10 @@ strategy_params! {
     /// Diffusion Evolution: weigh the members in a random projection to this many dimensions
     /// (evosax's `num_latent_dims`, in 1..=num_dims; default none).
     num_latent_dims: usize => [DiffusionEvolution],
+    /// LES: the file of evosax 0.3.2's meta-learned weights it reads (evosax's `params_path`;
+    /// required: Kestrel ships none; evosax's default is its `algorithms/ckpt/les/
+    /// 2023_10_les_v2.pkl`).
+    params_path: String => [Les],
     /// Rm-ES: evolution paths kept (evosax's `m`, in 1..=1024, default 1).
     num_paths: usize => [RmEs],
     /// Rm-ES: the generation gap below which the closest pair of kept paths is thinned
@@ -460,6 +465,12 @@ impl StrategyParams {
     pub fn sv_cma(&self, mut p: SvCmaParams) -> Result<SvCmaParams, EvoError> {
         set!(self, p: kernel_std in POS..INF);
         set!(self, p: alpha in NONNEG..INF);
+        Ok(p)
+    }
+
+    /// LES params with these overrides (`params_path` is read by
+    /// [`StrategyKind::build_with`], which loads the networks).
+    pub fn les(&self, p: LesParams) -> Result<LesParams, EvoError> {
         Ok(p)
     }
 

@@ -136,6 +136,10 @@ impl StrategyKind {
             }
             // z and y (λ × n, f64), the rank buffers, fifteen vectors (cr_fm_nes.rs).
             StrategyKind::CrFmNes => nl.saturating_mul(16).saturating_add(40 * l + 160 * n),
+            // z (λ × n, f64); the features, keys, queries (3 + 8 + 8 per row), values, ranks,
+            // attention row and weights; mean, σ and the two n × 3 paths; the networks' ~300
+            // weights (les.rs).
+            StrategyKind::Les => nl.saturating_mul(8).saturating_add(200 * l + 64 * n + 4096),
             // z (λ/2 × n, f64), the means with their gradients and next values (k × n each,
             // k ≤ λ/2), the shaped fitness and order (sv_open_es.rs).
             StrategyKind::SvOpenEs => nl.saturating_mul(4).saturating_add(24 * l + 8 * n),

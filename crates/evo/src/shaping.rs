@@ -49,6 +49,36 @@ pub fn ranks(fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
 #[inline]
 fn tie_groups(fitness: &[f32], order: &mut [usize], mut emit: impl FnMut(usize, usize, usize)) {
     let n = fitness.len();
+    let key = |f: f32| if f.is_finite() { f } else { f32::INFINITY };
+    stable_order(fitness, order);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && key(fitness[order[j + 1]]) == key(fitness[order[i]]) {
+            j += 1;
+        }
+        for &k in &order[i..=j] {
+            emit(k, i, j);
+        }
+        i = j + 1;
+    }
+}
+
+/// Ordinal ranks `0..n` by fitness, ties in index order and non-finite values last (a stable
+/// `argsort`'s positions, as evosax's learned strategies rank: `learned_evolution/
+/// fitness_shaping.py`'s `rank`).
+pub fn ordinal_ranks(fitness: &[f32], order: &mut [usize], out: &mut [f64]) {
+    assert!(out.len() == fitness.len(), "ordinal_ranks: buffers must match fitness");
+    stable_order(fitness, order);
+    for (p, &k) in order.iter().enumerate() {
+        out[k] = p as f64;
+    }
+}
+
+/// The rows sorted by fitness into `order`: non-finite values last, ties in index order.
+#[inline]
+fn stable_order(fitness: &[f32], order: &mut [usize]) {
+    let n = fitness.len();
     assert!(order.len() == n, "ranks: buffers must match fitness");
     let key = |f: f32| if f.is_finite() { f } else { f32::INFINITY };
     if usize::BITS == 64 && n <= u32::MAX as usize {
@@ -71,17 +101,6 @@ fn tie_groups(fitness: &[f32], order: &mut [usize], mut emit: impl FnMut(usize, 
         }
         order
             .sort_unstable_by(|&a, &b| key(fitness[a]).total_cmp(&key(fitness[b])).then(a.cmp(&b)));
-    }
-    let mut i = 0;
-    while i < n {
-        let mut j = i;
-        while j + 1 < n && key(fitness[order[j + 1]]) == key(fitness[order[i]]) {
-            j += 1;
-        }
-        for &k in &order[i..=j] {
-            emit(k, i, j);
-        }
-        i = j + 1;
     }
 }
 

@@ -50,12 +50,19 @@ fn warm_generations_of_every_strategy_allocate_nothing() {
     use kestrel_evo::StrategyKind;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     for kind in StrategyKind::ALL {
+        // The learned ones with evosax's weights (skipped, as reference data, without them).
+        let Some(params_path) = kestrel_testkit::evosax_weights(kind.evosax_weights()) else {
+            continue;
+        };
+        let params = kestrel_evo::StrategyParams { params_path, ..Default::default() };
         for dims in [10, 100] {
             let count = pool.install(|| {
                 let prob = Benchmark::new(Function::Sphere, dims).unwrap();
-                let opt = kind.build(Some(64 + 1), 0.3, &vec![1.0; dims], Key::new(0));
+                let start = vec![1.0; dims];
+                let opt = kind.build_with(Some(64 + 1), 0.3, &params, &start, Key::new(0));
                 // Even populations for the antithetic ones, pop − 1 = 64 for GESMR's group.
-                let opt = opt.or_else(|_| kind.build(Some(64), 0.3, &vec![1.0; dims], Key::new(0)));
+                let opt =
+                    opt.or_else(|_| kind.build_with(Some(64), 0.3, &params, &start, Key::new(0)));
                 let mut d = Driver::new(opt.unwrap(), &prob, Key::new(0)).unwrap();
                 for _ in 0..5 {
                     d.step();

@@ -2,7 +2,8 @@
 //! results on 1 and 2 threads; NaN fitness counted and ranked worst; bounds honoured; a run
 //! resumed from its `state_dict` equal to the uninterrupted run; bad sizes, values and foreign
 //! knobs refused with an error naming the field; and a long run on finite fitness whose state
-//! stays finite (the numerical guards).
+//! stays finite (the numerical guards). The learned strategies run with evosax's own weights
+//! (`tools/evosax-ckpt`), skipped when those are absent as reference data is.
 
 use kestrel_core::Key;
 use kestrel_evo::driver::{Driver, StrategyKind};
@@ -15,8 +16,21 @@ fn pop_for(kind: StrategyKind) -> usize {
     12
 }
 
+/// The knobs `kind` needs to be built: a learned strategy's weights file; `None` when that
+/// file is absent ([`kestrel_testkit::evosax_ckpt`] reports it).
+fn needs(kind: StrategyKind) -> Option<StrategyParams> {
+    let params_path = kestrel_testkit::evosax_weights(kind.evosax_weights())?;
+    Some(StrategyParams { params_path, ..Default::default() })
+}
+
+/// Every strategy that can be built here.
+fn all() -> impl Iterator<Item = StrategyKind> {
+    StrategyKind::ALL.into_iter().filter(|&k| needs(k).is_some())
+}
+
 fn build(kind: StrategyKind, n: usize, seed: u64) -> Box<dyn Optimizer> {
-    kind.build(Some(pop_for(kind)), 0.5, &vec![0.8; n], Key::new(seed)).unwrap()
+    let p = needs(kind).unwrap();
+    kind.build_with(Some(pop_for(kind)), 0.5, &p, &vec![0.8; n], Key::new(seed)).unwrap()
 }
 
 fn bits(d: &StateDict) -> Vec<(String, Vec<u64>)> {
@@ -26,7 +40,7 @@ fn bits(d: &StateDict) -> Vec<(String, Vec<u64>)> {
 #[test]
 fn same_results_on_one_and_two_threads() {
     let prob = Benchmark::new(Function::Rosenbrock, 6).unwrap();
-    for kind in StrategyKind::ALL {
+    for kind in all() {
         let run = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| {
@@ -41,7 +55,7 @@ fn same_results_on_one_and_two_threads() {
 
 #[test]
 fn nan_fitness_is_counted_and_ranked_worst() {
-    for kind in StrategyKind::ALL {
+    for kind in all() {
         let mut o = build(kind, 4, 1);
         let p = o.pop_size();
         let mut x = vec![0f32; p * 4];
@@ -64,7 +78,7 @@ fn nan_fitness_is_counted_and_ranked_worst() {
 #[test]
 fn bounds_are_honoured() {
     let prob = Benchmark::new(Function::Sphere, 5).unwrap();
-    for kind in StrategyKind::ALL {
+    for kind in all() {
         for mode in [BoundKind::Clip, BoundKind::Reflect] {
             let b = Bounds::new(vec![0.5; 5], vec![1.0; 5], mode).unwrap();
             let mut d =
@@ -85,14 +99,16 @@ fn bounds_are_honoured() {
 #[test]
 fn a_run_resumed_from_its_state_dict_equals_the_uninterrupted_run() {
     let prob = Benchmark::new(Function::Rosenbrock, 4).unwrap();
-    for kind in StrategyKind::ALL {
+    for kind in all() {
         let mut whole = Driver::new(build(kind, 4, 7), &prob, Key::new(7)).unwrap();
         whole.run(30, None, |_| true);
         let mut first = Driver::new(build(kind, 4, 7), &prob, Key::new(7)).unwrap();
         first.run(12, None, |_| true);
         // A fresh optimiser (another start and key) loaded with the checkpointed state: the
         // driver's generation counter is the run's, as a checkpoint restores it.
-        let mut fresh = kind.build(Some(pop_for(kind)), 0.5, &[0.1; 4], Key::new(99)).unwrap();
+        let needs = needs(kind).unwrap();
+        let mut fresh =
+            kind.build_with(Some(pop_for(kind)), 0.5, &needs, &[0.1; 4], Key::new(99)).unwrap();
         fresh.load_state_dict(&first.optimizer().state_dict()).unwrap();
         let mut resumed = Driver::new(fresh, &prob, Key::new(7))
             .unwrap()
@@ -127,6 +143,22 @@ fn bad_values_are_refused_naming_the_field() {
         let e =
             kind.build_with(None, 0.5, &foreign, &[0.0; 3], Key::new(0)).err().unwrap().to_string();
         assert!(e.contains("params.") && e.contains("only"), "{kind}: {e}");
+        // A learned strategy without its weights says which file it needs; with a file that
+        // is not a checkpoint, what is wrong with it.
+        if let Some(rel) = kind.evosax_weights() {
+            let e = kind.build(None, 0.5, &[0.0; 3], Key::new(0)).err().unwrap().to_string();
+            assert!(e.contains("params.params_path") && e.contains(rel), "{kind}: {e}");
+            let junk = std::env::temp_dir().join(format!("kestrel-conformance-{kind}.pkl"));
+            std::fs::write(&junk, b"\x80\x04not a checkpoint").unwrap();
+            let p = StrategyParams {
+                params_path: Some(junk.display().to_string()),
+                ..Default::default()
+            };
+            let e = kind.build_with(None, 0.5, &p, &[0.0; 3], Key::new(0)).err().unwrap();
+            let e = e.to_string();
+            assert!(e.contains(&junk.display().to_string()) && e.contains("byte"), "{kind}: {e}");
+            std::fs::remove_file(&junk).unwrap();
+        }
     }
 }
 
@@ -134,7 +166,7 @@ fn bad_values_are_refused_naming_the_field() {
 /// asked row finite (so `try_tell` takes Kestrel's own population back) and the state finite.
 #[test]
 fn long_runs_on_finite_fitness_stay_finite() {
-    for kind in StrategyKind::ALL {
+    for kind in all() {
         let mut o = build(kind, 5, 0);
         let p = o.pop_size();
         let (mut x, mut f) = (vec![0f32; p * 5], vec![0f32; p]);

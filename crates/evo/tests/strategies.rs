@@ -198,7 +198,15 @@ fn state_dicts_round_trip_for_every_strategy() {
     use kestrel_evo::driver::StrategyKind;
     let f = |x: &[f32]| x.iter().map(|v| (v - 0.3) * (v - 0.3)).sum::<f32>();
     for kind in StrategyKind::ALL {
-        let mut a = kind.build(Some(12), 0.5, &[0.1; 4], kestrel_core::Key::new(1)).unwrap();
+        // The learned ones with evosax's weights (skipped, as reference data, without them).
+        let Some(params_path) = kestrel_testkit::evosax_weights(kind.evosax_weights()) else {
+            continue;
+        };
+        let params = kestrel_evo::StrategyParams { params_path, ..Default::default() };
+        let build = |start: &[f32], seed| {
+            kind.build_with(Some(12), 0.5, &params, start, kestrel_core::Key::new(seed)).unwrap()
+        };
+        let mut a = build(&[0.1; 4], 1);
         let mut pop = vec![0.0; 12 * 4];
         let mut fit = vec![0.0; 12];
         for g in 0..3 {
@@ -207,14 +215,14 @@ fn state_dicts_round_trip_for_every_strategy() {
             a.try_tell(kestrel_core::Key::new(20 + g), &pop, &fit).unwrap();
         }
         let dict = a.state_dict();
-        let mut b = kind.build(Some(12), 0.5, &[0.9; 4], kestrel_core::Key::new(2)).unwrap();
+        let mut b = build(&[0.9; 4], 2);
         b.load_state_dict(&dict).unwrap();
         assert_eq!(b.state_dict(), dict, "{kind:?}");
         let (mut pa, mut pb) = (vec![0.0; 48], vec![0.0; 48]);
         a.try_ask(kestrel_core::Key::new(99), &mut pa).unwrap();
         b.try_ask(kestrel_core::Key::new(99), &mut pb).unwrap();
         assert_eq!(pa, pb, "{kind:?}");
-        let mut small = kind.build(Some(12), 0.5, &[0.0; 3], kestrel_core::Key::new(3)).unwrap();
+        let mut small = build(&[0.0; 3], 3);
         let before = small.state_dict();
         let e = small.load_state_dict(&dict).unwrap_err().to_string();
         assert!(e.contains("state_dict."), "{kind:?}: {e}");

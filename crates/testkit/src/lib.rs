@@ -186,6 +186,33 @@ pub fn shared_subdir(sub: &str) -> Option<PathBuf> {
     }
 }
 
+/// evosax 0.3.2's meta-learned checkpoint `rel` (`les/2023_10_les_v2.pkl`, ...), which
+/// Kestrel never commits: from `KESTREL_EVOSAX_CKPT` (a folder laid out as evosax's
+/// `algorithms/ckpt`) or from `tools/.cache/evosax-0.3.2/ckpt`, where `tools/evosax-ckpt`
+/// (run by `tools/test-all`) unpacks evosax's wheel. Absent, [`data_absent`] reports it.
+pub fn evosax_ckpt(rel: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("KESTREL_EVOSAX_CKPT").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/.cache/evosax-0.3.2/ckpt")
+    });
+    let p = dir.join(rel);
+    if p.is_file() {
+        Some(p)
+    } else {
+        data_absent(&format!("evosax 0.3.2's checkpoint {rel} (tools/evosax-ckpt fetches it)"), &p);
+        None
+    }
+}
+
+/// A strategy's weights file for its `params_path`, from its evosax default `rel` (a
+/// learned strategy's `StrategyKind::evosax_weights`): `Some(None)` for a strategy that needs
+/// none, `Some(Some(path))` when [`evosax_ckpt`] has it, `None` (reported) when it is absent.
+pub fn evosax_weights(rel: Option<&str>) -> Option<Option<String>> {
+    match rel {
+        None => Some(None),
+        Some(rel) => evosax_ckpt(rel).map(|p| Some(p.display().to_string())),
+    }
+}
+
 /// The repository's `tests/golden` fixtures directory.
 pub fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")

@@ -1,0 +1,355 @@
+//! LES, the learned evolution strategy: a diagonal Gaussian search whose recombination
+//! weights come from a self-attention layer over fitness features and whose per-coordinate
+//! learning rates come from a small MLP over evolution paths, both meta-learned.
+//!
+//! Paper: R. T. Lange, T. Schaul, Y. Chen, T. Zahavy, V. Dalibard, C. Lu, S. Singh and
+//! S. Flennerhag, "Discovering Evolution Strategies via Meta-Black-Box Optimization", ICLR
+//! 2023 (arXiv:2211.11260). Reference implementation (golden): evosax 0.3.2
+//! `algorithms/distribution_based/learned_es.py` (`LearnedES`, registry name `LES`) with
+//! `learned_evolution/les_tools.py` (`FitnessFeatures`, `AttentionWeights`, `EvoPathMLP`,
+//! `EvolutionPath`, `tanh_timestamp`).
+//!
+//! **Weights**: evosax's meta-learned checkpoint, `ckpt/les/2023_10_les_v2.pkl` (its default;
+//! `2023_03_les_v1.pkl` has the same layout), read from the path the user gives
+//! ([`LesNet::read`]); Kestrel ships none.
+//!
+//! One generation: features `[f_i < f*, centred rank, z-score]` per row (`f*` the best so
+//! far); keys, queries (8 each) and values (1) by dense layers; `A = softmax(Q Kᵀ / √λ)` by
+//! rows and `w = softmax(A v)` over the population; paths `p ← (1 − c) p + c Σ w_i (x_i − m)`
+//! (and over `(x_i − m) / σ`) at `c ∈ {0.1, 0.5, 0.9}`; per coordinate, an MLP over both
+//! paths and the generation's tanh embedding gives `α_m, α_σ ∈ (0, 1)`; `m ← m + α_m (Σ w_i
+//! x_i − m)`, `σ ← max(σ + α_σ (√(Σ w_i (x_i − m)² + 1e-8) − σ), 0)`.
+//!
+//! Differences, by design: a NaN or infinite fitness is read as the generation's worst
+//! finite one (evosax's features turn NaN and with them every weight), and σ stays above
+//! [`SIGMA_FLOOR`] (evosax's may reach 0, where `(x − m) / σ` divides by zero).
+
+use crate::EvoError;
+use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
+use crate::error::check_sizes;
+use crate::learned_ckpt::Checkpoint;
+use crate::shaping::ordinal_ranks;
+use crate::strategy::{
+    Progress, Strategy, TellMetrics, check_lens, finite_or_worst, to_f32, to_row,
+};
+use kestrel_core::{Key, fill_normal_f32};
+use std::path::Path;
+use std::sync::Arc;
+
+/// `tanh_timestamp`'s timescales (Metz et al., 2022, as evosax adapts them).
+pub(crate) const TIMESCALES: [f64; 13] =
+    [1.0, 3.0, 10.0, 30.0, 50.0, 100.0, 250.0, 500.0, 750.0, 1000.0, 1250.0, 1500.0, 2000.0];
+
+/// The evolution paths' rates.
+const PATH_RATES: [f64; 3] = [0.1, 0.5, 0.9];
+
+/// `tanh(g / τ − 1)` for each timescale `τ`: the generation's embedding.
+pub(crate) fn time_embedding(generation: u64) -> [f64; 13] {
+    TIMESCALES.map(|t| (generation as f64 / t - 1.0).tanh())
+}
+
+/// A dense layer `y = x W + b` (flax `Dense`: `kernel` is `inputs × outputs`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Dense {
+    pub(crate) kernel: Vec<f64>,
+    pub(crate) bias: Vec<f64>,
+    pub(crate) inputs: usize,
+    pub(crate) outputs: usize,
+}
+
+impl Dense {
+    pub(crate) fn read(
+        c: &Checkpoint,
+        at: &str,
+        inputs: usize,
+        outputs: usize,
+    ) -> Result<Self, EvoError> {
+        Ok(Dense {
+            kernel: c.get_f64(&format!("{at}/kernel"), &[inputs, outputs])?,
+            bias: c.get_f64(&format!("{at}/bias"), &[outputs])?,
+            inputs,
+            outputs,
+        })
+    }
+
+    /// `out = x W + b` for one row `x`.
+    #[inline]
+    pub(crate) fn apply(&self, x: &[f64], out: &mut [f64]) {
+        out.copy_from_slice(&self.bias);
+        for (i, &xi) in x.iter().enumerate() {
+            let row = &self.kernel[i * self.outputs..(i + 1) * self.outputs];
+            for (o, w) in out.iter_mut().zip(row) {
+                *o += xi * w;
+            }
+        }
+    }
+}
+
+/// The logistic function.
+#[inline]
+pub(crate) fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// `v ← softmax(v)`, shifted by the maximum.
+pub(crate) fn softmax(v: &mut [f64]) {
+    let m = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let mut s = 0.0;
+    for x in v.iter_mut() {
+        *x = (*x - m).exp();
+        s += *x;
+    }
+    v.iter_mut().for_each(|x| *x /= s);
+}
+
+/// LES's two networks, as evosax's checkpoint holds them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LesNet {
+    keys: Dense,
+    queries: Dense,
+    values: Dense,
+    hidden: Dense,
+    lr_mean: Dense,
+    lr_sigma: Dense,
+    /// Where the weights were read from.
+    pub source: String,
+}
+
+impl LesNet {
+    /// Reads evosax's LES checkpoint (`recomb_weights` and `lrate_modulation`, flax's
+    /// `Dense_0..2` each); a file of another layout is an error naming the array.
+    pub fn read(path: &Path) -> Result<Self, EvoError> {
+        Self::from_checkpoint(&Checkpoint::read(path)?)
+    }
+
+    /// The networks from a parsed checkpoint.
+    pub fn from_checkpoint(c: &Checkpoint) -> Result<Self, EvoError> {
+        let (r, l) = ("recomb_weights/params", "lrate_modulation/params");
+        Ok(LesNet {
+            keys: Dense::read(c, &format!("{r}/Dense_0"), 3, 8)?,
+            queries: Dense::read(c, &format!("{r}/Dense_1"), 3, 8)?,
+            values: Dense::read(c, &format!("{r}/Dense_2"), 3, 1)?,
+            hidden: Dense::read(c, &format!("{l}/Dense_0"), 19, 8)?,
+            lr_mean: Dense::read(c, &format!("{l}/Dense_1"), 8, 1)?,
+            lr_sigma: Dense::read(c, &format!("{l}/Dense_2"), 8, 1)?,
+            source: c.source.clone(),
+        })
+    }
+}
+
+/// LES over `num_dims` with `pop_size` samples per generation, with its meta-learned
+/// networks (evosax keeps them in its params; here they are a constant of the strategy, so
+/// that [`Strategy::default_params`] is evosax's default).
+#[derive(Clone, Debug)]
+pub struct Les {
+    pop_size: usize,
+    num_dims: usize,
+    net: Arc<LesNet>,
+}
+
+/// LES hyper-parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LesParams {
+    /// Initial per-coordinate step size (evosax's `std_init`, default 1).
+    pub sigma_init: f64,
+}
+
+/// LES state.
+#[derive(Clone, Debug)]
+pub struct LesState {
+    /// Mean.
+    pub mean: Vec<f64>,
+    /// Per-coordinate step sizes.
+    pub sigma: Vec<f64>,
+    /// Evolution path of the weighted steps, `n × 3` (one column per rate).
+    pub p_c: Vec<f64>,
+    /// Evolution path of the weighted normalised steps, `n × 3`.
+    pub p_sigma: Vec<f64>,
+    /// The best fitness so far (evosax's `best_fitness_shaped`, a feature).
+    pub best_shaped: f64,
+    /// Best-so-far bookkeeping.
+    pub progress: Progress,
+    z: Vec<f64>,
+    fit: Vec<f64>,
+    order: Vec<usize>,
+    feats: Vec<f64>,
+    k: Vec<f64>,
+    q: Vec<f64>,
+    v: Vec<f64>,
+    a: Vec<f64>,
+    w: Vec<f64>,
+}
+
+impl Les {
+    /// LES with the networks given ([`LesNet::read`]); `pop_size ≥ 2`.
+    pub fn new(pop_size: usize, num_dims: usize, net: Arc<LesNet>) -> Result<Self, EvoError> {
+        check_sizes(pop_size, num_dims, 2)?;
+        Ok(Les { pop_size, num_dims, net })
+    }
+
+    /// The networks.
+    pub fn net(&self) -> &LesNet {
+        &self.net
+    }
+
+    /// The population from given standard normals (`pop_size × num_dims`): `m + σ ∘ z_i`.
+    pub fn ask_from_normals(&self, s: &mut LesState, z: &[f64], population: &mut [f32]) {
+        s.z.copy_from_slice(z);
+        self.fill(s, population);
+    }
+
+    fn fill(&self, s: &LesState, population: &mut [f32]) {
+        let n = self.num_dims;
+        check_lens("Les::ask", self.pop_size, n, population, None);
+        for (i, row) in population.chunks_exact_mut(n).enumerate() {
+            let z = &s.z[i * n..(i + 1) * n];
+            for (j, x) in row.iter_mut().enumerate() {
+                *x = to_row(s.mean[j] + s.sigma[j] * z[j]);
+            }
+        }
+    }
+
+    /// The recombination weights of a generation (into `s.w`): attention over the fitness
+    /// features.
+    fn weights(&self, s: &mut LesState, net: &LesNet) {
+        let lam = self.pop_size;
+        // Features: improvement on the best so far, centred ordinal rank, z-score.
+        let fit = &s.fit;
+        let mean = fit.iter().sum::<f64>() / lam as f64;
+        let sd = (fit.iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / lam as f64).sqrt();
+        for i in 0..lam {
+            s.feats[3 * i] = if fit[i] < s.best_shaped { 1.0 } else { 0.0 };
+            s.feats[3 * i + 1] = s.a[i] / (lam - 1) as f64 - 0.5;
+            s.feats[3 * i + 2] = (fit[i] - mean) / (sd + 1e-10);
+        }
+        for i in 0..lam {
+            let x = &s.feats[3 * i..3 * i + 3];
+            net.keys.apply(x, &mut s.k[8 * i..8 * i + 8]);
+            net.queries.apply(x, &mut s.q[8 * i..8 * i + 8]);
+            net.values.apply(x, &mut s.v[i..i + 1]);
+        }
+        let scale = 1.0 / (lam as f64).sqrt();
+        for i in 0..lam {
+            // Row i of A = softmax(q_i · K / √λ), then (A v)_i.
+            let qi = &s.q[8 * i..8 * i + 8];
+            let row = &mut s.a[..lam];
+            for (j, r) in row.iter_mut().enumerate() {
+                let kj = &s.k[8 * j..8 * j + 8];
+                *r = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f64>() * scale;
+            }
+            softmax(row);
+            s.w[i] = row.iter().zip(&s.v).map(|(a, v)| a * v).sum();
+        }
+        softmax(&mut s.w);
+    }
+}
+
+impl Strategy for Les {
+    type Params = LesParams;
+    type State = LesState;
+
+    fn pop_size(&self) -> usize {
+        self.pop_size
+    }
+    fn num_dims(&self) -> usize {
+        self.num_dims
+    }
+
+    fn default_params(&self) -> LesParams {
+        LesParams { sigma_init: 1.0 }
+    }
+
+    fn init(&self, _key: Key, params: &LesParams, mean: &[f32]) -> LesState {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        assert_eq!(mean.len(), n, "Les::init: mean must have num_dims values");
+        LesState {
+            mean: mean.iter().map(|&m| m as f64).collect(),
+            sigma: vec![params.sigma_init; n],
+            p_c: vec![0.0; 3 * n],
+            p_sigma: vec![0.0; 3 * n],
+            best_shaped: f64::INFINITY,
+            progress: Progress::new(n),
+            z: vec![0.0; lam * n],
+            fit: vec![0.0; lam],
+            order: vec![0; lam],
+            feats: vec![0.0; 3 * lam],
+            k: vec![0.0; 8 * lam],
+            q: vec![0.0; 8 * lam],
+            v: vec![0.0; lam],
+            a: vec![0.0; lam],
+            w: vec![0.0; lam],
+        }
+    }
+
+    fn ask(&self, key: Key, s: &mut LesState, _p: &LesParams, population: &mut [f32]) {
+        fill_normal_f32(key, &mut s.z);
+        self.fill(s, population);
+    }
+
+    fn tell(
+        &self,
+        _key: Key,
+        population: &[f32],
+        fitness: &[f32],
+        s: &mut LesState,
+        _p: &LesParams,
+    ) -> TellMetrics {
+        let (lam, n) = (self.pop_size, self.num_dims);
+        check_lens("Les::tell", lam, n, population, Some(fitness));
+        let generation = s.progress.generation;
+        let (best, bad) = s.progress.record(population, fitness);
+        finite_or_worst(fitness, &mut s.fit);
+        // Ordinal ranks into `a` (free until the attention rows use it).
+        ordinal_ranks(fitness, &mut s.order, &mut s.a);
+        let net = &*self.net;
+        self.weights(s, net);
+        let embed = time_embedding(generation);
+        let mut x = [0.0f64; 19];
+        x[6..].copy_from_slice(&embed);
+        let mut hidden = [0.0f64; 8];
+        let mut out = [0.0f64; 1];
+        for j in 0..n {
+            let (m, sg) = (s.mean[j], s.sigma[j]);
+            let (mut diff, mut noise, mut wmean, mut wvar) = (0.0, 0.0, 0.0, 0.0);
+            for i in 0..lam {
+                let xi = population[i * n + j] as f64;
+                let w = s.w[i];
+                diff += w * (xi - m);
+                noise += w * (xi - m) / sg;
+                wmean += w * xi;
+                wvar += w * (xi - m) * (xi - m);
+            }
+            for (c, rate) in PATH_RATES.iter().enumerate() {
+                let pc = &mut s.p_c[3 * j + c];
+                *pc = (1.0 - rate) * *pc + rate * diff;
+                let ps = &mut s.p_sigma[3 * j + c];
+                *ps = (1.0 - rate) * *ps + rate * noise;
+            }
+            x[..3].copy_from_slice(&s.p_c[3 * j..3 * j + 3]);
+            x[3..6].copy_from_slice(&s.p_sigma[3 * j..3 * j + 3]);
+            net.hidden.apply(&x, &mut hidden);
+            hidden.iter_mut().for_each(|h| *h = h.max(0.0));
+            net.lr_mean.apply(&hidden, &mut out);
+            let lr_m = sigmoid(out[0]);
+            net.lr_sigma.apply(&hidden, &mut out);
+            let lr_s = sigmoid(out[0]);
+            let wsd = (wvar + 1e-8).sqrt();
+            s.mean[j] = (m + lr_m * (wmean - m)).clamp(-MEAN_BOUND, MEAN_BOUND);
+            s.sigma[j] = (sg + lr_s * (wsd - sg)).clamp(SIGMA_FLOOR, f32::MAX as f64);
+        }
+        if (best as f64) < s.best_shaped {
+            s.best_shaped = best as f64;
+        }
+        let sigma = s.sigma.iter().sum::<f64>() / n as f64;
+        s.progress.metrics(best, bad, sigma)
+    }
+
+    fn mean(&self, state: &LesState) -> Vec<f32> {
+        to_f32(&state.mean)
+    }
+    fn progress<'a>(&self, state: &'a LesState) -> &'a Progress {
+        &state.progress
+    }
+}
+
+crate::strategy::state_tensors!(LesState { vec mean, vec sigma, vec p_c, vec p_sigma, scalar best_shaped });
