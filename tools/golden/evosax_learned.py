@@ -1,7 +1,9 @@
 """Golden fixtures for kestrel-evo's learned strategies from evosax 0.3.2 with its own
-meta-learned checkpoints: LES (`les.rs`, `ckpt/les/2023_10_les_v2.pkl`, evosax's default).
-For each case: 24 generations of ask and tell with the standard normals each `_ask` draws
-(so the Rust side injects them), random fitness with ties, each generation's state before
+meta-learned checkpoints: LES (`les.rs`, `ckpt/les/2023_10_les_v2.pkl`, evosax's default)
+and LGA (`lga.rs`, `ckpt/lga/2023_04_lga_v4.pkl`, evosax's default up to 50 dimensions, from
+an evaluated first population). For each case: 24 generations of ask and tell with the draws
+each `_ask` makes (LES's standard normals; LGA's parent indices and mutation normals, and the
+elites' selection choices, read back from the state it returns), so the Rust side injects them, random fitness with ties, each generation's state before
 and after. The checkpoints are read by the Rust test from `tools/evosax-ckpt`'s copy of the
 same wheel; none is written here.
 
@@ -18,6 +20,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from evosax.algorithms import LearnedES as LES  # noqa: E402
+from evosax.algorithms import LearnedGA as LGA  # noqa: E402
+from evosax.learned_evolution.lga_tools import tanh_age  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from evosax_more import GENERATIONS, f, finite, write_cases  # noqa: E402
@@ -28,6 +32,61 @@ def snapshot(name, s):
     if name == "les":
         out.update({"p_c": f(s.p_c), "p_std": f(s.p_std), "best": finite(s.best_fitness_shaped)})
     return out
+
+
+def lga_snapshot(s):
+    return {"generation": int(s.generation_counter), "elites": f(s.population), "fitness": f(s.fitness),
+            "std": f(s.std), "age": f(s.age), "best": finite(s.best_fitness_shaped)}
+
+
+def lga_ask_draws(es, state, params, k_ask):
+    """`LearnedGA._ask`'s draws: the parent probabilities and indices, and the mutation normals."""
+    key_idx, key_eps = jax.random.split(k_ask)
+    age = tanh_age(state.age, state.generation_counter + 1e-8)
+    feats = es.fitness_features.apply(state.population, state.fitness, state.best_fitness_shaped)
+    feats = jnp.concatenate([feats, age[..., None]], axis=-1)
+    p = es.sampling_layer.apply(params.params["sampling"], feats)
+    idx = jax.random.choice(key_idx, es.num_elites, (es.population_size,), p=p)
+    eps = jax.random.normal(key_eps, (es.population_size, es.num_dims))
+    return {"p": f(p), "parents": [int(i) for i in np.asarray(idx)], "eps": f(eps)}
+
+
+def run_lga(es, params, n, rng, sigma):
+    pop = es.population_size
+    key = jax.random.PRNGKey(int(rng.integers(0, 2**31)))
+    start = jnp.asarray(rng.normal(size=n), dtype=jnp.float32)
+    z0 = jax.random.normal(jax.random.fold_in(key, 7), (pop, n))
+    first = start + sigma * z0
+    first_fit = jnp.asarray(np.sum(np.asarray(first, np.float64) ** 2, axis=1), dtype=jnp.float32)
+    state = es.init(key, first, first_fit, params)
+    steps = []
+    for g in range(GENERATIONS):
+        key, k_ask, k_tell = jax.random.split(key, 3)
+        before = lga_snapshot(state)
+        draws = lga_ask_draws(es, state, params, k_ask)
+        x, state = es.ask(k_ask, state, params)
+        fit = np.sum(np.asarray(x, dtype=np.float64) ** 2, axis=1) + 0.3 * rng.normal(size=pop)
+        if g % 3 == 2:
+            fit[1] = fit[0]  # a tie
+        fit = jnp.asarray(fit, dtype=jnp.float32)
+        new_state, _ = es.tell(k_tell, x, fit, state, params)
+        # Each elite's choice, read back: a reset age is a child taken (the first child with
+        # its row), otherwise the elite kept itself (index pop).
+        xs, new = np.asarray(x), np.asarray(new_state.population)
+        choice = []
+        for e in range(es.num_elites):
+            if float(new_state.age[e]) == 0.0:
+                c = [c for c in range(pop) if np.array_equal(xs[c], new[e])]
+                assert c, (g, e)
+                choice.append(c[0])
+            else:
+                choice.append(pop)
+        steps.append({**draws, "population": f(x), "fitness": [float(v) for v in np.asarray(fit)],
+                      "child_std": f(state.std_C), "choice": choice,
+                      "before": before, "after": lga_snapshot(new_state)})
+        state = new_state
+    return {"strategy": "lga", "pop_size": pop, "num_dims": n, "sigma": sigma, "ckpt": "lga/2023_04_lga_v4.pkl",
+            "start": f(start), "z0": f(z0), "first_fitness": f(first_fit), "steps": steps}
 
 
 def run(name, es, params, n, rng, extra):
@@ -63,6 +122,9 @@ def main():
         es = LES(pop, jnp.zeros(n))
         params = es.default_params.replace(std_init=sigma)
         cases.append(run("les", es, params, n, rng, {"sigma": sigma, "ckpt": "les/2023_10_les_v2.pkl"}))
+    for pop, n, sigma in [(8, 3, 0.5), (12, 6, 1.0)]:
+        es = LGA(pop, jnp.zeros(n))
+        cases.append(run_lga(es, es.default_params.replace(std_init=sigma), n, rng, sigma))
     write_cases(a.out, a.seed, cases)
 
 

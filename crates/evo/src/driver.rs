@@ -37,6 +37,7 @@ use crate::diffusion::DiffusionEvolution;
 use crate::ga::{Ga, GaRule};
 use crate::gradient_es::{GradientEs, GradientRule};
 use crate::les::{Les, LesNet};
+use crate::lga::{Lga, LgaNet};
 use crate::local_search::{LocalRule, LocalSearch};
 use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
@@ -136,6 +137,9 @@ pub enum StrategyKind {
     /// [`Les`], the learned evolution strategy (evosax `LES` / `LearnedES`; its weights from
     /// evosax's checkpoint at `params_path`).
     Les,
+    /// [`Lga`], the learned genetic algorithm (evosax `LGA` / `LearnedGA`; its weights from
+    /// evosax's checkpoint at `params_path`).
+    Lga,
 }
 
 /// The Stein variational strategies' default number of particles for `pop_size` rows (evosax
@@ -195,7 +199,7 @@ pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("DifferentialEvolution", Some(StrategyKind::De)),
     ("DiffusionEvolution", Some(StrategyKind::DiffusionEvolution)),
     ("GESMR_GA", Some(StrategyKind::GesmrGa)),
-    ("LGA", None),
+    ("LGA", Some(StrategyKind::Lga)),
     ("MR15_GA", Some(StrategyKind::Mr15Ga)),
     ("PSO", Some(StrategyKind::Pso)),
     ("SAMR_GA", Some(StrategyKind::SamrGa)),
@@ -215,7 +219,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 34] = [
+    pub const ALL: [StrategyKind; 35] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -250,6 +254,7 @@ impl StrategyKind {
         StrategyKind::SvCmaEs,
         StrategyKind::DiffusionEvolution,
         StrategyKind::Les,
+        StrategyKind::Lga,
     ];
 
     /// The config spelling.
@@ -289,6 +294,7 @@ impl StrategyKind {
             StrategyKind::SvCmaEs => "sv-cma-es",
             StrategyKind::DiffusionEvolution => "diffusion-evolution",
             StrategyKind::Les => "les",
+            StrategyKind::Lga => "lga",
         }
     }
 
@@ -332,17 +338,20 @@ impl StrategyKind {
 
     /// The meta-learned strategies' default weights: the file of evosax 0.3.2's
     /// `algorithms/ckpt` folder its `__init__` loads when given no `params_path`
-    /// (`les/2023_10_les_v2.pkl` for LES); `None` for every other strategy.
-    pub fn evosax_weights(self) -> Option<&'static str> {
+    /// at `num_dims` (`les/2023_10_les_v2.pkl` for LES; LGA's `lga/2023_04_lga_v4.pkl` up to
+    /// 50 dimensions, `v7` above); `None` for every other strategy.
+    pub fn evosax_weights(self, num_dims: usize) -> Option<&'static str> {
         match self {
             StrategyKind::Les => Some("les/2023_10_les_v2.pkl"),
+            StrategyKind::Lga if num_dims > 50 => Some("lga/2023_04_lga_v7.pkl"),
+            StrategyKind::Lga => Some("lga/2023_04_lga_v4.pkl"),
             _ => None,
         }
     }
 
     /// The weights file a learned strategy reads (`params.params_path`), or an error saying
     /// what is missing and where evosax keeps it.
-    fn weights_path(self, params: &StrategyParams) -> Result<&str, EvoError> {
+    fn weights_path(self, params: &StrategyParams, num_dims: usize) -> Result<&str, EvoError> {
         params.params_path.as_deref().ok_or_else(|| {
             EvoError::invalid(
                 "params.params_path",
@@ -353,7 +362,7 @@ impl StrategyKind {
                      ckpt/{}; `tools/evosax-ckpt` fetches evosax's wheel and prints that folder)",
                     self.evosax_name(),
                     self.evosax_name(),
-                    self.evosax_weights().unwrap_or("")
+                    self.evosax_weights(num_dims).unwrap_or("")
                 ),
             )
         })
@@ -637,10 +646,16 @@ impl StrategyKind {
             StrategyKind::Les => {
                 // The sizes first: a bad size is named before a missing file.
                 crate::error::check_sizes(pop, n, 2)?;
-                let net = LesNet::read(std::path::Path::new(self.weights_path(params)?))?;
+                let net = LesNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
                 let s = Les::new(pop, n, std::sync::Arc::new(net))?;
                 let p = params.les(crate::LesParams { sigma_init: sigma })?;
                 Box::new(Instance::new(s, p, key, mean))
+            }
+            StrategyKind::Lga => {
+                crate::error::check_sizes(pop, n, 2)?;
+                let net = LgaNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
+                let s = Lga::new(pop, n, std::sync::Arc::new(net))?;
+                Box::new(Instance::new(s, crate::LgaParams { sigma }, key, mean))
             }
             StrategyKind::DiffusionEvolution => {
                 let s = DiffusionEvolution::new(pop, n, params.num_latent_dims)?;
@@ -1255,7 +1270,7 @@ mod tests {
         }
         assert_eq!(StrategyKind::parse("DiscoveredES").unwrap(), StrategyKind::Des);
         assert_eq!(StrategyKind::parse("LearnedES").unwrap(), StrategyKind::Les);
-        assert!(StrategyKind::parse("LearnedGA").unwrap_err().to_string().contains("LGA"));
+        assert_eq!(StrategyKind::parse("LearnedGA").unwrap(), StrategyKind::Lga);
         assert_eq!(StrategyKind::parse("cma_es").unwrap(), StrategyKind::CmaEs);
         assert_eq!(StrategyKind::parse("Open-ES").unwrap(), StrategyKind::OpenEs);
     }
@@ -1264,7 +1279,7 @@ mod tests {
     fn every_strategy_builds_and_improves_the_sphere() {
         let prob = Benchmark::new(Function::Sphere, 6).unwrap();
         // The learned ones need evosax's weights: tests/conformance.rs runs them with those.
-        for k in StrategyKind::ALL.into_iter().filter(|k| k.evosax_weights().is_none()) {
+        for k in StrategyKind::ALL.into_iter().filter(|k| k.evosax_weights(6).is_none()) {
             let opt = k.build(None, 0.5, &[1.0; 6], Key::new(3)).unwrap();
             let mut d = Driver::new(opt, &prob, Key::new(3)).unwrap();
             let first = d.step().metrics.best_so_far;

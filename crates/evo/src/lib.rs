@@ -41,6 +41,7 @@ mod gradient_es;
 pub mod hyper;
 mod learned_ckpt;
 mod les;
+mod lga;
 mod local_search;
 mod ma_es;
 pub mod memory;
@@ -79,6 +80,7 @@ pub use gradient_es::{GradientEs, GradientEsParams, GradientEsState, GradientRul
 pub use hyper::StrategyParams;
 pub use learned_ckpt::{Checkpoint, CkptArray};
 pub use les::{Les, LesNet, LesParams, LesState};
+pub use lga::{Lga, LgaNet, LgaParams, LgaState};
 pub use local_search::{LocalParams, LocalRule, LocalSearch, LocalState};
 pub use ma_es::{MaEs, MaKind, MaParams, MaState};
 pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};

@@ -140,6 +140,13 @@ impl StrategyKind {
             // attention row and weights; mean, σ and the two n × 3 paths; the networks' ~300
             // weights (les.rs).
             StrategyKind::Les => nl.saturating_mul(8).saturating_add(200 * l + 64 * n + 4096),
+            // The elites (f32) and the normals (λ × n, f64); the selection logits (λ × (λ + 1));
+            // features, attention projections and outputs (~160 values per row); the networks'
+            // ~3,000 weights (lga.rs).
+            StrategyKind::Lga => nl
+                .saturating_mul(12)
+                .saturating_add(l.saturating_mul(l).saturating_mul(8))
+                .saturating_add(1400 * l + 4 * n + 32768),
             // z (λ/2 × n, f64), the means with their gradients and next values (k × n each,
             // k ≤ λ/2), the shaped fitness and order (sv_open_es.rs).
             StrategyKind::SvOpenEs => nl.saturating_mul(4).saturating_add(24 * l + 8 * n),

@@ -50,12 +50,13 @@ fn warm_generations_of_every_strategy_allocate_nothing() {
     use kestrel_evo::StrategyKind;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     for kind in StrategyKind::ALL {
-        // The learned ones with evosax's weights (skipped, as reference data, without them).
-        let Some(params_path) = kestrel_testkit::evosax_weights(kind.evosax_weights()) else {
-            continue;
-        };
-        let params = kestrel_evo::StrategyParams { params_path, ..Default::default() };
         for dims in [10, 100] {
+            // The learned ones with evosax's weights (skipped, as reference data, without).
+            let Some(params_path) = kestrel_testkit::evosax_weights(kind.evosax_weights(dims))
+            else {
+                continue;
+            };
+            let params = kestrel_evo::StrategyParams { params_path, ..Default::default() };
             let count = pool.install(|| {
                 let prob = Benchmark::new(Function::Sphere, dims).unwrap();
                 let start = vec![1.0; dims];

@@ -19,7 +19,7 @@ fn pop_for(kind: StrategyKind) -> usize {
 /// The knobs `kind` needs to be built: a learned strategy's weights file; `None` when that
 /// file is absent ([`kestrel_testkit::evosax_ckpt`] reports it).
 fn needs(kind: StrategyKind) -> Option<StrategyParams> {
-    let params_path = kestrel_testkit::evosax_weights(kind.evosax_weights())?;
+    let params_path = kestrel_testkit::evosax_weights(kind.evosax_weights(4))?;
     Some(StrategyParams { params_path, ..Default::default() })
 }
 
@@ -145,7 +145,7 @@ fn bad_values_are_refused_naming_the_field() {
         assert!(e.contains("params.") && e.contains("only"), "{kind}: {e}");
         // A learned strategy without its weights says which file it needs; with a file that
         // is not a checkpoint, what is wrong with it.
-        if let Some(rel) = kind.evosax_weights() {
+        if let Some(rel) = kind.evosax_weights(4) {
             let e = kind.build(None, 0.5, &[0.0; 3], Key::new(0)).err().unwrap().to_string();
             assert!(e.contains("params.params_path") && e.contains(rel), "{kind}: {e}");
             let junk = std::env::temp_dir().join(format!("kestrel-conformance-{kind}.pkl"));

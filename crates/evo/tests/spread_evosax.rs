@@ -24,7 +24,7 @@ fn median(v: &mut [f64]) -> f64 {
 fn kestrel_bests(kind: StrategyKind, bugs: BugsKind, f: Function, x0: f32, gens: u64) -> Vec<f64> {
     let prob = Benchmark::new(f, 10).unwrap();
     // The learned ones read evosax's weights (their entries are skipped without them).
-    let params_path = kestrel_testkit::evosax_weights(kind.evosax_weights()).flatten();
+    let params_path = kestrel_testkit::evosax_weights(kind.evosax_weights(10)).flatten();
     let mut params = StrategyParams { params_path, ..Default::default() };
     if StrategyParams::keys_of(kind).contains(&"bugs") {
         params.bugs = Some(bugs);
@@ -48,7 +48,7 @@ fn free_runs_land_inside_evosax_spread() {
         let (x0, gens) = (pf["x0"].as_f64().unwrap() as f32, pf["generations"].as_u64().unwrap());
         for (name, theirs) in pf["best"].as_object().unwrap() {
             let kind = StrategyKind::parse(name).unwrap();
-            if kestrel_testkit::evosax_weights(kind.evosax_weights()).is_none() {
+            if kestrel_testkit::evosax_weights(kind.evosax_weights(10)).is_none() {
                 continue; // a learned strategy without evosax's weights (reported)
             }
             let mut theirs: Vec<f64> =

@@ -199,7 +199,7 @@ fn state_dicts_round_trip_for_every_strategy() {
     let f = |x: &[f32]| x.iter().map(|v| (v - 0.3) * (v - 0.3)).sum::<f32>();
     for kind in StrategyKind::ALL {
         // The learned ones with evosax's weights (skipped, as reference data, without them).
-        let Some(params_path) = kestrel_testkit::evosax_weights(kind.evosax_weights()) else {
+        let Some(params_path) = kestrel_testkit::evosax_weights(kind.evosax_weights(4)) else {
             continue;
         };
         let params = kestrel_evo::StrategyParams { params_path, ..Default::default() };

@@ -622,6 +622,14 @@ pub(crate) fn evosax_names() -> Vec<(&'static str, Option<&'static str>)> {
     kestrel_evo::EVOSAX_NAMES.iter().map(|(n, k)| (*n, k.map(|k| k.name()))).collect()
 }
 
+/// A learned strategy's default weights at `num_dims`: the file of evosax 0.3.2's
+/// `algorithms/ckpt` its evosax class loads when given no `params_path` (None for every
+/// other strategy).
+#[pyfunction]
+pub(crate) fn evosax_weights(kind: &str, num_dims: usize) -> PyResult<Option<&'static str>> {
+    Ok(StrategyKind::parse(kind).map_err(value_error)?.evosax_weights(num_dims))
+}
+
 /// Every strategy's hyper-parameters: `{kind: [(key, doc), ...]}` (the docs give the defaults).
 #[pyfunction]
 pub(crate) fn strategy_params() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {

@@ -33,6 +33,7 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evo::default_pop_size, m)?)?;
     m.add_function(wrap_pyfunction!(evo::strategy_kind, m)?)?;
     m.add_function(wrap_pyfunction!(evo::evosax_names, m)?)?;
+    m.add_function(wrap_pyfunction!(evo::evosax_weights, m)?)?;
     m.add_function(wrap_pyfunction!(evo::strategy_params, m)?)?;
     m.add_class::<mppi::MppiController>()?;
     m.add_class::<mppi::ExternalMppi>()?;

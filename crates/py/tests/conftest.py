@@ -1,4 +1,6 @@
+import os
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +34,27 @@ def no_unexpected_warnings(request):
         yield
     bad = [str(x.message) for x in w if "Box" not in str(x.message) and "infinite" not in str(x.message).lower()]
     assert not bad, bad
+
+
+# evosax 0.3.2's meta-learned weights, which Kestrel never commits: tools/evosax-ckpt (run by
+# tools/test-all) unpacks them from evosax's wheel; KESTREL_EVOSAX_CKPT names another copy.
+EVOSAX_CKPT = Path(os.environ.get("KESTREL_EVOSAX_CKPT",
+                                  Path(__file__).resolve().parents[3] / "tools/.cache/evosax-0.3.2/ckpt"))
+
+
+@pytest.fixture
+def learned_kw():
+    """`learned_kw(kind)`: the keywords a strategy needs to be built here: a learned one's
+    `params_path` (evosax's weights; absent, the test is skipped, or fails under
+    KESTREL_REQUIRE_DATA=1), nothing for the others."""
+    def kw(kind, num_dims=6):
+        rel = kestrel._kestrel.evosax_weights(kind, num_dims)
+        if rel is None:
+            return {}
+        path = EVOSAX_CKPT / rel
+        if not path.is_file():
+            if os.environ.get("KESTREL_REQUIRE_DATA") == "1":
+                pytest.fail(f"KESTREL_REQUIRE_DATA=1 and evosax's {rel} is absent: {path}")
+            pytest.skip(f"evosax's {rel} is absent ({path}; tools/evosax-ckpt fetches it)")
+        return {"params_path": str(path)}
+    return kw

@@ -350,20 +350,21 @@ def test_pickles_and_copies_keep_the_stop_bookkeeping_and_a_pending_ask():
     assert back.result.evals_best == whole.result.evals_best
 
 
-def test_evosax_names_reach_every_strategy():
+def test_evosax_names_reach_every_strategy(learned_kw):
     """jax_mppi's EvoSaxOptimizer does `getattr(evosax.algorithms, strategy)`: every name Kestrel
     has answers both as an attribute of kestrel.evo and through make(); the others say so."""
     names = kestrel.evo.evosax_names()
     assert len(names) == 37
+    classes = {"DES": "DiscoveredES", "LES": "LearnedES", "LGA": "LearnedGA"}
     for evosax, kind in names.items():
         if kind is None:
             with pytest.raises(ValueError, match="not in Kestrel yet"):
                 kestrel.evo.make(evosax, 4)
             continue
-        es = kestrel.evo.make(evosax, 6, seed=1)
+        es = kestrel.evo.make(evosax, 6, seed=1, **learned_kw(kind))
         assert es.kind == kind
-        cls = getattr(kestrel.evo, evosax if evosax != "DES" else "DiscoveredES")
-        assert cls(6).kind == kind
+        cls = getattr(kestrel.evo, classes.get(evosax, evosax))
+        assert cls(6, **learned_kw(kind)).kind == kind
         x = es.ask()
         es.tell(x, (x ** 2).sum(1))
     assert kestrel.evo.make("lm_ma_es", 6).kind == "lm-ma-es"
@@ -509,3 +510,32 @@ def test_diffusion_evolution_denoises_over_its_schedule():
     np.testing.assert_allclose(again, x, atol=1e-6)
     with pytest.raises(ValueError, match="alpha_schedule"):
         kestrel.evo.DiffusionEvolution(4, params={"alpha_schedule": "linear"})
+
+
+def test_a_learned_strategy_reads_evosax_weights_or_says_what_is_missing(learned_kw, tmp_path):
+    """LES takes evosax's `params_path` (its meta-learned weights, which Kestrel does not ship);
+    without one, and without evosax installed, the error names the file evosax uses; a file
+    that is not such a checkpoint is refused naming it."""
+    kw = learned_kw("les")
+    es = kestrel.evo.LearnedES(8, 0.5, pop_size=16, seed=3, **kw)
+    first = None
+    for _ in range(40):
+        x = es.ask()
+        f = (x ** 2).sum(1)
+        first = f.min() if first is None else first
+        es.tell(x, f)
+    assert es.result.fbest < first / 10
+    lga = kestrel.evo.LGA(8, 0.5, pop_size=16, seed=3, **learned_kw("lga"))
+    for _ in range(30):
+        x = lga.ask()
+        lga.tell(x, (x ** 2).sum(1))
+    assert lga.result.fbest < 1.0
+    if kestrel.evo.installed_evosax_weights("les") is None:
+        with pytest.raises(ValueError, match=r"params_path.*les/2023_10_les_v2\.pkl"):
+            kestrel.evo.LES(4)
+    bad = tmp_path / "les.pkl"
+    bad.write_bytes(b"\x80\x04\x95junk")
+    with pytest.raises(ValueError, match=str(bad)):
+        kestrel.evo.LES(4, params_path=str(bad))
+    with pytest.raises(ValueError, match="params_path"):
+        kestrel.evo.CMAES(4, params_path=kw["params_path"])

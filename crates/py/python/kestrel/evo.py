@@ -634,10 +634,64 @@ class DiffusionEvolution(Strategy):
     kind = "diffusion-evolution"
 
 
+def installed_evosax_weights(kind: str, num_dims: int = 1) -> str | None:
+    """The installed evosax package's own copy of a learned strategy's default weights at
+    `num_dims` (`<site-packages>/evosax/algorithms/ckpt/les/2023_10_les_v2.pkl` for LES; LGA's
+    `lga/2023_04_lga_v4.pkl`, or `v7` above 50 dimensions), found without importing evosax;
+    None when evosax is not installed or the strategy is not a learned one."""
+    import importlib.util
+    import os
+
+    rel = _kestrel.evosax_weights(kind, num_dims)
+    spec = importlib.util.find_spec("evosax") if rel else None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "algorithms", "ckpt", rel)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+class _Learned(Strategy):
+    """A meta-learned strategy: its networks' weights are evosax 0.3.2's files, which Kestrel
+    does not ship. `params_path=` names one (evosax's own argument); without it the installed
+    evosax package's default file is used, and with neither the error says what is missing."""
+
+    def __init__(self, num_dims=None, sigma0=None, inopts=None, *, params=None, **kw):
+        given = "params_path" in kw or "params_path" in (params or {})
+        if not given:
+            dims = num_dims if isinstance(num_dims, (int, np.integer)) else None
+            if dims is None:
+                x0 = num_dims if num_dims is not None else kw.get("mean", kw.get("x0"))
+                dims = int(np.size(x0)) if x0 is not None else 1
+            found = installed_evosax_weights(type(self).kind, int(dims))
+            if found is not None:
+                kw["params_path"] = found
+        super().__init__(num_dims, sigma0, inopts, params=params, **kw)
+
+
+class LES(_Learned):
+    """LES, the learned evolution strategy (Lange et al., ICLR 2023; evosax's `LES` /
+    `LearnedES`): a diagonal Gaussian whose recombination weights come from self-attention
+    over fitness features and whose per-coordinate learning rates come from an MLP over
+    evolution paths, with evosax's meta-learned weights (`params_path=`, default the installed
+    evosax's `ckpt/les/2023_10_les_v2.pkl`)."""
+    kind = "les"
+
+
+class LGA(_Learned):
+    """LGA, the learned genetic algorithm (Lange et al., GECCO 2023; evosax's `LGA` /
+    `LearnedGA`): elites as many as the population, parents sampled by self-attention over
+    fitness and age, children's mutation strengths rescaled by another, elites replaced through
+    a cross-attention selection; evosax's meta-learned weights (`params_path=`, default the
+    installed evosax's `ckpt/lga/2023_04_lga_v4.pkl`, `v7` above 50 dimensions). Generation 0
+    is the evaluated first population `mean + σ z`."""
+    kind = "lga"
+
+
 _CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
             HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA, MR15GA, SAMRGA,
             GESMRGA, PersistentES, NoiseReuseES, GuidedES, ASEBO, RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES,
-            SVOpenES, SVCMAES, DiffusionEvolution)
+            SVOpenES, SVCMAES, DiffusionEvolution, LES, LGA)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
@@ -647,6 +701,7 @@ CMA_ES, Sep_CMA_ES, xNES, Open_ES, DifferentialEvolution, MA_ES, LM_MA_ES, Disco
 MR15_GA, SAMR_GA, GESMR_GA = MR15GA, SAMRGA, GESMRGA
 Rm_ES, iAMaLGaM_Full, iAMaLGaM_Univariate, CR_FM_NES, SV_Open_ES, SV_CMA_ES = (
     RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES, SVOpenES, SVCMAES)
+LearnedES, LearnedGA = LES, LGA
 
 
 def make(kind: str, num_dims: int | None = None, **kw) -> Strategy:
