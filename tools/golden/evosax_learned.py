@@ -1,7 +1,8 @@
 """Golden fixtures for kestrel-evo's learned strategies from evosax 0.3.2 with its own
 meta-learned checkpoints: LES (`les.rs`, `ckpt/les/2023_10_les_v2.pkl`, evosax's default)
-and LGA (`lga.rs`, `ckpt/lga/2023_04_lga_v4.pkl`, evosax's default up to 50 dimensions, from
-an evaluated first population). For each case: 24 generations of ask and tell with the draws
+LGA (`lga.rs`, `ckpt/lga/2023_04_lga_v4.pkl`, evosax's default up to 50 dimensions, from
+an evaluated first population) and CMA-anchored LES (`cma_anchored_les.rs`,
+`ckpt/cma_anchored_les/2026_10_cma_anchored_les.pkl`; its base and alternative normals). For each case: 24 generations of ask and tell with the draws
 each `_ask` makes (LES's standard normals; LGA's parent indices and mutation normals, and the
 elites' selection choices, read back from the state it returns), so the Rust side injects them, random fitness with ties, each generation's state before
 and after. The checkpoints are read by the Rust test from `tools/evosax-ckpt`'s copy of the
@@ -20,6 +21,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from evosax.algorithms import LearnedES as LES  # noqa: E402
+from evosax.algorithms import CMAAnchoredLES  # noqa: E402
 from evosax.algorithms import LearnedGA as LGA  # noqa: E402
 from evosax.learned_evolution.lga_tools import tanh_age  # noqa: E402
 
@@ -31,6 +33,11 @@ def snapshot(name, s):
     out = {"generation": int(s.generation_counter), "mean": f(s.mean), "std": f(s.std)}
     if name == "les":
         out.update({"p_c": f(s.p_c), "p_std": f(s.p_std), "best": finite(s.best_fitness_shaped)})
+    if name == "cales":
+        out.update({"sigma": float(s.sigma), "axis": f(s.axis_std), "p_sigma": f(s.p_sigma), "p_c": f(s.p_c),
+                    "success": f(s.success_ema), "epoch_best": finite(s.epoch_best_fitness),
+                    "stall": float(s.stall_counter), "best": finite(s.best_fitness_shaped),
+                    "best_row": f(s.best_solution_shaped)})
     return out
 
 
@@ -89,22 +96,30 @@ def run_lga(es, params, n, rng, sigma):
             "start": f(start), "z0": f(z0), "first_fitness": f(first_fit), "steps": steps}
 
 
-def run(name, es, params, n, rng, extra):
+def run(name, es, params, n, rng, extra, gens=GENERATIONS, flat=False):
     pop = es.population_size
     key = jax.random.PRNGKey(int(rng.integers(0, 2**31)))
     mean = jnp.asarray(rng.normal(size=n), dtype=jnp.float32)
     state = es.init(key, mean, params)
     steps = []
-    for g in range(GENERATIONS):
+    for g in range(gens):
         key, k_ask, k_tell = jax.random.split(key, 3)
         before = snapshot(name, state)
         x, state = es.ask(k_ask, state, params)
         fit = np.sum(np.asarray(x, dtype=np.float64) ** 2, axis=1) + 0.3 * rng.normal(size=pop)
         if g % 3 == 2:
             fit[1] = fit[0]  # a tie
+        if flat:  # a plateau: every row ties, the stall counter runs out
+            fit = np.ones(pop)
         fit = jnp.asarray(fit, dtype=jnp.float32)
         new_state, _ = es.tell(k_tell, x, fit, state, params)
-        steps.append({"z": f(jax.random.normal(k_ask, (pop, n))), "population": f(x),
+        if name == "cales":  # `_ask`'s two draws: base rows and the unmirrored rows' own
+            k_base, k_alt = jax.random.split(k_ask)
+            pb = (pop + 1) // 2
+            z = {"base": f(jax.random.normal(k_base, (pb, n))), "alt": f(jax.random.normal(k_alt, (pop - pb, n)))}
+        else:
+            z = {"z": f(jax.random.normal(k_ask, (pop, n)))}
+        steps.append({**z, "population": f(x),
                       "fitness": [float(v) for v in np.asarray(fit)],
                       "before": before, "after": snapshot(name, new_state)})
         state = new_state
@@ -125,6 +140,18 @@ def main():
     for pop, n, sigma in [(8, 3, 0.5), (12, 6, 1.0)]:
         es = LGA(pop, jnp.zeros(n))
         cases.append(run_lga(es, es.default_params.replace(std_init=sigma), n, rng, sigma))
+    # CMA-anchored LES: an odd population (one unpaired row) and an even one; evosax's
+    # default step 0.05 and a wider one.
+    for pop, n, sigma in [(9, 4, 0.05), (12, 6, 0.3)]:
+        es = CMAAnchoredLES(pop, jnp.zeros(n))
+        params = es.default_params.replace(std_init=sigma)
+        cases.append(run("cales", es, params, n, rng,
+                         {"sigma": sigma, "ckpt": "cma_anchored_les/2026_10_cma_anchored_les.pkl"}))
+    # A plateau for 140 generations: the stall counter reaches 120 + 30 * 4 / 9 at generation
+    # 134 and the re-expansion re-anchors at the incumbent.
+    es = CMAAnchoredLES(9, jnp.zeros(4))
+    cases.append(run("cales", es, es.default_params, 4, rng,
+                     {"sigma": 0.05, "ckpt": "cma_anchored_les/2026_10_cma_anchored_les.pkl"}, gens=140, flat=True))
     write_cases(a.out, a.seed, cases)
 
 

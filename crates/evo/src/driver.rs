@@ -30,6 +30,7 @@
 use crate::amalgam::{Amalgam, AmalgamKind};
 use crate::antithetic::{Antithetic, AntitheticRule};
 use crate::bounds::Bounds;
+use crate::cma_anchored_les::{CalesNet, CmaAnchoredLes};
 use crate::cma_es::{CmaEs, default_pop_size};
 use crate::cr_fm_nes::CrFmNes;
 use crate::de::DifferentialEvolution;
@@ -140,6 +141,9 @@ pub enum StrategyKind {
     /// [`Lga`], the learned genetic algorithm (evosax `LGA` / `LearnedGA`; its weights from
     /// evosax's checkpoint at `params_path`).
     Lga,
+    /// [`CmaAnchoredLes`], separable CMA-ES with meta-learned gates (evosax
+    /// `CMAAnchoredLES`; its weights from evosax's checkpoint at `params_path`).
+    CmaAnchoredLes,
 }
 
 /// The Stein variational strategies' default number of particles for `pop_size` rows (evosax
@@ -169,7 +173,7 @@ impl TryFrom<String> for StrategyKind {
 pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
     ("ARS", Some(StrategyKind::Ars)),
     ("ASEBO", Some(StrategyKind::Asebo)),
-    ("CMAAnchoredLES", None),
+    ("CMAAnchoredLES", Some(StrategyKind::CmaAnchoredLes)),
     ("CMA_ES", Some(StrategyKind::CmaEs)),
     ("CR_FM_NES", Some(StrategyKind::CrFmNes)),
     ("DES", Some(StrategyKind::Des)),
@@ -219,7 +223,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 35] = [
+    pub const ALL: [StrategyKind; 36] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -255,6 +259,7 @@ impl StrategyKind {
         StrategyKind::DiffusionEvolution,
         StrategyKind::Les,
         StrategyKind::Lga,
+        StrategyKind::CmaAnchoredLes,
     ];
 
     /// The config spelling.
@@ -295,6 +300,7 @@ impl StrategyKind {
             StrategyKind::DiffusionEvolution => "diffusion-evolution",
             StrategyKind::Les => "les",
             StrategyKind::Lga => "lga",
+            StrategyKind::CmaAnchoredLes => "cma-anchored-les",
         }
     }
 
@@ -345,6 +351,7 @@ impl StrategyKind {
             StrategyKind::Les => Some("les/2023_10_les_v2.pkl"),
             StrategyKind::Lga if num_dims > 50 => Some("lga/2023_04_lga_v7.pkl"),
             StrategyKind::Lga => Some("lga/2023_04_lga_v4.pkl"),
+            StrategyKind::CmaAnchoredLes => Some("cma_anchored_les/2026_10_cma_anchored_les.pkl"),
             _ => None,
         }
     }
@@ -656,6 +663,12 @@ impl StrategyKind {
                 let net = LgaNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
                 let s = Lga::new(pop, n, std::sync::Arc::new(net))?;
                 Box::new(Instance::new(s, crate::LgaParams { sigma }, key, mean))
+            }
+            StrategyKind::CmaAnchoredLes => {
+                crate::error::check_sizes(pop, n, 2)?;
+                let net = CalesNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
+                let s = CmaAnchoredLes::new(pop, n, std::sync::Arc::new(net))?;
+                Box::new(Instance::new(s, crate::CalesParams { sigma_init: sigma }, key, mean))
             }
             StrategyKind::DiffusionEvolution => {
                 let s = DiffusionEvolution::new(pop, n, params.num_latent_dims)?;

@@ -183,10 +183,11 @@ strategy_params! {
     /// Diffusion Evolution: weigh the members in a random projection to this many dimensions
     /// (evosax's `num_latent_dims`, in 1..=num_dims; default none).
     num_latent_dims: usize => [DiffusionEvolution],
-    /// LES, LGA: the file of evosax 0.3.2's meta-learned weights it reads (evosax's
-    /// `params_path`; required: Kestrel ships none; evosax's defaults are its `algorithms/ckpt/
-    /// les/2023_10_les_v2.pkl` and `lga/2023_04_lga_v4.pkl` (`v7` above 50 dimensions)).
-    params_path: String => [Les, Lga],
+    /// LES, LGA, CMA-anchored LES: the file of evosax 0.3.2's meta-learned weights it reads
+    /// (evosax's `params_path`; required: Kestrel ships none; evosax's defaults are its
+    /// `algorithms/ckpt/les/2023_10_les_v2.pkl`, `lga/2023_04_lga_v4.pkl` (`v7` above 50
+    /// dimensions) and `cma_anchored_les/2026_10_cma_anchored_les.pkl`).
+    params_path: String => [Les, Lga, CmaAnchoredLes],
     /// Rm-ES: evolution paths kept (evosax's `m`, in 1..=1024, default 1).
     num_paths: usize => [RmEs],
     /// Rm-ES: the generation gap below which the closest pair of kept paths is thinned

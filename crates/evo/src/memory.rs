@@ -143,6 +143,11 @@ impl StrategyKind {
             // The elites (f32) and the normals (λ × n, f64); the selection logits (λ × (λ + 1));
             // features, attention projections and outputs (~160 values per row); the networks'
             // ~3,000 weights (lga.rs).
+            // z (λ × n, f64); per row fitness, ranks, weights, features (6) and hidden units
+            // (8); per coordinate the paths, axes and scratch (cma_anchored_les.rs).
+            StrategyKind::CmaAnchoredLes => {
+                nl.saturating_mul(8).saturating_add(140 * (l + n)).saturating_add(120 * n + 8192)
+            }
             StrategyKind::Lga => nl
                 .saturating_mul(12)
                 .saturating_add(l.saturating_mul(l).saturating_mul(8))

@@ -688,10 +688,19 @@ class LGA(_Learned):
     kind = "lga"
 
 
+class CMAAnchoredLES(_Learned):
+    """CMA-anchored LES (evosax's `CMAAnchoredLES`): separable CMA-ES whose recombination
+    weights, step-size and mean rates and per-axis covariance rates are scaled by meta-learned
+    gates in [1/2, 2], with success-budgeted mirrored sampling and a capped re-expansion after
+    a stall; evosax's weights (`params_path=`, default the installed evosax's
+    `ckpt/cma_anchored_les/2026_10_cma_anchored_les.pkl`). evosax's default step is 0.05."""
+    kind = "cma-anchored-les"
+
+
 _CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
             HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA, MR15GA, SAMRGA,
             GESMRGA, PersistentES, NoiseReuseES, GuidedES, ASEBO, RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES,
-            SVOpenES, SVCMAES, DiffusionEvolution, LES, LGA)
+            SVOpenES, SVCMAES, DiffusionEvolution, LES, LGA, CMAAnchoredLES)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
