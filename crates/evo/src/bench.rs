@@ -73,10 +73,12 @@ pub fn cma_phases(
     }
 }
 
-/// Any strategy on the sphere from `x = 1`, step size 0.3, through the driver on the current
-/// thread pool (CMA-ES and Sep-CMA-ES: [`cma_phases`], which can decompose eagerly).
+/// Any strategy (with `params`: a learned one's weights file) on the sphere from `x = 1`, step
+/// size 0.3, through the driver on the current thread pool (CMA-ES and Sep-CMA-ES:
+/// [`cma_phases`], which can decompose eagerly).
 pub fn strategy_phases(
     kind: crate::StrategyKind,
+    params: &crate::StrategyParams,
     pop_size: usize,
     num_dims: usize,
     generations: u64,
@@ -84,7 +86,8 @@ pub fn strategy_phases(
     if generations == 0 {
         return Err(EvoError::invalid("generations", 0, "at least 1"));
     }
-    time_phases(kind.build(Some(pop_size), 0.3, &vec![1.0; num_dims], Key::new(0))?, generations)
+    let opt = kind.build_with(Some(pop_size), 0.3, params, &vec![1.0; num_dims], Key::new(0))?;
+    time_phases(opt, generations)
 }
 
 /// A neuroevolution generation (CartPole-v1, MLP 4-8-2, 2 episodes per candidate) timed on

@@ -137,6 +137,11 @@ struct Constants {
     c_mu: f64,
     chi_d: f64,
     stall_patience: f64,
+    /// The member feature `clip(√2 erfinv(2 (r + ½) / λ − 1), −3, 3) / 2` by rank `r` (it
+    /// depends on the rank alone).
+    half_quantiles: Vec<f64>,
+    /// The member feature `tanh(λ w_r − 1)` of the base weight by rank `r`.
+    weight_features: Vec<f64>,
 }
 
 impl Constants {
@@ -163,7 +168,6 @@ impl Constants {
         let mut base_weights: Vec<f64> = pos.iter().map(|&w| w as f32 as f64).collect();
         base_weights.resize(lam, 0.0);
         Constants {
-            base_weights,
             c_sigma,
             d_sigma,
             c_c,
@@ -171,6 +175,11 @@ impl Constants {
             c_mu,
             chi_d,
             stall_patience: 120.0 + 30.0 * dims / lam as f64,
+            half_quantiles: (0..lam)
+                .map(|r| clipped_quantile((r as f64 + 0.5) / lam as f64) / 2.0)
+                .collect(),
+            weight_features: base_weights.iter().map(|w| (lam as f64 * w - 1.0).tanh()).collect(),
+            base_weights,
         }
     }
 }
@@ -383,22 +392,29 @@ impl Strategy for CmaAnchoredLes {
         // weight, alignment with p_σ; noise = (x − m) / (σ a).
         let dims = n as f64;
         let p_norm = norm(&s.p_sigma);
-        for i in 0..lam {
-            let (mut sq, mut dot) = (0.0, 0.0);
-            for j in 0..n {
-                let z = (population[i * n + j] as f64 - s.mean[j]) / s.sigma / s.axis[j];
-                sq += z * z;
-                dot += z * s.p_sigma[j];
+        // The told rows' noise (x − m) / (σ a) into `z` (the asked normals are not needed
+        // again), by one reciprocal per coordinate.
+        for j in 0..n {
+            s.log_axis[j] = 1.0 / (s.sigma * s.axis[j]);
+        }
+        for (i, zi) in s.z.chunks_exact_mut(n).enumerate() {
+            let row = &population[i * n..(i + 1) * n];
+            for (((z, &x), m), inv) in zi.iter_mut().zip(row).zip(&s.mean).zip(&s.log_axis) {
+                *z = (x as f64 - m) * inv;
             }
+        }
+        for i in 0..lam {
+            let zi = &s.z[i * n..(i + 1) * n];
+            let sq: f64 = zi.iter().map(|z| z * z).sum();
+            let dot: f64 = zi.iter().zip(&s.p_sigma).map(|(z, p)| z * p).sum();
             s.noise_sq[i] = sq;
             let r = s.ranks[i];
-            let bw = k.base_weights[r as usize];
             let f = &mut s.feats[6 * i..6 * i + 6];
             f[0] = r / (lam - 1).max(1) as f64 - 0.5;
-            f[1] = clipped_quantile((r + 0.5) / lam as f64) / 2.0;
+            f[1] = k.half_quantiles[r as usize];
             f[2] = if s.fit[i] < s.best_shaped { 0.5 } else { -0.5 };
             f[3] = (sq / dims - 1.0).tanh();
-            f[4] = (lam as f64 * bw - 1.0).tanh();
+            f[4] = k.weight_features[r as usize];
             f[5] = (dims.sqrt() * dot / (sq.sqrt() * p_norm + EPS)).tanh();
         }
         // Recombination residual: a two-layer set network with the members' mean as context.
@@ -433,16 +449,18 @@ impl Strategy for CmaAnchoredLes {
             mass += s.w[i] * s.w[i];
         }
         let mu_path = (1.0 / (mass + EPS)).min(lam as f64);
-        for j in 0..n {
-            let (mut wd, mut rmu) = (0.0, 0.0);
-            for i in 0..lam {
-                let d = (population[i * n + j] as f64 - s.mean[j]) / s.sigma;
-                wd += s.w[i] * d;
-                rmu += s.w[i] * (d / s.axis[j]) * (d / s.axis[j]);
+        // Σ w_i noise_i and Σ w_i noise_i², row by row (the difference (x − m) / σ is a
+        // times the noise).
+        s.wn.iter_mut().for_each(|v| *v = 0.0);
+        s.rank_mu.iter_mut().for_each(|v| *v = 0.0);
+        for (zi, &w) in s.z.chunks_exact(n).zip(&s.w) {
+            for ((wn, rmu), z) in s.wn.iter_mut().zip(s.rank_mu.iter_mut()).zip(zi) {
+                *wn += w * z;
+                *rmu += w * z * z;
             }
-            s.wd[j] = wd;
-            s.wn[j] = wd / s.axis[j];
-            s.rank_mu[j] = rmu;
+        }
+        for j in 0..n {
+            s.wd[j] = s.wn[j] * s.axis[j];
         }
         let cs = (k.c_sigma * (2.0 - k.c_sigma) * mu_path).sqrt();
         let cc = (k.c_c * (2.0 - k.c_c) * mu_path).sqrt();

@@ -72,6 +72,23 @@ impl Dense {
         })
     }
 
+    /// `out = X W + 1 bᵀ` for the `rows × inputs` rows `x` (row-major) at once: one matrix
+    /// product.
+    pub(crate) fn apply_rows(&self, x: &[f64], out: &mut [f64]) {
+        let rows = x.len() / self.inputs;
+        for o in out.chunks_exact_mut(self.outputs) {
+            o.copy_from_slice(&self.bias);
+        }
+        let x = faer::MatRef::from_row_major_slice(x, rows, self.inputs);
+        let w = faer::MatRef::from_row_major_slice(&self.kernel, self.inputs, self.outputs);
+        let o = faer::MatMut::from_row_major_slice_mut(
+            &mut out[..rows * self.outputs],
+            rows,
+            self.outputs,
+        );
+        faer::linalg::matmul::matmul(o, faer::Accum::Add, x, w, 1.0, faer::Par::Seq);
+    }
+
     /// `out = x W + b` for one row `x`.
     #[inline]
     pub(crate) fn apply(&self, x: &[f64], out: &mut [f64]) {
@@ -222,25 +239,193 @@ impl Les {
             s.feats[3 * i + 1] = s.a[i] / (lam - 1) as f64 - 0.5;
             s.feats[3 * i + 2] = (fit[i] - mean) / (sd + 1e-10);
         }
+        let mut key = [0.0f64; 8];
         for i in 0..lam {
             let x = &s.feats[3 * i..3 * i + 3];
-            net.keys.apply(x, &mut s.k[8 * i..8 * i + 8]);
+            // Keys stored transposed (8 × λ), so a row of logits is eight vector updates.
+            net.keys.apply(x, &mut key);
+            for (c, k) in key.iter().enumerate() {
+                s.k[c * lam + i] = *k;
+            }
             net.queries.apply(x, &mut s.q[8 * i..8 * i + 8]);
             net.values.apply(x, &mut s.v[i..i + 1]);
         }
-        let scale = 1.0 / (lam as f64).sqrt();
-        for i in 0..lam {
-            // Row i of A = softmax(q_i · K / √λ), then (A v)_i.
-            let qi = &s.q[8 * i..8 * i + 8];
-            let row = &mut s.a[..lam];
-            for (j, r) in row.iter_mut().enumerate() {
-                let kj = &s.k[8 * j..8 * j + 8];
-                *r = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f64>() * scale;
-            }
-            softmax(row);
-            s.w[i] = row.iter().zip(&s.v).map(|(a, v)| a * v).sum();
-        }
+        kestrel_core::simd::dispatch(HeadAttention {
+            q: &s.q,
+            q_stride: 8,
+            q_off: 0,
+            kt: &s.k,
+            dk: 8,
+            v: &s.v,
+            v_stride: 1,
+            v_off: 0,
+            dv: 1,
+            scale: 1.0 / (lam as f64).sqrt(),
+            row: &mut s.a,
+            out: &mut s.w,
+            out_stride: 1,
+            out_off: 0,
+            nq: lam,
+        });
         softmax(&mut s.w);
+    }
+}
+
+/// Each `width`-long row of `data` as `exp(x − max(row))`, the exponentials in f32 (evosax's
+/// precision), compiled for the CPU's widest vectors: unnormalised softmax rows.
+pub(crate) struct ExpRows<'a> {
+    pub(crate) data: &'a mut [f64],
+    pub(crate) width: usize,
+}
+
+impl kestrel_core::simd::WithSimd for ExpRows<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: kestrel_core::simd::Simd>(self, _simd: Sd) {
+        for row in self.data.chunks_exact_mut(self.width) {
+            let top = row.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            for r in row.iter_mut() {
+                *r = kestrel_core::simd::exp_f32((*r - top) as f32) as f64;
+            }
+        }
+    }
+}
+
+/// One attention head over all its queries: `out_i = softmax_j(q_i · k_j · scale) v` with
+/// `q_i` the `dk` values of row `i` at `q_off` (rows `q_stride` apart), the keys transposed
+/// (`dk × nk`), `v_j` the `dv` values of row `j` at `v_off`, and `out_i` written at `out_off`;
+/// compiled for the CPU's widest vectors (the `nq × nk` exponentials and products are most of
+/// a learned strategy's generation), the exponentials in f32 (evosax's precision).
+pub(crate) struct HeadAttention<'a> {
+    pub(crate) q: &'a [f64],
+    pub(crate) q_stride: usize,
+    pub(crate) q_off: usize,
+    pub(crate) kt: &'a [f64],
+    pub(crate) dk: usize,
+    pub(crate) v: &'a [f64],
+    pub(crate) v_stride: usize,
+    pub(crate) v_off: usize,
+    pub(crate) dv: usize,
+    pub(crate) scale: f64,
+    pub(crate) row: &'a mut [f64],
+    pub(crate) out: &'a mut [f64],
+    pub(crate) out_stride: usize,
+    pub(crate) out_off: usize,
+    pub(crate) nq: usize,
+}
+
+/// `Σ a_k b_k` in eight interleaved partial sums, added at the end in a fixed order (the same
+/// on every CPU, whatever its vector width).
+#[inline(always)]
+fn lanes_dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for t in 0..8 {
+            lanes[t] += x[t] * y[t];
+        }
+    }
+    for (t, (x, y)) in ta.iter().zip(tb).enumerate() {
+        lanes[t] += x * y;
+    }
+    ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+        + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+}
+
+/// `Σ a_k`, as [`lanes_dot`] adds.
+#[inline(always)]
+fn lanes_sum(a: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let c = a.chunks_exact(8);
+    let tail = c.remainder();
+    for x in c {
+        for t in 0..8 {
+            lanes[t] += x[t];
+        }
+    }
+    for (t, x) in tail.iter().enumerate() {
+        lanes[t] += x;
+    }
+    ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+        + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+}
+
+impl kestrel_core::simd::WithSimd for HeadAttention<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<Sd: kestrel_core::simd::Simd>(self, _simd: Sd) {
+        let HeadAttention {
+            q,
+            q_stride,
+            q_off,
+            kt,
+            dk,
+            v,
+            v_stride,
+            v_off,
+            dv,
+            scale,
+            row,
+            out,
+            out_stride,
+            out_off,
+            nq,
+        } = self;
+        let nk = kt.len() / dk;
+        let row = &mut row[..nk];
+        for i in 0..nq {
+            let qi = &q[i * q_stride + q_off..i * q_stride + q_off + dk];
+            // Logits eight keys at a time, the eight sums held in one vector across the `dk`
+            // products.
+            let full = nk / 8 * 8;
+            for jb in (0..full).step_by(8) {
+                let mut acc = [0.0f64; 8];
+                for (c, &qc) in qi.iter().enumerate() {
+                    let k = &kt[c * nk + jb..c * nk + jb + 8];
+                    for t in 0..8 {
+                        acc[t] += qc * k[t];
+                    }
+                }
+                for t in 0..8 {
+                    row[jb + t] = acc[t] * scale;
+                }
+            }
+            for j in full..nk {
+                row[j] =
+                    qi.iter().enumerate().map(|(c, &qc)| qc * kt[c * nk + j]).sum::<f64>() * scale;
+            }
+            let top = row.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            // The exponentials as one branch-free map (it vectorises), then the sums in eight
+            // fixed lanes (the same order on every CPU, whatever its vector width).
+            for r in row.iter_mut() {
+                *r = kestrel_core::simd::exp_f32((*r - top) as f32) as f64;
+            }
+            let total = lanes_sum(row);
+            let o = &mut out[i * out_stride + out_off..i * out_stride + out_off + dv];
+            if dv == 1 && v_stride == 1 {
+                o[0] = lanes_dot(row, &v[v_off..v_off + nk]);
+            } else if dv == 8 {
+                // A head's eight sums held in one vector register across the keys.
+                let mut acc = [0.0f64; 8];
+                for (j, &a) in row.iter().enumerate() {
+                    let vj = &v[j * v_stride + v_off..j * v_stride + v_off + 8];
+                    for t in 0..8 {
+                        acc[t] += a * vj[t];
+                    }
+                }
+                o.copy_from_slice(&acc);
+            } else {
+                let mut acc = [0.0f64; 16];
+                let acc = &mut acc[..dv];
+                for (j, &a) in row.iter().enumerate() {
+                    let vj = &v[j * v_stride + v_off..j * v_stride + v_off + dv];
+                    acc.iter_mut().zip(vj).for_each(|(x, v)| *x += a * v);
+                }
+                o.copy_from_slice(acc);
+            }
+            o.iter_mut().for_each(|x| *x /= total);
+        }
     }
 }
 

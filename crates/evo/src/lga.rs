@@ -33,7 +33,7 @@ use crate::EvoError;
 use crate::cma_es::SIGMA_FLOOR;
 use crate::error::check_sizes;
 use crate::learned_ckpt::Checkpoint;
-use crate::les::{Dense, softmax};
+use crate::les::{Dense, ExpRows, HeadAttention, softmax};
 use crate::shaping::ordinal_ranks;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, finite_or_worst, to_row};
 use crate::swarm::{best_or_start, first_population};
@@ -82,11 +82,12 @@ impl MultiHead {
     }
 }
 
-/// Scratch of one attention: projections, one row of logits and the heads' outputs.
+/// Scratch of one attention: projections (keys transposed per head), one row of logits and
+/// the heads' outputs.
 #[derive(Clone, Debug)]
 struct AttnWork {
     q: Vec<f64>,
-    k: Vec<f64>,
+    kt: Vec<f64>,
     v: Vec<f64>,
     row: Vec<f64>,
     heads: Vec<f64>,
@@ -96,10 +97,10 @@ impl AttnWork {
     fn new(rows: usize) -> Self {
         AttnWork {
             q: vec![0.0; rows * WIDTH],
-            k: vec![0.0; rows * WIDTH],
+            kt: vec![0.0; rows * WIDTH],
             v: vec![0.0; rows * WIDTH],
             row: vec![0.0; rows],
-            heads: vec![0.0; WIDTH],
+            heads: vec![0.0; rows * WIDTH],
         }
     }
 
@@ -107,34 +108,36 @@ impl AttnWork {
     /// each) over the `keys` rows: per head, `softmax(q kᵀ / √HEAD_DIM) v`, then the mixing.
     fn attend(&mut self, mh: &MultiHead, queries: &[f64], keys: &[f64], f: usize, out: &mut [f64]) {
         let (nq, nk) = (queries.len() / f, keys.len() / f);
-        for i in 0..nq {
-            mh.query.apply(&queries[i * f..(i + 1) * f], &mut self.q[i * WIDTH..(i + 1) * WIDTH]);
-        }
+        mh.query.apply_rows(queries, &mut self.q[..nq * WIDTH]);
+        mh.value.apply_rows(keys, &mut self.v[..nk * WIDTH]);
+        // Keys transposed, `WIDTH × nk`: head h's are rows h·HEAD_DIM.. of it (the
+        // projection into `heads` as scratch first).
+        mh.key.apply_rows(keys, &mut self.heads[..nk * WIDTH]);
         for j in 0..nk {
-            let x = &keys[j * f..(j + 1) * f];
-            mh.key.apply(x, &mut self.k[j * WIDTH..(j + 1) * WIDTH]);
-            mh.value.apply(x, &mut self.v[j * WIDTH..(j + 1) * WIDTH]);
-        }
-        let scale = 1.0 / (HEAD_DIM as f64).sqrt();
-        for i in 0..nq {
-            for h in 0..HEADS {
-                let c = h * HEAD_DIM..(h + 1) * HEAD_DIM;
-                let qi = &self.q[i * WIDTH..][c.clone()];
-                let row = &mut self.row[..nk];
-                for (j, r) in row.iter_mut().enumerate() {
-                    let kj = &self.k[j * WIDTH..][c.clone()];
-                    *r = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f64>() * scale;
-                }
-                softmax(row);
-                let head = &mut self.heads[c.clone()];
-                head.fill(0.0);
-                for (j, &a) in row.iter().enumerate() {
-                    let vj = &self.v[j * WIDTH..][c.clone()];
-                    head.iter_mut().zip(vj).for_each(|(o, v)| *o += a * v);
-                }
+            for c in 0..WIDTH {
+                self.kt[c * nk + j] = self.heads[j * WIDTH + c];
             }
-            mh.out.apply(&self.heads, &mut out[i * WIDTH..(i + 1) * WIDTH]);
         }
+        for h in 0..HEADS {
+            kestrel_core::simd::dispatch(HeadAttention {
+                q: &self.q,
+                q_stride: WIDTH,
+                q_off: h * HEAD_DIM,
+                kt: &self.kt[h * HEAD_DIM * nk..(h + 1) * HEAD_DIM * nk],
+                dk: HEAD_DIM,
+                v: &self.v,
+                v_stride: WIDTH,
+                v_off: h * HEAD_DIM,
+                dv: HEAD_DIM,
+                scale: 1.0 / (HEAD_DIM as f64).sqrt(),
+                row: &mut self.row,
+                out: &mut self.heads,
+                out_stride: WIDTH,
+                out_off: h * HEAD_DIM,
+                nq,
+            });
+        }
+        mh.out.apply_rows(&self.heads[..nq * WIDTH], &mut out[..nq * WIDTH]);
     }
 }
 
@@ -368,21 +371,25 @@ impl Lga {
         fitness_features(&s.fit, s.best_shaped, &mut s.order, &mut s.ranks, &mut s.feats, 3);
         let (fx, fe) = s.feats[..6 * lam].split_at(3 * lam);
         s.work.attend(&net.selection, fe, fx, 3, &mut s.att[..lam * WIDTH]);
-        for e in 0..lam {
-            net.selection_query
-                .apply(&s.att[e * WIDTH..(e + 1) * WIDTH], &mut s.q_s[e * WIDTH..(e + 1) * WIDTH]);
-        }
-        for c in 0..lam {
-            net.selection_key.apply(&fx[3 * c..3 * c + 3], &mut s.k_s[c * WIDTH..(c + 1) * WIDTH]);
-        }
+        net.selection_query.apply_rows(&s.att[..lam * WIDTH], &mut s.q_s[..lam * WIDTH]);
+        net.selection_key.apply_rows(fx, &mut s.k_s[..lam * WIDTH]);
+        // S = Q Kᵀ / √WIDTH as one product, into the rows of `logits` (each λ + 1 long: the
+        // last column is keeping the elite, logit 1).
+        let q = faer::MatRef::from_row_major_slice(&s.q_s[..lam * WIDTH], lam, WIDTH);
+        let k = faer::MatRef::from_row_major_slice(&s.k_s[..lam * WIDTH], lam, WIDTH);
+        let logits =
+            faer::MatMut::from_row_major_slice_mut(&mut s.logits[..lam * (lam + 1)], lam, lam + 1)
+                .submatrix_mut(0, 0, lam, lam);
         let scale = 1.0 / (WIDTH as f64).sqrt();
+        faer::linalg::matmul::matmul(
+            logits,
+            faer::Accum::Replace,
+            q,
+            k.transpose(),
+            scale,
+            faer::Par::Seq,
+        );
         for e in 0..lam {
-            let q = &s.q_s[e * WIDTH..(e + 1) * WIDTH];
-            for c in 0..lam {
-                let k = &s.k_s[c * WIDTH..(c + 1) * WIDTH];
-                s.logits[e * (lam + 1) + c] =
-                    q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * scale;
-            }
             s.logits[e * (lam + 1) + lam] = 1.0;
         }
     }
@@ -438,19 +445,25 @@ impl Lga {
         match (choice, key) {
             (Some(c), _) => s.choice.copy_from_slice(c),
             (None, key) => {
-                // Gumbel-max over each elite's row, as `jax.random.categorical`.
+                // Each elite's categorical draw over its row's softmax (evosax's
+                // `jax.random.categorical`, a Gumbel-max draw of the same law): one uniform by
+                // the inverse CDF, the exponentials in f32 (evosax's precision).
                 let mut rng = key.unwrap_or(Key::new(0)).rng();
+                let (data, width) = (&mut s.logits[..lam * (lam + 1)], lam + 1);
+                kestrel_core::simd::dispatch(ExpRows { data, width });
                 for e in 0..lam {
                     let row = &s.logits[e * (lam + 1)..(e + 1) * (lam + 1)];
-                    let mut arg = (lam, f64::NEG_INFINITY);
-                    for (c, &l) in row.iter().enumerate() {
-                        let u = rng.uniform_f64().max(1e-300);
-                        let g = l - (-u.ln()).ln();
-                        if g > arg.1 {
-                            arg = (c, g);
+                    let total: f64 = row.iter().sum();
+                    let u = rng.uniform_f64() * total;
+                    let (mut acc, mut pick) = (0.0, lam);
+                    for (c, &w) in row.iter().enumerate() {
+                        acc += w;
+                        if u < acc {
+                            pick = c;
+                            break;
                         }
                     }
-                    s.choice[e] = arg.0;
+                    s.choice[e] = pick;
                 }
             }
         }

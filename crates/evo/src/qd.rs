@@ -15,8 +15,8 @@
 //! fitness of interest it grows as the archive fills and improves.
 
 use crate::EvoError;
-use crate::cma_es::{CmaEs, CmaParams, CmaState};
-use crate::strategy::Strategy;
+use crate::driver::{Optimizer, StrategyKind};
+use crate::hyper::StrategyParams;
 use kestrel_core::FromInvalid;
 use kestrel_core::{Key, Rng};
 
@@ -430,44 +430,94 @@ impl Emitter for MapElites {
     }
 }
 
-/// CMA-ME: a CMA-ES emitter ranked by two-stage improvement (new cells first, then improved
-/// elites, then the rest; by improvement value within each), restarted from a random elite
-/// when a generation adds nothing (pyribs `restart_rule="no_improvement"`) or CMA-ES stalls.
-/// Parents are selected by CMA-ES's standard μ weights on that ranking (pyribs
-/// `selection_rule="mu"`).
-#[derive(Clone, Debug)]
+/// CMA-ME: an evolution-strategy emitter ranked by two-stage improvement (new cells first,
+/// then improved elites, then the rest; by improvement value within each), restarted from a
+/// random elite when a generation adds nothing (pyribs `restart_rule="no_improvement"`) or its
+/// step size stalls. Parents are selected by the strategy's own rank weights on that ranking
+/// (pyribs `selection_rule="mu"` for CMA-ES). The strategy is CMA-ES by default and any of the
+/// registry's by name ([`CmaMe::with_strategy`]; pyribs' `es=`: `sep_cma_es`, `lm_ma_es`,
+/// `openai_es`, or any evosax name).
 pub struct CmaMe {
-    es: CmaEs,
-    params: CmaParams,
+    kind: StrategyKind,
+    params: StrategyParams,
+    opt: Box<dyn Optimizer>,
     /// Step size at every (re)start.
     pub sigma0: f64,
     /// Restarts so far.
     pub restarts: u64,
-    state: CmaState,
     order: Vec<usize>,
     ranks: Vec<f32>,
     status: Vec<AddStatus>,
     value: Vec<f64>,
 }
 
+impl Clone for CmaMe {
+    fn clone(&self) -> Self {
+        CmaMe {
+            kind: self.kind,
+            params: self.params.clone(),
+            opt: self.opt.boxed_clone(),
+            sigma0: self.sigma0,
+            restarts: self.restarts,
+            order: self.order.clone(),
+            ranks: self.ranks.clone(),
+            status: self.status.clone(),
+            value: self.value.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for CmaMe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CmaMe")
+            .field("strategy", &self.kind)
+            .field("batch_size", &self.order.len())
+            .field("sigma0", &self.sigma0)
+            .field("restarts", &self.restarts)
+            .finish()
+    }
+}
+
 impl CmaMe {
     /// A CMA-ME emitter with `batch_size` solutions per generation starting at `x0`.
     pub fn new(batch_size: usize, x0: &[f32], sigma0: f64, key: Key) -> Result<Self, EvoError> {
-        let es = CmaEs::new(batch_size, x0.len())?;
-        let mut params = Strategy::default_params(&es);
-        params.sigma_init = sigma0;
-        let state = es.init(key, &params, x0);
+        Self::with_strategy(
+            StrategyKind::CmaEs,
+            &StrategyParams::default(),
+            batch_size,
+            x0,
+            sigma0,
+            key,
+        )
+    }
+
+    /// The emitter over strategy `kind` with its hyper-parameters `params` (pyribs'
+    /// `es_kwargs`), every (re)start built as [`StrategyKind::build_with`] builds it.
+    pub fn with_strategy(
+        kind: StrategyKind,
+        params: &StrategyParams,
+        batch_size: usize,
+        x0: &[f32],
+        sigma0: f64,
+        key: Key,
+    ) -> Result<Self, EvoError> {
+        let opt = kind.build_with(Some(batch_size), sigma0, params, x0, key)?;
         Ok(CmaMe {
-            es,
-            params,
+            kind,
+            params: params.clone(),
+            opt,
             sigma0,
             restarts: 0,
-            state,
             order: vec![0; batch_size],
             ranks: vec![0.0; batch_size],
             status: vec![AddStatus::NotAdded; batch_size],
             value: vec![0.0; batch_size],
         })
+    }
+
+    /// The strategy the emitter runs.
+    pub fn strategy(&self) -> StrategyKind {
+        self.kind
     }
 }
 
@@ -480,12 +530,12 @@ impl Emitter for CmaMe {
         self.restarts
     }
 
-    /// Samples a batch from the emitter's CMA-ES.
+    /// Samples a batch from the emitter's strategy.
     fn ask(&mut self, key: Key, _archive: &Archive, population: &mut [f32]) {
-        self.es.ask(key, &mut self.state, &self.params, population);
+        self.opt.ask(key, population);
     }
 
-    /// Adds the batch to the archive and updates CMA-ES from the improvement ranking.
+    /// Adds the batch to the archive and updates the strategy from the improvement ranking.
     fn tell(
         &mut self,
         key: Key,
@@ -504,16 +554,21 @@ impl Emitter for CmaMe {
         for (r, &i) in self.order.iter().enumerate() {
             self.ranks[i] = r as f32;
         }
-        self.es.tell(key, population, &self.ranks, &mut self.state, &self.params);
+        let m = self.opt.tell(key, population, &self.ranks);
         let added = status.iter().any(|&s| s != AddStatus::NotAdded);
-        let stalled = self.state.sigma < 1e-12 || !self.state.sigma.is_finite();
+        let stalled = m.sigma < 1e-12 || !m.sigma.is_finite();
         if !added || stalled {
             let mut rng = key.fold_in(1).rng();
             let x0 = archive
                 .sample_cell(&mut rng)
                 .map(|c| archive.solution(c).to_vec())
-                .unwrap_or_else(|| self.es.mean(&self.state));
-            self.state = self.es.init(key, &self.params, &x0);
+                .unwrap_or_else(|| self.opt.mean());
+            // The same strategy and sizes that built it: a rebuild cannot fail.
+            let fresh =
+                self.kind.build_with(Some(self.order.len()), self.sigma0, &self.params, &x0, key);
+            if let Ok(fresh) = fresh {
+                self.opt = fresh;
+            }
             self.restarts += 1;
         }
     }
