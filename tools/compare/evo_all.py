@@ -40,8 +40,15 @@ STRATEGIES = {
     "GradientlessDescent": "plain", "PSO": "pop", "SimpleGA": "popsched", "MR15_GA": "popstd", "SAMR_GA": "popstd",
     "GESMR_GA": "popstd", "PersistentES": "sched", "NoiseReuseES": "sched", "GuidedES": "sched", "ASEBO": "sched",
     "Rm_ES": "std", "iAMaLGaM_Full": "sched", "iAMaLGaM_Univariate": "sched", "CR_FM_NES": "std", "SV_Open_ES": "sv",
-    "DiffusionEvolution": "pop",
+    "DiffusionEvolution": "pop", "SV_CMA_ES": "svstd", "LES": "std", "LGA": "popstd", "CMAAnchoredLES": "std",
 }
+
+# The learned strategies' weights: the file evosax's own class loads by default (learned_es.py,
+# learned_ga.py: v7 above 50 dimensions, cma_anchored_les_tools.py), from the evosax package of
+# the peer's venv, so both sides run the same weights.
+WEIGHTS = {"LES": lambda n: "les/2023_10_les_v2.pkl",
+           "LGA": lambda n: "lga/2023_04_lga_v7.pkl" if n > 50 else "lga/2023_04_lga_v4.pkl",
+           "CMAAnchoredLES": lambda n: "cma_anchored_les/2026_10_cma_anchored_les.pkl"}
 
 PEER = textwrap.dedent('''
     import json, sys, time, warnings
@@ -58,7 +65,7 @@ PEER = textwrap.dedent('''
         kw = {"optimizer": optax.adam(0.05), "std_schedule": optax.constant_schedule(0.3)}
     if how == "rs":
         kw["sampling_fn"] = lambda k: 1.0 + 0.3 * jax.random.normal(k, (n,))
-    if how == "sv":
+    if how in ("sv", "svstd"):
         es = cls(population_size=lam // 4, num_populations=4, solution=jnp.zeros(n), **kw)
     else:
         es = cls(population_size=lam, solution=jnp.zeros(n), **kw)
@@ -69,7 +76,7 @@ PEER = textwrap.dedent('''
     if how.startswith("pop"):
         first = 1.0 + 0.3 * jax.random.normal(jax.random.PRNGKey(5), (lam, n))
         st0 = es.init(key, first, sphere(first), params)
-    elif how == "sv":
+    elif how in ("sv", "svstd"):
         st0 = es.init(key, jnp.ones((4, n)), params)
     else:
         st0 = es.init(key, jnp.ones(n), params)
@@ -118,9 +125,10 @@ def peer(py, name, how, n, gens):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def ours(exe, name, n, gens):
+def ours(exe, name, n, gens, ckpt):
+    weights = ["--params-path", os.path.join(ckpt, WEIGHTS[name](n))] if name in WEIGHTS else []
     out = subprocess.run(ONE_CORE + [exe, "evo", "bench", "--json", "--strategy", name, "--num-dims", str(n),
-                                     "--pop-size", "64", "--generations", str(gens)],
+                                     "--pop-size", "64", "--generations", str(gens)] + weights,
                          check=True, capture_output=True, text=True, env={**os.environ, **ONE_THREAD})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -138,6 +146,9 @@ def main():
     a = ap.parse_args()
     py = venv_python("venv-evosax", "tools/golden/requirements-evosax.txt")
     exe = kestrel_release()
+    ckpt = subprocess.run([py, "-c", "import importlib.util, os; print(os.path.join("
+                           "importlib.util.find_spec('evosax').submodule_search_locations[0], 'algorithms', 'ckpt'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
     rounds = a.rounds or (1 if a.quick else 3)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
                platform.processor())
@@ -151,7 +162,7 @@ def main():
             ps, ls, ks = [], [], []
             for _ in range(rounds):
                 p = peer(py, name, how, n, gens)
-                k = ours(exe, name, n, gens)
+                k = ours(exe, name, n, gens, ckpt)
                 if p["nonfinite"] or p["subnormal"] or not math.isfinite(p["best"]):
                     sys.exit(f"evosax {name} d={n}: end state not sane: {p}")
                 if not math.isfinite(k["best"]):

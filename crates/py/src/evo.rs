@@ -876,11 +876,24 @@ impl QdEmitter {
         Ok(QdEmitter { e: Box::new(MapElites { batch_size, variation, x0 }), num_dims: n })
     }
 
-    /// CMA-ME (improvement-ranked CMA-ES with restarts) from `x0`, initialised with `key`.
+    /// CMA-ME (an improvement-ranked evolution strategy with restarts: `es`, any strategy by
+    /// name, with its hyper-parameters as JSON) from `x0`, initialised with `key`.
     #[staticmethod]
-    fn cma_me(batch_size: usize, x0: Vec<f32>, sigma0: f64, key: PyRef<'_, Key>) -> PyResult<Self> {
+    #[pyo3(signature = (batch_size, x0, sigma0, key, es = "cma-es", params_json = "{}"))]
+    fn cma_me(
+        batch_size: usize,
+        x0: Vec<f32>,
+        sigma0: f64,
+        key: PyRef<'_, Key>,
+        es: &str,
+        params_json: &str,
+    ) -> PyResult<Self> {
         let n = x0.len();
-        let e = kestrel_evo::qd::CmaMe::new(batch_size, &x0, sigma0, key.k).map_err(value_error)?;
+        let kind = StrategyKind::parse(es).map_err(value_error)?;
+        let params = params_of(kind, params_json)?;
+        let e =
+            kestrel_evo::qd::CmaMe::with_strategy(kind, &params, batch_size, &x0, sigma0, key.k)
+                .map_err(value_error)?;
         Ok(QdEmitter { e: Box::new(e), num_dims: n })
     }
 

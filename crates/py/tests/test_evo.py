@@ -13,11 +13,12 @@ KINDS = list(evo.STRATEGIES)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_python_loop_equals_the_run_library(kind, tmp_path):
+def test_python_loop_equals_the_run_library(kind, tmp_path, learned_kw):
     gens = 25
+    kw = learned_kw(kind)  # a learned strategy's weights (its params_path)
     res = evo.run(strategy=kind, problem="rosenbrock", num_dims=6, generations=gens, seed=3, sigma=0.3,
-                  out_dir=tmp_path, threads=1)
-    es = evo.make(kind, 6, sigma=0.3, seed=3)
+                  out_dir=tmp_path, threads=1, params=kw)
+    es = evo.make(kind, 6, sigma=0.3, seed=3, **kw)
     f = evo.Problem("rosenbrock", 6)
     best = []
     for g in range(len(res.metrics["best"])):
@@ -30,14 +31,15 @@ def test_python_loop_equals_the_run_library(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_state_dict_and_pickle_resume_give_the_same_next_generations(kind):
+def test_state_dict_and_pickle_resume_give_the_same_next_generations(kind, learned_kw):
     f = evo.Problem("sphere", 5)
-    a = evo.make(kind, 5, seed=1)
+    kw = learned_kw(kind, 5)
+    a = evo.make(kind, 5, seed=1, **kw)
     for _ in range(4):
         x = a.ask()
         a.tell(x, f(x))
     b = pickle.loads(pickle.dumps(a))
-    c = evo.make(kind, 5, seed=1)
+    c = evo.make(kind, 5, seed=1, **kw)
     c.load_state_dict(a.state_dict())
     for _ in range(3):
         xa, xb, xc = a.ask(), b.ask(), c.ask()

@@ -105,6 +105,29 @@ def test_cvt_archive_and_cma_me_fill_and_pickle():
     assert pickle.loads(pickle.dumps(archive)).stats == archive.stats
 
 
+def test_the_emitters_evolution_strategy_is_chosen_by_name():
+    """pyribs' `es=` (its names: sep_cma_es, lm_ma_es, openai_es) and any Kestrel or evosax
+    strategy name, with `es_kwargs` as the strategy's hyper-parameters; a bad name or knob is
+    refused naming it."""
+    for es, kind in [("sep_cma_es", "sep-cma-es"), ("lm_ma_es", "lm-ma-es"), ("openai_es", "open-es"),
+                     ("LM_MA_ES", "lm-ma-es"), ("xnes", "xnes")]:
+        archive = GridArchive(solution_dim=6, dims=[10, 10], ranges=[(-1, 1)] * 2)
+        kw = {"es_kwargs": {"lr": 0.05}} if kind == "open-es" else {}
+        emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(6), sigma0=0.3, es=es, batch_size=16, seed=s, **kw)
+                    for s in range(2)]
+        assert emitters[0].es == kind
+        sched = Scheduler(archive, emitters)
+        for _ in range(30):
+            x = sched.ask()
+            sched.tell(-np.square(x).sum(1), x[:, :2])
+        assert archive.stats.num_elites > 10, (es, archive.stats)
+    a = GridArchive(solution_dim=3, dims=[4, 4], ranges=[(-1, 1)] * 2)
+    with pytest.raises(ValueError, match="strategy"):
+        EvolutionStrategyEmitter(a, x0=np.zeros(3), sigma0=0.1, es="cma_ess")
+    with pytest.raises(ValueError, match="params.lr"):
+        EvolutionStrategyEmitter(a, x0=np.zeros(3), sigma0=0.1, es="cma_es", es_kwargs={"lr": 0.1})
+
+
 def test_what_kestrel_does_not_implement_is_refused_by_name():
     a = GridArchive(solution_dim=3, dims=[4, 4], ranges=[(-1, 1)] * 2)
     with pytest.raises(ValueError, match="learning_rate"):

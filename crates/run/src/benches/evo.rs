@@ -22,6 +22,9 @@ pub struct EvoBenchConfig {
     pub strategy: StrategyKind,
     /// Decompose C every generation (evosax's behaviour) instead of lazily.
     pub eager_eigen: bool,
+    /// The learned strategies' weights: evosax's checkpoint file (a run's
+    /// `params.params_path`; evosax's defaults are in its `algorithms/ckpt`).
+    pub params_path: Option<String>,
     /// Instead: time one neuroevolution generation (CartPole MLP, population `pop_size`) on 1
     /// and 2 threads and check the fitness is identical.
     pub neuro: bool,
@@ -35,6 +38,7 @@ impl Default for EvoBenchConfig {
             generations: 300,
             strategy: StrategyKind::CmaEs,
             eager_eigen: false,
+            params_path: None,
             neuro: false,
         }
     }
@@ -86,7 +90,17 @@ impl Bench for EvoBench {
                     kestrel_evo::bench::cma_phases(sep, c.pop_size, n, c.generations, c.eager_eigen)
                 }
                 None => {
-                    kestrel_evo::bench::strategy_phases(c.strategy, c.pop_size, n, c.generations)
+                    let params = kestrel_evo::StrategyParams {
+                        params_path: c.params_path.clone(),
+                        ..Default::default()
+                    };
+                    kestrel_evo::bench::strategy_phases(
+                        c.strategy,
+                        &params,
+                        c.pop_size,
+                        n,
+                        c.generations,
+                    )
                 }
             })?;
             let gen_us = t.ask_us + t.eval_us + t.tell_us;

@@ -8,6 +8,7 @@ use crate::{COMMIT, Outputs, Run, RunError, Summary, runs};
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::EvoError;
+use kestrel_evo::StrategyKind;
 use kestrel_evo::problem::Function;
 use kestrel_evo::qd::{
     Archive, CmaMe, Emitter, LinearProjection, MapElites, QdProblem, Tessellation, Variation,
@@ -64,6 +65,19 @@ pub struct QdConfig {
     pub function: Function,
     /// Emitter step size / mutation scale.
     pub sigma: f64,
+    /// CMA-ME's evolution strategy (pyribs' `es`): CMA-ES by default, any strategy by
+    /// Kestrel's or evosax's name (`sep-cma-es`, `LM_MA_ES`, `open-es`, ...).
+    #[serde(default = "default_es")]
+    pub es: StrategyKind,
+    /// Its hyper-parameters (pyribs' `es_kwargs`; the `[params]` table of `kestrel evo run`):
+    /// a knob the strategy does not have is an error naming the strategies that have it.
+    #[serde(default)]
+    #[documented(nested)]
+    pub params: kestrel_evo::StrategyParams,
+}
+
+fn default_es() -> StrategyKind {
+    StrategyKind::CmaEs
 }
 
 impl Default for QdConfig {
@@ -79,6 +93,8 @@ impl Default for QdConfig {
             seed: 0,
             function: Function::Sphere,
             sigma: 0.5,
+            es: default_es(),
+            params: kestrel_evo::StrategyParams::default(),
         }
     }
 }
@@ -157,9 +173,14 @@ impl QdRun {
             .map(|e| -> Result<Box<dyn Emitter>, EvoError> {
                 let lam = c.batch_size;
                 Ok(match c.emitter {
-                    EmitterKind::CmaMe => {
-                        Box::new(CmaMe::new(lam, &x0, c.sigma, run.fold_in(1000 + e as u64))?)
-                    }
+                    EmitterKind::CmaMe => Box::new(CmaMe::with_strategy(
+                        c.es,
+                        &c.params,
+                        lam,
+                        &x0,
+                        c.sigma,
+                        run.fold_in(1000 + e as u64),
+                    )?),
                     EmitterKind::MapElites => Box::new(MapElites {
                         batch_size: lam,
                         variation: Variation::Gaussian { sigma: c.sigma as f32 },
@@ -277,14 +298,8 @@ impl Run for Qd {
         );
         match c.emitter {
             EmitterKind::CmaMe => {
-                let one = kestrel_evo::StrategyKind::CmaEs.state_bytes(c.num_dims, c.batch_size);
-                runs::packing(
-                    &mut b,
-                    kestrel_evo::StrategyKind::CmaEs,
-                    c.num_dims,
-                    c.batch_size,
-                    threads,
-                );
+                let one = c.es.state_bytes(c.num_dims, c.batch_size);
+                runs::packing(&mut b, c.es, c.num_dims, c.batch_size, threads);
                 b.add(
                     "CMA-ME emitters (one restarting)",
                     ems.clone(),

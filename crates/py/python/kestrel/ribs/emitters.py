@@ -54,21 +54,30 @@ class _Emitter:
         self._generation += 1
 
 
+# pyribs' `es=` names (its `ribs.emitters.opt` classes and their short names) as Kestrel's.
+_PYRIBS_ES = {"cma_es": "cma-es", "CMAEvolutionStrategy": "cma-es", "sep_cma_es": "sep-cma-es",
+              "SeparableCMAEvolutionStrategy": "sep-cma-es", "lm_ma_es": "lm-ma-es",
+              "LMMAEvolutionStrategy": "lm-ma-es", "openai_es": "open-es", "OpenAIEvolutionStrategy": "open-es"}
+
+
 class EvolutionStrategyEmitter(_Emitter):
-    """pyribs' `EvolutionStrategyEmitter(archive, x0=, sigma0=, batch_size=, seed=)`: CMA-ME,
-    CMA-ES ranked by two-stage improvement ("2imp"), restarted when a generation adds nothing
-    ("no_improvement"), parents selected by CMA-ES's μ weights ("mu"). `batch_size=None` is
-    CMA-ES's default, `4 + floor(3 ln n)`."""
+    """pyribs' `EvolutionStrategyEmitter(archive, x0=, sigma0=, es=, es_kwargs=, batch_size=,
+    seed=)`: CMA-ME, an evolution strategy ranked by two-stage improvement ("2imp"), restarted
+    when a generation adds nothing ("no_improvement"), parents selected by the strategy's rank
+    weights ("mu"). `es` is pyribs' name (`cma_es`, `sep_cma_es`, `lm_ma_es`, `openai_es`) or
+    any Kestrel or evosax strategy name; `es_kwargs` its hyper-parameters (Kestrel's keys, as
+    a run's `[params]`). `batch_size=None` is the strategy's default (CMA-ES: `4 + floor(3 ln
+    n)`)."""
 
     def __init__(self, archive, *, x0, sigma0, ranker="2imp", es="cma_es", es_kwargs=None, selection_rule="mu",
                  restart_rule="no_improvement", bounds=None, lower_bounds=None, upper_bounds=None, batch_size=None,
                  seed=None):
         if ranker not in ("2imp", "two_stage_improvement"):
             raise ValueError(f"ranker = {ranker!r}: Kestrel's CMA-ME ranks by two-stage improvement ('2imp')")
-        if es not in ("cma_es", "CMAEvolutionStrategy"):
-            raise ValueError(f"es = {es!r}: Kestrel's CMA-ME runs CMA-ES ('cma_es')")
-        if es_kwargs:
-            raise ValueError(f"es_kwargs = {es_kwargs!r}: CMA-ES runs with its defaults here")
+        # pyribs' names for its evolution strategies; any Kestrel or evosax name works too.
+        kind = _kestrel.strategy_kind(_PYRIBS_ES.get(es, es) if isinstance(es, str) else str(es))
+        if es_kwargs is not None and not isinstance(es_kwargs, dict):
+            raise TypeError(f"es_kwargs: a dict of the strategy's hyper-parameters, got {type(es_kwargs).__name__}")
         if selection_rule != "mu":
             raise ValueError(f"selection_rule = {selection_rule!r}: Kestrel's CMA-ME selects by CMA-ES's mu weights "
                              "('mu'; pyribs' default 'filter' is not implemented)")
@@ -80,10 +89,13 @@ class EvolutionStrategyEmitter(_Emitter):
 
         if isinstance(sigma0, bool) or not (isinstance(sigma0, numbers.Real) and np.isfinite(sigma0) and sigma0 > 0):
             raise ValueError(f"sigma0 = {sigma0!r}: a finite number > 0")
-        n = _kestrel.default_pop_size("cma-es", len(x)) if batch_size is None else int(batch_size)
+        n = _kestrel.default_pop_size(kind, len(x)) if batch_size is None else int(batch_size)
         seed = _seed(seed)
-        self.x0, self.sigma0 = x.astype(np.float64), float(sigma0)
-        super().__init__(archive, _kestrel.QdEmitter.cma_me(n, x.tolist(), float(sigma0), Key(seed)), seed)
+        self.x0, self.sigma0, self.es = x.astype(np.float64), float(sigma0), kind
+        import json
+
+        core = _kestrel.QdEmitter.cma_me(n, x.tolist(), float(sigma0), Key(seed), kind, json.dumps(es_kwargs or {}))
+        super().__init__(archive, core, seed)
 
     @property
     def restarts(self) -> int:
