@@ -67,14 +67,7 @@ pub struct SvCmaState {
 impl SvCmaEs {
     /// The strategy: `pop_size` rows in `num_populations` particles of at least 4 rows each.
     pub fn new(pop_size: usize, num_dims: usize, num_populations: usize) -> Result<Self, EvoError> {
-        if num_populations == 0 || !pop_size.is_multiple_of(num_populations) {
-            return Err(EvoError::invalid(
-                "params.num_populations",
-                num_populations,
-                format!("a divisor of pop_size = {pop_size} (each particle has pop_size / k rows)"),
-            ));
-        }
-        let each = pop_size / num_populations;
+        let each = crate::sv_open_es::particle_rows(pop_size, num_populations)?;
         if each < 4 {
             return Err(EvoError::invalid(
                 "pop_size",

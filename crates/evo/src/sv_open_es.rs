@@ -29,6 +29,19 @@ use crate::shaping::centered_ranks;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
+/// The rows of each of `num_populations` particles sharing `pop_size` rows (the Stein
+/// variational strategies' split), or an error when they do not divide them.
+pub(crate) fn particle_rows(pop_size: usize, num_populations: usize) -> Result<usize, EvoError> {
+    if num_populations == 0 || !pop_size.is_multiple_of(num_populations) {
+        return Err(EvoError::invalid(
+            "params.num_populations",
+            num_populations,
+            format!("a divisor of pop_size = {pop_size} (each particle has pop_size / k rows)"),
+        ));
+    }
+    Ok(pop_size / num_populations)
+}
+
 /// SV-OpenAI-ES: `num_populations` particles of `pop_size / num_populations` rows each.
 #[derive(Clone, Debug)]
 pub struct SvOpenEs {
@@ -72,14 +85,7 @@ impl SvOpenEs {
     /// The strategy: `pop_size` rows in `num_populations` particles of an even size.
     pub fn new(pop_size: usize, num_dims: usize, num_populations: usize) -> Result<Self, EvoError> {
         check_sizes(pop_size, num_dims, 2)?;
-        if num_populations == 0 || !pop_size.is_multiple_of(num_populations) {
-            return Err(EvoError::invalid(
-                "params.num_populations",
-                num_populations,
-                format!("a divisor of pop_size = {pop_size} (each particle has pop_size / k rows)"),
-            ));
-        }
-        let each = pop_size / num_populations;
+        let each = particle_rows(pop_size, num_populations)?;
         if each % 2 == 1 {
             return Err(EvoError::invalid(
                 "pop_size",
