@@ -18,16 +18,30 @@ pub(crate) struct Key {
     pub(crate) k: kestrel_core::Key,
 }
 
+/// `value` as a u64, or a ValueError naming `name`, the value and the range (an int out of
+/// range is the user's value, not an `OverflowError`), or a TypeError for a non-integer.
+fn u64_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(v) = value.extract::<u64>() {
+        return Ok(v);
+    }
+    let shown = value.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+    if value.is_instance_of::<pyo3::types::PyInt>() {
+        Err(value_error(format!("{name} = {shown}: an integer in 0 ..= 2**64 - 1")))
+    } else {
+        Err(pyo3::exceptions::PyTypeError::new_err(format!("{name} = {shown}: an integer")))
+    }
+}
+
 #[pymethods]
 impl Key {
-    /// The root key of seed `seed`.
+    /// The root key of seed `seed` (an integer in `0 ..= 2**64 - 1`).
     #[new]
-    fn new(seed: u64) -> Self {
-        Key { k: kestrel_core::Key::new(seed) }
+    fn new(seed: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(Key { k: kestrel_core::Key::new(u64_arg("seed", seed)?) })
     }
-    /// The child key for `data`.
-    fn fold_in(&self, data: u64) -> Self {
-        Key { k: self.k.fold_in(data) }
+    /// The child key for `data` (an integer in `0 ..= 2**64 - 1`).
+    fn fold_in(&self, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(Key { k: self.k.fold_in(u64_arg("data", data)?) })
     }
     /// The raw 64-bit state (for pickling).
     #[getter]

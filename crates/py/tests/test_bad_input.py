@@ -193,6 +193,10 @@ CASES = [
     ("MPPI system", lambda: kestrel.mppi.Controller(system="pendulm"), ValueError, r"pendulm"),
     ("MPPI state shape", lambda: _ctl().command(np.zeros(3)), ValueError, r"state.*\(2,\)"),
     ("MPPI NaN state", lambda: _ctl().command(np.array([NAN, 0.0])), ValueError, r"state"),
+    ("negative Key seed", lambda: kestrel.Key(-1), ValueError, r"seed = -1: an integer in 0 \.\.= 2\*\*64 - 1"),
+    ("Key seed past 2**64", lambda: kestrel.Key(2**64), ValueError, r"seed = 18446744073709551616"),
+    ("Key seed not an int", lambda: kestrel.Key(1.5), TypeError, r"seed = 1\.5: an integer"),
+    ("negative fold_in", lambda: kestrel.Key(0).fold_in(-3), ValueError, r"data = -3"),
 ]
 
 
