@@ -32,7 +32,7 @@ use crate::shaping::ordinal_ranks;
 use crate::strategy::{
     Progress, Strategy, TellMetrics, check_lens, finite_or_worst, to_f32, to_row,
 };
-use kestrel_core::{Key, fill_normal_f32};
+use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -48,13 +48,17 @@ pub(crate) fn time_embedding(generation: u64) -> [f64; 13] {
     TIMESCALES.map(|t| (generation as f64 / t - 1.0).tanh())
 }
 
-/// A dense layer `y = x W + b` (flax `Dense`: `kernel` is `inputs × outputs`).
+/// A checkpoint's dense layer `y = x W + b` (flax `Dense`: `kernel` is `inputs × outputs`),
+/// evaluated by `kestrel-nn`: batches of rows through its [`kestrel_nn::Dense`] layer (whose
+/// parameter layout, `W` row-major `inputs × outputs` then `b`, is flax's), single rows through
+/// its [`kestrel_nn::row::dense_row`] (which takes `W` by output).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Dense {
-    pub(crate) kernel: Vec<f64>,
-    pub(crate) bias: Vec<f64>,
-    pub(crate) inputs: usize,
-    pub(crate) outputs: usize,
+    layer: kestrel_nn::Dense,
+    /// `W` then `b`, `kestrel-nn`'s layer layout.
+    params: Vec<f64>,
+    /// `W` as `outputs × inputs`, the one-row layout.
+    by_output: Vec<f64>,
 }
 
 impl Dense {
@@ -64,48 +68,43 @@ impl Dense {
         inputs: usize,
         outputs: usize,
     ) -> Result<Self, EvoError> {
-        Ok(Dense {
-            kernel: c.get_f64(&format!("{at}/kernel"), &[inputs, outputs])?,
-            bias: c.get_f64(&format!("{at}/bias"), &[outputs])?,
-            inputs,
-            outputs,
-        })
+        let kernel = c.get_f64(&format!("{at}/kernel"), &[inputs, outputs])?;
+        let bias = c.get_f64(&format!("{at}/bias"), &[outputs])?;
+        Self::from_parts(kernel, &bias, inputs, outputs)
     }
 
-    /// `out = X W + 1 bᵀ` for the `rows × inputs` rows `x` (row-major) at once: one matrix
-    /// product.
+    /// The layer from its kernel (`inputs × outputs`, row-major) and bias (`outputs`).
+    pub(crate) fn from_parts(
+        mut params: Vec<f64>,
+        bias: &[f64],
+        inputs: usize,
+        outputs: usize,
+    ) -> Result<Self, EvoError> {
+        let by_output =
+            (0..outputs * inputs).map(|k| params[(k % inputs) * outputs + k / inputs]).collect();
+        params.extend_from_slice(bias);
+        let layer =
+            kestrel_nn::Dense::new(inputs, outputs, kestrel_nn::Init::default()).map_err(|e| {
+                match e {
+                    kestrel_nn::NnError::Invalid(v) => EvoError::Invalid(v),
+                    other => EvoError::invalid("dense layer", other.to_string(), "a valid layer"),
+                }
+            })?;
+        Ok(Dense { layer, params, by_output })
+    }
+
+    /// `out = X W + 1 bᵀ` for the rows `x` (row-major, `inputs` each) at once.
     pub(crate) fn apply_rows(&self, x: &[f64], out: &mut [f64]) {
-        let rows = x.len() / self.inputs;
-        for o in out.chunks_exact_mut(self.outputs) {
-            o.copy_from_slice(&self.bias);
-        }
-        let x = faer::MatRef::from_row_major_slice(x, rows, self.inputs);
-        let w = faer::MatRef::from_row_major_slice(&self.kernel, self.inputs, self.outputs);
-        let o = faer::MatMut::from_row_major_slice_mut(
-            &mut out[..rows * self.outputs],
-            rows,
-            self.outputs,
-        );
-        faer::linalg::matmul::matmul(o, faer::Accum::Add, x, w, 1.0, faer::Par::Seq);
+        use kestrel_nn::Layer;
+        self.layer.forward(&self.params, x, out, x.len() / self.layer.input);
     }
 
     /// `out = x W + b` for one row `x`.
     #[inline]
     pub(crate) fn apply(&self, x: &[f64], out: &mut [f64]) {
-        out.copy_from_slice(&self.bias);
-        for (i, &xi) in x.iter().enumerate() {
-            let row = &self.kernel[i * self.outputs..(i + 1) * self.outputs];
-            for (o, w) in out.iter_mut().zip(row) {
-                *o += xi * w;
-            }
-        }
+        let bias = &self.params[self.layer.input * self.layer.output..];
+        kestrel_nn::row::dense_row(&self.by_output, bias, x, out);
     }
-}
-
-/// The logistic function.
-#[inline]
-pub(crate) fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
 }
 
 /// `v ← softmax(v)`, shifted by the maximum.
@@ -515,9 +514,9 @@ impl Strategy for Les {
             net.hidden.apply(&x, &mut hidden);
             hidden.iter_mut().for_each(|h| *h = h.max(0.0));
             net.lr_mean.apply(&hidden, &mut out);
-            let lr_m = sigmoid(out[0]);
+            let lr_m = kestrel_nn::Activation::Sigmoid.apply(out[0]);
             net.lr_sigma.apply(&hidden, &mut out);
-            let lr_s = sigmoid(out[0]);
+            let lr_s = kestrel_nn::Activation::Sigmoid.apply(out[0]);
             let wsd = (wvar + 1e-8).sqrt();
             s.mean[j] = (m + lr_m * (wmean - m)).clamp(-MEAN_BOUND, MEAN_BOUND);
             s.sigma[j] = (sg + lr_s * (wsd - sg)).clamp(SIGMA_FLOOR, f32::MAX as f64);

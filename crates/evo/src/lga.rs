@@ -61,23 +61,17 @@ impl MultiHead {
         // DenseGeneral's kernels are `in × heads × head_dim` (and `heads × head_dim × out`):
         // row-major, they are a dense layer's `in × (heads·head_dim)`.
         let proj = |name: &str| -> Result<Dense, EvoError> {
-            Ok(Dense {
-                kernel: c.get_f64(&format!("{at}/{name}/kernel"), &[inputs, HEADS, HEAD_DIM])?,
-                bias: c.get_f64(&format!("{at}/{name}/bias"), &[HEADS, HEAD_DIM])?,
-                inputs,
-                outputs: WIDTH,
-            })
+            let kernel = c.get_f64(&format!("{at}/{name}/kernel"), &[inputs, HEADS, HEAD_DIM])?;
+            let bias = c.get_f64(&format!("{at}/{name}/bias"), &[HEADS, HEAD_DIM])?;
+            Dense::from_parts(kernel, &bias, inputs, WIDTH)
         };
+        let out_kernel = c.get_f64(&format!("{at}/out/kernel"), &[HEADS, HEAD_DIM, WIDTH])?;
+        let out_bias = c.get_f64(&format!("{at}/out/bias"), &[WIDTH])?;
         Ok(MultiHead {
             query: proj("query")?,
             key: proj("key")?,
             value: proj("value")?,
-            out: Dense {
-                kernel: c.get_f64(&format!("{at}/out/kernel"), &[HEADS, HEAD_DIM, WIDTH])?,
-                bias: c.get_f64(&format!("{at}/out/bias"), &[WIDTH])?,
-                inputs: WIDTH,
-                outputs: WIDTH,
-            },
+            out: Dense::from_parts(out_kernel, &out_bias, WIDTH, WIDTH)?,
         })
     }
 }

@@ -28,6 +28,7 @@
 use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, CmaState};
 use crate::strategy::{Progress, StateDict, StateTensors, Strategy, TellMetrics, check_lens};
+use crate::sv_open_es::{particle_means, particle_rows, record_particles};
 use crate::termination::Scales;
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
@@ -67,7 +68,7 @@ pub struct SvCmaState {
 impl SvCmaEs {
     /// The strategy: `pop_size` rows in `num_populations` particles of at least 4 rows each.
     pub fn new(pop_size: usize, num_dims: usize, num_populations: usize) -> Result<Self, EvoError> {
-        let each = crate::sv_open_es::particle_rows(pop_size, num_populations)?;
+        let each = particle_rows(pop_size, num_populations)?;
         if each < 4 {
             return Err(EvoError::invalid(
                 "pop_size",
@@ -143,16 +144,8 @@ impl Strategy for SvCmaEs {
     }
 
     fn init(&self, key: Key, params: &SvCmaParams, mean: &[f32]) -> SvCmaState {
-        let (k, n) = (self.particles, self.num_dims);
-        assert_eq!(mean.len(), n, "SvCmaEs::init: mean must have num_dims values");
-        let mut z = vec![0.0f64; k * n];
-        fill_normal_f32(key, &mut z);
-        let sigma = params.cma.sigma_init;
-        let means: Vec<f32> = z
-            .iter()
-            .enumerate()
-            .map(|(i, z)| crate::strategy::to_row(mean[i % n] as f64 + sigma * z))
-            .collect();
+        assert_eq!(mean.len(), self.num_dims, "SvCmaEs::init: mean must have num_dims values");
+        let means = particle_means(key, mean, params.cma.sigma_init, self.particles);
         self.init_means(params, &means)
     }
 
@@ -173,12 +166,8 @@ impl Strategy for SvCmaEs {
     ) -> TellMetrics {
         let (k, n, lam) = (self.particles, self.num_dims, self.particle_pop_size());
         check_lens("SvCmaEs::tell", self.pop_size, n, population, Some(fitness));
-        let before = s.progress.best_fitness;
-        let (best, bad) = s.progress.record(population, fitness);
-        if best < before {
-            let at = fitness.iter().position(|&f| f == best).unwrap_or(0);
-            s.best_particle = (at / lam) as u64;
-        }
+        let (best, bad) =
+            record_particles(&mut s.progress, &mut s.best_particle, population, fitness, lam);
         // Every particle's kernel term from the means before any of them moves.
         let h2 = p.kernel_std * p.kernel_std;
         for q in 0..k {

@@ -42,6 +42,33 @@ pub(crate) fn particle_rows(pop_size: usize, num_populations: usize) -> Result<u
     Ok(pop_size / num_populations)
 }
 
+/// [`Progress::record`] for a population of particle blocks of `lam` rows, `best_particle`
+/// moved to the block of a new best.
+pub(crate) fn record_particles(
+    progress: &mut Progress,
+    best_particle: &mut u64,
+    population: &[f32],
+    fitness: &[f32],
+    lam: usize,
+) -> (f32, u32) {
+    let before = progress.best_fitness;
+    let (best, bad) = progress.record(population, fitness);
+    if best < before {
+        let at = fitness.iter().position(|&f| f == best).unwrap_or(0);
+        *best_particle = (at / lam) as u64;
+    }
+    (best, bad)
+}
+
+/// `k` particle means `mean + σ z_p` (`k × n`, `z_p` standard normal from `key`): the Stein
+/// variational strategies' start from one mean, since identical particles feel no repulsion.
+pub(crate) fn particle_means(key: Key, mean: &[f32], sigma: f64, k: usize) -> Vec<f32> {
+    let n = mean.len();
+    let mut z = vec![0.0f64; k * n];
+    fill_normal_f32(key, &mut z);
+    z.iter().enumerate().map(|(i, z)| to_row(mean[i % n] as f64 + sigma * z)).collect()
+}
+
 /// SV-OpenAI-ES: `num_populations` particles of `pop_size / num_populations` rows each.
 #[derive(Clone, Debug)]
 pub struct SvOpenEs {
@@ -172,16 +199,8 @@ impl Strategy for SvOpenEs {
     }
 
     fn init(&self, key: Key, params: &SvOpenEsParams, mean: &[f32]) -> SvOpenEsState {
-        let (k, n) = (self.particles, self.num_dims);
-        assert_eq!(mean.len(), n, "SvOpenEs::init: mean must have num_dims values");
-        let mut z = vec![0.0f64; k * n];
-        fill_normal_f32(key, &mut z);
-        let means: Vec<f32> = z
-            .iter()
-            .enumerate()
-            .map(|(i, z)| to_row(mean[i % n] as f64 + params.sigma * z))
-            .collect();
-        self.init_means(&means)
+        assert_eq!(mean.len(), self.num_dims, "SvOpenEs::init: mean must have num_dims values");
+        self.init_means(&particle_means(key, mean, params.sigma, self.particles))
     }
 
     fn ask(&self, key: Key, s: &mut SvOpenEsState, p: &SvOpenEsParams, population: &mut [f32]) {
@@ -200,12 +219,8 @@ impl Strategy for SvOpenEs {
         let (k, n) = (self.particles, self.num_dims);
         let (lam, half) = (self.particle_pop_size(), self.particle_pop_size() / 2);
         check_lens("SvOpenEs::tell", self.pop_size, n, population, Some(fitness));
-        let before = s.progress.best_fitness;
-        let (best, bad) = s.progress.record(population, fitness);
-        if best < before {
-            let at = fitness.iter().position(|&f| f == best).unwrap_or(0);
-            s.best_particle = (at / lam) as u64;
-        }
+        let (best, bad) =
+            record_particles(&mut s.progress, &mut s.best_particle, population, fitness, lam);
         // Each particle's gradient −Σ f̃_i z_i / (λ σ), its ranks centred within its block; the
         // mirrored row of pair i carries −z_i.
         for q in 0..k {
