@@ -118,6 +118,31 @@ pub(crate) fn softmax(v: &mut [f64]) {
     v.iter_mut().for_each(|x| *x /= s);
 }
 
+/// Features `[f < best, centred ordinal rank, z-score]` of `fit` into `out` (`stride` values
+/// per row, these three first), as `les_tools.FitnessFeatures(centered_rank=True,
+/// z_score=True)` computes them.
+pub(crate) fn fitness_features(
+    fit: &[f32],
+    best: f64,
+    order: &mut [usize],
+    ranks: &mut [f64],
+    out: &mut [f64],
+    stride: usize,
+) {
+    let n = fit.len();
+    ordinal_ranks(fit, &mut order[..n], &mut ranks[..n]);
+    let mean = fit.iter().map(|&f| f as f64).sum::<f64>() / n as f64;
+    let var = fit.iter().map(|&f| (f as f64 - mean) * (f as f64 - mean)).sum::<f64>() / n as f64;
+    let sd = var.sqrt();
+    let denom = (n.max(2) - 1) as f64;
+    for i in 0..n {
+        let f = fit[i] as f64;
+        out[i * stride] = if f < best { 1.0 } else { 0.0 };
+        out[i * stride + 1] = ranks[i] / denom - 0.5;
+        out[i * stride + 2] = (f - mean) / (sd + 1e-10);
+    }
+}
+
 /// LES's two networks, as evosax's checkpoint holds them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LesNet {
@@ -186,7 +211,7 @@ pub struct LesState {
     /// Best-so-far bookkeeping.
     pub progress: Progress,
     z: Vec<f64>,
-    fit: Vec<f64>,
+    fit: Vec<f32>,
     order: Vec<usize>,
     feats: Vec<f64>,
     k: Vec<f64>,
@@ -229,15 +254,7 @@ impl Les {
     /// features.
     fn weights(&self, s: &mut LesState, net: &LesNet) {
         let lam = self.pop_size;
-        // Features: improvement on the best so far, centred ordinal rank, z-score.
-        let fit = &s.fit;
-        let mean = fit.iter().sum::<f64>() / lam as f64;
-        let sd = (fit.iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / lam as f64).sqrt();
-        for i in 0..lam {
-            s.feats[3 * i] = if fit[i] < s.best_shaped { 1.0 } else { 0.0 };
-            s.feats[3 * i + 1] = s.a[i] / (lam - 1) as f64 - 0.5;
-            s.feats[3 * i + 2] = (fit[i] - mean) / (sd + 1e-10);
-        }
+        fitness_features(&s.fit, s.best_shaped, &mut s.order, &mut s.a, &mut s.feats, 3);
         let mut key = [0.0f64; 8];
         for i in 0..lam {
             let x = &s.feats[3 * i..3 * i + 3];
@@ -482,9 +499,10 @@ impl Strategy for Les {
         check_lens("Les::tell", lam, n, population, Some(fitness));
         let generation = s.progress.generation;
         let (best, bad) = s.progress.record(population, fitness);
-        finite_or_worst(fitness, &mut s.fit);
-        // Ordinal ranks into `a` (free until the attention rows use it).
-        ordinal_ranks(fitness, &mut s.order, &mut s.a);
+        // A failed evaluation reads as the generation's worst (through `a`, free until the
+        // features' ranks and the attention rows use it).
+        finite_or_worst(fitness, &mut s.a);
+        s.fit.iter_mut().zip(&s.a).for_each(|(f, &v)| *f = v as f32);
         let net = &*self.net;
         self.weights(s, net);
         let embed = time_embedding(generation);

@@ -33,8 +33,7 @@ use crate::EvoError;
 use crate::cma_es::SIGMA_FLOOR;
 use crate::error::check_sizes;
 use crate::learned_ckpt::Checkpoint;
-use crate::les::{Dense, ExpRows, HeadAttention, softmax};
-use crate::shaping::ordinal_ranks;
+use crate::les::{Dense, ExpRows, HeadAttention, fitness_features, softmax};
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, finite_or_worst, to_row};
 use crate::swarm::{best_or_start, first_population};
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
@@ -221,31 +220,6 @@ pub struct LgaState {
     q_s: Vec<f64>,
     k_s: Vec<f64>,
     work: AttnWork,
-}
-
-/// Features `[f < best, centred ordinal rank, z-score]` of `fit` into `out` (`stride` values
-/// per row, these three first), as `les_tools.FitnessFeatures(centered_rank=True,
-/// z_score=True)` computes them.
-fn fitness_features(
-    fit: &[f32],
-    best: f64,
-    order: &mut [usize],
-    ranks: &mut [f64],
-    out: &mut [f64],
-    stride: usize,
-) {
-    let n = fit.len();
-    ordinal_ranks(fit, &mut order[..n], &mut ranks[..n]);
-    let mean = fit.iter().map(|&f| f as f64).sum::<f64>() / n as f64;
-    let var = fit.iter().map(|&f| (f as f64 - mean) * (f as f64 - mean)).sum::<f64>() / n as f64;
-    let sd = var.sqrt();
-    let denom = (n.max(2) - 1) as f64;
-    for i in 0..n {
-        let f = fit[i] as f64;
-        out[i * stride] = if f < best { 1.0 } else { 0.0 };
-        out[i * stride + 1] = ranks[i] / denom - 0.5;
-        out[i * stride + 2] = (f - mean) / (sd + 1e-10);
-    }
 }
 
 /// `(v − mean) / (sd + 1e-10)` and `2 (v − min) / (max − min + 1e-10) − 1 + 2` (evosax's
