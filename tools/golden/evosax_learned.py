@@ -2,7 +2,9 @@
 meta-learned checkpoints: LES (`les.rs`, `ckpt/les/2023_10_les_v2.pkl`, evosax's default)
 LGA (`lga.rs`, `ckpt/lga/2023_04_lga_v4.pkl`, evosax's default up to 50 dimensions, from
 an evaluated first population) and CMA-anchored LES (`cma_anchored_les.rs`,
-`ckpt/cma_anchored_les/2026_10_cma_anchored_les.pkl`; its base and alternative normals). For each case: 24 generations of ask and tell with the draws
+`ckpt/cma_anchored_les/2026_10_cma_anchored_les.pkl`; its base and alternative normals) and
+EvoTF (`evotf.rs`, `ckpt/evotf/2024_03_SNES_small.pkl`; 110 generations in one case, past its
+100-generation context, with each generation's features). For each case: 24 generations of ask and tell with the draws
 each `_ask` makes (LES's standard normals; LGA's parent indices and mutation normals, and the
 elites' selection choices, read back from the state it returns), so the Rust side injects them, random fitness with ties, each generation's state before
 and after. The checkpoints are read by the Rust test from `tools/evosax-ckpt`'s copy of the
@@ -22,6 +24,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from evosax.algorithms import LearnedES as LES  # noqa: E402
 from evosax.algorithms import CMAAnchoredLES  # noqa: E402
+from evosax.algorithms import EvoTF_ES  # noqa: E402
 from evosax.algorithms import LearnedGA as LGA  # noqa: E402
 from evosax.learned_evolution.lga_tools import tanh_age  # noqa: E402
 
@@ -38,6 +41,12 @@ def snapshot(name, s):
                     "success": f(s.success_ema), "epoch_best": finite(s.epoch_best_fitness),
                     "stall": float(s.stall_counter), "best": finite(s.best_fitness_shaped),
                     "best_row": f(s.best_solution_shaped)})
+    if name == "evotf":
+        d = s.df_state
+        out.update({"best": finite(s.sf_state.best_fitness), "best_row": f(s.sf_state.best_solution),
+                    "ff_best": finite(s.ff_state.best_fitness),
+                    "old_mean": f(d.old_mean), "old_std": f(d.old_std), "path_mean": f(d.evopath_mean),
+                    "path_std": f(d.evopath_std), "mom_mean": f(d.momentum_mean), "mom_std": f(d.momentum_std)})
     return out
 
 
@@ -119,6 +128,10 @@ def run(name, es, params, n, rng, extra, gens=GENERATIONS, flat=False):
             z = {"base": f(jax.random.normal(k_base, (pb, n))), "alt": f(jax.random.normal(k_alt, (pop - pb, n)))}
         else:
             z = {"z": f(jax.random.normal(k_ask, (pop, n)))}
+        if name == "evotf":  # the generation's features, as the context holds them
+            idx = min(g, es.max_context_len - 1)
+            z.update({"sfeat": f(new_state.solution_context[0, idx]), "ffeat": f(new_state.fitness_context[0, idx]),
+                      "dfeat": f(new_state.distribution_context[0, idx])})
         steps.append({**z, "population": f(x),
                       "fitness": [float(v) for v in np.asarray(fit)],
                       "before": before, "after": snapshot(name, new_state)})
@@ -152,6 +165,13 @@ def main():
     es = CMAAnchoredLES(9, jnp.zeros(4))
     cases.append(run("cales", es, es.default_params, 4, rng,
                      {"sigma": 0.05, "ckpt": "cma_anchored_les/2026_10_cma_anchored_les.pkl"}, gens=140, flat=True))
+    # EvoTF: 110 generations past its 100-generation context (the window slides from
+    # generation 100), and two shorter shapes (more coordinates than rows in one).
+    for pop, n, sigma, gens in [(8, 3, 1.0, 110), (12, 5, 0.5, GENERATIONS), (6, 9, 0.3, GENERATIONS)]:
+        es = EvoTF_ES(pop, jnp.zeros(n))
+        params = es.default_params.replace(std_init=sigma)
+        cases.append(run("evotf", es, params, n, rng, {"sigma": sigma, "ckpt": "evotf/2024_03_SNES_small.pkl"},
+                         gens=gens))
     write_cases(a.out, a.seed, cases)
 
 

@@ -24,7 +24,7 @@ NAMES = ["CMA_ES", "Sep_CMA_ES", "SNES", "SimpleES", "DES", "MA_ES", "LM_MA_ES",
          "GESMR_GA", "PersistentES", "NoiseReuseES", "GuidedES", "ASEBO", "Rm_ES", "iAMaLGaM_Full",
          "iAMaLGaM_Univariate", "CR_FM_NES",
          "SV_Open_ES", "DiffusionEvolution", "SV_CMA_ES", "Open_ES", "PGPE", "xNES", "DifferentialEvolution",
-         "LES", "LGA", "CMAAnchoredLES"]
+         "LES", "LGA", "CMAAnchoredLES", "EvoTF_ES"]
 # Population-based: evosax's init takes an evaluated first population (Kestrel's generation 0).
 POPULATION_BASED = {"PSO", "SimpleGA", "MR15_GA", "SAMR_GA", "GESMR_GA", "DiffusionEvolution",
                     "DifferentialEvolution", "LGA"}

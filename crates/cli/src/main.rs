@@ -92,7 +92,7 @@ struct StrategiesArgs {
 /// `kestrel evo strategies`: the one listing of the strategy registry (`StrategyKind`) and
 /// the knobs each has (`StrategyParams`).
 fn strategies(a: StrategiesArgs) -> Result<()> {
-    use kestrel_evo::{EVOSAX_NAMES, StrategyKind, StrategyParams};
+    use kestrel_evo::{StrategyKind, StrategyParams};
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for k in StrategyKind::ALL {
@@ -121,13 +121,6 @@ fn strategies(a: StrategiesArgs) -> Result<()> {
                 writeln!(out, "    params.{key:<18} {doc}")?;
             }
         }
-    }
-    let missing: Vec<&str> =
-        EVOSAX_NAMES.iter().filter(|(_, k)| k.is_none()).map(|(n, _)| *n).collect();
-    if a.json {
-        writeln!(out, "{}", serde_json::json!({"not_yet": missing}))?;
-    } else {
-        writeln!(out, "\nevosax 0.3.2 algorithms not in Kestrel yet: {}", missing.join(", "))?;
     }
     Ok(())
 }

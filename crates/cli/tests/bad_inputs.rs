@@ -125,7 +125,7 @@ fn corpus(dir: &Path) -> Vec<(String, String)> {
         ("evo bench --num-dims 0".into(), "num_dims"),
         ("evo bench --pop-size 0".into(), "pop_size"),
         ("evo bench --strategy xnes --eager-eigen".into(), "eager_eigen"),
-        ("evo bench --strategy EvoTF_ES".into(), "not in Kestrel yet"),
+        ("evo bench --strategy EvoTF_ES".into(), "params.params_path"),
         ("evo run --strategy cmaess".into(), "did you mean"),
         (
             "evo run --strategy gesmr-ga --pop-size 10 --set params.num_groups=2".into(),

@@ -35,6 +35,7 @@ use crate::cma_es::{CmaEs, default_pop_size};
 use crate::cr_fm_nes::CrFmNes;
 use crate::de::DifferentialEvolution;
 use crate::diffusion::DiffusionEvolution;
+use crate::evotf::{EvoTf, EvoTfNet};
 use crate::ga::{Ga, GaRule};
 use crate::gradient_es::{GradientEs, GradientRule};
 use crate::les::{Les, LesNet};
@@ -144,6 +145,10 @@ pub enum StrategyKind {
     /// [`CmaAnchoredLes`], separable CMA-ES with meta-learned gates (evosax
     /// `CMAAnchoredLES`; its weights from evosax's checkpoint at `params_path`).
     CmaAnchoredLes,
+    /// [`EvoTf`], the Evolution Transformer (evosax `EvoTF_ES`; its weights and architecture
+    /// from evosax's checkpoint at `params_path`).
+    #[serde(rename = "evotf-es")]
+    EvoTfEs,
 }
 
 /// The Stein variational strategies' default number of particles for `pop_size` rows (evosax
@@ -169,45 +174,45 @@ impl TryFrom<String> for StrategyKind {
 
 /// evosax 0.3.2's algorithm names (`evosax.algorithms`, the 29 distribution-based and 8
 /// population-based entries jax_mppi's `EvoSaxOptimizer` looks up with `getattr`), each with
-/// the Kestrel strategy it names, `None` where Kestrel has none yet.
-pub const EVOSAX_NAMES: [(&str, Option<StrategyKind>); 37] = [
-    ("ARS", Some(StrategyKind::Ars)),
-    ("ASEBO", Some(StrategyKind::Asebo)),
-    ("CMAAnchoredLES", Some(StrategyKind::CmaAnchoredLes)),
-    ("CMA_ES", Some(StrategyKind::CmaEs)),
-    ("CR_FM_NES", Some(StrategyKind::CrFmNes)),
-    ("DES", Some(StrategyKind::Des)),
-    ("ESMC", Some(StrategyKind::Esmc)),
-    ("EvoTF_ES", None),
-    ("GradientlessDescent", Some(StrategyKind::GradientlessDescent)),
-    ("GuidedES", Some(StrategyKind::GuidedEs)),
-    ("HillClimbing", Some(StrategyKind::HillClimbing)),
-    ("iAMaLGaM_Full", Some(StrategyKind::IamalgamFull)),
-    ("iAMaLGaM_Univariate", Some(StrategyKind::IamalgamUnivariate)),
-    ("LES", Some(StrategyKind::Les)),
-    ("LM_MA_ES", Some(StrategyKind::LmMaEs)),
-    ("MA_ES", Some(StrategyKind::MaEs)),
-    ("NoiseReuseES", Some(StrategyKind::NoiseReuseEs)),
-    ("Open_ES", Some(StrategyKind::OpenEs)),
-    ("PersistentES", Some(StrategyKind::PersistentEs)),
-    ("PGPE", Some(StrategyKind::Pgpe)),
-    ("RandomSearch", Some(StrategyKind::RandomSearch)),
-    ("Rm_ES", Some(StrategyKind::RmEs)),
-    ("Sep_CMA_ES", Some(StrategyKind::SepCmaEs)),
-    ("SimulatedAnnealing", Some(StrategyKind::SimulatedAnnealing)),
-    ("SimpleES", Some(StrategyKind::SimpleEs)),
-    ("SNES", Some(StrategyKind::Snes)),
-    ("SV_CMA_ES", Some(StrategyKind::SvCmaEs)),
-    ("SV_Open_ES", Some(StrategyKind::SvOpenEs)),
-    ("xNES", Some(StrategyKind::Xnes)),
-    ("DifferentialEvolution", Some(StrategyKind::De)),
-    ("DiffusionEvolution", Some(StrategyKind::DiffusionEvolution)),
-    ("GESMR_GA", Some(StrategyKind::GesmrGa)),
-    ("LGA", Some(StrategyKind::Lga)),
-    ("MR15_GA", Some(StrategyKind::Mr15Ga)),
-    ("PSO", Some(StrategyKind::Pso)),
-    ("SAMR_GA", Some(StrategyKind::SamrGa)),
-    ("SimpleGA", Some(StrategyKind::SimpleGa)),
+/// the Kestrel strategy it names.
+pub const EVOSAX_NAMES: [(&str, StrategyKind); 37] = [
+    ("ARS", StrategyKind::Ars),
+    ("ASEBO", StrategyKind::Asebo),
+    ("CMAAnchoredLES", StrategyKind::CmaAnchoredLes),
+    ("CMA_ES", StrategyKind::CmaEs),
+    ("CR_FM_NES", StrategyKind::CrFmNes),
+    ("DES", StrategyKind::Des),
+    ("ESMC", StrategyKind::Esmc),
+    ("EvoTF_ES", StrategyKind::EvoTfEs),
+    ("GradientlessDescent", StrategyKind::GradientlessDescent),
+    ("GuidedES", StrategyKind::GuidedEs),
+    ("HillClimbing", StrategyKind::HillClimbing),
+    ("iAMaLGaM_Full", StrategyKind::IamalgamFull),
+    ("iAMaLGaM_Univariate", StrategyKind::IamalgamUnivariate),
+    ("LES", StrategyKind::Les),
+    ("LM_MA_ES", StrategyKind::LmMaEs),
+    ("MA_ES", StrategyKind::MaEs),
+    ("NoiseReuseES", StrategyKind::NoiseReuseEs),
+    ("Open_ES", StrategyKind::OpenEs),
+    ("PersistentES", StrategyKind::PersistentEs),
+    ("PGPE", StrategyKind::Pgpe),
+    ("RandomSearch", StrategyKind::RandomSearch),
+    ("Rm_ES", StrategyKind::RmEs),
+    ("Sep_CMA_ES", StrategyKind::SepCmaEs),
+    ("SimulatedAnnealing", StrategyKind::SimulatedAnnealing),
+    ("SimpleES", StrategyKind::SimpleEs),
+    ("SNES", StrategyKind::Snes),
+    ("SV_CMA_ES", StrategyKind::SvCmaEs),
+    ("SV_Open_ES", StrategyKind::SvOpenEs),
+    ("xNES", StrategyKind::Xnes),
+    ("DifferentialEvolution", StrategyKind::De),
+    ("DiffusionEvolution", StrategyKind::DiffusionEvolution),
+    ("GESMR_GA", StrategyKind::GesmrGa),
+    ("LGA", StrategyKind::Lga),
+    ("MR15_GA", StrategyKind::Mr15Ga),
+    ("PSO", StrategyKind::Pso),
+    ("SAMR_GA", StrategyKind::SamrGa),
+    ("SimpleGA", StrategyKind::SimpleGa),
 ];
 
 /// evosax's class names where its registry key differs (`evosax.algorithms.DiscoveredES` is
@@ -223,7 +228,7 @@ fn fold(name: &str) -> String {
 
 impl StrategyKind {
     /// Every strategy, in documentation order.
-    pub const ALL: [StrategyKind; 36] = [
+    pub const ALL: [StrategyKind; 37] = [
         StrategyKind::CmaEs,
         StrategyKind::SepCmaEs,
         StrategyKind::Snes,
@@ -260,6 +265,7 @@ impl StrategyKind {
         StrategyKind::Les,
         StrategyKind::Lga,
         StrategyKind::CmaAnchoredLes,
+        StrategyKind::EvoTfEs,
     ];
 
     /// The config spelling.
@@ -301,18 +307,19 @@ impl StrategyKind {
             StrategyKind::Les => "les",
             StrategyKind::Lga => "lga",
             StrategyKind::CmaAnchoredLes => "cma-anchored-les",
+            StrategyKind::EvoTfEs => "evotf-es",
         }
     }
 
     /// evosax 0.3.2's name of this strategy.
     pub fn evosax_name(self) -> &'static str {
-        EVOSAX_NAMES.iter().find(|(_, k)| *k == Some(self)).map(|(n, _)| *n).unwrap_or("")
+        EVOSAX_NAMES.iter().find(|(_, k)| *k == self).map(|(n, _)| *n).unwrap_or("")
     }
 
     /// The strategy named `name`: its config spelling or evosax's, in any case, with `-` or
     /// `_` (`cma-es`, `CMA_ES`, `cma_es`, `Sep_CMA_ES`, `open_es`, `lm-ma-es`, `SimpleES`,
-    /// `DifferentialEvolution`, ...). An evosax algorithm Kestrel does not have yet is an
-    /// error that says so; any other name, one naming the closest and listing all.
+    /// `DifferentialEvolution`, ...); any other name is an error naming the closest and
+    /// listing all.
     pub fn parse(name: &str) -> Result<Self, EvoError> {
         let f = fold(name);
         if let Some(k) = Self::ALL.into_iter().find(|k| k.name() == f) {
@@ -320,17 +327,8 @@ impl StrategyKind {
         }
         let key = EVOSAX_CLASS_NAMES.iter().find(|(c, _)| fold(c) == f).map(|(_, k)| fold(k));
         let f = key.unwrap_or(f);
-        if let Some((evosax, kind)) = EVOSAX_NAMES.iter().find(|(n, _)| fold(n) == f) {
-            return kind.ok_or_else(|| {
-                EvoError::invalid(
-                    "strategy",
-                    format!("{name:?}"),
-                    format!(
-                        "a strategy Kestrel has: evosax's {evosax} is not in Kestrel yet ({})",
-                        Self::accepted_names()
-                    ),
-                )
-            });
+        if let Some((_, kind)) = EVOSAX_NAMES.iter().find(|(n, _)| fold(n) == f) {
+            return Ok(*kind);
         }
         let all = Self::ALL.iter().map(|k| k.name()).chain(EVOSAX_NAMES.iter().map(|(n, _)| *n));
         let near = kestrel_core::closest(name, all)
@@ -352,6 +350,7 @@ impl StrategyKind {
             StrategyKind::Lga if num_dims > 50 => Some("lga/2023_04_lga_v7.pkl"),
             StrategyKind::Lga => Some("lga/2023_04_lga_v4.pkl"),
             StrategyKind::CmaAnchoredLes => Some("cma_anchored_les/2026_10_cma_anchored_les.pkl"),
+            StrategyKind::EvoTfEs => Some("evotf/2024_03_SNES_small.pkl"),
             _ => None,
         }
     }
@@ -669,6 +668,16 @@ impl StrategyKind {
                 let net = CalesNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
                 let s = CmaAnchoredLes::new(pop, n, std::sync::Arc::new(net))?;
                 Box::new(Instance::new(s, crate::CalesParams { sigma_init: sigma }, key, mean))
+            }
+            StrategyKind::EvoTfEs => {
+                crate::error::check_sizes(pop, n, 2)?;
+                let context = params.max_context_len.unwrap_or(100);
+                crate::evotf::check_context(context)?;
+                let net = EvoTfNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
+                let s = EvoTf::new(pop, n, context, std::sync::Arc::new(net))?;
+                let p =
+                    params.evotf(crate::EvoTfParams { sigma_init: sigma, ..s.default_params() })?;
+                Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::DiffusionEvolution => {
                 let s = DiffusionEvolution::new(pop, n, params.num_latent_dims)?;
@@ -1267,19 +1276,15 @@ mod tests {
         let e = StrategyKind::parse("cmaess").unwrap_err().to_string();
         assert!(e.contains("strategy") && e.contains("cmaess") && e.contains("sep-cma-es"), "{e}");
         // evosax's spellings, as jax_mppi's EvoSaxOptimizer passes them, name the same kinds.
-        for (name, kind) in EVOSAX_NAMES {
-            match kind {
-                Some(k) => {
-                    assert_eq!(StrategyKind::parse(name).unwrap(), k, "{name}");
-                    assert_eq!(k.evosax_name(), name);
-                    let json = serde_json::from_str::<StrategyKind>(&format!("\"{name}\""));
-                    assert_eq!(json.unwrap(), k, "{name} from a config");
-                }
-                None => {
-                    let e = StrategyKind::parse(name).unwrap_err().to_string();
-                    assert!(e.contains(name) && e.contains("not in Kestrel yet"), "{e}");
-                }
-            }
+        for (name, k) in EVOSAX_NAMES {
+            assert_eq!(StrategyKind::parse(name).unwrap(), k, "{name}");
+            assert_eq!(k.evosax_name(), name);
+            let json = serde_json::from_str::<StrategyKind>(&format!("\"{name}\""));
+            assert_eq!(json.unwrap(), k, "{name} from a config");
+        }
+        // Every strategy has its evosax name, each once.
+        for k in StrategyKind::ALL {
+            assert_eq!(EVOSAX_NAMES.iter().filter(|(_, e)| *e == k).count(), 1, "{k}");
         }
         assert_eq!(StrategyKind::parse("DiscoveredES").unwrap(), StrategyKind::Des);
         assert_eq!(StrategyKind::parse("LearnedES").unwrap(), StrategyKind::Les);

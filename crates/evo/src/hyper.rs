@@ -10,9 +10,9 @@ use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{
     Adam, AlphaSchedule, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams,
-    DiffusionParams, EvoError, GaParams, GradientEsParams, LesParams, LocalParams, OpenEsParams,
-    PgpeParams, RmParams, SnesParams, SvCmaParams, SvOpenEsParams, SwarmParams, WeightedEsParams,
-    XnesParams,
+    DiffusionParams, EvoError, EvoTfParams, GaParams, GradientEsParams, LesParams, LocalParams,
+    OpenEsParams, PgpeParams, RmParams, SnesParams, SvCmaParams, SvOpenEsParams, SwarmParams,
+    WeightedEsParams, XnesParams,
 };
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
@@ -79,10 +79,12 @@ strategy_params! {
     lazy_eigen: bool => [CmaEs, SvCmaEs],
     /// CMA-ES, SV-CMA-ES: the lazy rule's constant (default 2.5; pycma's 0.1).
     lazy_gap: f64 => [CmaEs, SvCmaEs],
-    /// SNES, xNES, CR-FM-NES: learning rate of the mean (default 1).
-    lr_mean: f64 => [Snes, Xnes, CrFmNes],
-    /// SNES, xNES: learning rate of the step sizes.
-    lr_sigma: f64 => [Snes, Xnes],
+    /// SNES, xNES, CR-FM-NES: learning rate of the mean (default 1); EvoTF: scale of its
+    /// mean update (evosax's `lr_mean`, default 1).
+    lr_mean: f64 => [Snes, Xnes, CrFmNes, EvoTfEs],
+    /// SNES, xNES: learning rate of the step sizes; EvoTF: scale of its log-step update
+    /// (evosax's `lr_std`, default 1).
+    lr_sigma: f64 => [Snes, Xnes, EvoTfEs],
     /// xNES: learning rate of the shape matrix B; CR-FM-NES: of its shape `v`, `D` (default
     /// tanh((min(0.02 λ, 3 ln n) + 5) / (0.23 n + 25))).
     lr_b: f64 => [Xnes, CrFmNes],
@@ -183,11 +185,15 @@ strategy_params! {
     /// Diffusion Evolution: weigh the members in a random projection to this many dimensions
     /// (evosax's `num_latent_dims`, in 1..=num_dims; default none).
     num_latent_dims: usize => [DiffusionEvolution],
-    /// LES, LGA, CMA-anchored LES: the file of evosax 0.3.2's meta-learned weights it reads
-    /// (evosax's `params_path`; required: Kestrel ships none; evosax's defaults are its
+    /// LES, LGA, CMA-anchored LES, EvoTF: the file of evosax 0.3.2's meta-learned weights it
+    /// reads (evosax's `params_path`; required: Kestrel ships none; evosax's defaults are its
     /// `algorithms/ckpt/les/2023_10_les_v2.pkl`, `lga/2023_04_lga_v4.pkl` (`v7` above 50
-    /// dimensions) and `cma_anchored_les/2026_10_cma_anchored_les.pkl`).
-    params_path: String => [Les, Lga, CmaAnchoredLes],
+    /// dimensions), `cma_anchored_les/2026_10_cma_anchored_les.pkl` and
+    /// `evotf/2024_03_SNES_small.pkl`).
+    params_path: String => [Les, Lga, CmaAnchoredLes, EvoTfEs],
+    /// EvoTF: generations its transformer sees (evosax's `max_context_len`, in 1..=5000,
+    /// default 100).
+    max_context_len: usize => [EvoTfEs],
     /// Rm-ES: evolution paths kept (evosax's `m`, in 1..=1024, default 1).
     num_paths: usize => [RmEs],
     /// Rm-ES: the generation gap below which the closest pair of kept paths is thinned
@@ -472,6 +478,13 @@ impl StrategyParams {
     /// LES params with these overrides (`params_path` is read by
     /// [`StrategyKind::build_with`], which loads the networks).
     pub fn les(&self, p: LesParams) -> Result<LesParams, EvoError> {
+        Ok(p)
+    }
+
+    /// EvoTF params with these overrides (`params_path` and `max_context_len` are read by
+    /// [`StrategyKind::build_with`], which loads the networks and sizes the context).
+    pub fn evotf(&self, mut p: EvoTfParams) -> Result<EvoTfParams, EvoError> {
+        set!(self, p: lr_mean in POS..INF, lr_sigma in POS..INF);
         Ok(p)
     }
 

@@ -6,7 +6,9 @@
 //! nested dicts (flax `FrozenDict`s) whose leaves are `les_tools._restore_array(bytes, dtype,
 //! shape)` calls. A pickle can name any Python callable; this reader is a small pickle machine
 //! that knows only those two (and plain containers, numbers and strings) and refuses any other
-//! global, naming it, so a tampered file is an error, never code run or a panic.
+//! global, naming it, so a tampered file is an error, never code run or a panic. EvoTF's
+//! checkpoint also holds its configs as `dotmap.DotMap`s (built from `collections.OrderedDict`
+//! state); the reader rebuilds those as plain dicts and keeps their values ([`Checkpoint::config`]).
 
 use crate::EvoError;
 use kestrel_core::FromInvalid;
@@ -25,6 +27,23 @@ pub struct CkptArray {
     pub data: Vec<f32>,
 }
 
+/// A config value beside a checkpoint's arrays (EvoTF's `model_config/embed_dim`, ...).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigValue {
+    /// `None`.
+    None,
+    /// A bool.
+    Bool(bool),
+    /// An int.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// A list or tuple of numbers.
+    Numbers(Vec<f64>),
+}
+
 /// A checkpoint: its arrays by path (`recomb_weights/params/Dense_0/kernel`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Checkpoint {
@@ -32,6 +51,8 @@ pub struct Checkpoint {
     pub source: String,
     /// The arrays, by their dict keys joined with `/`.
     pub arrays: BTreeMap<String, CkptArray>,
+    /// The other values (numbers, bools, strings, lists of numbers), by the same paths.
+    pub config: BTreeMap<String, ConfigValue>,
 }
 
 impl Checkpoint {
@@ -57,12 +78,60 @@ impl Checkpoint {
     /// Parses checkpoint bytes (`source` names them in errors).
     pub fn parse(bytes: &[u8], source: &str) -> Result<Self, EvoError> {
         let root = Machine { b: bytes, at: 0, source }.run()?;
-        let mut arrays = BTreeMap::new();
-        flatten(&root, String::new(), &mut arrays, source, 0)?;
+        let (mut arrays, mut config) = (BTreeMap::new(), BTreeMap::new());
+        flatten(&root, String::new(), &mut arrays, &mut config, source, 0)?;
         if arrays.is_empty() {
             return Err(bad(source, 0, "no arrays: not an evosax checkpoint"));
         }
-        Ok(Checkpoint { source: source.to_string(), arrays })
+        Ok(Checkpoint { source: source.to_string(), arrays, config })
+    }
+
+    fn config_value(&self, key: &str) -> Result<&ConfigValue, EvoError> {
+        self.config.get(key).ok_or_else(|| {
+            EvoError::invalid(format!("{}: {key}", self.source), "missing", "a config value")
+        })
+    }
+
+    fn config_error(&self, key: &str, v: &ConfigValue, want: &str) -> EvoError {
+        EvoError::invalid(format!("{}: {key}", self.source), format!("{v:?}"), want.to_string())
+    }
+
+    /// The config flag at `key` (a bool, or the int 0 or 1 as evosax's DotMaps hold them).
+    pub fn config_bool(&self, key: &str) -> Result<bool, EvoError> {
+        match self.config_value(key)? {
+            ConfigValue::Bool(b) => Ok(*b),
+            ConfigValue::Int(i @ (0 | 1)) => Ok(*i == 1),
+            v => Err(self.config_error(key, v, "a bool (or 0 or 1)")),
+        }
+    }
+
+    /// The config size at `key`: an int in `1..=max`.
+    pub fn config_usize(&self, key: &str, max: usize) -> Result<usize, EvoError> {
+        match self.config_value(key)? {
+            ConfigValue::Int(i) if *i >= 1 && *i as u64 <= max as u64 => Ok(*i as usize),
+            v => Err(self.config_error(key, v, &format!("an int in 1..={max}"))),
+        }
+    }
+
+    /// The config number at `key` (an int or a float), finite.
+    pub fn config_f64(&self, key: &str) -> Result<f64, EvoError> {
+        match self.config_value(key)? {
+            ConfigValue::Int(i) => Ok(*i as f64),
+            ConfigValue::Float(x) if x.is_finite() => Ok(*x),
+            v => Err(self.config_error(key, v, "a finite number")),
+        }
+    }
+
+    /// The config list of numbers at `key`, finite, `1..=max` of them.
+    pub fn config_f64s(&self, key: &str, max: usize) -> Result<Vec<f64>, EvoError> {
+        match self.config_value(key)? {
+            ConfigValue::Numbers(v)
+                if (1..=max).contains(&v.len()) && v.iter().all(|x| x.is_finite()) =>
+            {
+                Ok(v.clone())
+            }
+            v => Err(self.config_error(key, v, &format!("a list of 1 to {max} finite numbers"))),
+        }
     }
 
     /// The array at `key` with `shape`, or an error naming the file, the key and what it holds.
@@ -106,8 +175,8 @@ fn bad(source: &str, at: usize, what: impl std::fmt::Display) -> EvoError {
 #[derive(Clone, Debug)]
 enum Val {
     None,
-    /// A bool or a float: a config value beside the weights (not kept).
-    Scalar,
+    Bool(bool),
+    Float(f64),
     Int(i64),
     Str(String),
     Bytes(Vec<u8>),
@@ -123,6 +192,7 @@ fn flatten(
     v: &Val,
     prefix: String,
     out: &mut BTreeMap<String, CkptArray>,
+    config: &mut BTreeMap<String, ConfigValue>,
     source: &str,
     depth: usize,
 ) -> Result<(), EvoError> {
@@ -136,7 +206,7 @@ fn flatten(
                     return Err(bad(source, 0, format!("a dict key that is not a string ({k:?})")));
                 };
                 let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}/{k}") };
-                flatten(v, key, out, source, depth + 1)?;
+                flatten(v, key, out, config, source, depth + 1)?;
             }
             Ok(())
         }
@@ -144,16 +214,47 @@ fn flatten(
             out.insert(prefix, a.clone());
             Ok(())
         }
-        // Scalars beside the arrays (a config value) are not weights.
-        Val::None | Val::Scalar | Val::Int(_) | Val::Str(_) => Ok(()),
+        // Values beside the arrays: configs.
+        Val::None => put(config, prefix, ConfigValue::None),
+        Val::Bool(b) => put(config, prefix, ConfigValue::Bool(*b)),
+        Val::Int(i) => put(config, prefix, ConfigValue::Int(*i)),
+        Val::Float(x) => put(config, prefix, ConfigValue::Float(*x)),
+        Val::Str(s) => put(config, prefix, ConfigValue::Str(s.clone())),
+        Val::List(items) | Val::Tuple(items) => {
+            let mut nums = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Val::Int(i) => nums.push(*i as f64),
+                    Val::Float(x) => nums.push(*x),
+                    other => {
+                        return Err(bad(
+                            source,
+                            0,
+                            format!("at {prefix:?}: a list of {}", kind(other)),
+                        ));
+                    }
+                }
+            }
+            put(config, prefix, ConfigValue::Numbers(nums))
+        }
         other => Err(bad(source, 0, format!("at {prefix:?}: {}", kind(other)))),
     }
+}
+
+fn put(
+    config: &mut BTreeMap<String, ConfigValue>,
+    key: String,
+    v: ConfigValue,
+) -> Result<(), EvoError> {
+    config.insert(key, v);
+    Ok(())
 }
 
 fn kind(v: &Val) -> &'static str {
     match v {
         Val::None => "None",
-        Val::Scalar => "a number",
+        Val::Bool(_) => "a bool",
+        Val::Float(_) => "a float",
         Val::Int(_) => "an int",
         Val::Str(_) => "a string",
         Val::Bytes(_) => "bytes",
@@ -239,7 +340,7 @@ impl Machine<'_> {
                 b']' => stack.push(Val::List(Vec::new())),
                 b')' => stack.push(Val::Tuple(Vec::new())),
                 b'N' => stack.push(Val::None),
-                0x88 | 0x89 => stack.push(Val::Scalar),
+                0x88 | 0x89 => stack.push(Val::Bool(op == 0x88)),
                 b'(' => stack.push(Val::Mark),
                 0x94 => {
                     let top = stack.last().ok_or_else(|| self.err("MEMOIZE on an empty stack"))?;
@@ -296,8 +397,8 @@ impl Machine<'_> {
                     stack.push(Val::Int(v));
                 }
                 b'G' => {
-                    self.take(8)?;
-                    stack.push(Val::Scalar);
+                    let b: [u8; 8] = self.take(8)?.try_into().expect("8 bytes");
+                    stack.push(Val::Float(f64::from_be_bytes(b)));
                 }
                 0x85..=0x87 => {
                     let n = (op - 0x84) as usize;
@@ -326,6 +427,22 @@ impl Machine<'_> {
                     let (args, f) = (pop!(), pop!());
                     let v = self.reduce(f, args)?;
                     stack.push(v);
+                }
+                b'b' => {
+                    // BUILD: a DotMap's state (`_map`, an OrderedDict of its items, which
+                    // SETITEMS gave it already, and two flags); nothing else is built.
+                    let state = pop!();
+                    match (stack.last_mut(), state) {
+                        (Some(Val::Dict(d)), Val::Dict(st)) => {
+                            let map = st
+                                .into_iter()
+                                .find(|(k, _)| matches!(k, Val::Str(k) if k == "_map"));
+                            if let (true, Some((_, Val::Dict(map)))) = (d.is_empty(), map) {
+                                *d = map;
+                            }
+                        }
+                        _ => return Err(self.err("BUILD of other than a DotMap's state")),
+                    }
                 }
                 b's' => {
                     let (v, k) = (pop!(), pop!());
@@ -391,6 +508,10 @@ impl Machine<'_> {
         };
         match (m.as_str(), n.as_str()) {
             ("flax.core.frozen_dict", "FrozenDict") if args.len() == 1 => Ok(args.remove(0)),
+            // An empty mapping, filled by SETITEMS and BUILD.
+            ("dotmap", "DotMap") | ("collections", "OrderedDict") if args.is_empty() => {
+                Ok(Val::Dict(Vec::new()))
+            }
             ("evosax.learned_evolution.les_tools", "_restore_array") if args.len() == 3 => {
                 let (shape, dtype, data) = (args.pop(), args.pop(), args.pop());
                 let (Some(Val::Bytes(data)), Some(Val::Str(dtype)), Some(Val::Tuple(shape))) =
@@ -426,8 +547,9 @@ impl Machine<'_> {
                 Ok(Val::Array(CkptArray { shape: dims, data }))
             }
             _ => Err(self.err(format!(
-                "the global {m}.{n} with {} arguments (only flax's FrozenDict and evosax's \
-                 les_tools._restore_array are read; nothing in the file is run)",
+                "the global {m}.{n} with {} arguments (only flax's FrozenDict, dotmap's DotMap, \
+                 collections' OrderedDict and evosax's les_tools._restore_array are read; \
+                 nothing in the file is run)",
                 args.len()
             ))),
         }
@@ -475,6 +597,55 @@ mod tests {
         assert!(e.contains("x.pkl: net/w") && e.contains("[2]"), "{e}");
         let e = c.get("net/v", &[2]).unwrap_err().to_string();
         assert!(e.contains("missing") && e.contains("net/w"), "{e}");
+    }
+
+    /// `sample()` with a DotMap config beside the net, as EvoTF's checkpoint pickles it:
+    /// `DotMap()` filled by SETITEMS, then BUILD with its `_map` state.
+    fn sample_with_dotmap() -> Vec<u8> {
+        let mut b = sample();
+        b.truncate(b.len() - 2); // before the last SETITEMS and STOP
+        let s = |b: &mut Vec<u8>, t: &str| {
+            b.push(0x8c);
+            b.push(t.len() as u8);
+            b.extend(t.as_bytes());
+        };
+        s(&mut b, "cfg");
+        s(&mut b, "dotmap");
+        s(&mut b, "DotMap");
+        b.extend([0x93, b')', b'R', b'(']);
+        s(&mut b, "embed_dim");
+        b.extend([b'K', 16]);
+        s(&mut b, "on");
+        b.push(0x88);
+        s(&mut b, "rates");
+        b.extend([b']', b'(', b'G']);
+        b.extend(0.9f64.to_be_bytes());
+        b.extend([b'K', 1, b'e', b'u', b'}', b'(']);
+        s(&mut b, "_map");
+        s(&mut b, "collections");
+        s(&mut b, "OrderedDict");
+        b.extend([0x93, b')', b'R']);
+        s(&mut b, "_dynamic");
+        b.extend([0x89, b'u', b'b', b'u', b'.']);
+        b
+    }
+
+    #[test]
+    fn keeps_dotmap_configs() {
+        let c = Checkpoint::parse(&sample_with_dotmap(), "x.pkl").unwrap();
+        assert_eq!(c.get("net/w", &[2]).unwrap(), &[1.5, -2.0]);
+        assert_eq!(c.config_usize("cfg/embed_dim", 64).unwrap(), 16);
+        assert!(c.config_bool("cfg/on").unwrap());
+        assert_eq!(c.config_f64s("cfg/rates", 8).unwrap(), [0.9, 1.0]);
+        assert_eq!(c.config_usize("n", 8).unwrap(), 3);
+        let e = c.config_usize("cfg/embed_dim", 8).unwrap_err().to_string();
+        assert!(e.contains("x.pkl: cfg/embed_dim") && e.contains("1..=8"), "{e}");
+        let e = c.config_bool("cfg/missing").unwrap_err().to_string();
+        assert!(e.contains("cfg/missing") && e.contains("missing"), "{e}");
+        let full = sample_with_dotmap();
+        for cut in 0..full.len() - 1 {
+            assert!(Checkpoint::parse(&full[..cut], "x.pkl").is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod diffusion;
 pub mod driver;
 mod eigen;
 mod error;
+mod evotf;
 mod ga;
 mod gradient_es;
 pub mod hyper;
@@ -77,10 +78,11 @@ pub use driver::{
     StopRules, StrategyKind,
 };
 pub use error::EvoError;
+pub use evotf::{EvoTf, EvoTfFeatures, EvoTfNet, EvoTfParams, EvoTfSizes, EvoTfState};
 pub use ga::{Ga, GaDraws, GaParams, GaRule, GaState};
 pub use gradient_es::{GradientEs, GradientEsParams, GradientEsState, GradientRule};
 pub use hyper::StrategyParams;
-pub use learned_ckpt::{Checkpoint, CkptArray};
+pub use learned_ckpt::{Checkpoint, CkptArray, ConfigValue};
 pub use les::{Les, LesNet, LesParams, LesState};
 pub use lga::{Lga, LgaNet, LgaParams, LgaState};
 pub use local_search::{LocalParams, LocalRule, LocalSearch, LocalState};

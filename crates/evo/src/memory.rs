@@ -148,6 +148,16 @@ impl StrategyKind {
             StrategyKind::CmaAnchoredLes => {
                 nl.saturating_mul(8).saturating_add(140 * (l + n)).saturating_add(120 * n + 8192)
             }
+            // z (λ × n, f64); per coordinate the context of 100 tokens of 16 (f64), this
+            // generation's token (208) and features, traces and encodings (~60); per row the
+            // features and ranks (~16); the pass's scratch, 11 × 16 per row of its longest
+            // sequence (the rows, the coordinates or the context); the networks' ~16,000
+            // weights held twice (evotf.rs; evosax's default checkpoint and context).
+            StrategyKind::EvoTfEs => nl
+                .saturating_mul(8)
+                .saturating_add(n.saturating_mul(15_000))
+                .saturating_add(l.max(n).max(100).saturating_mul(1416))
+                .saturating_add(128 * l + (1 << 19)),
             StrategyKind::Lga => nl
                 .saturating_mul(12)
                 .saturating_add(l.saturating_mul(l).saturating_mul(8))

@@ -14,8 +14,8 @@
 
 use kestrel_core::Key;
 use kestrel_evo::{
-    CalesNet, CalesParams, CalesState, CmaAnchoredLes, Les, LesNet, LesState, Lga, LgaNet,
-    LgaParams, LgaState, Strategy,
+    CalesNet, CalesParams, CalesState, CmaAnchoredLes, EvoTf, EvoTfNet, EvoTfParams, EvoTfState,
+    Les, LesNet, LesState, Lga, LgaNet, LgaParams, LgaState, Strategy,
 };
 use kestrel_testkit::{Close, evosax_ckpt, load_fixture};
 use serde_json::Value;
@@ -176,10 +176,58 @@ fn replay_cales(case: &Value, free: bool, c: &mut Close) -> usize {
     tells
 }
 
+fn inject_evotf(k: &mut EvoTfState, b: &Value) {
+    (k.mean, k.sigma, k.best_row) = (v(&b["mean"]), v(&b["std"]), v(&b["best_row"]));
+    k.best_fitness = b["best"].as_f64().unwrap_or(f64::INFINITY);
+    (k.old_mean, k.old_sigma) = (v(&b["old_mean"]), v(&b["old_std"]));
+    (k.path_mean, k.path_sigma) = (v(&b["path_mean"]), v(&b["path_std"]));
+    (k.mom_mean, k.mom_sigma) = (v(&b["mom_mean"]), v(&b["mom_std"]));
+    k.progress.generation = b["generation"].as_u64().unwrap();
+}
+
+/// EvoTF's cases; the number of tells replayed. Injected, the context is Kestrel's own tokens
+/// of evosax's populations (built from the injected states): evosax's state holds the
+/// window's raw features, Kestrel's their encodings.
+fn replay_evotf(case: &Value, free: bool, c: &mut Close) -> usize {
+    let Some(path) = evosax_ckpt(case["ckpt"].as_str().unwrap()) else { return 0 };
+    let net = Arc::new(EvoTfNet::read(&path).unwrap());
+    let (lam, n) =
+        (case["pop_size"].as_u64().unwrap() as usize, case["num_dims"].as_u64().unwrap() as usize);
+    let s = EvoTf::new(lam, n, 100, net).unwrap();
+    let p = EvoTfParams { sigma_init: case["sigma"].as_f64().unwrap(), ..s.default_params() };
+    let mut k = s.init(Key::new(0), &p, &f32s(&case["start"]));
+    let mut out = vec![0f32; lam * n];
+    let mut tells = 0;
+    for (g, st) in case["steps"].as_array().unwrap().iter().enumerate() {
+        let at = format!("evotf {lam}x{n} gen {g}{}", if free { " free" } else { "" });
+        if !free || g == 0 {
+            inject_evotf(&mut k, &st["before"]);
+        }
+        s.ask_from_normals(&mut k, &v(&st["z"]), &mut out);
+        let got: Vec<f64> = out.iter().map(|&x| f64::from(x)).collect();
+        c.close(&format!("{at} population"), &got, &v(&st["population"]));
+        let pop = if free { out.clone() } else { f32s(&st["population"]) };
+        s.tell(Key::new(0), &pop, &f32s(&st["fitness"]), &mut k, &p);
+        let (ffeat, dfeat) = s.features(&k);
+        c.close(&format!("{at} fitness features"), ffeat, &v(&st["ffeat"]));
+        c.close(&format!("{at} distribution features"), dfeat, &v(&st["dfeat"]));
+        let a = &st["after"];
+        c.close(&format!("{at} mean"), &k.mean, &v(&a["mean"]));
+        c.close(&format!("{at} std"), &k.sigma, &v(&a["std"]));
+        c.close(&format!("{at} best row"), &k.best_row, &v(&a["best_row"]));
+        c.close(&format!("{at} momentum"), &k.mom_mean, &v(&a["mom_mean"]));
+        c.scalar(&format!("{at} best"), k.best_fitness, a["best"].as_f64().unwrap());
+        tells += 1;
+    }
+    tells
+}
+
 fn replay(free: bool) {
     let fixture = load_fixture("evosax_learned.json");
     let mut c = Close::scaled(if free { FREE_TOL } else { TOL }, FLOOR);
     let mut tells = 0;
+    // EvoTF's own largest error, reported beside the others'.
+    let mut evotf = Close::scaled(if free { FREE_TOL } else { TOL }, FLOOR);
     for case in fixture["cases"].as_array().unwrap() {
         if case["strategy"] == "lga" {
             tells += replay_lga(case, free, &mut c);
@@ -187,6 +235,10 @@ fn replay(free: bool) {
         }
         if case["strategy"] == "cales" {
             tells += replay_cales(case, free, &mut c);
+            continue;
+        }
+        if case["strategy"] == "evotf" {
+            tells += replay_evotf(case, free, &mut evotf);
             continue;
         }
         let Some(path) = evosax_ckpt(case["ckpt"].as_str().unwrap()) else { return };
@@ -222,12 +274,13 @@ fn replay(free: bool) {
         }
     }
     eprintln!(
-        "{tells} tells match evosax 0.3.2; largest relative error {:.2e} at {}",
-        c.worst.0, c.worst.1
+        "{tells} tells match evosax 0.3.2; largest relative error {:.2e} at {}; EvoTF's {:.2e} at {}",
+        c.worst.0, c.worst.1, evotf.worst.0, evotf.worst.1
     );
     // 24 generations a case, and CMA-anchored LES's 140 on a plateau (its stall rule fires;
     // injected only).
-    assert_eq!(tells, 6 * 24 + if free { 0 } else { 140 });
+    // EvoTF: 110 generations past its context and two shapes of 24.
+    assert_eq!(tells, 6 * 24 + 110 + 2 * 24 + if free { 0 } else { 140 });
 }
 
 #[test]

@@ -624,16 +624,16 @@ pub(crate) fn strategies() -> Vec<&'static str> {
 }
 
 /// The strategy named `name` (Kestrel's spelling or evosax's, any case) as its config name;
-/// an unknown name, or an evosax algorithm Kestrel lacks, is a ValueError that says which.
+/// an unknown name is a ValueError naming the closest.
 #[pyfunction]
 pub(crate) fn strategy_kind(name: &str) -> PyResult<&'static str> {
     Ok(StrategyKind::parse(name).map_err(value_error)?.name())
 }
 
-/// evosax 0.3.2's 37 algorithm names with the Kestrel strategy each names (None: not yet).
+/// evosax 0.3.2's 37 algorithm names with the Kestrel strategy each names.
 #[pyfunction]
-pub(crate) fn evosax_names() -> Vec<(&'static str, Option<&'static str>)> {
-    kestrel_evo::EVOSAX_NAMES.iter().map(|(n, k)| (*n, k.map(|k| k.name()))).collect()
+pub(crate) fn evosax_names() -> Vec<(&'static str, &'static str)> {
+    kestrel_evo::EVOSAX_NAMES.iter().map(|(n, k)| (*n, k.name())).collect()
 }
 
 /// A learned strategy's default weights at `num_dims`: the file of evosax 0.3.2's

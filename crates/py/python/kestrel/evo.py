@@ -697,10 +697,20 @@ class CMAAnchoredLES(_Learned):
     kind = "cma-anchored-les"
 
 
+class EvoTF_ES(_Learned):
+    """EvoTF, the Evolution Transformer (Lange, Tian and Tang, GECCO 2024; evosax's `EvoTF_ES`):
+    a diagonal Gaussian whose mean and step updates come from a causal transformer over the
+    last `max_context_len` (100) generations' perceiver-encoded populations, fitness and
+    search-distribution features; evosax's meta-learned weights and architecture
+    (`params_path=`, default the installed evosax's `ckpt/evotf/2024_03_SNES_small.pkl`).
+    Knobs: `lr_mean`, `lr_sigma` (evosax's `lr_std`), `max_context_len`."""
+    kind = "evotf-es"
+
+
 _CLASSES = (CMAES, SepCMAES, SNES, XNES, OpenES, PGPE, DE, SimpleES, DES, MAES, LMMAES, ARS, ESMC,
             HillClimbing, RandomSearch, SimulatedAnnealing, GradientlessDescent, PSO, SimpleGA, MR15GA, SAMRGA,
             GESMRGA, PersistentES, NoiseReuseES, GuidedES, ASEBO, RmES, iAMaLGaMFull, iAMaLGaMUnivariate, CRFMNES,
-            SVOpenES, SVCMAES, DiffusionEvolution, LES, LGA, CMAAnchoredLES)
+            SVOpenES, SVCMAES, DiffusionEvolution, LES, LGA, CMAAnchoredLES, EvoTF_ES)
 STRATEGIES = {c.kind: c for c in _CLASSES}
 
 # evosax's class names, so `getattr(kestrel.evo, "CMA_ES")` works as `getattr(evosax.algorithms,
@@ -722,14 +732,14 @@ def make(kind: str, num_dims: int | None = None, **kw) -> Strategy:
 
 def strategies() -> list[dict]:
     """Every strategy: `{"kind", "evosax", "class", "params": {key: doc}}` (the docs give the
-    defaults), and each of evosax's 37 names with the Kestrel kind it names (None: not yet)."""
-    evosax = dict((k, n) for n, k in _kestrel.evosax_names() if k is not None)
+    defaults), with evosax's name of each."""
+    evosax = dict((k, n) for n, k in _kestrel.evosax_names())
     return [{"kind": k, "evosax": evosax.get(k), "class": STRATEGIES[k].__name__, "params": dict(p)}
             for k, p in _kestrel.strategy_params()]
 
 
 def evosax_names() -> dict:
-    """evosax 0.3.2's 37 algorithm names, each with the Kestrel kind it names (None: not yet)."""
+    """evosax 0.3.2's 37 algorithm names, each with the Kestrel kind it names."""
     return dict(_kestrel.evosax_names())
 
 
