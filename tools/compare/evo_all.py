@@ -41,14 +41,21 @@ STRATEGIES = {
     "GESMR_GA": "popstd", "PersistentES": "sched", "NoiseReuseES": "sched", "GuidedES": "sched", "ASEBO": "sched",
     "Rm_ES": "std", "iAMaLGaM_Full": "sched", "iAMaLGaM_Univariate": "sched", "CR_FM_NES": "std", "SV_Open_ES": "sv",
     "DiffusionEvolution": "pop", "SV_CMA_ES": "svstd", "LES": "std", "LGA": "popstd", "CMAAnchoredLES": "std",
+    "EvoTF_ES": "std",
 }
+
+# EvoTF's transformer reads the last 100 generations, so a run's first 100 are cheaper for
+# Kestrel (which attends over the tokens so far) than the rest (evosax always runs the whole
+# window): 400 generations, three quarters of them at the full window, at both sizes.
+MIN_GENS = {"EvoTF_ES": 400}
 
 # The learned strategies' weights: the file evosax's own class loads by default (learned_es.py,
 # learned_ga.py: v7 above 50 dimensions, cma_anchored_les_tools.py), from the evosax package of
 # the peer's venv, so both sides run the same weights.
 WEIGHTS = {"LES": lambda n: "les/2023_10_les_v2.pkl",
            "LGA": lambda n: "lga/2023_04_lga_v7.pkl" if n > 50 else "lga/2023_04_lga_v4.pkl",
-           "CMAAnchoredLES": lambda n: "cma_anchored_les/2026_10_cma_anchored_les.pkl"}
+           "CMAAnchoredLES": lambda n: "cma_anchored_les/2026_10_cma_anchored_les.pkl",
+           "EvoTF_ES": lambda n: "evotf/2024_03_SNES_small.pkl"}
 
 PEER = textwrap.dedent('''
     import json, sys, time, warnings
@@ -159,6 +166,7 @@ def main():
         if a.only and name not in a.only:
             continue
         for n, gens in [(10, 100 if a.quick else 300), (100, 30 if a.quick else 100)]:
+            gens = max(gens, MIN_GENS.get(name, 0))
             ps, ls, ks = [], [], []
             for _ in range(rounds):
                 p = peer(py, name, how, n, gens)

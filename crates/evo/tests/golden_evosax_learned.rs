@@ -4,7 +4,9 @@
 //! and, with evosax's parent, mutation and selection draws, its populations and elites) and
 //! CMA-anchored LES from `cma_anchored_les/2026_10_cma_anchored_les.pkl` (an odd and an even
 //! population, its base and unmirrored normals, and 140 generations on a plateau, where its
-//! stall rule re-expands and re-anchors), two shapes each, 24 generations with ties; `ask` from the same draws and every `tell`, first
+//! stall rule re-expands and re-anchors) and EvoTF from `evotf/2024_03_SNES_small.pkl` (110
+//! generations, past its 100-generation context, and two shapes of 24, with each generation's
+//! fitness and distribution features), two shapes each, 24 generations with ties; `ask` from the same draws and every `tell`, first
 //! with evosax's state injected before each generation, then run freely from the first state. The
 //! checkpoints are read from `tools/evosax-ckpt`'s copy of evosax's wheel (Kestrel commits
 //! none; absent, the test is skipped, or fails under `KESTREL_REQUIRE_DATA=1`).
@@ -21,9 +23,10 @@ use kestrel_testkit::{Close, evosax_ckpt, load_fixture};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// Injected: one update's float32 rounding through two softmaxes and the MLP (2.0e-5).
+/// Injected: one update's float32 rounding through two softmaxes and the MLP (2.0e-5; EvoTF's
+/// perceivers and transformer 2.5e-6).
 const TOL: f64 = 1e-4;
-/// Free: the same compounded over 24 generations (2.2e-5).
+/// Free: the same compounded over 24 generations (4.9e-5; EvoTF's over 110, 8.5e-6).
 const FREE_TOL: f64 = 1e-4;
 const FLOOR: f64 = 0.1;
 
