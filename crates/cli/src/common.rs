@@ -294,7 +294,7 @@ pub fn launch(
 ) -> Result<()> {
     let pool = kestrel_run::pool(threads)?;
     let mut progress = Progress::new(0, "");
-    let argv = std::env::args().collect();
+    let argv = crate::argv();
     let out = pool.install(|| {
         let progress = &mut |t: Tick<'_>| progress.report(t);
         run(Launch { out_dir: out_dir.to_path_buf(), argv, progress })

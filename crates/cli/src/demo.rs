@@ -167,8 +167,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         "-".to_string(),
     )];
     // Each part writes into a fresh folder of its own, so its run folder is the one entry.
-    let root =
-        kestrel_run::RunDir::create(&a.out_dir, "demo", "all", 0, std::env::args().collect())?;
+    let root = kestrel_run::RunDir::create(&a.out_dir, "demo", "all", 0, crate::argv())?;
     let parts = (|| -> Result<()> {
         for (i, (system, line, figure)) in PARTS.into_iter().enumerate() {
             println!("\n== {system}: kestrel {line} ==");

@@ -49,7 +49,7 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
     s.create()?;
     if !a.aggregate_only {
         let pool = kestrel_run::pool(a.threads)?;
-        let argv: Vec<String> = std::env::args().collect();
+        let argv: Vec<String> = crate::argv();
         let n = s.cells.len();
         let mut failed = Vec::new();
         for (i, cell) in s.cells.iter().enumerate() {

@@ -21,6 +21,7 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<envs::VecCore>()?;
     m.add_function(wrap_pyfunction!(envs::list_envs, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(envs::arc_operations, m)?)?;
     m.add_class::<evo::Key>()?;
     m.add_class::<evo::Strategy>()?;

@@ -20,6 +20,14 @@ fn layers<'a>(
     kestrel_run::Layers { preset, file, table, sets: &[] }
 }
 
+/// The `kestrel` command line `args` (the program name first), run as the `kestrel` binary
+/// runs it, with the GIL released: its exit status. The package's `kestrel` console script
+/// (`kestrel._cli:main`) calls this, so a pip install has the CLI.
+#[pyfunction]
+pub(crate) fn cli_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.detach(move || kestrel_cli::main_with(args))
+}
+
 /// The run kinds: `[(name, CLI command)]`.
 #[pyfunction]
 pub(crate) fn run_kinds() -> Vec<(&'static str, &'static str)> {

@@ -13,7 +13,7 @@ __all__ = [
     "__version__", "VecCore", "list_envs", "arc_operations", "Key", "Strategy", "EvoProblem",
     "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "strategy_kind", "evosax_names", "evosax_weights", "strategy_params",
     "qd_setup", "default_pop_size",
-    "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "population_kinds",
+    "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "cli_main", "population_kinds",
     "run_evaluated", "cma_restarts", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
 ]
 
@@ -316,6 +316,7 @@ def default_pop_size(kind: str, num_dims: int) -> int: ...
 def qd_setup(config_json: str) -> tuple[int, QdArchive, list[QdEmitter], QdBenchmark]: ...
 def systems() -> list[str]: ...
 def run_kinds() -> list[tuple[str, str]]: ...
+def cli_main(args: list[str]) -> int: ...
 def run_config(
     kind: str,
     config_json: str = "{}",

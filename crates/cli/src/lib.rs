@@ -1,0 +1,295 @@
+//! `kestrel`: the command-line front of the Kestrel engine. Every run is a library call; this
+//! crate parses arguments, loads configs, and writes run folders through `kestrel-run`. Its
+//! [`main_with`] is the `kestrel` binary's body and the Python package's `kestrel` command's
+//! (the wheel ships the command over its extension), so one CLI serves both installs.
+
+mod arc;
+mod common;
+mod config;
+mod demo;
+mod env;
+mod sweep;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use common::{BenchArgs, RunArgs};
+use kestrel_run::benches::{
+    actdyn::ActdynBench, allo::AlloBench, evo::EvoBench, hunt::HuntBench, mppi::MppiBench,
+    nn::NnBench,
+};
+use kestrel_run::runs::{
+    actdyn::Actdyn, actdyn_compare::ActdynCompare, actdyn_retrain::ActdynRetrain, allo::Allo,
+    es::Es, hunt::Hunt, hunt_play::HuntPlay, mppi::MppiRun, mppi_qd::MppiQd, mppi_tune::MppiTune,
+    qd::Qd,
+};
+
+/// Kestrel: a batch-first RL and control research engine.
+#[derive(Parser)]
+#[command(name = "kestrel", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The main job on the embedded defaults: every system briefly, with a one-screen report.
+    Demo(demo::DemoArgs),
+    /// The run kinds, or one kind's config keys with their docs and defaults as commented TOML
+    /// (`kestrel config mppi-tune > tune.toml`, edit, `kestrel mppi tune --config tune.toml`).
+    Config(config::ConfigArgs),
+    /// Any env of the registry by its id: bench.
+    #[command(subcommand)]
+    Env(env::EnvCmd),
+    /// The ARC environment: bench, replay, show, rollout.
+    #[command(subcommand)]
+    Arc(arc::ArcCmd),
+    /// Evolution strategies and quality diversity: run, qd, bench.
+    #[command(subcommand)]
+    Evo(EvoCmd),
+    /// MPPI control: run, tune, qd, bench.
+    #[command(subcommand)]
+    Mppi(MppiCmd),
+    /// Active learning of latent dynamics (sequential VAE + iCEM on Fisher information): run,
+    /// compare, retrain, bench.
+    #[command(subcommand)]
+    Actdyn(ActdynCmd),
+    /// ALLO Laplacian representation learning on grid maps: train, bench.
+    #[command(subcommand)]
+    Allo(AlloCmd),
+    /// Multi-agent treasure hunt with one IQN learner per agent: train, play, bench.
+    #[command(subcommand)]
+    Hunt(HuntCmd),
+    /// A grid of configs × seeds of any run type, each an ordinary run folder, skipped when
+    /// finished and resumed when interrupted; then a table (mean, sd, 95% interval) and plot.
+    Sweep(sweep::SweepArgs),
+    /// Neural-network kernels: bench.
+    #[command(subcommand)]
+    Nn(NnCmd),
+}
+
+/// `kestrel evo`: the runs are `kestrel_run::runs::{es, qd}`, the bench
+/// `kestrel_run::benches::evo`.
+#[derive(Subcommand)]
+enum EvoCmd {
+    /// Minimise a benchmark function (or evolve a CartPole policy) with an evolution strategy.
+    Run(RunArgs<Es>),
+    /// Quality diversity on the linear-projection benchmark.
+    Qd(RunArgs<Qd>),
+    /// Time one generation per phase (ask, evaluate, tell) of any strategy.
+    Bench(BenchArgs<EvoBench>),
+    /// List every strategy: Kestrel's name, evosax's, and each hyper-parameter with its doc
+    /// (which gives the default).
+    Strategies(StrategiesArgs),
+}
+
+/// `kestrel evo strategies`'s flags.
+#[derive(clap::Args)]
+struct StrategiesArgs {
+    /// One JSON object per strategy instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `kestrel evo strategies`: the one listing of the strategy registry (`StrategyKind`) and
+/// the knobs each has (`StrategyParams`).
+fn strategies(a: StrategiesArgs) -> Result<()> {
+    use kestrel_evo::{StrategyKind, StrategyParams};
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for k in StrategyKind::ALL {
+        let knobs = StrategyParams::docs_of(k);
+        if a.json {
+            let params: serde_json::Map<String, serde_json::Value> =
+                knobs.iter().map(|(n, d)| (n.to_string(), serde_json::Value::from(*d))).collect();
+            let row = serde_json::json!({"kind": k.name(), "evosax": k.evosax_name(),
+                "min_pop_size": k.min_pop_size(), "default_pop_size_10": k.default_pop_size(10),
+                "antithetic": k.antithetic(), "params": params});
+            writeln!(out, "{row}")?;
+        } else {
+            let (p10, p100) = (k.default_pop_size(10), k.default_pop_size(100));
+            let even = if k.antithetic() { ", even" } else { "" };
+            writeln!(
+                out,
+                "{:<22} evosax {:<22} (default population {p10} at 10 dims, {p100} at 100{even})",
+                k.name(),
+                k.evosax_name()
+            )?;
+            writeln!(
+                out,
+                "    sigma (the step size or first spread), pop_size, x0, bounds: every strategy"
+            )?;
+            for (key, doc) in knobs {
+                writeln!(out, "    params.{key:<18} {doc}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `kestrel mppi`: `kestrel_run::runs::{mppi, mppi_tune, mppi_qd}`, `kestrel_run::benches::mppi`.
+#[derive(Subcommand)]
+enum MppiCmd {
+    /// Time `command` on the gym pendulum (pytorch-mppi's benchmark problem).
+    Bench(BenchArgs<MppiBench>),
+    /// Run a controller closed loop on a system: trajectory, cost and state plots, frames.
+    Run(RunArgs<MppiRun>),
+    /// Tune a controller's knobs with an evolution strategy; writes the best as a config.
+    Tune(RunArgs<MppiTune>),
+    /// Quality-diversity tuning: CMA-ME fills an archive of good knob settings spread over the
+    /// first two knobs; writes every elite and the best as a config.
+    Qd(RunArgs<MppiQd>),
+}
+
+/// `kestrel actdyn`: `kestrel_run::runs::{actdyn, actdyn_compare, actdyn_retrain}`,
+/// `kestrel_run::benches::actdyn`.
+#[derive(Subcommand)]
+enum ActdynCmd {
+    /// One experiment: random (E1) or active (E2) data collection, faithful or fixed profile.
+    Run(Box<RunArgs<Actdyn>>),
+    /// Random against active on the same seeds, one experiment per thread, with confidence
+    /// intervals.
+    Compare(Box<RunArgs<ActdynCompare>>),
+    /// Offline retraining of a run on its saved transitions (AdamW over chunks), into a new
+    /// folder with evaluations before and after.
+    Retrain(Box<RunArgs<ActdynRetrain>>),
+    /// Time the planner call, the training steps and the environment step with the belief.
+    Bench(BenchArgs<ActdynBench>),
+}
+
+/// `kestrel allo`: `kestrel_run::runs::allo`, `kestrel_run::benches::allo`.
+#[derive(Subcommand)]
+enum AlloCmd {
+    /// Train a Laplacian representation on a map.
+    Train(Box<RunArgs<Allo>>),
+    /// Time replay sampling (one 4 × batch draw) and the training step, deduplicated and
+    /// plain.
+    Bench(BenchArgs<AlloBench>),
+}
+
+/// `kestrel hunt`: `kestrel_run::runs::{hunt, hunt_play}`, `kestrel_run::benches::hunt`.
+#[derive(Subcommand)]
+enum HuntCmd {
+    /// Train one IQN learner per agent (sorrel's treasure-hunt defaults).
+    Train(Box<RunArgs<Hunt>>),
+    /// Greedy play of a trained run's checkpoint: rewards per epoch, the first epoch's turns
+    /// in one picture.
+    Play(RunArgs<HuntPlay>),
+    /// Time an environment turn and an IQN update (batch 64, 12 × 12 quantiles, layer 250).
+    Bench(BenchArgs<HuntBench>),
+}
+
+/// `kestrel nn`: `kestrel_run::benches::nn`.
+#[derive(Subcommand)]
+enum NnCmd {
+    /// Time an MLP training step (batch B, one model) and N models trained at once.
+    Bench(BenchArgs<NnBench>),
+}
+
+/// Runs one parsed command line.
+pub fn dispatch(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Demo(a) => demo::demo(a),
+        Cmd::Config(a) => config::config(a),
+        Cmd::Env(env::EnvCmd::Bench(a)) => env::bench(a),
+        Cmd::Arc(c) => arc::run(c),
+        Cmd::Evo(EvoCmd::Run(a)) => a.run(),
+        Cmd::Evo(EvoCmd::Qd(a)) => a.run(),
+        Cmd::Evo(EvoCmd::Bench(a)) => a.run(),
+        Cmd::Evo(EvoCmd::Strategies(a)) => strategies(a),
+        Cmd::Mppi(MppiCmd::Bench(a)) => a.run(),
+        Cmd::Mppi(MppiCmd::Run(a)) => a.run(),
+        Cmd::Mppi(MppiCmd::Tune(a)) => a.run(),
+        Cmd::Mppi(MppiCmd::Qd(a)) => a.run(),
+        Cmd::Nn(NnCmd::Bench(a)) => a.run(),
+        Cmd::Sweep(a) => sweep::sweep(a),
+        Cmd::Actdyn(ActdynCmd::Run(a)) => a.run(),
+        Cmd::Actdyn(ActdynCmd::Compare(a)) => a.run(),
+        Cmd::Actdyn(ActdynCmd::Retrain(a)) => a.run(),
+        Cmd::Actdyn(ActdynCmd::Bench(a)) => a.run(),
+        Cmd::Allo(AlloCmd::Train(a)) => a.run(),
+        Cmd::Allo(AlloCmd::Bench(a)) => a.run(),
+        Cmd::Hunt(HuntCmd::Train(a)) => a.run(),
+        Cmd::Hunt(HuntCmd::Play(a)) => a.run(),
+        Cmd::Hunt(HuntCmd::Bench(a)) => a.run(),
+    }
+}
+
+/// The command line `args` (the program name first), run: the exit status (0, or 1 for an
+/// error, which is printed; `--help` and `--version` print and return 0). The `kestrel` binary
+/// and the Python package's `kestrel` command both run this.
+pub fn main_with(args: Vec<String>) -> i32 {
+    let _ = ARGV.set(args.clone());
+    // Bad arguments are errors like any other (exit 1); --help and --version exit 0.
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            if let Some(hint) = closest_flag(&e, args.iter().cloned()) {
+                eprintln!("{hint}");
+            }
+            return i32::from(e.use_stderr());
+        }
+    };
+    if let Err(e) = dispatch(cli) {
+        // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.
+        if e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
+            return 0;
+        }
+        eprintln!("error: {}", message(&e));
+        return 1;
+    }
+    0
+}
+
+/// The command line [`main_with`] was given: what a run folder records.
+static ARGV: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// The command line as [`main_with`] got it (the process's where none was given).
+pub(crate) fn argv() -> Vec<String> {
+    ARGV.get().cloned().unwrap_or_else(|| std::env::args().collect())
+}
+
+/// For an unknown `--flag`, the closest flag of the subcommand it was given to (every config
+/// key is a flag, so a misspelt key gets its correction here as it does in `--set`).
+fn closest_flag(e: &clap::Error, argv: impl Iterator<Item = String>) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else { return None };
+    let bad = bad.split('=').next()?.trim_start_matches('-').to_string();
+    let root = Cli::command();
+    let mut cmd = &root;
+    for a in argv.skip(1) {
+        if let Some(sub) = cmd.find_subcommand(&a) {
+            cmd = sub;
+        }
+    }
+    // Compared as config keys are (snake case).
+    let longs: Vec<String> = cmd
+        .get_arguments()
+        .flat_map(|a| a.get_long().into_iter().chain(a.get_all_aliases().unwrap_or_default()))
+        .map(|l| l.replace('-', "_"))
+        .collect();
+    let c = kestrel_core::closest(&bad, longs.iter().map(String::as_str))?.replace('_', "-");
+    Some(format!("hint: the closest valid flag is `--{c}` (`--help` lists every one)"))
+}
+
+/// The error and its causes, each said once: a library error that already prints its cause
+/// (an OS error after the path) is not followed by that cause again.
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
+}
