@@ -141,6 +141,13 @@ impl ArcConfig {
             return Err(ArcError::invalid("bugs", "all", "none in o2arc mode (JaxARC's bugs)"));
         }
         self.init.validate(mode == ModeKind::Jaxarc)?;
+        if self.max_trials < -1 {
+            return Err(ArcError::invalid(
+                "max_trials",
+                self.max_trials,
+                "-1 (unlimited) or a number of submits in 0..=127",
+            ));
+        }
         for (field, v) in [
             ("rewards.step_penalty", self.rewards.step_penalty),
             ("rewards.success_bonus", self.rewards.success_bonus),

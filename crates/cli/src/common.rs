@@ -90,9 +90,11 @@ impl<T: Documented> Keys<T> {
                 Some(v) => format!("{doc} [default: {}]", shown(v)),
                 None => doc.to_string(),
             };
+            // A negative number is a value (`--u-min -3`, `--max-trials -1`), not a flag.
             let mut arg = Arg::new(key_id(&key))
                 .long(long)
                 .value_name("VALUE")
+                .allow_negative_numbers(true)
                 .help(help)
                 .help_heading(KEYS_HEADING);
             if let Some(alias) = names.next() {

@@ -154,7 +154,17 @@ fn replay_solves_a_generated_task_and_reports_bad_input() {
     .unwrap();
     let od = tmp("arc-replays");
     let t = trace.to_str().unwrap();
-    let out = ok(&["arc", "replay", "--traces", t, "--out-dir", od.to_str().unwrap()]);
+    // `-1`, the help's "unlimited", is a value without `=` (issue 57); below it is refused.
+    let out = ok(&[
+        "arc",
+        "replay",
+        "--traces",
+        t,
+        "--max-trials",
+        "-1",
+        "--out-dir",
+        od.to_str().unwrap(),
+    ]);
     let dir = out.rsplit("run folder ").next().unwrap().trim();
     let text = std::fs::read_to_string(Path::new(dir).join("replays.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> =
@@ -173,6 +183,8 @@ fn replay_solves_a_generated_task_and_reports_bad_input() {
     assert!(fails(&["arc", "replay", "--traces", t]).contains("\"nope\""));
     std::fs::write(&trace, r#"{"task": "symmetry-0", "pair": 9, "actions": []}"#).unwrap();
     assert!(fails(&["arc", "replay", "--traces", t]).contains("pair 9 out of range"));
+    let err = fails(&["arc", "replay", "--traces", t, "--max-trials=-5"]);
+    assert!(err.contains("max_trials = -5") && err.contains("-1 (unlimited)"), "{err}");
 }
 
 #[test]
@@ -288,6 +300,12 @@ fn mppi_run_tune_and_bench() {
     let od = od.to_str().unwrap();
     let out = ok(&["mppi", "run", "--system", "pendulum", "--steps", "30", "--out-dir", od]);
     assert!(out.contains("total running cost"), "{out}");
+    // A negative value is a value, not a flag (issue 57): `--u-min -1.5` without `=`.
+    let neg = tmp("mppi-negative");
+    ok(&["mppi", "run", "--u-min", "-1.5", "--steps", "3", "--out-dir", neg.to_str().unwrap()]);
+    let ndir = std::fs::read_dir(&neg).unwrap().next().unwrap().unwrap().path();
+    let cfg = std::fs::read_to_string(ndir.join("config.toml")).unwrap();
+    assert!(cfg.contains("u_min = [-1.5]"), "{cfg}");
     let dir = std::fs::read_dir(od).unwrap().next().unwrap().unwrap().path();
     for f in
         ["trajectory.jsonl", "cost.png", "state.png", "frames.png", "summary.md", "config.toml"]

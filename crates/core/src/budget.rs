@@ -93,10 +93,11 @@ impl Budget {
         if total <= MAX_BYTES {
             return Ok(());
         }
-        let largest =
-            self.terms.iter().max_by_key(|t| t.bytes).map_or(Cow::Borrowed("config"), |t| {
-                Cow::Owned(t.fields.split(" = ").next().unwrap_or("config").to_string())
-            });
+        let largest = self
+            .terms
+            .iter()
+            .max_by_key(|t| t.bytes)
+            .map_or(Cow::Borrowed("config"), |t| Cow::Owned(driving_field(&t.fields)));
         Err(Invalid::new(
             largest,
             format!("a run needing about {} at its peak", human(total)),
@@ -107,6 +108,20 @@ impl Budget {
             ),
         ))
     }
+}
+
+/// The field of a term's `fields` (`num_dims = 4, pop_size = 1000000000`) that makes it big:
+/// the one with the largest number (the first on ties or with no numbers).
+fn driving_field(fields: &str) -> String {
+    let mut best: Option<(&str, f64)> = None;
+    for part in fields.split(", ") {
+        let (name, value) = part.split_once(" = ").unwrap_or((part, ""));
+        let v = value.trim().parse::<f64>().unwrap_or(f64::NEG_INFINITY);
+        if best.is_none_or(|(_, b)| v > b) {
+            best = Some((name.trim(), v));
+        }
+    }
+    best.map_or("config", |(n, _)| n).to_string()
 }
 
 /// Bytes as B, KiB, MiB or GiB with one decimal.
@@ -123,6 +138,17 @@ pub fn human(bytes: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_field_named_is_the_one_that_makes_the_largest_term_big() {
+        assert_eq!(driving_field("num_dims = 4, pop_size = 1000000000"), "pop_size");
+        assert_eq!(driving_field("num_dims = 100000000, pop_size = 59"), "num_dims");
+        assert_eq!(driving_field("capacity = 10"), "capacity");
+        assert_eq!(driving_field("num_dims = 4, rotate = true"), "num_dims");
+        let mut b = Budget::new();
+        b.add("state", "num_dims = 4, pop_size = 1000000000", 1 << 40, 1);
+        assert!(b.check().unwrap_err().to_string().starts_with("invalid pop_size = "));
+    }
 
     #[test]
     fn a_budget_sums_its_terms_and_refuses_past_the_limit_naming_the_largest() {

@@ -460,6 +460,42 @@ impl StrategyKind {
         Ok(p)
     }
 
+    /// Checks, before anything is allocated, that this strategy's state at `num_dims` with the
+    /// population `requested` (absent: its default for `num_dims`) fits
+    /// [`kestrel_core::MAX_BYTES`]: the population it resolves to, or an error naming the
+    /// size that makes it big (`pop_size` where a smaller population would fit, else
+    /// `num_dims`) with the estimate ([`StrategyKind::state_bytes`]).
+    pub fn check_memory(
+        self,
+        requested: Option<usize>,
+        num_dims: usize,
+    ) -> Result<usize, EvoError> {
+        if num_dims == 0 {
+            return Err(EvoError::invalid("num_dims", num_dims, "at least 1"));
+        }
+        let pop = self.pop_size(requested, num_dims)?;
+        let bytes = self.state_bytes(num_dims, pop);
+        if bytes <= kestrel_core::MAX_BYTES {
+            return Ok(pop);
+        }
+        let at_min = self.state_bytes(num_dims, self.min_pop_size().max(1));
+        let (field, value) = match requested {
+            Some(p) if at_min <= kestrel_core::MAX_BYTES => ("pop_size", p),
+            _ => ("num_dims", num_dims),
+        };
+        Err(EvoError::invalid(
+            field,
+            value,
+            format!(
+                "a size whose memory fits: {} at num_dims = {num_dims} with pop_size = {pop} needs \
+                 about {} (the limit is {})",
+                self.name(),
+                kestrel_core::human(bytes),
+                kestrel_core::human(kestrel_core::MAX_BYTES)
+            ),
+        ))
+    }
+
     /// A ready optimiser: the strategy with `pop_size` rows (see [`StrategyKind::pop_size`])
     /// of `mean.len()` dimensions, its reference defaults with the initial step size `sigma`,
     /// initialised at `mean` with `key`.
@@ -491,7 +527,7 @@ impl StrategyKind {
         if let Some(i) = mean.iter().position(|x| !x.is_finite()) {
             return Err(EvoError::invalid(format!("x0[{i}]"), mean[i], "finite"));
         }
-        let pop = self.pop_size(pop_size, n)?;
+        let pop = self.check_memory(pop_size, n)?;
         Ok(match self {
             StrategyKind::CmaEs => {
                 let s = CmaEs::new(pop, n)?;

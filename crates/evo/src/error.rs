@@ -23,7 +23,12 @@ pub(crate) fn check_sizes(
     }
     // A population and its sampled noise (f32 and f64), and for full-covariance strategies
     // about five n × n f64 matrices.
-    kestrel_core::check_bytes("pop_size", pop_size, pop_size as u128 * num_dims as u128, 16)?;
+    kestrel_core::check_bytes(
+        "pop_size × num_dims",
+        format!("{pop_size} × {num_dims}"),
+        pop_size as u128 * num_dims as u128,
+        16,
+    )?;
     kestrel_core::check_bytes("num_dims", num_dims, num_dims as u128 * num_dims as u128, 40)?;
     Ok(())
 }

@@ -270,7 +270,7 @@ impl Strategy {
     #[allow(clippy::too_many_arguments)]
     fn new(
         kind: &str,
-        mean: Vec<f32>,
+        mean: PyReadonlyArray1<'_, f32>,
         pop_size: Option<i64>,
         sigma: f64,
         seed: u64,
@@ -281,6 +281,8 @@ impl Strategy {
         options_json: &str,
     ) -> PyResult<Self> {
         let kind = StrategyKind::parse(kind).map_err(value_error)?;
+        // A numpy vector, read without a Python list in between (a large x0 is one copy).
+        let mean: Vec<f32> = mean.as_array().to_vec();
         if mean.is_empty() {
             return Err(value_error("num_dims = 0: at least 1"));
         }
@@ -628,6 +630,28 @@ pub(crate) fn strategies() -> Vec<&'static str> {
 #[pyfunction]
 pub(crate) fn strategy_kind(name: &str) -> PyResult<&'static str> {
     Ok(StrategyKind::parse(name).map_err(value_error)?.name())
+}
+
+/// The population `kind` resolves to at `num_dims` (and `pop_size`), its state checked to fit
+/// memory before anything is allocated: the Python classes call this before they build the
+/// mean vector, so `CMAES(10**9)` is a ValueError naming `num_dims`, not a MemoryError.
+#[pyfunction]
+#[pyo3(signature = (kind, num_dims, pop_size=None))]
+pub(crate) fn check_strategy_size(
+    kind: &str,
+    num_dims: i64,
+    pop_size: Option<i64>,
+) -> PyResult<usize> {
+    let kind = StrategyKind::parse(kind).map_err(value_error)?;
+    if num_dims < 1 {
+        return Err(value_error(format!("num_dims = {num_dims}: at least 1")));
+    }
+    let pop = match pop_size {
+        Some(p) if p < 1 => return Err(value_error(format!("pop_size = {p}: at least 1"))),
+        Some(p) => Some(p as usize),
+        None => None,
+    };
+    kind.check_memory(pop, num_dims as usize).map_err(value_error)
 }
 
 /// evosax 0.3.2's 37 algorithm names with the Kestrel strategy each names.

@@ -30,6 +30,7 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<evo::QdEmitter>()?;
     m.add_class::<evo::QdBenchmark>()?;
     m.add_function(wrap_pyfunction!(evo::strategies, m)?)?;
+    m.add_function(wrap_pyfunction!(evo::check_strategy_size, m)?)?;
     m.add_function(wrap_pyfunction!(evo::qd_setup, m)?)?;
     m.add_function(wrap_pyfunction!(evo::default_pop_size, m)?)?;
     m.add_function(wrap_pyfunction!(evo::strategy_kind, m)?)?;

@@ -197,6 +197,21 @@ CASES = [
     ("Key seed past 2**64", lambda: kestrel.Key(2**64), ValueError, r"seed = 18446744073709551616"),
     ("Key seed not an int", lambda: kestrel.Key(1.5), TypeError, r"seed = 1\.5: an integer"),
     ("negative fold_in", lambda: kestrel.Key(0).fold_in(-3), ValueError, r"data = -3"),
+    # Issue 57: each size error names the field that makes it big, before anything is built.
+    ("CMA-ES of 1e8 dimensions", lambda: kestrel.evo.CMAES(10**8), ValueError,
+     r"num_dims = 100000000: a size whose memory fits: cma-es .* needs about"),
+    ("CMA-ES of 1e9 dimensions", lambda: kestrel.evo.CMAES(10**9), ValueError, r"num_dims = 1000000000"),
+    ("SNES of a 1e9 population", lambda: kestrel.evo.SNES(10, pop_size=10**9), ValueError, r"pop_size = 1000000000"),
+    ("ES run of a 1e9 population",
+     lambda: kestrel.evo.run(strategy="cma-es", problem="sphere", num_dims=4, pop_size=10**9, generations=2,
+                             progress=None), ValueError, r"invalid pop_size = a run needing"),
+    ("negative generations",
+     lambda: kestrel.evo.run(strategy="cma-es", problem="sphere", num_dims=4, generations=-1, progress=None),
+     ValueError, r"generations = -1.*expected an integer in 0\.\.=18446744073709551615"),
+    ("hunt key at the wrong depth", lambda: kestrel.hunt.train(num_agents=3, progress=None), ValueError,
+     r"unknown key `num_agents`; the closest valid key is `env\.num_agents`"),
+    ("actdyn compare key at the wrong depth", lambda: kestrel.actdyn.compare(steps=500, progress=None), ValueError,
+     r"unknown key `steps`; the closest valid key is `base\.steps`"),
 ]
 
 

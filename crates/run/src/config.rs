@@ -118,21 +118,34 @@ fn check_keys(
                 }
             }
             None => {
+                let mut paths = Vec::new();
+                each_path(root, "", &mut |p, _| paths.push(p));
+                // The key given at the wrong depth, spelt right (`num_agents` for
+                // `env.num_agents`): those paths, the shallowest first, before any near
+                // spelling here.
+                let mut exact: Vec<&String> = paths
+                    .iter()
+                    .filter(|p| p.contains('.') && p.rsplit('.').next() == Some(k.as_str()))
+                    .collect();
+                exact.sort_by_key(|p| (p.matches('.').count(), p.as_str()));
                 let siblings = closest(k, fields.iter().map(|f| f.name)).map(|c| {
                     if prefix.is_empty() { c.to_string() } else { format!("{prefix}.{c}") }
                 });
-                // A key given at the wrong depth (`lambda` for `run.mppi.lambda`).
+                // A key given at the wrong depth, misspelt (`lamda` for `run.mppi.lambda`).
                 let elsewhere = || {
-                    let mut paths = Vec::new();
-                    each_path(root, "", &mut |p, _| paths.push(p));
                     let lasts: Vec<&str> =
                         paths.iter().map(|p| p.rsplit('.').next().unwrap_or(p)).collect();
                     let c = closest(k, lasts.iter().copied())?;
                     paths.iter().find(|p| p.rsplit('.').next() == Some(c)).cloned()
                 };
-                let hint = match siblings.or_else(elsewhere) {
-                    Some(c) => format!("; the closest valid key is `{c}`"),
-                    None => {
+                let hint = match (exact.split_first(), siblings.or_else(elsewhere)) {
+                    (Some((first, [])), _) => format!("; the closest valid key is `{first}`"),
+                    (Some((first, rest)), _) => {
+                        let rest: Vec<String> = rest.iter().map(|p| format!("`{p}`")).collect();
+                        format!("; the closest valid key is `{first}` (also {})", rest.join(", "))
+                    }
+                    (None, Some(c)) => format!("; the closest valid key is `{c}`"),
+                    (None, None) => {
                         let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
                         format!("; valid keys here: {}", names.join(", "))
                     }
@@ -238,9 +251,29 @@ fn check<T: DeserializeOwned>(
             .and_then(|(variant, _)| key_holding(table, "", variant));
         match holder {
             Some(key) => config_error(source, format!("`{key}`: {msg}")),
-            None => config_error(source, one_line(&e)),
+            None => config_error(source, plain_ranges(&one_line(&e))),
         }
     })
+}
+
+/// serde's Rust type names in a message as the range they hold (`expected u64` → `expected
+/// an integer in 0..=18446744073709551615`), so a negative count names what is allowed.
+fn plain_ranges(msg: &str) -> String {
+    const TYPES: [(&str, &str); 8] = [
+        ("u8", "0..=255"),
+        ("u16", "0..=65535"),
+        ("u32", "0..=4294967295"),
+        ("u64", "0..=18446744073709551615"),
+        ("usize", "0..=18446744073709551615"),
+        ("i32", "-2147483648..=2147483647"),
+        ("i64", "-9223372036854775808..=9223372036854775807"),
+        ("isize", "-9223372036854775808..=9223372036854775807"),
+    ];
+    let mut out = msg.to_string();
+    for (ty, range) in TYPES {
+        out = out.replace(&format!("expected {ty}"), &format!("expected an integer in {range}"));
+    }
+    out
 }
 
 /// The dotted key whose value is the string `value` (the first, in key order).
@@ -385,6 +418,19 @@ pub fn load_config<T: Serialize + DeserializeOwned + Documented>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn rust_integer_types_read_as_their_ranges() {
+        assert_eq!(
+            plain_ranges("invalid value: integer `-1`, expected u64"),
+            "invalid value: integer `-1`, expected an integer in 0..=18446744073709551615"
+        );
+        assert_eq!(
+            plain_ranges("expected usize, found x"),
+            "expected an integer in 0..=18446744073709551615, found x"
+        );
+        assert_eq!(plain_ranges("expected a string"), "expected a string");
+    }
+
     /// A key flag's text is read against the default's type: commas where a list goes, one
     /// number where a list goes a list of one, anything else as `--set` reads it.
     #[test]
@@ -506,6 +552,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("steps") && e.contains("-3"), "{e}");
+        assert!(e.contains("expected an integer in 0..=18446744073709551615"), "{e}");
+        // A key spelt right at the wrong depth is named over a near spelling here (`bounds`
+        // is one letter from no top-level key, `inner.bounds` exactly).
+        let e = load_config(&defaults(), None, toml::Table::new(), &["bounds=[1]".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the closest valid key is `inner.bounds`"), "{e}");
         let e = load_config(&defaults(), None, toml::Table::new(), &["novalue".into()])
             .unwrap_err()
             .to_string();

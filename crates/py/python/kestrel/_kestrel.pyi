@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 __all__ = [
     "__version__", "VecCore", "list_envs", "arc_operations", "Key", "Strategy", "EvoProblem",
-    "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "strategy_kind", "evosax_names", "evosax_weights", "strategy_params",
+    "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "strategy_kind", "evosax_names", "check_strategy_size", "evosax_weights", "strategy_params",
     "qd_setup", "default_pop_size",
     "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "cli_main", "population_kinds",
     "run_evaluated", "cma_restarts", "mppi_tune_callbacks", "mppi_tune_evaluate", "sweep_plan", "sweep_create", "sweep_status", "sweep_cell", "sweep_aggregate",
@@ -114,7 +114,7 @@ class VecCore:
 class Strategy:
     def __new__(cls,
         kind: str,
-        mean: list[float],
+        mean: npt.NDArray[np.float32],
         pop_size: int | None = None,
         sigma: float = 0.5,
         seed: int = 0,
@@ -309,6 +309,7 @@ def cma_restarts(
 ) -> dict[str, Any]: ...
 def strategy_kind(name: str) -> str: ...
 def evosax_names() -> list[tuple[str, str]]: ...
+def check_strategy_size(kind: str, num_dims: int, pop_size: int | None = None) -> int: ...
 def evosax_weights(kind: str, num_dims: int) -> str | None: ...
 def strategy_params() -> list[tuple[str, list[tuple[str, str]]]]: ...
 def strategies() -> list[str]: ...

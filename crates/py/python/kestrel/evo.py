@@ -184,6 +184,9 @@ class Strategy:
         mean = 0.0 if given["mean"] is None else given["mean"]
         if num_dims is not None and num_dims < 1:
             raise ValueError(f"num_dims = {num_dims}: at least 1")
+        if num_dims is not None:
+            # The state's size, before the mean vector is built.
+            _kestrel.check_strategy_size(kind, int(num_dims), pop_size)
         m = np.asarray(mean, dtype=np.float32)
         if m.ndim == 0:
             if num_dims is None:
@@ -206,7 +209,7 @@ class Strategy:
 
     def _core(self, init_key):
         a = self._args
-        return _kestrel.Strategy(a["kind"], self._mean0.tolist(), a["pop_size"], a["sigma"], a["seed"], init_key,
+        return _kestrel.Strategy(a["kind"], self._mean0, a["pop_size"], a["sigma"], a["seed"], init_key,
                                  params_json(a["params"]), a["bounds"], a["bound_mode"], params_json(a["stops"]))
 
     @property
