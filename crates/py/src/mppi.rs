@@ -183,7 +183,9 @@ pub(crate) fn check_sizes(nx: usize, nu: usize) -> PyResult<()> {
 /// Batched dynamics and costs from Python callables: `dynamics(x (n, nx), u (n, nu), t) -> (n,
 /// nx)`, `running_cost(x, u, t) -> (n,)`, `terminal_cost(x) -> (n,)`, float64 arrays (what a
 /// callback returns is read as float64; a wrong shape is a `ValueError` naming the callback).
-/// Each call takes the GIL.
+/// A NaN anywhere, an infinite next state or a cost of −∞ is a `ValueError` naming the
+/// callback, the step, the row and the value (MPPI would turn it into a silent zero action);
+/// a cost of +∞ is allowed: that sample gets no weight. Each call takes the GIL.
 pub(crate) struct PyBatch {
     nx: usize,
     nu: usize,
@@ -204,13 +206,16 @@ impl PyBatch {
     }
 
     /// Calls `f(args)` and copies its `(rows, width)` (or `(rows,)` when `width` is `None`)
-    /// float64 result into `out`.
+    /// float64 result into `out`, checked finite (`cost`: +∞ allowed). `at` names the step.
+    #[allow(clippy::too_many_arguments)]
     fn call<'py>(
         py: Python<'py>,
         f: &Py<PyAny>,
         what: &str,
+        at: &str,
         args: impl pyo3::call::PyCallArgs<'py>,
         width: Option<usize>,
+        cost: bool,
         out: &mut [f64],
     ) -> PyResult<()> {
         use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
@@ -234,6 +239,17 @@ impl PyBatch {
         match ro.as_slice() {
             Ok(v) => out.copy_from_slice(v),
             Err(_) => out.iter_mut().zip(ro.as_array().iter()).for_each(|(o, v)| *o = *v),
+        }
+        let bad = |v: f64| v.is_nan() || (v.is_infinite() && !(cost && v > 0.0));
+        if let Some(i) = out.iter().position(|&v| bad(v)) {
+            let w = width.unwrap_or(1);
+            let cell =
+                if width.is_some() { format!("[{}, {}]", i / w, i % w) } else { format!("[{i}]") };
+            let rule = if cost { "finite or +inf (a sample to give no weight)" } else { "finite" };
+            return Err(value_error(format!(
+                "{what} returned {} at {at}, row {cell}: expected {rule}",
+                out[i]
+            )));
         }
         Ok(())
     }
@@ -263,13 +279,15 @@ impl kestrel_mppi::batched::BatchDynamics for PyBatch {
     fn step(&self, x: &[f64], u: &[f64], t: usize, next: &mut [f64]) -> PyResult<()> {
         Python::attach(|py| {
             let (xa, ua) = self.arrays(py, x, u)?;
-            Self::call(py, &self.dynamics, "dynamics", (xa, ua, t), Some(self.nx), next)
+            let at = format!("step t = {t}");
+            Self::call(py, &self.dynamics, "dynamics", &at, (xa, ua, t), Some(self.nx), false, next)
         })
     }
     fn running_cost(&self, x: &[f64], u: &[f64], t: usize, out: &mut [f64]) -> PyResult<()> {
         Python::attach(|py| {
             let (xa, ua) = self.arrays(py, x, u)?;
-            Self::call(py, &self.running_cost, "running_cost", (xa, ua, t), None, out)
+            let (f, at) = (&self.running_cost, format!("step t = {t}"));
+            Self::call(py, f, "running_cost", &at, (xa, ua, t), None, true, out)
         })
     }
     fn terminal_cost(&self, x: &[f64], out: &mut [f64]) -> PyResult<bool> {
@@ -277,7 +295,8 @@ impl kestrel_mppi::batched::BatchDynamics for PyBatch {
         Python::attach(|py| {
             use numpy::PyArrayMethods;
             let xa = PyArray1::from_slice(py, x).reshape([out.len(), self.nx])?;
-            Self::call(py, f, "terminal_cost", (xa,), None, out).map(|()| true)
+            Self::call(py, f, "terminal_cost", "the horizon's end", (xa,), None, true, out)
+                .map(|()| true)
         })
     }
 }

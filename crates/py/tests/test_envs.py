@@ -67,6 +67,17 @@ def test_pendulum_equals_gymnasium_from_the_same_start_states():
         _same_start(ours, theirs, state, 199, lambda t: acts[t])
 
 
+def test_pendulum_clips_torques_as_gymnasium_and_refuses_nan():
+    """docs/envs.md: Pendulum's torque is clipped to [-2, 2] where Gymnasium clips it (the same
+    steps as Gymnasium's with torques of ±5), and a NaN torque is refused by name."""
+    ours, theirs = kestrel.make("Pendulum-v1"), gym.make("Pendulum-v1").unwrapped
+    acts = np.array([[5.0], [-7.5], [2.5], [-2.0]] * 10, np.float32)
+    _same_start(ours, theirs, [0.3, -0.2], len(acts), lambda t: acts[t])
+    ours.reset(seed=0)
+    with pytest.raises(ValueError, match="NaN"):
+        ours.step(np.array([np.nan], np.float32))
+
+
 def test_out_of_range_actions_raise_instead_of_mapping():
     env = kestrel.make("CartPole-v1")
     env.reset(seed=0)

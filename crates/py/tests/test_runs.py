@@ -110,6 +110,37 @@ def test_callback_errors_propagate_and_leave_the_plan_alone():
         kestrel.mppi.Controller.from_callbacks(3, _basic_cost, nx=2, nu=1)
 
 
+def test_non_finite_callback_results_are_errors_not_a_quiet_zero_action():
+    """Issue 57: NaN dynamics or costs made `command()` return [0.] silently."""
+    def nan_dyn(x, u, t):
+        out = _basic(x, u, t)
+        if t == 2:
+            out[3, 1] = np.nan
+        return out
+
+    c = kestrel.mppi.Controller.from_callbacks(nan_dyn, _basic_cost, nx=2, nu=1, horizon=4)
+    before = c.plan.copy()
+    with pytest.raises(ValueError, match=r"dynamics returned NaN at step t = 2, row \[3, 1\]: expected finite"):
+        c.command(np.zeros(2))
+    np.testing.assert_array_equal(c.plan, before)
+    nan_cost = kestrel.mppi.Controller.from_callbacks(_basic, lambda x, u, t: np.full(len(x), np.nan), nx=2, nu=1)
+    with pytest.raises(ValueError, match=r"running_cost returned NaN at step t = 0, row \[0\]"):
+        nan_cost.command(np.zeros(2))
+    neg = kestrel.mppi.Controller.from_callbacks(_basic, _basic_cost, terminal_cost=lambda x: -np.inf * np.ones(len(x)),
+                                                 nx=2, nu=1)
+    with pytest.raises(ValueError, match=r"terminal_cost returned -inf at the horizon's end"):
+        neg.command(np.zeros(2))
+
+    # +inf is a sample given no weight (an infeasible rollout), as in MPPI's papers.
+    def walls(x, u, t):
+        cost = _basic_cost(x, u, t)
+        cost[::2] = np.inf
+        return cost
+
+    ok = kestrel.mppi.Controller.from_callbacks(_basic, walls, nx=2, nu=1, seed=1)
+    assert np.isfinite(ok.command(np.ones(2))).all()
+
+
 def test_resume_continues_the_run_folder(tmp_path):
     first = kestrel.allo.train(steps=20, eval_every=10, checkpoint_every=10, out_dir=tmp_path, threads=1)
     again = kestrel.allo.train(steps=40, eval_every=10, checkpoint_every=10, out_dir=tmp_path, threads=1,
