@@ -143,3 +143,16 @@ def test_qd_archive_add_and_errors():
         evo.Archive.grid(3, [100000, 100000], [(-1, 1), (-1, 1)])
     c = evo.Archive.cvt(3, 16, [(-1, 1), (-1, 1)], seed=2)
     assert c.num_cells == 16
+
+
+def test_result_repr_is_short_for_large_vectors():
+    """Issue 57: `es.result` printed every value of `xbest` and `xfavorite`."""
+    es = kestrel.evo.SNES(10_000, seed=0)
+    x = es.ask()
+    es.tell(x, (x.astype(np.float64) ** 2).sum(1))
+    r = repr(es.result)
+    assert len(r) < 400 and "(10000 values)" in r and r.startswith("Result(fbest="), r
+    small = kestrel.evo.CMAES(2)
+    x = small.ask()
+    small.tell(x, (x ** 2).sum(1))
+    assert "values)" not in repr(small.result)

@@ -65,6 +65,16 @@ class Result:
     xfavorite: np.ndarray
     stop: dict
 
+    def __repr__(self) -> str:
+        # Vectors by their size and first values (a 10,000-D `xbest` is not printed whole).
+        def short(v):
+            v = np.asarray(v)
+            head = np.array2string(v[:3], precision=4, separator=", ")
+            return head if v.size <= 3 else f"{head[:-1]}, ...] ({v.size} values)"
+        return (f"Result(fbest={self.fbest!r}, xbest={short(self.xbest)}, evals_best={self.evals_best}, "
+                f"evaluations={self.evaluations}, iterations={self.iterations}, xfavorite={short(self.xfavorite)}, "
+                f"stop={self.stop!r})")
+
 
 def _bounds(bounds, n: int):
     """pycma's `bounds=[lower, upper]` (each a number or `n` numbers; None: unbounded) as two
