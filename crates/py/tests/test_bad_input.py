@@ -198,6 +198,9 @@ CASES = [
     ("Key seed not an int", lambda: kestrel.Key(1.5), TypeError, r"seed = 1\.5: an integer"),
     ("negative fold_in", lambda: kestrel.Key(0).fold_in(-3), ValueError, r"data = -3"),
     # Issue 57: each size error names the field that makes it big, before anything is built.
+    ("broadcast rollout of 1e9 steps",
+     lambda: _venv(n=4).rollout(np.broadcast_to(np.zeros((1, 4), np.int64), (10**9, 4))), ValueError,
+     r"actions: 1000000000 steps x 4 envs: the rollout's arrays need about .* GiB, the limit is 8 GiB"),
     ("CMA-ES of 1e8 dimensions", lambda: kestrel.evo.CMAES(10**8), ValueError,
      r"num_dims = 100000000: a size whose memory fits: cma-es .* needs about"),
     ("CMA-ES of 1e9 dimensions", lambda: kestrel.evo.CMAES(10**9), ValueError, r"num_dims = 1000000000"),

@@ -307,6 +307,23 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
     send = step_async
     recv = step_wait
 
+    def _check_rollout_size(self, actions):
+        """A rollout whose arrays would pass the engine's memory limit (8 GiB,
+        `kestrel_core::MAX_BYTES`) is refused from the actions' shapes alone, before numpy
+        copies them (a broadcast view of 10**9 steps is no memory until it is merged)."""
+        arrays = actions.values() if isinstance(actions, dict) else [actions]
+        shapes = [np.shape(a) for a in arrays]
+        steps = max((sh[0] for sh in shapes if len(sh) >= 1), default=0)
+        obs_row = int(np.prod(self._obs_shape, dtype=np.int64)) * np.dtype(self._dtype).itemsize
+        act_row = sum(int(np.prod(sh[1:], dtype=np.int64)) * 8 for sh in shapes if len(sh) >= 1)
+        per_step = obs_row * (2 if self._same_step else 1) + act_row + self.num_envs * 40
+        need = steps * per_step
+        limit = 8 << 30
+        if need > limit:
+            raise ValueError(f"actions: {steps} steps x {self.num_envs} envs: the rollout's arrays need about "
+                             f"{need / (1 << 30):.1f} GiB, the limit is {limit >> 30} GiB (roll out in "
+                             f"chunks of at most {max(1, limit // per_step)} steps)")
+
     def _rollout_buffers(self, steps):
         """A rollout's output arrays: fresh ones (copy=True), or (copy=False) the same ones
         for every rollout of `steps` steps (fresh arrays of a large rollout cost more in page
@@ -350,6 +367,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if self.autoreset_mode == AutoresetMode.DISABLED:
             raise RuntimeError("rollout: autoreset DISABLED needs a reset between steps; use step, "
                                "or make the env with NEXT_STEP or SAME_STEP")
+        self._check_rollout_size(actions)
         steps, flat = _merge_steps(actions, self.num_envs)
         kw = action_kwargs(self.single_action_space, flat, steps * self.num_envs, self._arcact)
         obs, rew, term, trunc, final, episode = self._rollout_buffers(steps)
