@@ -43,6 +43,15 @@ fn the_demo_runs_every_system_and_reports_each_folder() {
     for system in ["ARC", "ES", "MPPI", "ALLO", "Hunt", "QD", "ActDyn"] {
         assert!(out.lines().any(|l| l.starts_with(system)), "{system} missing:\n{out}");
     }
+    // The first screen reads as what each system does (issue 57 item 7): no bare zero return,
+    // no lone "-" for a folder.
+    let screen = out.rsplit("== Kestrel demo").next().unwrap();
+    assert!(!screen.contains("mean return 0.0000"), "{screen}");
+    assert!(!screen.lines().any(|l| l.trim() == "-"), "{screen}");
+    assert!(
+        screen.contains("Laplacian eigenvectors of a symmetric four-room grid after 20 steps"),
+        "{screen}"
+    );
     let demo = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
     assert_eq!(
         std::fs::read_dir(&demo).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count(),
