@@ -109,8 +109,9 @@ def test_gym_make_through_dummyvecenv_still_works():
 TORCH_EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "torch" / "cleanrl_ppo.py"
 
 
-def _example(*args):
-    return subprocess.run([sys.executable, str(TORCH_EXAMPLE), *args], capture_output=True, text=True, timeout=600)
+def _example(*args, cwd=None):
+    return subprocess.run([sys.executable, str(TORCH_EXAMPLE), *args], capture_output=True, text=True, timeout=600,
+                          cwd=cwd)
 
 
 def test_cleanrl_example_learns_a_5x5_arc_task():
@@ -119,10 +120,19 @@ def test_cleanrl_example_learns_a_5x5_arc_task():
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
 
 
-def test_cleanrl_example_runs_on_cartpole():
-    # The full run (CleanRL's 500k steps, return 500) is timed in BENCHMARKS.md.
-    out = _example("--total-timesteps", "8192")
+def test_cleanrl_example_runs_on_cartpole(tmp_path):
+    # The full run (CleanRL's 500k steps, return 500) is timed in BENCHMARKS.md. CleanRL's
+    # flags and its TensorBoard log (issue 57): `runs/{env}__{exp_name}__{seed}__{time}`.
+    out = _example("--total-timesteps", "8192", "--exp-name", "check", "--seed", "3", cwd=tmp_path)
     assert out.returncode == 0 and "mean episode return" in out.stdout, out.stdout[-3000:] + out.stderr[-3000:]
+    (run,) = (tmp_path / "runs").glob("CartPole-v1__check__3__*")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    tags = EventAccumulator(str(run)).Reload().Tags()["scalars"]
+    for tag in ["charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
+                "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/clipfrac"]:
+        assert tag in tags, (tag, tags)
+    bad = _example("--env-id", "ARC-jaxarc-v0", "--capture-video", cwd=tmp_path)
+    assert bad.returncode == 2 and "--capture-video" in bad.stderr
 
 
 def test_the_example_trains_on_the_batch_a_caller_makes(tmp_path, monkeypatch):

@@ -19,11 +19,20 @@ behaviour, bugs included). The grid is one-hot encoded for the MLP. Needs torch 
 `--csv FILE` writes the learning curve (global step, mean episode return, seconds since the
 first step); `--gymnasium` runs the same loop on Gymnasium's own env and `SyncVectorEnv`
 (CartPole-v1), for a timing beside it.
+
+CleanRL's own flags and logs: every run writes TensorBoard events to `runs/{run_name}`
+(`{env_id}__{exp_name}__{seed}__{time}`: CleanRL's `charts/episodic_return`,
+`charts/episodic_length`, `charts/learning_rate`, `charts/SPS` and `losses/*`, and the
+hyper-parameters as text; `tensorboard --logdir runs`), `--track` also syncs them to Weights &
+Biases (`--wandb-project-name`, `--wandb-entity`), `--capture-video` records the trained
+agent's episode to `videos/{run_name}` (Gymnasium's `RecordVideo`, which needs moviepy), and
+`--exp-name`, `--torch-deterministic` are CleanRL's. Needs `tensorboard` (or `tensorboardX`).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -48,6 +57,12 @@ import kestrel
 
 @dataclass
 class Args:
+    exp_name: str = "cleanrl_ppo"
+    torch_deterministic: bool = True
+    track: bool = False
+    wandb_project_name: str = "cleanRL"
+    wandb_entity: str | None = None
+    capture_video: bool = False
     env_id: str = "CartPole-v1"
     seed: int = 1
     total_timesteps: int = 500_000
@@ -85,6 +100,9 @@ def parse_args(argv: list[str] | None = None) -> Args:
         p.set_defaults(**{name: None})
     raw: dict[str, Any] = vars(p.parse_args(argv))
     arc = raw["env_id"].startswith("ARC")
+    if arc and raw["capture_video"]:
+        p.error("--capture-video: the ARC batch's task and canvas are this file's; record ARC with "
+                "kestrel.make(..., render_mode='rgb_array') instead")
     # ARC is a harder exploration problem than CartPole: 875 actions, most of them harmless.
     defaults: dict[str, Any] = {"total_timesteps": 300_000, "num_envs": 16, "num_steps": 64} if arc else {
         "total_timesteps": Args.total_timesteps, "num_envs": Args.num_envs, "num_steps": Args.num_steps}
@@ -130,6 +148,30 @@ def make_envs(args: Args) -> tuple[Any, int, int]:
     space, actions = envs.single_observation_space, envs.single_action_space
     assert isinstance(space, gym.spaces.Box) and isinstance(actions, gym.spaces.Discrete), (space, actions)
     return envs, int(np.prod(space.shape)), int(actions.n)
+
+
+def summary_writer(log_dir: str) -> Any:
+    """CleanRL's `SummaryWriter` (torch's, which needs the tensorboard package)."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as e:
+        raise ImportError("the TensorBoard log needs tensorboard: pip install tensorboard") from e
+    return SummaryWriter(log_dir)
+
+
+def capture_video(args: Args, agent: Agent, run_name: str) -> None:
+    """One episode of the trained agent on one env, rendered, to `videos/{run_name}`."""
+    env: Any = gym.wrappers.RecordVideo(gym.make(f"kestrel/{args.env_id}", render_mode="rgb_array"),
+                                   f"videos/{run_name}", episode_trigger=lambda _: True, disable_logger=True)
+    raw, _ = env.reset(seed=args.seed)
+    done = False
+    while not done:
+        with torch.no_grad():
+            batch = obs_tensor({k: v[None] for k, v in raw.items()} if isinstance(raw, dict) else raw[None])
+            action = int(agent.get_action_and_value(batch)[0][0])
+        raw, _, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    env.close()
 
 
 def obs_tensor(obs: Any) -> torch.Tensor:
@@ -180,8 +222,17 @@ def main(argv: list[str] | None = None, make: Callable[[Args], tuple[Any, int, i
     batch_size = args.num_envs * args.num_steps
     minibatch_size = batch_size // args.num_minibatches
     num_iterations = args.total_timesteps // batch_size
+    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    if args.track:
+        wandb: Any = importlib.import_module("wandb")  # optional, as in CleanRL
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=vars(args), name=run_name, save_code=True)
+    writer = summary_writer(f"runs/{run_name}")
+    writer.add_text("hyperparameters",
+                    "|param|value|\n|-|-|\n%s" % ("\n".join(f"|{k}|{v}|" for k, v in vars(args).items())))
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
     torch.set_num_threads(1)
 
     envs, obs_size, num_actions = make(args)
@@ -217,7 +268,11 @@ def main(argv: list[str] | None = None, make: Callable[[Args], tuple[Any, int, i
             next_obs = obs_tensor(raw)
             next_done = torch.as_tensor(np.logical_or(terminations, truncations), dtype=torch.float32)
             if "episode" in infos:
-                recent.extend(float(r) for r in infos["episode"]["r"][infos["_episode"]])
+                ended = infos["_episode"]
+                for r, length in zip(infos["episode"]["r"][ended], infos["episode"]["l"][ended]):
+                    recent.append(float(r))
+                    writer.add_scalar("charts/episodic_return", float(r), global_step)
+                    writer.add_scalar("charts/episodic_length", int(length), global_step)
 
         with torch.no_grad():
             next_value = agent.get_value(next_obs).reshape(1, -1)
@@ -236,12 +291,18 @@ def main(argv: list[str] | None = None, make: Callable[[Args], tuple[Any, int, i
         b_obs, b_logprobs, b_actions = obs.reshape(-1, obs_size), logprobs.reshape(-1), actions.reshape(-1)
         b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), values.reshape(-1)
         b_inds = np.arange(batch_size)
+        clipfracs = []
         for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for lo in range(0, batch_size, minibatch_size):
                 mb = torch.as_tensor(b_inds[lo:lo + minibatch_size])
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_actions[mb])
-                ratio = (newlogprob - b_logprobs[mb]).exp()
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
                 mb_adv = b_advantages[mb]
                 if args.norm_adv:
                     mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
@@ -258,6 +319,18 @@ def main(argv: list[str] | None = None, make: Callable[[Args], tuple[Any, int, i
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
 
+        y_pred, y_true = b_values.numpy(), b_returns.numpy()
+        var_y = np.var(y_true)
+        explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+        writer.add_scalar("losses/entropy", entropy.mean().item(), global_step)
+        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+        writer.add_scalar("losses/clipfrac", float(np.mean(clipfracs)), global_step)
+        writer.add_scalar("losses/explained_variance", explained_var, global_step)
+        writer.add_scalar("charts/SPS", int(global_step / (time.time() - start)), global_step)
         if recent:
             mean = float(np.mean(recent[-20:]))
             curve.append((global_step, mean, time.time() - start))
@@ -265,6 +338,10 @@ def main(argv: list[str] | None = None, make: Callable[[Args], tuple[Any, int, i
                 sps = int(global_step / (time.time() - start))
                 print(f"step {global_step:>7}  mean episode return (last 20) {mean:8.3f}  {sps} steps/s", flush=True)
     envs.close()
+    if args.capture_video:
+        capture_video(args, agent, run_name)
+    writer.close()
+    print(f"TensorBoard events in runs/{run_name}", flush=True)
 
     if args.csv:
         with open(args.csv, "w") as f:
