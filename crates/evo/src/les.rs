@@ -30,7 +30,7 @@ use crate::error::check_sizes;
 use crate::learned_ckpt::Checkpoint;
 use crate::shaping::ordinal_ranks;
 use crate::strategy::{
-    Progress, Strategy, TellMetrics, check_lens, finite_or_worst, to_f32, to_row,
+    Progress, Strategy, TellMetrics, check_lens, diagonal_rows, finite_or_worst, to_f32,
 };
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 use std::path::Path;
@@ -242,12 +242,7 @@ impl Les {
     fn fill(&self, s: &LesState, population: &mut [f32]) {
         let n = self.num_dims;
         check_lens("Les::ask", self.pop_size, n, population, None);
-        for (i, row) in population.chunks_exact_mut(n).enumerate() {
-            let z = &s.z[i * n..(i + 1) * n];
-            for (j, x) in row.iter_mut().enumerate() {
-                *x = to_row(s.mean[j] + s.sigma[j] * z[j]);
-            }
-        }
+        diagonal_rows(&s.mean, &s.sigma, &s.z, population);
     }
 
     /// The recombination weights of a generation (into `s.w`): attention over the fitness

@@ -124,6 +124,17 @@ pub(crate) fn min_max(v: &[f64]) -> (f64, f64) {
     v.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)))
 }
 
+/// The rows `m + σ ∘ z_i` of a diagonal Gaussian (`z` row-major, one row per population
+/// row), each as [`to_row`] rounds it.
+pub(crate) fn diagonal_rows(mean: &[f64], sigma: &[f64], z: &[f64], population: &mut [f32]) {
+    let n = mean.len();
+    for (row, zi) in population.chunks_exact_mut(n).zip(z.chunks_exact(n)) {
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = to_row(mean[j] + sigma[j] * zi[j]);
+        }
+    }
+}
+
 /// An `f64` mean as the `f32` vector the trait returns.
 pub(crate) fn to_f32(v: &[f64]) -> Vec<f32> {
     v.iter().map(|&x| x as f32).collect()
