@@ -297,7 +297,7 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
                 "non-finite running costs",
                 ep.costs.iter().filter(|c| !c.is_finite()).count() as u64,
             )
-            .item("final_state", "final state", last.clone(), format!("{last:?}"))
+            .item("final_state", "final state", last.clone(), state_text(c.system, &last))
             .item("wall_seconds", "wall time", secs, format!("{secs:.2} s"))
             .value("commit", "commit", COMMIT)
             .file("config.toml", "every knob, resolved (`--config` replays it)")
@@ -313,12 +313,33 @@ pub fn run(c: MppiRunConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError
             )));
         }
         Ok(format!(
-            "total running cost {:.4}, final state {last:?}; run folder {}",
+            "total running cost {:.4}, final state {}; run folder {}",
             ep.total_cost,
+            state_text(c.system, &last),
             dir.path().display()
         ))
     })();
     finish(dir, r)
+}
+
+/// A state by its variables' names, each angle also wrapped into [−π, π) (the pendulum's
+/// upright 2π reads as 0, as the running cost wraps it).
+fn state_text(sys: SystemKind, x: &[f64]) -> String {
+    use std::f64::consts::PI;
+    let parts: Vec<String> = state_names(sys)
+        .iter()
+        .zip(x)
+        .map(|(name, &v)| {
+            let angle = name.ends_with("(rad)");
+            let wrapped = (v + PI).rem_euclid(2.0 * PI) - PI;
+            if angle && (wrapped - v).abs() > 1e-12 {
+                format!("{name} = {v:.4} ({wrapped:.4} wrapped to [-π, π))")
+            } else {
+                format!("{name} = {v:.4}")
+            }
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
 }
 
 fn state_names(sys: SystemKind) -> &'static [&'static str] {
@@ -385,6 +406,13 @@ fn frames(sys: SystemKind, states: &[Vec<f64>], stem: &std::path::Path) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn final_states_wrap_their_angles() {
+        let t = state_text(SystemKind::Pendulum, &[2.0 * std::f64::consts::PI + 0.01, -0.5]);
+        assert_eq!(t, "[θ (rad) = 6.2932 (0.0100 wrapped to [-π, π)), θ̇ (rad/s) = -0.5000]");
+        assert_eq!(state_text(SystemKind::Nav2d, &[1.0, 2.0]), "[x = 1.0000, y = 2.0000]");
+    }
 
     /// Every controller, from every system's defaults, runs its episode with finite costs.
     #[test]
