@@ -131,6 +131,11 @@ def test_cleanrl_example_runs_on_cartpole(tmp_path):
     for tag in ["charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
                 "losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/clipfrac"]:
         assert tag in tags, (tag, tags)
+    # --capture-video: the trained agent's episode, as CleanRL records it (Gymnasium's RecordVideo).
+    out = _example("--total-timesteps", "2048", "--exp-name", "video", "--capture-video", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (video,) = (tmp_path / "videos").glob("CartPole-v1__video__1__*/*.mp4")
+    assert video.stat().st_size > 1000
     bad = _example("--env-id", "ARC-jaxarc-v0", "--capture-video", cwd=tmp_path)
     assert bad.returncode == 2 and "--capture-video" in bad.stderr
 
