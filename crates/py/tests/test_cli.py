@@ -62,3 +62,16 @@ def test_python_errors_name_the_python_way_first():
         kestrel.config("evo", {"genrations": 3})
     with pytest.raises(ValueError, match=r"`kestrel\.run_kinds\(\)` and `kestrel\.list_envs\(\)`"):
         kestrel.config("no-such-kind")
+
+
+def test_the_extras_install_what_their_users_tools_need():
+    """Issue 57: `[tensorboard]` has the `tensorboard` command (and SB3's `tensorboard_log=`),
+    `[sb3]` and `[ray]` their packages, and the wheel its `kestrel` script."""
+    import pathlib
+    import tomllib
+
+    meta = tomllib.loads((pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    extras = {k: " ".join(v) for k, v in meta["optional-dependencies"].items()}
+    assert "tensorboardX" in extras["tensorboard"] and "tensorboard>=" in extras["tensorboard"]
+    assert "stable-baselines3" in extras["sb3"] and "ray[tune]" in extras["ray"]
+    assert meta["scripts"]["kestrel"] == "kestrel._cli:main"

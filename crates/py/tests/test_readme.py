@@ -1,7 +1,7 @@
 """Every python block of the README runs as printed, within a minute on 2 cores (issue 57,
 item 3), each in a fresh folder. A block whose first line says `# needs the [sb3] extra` runs
-with the `sb3`-marked tests (tools/venv-sb3); one whose first line starts `# not run` is
-skipped, its reason on that line."""
+with the `sb3`-marked tests (tools/venv-sb3), `[ray] extra` with the `ray` ones
+(tools/venv-ray); one whose first line starts `# not run` is skipped, its reason on that line."""
 import os
 import pathlib
 import re
@@ -32,6 +32,8 @@ def params():
             marks.append(pytest.mark.skip(reason=f"README line {line}: {first}"))
         elif "[sb3] extra" in first:
             marks.append(pytest.mark.sb3)
+        elif "[ray] extra" in first:
+            marks.append(pytest.mark.ray)
         yield pytest.param(line, code, id=f"README-line-{line}", marks=marks)
 
 
@@ -43,6 +45,7 @@ def test_the_readme_has_its_blocks():
 @pytest.mark.parametrize("line,code", list(params()))
 def test_readme_block_runs_within_its_budget(line, code, tmp_path):
     env = {**os.environ, "RAYON_NUM_THREADS": os.environ.get("RAYON_NUM_THREADS", "2"), "MPLBACKEND": "Agg"}
+    env.pop("RAY_ADDRESS", None)  # the Ray block starts its own local Ray, as a reader's would
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          timeout=BUDGET_S * 3, env=env)
