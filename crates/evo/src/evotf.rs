@@ -905,14 +905,13 @@ impl Strategy for EvoTf {
         for j in 0..n {
             let (m, sg) = (s.mean[j], s.sigma[j]);
             let (mut gm, mut gs, mut oai) = (0.0, 0.0, 0.0);
+            // Rows in fitness order: the `k`-th has SNES weight `k` and centred rank
+            // `k / (λ − 1) − 0.5` (OpenAI-ES's shaping).
             for (k, &i) in s.order.iter().enumerate() {
                 let eps = (population[i * n + j] as f64 - m) / sg;
                 gm += self.nes_weights[k] * eps;
                 gs += self.nes_weights[k] * (eps * eps - 1.0);
-            }
-            for i in 0..lam {
-                let eps = (population[i * n + j] as f64 - m) / sg;
-                oai += eps * (s.ranks[i] / (lam - 1) as f64 - 0.5);
+                oai += eps * (k as f64 / (lam - 1) as f64 - 0.5);
             }
             oai /= lam as f64 * sg;
             let o = &mut s.dfeat[j * nd..(j + 1) * nd];

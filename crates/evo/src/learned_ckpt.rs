@@ -199,7 +199,8 @@ fn flatten(
     if depth > 16 {
         return Err(bad(source, 0, "dicts nested over 16 deep"));
     }
-    match v {
+    // Values beside the arrays are configs.
+    let value = match v {
         Val::Dict(items) => {
             for (k, v) in items {
                 let Val::Str(k) = k else {
@@ -208,18 +209,17 @@ fn flatten(
                 let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}/{k}") };
                 flatten(v, key, out, config, source, depth + 1)?;
             }
-            Ok(())
+            return Ok(());
         }
         Val::Array(a) => {
             out.insert(prefix, a.clone());
-            Ok(())
+            return Ok(());
         }
-        // Values beside the arrays: configs.
-        Val::None => put(config, prefix, ConfigValue::None),
-        Val::Bool(b) => put(config, prefix, ConfigValue::Bool(*b)),
-        Val::Int(i) => put(config, prefix, ConfigValue::Int(*i)),
-        Val::Float(x) => put(config, prefix, ConfigValue::Float(*x)),
-        Val::Str(s) => put(config, prefix, ConfigValue::Str(s.clone())),
+        Val::None => ConfigValue::None,
+        Val::Bool(b) => ConfigValue::Bool(*b),
+        Val::Int(i) => ConfigValue::Int(*i),
+        Val::Float(x) => ConfigValue::Float(*x),
+        Val::Str(s) => ConfigValue::Str(s.clone()),
         Val::List(items) | Val::Tuple(items) => {
             let mut nums = Vec::with_capacity(items.len());
             for item in items {
@@ -235,18 +235,11 @@ fn flatten(
                     }
                 }
             }
-            put(config, prefix, ConfigValue::Numbers(nums))
+            ConfigValue::Numbers(nums)
         }
-        other => Err(bad(source, 0, format!("at {prefix:?}: {}", kind(other)))),
-    }
-}
-
-fn put(
-    config: &mut BTreeMap<String, ConfigValue>,
-    key: String,
-    v: ConfigValue,
-) -> Result<(), EvoError> {
-    config.insert(key, v);
+        other => return Err(bad(source, 0, format!("at {prefix:?}: {}", kind(other)))),
+    };
+    config.insert(prefix, value);
     Ok(())
 }
 

@@ -286,11 +286,7 @@ impl Strategy {
         if mean.is_empty() {
             return Err(value_error("num_dims = 0: at least 1"));
         }
-        let pop = match pop_size {
-            Some(p) if p < 1 => return Err(value_error(format!("pop_size = {p}: at least 1"))),
-            Some(p) => Some(p as usize),
-            None => None,
-        };
+        let pop = pop_arg(pop_size)?;
         let key = init_key.map_or(kestrel_core::Key::new(seed), |k| k.k);
         let params = params_of(kind, params_json)?;
         let opt = kind.build_with(pop, sigma, &params, &mean, key).map_err(value_error)?;
@@ -646,12 +642,16 @@ pub(crate) fn check_strategy_size(
     if num_dims < 1 {
         return Err(value_error(format!("num_dims = {num_dims}: at least 1")));
     }
-    let pop = match pop_size {
-        Some(p) if p < 1 => return Err(value_error(format!("pop_size = {p}: at least 1"))),
-        Some(p) => Some(p as usize),
-        None => None,
-    };
-    kind.check_memory(pop, num_dims as usize).map_err(value_error)
+    kind.check_memory(pop_arg(pop_size)?, num_dims as usize).map_err(value_error)
+}
+
+/// A Python `pop_size` (None: the strategy's default), at least 1.
+fn pop_arg(pop_size: Option<i64>) -> PyResult<Option<usize>> {
+    match pop_size {
+        Some(p) if p < 1 => Err(value_error(format!("pop_size = {p}: at least 1"))),
+        Some(p) => Ok(Some(p as usize)),
+        None => Ok(None),
+    }
 }
 
 /// evosax 0.3.2's 37 algorithm names with the Kestrel strategy each names.

@@ -19,6 +19,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The engine's one memory limit (`kestrel_core::MAX_BYTES`), for checks made in Python.
+    m.add("MAX_BYTES", kestrel_core::MAX_BYTES as u64)?;
     m.add_class::<envs::VecCore>()?;
     m.add_function(wrap_pyfunction!(envs::list_envs, m)?)?;
     m.add_function(wrap_pyfunction!(runs::cli_main, m)?)?;

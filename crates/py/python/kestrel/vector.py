@@ -308,8 +308,8 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
     recv = step_wait
 
     def _check_rollout_size(self, actions):
-        """A rollout whose arrays would pass the engine's memory limit (8 GiB,
-        `kestrel_core::MAX_BYTES`) is refused from the actions' shapes alone, before numpy
+        """A rollout whose arrays would pass the engine's memory limit (`_kestrel.MAX_BYTES`,
+        8 GiB) is refused from the actions' shapes alone, before numpy
         copies them (a broadcast view of 10**9 steps is no memory until it is merged)."""
         arrays = actions.values() if isinstance(actions, dict) else [actions]
         shapes = [np.shape(a) for a in arrays]
@@ -318,7 +318,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         act_row = sum(int(np.prod(sh[1:], dtype=np.int64)) * 8 for sh in shapes if len(sh) >= 1)
         per_step = obs_row * (2 if self._same_step else 1) + act_row + self.num_envs * 40
         need = steps * per_step
-        limit = 8 << 30
+        limit = _kestrel.MAX_BYTES
         if need > limit:
             raise ValueError(f"actions: {steps} steps x {self.num_envs} envs: the rollout's arrays need about "
                              f"{need / (1 << 30):.1f} GiB, the limit is {limit >> 30} GiB (roll out in "
