@@ -1048,11 +1048,37 @@ impl VecCore {
         self.inner = None;
     }
 
+    /// Moves the batch, as it is, into the XLA targets' table (`kestrel.jax`) and returns its
+    /// slot; this core is closed after (the env then steps only through JAX).
+    fn move_to_xla(&mut self) -> PyResult<u32> {
+        self.get()?;
+        let v = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("the env is closed"))?;
+        Ok(kestrel_xla::env::insert(v))
+    }
+
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_none() && self.pending.is_none()
     }
+}
+
+/// The XLA FFI targets: `[(name, handler address)]`, for `jax.ffi.pycapsule`.
+#[pyfunction]
+pub(crate) fn xla_targets() -> Vec<(&'static str, usize)> {
+    kestrel_xla::targets()
+}
+
+/// Drops the XLA table's env `slot` (`kestrel.jax.VectorEnv.close`); false if it was gone.
+#[pyfunction]
+pub(crate) fn xla_env_close(slot: u32) -> bool {
+    kestrel_xla::env::close(slot)
+}
+
+/// The version a handle to the XLA table's env `slot` must carry, or None once closed.
+#[pyfunction]
+pub(crate) fn xla_env_version(slot: u32) -> Option<u32> {
+    kestrel_xla::env::version(slot)
 }
 
 /// `[(id, description, reward_threshold, render_modes, render_fps), ...]`.

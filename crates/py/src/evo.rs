@@ -510,16 +510,31 @@ fn float_dict(d: &Bound<'_, PyDict>, what: &str) -> PyResult<Vec<(String, Vec<f6
 /// A fitness function of the Rust crates: a benchmark function or CartPole neuroevolution.
 #[pyclass(module = "kestrel._kestrel")]
 pub(crate) struct EvoProblem {
-    p: Box<dyn Problem>,
+    p: std::sync::Arc<dyn Problem>,
+    /// Its id in the XLA targets' table, once `kestrel.jax.evaluate` asked for one.
+    xla: std::sync::OnceLock<i64>,
     /// The run's key and rule, for a run's population problem (`from_run`).
     keys: Option<(kestrel_core::Key, kestrel_evo::EvalKeys)>,
     /// A pool of the size last asked for by `evaluate(threads=)`.
     pool: std::sync::Mutex<Option<(usize, std::sync::Arc<rayon::ThreadPool>)>>,
 }
 
+impl Drop for EvoProblem {
+    fn drop(&mut self) {
+        if let Some(id) = self.xla.get() {
+            kestrel_xla::eval::remove(*id);
+        }
+    }
+}
+
 impl EvoProblem {
     fn of(p: Box<dyn Problem>) -> Self {
-        EvoProblem { p, keys: None, pool: std::sync::Mutex::new(None) }
+        EvoProblem {
+            p: p.into(),
+            xla: std::sync::OnceLock::new(),
+            keys: None,
+            pool: std::sync::Mutex::new(None),
+        }
     }
 
     fn pool(&self, n: usize) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
@@ -584,6 +599,12 @@ impl EvoProblem {
     #[getter]
     fn num_dims(&self) -> usize {
         self.p.num_dims()
+    }
+
+    /// The problem's id in the XLA targets' table (`kestrel.jax.evaluate`'s `problem`
+    /// attribute), put there on the first call; dropped with this object.
+    fn xla_id(&self) -> i64 {
+        *self.xla.get_or_init(|| kestrel_xla::eval::insert(self.p.clone()))
     }
 
     /// Fitness of each row of `population` (float32, minimised), keyed by `key` and the

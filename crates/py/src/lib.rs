@@ -25,6 +25,9 @@ fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(envs::list_envs, m)?)?;
     m.add_function(wrap_pyfunction!(runs::cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(envs::arc_operations, m)?)?;
+    m.add_function(wrap_pyfunction!(envs::xla_targets, m)?)?;
+    m.add_function(wrap_pyfunction!(envs::xla_env_close, m)?)?;
+    m.add_function(wrap_pyfunction!(envs::xla_env_version, m)?)?;
     m.add_class::<evo::Key>()?;
     m.add_class::<evo::Strategy>()?;
     m.add_class::<evo::EvoProblem>()?;

@@ -1,0 +1,390 @@
+//! Registry envs as XLA targets: `reset`, `step` and `rollout` of a batch that lives in a
+//! table here, its state threaded through JAX as a handle value.
+//!
+//! A handle is `uint32[2]` = (slot, version). Each call checks the version against the env's,
+//! steps the env, and returns the handle with the next version: JAX orders the calls by that
+//! data dependence (as EnvPool's XLA interface does), and a handle that was already used (an
+//! old one reused, a vmap that broadcast one handle to several rows) is an error instead of a
+//! silent step of whatever state the env is in now. Under `vmap` (`vmap_method =
+//! "broadcast_all"`) every operand gains leading axes: the handler steps each handle's env with
+//! its part of the operands, one after another.
+//!
+//! The calls are [`DynBatch`]'s, the ones `kestrel.vector.VectorEnv` makes, so the two give
+//! the same bits on the same seeds.
+
+use crate::abi::{Buffer, CallFrame, Frame, XlaError, call};
+use kestrel_core::Space;
+use kestrel_run::envs::{Actions, DynBatch, Obs, ObsMut, Rollout};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// One env batch of the table, with its version and the scratch the action operands are
+/// converted into (kept from call to call: no allocation in a loop of steps).
+struct Slot {
+    batch: Box<dyn DynBatch>,
+    version: u32,
+    scratch: Scratch,
+    /// A rollout's per-env flags (spread to agent rows after) and float64 observations (for
+    /// float32 results).
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    obs64: Vec<f64>,
+}
+
+/// The action operands, converted to the types [`Actions`] holds.
+#[derive(Default)]
+struct Scratch {
+    ints: Vec<i64>,
+    floats: Vec<f64>,
+    sel: Vec<u8>,
+}
+
+/// The envs: slot numbers are never reused, so a closed env's handle stays an error.
+struct Table {
+    next: u32,
+    envs: BTreeMap<u32, Arc<Mutex<Slot>>>,
+}
+
+static TABLE: Mutex<Table> = Mutex::new(Table { next: 1, envs: BTreeMap::new() });
+
+fn table() -> std::sync::MutexGuard<'static, Table> {
+    // The table's own lock is never held across a step; a poisoned one holds valid data.
+    TABLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Puts `batch` in the table; returns its slot (the handle's first word; version 0).
+pub fn insert(batch: Box<dyn DynBatch>) -> u32 {
+    let mut t = table();
+    let slot = t.next;
+    t.next += 1;
+    let s = Slot {
+        batch,
+        version: 0,
+        scratch: Scratch::default(),
+        terminated: Vec::new(),
+        truncated: Vec::new(),
+        obs64: Vec::new(),
+    };
+    t.envs.insert(slot, Arc::new(Mutex::new(s)));
+    slot
+}
+
+/// Drops the env of `slot`; false if there was none.
+pub fn close(slot: u32) -> bool {
+    table().envs.remove(&slot).is_some()
+}
+
+/// The version the env of `slot` is at (what a handle to it must carry), or `None` if closed.
+pub fn version(slot: u32) -> Option<u32> {
+    let s = table().envs.get(&slot).cloned()?;
+    let v = s.lock().map(|g| g.version).unwrap_or_else(|e| e.into_inner().version);
+    Some(v)
+}
+
+fn get(slot: u32) -> Result<Arc<Mutex<Slot>>, String> {
+    table().envs.get(&slot).cloned().ok_or_else(|| format!("env {slot} is closed (or never was)"))
+}
+
+/// The env of handle `h` (slot, version), locked, its version checked.
+fn with_slot<R>(h: &[u32], f: impl FnOnce(&mut Slot) -> Result<R, String>) -> Result<R, String> {
+    let (slot, v) = (h[0], h[1]);
+    let s = get(slot)?;
+    let mut g = s.lock().map_err(|_| format!("env {slot}: an earlier call failed inside it"))?;
+    if g.version != v {
+        return Err(format!(
+            "handle (env {slot}, version {v}) is stale: the env is at version {} (each handle \
+             is used once: pass the one the last reset or step returned; under vmap, one \
+             handle per env)",
+            g.version
+        ));
+    }
+    let r = f(&mut g)?;
+    g.version = g.version.wrapping_add(1);
+    Ok(r)
+}
+
+/// The handle operand's words, checked: shape `(..., 2)`; `B` handles.
+fn handles<'a>(b: &Buffer<'a>) -> Result<&'a [u32], String> {
+    if b.dims.last() != Some(&2) {
+        return Err(format!("handle: shape {:?}, expected (..., 2)", b.dims));
+    }
+    b.slice::<u32>()
+}
+
+/// `b`'s part `i` of `n` equal parts, each `each` elements, writable.
+fn part_mut<'b, T: crate::abi::Elem>(
+    b: &'b mut Buffer<'_>,
+    i: usize,
+    n: usize,
+    each: usize,
+    what: &str,
+) -> Result<&'b mut [T], String> {
+    if b.len() != n * each {
+        return Err(format!("{what}: {} values, expected {}", b.len(), n * each));
+    }
+    Ok(&mut b.slice_mut::<T>()?[i * each..(i + 1) * each])
+}
+
+/// The action operands' forms an env takes: `Int` (Discrete), `Float` (`nu` per row) or ARC's
+/// operation and `S × S` selection.
+enum Form {
+    Int,
+    Float(usize),
+    Arc(usize),
+}
+
+fn form(batch: &dyn DynBatch) -> Result<Form, String> {
+    match &batch.spec().action_space {
+        Space::Discrete { .. } => Ok(Form::Int),
+        Space::Box { shape, .. } => Ok(Form::Float(shape.iter().product())),
+        Space::Dict(parts) => match parts.iter().find(|(n, _)| *n == "selection") {
+            Some((_, s)) => Ok(Form::Arc(s.flat_len())),
+            None => Err("this env's action space has no XLA form".into()),
+        },
+    }
+}
+
+/// Integers of any integer dtype, widened.
+fn ints_into(
+    src: &Buffer<'_>,
+    range: std::ops::Range<usize>,
+    out: &mut Vec<i64>,
+) -> Result<(), String> {
+    out.clear();
+    match src.dtype {
+        crate::abi::Dtype::I32 => out.extend(src.slice::<i32>()?[range].iter().map(|&v| v as i64)),
+        crate::abi::Dtype::I64 => out.extend_from_slice(&src.slice::<i64>()?[range]),
+        crate::abi::Dtype::U32 => out.extend(src.slice::<u32>()?[range].iter().map(|&v| v as i64)),
+        crate::abi::Dtype::U8 | crate::abi::Dtype::Pred => {
+            out.extend(src.slice::<u8>()?[range].iter().map(|&v| v as i64))
+        }
+        d => return Err(format!("{}: dtype {}, expected integers", src.what(), d.name())),
+    }
+    Ok(())
+}
+
+/// The action operands' part for batch `i` of `n` as `steps` steps of `rows` rows, converted
+/// into the slot's scratch; the steps' [`Actions`].
+fn actions<'s>(
+    batch: &dyn DynBatch,
+    s: &'s mut Scratch,
+    args: &[Buffer<'_>],
+    i: usize,
+    n: usize,
+    steps: usize,
+) -> Result<Vec<Actions<'s>>, String> {
+    let rows = batch.num_envs() * batch.spec().num_agents;
+    let per = steps * rows;
+    let check = |b: &Buffer<'_>, each: usize, what: &str| {
+        if b.len() != n * per * each {
+            Err(format!(
+                "{what}: {} values (shape {:?}), expected {} ({n} env batches of {steps} steps \
+                 × {rows} rows × {each})",
+                b.len(),
+                b.dims,
+                n * per * each
+            ))
+        } else {
+            Ok(i * per * each..(i + 1) * per * each)
+        }
+    };
+    match (form(batch)?, args) {
+        (Form::Int, [a]) => {
+            ints_into(a, check(a, 1, "action")?, &mut s.ints)?;
+            Ok(s.ints.chunks(rows).map(Actions::Int).collect())
+        }
+        (Form::Float(nu), [a]) => {
+            let r = check(a, nu, "action")?;
+            s.floats.clear();
+            match a.dtype {
+                crate::abi::Dtype::F32 => {
+                    s.floats.extend(a.slice::<f32>()?[r].iter().map(|&v| v as f64))
+                }
+                crate::abi::Dtype::F64 => s.floats.extend_from_slice(&a.slice::<f64>()?[r]),
+                d => return Err(format!("action: dtype {}, expected floats", d.name())),
+            }
+            Ok(s.floats.chunks(rows * nu.max(1)).map(Actions::Float).collect())
+        }
+        (Form::Arc(cells), [ops, sel]) => {
+            ints_into(ops, check(ops, 1, "operation")?, &mut s.ints)?;
+            let r = check(sel, cells, "selection")?;
+            s.sel.clear();
+            match sel.dtype {
+                crate::abi::Dtype::U8 | crate::abi::Dtype::Pred => {
+                    s.sel.extend_from_slice(&sel.slice::<u8>()?[r])
+                }
+                crate::abi::Dtype::I32 => {
+                    for &v in &sel.slice::<i32>()?[r] {
+                        s.sel.push(u8::try_from(v).map_err(|_| format!("selection: value {v}"))?);
+                    }
+                }
+                d => return Err(format!("selection: dtype {}, expected bool or uint8", d.name())),
+            }
+            let ops = s.ints.chunks(rows);
+            Ok(ops
+                .zip(s.sel.chunks(rows * cells))
+                .map(|(ops, sel)| Actions::Arc { ops, sel })
+                .collect())
+        }
+        (Form::Arc(_), _) => {
+            Err(format!("ARC takes two action operands (operation, selection), got {}", args.len()))
+        }
+        (_, _) => Err(format!("this env takes one action operand, got {}", args.len())),
+    }
+}
+
+/// Writes observations `src` into the result part `dst` (the env's dtype, or float32 for a
+/// float64 env when JAX runs without x64).
+fn write_obs(src: Obs<'_>, dst: &mut Buffer<'_>, i: usize, n: usize) -> Result<(), String> {
+    let len = match src {
+        Obs::F32(v) => v.len(),
+        Obs::F64(v) => v.len(),
+        Obs::I8(v) => v.len(),
+    };
+    let d = dst.dtype;
+    match src {
+        Obs::F32(v) => part_mut::<f32>(dst, i, n, len, "obs")?.copy_from_slice(v),
+        Obs::I8(v) => part_mut::<i8>(dst, i, n, len, "obs")?.copy_from_slice(v),
+        Obs::F64(v) if d == crate::abi::Dtype::F32 => {
+            let out = part_mut::<f32>(dst, i, n, len, "obs")?;
+            out.iter_mut().zip(v).for_each(|(o, x)| *o = *x as f32);
+        }
+        Obs::F64(v) => part_mut::<f64>(dst, i, n, len, "obs")?.copy_from_slice(v),
+    }
+    Ok(())
+}
+
+/// One flag per env spread to its agents' rows, as 0/1 bytes.
+fn write_flags(src: &[bool], agents: usize, dst: &mut [u8]) {
+    for (d, s) in dst.chunks_mut(agents.max(1)).zip(src) {
+        d.fill(u8::from(*s));
+    }
+}
+
+/// The results every call starts with: the new handle.
+fn write_handle(ret: &mut Buffer<'_>, i: usize, n: usize, h: &[u32]) -> Result<(), String> {
+    let out = part_mut::<u32>(ret, i, n, 2, "handle result")?;
+    out[0] = h[0];
+    out[1] = h[1].wrapping_add(1);
+    Ok(())
+}
+
+/// `reset(handle, seed) -> (handle, obs)`: every env of the batch reset from `seed` (one
+/// integer per handle), as `VectorEnv.reset(seed=seed)`.
+fn reset(f: &mut Frame<'_>) -> Result<(), String> {
+    let [h, seed] = &f.args[..] else {
+        return Err(format!("reset takes (handle, seed), got {} operands", f.args.len()));
+    };
+    let hs = handles(h)?;
+    let n = hs.len() / 2;
+    let mut seeds = Vec::new();
+    ints_into(seed, 0..seed.len(), &mut seeds)?;
+    if seeds.len() != n {
+        return Err(format!("seed: {} values for {n} handles", seeds.len()));
+    }
+    let [hr, obs] = &mut f.rets[..] else { return Err("reset: 2 results".into()) };
+    for i in 0..n {
+        let hi = &hs[2 * i..2 * i + 2];
+        let seed =
+            u64::try_from(seeds[i]).map_err(|_| format!("seed = {}: at least 0", seeds[i]))?;
+        with_slot(hi, |s| {
+            s.batch.reset(seed);
+            write_obs(s.batch.obs(), obs, i, n)
+        })?;
+        write_handle(hr, i, n, hi)?;
+    }
+    Ok(())
+}
+
+/// `step(handle, *action) -> (handle, obs, reward, terminated, truncated)`: one step of every
+/// env, as `VectorEnv.step`; rewards and flags one per agent row.
+fn step(f: &mut Frame<'_>) -> Result<(), String> {
+    let Some((h, acts)) = f.args.split_first() else {
+        return Err("step takes (handle, action...)".into());
+    };
+    let hs = handles(h)?;
+    let n = hs.len() / 2;
+    let [hr, obs, rew, te, tr] = &mut f.rets[..] else { return Err("step: 5 results".into()) };
+    for i in 0..n {
+        let hi = &hs[2 * i..2 * i + 2];
+        with_slot(hi, |s| {
+            let a = actions(s.batch.as_ref(), &mut s.scratch, acts, i, n, 1)?;
+            s.batch.step_actions(&a[0])?;
+            let b = s.batch.as_ref();
+            let (rows, agents) = (b.rewards().len(), b.spec().num_agents);
+            write_obs(b.obs(), obs, i, n)?;
+            part_mut::<f32>(rew, i, n, rows, "reward")?.copy_from_slice(b.rewards());
+            write_flags(b.terminated(), agents, part_mut::<u8>(te, i, n, rows, "terminated")?);
+            write_flags(b.truncated(), agents, part_mut::<u8>(tr, i, n, rows, "truncated")?);
+            Ok(())
+        })?;
+        write_handle(hr, i, n, hi)?;
+    }
+    Ok(())
+}
+
+/// `rollout(handle, *actions) -> (handle, obs, reward, terminated, truncated)`: the actions
+/// carry a leading steps axis `T`; the results hold every step's columns, step-major, as `T`
+/// calls of [`step`] would (`DynBatch::rollout`: each block of envs runs through every step on
+/// one thread; every step's actions checked before anything moves).
+fn rollout(f: &mut Frame<'_>) -> Result<(), String> {
+    let Some((h, acts)) = f.args.split_first() else {
+        return Err("rollout takes (handle, actions...)".into());
+    };
+    let hs = handles(h)?;
+    let n = hs.len() / 2;
+    let [hr, obs, rew, te, tr] = &mut f.rets[..] else { return Err("rollout: 5 results".into()) };
+    for i in 0..n {
+        let hi = &hs[2 * i..2 * i + 2];
+        with_slot(hi, |s| {
+            let Slot { batch, scratch, terminated, truncated, obs64, .. } = s;
+            let (envs, agents) = (batch.num_envs(), batch.spec().num_agents);
+            let rows = envs * agents;
+            if rew.len() % (n * rows).max(1) != 0 {
+                return Err(format!("reward result: {} values for {n} × {rows} rows", rew.len()));
+            }
+            let steps = rew.len() / (n * rows).max(1);
+            let a = actions(batch.as_ref(), scratch, acts, i, n, steps)?;
+            terminated.resize(steps * envs, false);
+            truncated.resize(steps * envs, false);
+            let obs_len = steps * rows * batch.spec().obs_len();
+            let rewards = part_mut::<f32>(rew, i, n, steps * rows, "reward")?;
+            let wide = batch.obs_dtype() == "float64" && obs.dtype == crate::abi::Dtype::F32;
+            let out = match batch.obs_dtype() {
+                _ if wide => {
+                    obs64.resize(obs_len, 0.0);
+                    ObsMut::F64(obs64)
+                }
+                "float32" => ObsMut::F32(part_mut::<f32>(obs, i, n, obs_len, "obs")?),
+                "float64" => ObsMut::F64(part_mut::<f64>(obs, i, n, obs_len, "obs")?),
+                _ => ObsMut::I8(part_mut::<i8>(obs, i, n, obs_len, "obs")?),
+            };
+            let r = Rollout { obs: out, final_obs: None, rewards, terminated, truncated };
+            batch.rollout(&a, r)?;
+            if wide {
+                let dst = part_mut::<f32>(obs, i, n, obs_len, "obs")?;
+                dst.iter_mut().zip(obs64.iter()).for_each(|(o, x)| *o = *x as f32);
+            }
+            write_flags(terminated, agents, part_mut::<u8>(te, i, n, steps * rows, "terminated")?);
+            write_flags(truncated, agents, part_mut::<u8>(tr, i, n, steps * rows, "truncated")?);
+            Ok(())
+        })?;
+        write_handle(hr, i, n, hi)?;
+    }
+    Ok(())
+}
+
+/// The reset target (`kestrel_env_reset`).
+pub extern "C" fn kestrel_env_reset(frame: *mut CallFrame) -> *mut XlaError {
+    call(frame, reset)
+}
+
+/// The step target (`kestrel_env_step`).
+pub extern "C" fn kestrel_env_step(frame: *mut CallFrame) -> *mut XlaError {
+    call(frame, step)
+}
+
+/// The rollout target (`kestrel_env_rollout`).
+pub extern "C" fn kestrel_env_rollout(frame: *mut CallFrame) -> *mut XlaError {
+    call(frame, rollout)
+}
