@@ -22,6 +22,7 @@ def ids(cases):
 def pytest_configure(config):
     config.addinivalue_line("markers", "ray: kestrel.dist on Ray (run by tools/py-test in tools/venv-ray)")
     config.addinivalue_line("markers", "sb3: kestrel.sb3 with Stable-Baselines3 (run by tools/py-test in tools/venv-sb3)")
+    config.addinivalue_line("markers", "jax: kestrel.jax, kestrel.torch and DLPack (run by tools/py-test in tools/venv-sb3)")
 
 
 @pytest.fixture(autouse=True)

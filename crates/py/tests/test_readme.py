@@ -1,6 +1,7 @@
 """Every python block of the README runs as printed, within a minute on 2 cores (issue 57,
 item 3), each in a fresh folder. A block whose first line says `# needs the [sb3] extra` runs
-with the `sb3`-marked tests (tools/venv-sb3), `[ray] extra` with the `ray` ones
+with the `sb3`-marked tests (tools/venv-sb3), `[jax] extra` and `[torch] extra` with the
+`jax` ones (there too), `[ray] extra` with the `ray` ones
 (tools/venv-ray); one whose first line starts `# not run` is skipped, its reason on that line."""
 import os
 import pathlib
@@ -34,6 +35,8 @@ def params():
             marks.append(pytest.mark.sb3)
         elif "[ray] extra" in first:
             marks.append(pytest.mark.ray)
+        elif "[jax] extra" in first or "[torch] extra" in first:
+            marks.append(pytest.mark.jax)
         yield pytest.param(line, code, id=f"README-line-{line}", marks=marks)
 
 

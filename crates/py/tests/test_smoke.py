@@ -6,3 +6,25 @@ def test_imports_and_lists_envs():
     ids = kestrel.list_envs()
     assert "CartPole-v1" in ids and "ARC-v0" in ids
     assert kestrel.__version__
+
+
+def test_jax_and_torch_stay_optional_extras():
+    # A fresh interpreter: `import kestrel` imports neither, and where one is missing its
+    # module says which extra to install.
+    import subprocess
+    import sys
+
+    code = ("import sys, kestrel, kestrel.vector, kestrel.evo; "
+            "print(sorted(m for m in ('jax', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+    for mod in ("jax", "torch"):
+        try:
+            __import__(mod)
+        except ModuleNotFoundError:
+            import importlib
+
+            import pytest
+
+            with pytest.raises(ModuleNotFoundError, match=f'kestrel\\[{mod}\\]'):
+                importlib.import_module(f"kestrel.{mod}")

@@ -210,6 +210,24 @@ def arc_actions(spec, selection=None, flatten=None):
     return ArcActions(selection or "mask", flatten, int(parts["selection"][3][0]), int(parts["operation"][1]))
 
 
+def aligned_empty(shape, dtype, align: int = 64):
+    """`np.empty(shape, dtype)` starting on an `align`-byte boundary: JAX's CPU client takes
+    such an array by DLPack without a copy (it copies one on numpy's 16-byte alignment);
+    torch takes either."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(n + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off : off + n].view(dtype).reshape(shape)
+
+
+def aligned_copy(a):
+    """A copy of `a` on a 64-byte boundary (see `aligned_empty`)."""
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
 def obs_layout(spec, observation_space):
     """`(parts, obs_len)` of one agent row's flat observation: `parts` is `[(name, offset,
     size, shape)]` in buffer order for a dict observation, None otherwise."""

@@ -42,9 +42,13 @@ import threading
 import weakref
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ModuleNotFoundError as e:  # pragma: no cover - the extra is missing
+    raise ModuleNotFoundError("kestrel.jax needs jax: pip install \"kestrel[jax]\"", name=e.name) from e
 
 from . import _kestrel
 from ._spaces import split

@@ -16,7 +16,7 @@ from gymnasium.vector.utils import batch_space
 from . import _kestrel
 from ._runs import split_config
 from ._spaces import (
-    ARC_INFO, STEP_OUT, SpecFromCore, action_kwargs, arc_info_arrays, block_views, check_seed, env_spaces,
+    ARC_INFO, STEP_OUT, aligned_copy, aligned_empty, SpecFromCore, action_kwargs, arc_info_arrays, block_views, check_seed, env_spaces,
     front_end, obs_layout, params_json, read_only, split, take_form,
 )
 
@@ -163,7 +163,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         out, (r, length, t, rew, term, trunc, ended) = block_views(self.num_envs, STEP_OUT)
         self._core.set_step_out(out)
         episode = read_only(r, length, t, ended)
-        return np.empty(self._obs_shape, self._dtype), out, rew, term, trunc, episode
+        return aligned_empty(self._obs_shape, self._dtype), out, rew, term, trunc, episode
 
 
     def _arc_info(self, infos):
@@ -212,7 +212,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
 
     def _outputs(self):
         if self.copy:
-            return (np.empty(self._obs_shape, self._dtype), *self._bufs[1:])
+            return (aligned_empty(self._obs_shape, self._dtype), *self._bufs[1:])
         return self._bufs
 
     # -- Gymnasium API -------------------------------------------------------------------
@@ -441,7 +441,7 @@ class VectorEnv(SpecFromCore, gym.vector.VectorEnv):
         if self._same_step:
             self._done.fill(False)
         if self.copy:
-            rew, term, trunc = rew.copy(), term.copy(), trunc.copy()
+            rew, term, trunc = aligned_copy(rew), aligned_copy(term), aligned_copy(trunc)
         return self._view(obs), rew, term, trunc, self._arc_info(infos)
 
     def _check_open(self):
