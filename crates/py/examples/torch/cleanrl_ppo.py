@@ -4,8 +4,10 @@ The algorithm is CleanRL's `ppo.py` (Huang et al., "The 37 Implementation Detail
 ICLR blog track 2022): orthogonal init, Adam with a linearly annealed learning rate, GAE,
 advantage normalisation per minibatch, the clipped surrogate and clipped value loss, an
 entropy bonus, global gradient clipping, and CleanRL's defaults. What changes is the env:
-`kestrel.make_vec` steps all envs in one Rust call, and its `info["episode"]` (counted in
-Rust, Gymnasium's `RecordEpisodeStatistics` format) gives the episode returns.
+`kestrel.torch.make_vec` steps all envs in one Rust call and speaks torch (it takes the action
+tensor and returns tensors that are views of the env's arrays: no copies, no numpy in the
+loop), and its `info["episode"]` (counted in Rust, Gymnasium's `RecordEpisodeStatistics`
+format) gives the episode returns.
 
     python crates/py/examples/torch/cleanrl_ppo.py                           # CartPole-v1
     python crates/py/examples/torch/cleanrl_ppo.py --env-id ARC-jaxarc-v0    # a 5x5 ARC task
@@ -53,6 +55,7 @@ import torch.optim as optim
 from torch.distributions.categorical import Categorical
 
 import kestrel
+import kestrel.torch
 
 
 @dataclass
@@ -129,10 +132,10 @@ def make_envs(args: Args) -> tuple[Any, int, int]:
             with os.fdopen(fd, "w") as f:
                 json.dump(TASK, f)
         try:
-            envs = kestrel.make_vec(args.env_id, args.num_envs, seed=args.seed, data=task, canvas=5,
-                                    selection="point", flatten="discrete", max_episode_steps=ARC_STEPS,
-                                    bugs=args.bugs, rewards=ARC_REWARDS,
-                                    autoreset_mode="same_step")
+            envs = kestrel.torch.make_vec(args.env_id, args.num_envs, seed=args.seed, data=task, canvas=5,
+                                          selection="point", flatten="discrete", max_episode_steps=ARC_STEPS,
+                                          bugs=args.bugs, rewards=ARC_REWARDS,
+                                          autoreset_mode="same_step")
         finally:
             if args.task is None:
                 os.unlink(task)  # read at construction
@@ -144,7 +147,7 @@ def make_envs(args: Args) -> tuple[Any, int, int]:
             args.env_id, args.num_envs, vectorization_mode="sync",
             vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}))
     else:
-        envs = kestrel.make_vec(args.env_id, args.num_envs, seed=args.seed, autoreset_mode="same_step")
+        envs = kestrel.torch.make_vec(args.env_id, args.num_envs, seed=args.seed, autoreset_mode="same_step")
     space, actions = envs.single_observation_space, envs.single_action_space
     assert isinstance(space, gym.spaces.Box) and isinstance(actions, gym.spaces.Discrete), (space, actions)
     return envs, int(np.prod(space.shape)), int(actions.n)
@@ -263,10 +266,11 @@ def main(argv: list[str] | None = None, make: Callable[[Args], tuple[Any, int, i
             actions[step], logprobs[step] = action, logprob
             # Same-step autoreset (CleanRL's assumption): an ended row returns its next
             # episode's first observation, and `done` cuts the bootstrap below.
-            raw, reward, terminations, truncations, infos = envs.step(action.numpy())
+            # kestrel.torch takes and returns tensors; Gymnasium's env (--gymnasium) numpy.
+            raw, reward, terminations, truncations, infos = envs.step(action.numpy() if args.gymnasium else action)
             rewards[step] = torch.as_tensor(reward)
             next_obs = obs_tensor(raw)
-            next_done = torch.as_tensor(np.logical_or(terminations, truncations), dtype=torch.float32)
+            next_done = (torch.as_tensor(terminations) | torch.as_tensor(truncations)).float()
             if "episode" in infos:
                 ended = infos["_episode"]
                 for r, length in zip(infos["episode"]["r"][ended], infos["episode"]["l"][ended]):
