@@ -1,6 +1,6 @@
 //! The typed FFI's C ABI as jaxlib ships it (`jaxlib/include/xla/ffi/api/c_api.h`, API 0.3):
-//! the call frame a handler receives, decoded into safe views ([`Frame`]), and the one entry
-//! every Kestrel target goes through ([`call`]): the metadata query XLA makes when a target is
+//! the call frame a handler receives, decoded into safe views ([`Buffer`], [`Attrs`]), and the one entry
+//! every Kestrel target goes through (`call`): the metadata query XLA makes when a target is
 //! registered, the stage check, and errors returned as XLA errors (so JAX raises them as
 //! Python exceptions) instead of a panic unwinding into XLA, which would abort the process.
 //!
@@ -219,7 +219,8 @@ pub struct Buffer<'a> {
     pub dims: &'a [i64],
     data: *mut c_void,
     len: usize,
-    what: String,
+    /// `("operand" | "result", index)`, for messages (made into text only on an error).
+    what: (&'static str, usize),
 }
 
 impl<'a> Buffer<'a> {
@@ -234,8 +235,18 @@ impl<'a> Buffer<'a> {
     }
 
     /// Its name in messages (`operand 1`, `result 0`).
-    pub fn what(&self) -> &str {
-        &self.what
+    pub fn what(&self) -> String {
+        format!("{} {}", self.what.0, self.what.1)
+    }
+
+    const fn empty() -> Buffer<'a> {
+        Buffer {
+            dtype: Dtype::Other(0),
+            dims: &[],
+            data: std::ptr::null_mut(),
+            len: 0,
+            what: ("", 0),
+        }
     }
 
     fn check<T: Elem>(&self) -> Result<(), String> {
@@ -243,13 +254,13 @@ impl<'a> Buffer<'a> {
         if !ok {
             return Err(format!(
                 "{}: dtype {}, expected {}",
-                self.what,
+                self.what(),
                 self.dtype.name(),
                 T::DTYPE.name()
             ));
         }
         if !(self.data as usize).is_multiple_of(std::mem::align_of::<T>()) {
-            return Err(format!("{}: buffer not aligned for {}", self.what, T::DTYPE.name()));
+            return Err(format!("{}: buffer not aligned for {}", self.what(), T::DTYPE.name()));
         }
         Ok(())
     }
@@ -277,20 +288,21 @@ impl<'a> Buffer<'a> {
     }
 }
 
-/// A decoded call: its operands, results and scalar attributes.
-pub struct Frame<'a> {
-    /// The operands, in call order.
-    pub args: Vec<Buffer<'a>>,
-    /// The result buffers, in order.
-    pub rets: Vec<Buffer<'a>>,
-    attrs: Vec<(&'a str, Dtype, *const c_void)>,
+/// The most operands, results and scalar attributes a Kestrel target takes (a call with more is
+/// refused); held in fixed arrays so decoding a call allocates nothing.
+const MAX_BUFFERS: usize = 8;
+const MAX_ATTRS: usize = 4;
+
+/// A call's scalar attributes (the keyword arguments of `ffi_call`).
+pub struct Attrs<'a> {
+    items: [(&'a str, Dtype, *const c_void); MAX_ATTRS],
+    len: usize,
 }
 
-impl<'a> Frame<'a> {
+impl<'a> Attrs<'a> {
     /// The scalar integer attribute `name` (a keyword argument of `ffi_call`).
     pub fn attr_i64(&self, name: &str) -> Result<i64, String> {
-        let (_, d, v) = self
-            .attrs
+        let (_, d, v) = self.items[..self.len]
             .iter()
             .find(|(n, _, _)| *n == name)
             .ok_or_else(|| format!("attribute {name:?} missing"))?;
@@ -311,14 +323,20 @@ impl<'a> Frame<'a> {
     }
 }
 
-/// The buffers of a list (operands or results), checked to be buffers.
+/// The buffers of a list (operands or results), checked to be buffers, into `out`; their count.
 ///
 /// # Safety
 /// `list` is a call frame's args or rets, live for `'a`.
-unsafe fn buffers<'a>(list: &'a RawList, what: &str) -> Result<Vec<Buffer<'a>>, String> {
+unsafe fn buffers<'a>(
+    list: &'a RawList,
+    what: &'static str,
+    out: &mut [Buffer<'a>; MAX_BUFFERS],
+) -> Result<usize, String> {
     let n = usize::try_from(list.size).map_err(|_| format!("{what}s: count {}", list.size))?;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
+    if n > MAX_BUFFERS {
+        return Err(format!("{n} {what}s: at most {MAX_BUFFERS}"));
+    }
+    for (i, slot) in out.iter_mut().enumerate().take(n) {
         // SAFETY: the header's lists hold `size` types and pointers.
         let (ty, item) = unsafe { (*list.types.add(i), *list.items.add(i)) };
         if ty != BUFFER {
@@ -333,26 +351,18 @@ unsafe fn buffers<'a>(list: &'a RawList, what: &str) -> Result<Vec<Buffer<'a>>, 
             .iter()
             .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)))
             .ok_or_else(|| format!("{what} {i}: shape {dims:?}"))?;
-        out.push(Buffer {
-            dtype: Dtype::of(b.dtype),
-            dims,
-            data: b.data,
-            len,
-            what: format!("{what} {i}"),
-        });
+        *slot = Buffer { dtype: Dtype::of(b.dtype), dims, data: b.data, len, what: (what, i) };
     }
-    Ok(out)
+    Ok(n)
 }
 
-/// The call frame decoded.
+/// The call frame's attributes.
 ///
 /// # Safety
 /// `f` is the call frame XLA passed, live for `'a`.
-unsafe fn decode<'a>(f: &'a CallFrame) -> Result<Frame<'a>, String> {
-    // SAFETY: the frame's lists and attributes are as the header lays them out.
-    let (args, rets) = unsafe { (buffers(&f.args, "operand")?, buffers(&f.rets, "result")?) };
+unsafe fn attrs<'a>(f: &'a CallFrame) -> Result<Attrs<'a>, String> {
     let n = usize::try_from(f.attrs.size).map_err(|_| "attributes: count".to_string())?;
-    let mut attrs = Vec::new();
+    let mut out = Attrs { items: [("", Dtype::Other(0), std::ptr::null()); MAX_ATTRS], len: 0 };
     for i in 0..n {
         // SAFETY: `size` types, names and attribute pointers.
         let (ty, name, attr) =
@@ -360,13 +370,17 @@ unsafe fn decode<'a>(f: &'a CallFrame) -> Result<Frame<'a>, String> {
         if ty != ATTR_SCALAR {
             continue;
         }
+        if out.len == MAX_ATTRS {
+            return Err(format!("more than {MAX_ATTRS} scalar attributes"));
+        }
         // SAFETY: a byte span of `len` bytes; a scalar attribute is an `XLA_FFI_Scalar`.
         let bytes = unsafe { std::slice::from_raw_parts(name.ptr as *const u8, name.len) };
         let name = std::str::from_utf8(bytes).map_err(|_| "attribute name: not UTF-8")?;
         let s = unsafe { &*(attr as *const RawScalar) };
-        attrs.push((name, Dtype::of(s.dtype), s.value));
+        out.items[out.len] = (name, Dtype::of(s.dtype), s.value);
+        out.len += 1;
     }
-    Ok(Frame { args, rets, attrs })
+    Ok(out)
 }
 
 /// An XLA error carrying `message` (null where the runtime gave no way to make one).
@@ -416,15 +430,15 @@ unsafe fn metadata(ext: *mut MetadataExtension) -> Result<(), String> {
     Ok(())
 }
 
+/// A target's body: its operands, results and attributes; an error's message.
+pub(crate) type Body = fn(&[Buffer<'_>], &mut [Buffer<'_>], &Attrs<'_>) -> Result<(), String>;
+
 /// Runs `body` on the decoded frame: every Kestrel target's entry. Returns null (success) or
 /// an XLA error with the message (a panic's too: none crosses into XLA).
 // The pointer is the one XLA passes a handler (`XLA_FFI_Handler` is a safe signature to it);
 // nothing else calls this.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub(crate) fn call(
-    frame: *mut CallFrame,
-    body: fn(&mut Frame<'_>) -> Result<(), String>,
-) -> *mut XlaError {
+pub(crate) fn call(frame: *mut CallFrame, body: Body) -> *mut XlaError {
     if frame.is_null() {
         return std::ptr::null_mut();
     }
@@ -440,7 +454,11 @@ pub(crate) fn call(
             if f.stage != STAGE_EXECUTE {
                 return Err(format!("called at stage {}, not execute", f.stage));
             }
-            body(&mut decode(f)?)
+            let mut args = [const { Buffer::empty() }; MAX_BUFFERS];
+            let mut rets = [const { Buffer::empty() }; MAX_BUFFERS];
+            let na = buffers(&f.args, "operand", &mut args)?;
+            let nr = buffers(&f.rets, "result", &mut rets)?;
+            body(&args[..na], &mut rets[..nr], &attrs(f)?)
         }
     }));
     match r {
@@ -468,6 +486,11 @@ pub(crate) mod fake {
     pub(crate) static MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
     /// Serialises the tests that read [`MESSAGES`].
     pub(crate) static LOCK: Mutex<()> = Mutex::new(());
+
+    thread_local! {
+        /// Heap allocations the last [`run`] on this thread made inside the handler.
+        pub(crate) static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
 
     unsafe extern "C" fn create(args: *mut ErrorCreateArgs) -> *mut XlaError {
         let m = unsafe { std::ffi::CStr::from_ptr((*args).message) };
@@ -600,7 +623,9 @@ pub(crate) mod fake {
             future: std::ptr::null_mut(),
         };
         MESSAGES.lock().unwrap().clear();
-        let e = handler(&mut frame);
+        let mut e = std::ptr::null_mut();
+        let n = kestrel_testkit::allocations_in(|| e = handler(&mut frame));
+        ALLOCATIONS.with(|a| a.set(n));
         if e.is_null() { None } else { MESSAGES.lock().unwrap().pop() }
     }
 

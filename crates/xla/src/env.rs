@@ -12,7 +12,7 @@
 //! The calls are [`DynBatch`]'s, the ones `kestrel.vector.VectorEnv` makes, so the two give
 //! the same bits on the same seeds.
 
-use crate::abi::{Buffer, CallFrame, Frame, XlaError, call};
+use crate::abi::{Attrs, Buffer, CallFrame, XlaError, call};
 use kestrel_core::Space;
 use kestrel_run::envs::{Actions, DynBatch, Obs, ObsMut, Rollout};
 use std::collections::BTreeMap;
@@ -164,34 +164,43 @@ fn ints_into(
 }
 
 /// The action operands' part for batch `i` of `n` as `steps` steps of `rows` rows, converted
-/// into the slot's scratch; the steps' [`Actions`].
-fn actions<'s>(
+/// into the slot's scratch (no allocation once it has grown); its form ([`act`] reads a step).
+fn convert(
     batch: &dyn DynBatch,
-    s: &'s mut Scratch,
+    s: &mut Scratch,
     args: &[Buffer<'_>],
     i: usize,
     n: usize,
     steps: usize,
-) -> Result<Vec<Actions<'s>>, String> {
+) -> Result<Form, String> {
     let rows = batch.num_envs() * batch.spec().num_agents;
     let per = steps * rows;
     let check = |b: &Buffer<'_>, each: usize, what: &str| {
-        if b.len() != n * per * each {
-            Err(format!(
-                "{what}: {} values (shape {:?}), expected {} ({n} env batches of {steps} steps \
-                 × {rows} rows × {each})",
-                b.len(),
-                b.dims,
-                n * per * each
-            ))
-        } else {
-            Ok(i * per * each..(i + 1) * per * each)
+        if b.len() == n * per * each {
+            return Ok(i * per * each..(i + 1) * per * each);
         }
+        let mut parts = vec![format!("{rows} rows")];
+        if steps > 1 {
+            parts.insert(0, format!("{steps} steps"));
+        }
+        if n > 1 {
+            parts.insert(0, format!("{n} envs' batches"));
+        }
+        if each > 1 {
+            parts.push(each.to_string());
+        }
+        Err(format!(
+            "{what}: {} values (shape {:?}), expected {} ({})",
+            b.len(),
+            b.dims,
+            n * per * each,
+            parts.join(" × ")
+        ))
     };
     match (form(batch)?, args) {
         (Form::Int, [a]) => {
             ints_into(a, check(a, 1, "action")?, &mut s.ints)?;
-            Ok(s.ints.chunks(rows).map(Actions::Int).collect())
+            Ok(Form::Int)
         }
         (Form::Float(nu), [a]) => {
             let r = check(a, nu, "action")?;
@@ -203,7 +212,7 @@ fn actions<'s>(
                 crate::abi::Dtype::F64 => s.floats.extend_from_slice(&a.slice::<f64>()?[r]),
                 d => return Err(format!("action: dtype {}, expected floats", d.name())),
             }
-            Ok(s.floats.chunks(rows * nu.max(1)).map(Actions::Float).collect())
+            Ok(Form::Float(nu))
         }
         (Form::Arc(cells), [ops, sel]) => {
             ints_into(ops, check(ops, 1, "operation")?, &mut s.ints)?;
@@ -220,17 +229,39 @@ fn actions<'s>(
                 }
                 d => return Err(format!("selection: dtype {}, expected bool or uint8", d.name())),
             }
-            let ops = s.ints.chunks(rows);
-            Ok(ops
-                .zip(s.sel.chunks(rows * cells))
-                .map(|(ops, sel)| Actions::Arc { ops, sel })
-                .collect())
+            Ok(Form::Arc(cells))
         }
         (Form::Arc(_), _) => {
             Err(format!("ARC takes two action operands (operation, selection), got {}", args.len()))
         }
         (_, _) => Err(format!("this env takes one action operand, got {}", args.len())),
     }
+}
+
+/// Step `t`'s actions of what [`convert`] put in the scratch, `rows` rows a step.
+fn act<'s>(form: &Form, s: &'s Scratch, t: usize, rows: usize) -> Actions<'s> {
+    match *form {
+        Form::Int => Actions::Int(&s.ints[t * rows..(t + 1) * rows]),
+        Form::Float(nu) => Actions::Float(&s.floats[t * rows * nu..(t + 1) * rows * nu]),
+        Form::Arc(cells) => Actions::Arc {
+            ops: &s.ints[t * rows..(t + 1) * rows],
+            sel: &s.sel[t * rows * cells..(t + 1) * rows * cells],
+        },
+    }
+}
+
+/// Integer `i` of an integer buffer of any integer dtype.
+fn int_at(b: &Buffer<'_>, i: usize) -> Result<i64, String> {
+    Ok(match b.dtype {
+        crate::abi::Dtype::I32 => b.slice::<i32>()?[i] as i64,
+        crate::abi::Dtype::I64 => b.slice::<i64>()?[i],
+        crate::abi::Dtype::U32 => b.slice::<u32>()?[i] as i64,
+        crate::abi::Dtype::U64 => {
+            let v = b.slice::<u64>()?[i];
+            i64::try_from(v).map_err(|_| format!("{}: value {v}", b.what()))?
+        }
+        d => return Err(format!("{}: dtype {}, expected integers", b.what(), d.name())),
+    })
 }
 
 /// Writes observations `src` into the result part `dst` (the env's dtype, or float32 for a
@@ -271,22 +302,20 @@ fn write_handle(ret: &mut Buffer<'_>, i: usize, n: usize, h: &[u32]) -> Result<(
 
 /// `reset(handle, seed) -> (handle, obs)`: every env of the batch reset from `seed` (one
 /// integer per handle), as `VectorEnv.reset(seed=seed)`.
-fn reset(f: &mut Frame<'_>) -> Result<(), String> {
-    let [h, seed] = &f.args[..] else {
-        return Err(format!("reset takes (handle, seed), got {} operands", f.args.len()));
+fn reset(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Result<(), String> {
+    let [h, seed] = args else {
+        return Err(format!("reset takes (handle, seed), got {} operands", args.len()));
     };
     let hs = handles(h)?;
     let n = hs.len() / 2;
-    let mut seeds = Vec::new();
-    ints_into(seed, 0..seed.len(), &mut seeds)?;
-    if seeds.len() != n {
-        return Err(format!("seed: {} values for {n} handles", seeds.len()));
+    if seed.len() != n {
+        return Err(format!("seed: {} values for {n} handles", seed.len()));
     }
-    let [hr, obs] = &mut f.rets[..] else { return Err("reset: 2 results".into()) };
+    let [hr, obs] = rets else { return Err("reset: 2 results".into()) };
     for i in 0..n {
         let hi = &hs[2 * i..2 * i + 2];
-        let seed =
-            u64::try_from(seeds[i]).map_err(|_| format!("seed = {}: at least 0", seeds[i]))?;
+        let seed = int_at(seed, i)?;
+        let seed = u64::try_from(seed).map_err(|_| format!("seed = {seed}: at least 0"))?;
         with_slot(hi, |s| {
             s.batch.reset(seed);
             write_obs(s.batch.obs(), obs, i, n)
@@ -298,18 +327,19 @@ fn reset(f: &mut Frame<'_>) -> Result<(), String> {
 
 /// `step(handle, *action) -> (handle, obs, reward, terminated, truncated)`: one step of every
 /// env, as `VectorEnv.step`; rewards and flags one per agent row.
-fn step(f: &mut Frame<'_>) -> Result<(), String> {
-    let Some((h, acts)) = f.args.split_first() else {
+fn step(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Result<(), String> {
+    let Some((h, acts)) = args.split_first() else {
         return Err("step takes (handle, action...)".into());
     };
     let hs = handles(h)?;
     let n = hs.len() / 2;
-    let [hr, obs, rew, te, tr] = &mut f.rets[..] else { return Err("step: 5 results".into()) };
+    let [hr, obs, rew, te, tr] = rets else { return Err("step: 5 results".into()) };
     for i in 0..n {
         let hi = &hs[2 * i..2 * i + 2];
         with_slot(hi, |s| {
-            let a = actions(s.batch.as_ref(), &mut s.scratch, acts, i, n, 1)?;
-            s.batch.step_actions(&a[0])?;
+            let rows = s.batch.num_envs() * s.batch.spec().num_agents;
+            let form = convert(s.batch.as_ref(), &mut s.scratch, acts, i, n, 1)?;
+            s.batch.step_actions(&act(&form, &s.scratch, 0, rows))?;
             let b = s.batch.as_ref();
             let (rows, agents) = (b.rewards().len(), b.spec().num_agents);
             write_obs(b.obs(), obs, i, n)?;
@@ -327,13 +357,13 @@ fn step(f: &mut Frame<'_>) -> Result<(), String> {
 /// carry a leading steps axis `T`; the results hold every step's columns, step-major, as `T`
 /// calls of [`step`] would (`DynBatch::rollout`: each block of envs runs through every step on
 /// one thread; every step's actions checked before anything moves).
-fn rollout(f: &mut Frame<'_>) -> Result<(), String> {
-    let Some((h, acts)) = f.args.split_first() else {
+fn rollout(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Result<(), String> {
+    let Some((h, acts)) = args.split_first() else {
         return Err("rollout takes (handle, actions...)".into());
     };
     let hs = handles(h)?;
     let n = hs.len() / 2;
-    let [hr, obs, rew, te, tr] = &mut f.rets[..] else { return Err("rollout: 5 results".into()) };
+    let [hr, obs, rew, te, tr] = rets else { return Err("rollout: 5 results".into()) };
     for i in 0..n {
         let hi = &hs[2 * i..2 * i + 2];
         with_slot(hi, |s| {
@@ -344,7 +374,8 @@ fn rollout(f: &mut Frame<'_>) -> Result<(), String> {
                 return Err(format!("reward result: {} values for {n} × {rows} rows", rew.len()));
             }
             let steps = rew.len() / (n * rows).max(1);
-            let a = actions(batch.as_ref(), scratch, acts, i, n, steps)?;
+            let form = convert(batch.as_ref(), scratch, acts, i, n, steps)?;
+            let a: Vec<Actions<'_>> = (0..steps).map(|t| act(&form, scratch, t, rows)).collect();
             terminated.resize(steps * envs, false);
             truncated.resize(steps * envs, false);
             let obs_len = steps * rows * batch.spec().obs_len();

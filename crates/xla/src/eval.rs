@@ -6,7 +6,7 @@
 //! Under `vmap` every operand gains leading axes; each population is evaluated with its own
 //! key.
 
-use crate::abi::{CallFrame, Dtype, Frame, XlaError, call};
+use crate::abi::{Attrs, Buffer, CallFrame, Dtype, XlaError, call};
 use kestrel_core::Key;
 use kestrel_evo::Problem;
 use std::collections::BTreeMap;
@@ -45,11 +45,11 @@ pub fn key_of(words: &[u32]) -> Key {
 
 /// `evaluate(population (..., pop, dims) float32/float64, key (..., 2) uint32; problem=id) ->
 /// fitness (..., pop) float32`, minimised, as `kestrel.evo.Problem.__call__(population, key)`.
-fn evaluate(f: &mut Frame<'_>) -> Result<(), String> {
-    let id = f.attr_i64("problem")?;
+fn evaluate(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], attrs: &Attrs<'_>) -> Result<(), String> {
+    let id = attrs.attr_i64("problem")?;
     let p = table().problems.get(&id).cloned().ok_or_else(|| format!("problem {id} is gone"))?;
-    let [x, key] = &f.args[..] else {
-        return Err(format!("evaluate takes (population, key), got {} operands", f.args.len()));
+    let [x, key] = args else {
+        return Err(format!("evaluate takes (population, key), got {} operands", args.len()));
     };
     if key.dims.last() != Some(&2) {
         return Err(format!("key: shape {:?}, expected (..., 2)", key.dims));
@@ -60,7 +60,7 @@ fn evaluate(f: &mut Frame<'_>) -> Result<(), String> {
     if x.dims.last().map(|&v| v as usize) != Some(d) {
         return Err(format!("population: shape {:?}, expected (..., pop, {d})", x.dims));
     }
-    let [fit] = &mut f.rets[..] else { return Err("evaluate: 1 result".into()) };
+    let [fit] = rets else { return Err("evaluate: 1 result".into()) };
     let rows = fit.len() / n.max(1);
     if fit.len() != n * rows || x.len() != n * rows * d {
         return Err(format!(

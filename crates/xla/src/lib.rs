@@ -2,9 +2,9 @@
 //! `jax.jit`, `lax.scan` and `vmap` (`kestrel.jax` registers them with
 //! `jax.ffi.register_ffi_target` and calls them with `jax.ffi.ffi_call`).
 //!
-//! - [`env`]: a registry env's `reset`, `step` and `rollout`, the env's state threaded through
+//! - [`env`](mod@env): a registry env's `reset`, `step` and `rollout`, the env's state threaded through
 //!   JAX as a handle value (EnvPool's XLA interface does the same for its envs);
-//! - [`eval`]: a population's fitness under a Kestrel problem.
+//! - [`eval`](mod@eval): a population's fitness under a Kestrel problem.
 //!
 //! Each target is a plain `extern "C"` function of XLA's typed FFI (`XLA_FFI_Handler`), its
 //! call frame decoded against the C API header jaxlib ships ([`abi`]); bad operands and stale
@@ -33,3 +33,8 @@ pub fn targets() -> Vec<(&'static str, usize)> {
 
 #[cfg(test)]
 mod tests;
+
+// The tests count the handlers' allocations (a warm step makes none).
+#[cfg(test)]
+#[global_allocator]
+static GLOBAL: kestrel_testkit::CountingAlloc = kestrel_testkit::CountingAlloc;

@@ -1,7 +1,7 @@
 //! The targets called as XLA calls them (call frames built in Rust, [`crate::abi::fake`]),
 //! against the same [`DynBatch`] / [`Problem`] calls made directly.
 
-use crate::abi::fake::{Array, LOCK, query, run};
+use crate::abi::fake::{ALLOCATIONS, Array, LOCK, query, run};
 use crate::{env, eval};
 use kestrel_run::Layers;
 use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs};
@@ -43,7 +43,7 @@ fn metadata_query_states_the_header_version() {
 
 #[test]
 fn reset_then_steps_equal_the_batch_stepped_directly() {
-    let _g = LOCK.lock().unwrap();
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let n = 5;
     let slot = env::insert(batch("CartPole-v1", n));
     let mut direct = batch("CartPole-v1", n);
@@ -76,7 +76,7 @@ fn reset_then_steps_equal_the_batch_stepped_directly() {
 
 #[test]
 fn a_stale_or_closed_handle_and_bad_operands_are_errors_that_change_nothing() {
-    let _g = LOCK.lock().unwrap();
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let slot = env::insert(batch("CartPole-v1", 2));
     let step = |h: Array, a: Array| {
         let mut rets = step_rets(&[], 2, 4);
@@ -97,7 +97,7 @@ fn a_stale_or_closed_handle_and_bad_operands_are_errors_that_change_nothing() {
 
 #[test]
 fn several_handles_in_one_call_step_each_env_as_alone() {
-    let _g = LOCK.lock().unwrap();
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (a, b) = (env::insert(batch("Pendulum-v1", 3)), env::insert(batch("Pendulum-v1", 3)));
     let (mut da, mut db) = (batch("Pendulum-v1", 3), batch("Pendulum-v1", 3));
     let mut rets = vec![Array::zeros::<u32>(&[2, 2]), Array::zeros::<f32>(&[2, 3, 3])];
@@ -128,7 +128,7 @@ fn several_handles_in_one_call_step_each_env_as_alone() {
 
 #[test]
 fn rollout_equals_its_steps() {
-    let _g = LOCK.lock().unwrap();
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (n, t) = (4usize, 30usize);
     let slot = env::insert(batch("CartPole-v1", n));
     let mut direct = batch("CartPole-v1", n);
@@ -155,7 +155,7 @@ fn rollout_equals_its_steps() {
 
 #[test]
 fn float64_observations_come_as_float32_when_asked() {
-    let _g = LOCK.lock().unwrap();
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let slot = env::insert(batch("VectorField-v0", 2));
     let mut direct = batch("VectorField-v0", 2);
     let mut rets = vec![Array::zeros::<u32>(&[2]), Array::zeros::<f32>(&[2, 50])];
@@ -175,7 +175,7 @@ fn float64_observations_come_as_float32_when_asked() {
 
 #[test]
 fn arc_steps_with_operation_and_selection_operands() {
-    let _g = LOCK.lock().unwrap();
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let n = 3usize;
     let slot = env::insert(batch("ARC-v0", n));
     let mut direct = batch("ARC-v0", n);
@@ -205,7 +205,7 @@ fn arc_steps_with_operation_and_selection_operands() {
 
 #[test]
 fn evaluate_equals_the_problem_and_names_bad_operands() {
-    let _g = LOCK.lock().unwrap();
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let key = kestrel_core::Key::new(0);
     let p: Arc<dyn kestrel_evo::Problem> =
         Arc::new(kestrel_evo::driver::benchmark("rosenbrock", 3, 0.5, true, key).unwrap());
@@ -226,4 +226,34 @@ fn evaluate_equals_the_problem_and_names_bad_operands() {
     let mut args = [Array::new::<f32>(&[4, 3], &x), Array::zeros::<u32>(&[2])];
     let e = run(eval::kestrel_evaluate, &mut args, &mut rets, &[("problem", id)]);
     assert!(e.unwrap().contains("gone"));
+}
+
+#[test]
+fn a_warm_step_allocates_nothing() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    // On the one thread of a one-thread pool, where the env's parallel loops run inline (the
+    // counter is per thread).
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    pool.install(|| {
+        for (id, n, discrete) in [("CartPole-v1", 64usize, true), ("Pendulum-v1", 64, false)] {
+            let slot = env::insert(batch(id, n));
+            let len = if discrete { 4 } else { 3 };
+            for t in 0..4 {
+                let mut rets = step_rets(&[], n as i64, len);
+                let a = if discrete {
+                    Array::new::<i32>(&[n as i64], &vec![t % 2; n])
+                } else {
+                    Array::new::<f32>(&[n as i64, 1], &vec![0.5; n])
+                };
+                assert_eq!(
+                    run(env::kestrel_env_step, &mut [handle(slot), a], &mut rets, &[]),
+                    None
+                );
+                if t > 0 {
+                    assert_eq!(ALLOCATIONS.with(|a| a.get()), 0, "{id} step {t}");
+                }
+            }
+            env::close(slot);
+        }
+    });
 }
