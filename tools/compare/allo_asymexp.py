@@ -82,7 +82,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import ONE_CORE, ONE_THREAD, ROOT, commit
+from common import ONE_CORE, ONE_THREAD, ROOT, commit, cpu_model
 
 TREE = "4deb141678f0a7ad750addd2f57d45e952ca880f"
 # git blob id of exp_alcl/allo.py at TREE (the thresholded version the golden fixtures use).
@@ -414,17 +414,6 @@ def kestrel_side(args):
             return obj
     sys.exit("--kestrel-cmd printed no JSON object line")
 # ==============================================================================================
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or platform.machine()
 
 
 def table(peer, kestrel, a):

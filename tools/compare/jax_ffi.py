@@ -10,10 +10,11 @@ CPU client on one thread). Prints a markdown table (µs a step, and ratios to th
 
 import argparse
 import os
-import platform
 import subprocess
 import sys
 import time
+
+from common import commit, cpu_model
 
 if os.environ.get("KESTREL_PINNED") != "1":
     env = {**os.environ, "KESTREL_PINNED": "1", "RAYON_NUM_THREADS": "1",
@@ -105,24 +106,13 @@ def measure(n, steps, rounds):
     return per(t_scan), per(t_dispatch), per(t_numpy), per(t_cb)
 
 
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps-budget", type=int, default=400_000, help="env-steps per measurement")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="1,16,256,4096")
     a = ap.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"CPU: {cpu_model()}; commit {commit}; jax {jax.__version__}; one core, best of {a.rounds}")
+    print(f"CPU: {cpu_model()}; commit {commit()}; jax {jax.__version__}; one core, best of {a.rounds}")
     print()
     print("| envs | FFI in jitted scan (µs/step) | FFI, jitted step from Python | numpy VectorEnv.step | "
           "numpy step via pure_callback in scan | numpy / FFI scan | pure_callback / FFI scan |")
