@@ -739,5 +739,7 @@ mod tests {
         assert_eq!(skipped.len(), 1);
         assert!(skipped[0].path.ends_with("bad.json"));
         assert!(TaskBank::load(&d, LoadOptions { strict: true }).is_err());
+        // Each run's folder is its own (the pid); leave none behind.
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }
