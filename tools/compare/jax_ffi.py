@@ -3,7 +3,9 @@
 step), the numpy path (`kestrel.make_vec(...).step` from a Python loop), and the same numpy
 step behind `jax.pure_callback` inside the jitted scan (what a JAX user writes without
 kestrel.jax). CartPole-v1, 1 to 4,096 envs, one core (taskset -c 0, RAYON_NUM_THREADS=1, XLA's
-CPU client on one thread). Prints a markdown table (µs a step, and ratios to the FFI scan).
+CPU client on one thread); every path starts from `reset(seed=0)` and steps the same zero
+actions, the four alternated round by round. Prints a markdown table (µs a step, and ratios
+to the FFI scan).
 
     tools/venv-sb3/bin/python tools/compare/jax_ffi.py [--steps-budget N] [--rounds R]
 """
@@ -30,15 +32,18 @@ import kestrel  # noqa: E402
 import kestrel.jax as kj  # noqa: E402
 
 
-def best(f, rounds):
-    """Fastest of `rounds` timed calls (after one warm-up), seconds."""
-    f()
-    out = []
-    for _ in range(rounds):
-        t = time.perf_counter()
+def alternated(fs, rounds):
+    """Each of `fs`' fastest of `rounds` timed calls, seconds, the calls alternated round by
+    round (after one warm-up call each), so a slow spell of the machine hits every path."""
+    for f in fs:
         f()
-        out.append(time.perf_counter() - t)
-    return min(out)
+    out = [[] for _ in fs]
+    for _ in range(rounds):
+        for f, times in zip(fs, out):
+            t = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t)
+    return [min(t) for t in out]
 
 
 def measure(n, steps, rounds):
@@ -51,8 +56,6 @@ def measure(n, steps, rounds):
     def numpy_loop():
         for _ in range(steps):
             v.step(zeros_np)
-
-    t_numpy = best(numpy_loop, rounds)
 
     # FFI inside one jitted scan.
     env = kj.make_vec("CartPole-v1", n)
@@ -71,8 +74,6 @@ def measure(n, steps, rounds):
         h, r = scan(state["h"])
         state["h"] = jax.block_until_ready(h)
 
-    t_scan = best(ffi_scan, rounds)
-
     # The FFI step jitted, dispatched once a step from Python.
     step = jax.jit(env.step)
 
@@ -81,8 +82,6 @@ def measure(n, steps, rounds):
         for _ in range(steps):
             h, obs, r, te, tr = step(h, zeros)
         state["h"] = jax.block_until_ready(h)
-
-    t_dispatch = best(ffi_dispatch, rounds)
 
     # The numpy step behind jax.pure_callback inside the jitted scan.
     w = kestrel.make_vec("CartPole-v1", n, autoreset_mode="same_step", copy=False, episode_stats=False)
@@ -100,7 +99,13 @@ def measure(n, steps, rounds):
             return a + (r[0] * 0).astype(jnp.int32), r[0]  # the next call depends on this one
         return jax.lax.scan(body, a, None, length=steps)
 
-    t_cb = best(lambda: jax.block_until_ready(cb_scan(zeros)), rounds)
+    def callback_scan():
+        jax.block_until_ready(cb_scan(zeros))
+
+    t_scan, t_dispatch, t_numpy, t_cb = alternated([ffi_scan, ffi_dispatch, numpy_loop, callback_scan], rounds)
+    # The end states are sane: every path's observations finite, the FFI env's handle advanced.
+    assert np.isfinite(v.step(zeros_np)[0]).all() and np.isfinite(w.step(zeros_np)[0]).all()
+    assert int(state["h"][1]) > 1
     env.close()
     per = lambda t: 1e6 * t / steps  # noqa: E731
     return per(t_scan), per(t_dispatch), per(t_numpy), per(t_cb)
@@ -112,7 +117,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="1,16,256,4096")
     a = ap.parse_args()
-    print(f"CPU: {cpu_model()}; commit {commit()}; jax {jax.__version__}; one core, best of {a.rounds}")
+    print(f"CPU: {cpu_model()}; commit {commit()}; jax {jax.__version__}; one core, best of {a.rounds} alternated rounds")
     print()
     print("| envs | FFI in jitted scan (µs/step) | FFI, jitted step from Python | numpy VectorEnv.step | "
           "numpy step via pure_callback in scan | numpy / FFI scan | pure_callback / FFI scan |")

@@ -5,7 +5,9 @@
 use crate::errors::{run_error, value_error};
 use kestrel_core::{AutoReset, EpisodeColumns, EpisodeStats, Space};
 use kestrel_run::Layers;
-use kestrel_run::envs::{Actions, DynBatch, EnvId, Obs, ObsMut, Rollout, rollout_counted};
+use kestrel_run::envs::{
+    Actions, DynBatch, EnvId, Obs, ObsMut, Rollout, copy_column, rollout_counted, spread_flags,
+};
 use kestrel_run::info::{ArcColumns, ArcInfo};
 use numpy::ndarray::ArrayView1;
 use numpy::{
@@ -105,30 +107,6 @@ impl<'py> ObsGuard<'py> {
     }
 }
 
-/// Copies a whole observation column (large ones by the current pool's threads).
-fn copy_all(src: Obs<'_>, dst: ObsMut<'_>) -> Result<(), String> {
-    fn go<T: Copy + Send + Sync>(src: &[T], out: &mut [T]) -> Result<(), String> {
-        if out.len() != src.len() {
-            return Err(format!("obs buffer: expected {} values, got {}", src.len(), out.len()));
-        }
-        if std::mem::size_of_val(src) >= 1 << 18 {
-            let chunk = (1 << 16) / size_of::<T>();
-            out.par_chunks_mut(chunk)
-                .zip(src.par_chunks(chunk))
-                .for_each(|(o, s)| o.copy_from_slice(s));
-        } else {
-            out.copy_from_slice(src);
-        }
-        Ok(())
-    }
-    match (src, dst) {
-        (Obs::F32(s), ObsMut::F32(d)) => go(s, d),
-        (Obs::F64(s), ObsMut::F64(d)) => go(s, d),
-        (Obs::I8(s), ObsMut::I8(d)) => go(s, d),
-        _ => Err("obs buffer: wrong dtype".into()),
-    }
-}
-
 fn copy_into<T: numpy::Element + Copy>(
     what: &str,
     src: &[T],
@@ -160,21 +138,8 @@ fn expand(
     if out.len() != src.len() * agents {
         return Err(value_error(format!("{what}: expected {} values", src.len() * agents)));
     }
-    spread(src, agents, out, |x| x);
+    spread_flags(src, agents, out, |x| x);
     Ok(())
-}
-
-/// Each env's flag over its `agents` agent rows of `dst`, as `f` writes it.
-fn spread<T: Copy>(src: &[bool], agents: usize, dst: &mut [T], f: impl Fn(bool) -> T) {
-    if agents == 1 {
-        for (d, &x) in dst.iter_mut().zip(src) {
-            *d = f(x);
-        }
-    } else {
-        for (d, &x) in dst.chunks_exact_mut(agents).zip(src) {
-            d.fill(f(x));
-        }
-    }
 }
 
 /// The Rust side of `kestrel.vector.VectorEnv`: a batch of one env, stepped with the GIL
@@ -355,8 +320,8 @@ impl VecCore {
         let (te, rest) = rest.split_at_mut(n);
         let (tr, ended) = rest.split_at_mut(n);
         put(rew, v.rewards(), f32::to_ne_bytes);
-        spread(v.terminated(), *agents, te, u8::from);
-        spread(v.truncated(), *agents, tr, u8::from);
+        spread_flags(v.terminated(), *agents, te, u8::from);
+        spread_flags(v.truncated(), *agents, tr, u8::from);
         let mut row = |i: usize, r: f64, l: u64, t: f64, e: bool| {
             ep[8 * i..][..8].copy_from_slice(&r.to_ne_bytes());
             ep[8 * (n + i)..][..8].copy_from_slice(&(l as i64).to_ne_bytes());
@@ -727,7 +692,7 @@ impl VecCore {
                 }
                 stats.record(mode, v.rewards(), v.terminated(), v.truncated(), now);
                 match obs_out {
-                    Some(o) => copy_all(v.obs(), o),
+                    Some(o) => copy_column(v.obs(), o),
                     None => Ok(()),
                 }
             })

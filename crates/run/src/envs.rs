@@ -477,6 +477,45 @@ impl ObsMut<'_> {
     }
 }
 
+/// Copies a whole observation column into a front end's buffer of the same dtype and length
+/// (large ones by the current pool's threads: ARC's 0.9 MB at 1,024 rows).
+pub fn copy_column(src: Obs<'_>, dst: ObsMut<'_>) -> Result<(), String> {
+    fn go<T: Copy + Send + Sync>(src: &[T], out: &mut [T]) -> Result<(), String> {
+        if out.len() != src.len() {
+            return Err(format!("obs buffer: expected {} values, got {}", src.len(), out.len()));
+        }
+        if std::mem::size_of_val(src) >= 1 << 18 {
+            let chunk = (1 << 16) / size_of::<T>();
+            out.par_chunks_mut(chunk)
+                .zip(src.par_chunks(chunk))
+                .for_each(|(o, s)| o.copy_from_slice(s));
+        } else {
+            out.copy_from_slice(src);
+        }
+        Ok(())
+    }
+    match (src, dst) {
+        (Obs::F32(s), ObsMut::F32(d)) => go(s, d),
+        (Obs::F64(s), ObsMut::F64(d)) => go(s, d),
+        (Obs::I8(s), ObsMut::I8(d)) => go(s, d),
+        _ => Err("obs buffer: wrong dtype".into()),
+    }
+}
+
+/// Each env's flag over its `agents` agent rows of `dst`, as `f` writes it (the front ends'
+/// per-row `terminated` and `truncated`).
+pub fn spread_flags<T: Copy>(src: &[bool], agents: usize, dst: &mut [T], f: impl Fn(bool) -> T) {
+    if agents == 1 {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            *d = f(x);
+        }
+    } else {
+        for (d, &x) in dst.chunks_exact_mut(agents).zip(src) {
+            d.fill(f(x));
+        }
+    }
+}
+
 /// A front end's buffers for [`DynBatch::rollout`]: each step's columns, step-major (see
 /// [`kestrel_core::Trajectory`], whose lengths they must have).
 pub struct Rollout<'a> {

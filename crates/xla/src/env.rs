@@ -14,7 +14,7 @@
 
 use crate::abi::{Attrs, Buffer, CallFrame, XlaError, call};
 use kestrel_core::Space;
-use kestrel_run::envs::{Actions, DynBatch, Obs, ObsMut, Rollout};
+use kestrel_run::envs::{Actions, DynBatch, Obs, ObsMut, Rollout, copy_column, spread_flags};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -85,8 +85,9 @@ fn get(slot: u32) -> Result<Arc<Mutex<Slot>>, String> {
     table().envs.get(&slot).cloned().ok_or_else(|| format!("env {slot} is closed (or never was)"))
 }
 
-/// The env of handle `h` (slot, version), locked, its version checked.
-fn with_slot<R>(h: &[u32], f: impl FnOnce(&mut Slot) -> Result<R, String>) -> Result<R, String> {
+/// Runs `f` on the env of handle `h` (slot, version), locked, its version checked; returns
+/// the env's next version (what the handle `f`'s call returns must carry).
+fn with_slot(h: &[u32], f: impl FnOnce(&mut Slot) -> Result<(), String>) -> Result<u32, String> {
     let (slot, v) = (h[0], h[1]);
     let s = get(slot)?;
     let mut g = s.lock().map_err(|_| format!("env {slot}: an earlier call failed inside it"))?;
@@ -98,9 +99,26 @@ fn with_slot<R>(h: &[u32], f: impl FnOnce(&mut Slot) -> Result<R, String>) -> Re
             g.version
         ));
     }
-    let r = f(&mut g)?;
+    f(&mut g)?;
     g.version = g.version.wrapping_add(1);
-    Ok(r)
+    Ok(g.version)
+}
+
+/// Every call's loop: `f(i, n, slot)` for each of the `n` handles in `handles` (one per vmap
+/// entry) on its env, then that entry of the handle result set to the env's next version.
+fn each_env(
+    handle: &Buffer<'_>,
+    out: &mut Buffer<'_>,
+    mut f: impl FnMut(usize, usize, &mut Slot) -> Result<(), String>,
+) -> Result<(), String> {
+    let hs = handles(handle)?;
+    let n = hs.len() / 2;
+    for i in 0..n {
+        let h = &hs[2 * i..2 * i + 2];
+        let next = with_slot(h, |s| f(i, n, s))?;
+        part_mut::<u32>(out, i, n, 2, "handle result")?.copy_from_slice(&[h[0], next]);
+    }
+    Ok(())
 }
 
 /// The handle operand's words, checked: shape `(..., 2)`; `B` handles.
@@ -155,6 +173,11 @@ fn ints_into(
         crate::abi::Dtype::I32 => out.extend(src.slice::<i32>()?[range].iter().map(|&v| v as i64)),
         crate::abi::Dtype::I64 => out.extend_from_slice(&src.slice::<i64>()?[range]),
         crate::abi::Dtype::U32 => out.extend(src.slice::<u32>()?[range].iter().map(|&v| v as i64)),
+        crate::abi::Dtype::U64 => {
+            for &v in &src.slice::<u64>()?[range] {
+                out.push(i64::try_from(v).map_err(|_| format!("{}: value {v}", src.what()))?);
+            }
+        }
         crate::abi::Dtype::U8 | crate::abi::Dtype::Pred => {
             out.extend(src.slice::<u8>()?[range].iter().map(|&v| v as i64))
         }
@@ -250,53 +273,52 @@ fn act<'s>(form: &Form, s: &'s Scratch, t: usize, rows: usize) -> Actions<'s> {
     }
 }
 
-/// Integer `i` of an integer buffer of any integer dtype.
-fn int_at(b: &Buffer<'_>, i: usize) -> Result<i64, String> {
-    Ok(match b.dtype {
-        crate::abi::Dtype::I32 => b.slice::<i32>()?[i] as i64,
-        crate::abi::Dtype::I64 => b.slice::<i64>()?[i],
-        crate::abi::Dtype::U32 => b.slice::<u32>()?[i] as i64,
-        crate::abi::Dtype::U64 => {
-            let v = b.slice::<u64>()?[i];
-            i64::try_from(v).map_err(|_| format!("{}: value {v}", b.what()))?
-        }
-        d => return Err(format!("{}: dtype {}, expected integers", b.what(), d.name())),
+/// `b`'s part `i` of `n` as an observation buffer of the env's dtype `dtype`, `len` values.
+fn obs_out<'b>(
+    b: &'b mut Buffer<'_>,
+    dtype: &str,
+    i: usize,
+    n: usize,
+    len: usize,
+) -> Result<ObsMut<'b>, String> {
+    Ok(match dtype {
+        "float32" => ObsMut::F32(part_mut::<f32>(b, i, n, len, "obs")?),
+        "float64" => ObsMut::F64(part_mut::<f64>(b, i, n, len, "obs")?),
+        _ => ObsMut::I8(part_mut::<i8>(b, i, n, len, "obs")?),
     })
 }
 
-/// Writes observations `src` into the result part `dst` (the env's dtype, or float32 for a
-/// float64 env when JAX runs without x64).
-fn write_obs(src: Obs<'_>, dst: &mut Buffer<'_>, i: usize, n: usize) -> Result<(), String> {
-    let len = match src {
-        Obs::F32(v) => v.len(),
-        Obs::F64(v) => v.len(),
-        Obs::I8(v) => v.len(),
-    };
-    let d = dst.dtype;
-    match src {
-        Obs::F32(v) => part_mut::<f32>(dst, i, n, len, "obs")?.copy_from_slice(v),
-        Obs::I8(v) => part_mut::<i8>(dst, i, n, len, "obs")?.copy_from_slice(v),
-        Obs::F64(v) if d == crate::abi::Dtype::F32 => {
-            let out = part_mut::<f32>(dst, i, n, len, "obs")?;
-            out.iter_mut().zip(v).for_each(|(o, x)| *o = *x as f32);
-        }
-        Obs::F64(v) => part_mut::<f64>(dst, i, n, len, "obs")?.copy_from_slice(v),
-    }
+/// Whether a float64 env's observations go to a float32 result (JAX without x64).
+fn narrowed(batch: &dyn DynBatch, obs: &Buffer<'_>) -> bool {
+    batch.obs_dtype() == "float64" && obs.dtype == crate::abi::Dtype::F32
+}
+
+/// `src` rounded to float32 into `b`'s part `i` of `n`.
+fn narrow(src: &[f64], b: &mut Buffer<'_>, i: usize, n: usize) -> Result<(), String> {
+    let out = part_mut::<f32>(b, i, n, src.len(), "obs")?;
+    out.iter_mut().zip(src).for_each(|(o, x)| *o = *x as f32);
     Ok(())
 }
 
-/// One flag per env spread to its agents' rows, as 0/1 bytes.
-fn write_flags(src: &[bool], agents: usize, dst: &mut [u8]) {
-    for (d, s) in dst.chunks_mut(agents.max(1)).zip(src) {
-        d.fill(u8::from(*s));
+/// The env's current observations into `b`'s part `i` of `n`.
+fn write_obs(batch: &dyn DynBatch, b: &mut Buffer<'_>, i: usize, n: usize) -> Result<(), String> {
+    let len = batch.num_envs() * batch.spec().num_agents * batch.spec().obs_len();
+    match batch.obs() {
+        Obs::F64(v) if narrowed(batch, b) => narrow(v, b, i, n),
+        src => copy_column(src, obs_out(b, batch.obs_dtype(), i, n, len)?),
     }
 }
 
-/// The results every call starts with: the new handle.
-fn write_handle(ret: &mut Buffer<'_>, i: usize, n: usize, h: &[u32]) -> Result<(), String> {
-    let out = part_mut::<u32>(ret, i, n, 2, "handle result")?;
-    out[0] = h[0];
-    out[1] = h[1].wrapping_add(1);
+/// Per-env flags as 0/1 bytes over `b`'s part `i` of `n`, one per agent row.
+fn write_flags(
+    src: &[bool],
+    agents: usize,
+    b: &mut Buffer<'_>,
+    i: usize,
+    n: usize,
+    what: &str,
+) -> Result<(), String> {
+    spread_flags(src, agents, part_mut::<u8>(b, i, n, src.len() * agents, what)?, u8::from);
     Ok(())
 }
 
@@ -306,23 +328,16 @@ fn reset(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Result<
     let [h, seed] = args else {
         return Err(format!("reset takes (handle, seed), got {} operands", args.len()));
     };
-    let hs = handles(h)?;
-    let n = hs.len() / 2;
-    if seed.len() != n {
-        return Err(format!("seed: {} values for {n} handles", seed.len()));
+    if seed.len() != h.len() / 2 {
+        return Err(format!("seed: {} values for {} handles", seed.len(), h.len() / 2));
     }
     let [hr, obs] = rets else { return Err("reset: 2 results".into()) };
-    for i in 0..n {
-        let hi = &hs[2 * i..2 * i + 2];
-        let seed = int_at(seed, i)?;
-        let seed = u64::try_from(seed).map_err(|_| format!("seed = {seed}: at least 0"))?;
-        with_slot(hi, |s| {
-            s.batch.reset(seed);
-            write_obs(s.batch.obs(), obs, i, n)
-        })?;
-        write_handle(hr, i, n, hi)?;
-    }
-    Ok(())
+    each_env(h, hr, |i, n, s| {
+        ints_into(seed, i..i + 1, &mut s.scratch.ints)?;
+        let v = s.scratch.ints[0];
+        s.batch.reset(u64::try_from(v).map_err(|_| format!("seed = {v}: at least 0"))?);
+        write_obs(s.batch.as_ref(), obs, i, n)
+    })
 }
 
 /// `step(handle, *action) -> (handle, obs, reward, terminated, truncated)`: one step of every
@@ -331,26 +346,18 @@ fn step(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Result<(
     let Some((h, acts)) = args.split_first() else {
         return Err("step takes (handle, action...)".into());
     };
-    let hs = handles(h)?;
-    let n = hs.len() / 2;
     let [hr, obs, rew, te, tr] = rets else { return Err("step: 5 results".into()) };
-    for i in 0..n {
-        let hi = &hs[2 * i..2 * i + 2];
-        with_slot(hi, |s| {
-            let rows = s.batch.num_envs() * s.batch.spec().num_agents;
-            let form = convert(s.batch.as_ref(), &mut s.scratch, acts, i, n, 1)?;
-            s.batch.step_actions(&act(&form, &s.scratch, 0, rows))?;
-            let b = s.batch.as_ref();
-            let (rows, agents) = (b.rewards().len(), b.spec().num_agents);
-            write_obs(b.obs(), obs, i, n)?;
-            part_mut::<f32>(rew, i, n, rows, "reward")?.copy_from_slice(b.rewards());
-            write_flags(b.terminated(), agents, part_mut::<u8>(te, i, n, rows, "terminated")?);
-            write_flags(b.truncated(), agents, part_mut::<u8>(tr, i, n, rows, "truncated")?);
-            Ok(())
-        })?;
-        write_handle(hr, i, n, hi)?;
-    }
-    Ok(())
+    each_env(h, hr, |i, n, s| {
+        let form = convert(s.batch.as_ref(), &mut s.scratch, acts, i, n, 1)?;
+        let rows = s.batch.rewards().len();
+        s.batch.step_actions(&act(&form, &s.scratch, 0, rows))?;
+        let b = s.batch.as_ref();
+        let agents = b.spec().num_agents;
+        write_obs(b, obs, i, n)?;
+        part_mut::<f32>(rew, i, n, rows, "reward")?.copy_from_slice(b.rewards());
+        write_flags(b.terminated(), agents, te, i, n, "terminated")?;
+        write_flags(b.truncated(), agents, tr, i, n, "truncated")
+    })
 }
 
 /// `rollout(handle, *actions) -> (handle, obs, reward, terminated, truncated)`: the actions
@@ -361,48 +368,35 @@ fn rollout(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Resul
     let Some((h, acts)) = args.split_first() else {
         return Err("rollout takes (handle, actions...)".into());
     };
-    let hs = handles(h)?;
-    let n = hs.len() / 2;
     let [hr, obs, rew, te, tr] = rets else { return Err("rollout: 5 results".into()) };
-    for i in 0..n {
-        let hi = &hs[2 * i..2 * i + 2];
-        with_slot(hi, |s| {
-            let Slot { batch, scratch, terminated, truncated, obs64, .. } = s;
-            let (envs, agents) = (batch.num_envs(), batch.spec().num_agents);
-            let rows = envs * agents;
-            if rew.len() % (n * rows).max(1) != 0 {
-                return Err(format!("reward result: {} values for {n} × {rows} rows", rew.len()));
-            }
-            let steps = rew.len() / (n * rows).max(1);
-            let form = convert(batch.as_ref(), scratch, acts, i, n, steps)?;
-            let a: Vec<Actions<'_>> = (0..steps).map(|t| act(&form, scratch, t, rows)).collect();
-            terminated.resize(steps * envs, false);
-            truncated.resize(steps * envs, false);
-            let obs_len = steps * rows * batch.spec().obs_len();
-            let rewards = part_mut::<f32>(rew, i, n, steps * rows, "reward")?;
-            let wide = batch.obs_dtype() == "float64" && obs.dtype == crate::abi::Dtype::F32;
-            let out = match batch.obs_dtype() {
-                _ if wide => {
-                    obs64.resize(obs_len, 0.0);
-                    ObsMut::F64(obs64)
-                }
-                "float32" => ObsMut::F32(part_mut::<f32>(obs, i, n, obs_len, "obs")?),
-                "float64" => ObsMut::F64(part_mut::<f64>(obs, i, n, obs_len, "obs")?),
-                _ => ObsMut::I8(part_mut::<i8>(obs, i, n, obs_len, "obs")?),
-            };
-            let r = Rollout { obs: out, final_obs: None, rewards, terminated, truncated };
-            batch.rollout(&a, r)?;
-            if wide {
-                let dst = part_mut::<f32>(obs, i, n, obs_len, "obs")?;
-                dst.iter_mut().zip(obs64.iter()).for_each(|(o, x)| *o = *x as f32);
-            }
-            write_flags(terminated, agents, part_mut::<u8>(te, i, n, steps * rows, "terminated")?);
-            write_flags(truncated, agents, part_mut::<u8>(tr, i, n, steps * rows, "truncated")?);
-            Ok(())
-        })?;
-        write_handle(hr, i, n, hi)?;
-    }
-    Ok(())
+    each_env(h, hr, |i, n, s| {
+        let Slot { batch, scratch, terminated, truncated, obs64, .. } = s;
+        let (envs, agents) = (batch.num_envs(), batch.spec().num_agents);
+        let rows = envs * agents;
+        if rew.len() % (n * rows).max(1) != 0 {
+            return Err(format!("reward result: {} values for {n} × {rows} rows", rew.len()));
+        }
+        let steps = rew.len() / (n * rows).max(1);
+        let form = convert(batch.as_ref(), scratch, acts, i, n, steps)?;
+        let a: Vec<Actions<'_>> = (0..steps).map(|t| act(&form, scratch, t, rows)).collect();
+        terminated.resize(steps * envs, false);
+        truncated.resize(steps * envs, false);
+        let len = steps * rows * batch.spec().obs_len();
+        let wide = narrowed(batch.as_ref(), obs);
+        let out = if wide {
+            obs64.resize(len, 0.0);
+            ObsMut::F64(obs64)
+        } else {
+            obs_out(obs, batch.obs_dtype(), i, n, len)?
+        };
+        let rewards = part_mut::<f32>(rew, i, n, steps * rows, "reward")?;
+        batch.rollout(&a, Rollout { obs: out, final_obs: None, rewards, terminated, truncated })?;
+        if wide {
+            narrow(obs64, obs, i, n)?;
+        }
+        write_flags(terminated, agents, te, i, n, "terminated")?;
+        write_flags(truncated, agents, tr, i, n, "truncated")
+    })
 }
 
 /// The reset target (`kestrel_env_reset`).
