@@ -130,6 +130,73 @@ def test_rollout_is_its_steps_and_arc_takes_masks():
             np.testing.assert_array_equal(np.asarray(te[t]), np.asarray(teb))
 
 
+ARC_FORMS = [("point", None), ("bbox", None), ("point", "discrete"), ("bbox", "discrete"),
+             ("point", "multi_discrete"), ("bbox", "multi_discrete")]
+
+
+@pytest.mark.parametrize("selection,flatten", ARC_FORMS, ids=[f"{s}-{f}" for s, f in ARC_FORMS])
+def test_arc_takes_every_action_form_bit_equal_to_the_numpy_vector_env(selection, flatten):
+    n, T, S = 4, 30, 5
+    params = {"canvas": S, "tasks_per_family": 2, "selection": selection, "flatten": flatten}
+    env = kj.make_vec("ARC-jaxarc-v0", n, **params)
+    ref = kestrel.make_vec("ARC-jaxarc-v0", n, autoreset_mode="same_step", episode_stats=False, arc_info=False,
+                           **params)
+    assert env.single_action_space == ref.single_action_space
+    rng = np.random.default_rng(7)
+    keys = ("row", "col") if selection == "point" else ("r1", "c1", "r2", "c2")
+    radix = [35] + [S] * len(keys)
+
+    def draw():
+        cols = np.stack([rng.integers(0, r, n) for r in radix], axis=1)
+        if flatten == "multi_discrete":
+            return cols
+        if flatten == "discrete":
+            flat = np.zeros(n, np.int64)
+            for j, r in enumerate(radix):
+                flat = flat * r + cols[:, j]
+            return flat
+        return {"operation": cols[:, 0], **{k: cols[:, j + 1] for j, k in enumerate(keys)}}
+
+    acts = [draw() for _ in range(T)]
+    h, obs = env.reset(env.handle, 4)
+    want, _ = ref.reset(seed=4)
+    assert_obs_equal(obs, want)
+    step = jax.jit(env.step)
+    for t, a in enumerate(acts):
+        ja = jax.tree.map(lambda x: jnp.asarray(x, jnp.int32), a)
+        h, obs, r, te, tr = step(h, ja)
+        want, wr, wte, wtr, _ = ref.step(a)
+        assert_obs_equal(obs, want)
+        np.testing.assert_array_equal(np.asarray(r), wr, err_msg=f"step {t}")
+        np.testing.assert_array_equal(np.asarray(te), wte)
+        np.testing.assert_array_equal(np.asarray(tr), wtr)
+    # A rollout takes the same form with a leading steps axis.
+    stacked = jax.tree.map(lambda *x: jnp.stack([jnp.asarray(v, jnp.int32) for v in x]), *acts[:6])
+    h, obs6, r6, _, _ = jax.jit(env.rollout)(h, stacked)
+    for t in range(6):
+        want, wr, *_ = ref.step(acts[t])
+        np.testing.assert_array_equal(np.asarray(r6[t]), wr)
+        np.testing.assert_array_equal(np.asarray(obs6["grid"][t]), want["grid"])
+    # Out of range is refused by the env, as the numpy entry refuses it, and moves nothing.
+    bad = acts[0]
+    if flatten == "discrete":
+        bad = np.full(n, 35 * S ** len(keys))
+        match = "operation|outside"
+    elif flatten == "multi_discrete":
+        bad = bad.copy()
+        bad[1, 1] = S
+        match = "outside the 5x5 canvas"
+    else:
+        bad = {**bad, keys[0]: np.where(np.arange(n) == 1, S, bad[keys[0]])}
+        match = "outside the 5x5 canvas"
+    with pytest.raises(Exception, match=match):
+        jax.block_until_ready(env.step(h, jax.tree.map(lambda x: jnp.asarray(x, jnp.int32), bad)))
+    h, *_ = env.step(h, jax.tree.map(lambda x: jnp.asarray(x, jnp.int32), acts[1]))
+    with pytest.raises(TypeError, match="integers"):
+        env.step(h, jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), acts[1]))
+    env.close()
+
+
 def test_vmap_steps_several_envs_in_one_call_and_refuses_one_handle_twice():
     envs = [kj.make_vec("Pendulum-v1", 4) for _ in range(3)]
     solo = [kj.make_vec("Pendulum-v1", 4) for _ in range(3)]

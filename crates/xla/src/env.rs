@@ -37,6 +37,8 @@ struct Scratch {
     ints: Vec<i64>,
     floats: Vec<f64>,
     sel: Vec<u8>,
+    /// ARC's point (`row, col`) or bbox (`r1, c1, r2, c2`) coordinate columns.
+    coords: [Vec<i64>; 4],
 }
 
 /// The envs: slot numbers are never reused, so a closed env's handle stays an error.
@@ -143,12 +145,14 @@ fn part_mut<'b, T: crate::abi::Elem>(
     Ok(&mut b.slice_mut::<T>()?[i * each..(i + 1) * each])
 }
 
-/// The action operands' forms an env takes: `Int` (Discrete), `Float` (`nu` per row) or ARC's
-/// operation and `S × S` selection.
+/// The action operands' forms an env takes: `Int` (Discrete), `Float` (`nu` per row), ARC's
+/// operation and `S × S` selection, or ARC's operation and 2 (point) or 4 (bbox) coordinate
+/// columns.
 enum Form {
     Int,
     Float(usize),
     Arc(usize),
+    ArcCoords(usize),
 }
 
 fn form(batch: &dyn DynBatch) -> Result<Form, String> {
@@ -254,15 +258,41 @@ fn convert(
             }
             Ok(Form::Arc(cells))
         }
-        (Form::Arc(_), _) => {
-            Err(format!("ARC takes two action operands (operation, selection), got {}", args.len()))
+        // Point or bbox selections: the coordinates' ranges are checked by the env's action
+        // decoding (`Actions::ArcCoords`), as the numpy entry's are.
+        (Form::Arc(_), [ops, coords @ ..]) if coords.len() == 2 || coords.len() == 4 => {
+            ints_into(ops, check(ops, 1, "operation")?, &mut s.ints)?;
+            let names: &[&str] =
+                if coords.len() == 2 { &["row", "col"] } else { &["r1", "c1", "r2", "c2"] };
+            for ((c, out), name) in coords.iter().zip(s.coords.iter_mut()).zip(names) {
+                ints_into(c, check(c, 1, name)?, out)?;
+            }
+            Ok(Form::ArcCoords(coords.len()))
         }
+        (Form::Arc(_), _) => Err(format!(
+            "ARC takes 2 action operands (operation, selection), 3 (operation, row, col) or 5 \
+             (operation, r1, c1, r2, c2), got {}",
+            args.len()
+        )),
         (_, _) => Err(format!("this env takes one action operand, got {}", args.len())),
     }
 }
 
-/// Step `t`'s actions of what [`convert`] put in the scratch, `rows` rows a step.
-fn act<'s>(form: &Form, s: &'s Scratch, t: usize, rows: usize) -> Actions<'s> {
+/// Step `t`'s coordinate columns in the scratch (empty where unused): what [`act`] points
+/// ARC's point and bbox actions at.
+fn columns(s: &Scratch, t: usize, rows: usize) -> [&[i64]; 4] {
+    std::array::from_fn(|j| s.coords[j].get(t * rows..(t + 1) * rows).unwrap_or(&[]))
+}
+
+/// Step `t`'s actions of what [`convert`] put in the scratch, `rows` rows a step (`cols`: that
+/// step's [`columns`]).
+fn act<'s>(
+    form: &Form,
+    s: &'s Scratch,
+    cols: &'s [&'s [i64]; 4],
+    t: usize,
+    rows: usize,
+) -> Actions<'s> {
     match *form {
         Form::Int => Actions::Int(&s.ints[t * rows..(t + 1) * rows]),
         Form::Float(nu) => Actions::Float(&s.floats[t * rows * nu..(t + 1) * rows * nu]),
@@ -270,6 +300,9 @@ fn act<'s>(form: &Form, s: &'s Scratch, t: usize, rows: usize) -> Actions<'s> {
             ops: &s.ints[t * rows..(t + 1) * rows],
             sel: &s.sel[t * rows * cells..(t + 1) * rows * cells],
         },
+        Form::ArcCoords(k) => {
+            Actions::ArcCoords { ops: &s.ints[t * rows..(t + 1) * rows], coords: &cols[..k] }
+        }
     }
 }
 
@@ -350,7 +383,8 @@ fn step(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Result<(
     each_env(h, hr, |i, n, s| {
         let form = convert(s.batch.as_ref(), &mut s.scratch, acts, i, n, 1)?;
         let rows = s.batch.rewards().len();
-        s.batch.step_actions(&act(&form, &s.scratch, 0, rows))?;
+        let cols = columns(&s.scratch, 0, rows);
+        s.batch.step_actions(&act(&form, &s.scratch, &cols, 0, rows))?;
         let b = s.batch.as_ref();
         let agents = b.spec().num_agents;
         write_obs(b, obs, i, n)?;
@@ -378,7 +412,9 @@ fn rollout(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], _: &Attrs<'_>) -> Resul
         }
         let steps = rew.len() / (n * rows).max(1);
         let form = convert(batch.as_ref(), scratch, acts, i, n, steps)?;
-        let a: Vec<Actions<'_>> = (0..steps).map(|t| act(&form, scratch, t, rows)).collect();
+        let cols: Vec<[&[i64]; 4]> = (0..steps).map(|t| columns(scratch, t, rows)).collect();
+        let a: Vec<Actions<'_>> =
+            (0..steps).map(|t| act(&form, scratch, &cols[t], t, rows)).collect();
         terminated.resize(steps * envs, false);
         truncated.resize(steps * envs, false);
         let len = steps * rows * batch.spec().obs_len();

@@ -94,8 +94,10 @@ class VectorEnv:
         config, **params: the env's params, as `kestrel.vector.VectorEnv` takes them.
 
     `handle` is the handle to the env's current state; `reset`, `step` and `rollout` take a
-    handle and return the next one first. ARC takes `{"operation": (rows,), "selection":
-    (rows, S, S)}` actions (the mask form) and returns its observation dict.
+    handle and return the next one first. ARC takes its actions in the form `selection` and
+    `flatten` choose, as `kestrel.vector.VectorEnv` does (`{"operation", "selection"}` masks by
+    default; `{"operation", "row", "col"}` points; `{"operation", "r1", "c1", "r2", "c2"}`
+    boxes; one `Discrete` or `MultiDiscrete` integer action), and returns its observation dict.
     """
 
     def __init__(self, env_id: str, num_envs: int, *, autoreset_mode: str = "same_step",
@@ -103,8 +105,6 @@ class VectorEnv:
         from .vector import VectorEnv as _NumpyVectorEnv
 
         _register()
-        if "selection" in params and params["selection"] != "mask" or params.get("flatten") is not None:
-            raise ValueError("kestrel.jax: ARC takes the mask form (selection='mask', flatten=None)")
         v = _NumpyVectorEnv(env_id, num_envs, autoreset_mode=autoreset_mode, episode_stats=False,
                             arc_info=False, config=config, **params)
         self.env_id = v.env_id
@@ -118,7 +118,7 @@ class VectorEnv:
         self._obs_shape = tuple(v._obs_shape)
         self._obs_len = int(v._obs_len)
         self._obs_dtype = np.dtype(v._dtype)
-        self._arc = v._arcact is not None
+        self._arc = v._arcact  # ARC's action form (kestrel._spaces.ArcActions), else None
         self._slot = v._core.move_to_xla()
         self._finalizer = weakref.finalize(self, _kestrel.xla_env_close, self._slot)
 
@@ -152,17 +152,8 @@ class VectorEnv:
         return split(flat, self._parts) if self._parts else flat
 
     def _actions(self, action) -> list:
-        if self._arc:
-            if not isinstance(action, dict) or set(action) != {"operation", "selection"}:
-                got = sorted(action) if isinstance(action, dict) else type(action).__name__
-                raise TypeError(f"action: expected a dict with keys operation, selection; got {got}")
-            ops = jnp.asarray(action["operation"])
-            sel = jnp.asarray(action["selection"])
-            if not jnp.issubdtype(ops.dtype, jnp.integer):
-                raise TypeError(f"action['operation']: expected integers, got dtype {ops.dtype}")
-            if sel.dtype != jnp.bool_:
-                sel = sel.astype(jnp.uint8)
-            return [ops, sel]
+        if self._arc is not None:
+            return self._arc_actions(action)
         a = jnp.asarray(action)
         discrete = self.single_action_space.shape == ()
         if discrete and not jnp.issubdtype(a.dtype, jnp.integer):
@@ -170,6 +161,42 @@ class VectorEnv:
         if not discrete and not jnp.issubdtype(a.dtype, jnp.floating):
             a = a.astype(jnp.float32)
         return [a]
+
+    def _arc_actions(self, action) -> list:
+        """ARC's actions as the FFI operands: `[operation, selection]` (mask form) or
+        `[operation, *coordinates]` (point: row, col; bbox: r1, c1, r2, c2), from any of the
+        forms `kestrel.vector.VectorEnv` takes; the env checks every value's range as the
+        numpy entry does (a flattened action out of range decodes to an operation out of
+        range, which it refuses)."""
+        form = self._arc
+        if form.flatten is not None:
+            a = jnp.asarray(action)
+            if not jnp.issubdtype(a.dtype, jnp.integer):
+                raise TypeError(f"action: expected integers for {self.single_action_space}, got dtype {a.dtype}")
+            if form.flatten == "multi_discrete":
+                if a.shape[-1:] != (len(form.radix),):
+                    raise ValueError(f"action: shape {a.shape}, expected (..., {len(form.radix)}) for "
+                                     f"{self.single_action_space}")
+                return [a[..., j] for j in range(len(form.radix))]
+            cols = []
+            for radix in reversed(form.radix[1:]):  # the last key least significant
+                cols.append(a % radix)
+                a = a // radix
+            return [a, *reversed(cols)]
+        want = ("operation", *(form.keys or ("selection",)))
+        if not isinstance(action, dict) or set(action) != set(want):
+            got = sorted(action) if isinstance(action, dict) else type(action).__name__
+            raise TypeError(f"action: expected a dict with keys {', '.join(want)}; got {got}")
+        out = []
+        for key in want:
+            x = jnp.asarray(action[key])
+            if key == "selection":
+                out.append(x if x.dtype == jnp.bool_ else x.astype(jnp.uint8))
+            elif not jnp.issubdtype(x.dtype, jnp.integer):
+                raise TypeError(f"action[{key!r}]: expected integers, got dtype {x.dtype}")
+            else:
+                out.append(x)
+        return out
 
     def reset(self, handle, seed=0):
         """Resets every env from `seed` (an integer, traced or not), as
