@@ -379,3 +379,37 @@ def test_the_jax_docs_page_blocks_run():
         assert "tests/test_jax.py runs" in code.splitlines()[0]
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+
+
+def test_the_purejaxrl_ppo_benchmark_trains_on_kestrel_inside_one_jit(tmp_path, monkeypatch):
+    """tools/compare/arc_ppo_jax.py's PureJaxRL PPO, its whole training one jitted scan over
+    kestrel.jax's ARC env: it runs, its episodes end, and the handle moved by every step."""
+    import importlib.util
+    import json
+    import pathlib
+    import sys
+
+    pytest.importorskip("flax")
+    pytest.importorskip("optax")
+    path = pathlib.Path(__file__).resolve().parents[3] / "tools" / "compare" / "arc_ppo_jax.py"
+    spec = importlib.util.spec_from_file_location("arc_ppo_jax", path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "arc_ppo_jax", mod)  # flax's dataclasses look their module up
+    spec.loader.exec_module(mod)
+    grid = [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 3, 3], [0, 0, 0, 3, 3]]
+    out = [row[:] for row in grid]
+    out[2][2] = 4
+    (tmp_path / "task.json").write_text(json.dumps({"train": [{"input": grid, "output": out}],
+                                                      "test": [{"input": grid, "output": out}]}))
+    envs, steps, updates = 8, 16, 3
+    config = {"LR": 2.5e-4, "NUM_ENVS": envs, "NUM_STEPS": steps, "TOTAL_TIMESTEPS": envs * steps * updates,
+              "UPDATE_EPOCHS": 2, "NUM_MINIBATCHES": 4, "GAMMA": 0.99, "GAE_LAMBDA": 0.95, "CLIP_EPS": 0.2,
+              "ENT_COEF": 0.01, "VF_COEF": 0.5, "MAX_GRAD_NORM": 0.5}
+    env = mod.KestrelArc(str(tmp_path), envs)
+    h0 = env.params()
+    result = jax.jit(mod.make_train(config, env))(jax.random.PRNGKey(0), h0)
+    metric, ended = (np.asarray(x) for x in result["metrics"])
+    assert ended.sum() >= envs * steps * updates // 20  # 20-step episodes
+    assert np.isfinite(metric[ended > 0]).all()
+    # One reset and a step a transition moved the env's version.
+    assert int(env.params()[1]) == int(h0[1]) + 1 + steps * updates
