@@ -341,33 +341,30 @@ def main():
             f"{a.generations} generations, {a.seeds} seeds. Costs judged by jax-mppi's episode averaged over "
             f"{REFEREE_KEYS} noise draws; target {target:.4f} (the jitted-evaluate jax-mppi tuner's median "
             "final answer).\n")
-    rows = ["| tuner | judged cost of the final knobs (median) | time a generation (ms) | time to the target "
-            "(median s; seeds that reach it) | ratio to Kestrel | compile or set-up (s) |",
+    rows = ["| tuner | time a generation (ms) | per generation, to Kestrel | judged cost of the final knobs "
+            "(median; min–max) | time to the target (median s; seeds that reach it) | compile or set-up (s) |",
             "|---|---:|---:|---:|---:|---:|"]
-    times = {}
-    for name in ("tuner", "jax-scan", "kestrel-scan"):
-        hits = [r["clock"][g] for r in res[name] if (g := first_hit(r)) is not None]
-        times[name] = (median(hits) if hits else None, len(hits))
-    k_t = times["kestrel-scan"][0]
+    per = {n: median([r["clock"][-1] / len(r["clock"]) for r in res[n]]) for n in res if res[n]}
     summary = {}
     for name in ("shipped", "tuner", "jax-scan", "kestrel-scan"):
         rs = res[name]
         if not rs:
             continue
-        per_gen = median([r["clock"][-1] / len(r["clock"]) for r in rs])
         if name == "shipped":
             gens = median([(first_hit(r) if first_hit(r) is not None else a.generations - 1) + 1 for r in res["tuner"]])
-            t = per_gen * gens
+            t = per[name] * gens
             cell = f"{t:,.0f} (extrapolated: {gens:g} generations at its measured rate)"
             judged = "—"
         else:
-            t, n_hit = times[name]
-            cell = f"{t:.4f} ({n_hit}/{len(rs)})" if t is not None else f"not reached (0/{len(rs)})"
-            judged = f"{median([r['judged'][-1] for r in rs]):.4f}"
-        ratio = f"{t / k_t:,.1f}x" if t is not None and k_t else "—"
+            hits = [r["clock"][g] for r in rs if (g := first_hit(r)) is not None]
+            t = median(hits) if hits else None
+            cell = f"{t:.4f} ({len(hits)}/{len(rs)})" if hits else f"not reached (0/{len(rs)})"
+            finals = [r["judged"][-1] for r in rs]
+            judged = f"{median(finals):.4f} ({min(finals):.4f}–{max(finals):.4f})"
         setup = median([r.get("compile_s", r.get("setup_s", 0.0)) for r in rs])
-        rows.append(f"| {LABELS[name]} | {judged} | {1e3 * per_gen:,.2f} | {cell} | {ratio} | {setup:.2f} |")
-        summary[name] = {"per_generation_s": per_gen, "time_to_target_s": t, "runs": rs}
+        rows.append(f"| {LABELS[name]} | {1e3 * per[name]:,.2f} | {per[name] / per['kestrel-scan']:,.1f}x | {judged} | "
+                    f"{cell} | {setup:.2f} |")
+        summary[name] = {"per_generation_s": per[name], "time_to_target_s": t, "runs": rs}
     print(head)
     print("\n".join(rows))
     if a.json:
