@@ -175,7 +175,7 @@ def worker(engine: str, seed: int, timesteps: int, task_dir: str, csv: str, envs
     return {"rc": rc, "train_s": t1, "steps_per_s": (s1 - s0) / (t1 - t0), "compile_s": made.get("compile_s")}
 
 
-def svg_curves(title, series, path, width=640, height=400):
+def svg_curves(title, series, path, width=640, height=400, ylabel="mean episode return (last 20)"):
     """Mean curves with a band of one sd: `series` is [(label, colour, xs, mean, sd)]."""
     left, right, top, bottom = 70, 20, 40, 50
     xs_all = [x for s in series for x in s[2]]
@@ -201,7 +201,7 @@ def svg_curves(title, series, path, width=640, height=400):
         out.append(f'<text x="{px(x):.1f}" y="{height - bottom + 18}" text-anchor="middle">{int(x):,}</text>')
     out.append(f'<text x="{width / 2}" y="{height - 10}" text-anchor="middle">environment steps</text>')
     out.append(f'<text x="16" y="{height / 2}" text-anchor="middle" transform="rotate(-90 16 {height / 2})">'
-               'mean episode return (last 20)</text>')
+               f'{ylabel}</text>')
     for k, (label, colour, xs, mean, sd) in enumerate(series):
         band = [(px(x), py(m + d)) for x, m, d in zip(xs, mean, sd)] + \
                [(px(x), py(m - d)) for x, m, d in reversed(list(zip(xs, mean, sd)))]
