@@ -215,6 +215,19 @@ def svg_curves(title, series, path, width=640, height=400, ylabel="mean episode 
         f.write("\n".join(out))
 
 
+def mini_arc_tasks(count: int, prefix: str) -> str:
+    """A temporary folder holding the first `count` Mini-ARC tasks (ARCLE's bundled copy) by
+    file name, JaxARC's paper task first; the caller removes it."""
+    import arc as arcbench
+
+    mini = os.path.dirname(arcbench.mini_task())
+    names = sorted(f for f in os.listdir(mini) if f.endswith(".json"))
+    tasks = tempfile.mkdtemp(prefix=prefix)
+    for f in [PAPER_TASK] + [f for f in names if f != PAPER_TASK][: count - 1]:
+        shutil.copy(os.path.join(mini, f), tasks)
+    return tasks
+
+
 def read_curve(path):
     with open(path) as f:
         next(f)
@@ -245,16 +258,9 @@ def main():
                    check=True, env=env)
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall", "--no-deps",
                     os.path.join(ROOT, "crates", "py")], check=True, env=env)
-    import arc as arcbench
-
-    mini = os.path.dirname(arcbench.mini_task())
-    names = sorted(f for f in os.listdir(mini) if f.endswith(".json"))
-    chosen = [PAPER_TASK] + [f for f in names if f != PAPER_TASK][: a.tasks - 1]
     folder = os.path.join(a.out, time.strftime("arc-ppo-%Y%m%d-%H%M%S", time.gmtime()))
     os.makedirs(folder)
-    tasks = tempfile.mkdtemp(prefix="kestrel-arc-ppo-")
-    for f in chosen:
-        shutil.copy(os.path.join(mini, f), tasks)
+    tasks = mini_arc_tasks(a.tasks, "kestrel-arc-ppo-")
     one = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1",
            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
     runs = []

@@ -45,7 +45,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from typing import NamedTuple
 
@@ -53,7 +52,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import ONE_CORE, ROOT, commit, cpu_model, venv_python  # noqa: E402
 
-PAPER_TASK = "Most_Common_color_l6ab0lf3xztbyxsu3p.json"
 SIDE, OPS, STEPS = 5, 35, 20
 REWARDS = {"unsolved_submission_penalty": 0.0}  # the CleanRL example's ARC_REWARDS
 
@@ -415,16 +413,11 @@ def main():
     else:
         subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall", "--no-deps",
                         os.path.join(ROOT, "crates", "py")], check=True, env=env)
-    import arc as arcbench
+    from arc_ppo import mini_arc_tasks
 
-    mini = os.path.dirname(arcbench.mini_task())
-    names = sorted(f for f in os.listdir(mini) if f.endswith(".json"))
-    chosen = [PAPER_TASK] + [f for f in names if f != PAPER_TASK][: a.tasks - 1]
     folder = os.path.join(a.out, time.strftime("arc-ppo-jax-%Y%m%d-%H%M%S", time.gmtime()))
     os.makedirs(folder)
-    tasks = tempfile.mkdtemp(prefix="kestrel-arc-ppo-jax-")
-    for f in chosen:
-        shutil.copy(os.path.join(mini, f), tasks)
+    tasks = mini_arc_tasks(a.tasks, "kestrel-arc-ppo-jax-")
     one = {**env, "RAYON_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu",
            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
     runs = []
