@@ -56,7 +56,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import ONE_CORE, ROOT, commit, cpu_model, venv_python  # noqa: E402
+from common import ONE_CORE, commit, cpu_model, venv_python  # noqa: E402
 
 START = (1.0, -0.5)
 LAMBDA0, SIGMA0 = 5.0, 1.0
