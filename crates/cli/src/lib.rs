@@ -8,6 +8,7 @@ mod common;
 mod config;
 mod demo;
 mod env;
+mod renamed;
 mod sweep;
 
 use anyhow::Result;
@@ -23,9 +24,14 @@ use kestrel_run::runs::{
     qd::Qd,
 };
 
+/// `kestrel --version`: the release and the commit it was built from.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{} (commit {})", env!("CARGO_PKG_VERSION"), kestrel_run::COMMIT)
+});
+
 /// Kestrel: a batch-first RL and control research engine.
 #[derive(Parser)]
-#[command(name = "kestrel", version, about)]
+#[command(name = "kestrel", version = VERSION.as_str(), about)]
 pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -219,6 +225,17 @@ pub fn dispatch(cli: Cli) -> Result<()> {
 /// error, which is printed; `--help` and `--version` print and return 0). The `kestrel` binary
 /// and the Python package's `kestrel` command both run this.
 pub fn main_with(args: Vec<String>) -> i32 {
+    // 0.1.0's spellings, still accepted with a warning (`renamed`).
+    let args = match renamed::rewrite(args) {
+        Ok((args, warnings)) => {
+            warnings.iter().for_each(|w| eprintln!("{w}"));
+            args
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     let _ = ARGV.set(args.clone());
     // Bad arguments are errors like any other (exit 1); --help and --version exit 0.
     let cli = match Cli::try_parse_from(&args) {

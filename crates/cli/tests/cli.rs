@@ -816,3 +816,110 @@ fn env_ids_print_their_params_and_bench_through_the_registry() {
     let e = fails(&["config", "Pendulm-v1"]);
     assert!(e.contains("neither a run kind nor an env id") && e.contains("Pendulum-v1"), "{e}");
 }
+
+/// Runs `old` (0.1.0's spelling) and `new` (today's), each into its own folder under `name`:
+/// the old one warns, naming the new spelling, and both write the same config.
+fn same_run(name: &str, old: &[&str], new: &[&str], warns: &str) {
+    let mut configs = Vec::new();
+    for (i, args) in [old, new].into_iter().enumerate() {
+        let od = tmp(&format!("{name}-{i}"));
+        let mut a = args.to_vec();
+        a.extend(["--out-dir", od.to_str().unwrap()]);
+        let o = kestrel(&a);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "kestrel {a:?} failed:\n{err}");
+        if i == 0 {
+            assert!(err.contains(warns) && err.contains("accepted until 0.3.0"), "{a:?}: {err}");
+        } else {
+            assert!(!err.contains("accepted until"), "{a:?}: {err}");
+        }
+        let dir = std::fs::read_dir(&od).unwrap().next().unwrap().unwrap().path();
+        configs.push(std::fs::read_to_string(dir.join("config.toml")).unwrap());
+    }
+    assert_eq!(configs[0], configs[1], "{old:?} and {new:?} ran different configs");
+}
+
+#[test]
+fn the_0_1_0_spellings_still_run_with_a_warning_naming_the_new_one() {
+    same_run(
+        "renamed-mppi-run",
+        &["mppi", "run", "--env", "basic", "--steps", "3"],
+        &["mppi", "run", "--system", "basic", "--steps", "3"],
+        "is spelt `--system`",
+    );
+    let tune = ["--steps", "3", "--pop-size", "4", "--generations", "1"];
+    same_run(
+        "renamed-mppi-tune",
+        &[&["mppi", "tune", "--env", "basic", "--tune", "lambda"][..], &tune].concat(),
+        &[&["mppi", "tune", "--system", "basic", "--knobs", "lambda"][..], &tune].concat(),
+        "is spelt `--knobs`",
+    );
+    let hunt = [
+        "--epochs",
+        "1",
+        "--set",
+        "env.height=9",
+        "--set",
+        "env.width=9",
+        "--set",
+        "env.max_turns=6",
+        "--set",
+        "layer=16",
+        "--set",
+        "batch_size=8",
+        "--set",
+        "capacity=64",
+        "--obs",
+        "one-hot",
+    ];
+    same_run(
+        "renamed-hunt",
+        &[&["hunt", "train", "--agents", "2", "--worlds", "1"][..], &hunt].concat(),
+        &[&["hunt", "train", "--num-agents", "2", "--num-worlds", "1"][..], &hunt].concat(),
+        "is spelt `--num-worlds`",
+    );
+    let allo = ["--map", "builtin:rooms-2-3", "--num-eigenvectors", "3", "--batch-size", "32"];
+    same_run(
+        "renamed-allo",
+        &[&["allo", "train", "--steps", "2", "--samples", "2000"][..], &allo].concat(),
+        &[&["allo", "train", "--steps", "2", "--num-samples", "2000"][..], &allo].concat(),
+        "is spelt `--num-samples`",
+    );
+    same_run(
+        "renamed-actdyn-run",
+        &[&["actdyn", "run", "--steps", "12", "--policy", "random"][..], &SMALL_EVAL].concat(),
+        &[&["actdyn", "run", "--steps", "12", "--kind", "random"][..], &SMALL_EVAL].concat(),
+        "is spelt `--kind`",
+    );
+    let base: Vec<String> = SMALL_EVAL
+        .iter()
+        .map(|a| if *a == "--set" { a.to_string() } else { format!("base.{a}") })
+        .collect();
+    let base: Vec<&str> = base.iter().map(String::as_str).collect();
+    same_run(
+        "renamed-actdyn-compare",
+        &[&["actdyn", "compare", "--base.steps", "12", "--seeds", "3..5"][..], &base].concat(),
+        &[
+            &["actdyn", "compare", "--base.steps", "12", "--seed", "3", "--num-seeds", "2"][..],
+            &base,
+        ]
+        .concat(),
+        "is spelt `--seed 3 --num-seeds 2`",
+    );
+    let trace = tmp("renamed-trace.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"task\": \"symmetry-0\", \"pair\": 0, \"actions\": [{\"op\": 31}, {\"op\": 34}]}\n",
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
+    same_run(
+        "renamed-arc-replay",
+        &["arc", "replay", t],
+        &["arc", "replay", "--traces", t],
+        "is spelt `kestrel arc replay --traces FILE`",
+    );
+    // A 0.1.0 value with no 0.2.0 form is an error saying what to write instead.
+    let err = fails(&["actdyn", "compare", "--seeds", "1,5,9"]);
+    assert!(err.contains("--seed A --num-seeds B-A"), "{err}");
+}

@@ -19,6 +19,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _kestrel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The commit the extension was built from (`-dirty` with uncommitted changes).
+    m.add("__commit__", kestrel_run::COMMIT)?;
     // The engine's one memory limit (`kestrel_core::MAX_BYTES`), for checks made in Python.
     m.add("MAX_BYTES", kestrel_core::MAX_BYTES as u64)?;
     m.add_class::<envs::VecCore>()?;

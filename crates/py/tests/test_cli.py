@@ -26,7 +26,7 @@ def run(args, **kw):
 def test_the_wheel_ships_the_kestrel_command():
     r = run(["--version"])
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == f"kestrel {kestrel.__version__}"
+    assert r.stdout.strip() == f"kestrel {kestrel.__version__} (commit {kestrel.__commit__})"
     rows = [json.loads(line) for line in run(["evo", "strategies", "--json"]).stdout.splitlines()]
     assert len(rows) == 37 and {r["evosax"] for r in rows} == set(kestrel.evo.evosax_names())
     # `kestrel config <kind>` prints the commented TOML that `--config` reads back.
@@ -54,7 +54,7 @@ def test_the_command_runs_a_run_and_reports_errors_as_the_binary(tmp_path):
 
 def test_python_m_kestrel_is_the_same_command():
     r = subprocess.run([sys.executable, "-m", "kestrel", "--version"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and r.stdout.strip() == f"kestrel {kestrel.__version__}"
+    assert r.returncode == 0 and r.stdout.strip() == f"kestrel {kestrel.__version__} (commit {kestrel.__commit__})"
 
 
 def test_python_errors_name_the_python_way_first():

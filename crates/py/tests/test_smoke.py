@@ -6,6 +6,10 @@ def test_imports_and_lists_envs():
     ids = kestrel.list_envs()
     assert "CartPole-v1" in ids and "ARC-v0" in ids
     assert kestrel.__version__
+    # The release and the commit the extension was built from (`kestrel --version` prints both).
+    import re
+    assert re.fullmatch(r"\d+\.\d+\.\d+", kestrel.__version__), kestrel.__version__
+    assert re.fullmatch(r"([0-9a-f]{12}(-dirty)?|unknown)", kestrel.__commit__), kestrel.__commit__
 
 
 def test_jax_and_torch_stay_optional_extras():

@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from . import _kestrel
-from ._kestrel import Key, __version__
+from ._kestrel import Key, __commit__, __version__
 from .envs import Env, register_envs
 from .vector import VectorEnv
 from ._runs import RunResult, config, config_toml, run, run_kinds
 from . import evo, mppi, allo, hunt, actdyn, loggers  # noqa: E402
 
-__all__ = ["Key", "Env", "VectorEnv", "RunResult", "config", "config_toml", "run", "run_kinds", "make", "make_vec", "list_envs", "arc_operations", "evo", "mppi", "allo", "hunt", "actdyn", "loggers", "__version__"]
+__all__ = ["Key", "Env", "VectorEnv", "RunResult", "config", "config_toml", "run", "run_kinds", "make", "make_vec", "list_envs", "arc_operations", "evo", "mppi", "allo", "hunt", "actdyn", "loggers", "__version__", "__commit__"]
 
 
 def list_envs() -> list[str]:

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "__version__", "MAX_BYTES", "VecCore", "list_envs", "arc_operations", "xla_targets", "xla_env_close", "xla_env_version", "Key", "Strategy", "EvoProblem",
+    "__version__", "__commit__", "MAX_BYTES", "VecCore", "list_envs", "arc_operations", "xla_targets", "xla_env_close", "xla_env_version", "Key", "Strategy", "EvoProblem",
     "QdArchive", "QdEmitter", "QdBenchmark", "strategies", "strategy_kind", "evosax_names", "check_strategy_size", "evosax_weights", "strategy_params",
     "qd_setup", "default_pop_size",
     "MppiController", "ExternalMppi", "systems", "run", "run_config", "run_kinds", "cli_main", "population_kinds",
@@ -18,6 +18,7 @@ __all__ = [
 ]
 
 __version__: str
+__commit__: str
 MAX_BYTES: int
 
 _Progress = Callable[[int, int, str, str], object] | None
