@@ -6,17 +6,8 @@ use clap::{Args, Subcommand};
 use kestrel_arc::{ArcConfig, TaskBank, render};
 use kestrel_run::benches::arc::ArcBench;
 use kestrel_run::runs::{arc_replay::ArcReplay, arc_rollout::ArcRollout};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
-
-/// `println!` that returns an error (e.g. a closed pipe) instead of panicking.
-macro_rules! outln {
-    ($($t:tt)*) => { writeln!(std::io::stdout().lock(), $($t)*)? };
-}
-/// `print!` that returns an error instead of panicking.
-macro_rules! out {
-    ($($t:tt)*) => { write!(std::io::stdout().lock(), $($t)*)? };
-}
 
 #[derive(Subcommand)]
 pub enum ArcCmd {

@@ -9,7 +9,7 @@ use kestrel_run::{Flow, Launch, Layers, Outcome, Run, RunError, Tick};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::{HashMap, HashSet};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -279,9 +279,8 @@ impl<B: Bench> BenchArgs<B> {
         } else {
             report.text
         };
-        let mut out = std::io::stdout().lock();
         for line in lines {
-            writeln!(out, "{line}")?;
+            outln!("{line}");
         }
         Ok(())
     }
@@ -301,7 +300,7 @@ pub fn launch(
         let progress = &mut |t: Tick<'_>| progress.report(t);
         run(Launch { out_dir: out_dir.to_path_buf(), argv, progress })
     })?;
-    println!("{}", out.headline);
+    outln!("{}", out.headline);
     Ok(())
 }
 

@@ -28,15 +28,15 @@ pub struct ConfigArgs {
 
 pub fn config(a: ConfigArgs) -> Result<()> {
     let Some(name) = a.kind else {
-        println!("Run kinds (`kestrel config KIND` prints one's keys with their docs):");
+        outln!("Run kinds (`kestrel config KIND` prints one's keys with their docs):");
         for k in RunKind::ALL {
-            println!("  {:<10} kestrel {}", k.name(), k.command());
+            outln!("  {:<10} kestrel {}", k.name(), k.command());
         }
-        println!(
+        outln!(
             "Env ids (`kestrel config ID` prints its params; Python: kestrel.make(ID, **params)):"
         );
         for id in EnvId::all() {
-            println!("  {:<30} {}", id.name(), id.about());
+            outln!("  {:<30} {}", id.name(), id.about());
         }
         return Ok(());
     };
@@ -49,9 +49,9 @@ pub fn config(a: ConfigArgs) -> Result<()> {
     };
     let kind = Configurable::parse(&name)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&kind.resolve(layers)?)?);
+        outln!("{}", serde_json::to_string_pretty(&kind.resolve(layers)?)?);
     } else {
-        print!("{}", kind.config_toml(layers)?);
+        out!("{}", kind.config_toml(layers)?);
     }
     Ok(())
 }

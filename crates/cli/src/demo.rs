@@ -182,7 +182,7 @@ const PARTS: [Part; 7] = [
 
 pub fn demo(a: DemoArgs) -> Result<()> {
     let t0 = std::time::Instant::now();
-    println!("== ARC: batched random steps over generated tasks (kestrel arc bench) ==");
+    outln!("== ARC: batched random steps over generated tasks (kestrel arc bench) ==");
     let (rate, threads) = arc_throughput(&a)?;
     let mut report = vec![(
         "ARC".to_string(),
@@ -197,7 +197,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
     let root = kestrel_run::RunDir::create(&a.out_dir, "demo", "all", 0, crate::argv())?;
     let parts = (|| -> Result<()> {
         for (i, (system, line, figure)) in PARTS.into_iter().enumerate() {
-            println!("\n== {system}: kestrel {line} ==");
+            outln!("\n== {system}: kestrel {line} ==");
             let mut argv: Vec<String> = std::iter::once("kestrel".to_string())
                 .chain(line.split(' ').map(str::to_string))
                 .collect();
@@ -219,12 +219,12 @@ pub fn demo(a: DemoArgs) -> Result<()> {
     let status = if parts.is_ok() { "ok" } else { "failed" };
     root.finish(status, parts.as_ref().err().map(|e| format!("{e:#}")).as_deref())?;
     parts?;
-    println!(
+    outln!(
         "\n== Kestrel demo: every system on its embedded default ({:.0} s) ==",
         t0.elapsed().as_secs_f64()
     );
     for (system, figure, dir) in &report {
-        println!("{system:<6} {figure}\n       {dir}");
+        outln!("{system:<6} {figure}\n       {dir}");
     }
     Ok(())
 }
@@ -247,7 +247,7 @@ fn arc_throughput(a: &DemoArgs) -> Result<(f64, usize)> {
     };
     let r = ArcBench::run(&c)?;
     for line in &r.text {
-        println!("{line}");
+        outln!("{line}");
     }
     let rate = r.json[0]["batches"][0]["steps_per_s"].as_f64().context("the bench's rate")?;
     Ok((rate, threads))

@@ -56,14 +56,14 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             k => kestrel_run::envs::rollout_steps_per_second(&mut *batch, k, a.seconds),
         })?;
         if !a.json {
-            println!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step", n, sps, 1e9 / sps);
+            outln!("{:>8} envs  {:>14.0} steps/s  {:>8.1} ns/step", n, sps, 1e9 / sps);
         }
         rows.push(json!({"num_envs": n, "steps_per_s": sps}));
     }
     if a.json {
         let out =
             json!({"id": id.name(), "threads": a.threads, "rollout": a.rollout, "batches": rows});
-        println!("{out}");
+        outln!("{out}");
     }
     Ok(())
 }

@@ -3,6 +3,19 @@
 //! [`main_with`] is the `kestrel` binary's body and the Python package's `kestrel` command's
 //! (the wheel ships the command over its extension), so one CLI serves both installs.
 
+/// `println!` that returns the write's error (a full disk, a closed pipe) instead of panicking;
+/// the command's caller prints it and exits 1 (a closed pipe exits 0).
+macro_rules! outln {
+    ($($t:tt)*) => { out!("{}\n", format_args!($($t)*)) };
+}
+/// `print!` that returns the write's error instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {
+        std::io::Write::write_fmt(&mut std::io::stdout().lock(), format_args!($($t)*))
+            .map_err(|e| anyhow::Error::new(e).context("writing to standard output"))?
+    };
+}
+
 mod arc;
 mod common;
 mod config;
@@ -101,8 +114,6 @@ struct StrategiesArgs {
 /// the knobs each has (`StrategyParams`).
 fn strategies(a: StrategiesArgs) -> Result<()> {
     use kestrel_evo::{StrategyKind, StrategyParams};
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
     for k in StrategyKind::ALL {
         let knobs = StrategyParams::docs_of(k);
         if a.json {
@@ -111,22 +122,20 @@ fn strategies(a: StrategiesArgs) -> Result<()> {
             let row = serde_json::json!({"kind": k.name(), "evosax": k.evosax_name(),
                 "min_pop_size": k.min_pop_size(), "default_pop_size_10": k.default_pop_size(10),
                 "antithetic": k.antithetic(), "params": params});
-            writeln!(out, "{row}")?;
+            outln!("{row}");
         } else {
             let (p10, p100) = (k.default_pop_size(10), k.default_pop_size(100));
             let even = if k.antithetic() { ", even" } else { "" };
-            writeln!(
-                out,
+            outln!(
                 "{:<22} evosax {:<22} (default population {p10} at 10 dims, {p100} at 100{even})",
                 k.name(),
                 k.evosax_name()
-            )?;
-            writeln!(
-                out,
+            );
+            outln!(
                 "    sigma (the step size or first spread), pop_size, x0, bounds: every strategy"
-            )?;
+            );
             for (key, doc) in knobs {
-                writeln!(out, "    params.{key:<18} {doc}")?;
+                outln!("    params.{key:<18} {doc}");
             }
         }
     }
@@ -241,7 +250,14 @@ pub fn main_with(args: Vec<String>) -> i32 {
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
+            // `--help` and `--version` write to stdout, which may be full or closed too.
+            if let Err(io) = e.print() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return 0;
+                }
+                eprintln!("error: writing to standard output: {io}");
+                return 1;
+            }
             if let Some(hint) = closest_flag(&e, args.iter().cloned()) {
                 eprintln!("{hint}");
             }

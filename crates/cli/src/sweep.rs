@@ -61,16 +61,16 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
             });
             match r {
                 Ok(CellOutcome::Skipped(d)) => {
-                    println!(
+                    outln!(
                         "[{}/{n}] {}: finished before, skipped ({})",
                         i + 1,
                         cell.id,
                         d.display()
                     )
                 }
-                Ok(CellOutcome::Ran(o)) => println!("[{}/{n}] {}: {}", i + 1, cell.id, o.headline),
+                Ok(CellOutcome::Ran(o)) => outln!("[{}/{n}] {}: {}", i + 1, cell.id, o.headline),
                 Ok(CellOutcome::Resumed(o)) => {
-                    println!("[{}/{n}] {}: resumed; {}", i + 1, cell.id, o.headline)
+                    outln!("[{}/{n}] {}: resumed; {}", i + 1, cell.id, o.headline)
                 }
                 Err(e) => {
                     eprintln!("[{}/{n}] {}: error: {e}", i + 1, cell.id);
@@ -84,8 +84,8 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
         }
     }
     let t = s.aggregate()?;
-    print!("{}", t.markdown());
-    println!("sweep folder {} (table.md, table.csv, table.json, curves.png)", s.dir.display());
+    out!("{}", t.markdown());
+    outln!("sweep folder {} (table.md, table.csv, table.json, curves.png)", s.dir.display());
     Ok(())
 }
 

@@ -186,3 +186,48 @@ fn a_full_disk_is_a_clean_error_naming_the_file_and_the_last_checkpoint_stays() 
     let o = kestrel().args(&resume).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Output to a full device (`/dev/full`) is a clean error naming standard output, exit 1 and
+/// no panic, as ripgrep reports it; a closed pipe (`kestrel ... | head`) is a normal stop.
+#[test]
+fn a_full_or_closed_stdout_is_a_clean_error() {
+    let full = Path::new("/dev/full");
+    // Linux always has one (a missing one fails below); elsewhere the case cannot be made here.
+    if !cfg!(target_os = "linux") && !full.exists() {
+        return;
+    }
+    let out = tmp("full-stdout");
+    let od = out.to_str().unwrap();
+    for args in [
+        &["arc", "rollout", "--out-dir", od][..],
+        &["config"],
+        &["config", "mppi-tune"],
+        &["evo", "strategies"],
+        &["--version"],
+        &["mppi", "run", "--help"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+            .args(args)
+            .stdout(std::fs::File::create(full).unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.contains("writing to standard output") && err.contains("No space left"),
+            "{args:?}: {err}"
+        );
+    }
+    // A reader that stops early: exit 0, nothing on stderr.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["config", "mppi-tune"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+}
