@@ -59,6 +59,18 @@ pub fn action_from_json<const S: usize>(v: &Value, at: &str) -> Result<ArcAction
                     format!("mask row {r} has {} cells; the canvas has {S}", cells.len()),
                 ));
             }
+            // A mask smaller than the canvas covers its top-left corner; a ragged one (rows of
+            // different lengths) is a mistake, not a shape to fill with zeros.
+            let width = rows[0].as_array().map_or(0, Vec::len);
+            if cells.len() != width {
+                return Err(bad(
+                    at,
+                    format!(
+                        "mask row {r} has {} cells where row 0 has {width}: a mask's rows are one length",
+                        cells.len()
+                    ),
+                ));
+            }
             for (c, x) in cells.iter().enumerate() {
                 match int(x, "mask")? {
                     0 => {}
@@ -130,6 +142,17 @@ mod tests {
         let e = action_from_json::<5>(&json!({"op": "x"}), "t").unwrap_err().to_string();
         assert!(e.contains("\"op\""), "{e}");
         assert!(action_from_json::<5>(&json!({"op": 1, "mask": [[2]]}), "t").is_err());
+        // A ragged mask is refused, naming the row; a smaller rectangle is the top-left corner.
+        let e = action_from_json::<5>(&json!({"op": 1, "mask": [[1, 1], [1]]}), "line 3")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 3") && e.contains("mask row 1 has 1 cells where row 0 has 2"),
+            "{e}"
+        );
+        let small =
+            action_from_json::<5>(&json!({"op": 1, "mask": [[1, 0], [0, 1]]}), "t").unwrap();
+        assert_eq!(small.sel, Selection::Mask([1, 2, 0, 0, 0]));
         let e = action_from_json::<5>(&json!({"op": 99}), "t").unwrap_err().to_string();
         assert!(e.contains("op 99"), "{e}");
         // One selection per action: two are refused, not one silently preferred.

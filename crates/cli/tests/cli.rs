@@ -194,6 +194,21 @@ fn replay_solves_a_generated_task_and_reports_bad_input() {
     assert!(fails(&["arc", "replay", "--traces", t]).contains("pair 9 out of range"));
     let err = fails(&["arc", "replay", "--traces", t, "--max-trials=-5"]);
     assert!(err.contains("max_trials = -5") && err.contains("-1 (unlimited)"), "{err}");
+    // A ragged mask is refused, naming the file, line, action and row (it was filled with
+    // zeros and replayed, exit 0); no run folder is made.
+    std::fs::write(
+        &trace,
+        r#"{"task": "symmetry-0", "pair": 0, "actions": [{"op": 2, "mask": [[1, 1], [1]]}]}"#,
+    )
+    .unwrap();
+    let ragged = tmp("arc-replays-ragged");
+    let err = fails(&["arc", "replay", "--traces", t, "--out-dir", ragged.to_str().unwrap()]);
+    assert!(
+        err.contains(t)
+            && err.contains("line 1, action 0: mask row 1 has 1 cells where row 0 has 2"),
+        "{err}"
+    );
+    assert!(!ragged.exists() || std::fs::read_dir(&ragged).unwrap().next().is_none());
 }
 
 #[test]
