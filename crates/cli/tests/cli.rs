@@ -704,6 +704,8 @@ fn actdyn_retrain_reads_the_saved_transitions() {
         "60",
         "--set",
         "save_every=20",
+        "--checkpoint-every",
+        "20",
         "--out-dir",
         od.to_str().unwrap(),
     ];
@@ -727,6 +729,40 @@ fn actdyn_retrain_reads_the_saved_transitions() {
         out_dir.to_str().unwrap(),
     ]);
     assert!(out.contains("on 60 transitions"), "{out}");
+    // A damaged newest checkpoint: the model comes from `checkpoint.prev/`, and the retraining
+    // says so on stderr and in its folder's record, as every resume does (it said nothing).
+    let ck = dir.join("checkpoint");
+    let victim = std::fs::read_dir(&ck)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "safetensors" || x == "bin"))
+        .expect("a checkpoint file");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&victim, bytes).unwrap();
+    let prev_dir = tmp("actdyn-retrain-prev");
+    let o = kestrel(&[
+        "actdyn",
+        "retrain",
+        "--run",
+        dir.to_str().unwrap(),
+        "--epochs",
+        "1",
+        "--chunk",
+        "20",
+        "--set",
+        "offline.batch_size=2",
+        "--out-dir",
+        prev_dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("using") && err.contains("checkpoint.prev (step 40)"), "{err}");
+    assert!(err.contains(victim.file_name().unwrap().to_str().unwrap()), "{err}");
+    let rdir = std::fs::read_dir(&prev_dir).unwrap().next().unwrap().unwrap().path();
+    let record = std::fs::read_to_string(rdir.join("record.json")).unwrap();
+    assert!(record.contains("checkpoint.prev (step 40)"), "{record}");
     let refused = tmp("actdyn-retrain-refused");
     let r = refused.to_str().unwrap();
     let e = fails(&[

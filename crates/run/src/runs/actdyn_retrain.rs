@@ -341,16 +341,21 @@ pub fn run(rc: ActdynRetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunEr
     let (run_dir, off) = (rc.run.as_path(), &rc.offline);
     let c = source(run_dir)?;
     let ck = run_dir.join("checkpoint");
-    let Some((mut run, _)) = ActdynRun::latest(&c, &ck, &crate::registry::stamp::<Actdyn>(&c))?
+    // `note`: why the model came from `checkpoint.prev/` when the newest set did not verify,
+    // said to the watcher and the new folder's record as every resume says it.
+    let Some((mut run, note)) = ActdynRun::latest(&c, &ck, &crate::registry::stamp::<Actdyn>(&c))?
     else {
         return Err(RunError::Failed(format!("{}: no complete checkpoint", ck.display())));
     };
     let data = load_transitions(run_dir)?;
     // Everything the retraining refuses is refused before the folder exists.
     check_data(run.model(), &data, off)?;
-    let (dir, mut metrics) = start(&launch, "actdyn", "retrain", off.seed, &rc)?;
+    let (mut dir, mut metrics) = start(&launch, "actdyn", "retrain", off.seed, &rc)?;
     let mut launch = launch;
     let r = (|| -> Result<String, RunError> {
+        if let Some(note) = &note {
+            launch.note(&mut dir, "epochs", note)?;
+        }
         let val = run.validation_data();
         let before = run.evaluate(&val);
         let mut params = run.params.clone();
