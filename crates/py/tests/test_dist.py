@@ -20,6 +20,7 @@ ray = pytest.importorskip("ray")
 import kestrel  # noqa: E402
 import kestrel.dist as kd  # noqa: E402
 from kestrel import evo  # noqa: E402
+from conftest import require  # noqa: E402
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[3]
@@ -87,8 +88,7 @@ def test_run_es_equals_the_in_process_run_and_the_cli(cluster, tmp_path):
             argv = json.loads((got.dir / "record.json").read_text())["launches"][0]["argv"]
             assert (got.dir / "convergence.png").is_file() and any('kestrel.dist.run("evo"' in a for a in argv), argv
         cli = ROOT / "target" / "debug" / "kestrel"
-        if not cli.exists():
-            pytest.skip(f"{cli} not built (tools/test-all runs cargo test first)")
+        require(cli.exists(), f"{cli} is not built (tools/test-all runs cargo test first)")
         out = subprocess.run([str(cli), "evo", "run", "--strategy", strategy, "--problem", "cartpole", "--generations",
                               "5", "--seed", "3", "--set", "pop_size=16", "--out-dir", str(tmp_path / "cli")],
                              capture_output=True, text=True, check=True).stdout
@@ -244,8 +244,7 @@ def test_sweep_on_ray_equals_local_and_survives_a_killed_driver(cluster, tmp_pat
 def test_the_cli_hands_a_sweep_to_ray(cluster, tmp_path):
     c, _ = cluster
     cli = ROOT / "target" / "debug" / "kestrel"
-    if not cli.exists():
-        pytest.skip(f"{cli} not built (tools/test-all runs cargo test first)")
+    require(cli.exists(), f"{cli} is not built (tools/test-all runs cargo test first)")
     spec = tmp_path / "es.toml"
     spec.write_text('kind = "evo"\nseeds = [4, 5]\n[base]\nproblem = "sphere"\nnum_dims = 4\ngenerations = 20\n'
                     '[grid]\nstrategy = ["snes", "cma-es"]\n')

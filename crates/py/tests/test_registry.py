@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import kestrel
+from conftest import require
 
 KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "mppi-qd", "allo", "hunt", "hunt-play", "actdyn", "actdyn-compare",
          "actdyn-retrain", "arc-rollout", "arc-replay"]
@@ -200,8 +201,7 @@ def test_every_kind_runs_the_same_from_python_and_the_cli(kind, tmp_path):
     root = Path(__file__).resolve().parents[3]
     cli = next((str(p) for p in (root / "target/debug/kestrel", root / "target/release/kestrel") if p.exists()),
                shutil.which("kestrel"))
-    if cli is None:
-        pytest.skip("no kestrel binary built (tools/test-all builds it before the Python tests)")
+    require(cli is not None, "no kestrel binary is built (tools/test-all builds it before the Python tests)")
     cmd = [cli, *kestrel.run_kinds()[kind].split(), *_sets(config), "--out-dir", str(tmp_path / "cli")]
     out = subprocess.run(cmd, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kestrel
+from conftest import require
 
 
 def test_mppi_controller_loop_equals_the_run(tmp_path):
@@ -205,8 +206,8 @@ def test_the_allo_table1_tool_runs_the_twelve_maps_through_kestrel_sweep(tmp_pat
     root = Path(__file__).resolve().parents[3]
     maps = root.parent / "shared" / "data" / "laplacian-grids"
     cli = root / "target" / "debug" / "kestrel"
-    if not maps.is_dir() or not cli.exists():
-        pytest.skip(f"needs {maps} and {cli} (tools/test-all builds it)")
+    require(maps.is_dir(), f"the ALLO grid maps are absent: {maps}")
+    require(cli.exists(), f"{cli} is not built (tools/test-all builds it)")
     args = [sys.executable, str(root / "tools" / "sweeps" / "allo_table1"), "--seeds", "1", "--steps", "4",
             "--samples", "500", "--kestrel", str(cli), "--out-dir", str(tmp_path), "--threads", "1"]
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)

@@ -32,3 +32,18 @@ def test_jax_and_torch_stay_optional_extras():
 
             with pytest.raises(ModuleNotFoundError, match=f'kestrel\\[{mod}\\]'):
                 importlib.import_module(f"kestrel.{mod}")
+
+
+def test_a_missing_input_skips_or_under_kestrel_require_data_fails(monkeypatch):
+    """`conftest.require`, what every data- or binary-gated test calls: a skip, except where
+    `.ci/run` sets KESTREL_REQUIRE_DATA=1, where it is a failure."""
+    import pytest
+    from conftest import require
+
+    require(True, "never said")
+    monkeypatch.delenv("KESTREL_REQUIRE_DATA", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="x is absent"):
+        require(False, "x is absent")
+    monkeypatch.setenv("KESTREL_REQUIRE_DATA", "1")
+    with pytest.raises(pytest.fail.Exception, match="KESTREL_REQUIRE_DATA=1 and x is absent"):
+        require(False, "x is absent")
