@@ -1022,8 +1022,8 @@ mod tests {
             #[test]
             fn $name() {
                 let kernel = $kernel;
-                if !kernel.available() {
-                    eprintln!("skipped: this CPU does not run {kernel:?}");
+                let feature = format!("{kernel:?}").to_lowercase();
+                if !kestrel_testkit::cpu_gated(stringify!($name), &feature, kernel.available()) {
                     return;
                 }
                 for (m, k, n) in [

@@ -21,14 +21,23 @@ fn data(key: Key, rows: usize, width: usize) -> Vec<f32> {
 #[test]
 fn warm_training_steps_allocate_nothing() {
     assert!(allocations_in(|| drop(std::hint::black_box(vec![0u8; 64]))) >= 1, "counter installed");
-    for kernel in [Kernel::Avx512, Kernel::Avx2].into_iter().filter(|k| k.available()) {
-        warm_products_allocate_nothing::<f32>(kernel);
-        warm_products_allocate_nothing::<f64>(kernel);
+    for kernel in [Kernel::Avx512, Kernel::Avx2] {
+        let test = format!("warm_training_steps_allocate_nothing ({kernel:?} products)");
+        if kestrel_testkit::cpu_gated(
+            &test,
+            &format!("{kernel:?}").to_lowercase(),
+            kernel.available(),
+        ) {
+            warm_products_allocate_nothing::<f32>(kernel);
+            warm_products_allocate_nothing::<f64>(kernel);
+        }
     }
-    if Kernel::best() == Kernel::Gemm {
-        eprintln!(
-            "skipped: no AVX-512 or AVX2 here, so the products go through gemm, which allocates"
-        );
+    // Without either kernel the products go through gemm, which allocates: nothing to check.
+    if !kestrel_testkit::cpu_gated(
+        "warm_training_steps_allocate_nothing (training steps)",
+        "avx2",
+        Kernel::best() != Kernel::Gemm,
+    ) {
         return;
     }
     // Batches that take Kestrel's kernel (2- and 4-row tiles, transposed panels, depth blocks

@@ -161,6 +161,36 @@ pub fn data_absent(what: &str, path: &Path) {
         writeln!(std::io::stderr(), "SKIP: {what} is absent ({}); test not run", path.display());
 }
 
+/// The environment variable naming CPU features whose tests must run here: with
+/// `KESTREL_REQUIRE_CPU=avx512,avx2` (or `all`), a test gated on one of them fails on a CPU
+/// without it instead of passing untested. Unset, such a test only says that it did not run.
+pub const REQUIRE_CPU: &str = "KESTREL_REQUIRE_CPU";
+
+/// Reports a test gated on a CPU feature: a `CPU-GATED:` line on standard error (written
+/// directly, so the harness's capture does not hide it and `.ci/run` can list every one)
+/// saying whether `test` ran `feature` here; a panic when it cannot and [`REQUIRE_CPU`]
+/// names the feature. Returns `available`.
+pub fn cpu_gated(test: &str, feature: &str, available: bool) -> bool {
+    cpu_gated_by(test, feature, available, std::env::var(REQUIRE_CPU).ok().as_deref())
+}
+
+/// [`cpu_gated`] with [`REQUIRE_CPU`]'s value given (`None`: unset).
+fn cpu_gated_by(test: &str, feature: &str, available: bool, require: Option<&str>) -> bool {
+    use std::io::Write;
+    let required =
+        require.is_some_and(|v| v.split(',').any(|f| f.trim() == feature || f.trim() == "all"));
+    let line = if available {
+        format!("CPU-GATED: {test}: ran on {feature}")
+    } else {
+        format!("CPU-GATED: {test}: not run, this CPU lacks {feature}")
+    };
+    let _ = writeln!(std::io::stderr(), "{line}");
+    if !available && required {
+        panic!("{REQUIRE_CPU} names {feature}, which this CPU lacks: {test} cannot run");
+    }
+    available
+}
+
 /// The workspace's `../shared/data` directory, if present (CI has it). Tests that need it
 /// call this; when it is absent, [`data_absent`] reports it (a failure under
 /// [`REQUIRE_DATA`]`=1`) and this returns `None`.
@@ -417,6 +447,19 @@ pub fn base64(s: &str) -> Vec<u8> {
 #[cfg(test)]
 mod data_tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_gated_test_says_whether_it_ran_and_fails_only_when_required() {
+        assert!(cpu_gated_by("t", "avx512", true, Some("avx512")));
+        assert!(!cpu_gated_by("t", "avx512", false, None));
+        assert!(!cpu_gated_by("t", "avx512", false, Some("avx2")));
+        for require in ["avx512", "avx2, avx512", "all"] {
+            let r = std::panic::catch_unwind(|| cpu_gated_by("t", "avx512", false, Some(require)));
+            let msg = *r.unwrap_err().downcast::<String>().unwrap();
+            assert!(msg.contains("KESTREL_REQUIRE_CPU names avx512"), "{msg}");
+            assert!(msg.contains("t cannot run"), "{msg}");
+        }
+    }
 
     /// Base64 as Python's `base64.b64encode` writes it, padding included.
     #[test]
