@@ -848,14 +848,23 @@ fn env_ids_print_their_params_and_bench_through_the_registry() {
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap() > 0.0, "{out}");
+    assert_eq!(
+        (&v["id"], &v["rollout"], &v["batches"][0]["num_envs"]),
+        (&"ARC-jaxarc-v0".into(), &0.into(), &70.into())
+    );
+    let sps = v["batches"][0]["steps_per_s"].as_f64().unwrap();
+    assert!(sps.is_finite() && sps > 0.0, "{out}");
     // Rollouts from action arrays: the lane kernel (ARC, canvas 5) and the rows (CartPole).
     for (id, set) in [("ARC-jaxarc-v0", "canvas=5"), ("CartPole-v1", "max_episode_steps=9")] {
         let args = ["env", "bench", id, "--num-envs", "70", "--seconds", "0.05", "--set", set];
         let out = ok(&[&args[..], &["--rollout", "16", "--json"]].concat());
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["rollout"], 16, "{out}");
-        assert!(v["batches"][0]["steps_per_s"].as_f64().unwrap() > 0.0, "{out}");
+        assert_eq!(
+            (&v["id"], &v["rollout"], &v["batches"][0]["num_envs"]),
+            (&id.into(), &16.into(), &70.into())
+        );
+        let sps = v["batches"][0]["steps_per_s"].as_f64().unwrap();
+        assert!(sps.is_finite() && sps > 0.0, "{out}");
     }
     let e = fails(&["env", "bench", "CartPole-v1", "--rollout", "70000"]);
     assert!(e.contains("rollout = 70000"), "{e}");
