@@ -269,6 +269,24 @@ def test_a_failing_sweep_cell_is_reported_with_our_message(cluster, tmp_path):
         kd.sweep(tmp_path / "missing.toml", out_dir=tmp_path)
 
 
+def test_a_tampered_sweep_cell_is_refused_on_ray_as_locally(cluster, tmp_path):
+    """A finished cell whose config.toml was edited is refused by the Ray engine with the local
+    engine's message (it was skipped and tabulated); restored, it is skipped again."""
+    spec = {"kind": "evo", "name": "tamper", "seeds": [1, 2],
+            "base": {"problem": "sphere", "num_dims": 3, "generations": 5}}
+    first = kd.sweep(spec, out_dir=tmp_path, engine="ray")
+    assert all(o[0] == "ran" for o in first.cells.values())
+    cfg = next((tmp_path / "tamper" / "c000-s1").glob("*/config.toml"))
+    saved = cfg.read_text()
+    cfg.write_text(saved.replace("generations = 5", "generations = 6"))
+    for engine in ("ray", "local"):
+        with pytest.raises(RuntimeError, match=r"config.toml: not the config of cell c000-s1 \(its `generations` differs"):
+            kd.sweep(spec, out_dir=tmp_path, engine=engine)
+    cfg.write_text(saved)
+    again = kd.sweep(spec, out_dir=tmp_path, engine="ray")
+    assert all(o[0] == "skipped" for o in again.cells.values()) and again.table == first.table
+
+
 def test_tune_trainable_gives_each_trials_run(cluster, tmp_path):
     from ray import tune
 

@@ -36,6 +36,38 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
+/// A finished cell's folder that is not this cell's run.
+fn tampered(path: &Path, cell: &str, why: &str) -> RunError {
+    RunError::Failed(format!(
+        "{}: not the config of cell {cell} ({why}): the folder was edited or comes from \
+         another sweep; remove the cell's folder to run it again",
+        path.display()
+    ))
+}
+
+/// The dotted key of the first value of `cell` (a cell's keys) that `saved` (a run folder's
+/// whole config) lacks or holds differently, if any; an integer equals the same float.
+fn first_difference(cell: &toml::Table, saved: &toml::Table, at: &str) -> Option<String> {
+    use toml::Value as V;
+    fn same(a: &V, b: &V) -> bool {
+        match (a, b) {
+            (V::Integer(x), V::Float(y)) | (V::Float(y), V::Integer(x)) => *x as f64 == *y,
+            (V::Array(x), V::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+            }
+            _ => a == b,
+        }
+    }
+    cell.iter().find_map(|(k, v)| {
+        let key = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
+        match (v, saved.get(k)) {
+            (V::Table(x), Some(V::Table(y))) => first_difference(x, y, &key),
+            (v, Some(w)) if same(v, w) => None,
+            _ => Some(key),
+        }
+    })
+}
+
 /// `seeds = N` (0..N) or `seeds = [..]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -374,11 +406,20 @@ impl Sweep {
             .ok()
             .and_then(|r| r.launches.last().map(|l| l.status == "ok"))
             .unwrap_or(false);
-        Ok(if done && folder.join("summary.json").is_file() {
-            CellStatus::Done(folder)
-        } else {
-            CellStatus::Partial(folder)
-        })
+        if !(done && folder.join("summary.json").is_file()) {
+            return Ok(CellStatus::Partial(folder));
+        }
+        // A finished cell is skipped only if its folder ran this cell: every key the sweep
+        // sets (base, grid point, seed) has the cell's value in the folder's `config.toml`
+        // (the run writes its whole config there, derived values filled in). An edited file,
+        // or another sweep's folder, is refused, never tabulated.
+        let path = folder.join("config.toml");
+        let saved: toml::Table = toml::from_str(&crate::read_text(&path)?)
+            .map_err(|e| tampered(&path, &cell.id, &format!("not TOML: {}", e.message())))?;
+        if let Some(key) = first_difference(&cell.table, &saved, "") {
+            return Err(tampered(&path, &cell.id, &format!("its `{key}` differs from the cell's")));
+        }
+        Ok(CellStatus::Done(folder))
     }
 
     /// Runs cell `cell` (on the ambient rayon pool): skips a finished one, continues a
@@ -805,6 +846,21 @@ strategy = ["cma-es", "snes"]
         assert!(
             std::fs::read_to_string(out.join("t/table.md")).unwrap().contains("strategy=cma-es")
         );
+        // A finished cell whose config was edited, or whose folder is another cell's, is
+        // refused (it was skipped and tabulated), naming the file and the key.
+        let cfg = first[0].dir().join("config.toml");
+        let saved = std::fs::read_to_string(&cfg).unwrap();
+        std::fs::write(&cfg, saved.replace("generations = ", "generations = 1")).unwrap();
+        let e = go(&s.cells[0]).unwrap_err().to_string();
+        assert!(e.contains("config.toml") && e.contains("not the config of cell c000"), "{e}");
+        assert!(e.contains("`generations` differs"), "{e}");
+        assert!(s.aggregate().is_err());
+        std::fs::write(&cfg, saved.replace("seed = ", "seed = 9")).unwrap();
+        assert!(go(&s.cells[0]).unwrap_err().to_string().contains("`seed` differs"));
+        std::fs::write(&cfg, "not toml [").unwrap();
+        assert!(go(&s.cells[0]).unwrap_err().to_string().contains("not the config of cell"));
+        std::fs::write(&cfg, saved).unwrap();
+        assert!(matches!(go(&s.cells[0]).unwrap(), CellOutcome::Skipped(_)));
         std::fs::remove_dir_all(&out).unwrap();
     }
 
