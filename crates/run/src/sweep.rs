@@ -22,7 +22,8 @@
 //! folder `c<config>-s<seed>/` per run holding that run's ordinary run folder, and after
 //! [`Sweep::aggregate`] `table.md`, `table.json`, `table.csv`, `curves.png/svg`.
 //!
-//! A cell whose run finished (`record.json` says ok, `summary.json` exists) is skipped; a
+//! A cell whose run finished (`record.json` says ok, `summary.json` exists, its `config.toml`
+//! holds the cell's keys: an edited or foreign folder is refused) is skipped; a
 //! resumable run (ALLO, hunt, actdyn) whose process died continues from its checkpoint; any
 //! other unfinished run is removed and started again (evo, QD and MPPI tuning runs are
 //! deterministic, so the result is the same). Every cell's config is checked before the sweep
