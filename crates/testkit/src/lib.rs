@@ -171,24 +171,32 @@ pub const REQUIRE_CPU: &str = "KESTREL_REQUIRE_CPU";
 /// saying whether `test` ran `feature` here; a panic when it cannot and [`REQUIRE_CPU`]
 /// names the feature. Returns `available`.
 pub fn cpu_gated(test: &str, feature: &str, available: bool) -> bool {
-    cpu_gated_by(test, feature, available, std::env::var(REQUIRE_CPU).ok().as_deref())
-}
-
-/// [`cpu_gated`] with [`REQUIRE_CPU`]'s value given (`None`: unset).
-fn cpu_gated_by(test: &str, feature: &str, available: bool, require: Option<&str>) -> bool {
     use std::io::Write;
-    let required =
-        require.is_some_and(|v| v.split(',').any(|f| f.trim() == feature || f.trim() == "all"));
-    let line = if available {
-        format!("CPU-GATED: {test}: ran on {feature}")
-    } else {
-        format!("CPU-GATED: {test}: not run, this CPU lacks {feature}")
-    };
+    let (line, failure) =
+        cpu_gate(test, feature, available, std::env::var(REQUIRE_CPU).ok().as_deref());
     let _ = writeln!(std::io::stderr(), "{line}");
-    if !available && required {
-        panic!("{REQUIRE_CPU} names {feature}, which this CPU lacks: {test} cannot run");
+    if let Some(msg) = failure {
+        panic!("{msg}");
     }
     available
+}
+
+/// [`cpu_gated`]'s line and, when the test must run and cannot, its failure, with
+/// [`REQUIRE_CPU`]'s value given (`None`: unset).
+fn cpu_gate(
+    test: &str,
+    feature: &str,
+    available: bool,
+    require: Option<&str>,
+) -> (String, Option<String>) {
+    if available {
+        return (format!("CPU-GATED: {test}: ran on {feature}"), None);
+    }
+    let required =
+        require.is_some_and(|v| v.split(',').any(|f| f.trim() == feature || f.trim() == "all"));
+    let failure = required
+        .then(|| format!("{REQUIRE_CPU} names {feature}, which this CPU lacks: {test} cannot run"));
+    (format!("CPU-GATED: {test}: not run, this CPU lacks {feature}"), failure)
 }
 
 /// The workspace's `../shared/data` directory, if present (CI has it). Tests that need it
@@ -450,12 +458,16 @@ mod data_tests {
 
     #[test]
     fn a_cpu_gated_test_says_whether_it_ran_and_fails_only_when_required() {
-        assert!(cpu_gated_by("t", "avx512", true, Some("avx512")));
-        assert!(!cpu_gated_by("t", "avx512", false, None));
-        assert!(!cpu_gated_by("t", "avx512", false, Some("avx2")));
+        let ran = cpu_gate("t", "avx512", true, Some("avx512"));
+        assert_eq!(ran, ("CPU-GATED: t: ran on avx512".into(), None));
+        for require in [None, Some("avx2")] {
+            let (line, failure) = cpu_gate("t", "avx512", false, require);
+            assert_eq!(line, "CPU-GATED: t: not run, this CPU lacks avx512");
+            assert_eq!(failure, None);
+        }
         for require in ["avx512", "avx2, avx512", "all"] {
-            let r = std::panic::catch_unwind(|| cpu_gated_by("t", "avx512", false, Some(require)));
-            let msg = *r.unwrap_err().downcast::<String>().unwrap();
+            let (_, failure) = cpu_gate("t", "avx512", false, Some(require));
+            let msg = failure.expect("required");
             assert!(msg.contains("KESTREL_REQUIRE_CPU names avx512"), "{msg}");
             assert!(msg.contains("t cannot run"), "{msg}");
         }
