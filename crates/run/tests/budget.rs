@@ -127,6 +127,12 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
         Some("steps=6"),
     ),
     (
+        RunKind::ArcRollout,
+        "episodes = 4\nsel = \"mask\"\n[env]\ntasks_per_family = 400\nmax_episode_steps = 2000",
+        None,
+    ),
+    (RunKind::ArcRollout, "episodes = 2\n[env]\ntasks_per_family = 40", None),
+    (
         RunKind::ActdynCompare,
         "num_seeds = 2\n[base]\nsteps = 21\n[base.env]\nobs_dim = 1000\n[base.model]\nobs_dim = 1000\nrnn_hidden = 1024\n[base.policy]\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
         None,
@@ -140,7 +146,39 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
     // `KESTREL_BUDGET_ONLY=<text>` measures only the configs containing it (while tuning one
     // kind's estimate); unset, as in CI, every config is measured.
     let only = std::env::var("KESTREL_BUDGET_ONLY").ok();
-    for &(kind, config, resume) in MEASURED {
+    // `arc replay` reads a traces file: one of 40 episodes of 500 full-canvas mask actions
+    // (about 86 MB of JSON), written here.
+    let traces =
+        std::env::temp_dir().join(format!("kestrel-budget-{}-traces.jsonl", std::process::id()));
+    {
+        let row = format!("[{}]", vec!["1"; 30].join(","));
+        let mask = format!("[{}]", vec![row; 30].join(","));
+        let action = format!("{{\"op\": 2, \"mask\": {mask}}}");
+        let line = format!(
+            "{{\"task\": \"symmetry-0\", \"pair\": 0, \"actions\": [{}]}}\n",
+            vec![action; 500].join(",")
+        );
+        std::fs::write(&traces, line.repeat(40)).unwrap();
+    }
+    // ...and one of 200 episodes of 20,000 point actions (about 80 MB).
+    let points = traces.with_extension("points.jsonl");
+    {
+        let action = "{\"op\": 12, \"point\": [3, 4]}";
+        let line = format!(
+            "{{\"task\": \"symmetry-0\", \"pair\": 0, \"actions\": [{}]}}\n",
+            vec![action; 20_000].join(",")
+        );
+        std::fs::write(&points, line.repeat(200)).unwrap();
+    }
+    let replay = |p: &std::path::Path, steps: u32| {
+        format!("traces = {:?}\n[env]\nmax_episode_steps = {steps}", p.display().to_string())
+    };
+    let (masks, pts) = (replay(&traces, 1000), replay(&points, 100));
+    let replays =
+        [(RunKind::ArcReplay, masks.as_str(), None), (RunKind::ArcReplay, pts.as_str(), None)];
+    let measured: Vec<(RunKind, &str, Option<&str>)> =
+        MEASURED.iter().copied().chain(replays).collect();
+    for &(kind, config, resume) in &measured {
         if only.as_deref().is_some_and(|o| !config.contains(o)) {
             continue;
         }
@@ -158,6 +196,8 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
         }
         report.push(line);
     }
+    let _ = std::fs::remove_file(&traces);
+    let _ = std::fs::remove_file(&points);
     eprintln!("{}", report.join("\n"));
     assert!(failures.is_empty(), "estimates off:\n{}", failures.join("\n"));
     // At the boundary: (kind, just under, just over, the field named).

@@ -72,13 +72,19 @@ impl Run for ArcReplay {
         Ok(c.env.params(c.mode).map(drop)?)
     }
 
-    /// The traces and their tasks, held while they play (about 48 bytes per mask cell as
-    /// JSON, read from the file's size), and the task bank when `env.data` is set.
+    /// What a replay holds, from one pass over the traces file: its text, the longest line
+    /// parsed as JSON (the line's value and its copied actions: 32 bytes of `Value` per byte
+    /// of text, measured), every checked action (`4 S + 8` bytes each, in vectors grown by
+    /// doubling), a one-task environment per trace, and the task bank when `env.data` is set.
     fn budget(c: &ArcReplayConfig, _threads: usize) -> Budget {
         let mut b = Budget::new();
         super::fixed(&mut b);
-        let bytes = std::fs::metadata(&c.traces).map_or(0, |m| m.len() as u128);
-        b.add("the traces, parsed", "the traces file's size", bytes, 24);
+        let t = scan_traces(&c.traces);
+        b.add("the traces file's text", "the traces file's size", t.bytes, 1);
+        b.add("the longest trace, parsed", "the traces file's longest line", t.longest, 32);
+        let action = 2 * (4 * c.env.canvas as u128 + 8);
+        b.add("the checked actions", "the actions in the traces file", t.actions, action);
+        b.add("one task per trace", "the traces in the file", t.traces, 20 << 10);
         if !c.env.data.is_empty() {
             b.add("task bank", "env.data (up to about 4,000 tasks)", 4096, 20 << 10);
         }
@@ -90,6 +96,30 @@ impl Run for ArcReplay {
         kestrel_arc::with_canvas!(canvas, S => replay::<S>(c, launch),
             else Err(kestrel_core::Invalid::new("env.canvas", canvas, "5, 10 or 30").into()))
     }
+}
+
+/// The sizes of a traces file [`ArcReplay`]'s budget counts (zeros for a file that cannot be
+/// read: the run then fails on it with the reason).
+#[derive(Default)]
+struct TraceSizes {
+    bytes: u128,
+    longest: u128,
+    actions: u128,
+    traces: u128,
+}
+
+/// One pass over the traces file, a line at a time.
+fn scan_traces(path: &Path) -> TraceSizes {
+    use std::io::BufRead;
+    let mut t = TraceSizes::default();
+    let Ok(f) = std::fs::File::open(path) else { return t };
+    for line in std::io::BufReader::new(f).split(b'\n').map_while(Result::ok) {
+        t.bytes += line.len() as u128 + 1;
+        t.longest = t.longest.max(line.len() as u128);
+        t.actions += line.windows(4).filter(|w| w == b"\"op\"").count() as u128;
+        t.traces += u128::from(line.iter().any(|c| !c.is_ascii_whitespace()));
+    }
+    t
 }
 
 /// One checked trace: the line it came from, its one-task environment, pair and actions.
