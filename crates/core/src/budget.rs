@@ -63,6 +63,29 @@ impl Budget {
         self
     }
 
+    /// [`Budget::add_all`] of a config nested under `key` (a comparison's `base`): each term's
+    /// fields named from the outer config (`policy.horizon = 30000` becomes
+    /// `base.policy.horizon = 30000`), so a refusal names the key the user writes.
+    pub fn add_nested(
+        &mut self,
+        prefix: &str,
+        key: &str,
+        other: &Budget,
+        times: u128,
+    ) -> &mut Self {
+        let start = self.terms.len();
+        self.add_all(prefix, other, times);
+        for t in &mut self.terms[start..] {
+            let parts: Vec<String> = t
+                .fields
+                .split(", ")
+                .map(|p| if p.contains(" = ") { format!("{key}.{p}") } else { p.to_string() })
+                .collect();
+            t.fields = parts.join(", ");
+        }
+        self
+    }
+
     /// The terms.
     pub fn terms(&self) -> &[Term] {
         &self.terms
@@ -138,6 +161,23 @@ pub fn human(bytes: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nested_config_names_its_fields_from_the_outer_one() {
+        let mut inner = Budget::new();
+        inner.add("icem", "policy.horizon = 30000, policy.num_samples = 32", 10, 1 << 30);
+        let mut b = Budget::new();
+        b.add_nested("each worker: ", "base", &inner, 2);
+        assert_eq!(
+            b.terms()[0].fields,
+            "base.policy.horizon = 30000, base.policy.num_samples = 32"
+        );
+        assert_eq!(b.terms()[0].what, "each worker: icem");
+        assert_eq!(
+            b.check().unwrap_err().to_string().split(':').next(),
+            Some("invalid base.policy.horizon = a run needing about 20.0 GiB at its peak")
+        );
+    }
 
     #[test]
     fn the_field_named_is_the_one_that_makes_the_largest_term_big() {

@@ -264,4 +264,12 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
         "[policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 40000",
         "policy.horizon",
     ),
+    // A comparison runs one experiment per worker (two here), and the field is named as its
+    // config spells it (`base.`).
+    (
+        RunKind::ActdynCompare,
+        "[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 20000",
+        "[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 25000",
+        "base.policy.horizon",
+    ),
 ];

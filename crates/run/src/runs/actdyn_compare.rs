@@ -142,7 +142,12 @@ impl Run for ActdynCompare {
         let runs = (c.arms.len() as u128).saturating_mul(c.num_seeds as u128);
         let mut b = Budget::new();
         super::fixed(&mut b);
-        b.add_all("each worker's experiment: ", &heavier, (threads as u128).min(runs.max(1)));
+        b.add_nested(
+            "each worker's experiment: ",
+            "base",
+            &heavier,
+            (threads as u128).min(runs.max(1)),
+        );
         // A point per 100 steps of three curves, and the evaluation's few hundred numbers.
         let points = (c.base.steps / 100 + 1) as u128;
         b.add(
