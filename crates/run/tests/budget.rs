@@ -176,8 +176,13 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
     let (masks, pts) = (replay(&traces, 1000), replay(&points, 100));
     let replays =
         [(RunKind::ArcReplay, masks.as_str(), None), (RunKind::ArcReplay, pts.as_str(), None)];
-    let measured: Vec<(RunKind, &str, Option<&str>)> =
+    // `arc rollout` over the largest bundled dataset, its bank read from `env.data`.
+    let data = kestrel_testkit::shared_subdir("arc-agi-2").map(|d| {
+        format!("episodes = 2\n[env]\ndata = {:?}", d.join("training").display().to_string())
+    });
+    let mut measured: Vec<(RunKind, &str, Option<&str>)> =
         MEASURED.iter().copied().chain(replays).collect();
+    measured.extend(data.as_deref().map(|c| (RunKind::ArcRollout, c, None)));
     for &(kind, config, resume) in &measured {
         if only.as_deref().is_some_and(|o| !config.contains(o)) {
             continue;
