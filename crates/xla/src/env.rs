@@ -13,9 +13,9 @@
 //! the same bits on the same seeds.
 
 use crate::abi::{Attrs, Buffer, CallFrame, XlaError, call};
+use crate::{Table, lock};
 use kestrel_core::Space;
 use kestrel_run::envs::{Actions, DynBatch, Obs, ObsMut, Rollout, copy_column, spread_flags};
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// One env batch of the table, with its version and the scratch the action operands are
@@ -41,24 +41,11 @@ struct Scratch {
     coords: [Vec<i64>; 4],
 }
 
-/// The envs: slot numbers are never reused, so a closed env's handle stays an error.
-struct Table {
-    next: u32,
-    envs: BTreeMap<u32, Arc<Mutex<Slot>>>,
-}
-
-static TABLE: Mutex<Table> = Mutex::new(Table { next: 1, envs: BTreeMap::new() });
-
-fn table() -> std::sync::MutexGuard<'static, Table> {
-    // The table's own lock is never held across a step; a poisoned one holds valid data.
-    TABLE.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// The envs, by slot.
+static TABLE: Mutex<Table<Arc<Mutex<Slot>>>> = Mutex::new(Table::new());
 
 /// Puts `batch` in the table; returns its slot (the handle's first word; version 0).
 pub fn insert(batch: Box<dyn DynBatch>) -> u32 {
-    let mut t = table();
-    let slot = t.next;
-    t.next += 1;
     let s = Slot {
         batch,
         version: 0,
@@ -67,24 +54,23 @@ pub fn insert(batch: Box<dyn DynBatch>) -> u32 {
         truncated: Vec::new(),
         obs64: Vec::new(),
     };
-    t.envs.insert(slot, Arc::new(Mutex::new(s)));
-    slot
+    lock(&TABLE).insert(Arc::new(Mutex::new(s)))
 }
 
 /// Drops the env of `slot`; false if there was none.
 pub fn close(slot: u32) -> bool {
-    table().envs.remove(&slot).is_some()
+    lock(&TABLE).remove(slot)
 }
 
 /// The version the env of `slot` is at (what a handle to it must carry), or `None` if closed.
 pub fn version(slot: u32) -> Option<u32> {
-    let s = table().envs.get(&slot).cloned()?;
+    let s = lock(&TABLE).get(slot)?;
     let v = s.lock().map(|g| g.version).unwrap_or_else(|e| e.into_inner().version);
     Some(v)
 }
 
 fn get(slot: u32) -> Result<Arc<Mutex<Slot>>, String> {
-    table().envs.get(&slot).cloned().ok_or_else(|| format!("env {slot} is closed (or never was)"))
+    lock(&TABLE).get(slot).ok_or_else(|| format!("env {slot} is closed (or never was)"))
 }
 
 /// Runs `f` on the env of handle `h` (slot, version), locked, its version checked; returns

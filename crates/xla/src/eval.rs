@@ -7,34 +7,22 @@
 //! key.
 
 use crate::abi::{Attrs, Buffer, CallFrame, Dtype, XlaError, call};
+use crate::{Table, lock};
 use kestrel_core::Key;
 use kestrel_evo::Problem;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-struct Table {
-    next: i64,
-    problems: BTreeMap<i64, Arc<dyn Problem>>,
-}
-
-static TABLE: Mutex<Table> = Mutex::new(Table { next: 1, problems: BTreeMap::new() });
-
-fn table() -> std::sync::MutexGuard<'static, Table> {
-    TABLE.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// The problems, by id.
+static TABLE: Mutex<Table<Arc<dyn Problem>>> = Mutex::new(Table::new());
 
 /// Puts `p` in the table; returns its id (the `problem` attribute).
 pub fn insert(p: Arc<dyn Problem>) -> i64 {
-    let mut t = table();
-    let id = t.next;
-    t.next += 1;
-    t.problems.insert(id, p);
-    id
+    i64::from(lock(&TABLE).insert(p))
 }
 
 /// Drops problem `id` from the table; false if there was none.
 pub fn remove(id: i64) -> bool {
-    table().problems.remove(&id).is_some()
+    u32::try_from(id).is_ok_and(|id| lock(&TABLE).remove(id))
 }
 
 /// The key of a `uint32[2]` key operand: its 64 bits as Kestrel's raw key state (what
@@ -47,7 +35,10 @@ pub fn key_of(words: &[u32]) -> Key {
 /// fitness (..., pop) float32`, minimised, as `kestrel.evo.Problem.__call__(population, key)`.
 fn evaluate(args: &[Buffer<'_>], rets: &mut [Buffer<'_>], attrs: &Attrs<'_>) -> Result<(), String> {
     let id = attrs.attr_i64("problem")?;
-    let p = table().problems.get(&id).cloned().ok_or_else(|| format!("problem {id} is gone"))?;
+    let p = u32::try_from(id)
+        .ok()
+        .and_then(|i| lock(&TABLE).get(i))
+        .ok_or_else(|| format!("problem {id} is gone"))?;
     let [x, key] = args else {
         return Err(format!("evaluate takes (population, key), got {} operands", args.len()));
     };
