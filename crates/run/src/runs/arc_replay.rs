@@ -86,8 +86,7 @@ impl Run for ArcReplay {
         b.add("the checked actions", "the actions in the traces file", t.actions, action);
         b.add("one task per trace", "the traces in the file", t.traces, 20 << 10);
         if !c.env.data.is_empty() {
-            let bytes = super::arc_rollout::json_bytes(Path::new(&c.env.data), 0);
-            b.add("task bank", "the JSON files of env.data", bytes, 2);
+            super::data_bank(&mut b, &c.env.data);
         }
         b
     }

@@ -100,10 +100,7 @@ impl Run for ArcRollout {
             let tasks = (c.env.tasks_per_family as u128).saturating_mul(families);
             b.add("task bank", "env.tasks_per_family, env.families", tasks, 20 << 10);
         } else {
-            // The tasks as loaded hold about twice their JSON text (measured on ARC-AGI-2's
-            // training set: 4.7 MB of files, 10 MB at the peak).
-            let bytes = json_bytes(std::path::Path::new(&c.env.data), 0);
-            b.add("task bank", "the JSON files of env.data", bytes, 2);
+            super::data_bank(&mut b, &c.env.data);
         }
         let cells = (c.env.canvas as u128).saturating_mul(c.env.canvas as u128);
         b.add(
@@ -120,32 +117,6 @@ impl Run for ArcRollout {
         kestrel_arc::with_canvas!(canvas, S => rollout::<S>(c, launch),
             else Err(kestrel_core::Invalid::new("env.canvas", canvas, "5, 10 or 30").into()))
     }
-}
-
-/// The bytes of the `*.json` files at `path` (a file, or a folder searched as the task loader
-/// searches it, symbolic links not followed; 0 where unreadable: the run then fails on it).
-pub(crate) fn json_bytes(path: &Path, depth: usize) -> u128 {
-    let Ok(meta) = std::fs::symlink_metadata(path) else { return 0 };
-    if meta.is_file() || (meta.file_type().is_symlink() && path.is_file()) {
-        return std::fs::metadata(path).map_or(0, |m| m.len() as u128);
-    }
-    if !meta.is_dir() || depth > 32 {
-        return 0;
-    }
-    let Ok(rd) = std::fs::read_dir(path) else { return 0 };
-    rd.flatten()
-        .map(|e| {
-            let p = e.path();
-            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir {
-                json_bytes(&p, depth + 1)
-            } else if p.extension().is_some_and(|x| x == "json") {
-                e.metadata().map_or(0, |m| m.len() as u128)
-            } else {
-                0
-            }
-        })
-        .sum()
 }
 
 /// Notes in the run's record (and to the person watching) the tasks left out for not fitting
