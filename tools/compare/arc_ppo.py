@@ -42,7 +42,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import ROOT, commit, venv_python  # noqa: E402
+from common import ROOT, commit, install_kestrel, venv_python  # noqa: E402
 
 EXAMPLE = os.path.join(ROOT, "crates", "py", "examples", "torch")
 PAPER_TASK = "Most_Common_color_l6ab0lf3xztbyxsu3p.json"
@@ -256,8 +256,7 @@ def main():
     env = {**os.environ, "PATH": os.path.dirname(py) + os.pathsep + os.environ["PATH"], "PYTHONWARNINGS": "ignore"}
     subprocess.run([py, "-m", "pip", "install", "-q", "-r", os.path.join(HERE, "requirements-arc-ppo.txt")],
                    check=True, env=env)
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall", "--no-deps",
-                    os.path.join(ROOT, "crates", "py")], check=True, env=env)
+    install_kestrel(py, env)
     folder = os.path.join(a.out, time.strftime("arc-ppo-%Y%m%d-%H%M%S", time.gmtime()))
     os.makedirs(folder)
     tasks = mini_arc_tasks(a.tasks, "kestrel-arc-ppo-")

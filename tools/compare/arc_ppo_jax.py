@@ -32,8 +32,8 @@ first, its time reported apart). Curves: PureJaxRL's metric, the mean return of 
 that ended in each update, mean and sd over seeds. Writes `results.json`, `table.md` and
 `ppo-jax-curves.svg` to a folder under `--out`.
 
-Usage (from the repository root; tools/venv-jaxppo is made on first use, the release wheel of
-./crates/py installed into it):
+Usage (from the repository root; tools/venv-jaxppo is made on first use, and this checkout's
+Kestrel installed into it: the wheel `KESTREL_WHEEL` names, else a release build of ./crates/py):
     python3 tools/compare/arc_ppo_jax.py [--seeds 5] [--timesteps 1000000] [--tasks 4]
         [--envs 64 --steps 64] [--out runs/arc-ppo-jax] [--figures docs/benchmarks/arc]
 """
@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import ONE_CORE, ROOT, commit, cpu_model, venv_python  # noqa: E402
+from common import ONE_CORE, ROOT, commit, cpu_model, install_kestrel, venv_python  # noqa: E402
 
 SIDE, OPS, STEPS = 5, 35, 20
 REWARDS = {"unsolved_submission_penalty": 0.0}  # the CleanRL example's ARC_REWARDS
@@ -407,12 +407,7 @@ def main():
     env = {**os.environ, "PATH": os.path.dirname(py) + os.pathsep + os.environ["PATH"], "PYTHONWARNINGS": "ignore"}
     subprocess.run([py, "-m", "pip", "install", "-q", "-r", os.path.join(HERE, "requirements-jax-ppo.txt")],
                    check=True, env=env)
-    if os.environ.get("KESTREL_WHEEL"):  # a wheel built already (release profile)
-        subprocess.run([py, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
-                        os.environ["KESTREL_WHEEL"]], check=True, env=env)
-    else:
-        subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall", "--no-deps",
-                        os.path.join(ROOT, "crates", "py")], check=True, env=env)
+    install_kestrel(py, env)
     from arc_ppo import mini_arc_tasks
 
     folder = os.path.join(a.out, time.strftime("arc-ppo-jax-%Y%m%d-%H%M%S", time.gmtime()))

@@ -24,6 +24,16 @@ def venv_python(venv, requirements):
     return p
 
 
+def install_kestrel(py, env=None):
+    """Installs this checkout's Kestrel into the venv of `py`: the wheel `KESTREL_WHEEL` names
+    (one built already, e.g. with `maturin build --release`), else a release build of
+    ./crates/py. Every comparison that imports kestrel in a venv calls this first, so it never
+    times a stale build."""
+    wheel = os.environ.get("KESTREL_WHEEL")
+    target = [wheel] if wheel else ["--no-build-isolation", os.path.join(ROOT, "crates", "py")]
+    subprocess.run([py, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", *target], check=True, env=env)
+
+
 def commit():
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 

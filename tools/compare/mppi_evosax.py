@@ -40,7 +40,8 @@ first two (which compile evosax's ask and tell and the episode) counted as set-u
 scans' compile is. The as-shipped tuner's time to the target is its measured rate times the
 jitted tuner's generation count (the same search: its evaluate computes the same episode).
 
-Usage (from the repository root; the venvs are made on first use):
+Usage (from the repository root; the venvs are made on first use, and this checkout's Kestrel
+is installed into tools/venv-sb3 first: the wheel `KESTREL_WHEEL` names, else a release build):
     python3 tools/compare/mppi_evosax.py [--pop 16] [--generations 30] [--seeds 5]
         [--shipped-generations 1] [--json runs/compare/mppi_evosax.json]
 """
@@ -56,7 +57,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import ONE_CORE, commit, cpu_model, venv_python  # noqa: E402
+from common import ONE_CORE, commit, cpu_model, install_kestrel, venv_python  # noqa: E402
 
 START = (1.0, -0.5)
 LAMBDA0, SIGMA0 = 5.0, 1.0
@@ -306,6 +307,7 @@ def main():
 
     jm = venv_python("venv-jaxmppi", "tools/golden/requirements-jaxmppi.txt")
     kpy = venv_python("venv-sb3", "crates/py/requirements-sb3.txt")
+    install_kestrel(kpy)  # this checkout's build, not whatever the venv last got
     env = {**os.environ, "RAYON_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu", "PYTHONWARNINGS": "ignore",
            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 
