@@ -347,6 +347,10 @@ def worker(engine: str, seed: int, timesteps: int, task_dir: str, envs: int, ste
     out = jax.block_until_ready(compiled(rng, params))
     train_s = time.perf_counter() - t0
     metric, ended = (np.asarray(x) for x in out["metrics"])
+    # End state sane: the trained network's parameters and every logged return finite.
+    params = jax.tree_util.tree_leaves(out["runner_state"][0])
+    if not all(np.isfinite(np.asarray(p)).all() for p in params) or not np.isfinite(metric[ended > 0]).all():
+        raise SystemExit(f"{engine} seed {seed}: non-finite parameters or returns after training")
     done_steps = config["NUM_UPDATES"] * steps * envs
     return {"engine": engine, "seed": seed, "compile_s": compile_s, "train_s": train_s,
             "steps_per_s": done_steps / train_s, "steps": done_steps,

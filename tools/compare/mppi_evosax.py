@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -338,6 +339,9 @@ def main():
     for rs in res.values():
         for r in rs:
             r["judged"] = [next(judged) for _ in r["knobs"]]
+            # End state sane: every answer's knobs and costs finite.
+            if not all(math.isfinite(v) for v in [*r["judged"], *r["best"], *(k for ks in r["knobs"] for k in ks)]):
+                raise SystemExit(f"non-finite knobs or costs in a run: {r['best'][-1]}, {r['knobs'][-1]}")
 
     print(render(res, a.pop, a.generations, a.seeds, commit(), cpu_model()))
     if a.json:
