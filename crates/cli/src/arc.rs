@@ -1,11 +1,10 @@
 //! `kestrel arc ...`: bench, replay, show, rollout (the bench and the runs in `kestrel_run`).
 
-use crate::common::{BenchArgs, KeyArgs, RunArgs};
+use crate::common::{BenchArgs, KeyArgs};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kestrel_arc::{ArcConfig, TaskBank, render};
 use kestrel_run::benches::arc::ArcBench;
-use kestrel_run::runs::{arc_replay::ArcReplay, arc_rollout::ArcRollout};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -13,13 +12,8 @@ use std::path::PathBuf;
 pub enum ArcCmd {
     /// Steps per second per batch size, plus a per-operation cost table.
     Bench(BenchArgs<ArcBench>),
-    /// Replays action traces (JSONL) into a run folder: each final state in `replays.jsonl`.
-    Replay(RunArgs<ArcReplay>),
     /// Shows a task: coloured terminal grids and a PNG of all pairs.
     Show(ShowArgs),
-    /// Runs episodes with a random or scripted policy into a run folder (`episodes.jsonl`,
-    /// which `arc replay` reads back).
-    Rollout(RunArgs<ArcRollout>),
 }
 
 // ------------------------------------------------------------------------------------
@@ -72,8 +66,6 @@ fn show(a: ShowArgs) -> Result<()> {
 pub fn run(c: ArcCmd) -> Result<()> {
     match c {
         ArcCmd::Bench(a) => a.run(),
-        ArcCmd::Replay(a) => a.run(),
         ArcCmd::Show(a) => show(a),
-        ArcCmd::Rollout(a) => a.run(),
     }
 }

@@ -3,9 +3,9 @@
 
 use anyhow::Result;
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
-use kestrel_core::Documented;
+use kestrel_core::{Documented, FieldDoc};
 use kestrel_run::benches::Bench;
-use kestrel_run::{Flow, Launch, Layers, Outcome, Run, RunError, Tick};
+use kestrel_run::{Flow, Launch, Layers, Outcome, RunError, RunKind, Tick};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::{HashMap, HashSet};
@@ -27,14 +27,13 @@ pub struct LayerArgs {
     pub set: Vec<String>,
 }
 
-/// Every key of the config `T` as a flag, read as `--set` reads its value: `--generations
-/// 500`, a nested key by its dotted path (`--env.num-agents 3`) or by its last part where no
-/// other key ends so (`--num-agents 3`), a list as commas (`--knobs lambda,sigma`). A key
-/// whose flag another argument of the command already takes is reached by `--set`. Added last
-/// (by [`RunArgs`] and [`BenchArgs`]), so it sees those arguments.
-pub struct Keys<T> {
-    given: Vec<(String, String)>,
-    _config: PhantomData<fn() -> T>,
+/// Every key of a config as a flag, read as `--set` reads its value: `--generations 500`, a
+/// nested key by its dotted path (`--env.num-agents 3`) or by its last part where no other key
+/// ends so (`--num-agents 3`), a list as commas (`--knobs lambda,sigma`). A key whose flag
+/// another argument of the command already takes is reached by `--set`. Added last (by
+/// [`RunArgs`] and [`BenchArgs`]), so it sees those arguments.
+pub struct Keys {
+    pub(crate) given: Vec<(String, String)>,
 }
 
 const KEYS_HEADING: &str =
@@ -54,22 +53,23 @@ fn key_id(key: &str) -> String {
     format!("key:{key}")
 }
 
-impl<T: Documented> Keys<T> {
-    /// The layer the flags given set, lists read against `defaults`.
-    pub fn layer<D: Serialize>(&self, defaults: &D) -> Result<toml::Table> {
-        Ok(kestrel_run::key_layer(&self.given, &kestrel_run::to_table(defaults)?))
+impl Keys {
+    /// The layer the flags given set, lists read against `defaults` (the config's defaults as
+    /// a table).
+    pub fn layer(&self, defaults: &toml::Table) -> toml::Table {
+        kestrel_run::key_layer(&self.given, defaults)
     }
 
-    /// `cmd` with a flag per key of `T`; a key whose default (in `defaults`) is a boolean may
-    /// be given bare (`--eager-eigen` for `--eager-eigen true`).
-    fn augment(mut cmd: Command, defaults: &toml::Table) -> Command {
+    /// `cmd` with a flag per key of `fields`; a key whose default (in `defaults`) is a boolean
+    /// may be given bare (`--eager-eigen` for `--eager-eigen true`).
+    fn augment(mut cmd: Command, fields: &'static [FieldDoc], defaults: &toml::Table) -> Command {
         let taken: HashSet<String> = cmd
             .get_arguments()
             .flat_map(|a| a.get_long().into_iter().chain(a.get_all_aliases().unwrap_or_default()))
             .map(str::to_string)
             .chain(["help".to_string(), "version".to_string()])
             .collect();
-        let keys = kestrel_run::leaf_keys(T::fields());
+        let keys = kestrel_run::leaf_keys(fields);
         let last = |k: &str| k.rsplit('.').next().unwrap_or(k).replace('_', "-");
         let mut ends: HashMap<String, usize> = HashMap::new();
         for (k, _) in &keys {
@@ -108,33 +108,38 @@ impl<T: Documented> Keys<T> {
         cmd
     }
 
-    fn from_matches(m: &mut ArgMatches) -> Self {
-        let given = kestrel_run::leaf_keys(T::fields())
+    fn from_matches(fields: &'static [FieldDoc], m: &mut ArgMatches) -> Self {
+        let given = kestrel_run::leaf_keys(fields)
             .into_iter()
             .filter_map(|(key, _)| {
                 let v = m.try_remove_one::<String>(&key_id(&key)).ok().flatten()?;
                 Some((key, v))
             })
             .collect();
-        Keys { given, _config: PhantomData }
+        Keys { given }
     }
 }
 
-/// A registry run command's arguments: `--config`, `--set`, `--out-dir`, `--threads`,
-/// `--resume` (resumable kinds), `--preset` (kinds with presets), and every config key as a
-/// flag ([`Keys`]).
-pub struct RunArgs<R: Run> {
+/// A run command's arguments, for any kind of the registry: `--config`, `--set`,
+/// `--out-dir`, `--threads`, `--resume` (resumable kinds), `--preset` (kinds with presets), and
+/// every config key as a flag ([`Keys`]). The CLI makes one subcommand of these per
+/// [`RunKind`] (`crate::command`).
+pub struct RunArgs {
+    kind: RunKind,
     layers: LayerArgs,
     out_dir: PathBuf,
     threads: Option<usize>,
     resume: Option<PathBuf>,
     preset: Option<String>,
-    keys: Keys<R::Config>,
+    pub(crate) keys: Keys,
 }
 
-impl<R: Run> Args for RunArgs<R> {
-    fn augment_args(cmd: Command) -> Command {
-        let mut cmd = LayerArgs::augment_args(cmd)
+impl RunArgs {
+    /// The subcommand `verb` that runs `kind`, with its help.
+    pub fn command(kind: RunKind, verb: &'static str) -> Command {
+        let mut cmd = LayerArgs::augment_args(Command::new(verb))
+            .about(kind.about().trim_end_matches('.'))
+            .long_about(None)
             .arg(
                 Arg::new("out_dir")
                     .long("out-dir")
@@ -150,68 +155,62 @@ impl<R: Run> Args for RunArgs<R> {
                     .value_parser(clap::value_parser!(usize))
                     .help("Worker threads (default: all cores; results do not depend on it)."),
             );
-        if R::RESUMABLE {
+        if kind.resumable() {
             cmd = cmd.arg(Arg::new("resume").long("resume").value_name("FOLDER").value_parser(clap::value_parser!(PathBuf)).help(
                 format!(
                     "Continue the run in this folder from its checkpoint; its `config.toml` is the config (only {} may change).",
-                    R::BUDGET
+                    kind.budget_fields()
                 ),
             ));
         }
-        if !R::PRESETS.is_empty() {
+        if !kind.presets().is_empty() {
             cmd = cmd.arg(Arg::new("preset").long("preset").value_name("NAME").help(format!(
                 "Base config instead of the defaults: {} (`kestrel config {} --preset NAME`); a --config file and flags apply over it. Not with --resume.",
-                R::PRESETS.join(", "),
-                R::NAME
+                kind.presets().join(", "),
+                kind.name()
             )));
         }
-        let defaults = kestrel_run::to_table(&R::defaults(None)).unwrap_or_default();
-        Keys::<R::Config>::augment(cmd, &defaults)
+        let defaults = kind.defaults_table().unwrap_or_default();
+        Keys::augment(cmd, kind.fields(), &defaults)
     }
 
-    fn augment_args_for_update(cmd: Command) -> Command {
-        Self::augment_args(cmd)
-    }
-}
-
-impl<R: Run> FromArgMatches for RunArgs<R> {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        Self::from_arg_matches_mut(&mut m.clone())
-    }
-
-    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+    /// The arguments of `kind`'s subcommand from its matches.
+    pub fn from_matches(kind: RunKind, m: &mut ArgMatches) -> Result<Self, clap::Error> {
         Ok(RunArgs {
+            kind,
             layers: LayerArgs::from_arg_matches_mut(m)?,
             out_dir: m.remove_one::<PathBuf>("out_dir").unwrap_or_else(|| "runs".into()),
             threads: m.try_remove_one::<usize>("threads").ok().flatten(),
             resume: m.try_remove_one::<PathBuf>("resume").ok().flatten(),
             preset: m.try_remove_one::<String>("preset").ok().flatten(),
-            keys: Keys::from_matches(m),
+            keys: Keys::from_matches(kind.fields(), m),
         })
     }
 
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
+    /// The key flags' layer (lists read against the kind's defaults).
+    pub(crate) fn table(&self) -> Result<toml::Table> {
+        Ok(self.keys.layer(&self.kind.defaults_table()?))
     }
-}
 
-impl<R: Run> RunArgs<R> {
-    /// Runs the kind `R` through the registry: its config from the defaults (or the preset),
+    /// Runs the kind through the registry: its config from the defaults (or the preset),
     /// `--config`, the key flags and `--set`s (resuming: the folder's `config.toml` first), on a
     /// pool of `--threads`, with a progress line.
     pub fn run(self) -> Result<()> {
-        let table = self.keys.layer(&R::defaults(None))?;
+        let table = self.table()?;
         let layers = Layers {
             preset: self.preset.as_deref(),
             file: self.layers.config.as_deref(),
             table: &table,
             sets: &self.layers.set,
         };
-        let resume = self.resume.as_deref();
-        launch(&self.out_dir, self.threads, |l| {
-            kestrel_run::registry::launch::<R>(layers, resume, l)
-        })
+        let (kind, resume) = (self.kind, self.resume.as_deref());
+        launch(&self.out_dir, self.threads, |l| kind.launch(layers, resume, l))
+    }
+
+    /// The `--set`s given.
+    #[cfg(test)]
+    pub(crate) fn sets(&self) -> &[String] {
+        &self.layers.set
     }
 }
 
@@ -219,14 +218,15 @@ impl<R: Run> RunArgs<R> {
 /// over `T::default()` (an env's settings in `arc show`, a bench's workload).
 pub struct KeyArgs<T> {
     layers: LayerArgs,
-    keys: Keys<T>,
+    keys: Keys,
+    _config: PhantomData<fn() -> T>,
 }
 
 impl<T: Documented + Default + Serialize + DeserializeOwned> KeyArgs<T> {
     /// The config: the defaults, `--config`, the key flags, then the `--set`s.
     pub fn load(&self) -> Result<T> {
         let defaults = T::default();
-        let table = self.keys.layer(&defaults)?;
+        let table = self.keys.layer(&kestrel_run::to_table(&defaults)?);
         let LayerArgs { config, set } = &self.layers;
         Ok(kestrel_run::config::load_config(&defaults, config.as_deref(), table, set)?)
     }
@@ -236,7 +236,7 @@ impl<T: Documented + Default + Serialize> Args for KeyArgs<T> {
     fn augment_args(cmd: Command) -> Command {
         let cmd = LayerArgs::augment_args(cmd);
         let defaults = kestrel_run::to_table(&T::default()).unwrap_or_default();
-        Keys::<T>::augment(cmd, &defaults)
+        Keys::augment(cmd, T::fields(), &defaults)
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {
@@ -250,7 +250,11 @@ impl<T: Documented> FromArgMatches for KeyArgs<T> {
     }
 
     fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
-        Ok(KeyArgs { layers: LayerArgs::from_arg_matches_mut(m)?, keys: Keys::from_matches(m) })
+        Ok(KeyArgs {
+            layers: LayerArgs::from_arg_matches_mut(m)?,
+            keys: Keys::from_matches(T::fields(), m),
+            _config: PhantomData,
+        })
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -385,16 +389,16 @@ fn rate_str(r: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ActdynCmd, Cli, Cmd, EvoCmd, MppiCmd};
-    use clap::{CommandFactory, Parser};
+    use crate::{Cli, Cmd, EvoCmd};
+    use clap::Parser;
     use kestrel_run::RunKind;
     use kestrel_run::runs::mppi_tune::MppiTune;
 
     #[test]
     fn every_key_of_every_run_kind_is_a_flag_of_its_command() {
-        let root = Cli::command();
+        let root = crate::command(RunKind::ALL);
         root.clone().debug_assert();
-        for kind in RunKind::ALL {
+        for &kind in RunKind::ALL {
             let cmd = kind.command().split(' ').fold(&root, |c, part| {
                 c.find_subcommand(part).unwrap_or_else(|| panic!("{kind}: no `{part}`"))
             });
@@ -433,12 +437,17 @@ mod tests {
             "--set",
             "generations=7",
         ];
-        let Cmd::Mppi(MppiCmd::Tune(a)) = Cli::try_parse_from(argv).unwrap().cmd else {
-            panic!("not mppi tune")
+        let run = |argv: &[&str]| {
+            let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            match crate::parse(&argv, RunKind::ALL).unwrap() {
+                crate::Parsed::Run(a) => a,
+                crate::Parsed::Fixed(_) => panic!("not a run: {argv:?}"),
+            }
         };
-        let table = a.keys.layer(&MppiTune::defaults(None)).unwrap();
-        let layers = Layers { preset: None, file: None, table: &table, sets: &a.layers.set };
-        let c = kestrel_run::registry::load::<MppiTune>(layers, None).unwrap();
+        let a = run(&argv);
+        let table = a.table().unwrap();
+        let layers = Layers { preset: None, file: None, table: &table, sets: a.sets() };
+        let c = kestrel_run::run::load::<MppiTune>(layers, None).unwrap();
         assert_eq!(c.run.mppi.lambda, 0.5);
         assert_eq!(c.run.seed, 3);
         assert_eq!(c.knobs, vec![kestrel_mppi::tune::KnobKind::Sigma]);
@@ -446,9 +455,7 @@ mod tests {
         assert_eq!(serde_json::to_value(&c.params).unwrap()["c_mean"], 0.5);
         // A last part two keys share names the top-level key; the nested one takes its path.
         let argv = ["kestrel", "actdyn", "run", "--eval.seed", "5", "--seed", "1"];
-        let Cmd::Actdyn(ActdynCmd::Run(a)) = Cli::try_parse_from(argv).unwrap().cmd else {
-            panic!("not actdyn run")
-        };
+        let a = run(&argv);
         let given: Vec<(&str, &str)> =
             a.keys.given.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(given, [("seed", "1"), ("eval.seed", "5")]);

@@ -26,10 +26,10 @@ pub struct ConfigArgs {
     json: bool,
 }
 
-pub fn config(a: ConfigArgs) -> Result<()> {
+pub fn config(a: ConfigArgs, kinds: &[RunKind]) -> Result<()> {
     let Some(name) = a.kind else {
         outln!("Run kinds (`kestrel config KIND` prints one's keys with their docs):");
-        for k in RunKind::ALL {
+        for &k in kinds {
             outln!("  {:<10} kestrel {}", k.name(), k.command());
         }
         outln!(
@@ -47,7 +47,10 @@ pub fn config(a: ConfigArgs) -> Result<()> {
         table: &table,
         sets: &a.set,
     };
-    let kind = Configurable::parse(&name)?;
+    let kind = match RunKind::find(kinds, &name) {
+        Ok(k) => Configurable::Run(k),
+        Err(_) => Configurable::parse(&name)?,
+    };
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&kind.resolve(layers)?)?);
     } else {

@@ -3,9 +3,10 @@
 //! screen with each run's headline figure (read back from its `summary.json`) and its folder.
 //! ARC's throughput comes from `kestrel arc bench`'s bench.
 
-use crate::{Cli, dispatch};
+use crate::{dispatch, parse};
 use anyhow::{Context, Result};
-use clap::{Args, Parser};
+use clap::Args;
+use kestrel_run::RunKind;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -209,7 +210,8 @@ pub fn demo(a: DemoArgs) -> Result<()> {
             if let Some(t) = a.threads {
                 argv.extend(["--threads".to_string(), t.to_string()]);
             }
-            dispatch(Cli::try_parse_from(&argv)?).with_context(|| format!("demo part {system}"))?;
+            dispatch(parse(&argv, RunKind::ALL)?, RunKind::ALL)
+                .with_context(|| format!("demo part {system}"))?;
             let dir = std::fs::read_dir(&out)?.next().context("the run folder it wrote")??.path();
             let shown = figure(&Folder::read(&dir)?);
             report.push((system.to_string(), shown, dir.display().to_string()));

@@ -25,16 +25,12 @@ mod renamed;
 mod sweep;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use common::{BenchArgs, RunArgs};
+use kestrel_run::RunKind;
 use kestrel_run::benches::{
     actdyn::ActdynBench, allo::AlloBench, evo::EvoBench, hunt::HuntBench, mppi::MppiBench,
     nn::NnBench,
-};
-use kestrel_run::runs::{
-    actdyn::Actdyn, actdyn_compare::ActdynCompare, actdyn_retrain::ActdynRetrain, allo::Allo,
-    es::Es, hunt::Hunt, hunt_play::HuntPlay, mppi::MppiRun, mppi_qd::MppiQd, mppi_tune::MppiTune,
-    qd::Qd,
 };
 
 /// `kestrel --version`: the release and the commit it was built from.
@@ -91,10 +87,6 @@ enum Cmd {
 /// `kestrel_run::benches::evo`.
 #[derive(Subcommand)]
 enum EvoCmd {
-    /// Minimise a benchmark function (or evolve a CartPole policy) with an evolution strategy.
-    Run(RunArgs<Es>),
-    /// Quality diversity on the linear-projection benchmark.
-    Qd(RunArgs<Qd>),
     /// Time one generation per phase (ask, evaluate, tell) of any strategy.
     Bench(BenchArgs<EvoBench>),
     /// List every strategy: Kestrel's name, evosax's, and each hyper-parameter with its doc
@@ -147,27 +139,12 @@ fn strategies(a: StrategiesArgs) -> Result<()> {
 enum MppiCmd {
     /// Time `command` on the gym pendulum (pytorch-mppi's benchmark problem).
     Bench(BenchArgs<MppiBench>),
-    /// Run a controller closed loop on a system: trajectory, cost and state plots, frames.
-    Run(RunArgs<MppiRun>),
-    /// Tune a controller's knobs with an evolution strategy; writes the best as a config.
-    Tune(RunArgs<MppiTune>),
-    /// Quality-diversity tuning: CMA-ME fills an archive of good knob settings spread over the
-    /// first two knobs; writes every elite and the best as a config.
-    Qd(RunArgs<MppiQd>),
 }
 
 /// `kestrel actdyn`: `kestrel_run::runs::{actdyn, actdyn_compare, actdyn_retrain}`,
 /// `kestrel_run::benches::actdyn`.
 #[derive(Subcommand)]
 enum ActdynCmd {
-    /// One experiment: random (E1) or active (E2) data collection, faithful or fixed profile.
-    Run(Box<RunArgs<Actdyn>>),
-    /// Random against active on the same seeds, one experiment per thread, with confidence
-    /// intervals.
-    Compare(Box<RunArgs<ActdynCompare>>),
-    /// Offline retraining of a run on its saved transitions (AdamW over chunks), into a new
-    /// folder with evaluations before and after.
-    Retrain(Box<RunArgs<ActdynRetrain>>),
     /// Time the planner call, the training steps and the environment step with the belief.
     Bench(BenchArgs<ActdynBench>),
 }
@@ -175,8 +152,6 @@ enum ActdynCmd {
 /// `kestrel allo`: `kestrel_run::runs::allo`, `kestrel_run::benches::allo`.
 #[derive(Subcommand)]
 enum AlloCmd {
-    /// Train a Laplacian representation on a map.
-    Train(Box<RunArgs<Allo>>),
     /// Time replay sampling (one 4 × batch draw) and the training step, deduplicated and
     /// plain.
     Bench(BenchArgs<AlloBench>),
@@ -185,11 +160,6 @@ enum AlloCmd {
 /// `kestrel hunt`: `kestrel_run::runs::{hunt, hunt_play}`, `kestrel_run::benches::hunt`.
 #[derive(Subcommand)]
 enum HuntCmd {
-    /// Train one IQN learner per agent (sorrel's treasure-hunt defaults).
-    Train(Box<RunArgs<Hunt>>),
-    /// Greedy play of a trained run's checkpoint: rewards per epoch, the first epoch's turns
-    /// in one picture.
-    Play(RunArgs<HuntPlay>),
     /// Time an environment turn and an IQN update (batch 64, 12 × 12 quantiles, layer 250).
     Bench(BenchArgs<HuntBench>),
 }
@@ -201,31 +171,65 @@ enum NnCmd {
     Bench(BenchArgs<NnBench>),
 }
 
-/// Runs one parsed command line.
-pub fn dispatch(cli: Cli) -> Result<()> {
+/// The command line's grammar: the fixed subcommands ([`Cli`]) and one run subcommand per
+/// kind in `kinds` (`kestrel <area> <verb>` from [`RunKind::command`], its help from
+/// [`RunKind::about`], its flags from the kind's config): the registry's kinds
+/// ([`RunKind::ALL`]) for the `kestrel` command, more in a test.
+pub fn command(kinds: &[RunKind]) -> clap::Command {
+    let mut root = Cli::command();
+    for &kind in kinds {
+        let (area, verb) = kind.command().split_once(' ').unwrap_or(("run", kind.command()));
+        if root.find_subcommand(area).is_none() {
+            root = root.subcommand(
+                clap::Command::new(area).subcommand_required(true).arg_required_else_help(true),
+            );
+        }
+        root = root.mut_subcommand(area, |a| a.subcommand(RunArgs::command(kind, verb)));
+    }
+    root
+}
+
+/// One parsed command line: a run of a registry kind, or one of the fixed commands.
+pub enum Parsed {
+    /// `kestrel <area> <verb>` of a run kind.
+    Run(Box<RunArgs>),
+    /// Everything else.
+    Fixed(Cli),
+}
+
+/// `args` parsed against [`command`]`(kinds)`.
+pub fn parse(args: &[String], kinds: &[RunKind]) -> std::result::Result<Parsed, clap::Error> {
+    let mut m = command(kinds).try_get_matches_from(args)?;
+    if let Some((area, am)) = m.subcommand()
+        && let Some((verb, vm)) = am.subcommand()
+    {
+        let name = format!("{area} {verb}");
+        if let Some(&kind) = kinds.iter().find(|k| k.command() == name) {
+            let args = RunArgs::from_matches(kind, &mut vm.clone())?;
+            return Ok(Parsed::Run(Box::new(args)));
+        }
+    }
+    Ok(Parsed::Fixed(Cli::from_arg_matches_mut(&mut m)?))
+}
+
+/// Runs one parsed command line; `kinds` are the run kinds `kestrel config` lists and reads.
+pub fn dispatch(parsed: Parsed, kinds: &[RunKind]) -> Result<()> {
+    let cli = match parsed {
+        Parsed::Run(a) => return a.run(),
+        Parsed::Fixed(cli) => cli,
+    };
     match cli.cmd {
         Cmd::Demo(a) => demo::demo(a),
-        Cmd::Config(a) => config::config(a),
+        Cmd::Config(a) => config::config(a, kinds),
         Cmd::Env(env::EnvCmd::Bench(a)) => env::bench(a),
         Cmd::Arc(c) => arc::run(c),
-        Cmd::Evo(EvoCmd::Run(a)) => a.run(),
-        Cmd::Evo(EvoCmd::Qd(a)) => a.run(),
         Cmd::Evo(EvoCmd::Bench(a)) => a.run(),
         Cmd::Evo(EvoCmd::Strategies(a)) => strategies(a),
         Cmd::Mppi(MppiCmd::Bench(a)) => a.run(),
-        Cmd::Mppi(MppiCmd::Run(a)) => a.run(),
-        Cmd::Mppi(MppiCmd::Tune(a)) => a.run(),
-        Cmd::Mppi(MppiCmd::Qd(a)) => a.run(),
         Cmd::Nn(NnCmd::Bench(a)) => a.run(),
         Cmd::Sweep(a) => sweep::sweep(a),
-        Cmd::Actdyn(ActdynCmd::Run(a)) => a.run(),
-        Cmd::Actdyn(ActdynCmd::Compare(a)) => a.run(),
-        Cmd::Actdyn(ActdynCmd::Retrain(a)) => a.run(),
         Cmd::Actdyn(ActdynCmd::Bench(a)) => a.run(),
-        Cmd::Allo(AlloCmd::Train(a)) => a.run(),
         Cmd::Allo(AlloCmd::Bench(a)) => a.run(),
-        Cmd::Hunt(HuntCmd::Train(a)) => a.run(),
-        Cmd::Hunt(HuntCmd::Play(a)) => a.run(),
         Cmd::Hunt(HuntCmd::Bench(a)) => a.run(),
     }
 }
@@ -234,6 +238,11 @@ pub fn dispatch(cli: Cli) -> Result<()> {
 /// error, which is printed; `--help` and `--version` print and return 0). The `kestrel` binary
 /// and the Python package's `kestrel` command both run this.
 pub fn main_with(args: Vec<String>) -> i32 {
+    main_with_kinds(args, RunKind::ALL)
+}
+
+/// [`main_with`] over the run kinds `kinds` (a test adds its own to the registry's).
+pub fn main_with_kinds(args: Vec<String>, kinds: &[RunKind]) -> i32 {
     // 0.1.0's spellings, still accepted with a warning (`renamed`).
     let args = match renamed::rewrite(args) {
         Ok((args, warnings)) => {
@@ -247,7 +256,7 @@ pub fn main_with(args: Vec<String>) -> i32 {
     };
     let _ = ARGV.set(args.clone());
     // Bad arguments are errors like any other (exit 1); --help and --version exit 0.
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match parse(&args, kinds) {
         Ok(cli) => cli,
         Err(e) => {
             // `--help` and `--version` write to stdout, which may be full or closed too.
@@ -258,13 +267,13 @@ pub fn main_with(args: Vec<String>) -> i32 {
                 eprintln!("error: writing to standard output: {io}");
                 return 1;
             }
-            if let Some(hint) = closest_flag(&e, args.iter().cloned()) {
+            if let Some(hint) = closest_flag(&e, args.iter().cloned(), kinds) {
                 eprintln!("{hint}");
             }
             return i32::from(e.use_stderr());
         }
     };
-    if let Err(e) = dispatch(cli) {
+    if let Err(e) = dispatch(cli, kinds) {
         // A closed pipe (`kestrel ... | head`) is a normal way to stop reading.
         if e.chain().any(|c| {
             c.downcast_ref::<std::io::Error>()
@@ -288,15 +297,18 @@ pub(crate) fn argv() -> Vec<String> {
 
 /// For an unknown `--flag`, the closest flag of the subcommand it was given to (every config
 /// key is a flag, so a misspelt key gets its correction here as it does in `--set`).
-fn closest_flag(e: &clap::Error, argv: impl Iterator<Item = String>) -> Option<String> {
-    use clap::CommandFactory;
+fn closest_flag(
+    e: &clap::Error,
+    argv: impl Iterator<Item = String>,
+    kinds: &[RunKind],
+) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if e.kind() != ErrorKind::UnknownArgument {
         return None;
     }
     let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else { return None };
     let bad = bad.split('=').next()?.trim_start_matches('-').to_string();
-    let root = Cli::command();
+    let root = command(kinds);
     let mut cmd = &root;
     for a in argv.skip(1) {
         if let Some(sub) = cmd.find_subcommand(&a) {

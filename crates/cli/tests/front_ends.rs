@@ -12,42 +12,47 @@ use std::process::Command;
 /// A tiny config per kind (a few seconds in all on 2 cores); a kind that reads another run's
 /// folder gets one made under `root`.
 fn tiny(kind: RunKind, root: &Path) -> String {
-    let text = match kind {
-        RunKind::Evo => "problem = \"sphere\"\nnum_dims = 3\ngenerations = 6",
-        RunKind::Qd => "num_dims = 4\ngenerations = 3\nbatch_size = 8\ncells = 5\nnum_emitters = 2",
-        RunKind::MppiRun => "steps = 6\n[mppi]\nnum_samples = 32",
-        RunKind::MppiTune => "generations = 2\npop_size = 4\n[run]\nsteps = 5",
-        RunKind::MppiQd => "generations = 2\nbatch_size = 4\n[run]\nsteps = 4",
-        RunKind::Allo => {
+    let text = match kind.name() {
+        "evo" => "problem = \"sphere\"\nnum_dims = 3\ngenerations = 6",
+        "qd" => "num_dims = 4\ngenerations = 3\nbatch_size = 8\ncells = 5\nnum_emitters = 2",
+        "mppi-run" => "steps = 6\n[mppi]\nnum_samples = 32",
+        "mppi-tune" => "generations = 2\npop_size = 4\n[run]\nsteps = 5",
+        "mppi-qd" => "generations = 2\nbatch_size = 4\n[run]\nsteps = 4",
+        "allo" => {
             "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 6\neval_every = 2"
         }
-        RunKind::Hunt => {
+        "hunt" => {
             "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0"
         }
-        RunKind::Actdyn => "steps = 40\n[eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
-        RunKind::ActdynCompare => {
+        "actdyn" => "steps = 40\n[eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
+        "actdyn-compare" => {
             "num_seeds = 2\n[base]\nsteps = 30\n[base.policy]\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5"
         }
-        RunKind::ArcRollout => {
+        "arc-rollout" => {
             "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1\nmax_episode_steps = 20"
         }
-        RunKind::ArcReplay => {
-            let src = source_run(RunKind::ArcRollout, &tiny(RunKind::ArcRollout, root), root);
+        "arc-replay" => {
+            let src = source_run(
+                RunKind::named("arc-rollout"),
+                &tiny(RunKind::named("arc-rollout"), root),
+                root,
+            );
             let traces = src.join("episodes.jsonl");
             return format!("traces = \"{}\"\n[env]\ncanvas = 10", traces.display());
         }
-        RunKind::HuntPlay => {
-            let src = source_run(RunKind::Hunt, &tiny(RunKind::Hunt, root), root);
+        "hunt-play" => {
+            let src = source_run(RunKind::named("hunt"), &tiny(RunKind::named("hunt"), root), root);
             return format!("run = \"{}\"\nepochs = 2", src.display());
         }
-        RunKind::ActdynRetrain => {
-            let actdyn = format!("save_every = 20\n{}", tiny(RunKind::Actdyn, root));
-            let src = source_run(RunKind::Actdyn, &actdyn, root);
+        "actdyn-retrain" => {
+            let actdyn = format!("save_every = 20\n{}", tiny(RunKind::named("actdyn"), root));
+            let src = source_run(RunKind::named("actdyn"), &actdyn, root);
             return format!(
                 "run = \"{}\"\n[offline]\nepochs = 2\nchunk = 20\nbatch_size = 2",
                 src.display()
             );
         }
+        other => panic!("no tiny config for `{other}`: add one"),
     };
     text.to_string()
 }
@@ -106,7 +111,7 @@ fn every_kind_runs_the_same_from_the_cli_a_sweep_cell_and_the_registry() {
     let root = std::env::temp_dir().join(format!("kestrel-front-ends-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
-    for kind in RunKind::ALL {
+    for &kind in RunKind::ALL {
         let name = kind.name();
         let table: toml::Table = tiny(kind, &root).parse().unwrap();
         // The CLI: the config `kestrel config` prints for these keys, fed back with --config.

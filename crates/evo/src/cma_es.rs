@@ -36,10 +36,10 @@ use crate::EvoError;
 use crate::eigen::EigenWork;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
+use crate::strategy::Scales;
 use crate::strategy::{
     Progress, Strategy, TellMetrics, check_lens, is_rounding, min_max, to_f32, to_row,
 };
-use crate::termination::Scales;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use kestrel_core::Key;

@@ -5,7 +5,7 @@
 //! keyword arguments. A knob the chosen strategy does not have is an error naming the
 //! strategies that have it, never silently ignored.
 
-use crate::driver::StrategyKind;
+use crate::kind::StrategyKind;
 use crate::shaping::ShapingKind;
 use crate::strategy::BugsKind;
 use crate::{

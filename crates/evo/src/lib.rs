@@ -41,6 +41,7 @@ mod evotf;
 mod ga;
 mod gradient_es;
 pub mod hyper;
+mod kind;
 mod learned_ckpt;
 mod les;
 mod lga;
@@ -73,15 +74,15 @@ pub use cma_es::{CmaEs, CmaParams, CmaState, default_pop_size};
 pub use cr_fm_nes::{CrFmNes, CrFmNesParams, CrFmNesState};
 pub use de::{DeParams, DeState, DifferentialEvolution};
 pub use diffusion::{AlphaSchedule, DiffusionEvolution, DiffusionParams, DiffusionState};
-pub use driver::{
-    Driver, EVOSAX_CLASS_NAMES, EVOSAX_NAMES, EvalKeys, Generation, Instance, Optimizer, Stop,
-    StopRules, StrategyKind,
-};
+pub use driver::{Driver, EvalKeys, Generation, Instance, Optimizer, Stop, StopRules};
 pub use error::EvoError;
 pub use evotf::{EvoTf, EvoTfFeatures, EvoTfNet, EvoTfParams, EvoTfSizes, EvoTfState};
 pub use ga::{Ga, GaDraws, GaParams, GaRule, GaState};
 pub use gradient_es::{GradientEs, GradientEsParams, GradientEsState, GradientRule};
 pub use hyper::StrategyParams;
+pub use kind::{
+    EVOSAX_CLASS_NAMES, EVOSAX_NAMES, StrategyKind, sv_cma_default_particles, sv_default_particles,
+};
 pub use learned_ckpt::{Checkpoint, CkptArray, ConfigValue};
 pub use les::{Les, LesNet, LesParams, LesState};
 pub use lga::{Lga, LgaNet, LgaParams, LgaState};
@@ -93,7 +94,7 @@ pub use problem::Problem;
 pub use rm_es::{RmEs, RmParams, RmState};
 pub use sep_cma_es::{SepCmaEs, SepCmaState};
 pub use snes::{Snes, SnesParams, SnesState};
-pub use strategy::{BugsKind, Progress, StateDict, StateTensors, Strategy, TellMetrics};
+pub use strategy::{BugsKind, Progress, Scales, StateDict, StateTensors, Strategy, TellMetrics};
 pub use sv_cma_es::{SvCmaEs, SvCmaParams, SvCmaState};
 pub use sv_open_es::{SvOpenEs, SvOpenEsParams, SvOpenEsState};
 pub use swarm::{Swarm, SwarmDraws, SwarmParams, SwarmRule, SwarmState};

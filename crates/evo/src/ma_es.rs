@@ -29,10 +29,10 @@ use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR};
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
+use crate::strategy::Scales;
 use crate::strategy::{
     BugsKind, Progress, Strategy, TellMetrics, check_lens, is_rounding, min_max, to_f32, to_row,
 };
-use crate::termination::Scales;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 use kestrel_core::linalg::norm;

@@ -15,8 +15,9 @@
 //! fitness of interest it grows as the archive fills and improves.
 
 use crate::EvoError;
-use crate::driver::{Optimizer, StrategyKind};
+use crate::driver::Optimizer;
 use crate::hyper::StrategyParams;
+use crate::kind::StrategyKind;
 use kestrel_core::FromInvalid;
 use kestrel_core::{Key, Rng};
 

@@ -9,10 +9,10 @@ use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR};
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
+use crate::strategy::Scales;
 use crate::strategy::{
     Progress, Strategy, TellMetrics, check_lens, is_rounding, min_max, to_f32, to_row,
 };
-use crate::termination::Scales;
 use kestrel_core::Key;
 use kestrel_core::fill_normal_f32;
 use kestrel_core::linalg::norm;

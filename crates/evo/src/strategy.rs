@@ -1,7 +1,24 @@
 //! The shared verb set.
 
-use crate::termination::Scales;
 use kestrel_core::Key;
+
+/// What a strategy reports of its search distribution for the stop criteria (`crate::termination`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scales {
+    /// The overall step size σ.
+    pub sigma: f64,
+    /// The search mean.
+    pub mean: Vec<f64>,
+    /// Each coordinate's standard deviation without σ (`√C_ii`).
+    pub coord: Vec<f64>,
+    /// The covariance evolution path `p_c` (empty where the strategy has none).
+    pub path: Vec<f64>,
+    /// One principal axis `√λ_i b_i` without σ (empty where the strategy has no rotation):
+    /// the axis asked for, `generation mod n`.
+    pub axis: Vec<f64>,
+    /// Smallest and largest `√λ` of the covariance (1 and 1 where it is isotropic).
+    pub root_eig: (f64, f64),
+}
 
 /// Which of evosax 0.3.2's bugs a strategy reproduces (config spelling `none`, `all`), as the
 /// ARC environment's `bugs` does for JaxARC's: `none` is the fixed algorithm (the default),

@@ -27,9 +27,9 @@
 
 use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, CmaState};
+use crate::strategy::Scales;
 use crate::strategy::{Progress, StateDict, StateTensors, Strategy, TellMetrics, check_lens};
 use crate::sv_open_es::{particle_means, particle_rows, record_particles};
-use crate::termination::Scales;
 use kestrel_core::{FromInvalid, Key, fill_normal_f32};
 
 /// SV-CMA-ES: `num_populations` CMA-ES particles of `pop_size / num_populations` rows each.

@@ -34,27 +34,9 @@
 //! `tolxstagnation`, `timeout`, `callback`.
 
 use crate::EvoError;
-use crate::strategy::{TellMetrics, to_row};
+use crate::strategy::{Scales, TellMetrics, to_row};
 use kestrel_core::FromInvalid;
 use std::collections::VecDeque;
-
-/// What a strategy reports of its search distribution for the stop criteria ([`Scales`]).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Scales {
-    /// The overall step size σ.
-    pub sigma: f64,
-    /// The search mean.
-    pub mean: Vec<f64>,
-    /// Each coordinate's standard deviation without σ (`√C_ii`).
-    pub coord: Vec<f64>,
-    /// The covariance evolution path `p_c` (empty where the strategy has none).
-    pub path: Vec<f64>,
-    /// One principal axis `√λ_i b_i` without σ (empty where the strategy has no rotation):
-    /// the axis asked for, `generation mod n`.
-    pub axis: Vec<f64>,
-    /// Smallest and largest `√λ` of the covariance (1 and 1 where it is isotropic).
-    pub root_eig: (f64, f64),
-}
 
 /// pycma's stop options by their pycma names; `None` is off.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

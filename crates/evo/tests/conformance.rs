@@ -6,7 +6,8 @@
 //! (`tools/evosax-ckpt`), skipped when those are absent as reference data is.
 
 use kestrel_core::Key;
-use kestrel_evo::driver::{Driver, StrategyKind};
+use kestrel_evo::StrategyKind;
+use kestrel_evo::driver::Driver;
 use kestrel_evo::problem::{Benchmark, Function};
 use kestrel_evo::{BoundKind, Bounds, Optimizer, StateDict, StrategyParams};
 

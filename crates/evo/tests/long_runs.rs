@@ -6,7 +6,8 @@
 //! The keys are the Python objects' (`Key(seed).fold_in(g + 1)`, ask 0, tell 2).
 
 use kestrel_core::Key;
-use kestrel_evo::termination::{Scales, StopOptions, Termination, isotropic};
+use kestrel_evo::Scales;
+use kestrel_evo::termination::{StopOptions, Termination, isotropic};
 use kestrel_evo::{Optimizer, StrategyKind};
 
 struct Outcome {

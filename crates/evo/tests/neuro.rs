@@ -61,7 +61,7 @@ fn shards_of_a_population_give_the_whole_populations_fitness() {
 
 #[test]
 fn ask_and_tell_check_their_input() {
-    use kestrel_evo::driver::StrategyKind;
+    use kestrel_evo::StrategyKind;
     for kind in [StrategyKind::CmaEs, StrategyKind::Snes, StrategyKind::SepCmaEs] {
         let mut o = kind.build(Some(8), 0.5, &[0.0; 3], Key::new(1)).unwrap();
         let e = o.try_ask(Key::new(2), &mut [0.0; 5]).unwrap_err().to_string();

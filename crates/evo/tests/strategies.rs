@@ -195,7 +195,7 @@ fn ipop_and_bipop_restart_and_solve_rastrigin() {
 /// changes nothing.
 #[test]
 fn state_dicts_round_trip_for_every_strategy() {
-    use kestrel_evo::driver::StrategyKind;
+    use kestrel_evo::StrategyKind;
     let f = |x: &[f32]| x.iter().map(|v| (v - 0.3) * (v - 0.3)).sum::<f32>();
     for kind in StrategyKind::ALL {
         // The learned ones with evosax's weights (skipped, as reference data, without them).

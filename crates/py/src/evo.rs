@@ -1,8 +1,9 @@
 //! Ask/tell optimisers, keys and problems for Python (`kestrel.evo`).
 
 use crate::errors::value_error;
+use kestrel_evo::Scales;
 use kestrel_evo::problem::Problem;
-use kestrel_evo::termination::{Scales, StopOptions, Termination};
+use kestrel_evo::termination::{StopOptions, Termination};
 use kestrel_evo::{Optimizer, StrategyKind};
 use numpy::ndarray::Array2;
 use numpy::{
@@ -1072,7 +1073,7 @@ pub(crate) fn qd_setup(
     config_json: &str,
 ) -> PyResult<(u64, QdArchive, Vec<QdEmitter>, QdBenchmark)> {
     let table = crate::config::json_table(config_json)?;
-    let c = kestrel_run::registry::load::<kestrel_run::runs::qd::Qd>(
+    let c = kestrel_run::run::load::<kestrel_run::runs::qd::Qd>(
         kestrel_run::Layers::table(&table),
         None,
     )

@@ -65,7 +65,7 @@ pub(crate) struct MppiController {
 /// defaults of the controller and system the dict names, as the CLI reads them).
 pub(crate) fn mppi_config(json: &str) -> PyResult<MppiRunConfig> {
     let table = crate::config::json_table(json)?;
-    kestrel_run::registry::load::<kestrel_run::runs::mppi::MppiRun>(
+    kestrel_run::run::load::<kestrel_run::runs::mppi::MppiRun>(
         kestrel_run::Layers::table(&table),
         None,
     )

@@ -5,7 +5,7 @@
 //! `#[serde(deny_unknown_fields)]`; the resolved config (every default written out) is what a
 //! run folder's `config.toml` holds, and `--config` accepts that file again.
 
-use crate::RunError;
+use crate::base::RunError;
 use kestrel_core::{Documented, FieldDoc, closest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -378,7 +378,7 @@ pub fn key_layer(pairs: &[(String, String)], defaults: &toml::Table) -> toml::Ta
 
 /// Reads a TOML file into a table (errors name the file and line).
 pub fn read_table(path: &Path) -> Result<toml::Table, RunError> {
-    let text = crate::read_text(path)?;
+    let text = crate::base::read_text(path)?;
     text.parse::<toml::Table>().map_err(|e| config_error(&ConfigSource::File(path), one_line(&e)))
 }
 

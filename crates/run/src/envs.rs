@@ -16,9 +16,10 @@
 //! | `ARC-v0`, `ARC-jaxarc-v0` | [`ArcConfig`] |
 //! | `VectorField-v0` | [`VectorFieldConfig`] |
 
+use crate::base::RunError;
 use crate::config::{commented_toml, load_config};
 use crate::render::{Frame, Show};
-use crate::{Layers, RunError};
+use crate::run::Layers;
 use kestrel_arc::{
     ArcAction, ArcConfig, ArcEnv, ArcError, ArcLanes, MAX_LANE_SIDE, ModeKind, Selection,
 };
@@ -247,7 +248,7 @@ impl EnvId {
         with_env!(self, C => C::fields())
     }
 
-    /// The config `layers` give, checked, as JSON (as [`crate::RunKind::resolve`]; Python's
+    /// The config `layers` give, checked, as JSON (as [`crate::registry::RunKind::resolve`]; Python's
     /// `kestrel.config(id)`).
     pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
         with_env!(self, C => serde_json::to_value(self.load::<C>(layers)?)
@@ -289,7 +290,7 @@ impl EnvId {
 #[derive(Clone, Copy, Debug)]
 pub enum Configurable {
     /// A run kind.
-    Run(crate::RunKind),
+    Run(crate::registry::RunKind),
     /// An env id.
     Env(EnvId),
 }
@@ -297,14 +298,14 @@ pub enum Configurable {
 impl Configurable {
     /// The run kind or env id `name`; neither is an error naming the closest of both.
     pub fn parse(name: &str) -> Result<Configurable, RunError> {
-        if let Ok(k) = crate::RunKind::from_name(name) {
+        if let Ok(k) = crate::registry::RunKind::from_name(name) {
             return Ok(Configurable::Run(k));
         }
         if let Ok(id) = EnvId::parse(name) {
             return Ok(Configurable::Env(id));
         }
         let ids: Vec<String> = EnvId::all().into_iter().map(EnvId::name).collect();
-        let kinds = crate::RunKind::ALL.iter().map(|k| k.name());
+        let kinds = crate::registry::RunKind::ALL.iter().map(|k| k.name());
         let hint = kestrel_core::did_you_mean(name, kinds.chain(ids.iter().map(String::as_str)));
         Err(RunError::Config {
             source_name: "config".into(),

@@ -154,8 +154,8 @@ impl ArcInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Layers;
     use crate::envs::{Actions, EnvId};
+    use crate::run::Layers;
 
     /// Over random steps in both ARC semantics and every autoreset mode: the similarity is
     /// the kernel's (recomputed from the state for o2arc), the improvement its change (0 when

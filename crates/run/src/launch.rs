@@ -1,7 +1,9 @@
 //! What every whole run shares: where it writes, who hears its progress, starting its folder
 //! and recording how it ended.
 
-use crate::{MetricsSink, Run, RunDir, RunError};
+use crate::base::RunError;
+use crate::metrics::MetricsSink;
+use crate::record::RunDir;
 use serde::Serialize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -145,7 +147,7 @@ pub fn start(
 ) -> Result<(RunDir, MetricsSink), RunError> {
     let text = crate::config::to_toml(config)?;
     let dir = RunDir::create_with(&launch.out_dir, area, name, seed, launch.argv.clone(), |p| {
-        crate::write_atomic(&p.join("config.toml"), text.as_bytes())
+        crate::base::write_atomic(&p.join("config.toml"), text.as_bytes())
     })?;
     let metrics = MetricsSink::create(&dir.join("metrics.jsonl"))?;
     Ok((dir, metrics))
@@ -166,111 +168,8 @@ pub fn finish(dir: RunDir, r: Result<String, RunError>) -> Result<Outcome, RunEr
 
 /// Records in `record.json` that the launch ended with `e` (interrupted or failed) and
 /// passes `e` on: an error in writing the record gives way to the run's own.
-fn failed(dir: RunDir, e: RunError) -> RunError {
+pub(crate) fn failed(dir: RunDir, e: RunError) -> RunError {
     let status = if matches!(e, RunError::Stopped(_)) { "interrupted" } else { "failed" };
     let _ = dir.finish(status, Some(&e.to_string()));
     e
-}
-
-/// Reopens a run folder for `--resume`: `config` may differ from the folder's `config.toml`
-/// only in `R`'s budget ([`Run::BUDGET`]); the launch is appended to the record and the config
-/// rewritten. `config.toml` itself is not trusted: the run then verifies its checkpoint against
-/// the config's stamp ([`crate::registry::stamp`]).
-pub fn reopen<R: Run>(
-    folder: &Path,
-    config: &R::Config,
-    argv: Vec<String>,
-) -> Result<RunDir, RunError> {
-    let path = folder.join("config.toml");
-    let saved: R::Config = crate::load_config(config, Some(&path), toml::Table::new(), &[])?;
-    if R::without_budget(config) != R::without_budget(&saved) {
-        return Err(RunError::Failed(format!(
-            "{}: the saved config is the run's; only {} may change on resume",
-            path.display(),
-            R::BUDGET
-        )));
-    }
-    let dir = RunDir::reopen(folder, argv)?;
-    dir.write_config(config)?;
-    Ok(dir)
-}
-
-/// A run's loop object that goes on from its folder's checkpoint (`--resume`): ALLO's two
-/// loops and the treasure hunt's. [`open`] makes or loads it with its folder.
-pub trait Resumable: Sized {
-    /// The run kind: its config, its name (the folder's area) and its budget.
-    type Kind: Run;
-    /// What its progress counts, plural (`steps`, `epochs`); a checkpoint set is named by the
-    /// singular.
-    const UNIT: &'static str;
-    /// A new loop object.
-    fn fresh(config: &<Self::Kind as Run>::Config) -> Result<Self, RunError>;
-    /// The loop object from the files of a checkpoint set that verified (`set`).
-    fn load(config: &<Self::Kind as Run>::Config, set: &Path) -> Result<Self, RunError>;
-    /// The units done: the metrics go on from the next.
-    fn done(&self) -> u64;
-
-    /// The loop object from the newest checkpoint set under `checkpoint` that verifies against
-    /// `stamp` (its units done checked against the set's name), with a note when that was not
-    /// the newest set; `None` when no set was ever completed.
-    fn latest(
-        config: &<Self::Kind as Run>::Config,
-        checkpoint: &Path,
-        stamp: &kestrel_nn::Stamp,
-    ) -> Result<Option<(Self, Option<String>)>, RunError> {
-        let Some(set) = kestrel_nn::checkpoint_set(checkpoint, stamp)? else {
-            return Ok(None);
-        };
-        let run = Self::load(config, &set.path)?;
-        set.expect_step(run.done(), Self::UNIT.trim_end_matches('s'))?;
-        Ok(Some((run, set.note)))
-    }
-
-    /// [`Resumable::latest`], or a new object (the note says so) when there is no set yet.
-    fn resumed(
-        config: &<Self::Kind as Run>::Config,
-        checkpoint: &Path,
-        stamp: &kestrel_nn::Stamp,
-    ) -> Result<(Self, Option<String>), RunError> {
-        if let Some(r) = Self::latest(config, checkpoint, stamp)? {
-            return Ok(r);
-        }
-        let note = format!(
-            "{}: no complete checkpoint yet; the run starts over in its folder",
-            checkpoint.display()
-        );
-        Ok((Self::fresh(config)?, Some(note)))
-    }
-}
-
-/// A resumable run's loop object and folder. With `resume`: the folder reopened (its saved
-/// config checked against `config`), the object loaded from its `checkpoint/` (the note said
-/// to the watcher and the record; a checkpoint that does not load fails the folder) and its
-/// metrics appended. Without: a new object and a new folder `<kind>/<name>`. Also returns the
-/// config's checkpoint stamp ([`crate::registry::stamp`]), which the run's [`Checkpoints`] write.
-pub fn open<T: Resumable>(
-    launch: &mut Launch<'_>,
-    config: &<T::Kind as Run>::Config,
-    resume: Option<&Path>,
-    name: &str,
-    seed: u64,
-) -> Result<(T, RunDir, MetricsSink, kestrel_nn::Stamp), RunError> {
-    let stamp = crate::registry::stamp::<T::Kind>(config);
-    let Some(folder) = resume else {
-        let run = T::fresh(config)?;
-        let (dir, metrics) = start(launch, T::Kind::NAME, name, seed, config)?;
-        return Ok((run, dir, metrics, stamp));
-    };
-    let mut dir = reopen::<T::Kind>(folder, config, launch.argv.clone())?;
-    let run = match T::resumed(config, &folder.join("checkpoint"), &stamp) {
-        Ok((run, note)) => {
-            if let Some(note) = note {
-                launch.note(&mut dir, T::UNIT, &note)?;
-            }
-            run
-        }
-        Err(e) => return Err(failed(dir, e)),
-    };
-    let metrics = MetricsSink::resume(&dir.join("metrics.jsonl"), run.done() + 1)?;
-    Ok((run, dir, metrics, stamp))
 }

@@ -1,6 +1,6 @@
 //! `metrics.jsonl`, written off the run's thread.
 
-use crate::{RunError, write_atomic};
+use crate::base::{RunError, write_atomic};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ impl MetricsSink {
     /// file holds each step once and in order after the resumed run.
     pub fn resume(path: &Path, next_step: u64) -> Result<Self, RunError> {
         if path.exists() {
-            let text = crate::read_text(path)?;
+            let text = crate::base::read_text(path)?;
             let mut kept = String::with_capacity(text.len());
             for (i, line) in text.split_inclusive('\n').enumerate() {
                 let Some(body) = line.strip_suffix('\n') else { break };

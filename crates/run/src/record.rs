@@ -1,6 +1,6 @@
 //! Run folders and their record.
 
-use crate::{COMMIT, RunError, VERSION, write_atomic};
+use crate::base::{COMMIT, RunError, VERSION, write_atomic};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;

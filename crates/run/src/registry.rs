@@ -1,400 +1,64 @@
-//! The one registry of run kinds. Every whole run is one [`Run`]: a config type (serde, a doc
-//! comment per field, its defaults the reference's) and a loop in one file under
-//! [`crate::runs`]. [`RunKind`] names them; its methods are the only place that matches on
-//! run kinds, and every front end (the CLI, the Python package, sweeps, Ray) goes through
-//! them: loading a config from its layers, checking it before any folder exists, printing its
-//! defaults as commented TOML (`kestrel config <kind>`), running it.
+//! The one list of run kinds. Every whole run is one [`Run`] in one file under
+//! [`crate::runs`]; [`RunKind::ALL`] lists them, one line each, and every front end (the
+//! CLI's subcommands, the Python package's `run`, sweeps, Ray) reaches them through the
+//! [`RunKind`] handle: loading a config from its layers, checking it before any folder exists,
+//! printing its defaults as commented TOML (`kestrel config <kind>`), running it.
 //!
-//! Adding a run kind: one file under `runs/` with its `impl Run`, one variant here, one arm in
-//! `with_run!`.
+//! Adding a run kind: its file under `runs/` (with `impl Run`) and its line in
+//! [`RunKind::ALL`]. [`RunKind::of`] makes the handle of any [`Run`], so a kind that exists
+//! only in a test reaches the same front ends (`crates/cli/tests/new_kind.rs`).
 
-use crate::config::{commented_toml, load_config};
+use crate::base::RunError;
+use crate::config::commented_toml;
 use crate::launch::{Launch, Outcome};
-use crate::{RunError, runs};
-use kestrel_core::{Budget, Documented, Key};
-use kestrel_evo::{EvalKeys, Problem};
-use serde::de::DeserializeOwned;
+use crate::run::{Layers, Outputs, Population, Run, checked, launch, load};
+use crate::runs;
+use kestrel_core::{Budget, Documented, FieldDoc};
+use kestrel_evo::Problem;
 use serde::{Deserialize, Serialize};
+use std::marker::PhantomData;
 use std::path::Path;
 
-/// One kind of whole run: its config and its loop.
-pub trait Run {
-    /// Its name in the registry, configs and sweep specs (`mppi-tune`).
-    const NAME: &'static str;
-    /// The command that runs it (`evo run`).
-    const COMMAND: &'static str;
-    /// Where the seed lives in the config (dotted path).
-    const SEED_KEY: &'static [&'static str] = &["seed"];
-    /// Whether an unfinished run continues from its checkpoint (`--resume`).
-    const RESUMABLE: bool = false;
-    /// The fields a resume may change (its budget: `steps`), for messages.
-    const BUDGET: &'static str = "nothing";
-    /// The `summary.json` numbers a sweep tabulates by default.
-    const METRICS: &'static [&'static str];
-    /// The `metrics.jsonl` column a sweep plots by default.
-    const CURVE: &'static str;
-    /// The config.
-    type Config: Serialize + DeserializeOwned + Clone + PartialEq + Documented + Send;
-
-    /// The defaults a config is read over. `first` is the config read in a first pass over
-    /// `defaults(None)`: kinds whose defaults depend on some of their own keys (MPPI: the
-    /// system fixes the noise size and the bounds) read those from it; the rest ignore it.
-    fn defaults(first: Option<&Self::Config>) -> Self::Config;
-
-    /// Named base configs a run can start from instead of the defaults (actdyn's `e1`, `e2`).
-    const PRESETS: &'static [&'static str] = &[];
-
-    /// The preset `name` (one of [`Run::PRESETS`]).
-    fn preset(name: &str) -> Option<Self::Config> {
-        let _ = name;
-        None
-    }
-
-    /// `config` with its budget fields ([`Run::BUDGET`]) at neutral values: what a resume must
-    /// not change, and what a checkpoint's fingerprint covers ([`stamp`]).
-    fn without_budget(config: &Self::Config) -> Self::Config {
-        config.clone()
-    }
-
-    /// Everything the run checks before it creates its folder.
-    fn validate(config: &Self::Config) -> Result<(), RunError>;
-
-    /// The names a run under `config` writes: what a sweep may tabulate and plot, checked
-    /// before its first cell. The sweep test `every_kind_declares_what_it_writes` compares
-    /// them with a real run's files for every kind.
-    fn outputs(config: &Self::Config) -> Outputs;
-
-    /// The run's peak heap memory, estimated from its config before anything is allocated
-    /// (before [`Run::validate`] too, so it must not assume a valid config: saturating
-    /// arithmetic, nothing built): every buffer that grows with the config, with the fields it grows with
-    /// (`threads` workers may each hold their own). [`checked`] refuses a total past
-    /// [`kestrel_core::MAX_BYTES`]; `crates/run/tests/budget.rs` compares it with the peak a
-    /// counting allocator measures.
-    fn budget(config: &Self::Config, threads: usize) -> Budget;
-
-    /// Runs `config` into a new folder under `launch.out_dir`, or (with `resume`, for a
-    /// resumable kind) continues the run in that folder from its checkpoint.
-    fn run(
-        config: Self::Config,
-        resume: Option<&Path>,
-        launch: Launch<'_>,
-    ) -> Result<Outcome, RunError>;
-
-    /// Whether each generation of a run evaluates a population that may be evaluated elsewhere
-    /// (on Ray workers, by `kestrel.dist`): [`Run::population`] and [`Run::run_evaluated`].
-    const EVALUATED_ELSEWHERE: bool = false;
-
-    /// The population problem a run under `config` evaluates each generation, with its keys:
-    /// what a worker builds to evaluate its share of a generation.
-    fn population(config: &Self::Config) -> Result<Population, RunError> {
-        let _ = config;
-        Err(no_population(Self::NAME))
-    }
-
-    /// [`Run::run`] (a new folder) with every generation's fitness computed by `evaluator`: an
-    /// equal problem evaluated elsewhere, which receives the run's keys, so giving the
-    /// population problem's values gives the same run. `failed` is asked after every
-    /// generation: a message stops the run, which then fails with it.
-    fn run_evaluated(
-        config: Self::Config,
-        evaluator: &dyn Problem,
-        failed: &dyn Fn() -> Option<String>,
-        launch: Launch<'_>,
-    ) -> Result<Outcome, RunError> {
-        let _ = (config, evaluator, failed, launch);
-        Err(no_population(Self::NAME))
-    }
-}
-
-/// The problem each generation of a run evaluates ([`Run::population`]) and the keys it is
-/// evaluated with.
-pub struct Population {
-    /// The problem.
-    pub problem: Box<dyn Problem>,
-    /// The run's key.
-    pub run_key: Key,
-    /// Which key each generation sees.
-    pub eval_keys: EvalKeys,
-}
-
-impl Population {
-    /// The key generation `generation` (0-based) of the run is evaluated with (for an ES run
-    /// with restarts, the key of its first run's generations).
-    pub fn key(&self, generation: u64) -> Key {
-        self.eval_keys.key(self.run_key, generation)
-    }
-}
-
-/// The error of a kind without a population to evaluate elsewhere, naming those with one.
-fn no_population(name: &str) -> RunError {
-    let with: Vec<&str> =
-        RunKind::ALL.iter().filter(|k| k.evaluated_elsewhere()).map(|k| k.name()).collect();
-    RunError::Config {
-        source_name: "run kind".into(),
-        message: format!(
-            "`{name}` has no population to evaluate elsewhere; the kinds that have one: {}",
-            with.join(", ")
-        ),
-    }
-}
-
-/// The names a run writes ([`Run::outputs`]): the numbers of its `summary.json` and the numeric
-/// columns of its `metrics.jsonl` (`global_step`, `wall_time` and `steps_per_second`, which
-/// the metrics writer adds to every line, included).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Outputs {
-    /// The `summary.json` numbers.
-    pub summary: Vec<String>,
-    /// The `metrics.jsonl` numeric columns.
-    pub columns: Vec<String>,
-}
-
-impl Outputs {
-    /// These summary numbers and `metrics.jsonl` columns (the writer's three added).
-    pub fn new(summary: &[&str], columns: &[&str]) -> Self {
-        let fixed = ["global_step", "wall_time", "steps_per_second"];
-        Outputs {
-            summary: summary.iter().map(|s| s.to_string()).collect(),
-            columns: columns.iter().chain(&fixed).map(|s| s.to_string()).collect(),
-        }
-    }
-
-    /// With `names` added to the summary.
-    pub fn summary(mut self, names: impl IntoIterator<Item = String>) -> Self {
-        self.summary.extend(names);
-        self
-    }
-
-    /// With `names` added to the columns.
-    pub fn columns(mut self, names: impl IntoIterator<Item = String>) -> Self {
-        self.columns.extend(names);
-        self
-    }
-}
-
-/// The layers of a config above its defaults, as a front end gathered them: a TOML file, the
-/// keys a front end set itself (CLI flags, a Python dict, a sweep cell), then `--set`s.
-#[derive(Clone, Copy, Debug)]
-pub struct Layers<'a> {
-    /// A named preset the other layers apply over (instead of the defaults).
-    pub preset: Option<&'a str>,
-    /// A TOML file (`--config`, or Python's `config="path.toml"`).
-    pub file: Option<&'a Path>,
-    /// Keys set by the front end (flags, keyword arguments, a sweep cell's table).
-    pub table: &'a toml::Table,
-    /// `--set key=value` overrides, last.
-    pub sets: &'a [String],
-}
-
-impl Layers<'_> {
-    /// No layer: the defaults.
-    pub fn none() -> Layers<'static> {
-        static EMPTY: std::sync::OnceLock<toml::Table> = std::sync::OnceLock::new();
-        Layers { preset: None, file: None, table: EMPTY.get_or_init(toml::Table::new), sets: &[] }
-    }
-
-    /// Only `table` (a sweep cell's, a Python dict's).
-    pub fn table(table: &toml::Table) -> Layers<'_> {
-        Layers { preset: None, file: None, table, sets: &[] }
-    }
-}
-
-/// `R`'s config from its layers: read over `R::defaults(None)`, then again over the defaults
-/// the first pass implies. Resuming, the run folder's `config.toml` is read first (over the
-/// defaults) and the layers apply over it; the run then compares it with its checkpoint.
-pub fn load<R: Run>(layers: Layers<'_>, resume: Option<&Path>) -> Result<R::Config, RunError> {
-    let Layers { preset, file, table, sets } = layers;
-    let preset = match preset {
-        None => None,
-        Some(p) if resume.is_some() => {
-            return Err(RunError::Config {
-                source_name: "preset".into(),
-                message: format!("preset {p:?} with a resume: a resumed run keeps its own config"),
-            });
-        }
-        Some(p) => Some(R::preset(p).ok_or_else(|| {
-            let hint = kestrel_core::did_you_mean(p, R::PRESETS.iter().copied());
-            RunError::Config {
-                source_name: "preset".into(),
-                message: if R::PRESETS.is_empty() {
-                    format!("preset {p:?}: `{}` has no presets", R::COMMAND)
-                } else {
-                    format!("unknown preset {p:?}{hint}; one of: {}", R::PRESETS.join(", "))
-                },
-            }
-        })?),
-    };
-    let defaults = |first: Option<&R::Config>| match &preset {
-        Some(p) => p.clone(),
-        None => R::defaults(first),
-    };
-    if let Some(folder) = resume {
-        if !R::RESUMABLE {
-            return Err(RunError::Config {
-                source_name: format!("resume {}", folder.display()),
-                message: format!(
-                    "`kestrel {}` runs cannot be resumed (they are deterministic: start a new one)",
-                    R::COMMAND
-                ),
-            });
-        }
-        let saved = folder.join("config.toml");
-        let first = load_config(&R::defaults(None), Some(&saved), toml::Table::new(), &[])?;
-        let base = load_config(&R::defaults(Some(&first)), Some(&saved), toml::Table::new(), &[])?;
-        return load_config(&base, file, table.clone(), sets);
-    }
-    let first = load_config(&defaults(None), file, table.clone(), sets)?;
-    load_config(&defaults(Some(&first)), file, table.clone(), sets)
-}
-
-/// What `R`'s checkpoints under `config` are stamped with and verified against: the kind, the
-/// config without its budget ([`Run::without_budget`]) and the build's commit.
-pub fn stamp<R: Run>(config: &R::Config) -> kestrel_nn::Stamp {
-    let c = serde_json::to_value(R::without_budget(config)).expect("a config serialises");
-    kestrel_nn::Stamp::new(R::NAME, c, crate::COMMIT)
-}
-
-/// `R::budget` on the ambient rayon pool's threads, then `R::validate`: everything a config
-/// must pass before a run folder exists. The budget comes first because some validations
-/// build the run's parts (an archive, a strategy) to check them.
-pub fn checked<R: Run>(c: &R::Config) -> Result<(), RunError> {
-    R::budget(c, rayon::current_num_threads()).check()?;
-    R::validate(c)?;
-    Ok(())
-}
-
-/// Loads `R`'s config from its layers, checks it ([`checked`]), and runs it (see
-/// [`Run::run`]).
-pub fn launch<R: Run>(
-    layers: Layers<'_>,
-    resume: Option<&Path>,
-    launch: Launch<'_>,
-) -> Result<Outcome, RunError> {
-    let c = load::<R>(layers, resume)?;
-    checked::<R>(&c)?;
-    R::run(c, resume, launch)
-}
-
-/// Every run kind (spelled by its [`Run::NAME`] in configs, sweeps and on the command line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RunKind {
-    /// `kestrel evo run`: an evolution strategy on a benchmark function or CartPole.
-    Evo,
-    /// `kestrel evo qd`: quality diversity on the linear-projection benchmark.
-    Qd,
-    /// `kestrel mppi run`: one closed-loop MPPI/SMPPI/KMPPI episode.
-    MppiRun,
-    /// `kestrel mppi tune`: an evolution strategy tuning a controller's knobs.
-    MppiTune,
-    /// `kestrel mppi qd`: CMA-ME filling an archive of good, diverse knob settings.
-    MppiQd,
-    /// `kestrel allo train`: ALLO Laplacian representation learning on a grid map.
-    Allo,
-    /// `kestrel hunt train`: IQN agents on the multi-agent treasure hunt.
-    Hunt,
-    /// `kestrel hunt play`: greedy play of a trained hunt.
-    HuntPlay,
-    /// `kestrel actdyn run`: active learning of latent dynamics.
-    Actdyn,
-    /// `kestrel actdyn compare`: random against active collection on the same seeds.
-    ActdynCompare,
-    /// `kestrel actdyn retrain`: offline retraining of a run on its saved transitions.
-    ActdynRetrain,
-    /// `kestrel arc rollout`: ARC episodes under a random or scripted policy.
-    ArcRollout,
-    /// `kestrel arc replay`: action traces played back in the ARC environment.
-    ArcReplay,
-}
-
-/// Runs `$body` with `$R` the [`Run`] type of `$kind`: the one `match` on run kinds.
-macro_rules! with_run {
-    ($kind:expr, $R:ident => $body:expr) => {
-        match $kind {
-            RunKind::Evo => {
-                type $R = runs::es::Es;
-                $body
-            }
-            RunKind::Qd => {
-                type $R = runs::qd::Qd;
-                $body
-            }
-            RunKind::MppiRun => {
-                type $R = runs::mppi::MppiRun;
-                $body
-            }
-            RunKind::MppiTune => {
-                type $R = runs::mppi_tune::MppiTune;
-                $body
-            }
-            RunKind::MppiQd => {
-                type $R = runs::mppi_qd::MppiQd;
-                $body
-            }
-            RunKind::Allo => {
-                type $R = runs::allo::Allo;
-                $body
-            }
-            RunKind::Hunt => {
-                type $R = runs::hunt::Hunt;
-                $body
-            }
-            RunKind::HuntPlay => {
-                type $R = runs::hunt_play::HuntPlay;
-                $body
-            }
-            RunKind::Actdyn => {
-                type $R = runs::actdyn::Actdyn;
-                $body
-            }
-            RunKind::ActdynCompare => {
-                type $R = runs::actdyn_compare::ActdynCompare;
-                $body
-            }
-            RunKind::ActdynRetrain => {
-                type $R = runs::actdyn_retrain::ActdynRetrain;
-                $body
-            }
-            RunKind::ArcRollout => {
-                type $R = runs::arc_rollout::ArcRollout;
-                $body
-            }
-            RunKind::ArcReplay => {
-                type $R = runs::arc_replay::ArcReplay;
-                $body
-            }
-        }
-    };
-}
+/// A run kind: the handle of one [`Run`] type, through which its config is loaded, checked
+/// and run without naming the type. Compared and hashed by name.
+#[derive(Clone, Copy)]
+pub struct RunKind(&'static dyn Entry);
 
 impl RunKind {
-    /// Every kind, in the order `kestrel config` lists them.
-    pub const ALL: [RunKind; 13] = [
-        RunKind::Evo,
-        RunKind::Qd,
-        RunKind::MppiRun,
-        RunKind::MppiTune,
-        RunKind::MppiQd,
-        RunKind::Allo,
-        RunKind::Hunt,
-        RunKind::HuntPlay,
-        RunKind::Actdyn,
-        RunKind::ActdynCompare,
-        RunKind::ActdynRetrain,
-        RunKind::ArcRollout,
-        RunKind::ArcReplay,
+    /// Every kind, in the order `kestrel config` lists them: the registry.
+    pub const ALL: &'static [RunKind] = &[
+        RunKind::of::<runs::es::Es>(),
+        RunKind::of::<runs::qd::Qd>(),
+        RunKind::of::<runs::mppi::MppiRun>(),
+        RunKind::of::<runs::mppi_tune::MppiTune>(),
+        RunKind::of::<runs::mppi_qd::MppiQd>(),
+        RunKind::of::<runs::allo::Allo>(),
+        RunKind::of::<runs::hunt::Hunt>(),
+        RunKind::of::<runs::hunt_play::HuntPlay>(),
+        RunKind::of::<runs::actdyn::Actdyn>(),
+        RunKind::of::<runs::actdyn_compare::ActdynCompare>(),
+        RunKind::of::<runs::actdyn_retrain::ActdynRetrain>(),
+        RunKind::of::<runs::arc_rollout::ArcRollout>(),
+        RunKind::of::<runs::arc_replay::ArcReplay>(),
     ];
+
+    /// The handle of the run `R` (a kind of [`RunKind::ALL`], or one a test defines).
+    pub const fn of<R: Run + 'static>() -> RunKind {
+        RunKind(&Of::<R>(PhantomData))
+    }
 
     /// The config spelling (`mppi-tune`).
     pub fn name(self) -> &'static str {
-        with_run!(self, R => R::NAME)
+        self.0.name()
     }
 
-    /// The kind spelled `name`; otherwise an error listing the kinds and naming the closest.
-    pub fn from_name(name: &str) -> Result<RunKind, RunError> {
-        if let Some(k) = Self::ALL.into_iter().find(|k| k.name() == name) {
-            return Ok(k);
+    /// The kind spelled `name` in `kinds`; otherwise an error listing them and naming the
+    /// closest.
+    pub fn find(kinds: &[RunKind], name: &str) -> Result<RunKind, RunError> {
+        if let Some(k) = kinds.iter().find(|k| k.name() == name) {
+            return Ok(*k);
         }
-        let names: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
+        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
         let hint = kestrel_core::did_you_mean(name, names.iter().copied());
         Err(RunError::Config {
             source_name: "run kind".into(),
@@ -402,42 +66,69 @@ impl RunKind {
         })
     }
 
+    /// The kind of the registry spelled `name` ([`RunKind::find`] over [`RunKind::ALL`]).
+    pub fn from_name(name: &str) -> Result<RunKind, RunError> {
+        Self::find(Self::ALL, name)
+    }
+
+    /// The registry's kind spelled `name`, which must be one: for code that names a kind
+    /// literally (a test, a front end's fixed kind); a user's text goes through
+    /// [`RunKind::from_name`].
+    pub fn named(name: &str) -> RunKind {
+        Self::from_name(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// The command that runs it (`mppi tune`).
     pub fn command(self) -> &'static str {
-        with_run!(self, R => R::COMMAND)
+        self.0.command()
+    }
+
+    /// One line on what it does (its subcommand's help).
+    pub fn about(self) -> &'static str {
+        self.0.about()
     }
 
     /// Where the seed lives in the config.
     pub fn seed_key(self) -> &'static [&'static str] {
-        with_run!(self, R => R::SEED_KEY)
+        self.0.seed_key()
     }
 
     /// The fields of its config, with their docs.
-    pub fn fields(self) -> &'static [kestrel_core::FieldDoc] {
-        with_run!(self, R => <<R as Run>::Config as Documented>::fields())
+    pub fn fields(self) -> &'static [FieldDoc] {
+        self.0.fields()
     }
 
     /// Whether an unfinished run continues from its checkpoint.
     pub fn resumable(self) -> bool {
-        with_run!(self, R => R::RESUMABLE)
+        self.0.resumable()
+    }
+
+    /// The fields a resume may change ([`Run::BUDGET`]), for messages.
+    pub fn budget_fields(self) -> &'static str {
+        self.0.budget_fields()
+    }
+
+    /// The named base configs a run can start from ([`Run::PRESETS`]).
+    pub fn presets(self) -> &'static [&'static str] {
+        self.0.presets()
+    }
+
+    /// Its default config as a TOML table (what flags' lists are read against and `--help`
+    /// shows).
+    pub fn defaults_table(self) -> Result<toml::Table, RunError> {
+        self.0.defaults_table()
     }
 
     /// Whether its generations' populations may be evaluated elsewhere
     /// ([`Run::EVALUATED_ELSEWHERE`]).
     pub fn evaluated_elsewhere(self) -> bool {
-        with_run!(self, R => R::EVALUATED_ELSEWHERE)
+        self.0.evaluated_elsewhere()
     }
 
     /// The population problem of the config `layers` give, checked ([`Run::population`]).
     pub fn population(self, layers: Layers<'_>) -> Result<Population, RunError> {
-        if !self.evaluated_elsewhere() {
-            return Err(no_population(self.name()));
-        }
-        with_run!(self, R => {
-            let c = load::<R>(layers, None)?;
-            checked::<R>(&c)?;
-            R::population(&c)
-        })
+        self.elsewhere()?;
+        self.0.population(layers)
     }
 
     /// The config `layers` give, checked, run into a new folder with every generation's
@@ -449,53 +140,51 @@ impl RunKind {
         failed: &dyn Fn() -> Option<String>,
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError> {
-        if !self.evaluated_elsewhere() {
-            return Err(no_population(self.name()));
+        self.elsewhere()?;
+        self.0.run_evaluated(layers, evaluator, failed, launch)
+    }
+
+    /// Refuses a kind without a population, naming the registry's kinds that have one.
+    fn elsewhere(self) -> Result<(), RunError> {
+        if self.evaluated_elsewhere() {
+            return Ok(());
         }
-        with_run!(self, R => {
-            let c = load::<R>(layers, None)?;
-            checked::<R>(&c)?;
-            R::run_evaluated(c, evaluator, failed, launch)
+        let with: Vec<&str> =
+            Self::ALL.iter().filter(|k| k.evaluated_elsewhere()).map(|k| k.name()).collect();
+        Err(RunError::Config {
+            source_name: "run kind".into(),
+            message: format!(
+                "`{}` has no population to evaluate elsewhere; the kinds that have one: {}",
+                self.name(),
+                with.join(", ")
+            ),
         })
     }
 
     /// The `summary.json` numbers a sweep tabulates by default.
     pub fn default_metrics(self) -> &'static [&'static str] {
-        with_run!(self, R => R::METRICS)
+        self.0.metrics()
     }
 
     /// The `metrics.jsonl` column a sweep plots by default.
     pub fn default_curve(self) -> &'static str {
-        with_run!(self, R => R::CURVE)
+        self.0.curve()
     }
 
     /// The config `layers` give (`Layers::none()`: the defaults), validated, as commented
     /// TOML (every key with its doc comment), which `--config` reads back as the same run.
     pub fn config_toml(self, layers: Layers<'_>) -> Result<String, RunError> {
-        with_run!(self, R => {
-            let c = load::<R>(layers, None)?;
-            checked::<R>(&c)?;
-            let header = format!(
-                "{}: the config of `kestrel {}`.\nEdit and pass with `--config FILE`, or set single keys with `--set key=value`.",
-                self.name(),
-                R::COMMAND
-            );
-            commented_toml(&c, &header)
-        })
+        self.0.config_toml(layers)
     }
 
     /// The config from `layers`, validated, as JSON: what the run would use.
     pub fn resolve(self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
-        with_run!(self, R => {
-            let c = load::<R>(layers, None)?;
-            checked::<R>(&c)?;
-            serde_json::to_value(&c).map_err(|e| RunError::Failed(format!("{}: {e}", self.name())))
-        })
+        self.0.resolve(layers)
     }
 
     /// The peak-memory estimate of the config `layers` give, on `threads` workers.
     pub fn budget(self, layers: Layers<'_>, threads: usize) -> Result<Budget, RunError> {
-        with_run!(self, R => Ok(R::budget(&load::<R>(layers, None)?, threads)))
+        self.0.budget(layers, threads)
     }
 
     /// Checks the config `layers` give as the run would, before any folder exists; errors
@@ -512,17 +201,159 @@ impl RunKind {
     /// What a run of the config `layers` give writes ([`Run::outputs`]); the config is
     /// loaded, not validated ([`RunKind::check`] does that).
     pub fn outputs(self, layers: Layers<'_>) -> Result<Outputs, RunError> {
-        with_run!(self, R => Ok(R::outputs(&load::<R>(layers, None)?)))
+        self.0.outputs(layers)
     }
 
-    /// Loads, validates and runs (see [`launch`]).
+    /// Loads, validates and runs (see [`crate::run::launch`]).
     pub fn launch(
         self,
         layers: Layers<'_>,
         resume: Option<&Path>,
         launch_: Launch<'_>,
     ) -> Result<Outcome, RunError> {
-        with_run!(self, R => launch::<R>(layers, resume, launch_))
+        self.0.launch(layers, resume, launch_)
+    }
+}
+
+/// What the registry asks of a run kind, without its types: [`Run`] made object-safe, one
+/// implementation for every `R` ([`Of`]).
+trait Entry: Sync {
+    fn name(&self) -> &'static str;
+    fn command(&self) -> &'static str;
+    fn about(&self) -> &'static str;
+    fn seed_key(&self) -> &'static [&'static str];
+    fn fields(&self) -> &'static [FieldDoc];
+    fn resumable(&self) -> bool;
+    fn budget_fields(&self) -> &'static str;
+    fn presets(&self) -> &'static [&'static str];
+    fn defaults_table(&self) -> Result<toml::Table, RunError>;
+    fn evaluated_elsewhere(&self) -> bool;
+    fn metrics(&self) -> &'static [&'static str];
+    fn curve(&self) -> &'static str;
+    fn population(&self, layers: Layers<'_>) -> Result<Population, RunError>;
+    fn run_evaluated(
+        &self,
+        layers: Layers<'_>,
+        evaluator: &dyn Problem,
+        failed: &dyn Fn() -> Option<String>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError>;
+    fn config_toml(&self, layers: Layers<'_>) -> Result<String, RunError>;
+    fn resolve(&self, layers: Layers<'_>) -> Result<serde_json::Value, RunError>;
+    fn budget(&self, layers: Layers<'_>, threads: usize) -> Result<Budget, RunError>;
+    fn outputs(&self, layers: Layers<'_>) -> Result<Outputs, RunError>;
+    fn launch(
+        &self,
+        layers: Layers<'_>,
+        resume: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError>;
+}
+
+/// The [`Entry`] of the run `R`.
+struct Of<R>(PhantomData<fn() -> R>);
+
+impl<R: Run> Entry for Of<R> {
+    fn name(&self) -> &'static str {
+        R::NAME
+    }
+    fn command(&self) -> &'static str {
+        R::COMMAND
+    }
+    fn about(&self) -> &'static str {
+        R::ABOUT
+    }
+    fn seed_key(&self) -> &'static [&'static str] {
+        R::SEED_KEY
+    }
+    fn fields(&self) -> &'static [FieldDoc] {
+        <R::Config as Documented>::fields()
+    }
+    fn resumable(&self) -> bool {
+        R::RESUMABLE
+    }
+    fn budget_fields(&self) -> &'static str {
+        R::BUDGET
+    }
+    fn presets(&self) -> &'static [&'static str] {
+        R::PRESETS
+    }
+    fn defaults_table(&self) -> Result<toml::Table, RunError> {
+        crate::config::to_table(&R::defaults(None))
+    }
+    fn evaluated_elsewhere(&self) -> bool {
+        R::EVALUATED_ELSEWHERE
+    }
+    fn metrics(&self) -> &'static [&'static str] {
+        R::METRICS
+    }
+    fn curve(&self) -> &'static str {
+        R::CURVE
+    }
+    fn population(&self, layers: Layers<'_>) -> Result<Population, RunError> {
+        let c = load::<R>(layers, None)?;
+        checked::<R>(&c)?;
+        R::population(&c)
+    }
+    fn run_evaluated(
+        &self,
+        layers: Layers<'_>,
+        evaluator: &dyn Problem,
+        failed: &dyn Fn() -> Option<String>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        let c = load::<R>(layers, None)?;
+        checked::<R>(&c)?;
+        R::run_evaluated(c, evaluator, failed, launch)
+    }
+    fn config_toml(&self, layers: Layers<'_>) -> Result<String, RunError> {
+        let c = load::<R>(layers, None)?;
+        checked::<R>(&c)?;
+        let header = format!(
+            "{}: the config of `kestrel {}`.\nEdit and pass with `--config FILE`, or set single keys with `--set key=value`.",
+            R::NAME,
+            R::COMMAND
+        );
+        commented_toml(&c, &header)
+    }
+    fn resolve(&self, layers: Layers<'_>) -> Result<serde_json::Value, RunError> {
+        let c = load::<R>(layers, None)?;
+        checked::<R>(&c)?;
+        serde_json::to_value(&c).map_err(|e| RunError::Failed(format!("{}: {e}", R::NAME)))
+    }
+    fn budget(&self, layers: Layers<'_>, threads: usize) -> Result<Budget, RunError> {
+        Ok(R::budget(&load::<R>(layers, None)?, threads))
+    }
+    fn outputs(&self, layers: Layers<'_>) -> Result<Outputs, RunError> {
+        Ok(R::outputs(&load::<R>(layers, None)?))
+    }
+    fn launch(
+        &self,
+        layers: Layers<'_>,
+        resume: Option<&Path>,
+        launch_: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        launch::<R>(layers, resume, launch_)
+    }
+}
+
+impl PartialEq for RunKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for RunKind {}
+
+impl std::hash::Hash for RunKind {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name().hash(h);
+    }
+}
+
+impl std::fmt::Debug for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunKind({})", self.name())
     }
 }
 
@@ -558,6 +389,7 @@ impl<'de> Deserialize<'de> for RunKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kestrel_core::Key;
 
     fn tmp(name: &str) -> std::path::PathBuf {
         let d =
@@ -573,7 +405,7 @@ mod tests {
     #[test]
     fn printed_defaults_read_back_as_the_defaults_for_every_kind() {
         let dir = tmp("roundtrip");
-        for kind in RunKind::ALL {
+        for &kind in RunKind::ALL {
             let text = kind.config_toml(Layers::none()).unwrap();
             assert!(text.starts_with(&format!(
                 "# {}: the config of `kestrel {}`",
@@ -617,14 +449,20 @@ mod tests {
         let dir = tmp("population");
         fn launch<'a>(
             dir: &std::path::Path,
-            quiet: &'a mut (dyn FnMut(crate::Tick<'_>) -> crate::Flow + Send),
+            quiet: &'a mut (dyn FnMut(crate::launch::Tick<'_>) -> crate::launch::Flow + Send),
         ) -> Launch<'a> {
             Launch { out_dir: dir.to_path_buf(), argv: vec![], progress: quiet }
         }
-        let (mut q1, mut q2) = (crate::quiet, crate::quiet);
+        let (mut q1, mut q2) = (crate::launch::quiet, crate::launch::quiet);
         let configs = [
-            (RunKind::Evo, "problem = \"rastrigin\"\nnum_dims = 4\ngenerations = 5\nseed = 3"),
-            (RunKind::MppiTune, "generations = 3\npop_size = 4\n[run]\nsteps = 8\nseed = 2"),
+            (
+                RunKind::named("evo"),
+                "problem = \"rastrigin\"\nnum_dims = 4\ngenerations = 5\nseed = 3",
+            ),
+            (
+                RunKind::named("mppi-tune"),
+                "generations = 3\npop_size = 4\n[run]\nsteps = 8\nseed = 2",
+            ),
         ];
         for (kind, text) in configs {
             let table: toml::Table = toml::from_str(text).unwrap();
@@ -642,17 +480,17 @@ mod tests {
             };
             assert_eq!(column(&plain), column(&elsewhere), "{kind}");
             let keys = ev.1.lock().unwrap();
-            let gens = if kind == RunKind::Evo { 5 } else { 3 };
+            let gens = if kind == RunKind::named("evo") { 5 } else { 3 };
             // The tuner also prices its start knobs once, with the generations' key.
             let first = keys.len() - gens;
             for (g, k) in keys[first..].iter().enumerate() {
                 assert_eq!(k.raw(), ev.0.key(g as u64).raw(), "{kind} generation {g}");
             }
         }
-        for kind in [RunKind::Qd, RunKind::Allo] {
+        for kind in [RunKind::named("qd"), RunKind::named("allo")] {
             let e = kind.population(Layers::none()).err().unwrap().to_string();
             assert!(e.contains("no population") && e.contains("evo, mppi-tune"), "{e}");
-            let ev = RunKind::Evo.population(Layers::none()).unwrap().problem;
+            let ev = RunKind::named("evo").population(Layers::none()).unwrap().problem;
             let e =
                 kind.run_evaluated(Layers::none(), ev.as_ref(), &|| None, launch(&dir, &mut q1));
             assert!(e.err().unwrap().to_string().contains("no population"));
@@ -665,10 +503,10 @@ mod tests {
     #[test]
     fn two_pass_kinds_read_over_the_named_systems_defaults() {
         let t: toml::Table = "[run]\nsystem = \"pendulum\"".parse().unwrap();
-        let j = RunKind::MppiTune.resolve(Layers::table(&t)).unwrap();
+        let j = RunKind::named("mppi-tune").resolve(Layers::table(&t)).unwrap();
         assert_eq!(j["run"]["mppi"]["noise_sigma"].as_array().unwrap().len(), 1);
         let t: toml::Table = "system = \"cartpole\"".parse().unwrap();
-        let j = RunKind::MppiRun.resolve(Layers::table(&t)).unwrap();
+        let j = RunKind::named("mppi-run").resolve(Layers::table(&t)).unwrap();
         assert_eq!(j["mppi"]["u_min"].as_array().unwrap().len(), 1);
         assert_eq!(j["system"], "cartpole");
     }
@@ -685,21 +523,21 @@ mod tests {
         let sets = ["run.mppi.lamda=0.5".to_string()];
         let table = toml::Table::new();
         let l = Layers { preset: None, file: None, table: &table, sets: &sets };
-        let e = RunKind::MppiTune.resolve(l).unwrap_err().to_string();
+        let e = RunKind::named("mppi-tune").resolve(l).unwrap_err().to_string();
         assert!(e.contains("--set run.mppi.lamda=0.5") && e.contains("`run.mppi.lambda`"), "{e}");
         let t: toml::Table = "lambda = 0.5".parse().unwrap();
-        let e = RunKind::MppiTune.resolve(Layers::table(&t)).unwrap_err().to_string();
+        let e = RunKind::named("mppi-tune").resolve(Layers::table(&t)).unwrap_err().to_string();
         assert!(e.contains("unknown key `lambda`") && e.contains("`run.mppi.lambda`"), "{e}");
         let l = Layers { preset: Some("e3"), ..Layers::none() };
-        let e = RunKind::Actdyn.resolve(l).unwrap_err().to_string();
+        let e = RunKind::named("actdyn").resolve(l).unwrap_err().to_string();
         assert!(e.contains("unknown preset \"e3\"") && e.contains("e1, e2"), "{e}");
         let l = Layers { preset: Some("e1"), ..Layers::none() };
-        let e = RunKind::Evo.resolve(l).unwrap_err().to_string();
+        let e = RunKind::named("evo").resolve(l).unwrap_err().to_string();
         assert!(e.contains("has no presets"), "{e}");
         // A preset is the base the other layers apply over.
         let t: toml::Table = "steps = 7".parse().unwrap();
         let l = Layers { preset: Some("e2"), ..Layers::table(&t) };
-        let j = RunKind::Actdyn.resolve(l).unwrap();
+        let j = RunKind::named("actdyn").resolve(l).unwrap();
         assert_eq!((j["policy"]["kind"].as_str(), j["steps"].as_u64()), (Some("icem"), Some(7)));
         // Presets and non-resumable kinds refuse a resume before anything is read.
         let l = Layers { preset: Some("e2"), ..Layers::none() };
@@ -719,8 +557,8 @@ mod tests {
                 }
             }
         }
-        for kind in RunKind::ALL {
-            with_run!(kind, R => walk(<R as Run>::Config::fields(), ""));
+        for &kind in RunKind::ALL {
+            walk(kind.fields(), "");
             let j = kind.resolve(Layers::none()).unwrap();
             let mut at = &j;
             for k in kind.seed_key() {

@@ -14,7 +14,7 @@
 //!   clipboard in the ARC palette; `ansi` the working grid beside the target in ARCLE's
 //!   256-colour codes.
 
-use crate::RunError;
+use crate::base::RunError;
 use kestrel_arc::render::{ANSI256, PALETTE};
 use kestrel_arc::{ArcEnv, ArcLanes, ArcState, ModeKind};
 use kestrel_core::{BatchEnv, VecEnv};
@@ -451,8 +451,8 @@ impl<const S: usize> Show for ArcLanes<S> {
 #[cfg(test)]
 mod tests {
     use super::Show;
-    use crate::Layers;
     use crate::envs::EnvId;
+    use crate::run::Layers;
     use kestrel_arc::generator::{Family, GenConfig, generate_bank};
     use kestrel_arc::{
         ArcAction, ArcEnv, ArcLanes, ArcParams, ArcState, GridInit, JaxBugs, LayoutKind, SelKind,

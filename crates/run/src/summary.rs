@@ -1,6 +1,6 @@
 //! `summary.md` and `summary.json` from one list.
 
-use crate::{RunError, write_atomic};
+use crate::base::{RunError, write_atomic};
 use serde_json::{Map, Value};
 use std::path::Path;
 

@@ -29,9 +29,12 @@
 //! deterministic, so the result is the same). Every cell's config is checked before the sweep
 //! folder is created.
 
+use crate::base::{RunError, write_atomic};
 use crate::launch::{Launch, Outcome};
+use crate::record::RunRecord;
+use crate::registry::RunKind;
+use crate::run::{Layers, Outputs};
 pub use crate::stats::Stats;
-use crate::{Layers, Outputs, RunError, RunKind, RunRecord, write_atomic};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -365,7 +368,7 @@ impl Sweep {
 
     /// [`Sweep::plan`] from a spec file.
     pub fn from_file(path: &Path, out_dir: &Path) -> Result<Sweep, RunError> {
-        let text = crate::read_text(path)?;
+        let text = crate::base::read_text(path)?;
         Self::plan(&text, &path.display().to_string(), out_dir)
     }
 
@@ -374,7 +377,7 @@ impl Sweep {
     pub fn create(&self) -> Result<(), RunError> {
         let p = self.dir.join("sweep.toml");
         if p.exists() {
-            let old = crate::read_text(&p)?;
+            let old = crate::base::read_text(&p)?;
             let same = toml::from_str::<SweepSpec>(&old).is_ok_and(|s| s == self.spec);
             if !same {
                 return Err(RunError::Failed(format!(
@@ -402,7 +405,7 @@ impl Sweep {
             return Ok(CellStatus::New);
         };
         let rec = folder.join("record.json");
-        let text = crate::read_text(&rec)?;
+        let text = crate::base::read_text(&rec)?;
         let done = serde_json::from_str::<RunRecord>(&text)
             .ok()
             .and_then(|r| r.launches.last().map(|l| l.status == "ok"))
@@ -415,7 +418,7 @@ impl Sweep {
         // (the run writes its whole config there, derived values filled in). An edited file,
         // or another sweep's folder, is refused, never tabulated.
         let path = folder.join("config.toml");
-        let saved: toml::Table = toml::from_str(&crate::read_text(&path)?)
+        let saved: toml::Table = toml::from_str(&crate::base::read_text(&path)?)
             .map_err(|e| tampered(&path, &cell.id, &format!("not TOML: {}", e.message())))?;
         if let Some(key) = first_difference(&cell.table, &saved, "") {
             return Err(tampered(&path, &cell.id, &format!("its `{key}` differs from the cell's")));
@@ -510,7 +513,7 @@ impl Sweep {
                 }
                 // One line at a time: only the curve's column is kept.
                 let mut curve = Vec::new();
-                crate::for_each_metric(&d.join("metrics.jsonl"), |l| {
+                crate::metrics::for_each_metric(&d.join("metrics.jsonl"), |l| {
                     let point =
                         (|| Some((l.get("global_step")?.as_u64()?, l.get(&curve_col)?.as_f64()?)))(
                         );
@@ -813,7 +816,7 @@ strategy = ["cma-es", "snes"]
         let s = Sweep::plan(EVO, "spec.toml", &out).unwrap();
         s.create().unwrap();
         let go = |c: &Cell| {
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             s.run_cell(
                 c,
                 Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p },
@@ -882,7 +885,7 @@ checkpoint_every = 20
 "#;
         let (whole, cut) = (tmp("allo-whole"), tmp("allo-cut"));
         let quiet = |out: &Path, s: &Sweep| {
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             let l = Launch { out_dir: out.to_path_buf(), argv: vec!["t".into()], progress: &mut p };
             s.run_cell(&s.cells[0], l).unwrap()
         };
@@ -892,7 +895,7 @@ checkpoint_every = 20
         // The same cell stopped at step 20 (its checkpoint), as a killed process leaves it.
         let b = Sweep::plan(spec, "spec.toml", &cut).unwrap();
         b.create().unwrap();
-        let mut half: crate::runs::allo::AlloRunConfig = crate::load_config(
+        let mut half: crate::runs::allo::AlloRunConfig = crate::config::load_config(
             &crate::runs::allo::AlloRunConfig::default(),
             None,
             b.cells[0].table.clone(),
@@ -900,7 +903,7 @@ checkpoint_every = 20
         )
         .unwrap();
         half.steps = 20;
-        let mut p = crate::quiet;
+        let mut p = crate::launch::quiet;
         let l = Launch {
             out_dir: b.dir.join(&b.cells[0].id),
             argv: vec!["t".into()],
@@ -916,7 +919,7 @@ checkpoint_every = 20
         assert!(matches!(resumed, CellOutcome::Resumed(_)), "{resumed:?}");
         assert_eq!(resumed.dir(), o.dir);
         let col = |d: &Path| -> Vec<(u64, f64)> {
-            crate::read_metrics(&d.join("metrics.jsonl"))
+            crate::metrics::read_metrics(&d.join("metrics.jsonl"))
                 .unwrap()
                 .iter()
                 .map(|l| {
@@ -980,28 +983,30 @@ checkpoint_every = 20
         let out = tmp("kinds");
         // Retraining, replay and play read a finished run's folder: one of each, made first.
         let source = |kind: RunKind, text: &str| {
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             let l =
                 Launch { out_dir: out.join("source"), argv: vec!["t".into()], progress: &mut p };
             let t: toml::Table = text.parse().unwrap();
             kind.launch(Layers::table(&t), None, l).unwrap().dir
         };
         let src = source(
-            RunKind::Actdyn,
+            RunKind::named("actdyn"),
             "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
         );
         let retrain = format!(
             "run = \"{}\"\n[base.offline]\nepochs = 2\nchunk = 20\nbatch_size = 2",
             src.display()
         );
-        let src =
-            source(RunKind::ArcRollout, "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1");
+        let src = source(
+            RunKind::named("arc-rollout"),
+            "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1",
+        );
         let replay = format!(
             "traces = \"{}\"\n[base.env]\ncanvas = 10",
             src.join("episodes.jsonl").display()
         );
         let src = source(
-            RunKind::Hunt,
+            RunKind::named("hunt"),
             "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0",
         );
         let play = format!("run = \"{}\"\nepochs = 2", src.display());
@@ -1018,7 +1023,7 @@ checkpoint_every = 20
             let out = out.join(i.to_string());
             let s = Sweep::plan(text, "spec.toml", &out).unwrap_or_else(|e| panic!("{text}: {e}"));
             s.create().unwrap();
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             let l = Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p };
             let o = s.run_cell(&s.cells[0], l).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert!(matches!(o, CellOutcome::Ran(_)), "{text}");
@@ -1035,7 +1040,7 @@ checkpoint_every = 20
             let numbers = summary.as_object().unwrap().iter().filter(|(_, v)| v.is_number());
             let numbers: BTreeSet<String> = numbers.map(|(k, _)| k.clone()).collect();
             let mut columns = BTreeSet::new();
-            crate::for_each_metric(&o.dir.join("metrics.jsonl"), |line| {
+            crate::metrics::for_each_metric(&o.dir.join("metrics.jsonl"), |line| {
                 if let Value::Object(o) = line {
                     columns.extend(o.into_iter().filter(|(_, v)| v.is_number()).map(|(k, _)| k));
                 }
@@ -1060,7 +1065,7 @@ checkpoint_every = 20
         let text = "kind = \"hunt\"\nseeds = 1\npreset = \"treasurehunt_mp\"\n[base]\nepochs = 2\nlayer = 16\nbatch_size = 8\nrecord_every = 0";
         let s = Sweep::plan(text, "spec.toml", &out).unwrap();
         s.create().unwrap();
-        let mut p = crate::quiet;
+        let mut p = crate::launch::quiet;
         let l = Launch { out_dir: PathBuf::new(), argv: vec!["t".into()], progress: &mut p };
         let o = s.run_cell(&s.cells[0], l).unwrap();
         let CellOutcome::Ran(o) = o else { panic!("not ran") };

@@ -8,6 +8,7 @@
 //! One test function: the peak is process-wide, so the measurements run one after another.
 
 use kestrel_core::{MAX_BYTES, human};
+use kestrel_run::runs;
 use kestrel_run::{Launch, Layers, RunKind};
 use kestrel_testkit::{CountingAlloc, peak_bytes_in};
 
@@ -57,83 +58,99 @@ const MB: u128 = 1 << 20;
 
 /// (kind, a config whose config-sized buffers dominate, a resume's budget for resumable kinds).
 const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
-    (RunKind::Evo, "problem = \"sphere\"\nnum_dims = 1000\ngenerations = 20", None),
     (
-        RunKind::Evo,
+        RunKind::of::<runs::es::Es>(),
+        "problem = \"sphere\"\nnum_dims = 1000\ngenerations = 20",
+        None,
+    ),
+    (
+        RunKind::of::<runs::es::Es>(),
         "strategy = \"open-es\"\nproblem = \"sphere\"\nnum_dims = 10000\npop_size = 2000\ngenerations = 3",
         None,
     ),
-    (RunKind::Qd, "cells = 1000\nnum_dims = 20\ngenerations = 20", None),
-    (RunKind::Qd, "cells = 10\nnum_dims = 100\nnum_emitters = 256\ngenerations = 5", None),
-    (RunKind::MppiRun, "steps = 3\n[mppi]\nnum_samples = 100000\nhorizon = 50", None),
+    (RunKind::of::<runs::qd::Qd>(), "cells = 1000\nnum_dims = 20\ngenerations = 20", None),
     (
-        RunKind::MppiRun,
+        RunKind::of::<runs::qd::Qd>(),
+        "cells = 10\nnum_dims = 100\nnum_emitters = 256\ngenerations = 5",
+        None,
+    ),
+    (
+        RunKind::of::<runs::mppi::MppiRun>(),
+        "steps = 3\n[mppi]\nnum_samples = 100000\nhorizon = 50",
+        None,
+    ),
+    (
+        RunKind::of::<runs::mppi::MppiRun>(),
         "system = \"nav2d\"\nsteps = 3\n[mppi]\nnum_samples = 100000\nhorizon = 50\nprecision = \"f32\"",
         None,
     ),
     (
-        RunKind::MppiTune,
+        RunKind::of::<runs::mppi_tune::MppiTune>(),
         "pop_size = 4\ngenerations = 2\n[run]\nsteps = 2\n[run.mppi]\nnum_samples = 20000\nhorizon = 50",
         None,
     ),
     (
-        RunKind::MppiQd,
+        RunKind::of::<runs::mppi_qd::MppiQd>(),
         "generations = 2\ncells = 1024\n[run]\nsteps = 2\n[run.mppi]\nnum_samples = 10\nhorizon = 5",
         None,
     ),
     (
-        RunKind::MppiQd,
+        RunKind::of::<runs::mppi_qd::MppiQd>(),
         "generations = 1\nnum_emitters = 1\nbatch_size = 4\n[run]\nsteps = 2\n[run.mppi]\nnum_samples = 20000\nhorizon = 50",
         None,
     ),
     (
-        RunKind::Allo,
+        RunKind::of::<runs::allo::Allo>(),
         "map = \"builtin:maze-25-0\"\nnum_eigenvectors = 8\nbatch_size = 64\nnum_samples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
-        RunKind::Allo,
+        RunKind::of::<runs::allo::Allo>(),
         "map = \"builtin:maze-20-0\"\nnum_eigenvectors = 64\nbatch_size = 256\nnum_samples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=11"),
     ),
     (
-        RunKind::Allo,
+        RunKind::of::<runs::allo::Allo>(),
         "profile = \"asymexp\"\nnum_samples = 20000000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
-        RunKind::Allo,
+        RunKind::of::<runs::allo::Allo>(),
         "profile = \"asymexp\"\nmap = \"builtin:open-40\"\nnum_samples = 200000\nsteps = 10\nhidden = [1024, 1024]\nbatch_size = 1024\neval_every = 10\ncheckpoint_every = 0\n[asymexp]\nversion = \"final\"\nnum_envs = 100",
         Some("steps=11"),
     ),
     (
-        RunKind::Hunt,
+        RunKind::of::<runs::hunt::Hunt>(),
         "env.num_agents = 1\nenv.obs = \"one-hot\"\ncapacity = 50000\nepochs = 2\nrecord_every = 0",
         Some("epochs=3"),
     ),
     (
-        RunKind::Hunt,
+        RunKind::of::<runs::hunt::Hunt>(),
         "layer = 512\nbatch_size = 256\nnum_worlds = 4\nepochs = 1\nrecord_every = 0",
         Some("epochs=2"),
     ),
     (
-        RunKind::Actdyn,
+        RunKind::of::<runs::actdyn::Actdyn>(),
         "steps = 21\n[env]\nobs_dim = 1000\n[model]\nobs_dim = 1000\nrnn_hidden = 1024\n[eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
         Some("steps=22"),
     ),
     (
-        RunKind::Actdyn,
+        RunKind::of::<runs::actdyn::Actdyn>(),
         "steps = 5\n[model.dynamics]\ntype = \"mlp\"\nhidden = [1024, 1024]\n[train]\nensemble = 16\nnum_samples = 1\nwindow = 4\nk_steps = 1\n[eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
         Some("steps=6"),
     ),
     (
-        RunKind::ArcRollout,
+        RunKind::of::<runs::arc_rollout::ArcRollout>(),
         "episodes = 4\nsel = \"mask\"\n[env]\ntasks_per_family = 400\nmax_episode_steps = 2000",
         None,
     ),
-    (RunKind::ArcRollout, "episodes = 2\n[env]\ntasks_per_family = 40", None),
     (
-        RunKind::ActdynCompare,
+        RunKind::of::<runs::arc_rollout::ArcRollout>(),
+        "episodes = 2\n[env]\ntasks_per_family = 40",
+        None,
+    ),
+    (
+        RunKind::of::<runs::actdyn_compare::ActdynCompare>(),
         "num_seeds = 2\n[base]\nsteps = 21\n[base.env]\nobs_dim = 1000\n[base.model]\nobs_dim = 1000\nrnn_hidden = 1024\n[base.policy]\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
         None,
     ),
@@ -174,15 +191,18 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
         format!("traces = {:?}\n[env]\nmax_episode_steps = {steps}", p.display().to_string())
     };
     let (masks, pts) = (replay(&traces, 1000), replay(&points, 100));
-    let replays =
-        [(RunKind::ArcReplay, masks.as_str(), None), (RunKind::ArcReplay, pts.as_str(), None)];
+    let replays = [
+        (RunKind::of::<runs::arc_replay::ArcReplay>(), masks.as_str(), None),
+        (RunKind::of::<runs::arc_replay::ArcReplay>(), pts.as_str(), None),
+    ];
     // `arc rollout` over the largest bundled dataset, its bank read from `env.data`.
     let data = kestrel_testkit::shared_subdir("arc-agi-2").map(|d| {
         format!("episodes = 2\n[env]\ndata = {:?}", d.join("training").display().to_string())
     });
     let mut measured: Vec<(RunKind, &str, Option<&str>)> =
         MEASURED.iter().copied().chain(replays).collect();
-    measured.extend(data.as_deref().map(|c| (RunKind::ArcRollout, c, None)));
+    measured
+        .extend(data.as_deref().map(|c| (RunKind::of::<runs::arc_rollout::ArcRollout>(), c, None)));
     for &(kind, config, resume) in &measured {
         if only.as_deref().is_some_and(|o| !config.contains(o)) {
             continue;
@@ -220,51 +240,56 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
 /// field doubled or less between them).
 const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
     (
-        RunKind::Evo,
+        RunKind::of::<runs::es::Es>(),
         "num_dims = 14000\ngenerations = 1",
         "num_dims = 17000\ngenerations = 1",
         "num_dims",
     ),
     (
-        RunKind::Evo,
+        RunKind::of::<runs::es::Es>(),
         "strategy = \"snes\"\nnum_dims = 100000\npop_size = 6000\ngenerations = 1",
         "strategy = \"snes\"\nnum_dims = 100000\npop_size = 8000\ngenerations = 1",
         "pop_size",
     ),
     (
-        RunKind::Qd,
+        RunKind::of::<runs::qd::Qd>(),
         "cells = 2048\nnum_dims = 400\ngenerations = 1",
         "cells = 2048\nnum_dims = 600\ngenerations = 1",
         "cells",
     ),
     (
-        RunKind::MppiRun,
+        RunKind::of::<runs::mppi::MppiRun>(),
         "[mppi]\nnum_samples = 1000000\nhorizon = 300",
         "[mppi]\nnum_samples = 1000000\nhorizon = 400",
         "mppi.num_samples",
     ),
     (
-        RunKind::MppiTune,
+        RunKind::of::<runs::mppi_tune::MppiTune>(),
         "pop_size = 2\n[run.mppi]\nnum_samples = 1000000\nhorizon = 50",
         "pop_size = 2\n[run.mppi]\nnum_samples = 1000000\nhorizon = 100",
         "run.mppi.num_samples",
     ),
     (
-        RunKind::MppiQd,
+        RunKind::of::<runs::mppi_qd::MppiQd>(),
         "cells = 1024",
         "cells = 1024\n[run.mppi]\nnum_samples = 10000000\nhorizon = 100",
         "run.mppi.num_samples",
     ),
-    (RunKind::Allo, "num_samples = 1500000000", "num_samples = 2000000000", "num_samples"),
     (
-        RunKind::Allo,
+        RunKind::of::<runs::allo::Allo>(),
+        "num_samples = 1500000000",
+        "num_samples = 2000000000",
+        "num_samples",
+    ),
+    (
+        RunKind::of::<runs::allo::Allo>(),
         "profile = \"asymexp\"\nhidden = [8192, 8192, 8192]",
         "profile = \"asymexp\"\nhidden = [8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192]",
         "hidden",
     ),
-    (RunKind::Hunt, "capacity = 2000000", "capacity = 3000000", "capacity"),
+    (RunKind::of::<runs::hunt::Hunt>(), "capacity = 2000000", "capacity = 3000000", "capacity"),
     (
-        RunKind::Actdyn,
+        RunKind::of::<runs::actdyn::Actdyn>(),
         "[policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 30000",
         "[policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 40000",
         "policy.horizon",
@@ -272,7 +297,7 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
     // A comparison runs one experiment per worker (two here), and the field is named as its
     // config spells it (`base.`).
     (
-        RunKind::ActdynCompare,
+        RunKind::of::<runs::actdyn_compare::ActdynCompare>(),
         "[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 20000",
         "[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 25000",
         "base.policy.horizon",

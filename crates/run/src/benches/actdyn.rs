@@ -3,7 +3,7 @@
 //! timed by `kestrel_actdyn::bench::train_ms`).
 
 use super::{Bench, Report};
-use crate::RunError;
+use crate::base::RunError;
 use crate::runs::actdyn::{ActdynConfig, ActdynRun};
 use kestrel_actdyn::ActdynError;
 use kestrel_actdyn::bench::train_ms;
@@ -35,7 +35,7 @@ impl Bench for ActdynBench {
     type Config = ActdynBenchConfig;
 
     fn run(c: &ActdynBenchConfig) -> Result<Report, RunError> {
-        let pool = crate::pool(c.threads)?;
+        let pool = crate::base::pool(c.threads)?;
         let (t, threads) = pool.install(|| (times(c.reps), rayon::current_num_threads()));
         let t = t?;
         let text = format!(

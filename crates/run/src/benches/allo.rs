@@ -3,7 +3,7 @@
 //! truth (`kestrel_agents::bench::asymexp`).
 
 use super::{Bench, Report};
-use crate::RunError;
+use crate::base::RunError;
 use crate::runs::allo::ProfileKind;
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -4,7 +4,7 @@
 //! reads it ([`ArcConfig`]).
 
 use super::{Bench, Report};
-use crate::RunError;
+use crate::base::RunError;
 use kestrel_arc::bench::{self, Kernel};
 use kestrel_arc::{ArcConfig, JAXARC_OPS, LayoutKind, ModeKind, O2ARC_OPS, SelKind};
 use serde::{Deserialize, Serialize};
@@ -87,7 +87,7 @@ fn bench<const S: usize>(c: &ArcBenchConfig) -> Result<Report, RunError> {
         r.text.push(format!("{n} tasks larger than the {S}x{S} canvas left out (first: {first})"));
     }
     let obs_bytes = kestrel_core::Env::spec(&env, &p).obs_len();
-    let pool = crate::pool(Some(c.threads))?;
+    let pool = crate::base::pool(Some(c.threads))?;
     let mut rows = Vec::new();
     for &n in &c.num_envs {
         let kernel = c.kernel.unwrap_or(Kernel::auto::<S>(&p, n));

@@ -3,8 +3,8 @@
 //! `cma_phases`), or one neuroevolution generation on 1 and 2 threads.
 
 use super::{Bench, Report};
-use crate::RunError;
-use kestrel_evo::driver::StrategyKind;
+use crate::base::RunError;
+use kestrel_evo::StrategyKind;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -83,7 +83,7 @@ impl Bench for EvoBench {
             "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12}",
             "dims", "ask µs", "eval µs", "tell µs", "gen µs", "best"
         ));
-        let pool = crate::pool(Some(1))?;
+        let pool = crate::base::pool(Some(1))?;
         for &n in &c.num_dims {
             let t = pool.install(|| match sep {
                 Some(sep) => {
@@ -119,7 +119,7 @@ impl Bench for EvoBench {
 /// One neuroevolution generation on 1 and 2 threads; an error if the fitness differs.
 fn neuro(c: &EvoBenchConfig) -> Result<Report, RunError> {
     let t = kestrel_evo::bench::neuro(
-        &[crate::pool(Some(1))?, crate::pool(Some(2))?],
+        &[crate::base::pool(Some(1))?, crate::base::pool(Some(2))?],
         c.pop_size,
         c.generations,
     )?;

@@ -2,7 +2,7 @@
 //! and a greedy action (`kestrel_agents::bench::hunt`).
 
 use super::{Bench, Report};
-use crate::RunError;
+use crate::base::RunError;
 use kestrel_envs::treasure::TreasureObs;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -50,7 +50,7 @@ impl Bench for HuntBench {
             "iqn_update_us": t.update_us, "iqn_update_gflops": gflops,
             "iqn_update_mflop": t.update_flops / 1e6, "act_us": t.act_us,
             "gemm_only_us": t.gemm_us, "update_over_gemm": t.update_us / t.gemm_us,
-            "commit": crate::COMMIT,
+            "commit": crate::base::COMMIT,
         });
         Ok(Report::one(text, json))
     }

@@ -6,7 +6,7 @@
 //!
 //! Adding a bench: one file here with its `impl Bench`, one line in the CLI's commands.
 
-use crate::RunError;
+use crate::base::RunError;
 use kestrel_core::Documented;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -111,7 +111,7 @@ mod tests {
             B::Config: PartialEq + std::fmt::Debug,
         {
             let d = B::Config::default();
-            let table = crate::to_table(&d).unwrap();
+            let table = crate::config::to_table(&d).unwrap();
             let back: B::Config =
                 crate::config::load_config(&B::Config::default(), None, table, &[]).unwrap();
             assert_eq!(back, d, "{}", B::COMMAND);

@@ -2,7 +2,7 @@
 //! problem, `kestrel_mppi::bench`), or a whole tuning run on jax-mppi's basic example.
 
 use super::{Bench, Report};
-use crate::RunError;
+use crate::base::RunError;
 use crate::runs::mppi::MppiRunConfig;
 use crate::runs::mppi_tune::{MppiTuneConfig, run_tune_with};
 use kestrel_mppi::{ControllerKind, PrecisionKind, SystemKind};
@@ -58,7 +58,7 @@ impl Bench for MppiBench {
         if c.tune_generations == 0 {
             return Err(kestrel_core::Invalid::new("tune_generations", 0, "at least 1").into());
         }
-        let pool = crate::pool(Some(c.threads))?;
+        let pool = crate::base::pool(Some(c.threads))?;
         let precision = serde_json::to_value(c.precision).unwrap_or_default();
         if let Some(pop) = c.tune_pop {
             let mut t = MppiTuneConfig {

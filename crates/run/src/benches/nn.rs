@@ -2,7 +2,7 @@
 //! (`kestrel_nn::bench::mlp`).
 
 use super::{Bench, Report};
-use crate::RunError;
+use crate::base::RunError;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -45,7 +45,7 @@ impl Bench for NnBench {
     type Config = NnBenchConfig;
 
     fn run(c: &NnBenchConfig) -> Result<Report, RunError> {
-        let t = crate::pool(Some(c.threads))?.install(|| {
+        let t = crate::base::pool(Some(c.threads))?.install(|| {
             kestrel_nn::bench::mlp(
                 &c.sizes,
                 c.batch_size,

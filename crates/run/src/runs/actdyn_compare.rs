@@ -4,9 +4,11 @@
 //! paired difference between the arms. The experiment itself is [`super::actdyn`]'s.
 
 use super::actdyn::{Actdyn, CurveAcc, Curves, failed};
+use crate::base::{COMMIT, RunError};
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::run::{Outputs, Run};
 use crate::runs::actdyn::{ActdynConfig, ActdynRun};
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::summary::Summary;
 use kestrel_actdyn::config::PolicyKind;
 use kestrel_actdyn::eval::Evaluation;
 use kestrel_core::Budget;
@@ -62,6 +64,7 @@ pub struct ActdynCompare;
 impl Run for ActdynCompare {
     const NAME: &'static str = "actdyn-compare";
     const COMMAND: &'static str = "actdyn compare";
+    const ABOUT: &'static str = "Random against active on the same seeds, one experiment per thread, with confidence intervals.";
     const METRICS: &'static [&'static str] = &["obs_r2_k5_random", "obs_r2_k5_active"];
     const CURVE: &'static str = "obs_r2_k5";
     type Config = ActdynCompareConfig;
@@ -468,7 +471,7 @@ pub fn run(cc: ActdynCompareConfig, launch: Launch<'_>) -> Result<Outcome, RunEr
             header.push(format!("{} − {} (paired, per seed)", arms[1], arms[0]));
         }
         let header_refs: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
-        crate::write_atomic(
+        crate::base::write_atomic(
             &dir.join("comparison.json"),
             serde_json::to_string_pretty(&serde_json::Value::Object(json_rows))
                 .map_err(failed)?

@@ -9,9 +9,12 @@
 //! and summed in chunk order, so results do not depend on the thread count.
 
 use super::actdyn::{Actdyn, ActdynRun, failed};
-use crate::launch::{Launch, Outcome, Resumable, finish, start};
+use crate::base::{COMMIT, RunError};
+use crate::launch::{Launch, Outcome, finish, start};
+use crate::resume::Resumable;
+use crate::run::{Outputs, Run};
 use crate::runs::actdyn::ActdynConfig;
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::summary::Summary;
 use kestrel_actdyn::ActdynError;
 use kestrel_actdyn::eval::Evaluation;
 use kestrel_actdyn::model::{ElboNoise, ElboOptions, ElboWorkspace, SeqVae};
@@ -118,6 +121,7 @@ pub struct ActdynRetrain;
 impl Run for ActdynRetrain {
     const NAME: &'static str = "actdyn-retrain";
     const COMMAND: &'static str = "actdyn retrain";
+    const ABOUT: &'static str = "Offline retraining of a run on its saved transitions (AdamW over chunks), into a new folder with evaluations before and after.";
     const SEED_KEY: &'static [&'static str] = &["offline", "seed"];
     const METRICS: &'static [&'static str] = &["obs_r2_k5_after", "vf_rel_err_after"];
     const CURVE: &'static str = "elbo_per_t";
@@ -343,7 +347,7 @@ pub fn run(rc: ActdynRetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunEr
     let ck = run_dir.join("checkpoint");
     // `note`: why the model came from `checkpoint.prev/` when the newest set did not verify,
     // said to the watcher and the new folder's record as every resume says it.
-    let Some((mut run, note)) = ActdynRun::latest(&c, &ck, &crate::registry::stamp::<Actdyn>(&c))?
+    let Some((mut run, note)) = ActdynRun::latest(&c, &ck, &crate::run::stamp::<Actdyn>(&c))?
     else {
         return Err(RunError::Failed(format!("{}: no complete checkpoint", ck.display())));
     };
@@ -403,7 +407,7 @@ pub fn run(rc: ActdynRetrainConfig, launch: Launch<'_>) -> Result<Outcome, RunEr
             .file("metrics.jsonl", "one line per epoch")
             .file("params.safetensors", "the retrained parameters (flat, the run's layout)")
             .write(dir.path())?;
-        crate::write_atomic(
+        crate::base::write_atomic(
             &dir.join("evaluation.json"),
             serde_json::to_string_pretty(&json!({"before": before, "after": after}))
                 .map_err(failed)?

@@ -4,9 +4,12 @@
 //! its memory budget and the training loop ([`AlloRun::run`]) are here; the learner, the data
 //! collection and the ground truth are `kestrel-agents`' parts.
 
-use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
+use crate::base::{COMMIT, RunError};
+use crate::launch::{Checkpoints, Launch, Outcome, finish};
+use crate::resume::{Resumable, open};
+use crate::run::{Outputs, Run};
 use crate::runs;
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::summary::Summary;
 use kestrel_agents::AgentError;
 use kestrel_agents::allo::{Allo as AlloLearner, AlloConfig, MethodKind, StepMetrics, collect};
 use kestrel_agents::laplacian::GroundTruth;
@@ -462,6 +465,7 @@ pub struct Allo;
 impl Run for Allo {
     const NAME: &'static str = "allo";
     const COMMAND: &'static str = "allo train";
+    const ABOUT: &'static str = "Train a Laplacian representation on a map.";
     const RESUMABLE: bool = true;
     const BUDGET: &'static str = "steps";
     const METRICS: &'static [&'static str] = &["cosine_similarity"];
@@ -541,7 +545,7 @@ pub fn run(
         open::<AlloRun>(&mut launch, &c, resume, &name, c.seed)?;
     // The curves are drawn from every logged line, the earlier launches' and this one's.
     let mut history = match resume {
-        Some(_) => crate::read_metrics(&dir.join("metrics.jsonl"))?,
+        Some(_) => crate::metrics::read_metrics(&dir.join("metrics.jsonl"))?,
         None => Vec::new(),
     };
     let r = (|| -> Result<String, RunError> {
@@ -888,7 +892,7 @@ mod tests {
                 checkpoint_every: 10,
                 ..AlloRunConfig::default()
             };
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
             let o = run(c, None, l).unwrap();
             for f in [
@@ -900,7 +904,7 @@ mod tests {
             ] {
                 assert!(o.dir.join(f).is_file(), "{method:?}: {f} missing");
             }
-            let lines = crate::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
+            let lines = crate::metrics::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
             let steps: Vec<u64> =
                 lines.iter().map(|l| l["global_step"].as_u64().unwrap()).collect();
             assert_eq!(steps, [5, 10, 15, 20]);

@@ -16,10 +16,13 @@
 //!
 //! The config, its folder and its resume are `kestrel allo train`'s ([`super::allo`]).
 
-use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
+use crate::base::{COMMIT, RunError};
+use crate::launch::{Checkpoints, Launch, Outcome, finish};
+use crate::resume::{Resumable, open};
+use crate::run::Outputs;
 use crate::runs;
 use crate::runs::allo::{Allo, AlloRunConfig};
-use crate::{COMMIT, Outputs, RunError, Summary};
+use crate::summary::Summary;
 use kestrel_agents::AgentError;
 use kestrel_agents::allo::MethodKind;
 use kestrel_agents::asymexp::{
@@ -532,7 +535,7 @@ pub fn step_fields(out: &AsymexpStep, duals: &[f32], barrier: f64, d: usize) -> 
     m
 }
 
-/// What a run of this profile writes ([`crate::Run::outputs`]): the step lines of
+/// What a run of this profile writes ([`crate::run::Run::outputs`]): the step lines of
 /// [`step_fields`], the evaluations' cosines (`Truth::score`: the final version's other two
 /// Laplacians too) and the summary.
 pub fn outputs(c: &AlloRunConfig) -> Outputs {
@@ -566,7 +569,7 @@ pub fn run(
         open::<AsymexpRun>(&mut launch, &c, resume, &name, c.seed)?;
     // The curves are drawn from every logged line, the earlier launches' and this one's.
     let mut history = match resume {
-        Some(_) => crate::read_metrics(&dir.join("metrics.jsonl"))?,
+        Some(_) => crate::metrics::read_metrics(&dir.join("metrics.jsonl"))?,
         None => Vec::new(),
     };
     let r = (|| -> Result<String, RunError> {
@@ -858,7 +861,8 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Layers, RunKind};
+    use crate::registry::RunKind;
+    use crate::run::Layers;
 
     fn small() -> AlloRunConfig {
         AlloRunConfig {
@@ -883,16 +887,16 @@ mod tests {
     /// it still win; the paper profile keeps the paper's.
     #[test]
     fn the_profile_brings_its_own_defaults() {
-        let c: AlloRunConfig = crate::registry::load::<Allo>(
+        let c: AlloRunConfig = crate::run::load::<Allo>(
             Layers::table(&table("profile = \"asymexp\"\nsteps = 7")),
             None,
         )
         .unwrap();
         assert_eq!(c, AlloRunConfig { steps: 7, ..AlloRunConfig::asymexp() });
         let p: AlloRunConfig =
-            crate::registry::load::<Allo>(Layers::table(&table("steps = 7")), None).unwrap();
+            crate::run::load::<Allo>(Layers::table(&table("steps = 7")), None).unwrap();
         assert_eq!(p, AlloRunConfig { steps: 7, ..AlloRunConfig::default() });
-        let f: AlloRunConfig = crate::registry::load::<Allo>(
+        let f: AlloRunConfig = crate::run::load::<Allo>(
             Layers::table(&table(
                 "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"\nthreshold = 0.1",
             )),
@@ -900,7 +904,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.asymexp.version, VersionKind::Final);
-        let e = RunKind::Allo.check(
+        let e = RunKind::named("allo").check(
             Layers::table(&table(
                 "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"\nthreshold = 0.1",
             )),
@@ -975,7 +979,7 @@ mod tests {
             let e = AsymexpRun::new(c.clone())
                 .err()
                 .map(|e| e.to_string())
-                .or_else(|| <Allo as crate::Run>::validate(&c).err().map(|e| e.to_string()))
+                .or_else(|| <Allo as crate::run::Run>::validate(&c).err().map(|e| e.to_string()))
                 .unwrap_or_else(|| panic!("{field}: accepted"));
             assert!(e.contains(field), "{field}: {e}");
         }
@@ -1086,7 +1090,7 @@ mod tests {
                 asymexp: AsymexpSettings { version, ..small().asymexp },
                 ..small()
             };
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
             let o = run(c.clone(), None, l).unwrap();
             for f in [
@@ -1099,7 +1103,7 @@ mod tests {
             ] {
                 assert!(o.dir.join(f).is_file(), "{version:?}: {f} missing");
             }
-            let lines = crate::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
+            let lines = crate::metrics::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
             let steps: Vec<u64> =
                 lines.iter().map(|l| l["global_step"].as_u64().unwrap()).collect();
             assert_eq!(steps, [5, 10, 15, 20]);
@@ -1124,11 +1128,11 @@ mod tests {
             let sets = ["steps=30".to_string()];
             let layers =
                 Layers { preset: None, file: None, table: &toml::Table::new(), sets: &sets };
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
-            let r = RunKind::Allo.launch(layers, Some(&o.dir), l).unwrap();
+            let r = RunKind::named("allo").launch(layers, Some(&o.dir), l).unwrap();
             assert_eq!(r.dir, o.dir);
-            let lines = crate::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
+            let lines = crate::metrics::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
             assert_eq!(lines.last().unwrap()["global_step"], 30);
         }
         let _ = std::fs::remove_dir_all(&out);

@@ -4,8 +4,10 @@
 //! read and checked (its task, pair and actions) before the folder exists.
 
 use super::arc_rollout::dropped_note;
+use crate::base::{COMMIT, RunError};
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::run::{Outputs, Run};
+use crate::summary::Summary;
 use kestrel_arc::{ArcAction, ArcConfig, ArcEnv, ModeKind, TaskBank, trace};
 use kestrel_core::{Budget, Key};
 use serde::{Deserialize, Serialize};
@@ -49,6 +51,8 @@ pub struct ArcReplay;
 impl Run for ArcReplay {
     const NAME: &'static str = "arc-replay";
     const COMMAND: &'static str = "arc replay";
+    const ABOUT: &'static str =
+        "Replays action traces (JSONL) into a run folder: each final state in `replays.jsonl`.";
     /// Replays draw nothing; the seed is that of the generated tasks the traces name.
     const SEED_KEY: &'static [&'static str] = &["env", "gen_seed"];
     const METRICS: &'static [&'static str] = &["mean_return", "terminated"];
@@ -139,7 +143,7 @@ fn read<const S: usize>(c: &ArcReplayConfig) -> Result<(Vec<Checked<S>>, Vec<Str
             message: "no traces: set `traces` to a JSONL file of action traces".into(),
         });
     }
-    let text = crate::read_text(&c.traces)?;
+    let text = crate::base::read_text(&c.traces)?;
     let bank = if c.env.data.is_empty() { TaskBank::default() } else { c.env.bank()? };
     let (mut out, mut dropped) = (Vec::new(), Vec::new());
     for (i, line) in text.lines().enumerate() {

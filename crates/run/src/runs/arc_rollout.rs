@@ -3,8 +3,10 @@
 //! which `kestrel arc replay` plays back. The environment is `ARC-v0` (or `ARC-jaxarc-v0`) as
 //! the env registry builds it ([`ArcConfig`]); the episode loop is `kestrel_arc::trace::play`.
 
+use crate::base::{COMMIT, RunError};
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::run::{Outputs, Run};
+use crate::summary::Summary;
 use kestrel_arc::{ArcAction, ArcConfig, ModeKind, SelKind, Selection, sample_action, trace};
 use kestrel_core::{Budget, Env, Key};
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,7 @@ pub struct ArcRollout;
 impl Run for ArcRollout {
     const NAME: &'static str = "arc-rollout";
     const COMMAND: &'static str = "arc rollout";
+    const ABOUT: &'static str = "Runs episodes with a random or scripted policy into a run folder (`episodes.jsonl`, which `arc replay` reads back).";
     const METRICS: &'static [&'static str] = &["mean_return", "mean_steps"];
     const CURVE: &'static str = "return";
     type Config = ArcRolloutConfig;
@@ -123,7 +126,7 @@ impl Run for ArcRollout {
 /// the canvas.
 pub(crate) fn dropped_note<const S: usize>(
     launch: &mut Launch<'_>,
-    dir: &mut crate::RunDir,
+    dir: &mut crate::record::RunDir,
     dropped: &[String],
 ) -> Result<(), RunError> {
     let Some(first) = dropped.first() else { return Ok(()) };
@@ -137,7 +140,7 @@ pub(crate) fn dropped_note<const S: usize>(
 
 /// The script's actions, read and checked before the folder exists.
 fn script<const S: usize>(path: &Path) -> Result<Vec<ArcAction<S>>, RunError> {
-    let text = crate::read_text(path)?;
+    let text = crate::base::read_text(path)?;
     let list: Vec<Value> = serde_json::from_str(&text).map_err(|e| RunError::Config {
         source_name: path.display().to_string(),
         message: format!("expected a JSON list of actions: {e}"),

@@ -4,10 +4,14 @@
 //! `kestrel-evo`'s; the config, its checks and the generation loop ([`EsRun::run_with`]) are
 //! here.
 
+use crate::base::{COMMIT, RunError};
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Outputs, Run, RunError, Summary, runs};
+use crate::run::{Outputs, Run};
+use crate::runs;
+use crate::summary::Summary;
 use kestrel_core::{Budget, FromInvalid, Key};
-use kestrel_evo::driver::{Driver, Generation, Stop, StopRules, StrategyKind, benchmark};
+use kestrel_evo::StrategyKind;
+use kestrel_evo::driver::{Driver, Generation, Stop, StopRules, benchmark};
 use kestrel_evo::problem::Function;
 use kestrel_evo::{BoundKind, Bounds, EvoError, Problem};
 use kestrel_plot::{LinePlot, Series};
@@ -348,6 +352,8 @@ pub struct Es;
 impl Run for Es {
     const NAME: &'static str = "evo";
     const COMMAND: &'static str = "evo run";
+    const ABOUT: &'static str =
+        "Minimise a benchmark function (or evolve a CartPole policy) with an evolution strategy.";
     const METRICS: &'static [&'static str] = &["best_fitness", "evals"];
     const CURVE: &'static str = "best";
     type Config = EsConfig;
@@ -429,8 +435,8 @@ impl Run for Es {
     const EVALUATED_ELSEWHERE: bool = true;
 
     /// The configured problem (shifted and rotated by the seed), a fresh key per generation.
-    fn population(c: &EsConfig) -> Result<crate::Population, RunError> {
-        Ok(crate::Population {
+    fn population(c: &EsConfig) -> Result<crate::run::Population, RunError> {
+        Ok(crate::run::Population {
             problem: EsRun::new(c.clone())?.into_problem(),
             run_key: Key::new(c.seed),
             eval_keys: kestrel_evo::EvalKeys::PerGeneration,

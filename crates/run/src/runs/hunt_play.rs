@@ -4,8 +4,11 @@
 //! training it reads is [`super::hunt`]'s.
 
 use super::hunt::{Hunt, HuntRun, HuntRunConfig, sheet};
-use crate::launch::{Launch, Outcome, Resumable, finish, start};
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::base::{COMMIT, RunError};
+use crate::launch::{Launch, Outcome, finish, start};
+use crate::resume::Resumable;
+use crate::run::{Outputs, Run};
+use crate::summary::Summary;
 use kestrel_core::{Budget, Key};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -41,6 +44,7 @@ pub struct HuntPlay;
 impl Run for HuntPlay {
     const NAME: &'static str = "hunt-play";
     const COMMAND: &'static str = "hunt play";
+    const ABOUT: &'static str = "Greedy play of a trained run's checkpoint: rewards per epoch, the first epoch's turns in one picture.";
     const METRICS: &'static [&'static str] = &["mean_reward"];
     const CURVE: &'static str = "mean_reward";
     type Config = HuntPlayConfig;
@@ -94,8 +98,7 @@ pub fn run(c: HuntPlayConfig, launch: Launch<'_>) -> Result<Outcome, RunError> {
     HuntPlay::validate(&c)?;
     let src = source(&c.run)?;
     let ckpt = c.run.join("checkpoint");
-    let Some((played, _)) = HuntRun::latest(&src, &ckpt, &crate::registry::stamp::<Hunt>(&src))?
-    else {
+    let Some((played, _)) = HuntRun::latest(&src, &ckpt, &crate::run::stamp::<Hunt>(&src))? else {
         return Err(RunError::Failed(format!(
             "{}: no complete checkpoint to play",
             ckpt.display()

@@ -1,6 +1,6 @@
-//! One file per run kind, each a [`crate::Run`]: the config it reads, what it checks, and its
+//! One file per run kind, each a [`crate::run::Run`]: the config it reads, what it checks, and its
 //! loop from start to summary, built from the algorithm crates' parts. The registry
-//! ([`crate::RunKind`]) is how every front end reaches them.
+//! ([`crate::registry::RunKind`]) is how every front end reaches them.
 //!
 //! | kind | command | file |
 //! |---|---|---|
@@ -33,7 +33,7 @@ pub mod mppi_qd;
 pub mod mppi_tune;
 pub mod qd;
 
-use crate::RunError;
+use crate::base::RunError;
 use kestrel_core::Budget;
 use std::path::Path;
 
@@ -122,7 +122,7 @@ where
             message: format!("no run folder: set `run` to the `kestrel {command}` folder to read"),
         });
     }
-    crate::load_config(defaults, Some(&dir.join("config.toml")), toml::Table::new(), &[])
+    crate::config::load_config(defaults, Some(&dir.join("config.toml")), toml::Table::new(), &[])
 }
 
 /// Next power of two at or above `x` (a `Vec` grown by pushing).

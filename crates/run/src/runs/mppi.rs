@@ -4,8 +4,11 @@
 //! the controllers, systems and the episode loop (`kestrel_mppi::episode`) are
 //! `kestrel-mppi`'s.
 
+use crate::base::{COMMIT, RunError, write_atomic};
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
+use crate::run::{Outputs, Run};
+use crate::runs;
+use crate::summary::Summary;
 use kestrel_core::Budget;
 use kestrel_core::Key;
 use kestrel_dynamics::Dynamics;
@@ -199,6 +202,8 @@ pub struct MppiRun;
 impl Run for MppiRun {
     const NAME: &'static str = "mppi-run";
     const COMMAND: &'static str = "mppi run";
+    const ABOUT: &'static str =
+        "Run a controller closed loop on a system: trajectory, cost and state plots, frames.";
     const METRICS: &'static [&'static str] = &["total_cost"];
     const CURVE: &'static str = "cost";
     type Config = MppiRunConfig;

@@ -14,10 +14,13 @@
 //! of a generation are evaluated in one call (rows in parallel), so results do not depend on
 //! the thread count.
 
+use crate::base::{COMMIT, RunError, write_atomic};
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::run::{Outputs, Run};
+use crate::runs;
 use crate::runs::mppi::MppiRunConfig;
 use crate::runs::mppi_tune::{MppiTuneConfig, TuneStarts, tune_problem, validate_tune};
-use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
+use crate::summary::Summary;
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_dynamics::Dynamics;
@@ -103,6 +106,7 @@ pub struct MppiQd;
 impl Run for MppiQd {
     const NAME: &'static str = "mppi-qd";
     const COMMAND: &'static str = "mppi qd";
+    const ABOUT: &'static str = "Quality-diversity tuning: CMA-ME fills an archive of good knob settings spread over the first two knobs; writes every elite and the best as a config.";
     const SEED_KEY: &'static [&'static str] = &["run", "seed"];
     const METRICS: &'static [&'static str] = &["qd_score", "coverage", "best_cost"];
     const CURVE: &'static str = "qd_score";
@@ -347,8 +351,8 @@ mod tests {
     use super::*;
 
     fn go(c: MppiQdConfig, threads: usize, out: &Path) -> Outcome {
-        let pool = crate::pool(Some(threads)).unwrap();
-        let mut p = crate::quiet;
+        let pool = crate::base::pool(Some(threads)).unwrap();
+        let mut p = crate::launch::quiet;
         let l = Launch { out_dir: out.to_path_buf(), argv: vec!["t".into()], progress: &mut p };
         pool.install(|| run(c, l)).unwrap()
     }
@@ -390,7 +394,7 @@ mod tests {
             MppiQdConfig { sigma: f64::NAN, ..c.clone() },
         ] {
             assert!(MppiQd::validate(&bad).is_err(), "{bad:?}");
-            let mut p = crate::quiet;
+            let mut p = crate::launch::quiet;
             let dir = out.join("bad");
             let l = Launch { out_dir: dir.clone(), argv: vec![], progress: &mut p };
             assert!(run(bad, l).is_err());

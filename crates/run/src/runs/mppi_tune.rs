@@ -5,9 +5,12 @@
 //! `kestrel-mppi`'s tuner parts ([`TuneProblem`], [`TuneSpec`]); the best knobs are written as a
 //! run config `kestrel mppi run` replays.
 
+use crate::base::{COMMIT, RunError, write_atomic};
 use crate::launch::{Launch, Outcome, finish, start};
+use crate::run::{Outputs, Run};
+use crate::runs;
 use crate::runs::mppi::MppiRunConfig;
-use crate::{COMMIT, Outputs, Run, RunError, Summary, runs, write_atomic};
+use crate::summary::Summary;
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_dynamics::Dynamics;
@@ -424,6 +427,8 @@ pub struct MppiTune;
 impl Run for MppiTune {
     const NAME: &'static str = "mppi-tune";
     const COMMAND: &'static str = "mppi tune";
+    const ABOUT: &'static str =
+        "Tune a controller's knobs with an evolution strategy; writes the best as a config.";
     const SEED_KEY: &'static [&'static str] = &["run", "seed"];
     const METRICS: &'static [&'static str] = &["best_cost", "start_cost"];
     const CURVE: &'static str = "best";
@@ -488,8 +493,8 @@ impl Run for MppiTune {
 
     /// A candidate's cost ([`tune_problem`]); every generation sees `Key::new(run.seed)
     /// .fold_in(0)` (common random numbers).
-    fn population(c: &MppiTuneConfig) -> Result<crate::Population, RunError> {
-        Ok(crate::Population {
+    fn population(c: &MppiTuneConfig) -> Result<crate::run::Population, RunError> {
+        Ok(crate::run::Population {
             problem: tune_problem(c)?,
             run_key: Key::new(c.run.seed),
             eval_keys: EvalKeys::Common,
@@ -799,7 +804,7 @@ mod tests {
     }
 
     fn load_tune(_: Option<&Path>, table: toml::Table) -> Result<MppiTuneConfig, RunError> {
-        crate::registry::load::<MppiTune>(crate::Layers::table(&table), None)
+        crate::run::load::<MppiTune>(crate::run::Layers::table(&table), None)
     }
 
     /// The tuner's config is read over its run system's defaults: a pendulum (one control) gets

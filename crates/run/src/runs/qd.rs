@@ -3,8 +3,11 @@
 //! heat map and the QD score per generation. Archives and emitters are `kestrel-evo`'s; the
 //! config, its checks and the generation loop ([`QdRun::run`]) are here.
 
+use crate::base::{COMMIT, RunError};
 use crate::launch::{Launch, Outcome, finish, start};
-use crate::{COMMIT, Outputs, Run, RunError, Summary, runs};
+use crate::run::{Outputs, Run};
+use crate::runs;
+use crate::summary::Summary;
 use kestrel_core::Budget;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_evo::EvoError;
@@ -255,6 +258,7 @@ pub struct Qd;
 impl Run for Qd {
     const NAME: &'static str = "qd";
     const COMMAND: &'static str = "evo qd";
+    const ABOUT: &'static str = "Quality diversity on the linear-projection benchmark.";
     const METRICS: &'static [&'static str] = &["qd_score", "coverage", "best"];
     const CURVE: &'static str = "qd_score";
     type Config = QdConfig;
@@ -351,7 +355,7 @@ pub fn heatmap_picture(
     path: Option<&Path>,
 ) -> Result<crate::render::Frame, RunError> {
     if let Some(p) = path {
-        crate::write_atomic(p, &map.png()?)?;
+        crate::base::write_atomic(p, &map.png()?)?;
     }
     let (w, h) = map.pixels();
     Ok(crate::render::Frame { width: w as usize, height: h as usize, rgb: map.rgb()? })

@@ -13,8 +13,11 @@ mod online;
 pub use config::ActdynConfig;
 pub use online::{ActdynRun, StepRecord};
 
-use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::base::{COMMIT, RunError};
+use crate::launch::{Checkpoints, Launch, Outcome, finish};
+use crate::resume::{Resumable, open};
+use crate::run::{Outputs, Run};
+use crate::summary::Summary;
 use kestrel_actdyn::config::PolicyKind;
 use kestrel_actdyn::eval::{Evaluation, learned_field};
 use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series, Sketch};
@@ -111,6 +114,8 @@ pub struct Actdyn;
 impl Run for Actdyn {
     const NAME: &'static str = "actdyn";
     const COMMAND: &'static str = "actdyn run";
+    const ABOUT: &'static str =
+        "One experiment: random (E1) or active (E2) data collection, faithful or fixed profile.";
     const RESUMABLE: bool = true;
     const BUDGET: &'static str = "steps";
     const METRICS: &'static [&'static str] = &["obs_r2_k5", "vf_rel_err"];
@@ -260,7 +265,7 @@ pub fn run(
         progress.stopped()?;
         // Curves over the whole run (this launch and any before it), from metrics.jsonl.
         let mut acc = CurveAcc::default();
-        crate::for_each_metric(&dir.join("metrics.jsonl"), |row| {
+        crate::metrics::for_each_metric(&dir.join("metrics.jsonl"), |row| {
             if let (Some(step), Some(l), Some(ll), Some(kl)) = (
                 row["global_step"].as_u64(),
                 row["loss_per_t"].as_f64(),
@@ -271,7 +276,7 @@ pub fn run(
             }
         })?;
         let curves = acc.finish();
-        crate::write_atomic(
+        crate::base::write_atomic(
             &dir.join("evaluation.json"),
             serde_json::to_string_pretty(&json!({"evaluation": &eval, "curves": &curves}))
                 .map_err(failed)?

@@ -9,9 +9,12 @@ mod trainer;
 
 pub use trainer::{EpochStats, HuntAgent, HuntConfig, Trainer, TurnOrder};
 
-use crate::launch::{Checkpoints, Launch, Outcome, Resumable, finish, open};
+use crate::base::{COMMIT, RunError};
+use crate::launch::{Checkpoints, Launch, Outcome, finish};
+use crate::resume::{Resumable, open};
+use crate::run::{Outputs, Run};
 use crate::runs;
-use crate::{COMMIT, Outputs, Run, RunError, Summary};
+use crate::summary::Summary;
 use kestrel_agents::AgentError;
 use kestrel_core::Budget;
 use kestrel_core::FromInvalid;
@@ -410,6 +413,8 @@ pub struct Hunt;
 impl Run for Hunt {
     const NAME: &'static str = "hunt";
     const COMMAND: &'static str = "hunt train";
+    const ABOUT: &'static str =
+        "Train one IQN learner per agent (sorrel's treasure-hunt defaults).";
     const RESUMABLE: bool = true;
     const BUDGET: &'static str = "epochs, record_every and checkpoint_every";
     const METRICS: &'static [&'static str] = &["mean_total_reward_last_100"];
@@ -526,7 +531,7 @@ pub fn run(
         progress.stopped()?;
         // The whole run's curve (a resumed run reads its earlier epochs back).
         let mut all: Vec<Vec<f64>> = vec![Vec::new(); n];
-        crate::for_each_metric(&dir.join("metrics.jsonl"), |v| {
+        crate::metrics::for_each_metric(&dir.join("metrics.jsonl"), |v| {
             for (i, a) in all.iter_mut().enumerate() {
                 a.push(v["reward"][i].as_f64().unwrap_or(f64::NAN));
             }
