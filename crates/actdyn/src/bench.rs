@@ -2,7 +2,7 @@
 //! median of `reps` calls after warm-up. The run's timings (planner call, environment step)
 //! are in `kestrel_run`'s bench, which builds whole runs.
 
-use crate::ActdynError;
+use crate::error::ActdynError;
 use crate::model::{ModelConfig, SeqVae};
 use crate::train::{TrainConfig, Trainer};
 use kestrel_core::Key;

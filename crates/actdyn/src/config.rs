@@ -5,7 +5,7 @@
 //! at 10). `fixed` gives the intended math. Each deviation is its own switch ([`Bugs`]); a
 //! profile sets them all, and `[bugs]` in a config overrides any one.
 
-use crate::ActdynError;
+use crate::error::ActdynError;
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
 

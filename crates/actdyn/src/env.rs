@@ -1,8 +1,8 @@
 //! The experiment's true environment built from its section of the config: the vector field,
 //! the noise convention and the observation model (weights drawn from the key).
 
-use crate::ActdynError;
 use crate::config::{Bugs, EnvConfig, FieldKind, ObsKind, ObsNoiseKind};
+use crate::error::ActdynError;
 use kestrel_core::{FromInvalid, Key};
 use kestrel_envs::vectorfield::{
     DoubleLimitCycle, Duffing, LimitCycle, Linear, Mlp, MultiAttractor, MultiAttractorConfig,

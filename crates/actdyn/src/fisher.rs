@@ -15,7 +15,7 @@
 //! math (`FIXED`), one switch per defect. Φ is computed once per (sequence, step) and reused
 //! for the mean, the Jacobian, `S` and the information; `S` lives in per-thread scratch.
 
-use crate::ActdynError;
+use crate::error::ActdynError;
 use crate::rbf::{LogLinearDecoder, RbfDynamics, RbfGrid};
 use kestrel_core::{FromInvalid, Invalid};
 use kestrel_mppi::TrajectoryCost;

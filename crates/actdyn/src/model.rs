@@ -19,7 +19,7 @@
 //! weighted by 0.8^{k−1} (normalised), the log-likelihood of the (masked) samples, and
 //! loss = −(LL − β·KL_w). [`SeqVae::elbo`] returns the terms and, when asked, adds ∂loss/∂θ.
 
-use crate::ActdynError;
+use crate::error::ActdynError;
 use crate::rbf::{RbfDynamics, RbfGrid};
 use kestrel_core::{FromInvalid, Key};
 use kestrel_nn::matmul::{Op, matmul};

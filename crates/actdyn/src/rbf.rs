@@ -9,7 +9,7 @@
 //! `2c + d`), and the transition mean is `μ′(z, u) = m(z) + u·dt` (non-residual, the reference's
 //! default) or `z + m(z)·dt + u·dt` (residual).
 
-use crate::ActdynError;
+use crate::error::ActdynError;
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
 

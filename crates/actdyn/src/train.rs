@@ -2,7 +2,7 @@
 //! ELBO and its gradient, global gradient-norm clipping, an SGD or Adam step, then the
 //! reference's random-walk perturbation of the dynamics weights. β annealing.
 
-use crate::ActdynError;
+use crate::error::ActdynError;
 use crate::model::{ElboNoise, ElboOptions, ElboTerms, ElboWorkspace, SeqVae};
 use kestrel_core::{FromInvalid, Key};
 use kestrel_nn::{Adam, AdamState};

@@ -26,8 +26,8 @@
 //! `4 B` rows (tested), at a fraction of the work; `dedup: false` keeps the plain batched
 //! path for inputs that do not repeat.
 
-use crate::AgentError;
 use crate::distinct::DistinctRows;
+use crate::error::AgentError;
 use kestrel_core::FromInvalid;
 use kestrel_core::simd::Real;
 use kestrel_core::{BatchEnv, Key, VecEnv};

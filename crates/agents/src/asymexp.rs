@@ -27,8 +27,8 @@
 //! inputs repeat, so the distinct rows are fewer still) and the row gradients are summed
 //! onto them.
 
-use crate::AgentError;
 pub use crate::distinct::DistinctRows;
+use crate::error::AgentError;
 use kestrel_core::simd::Real;
 use kestrel_core::{FromInvalid, Key};
 pub use kestrel_envs::asymexp::{AsymexpMap, VersionKind};

@@ -2,8 +2,8 @@
 //! scripts): environment turns, observation, IQN update against its matrix products alone,
 //! action choice; ALLO replay sampling and training steps.
 
-use crate::AgentError;
 use crate::allo::{Allo, AlloConfig, collect};
+use crate::error::AgentError;
 use crate::iqn::{IqnConfig, IqnLearner};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;

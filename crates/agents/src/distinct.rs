@@ -1,7 +1,7 @@
 //! What both ALLO learners share ([`crate::allo`], the paper's; [`crate::asymexp`]): the
 //! encoder run once over a step's distinct states, and their checkpoints' state file.
 
-use crate::AgentError;
+use crate::error::AgentError;
 use kestrel_core::FromInvalid;
 use kestrel_core::simd::Real;
 

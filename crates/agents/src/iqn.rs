@@ -22,7 +22,7 @@
 //! n-step returns and prioritised replay are options of the replay buffer
 //! ([`kestrel_replay::FrameReplay`]), off by default as in sorrel's behaviour.
 
-use crate::AgentError;
+use crate::error::AgentError;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::simd::Real;

@@ -7,7 +7,7 @@
 //! true ones first. Also the SR-Laplacian eigenvalues of the paper's Table 3,
 //! `1 − (1 − λ)/(1 − λ μ)` for the eigenvalues `μ` of `P` (λ = 0.9).
 
-use crate::AgentError;
+use crate::error::AgentError;
 use faer::{Mat, Side};
 use kestrel_core::FromInvalid;
 use kestrel_envs::GridMap;
@@ -166,7 +166,7 @@ impl GroundTruth {
 /// `I − (1−γ)(D^½ SR D^−½ + (·)ᵀ)/2`, whose eigenvectors `u` give its own as `D^−½ u` (states
 /// never visited get 0) — where the reference decomposes its symmetric part.
 pub mod empirical {
-    use crate::AgentError;
+    use crate::error::AgentError;
     use faer::linalg::solvers::DenseSolveCore;
     use faer::{Mat, Side};
     use kestrel_core::FromInvalid;

@@ -83,9 +83,9 @@ pub enum SelKind {
 }
 
 impl std::str::FromStr for SelKind {
-    type Err = crate::ArcError;
+    type Err = crate::error::ArcError;
     /// `mask`, `bbox` or `point`.
-    fn from_str(s: &str) -> Result<Self, crate::ArcError> {
+    fn from_str(s: &str) -> Result<Self, crate::error::ArcError> {
         match s {
             "mask" => Ok(SelKind::Mask),
             "bbox" => Ok(SelKind::BBox),

@@ -2,10 +2,11 @@
 //! benchmarks): batched steps per second, the memory-bandwidth bound of writing observations,
 //! and the cost of each operation.
 
-use crate::{
-    ArcAction, ArcEnv, ArcError, ArcLanes, ArcParams, MAX_LANE_SIDE, ModeKind, NUM_OPS, SelKind,
-    sample_action,
-};
+use crate::action::{ArcAction, SelKind, sample_action};
+use crate::env::{ArcEnv, ArcParams, ModeKind};
+use crate::error::ArcError;
+use crate::lanes::{ArcLanes, MAX_LANE_SIDE};
+use crate::ops::NUM_OPS;
 use kestrel_core::timing::rows_per_second;
 use kestrel_core::{BatchEnv, Env, Key, VecEnv};
 use std::time::Instant;

@@ -1,13 +1,15 @@
 //! An ARC env as a config names it ([`ArcConfig`]): the params one tunes and where the tasks
 //! come from (a folder of ARC JSON, or the generator). The env registry (`kestrel-run`)
 //! reads it from TOML, `--set` or a Python dict; [`ArcConfig::params`] and
-//! [`ArcConfig::bank`] turn it into the parts an [`ArcEnv`](crate::ArcEnv) is built from.
+//! [`ArcConfig::bank`] turn it into the parts an [`ArcEnv`](crate::env::ArcEnv) is built from.
 
+use crate::env::{ArcEnv, ArcParams, ModeKind, SplitKind};
+use crate::error::ArcError;
 use crate::generator::{Family, GenConfig, find_or_generate, generate_bank};
-use crate::{
-    ArcEnv, ArcError, ArcParams, GridInit, JaxBugs, JaxRewards, LayoutKind, LoadOptions, ModeKind,
-    SplitKind, Task, TaskBank,
-};
+use crate::init::GridInit;
+use crate::jaxarc::{JaxBugs, JaxRewards};
+use crate::obs::LayoutKind;
+use crate::task::{LoadOptions, Task, TaskBank};
 use kestrel_core::FromInvalid;
 
 /// The canvas sides compiled in (ARC-AGI's 30, and 5 and 10 where `jaxarc` mode runs on the
@@ -132,7 +134,7 @@ impl Default for ArcConfig {
 impl ArcConfig {
     /// The params in `mode`; an error for a canvas not compiled in, JaxARC's bugs or grid
     /// initialisation in o2arc mode, or a bad `init` (the rest is
-    /// [`ArcEnv::validate`](crate::ArcEnv::validate)'s).
+    /// [`ArcEnv::validate`](crate::env::ArcEnv::validate)'s).
     pub fn params(&self, mode: ModeKind) -> Result<ArcParams, ArcError> {
         if !CANVASES.contains(&self.canvas) {
             return Err(ArcError::invalid("canvas", self.canvas, "5, 10 or 30"));
@@ -212,7 +214,7 @@ impl ArcConfig {
 
     /// The generator's settings: tasks up to `max_side`, or the canvas side where smaller.
     fn generator(&self) -> Result<GenConfig, ArcError> {
-        if !(3..=crate::MAX_SIDE).contains(&self.max_side) {
+        if !(3..=crate::task::MAX_SIDE).contains(&self.max_side) {
             return Err(ArcError::invalid("max_side", self.max_side, "3 to 30"));
         }
         if !(0.0..=1.0).contains(&self.difficulty) {

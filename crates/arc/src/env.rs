@@ -2,7 +2,7 @@
 //!
 //! | | `o2arc` (default, ARCLE `O2ARCv2Env` 0.2.6) | `jaxarc` (JaxARC 1.0.3) |
 //! |---|---|---|
-//! | observation | `compact`: grid (`S×S` i8) + dims; `full`: [`FullObsView`](crate::FullObsView) layout | same layouts; grid padded with -1 |
+//! | observation | `compact`: grid (`S×S` i8) + dims; `full`: [`FullObsView`](crate::obs::FullObsView) layout | same layouts; grid padded with -1 |
 //! | action | [`ArcAction`]: op 0–34 + mask, bbox or point selection | same; op ids per JaxARC's table |
 //! | reward | 1 for a Submit whose grid equals the answer (dims and cells), else 0 | similarity delta + step penalty + success bonus / unsolved penalty ([`JaxRewards`]) |
 //! | terminated | correct Submit, or trials exhausted (`max_trials`); sticky as in ARCLE | every Submit |
@@ -24,8 +24,8 @@
 //! arXiv:2601.17564 (<https://github.com/aadimator/JaxARC>). Exact semantics are in
 //! `shared/reference/arc.md` and proven by the golden tests in `tests/golden_*.rs`.
 
-use crate::ArcError;
 use crate::action::ArcAction;
+use crate::error::ArcError;
 use crate::init::{GridInit, Start};
 use crate::jaxarc::{self, JaxBugs, JaxRewards, JaxarcTable};
 use crate::o2arc::O2arcTable;

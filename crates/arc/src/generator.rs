@@ -7,7 +7,7 @@
 //! smaller where a rule enlarges its output); `difficulty` in `[0, 1]` scales object count,
 //! density and noise.
 
-use crate::ArcError;
+use crate::error::ArcError;
 use crate::task::{GridData, MAX_SIDE, Pair, Task, TaskBank};
 use kestrel_core::FromInvalid;
 use kestrel_core::{Key, Rng};

@@ -33,7 +33,7 @@
 //! in distribution, not key for key. JaxARC derives the transform kind, the quarter turns,
 //! the reflection and the colour permutation from one key; Kestrel draws them independently.
 
-use crate::ArcError;
+use crate::error::ArcError;
 use crate::grid::{self, Grid, Mask};
 use crate::jaxarc::{JaxBugs, short_f32};
 use crate::state::PairGrids;

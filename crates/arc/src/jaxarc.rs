@@ -192,7 +192,7 @@ pub struct JaxBugs {
     /// Flood fill stops after 64 dilation steps and ignores the working mask.
     pub flood_fill_cap: bool,
     /// The start grid is a random train input, not the episode pair's input (empty and
-    /// random starts: training pair 0's area; [`GridInit`](crate::GridInit)).
+    /// random starts: training pair 0's area; [`GridInit`](crate::init::GridInit)).
     pub wrong_pair_init: bool,
     /// On the test split the target is empty, so no Submit can succeed.
     pub eval_no_success: bool,
@@ -232,7 +232,7 @@ impl JaxBugs {
     }
 }
 
-/// The `jaxarc` table with the [`ArcParams`](crate::ArcParams) settings it reads.
+/// The `jaxarc` table with the [`ArcParams`](crate::env::ArcParams) settings it reads.
 ///
 /// An op id outside 0–34 is clipped to it, as JaxARC does. Reward per step:
 /// `step_penalty`, plus the similarity improvement times `similarity_weight` (train split

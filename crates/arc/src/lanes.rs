@@ -1051,7 +1051,7 @@ pub struct LaneActions<'a, const S: usize> {
 impl<const S: usize> LaneActions<'_, S> {
     /// Lane `l`'s op id (clipped to 0–34, as [`ArcAction`]'s is) and selection as bit rows
     /// (bit `c` of row `r` is cell `(r, c)`; bits past the canvas are dropped): the same action
-    /// as [`ArcAction`] with [`Selection::Mask`](crate::Selection::Mask) of those rows.
+    /// as [`ArcAction`] with [`Selection::Mask`](crate::action::Selection::Mask) of those rows.
     #[inline]
     pub fn set_mask(&mut self, l: usize, op: i64, rows: [u32; S]) {
         self.b.op[l] = op.clamp(0, NUM_OPS as i64 - 1) as u8;
@@ -1089,8 +1089,8 @@ impl<const S: usize> LaneActions<'_, S> {
 
     /// Lanes `0..ops.len()` at once from coordinate columns, one value a lane: points
     /// (`[rows, cols]`) or boxes (`[r1, c1, r2, c2]`, corners in either order), clipped to the
-    /// canvas: the masks of [`Selection::Point`](crate::Selection::Point) and
-    /// [`Selection::BBox`](crate::Selection::BBox), every lane's row `r` in one vector pass.
+    /// canvas: the masks of [`Selection::Point`](crate::action::Selection::Point) and
+    /// [`Selection::BBox`](crate::action::Selection::BBox), every lane's row `r` in one vector pass.
     ///
     /// # Panics
     ///
@@ -1144,7 +1144,7 @@ impl<const S: usize> WithSimd for SetMasks<'_, S> {
 }
 
 /// [`LaneActions::set_coords`]' vector pass: op ids clipped, each row of every lane's point or
-/// box (as [`Selection::to_mask`](crate::Selection::to_mask) draws them).
+/// box (as [`Selection::to_mask`](crate::action::Selection::to_mask) draws them).
 struct SetCoords<'a, const S: usize> {
     b: &'a mut Block<S>,
     ops: &'a [i64],
@@ -1448,7 +1448,7 @@ impl<const S: usize> ArcLanes<S> {
 
     /// Steps every env with uniformly random actions of selection form `kind`, drawn lane-wise
     /// inside the kernel: the same actions as [`BatchEnv::step_with`] with a policy calling
-    /// [`sample_action`](crate::sample_action) on its key.
+    /// [`sample_action`](crate::action::sample_action) on its key.
     pub fn step_random(&mut self, kind: SelKind) {
         self.run::<NoPolicy<S>>(Actions::Random(kind));
     }

@@ -141,7 +141,7 @@ impl O2arcOp {
     }
 }
 
-/// The `o2arc` table with the [`ArcParams`](crate::ArcParams) settings it reads.
+/// The `o2arc` table with the [`ArcParams`](crate::env::ArcParams) settings it reads.
 ///
 /// An op id outside 0–34 is ignored (ARCLE raises `IndexError`, or runs Python's negative
 /// index). Reward: 1 for a Submit whose grid equals the answer (dims and cells), else 0;

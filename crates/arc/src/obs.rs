@@ -20,9 +20,9 @@ pub enum LayoutKind {
 }
 
 impl std::str::FromStr for LayoutKind {
-    type Err = crate::ArcError;
+    type Err = crate::error::ArcError;
     /// `compact` or `full`.
-    fn from_str(s: &str) -> Result<Self, crate::ArcError> {
+    fn from_str(s: &str) -> Result<Self, crate::error::ArcError> {
         match s {
             "compact" => Ok(LayoutKind::Compact),
             "full" => Ok(LayoutKind::Full),

@@ -11,8 +11,8 @@ use crate::state::{ArcState, PairGrids};
 pub const NUM_OPS: i32 = 35;
 
 /// One table of ARC operations and its rewards. Implemented by
-/// [`O2arcTable`](crate::O2arcTable) and [`JaxarcTable`](crate::JaxarcTable); a table value
-/// carries the settings of [`ArcParams`](crate::ArcParams) its mode reads.
+/// [`O2arcTable`](crate::o2arc::O2arcTable) and [`JaxarcTable`](crate::jaxarc::JaxarcTable); a table value
+/// carries the settings of [`ArcParams`](crate::env::ArcParams) its mode reads.
 pub trait OpTable {
     /// A decoded operation.
     type Op: Copy + Eq + std::fmt::Debug;
@@ -54,7 +54,8 @@ pub trait OpTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{JaxarcTable, O2arcTable};
+    use crate::jaxarc::JaxarcTable;
+    use crate::o2arc::O2arcTable;
 
     /// Names and decoded ops agree with op ids, both ways, in a table.
     fn check_table<T: OpTable>() {
@@ -83,7 +84,8 @@ mod tests {
 
     #[test]
     fn out_of_range_ops_ignored_by_o2arc_clipped_by_jaxarc() {
-        use crate::{JaxarcOp, O2arcOp};
+        use crate::jaxarc::JaxarcOp;
+        use crate::o2arc::O2arcOp;
         assert_eq!(O2arcTable::decode(-1), None);
         assert_eq!(O2arcTable::decode(NUM_OPS), None);
         assert_eq!(O2arcTable::decode(20), Some(O2arcOp::MoveU));

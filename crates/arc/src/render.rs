@@ -85,8 +85,9 @@ pub fn text_task(t: &Task) -> String {
 pub fn task_image(t: &Task, cell: usize) -> (usize, usize, Vec<u8>) {
     let pairs: Vec<_> = t.train.iter().chain(&t.test).collect();
     let gap = cell.max(2);
-    let col_w =
-        |f: fn(&crate::Pair) -> &GridData| pairs.iter().map(|p| f(p).w).max().unwrap_or(1) * cell;
+    let col_w = |f: fn(&crate::task::Pair) -> &GridData| {
+        pairs.iter().map(|p| f(p).w).max().unwrap_or(1) * cell
+    };
     let (wi, wo) = (col_w(|p| &p.input), col_w(|p| &p.output));
     let width = gap + wi + gap + wo + gap;
     let heights: Vec<usize> = pairs.iter().map(|p| p.input.h.max(p.output.h) * cell).collect();
@@ -112,7 +113,7 @@ pub fn task_image(t: &Task, cell: usize) -> (usize, usize, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Pair;
+    use crate::task::Pair;
 
     #[test]
     fn image_has_the_colours_of_the_cells() {

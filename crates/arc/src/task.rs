@@ -13,7 +13,7 @@
 //! A task's id is its file stem (e.g. `007bbfb7`); its `group` is the folder path relative
 //! to the loaded directory (e.g. `training`, `corpus/AboveBelow`).
 
-use crate::ArcError;
+use crate::error::ArcError;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,8 @@
 //! `{"op": K, "mask": [[0/1 ...] ...]}`, `{"op": K, "bbox": [r1, c1, r2, c2]}`,
 //! `{"op": K, "point": [row, col]}`; no selection means an empty mask.
 
-use crate::{ArcAction, ArcError, Selection};
+use crate::action::{ArcAction, Selection};
+use crate::error::ArcError;
 use serde_json::{Value, json};
 
 fn bad(at: &str, message: String) -> ArcError {
@@ -18,12 +19,12 @@ pub fn action_from_json<const S: usize>(v: &Value, at: &str) -> Result<ArcAction
             .ok_or_else(|| bad(at, format!("field {f:?} must hold 32-bit integers, got {x}")))
     };
     let op = int(v.get("op").unwrap_or(&Value::Null), "op")?;
-    if !(0..crate::NUM_OPS).contains(&op) {
+    if !(0..crate::ops::NUM_OPS).contains(&op) {
         return Err(bad(
             at,
             format!(
                 "op {op} is not an operation: 0 to {} (a trace names ops exactly; only raw JaxARC-mode actions clamp, as JaxARC does)",
-                crate::NUM_OPS - 1
+                crate::ops::NUM_OPS - 1
             ),
         ));
     }
@@ -213,15 +214,15 @@ pub struct Played<const S: usize> {
     /// The actions taken.
     pub actions: Vec<ArcAction<S>>,
     /// The final state.
-    pub state: crate::ArcState<S>,
+    pub state: crate::state::ArcState<S>,
 }
 
 /// Plays `next(t)` from `state` until it returns `None`, the environment terminates, or
 /// `max_steps` steps have been counted (truncation).
 pub fn play<const S: usize>(
-    env: &crate::ArcEnv<S>,
-    p: &crate::ArcParams,
-    mut state: crate::ArcState<S>,
+    env: &crate::env::ArcEnv<S>,
+    p: &crate::env::ArcParams,
+    mut state: crate::state::ArcState<S>,
     max_steps: Option<u32>,
     mut next: impl FnMut(usize) -> Option<ArcAction<S>>,
 ) -> Played<S> {

@@ -3,12 +3,14 @@
 //! auto-reset modes ([`AutoReset`]), the time limit and the end of an episode
 //! ([`count_step`], [`end_episode`]), `reset_rows` and `shard`'s checks.
 //!
-//! [`VecEnv`](crate::VecEnv) (any [`Env`](crate::Env), one row per env) and specialised
+//! [`VecEnv`](crate::vec_env::VecEnv) (any [`Env`](crate::env::Env), one row per env) and specialised
 //! kernels such as `kestrel_arc::ArcLanes` (many envs per SIMD lane) implement it; a kernel
 //! writes only its physics and calls these for the rest, so both give the same keys, flags
 //! and resets (`crates/arc/tests/lanes.rs` compares them bit for bit).
 
-use crate::{CoreError, FromInvalid, Key, Spec};
+use crate::error::{CoreError, FromInvalid};
+use crate::key::Key;
+use crate::space::Spec;
 
 /// Tag of a row's step key (`key.fold_in(t).fold_in(row).fold_in(KEY_STEP)`; see the crate
 /// docs).
@@ -162,7 +164,7 @@ pub struct Columns<O> {
 impl<O: Copy + Default> Columns<O> {
     /// The columns of rows `[row_offset, row_offset + num_envs)` of a batch seeded `seed`,
     /// before any reset. `kernel_row_bytes` is what the kernel holds per env beside these
-    /// columns (its state): the total must fit [`crate::MAX_BYTES`]. Fails for no envs, an
+    /// columns (its state): the total must fit [`crate::error::MAX_BYTES`]. Fails for no envs, an
     /// offset past `u64`, or a size whose memory does not fit.
     pub fn new(
         spec: Spec,
@@ -177,7 +179,7 @@ impl<O: Copy + Default> Columns<O> {
         let (a, obs_len) = (spec.num_agents, spec.obs_len());
         let row =
             2 * (a * obs_len * size_of::<O>()) as u128 + kernel_row_bytes + (a * 4 + 8) as u128;
-        crate::check_bytes("num_envs", num_envs, num_envs as u128, row)?;
+        crate::error::check_bytes("num_envs", num_envs, num_envs as u128, row)?;
         if row_offset.checked_add(num_envs as u64).is_none() {
             return Err(CoreError::invalid(
                 "row_offset",
@@ -582,7 +584,7 @@ pub trait BatchEnv: Send + Sized {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Space;
+    use crate::space::Space;
 
     fn spec(agents: usize) -> Spec {
         Spec {

@@ -2,12 +2,12 @@
 //!
 //! Each run kind lists the buffers that grow with its config as named terms ([`Budget::add`]):
 //! what the buffer is, the config fields it grows with (with their values), and its bytes.
-//! [`Budget::check`] refuses a total past [`MAX_BYTES`](crate::MAX_BYTES), naming the largest
+//! [`Budget::check`] refuses a total past [`MAX_BYTES`](crate::error::MAX_BYTES), naming the largest
 //! terms, so a size that would abort the process ("memory allocation of … bytes failed") is a
 //! clear error before any run folder exists. The run crate's tests compare each kind's
 //! estimate with the peak a counting allocator measures.
 
-use crate::{Invalid, MAX_BYTES};
+use crate::error::{Invalid, MAX_BYTES};
 use std::borrow::Cow;
 use std::fmt::Write;
 

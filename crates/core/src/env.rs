@@ -1,9 +1,10 @@
-use crate::{Key, Spec};
+use crate::key::Key;
+use crate::space::Spec;
 use std::fmt::Debug;
 
 /// A single-environment kernel with explicit state, params and key.
 ///
-/// Batching, auto-reset, time limits and threads are written once, in [`crate::VecEnv`].
+/// Batching, auto-reset, time limits and threads are written once, in [`crate::vec_env::VecEnv`].
 ///
 /// Observations are flat: one agent's observation is `spec.obs_len()` elements of
 /// `Self::Obs`, so an env can offer several observation layouts chosen in `Params`
@@ -40,7 +41,7 @@ pub trait Env: Send + Sync {
     /// Writes the observation of `state` (all agents) and returns `true`, for envs whose
     /// observation is a function of the state alone; `false` (the default), writing nothing,
     /// when it is not.
-    /// [`crate::BatchEnv::set_state`] on a [`crate::VecEnv`] uses it to start a row from a given state (matching a
+    /// [`crate::batch::BatchEnv::set_state`] on a [`crate::vec_env::VecEnv`] uses it to start a row from a given state (matching a
     /// peer from the same start state).
     fn observe(&self, params: &Self::Params, state: &Self::State, obs: &mut [Self::Obs]) -> bool {
         let _ = (params, state, obs);

@@ -10,7 +10,7 @@
 //! additions per row. Time is the caller's (`now`, seconds on any clock): a library reads no
 //! clock of its own.
 
-use crate::AutoReset;
+use crate::batch::AutoReset;
 use rayon::prelude::*;
 
 /// The episode count's rule for one step over a chunk of rows ([`EpisodeStats::record`] and
@@ -297,7 +297,7 @@ impl EpisodeStats {
         truncated: &[bool],
         now: f64,
         out: Option<EpisodeColumns<'_>>,
-    ) -> Result<usize, crate::CoreError> {
+    ) -> Result<usize, crate::error::CoreError> {
         let a = self.agents;
         let rows = self.returns.len();
         let envs = rows / a;
@@ -315,7 +315,7 @@ impl EpisodeStats {
             ("episode flags", n, out_lengths[3]),
         ] {
             if expected != got {
-                return Err(crate::CoreError::Length { what, expected, got });
+                return Err(crate::error::CoreError::Length { what, expected, got });
             }
         }
         if steps == 0 || rows == 0 {
@@ -470,7 +470,7 @@ mod tests {
     /// short last byte of it) and however dense.
     #[test]
     fn set_flags_visits_the_set_positions_in_order() {
-        let mut r = crate::Key::new(5).rng();
+        let mut r = crate::key::Key::new(5).rng();
         for len in [0, 1, 7, 8, 9, 63, 64, 65, 130, 1000] {
             for density in [0, 3, 50, 100] {
                 let flags: Vec<bool> = (0..len).map(|_| r.below(100) < density).collect();
@@ -489,7 +489,7 @@ mod tests {
     fn record_steps_is_record_once_a_step() {
         let (envs, agents, steps) = (700, 3, 9);
         let rows = envs * agents;
-        let mut r = crate::Key::new(5).rng();
+        let mut r = crate::key::Key::new(5).rng();
         let rewards: Vec<f32> = (0..steps * rows).map(|_| r.uniform_f64() as f32).collect();
         let te: Vec<bool> = (0..steps * envs).map(|_| r.below(7) == 0).collect();
         let tr: Vec<bool> = (0..steps * envs).map(|_| r.below(11) == 0).collect();
@@ -561,7 +561,7 @@ mod tests {
             let (mut ret, mut len, mut start) =
                 (vec![0.0f64; rows], vec![0u64; rows], vec![0.0; rows]);
             let mut prev = vec![false; rows];
-            let mut r = crate::Key::new(4).rng();
+            let mut r = crate::key::Key::new(4).rng();
             for k in 0..40 {
                 let now = k as f64 * 0.25;
                 let rewards: Vec<f32> = (0..rows).map(|_| r.uniform_f64() as f32).collect();

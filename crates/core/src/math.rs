@@ -26,7 +26,7 @@ mod tests {
         for x in [-2.5, -2.0, -0.5, -0.0, 0.0, 0.5, 2.0, 2.5, 1e15 + 0.5, -1e15 - 0.5, 1e300] {
             assert_eq!(floor(x).to_bits(), x.floor().to_bits(), "{x}");
         }
-        let mut r = crate::Key::new(5).rng();
+        let mut r = crate::key::Key::new(5).rng();
         for _ in 0..100_000 {
             let x = 1e6 * (2.0 * r.uniform_f64() - 1.0);
             assert_eq!(floor(x), x.floor(), "{x}");

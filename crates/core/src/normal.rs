@@ -10,7 +10,7 @@
 //! u₁ bounds |z| by √(48 ln 2) ≈ 5.77: the tail beyond it (probability 8·10⁻⁹) is not drawn.
 //! An odd last value takes the cosine of one more draw.
 
-use crate::Key;
+use crate::key::Key;
 use crate::simd::FromF32;
 
 const TWO_POW_M24: f32 = 1.0 / (1u32 << 24) as f32;

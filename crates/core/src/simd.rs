@@ -402,7 +402,7 @@ mod tests {
         for k in -2_000_000i32..=2_000_000 {
             check(k as f32 * 5e-3);
         }
-        let mut r = crate::Key::new(4).rng();
+        let mut r = crate::key::Key::new(4).rng();
         for _ in 0..1_000_000 {
             check((2.0 * r.uniform_f64() - 1.0) as f32 * 10.0);
         }
@@ -427,7 +427,7 @@ mod tests {
 
     #[test]
     fn floor_f32_is_exact() {
-        let mut r = crate::Key::new(6).rng();
+        let mut r = crate::key::Key::new(6).rng();
         for _ in 0..200_000 {
             let x = ((2.0 * r.uniform_f64() - 1.0) * 1e7) as f32;
             assert_eq!(floor_f32(x), x.floor(), "{x}");
@@ -496,7 +496,7 @@ mod tests {
     /// row's bytes as bits, at every row length up to 128, the last row ending the slice.
     #[test]
     fn for_each_bit_row_is_the_bytes_as_bits() {
-        let mut r = crate::Key::new(9).rng();
+        let mut r = crate::key::Key::new(9).rng();
         for per in [1, 5, 8, 25, 63, 64, 65, 100, 128] {
             let bytes: Vec<u8> = (0..3 * per + per / 2).map(|_| (r.next_u64() & 1) as u8).collect();
             let want: Vec<u128> = bytes

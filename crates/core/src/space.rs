@@ -66,7 +66,7 @@ pub struct Spec {
     pub action_space: Space,
     /// Agents per environment (each is a row of the per-agent columns).
     pub num_agents: usize,
-    /// Episode step limit applied by [`crate::VecEnv`] as `truncated`; `None` for none.
+    /// Episode step limit applied by [`crate::vec_env::VecEnv`] as `truncated`; `None` for none.
     pub max_episode_steps: Option<u32>,
 }
 

@@ -55,9 +55,9 @@ pub fn rows_per_second(
     rows: usize,
     seconds: f64,
     mut step: impl FnMut(),
-) -> Result<f64, crate::Invalid> {
+) -> Result<f64, crate::error::Invalid> {
     if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(crate::Invalid::new("seconds", seconds, "more than 0, at most 86400"));
+        return Err(crate::error::Invalid::new("seconds", seconds, "more than 0, at most 86400"));
     }
     for _ in 0..3 {
         step();

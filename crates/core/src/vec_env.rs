@@ -1,8 +1,11 @@
 //! The one batched driver of any [`Env`]: N copies stepped in parallel over rows, a
 //! [`BatchEnv`] whose bookkeeping (keys, auto-reset, time limit) is `crate::batch`'s.
 
+use crate::batch::BatchEnv;
 use crate::batch::{Columns, StepKeys, count_step, end_episode};
-use crate::{BatchEnv, CoreError, Env, FromInvalid, Key};
+use crate::env::Env;
+use crate::error::{CoreError, FromInvalid};
+use crate::key::Key;
 use rayon::prelude::*;
 
 /// One block of rows of every column, as the step loop takes it.
@@ -18,7 +21,7 @@ struct Rows<'a, E: Env> {
     nr: &'a mut [bool],
 }
 
-/// N environments stepped together, with auto-reset ([`crate::AutoReset`], same-step by default):
+/// N environments stepped together, with auto-reset ([`crate::batch::AutoReset`], same-step by default):
 /// the [`BatchEnv`] of any [`Env`] (columns and their meaning: [`Columns`]).
 ///
 /// Rows are independent and draw from keys derived from `(seed, step, row)` (see the crate
@@ -67,7 +70,7 @@ impl<E: Env> BatchEnv for VecEnv<E> {
         &self.cols
     }
 
-    fn set_autoreset(&mut self, mode: crate::AutoReset) {
+    fn set_autoreset(&mut self, mode: crate::batch::AutoReset) {
         self.cols.set_autoreset(mode);
     }
 
@@ -239,7 +242,8 @@ impl<E: Env> VecEnv<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AutoReset, Space, Spec};
+    use crate::batch::AutoReset;
+    use crate::space::{Space, Spec};
 
     /// Counts up by the action; terminates at 10; reward = new value.
     #[derive(Clone, Debug)]

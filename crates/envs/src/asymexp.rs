@@ -18,7 +18,7 @@
 //! of a full index among the non-wall cells. Everything downstream (replay, ground truth,
 //! metric) uses canonical indices.
 
-use crate::EnvError;
+use crate::error::EnvError;
 
 /// Which version of the reference's parser (and of `exp_alcl/allo.py`; config spelling
 /// `thresholded`, `final`).

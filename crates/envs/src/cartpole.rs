@@ -41,7 +41,7 @@ pub struct CartPoleParams {
 
 impl CartPoleParams {
     /// Checks every constant is finite and positive and the limit at least 1.
-    pub fn validate(&self) -> Result<(), crate::EnvError> {
+    pub fn validate(&self) -> Result<(), crate::error::EnvError> {
         let p = self;
         for (field, v) in [
             ("gravity", p.gravity),
@@ -51,9 +51,9 @@ impl CartPoleParams {
             ("force_mag", p.force_mag),
             ("tau", p.tau),
         ] {
-            crate::positive(field, v)?;
+            crate::error::positive(field, v)?;
         }
-        crate::limit(p.max_episode_steps)
+        crate::error::limit(p.max_episode_steps)
     }
 }
 

@@ -3,7 +3,7 @@
 //! cart-pole, 2-D navigation, double integrator, differential drive, jax-mppi's basic system)
 //! live in `kestrel-dynamics` and are re-exported here.
 //!
-use crate::EnvError;
+use crate::error::EnvError;
 use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key, Space, Spec};
 use kestrel_dynamics::Dynamics;
@@ -93,7 +93,7 @@ impl<D: Dynamics> ControlEnv<D> {
                 "finite and >= 0",
             ));
         }
-        crate::limit(p.max_episode_steps)
+        crate::error::limit(p.max_episode_steps)
     }
 
     fn observe(&self, s: &ControlState, obs: &mut [f32]) {

@@ -10,7 +10,7 @@
 //! `shared/data/laplacian-grids/`) or are generated ([`GridMap::builtin`]): open rooms,
 //! N-rooms layouts and random mazes, so nothing needs a data folder.
 
-use crate::EnvError;
+use crate::error::EnvError;
 use kestrel_core::{Env, Key, Space, Spec};
 use std::sync::Arc;
 
@@ -285,7 +285,7 @@ impl Default for GridConfig {
 impl GridConfig {
     /// The params: the map built or read, the limit checked.
     pub fn params(&self) -> Result<GridParams, EnvError> {
-        crate::limit(self.max_episode_steps)?;
+        crate::error::limit(self.max_episode_steps)?;
         let map = GridMap::resolve(&self.map)?;
         Ok(GridParams { map: Arc::new(map), max_episode_steps: self.max_episode_steps })
     }

@@ -41,7 +41,7 @@ pub struct PendulumParams {
 
 impl PendulumParams {
     /// Checks every constant is finite and positive and the limit at least 1.
-    pub fn validate(&self) -> Result<(), crate::EnvError> {
+    pub fn validate(&self) -> Result<(), crate::error::EnvError> {
         let p = self;
         for (field, v) in [
             ("g", p.g),
@@ -51,9 +51,9 @@ impl PendulumParams {
             ("max_speed", p.max_speed),
             ("max_torque", f64::from(p.max_torque)),
         ] {
-            crate::positive(field, v)?;
+            crate::error::positive(field, v)?;
         }
-        crate::limit(p.max_episode_steps)
+        crate::error::limit(p.max_episode_steps)
     }
 }
 

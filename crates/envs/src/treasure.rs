@@ -140,14 +140,14 @@ impl TreasureParams {
     }
 
     /// Checks the sizes (at least one interior cell per agent) and probabilities.
-    pub fn validate(&self) -> Result<(), crate::EnvError> {
+    pub fn validate(&self) -> Result<(), crate::error::EnvError> {
         let interior = self.height.saturating_sub(2) * self.width.saturating_sub(2);
         if self.num_agents == 0
             || interior < self.num_agents
             || self.height > 255
             || self.width > 255
         {
-            return Err(crate::EnvError::invalid(
+            return Err(crate::error::EnvError::invalid(
                 "height/width/num_agents",
                 format!("{}x{} with {} agents", self.height, self.width, self.num_agents),
                 "at most 255 a side and at least one interior cell per agent",
@@ -160,35 +160,35 @@ impl TreasureParams {
             ("wall_value", self.wall_value),
         ] {
             if !v.is_finite() {
-                return Err(crate::EnvError::invalid(field, v, "a finite number"));
+                return Err(crate::error::EnvError::invalid(field, v, "a finite number"));
             }
         }
         if self.vision_radius > 127 {
-            return Err(crate::EnvError::invalid(
+            return Err(crate::error::EnvError::invalid(
                 "vision_radius",
                 self.vision_radius,
                 "at most 127 (a view of at most 255 a side, as the world)",
             ));
         }
         if self.max_turns == 0 {
-            return Err(crate::EnvError::invalid("max_turns", 0, "at least 1"));
+            return Err(crate::error::EnvError::invalid("max_turns", 0, "at least 1"));
         }
         if self.items.is_empty() || self.items.len() > 3 {
-            return Err(crate::EnvError::invalid(
+            return Err(crate::error::EnvError::invalid(
                 "items",
                 format!("{:?}", self.items),
                 "one to three of gem, food, bone",
             ));
         }
         if let Some(i) = (1..self.items.len()).find(|&i| self.items[..i].contains(&self.items[i])) {
-            return Err(crate::EnvError::invalid(
+            return Err(crate::error::EnvError::invalid(
                 "items",
                 format!("{:?}", self.items),
                 format!("each item once ({:?} is listed twice)", self.items[i]),
             ));
         }
         if !(0.0..=1.0).contains(&self.spawn_prob) {
-            return Err(crate::EnvError::invalid(
+            return Err(crate::error::EnvError::invalid(
                 "spawn_prob",
                 self.spawn_prob.to_string(),
                 "in [0, 1]",

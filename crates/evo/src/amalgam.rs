@@ -29,9 +29,9 @@
 //!   divides by `√C`, so the univariate model is the full one with the off-diagonal entries
 //!   dropped.
 
-use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
 use crate::eigen::CholWork;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
 use faer::linalg::matmul::matmul;

@@ -13,8 +13,8 @@
 //! population (ESMC at least 4). Non-finite fitness is read as the generation's worst finite
 //! value (evosax's mean turns NaN on a NaN fitness; no profile keeps that).
 
-use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::open_es::Adam;
 use crate::strategy::{

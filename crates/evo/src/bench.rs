@@ -1,10 +1,13 @@
 //! Timings of the strategies (`kestrel evo bench`, `tools/compare/evo.py`): one generation's
 //! phases through the driver, and a neuroevolution generation on 1 and 2 threads.
 
+use crate::cma_es::{CmaEs, CmaParams};
 use crate::driver::{Driver, Instance, Optimizer};
+use crate::error::EvoError;
 use crate::neuro::cartpole_problem;
 use crate::problem::{Benchmark, Function, Problem};
-use crate::{CmaEs, CmaParams, EvoError, SepCmaEs, Strategy};
+use crate::sep_cma_es::SepCmaEs;
+use crate::strategy::Strategy;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
@@ -77,8 +80,8 @@ pub fn cma_phases(
 /// size 0.3, through the driver on the current thread pool (CMA-ES and Sep-CMA-ES:
 /// [`cma_phases`], which can decompose eagerly).
 pub fn strategy_phases(
-    kind: crate::StrategyKind,
-    params: &crate::StrategyParams,
+    kind: crate::kind::StrategyKind,
+    params: &crate::hyper::StrategyParams,
     pop_size: usize,
     num_dims: usize,
     generations: u64,

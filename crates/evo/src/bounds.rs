@@ -1,7 +1,7 @@
 //! Box bounds for any strategy: applied to a population after `ask` (clip, reflect) or as a
 //! fitness penalty after evaluation.
 
-use crate::EvoError;
+use crate::error::EvoError;
 use kestrel_core::FromInvalid;
 
 /// How out-of-bounds samples are handled (configs spell it `clip`, `reflect`, `penalty`).

@@ -19,7 +19,7 @@
 //! draw otherwise. A NaN or infinite fitness is read as the generation's worst finite one
 //! (evosax's minimum and ranks would carry the NaN into its stall counter).
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::learned_ckpt::Checkpoint;
 use crate::les::Dense;

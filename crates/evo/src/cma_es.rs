@@ -32,8 +32,8 @@
 //! stays finite however long it runs (`tests/long_runs.rs`). pycma's stop conditions, which
 //! would have ended such a run near the optimum, are [`crate::termination`]'s.
 
-use crate::EvoError;
 use crate::eigen::EigenWork;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::Scales;

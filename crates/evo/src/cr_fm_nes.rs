@@ -23,8 +23,8 @@
 //! state) and the mean from the rows told (the asked step, exact in f64, where a row is its
 //! f32 rounding). A non-finite shape update (a degenerate `v` or `D`) keeps the old shape.
 
-use crate::EvoError;
 use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights_pair;
 use crate::strategy::{

@@ -6,7 +6,7 @@
 //! differential weight 0.8, elitism on, one difference vector). Kestrel's `init` seeds the
 //! population around the given mean with `N(0, sigma_init²)`.
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens};
 use kestrel_core::{FromInvalid, Key};

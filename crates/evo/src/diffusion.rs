@@ -19,7 +19,7 @@
 //! where it is (σ_t = 0): so does Kestrel's. Non-finite fitness weighs 0 (evosax's weights turn
 //! NaN); `1 − α_{t−1} − σ_t²`, which rounding can leave a hair below 0, is read as 0.
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_row};
 use crate::swarm::{best_or_start, first_population};

@@ -35,9 +35,11 @@ use crate::cma_es::CmaEs;
 use crate::cr_fm_nes::CrFmNes;
 use crate::de::DifferentialEvolution;
 use crate::diffusion::DiffusionEvolution;
+use crate::error::EvoError;
 use crate::evotf::{EvoTf, EvoTfNet};
 use crate::ga::{Ga, GaRule};
 use crate::gradient_es::{GradientEs, GradientRule};
+use crate::hyper::StrategyParams;
 use crate::kind::{StrategyKind, sv_cma_default_particles, sv_default_particles};
 use crate::les::{Les, LesNet};
 use crate::lga::{Lga, LgaNet};
@@ -45,6 +47,7 @@ use crate::local_search::{LocalRule, LocalSearch};
 use crate::ma_es::{MaEs, MaKind};
 use crate::open_es::OpenEs;
 use crate::pgpe::Pgpe;
+use crate::problem;
 use crate::problem::Problem;
 use crate::rm_es::RmEs;
 use crate::sep_cma_es::SepCmaEs;
@@ -55,7 +58,6 @@ use crate::sv_open_es::SvOpenEs;
 use crate::swarm::{Swarm, SwarmRule};
 use crate::weighted_es::{DES_TEMPERATURE, WeightRule, WeightedEs};
 use crate::xnes::Xnes;
-use crate::{EvoError, StrategyParams, problem};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 
@@ -114,40 +116,44 @@ impl StrategyKind {
         Ok(match self {
             StrategyKind::CmaEs => {
                 let s = CmaEs::new(pop, n)?;
-                let p = params.cma(crate::CmaParams { sigma_init: sigma, ..s.default_params() })?;
+                let p = params
+                    .cma(crate::cma_es::CmaParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::SepCmaEs => {
                 let s = SepCmaEs::new(pop, n)?;
-                let p = params.cma(crate::CmaParams { sigma_init: sigma, ..s.default_params() })?;
+                let p = params
+                    .cma(crate::cma_es::CmaParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Snes => {
                 let s = Snes::new(pop, n)?;
-                let p =
-                    params.snes(crate::SnesParams { sigma_init: sigma, ..s.default_params() })?;
+                let p = params
+                    .snes(crate::snes::SnesParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Xnes => {
                 let s = Xnes::new(pop, n)?;
-                let p =
-                    params.xnes(crate::XnesParams { sigma_init: sigma, ..s.default_params() })?;
+                let p = params
+                    .xnes(crate::xnes::XnesParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::OpenEs => {
                 let s = OpenEs::new(pop, n)?;
-                let p = params.open_es(crate::OpenEsParams { sigma, ..s.default_params() })?;
+                let p =
+                    params.open_es(crate::open_es::OpenEsParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Pgpe => {
                 let s = Pgpe::new(pop, n)?;
-                let p =
-                    params.pgpe(crate::PgpeParams { sigma_init: sigma, ..s.default_params() })?;
+                let p = params
+                    .pgpe(crate::pgpe::PgpeParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::De => {
                 let s = DifferentialEvolution::new(pop, n)?;
-                let p = params.de(crate::DeParams { sigma_init: sigma, ..s.default_params() })?;
+                let p =
+                    params.de(crate::de::DeParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::SimpleEs | StrategyKind::Des => {
@@ -157,7 +163,7 @@ impl StrategyKind {
                     WeightRule::Discovered { temperature: params.temperature(DES_TEMPERATURE)? }
                 };
                 let s = WeightedEs::new(pop, n, rule)?;
-                let p = params.weighted(crate::WeightedEsParams {
+                let p = params.weighted(crate::weighted_es::WeightedEsParams {
                     sigma_init: sigma,
                     ..s.default_params()
                 })?;
@@ -168,7 +174,7 @@ impl StrategyKind {
                     if self == StrategyKind::MaEs { MaKind::Full } else { MaKind::LimitedMemory };
                 let s = MaEs::new(pop, n, kind)?;
                 let mut p = s.default_params();
-                p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
+                p.cma = params.cma(crate::cma_es::CmaParams { sigma_init: sigma, ..p.cma })?;
                 p.bugs = params.bugs.unwrap_or_default();
                 Box::new(Instance::new(s, p, key, mean))
             }
@@ -179,8 +185,10 @@ impl StrategyKind {
                     AntitheticRule::Esmc
                 };
                 let s = Antithetic::new(pop, n, rule)?;
-                let p =
-                    params.antithetic(crate::AntitheticParams { sigma, ..s.default_params() })?;
+                let p = params.antithetic(crate::antithetic::AntitheticParams {
+                    sigma,
+                    ..s.default_params()
+                })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::HillClimbing
@@ -194,14 +202,15 @@ impl StrategyKind {
                     _ => LocalRule::GradientlessDescent,
                 };
                 let s = LocalSearch::new(pop, n, rule)?;
-                let p = params.local(crate::LocalParams { sigma, ..s.default_params() })?;
+                let p = params
+                    .local(crate::local_search::LocalParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Pso | StrategyKind::SimpleGa => {
                 let rule =
                     if self == StrategyKind::Pso { SwarmRule::Pso } else { SwarmRule::SimpleGa };
                 let s = Swarm::new(pop, n, rule)?;
-                let p = params.swarm(crate::SwarmParams { sigma, ..s.default_params() })?;
+                let p = params.swarm(crate::swarm::SwarmParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Mr15Ga | StrategyKind::SamrGa | StrategyKind::GesmrGa => {
@@ -211,7 +220,7 @@ impl StrategyKind {
                     _ => GaRule::Gesmr,
                 };
                 let s = Ga::new(pop, n, rule, params.num_groups.unwrap_or(1))?;
-                let p = params.ga(crate::GaParams { sigma, ..s.default_params() })?;
+                let p = params.ga(crate::ga::GaParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::PersistentEs
@@ -225,13 +234,16 @@ impl StrategyKind {
                     _ => GradientRule::Asebo,
                 };
                 let s = GradientEs::new(pop, n, rule, params.subspace_dims.unwrap_or(1))?;
-                let p = params.gradient(crate::GradientEsParams { sigma, ..s.default_params() })?;
+                let p = params.gradient(crate::gradient_es::GradientEsParams {
+                    sigma,
+                    ..s.default_params()
+                })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::RmEs => {
                 let s = RmEs::new(pop, n, params.num_paths.unwrap_or(1))?;
                 let mut p = s.default_params();
-                p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
+                p.cma = params.cma(crate::cma_es::CmaParams { sigma_init: sigma, ..p.cma })?;
                 let p = params.rm(p)?;
                 Box::new(Instance::new(s, p, key, mean))
             }
@@ -242,13 +254,16 @@ impl StrategyKind {
                     AmalgamKind::Univariate
                 };
                 let s = Amalgam::new(pop, n, kind)?;
-                let p = params.amalgam(crate::AmalgamParams { sigma, ..s.default_params() })?;
+                let p = params
+                    .amalgam(crate::amalgam::AmalgamParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::CrFmNes => {
                 let s = CrFmNes::new(pop, n)?;
-                let p = params
-                    .cr_fm_nes(crate::CrFmNesParams { sigma_init: sigma, ..s.default_params() })?;
+                let p = params.cr_fm_nes(crate::cr_fm_nes::CrFmNesParams {
+                    sigma_init: sigma,
+                    ..s.default_params()
+                })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::SvOpenEs => {
@@ -257,14 +272,15 @@ impl StrategyKind {
                     n,
                     params.num_populations.unwrap_or_else(|| sv_default_particles(pop)),
                 )?;
-                let p = params.sv(crate::SvOpenEsParams { sigma, ..s.default_params() })?;
+                let p =
+                    params.sv(crate::sv_open_es::SvOpenEsParams { sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::SvCmaEs => {
                 let k = params.num_populations.unwrap_or_else(|| sv_cma_default_particles(pop));
                 let s = SvCmaEs::new(pop, n, k)?;
                 let mut p = s.default_params();
-                p.cma = params.cma(crate::CmaParams { sigma_init: sigma, ..p.cma })?;
+                p.cma = params.cma(crate::cma_es::CmaParams { sigma_init: sigma, ..p.cma })?;
                 let p = params.sv_cma(p)?;
                 Box::new(Instance::new(s, p, key, mean))
             }
@@ -273,20 +289,25 @@ impl StrategyKind {
                 crate::error::check_sizes(pop, n, 2)?;
                 let net = LesNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
                 let s = Les::new(pop, n, std::sync::Arc::new(net))?;
-                let p = params.les(crate::LesParams { sigma_init: sigma })?;
+                let p = params.les(crate::les::LesParams { sigma_init: sigma })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::Lga => {
                 crate::error::check_sizes(pop, n, 2)?;
                 let net = LgaNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
                 let s = Lga::new(pop, n, std::sync::Arc::new(net))?;
-                Box::new(Instance::new(s, crate::LgaParams { sigma }, key, mean))
+                Box::new(Instance::new(s, crate::lga::LgaParams { sigma }, key, mean))
             }
             StrategyKind::CmaAnchoredLes => {
                 crate::error::check_sizes(pop, n, 2)?;
                 let net = CalesNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
                 let s = CmaAnchoredLes::new(pop, n, std::sync::Arc::new(net))?;
-                Box::new(Instance::new(s, crate::CalesParams { sigma_init: sigma }, key, mean))
+                Box::new(Instance::new(
+                    s,
+                    crate::cma_anchored_les::CalesParams { sigma_init: sigma },
+                    key,
+                    mean,
+                ))
             }
             StrategyKind::EvoTfEs => {
                 crate::error::check_sizes(pop, n, 2)?;
@@ -294,8 +315,8 @@ impl StrategyKind {
                 crate::evotf::check_context(context)?;
                 let net = EvoTfNet::read(std::path::Path::new(self.weights_path(params, n)?))?;
                 let s = EvoTf::new(pop, n, context, std::sync::Arc::new(net))?;
-                let p =
-                    params.evotf(crate::EvoTfParams { sigma_init: sigma, ..s.default_params() })?;
+                let p = params
+                    .evotf(crate::evotf::EvoTfParams { sigma_init: sigma, ..s.default_params() })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
             StrategyKind::DiffusionEvolution => {
@@ -304,7 +325,7 @@ impl StrategyKind {
                     params.alpha_schedule.unwrap_or_default(),
                     params.num_generations.unwrap_or(128),
                 )?;
-                let p = params.diffusion(crate::DiffusionParams { sigma, ..p })?;
+                let p = params.diffusion(crate::diffusion::DiffusionParams { sigma, ..p })?;
                 Box::new(Instance::new(s, p, key, mean))
             }
         })
@@ -705,7 +726,7 @@ impl<'p, O: Optimizer> Driver<'p, O> {
     }
 
     /// Repairs every asked population to `bounds` (and penalises by them, in
-    /// [`crate::BoundKind::Penalty`]).
+    /// [`crate::bounds::BoundKind::Penalty`]).
     pub fn with_bounds(mut self, bounds: Bounds) -> Result<Self, EvoError> {
         if bounds.num_dims() != self.optimizer.num_dims() {
             return Err(EvoError::invalid(

@@ -41,8 +41,8 @@
 //! one (evosax's features turn NaN, and with them the mean), and the mean stays inside f32's
 //! range.
 
-use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::learned_ckpt::Checkpoint;
 use crate::les::Dense;

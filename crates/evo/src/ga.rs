@@ -1,5 +1,5 @@
 //! Genetic algorithms that adapt their mutation rate: the 1/5 success rule, self-adaptation
-//! per member, and group elite selection of mutation rates. Like [`crate::Swarm`], evosax's
+//! per member, and group elite selection of mutation rates. Like [`crate::swarm::Swarm`], evosax's
 //! `init(population, fitness)` is Kestrel's generation 0 (`ask` draws `x0 + σ z`, `tell`
 //! stores it); every later generation mutates the kept population.
 //!
@@ -19,7 +19,7 @@
 //! Kestrel's default reads NaN as `+inf`, the worst value: any finite child beats a failed
 //! parent, and a group is ranked by its finite improvements.
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_row};
 use crate::swarm::{best_or_start, first_population};

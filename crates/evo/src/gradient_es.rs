@@ -26,9 +26,9 @@
 //! for each row that is its f32 rounding. Non-finite fitness reads as the generation's worst
 //! finite value (evosax's mean turns NaN).
 
-use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
 use crate::eigen::{CholWork, EigenWork};
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::open_es::Adam;
 use crate::strategy::{

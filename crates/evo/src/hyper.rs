@@ -5,15 +5,30 @@
 //! keyword arguments. A knob the chosen strategy does not have is an error naming the
 //! strategies that have it, never silently ignored.
 
+use crate::amalgam::AmalgamParams;
+use crate::antithetic::AntitheticParams;
+use crate::cma_es::CmaParams;
+use crate::cr_fm_nes::CrFmNesParams;
+use crate::de::DeParams;
+use crate::diffusion::{AlphaSchedule, DiffusionParams};
+use crate::error::EvoError;
+use crate::evotf::EvoTfParams;
+use crate::ga::GaParams;
+use crate::gradient_es::GradientEsParams;
 use crate::kind::StrategyKind;
+use crate::les::LesParams;
+use crate::local_search::LocalParams;
+use crate::open_es::{Adam, OpenEsParams};
+use crate::pgpe::PgpeParams;
+use crate::rm_es::RmParams;
 use crate::shaping::ShapingKind;
+use crate::snes::SnesParams;
 use crate::strategy::BugsKind;
-use crate::{
-    Adam, AlphaSchedule, AmalgamParams, AntitheticParams, CmaParams, CrFmNesParams, DeParams,
-    DiffusionParams, EvoError, EvoTfParams, GaParams, GradientEsParams, LesParams, LocalParams,
-    OpenEsParams, PgpeParams, RmParams, SnesParams, SvCmaParams, SvOpenEsParams, SwarmParams,
-    WeightedEsParams, XnesParams,
-};
+use crate::sv_cma_es::SvCmaParams;
+use crate::sv_open_es::SvOpenEsParams;
+use crate::swarm::SwarmParams;
+use crate::weighted_es::WeightedEsParams;
+use crate::xnes::XnesParams;
 use kestrel_core::FromInvalid;
 use serde::{Deserialize, Serialize};
 

@@ -10,7 +10,7 @@
 //! checkpoint also holds its configs as `dotmap.DotMap`s (built from `collections.OrderedDict`
 //! state); the reader rebuilds those as plain dicts and keeps their values ([`Checkpoint::config`]).
 
-use crate::EvoError;
+use crate::error::EvoError;
 use kestrel_core::FromInvalid;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -24,8 +24,8 @@
 //! finite one (evosax's features turn NaN and with them every weight), and σ stays above
 //! [`SIGMA_FLOOR`] (evosax's may reach 0, where `(x − m) / σ` divides by zero).
 
-use crate::EvoError;
 use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::learned_ckpt::Checkpoint;
 use crate::shaping::ordinal_ranks;

@@ -29,8 +29,8 @@
 //! finite one (evosax's features turn NaN), and the mutation strengths stay within
 //! `[SIGMA_FLOOR, f32::MAX]`.
 
-use crate::EvoError;
 use crate::cma_es::SIGMA_FLOOR;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::learned_ckpt::Checkpoint;
 use crate::les::{Dense, ExpRows, HeadAttention, fitness_features, softmax};
@@ -172,7 +172,7 @@ impl LgaNet {
 }
 
 /// LGA over `num_dims` with `pop_size` children and as many elites, with its networks (a
-/// constant of the strategy, as [`crate::Les`]'s are).
+/// constant of the strategy, as [`crate::les::Les`]'s are).
 #[derive(Clone, Debug)]
 pub struct Lga {
     pop_size: usize,

@@ -19,8 +19,8 @@
 //! best with `argmin`, which returns a NaN when there is one, so every generation with a NaN
 //! fitness is thrown away whole. Kestrel's default ranks NaN worst, as everywhere.
 
-use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{BugsKind, Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};
 use kestrel_core::{Key, fill_normal_f32};

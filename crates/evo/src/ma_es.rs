@@ -25,8 +25,8 @@
 //! NaN in the first generation. Kestrel clips every `c_c,i` at 1 (where the paper's rates
 //! live); for λ ≤ n the two agree exactly.
 
-use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR};
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::Scales;

@@ -3,7 +3,7 @@
 //! (the file and the buffer named in a comment) and was checked against a counting allocator's
 //! peak; `crates/run/tests/budget.rs` keeps checking it.
 
-use crate::StrategyKind;
+use crate::kind::StrategyKind;
 
 /// `n` rounded up to a multiple of 8: faer pads every f64 column to 64 bytes.
 fn p8(n: u128) -> u128 {
@@ -207,7 +207,7 @@ mod tests {
             assert!(s.state_bytes(2000, 10) < 3 * s.state_bytes(1000, 10));
         }
         assert_eq!(StrategyKind::Snes.state_bytes(usize::MAX, usize::MAX), u128::MAX);
-        use crate::Problem;
+        use crate::problem::Problem;
         assert_eq!(
             crate::neuro::cartpole_problem().unwrap().num_dims(),
             crate::neuro::CARTPOLE_DIMS

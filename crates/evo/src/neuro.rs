@@ -6,7 +6,7 @@
 //! rows is dominated by synchronisation), no steps are wasted after an episode ends, and the
 //! result does not depend on the thread count.
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::problem::Problem;
 use kestrel_core::FromInvalid;
 use kestrel_core::{Env, Key};

@@ -5,7 +5,7 @@
 //! Reinforcement Learning", arXiv:1703.03864. Reference implementation (golden): evosax
 //! 0.3.2 `Open_ES` with `optax.adam` (bias-corrected, `eps_root = 0`).
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::ShapingKind;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};

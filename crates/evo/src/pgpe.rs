@@ -6,7 +6,7 @@
 //! `PGPE` (centred ranks, ClipUp lr 0.01 / max velocity 0.02 / momentum 0.9, std lr 0.1,
 //! std change bounded by 20% per step).
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::ShapingKind;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};

@@ -1,7 +1,7 @@
 //! Batched problems: one call evaluates a whole population, in parallel over rows (each row
 //! independent, so results do not depend on the thread count).
 
-use crate::EvoError;
+use crate::error::EvoError;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use rayon::prelude::*;

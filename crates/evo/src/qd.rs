@@ -14,8 +14,8 @@
 //! score is `Σ (offset − fitness)` over filled cells, so with `offset` at least the worst
 //! fitness of interest it grows as the archive fills and improves.
 
-use crate::EvoError;
 use crate::driver::Optimizer;
+use crate::error::EvoError;
 use crate::hyper::StrategyParams;
 use crate::kind::StrategyKind;
 use kestrel_core::FromInvalid;

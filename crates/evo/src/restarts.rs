@@ -9,10 +9,10 @@
 //! `key.fold_in(restart)`; restart draws (population, step size, start) come from
 //! `key.fold_in(u64::MAX)`.
 
-use crate::EvoError;
-use crate::StrategyParams;
 use crate::cma_es::{CmaEs, default_pop_size};
 use crate::driver::{Driver, FitnessHistory, Generation, Instance};
+use crate::error::EvoError;
+use crate::hyper::StrategyParams;
 use crate::problem::Problem;
 use crate::strategy::Strategy;
 use kestrel_core::FromInvalid;
@@ -115,7 +115,8 @@ fn run_once(
 ) -> Result<(RunSummary, Vec<f32>), EvoError> {
     let n = x0.len();
     let es = CmaEs::new(lam, n)?;
-    let p = params.cma(crate::CmaParams { sigma_init: sigma0, ..Strategy::default_params(&es) })?;
+    let p = params
+        .cma(crate::cma_es::CmaParams { sigma_init: sigma0, ..Strategy::default_params(&es) })?;
     let mut driver = Driver::new(Instance::new(es, p, key, x0), problem, key)?;
     let mut hist = FitnessHistory::new(n, lam);
     let max_gen = 100 + (150.0 * ((n + 3) * (n + 3)) as f64 / (lam as f64).sqrt()) as u64;
@@ -191,7 +192,7 @@ pub fn cma_restarts_with(
     key: Key,
     mut observe: impl FnMut(&Generation) -> bool,
 ) -> Result<RestartResult, EvoError> {
-    params.check_for(crate::StrategyKind::CmaEs)?;
+    params.check_for(crate::kind::StrategyKind::CmaEs)?;
     let n = problem.num_dims();
     if n == 0 {
         return Err(EvoError::invalid("num_dims", 0, "at least 1"));

@@ -22,8 +22,8 @@
 //!   `(m,)`), so every candidate is moved along the paths by the same amount and the rank-m
 //!   covariance is never sampled. Kestrel's default draws `r` per candidate, as the paper.
 
-use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR};
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::{

@@ -5,8 +5,8 @@
 //! `Sep_CMA_ES`, which keeps the full-CMA learning rates and no negative weights; so does
 //! Kestrel (Ros & Hansen's `(n+2)/3` larger covariance rates are not applied).
 
-use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, MEAN_BOUND, SIGMA_FLOOR};
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::Scales;

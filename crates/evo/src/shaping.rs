@@ -1,6 +1,6 @@
 //! Fitness shaping as plain functions. All treat NaN and ±inf as the worst values.
 
-/// A shaping choice for strategies that take one ([`crate::OpenEs`], [`crate::Pgpe`]).
+/// A shaping choice for strategies that take one ([`crate::open_es::OpenEs`], [`crate::pgpe::Pgpe`]).
 /// Rank-weighted strategies (CMA-ES family, SNES, xNES) shape by their recombination
 /// weights instead.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -4,7 +4,7 @@
 //! Natural Evolution Strategies", GECCO 2011. Reference implementation (golden): evosax
 //! 0.3.2 `SNES` (utility weights of xNES, mean step by SGD with learning rate 1).
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32};

@@ -116,7 +116,7 @@ pub(crate) fn to_row(v: f64) -> f32 {
 /// Whether `row` is exactly what `ask` wrote for it, `to_row(mean + offset)` coordinate by
 /// coordinate, with `offset` the step computed as `ask` computed it: then `tell` may take the
 /// step itself, exact in f64, instead of reading it back through the f32 rounding (see
-/// [`crate::CmaEs`]'s notes on runs left going).
+/// [`crate::cma_es::CmaEs`]'s notes on runs left going).
 #[inline(always)]
 pub(crate) fn is_rounding(
     row: &[f32],
@@ -201,16 +201,20 @@ pub trait Strategy: Send + Sync {
     }
     /// Guided ES: the surrogate gradient (`num_dims` finite values) its next `ask` samples
     /// along. Every other strategy: an error saying it takes none.
-    fn set_gradient(&self, state: &mut Self::State, grad: &[f32]) -> Result<(), crate::EvoError> {
+    fn set_gradient(
+        &self,
+        state: &mut Self::State,
+        grad: &[f32],
+    ) -> Result<(), crate::error::EvoError> {
         let _ = (state, grad);
         Err(takes_no_gradient())
     }
 }
 
 /// The error of [`Strategy::set_gradient`] for a strategy that takes no gradient.
-pub(crate) fn takes_no_gradient() -> crate::EvoError {
+pub(crate) fn takes_no_gradient() -> crate::error::EvoError {
     use kestrel_core::FromInvalid;
-    crate::EvoError::invalid(
+    crate::error::EvoError::invalid(
         "gradient",
         "given",
         "only for guided-es (the strategy that samples along a surrogate gradient)",
@@ -241,7 +245,10 @@ pub trait StateTensors {
     /// The state's named arrays (scratch buffers excluded).
     fn state_dict(&self) -> StateDict;
     /// Overwrites the state from `dict` (every array this state exports, same lengths).
-    fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), crate::EvoError>;
+    fn load_state_dict(
+        &mut self,
+        dict: &[(String, Vec<f64>)],
+    ) -> Result<(), crate::error::EvoError>;
 }
 
 /// Reads and writes the fields of a [`StateDict`], checking names and lengths.
@@ -254,13 +261,13 @@ impl<'a> Fields<'a> {
         Fields { dict }
     }
 
-    fn get(&self, name: &str, len: usize) -> Result<&'a [f64], crate::EvoError> {
+    fn get(&self, name: &str, len: usize) -> Result<&'a [f64], crate::error::EvoError> {
         use kestrel_core::FromInvalid;
         let v = self.dict.iter().find(|(n, _)| n == name).map(|(_, v)| v).ok_or_else(|| {
-            crate::EvoError::invalid(format!("state_dict.{name}"), "missing", "present")
+            crate::error::EvoError::invalid(format!("state_dict.{name}"), "missing", "present")
         })?;
         if v.len() != len {
-            return Err(crate::EvoError::invalid(
+            return Err(crate::error::EvoError::invalid(
                 format!("state_dict.{name}"),
                 format!("{} values", v.len()),
                 format!("{len} values"),
@@ -270,7 +277,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Checks that `name` holds `len` values (before anything is written).
-    pub(crate) fn check(&self, name: &str, len: usize) -> Result<(), crate::EvoError> {
+    pub(crate) fn check(&self, name: &str, len: usize) -> Result<(), crate::error::EvoError> {
         self.get(name, len).map(|_| ())
     }
 
@@ -320,7 +327,7 @@ impl Progress {
         out.push(("generation".into(), vec![self.generation as f64]));
     }
 
-    pub(crate) fn check(&self, f: &Fields<'_>) -> Result<(), crate::EvoError> {
+    pub(crate) fn check(&self, f: &Fields<'_>) -> Result<(), crate::error::EvoError> {
         f.check("best_solution", self.best_solution.len())?;
         f.check("best_fitness", 1)?;
         f.check("generation", 1)
@@ -345,7 +352,7 @@ macro_rules! state_tensors {
                 self.progress.export(&mut out);
                 out
             }
-            fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), $crate::EvoError> {
+            fn load_state_dict(&mut self, dict: &[(String, Vec<f64>)]) -> Result<(), $crate::error::EvoError> {
                 let f = $crate::strategy::Fields::new(dict);
                 $( $crate::strategy::state_tensors!(@check $kind self.$field, stringify!($field), f); )*
                 self.progress.check(&f)?;

@@ -25,8 +25,8 @@
 //! found the best value so far, and the stop criteria read that particle's distribution.
 //! Each particle keeps CMA-ES's guards (`cma_es.rs`, "Left running").
 
-use crate::EvoError;
 use crate::cma_es::{CmaEs, CmaParams, CmaState};
+use crate::error::EvoError;
 use crate::strategy::Scales;
 use crate::strategy::{Progress, StateDict, StateTensors, Strategy, TellMetrics, check_lens};
 use crate::sv_open_es::{particle_means, particle_rows, record_particles};

@@ -22,8 +22,8 @@
 //! particles would feel no repulsion. [`Strategy::mean`] is the mean of the particle whose
 //! samples found the best value so far.
 
-use crate::EvoError;
 use crate::cma_es::MEAN_BOUND;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::centered_ranks;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_f32, to_row};

@@ -2,7 +2,7 @@
 //! genetic algorithm. Both keep the last told population and its fitness; evosax's
 //! `init(key, population, fitness)` (an evaluated first population) is Kestrel's first
 //! generation: `ask` at generation 0 draws `x0 + σ z` and its `tell` seeds the state, as
-//! [`crate::DifferentialEvolution`] does.
+//! [`crate::de::DifferentialEvolution`] does.
 //!
 //! | rule | next population | paper | evosax 0.3.2 |
 //! |---|---|---|---|
@@ -13,13 +13,13 @@
 //! `crossover_rate` 0, elite ratio 0.5, `std_schedule` constant 1 (Kestrel's σ). NaN fitness
 //! ranks worst and never becomes a personal best (evosax's PSO does the same).
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::strategy::{Progress, Strategy, TellMetrics, check_lens, to_row};
 use kestrel_core::{Key, fill_normal_f32};
 
 /// The first population of a population-based strategy (evosax's evaluated `init`
-/// population): `start + σ z`, row by row. [`Swarm`] and [`crate::Ga`] ask it at generation 0.
+/// population): `start + σ z`, row by row. [`Swarm`] and [`crate::ga::Ga`] ask it at generation 0.
 pub(crate) fn first_population(start: &[f32], sigma: f64, z: &[f64], population: &mut [f32]) {
     let n = start.len();
     for (row, zi) in population.chunks_exact_mut(n).zip(z.chunks_exact(n)) {

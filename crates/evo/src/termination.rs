@@ -33,7 +33,7 @@
 //! same, to stop where pycma stops. Not reproduced: `tolfunrel` (off in pycma),
 //! `tolxstagnation`, `timeout`, `callback`.
 
-use crate::EvoError;
+use crate::error::EvoError;
 use crate::strategy::{Scales, TellMetrics, to_row};
 use kestrel_core::FromInvalid;
 use std::collections::VecDeque;
@@ -347,7 +347,7 @@ impl Termination {
 
     /// The histories as named arrays (what a pickle keeps, so a restored run stops where the
     /// uninterrupted one does).
-    pub fn state_dict(&self) -> crate::StateDict {
+    pub fn state_dict(&self) -> crate::strategy::StateDict {
         let f = |h: &VecDeque<f32>| h.iter().map(|&v| v as f64).collect::<Vec<f64>>();
         vec![
             ("hist".into(), f(&self.hist)),

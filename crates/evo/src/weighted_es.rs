@@ -13,8 +13,8 @@
 //! `sigma_lr`. As CMA-ES does, `tell` takes the step that `ask` drew, exact in f64, for each
 //! row that is its f32 rounding.
 
-use crate::EvoError;
 use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::strategy::Scales;

@@ -13,9 +13,9 @@
 //! - `B` starts at `σ₀ I` while the samples are `m + σ B z`, so the first distribution's scale
 //!   is `σ₀²`, not `σ₀` (0.25 for σ₀ = 0.5).
 
-use crate::EvoError;
 use crate::cma_es::{MEAN_BOUND, SIGMA_FLOOR};
 use crate::eigen::EigenWork;
+use crate::error::EvoError;
 use crate::error::check_sizes;
 use crate::shaping::rank_weights;
 use crate::snes::{Snes, SnesParams};

@@ -9,9 +9,9 @@
 //! step, then [`Mppi::end_command`]; the plant step of every episode is one more batch. Episode
 //! `e` of every candidate is keyed `key.fold_in(e)` and its command `t` `.fold_in(t)`, as
 //! [`crate::tune::TuneProblem::episode_cost`]: over the same dynamics, the costs are exactly those of
-//! [`crate::episode`] (tested against the built-in systems).
+//! [`crate::controller::episode`] (tested against the built-in systems).
 
-use crate::Controller;
+use crate::controller::Controller;
 use crate::mppi::Mppi;
 use crate::params::{ConventionKind, MppiError, MppiParams, PrecisionKind};
 use crate::state::MppiState;
@@ -397,7 +397,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SystemKind;
+    use crate::presets::SystemKind;
 
     /// A built-in system a row at a time, as a callback would compute it.
     struct Rows(SystemKind);

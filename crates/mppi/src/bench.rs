@@ -1,6 +1,9 @@
 //! Timings of the controllers (`kestrel mppi bench`, `tools/compare/mppi.py`).
 
-use crate::{Controller, Mppi, MppiError, MppiParams, PendulumDynamics, PrecisionKind};
+use crate::controller::Controller;
+use crate::mppi::Mppi;
+use crate::params::{MppiError, MppiParams, PrecisionKind};
+use crate::systems::PendulumDynamics;
 use kestrel_core::Key;
 
 /// The benchmark problem's settings: pytorch-mppi's pendulum (σ = 1, |u| ≤ 2) with

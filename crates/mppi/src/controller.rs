@@ -51,7 +51,7 @@ pub trait Controller: Send + Sync {
     /// One control step from state `x0`, the standard normals from one vectorised draw per 8
     /// samples, `key.fold_in(c)` for samples `8c..8c + 8` (in parallel; the result does not
     /// depend on the thread count). MPPI's f32 mode draws per block of 32 lanes instead
-    /// ([`crate::PrecisionKind`]).
+    /// ([`crate::params::PrecisionKind`]).
     fn command(
         &self,
         key: Key,

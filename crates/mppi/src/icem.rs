@@ -22,7 +22,7 @@
 //! Noise comes from a [`NoiseSource`]: [`KeyedPink`] draws Gaussians from a [`Key`] and maps
 //! them through [`PinkNoise`]; a golden test can replay recorded noise instead.
 
-use crate::MppiError;
+use crate::params::MppiError;
 use kestrel_core::{FromInvalid, Invalid, Key};
 use serde::{Deserialize, Serialize};
 

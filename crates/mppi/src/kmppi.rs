@@ -107,17 +107,17 @@ impl<D: Dynamics> Kmppi<D> {
     }
 
     /// Checks the MPPI params and the KMPPI extras.
-    pub fn validate(&self, p: &KmppiParams) -> Result<(), crate::MppiError> {
-        crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
+    pub fn validate(&self, p: &KmppiParams) -> Result<(), crate::params::MppiError> {
+        crate::mppi::Mppi::new(&self.dynamics).validate(&p.mppi)?;
         if !p.mppi.specific_actions.is_empty() {
-            return Err(crate::MppiError::invalid(
+            return Err(crate::params::MppiError::invalid(
                 "specific_actions",
                 format!("{} sequences", p.mppi.specific_actions.len()),
                 "none for KMPPI (plain MPPI's sampler only)",
             ));
         }
-        if p.mppi.precision != crate::PrecisionKind::F64 {
-            return Err(crate::MppiError::invalid(
+        if p.mppi.precision != crate::params::PrecisionKind::F64 {
+            return Err(crate::params::MppiError::invalid(
                 "precision",
                 "f32",
                 "f64 for KMPPI (the f32 lanes are MPPI's)",
@@ -127,7 +127,7 @@ impl<D: Dynamics> Kmppi<D> {
             || p.num_support_pts > p.mppi.horizon
             || !(p.kernel_sigma.is_finite() && p.kernel_sigma > 0.0)
         {
-            return Err(crate::MppiError::invalid(
+            return Err(crate::params::MppiError::invalid(
                 "num_support_pts/kernel_sigma",
                 format!("{}/{}", p.num_support_pts, p.kernel_sigma),
                 "1 to horizon support points and a finite sigma > 0",
@@ -151,7 +151,7 @@ impl<D: Dynamics> Kmppi<D> {
     }
 }
 
-impl<D: Dynamics> crate::Controller for Kmppi<D> {
+impl<D: Dynamics> crate::controller::Controller for Kmppi<D> {
     type Params = KmppiParams;
     type State = KmppiState;
     type Dyn = D;
@@ -159,7 +159,7 @@ impl<D: Dynamics> crate::Controller for Kmppi<D> {
     fn dynamics(&self) -> &D {
         &self.dynamics
     }
-    fn validate(&self, p: &KmppiParams) -> Result<(), crate::MppiError> {
+    fn validate(&self, p: &KmppiParams) -> Result<(), crate::params::MppiError> {
         Kmppi::validate(self, p)
     }
     fn init(&self, p: &KmppiParams) -> KmppiState {
@@ -345,7 +345,8 @@ impl<D: Dynamics> crate::Controller for Kmppi<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Controller, PrecisionKind};
+    use crate::controller::Controller;
+    use crate::params::PrecisionKind;
     use kestrel_dynamics::BasicLinear;
 
     /// `linspace` hits both ends, and the interpolation matrix maps the support points to

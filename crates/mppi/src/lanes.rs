@@ -1,4 +1,4 @@
-//! MPPI's f32 mode ([`PrecisionKind::F32`](crate::PrecisionKind)): one SIMD lane per sample.
+//! MPPI's f32 mode ([`PrecisionKind::F32`](crate::params::PrecisionKind)): one SIMD lane per sample.
 //!
 //! Samples are processed in blocks of [`LANES`]. A block's standard normals, its effective
 //! noise and its controls are structure of arrays (`step × control × lane`), its states
@@ -25,7 +25,7 @@ pub(crate) enum Normals<'a> {
     /// Drawn per block: block `b`'s `T × nu × LANES` values are one
     /// [`kestrel_core::fill_normal_f32`] draw from `key.fold_in(b)`.
     Keyed(Key),
-    /// Given sample-major (`K × T × nu`, [`crate::Controller::command_with_normals`]).
+    /// Given sample-major (`K × T × nu`, [`crate::controller::Controller::command_with_normals`]).
     Given(&'a [f64]),
 }
 
@@ -43,7 +43,7 @@ struct Consts {
 }
 
 /// One command in f32 (see the module notes); the conventions are those of the f64
-/// [`crate::Mppi::command_by`], step for step.
+/// [`crate::mppi::Mppi::command_by`], step for step.
 pub(crate) fn command<D: Dynamics>(
     d: &D,
     p: &MppiParams,

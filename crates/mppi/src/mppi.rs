@@ -207,7 +207,7 @@ impl<D: Dynamics> Mppi<D> {
     }
 }
 
-impl<D: Dynamics> crate::Controller for Mppi<D> {
+impl<D: Dynamics> crate::controller::Controller for Mppi<D> {
     type Params = MppiParams;
     type State = MppiState;
     type Dyn = D;
@@ -215,7 +215,7 @@ impl<D: Dynamics> crate::Controller for Mppi<D> {
     fn dynamics(&self) -> &D {
         &self.dynamics
     }
-    fn validate(&self, p: &MppiParams) -> Result<(), crate::MppiError> {
+    fn validate(&self, p: &MppiParams) -> Result<(), crate::params::MppiError> {
         Mppi::validate(self, p)
     }
     fn init(&self, p: &MppiParams) -> MppiState {
@@ -302,7 +302,7 @@ pub enum Phase<'a> {
 }
 
 impl<D: Dynamics> Mppi<D> {
-    /// [`Controller::command`](crate::Controller::command) with the rollout costs from
+    /// [`Controller::command`](crate::controller::Controller::command) with the rollout costs from
     /// `rollout` ([`Mppi::command_by`]): the same normals from `key`, the same plan shift.
     pub fn command_keyed_by(
         &self,
@@ -318,7 +318,7 @@ impl<D: Dynamics> Mppi<D> {
         s.normals = z;
     }
 
-    /// [`Controller::command_with_normals`](crate::Controller::command_with_normals) with the
+    /// [`Controller::command_with_normals`](crate::controller::Controller::command_with_normals) with the
     /// rollout costs supplied by `rollout` ([`Phase`]): the built-in dynamics cost each block in
     /// parallel; dynamics outside Rust (the Python package's batched callback, called once per
     /// horizon step for all samples) take every sample at once. Shift, sampling, control costs,
@@ -596,8 +596,8 @@ mod tests {
         let e = m.set_specific(&p, &mut s, &[0.5, 0.5, 0.5]).unwrap_err().to_string();
         assert!(e.contains("whole sequences"), "{e}");
         m.set_specific(&p, &mut s, &[0.5, 0.5, -0.5, -0.5]).unwrap();
-        let smppi = crate::Smppi::new(kestrel_dynamics::BasicLinear);
-        let sp = crate::SmppiParams {
+        let smppi = crate::smppi::Smppi::new(kestrel_dynamics::BasicLinear);
+        let sp = crate::smppi::SmppiParams {
             mppi: with(vec![vec![0.5, 0.5]]),
             w_action_seq_cost: 1.0,
             delta_t: 1.0,

@@ -73,7 +73,7 @@ pub struct MppiParams {
     /// Per-step discount of that variance.
     pub rollout_var_discount: f64,
     /// Whose conventions `command` follows (MPPI, and SMPPI/KMPPI through their `mppi` field;
-    /// their own rows are documented on [`crate::Smppi`] and [`crate::Kmppi`]).
+    /// their own rows are documented on [`crate::smppi::Smppi`] and [`crate::kmppi::Kmppi`]).
     pub convention: ConventionKind,
     /// Arithmetic of sampling, rollouts and weights ([`PrecisionKind`]; MPPI only, SMPPI and KMPPI
     /// run in f64).
@@ -95,7 +95,7 @@ pub struct MppiParams {
 /// | sampling, rollout, costs | f64, [`Dynamics::step_batch`](kestrel_dynamics::Dynamics::step_batch) over blocks of 8 samples | f32, [`Dynamics::step_batch_f32`](kestrel_dynamics::Dynamics::step_batch_f32) over blocks of 32 samples, one SIMD lane per sample |
 /// | `sin`, `cos`, `exp` | `std` | `kestrel_core::simd` polynomials (max error there) |
 /// | weights | f64 | f32 `exp`, normalised in f64 |
-/// | keyed normals (`command`) | sample-major ([`Controller::command`](crate::Controller::command)'s definition) | block-major: block `b`'s `T × nu × 32` normals from `key.fold_in(b)` |
+/// | keyed normals (`command`) | sample-major ([`Controller::command`](crate::controller::Controller::command)'s definition) | block-major: block `b`'s `T × nu × 32` normals from `key.fold_in(b)` |
 /// | golden tests | every one (pytorch-mppi, jax-mppi in x64) | none: checked against f64 within f32 error (`tests/precision.rs`) |
 ///
 /// `F32` is jax-mppi's default arithmetic (JAX without x64); it needs `rollout_samples = 1`.
@@ -125,8 +125,8 @@ pub enum PrecisionKind {
 /// | bounds | clamp `U + ε` before scaling | clamp `(U + ε) · u_scale` |
 /// | returned action | `U[0]`, unscaled | `clip(U[0] · u_scale)` |
 /// | stochastic rollouts (M > 1) | variance cost (Kestrel: `rollout_samples`) | none (Kestrel: rejected by `validate`) |
-/// | specific action sampler | yes (Kestrel: `specific_actions`, [`crate::Mppi::set_specific`]) | no (Kestrel: refused) |
-/// | parallel envs | `MPPI_Batched` (Kestrel: [`Mppi::command_batch`](crate::Mppi::command_batch)) | user `vmap` |
+/// | specific action sampler | yes (Kestrel: `specific_actions`, [`crate::mppi::Mppi::set_specific`]) | no (Kestrel: refused) |
+/// | parallel envs | `MPPI_Batched` (Kestrel: [`Mppi::command_batch`](crate::mppi::Mppi::command_batch)) | user `vmap` |
 /// | exposes costs/weights | yes | no (Kestrel: always, in `MppiState`) |
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]

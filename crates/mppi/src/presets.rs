@@ -8,9 +8,11 @@
 //! types.
 
 use crate::controller::Controller;
+use crate::kmppi::{Kmppi, KmppiParams};
+use crate::mppi::Mppi;
 use crate::params::{MppiError, MppiParams};
+use crate::smppi::{Smppi, SmppiParams};
 use crate::systems::{BasicLinear, ContinuousCartPole, DiffDrive, Nav2d, PendulumDynamics};
-use crate::{Kmppi, KmppiParams, Mppi, Smppi, SmppiParams};
 use kestrel_dynamics::Dynamics;
 
 /// The systems the CLI and the bindings can drive.

@@ -78,25 +78,26 @@ impl<D: Dynamics> Smppi<D> {
     }
 
     /// Checks the MPPI params and the SMPPI extras.
-    pub fn validate(&self, p: &SmppiParams) -> Result<(), crate::MppiError> {
-        crate::Mppi::new(&self.dynamics).validate(&p.mppi)?;
+    pub fn validate(&self, p: &SmppiParams) -> Result<(), crate::params::MppiError> {
+        crate::mppi::Mppi::new(&self.dynamics).validate(&p.mppi)?;
         if !p.mppi.specific_actions.is_empty() {
-            return Err(crate::MppiError::invalid(
+            return Err(crate::params::MppiError::invalid(
                 "specific_actions",
                 format!("{} sequences", p.mppi.specific_actions.len()),
                 "none for SMPPI (plain MPPI's sampler only)",
             ));
         }
-        if p.mppi.precision != crate::PrecisionKind::F64 {
-            return Err(crate::MppiError::invalid(
+        if p.mppi.precision != crate::params::PrecisionKind::F64 {
+            return Err(crate::params::MppiError::invalid(
                 "precision",
                 "f32",
                 "f64 for SMPPI (the f32 lanes are MPPI's)",
             ));
         }
         let nu = self.dynamics.nu();
-        let bad =
-            |f: &'static str, v: String, a: &'static str| Err(crate::MppiError::invalid(f, v, a));
+        let bad = |f: &'static str, v: String, a: &'static str| {
+            Err(crate::params::MppiError::invalid(f, v, a))
+        };
         if !(p.delta_t.is_finite() && p.delta_t > 0.0) {
             return bad("delta_t", p.delta_t.to_string(), "finite and > 0");
         }
@@ -146,7 +147,7 @@ fn smoothness(acts: &[f64], t: usize, nu: usize, u_scale: f64) -> f64 {
     smooth
 }
 
-impl<D: Dynamics> crate::Controller for Smppi<D> {
+impl<D: Dynamics> crate::controller::Controller for Smppi<D> {
     type Params = SmppiParams;
     type State = SmppiState;
     type Dyn = D;
@@ -154,7 +155,7 @@ impl<D: Dynamics> crate::Controller for Smppi<D> {
     fn dynamics(&self) -> &D {
         &self.dynamics
     }
-    fn validate(&self, p: &SmppiParams) -> Result<(), crate::MppiError> {
+    fn validate(&self, p: &SmppiParams) -> Result<(), crate::params::MppiError> {
         Smppi::validate(self, p)
     }
     fn init(&self, p: &SmppiParams) -> SmppiState {
@@ -315,7 +316,7 @@ impl<D: Dynamics> crate::Controller for Smppi<D> {
                 // actions hold the last action that stays in the plan, A[T − s − 1].
                 let sh = m.u_per_command.min(t);
                 let hold = (t - sh).saturating_sub(1) * nu;
-                let last: [f64; crate::MAX_NU] =
+                let last: [f64; crate::params::MAX_NU] =
                     std::array::from_fn(|i| if i < nu { s.actions[hold + i] } else { 0.0 });
                 s.u.copy_within(sh * nu.., 0);
                 s.actions.copy_within(sh * nu.., 0);
@@ -332,7 +333,8 @@ impl<D: Dynamics> crate::Controller for Smppi<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Controller, PrecisionKind};
+    use crate::controller::Controller;
+    use crate::params::PrecisionKind;
     use kestrel_dynamics::BasicLinear;
 
     /// The smoothness cost by hand: actions `(0, 1), (1, 1), (3, 0)` scaled by 2 differ by

@@ -17,8 +17,8 @@ pub struct MppiState {
     /// Scaled, clamped controls of every sample, `K × T × nu` (scratch reused across commands).
     pub(crate) controls: Vec<f64>,
     /// The sequences the next command tries in place of samples (`rows × T × nu`, before
-    /// clamping): [`crate::MppiParams::specific_actions`] from `init`, or what
-    /// [`crate::Mppi::set_specific`] put there.
+    /// clamping): [`crate::params::MppiParams::specific_actions`] from `init`, or what
+    /// [`crate::mppi::Mppi::set_specific`] put there.
     pub(crate) specific: Vec<f64>,
     /// Scratch of the f32 mode (normals, noise, costs, partial updates; see `lanes.rs`).
     pub(crate) lanes: LaneScratch,

@@ -10,7 +10,7 @@
 //! [`kestrel_evo::Driver`] (the `mppi-tune` run kind in `kestrel-run` does); any [`Controller`]
 //! (MPPI, SMPPI, KMPPI) can be tuned.
 
-use crate::Controller;
+use crate::controller::Controller;
 use crate::params::{MppiError, MppiParams};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
@@ -165,7 +165,7 @@ pub(crate) fn check_episodes(
 
 /// Closed-loop evaluation of candidate params: each episode starts at one of `starts`, runs
 /// `steps` commands of the controller on the true system (its dynamics serve as model and
-/// plant, [`crate::episode`]), and scores the summed running cost; fitness is the mean over
+/// plant, [`crate::controller::episode`]), and scores the summed running cost; fitness is the mean over
 /// episodes (minimised). Episode `e` uses the key `key.fold_in(e)` for every candidate
 /// (common random numbers), so fitness depends only on the params. Params that fail
 /// validation (a tuned horizon below KMPPI's support points, say) cost `+inf`.
@@ -244,7 +244,7 @@ impl<C: Controller> TuneProblem<C> {
             .into_par_iter()
             .map(|e| {
                 let key_e = key.fold_in(e as u64);
-                crate::episode(
+                crate::controller::episode(
                     &self.controller,
                     p,
                     &self.starts[e],
@@ -335,7 +335,7 @@ mod tests {
     /// vector round-trips through the params (inside the bounds; log knobs in log space).
     #[test]
     fn knob_names_expand_per_control_and_round_trip_through_params() {
-        let base = crate::SystemKind::Nav2d.default_params();
+        let base = crate::presets::SystemKind::Nav2d.default_params();
         let names = [KnobKind::Lambda, KnobKind::Sigma, KnobKind::Mu, KnobKind::Horizon];
         let spec = TuneSpec::from_names(&names, 2, &base).unwrap();
         let knobs: Vec<Knob> = spec.knobs.iter().map(|t| t.knob).collect();
@@ -364,7 +364,7 @@ mod tests {
     /// refused by name, never silently deduplicated or rounded.
     #[test]
     fn repeated_knobs_and_odd_antithetic_populations_are_refused() {
-        let base = crate::SystemKind::Nav2d.default_params();
+        let base = crate::presets::SystemKind::Nav2d.default_params();
         let e =
             TuneSpec::from_names(&[KnobKind::Lambda, KnobKind::Sigma, KnobKind::Lambda], 2, &base)
                 .unwrap_err()

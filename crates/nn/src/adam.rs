@@ -1,9 +1,10 @@
 //! Adam (Kingma & Ba, 2015) fused into one pass over a flat parameter vector, with optional
 //! global gradient-norm clipping (PyTorch's `clip_grad_norm_`) before the update.
 
-use crate::{NnError, Simd, WithSimd};
+use crate::error::NnError;
 use kestrel_core::FromInvalid;
 use kestrel_core::simd::Real;
+use kestrel_core::simd::{Simd, WithSimd};
 
 /// Adam hyper-parameters (PyTorch/optax defaults: β₁ 0.9, β₂ 0.999, ε 1e-8).
 #[derive(Clone, Debug, PartialEq)]
@@ -66,7 +67,7 @@ impl Adam {
             grads.len(),
             st.m.len()
         );
-        let norm = crate::dispatch(SumSquares(grads)).sqrt();
+        let norm = kestrel_core::simd::dispatch(SumSquares(grads)).sqrt();
         if !norm.is_finite() {
             return Err(NnError::NonFinite { what: "gradient norm", value: norm });
         }
@@ -83,7 +84,7 @@ impl Adam {
         let step = T::from_f64(self.lr / bc1);
         let inv_sqrt_bc2 = T::from_f64(1.0 / bc2.sqrt());
         let (eps, s) = (T::from_f64(self.eps), T::from_f64(scale));
-        crate::dispatch(Update {
+        kestrel_core::simd::dispatch(Update {
             params,
             grads,
             m: &mut st.m,
@@ -94,7 +95,7 @@ impl Adam {
     }
 }
 
-// The two sweeps as `WithSimd` operations (see `crate::dispatch`; as closures they had stayed
+// The two sweeps as `WithSimd` operations (see `kestrel_core::simd::dispatch`; as closures they had stayed
 // out of line, compiled for the baseline).
 
 /// `Σ g²` (see [`sum_squares`]).

@@ -1,7 +1,10 @@
 //! Timings of kestrel-nn on the workloads of `shared/reference/nn-backends.md`
 //! (`kestrel nn bench`, `tools/compare/nn.py`).
 
-use crate::{Adam, Loss, MlpConfig, NnError, Sequential, Trainee, train_many};
+use crate::adam::Adam;
+use crate::error::NnError;
+use crate::loss::Loss;
+use crate::model::{MlpConfig, Sequential, Trainee, train_many};
 use kestrel_core::Key;
 use kestrel_core::timing::median_for_us;
 

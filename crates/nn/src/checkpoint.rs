@@ -16,7 +16,7 @@
 //! a recomputed manifest (the checksums find accidents and edits, they are not signatures),
 //! and that the data outside the checkpoint (`metrics.jsonl`, saved transitions) is the run's.
 
-use crate::NnError;
+use crate::error::NnError;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};

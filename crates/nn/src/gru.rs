@@ -14,7 +14,7 @@
 //! columns r | z | n), `weight_hh` (`H × 3H`), `bias_ih` (`3H`), `bias_hh` (`3H`). PyTorch
 //! stores the weights transposed (`3H × input`); loading its tensors transposes them.
 
-use crate::NnError;
+use crate::error::NnError;
 use crate::matmul::{Op, matmul};
 use kestrel_core::simd::Real;
 use kestrel_core::{FromInvalid, Key};

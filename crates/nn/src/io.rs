@@ -3,8 +3,9 @@
 //! little-endian values), readable by the Python `safetensors` package. Files are written
 //! atomically (a temporary file in the same folder, then a rename).
 
+use crate::adam::AdamState;
+use crate::error::NnError;
 use crate::model::{Sequential, Trainee};
-use crate::{AdamState, NnError};
 use kestrel_core::simd::Real;
 use std::collections::BTreeMap;
 use std::path::Path;

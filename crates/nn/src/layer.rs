@@ -1,11 +1,12 @@
 //! Layers: the [`Layer`] trait (explicit forward and backward over flat parameter slices),
 //! [`Dense`] and the element-wise [`Activation`]s.
 
+use crate::error::NnError;
 use crate::matmul::{Op, matmul};
-use crate::{NnError, Simd, WithSimd};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::simd::Real;
+use kestrel_core::simd::{Simd, WithSimd};
 
 /// One layer over a batch of row-major rows (`batch × in_dim` in, `batch × out_dim` out).
 ///
@@ -165,7 +166,7 @@ impl<T: Real> Layer<T> for Dense {
         let (dw, db) = dparams.split_at_mut(i * o);
         // dW += xᵀ dy; db += Σ_rows dy; dx = dy Wᵀ.
         matmul(i, batch, o, x, Op::T, dy, Op::N, dw, true);
-        crate::dispatch(BiasGrad { dy: &dy[..batch * o], db: &mut db[..o] });
+        kestrel_core::simd::dispatch(BiasGrad { dy: &dy[..batch * o], db: &mut db[..o] });
         if let Some(dx) = dx {
             matmul(batch, o, i, dy, Op::N, &params[..i * o], Op::T, dx, false);
         }
@@ -301,7 +302,7 @@ impl<T: Real> Layer<T> for Act {
     }
     fn forward(&self, _params: &[T], x: &[T], y: &mut [T], batch: usize) {
         let n = batch * self.dim;
-        crate::dispatch(ActForward { f: self.f, x: &x[..n], y: &mut y[..n] });
+        kestrel_core::simd::dispatch(ActForward { f: self.f, x: &x[..n], y: &mut y[..n] });
     }
     fn backward(
         &self,
@@ -315,7 +316,7 @@ impl<T: Real> Layer<T> for Act {
     ) {
         let Some(dx) = dx else { return };
         let n = batch * self.dim;
-        crate::dispatch(ActBackward {
+        kestrel_core::simd::dispatch(ActBackward {
             f: self.f,
             x: &x[..n],
             y: &y[..n],
@@ -343,7 +344,7 @@ impl<T: Real> WithSimd for BiasGrad<'_, T> {
     }
 }
 
-// The activations' element-wise passes as `WithSimd` operations (see `crate::dispatch`).
+// The activations' element-wise passes as `WithSimd` operations (see `kestrel_core::simd::dispatch`).
 
 /// `y = f(x)`.
 struct ActForward<'a, T> {

@@ -2,8 +2,10 @@
 //! reusable [`Workspace`], and [`Trainee`]: one model's parameters, gradient, optimiser state
 //! and workspace, trained alone or many at once across threads.
 
+use crate::adam::{Adam, AdamState};
+use crate::error::NnError;
 use crate::layer::{Act, Activation, Dense, Init, Layer};
-use crate::{Adam, AdamState, Loss, NnError};
+use crate::loss::Loss;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::simd::Real;

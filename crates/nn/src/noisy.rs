@@ -4,15 +4,16 @@
 //! only), so a forward pass is a pure function of parameters, input and noise; the caller
 //! draws fresh noise per training pass as sorrel does.
 //!
-//! Parameter layout (flat): `mu_w` (`in × out`, row-major as [`crate::Dense`]), `mu_b`
+//! Parameter layout (flat): `mu_w` (`in × out`, row-major as [`crate::layer::Dense`]), `mu_b`
 //! (`out`), `sigma_w` (`in × out`), `sigma_b` (`out`). Noise layout: `eps_w` then `eps_b`.
 
+use crate::error::NnError;
 use crate::layer::BiasGrad;
 use crate::matmul::{Op, matmul};
-use crate::{NnError, Simd, WithSimd};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::simd::Real;
+use kestrel_core::simd::{Simd, WithSimd};
 
 /// The layer's shape and σ₀.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +85,9 @@ impl NoisyDense {
         let h = self.half();
         let (mu, sigma) = params.split_at(h);
         match noise {
-            Some(eps) => crate::dispatch(Effective { eff: &mut eff[..h], mu, sigma, eps }),
+            Some(eps) => {
+                kestrel_core::simd::dispatch(Effective { eff: &mut eff[..h], mu, sigma, eps })
+            }
             None => eff[..h].copy_from_slice(mu),
         }
     }
@@ -138,10 +141,10 @@ impl NoisyDense {
         let (dw, db) = scratch[..h].split_at_mut(i * o);
         matmul(i, batch, o, x, Op::T, dy, Op::N, dw, false);
         db.fill(T::ZERO);
-        crate::dispatch(BiasGrad { dy: &dy[..batch * o], db });
+        kestrel_core::simd::dispatch(BiasGrad { dy: &dy[..batch * o], db });
         let (dmu, dsigma) = dparams.split_at_mut(h);
         let g = &scratch[..h];
-        crate::dispatch(NoisyGrad { dmu, dsigma, g, noise });
+        kestrel_core::simd::dispatch(NoisyGrad { dmu, dsigma, g, noise });
         if let Some(dx) = dx {
             matmul(batch, o, i, dy, Op::N, &eff[..i * o], Op::T, dx, accumulate_dx);
         }

@@ -3,14 +3,14 @@
 //! For the networks no batch shares: neuroevolution's policies (each candidate has its own
 //! weights, and each episode steps alone) and the fixed maps inside an env's step (the vector
 //! field's observation MLP, evaluated per row by the env kernel). Batched training goes through
-//! [`crate::Sequential`] and its matrix kernels instead.
+//! [`crate::model::Sequential`] and its matrix kernels instead.
 //!
 //! Layout and order are PyTorch's `nn.Linear` as the references compute one row: `W` is
 //! `[out][in]` row-major, each output is summed over the inputs in increasing order from zero
 //! and its bias added last. The vector-field goldens (actdyn's observation model) are bit for
 //! bit in this order.
 
-use crate::Activation;
+use crate::layer::Activation;
 use kestrel_core::simd::Real;
 
 /// `out[o] = (Σ_k W[o][k]·x[k]) + b[o]` for `W` `[out.len()][x.len()]` row-major and `b`

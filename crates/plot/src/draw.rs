@@ -12,7 +12,7 @@ use plotters::style::FontTransform;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::axis::Axis;
-use crate::{PlotError, Rgb, encode_png};
+use crate::base::{PlotError, Rgb, encode_png};
 
 /// The family name under which DejaVu Sans is registered, and which SVG text names.
 pub(crate) const FAMILY: &str = "sans-serif";
@@ -313,10 +313,67 @@ pub(crate) fn draw_frame_and_ticks<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The output methods of a figure type (PNG and SVG bytes, atomic saves), written once.
+macro_rules! figure_output {
+    ($t:ty, $what:literal) => {
+        impl $t {
+            #[doc = concat!("The ", $what, " as PNG bytes.")]
+            pub fn png(&self) -> Result<Vec<u8>, $crate::base::PlotError> {
+                $crate::draw::png_bytes(self, std::path::Path::new($what))
+            }
+
+            #[doc = concat!("The ", $what, " as RGB pixels: row-major, 3 bytes per pixel, its")]
+            /// width × height (what a Gymnasium `rgb_array` frame holds).
+            pub fn rgb(&self) -> Result<Vec<u8>, $crate::base::PlotError> {
+                $crate::draw::rgb_bytes(self, std::path::Path::new($what))
+            }
+
+            #[doc = concat!("The ", $what, "'s width and height in pixels.")]
+            pub fn pixels(&self) -> (u32, u32) {
+                $crate::draw::Figure::size(self)
+            }
+
+            #[doc = concat!("The ", $what, " as SVG text.")]
+            pub fn svg(&self) -> Result<String, $crate::base::PlotError> {
+                $crate::draw::svg_string(self)
+            }
+
+            /// Writes `stem.png` and `stem.svg` atomically; returns their paths.
+            pub fn save(
+                &self,
+                stem: &std::path::Path,
+            ) -> Result<Vec<std::path::PathBuf>, $crate::base::PlotError> {
+                $crate::base::save_both(stem, |p| $crate::draw::png_bytes(self, p), || self.svg())
+            }
+
+            /// Writes only `stem.png`; returns its path.
+            pub fn save_png(
+                &self,
+                stem: &std::path::Path,
+            ) -> Result<std::path::PathBuf, $crate::base::PlotError> {
+                let p = $crate::base::with_ext(stem, "png");
+                $crate::base::write_atomic(&p, &$crate::draw::png_bytes(self, &p)?)?;
+                Ok(p)
+            }
+
+            /// Writes only `stem.svg`; returns its path.
+            pub fn save_svg(
+                &self,
+                stem: &std::path::Path,
+            ) -> Result<std::path::PathBuf, $crate::base::PlotError> {
+                let p = $crate::base::with_ext(stem, "svg");
+                $crate::base::write_atomic(&p, self.svg()?.as_bytes())?;
+                Ok(p)
+            }
+        }
+    };
+}
+pub(crate) use figure_output;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::decode;
+    use crate::base::test_util::decode;
 
     /// Rounding to pixels: halves away from zero, NaN to 0, anything huge saturating at ±10⁷.
     #[test]

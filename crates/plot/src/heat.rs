@@ -5,8 +5,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use crate::Rgb;
 use crate::axis::{Axis, Transform, linear_ticks};
+use crate::base::Rgb;
 use crate::draw::{
     self, BLACK, DrawResult, Figure, Frame, LABEL_PX, TICK_PX, TITLE_PX, px, rgb, text, text_size,
 };
@@ -507,10 +507,12 @@ impl Heatmaps {
     }
 }
 
+crate::draw::figure_output!(Heatmaps, "figure");
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::{decode, distinct_colours, has_colour};
+    use crate::base::test_util::{decode, distinct_colours, has_colour};
 
     fn wave(nx: usize, ny: usize) -> Vec<f64> {
         (0..nx * ny)

@@ -5,11 +5,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use crate::axis::{Axis, Scale, Transform};
+use crate::base::{PALETTE, Rgb};
 use crate::draw::{
     self, AxesText, BLACK, DrawResult, Figure, Frame, LABEL_PX, TICK_PX, TITLE_PX, px, rgb, text,
     text_size,
 };
-use crate::{PALETTE, Rgb};
 
 /// One series of a [`LinePlot`]: a legend name, `(x, y)` points joined by a line, and an
 /// optional shaded band.
@@ -402,10 +402,12 @@ impl LinePlot {
     }
 }
 
+crate::draw::figure_output!(LinePlot, "plot");
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::{decode, distinct_colours, has_colour};
+    use crate::base::test_util::{decode, distinct_colours, has_colour};
 
     fn curve(f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
         (0..200).map(|i| (i as f64 * 50.0, f(i as f64))).collect()

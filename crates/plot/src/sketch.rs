@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use crate::Rgb;
+use crate::base::Rgb;
 use crate::draw::{DrawResult, Figure, px, rgb, text};
 
 /// Where a text's position sits on the text.
@@ -219,10 +219,12 @@ impl Figure for Sketch {
     }
 }
 
+crate::draw::figure_output!(Sketch, "sketch");
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::{decode, has_colour};
+    use crate::base::test_util::{decode, has_colour};
 
     #[test]
     fn shapes_and_text_are_drawn() {

@@ -21,7 +21,7 @@
 //! `(N·P(i))^−β / max`, new transitions at the maximum priority) is an option. Both draw
 //! through one sum tree whose leaves are zero for slots that start no transition.
 
-use crate::ReplayError;
+use crate::error::ReplayError;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 

@@ -18,7 +18,7 @@
 //! script's default regime (one episode per row, no goal) the two give the same pairs from the
 //! same draws.
 
-use crate::ReplayError;
+use crate::error::ReplayError;
 use kestrel_core::{FromInvalid, Key};
 
 /// How pairs treat episode boundaries inside a row (see the module docs).
@@ -161,7 +161,13 @@ impl RowReplay {
         discount: f64,
         rule: RowRuleKind,
     ) -> Result<RowPair, ReplayError> {
-        self.pair_with(row, u_obs, u_offset, &crate::TruncatedGeometric::new(discount), rule)
+        self.pair_with(
+            row,
+            u_obs,
+            u_offset,
+            &crate::episodic::TruncatedGeometric::new(discount),
+            rule,
+        )
     }
 
     /// [`RowReplay::pair`] with the offset's sampler made once for a batch.
@@ -170,7 +176,7 @@ impl RowReplay {
         row: usize,
         u_obs: f64,
         u_offset: f64,
-        geometric: &crate::TruncatedGeometric,
+        geometric: &crate::episodic::TruncatedGeometric,
         rule: RowRuleKind,
     ) -> Result<RowPair, ReplayError> {
         if row >= self.num_rows() || !(0.0..1.0).contains(&u_obs) || !(0.0..1.0).contains(&u_offset)
@@ -247,15 +253,15 @@ impl RowReplay {
         obs: &mut [u32],
         next: &mut [u32],
     ) -> Result<(), ReplayError> {
-        self.sample_with(key, &crate::TruncatedGeometric::new(discount), rule, obs, next)
+        self.sample_with(key, &crate::episodic::TruncatedGeometric::new(discount), rule, obs, next)
     }
 
     /// [`RowReplay::sample`] with the offsets' sampler given: a run makes one
-    /// ([`crate::TruncatedGeometric::tabulated`]) and draws every batch with it.
+    /// ([`crate::episodic::TruncatedGeometric::tabulated`]) and draws every batch with it.
     pub fn sample_with(
         &self,
         key: Key,
-        geometric: &crate::TruncatedGeometric,
+        geometric: &crate::episodic::TruncatedGeometric,
         rule: RowRuleKind,
         obs: &mut [u32],
         next: &mut [u32],
@@ -296,10 +302,10 @@ fn episodes(ends: &[u32]) -> impl Iterator<Item = (usize, usize)> + '_ {
     })
 }
 
-/// The offset on `1..=h` from `u` in `[0, 1)`: [`crate::truncated_geometric`] on `0..h`, plus
+/// The offset on `1..=h` from `u` in `[0, 1)`: [`crate::episodic::truncated_geometric`] on `0..h`, plus
 /// one (the reference's `discounted_sampling(h) + 1`).
 pub fn offset(h: usize, gamma: f64, u: f64) -> usize {
-    crate::truncated_geometric(h, gamma, u) + 1
+    crate::episodic::truncated_geometric(h, gamma, u) + 1
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! the same bits on the same seeds.
 
 use crate::abi::{Attrs, Buffer, CallFrame, XlaError, call};
-use crate::{Table, lock};
+use crate::table::{Table, lock};
 use kestrel_core::Space;
 use kestrel_run::envs::{Actions, DynBatch, Obs, ObsMut, Rollout, copy_column, spread_flags};
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,7 @@
 //! key.
 
 use crate::abi::{Attrs, Buffer, CallFrame, Dtype, XlaError, call};
-use crate::{Table, lock};
+use crate::table::{Table, lock};
 use kestrel_core::Key;
 use kestrel_evo::Problem;
 use std::sync::{Arc, Mutex};

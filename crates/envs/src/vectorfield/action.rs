@@ -2,7 +2,7 @@
 
 use super::common::LATENT_DIM;
 use super::observation::Linear;
-use crate::EnvError;
+use crate::error::EnvError;
 use kestrel_core::FromInvalid;
 
 /// How an action enters the dynamics: `g(u)`, a batched map of `n × A` rows to `n × 2`.

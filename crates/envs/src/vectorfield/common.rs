@@ -1,7 +1,7 @@
 //! What every part of the vector-field systems shares: the size limits, the value checks
 //! (each error names the field) and `torch.linspace`'s grid. A leaf: it imports no sibling.
 
-use crate::EnvError;
+use crate::error::EnvError;
 use kestrel_core::FromInvalid;
 
 /// Latent dimension (actdyn's `D`).

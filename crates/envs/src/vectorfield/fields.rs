@@ -5,8 +5,8 @@
 
 use super::common::{MAX_GRID, finite, grid_size, linspace};
 use super::generator::MultiAttractor;
-use crate::EnvError;
-use crate::positive;
+use crate::error::EnvError;
+use crate::error::positive;
 
 /// Largest speed `‖f(x, y)‖` over the `n × n` grid `linspace(−x_range, x_range)²`.
 fn max_speed(x_range: f64, n: usize, f: impl Fn(f64, f64) -> [f64; 2]) -> f64 {

@@ -2,8 +2,8 @@
 //! the bilinear interpolation of the stored grids, with C's quirks kept.
 
 use super::common::{MAX_GP_GRID, MAX_GRID, finite, grid_size, linspace};
-use crate::EnvError;
-use crate::positive;
+use crate::error::EnvError;
+use crate::error::positive;
 use kestrel_core::{FromInvalid, Key};
 
 /// How a multi-attractor is generated ([`MultiAttractor::generate`]); defaults are actdyn's.

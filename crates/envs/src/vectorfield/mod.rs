@@ -24,7 +24,7 @@
 //! with C's axis transposition, `[v, u]` swap and float32 output), and H's Van der Pol and
 //! Duffing oscillators.
 
-use crate::EnvError;
+use crate::error::EnvError;
 use kestrel_core::{Env, FromInvalid, Key, Rng, Space, Spec};
 
 mod action;
@@ -33,7 +33,7 @@ mod fields;
 mod generator;
 mod observation;
 
-use crate::positive;
+use crate::error::positive;
 pub use action::ActionModel;
 pub use common::{LATENT_DIM, MAX_DIM, MAX_GP_GRID, MAX_GRID, MAX_HIDDEN, linspace};
 pub use fields::{

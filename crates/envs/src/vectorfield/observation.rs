@@ -2,7 +2,7 @@
 //! layouts, Gaussian and Poisson noise.
 
 use super::common::{LATENT_DIM, MAX_DIM, MAX_HIDDEN};
-use crate::EnvError;
+use crate::error::EnvError;
 use kestrel_core::{FromInvalid, Key, Rng, check_bytes};
 
 /// An affine map `out = W·x + b` with PyTorch `nn.Linear`'s layout (`W` is `[out][in]`,

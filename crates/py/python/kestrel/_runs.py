@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _kestrel
 from ._spaces import params_json
+from .loggers import LiveMetrics, check_logger, flatten
 
 
 @dataclass(repr=False)
@@ -148,18 +149,6 @@ def read_metrics(path: Path) -> dict:
     return out
 
 
-def flatten(d, prefix=""):
-    """A metrics line's columns: nested keys joined with `.` (`eval.obs_r2`); the one
-    spelling of column names (`RunResult.metrics`, the loggers)."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def drop_none(d):
     return {k: (drop_none(v) if isinstance(v, dict) else v) for k, v in d.items() if v is not None}
 
@@ -240,8 +229,6 @@ class _Watch:
     """A run's progress display and live logger, as one callback for the Rust run."""
 
     def __init__(self, progress, kind, logger, out_dir, resume=None):
-        from .loggers import LiveMetrics, check_logger
-
         check_logger(logger)  # before the run: an unusable logger is refused, no folder made
         self.show = progress_callback(progress, kind)
         self.live = None if logger is None else LiveMetrics(logger, kind, out_dir, resume)

@@ -129,12 +129,22 @@ def make_logger(logger, name: str, log_dir) -> Logger | None:
     return _Wrapped(logger)
 
 
+def flatten(d, prefix=""):
+    """A metrics line's columns: nested keys joined with `.` (`eval.obs_r2`); the one
+    spelling of column names (`RunResult.metrics`, the loggers)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def scalars(row: dict) -> dict:
     """The numeric, finite columns of a metrics line under `RunResult.metrics`' names (one
-    flattening: `kestrel._runs.flatten`), without `global_step`; short numeric lists as
+    flattening: `flatten`), without `global_step`; short numeric lists as
     `name.0`, `name.1`, ..."""
-    from ._runs import flatten
-
     out = {}
     for name, v in flatten(row).items():
         if name == "global_step":
