@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The asymexp fixture's end-to-end run in distribution: Kestrel's `asymexp` profile and the
+"""The asymexp fixture's end-to-end run in distribution: Kestrel's `allo asymexp` and the
 reference `exp_alcl/allo.py`, each over the same seeds, on the fixture's configuration
 (../shared/data/allo-asymexp-golden/README.md §3 (e): the `small` map, 50 environments × 200
 steps, 500 gradient steps, the script's defaults otherwise). The seeds draw different data,
@@ -36,12 +36,12 @@ def kestrel_runs(exe, ref, seeds, out):
     map_file.write_text(cfg["map_text"])
     runs = []
     for seed in seeds:
-        cmd = [exe, "allo", "train", "--profile", "asymexp", "--map", str(map_file), "--seed", str(seed),
+        cmd = [exe, "allo", "asymexp", "--map", str(map_file), "--seed", str(seed),
                "--steps", str(a["num_gradient_steps"]), "--out-dir", str(out),
                "--set", f"num_samples={a['num_envs'] * a['num_steps']}",
-               "--set", f"asymexp.num_envs={a['num_envs']}",
-               "--set", f"asymexp.max_episode_length={a['max_episode_length']}",
-               "--set", f"asymexp.version=\"{version}\"",
+               "--set", f"num_envs={a['num_envs']}",
+               "--set", f"max_episode_length={a['max_episode_length']}",
+               "--set", f"learner.version=\"{version}\"",
                "--set", "log_every=1", "--set", "eval_every=1", "--set", "checkpoint_every=0"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:

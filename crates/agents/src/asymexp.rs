@@ -53,10 +53,16 @@ pub enum PerturbationKind {
     SquaredNullGrad,
 }
 
-/// Hyper-parameters. [`AsymexpConfig::reference`] is the script's `Args` defaults.
-#[derive(Clone, Debug, PartialEq)]
+/// Hyper-parameters, by the script's `Args` names where it has them.
+/// [`AsymexpConfig::reference`] (the [`Default`], with the thresholded version) is the
+/// script's `Args` defaults.
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(deny_unknown_fields, default)]
 pub struct AsymexpConfig {
-    /// Which version's rules.
+    /// Which version's rules: `thresholded` (tree 4deb141, the one the seed quotes) or `final`
+    /// (ba956b1): the ground truth, the map parser and whether `threshold` exists.
     pub version: VersionKind,
     /// Components learned (`num_eigenvectors`).
     pub num_eigenvectors: usize,
@@ -93,6 +99,12 @@ pub struct AsymexpConfig {
     pub threshold: Option<f64>,
     /// Run the encoder once over the distinct states of a step (else once over all `3 B` rows).
     pub dedup: bool,
+}
+
+impl Default for AsymexpConfig {
+    fn default() -> Self {
+        AsymexpConfig::reference(VersionKind::Thresholded)
+    }
 }
 
 impl AsymexpConfig {

@@ -21,6 +21,9 @@ fn tiny(kind: RunKind, root: &Path) -> String {
         "allo" => {
             "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 6\neval_every = 2"
         }
+        "allo-asymexp" => {
+            "map = \"builtin:rooms-2-3\"\nnum_samples = 800\nnum_envs = 20\nmax_episode_length = 40\nsteps = 6\neval_every = 2\n[learner]\nbatch_size = 16\nhidden = [16]\nnum_eigenvectors = 3"
+        }
         "hunt" => {
             "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0"
         }

@@ -14,87 +14,87 @@ use kestrel_core::FromInvalid;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum StrategyKind {
-    /// [`CmaEs`].
+    /// [`CmaEs`](crate::CmaEs).
     CmaEs,
-    /// [`SepCmaEs`].
+    /// [`SepCmaEs`](crate::SepCmaEs).
     SepCmaEs,
-    /// [`Snes`].
+    /// [`Snes`](crate::Snes).
     Snes,
-    /// [`Xnes`].
+    /// [`Xnes`](crate::Xnes).
     Xnes,
-    /// [`OpenEs`] (antithetic: even population).
+    /// [`OpenEs`](crate::OpenEs) (antithetic: even population).
     OpenEs,
-    /// [`Pgpe`] (antithetic: even population).
+    /// [`Pgpe`](crate::Pgpe) (antithetic: even population).
     Pgpe,
-    /// [`DifferentialEvolution`].
+    /// [`DifferentialEvolution`](crate::DifferentialEvolution).
     De,
-    /// [`WeightedEs`] with the elite rule (evosax `SimpleES`).
+    /// [`WeightedEs`](crate::WeightedEs) with the elite rule (evosax `SimpleES`).
     SimpleEs,
-    /// [`WeightedEs`] with the discovered rule (evosax `DiscoveredES`, the `DES` entry).
+    /// [`WeightedEs`](crate::WeightedEs) with the discovered rule (evosax `DiscoveredES`, the `DES` entry).
     Des,
-    /// [`MaEs`], full matrix (evosax `MA_ES`).
+    /// [`MaEs`](crate::MaEs), full matrix (evosax `MA_ES`).
     MaEs,
-    /// [`MaEs`], limited memory (evosax `LM_MA_ES`).
+    /// [`MaEs`](crate::MaEs), limited memory (evosax `LM_MA_ES`).
     LmMaEs,
-    /// [`Antithetic`], Augmented Random Search (evosax `ARS`; even population).
+    /// [`Antithetic`](crate::Antithetic), Augmented Random Search (evosax `ARS`; even population).
     Ars,
-    /// [`Antithetic`], ESMC (evosax `ESMC`; even population, at least 4).
+    /// [`Antithetic`](crate::Antithetic), ESMC (evosax `ESMC`; even population, at least 4).
     Esmc,
-    /// [`LocalSearch`], hill climbing (evosax `HillClimbing`).
+    /// [`LocalSearch`](crate::LocalSearch), hill climbing (evosax `HillClimbing`).
     HillClimbing,
-    /// [`LocalSearch`], random search around the start (evosax `RandomSearch`).
+    /// [`LocalSearch`](crate::LocalSearch), random search around the start (evosax `RandomSearch`).
     RandomSearch,
-    /// [`LocalSearch`], simulated annealing (evosax `SimulatedAnnealing`).
+    /// [`LocalSearch`](crate::LocalSearch), simulated annealing (evosax `SimulatedAnnealing`).
     SimulatedAnnealing,
-    /// [`LocalSearch`], gradientless descent (evosax `GradientlessDescent`).
+    /// [`LocalSearch`](crate::LocalSearch), gradientless descent (evosax `GradientlessDescent`).
     GradientlessDescent,
-    /// [`Swarm`], particle swarm optimisation (evosax `PSO`).
+    /// [`Swarm`](crate::Swarm), particle swarm optimisation (evosax `PSO`).
     Pso,
-    /// [`Swarm`], the simple genetic algorithm (evosax `SimpleGA`).
+    /// [`Swarm`](crate::Swarm), the simple genetic algorithm (evosax `SimpleGA`).
     SimpleGa,
-    /// [`Ga`], the 1/5 success rule (evosax `MR15_GA`).
+    /// [`Ga`](crate::Ga), the 1/5 success rule (evosax `MR15_GA`).
     Mr15Ga,
-    /// [`Ga`], self-adaptive mutation rates (evosax `SAMR_GA`).
+    /// [`Ga`](crate::Ga), self-adaptive mutation rates (evosax `SAMR_GA`).
     SamrGa,
-    /// [`Ga`], group elite selection of mutation rates (evosax `GESMR_GA`).
+    /// [`Ga`](crate::Ga), group elite selection of mutation rates (evosax `GESMR_GA`).
     GesmrGa,
-    /// [`GradientEs`], Persistent ES over unrolled inner problems (evosax `PersistentES`;
+    /// [`GradientEs`](crate::GradientEs), Persistent ES over unrolled inner problems (evosax `PersistentES`;
     /// even population).
     PersistentEs,
-    /// [`GradientEs`], Noise-Reuse ES over unrolled inner problems (evosax `NoiseReuseES`;
+    /// [`GradientEs`](crate::GradientEs), Noise-Reuse ES over unrolled inner problems (evosax `NoiseReuseES`;
     /// even population).
     NoiseReuseEs,
-    /// [`GradientEs`], Guided ES along the surrogate gradients given (evosax `GuidedES`; even
+    /// [`GradientEs`](crate::GradientEs), Guided ES along the surrogate gradients given (evosax `GuidedES`; even
     /// population).
     GuidedEs,
-    /// [`GradientEs`], ASEBO's learned gradient subspace (evosax `ASEBO`; even population).
+    /// [`GradientEs`](crate::GradientEs), ASEBO's learned gradient subspace (evosax `ASEBO`; even population).
     Asebo,
-    /// [`RmEs`], the rank-m evolution strategy (evosax `Rm_ES`).
+    /// [`RmEs`](crate::RmEs), the rank-m evolution strategy (evosax `Rm_ES`).
     RmEs,
-    /// [`Amalgam`], full covariance (evosax `iAMaLGaM_Full`).
+    /// [`Amalgam`](crate::Amalgam), full covariance (evosax `iAMaLGaM_Full`).
     IamalgamFull,
-    /// [`Amalgam`], one variance per coordinate (evosax `iAMaLGaM_Univariate`).
+    /// [`Amalgam`](crate::Amalgam), one variance per coordinate (evosax `iAMaLGaM_Univariate`).
     IamalgamUnivariate,
-    /// [`CrFmNes`], the cost-reduced fast-moving NES (evosax `CR_FM_NES`; even population).
+    /// [`CrFmNes`](crate::CrFmNes), the cost-reduced fast-moving NES (evosax `CR_FM_NES`; even population).
     CrFmNes,
-    /// [`SvOpenEs`], Stein variational OpenAI-ES (evosax `SV_Open_ES`; `num_populations`
+    /// [`SvOpenEs`](crate::SvOpenEs), Stein variational OpenAI-ES (evosax `SV_Open_ES`; `num_populations`
     /// particles of an even size each).
     SvOpenEs,
-    /// [`SvCmaEs`], Stein variational CMA-ES (evosax `SV_CMA_ES`; `num_populations` CMA-ES
+    /// [`SvCmaEs`](crate::SvCmaEs), Stein variational CMA-ES (evosax `SV_CMA_ES`; `num_populations` CMA-ES
     /// particles of at least 4 rows each).
     SvCmaEs,
-    /// [`DiffusionEvolution`], evolution as DDIM denoising (evosax `DiffusionEvolution`).
+    /// [`DiffusionEvolution`](crate::DiffusionEvolution), evolution as DDIM denoising (evosax `DiffusionEvolution`).
     DiffusionEvolution,
-    /// [`Les`], the learned evolution strategy (evosax `LES` / `LearnedES`; its weights from
+    /// [`Les`](crate::Les), the learned evolution strategy (evosax `LES` / `LearnedES`; its weights from
     /// evosax's checkpoint at `params_path`).
     Les,
-    /// [`Lga`], the learned genetic algorithm (evosax `LGA` / `LearnedGA`; its weights from
+    /// [`Lga`](crate::Lga), the learned genetic algorithm (evosax `LGA` / `LearnedGA`; its weights from
     /// evosax's checkpoint at `params_path`).
     Lga,
-    /// [`CmaAnchoredLes`], separable CMA-ES with meta-learned gates (evosax
+    /// [`CmaAnchoredLes`](crate::CmaAnchoredLes), separable CMA-ES with meta-learned gates (evosax
     /// `CMAAnchoredLES`; its weights from evosax's checkpoint at `params_path`).
     CmaAnchoredLes,
-    /// [`EvoTf`], the Evolution Transformer (evosax `EvoTF_ES`; its weights and architecture
+    /// [`EvoTf`](crate::EvoTf), the Evolution Transformer (evosax `EvoTF_ES`; its weights and architecture
     /// from evosax's checkpoint at `params_path`).
     #[serde(rename = "evotf-es")]
     EvoTfEs,

@@ -520,21 +520,21 @@ def test_the_treasurehunt_mp_preset_from_python(tmp_path):
         kestrel.hunt.train(preset="treasurehunt", epochs=2, out_dir=tmp_path)
 
 
-def test_allo_profiles_run_from_python_with_their_own_defaults(tmp_path):
-    """The paper profile (ALLO, GGDO) and asymexp's (thresholded, final) from one function,
-    each with its own defaults; asymexp's settings nest under `asymexp`; what does not apply is
-    refused by name before any folder exists."""
+def test_allo_and_asymexps_allo_run_from_python_with_their_own_defaults(tmp_path):
+    """The paper's ALLO and GGDO (`train`) and asymexp's thresholded and final versions
+    (`asymexp`), each with its own defaults; asymexp's learner keys nest under `learner`; what
+    does not apply is refused by name before any folder exists, and a 0.1 `profile="asymexp"`
+    call says what to write instead."""
     shared = dict(out_dir=tmp_path, threads=1, progress=None)
     paper = kestrel.allo.train(steps=4, num_samples=2000, batch_size=32, eval_every=2, **shared)
     ggdo = kestrel.allo.train(method="ggdo", steps=4, num_samples=2000, batch_size=32, eval_every=2, **shared)
-    small = dict(num_samples=20 * 40, batch_size=32, hidden=[16, 16], steps=10, eval_every=5, log_every=5)
-    thr = kestrel.allo.train(profile="asymexp", **small, asymexp={"num_envs": 20, "max_episode_length": 40}, **shared)
-    fin = kestrel.allo.train(profile="asymexp", **small,
-                             asymexp={"version": "final", "num_envs": 20, "max_episode_length": 40,
-                                      "sampling": "within-episode", "truth": "fixed"}, **shared)
+    small = dict(num_samples=20 * 40, steps=10, eval_every=5, log_every=5, num_envs=20, max_episode_length=40)
+    thr = kestrel.allo.asymexp(**small, learner={"batch_size": 32, "hidden": [16, 16]}, **shared)
+    fin = kestrel.allo.asymexp(**small, learner={"version": "final", "batch_size": 32, "hidden": [16, 16]},
+                               sampling="within-episode", truth="fixed", **shared)
     cfg = (thr.dir / "config.toml").read_text()
     # The script's defaults where nothing was given: d 10, lr 3e-4, discount 0.2, duals -2.
-    for key in ["num_eigenvectors = 10", "lr = 0.0003", "discount = 0.2", "duals_init = -2.0", 'profile = "asymexp"']:
+    for key in ["num_eigenvectors = 10", "lr = 0.0003", "discount = 0.2", "duals_init = -2.0", "[learner]"]:
         assert key in cfg, key
     assert "num_eigenvectors = 11" in (paper.dir / "config.toml").read_text()
     for r in (thr, fin):
@@ -545,15 +545,16 @@ def test_allo_profiles_run_from_python_with_their_own_defaults(tmp_path):
     assert "cosine_sim_avg_simple" in fin.metrics and "cosine_sim_avg_simple" not in thr.metrics
     assert paper.summary["cosine_similarity"] >= 0 and ggdo.summary["cosine_similarity"] >= 0
     before = set(tmp_path.iterdir())
-    for kw, field in [
-        (dict(profile="asymexp", method="ggdo"), "method"),
-        (dict(profile="asymexp", asymexp={"version": "final", "threshold": 0.1}), "asymexp.threshold"),
-        (dict(asymexp={"version": "final"}), "asymexp"),
-        (dict(profile="asymexp", asymexp={"num_envz": 3}), "num_envz"),
-        (dict(profile="asymexp", num_samples=1001), "num_samples"),
+    for run, kw, field in [
+        (kestrel.allo.asymexp, dict(method="ggdo"), "method"),
+        (kestrel.allo.asymexp, dict(learner={"version": "final", "threshold": 0.1}), "learner.threshold"),
+        (kestrel.allo.asymexp, dict(num_envz=3), "num_envz"),
+        (kestrel.allo.asymexp, dict(num_samples=1001), "num_samples"),
+        (kestrel.allo.train, dict(profile="asymexp"), "allo-asymexp"),
+        (kestrel.allo.train, dict(asymexp={"version": "final"}), "kestrel.allo.asymexp"),
     ]:
         with pytest.raises(ValueError, match=field):
-            kestrel.allo.train(**kw, **shared)
+            run(**kw, **shared)
     assert set(tmp_path.iterdir()) == before
 
 

@@ -39,7 +39,7 @@ pub enum RunError {
     /// finite result).
     #[error("{0}")]
     Failed(String),
-    /// Stopped by whoever launched it ([`launch::Flow`]): Ctrl-C, a failing callback.
+    /// Stopped by whoever launched it ([`crate::launch::Flow`]): Ctrl-C, a failing callback.
     #[error("stopped: {0}")]
     Stopped(String),
     /// From an evolution-strategy run.

@@ -23,6 +23,7 @@ mod base;
 pub mod benches;
 pub mod config;
 pub mod envs;
+mod figures;
 pub mod info;
 mod launch;
 mod metrics;

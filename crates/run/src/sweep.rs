@@ -804,8 +804,8 @@ strategy = ["cma-es", "snes"]
             }
         }
         // A name one grid point's config writes and another's does not: the final version of
-        // the asymexp profile has the other Laplacians' cosines, the thresholded one not.
-        let spec = "kind = \"allo\"\nseeds = 1\nmetrics = [\"cosine_similarity_simple\"]\n[base]\nprofile = \"asymexp\"\n[grid]\n\"asymexp.version\" = [\"final\", \"thresholded\"]\n";
+        // asymexp's ALLO has the other Laplacians' cosines, the thresholded one not.
+        let spec = "kind = \"allo-asymexp\"\nseeds = 1\nmetrics = [\"cosine_similarity_simple\"]\n[grid]\n\"learner.version\" = [\"final\", \"thresholded\"]\n";
         let e = Sweep::plan(spec, "spec.toml", &tmp("names-grid")).unwrap_err().to_string();
         assert!(e.contains("cosine_similarity_simple") && e.contains("thresholded"), "{e}");
     }
@@ -971,10 +971,10 @@ checkpoint_every = 20
                 "steps = 60\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5\n[base.model.dynamics]\ntype = \"rbf\"\ngrid = 5",
             ),
             base(
-                "allo",
-                "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nnum_samples = 2000\n[base.asymexp]\nversion = \"final\"",
+                "allo-asymexp",
+                "steps = 4\neval_every = 2\nnum_samples = 2000\n[base.learner]\nversion = \"final\"",
             ),
-            base("allo", "profile = \"asymexp\"\nsteps = 4\neval_every = 2\nnum_samples = 2000"),
+            base("allo-asymexp", "steps = 4\neval_every = 2\nnum_samples = 2000"),
             base(
                 "actdyn-compare",
                 "num_seeds = 2\n[base.base]\nsteps = 30\n[base.base.policy]\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",

@@ -110,13 +110,13 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
         Some("steps=11"),
     ),
     (
-        RunKind::of::<runs::allo::Allo>(),
-        "profile = \"asymexp\"\nnum_samples = 20000000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
+        RunKind::of::<runs::allo_asymexp::AlloAsymexp>(),
+        "num_samples = 20000000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
-        RunKind::of::<runs::allo::Allo>(),
-        "profile = \"asymexp\"\nmap = \"builtin:open-40\"\nnum_samples = 200000\nsteps = 10\nhidden = [1024, 1024]\nbatch_size = 1024\neval_every = 10\ncheckpoint_every = 0\n[asymexp]\nversion = \"final\"\nnum_envs = 100",
+        RunKind::of::<runs::allo_asymexp::AlloAsymexp>(),
+        "map = \"builtin:open-40\"\nnum_samples = 200000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0\nnum_envs = 100\n[learner]\nversion = \"final\"\nhidden = [1024, 1024]\nbatch_size = 1024",
         Some("steps=11"),
     ),
     (
@@ -282,10 +282,10 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
         "num_samples",
     ),
     (
-        RunKind::of::<runs::allo::Allo>(),
-        "profile = \"asymexp\"\nhidden = [8192, 8192, 8192]",
-        "profile = \"asymexp\"\nhidden = [8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192]",
-        "hidden",
+        RunKind::of::<runs::allo_asymexp::AlloAsymexp>(),
+        "[learner]\nhidden = [8192, 8192, 8192]",
+        "[learner]\nhidden = [8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192]",
+        "learner.hidden",
     ),
     (RunKind::of::<runs::hunt::Hunt>(), "capacity = 2000000", "capacity = 3000000", "capacity"),
     (

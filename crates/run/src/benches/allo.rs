@@ -4,9 +4,19 @@
 
 use super::{Bench, Report};
 use crate::base::RunError;
-use crate::runs::allo::ProfileKind;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+/// Whose workload the ALLO bench times (config spelling `paper`, `asymexp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlloBenchProfileKind {
+    /// The ICLR paper's code (`laplacian_dual_dynamics`): `kestrel allo train`'s workload.
+    #[default]
+    Paper,
+    /// `exp_alcl/allo.py` of `tarod13/asymexp`: `kestrel allo asymexp`'s workload.
+    Asymexp,
+}
 
 /// `kestrel allo bench`'s config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
@@ -16,7 +26,7 @@ pub struct AlloBenchConfig {
     pub map: String,
     /// `paper` (the default) or `asymexp`: the asymexp profile's collection, truth, sampling
     /// and update at the script's defaults (map files read stripped, as its `room4` string).
-    pub profile: ProfileKind,
+    pub profile: AlloBenchProfileKind,
     /// Rows per batch (paper: 1024, four sub-batches; asymexp: 256, two batches).
     pub batch_size: Option<usize>,
     /// asymexp: collecting environments (default 1000).
@@ -31,7 +41,7 @@ impl Default for AlloBenchConfig {
     fn default() -> Self {
         AlloBenchConfig {
             map: "builtin:rooms-2-5".into(),
-            profile: ProfileKind::Paper,
+            profile: AlloBenchProfileKind::Paper,
             batch_size: None,
             num_envs: None,
             num_steps: None,
@@ -48,7 +58,7 @@ impl Bench for AlloBench {
     type Config = AlloBenchConfig;
 
     fn run(c: &AlloBenchConfig) -> Result<Report, RunError> {
-        if c.profile == ProfileKind::Asymexp {
+        if c.profile == AlloBenchProfileKind::Asymexp {
             return asymexp(c);
         }
         if c.num_envs.is_some() || c.num_steps.is_some() {

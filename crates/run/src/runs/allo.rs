@@ -5,6 +5,7 @@
 //! collection and the ground truth are `kestrel-agents`' parts.
 
 use crate::base::{COMMIT, RunError};
+use crate::figures::{Drawer, curve_plots, eigen_heatmaps};
 use crate::launch::{Checkpoints, Launch, Outcome, finish};
 use crate::resume::{Resumable, open};
 use crate::run::{Outputs, Run};
@@ -17,41 +18,26 @@ use kestrel_agents::laplacian::ground_truth;
 use kestrel_core::FromInvalid;
 use kestrel_core::{Budget, Key};
 use kestrel_envs::GridMap;
-use kestrel_plot::{ColourMap, Heatmaps, LinePlot, Panel, Series};
+use kestrel_plot::Heatmaps;
 use kestrel_replay::{ConventionKind, EpisodicReplay};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use crate::runs::allo_asymexp::AsymexpSettings;
 use std::path::Path;
 use std::sync::Arc;
-
-/// Whose code a run follows (config spelling `paper`, `asymexp`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProfileKind {
-    /// The ICLR paper's code (`laplacian_dual_dynamics`, reference §1.6a), ALLO or GGDO.
-    #[default]
-    Paper,
-    /// `exp_alcl/allo.py` of `tarod13/asymexp` (reference §1.6b), thresholded or final
-    /// version (`asymexp.version`); its own defaults, data and ground truth
-    /// ([`crate::runs::allo_asymexp`]).
-    Asymexp,
-}
 
 /// `kestrel allo train`'s config.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
 #[serde(deny_unknown_fields)]
 pub struct AlloRunConfig {
-    /// Whose code: `paper` (the default; ALLO or GGDO) or `asymexp` (`exp_alcl/allo.py`;
-    /// setting it switches every default below to that script's).
-    #[serde(default)]
-    pub profile: ProfileKind,
+    /// Removed in 0.2.0: `profile = "asymexp"` is its own run kind now, `allo-asymexp`
+    /// (`kestrel allo asymexp`); a config that sets it is refused with what to write instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// A map file or `builtin:NAME` (open-N, rooms-K-N, four-rooms, maze-N-SEED), as
-    /// `GridWorld-v0` spells it. The paper profile reads the paper code's text format; asymexp reads its own
-    /// (legacy or, in the final version, comma format with doors).
+    /// `GridWorld-v0` spells it, in the paper code's text format.
     pub map: String,
-    /// Method (asymexp: allo only).
+    /// Method: `allo` or `ggdo`.
     pub method: MethodKind,
     /// Eigenvectors learnt (the paper's d).
     pub num_eigenvectors: usize,
@@ -65,20 +51,19 @@ pub struct AlloRunConfig {
     pub seed: u64,
     /// Initial barrier coefficient (absent: the method's, 0.5 for ALLO, 2.0 for GGDO).
     pub barrier: Option<f64>,
-    /// Barrier increase rate (absent: the method's, 0.01 / 0; paper profile only).
+    /// Barrier increase rate (absent: the method's, 0.01 / 0).
     pub lr_barrier: Option<f64>,
-    /// Adam's learning rate (paper 1e-3; asymexp 3e-4, also SGD's on its duals and barrier).
+    /// Adam's learning rate.
     #[serde(default = "paper_lr")]
     pub lr: f64,
-    /// The future-state offset's discount (paper 0.9; asymexp 0.2, also its ground truth's γ).
+    /// The future-state offset's discount.
     #[serde(default = "paper_discount")]
     pub discount: f64,
-    /// Hidden widths of the encoder (paper [256, 256, 256]; asymexp [256, 256, 256, 256]).
+    /// Hidden widths of the encoder.
     #[serde(default = "paper_hidden")]
     pub hidden: Vec<usize>,
-    /// Paper profile: the episodic replay's sampling rules, `paper-code` or `asymexp` (its
-    /// independent states exclude an episode's last; the asymexp profile samples its own rows,
-    /// `asymexp.sampling`).
+    /// The episodic replay's sampling rules, `paper-code` or `asymexp` (its independent states
+    /// exclude an episode's last).
     #[serde(default)]
     pub convention: ConventionKind,
     /// Evaluate the cosine similarity every this many steps.
@@ -89,10 +74,10 @@ pub struct AlloRunConfig {
     pub log_every: u64,
     /// Checkpoint every this many steps (0: only at the end).
     pub checkpoint_every: u64,
-    /// The asymexp profile's own settings (an error to change under the paper profile).
-    #[serde(default)]
-    #[documented(nested)]
-    pub asymexp: AsymexpSettings,
+    /// Removed in 0.2.0 with `profile` (its keys are `allo-asymexp`'s); refused with what to
+    /// write instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asymexp: Option<toml::Table>,
 }
 
 fn paper_lr() -> f64 {
@@ -111,7 +96,7 @@ fn paper_log_every() -> u64 {
 impl Default for AlloRunConfig {
     fn default() -> Self {
         AlloRunConfig {
-            profile: ProfileKind::Paper,
+            profile: None,
             map: "builtin:rooms-2-5".into(),
             method: MethodKind::Allo,
             num_eigenvectors: 11,
@@ -128,36 +113,7 @@ impl Default for AlloRunConfig {
             eval_every: 1000,
             log_every: paper_log_every(),
             checkpoint_every: 10_000,
-            asymexp: AsymexpSettings::default(),
-        }
-    }
-}
-
-impl AlloRunConfig {
-    /// The asymexp profile's defaults: `exp_alcl/allo.py`'s `Args` (d 10, batch 256, 1000
-    /// environments × 1000 steps, 20,000 steps, seed 42, lr 3e-4, discount 0.2, encoder
-    /// 2-256-256-256-256-10, cosine and logs every 100 steps, checkpoints every 5,000) on its
-    /// default map, `room4`: `builtin:four-rooms`.
-    pub fn asymexp() -> Self {
-        AlloRunConfig {
-            profile: ProfileKind::Asymexp,
-            map: "builtin:four-rooms".into(),
-            method: MethodKind::Allo,
-            num_eigenvectors: 10,
-            batch_size: 256,
-            num_samples: 1_000_000,
-            steps: 20_000,
-            seed: 42,
-            barrier: None,
-            lr_barrier: None,
-            lr: 3e-4,
-            discount: 0.2,
-            hidden: vec![256; 4],
-            convention: ConventionKind::PaperCode,
-            eval_every: 100,
-            log_every: 100,
-            checkpoint_every: 5000,
-            asymexp: AsymexpSettings::default(),
+            asymexp: None,
         }
     }
 }
@@ -187,15 +143,11 @@ impl AlloRunConfig {
 
     /// Checks everything that needs no map: sizes and intervals.
     pub fn validate(&self) -> Result<(), AgentError> {
-        if self.profile == ProfileKind::Asymexp {
-            return self.asymexp_config().map(|_| ());
-        }
-        if self.asymexp != AsymexpSettings::default() {
-            return Err(AgentError::invalid(
-                "asymexp",
-                format!("{:?}", self.asymexp),
-                "its defaults under profile = \"paper\" (set profile = \"asymexp\" to use them)",
-            ));
+        // A 0.1 folder's `config.toml` holds `profile = "paper"` and the `[asymexp]` defaults:
+        // the same run, so it still loads.
+        let paper = self.profile.as_deref().is_none_or(|p| p == "paper");
+        if !paper || self.asymexp.as_ref().is_some_and(|t| *t != old_asymexp_defaults()) {
+            return Err(removed_profile(self));
         }
         self.learner_config()?;
         if self.log_every == 0 {
@@ -214,6 +166,36 @@ impl AlloRunConfig {
         }
         Ok(())
     }
+}
+
+/// The `[asymexp]` table 0.1 wrote into every `allo train` folder's `config.toml`.
+fn old_asymexp_defaults() -> toml::Table {
+    let text = "version = \"thresholded\"\nnum_envs = 1000\nmax_episode_length = 1000\n\
+        duals_init = -2.0\ninit_dual_diag = false\nmax_barrier = 0.5\nstep_size_duals = 1.0\n\
+        step_size_duals_i = 0.0\nintegral_decay = 0.99\nperturbation = \"none\"\n\
+        graph_epsilon = 0.01\ngraph_variance_scale = 0.1\nsampling = \"reference\"\n\
+        num_doors = 0\ndoor_seed = 42\ntruth = \"reference\"\n";
+    text.parse().unwrap_or_default()
+}
+
+/// The error of a 0.1 config that sets `profile` or `[asymexp]`: what to write instead (the
+/// run kind `allo-asymexp`, whose config nests the learner's keys under `learner`).
+fn removed_profile(c: &AlloRunConfig) -> AgentError {
+    let (field, value) = match &c.profile {
+        Some(p) if p != "paper" => ("profile", format!("{p:?}")),
+        _ => ("asymexp", "a table other than 0.1's defaults".to_string()),
+    };
+    AgentError::invalid(
+        field,
+        value,
+        "absent: since 0.2.0 asymexp's ALLO is its own run kind, `allo-asymexp` (`kestrel allo \
+         asymexp`, `kestrel config allo-asymexp`, Python `kestrel.allo.asymexp`); in its config \
+         num_eigenvectors, hidden, batch_size, lr, discount, barrier (as barrier_init) and \
+         asymexp.{version, duals_init, init_dual_diag, max_barrier, step_size_duals, \
+         step_size_duals_i, integral_decay, perturbation, graph_epsilon, graph_variance_scale, \
+         threshold} go under [learner], and asymexp.{num_envs, max_episode_length, sampling, \
+         num_doors, door_seed, truth} are top-level keys (the paper's ALLO sets neither key)",
+    )
 }
 
 /// What an ALLO run reports through `observe`.
@@ -472,12 +454,8 @@ impl Run for Allo {
     const CURVE: &'static str = "cosine_similarity";
     type Config = AlloRunConfig;
 
-    /// The paper's defaults, or the asymexp script's when the config asks for that profile.
-    fn defaults(first: Option<&AlloRunConfig>) -> AlloRunConfig {
-        match first.map(|c| c.profile) {
-            Some(ProfileKind::Asymexp) => AlloRunConfig::asymexp(),
-            _ => AlloRunConfig::default(),
-        }
+    fn defaults(_: Option<&AlloRunConfig>) -> AlloRunConfig {
+        AlloRunConfig::default()
     }
 
     fn without_budget(c: &AlloRunConfig) -> AlloRunConfig {
@@ -486,34 +464,21 @@ impl Run for Allo {
 
     /// See [`AlloRunConfig::budget`].
     fn budget(c: &AlloRunConfig, threads: usize) -> kestrel_core::Budget {
-        match c.profile {
-            ProfileKind::Paper => c.budget(threads),
-            ProfileKind::Asymexp => crate::runs::allo_asymexp::budget(c),
-        }
+        c.budget(threads)
     }
 
-    /// The paper profile logs each dual's diagonal; the asymexp profile's names are the
-    /// reference's ([`crate::runs::allo_asymexp::outputs`]).
+    /// Each dual's diagonal is logged.
     fn outputs(c: &AlloRunConfig) -> Outputs {
-        match c.profile {
-            ProfileKind::Paper => Outputs::new(
-                &["barrier", "cosine_similarity", "ms_per_step", "steps"],
-                &["barrier", "cosine_similarity", "encoder_rows", "graph", "loss"],
-            )
-            .columns((0..c.num_eigenvectors).map(|i| format!("dual_{i}"))),
-            ProfileKind::Asymexp => crate::runs::allo_asymexp::outputs(c),
-        }
+        Outputs::new(
+            &["barrier", "cosine_similarity", "ms_per_step", "steps"],
+            &["barrier", "cosine_similarity", "encoder_rows", "graph", "loss"],
+        )
+        .columns((0..c.num_eigenvectors).map(|i| format!("dual_{i}")))
     }
 
     fn validate(c: &AlloRunConfig) -> Result<(), RunError> {
         c.validate()?;
-        match c.profile {
-            ProfileKind::Paper => drop(GridMap::resolve(&c.map).map_err(AgentError::from)?),
-            ProfileKind::Asymexp => {
-                let map = crate::runs::allo_asymexp::run_map(c)?;
-                crate::runs::allo_asymexp::check_truth(c, &map)?;
-            }
-        }
+        GridMap::resolve(&c.map).map_err(AgentError::from)?;
         Ok(())
     }
 
@@ -535,9 +500,6 @@ pub fn run(
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
-    if c.profile == ProfileKind::Asymexp {
-        return crate::runs::allo_asymexp::run(c, resume, launch);
-    }
     let map = c.map.trim_start_matches("builtin:");
     let map = map.rsplit('/').next().unwrap_or(map).trim_end_matches(".txt");
     let name = format!("{:?}-{map}", c.method);
@@ -677,38 +639,7 @@ pub fn run(
     finish(dir, r)
 }
 
-/// The drawings of a run's checkpoints, off the training thread and one at a time: they
-/// write the same curve files, so a checkpoint's drawing starts once the previous one is done
-/// (the training thread waits only if it is not).
-pub(crate) struct Drawer(Option<std::thread::JoinHandle<Result<(), RunError>>>);
-
-impl Drawer {
-    pub(crate) fn new() -> Self {
-        Drawer(None)
-    }
-
-    /// Waits for the previous drawing, then starts `draw`.
-    pub(crate) fn spawn(
-        &mut self,
-        draw: impl FnOnce() -> Result<(), RunError> + Send + 'static,
-    ) -> Result<(), AgentError> {
-        self.wait().map_err(|e| AgentError::invalid("plots", e, "a writable run folder"))?;
-        self.0 = Some(std::thread::spawn(draw));
-        Ok(())
-    }
-
-    /// Waits for the drawing in flight, if any.
-    pub(crate) fn wait(&mut self) -> Result<(), RunError> {
-        match self.0.take() {
-            Some(h) => {
-                h.join().map_err(|_| RunError::Failed("a drawing thread panicked".into()))?
-            }
-            None => Ok(()),
-        }
-    }
-}
-
-/// The paper profile's curves from its logged lines: the estimate from a dual is
+/// The run's curves from its logged lines: the estimate from a dual is
 /// `−γ β_ii / 4` (`Allo::eigenvalue_estimates`), against the true SR eigenvalues.
 fn paper_curves(folder: &Path, history: &[Value], sr: &[f64], gamma: f64) -> Result<(), RunError> {
     curve_plots(
@@ -719,50 +650,6 @@ fn paper_curves(folder: &Path, history: &[Value], sr: &[f64], gamma: f64) -> Res
         sr,
         "average cosine similarity",
     )
-}
-
-/// The run's curves, drawn from its logged lines (`global_step` plus fields):
-/// `learning_curves` (the `terms`), `dual_evolution` (`estimate(dual_i)` for each logged
-/// `dual_i` against `truth[i]`, up to 11 components) and `cosine` (`cosine_similarity`).
-/// Both profiles draw theirs here.
-pub(crate) fn curve_plots(
-    folder: &Path,
-    history: &[Value],
-    terms: &[&str],
-    estimate: impl Fn(f64) -> f64,
-    truth: &[f64],
-    cosine_title: &str,
-) -> Result<(), RunError> {
-    let series = |key: &str| -> Vec<(f64, f64)> {
-        history
-            .iter()
-            .filter_map(|h| Some((h["global_step"].as_f64()?, h.get(key)?.as_f64()?)))
-            .collect()
-    };
-    let mut lc =
-        LinePlot::new("ALLO: the loss and its terms").x_label("gradient step").y_label("value");
-    for k in terms {
-        lc.push(Series::new(*k, series(k)));
-    }
-    lc.save(&folder.join("learning_curves"))?;
-    let mut de =
-        LinePlot::new("eigenvalue estimates from the duals (lines) and the truth's (flat)")
-            .x_label("gradient step")
-            .y_label("eigenvalue");
-    let last = history.last().and_then(|h| h["global_step"].as_f64()).unwrap_or(1.0);
-    for (i, &e) in truth.iter().enumerate().take(11) {
-        let pts: Vec<(f64, f64)> =
-            series(&format!("dual_{i}")).into_iter().map(|(s, b)| (s, estimate(b))).collect();
-        de.push(Series::new(format!("λ̂{i}"), pts));
-        de.push(Series::new(format!("λ{i}"), vec![(0.0, e), (last, e)]).width(0.8));
-    }
-    de.save(&folder.join("dual_evolution"))?;
-    LinePlot::new(cosine_title)
-        .x_label("gradient step")
-        .y_label("average cosine similarity")
-        .series(Series::new("cosine", series("cosine_similarity")))
-        .save(&folder.join("cosine"))?;
-    Ok(())
 }
 
 fn heatmaps(map: &GridMap, truth: &GroundTruth, rep: &[f64]) -> Heatmaps {
@@ -776,52 +663,6 @@ fn heatmaps(map: &GridMap, truth: &GroundTruth, rep: &[f64]) -> Heatmaps {
         rep,
         d,
     )
-}
-
-/// True (top row) and learned (bottom row) eigenvectors as heat maps over a `width × height`
-/// map, one column per component (the first `components`); state `s` is drawn at `cell(s)` =
-/// (column, row), its true value for component `i` is `truth(i, s)` and its learned one
-/// `rep[s * rep_width + i]`. Learned columns are sign-aligned to the truth and each scaled to
-/// its largest magnitude; walls are empty cells. Both profiles draw theirs here.
-pub(crate) fn eigen_heatmaps(
-    (width, height): (usize, usize),
-    n: usize,
-    components: usize,
-    cell: impl Fn(usize) -> (usize, usize),
-    truth: impl Fn(usize, usize) -> f64,
-    rep: &[f64],
-    rep_width: usize,
-) -> Heatmaps {
-    let m = components;
-    let mut figure = Heatmaps::new("Laplacian eigenvectors: true (top), learned (bottom)")
-        .columns(m)
-        .colour_map(ColourMap::Diverging)
-        .shared_scale(true)
-        .panel_size((900 / m.max(1)).clamp(60, 160) as u32)
-        .colour_bar_label("component value / max |value|");
-    let grid = |vals: &[f64]| {
-        let mx = vals.iter().fold(1e-12f64, |a, v| a.max(v.abs()));
-        let mut g = vec![f64::NAN; width * height];
-        for (s, v) in vals.iter().enumerate() {
-            let (x, y) = cell(s);
-            g[y * width + x] = v / mx;
-        }
-        g
-    };
-    let mut learned = Vec::with_capacity(m);
-    for i in 0..m {
-        let t: Vec<f64> = (0..n).map(|s| truth(i, s)).collect();
-        let mut l: Vec<f64> = (0..n).map(|s| rep[s * rep_width + i]).collect();
-        if l.iter().zip(&t).map(|(a, b)| a * b).sum::<f64>() < 0.0 {
-            l.iter_mut().for_each(|v| *v = -*v);
-        }
-        figure.push(Panel::new(format!("true {}", i + 1), width, height, grid(&t)));
-        learned.push(l);
-    }
-    for (i, l) in learned.iter().enumerate() {
-        figure.push(Panel::new(format!("learned {}", i + 1), width, height, grid(l)));
-    }
-    figure
 }
 
 #[cfg(test)]

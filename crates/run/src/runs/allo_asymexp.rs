@@ -1,5 +1,5 @@
-//! `kestrel allo train` with `profile = "asymexp"`: ALLO as `exp_alcl/allo.py` of
-//! `tarod13/asymexp` trains it (reference §1.6b, §1.7, §1.8), read top to bottom:
+//! `kestrel allo asymexp`: ALLO as `exp_alcl/allo.py` of `tarod13/asymexp` trains it
+//! (reference §1.6b, §1.7, §1.8), read top to bottom:
 //!
 //! 1. the map in the reference's format ([`resolve_map`], `kestrel_envs::asymexp`);
 //! 2. collection: `num_envs` environments × `num_samples / num_envs` steps, one row each, and the
@@ -14,20 +14,20 @@
 //!    metrics thread), every `eval_every` steps the cosine similarities; at checkpoints the
 //!    heat maps, learning curves and dual evolution are drawn on their own thread.
 //!
-//! The config, its folder and its resume are `kestrel allo train`'s ([`super::allo`]).
+//! Its config nests the learner's ([`AsymexpConfig`], the script's `Args`) whole; the paper's
+//! ALLO is `kestrel allo train` (`runs/allo.rs`). The checkpoints' drawings and curves are
+//! `crate::figures`'.
 
 use crate::base::{COMMIT, RunError};
+use crate::figures::{Drawer, curve_plots, eigen_heatmaps};
 use crate::launch::{Checkpoints, Launch, Outcome, finish};
 use crate::resume::{Resumable, open};
-use crate::run::Outputs;
+use crate::run::{Outputs, Run};
 use crate::runs;
-use crate::runs::allo::{Allo, AlloRunConfig};
 use crate::summary::Summary;
 use kestrel_agents::AgentError;
-use kestrel_agents::allo::MethodKind;
 use kestrel_agents::asymexp::{
-    Asymexp, AsymexpConfig, AsymexpStep, Collected, KeyDraws, PerturbationKind, VersionKind,
-    collect,
+    Asymexp, AsymexpConfig, AsymexpStep, Collected, KeyDraws, VersionKind, collect,
 };
 use kestrel_agents::laplacian::empirical::{self, Decomposed, TruthRuleKind};
 use kestrel_core::{Budget, FromInvalid, Key};
@@ -39,40 +39,27 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 
-/// The asymexp profile's own settings (`[asymexp]`; the shared ones — map, d, batch, lr,
-/// discount, hidden, steps, seed, barrier — are the run config's).
+/// `kestrel allo asymexp`'s config: `exp_alcl/allo.py`'s `Args` (d 10, batch 256, 1000
+/// environments × 1000 steps, 20,000 steps, seed 42, lr 3e-4, discount 0.2, encoder
+/// 2-256-256-256-256-10, cosine and logs every 100 steps, checkpoints every 5,000) on its
+/// default map, `room4`: `builtin:four-rooms`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
-#[serde(deny_unknown_fields, default)]
-pub struct AsymexpSettings {
-    /// `thresholded` (tree 4deb141, the one the seed quotes) or `final` (ba956b1): the ground
-    /// truth, the map parser and whether `threshold` exists.
-    pub version: VersionKind,
-    /// Collecting environments, one replay row each (`num_envs`); `num_samples` = `num_envs` ×
-    /// steps per environment.
+#[serde(deny_unknown_fields)]
+pub struct AlloAsymexpConfig {
+    /// A map file in the reference's format (legacy or, in the final version, comma format
+    /// with doors) or `builtin:NAME` (open-N, rooms-K-N, four-rooms, maze-N-SEED; walls `X`).
+    pub map: String,
+    /// The learner as the script's `Args` spell it: `version` (`thresholded`, tree 4deb141, the
+    /// one the seed quotes, or `final`, ba956b1: the ground truth, the map parser and whether
+    /// `threshold` exists), sizes, rates, duals, barrier, perturbation, threshold.
+    #[documented(nested)]
+    pub learner: AsymexpConfig,
+    /// Transitions collected in all: `num_envs` × steps per environment.
+    pub num_samples: usize,
+    /// Collecting environments, one replay row each (`num_envs`).
     pub num_envs: usize,
     /// Steps per episode (`max_episode_length`); the goal `G` also ends one.
     pub max_episode_length: usize,
-    /// Initial duals (`duals_initial_val`).
-    pub duals_init: f64,
-    /// Initial duals on the diagonal only (`init_dual_diag`), else the lower triangle.
-    pub init_dual_diag: bool,
-    /// Largest barrier (`max_barrier_coefs`); the barrier starts at `barrier` (0.5).
-    pub max_barrier: f64,
-    /// Weight of the error in the duals' step (`step_size_duals`).
-    pub step_size_duals: f64,
-    /// Weight of the error integral in the duals' step (`step_size_duals_I`).
-    pub step_size_duals_i: f64,
-    /// Decay of the error integral (`integral_decay`).
-    pub integral_decay: f64,
-    /// Graph perturbation: none, exponential, squared, squared-null-grad (`perturbation_type`).
-    pub perturbation: PerturbationKind,
-    /// The perturbation's ε (`graph_epsilon`).
-    pub graph_epsilon: f64,
-    /// The perturbation's variance scale (`graph_variance_scale`).
-    pub graph_variance_scale: f64,
-    /// Turn rows off above this cumulative error (`turn_off_above_threshold` with
-    /// `cum_error_threshold`; thresholded version only; absent: off).
-    pub threshold: Option<f64>,
     /// Replay pairs: `reference` (its rule; a first state at an episode's end with no later
     /// terminal stops the run, as the reference raises) or `within-episode`.
     pub sampling: RowRuleKind,
@@ -84,79 +71,109 @@ pub struct AsymexpSettings {
     /// Ground truth: `reference` (its oddities: the clip to 1, |λ| order, the symmetric part
     /// of the inverse-weighted Laplacian, NaN on goal maps) or `fixed`.
     pub truth: TruthRuleKind,
+    /// Gradient steps in total (a resumed run's included).
+    pub steps: u64,
+    /// Seed (data, initialisation and batches).
+    pub seed: u64,
+    /// Evaluate the cosine similarities every this many steps.
+    pub eval_every: u64,
+    /// Log the loss terms and the duals every this many steps (`metrics.jsonl`, written off
+    /// the training thread).
+    pub log_every: u64,
+    /// Checkpoint every this many steps (0: only at the end).
+    pub checkpoint_every: u64,
 }
 
-impl Default for AsymexpSettings {
+impl Default for AlloAsymexpConfig {
     fn default() -> Self {
-        let r = AsymexpConfig::reference(VersionKind::Thresholded);
-        AsymexpSettings {
-            version: VersionKind::Thresholded,
+        AlloAsymexpConfig {
+            map: "builtin:four-rooms".into(),
+            learner: AsymexpConfig::reference(VersionKind::Thresholded),
+            num_samples: 1_000_000,
             num_envs: 1000,
             max_episode_length: 1000,
-            duals_init: r.duals_init,
-            init_dual_diag: r.init_dual_diag,
-            max_barrier: r.max_barrier,
-            step_size_duals: r.step_size_duals,
-            step_size_duals_i: r.step_size_duals_i,
-            integral_decay: r.integral_decay,
-            perturbation: r.perturbation,
-            graph_epsilon: r.graph_epsilon,
-            graph_variance_scale: r.graph_variance_scale,
-            threshold: None,
             sampling: RowRuleKind::Reference,
             num_doors: 0,
             door_seed: 42,
             truth: TruthRuleKind::Reference,
+            steps: 20_000,
+            seed: 42,
+            eval_every: 100,
+            log_every: 100,
+            checkpoint_every: 5000,
         }
     }
 }
 
-/// Largest map the profile takes: its ground truth inverts and decomposes dense `S × S`
+/// The `allo-asymexp` run kind.
+pub struct AlloAsymexp;
+
+impl Run for AlloAsymexp {
+    const NAME: &'static str = "allo-asymexp";
+    const COMMAND: &'static str = "allo asymexp";
+    const ABOUT: &'static str = "Train ALLO as asymexp's exp_alcl/allo.py does (its defaults, data, ground truth and logs).";
+    const RESUMABLE: bool = true;
+    const BUDGET: &'static str = "steps";
+    const METRICS: &'static [&'static str] = &["cosine_similarity"];
+    const CURVE: &'static str = "cosine_similarity";
+    type Config = AlloAsymexpConfig;
+
+    fn defaults(_: Option<&AlloAsymexpConfig>) -> AlloAsymexpConfig {
+        AlloAsymexpConfig::default()
+    }
+
+    fn without_budget(c: &AlloAsymexpConfig) -> AlloAsymexpConfig {
+        AlloAsymexpConfig { steps: 0, ..c.clone() }
+    }
+
+    fn budget(c: &AlloAsymexpConfig, _threads: usize) -> Budget {
+        budget(c)
+    }
+
+    fn outputs(c: &AlloAsymexpConfig) -> Outputs {
+        outputs(c)
+    }
+
+    /// The fields, the map (with its doors) and whether its truth is defined.
+    fn validate(c: &AlloAsymexpConfig) -> Result<(), RunError> {
+        c.validate()?;
+        check_truth(c, &run_map(c)?)?;
+        Ok(())
+    }
+
+    fn run(
+        c: AlloAsymexpConfig,
+        resume: Option<&Path>,
+        launch: Launch<'_>,
+    ) -> Result<Outcome, RunError> {
+        run(c, resume, launch)
+    }
+}
+
+/// Largest map the run takes: its ground truth inverts and decomposes dense `S × S`
 /// matrices.
 pub const MAX_STATES: usize = 4096;
 
-impl AlloRunConfig {
-    /// The asymexp learner's config and the steps each environment collects, validated.
-    pub fn asymexp_config(&self) -> Result<(AsymexpConfig, usize), AgentError> {
-        let a = &self.asymexp;
-        if self.method != MethodKind::Allo {
-            return Err(AgentError::invalid(
-                "method",
-                format!("{:?}", self.method),
-                "allo under profile = \"asymexp\" (GGDO is the paper profile's)",
-            ));
-        }
-        if self.convention != kestrel_replay::ConventionKind::PaperCode {
-            return Err(AgentError::invalid(
-                "convention",
-                format!("{:?}", self.convention),
-                "paper-code under profile = \"asymexp\" (its rows are sampled by asymexp.sampling)",
-            ));
-        }
-        if let Some(l) = self.lr_barrier {
-            return Err(AgentError::invalid(
-                "lr_barrier",
-                l,
-                "absent under profile = \"asymexp\" (its barrier takes SGD steps at lr, then the clip)",
-            ));
-        }
-        if a.num_envs == 0 || a.num_envs > 1_000_000 {
-            return Err(AgentError::invalid("asymexp.num_envs", a.num_envs, "1 to 1,000,000"));
+impl AlloAsymexpConfig {
+    /// The steps each environment collects, with every field checked.
+    pub fn validate(&self) -> Result<usize, AgentError> {
+        if self.num_envs == 0 || self.num_envs > 1_000_000 {
+            return Err(AgentError::invalid("num_envs", self.num_envs, "1 to 1,000,000"));
         }
         if !(1..=1_000_000_000).contains(&self.num_samples)
-            || !self.num_samples.is_multiple_of(a.num_envs)
+            || !self.num_samples.is_multiple_of(self.num_envs)
         {
             return Err(AgentError::invalid(
                 "num_samples",
                 self.num_samples,
                 format!(
-                    "1 to 1,000,000,000 and a multiple of asymexp.num_envs = {} (steps per environment)",
-                    a.num_envs
+                    "1 to 1,000,000,000 and a multiple of num_envs = {} (steps per environment)",
+                    self.num_envs
                 ),
             ));
         }
-        if a.max_episode_length == 0 {
-            return Err(AgentError::invalid("asymexp.max_episode_length", 0, "at least 1"));
+        if self.max_episode_length == 0 {
+            return Err(AgentError::invalid("max_episode_length", 0, "at least 1"));
         }
         for (k, v) in
             [("steps", self.steps), ("eval_every", self.eval_every), ("log_every", self.log_every)]
@@ -165,55 +182,33 @@ impl AlloRunConfig {
                 return Err(AgentError::invalid(k, 0, "at least 1"));
             }
         }
-        let mut cfg = AsymexpConfig::reference(a.version);
-        cfg.num_eigenvectors = self.num_eigenvectors;
-        cfg.hidden = self.hidden.clone();
-        cfg.batch_size = self.batch_size;
-        cfg.lr = self.lr;
-        cfg.discount = self.discount;
-        cfg.duals_init = a.duals_init;
-        cfg.init_dual_diag = a.init_dual_diag;
-        cfg.barrier_init = self.barrier.unwrap_or(cfg.barrier_init);
-        cfg.max_barrier = a.max_barrier;
-        cfg.step_size_duals = a.step_size_duals;
-        cfg.step_size_duals_i = a.step_size_duals_i;
-        cfg.integral_decay = a.integral_decay;
-        cfg.perturbation = a.perturbation;
-        cfg.graph_epsilon = a.graph_epsilon;
-        cfg.graph_variance_scale = a.graph_variance_scale;
-        cfg.threshold = a.threshold;
-        // The field names of the run config, not the learner's.
-        cfg.validate().map_err(|e| match e {
+        // The learner's fields by their path in this config.
+        self.learner.validate().map_err(|e| match e {
             AgentError::Invalid(mut i) => {
-                if !matches!(
-                    &*i.field,
-                    "num_eigenvectors" | "hidden" | "batch_size" | "lr" | "discount"
-                ) {
-                    i.field = format!("asymexp.{}", i.field).into();
-                }
+                i.field = format!("learner.{}", i.field).into();
                 AgentError::Invalid(i)
             }
             other => other,
         })?;
-        if a.version == VersionKind::Final && self.discount >= 1.0 {
+        if self.learner.version == VersionKind::Final && self.learner.discount >= 1.0 {
             return Err(AgentError::invalid(
-                "discount",
-                self.discount,
+                "learner.discount",
+                self.learner.discount,
                 "below 1 (the final truth's SR)",
             ));
         }
-        Ok((cfg, self.num_samples / a.num_envs))
+        Ok(self.num_samples / self.num_envs)
     }
 }
 
 /// The run's map: [`resolve_map`], then `asymexp.num_doors` random doors.
-pub fn run_map(c: &AlloRunConfig) -> Result<AsymexpMap, AgentError> {
-    let mut map = resolve_map(&c.map, c.asymexp.version)?;
-    let n = c.asymexp.num_doors;
+pub fn run_map(c: &AlloAsymexpConfig) -> Result<AsymexpMap, AgentError> {
+    let mut map = resolve_map(&c.map, c.learner.version)?;
+    let n = c.num_doors;
     if n > 0 {
         if !map.blocked.is_empty() {
             return Err(AgentError::invalid(
-                "asymexp.num_doors",
+                "num_doors",
                 n,
                 format!(
                     "0 with {} (its own doors; the reference's random doors replace them)",
@@ -221,7 +216,7 @@ pub fn run_map(c: &AlloRunConfig) -> Result<AsymexpMap, AgentError> {
                 ),
             ));
         }
-        let doors = map.random_doors(n, c.asymexp.door_seed);
+        let doors = map.random_doors(n, c.door_seed);
         map.add_doors(&doors)?;
     }
     Ok(map)
@@ -230,8 +225,8 @@ pub fn run_map(c: &AlloRunConfig) -> Result<AsymexpMap, AgentError> {
 /// Refuses, before any work, a map on which the final version's reference truth is NaN: a
 /// state that is never left (the goal `G`, or a state a fixed start `S` never reaches) makes
 /// the visit distribution singular.
-pub fn check_truth(c: &AlloRunConfig, map: &AsymexpMap) -> Result<(), AgentError> {
-    if c.asymexp.version != VersionKind::Final || c.asymexp.truth != TruthRuleKind::Reference {
+pub fn check_truth(c: &AlloAsymexpConfig, map: &AsymexpMap) -> Result<(), AgentError> {
+    if c.learner.version != VersionKind::Final || c.truth != TruthRuleKind::Reference {
         return Ok(());
     }
     let why = if let Some(g) = map.goal {
@@ -254,7 +249,7 @@ pub fn check_truth(c: &AlloRunConfig, map: &AsymexpMap) -> Result<(), AgentError
     };
     match why {
         Some(why) => Err(AgentError::invalid(
-            "asymexp.truth",
+            "truth",
             format!("\"reference\" on {}: {why}", c.map),
             "\"fixed\" on this map (the reference's inverse-weighted truth is NaN where a state is never left)",
         )),
@@ -295,24 +290,31 @@ pub struct Truth {
 }
 
 impl Truth {
-    fn of(c: &AlloRunConfig, map: &AsymexpMap, data: &Collected) -> Result<Self, AgentError> {
-        let (n, k) = (map.num_states(), c.num_eigenvectors);
+    fn of(c: &AlloAsymexpConfig, map: &AsymexpMap, data: &Collected) -> Result<Self, AgentError> {
+        let (n, k) = (map.num_states(), c.learner.num_eigenvectors);
         if k > n {
             return Err(AgentError::invalid(
-                "num_eigenvectors",
+                "learner.num_eigenvectors",
                 k,
                 format!("at most the map's {n} states"),
             ));
         }
-        let rule = c.asymexp.truth;
-        Ok(match c.asymexp.version {
+        let rule = c.truth;
+        Ok(match c.learner.version {
             VersionKind::Thresholded => Truth {
                 name: "sym_transition_matrix",
                 main: empirical::thresholded(&data.counts, &map.next, n, k, rule)?,
                 others: Vec::new(),
             },
             VersionKind::Final => {
-                let t = empirical::final_truth(&data.counts, &map.next, n, k, c.discount, rule)?;
+                let t = empirical::final_truth(
+                    &data.counts,
+                    &map.next,
+                    n,
+                    k,
+                    c.learner.discount,
+                    rule,
+                )?;
                 Truth {
                     name: "invweighted",
                     main: t.invweighted,
@@ -372,7 +374,7 @@ pub enum AsymexpEvent<'a> {
 
 /// An asymexp run, validated: its map and learner (fresh or resumed).
 pub struct AsymexpRun {
-    config: AlloRunConfig,
+    config: AlloAsymexpConfig,
     map: AsymexpMap,
     learner: Asymexp<f32>,
     num_steps: usize,
@@ -380,14 +382,15 @@ pub struct AsymexpRun {
 
 impl AsymexpRun {
     /// Loads the map and builds a fresh learner (initialisation key `Key::new(seed).fold_in(1)`).
-    pub fn new(config: AlloRunConfig) -> Result<Self, AgentError> {
-        let (cfg, num_steps) = config.asymexp_config()?;
+    pub fn new(config: AlloAsymexpConfig) -> Result<Self, AgentError> {
+        let num_steps = config.validate()?;
+        let cfg = config.learner.clone();
         let map = run_map(&config)?;
         check_truth(&config, &map)?;
-        if config.num_eigenvectors > map.num_states() {
+        if config.learner.num_eigenvectors > map.num_states() {
             return Err(AgentError::invalid(
-                "num_eigenvectors",
-                config.num_eigenvectors,
+                "learner.num_eigenvectors",
+                config.learner.num_eigenvectors,
                 format!("at most the map's {} states", map.num_states()),
             ));
         }
@@ -412,7 +415,7 @@ impl AsymexpRun {
         mut observe: impl FnMut(AsymexpEvent<'_>) -> Result<bool, AgentError>,
     ) -> Result<(), AgentError> {
         let c = self.config.clone();
-        let a = &c.asymexp;
+        let a = &c;
         let mut draws = KeyDraws::new(&self.map, Key::new(c.seed).fold_in(0xa5));
         let data = collect(
             &self.map,
@@ -426,7 +429,7 @@ impl AsymexpRun {
             let dead = data.replay.rows_with_dead_ends();
             if let Some(&r) = dead.first() {
                 return Err(AgentError::invalid(
-                    "asymexp.sampling",
+                    "sampling",
                     format!(
                         "\"reference\" on this data: {} of {} rows (row {r} first) end an episode \
                          before their last slot with no later terminal, where the reference's \
@@ -443,13 +446,13 @@ impl AsymexpRun {
         if !observe(AsymexpEvent::Ready { num_samples: data.transitions, truth: &truth })? {
             return Ok(());
         }
-        let b = c.batch_size;
+        let b = c.learner.batch_size;
         let (mut obs, mut next, mut obs2, mut unused) =
             (vec![0u32; b], vec![0u32; b], vec![0u32; b], vec![0u32; b]);
         let key = Key::new(c.seed).fold_in(2);
-        let d = c.num_eigenvectors;
+        let d = c.learner.num_eigenvectors;
         let mut duals = self.learner.mult.duals.clone();
-        let offsets = kestrel_replay::TruncatedGeometric::tabulated(c.discount);
+        let offsets = kestrel_replay::TruncatedGeometric::tabulated(c.learner.discount);
         while self.learner.steps < c.steps {
             let t = self.learner.steps;
             let k = key.fold_in(t);
@@ -538,9 +541,9 @@ pub fn step_fields(out: &AsymexpStep, duals: &[f32], barrier: f64, d: usize) -> 
 /// What a run of this profile writes ([`crate::run::Run::outputs`]): the step lines of
 /// [`step_fields`], the evaluations' cosines (`Truth::score`: the final version's other two
 /// Laplacians too) and the summary.
-pub fn outputs(c: &AlloRunConfig) -> Outputs {
-    let d = c.num_eigenvectors;
-    let others: &[&str] = match c.asymexp.version {
+pub fn outputs(c: &AlloAsymexpConfig) -> Outputs {
+    let d = c.learner.num_eigenvectors;
+    let others: &[&str] = match c.learner.version {
         VersionKind::Thresholded => &[],
         VersionKind::Final => &["simple", "weighted"],
     };
@@ -553,18 +556,17 @@ pub fn outputs(c: &AlloRunConfig) -> Outputs {
         .columns(others.iter().map(|o| format!("cosine_sim_avg_{o}")))
 }
 
-/// Trains into a new folder or resumes one (called by [`super::allo::run`] for this
-/// profile). Writes `config.toml`, `record.json`, `metrics.jsonl` (a line per log step),
+/// Trains into a new folder or resumes one. Writes `config.toml`, `record.json`, `metrics.jsonl` (a line per log step),
 /// `checkpoint/`, `eigenvectors[-STEP].png/svg`, `learning_curves.png/svg`,
 /// `dual_evolution.png/svg`, `cosine.png/svg`, `summary.md/json`.
 pub fn run(
-    c: AlloRunConfig,
+    c: AlloAsymexpConfig,
     resume: Option<&Path>,
     mut launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
     let stem = c.map.trim_start_matches("builtin:");
     let stem = stem.rsplit('/').next().unwrap_or(stem).trim_end_matches(".txt");
-    let name = format!("asymexp-{stem}");
+    let name = stem.to_string();
     let (mut run, dir, mut metrics, stamp) =
         open::<AsymexpRun>(&mut launch, &c, resume, &name, c.seed)?;
     // The curves are drawn from every logged line, the earlier launches' and this one's.
@@ -574,11 +576,11 @@ pub fn run(
     };
     let r = (|| -> Result<String, RunError> {
         let c = run.config.clone();
-        let d = c.num_eigenvectors;
+        let d = c.learner.num_eigenvectors;
         let map = run.map().clone();
         let begin = run.learner().steps;
         let mut progress = launch.progress(c.steps, "steps");
-        let mut drawer = super::allo::Drawer::new();
+        let mut drawer = Drawer::new();
         let mut truth_held = None;
         let mut last_scores = (f64::NAN, Map::new());
         let mut ckpts = Checkpoints::new(dir.path(), stamp, begin);
@@ -633,7 +635,7 @@ pub fn run(
                     );
                     let (stem, folder) =
                         (dir.join(&format!("eigenvectors-{step}")), dir.path().to_path_buf());
-                    let (version, gamma) = (c.asymexp.version, c.discount);
+                    let (version, gamma) = (c.learner.version, c.learner.discount);
                     drawer.spawn(move || {
                         heatmaps(&map, &truth.main, &rep, d).save(&stem)?;
                         draw_curves(&folder, &hist, &truth, d, version, gamma)
@@ -653,11 +655,17 @@ pub fn run(
         let rep = learner.representation();
         let (avg, scores) = truth.score(&rep, d);
         heatmaps(&map, &truth.main, &rep, d).save(&dir.join("eigenvectors"))?;
-        draw_curves(dir.path(), &history, &truth, d, c.asymexp.version, c.discount)?;
+        draw_curves(dir.path(), &history, &truth, d, c.learner.version, c.learner.discount)?;
         let per_step = 1e3 * secs / (learner.steps - begin).max(1) as f64;
         let dd = learner.config().num_eigenvectors;
         let est: Vec<f64> = (0..dd)
-            .map(|i| estimate(c.asymexp.version, c.discount, learner.mult.duals[i * dd + i] as f64))
+            .map(|i| {
+                estimate(
+                    c.learner.version,
+                    c.learner.discount,
+                    learner.mult.duals[i * dd + i] as f64,
+                )
+            })
             .collect();
         let rows: Vec<Vec<String>> = (0..d.min(truth.main.k))
             .map(|i| {
@@ -673,7 +681,7 @@ pub fn run(
             })
             .collect();
         let mut summary =
-            Summary::new(format!("allo train (asymexp, {:?}) on {}", c.asymexp.version, c.map))
+            Summary::new(format!("allo asymexp ({:?}) on {}", c.learner.version, c.map))
                 .item(
                     "steps",
                     "steps",
@@ -737,12 +745,12 @@ pub fn run(
 }
 
 impl Resumable for AsymexpRun {
-    type Kind = Allo;
+    type Kind = AlloAsymexp;
     const UNIT: &'static str = "steps";
-    fn fresh(c: &AlloRunConfig) -> Result<Self, RunError> {
+    fn fresh(c: &AlloAsymexpConfig) -> Result<Self, RunError> {
         Ok(AsymexpRun::new(c.clone())?)
     }
-    fn load(c: &AlloRunConfig, set: &Path) -> Result<Self, RunError> {
+    fn load(c: &AlloAsymexpConfig, set: &Path) -> Result<Self, RunError> {
         let mut run = AsymexpRun::new(c.clone())?;
         let cfg = run.learner.config().clone();
         run.learner = Asymexp::load_checkpoint(cfg, run.map.coords(), set)?;
@@ -766,7 +774,7 @@ pub fn estimate(version: VersionKind, gamma: f64, beta: f64) -> f64 {
     }
 }
 
-/// The curves from the logged lines (`super::allo::curve_plots`), the duals read out as
+/// The curves from the logged lines ([`curve_plots`]), the duals read out as
 /// [`estimate`] against the main truth's eigenvalues.
 fn draw_curves(
     folder: &Path,
@@ -777,7 +785,7 @@ fn draw_curves(
     gamma: f64,
 ) -> Result<(), RunError> {
     let m = d.min(truth.main.k);
-    super::allo::curve_plots(
+    curve_plots(
         folder,
         history,
         &["allo", "graph_loss", "dual_loss", "dual_loss_neg", "barrier_loss", "total_error"],
@@ -790,7 +798,7 @@ fn draw_curves(
 /// True (top) and learned (bottom, sign-aligned) eigenvectors over the map.
 fn heatmaps(map: &AsymexpMap, truth: &Decomposed, rep: &[f64], d: usize) -> Heatmaps {
     let k = truth.k;
-    super::allo::eigen_heatmaps(
+    eigen_heatmaps(
         (map.width, map.height),
         map.num_states(),
         d.min(k),
@@ -804,17 +812,17 @@ fn heatmaps(map: &AsymexpMap, truth: &Decomposed, rep: &[f64], d: usize) -> Heat
 /// The profile's peak heap bytes as named terms: collection's rows and counts, the dense
 /// ground truth (S × S matrices and their decompositions), the encoder and Adam, a step's
 /// buffers, and a checkpoint's drawings.
-pub fn budget(c: &AlloRunConfig) -> Budget {
+pub fn budget(c: &AlloAsymexpConfig) -> Budget {
     let n = run_map(c).map_or(0.0, |m| m.num_states() as f64);
-    let (d, b) = (c.num_eigenvectors as f64, c.batch_size as f64);
+    let (d, b) = (c.learner.num_eigenvectors as f64, c.learner.batch_size as f64);
     let mut sizes = vec![2.0];
-    sizes.extend(c.hidden.iter().map(|&h| h as f64));
+    sizes.extend(c.learner.hidden.iter().map(|&h| h as f64));
     sizes.push(d);
     let p: f64 = sizes.windows(2).map(|w| (w[0] + 1.0) * w[1]).sum();
     let widest = sizes.iter().fold(0.0f64, |a, &v| a.max(v));
-    let envs = c.asymexp.num_envs as f64;
+    let envs = c.num_envs as f64;
     let steps = (c.num_samples as f64 / envs.max(1.0)).ceil();
-    let eps = (steps / c.asymexp.max_episode_length.max(1) as f64).floor();
+    let eps = (steps / c.max_episode_length.max(1) as f64).floor();
     // A row: about one state per step, two more per finished episode (reserved up front).
     let states = envs * (steps + 1.0 + 2.0 * eps).min(2.0 * steps + 1.0);
     let map = format!("map = {:?} ({n} states)", c.map);
@@ -826,7 +834,10 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
     add("map and its one-step table (envs/asymexp.rs)", map.clone(), 40.0 * n + 1024.0);
     add(
         "encoder, gradient, Adam state (asymexp.rs)",
-        format!("hidden = {:?}, num_eigenvectors = {}", c.hidden, c.num_eigenvectors),
+        format!(
+            "learner.hidden = {:?}, learner.num_eigenvectors = {}",
+            c.learner.hidden, c.learner.num_eigenvectors
+        ),
         16.0 * p + 16.0 * d * d,
     );
     // States (4 B), terminal positions and episode ends (two per episode, doubling `Vec`s),
@@ -836,7 +847,7 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
         + 4.0 * 4.0 * runs::np2(envs);
     add(
         "replay rows and collection buffers (replay/rows.rs)",
-        format!("num_samples = {}, asymexp.num_envs = {}", c.num_samples, c.asymexp.num_envs),
+        format!("num_samples = {}, num_envs = {}", c.num_samples, c.num_envs),
         rows_bytes + 9.0 * (2.0 * steps + 1.0) + 32.0 * n,
     );
     add(
@@ -847,12 +858,15 @@ pub fn budget(c: &AlloRunConfig) -> Budget {
     let m = (3.0 * b).min(n.max(1.0));
     add(
         "step buffers and activations (asymexp.rs)",
-        format!("batch_size = {}, hidden = {:?}", c.batch_size, c.hidden),
+        format!(
+            "learner.batch_size = {}, learner.hidden = {:?}",
+            c.learner.batch_size, c.learner.hidden
+        ),
         4.0 * (3.0 * b) * (3.0 * d + 4.0) + 8.0 * m * widest * sizes.len() as f64 + 32.0 * n,
     );
     add(
         "evaluation and a checkpoint's drawings",
-        format!("num_eigenvectors = {}", c.num_eigenvectors),
+        format!("learner.num_eigenvectors = {}", c.learner.num_eigenvectors),
         3.0 * (8.0 * n * (d + widest) + 16.0 * d * n) + 6.0 * 2_000_000.0,
     );
     bg
@@ -864,142 +878,106 @@ mod tests {
     use crate::registry::RunKind;
     use crate::run::Layers;
 
-    fn small() -> AlloRunConfig {
-        AlloRunConfig {
+    fn small() -> AlloAsymexpConfig {
+        AlloAsymexpConfig {
             map: "builtin:rooms-2-3".into(),
             num_samples: 20 * 40,
             steps: 20,
-            batch_size: 32,
-            hidden: vec![16, 16],
+            learner: AsymexpConfig { batch_size: 32, hidden: vec![16, 16], ..ref_() },
             eval_every: 10,
             log_every: 5,
             checkpoint_every: 10,
-            asymexp: AsymexpSettings { num_envs: 20, max_episode_length: 40, ..Default::default() },
-            ..AlloRunConfig::asymexp()
+            num_envs: 20,
+            max_episode_length: 40,
+            ..AlloAsymexpConfig::default()
         }
+    }
+
+    fn ref_() -> AsymexpConfig {
+        AsymexpConfig::default()
     }
 
     fn table(text: &str) -> toml::Table {
         toml::from_str(text).unwrap()
     }
 
-    /// `profile = "asymexp"` alone switches every default to the script's; keys given beside
-    /// it still win; the paper profile keeps the paper's.
+    /// The run's own defaults are the script's; a key given wins; a 0.1 `allo train` config
+    /// with `profile = "asymexp"` is refused saying what to write, and a 0.1 paper config
+    /// (`profile = "paper"` and the `[asymexp]` defaults it wrote) still loads.
     #[test]
-    fn the_profile_brings_its_own_defaults() {
-        let c: AlloRunConfig = crate::run::load::<Allo>(
-            Layers::table(&table("profile = \"asymexp\"\nsteps = 7")),
-            None,
-        )
-        .unwrap();
-        assert_eq!(c, AlloRunConfig { steps: 7, ..AlloRunConfig::asymexp() });
-        let p: AlloRunConfig =
-            crate::run::load::<Allo>(Layers::table(&table("steps = 7")), None).unwrap();
-        assert_eq!(p, AlloRunConfig { steps: 7, ..AlloRunConfig::default() });
-        let f: AlloRunConfig = crate::run::load::<Allo>(
-            Layers::table(&table(
-                "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"\nthreshold = 0.1",
-            )),
-            None,
-        )
-        .unwrap();
-        assert_eq!(f.asymexp.version, VersionKind::Final);
-        let e = RunKind::named("allo").check(
-            Layers::table(&table(
-                "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"\nthreshold = 0.1",
-            )),
-            "t",
-        );
-        assert!(e.unwrap_err().to_string().contains("asymexp.threshold"));
+    fn defaults_keys_and_the_old_profile() {
+        let c = crate::run::load::<AlloAsymexp>(Layers::table(&table("steps = 7")), None).unwrap();
+        assert_eq!(c, AlloAsymexpConfig { steps: 7, ..AlloAsymexpConfig::default() });
+        let text = "[learner]\nversion = \"final\"\nthreshold = 0.1";
+        let f = crate::run::load::<AlloAsymexp>(Layers::table(&table(text)), None).unwrap();
+        assert_eq!(f.learner.version, VersionKind::Final);
+        let e = RunKind::named("allo-asymexp").check(Layers::table(&table(text)), "t");
+        assert!(e.unwrap_err().to_string().contains("learner.threshold"));
+        let old = "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"";
+        let e = RunKind::named("allo").check(Layers::table(&table(old)), "old.toml");
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("profile = \"asymexp\"") && e.contains("allo-asymexp"), "{e}");
+        assert!(e.contains("[learner]"), "{e}");
+        let paper = "profile = \"paper\"\n[asymexp]\nversion = \"thresholded\"\nnum_envs = 1000\n\
+            max_episode_length = 1000\nduals_init = -2.0\ninit_dual_diag = false\nmax_barrier = 0.5\n\
+            step_size_duals = 1.0\nstep_size_duals_i = 0.0\nintegral_decay = 0.99\n\
+            perturbation = \"none\"\ngraph_epsilon = 0.01\ngraph_variance_scale = 0.1\n\
+            sampling = \"reference\"\nnum_doors = 0\ndoor_seed = 42\ntruth = \"reference\"";
+        RunKind::named("allo").check(Layers::table(&table(paper)), "0.1 folder").unwrap();
+        let changed = paper.replace("num_doors = 0", "num_doors = 2");
+        let e = RunKind::named("allo").check(Layers::table(&table(&changed)), "t").unwrap_err();
+        assert!(e.to_string().contains("allo-asymexp"), "{e}");
     }
 
     /// Settings that do not apply, or cannot work, are refused by name before any work.
     #[test]
     fn bad_asymexp_configs_are_refused_by_name() {
-        let a = AlloRunConfig::asymexp;
+        let a = AlloAsymexpConfig::default;
+        let l = |c: AsymexpConfig| AlloAsymexpConfig { learner: c, ..a() };
         let goal = std::env::temp_dir().join(format!("kestrel-goal-{}.txt", std::process::id()));
         std::fs::write(&goal, "XXXXXXX\nXS    X\nX XXX X\nX   XGX\nXXXXXXX").unwrap();
         for (c, field) in [
-            (AlloRunConfig { method: MethodKind::Ggdo, ..a() }, "method"),
-            (AlloRunConfig { lr_barrier: Some(0.1), ..a() }, "lr_barrier"),
+            (AlloAsymexpConfig { num_samples: 1_000_001, ..a() }, "num_samples"),
+            (AlloAsymexpConfig { num_envs: 0, ..a() }, "num_envs"),
+            (AlloAsymexpConfig { max_episode_length: 0, ..a() }, "max_episode_length"),
+            (l(AsymexpConfig { integral_decay: 1.5, ..ref_() }), "learner.integral_decay"),
             (
-                AlloRunConfig { convention: kestrel_replay::ConventionKind::Asymexp, ..a() },
-                "convention",
+                l(AsymexpConfig { graph_variance_scale: f64::NAN, ..ref_() }),
+                "learner.graph_variance_scale",
             ),
-            (AlloRunConfig { num_samples: 1_000_001, ..a() }, "num_samples"),
+            (l(AsymexpConfig { lr: f64::NAN, ..ref_() }), "learner.lr"),
+            (l(AsymexpConfig { hidden: vec![0], ..ref_() }), "learner.hidden"),
+            (AlloAsymexpConfig { log_every: 0, ..a() }, "log_every"),
+            (AlloAsymexpConfig { map: "builtin:open-70".into(), ..a() }, "at most 4096 states"),
+            (AlloAsymexpConfig { map: "/no/such/map.txt".into(), ..a() }, "/no/such/map.txt"),
             (
-                AlloRunConfig {
-                    asymexp: AsymexpSettings { num_envs: 0, ..Default::default() },
-                    ..a()
+                AlloAsymexpConfig {
+                    map: "builtin:open-3".into(),
+                    ..l(AsymexpConfig { num_eigenvectors: 20, ..ref_() })
                 },
-                "asymexp.num_envs",
-            ),
-            (
-                AlloRunConfig {
-                    asymexp: AsymexpSettings { max_episode_length: 0, ..Default::default() },
-                    ..a()
-                },
-                "asymexp.max_episode_length",
-            ),
-            (
-                AlloRunConfig {
-                    asymexp: AsymexpSettings { integral_decay: 1.5, ..Default::default() },
-                    ..a()
-                },
-                "asymexp.integral_decay",
-            ),
-            (
-                AlloRunConfig {
-                    asymexp: AsymexpSettings {
-                        graph_variance_scale: f64::NAN,
-                        ..Default::default()
-                    },
-                    ..a()
-                },
-                "asymexp.graph_variance_scale",
-            ),
-            (AlloRunConfig { lr: f64::NAN, ..a() }, "lr"),
-            (AlloRunConfig { hidden: vec![0], ..a() }, "hidden"),
-            (AlloRunConfig { log_every: 0, ..a() }, "log_every"),
-            (AlloRunConfig { map: "builtin:open-70".into(), ..a() }, "at most 4096 states"),
-            (AlloRunConfig { map: "/no/such/map.txt".into(), ..a() }, "/no/such/map.txt"),
-            (
-                AlloRunConfig { num_eigenvectors: 200, map: "builtin:open-3".into(), ..a() },
-                "num_eigenvectors",
-            ),
-            // Under the paper profile the asymexp settings are an error, not ignored.
-            (
-                AlloRunConfig {
-                    asymexp: AsymexpSettings { version: VersionKind::Final, ..Default::default() },
-                    ..AlloRunConfig::default()
-                },
-                "asymexp",
+                "learner.num_eigenvectors",
             ),
         ] {
             let e = AsymexpRun::new(c.clone())
                 .err()
                 .map(|e| e.to_string())
-                .or_else(|| <Allo as crate::run::Run>::validate(&c).err().map(|e| e.to_string()))
+                .or_else(|| AlloAsymexp::validate(&c).err().map(|e| e.to_string()))
                 .unwrap_or_else(|| panic!("{field}: accepted"));
             assert!(e.contains(field), "{field}: {e}");
         }
         // The same map with the mended truth runs.
-        let fixed = AsymexpSettings {
-            version: VersionKind::Final,
-            truth: TruthRuleKind::Fixed,
-            ..small().asymexp
-        };
-        let goal_map = || AlloRunConfig {
+        let goal_map = || AlloAsymexpConfig {
             map: goal.to_string_lossy().into(),
-            asymexp: fixed.clone(),
+            learner: AsymexpConfig { version: VersionKind::Final, ..small().learner },
+            truth: TruthRuleKind::Fixed,
             ..small()
         };
         // With a goal, episodes end inside rows: the reference's sampler would raise at the
         // first dead-end draw, so that is refused once the data is in, before any step.
         let e = AsymexpRun::new(goal_map()).unwrap().run(|_| Ok(true)).unwrap_err().to_string();
-        assert!(e.contains("asymexp.sampling") && e.contains("within-episode"), "{e}");
-        let within = AsymexpSettings { sampling: RowRuleKind::WithinEpisode, ..fixed.clone() };
-        let mut r = AsymexpRun::new(AlloRunConfig { asymexp: within, ..goal_map() }).unwrap();
+        assert!(e.contains("sampling") && e.contains("within-episode"), "{e}");
+        let within = AlloAsymexpConfig { sampling: RowRuleKind::WithinEpisode, ..goal_map() };
+        let mut r = AsymexpRun::new(within).unwrap();
         r.run(|_| Ok(true)).unwrap();
         assert_eq!(r.learner().steps, 20);
         let _ = std::fs::remove_file(&goal);
@@ -1009,10 +987,7 @@ mod tests {
     /// map with its own doors.
     #[test]
     fn random_doors_reach_the_map() {
-        let c = AlloRunConfig {
-            asymexp: AsymexpSettings { num_doors: 3, ..small().asymexp },
-            ..small()
-        };
+        let c = AlloAsymexpConfig { num_doors: 3, ..small() };
         let m = run_map(&c).unwrap();
         let base = resolve_map(&c.map, VersionKind::Thresholded).unwrap();
         assert_eq!(m.blocked.len(), 3);
@@ -1022,16 +997,13 @@ mod tests {
         }
         let own = std::env::temp_dir().join(format!("kestrel-doors-{}.txt", std::process::id()));
         std::fs::write(&own, "X,X,X,X\nX,.,DR,X\nX,.,.,X\nX,X,X,X").unwrap();
-        let c2 = AlloRunConfig {
+        let c2 = AlloAsymexpConfig {
             map: own.to_string_lossy().into(),
-            asymexp: AsymexpSettings {
-                version: VersionKind::Final,
-                num_doors: 1,
-                ..small().asymexp
-            },
+            learner: AsymexpConfig { version: VersionKind::Final, ..small().learner },
+            num_doors: 1,
             ..small()
         };
-        assert!(run_map(&c2).unwrap_err().to_string().contains("asymexp.num_doors"));
+        assert!(run_map(&c2).unwrap_err().to_string().contains("num_doors"));
         let _ = std::fs::remove_file(&own);
     }
 
@@ -1042,7 +1014,7 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("kestrel-asymexp-resume-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let stamp = kestrel_nn::Stamp::new("allo", json!({"t": 1}), "test");
+        let stamp = kestrel_nn::Stamp::new("allo-asymexp", json!({"t": 1}), "test");
         let mut straight = AsymexpRun::new(small()).unwrap();
         let (mut steps, mut evals, mut ckpts) = (0, 0, 0);
         straight
@@ -1086,8 +1058,8 @@ mod tests {
             std::env::temp_dir().join(format!("kestrel-asymexp-folder-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
         for version in [VersionKind::Thresholded, VersionKind::Final] {
-            let c = AlloRunConfig {
-                asymexp: AsymexpSettings { version, ..small().asymexp },
+            let c = AlloAsymexpConfig {
+                learner: AsymexpConfig { version, ..small().learner },
                 ..small()
             };
             let mut p = crate::launch::quiet;
@@ -1130,7 +1102,7 @@ mod tests {
                 Layers { preset: None, file: None, table: &toml::Table::new(), sets: &sets };
             let mut p = crate::launch::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
-            let r = RunKind::named("allo").launch(layers, Some(&o.dir), l).unwrap();
+            let r = RunKind::named("allo-asymexp").launch(layers, Some(&o.dir), l).unwrap();
             assert_eq!(r.dir, o.dir);
             let lines = crate::metrics::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
             assert_eq!(lines.last().unwrap()["global_step"], 30);
