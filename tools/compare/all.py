@@ -232,7 +232,7 @@ ROWS = [
     ("pyribs", "CMA-ME generation (20×20 grid, batch 64, d = 10 / 100, one thread), µs",
      "pyribs 0.12.0 `EvolutionStrategyEmitter`", "ES side by side, pinned",
      "side-by-side-peers-pinned-to-one-core-issue-19-commit-a742249"),
-    ("pycma-evals", "CMA-ES evaluations to reach 1e-8 (median of 15 seeds; sphere, ellipsoid, Rosenbrock; d = 10, 40)",
+    ("pycma-evals", "CMA-ES evaluations to reach 1e-8 (median over seeds; sphere, ellipsoid, Rosenbrock; d = 10, 40)",
      "pycma 4.5.0", "Behaviour against pycma", "behaviour-against-pycma-evaluations-to-reach-1e-8"),
     ("py-cma-pycma", "CMA-ES ask + tell called from Python (d = 10 pop 10 / d = 100 pop 17), µs a generation",
      "pycma 4.5.0", "Kestrel from Python", "kestrel-from-python-issue-17"),
@@ -261,7 +261,7 @@ ROWS = [
      "ARCLE 0.2.6 `O2ARCv2Env` (1 env)", "ARC side by side", "side-by-side"),
     ("arc-agi-jaxarc", "ARC env step, ARC-AGI-1 30×30 masks, jaxarc, 1,024 envs, 2 threads, steps/s",
      "JaxARC 1.0.3 `jit(vmap(scan))` on the CPU", "ARC side by side", "side-by-side"),
-    ("arc-paper-python", "Mini-ARC from Python (`VectorEnv.rollout`, jaxarc), 1,000–10,000 envs, 2 threads, steps/s",
+    ("arc-paper-python", "Mini-ARC from Python (`VectorEnv.rollout`, jaxarc), 1,000 envs and up, 2 threads, steps/s",
      "JaxARC 1.0.3 `jit(vmap(scan))` on the CPU", "ARC paper suite, latest run",
      "the-arc-systems-papers-suite-the-latest-run-c9711d0"),
     ("py-arc-arcle", "ARC 30×30 from Python (`make_vec`, o2arc, ARC-AGI-1, 1,024 envs, 2 threads), steps/s",
@@ -290,14 +290,14 @@ ROWS = [
     ("asymexp-run", "asymexp's whole default run (20,000 steps), one core, s",
      "tarod13/asymexp `4deb141` (JAX + Flax)", "asymexp's ALLO",
      "asymexps-exp_alclallopy-issue-31-fidelity-the-seeds-run-in-distribution-speed"),
-    ("asymexp-e2e", "asymexp's fixture run end to end, 10 seeds a side (`small` map, 500 steps), wall time",
+    ("asymexp-e2e", "asymexp's fixture run end to end over seeds (`small` map, 500 steps), wall time",
      "tarod13/asymexp `4deb141` (JAX + Flax)", "asymexp's ALLO",
      "asymexps-exp_alclallopy-issue-31-fidelity-the-seeds-run-in-distribution-speed"),
     ("hunt-turn", "Treasure hunt environment turn, 2 agents (spawn sweep + moves), µs",
      "sorrel 1.6.0", "Treasure hunt", "treasure-hunt-with-per-agent-iqn-learners-issue-6"),
     ("hunt-update", "IQN update, batch 64, 12×12 quantiles, layer 250, one thread, µs",
      "sorrel 1.6.0 (torch 2.15.0, one thread)", "Treasure hunt", "treasure-hunt-with-per-agent-iqn-learners-issue-6"),
-    ("hunt-run", "Treasure hunt default run, 1,001 epochs, s (and the last 100 epochs' reward)",
+    ("hunt-run", "Treasure hunt default run (sorrel's `main.py` setup), s, and the last 100 epochs' reward",
      "sorrel 1.6.0 (CPU time)", "Treasure hunt", "treasure-hunt-with-per-agent-iqn-learners-issue-6"),
     ("actdyn-planner", "Active learning of latent dynamics: planner call, E2 defaults, 2 threads, ms",
      "active-dynamics `ceeba42` (torch 2.15.0; recorded figures)", "Active learning of latent dynamics",
@@ -577,8 +577,8 @@ def r_arc_ppo(out, info):
     d = load(newest(out, "results.json"))
     s = {r["engine"]: r for r in d["summary"]}
     k, j = s["kestrel"], s["jaxarc"]
-    return {"arc-ppo-torch": (f"{num(k['steps_per_s_mean'])} ± {num(k['steps_per_s_sd'])}",
-                              f"{num(j['steps_per_s_mean'])} ± {num(j['steps_per_s_sd'])}",
+    return {"arc-ppo-torch": (f"{k['steps_per_s_mean']:,.0f} ± {k['steps_per_s_sd']:,.0f}",
+                              f"{j['steps_per_s_mean']:,.0f} ± {j['steps_per_s_sd']:,.0f}",
                               fx(k["steps_per_s_mean"] / j["steps_per_s_mean"]))}
 
 
