@@ -2,7 +2,7 @@
 """E1 fidelity: Kestrel's faithful-profile distribution over seeds against the reference's
 anchors (shared/data/actdyn-golden/e2e_seed{42,7}.json, float64 and the reference's float32).
 
-Usage: python3 tools/compare/actdyn_e1_fidelity.py RUNS/actdyn-compare-random-...
+Usage: python3 tools/compare/actdyn_e1_fidelity.py RUNS/actdyn-compare-random-... [--json PATH]
 
 The folder is the output of
 `kestrel actdyn compare --preset e1 --arms random --num-seeds 10 --base.steps 5000`.
@@ -10,6 +10,7 @@ Prints a markdown table: each column of the reference's §4.2 table, the four re
 Kestrel's median and range over its seeds, and whether every reference value lies inside that
 range. Standard library only.
 """
+import argparse
 import json
 import math
 import pathlib
@@ -65,9 +66,11 @@ def mann_whitney_p(a, b):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    comp = json.loads((pathlib.Path(sys.argv[1]) / "comparison.json").read_text())
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("folder", help="the folder of `kestrel actdyn compare --preset e1 --arms random ...`")
+    ap.add_argument("--json", help="also write the table's rows here (tools/compare/all.py reads it)")
+    a = ap.parse_args()
+    comp = json.loads((pathlib.Path(a.folder) / "comparison.json").read_text())
     refs = []
     for seed in (42, 7):
         path = GOLDEN / f"e2e_seed{seed}.json"
@@ -80,6 +83,7 @@ def main():
           f"{len(comp['elbo_last100']['random']['values'])} seeds | all reference values inside Kestrel's range | Kestrel's median inside the reference's range | Mann-Whitney p |")
     print("|---|---|---|---|---|---|")
     inside_all = True
+    rows = []
     for key, rkey, label in COLUMNS:
         vals = [v for v in comp[key]["random"]["values"] if v is not None and not math.isnan(v)]
         vals.sort()
@@ -90,10 +94,17 @@ def main():
         inside_all &= ok
         p = mann_whitney_p(vals, [v for v in rv if v is not None])
         med_in = min(rv) <= med <= max(rv)
+        rows.append({"column": label, "reference": rv, "median": med, "min": lo, "max": hi,
+                     "inside": sum(v is not None and lo <= v <= hi for v in rv), "median_inside": med_in, "p": p})
         print(f"| {label} | {', '.join(fmt(v) for v in rv)} | {fmt(med)} [{fmt(lo)}, {fmt(hi)}] | "
               f"{'yes' if ok else 'no'} | {'yes' if med_in else 'no'} | {p:.2f} |")
     print()
     print("every reference value inside Kestrel's range:", "yes" if inside_all else "no")
+    if a.json:
+        out = pathlib.Path(a.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"seeds": len(comp["elbo_last100"]["random"]["values"]), "rows": rows,
+                                   "all_inside": inside_all}, indent=1))
 
 
 if __name__ == "__main__":

@@ -135,6 +135,7 @@ PEER = textwrap.dedent('''
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--map", default=os.path.join(ROOT, "..", "shared", "data", "laplacian-grids", "GridRoom-4.txt"))
+    ap.add_argument("--json", help="also write both sides' timings here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     if not os.path.exists(a.map):
         sys.exit(f"{a.map}: not found (pass --map with a map in the paper's text format)")
@@ -158,6 +159,11 @@ def main():
     print(f"| the same, Kestrel's plain 4×1024-row encoder pass | {peer['step_us']:,.0f} | {k[1]['step_plain_us']:,.0f} | {peer['step_us'] / k[1]['step_plain_us']:.2f}x |")
     per_ref = peer['sample_us'] + peer['step_us']
     print(f"| whole step: sampling + update | {per_ref:,.0f} | {k[1]['step_dedup_us']:,.0f} | {per_ref / k[1]['step_dedup_us']:.1f}x |")
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": measured, "cpu": platform.processor() or platform.machine(), "map": name,
+                       "reference": peer, "kestrel": k[1]}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -464,12 +464,18 @@ def main():
     ap.add_argument("--kestrel-cmd", default="",
                     help="shell command timing Kestrel (default: kestrel allo bench --profile asymexp; 'none' skips)")
     ap.add_argument("--skip-peer", action="store_true", help="only the Kestrel side")
+    ap.add_argument("--json", help="also write both sides' lines here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     if a.steps < 1 or a.warmup < 1:
         ap.error("--steps and --warmup must be >= 1")
     peer = [] if a.skip_peer else peer_side(a)
     kestrel = kestrel_side(a)
     table(peer, kestrel, a)
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit(), "cpu": cpu_model(), "steps": a.steps, "peer": peer, "kestrel": kestrel},
+                      f, indent=1)
 
 
 if __name__ == "__main__":

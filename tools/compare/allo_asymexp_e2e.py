@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--reference", required=True, help="the JSON of allo_asymexp_seeds.py --seeds-e2e")
     ap.add_argument("--seeds", type=int, help="Kestrel seeds (default: as many as the reference's)")
     ap.add_argument("--kestrel", default=str(ROOT / "target" / "release" / "kestrel"))
+    ap.add_argument("--json", help="also write the table's rows here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     ref = json.loads(Path(a.reference).read_text())
     if not Path(a.kestrel).exists():
@@ -82,6 +83,7 @@ def main():
           f"Kestrel {len(seeds)} seeds, commit {commit}\n")
     print("| step | quantity | reference mean (sd) [min, max] | Kestrel mean (sd) [min, max] | difference / SE |")
     print("|---:|---|---|---|---:|")
+    rows = []
     for i, g in enumerate(STEPS):
         for k in KEYS:
             rk = k + suffix if k == "cosine_sim_avg" else k
@@ -91,8 +93,15 @@ def main():
                 continue
             (rm, rs, rlo, rhi), (km, ks, klo, khi) = summary(rv), summary(kv)
             se = math.sqrt(rs ** 2 / len(rv) + ks ** 2 / len(kv)) or float("nan")
+            rows.append({"step": g, "quantity": k, "reference": [rm, rs, rlo, rhi], "kestrel": [km, ks, klo, khi],
+                         "diff_se": (km - rm) / se})
             print(f"| {g} | {k} | {rm:.4g} ({rs:.3g}) [{rlo:.4g}, {rhi:.4g}] | {km:.4g} ({ks:.3g}) "
                   f"[{klo:.4g}, {khi:.4g}] | {(km - rm) / se:+.2f} |")
+    if a.json:
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps({"commit": commit, "variant": ref["config"]["variant"],
+                                            "reference_seeds": len(ref["seeds"]), "kestrel_seeds": len(seeds),
+                                            "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -189,6 +189,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "arc-agi-1", "training"))
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", help="also write the rows here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     batches = [1, 64, 1024] if a.quick else [1, 64, 1024, 4096]
     jsteps = 50 if a.quick else 100
@@ -234,6 +235,12 @@ def main():
     print("|---|---|---:|---:|---:|")
     for w, p, ps, ks, r, note in rows:
         print(f"| {w} | {p} {note} | {ps:,.0f} | {ks:,.0f} | {r:,.1f}x |")
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit, "cpu": cpu, "rows": [
+                {"workload": w, "peer": p, "peer_steps_per_s": ps, "kestrel_steps_per_s": ks, "note": note}
+                for w, p, ps, ks, _, note in rows]}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ print(json.dumps(out))
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", help="also write the measurements here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     py = venv_python("venv-raybench", "crates/py/requirements-ray.txt")
     env = {**os.environ, **ONE_THREAD, "PATH": os.path.dirname(py) + os.pathsep + os.environ["PATH"],
@@ -155,6 +156,10 @@ def main():
           f"Ray engine {sr:.2f} s (2 one-thread tasks at a time, ray.init excluded): {sl / sr:.2f}x; "
           f"identical tables: {res['sweep_same_table']}.")
     # D. model
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit(), "cpu": cpu, "ray": ray_version(py), "measured": res}, f, indent=1)
     print("\nModel (assumptions: the generation's work splits evenly over M machines of this core count, one task "
           f"each; per-generation cost {ms(a0)} (one task's round trip, measured) + per task {sp * 1e3:.3f} ms "
           f"(the driver's submit and fetch, measured; first figure) or {b * 1e3:.3f} ms (the slope measured on this "

@@ -150,6 +150,7 @@ def median(xs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", help="also write the rows here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     gens = 100 if a.quick else 300
     seeds = 5 if a.quick else 15
@@ -212,6 +213,13 @@ def main():
     print("\n| function | d | pycma median evals | Kestrel median evals | Kestrel / pycma | runs reaching 1e-8 (pycma, Kestrel) |\n|---|---:|---:|---:|---:|---|")
     for fname, n, mp, mk, sp, sk in evals:
         print(f"| {fname} | {n} | {mp} | {mk} | {mk / mp:.2f} | {sp}/{seeds}, {sk}/{seeds} |")
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit, "cpu": cpu, "rounds": rounds, "generations": gens, "seeds": seeds,
+                       "rows": [{"workload": w, "peer": p, "peer_us": ps, "kestrel_us": ks} for w, p, ps, ks in rows],
+                       "evals": [{"function": fn, "d": n, "pycma": mp, "kestrel": mk, "pycma_reached": sp,
+                                  "kestrel_reached": sk} for fn, n, mp, mk, sp, sk in evals]}, f, indent=1)
 
 
 if __name__ == "__main__":

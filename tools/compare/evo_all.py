@@ -150,6 +150,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", nargs="*", help="evosax names to run (default: all)")
     ap.add_argument("--rounds", type=int, help="alternated rounds (default 3, --quick 1)")
+    ap.add_argument("--json", help="also write the rows here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     py = venv_python("venv-evosax", "tools/golden/requirements-evosax.txt")
     exe = kestrel_release()
@@ -162,6 +163,7 @@ def main():
     print(f"evosax 0.3.2 vs Kestrel {commit()}, {cpu}, one core each, population 64, sphere, {rounds} round(s)\n")
     print("| strategy | d | evosax loop µs | evosax scan µs | Kestrel µs | vs scan | vs loop |")
     print("|---|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for name, how in STRATEGIES.items():
         if a.only and name not in a.only:
             continue
@@ -179,7 +181,12 @@ def main():
                 ls.append(p["loop_us"])
                 ks.append(k["gen_us"])
             s, l, k = median(ps), median(ls), median(ks)
+            rows.append({"strategy": name, "d": n, "loop_us": l, "scan_us": s, "kestrel_us": k})
             print(f"| {name} | {n} | {l:.1f} | {s:.1f} | {k:.1f} | {s / k:.1f}x | {l / k:.1f}x |", flush=True)
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit(), "cpu": cpu, "rounds": rounds, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

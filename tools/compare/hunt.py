@@ -156,6 +156,7 @@ def main():
     ap.add_argument("--png", default=os.path.join(ROOT, "docs", "benchmarks", "hunt-curves.png"))
     ap.add_argument("--parts-only", action="store_true",
                     help="time the environment turn and the IQN update only (no whole runs, no PNG)")
+    ap.add_argument("--json", help="also write the figures here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     measured = commit()
     py = venv_python("venv-sorrel", "tools/golden/requirements-sorrel.txt")
@@ -163,8 +164,16 @@ def main():
     parts = peer(py, "parts")
     k = json.loads(subprocess.run(["taskset", "-c", "0", binary, "hunt", "bench", "--json"], cwd=ROOT, check=True,
                                   capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    saved = {"commit": measured, "cpu": platform.processor() or platform.machine(), "sorrel": parts, "kestrel": k}
+
+    def save():
+        if a.json:
+            os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+            with open(a.json, "w") as f:
+                json.dump(saved, f, indent=1)
     if a.parts_only:
         print_parts(parts, k, measured, "parts only")
+        save()
         return
     # Whole runs: sorrel's seeds two at a time (CPU time is what is compared), then Kestrel's
     # alone on the machine.
@@ -210,6 +219,9 @@ def main():
                "title": f"Treasure hunt learning curves, commit {measured}"}, open(data, "w"))
     sp.run([py, "-c", plot, data, a.png], check=True)
     print(f"\nLearning curves: `{os.path.relpath(a.png, ROOT)}`.")
+    saved["runs"] = {"seeds": a.seeds, "epochs": a.epochs, "sorrel_cpu_s": s_cpu, "kestrel_wall_s_1_thread": k1w,
+                     "kestrel_wall_s_2_threads": k2w, "sorrel_last100_reward": s_last, "kestrel_last100_reward": k_last}
+    save()
 
 
 if __name__ == "__main__":

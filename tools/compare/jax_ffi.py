@@ -7,10 +7,11 @@ CPU client on one thread); every path starts from `reset(seed=0)` and steps the 
 actions, the four alternated round by round. Prints a markdown table (µs a step, and ratios
 to the FFI scan).
 
-    tools/venv-sb3/bin/python tools/compare/jax_ffi.py [--steps-budget N] [--rounds R]
+    tools/venv-sb3/bin/python tools/compare/jax_ffi.py [--steps-budget N] [--rounds R] [--json PATH]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -116,7 +117,9 @@ def main():
     ap.add_argument("--steps-budget", type=int, default=400_000, help="env-steps per measurement")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="1,16,256,4096")
+    ap.add_argument("--json", help="also write the rows here (tools/compare/all.py reads it)")
     a = ap.parse_args()
+    rows = []
     print(f"CPU: {cpu_model()}; commit {commit()}; jax {jax.__version__}; one core, best of {a.rounds} alternated rounds")
     print()
     print("| envs | FFI in jitted scan (µs/step) | FFI, jitted step from Python | numpy VectorEnv.step | "
@@ -126,6 +129,12 @@ def main():
         steps = max(100, min(5000, a.steps_budget // n))
         s, d, nump, cb = measure(n, steps, a.rounds)
         print(f"| {n} | {s:.2f} | {d:.2f} | {nump:.2f} | {cb:.2f} | {nump / s:.1f}x | {cb / s:.1f}x |", flush=True)
+        rows.append({"envs": n, "ffi_scan_us": s, "ffi_dispatch_us": d, "numpy_us": nump, "pure_callback_us": cb})
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit(), "cpu": cpu_model(), "jax": jax.__version__, "rounds": a.rounds,
+                       "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -130,6 +130,8 @@ def tuning(jpy, jenv, exe, commit, cpu):
             print(f"| Kestrel `tune`, CMA-ES, {pr}, {th} thread(s) | {r['seconds']:.4f} | {r['us_per_candidate_episode']:,.1f} | {r['best_cost']:.3f} | {pu / r['us_per_candidate_episode']:,.0f}x |")
     for pr in ("f64", "f32"):
         print(f"\nKestrel {pr}, 64 candidates × 100 generations, 2 threads: {big[pr]['seconds']:.3f} s ({big[pr]['us_per_candidate_episode']:.1f} µs per candidate episode, best cost {big[pr]['best_cost']:.3f}).")
+    return {"pop_size": pop, "generations": gens, "peer": peer,
+            "kestrel": {f"{pr} {th}": r for (pr, th), r in k.items()}, "kestrel_64x100_2_threads": big}
 
 
 def median(xs):
@@ -140,6 +142,7 @@ def median(xs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3, help="peers and Kestrel alternated this many times; medians")
+    ap.add_argument("--json", help="also write the medians here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     py = os.path.join(VENV, "bin", "python")
     if not os.path.exists(py):
@@ -175,8 +178,14 @@ def main():
         print(f"| {name} | {us:,.0f} | {cells} |")
     print("\nRounds (µs): " + "; ".join(f"{n}: {', '.join(f'{x:.0f}' for x in v)}" for n, v in peers.items())
           + "; " + "; ".join(f"Kestrel {pr} {th} thr: {', '.join(f'{x:.1f}' for x in v)}" for (pr, th), v in k.items()))
-    if os.path.exists(jpy):
-        tuning(jpy, jenv, exe, commit, cpu)
+    tuned = tuning(jpy, jenv, exe, commit, cpu) if os.path.exists(jpy) else None
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit, "cpu": cpu, "rounds": a.rounds,
+                       "command_us": {"peers": {n: median(v) for n, v in peers.items()},
+                                      "kestrel": {f"{pr} {th}": us for (pr, th), us in km.items()}},
+                       "tuning": tuned}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ Medians of per-call times (state buffers donated on the JAX side, `block_until_r
 Ratios as Markdown on stdout. Uses tools/venv-evosax (jax, optax).
 
 Usage (from the repository root):
-    python3 tools/compare/nn.py
+    python3 tools/compare/nn.py [--json PATH]
 """
+import argparse
 import json
 import os
 import platform
@@ -88,6 +89,9 @@ def kestrel(threads):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", help="also write both sides' medians here (tools/compare/all.py reads it)")
+    a = ap.parse_args()
     measured = commit()
     j = json.loads(subprocess.run(ONE_CORE + [venv_python("venv-evosax", "tools/compare/requirements-evo.txt"), "-c", JAX], check=True, capture_output=True, text=True,
                                   env={**os.environ, **ONE_THREAD}).stdout.strip().splitlines()[-1])
@@ -99,6 +103,11 @@ def main():
                       ("train_many_us", "8 independent models, batch 64 each, one step each"),
                       ("forward_b1_us", "forward, batch 1 (host in, host out)")]:
         print(f"| {name} | {j[key]:,.1f} | {k1[key]:,.1f} | {j[key] / k1[key]:.2f}x | {k2[key]:,.1f} | {j[key] / k2[key]:.2f}x |")
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": measured, "cpu": platform.processor() or platform.machine(), "jax": j,
+                       "kestrel_1_thread": k1, "kestrel_2_threads": k2}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -215,6 +215,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "arc-agi-1", "training"))
     ap.add_argument("--workloads", default="ABCD", help="which of the workloads A-D to run")
+    ap.add_argument("--json", help="also write every figure here (tools/compare/all.py reads it)")
     a = ap.parse_args()
     work = a.workloads.upper()
     py = venv_python("venv-pyvec", "tools/compare/requirements-pyvec.txt")
@@ -289,6 +290,12 @@ def main():
         k, c, e = res[f"es_kestrel_{d}"], res[f"es_pycma_{d}"], res[f"es_evosax_{d}"]
         print(f"| d={d}, pop {res[f'es_pop_{d}']} | {1e6 / k:.1f} µs | {1e6 / c:.1f} µs | {1e6 / e:.1f} µs | {k / c:.1f}x | {k / e:.1f}x |")
     json.dump(res, open(os.path.join(ROOT, "target", "py_vec.json"), "w"), indent=1)
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump({"commit": commit(), "cpu": cpu, "workloads": work, "python": res,
+                       "arc_rust_1024": rust if "B" in work else None, "arcle": arcle if "B" in work else None,
+                       "mini_jaxarc": mini_jax if "D" in work else None}, f, indent=1)
 
 
 if __name__ == "__main__":
