@@ -12,7 +12,7 @@ use kestrel_envs::vectorfield::{
 
 /// The true environment of `env` (field, noise convention, observation model from the key).
 pub fn build_env(e: &EnvConfig, bugs: &Bugs, key: Key) -> Result<VectorFieldParams, ActdynError> {
-    let [k_obs, k_field] = key.split::<2>();
+    let [key_obs, key_field] = key.split::<2>();
     let env_err = |err: kestrel_envs::EnvError| {
         ActdynError::invalid("env", err, "valid environment parameters")
     };
@@ -34,7 +34,8 @@ pub fn build_env(e: &EnvConfig, bugs: &Bugs, key: Key) -> Result<VectorFieldPara
             })
         }
         FieldKind::MultiAttractor => VectorField::MultiAttractor(
-            MultiAttractor::generate(k_field, &MultiAttractorConfig::default()).map_err(env_err)?,
+            MultiAttractor::generate(key_field, &MultiAttractorConfig::default())
+                .map_err(env_err)?,
         ),
         FieldKind::VanDerPol => {
             VectorField::VanDerPol(VanDerPol { alpha: e.alpha, ..VanDerPol::default() })
@@ -48,11 +49,11 @@ pub fn build_env(e: &EnvConfig, bugs: &Bugs, key: Key) -> Result<VectorFieldPara
     };
     let map = match e.obs {
         ObsKind::Identity => ObsMap::Identity,
-        ObsKind::Linear => ObsMap::Linear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?),
+        ObsKind::Linear => ObsMap::Linear(Linear::init(key_obs, 2, e.obs_dim).map_err(env_err)?),
         ObsKind::LogLinear => {
-            ObsMap::LogLinear(Linear::init(k_obs, 2, e.obs_dim).map_err(env_err)?)
+            ObsMap::LogLinear(Linear::init(key_obs, 2, e.obs_dim).map_err(env_err)?)
         }
-        ObsKind::Mlp => ObsMap::Mlp(Mlp::init(k_obs, 2, &[16], e.obs_dim).map_err(env_err)?),
+        ObsKind::Mlp => ObsMap::Mlp(Mlp::init(key_obs, 2, &[16], e.obs_dim).map_err(env_err)?),
     };
     let noise = match e.obs_noise_kind {
         ObsNoiseKind::Gaussian if e.obs_noise > 0.0 => ObsNoise::Gaussian { scale: e.obs_noise },

@@ -255,10 +255,80 @@ pub struct SeqVae {
     decoder: Sequential<f64>,
     /// The action encoder's network (none for the identity).
     act: Option<Sequential<f64>>,
-    /// Offsets: gru, mu head, var head, dynamics, dynamics logvar, decoder, decoder logvar,
-    /// action encoder, end.
-    off: [usize; 9],
+    /// Where each part's parameters sit in the flat vector.
+    blocks: Blocks,
     tensors: Vec<Tensor>,
+}
+
+/// One part's parameters in the flat vector: `start..end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    fn range(self) -> std::ops::Range<usize> {
+        self.start..self.end
+    }
+}
+
+/// Where each part's parameters sit in the flat parameter vector, in this order (the
+/// checkpoint's tensors name the same parts, `tensors()`).
+#[derive(Clone, Copy, Debug)]
+struct Blocks {
+    /// The encoder's GRU (`encoder.network`).
+    gru: Span,
+    /// The posterior mean head (`encoder.fc_mu`).
+    mu_head: Span,
+    /// The posterior variance head (`encoder.fc_logvar`).
+    var_head: Span,
+    /// The latent dynamics (an MLP, or the RBF grid's weights).
+    dynamics: Span,
+    /// The dynamics noise's log variance, one per latent dimension.
+    dynamics_logvar: Span,
+    /// The decoder (`decoder.mapping.network`).
+    decoder: Span,
+    /// The observation noise's log variance, one per observed dimension.
+    decoder_logvar: Span,
+    /// The action encoder's network (empty for the identity).
+    action_encoder: Span,
+}
+
+impl Blocks {
+    /// The blocks of parts of these sizes, laid out one after another.
+    fn new(sizes: [usize; 8]) -> Self {
+        let mut at = 0;
+        let [
+            gru,
+            mu_head,
+            var_head,
+            dynamics,
+            dynamics_logvar,
+            decoder,
+            decoder_logvar,
+            action_encoder,
+        ] = sizes.map(|n| {
+            let s = Span { start: at, end: at + n };
+            at += n;
+            s
+        });
+        Blocks {
+            gru,
+            mu_head,
+            var_head,
+            dynamics,
+            dynamics_logvar,
+            decoder,
+            decoder_logvar,
+            action_encoder,
+        }
+    }
+
+    /// Parameters in all.
+    fn end(&self) -> usize {
+        self.action_encoder.end
+    }
 }
 
 /// Appends the tensors of `net` (its parameters from `base`) as `{prefix}.{layer}.{param}`,
@@ -381,8 +451,7 @@ impl SeqVae {
                 Some(mlp(&sizes)?)
             }
         };
-        let mut off = [0usize; 9];
-        let sizes = [
+        let blocks = Blocks::new([
             gru.num_params(),
             mu_head.num_params(),
             var_head.num_params(),
@@ -391,13 +460,10 @@ impl SeqVae {
             decoder.num_params(),
             ny,
             act.as_ref().map_or(0, |a| a.num_params()),
-        ];
-        for (i, s) in sizes.iter().enumerate() {
-            off[i + 1] = off[i] + s;
-        }
+        ]);
         let mut tensors = Vec::new();
         let g3 = 3 * hd;
-        let o = off[0];
+        let o = blocks.gru.start;
         let t = |name: &str, offset: usize, shape: Vec<usize>, transposed: bool| Tensor {
             name: name.to_string(),
             offset,
@@ -408,22 +474,25 @@ impl SeqVae {
         tensors.push(t("encoder.network.weight_hh_l0", o + g3 * (ny + d), vec![g3, hd], true));
         tensors.push(t("encoder.network.bias_ih_l0", o + g3 * (ny + d + hd), vec![g3], false));
         tensors.push(t("encoder.network.bias_hh_l0", o + g3 * (ny + d + hd + 1), vec![g3], false));
-        named(&mut tensors, "encoder.fc_mu", &mu_head, off[1]);
-        named(&mut tensors, "encoder.fc_logvar", &var_head, off[2]);
+        named(&mut tensors, "encoder.fc_mu", &mu_head, blocks.mu_head.start);
+        named(&mut tensors, "encoder.fc_logvar", &var_head, blocks.var_head.start);
         match &dynamics {
-            DynNet::Mlp(n) => named(&mut tensors, "dynamics.network", n, off[3]),
-            DynNet::Rbf(g) => {
-                tensors.push(t("dynamics.weights", off[3], vec![g.num_centres(), 2], false))
-            }
+            DynNet::Mlp(n) => named(&mut tensors, "dynamics.network", n, blocks.dynamics.start),
+            DynNet::Rbf(g) => tensors.push(t(
+                "dynamics.weights",
+                blocks.dynamics.start,
+                vec![g.num_centres(), 2],
+                false,
+            )),
         }
-        tensors.push(t("dynamics.logvar", off[4], vec![1, d], false));
-        named(&mut tensors, "decoder.mapping.network", &decoder, off[5]);
-        tensors.push(t("decoder.noise.logvar", off[6], vec![1, ny], false));
+        tensors.push(t("dynamics.logvar", blocks.dynamics_logvar.start, vec![1, d], false));
+        named(&mut tensors, "decoder.mapping.network", &decoder, blocks.decoder.start);
+        tensors.push(t("decoder.noise.logvar", blocks.decoder_logvar.start, vec![1, ny], false));
         match (&act, &cfg.action_encoder) {
             // `nn.Linear` directly under `network`.
             (Some(a), ActionEncoderKind::Linear) => {
                 let mut sub = Vec::new();
-                named(&mut sub, "", a, off[7]);
+                named(&mut sub, "", a, blocks.action_encoder.start);
                 for mut t in sub {
                     t.name = format!(
                         "action_encoder.network.{}",
@@ -432,10 +501,12 @@ impl SeqVae {
                     tensors.push(t);
                 }
             }
-            (Some(a), _) => named(&mut tensors, "action_encoder.network", a, off[7]),
+            (Some(a), _) => {
+                named(&mut tensors, "action_encoder.network", a, blocks.action_encoder.start)
+            }
             (None, _) => {}
         }
-        Ok(SeqVae { cfg, gru, mu_head, var_head, dynamics, decoder, act, off, tensors })
+        Ok(SeqVae { cfg, gru, mu_head, var_head, dynamics, decoder, act, blocks, tensors })
     }
 
     /// The configuration.
@@ -445,7 +516,7 @@ impl SeqVae {
 
     /// Number of parameters (4,256 for the reference's MLP model, 5,424 with RBF dynamics).
     pub fn num_params(&self) -> usize {
-        self.off[8]
+        self.blocks.end()
     }
 
     /// The named tensors of the flat vector, in order.
@@ -500,7 +571,7 @@ impl SeqVae {
     /// The range of the dynamics parameters (network or RBF weights, then the process
     /// log-variance): the `dynamics.*` tensors.
     pub fn dynamics_range(&self) -> std::ops::Range<usize> {
-        self.off[3]..self.off[5]
+        self.blocks.dynamics.start..self.blocks.dynamics_logvar.end
     }
 
     /// The RBF grid, with RBF dynamics.
@@ -523,7 +594,7 @@ impl SeqVae {
 
     /// The RBF weights W (`C × 2`), with RBF dynamics.
     pub fn rbf_weights<'p>(&self, params: &'p [f64]) -> Option<&'p [f64]> {
-        self.rbf().map(|_| &params[self.off[3]..self.off[4]])
+        self.rbf().map(|_| &params[self.blocks.dynamics.range()])
     }
 
     /// The log-linear decoder's C′ (`N_y × D`, PyTorch layout) and b′.
@@ -542,36 +613,36 @@ impl SeqVae {
 
     /// Process variance v = softplus(ℓ) + 1e-6 (per latent dimension).
     pub fn process_variance(&self, params: &[f64]) -> Vec<f64> {
-        params[self.off[4]..self.off[5]].iter().map(|&l| softplus(l) + 1e-6).collect()
+        params[self.blocks.dynamics_logvar.range()].iter().map(|&l| softplus(l) + 1e-6).collect()
     }
 
     /// Fresh parameters: PyTorch's default initialisation per layer, the variance head's last
     /// layer at W = 0, b = −3, log-variances −2·U[0, 1), RBF weights N(0, 1).
     pub fn init(&self, key: Key) -> Vec<f64> {
         let mut p = vec![0.0; self.num_params()];
-        let [k_gru, k_mu, k_var, k_dyn, k_lv, k_dec, k_dlv] = key.split::<7>();
-        self.gru.init(k_gru, &mut p[self.off[0]..self.off[1]]);
-        p[self.off[1]..self.off[2]].copy_from_slice(&self.mu_head.init(k_mu));
-        p[self.off[2]..self.off[3]].copy_from_slice(&self.var_head.init(k_var));
+        let [key_gru, key_mu, key_var, key_dyn, key_lv, key_dec, key_dlv] = key.split::<7>();
+        self.gru.init(key_gru, &mut p[self.blocks.gru.range()]);
+        p[self.blocks.mu_head.range()].copy_from_slice(&self.mu_head.init(key_mu));
+        p[self.blocks.var_head.range()].copy_from_slice(&self.var_head.init(key_var));
         let last_w = self.tensor("encoder.fc_logvar.2.weight").expect("head").clone();
         let last_b = self.tensor("encoder.fc_logvar.2.bias").expect("head").clone();
         p[last_w.offset..last_w.offset + last_w.len()].iter_mut().for_each(|v| *v = 0.0);
         p[last_b.offset..last_b.offset + last_b.len()].iter_mut().for_each(|v| *v = -3.0);
         match &self.dynamics {
-            DynNet::Mlp(n) => p[self.off[3]..self.off[4]].copy_from_slice(&n.init(k_dyn)),
+            DynNet::Mlp(n) => p[self.blocks.dynamics.range()].copy_from_slice(&n.init(key_dyn)),
             DynNet::Rbf(_) => {
-                let mut r = k_dyn.rng();
-                p[self.off[3]..self.off[4]].iter_mut().for_each(|v| *v = r.standard_normal());
+                let mut r = key_dyn.rng();
+                p[self.blocks.dynamics.range()].iter_mut().for_each(|v| *v = r.standard_normal());
             }
         }
-        let mut r = k_lv.rng();
-        p[self.off[4]..self.off[5]].iter_mut().for_each(|v| *v = -2.0 * r.uniform_f64());
-        p[self.off[5]..self.off[6]].copy_from_slice(&self.decoder.init(k_dec));
-        let mut r = k_dlv.rng();
-        p[self.off[6]..self.off[7]].iter_mut().for_each(|v| *v = -2.0 * r.uniform_f64());
+        let mut r = key_lv.rng();
+        p[self.blocks.dynamics_logvar.range()].iter_mut().for_each(|v| *v = -2.0 * r.uniform_f64());
+        p[self.blocks.decoder.range()].copy_from_slice(&self.decoder.init(key_dec));
+        let mut r = key_dlv.rng();
+        p[self.blocks.decoder_logvar.range()].iter_mut().for_each(|v| *v = -2.0 * r.uniform_f64());
         if let Some(a) = &self.act {
             // Its own branch of the key: the identity's parameters stay as they were.
-            p[self.off[7]..self.off[8]].copy_from_slice(&a.init(key.fold_in(ACTION_KEY)));
+            p[self.blocks.action_encoder.range()].copy_from_slice(&a.init(key.fold_in(ACTION_KEY)));
         }
         p
     }
@@ -585,7 +656,7 @@ impl SeqVae {
         let rows = z.len() / d;
         cache.rows = rows;
         cache.m.resize(rows * d, 0.0);
-        let p = &params[self.off[3]..self.off[4]];
+        let p = &params[self.blocks.dynamics.range()];
         match &self.dynamics {
             DynNet::Mlp(net) => {
                 let out = net.forward(p, z, &mut cache.ws);
@@ -614,8 +685,8 @@ impl SeqVae {
         grads: &mut [f64],
         dz: &mut [f64],
     ) {
-        let p = &params[self.off[3]..self.off[4]];
-        let g = &mut grads[self.off[3]..self.off[4]];
+        let p = &params[self.blocks.dynamics.range()];
+        let g = &mut grads[self.blocks.dynamics.range()];
         match &self.dynamics {
             DynNet::Mlp(net) => net.backward(p, &mut cache.ws, dm, g, Some(dz)),
             DynNet::Rbf(grid) => {
@@ -699,7 +770,7 @@ impl SeqVae {
             None => u.to_vec(),
             Some(net) => {
                 let mut ws = Workspace::default();
-                net.forward(&params[self.off[7]..self.off[8]], u, &mut ws).to_vec()
+                net.forward(&params[self.blocks.action_encoder.range()], u, &mut ws).to_vec()
             }
         }
     }
@@ -728,7 +799,7 @@ impl SeqVae {
                 input[r * w + d..(r + 1) * w].copy_from_slice(z);
             }
         }
-        let y = net.forward(&params[self.off[7]..self.off[8]], input, ws);
+        let y = net.forward(&params[self.blocks.action_encoder.range()], input, ws);
         out.clear();
         out.extend_from_slice(y);
     }
@@ -762,14 +833,14 @@ impl SeqVae {
                 None => row[ny..].iter_mut().for_each(|v| *v = 0.0),
             }
         }
-        self.gru.forward(&params[self.off[0]..self.off[1]], &ws.x, None, &mut ws.gru);
+        self.gru.forward(&params[self.blocks.gru.range()], &ws.x, None, &mut ws.gru);
         let h = ws.gru.outputs();
         mu[..steps * d].copy_from_slice(self.mu_head.forward(
-            &params[self.off[1]..self.off[2]],
+            &params[self.blocks.mu_head.range()],
             h,
             &mut ws.mu,
         ));
-        let pre = self.var_head.forward(&params[self.off[2]..self.off[3]], h, &mut ws.var);
+        let pre = self.var_head.forward(&params[self.blocks.var_head.range()], h, &mut ws.var);
         for (v, &p) in var[..steps * d].iter_mut().zip(pre) {
             *v = softplus(p) + 1e-6;
         }
@@ -779,7 +850,7 @@ impl SeqVae {
 
     /// Decoder output ŷ for rows of z (`rows × D`) into `out` (`rows × N_y`).
     pub fn decode(&self, params: &[f64], z: &[f64], ws: &mut Workspace<f64>, out: &mut [f64]) {
-        let pre = self.decoder.forward(&params[self.off[5]..self.off[6]], z, ws);
+        let pre = self.decoder.forward(&params[self.blocks.decoder.range()], z, ws);
         match self.cfg.decoder {
             DecoderKind::LogLinear => {
                 out.iter_mut().zip(pre).for_each(|(o, &p)| *o = p.exp());
@@ -898,7 +969,7 @@ impl SeqVae {
         // 5. K-step prior means: level k takes ẑ^{k−1}[s, 0..T−k].
         let mut v = std::mem::take(&mut ws.v);
         v.clear();
-        v.extend(params[self.off[4]..self.off[5]].iter().map(|&l| softplus(l) + 1e-6));
+        v.extend(params[self.blocks.dynamics_logvar.range()].iter().map(|&l| softplus(l) + 1e-6));
         let vscale = if opts.kl_prior_variance_dt { dt } else { 1.0 };
         for k in 1..=k_n {
             let len = t_n - k;
@@ -960,7 +1031,7 @@ impl SeqVae {
         let mut dec_ws = std::mem::take(&mut ws.dec);
         let mut yhat = std::mem::take(&mut ws.yhat);
         self.decode(params, &ws.z_bar, &mut dec_ws, &mut yhat[..rows * ny]);
-        let lv_y = &params[self.off[6]..self.off[7]];
+        let lv_y = &params[self.blocks.decoder_logvar.range()];
         ws.vy.clear();
         ws.vy.extend(lv_y.iter().map(|&l| softplus(l) + 1e-6));
         let mut ll = 0.0;
@@ -993,7 +1064,8 @@ impl SeqVae {
         let loss = -(opts.ll_weight * ll - opts.beta * kl_w);
         let terms = ElboTerms { ll, kl, kl_w, w, loss };
         if let Some(grads) = grads {
-            self.elbo_backward(params, y, noise, opts, ws, &mut dec_ws, &yhat, &v, grads);
+            let f = Forward { params, y, noise, opts, yhat: &yhat, v: &v };
+            self.elbo_backward(&f, ws, &mut dec_ws, grads);
         }
         ws.dec = dec_ws;
         ws.yhat = yhat;
@@ -1001,38 +1073,64 @@ impl SeqVae {
         terms
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Back-propagates the ELBO's loss into `grads` (added to) from the forward pass's values
+    /// (`f`, and the activations in `ws` and `dec_ws`), part by part as the loss flows back:
+    /// the decoder ([`SeqVae::decoder_backward`]), the KL terms ([`SeqVae::kl_backward`]),
+    /// the K-step prior chain ([`SeqVae::chain_backward`]), the dynamics noise, the one-step
+    /// means ([`SeqVae::one_step_backward`]), the action encoder and the encoder
+    /// ([`SeqVae::encoder_backward`]). Each adds its blocks' gradients and leaves the latent
+    /// gradients (`ws.dz_bar`, `ws.dz_me`, `ws.dmu_q`, `ws.dvar_q`) for the next.
     fn elbo_backward(
         &self,
-        params: &[f64],
-        y: &[f64],
-        noise: &ElboNoise,
-        opts: &ElboOptions,
+        f: &Forward<'_>,
         ws: &mut ElboWorkspace,
         dec_ws: &mut Workspace<f64>,
-        yhat: &[f64],
-        v: &[f64],
+        grads: &mut [f64],
+    ) {
+        let d = self.cfg.latent_dim;
+        self.decoder_backward(f, ws, dec_ws, grads);
+        let mut dv = std::mem::take(&mut ws.dv);
+        dv.clear();
+        dv.resize(d, 0.0);
+        self.kl_backward(f, ws, &mut dv);
+        self.chain_backward(f, ws, &mut dv, grads);
+        // The dynamics noise's variance v = softplus(l) + 1e-6: ∂/∂l = ∂/∂v · sigmoid(l).
+        for j in 0..d {
+            let l = f.params[self.blocks.dynamics_logvar.start + j];
+            grads[self.blocks.dynamics_logvar.start + j] += dv[j] * sigmoid(l);
+        }
+        ws.dv = dv;
+        self.one_step_backward(f, ws, grads);
+        self.action_encoder_backward(f, ws, grads);
+        self.encoder_backward(f, ws, grads);
+    }
+
+    /// The log-likelihood through the link and the decoder into `ws.dz_bar`; the observation
+    /// noise's log variance.
+    fn decoder_backward(
+        &self,
+        f: &Forward<'_>,
+        ws: &mut ElboWorkspace,
+        dec_ws: &mut Workspace<f64>,
         grads: &mut [f64],
     ) {
         let (ny, d) = (self.cfg.obs_dim, self.cfg.latent_dim);
-        let (s_n, t_n, k_n) = (noise.num_samples, noise.steps, noise.k_steps);
-        let dt = self.cfg.dt;
+        let (s_n, t_n) = (f.noise.num_samples, f.noise.steps);
         let rows = s_n * t_n;
         let inv_s = 1.0 / s_n as f64;
-        let vscale = if opts.kl_prior_variance_dt { dt } else { 1.0 };
         // ∂loss/∂LL = −ll_weight: the decoder.
-        let llw = opts.ll_weight;
-        let lv_y = &params[self.off[6]..self.off[7]];
+        let llw = f.opts.ll_weight;
+        let lv_y = &f.params[self.blocks.decoder_logvar.range()];
         ws.sig_y.clear();
         ws.sig_y.extend(lv_y.iter().map(|&l| sigmoid(l)));
         let dpre = &mut ws.gbuf[..rows * ny];
         {
-            let dlv_y = &mut grads[self.off[6]..self.off[7]];
+            let dlv_y = &mut grads[self.blocks.decoder_logvar.range()];
             for r in 0..rows {
                 let t = r % t_n;
                 for i in 0..ny {
-                    let yv = y[t * ny + i];
-                    let yh = yhat[r * ny + i];
+                    let yv = f.y[t * ny + i];
+                    let yh = f.yhat[r * ny + i];
                     // dℓ/dŷ, then through the link.
                     let dl_dyhat = match self.cfg.likelihood {
                         LikelihoodKind::Gaussian => {
@@ -1054,33 +1152,37 @@ impl SeqVae {
         }
         ws.dz_bar.iter_mut().for_each(|x| *x = 0.0);
         self.decoder.backward(
-            &params[self.off[5]..self.off[6]],
+            &f.params[self.blocks.decoder.range()],
             dec_ws,
             &dpre[..rows * ny],
-            &mut grads[self.off[5]..self.off[6]],
+            &mut grads[self.blocks.decoder.range()],
             Some(&mut ws.dz_bar[..rows * d]),
         );
-        // KL terms: ∂/∂prior_mu per level, ∂/∂μ_q, ∂/∂σ²_q, ∂/∂v.
-        let wsum: f64 = (0..k_n).map(|k| opts.kl_decay.powi(k as i32)).sum();
-        let mut dv = std::mem::take(&mut ws.dv);
-        dv.clear();
-        dv.resize(d, 0.0);
+    }
+
+    /// The KL terms: ∂/∂prior_mu per level (`lvl.dprior`), ∂/∂μ_q, ∂/∂σ²_q and ∂/∂v (`dv`).
+    fn kl_backward(&self, f: &Forward<'_>, ws: &mut ElboWorkspace, dv: &mut [f64]) {
+        let d = self.cfg.latent_dim;
+        let (s_n, t_n, k_n) = (f.noise.num_samples, f.noise.steps, f.noise.k_steps);
+        let inv_s = 1.0 / s_n as f64;
+        let vscale = if f.opts.kl_prior_variance_dt { self.cfg.dt } else { 1.0 };
+        let wsum: f64 = (0..k_n).map(|k| f.opts.kl_decay.powi(k as i32)).sum();
         ws.dmu_q.iter_mut().for_each(|x| *x = 0.0);
         ws.dvar_q.iter_mut().for_each(|x| *x = 0.0);
         for k in 1..=k_n {
             let len = t_n - k;
-            let wk = opts.beta * opts.kl_decay.powi(k as i32 - 1) / wsum;
+            let wk = f.opts.beta * f.opts.kl_decay.powi(k as i32 - 1) / wsum;
             let lvl = &mut ws.levels[k - 1];
             lvl.dprior.iter_mut().for_each(|x| *x = 0.0);
             for t in 0..len {
-                let mk = noise.mask[t + k];
+                let mk = f.noise.mask[t + k];
                 if mk == 0.0 {
                     continue;
                 }
                 let c = mk * wk * inv_s;
                 for s in 0..s_n {
                     for j in 0..d {
-                        let vp = v[j] * vscale;
+                        let vp = f.v[j] * vscale;
                         let (mq, vq) = (ws.mu_q[(t + k) * d + j], ws.var_q[(t + k) * d + j]);
                         let i = (s * len + t) * d + j;
                         let diff = mq - lvl.prior_mu[i];
@@ -1094,20 +1196,33 @@ impl SeqVae {
                 }
             }
         }
-        // The K-step chain, last level first: dẑ^k flows into prior_mu[k] and the noise scale;
-        // prior_mu[k] flows back through the dynamics into ẑ^{k−1}.
+    }
+
+    /// The K-step chain, last level first: dẑ^k flows into prior_mu[k] and the noise scale
+    /// (`dv`); prior_mu[k] flows back through the dynamics into ẑ^{k−1}, and level 1's into
+    /// `ws.dz_bar`.
+    fn chain_backward(
+        &self,
+        f: &Forward<'_>,
+        ws: &mut ElboWorkspace,
+        dv: &mut [f64],
+        grads: &mut [f64],
+    ) {
+        let d = self.cfg.latent_dim;
+        let (s_n, t_n, k_n) = (f.noise.num_samples, f.noise.steps, f.noise.k_steps);
+        let dt = self.cfg.dt;
         ws.dzhat.iter_mut().for_each(|x| *x = 0.0);
         for k in (1..=k_n).rev() {
             let len = t_n - k;
             let prev_len = t_n - k + 1;
             let lvl = &mut ws.levels[k - 1];
-            let xi = &noise.xi[k - 1];
+            let xi = &f.noise.xi[k - 1];
             // ws.dzhat holds ∂/∂ẑ^k (S × len × D; zero for k = K).
             for i in 0..s_n * len * d {
                 let j = i % d;
                 let g = ws.dzhat[i];
                 lvl.dprior[i] += g;
-                let sd = (v[j] * dt).sqrt();
+                let sd = (f.v[j] * dt).sqrt();
                 dv[j] += g * xi[i] * dt / (2.0 * sd);
             }
             let residual = self.cfg.residual;
@@ -1115,7 +1230,7 @@ impl SeqVae {
                 lvl.dm[i] = if residual { lvl.dprior[i] * dt } else { lvl.dprior[i] };
             }
             let mut dzin = std::mem::take(&mut lvl.dzin);
-            self.dyn_backward(params, &mut lvl.dyn_cache, &lvl.dm, grads, &mut dzin);
+            self.dyn_backward(f.params, &mut lvl.dyn_cache, &lvl.dm, grads, &mut dzin);
             if residual {
                 for i in 0..s_n * len * d {
                     dzin[i] += lvl.dprior[i];
@@ -1138,12 +1253,14 @@ impl SeqVae {
             }
             lvl.dzin = dzin;
         }
-        for j in 0..d {
-            let l = params[self.off[4] + j];
-            grads[self.off[4] + j] += dv[j] * sigmoid(l);
-        }
-        ws.dv = dv;
-        // z_bar = mask ⊙ z_me + (1 − mask) ⊙ z_tr.
+    }
+
+    /// `z_bar = mask ⊙ z_me + (1 − mask) ⊙ z_tr`, and the one-step means back through the
+    /// dynamics into `z_me[s, 0..T−1]` (`ws.dz_me`).
+    fn one_step_backward(&self, f: &Forward<'_>, ws: &mut ElboWorkspace, grads: &mut [f64]) {
+        let d = self.cfg.latent_dim;
+        let (s_n, t_n) = (f.noise.num_samples, f.noise.steps);
+        let dt = self.cfg.dt;
         ws.dz_me.iter_mut().for_each(|x| *x = 0.0);
         for s in 0..s_n {
             for t in 0..t_n {
@@ -1153,21 +1270,20 @@ impl SeqVae {
                     if t == 0 {
                         ws.dz_me[i] += g;
                     } else {
-                        let m = noise.mask[t];
+                        let m = f.noise.mask[t];
                         ws.dz_me[i] += m * g;
                         ws.dz_tr[(s * (t_n - 1) + t - 1) * d + j] = (1.0 - m) * g;
                     }
                 }
             }
         }
-        // One-step means back into z_me[s, 0..T−1].
         let rows1 = s_n * (t_n - 1);
         for i in 0..rows1 * d {
             ws.dm1[i] = if self.cfg.residual { ws.dz_tr[i] * dt } else { ws.dz_tr[i] };
         }
         let mut one = std::mem::take(&mut ws.one);
         let mut dz1 = std::mem::take(&mut ws.dz1);
-        self.dyn_backward(params, &mut one, &ws.dm1[..rows1 * d], grads, &mut dz1[..rows1 * d]);
+        self.dyn_backward(f.params, &mut one, &ws.dm1[..rows1 * d], grads, &mut dz1[..rows1 * d]);
         for s in 0..s_n {
             for t in 0..t_n - 1 {
                 for j in 0..d {
@@ -1182,7 +1298,15 @@ impl SeqVae {
         }
         ws.one = one;
         ws.dz1 = dz1;
-        // The action encoder: every one-step and prior mean adds ũ·dt.
+    }
+
+    /// The action encoder: every one-step and prior mean adds ũ·dt; a state-dependent
+    /// encoder passes its state input's gradient on to `ws.dz_me`.
+    fn action_encoder_backward(&self, f: &Forward<'_>, ws: &mut ElboWorkspace, grads: &mut [f64]) {
+        let d = self.cfg.latent_dim;
+        let (s_n, t_n, k_n) = (f.noise.num_samples, f.noise.steps, f.noise.k_steps);
+        let dt = self.cfg.dt;
+        let rows1 = s_n * (t_n - 1);
         if let Some(net) = &self.act {
             ws.du.clear();
             ws.du.extend(ws.dz_tr[..rows1 * d].iter().map(|g| g * dt));
@@ -1202,10 +1326,10 @@ impl SeqVae {
             let w = if sd { 2 * d } else { d };
             ws.dact_in.resize(rows1 * w, 0.0);
             net.backward(
-                &params[self.off[7]..self.off[8]],
+                &f.params[self.blocks.action_encoder.range()],
                 &mut ws.act_ws,
                 &ws.du,
-                &mut grads[self.off[7]..self.off[8]],
+                &mut grads[self.blocks.action_encoder.range()],
                 if sd { Some(&mut ws.dact_in[..]) } else { None },
             );
             if sd {
@@ -1219,14 +1343,19 @@ impl SeqVae {
                 }
             }
         }
-        // z_me = μ + √σ² ε.
+    }
+
+    /// The encoder: `z_me = μ + √σ² ε` into the heads' outputs, the heads, then the GRU.
+    fn encoder_backward(&self, f: &Forward<'_>, ws: &mut ElboWorkspace, grads: &mut [f64]) {
+        let d = self.cfg.latent_dim;
+        let (s_n, t_n) = (f.noise.num_samples, f.noise.steps);
         for s in 0..s_n {
             for t in 0..t_n {
                 for j in 0..d {
                     let i = (s * t_n + t) * d + j;
                     let g = ws.dz_me[i];
                     ws.dmu_q[t * d + j] += g;
-                    ws.dvar_q[t * d + j] += g * noise.eps[i] * 0.5 / ws.var_q[t * d + j].sqrt();
+                    ws.dvar_q[t * d + j] += g * f.noise.eps[i] * 0.5 / ws.var_q[t * d + j].sqrt();
                 }
             }
         }
@@ -1235,10 +1364,10 @@ impl SeqVae {
         ws.dh[..h_len].iter_mut().for_each(|x| *x = 0.0);
         let mut dh2 = std::mem::take(&mut ws.dh2);
         self.mu_head.backward(
-            &params[self.off[1]..self.off[2]],
+            &f.params[self.blocks.mu_head.range()],
             &mut ws.enc.mu,
             &ws.dmu_q[..t_n * d],
-            &mut grads[self.off[1]..self.off[2]],
+            &mut grads[self.blocks.mu_head.range()],
             Some(&mut ws.dh[..h_len]),
         );
         // σ² = softplus(pre) + 1e-6: ∂/∂pre = ∂/∂σ² · sigmoid(pre).
@@ -1247,10 +1376,10 @@ impl SeqVae {
             ws.dpre_var[i] = ws.dvar_q[i] * sigmoid(pre[i]);
         }
         self.var_head.backward(
-            &params[self.off[2]..self.off[3]],
+            &f.params[self.blocks.var_head.range()],
             &mut ws.enc.var,
             &ws.dpre_var[..t_n * d],
-            &mut grads[self.off[2]..self.off[3]],
+            &mut grads[self.blocks.var_head.range()],
             Some(&mut dh2[..h_len]),
         );
         for i in 0..h_len {
@@ -1259,16 +1388,27 @@ impl SeqVae {
         ws.dh2 = dh2;
         let dh = std::mem::take(&mut ws.dh);
         self.gru.backward(
-            &params[self.off[0]..self.off[1]],
+            &f.params[self.blocks.gru.range()],
             &ws.enc.x,
             &dh[..h_len],
             &mut ws.enc.gru,
-            &mut grads[self.off[0]..self.off[1]],
+            &mut grads[self.blocks.gru.range()],
             None,
             None,
         );
         ws.dh = dh;
     }
+}
+
+/// What the ELBO's backward pass reads of its forward pass: the parameters, the observed
+/// window, the noise draws and options, the reconstruction and the dynamics noise variance.
+struct Forward<'a> {
+    params: &'a [f64],
+    y: &'a [f64],
+    noise: &'a ElboNoise,
+    opts: &'a ElboOptions,
+    yhat: &'a [f64],
+    v: &'a [f64],
 }
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; about 1e-15 relative).

@@ -217,8 +217,8 @@ impl Trainer {
         u: &[f64],
         key: Key,
     ) -> Result<TrainStats, ActdynError> {
-        let [k_elbo, k_perturb] = key.split::<2>();
-        self.noise.draw(k_elbo, self.cfg.p_mask);
+        let [key_elbo, key_perturb] = key.split::<2>();
+        self.noise.draw(key_elbo, self.cfg.p_mask);
         let beta = self.cfg.beta_at(self.calls);
         let opts = ElboOptions {
             beta,
@@ -226,7 +226,7 @@ impl Trainer {
             kl_prior_variance_dt: self.kl_prior_variance_dt,
             ll_weight: 1.0,
         };
-        self.step_with(model, params, y, u, &opts, k_perturb, None)
+        self.step_with(model, params, y, u, &opts, key_perturb, None)
     }
 
     /// [`Trainer::step`] with the ELBO options given and, optionally, the ELBO draws and the
@@ -240,7 +240,7 @@ impl Trainer {
         y: &[f64],
         u: &[f64],
         opts: &ElboOptions,
-        k_perturb: Key,
+        key_perturb: Key,
         injected: Option<(&ElboNoise, &[f64])>,
     ) -> Result<TrainStats, ActdynError> {
         self.grads.iter_mut().for_each(|g| *g = 0.0);
@@ -279,7 +279,7 @@ impl Trainer {
                     }
                 }
                 None => {
-                    let mut r = k_perturb.rng();
+                    let mut r = key_perturb.rng();
                     for p in params[range].iter_mut().chain(self.members.iter_mut()) {
                         *p += self.cfg.perturbation * r.standard_normal();
                     }

@@ -33,7 +33,7 @@ use kestrel_core::simd::Real;
 use kestrel_core::{BatchEnv, Key, VecEnv};
 use kestrel_envs::{GridMap, GridParams, GridWorld};
 use kestrel_nn::{Activation, Adam, Init, MlpConfig, Sequential, Trainee};
-use kestrel_replay::{ConventionKind, EpisodicReplay};
+use kestrel_replay::{EpisodicReplay, EpisodicRuleKind};
 use std::sync::Arc;
 
 /// ALLO or its baseline (config spelling `allo`, `ggdo`).
@@ -62,7 +62,7 @@ pub struct AlloConfig {
     /// Discount of the future-state offset.
     pub discount: f64,
     /// Replay sampling convention.
-    pub convention: ConventionKind,
+    pub convention: EpisodicRuleKind,
     /// Initial barrier coefficient b.
     pub barrier_init: f64,
     /// Barrier increase rate.
@@ -93,7 +93,7 @@ impl AlloConfig {
             batch_size: 1024,
             lr: 1e-3,
             discount: 0.9,
-            convention: ConventionKind::PaperCode,
+            convention: EpisodicRuleKind::PaperCode,
             barrier_init: 0.5,
             lr_barrier: 0.01,
             max_barrier: 10_000.0,

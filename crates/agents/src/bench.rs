@@ -9,7 +9,7 @@ use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::timing::{median_pair_us, median_us};
 use kestrel_envs::GridMap;
-use kestrel_envs::treasure::{KeyDraws, TreasureHunt};
+use kestrel_envs::treasure::{TreasureDraws, TreasureHunt};
 use kestrel_envs::treasure::{TreasureObs, TreasureParams};
 use kestrel_nn::matmul::matmul;
 use kestrel_replay::FrameReplay;
@@ -57,7 +57,7 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
             &p,
             &mut s,
             &acts,
-            &mut KeyDraws(Key::new(3).fold_in(t).rng()),
+            &mut TreasureDraws(Key::new(3).fold_in(t).rng()),
             &mut rewards,
         );
     });
@@ -84,7 +84,7 @@ pub fn hunt(obs: TreasureObs, reps: u64) -> Result<HuntTimes, AgentError> {
                 &p,
                 &mut st,
                 &acts,
-                &mut KeyDraws(Key::new(7).fold_in(e * 100 + t as u64).rng()),
+                &mut TreasureDraws(Key::new(7).fold_in(e * 100 + t as u64).rng()),
                 &mut rewards,
             );
             buf[0].push(&frame, act, rewards[0], false, t == 99)?;
@@ -165,7 +165,7 @@ pub fn allo(map: &str, batch: usize, steps: u64) -> Result<AlloTimes, AgentError
     let replay = collect(map.clone(), 4000, 50, 64, 0)?;
     let (mut s, mut f, mut u1, mut u2) =
         (vec![0u32; batch], vec![0u32; batch], vec![0u32; batch], vec![0u32; batch]);
-    let conv = kestrel_replay::ConventionKind::PaperCode;
+    let conv = kestrel_replay::EpisodicRuleKind::PaperCode;
     let mut failed: Option<AgentError> = None;
     let sample_us = median_us(steps * 5, |i| {
         let k = Key::new(i);

@@ -14,45 +14,45 @@ use std::time::Instant;
 /// Which batched driver steps the envs (config spelling `rows`, `lanes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kernel {
+pub enum ArcKernel {
     /// `VecEnv<ArcEnv<S>>`: one env at a time per row (every mode and canvas).
     Rows,
     /// [`ArcLanes`]: the structure-of-arrays kernel (`jaxarc` mode, canvases up to 10×10).
     Lanes,
 }
 
-impl Kernel {
+impl ArcKernel {
     /// The lanes where they apply (`jaxarc`, `S ≤ 10`) and pay (at least 16 envs: a block
     /// steps 64 lanes whatever the batch, which costs more than 11 envs on rows), else rows.
-    pub fn auto<const S: usize>(p: &ArcParams, num_envs: usize) -> Kernel {
+    pub fn auto<const S: usize>(p: &ArcParams, num_envs: usize) -> ArcKernel {
         if S <= MAX_LANE_SIDE && p.mode == ModeKind::Jaxarc && num_envs >= 16 {
-            Kernel::Lanes
+            ArcKernel::Lanes
         } else {
-            Kernel::Rows
+            ArcKernel::Rows
         }
     }
 }
 
 /// Steps per second of `n` envs under `kernel` for at least `seconds`, with random actions
 /// of selection form `kind` sampled inside the loop (by the row policy for
-/// [`Kernel::Rows`], lane-wise for [`Kernel::Lanes`]: the same actions).
+/// [`ArcKernel::Rows`], lane-wise for [`ArcKernel::Lanes`]: the same actions).
 pub fn steps_per_second<const S: usize>(
     env: &ArcEnv<S>,
     p: &ArcParams,
     n: usize,
     kind: SelKind,
     seconds: f64,
-    kernel: Kernel,
+    kernel: ArcKernel,
 ) -> Result<f64, ArcError> {
     match kernel {
-        Kernel::Rows => {
+        ArcKernel::Rows => {
             let mut v = VecEnv::new(env.clone(), p.clone(), n, 1)?;
             let policy = |_: usize, key: Key, _: &[i8], a: &mut [ArcAction<S>]| {
                 a[0] = sample_action::<S>(&mut key.rng(), kind)
             };
             Ok(rows_per_second(n, seconds, || v.step_with(policy))?)
         }
-        Kernel::Lanes => {
+        ArcKernel::Lanes => {
             let mut v = ArcLanes::new(env.clone(), p.clone(), n, 1)?;
             Ok(rows_per_second(n, seconds, || v.step_random(kind))?)
         }

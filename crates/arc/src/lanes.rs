@@ -189,6 +189,16 @@ struct Axis {
 }
 
 impl Axis {
+    /// The index of every position `0..S`, per lane.
+    #[inline(always)]
+    fn indices<const S: usize>(&self) -> [[u8; L]; S] {
+        let mut out = [[0u8; L]; S];
+        for (i, o) in out.iter_mut().enumerate() {
+            self.index::<S>(i, o);
+        }
+        out
+    }
+
     #[inline(always)]
     fn index<const S: usize>(&self, i: usize, out: &mut [u8; L]) {
         for l in 0..L {
@@ -262,216 +272,329 @@ fn last_of(n: usize, has: impl Fn(usize, usize) -> bool) -> [u8; L] {
     hi
 }
 
+/// The op ids the lane kernel reads, as JaxARC numbers them ([`JaxarcOp::index`](crate::jaxarc::JaxarcOp::index)): the scalar
+/// table's numbering, named once.
+mod id {
+    use crate::jaxarc::JaxarcOp;
+
+    const fn of(op: JaxarcOp) -> u8 {
+        op.index() as u8
+    }
+    /// Ops `0..FLOOD_FILL` colour the selection with their id.
+    pub const FLOOD_FILL: u8 = of(JaxarcOp::FloodFill(0));
+    /// Ops `FLOOD_FILL..MOVE_UP` flood-fill with the colour `id - FLOOD_FILL`.
+    pub const MOVE_UP: u8 = of(JaxarcOp::MoveUp);
+    pub const MOVE_DOWN: u8 = of(JaxarcOp::MoveDown);
+    pub const MOVE_LEFT: u8 = of(JaxarcOp::MoveLeft);
+    pub const MOVE_RIGHT: u8 = of(JaxarcOp::MoveRight);
+    pub const ROTATE_CW: u8 = of(JaxarcOp::RotateCw);
+    pub const ROTATE_CCW: u8 = of(JaxarcOp::RotateCcw);
+    /// Mirror left–right (the column axis reversed).
+    pub const FLIP_H: u8 = of(JaxarcOp::FlipH);
+    /// Mirror top–bottom (the row axis reversed).
+    pub const FLIP_V: u8 = of(JaxarcOp::FlipV);
+    pub const COPY: u8 = of(JaxarcOp::Copy);
+    pub const PASTE: u8 = of(JaxarcOp::Paste);
+    pub const CUT: u8 = of(JaxarcOp::Cut);
+    pub const CLEAR: u8 = of(JaxarcOp::Clear);
+    pub const COPY_INPUT: u8 = of(JaxarcOp::CopyInput);
+    pub const RESIZE: u8 = of(JaxarcOp::Resize);
+    pub const SUBMIT: u8 = of(JaxarcOp::Submit);
+}
+
 /// One step of every lane of `b` under JaxARC's rules (`jaxarc.rs` is the specification;
-/// `tests/lanes.rs` checks the two agree bit for bit).
+/// `tests/lanes.rs` checks the two agree bit for bit), in the order a reader follows: what is
+/// selected ([`Selected::of`]), what each lane's op will do ([`Plan::of`]), the flood regions,
+/// the remap of moved cells, the clipboard, the cell pass ([`write_cells`]), the score.
 #[inline(always)]
 fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, train: bool) {
+    let s = Selected::of(b, bugs);
+    b.selected = s.sel;
+    let p = Plan::of(b, &s, bugs);
+    let region = flood_regions(b, &s, &p, bugs);
+    let (ri, ci) = (p.ra.indices::<S>(), p.ca.indices::<S>());
+    let remap = remap(b, &p, &ri, &ci);
+    fill_clipboard(b, &s.sel, &p.copy);
+    write_cells(b, &s, &p, &region, &ri, &ci, &remap);
+    score(b, rw, bugs, train);
+}
+
+/// What a block's step reads of its selections: the selection ANDed with the working area,
+/// its summaries (count, column bits, bbox), the clipboard's non-zero top-left (paste) and
+/// resize's source corner.
+struct Selected<const S: usize> {
+    /// The working area's row bits.
+    wrow: [u16; L],
+    /// The selection inside the working area.
+    sel: Rows<S>,
+    cnt: [u32; L],
+    cols: [u16; L],
+    sr0: [u8; L],
+    sr1: [u8; L],
+    sc0: [u8; L],
+    sc1: [u8; L],
+    /// The clipboard's first non-zero row and column, and its non-zero rows.
+    cr: [u8; L],
+    cc: [u8; L],
+    crow: [u16; L],
+    /// Resize's source: its last non-empty row and that row's highest column, and whether
+    /// it has any cell.
+    rlast: [u8; L],
+    clast: [u8; L],
+    rany: [bool; L],
+}
+
+impl<const S: usize> Selected<S> {
+    #[inline(always)]
+    fn of(b: &Block<S>, bugs: &JaxBugs) -> Self {
+        let mut wrow = [0u16; L];
+        for l in 0..L {
+            wrow[l] = ((1u32 << b.w[l]) - 1) as u16;
+        }
+        let mut sel = [[0u16; L]; S];
+        for r in 0..S {
+            for l in 0..L {
+                sel[r][l] = pick((r as u8) < b.h[l], b.raw[r][l] & wrow[l], 0);
+            }
+        }
+        let mut cnt = [0u32; L];
+        let mut cols = [0u16; L];
+        for row in &sel {
+            for l in 0..L {
+                cnt[l] += row[l].count_ones();
+                cols[l] |= row[l];
+            }
+        }
+        let (sr0, sr1) = (first_of(S, |r, l| sel[r][l] != 0), last_of(S, |r, l| sel[r][l] != 0));
+        let (sc0, sc1) =
+            (first_of(S, |c, l| cols[l] >> c & 1 != 0), last_of(S, |c, l| cols[l] >> c & 1 != 0));
+        let mut crow = [0u16; L];
+        let mut ccol = [0u16; L];
+        for r in 0..S {
+            for c in 0..S {
+                for l in 0..L {
+                    let nz = (b.clip[r][c][l] != 0) as u16;
+                    crow[l] |= nz << r;
+                    ccol[l] |= nz << c;
+                }
+            }
+        }
+        let cr = first_of(S, |r, l| crow[l] >> r & 1 != 0);
+        let cc = first_of(S, |c, l| ccol[l] >> c & 1 != 0);
+        let rsrc = if bugs.shrink_only_resize { &sel } else { &b.raw };
+        let rlast = last_of(S, |r, l| rsrc[r][l] != 0);
+        let mut lastrow = [0u16; L];
+        for (r, row) in rsrc.iter().enumerate() {
+            for l in 0..L {
+                lastrow[l] = pick(rlast[l] == r as u8, row[l], lastrow[l]);
+            }
+        }
+        let clast = last_of(S, |c, l| lastrow[l] >> c & 1 != 0);
+        let mut rany = [false; L];
+        for row in rsrc {
+            for l in 0..L {
+                rany[l] |= row[l] != 0;
+            }
+        }
+        Selected { wrow, sel, cnt, cols, sr0, sr1, sc0, sc1, cr, cc, crow, rlast, clast, rany }
+    }
+}
+
+/// What each lane's op does, decided once per lane before the cell pass: what it writes
+/// ([`kind`]) and which constant, the remap's source and axes, the effective bbox, the new
+/// dims, and whether it floods or fills the clipboard.
+struct Plan {
+    k: [u8; L],
+    value: [i8; L],
+    /// 0 the grid, 1 its transpose, 2 the clipboard.
+    src: [u8; L],
+    ra: Axis,
+    ca: Axis,
+    er0: [u8; L],
+    er1: [u8; L],
+    ec0: [u8; L],
+    ec1: [u8; L],
+    nh: [u8; L],
+    nw: [u8; L],
+    flood: [bool; L],
+    copy: [bool; L],
+}
+
+impl Plan {
+    /// Branch-free per lane (picks, not branches, so the loop runs in vector lanes).
+    #[inline(always)]
+    fn of<const S: usize>(b: &Block<S>, s: &Selected<S>, bugs: &JaxBugs) -> Self {
+        let ident = Axis { a: [0; L], neg: [false; L], at: [255; L], to: [0; L] };
+        let mut p = Plan {
+            k: [kind::NONE; L],
+            value: [0; L],
+            src: [0; L],
+            ra: ident,
+            ca: ident,
+            er0: [0; L],
+            er1: [0; L],
+            ec0: [0; L],
+            ec1: [0; L],
+            nh: [0; L],
+            nw: [0; L],
+            flood: [false; L],
+            copy: [false; L],
+        };
+        let inv = if bugs.inverted_moves { -1i16 } else { 1 };
+        let last = (S - 1) as i16;
+        let clear_kind = if bugs.clear_overwrites_padding { kind::ALL } else { kind::WORK };
+        for l in 0..L {
+            let op = b.op[l];
+            let (h, w) = (b.h[l], b.w[l]);
+            let any = s.cols[l] != 0;
+            // The effective selection's bbox: the selection, else the working area.
+            let has_eff = any | ((h > 0) & (w > 0));
+            p.er0[l] = pick(any, s.sr0[l], 0);
+            p.er1[l] = pick(any, s.sr1[l], h.wrapping_sub(1));
+            p.ec0[l] = pick(any, s.sc0[l], 0);
+            p.ec1[l] = pick(any, s.sc1[l], w.wrapping_sub(1));
+            let (r0, r1) = (p.er0[l] as i16, p.er1[l] as i16);
+            let (c0, c1) = (p.ec0[l] as i16, p.ec1[l] as i16);
+            let square = r1 - r0 == c1 - c0;
+            // Moves: content direction as named, flipped by the bug switch.
+            let dr = inv * (pick(op == id::MOVE_DOWN, 1, 0) - pick(op == id::MOVE_UP, 1, 0));
+            let dc = inv * (pick(op == id::MOVE_RIGHT, 1, 0) - pick(op == id::MOVE_LEFT, 1, 0));
+            let is_move = (id::MOVE_UP..=id::MOVE_RIGHT).contains(&op) & has_eff;
+            let is_rot = ((op == id::ROTATE_CW) | (op == id::ROTATE_CCW)) & has_eff & square;
+            let cw = op == id::ROTATE_CW;
+            let is_flip = ((op == id::FLIP_H) | (op == id::FLIP_V)) & has_eff;
+            let paste = (op == id::PASTE) & any & (s.crow[l] != 0);
+            let canvas = is_rot & bugs.canvas_rotation;
+            let fill = op < id::FLOOD_FILL;
+            let fl = (id::FLOOD_FILL..id::MOVE_UP).contains(&op) & (s.cnt[l] == 1);
+            p.flood[l] = fl;
+            p.copy[l] = (op == id::COPY) | (op == id::CUT);
+            let resize = (op == id::RESIZE) & s.rany[l];
+            // The op's kind, lowest priority first.
+            let mut kl = pick(resize, kind::RESIZE, kind::NONE);
+            kl = pick(op == id::COPY_INPUT, kind::INPUT, kl);
+            kl = pick(paste, kind::PASTE, kl);
+            kl = pick(is_move | is_rot | is_flip, kind::BBOX, kl);
+            kl = pick(canvas, kind::CANVAS, kl);
+            kl = pick(op == id::CLEAR, clear_kind, kl);
+            kl = pick((op == id::CUT) | ((op == id::CLEAR) & any), kind::SEL, kl);
+            kl = pick(fl, kind::REGION, kl);
+            p.k[l] = pick(fill, kind::SEL, kl);
+            // The constant an op writes: its colour, 0 (cut, clear), or -1 (resize's padding).
+            let flood_colour = op as i8 - id::FLOOD_FILL as i8;
+            let other = pick(op == id::RESIZE, -1, 0);
+            p.value[l] = pick(fill, op as i8, pick(op < id::MOVE_UP, flood_colour, other));
+            p.src[l] = pick(paste, 2, pick(is_rot, 1, 0));
+            // Row axis: ri(r) = a ± r, with the move's wrap.
+            let mut a = -dr;
+            let mut neg = false;
+            a = pick(paste, s.cr[l] as i16 - s.sr0[l] as i16, a);
+            (a, neg) = (pick(op == id::FLIP_V, r0 + r1, a), neg | (op == id::FLIP_V));
+            let (ba, bn) = (pick(cw, c0 - r0, c0 + r1), !cw);
+            let (ka, kn) = (pick(cw, 0, last), !cw);
+            let (ra_, rn_) = (pick(canvas, ka, ba), pick(canvas, kn, bn));
+            p.ra.a[l] = pick(is_rot, ra_, a);
+            p.ra.neg[l] = pick(is_rot, rn_, neg);
+            p.ra.at[l] =
+                pick(is_move & (dr > 0), p.er0[l], pick(is_move & (dr < 0), p.er1[l], 255));
+            p.ra.to[l] = pick(dr > 0, p.er1[l], p.er0[l]);
+            // Column axis.
+            let mut a = -dc;
+            let mut neg = false;
+            a = pick(paste, s.cc[l] as i16 - s.sc0[l] as i16, a);
+            (a, neg) = (pick(op == id::FLIP_H, c0 + c1, a), neg | (op == id::FLIP_H));
+            let (ba, bn) = (pick(cw, r1 + c0, r0 - c0), cw);
+            let (ka, kn) = (pick(cw, last, 0), cw);
+            let (ca_, cn_) = (pick(canvas, ka, ba), pick(canvas, kn, bn));
+            p.ca.a[l] = pick(is_rot, ca_, a);
+            p.ca.neg[l] = pick(is_rot, cn_, neg);
+            p.ca.at[l] =
+                pick(is_move & (dc > 0), p.ec0[l], pick(is_move & (dc < 0), p.ec1[l], 255));
+            p.ca.to[l] = pick(dc > 0, p.ec1[l], p.ec0[l]);
+            // New dims.
+            let input = (op == id::COPY_INPUT) & !bugs.copy_input_keeps_mask;
+            p.nh[l] = pick(resize, s.rlast[l] + 1, pick(input, b.in_h[l], h));
+            p.nw[l] = pick(resize, s.clast[l] + 1, pick(input, b.in_w[l], w));
+        }
+        p
+    }
+}
+
+/// Flood regions: a lane-wise dilation from the one selected cell, only when a lane floods.
+#[inline(always)]
+fn flood_regions<const S: usize>(
+    b: &Block<S>,
+    s: &Selected<S>,
+    p: &Plan,
+    bugs: &JaxBugs,
+) -> Rows<S> {
     let full = ((1u32 << S) - 1) as u16;
-    // The working area's row bits, and the selection ANDed with it.
-    let mut wrow = [0u16; L];
-    for l in 0..L {
-        wrow[l] = ((1u32 << b.w[l]) - 1) as u16;
+    let mut region = [[0u16; L]; S];
+    if !p.flood.iter().any(|&f| f) {
+        return region;
     }
-    let mut sel = [[0u16; L]; S];
-    for r in 0..S {
-        for l in 0..L {
-            sel[r][l] = pick((r as u8) < b.h[l], b.raw[r][l] & wrow[l], 0);
-        }
-    }
-    b.selected = sel;
-    // Selection summaries: count, column bits, bbox.
-    let mut cnt = [0u32; L];
-    let mut cols = [0u16; L];
-    for row in &sel {
-        for l in 0..L {
-            cnt[l] += row[l].count_ones();
-            cols[l] |= row[l];
-        }
-    }
-    let (sr0, sr1) = (first_of(S, |r, l| sel[r][l] != 0), last_of(S, |r, l| sel[r][l] != 0));
-    let (sc0, sc1) =
-        (first_of(S, |c, l| cols[l] >> c & 1 != 0), last_of(S, |c, l| cols[l] >> c & 1 != 0));
-    // The clipboard's non-zero top-left (paste).
-    let mut crow = [0u16; L];
-    let mut ccol = [0u16; L];
+    let mut colour = [0i8; L];
     for r in 0..S {
         for c in 0..S {
             for l in 0..L {
-                let nz = (b.clip[r][c][l] != 0) as u16;
-                crow[l] |= nz << r;
-                ccol[l] |= nz << c;
+                let at = (s.sr0[l] == r as u8) & (s.sc0[l] == c as u8);
+                colour[l] = pick(at, b.grid[r][c][l], colour[l]);
             }
         }
     }
-    let cr = first_of(S, |r, l| crow[l] >> r & 1 != 0);
-    let cc = first_of(S, |c, l| ccol[l] >> c & 1 != 0);
-    // Resize's source rows: the last non-empty row and its highest column.
-    let rsrc = if bugs.shrink_only_resize { &sel } else { &b.raw };
-    let rlast = last_of(S, |r, l| rsrc[r][l] != 0);
-    let mut lastrow = [0u16; L];
-    for (r, row) in rsrc.iter().enumerate() {
-        for l in 0..L {
-            lastrow[l] = pick(rlast[l] == r as u8, row[l], lastrow[l]);
-        }
-    }
-    let clast = last_of(S, |c, l| lastrow[l] >> c & 1 != 0);
-
-    // Per lane: what the op writes, the remap's axes and source, the new dims.
-    let mut k = [kind::NONE; L];
-    let mut value = [0i8; L];
-    let mut src = [0u8; L]; // 0 grid, 1 transpose, 2 clipboard
-    let ident = Axis { a: [0; L], neg: [false; L], at: [255; L], to: [0; L] };
-    let (mut ra, mut ca) = (ident, ident);
-    let (mut er0, mut er1, mut ec0, mut ec1) = ([0u8; L], [0u8; L], [0u8; L], [0u8; L]);
-    let (mut nh, mut nw) = ([0u8; L], [0u8; L]);
-    let mut flood = [false; L];
-    let mut copy = [false; L];
-    let inv = if bugs.inverted_moves { -1i16 } else { 1 };
-    let last = (S - 1) as i16;
-    let clear_kind = if bugs.clear_overwrites_padding { kind::ALL } else { kind::WORK };
-    let mut rany = [false; L];
-    for row in rsrc {
-        for l in 0..L {
-            rany[l] |= row[l] != 0;
-        }
-    }
-    // Branch-free per lane (picks, not branches, so the loop runs in vector lanes).
-    for l in 0..L {
-        let op = b.op[l];
-        let (h, w) = (b.h[l], b.w[l]);
-        let any = cols[l] != 0;
-        // The effective selection's bbox: the selection, else the working area.
-        let has_eff = any | ((h > 0) & (w > 0));
-        er0[l] = pick(any, sr0[l], 0);
-        er1[l] = pick(any, sr1[l], h.wrapping_sub(1));
-        ec0[l] = pick(any, sc0[l], 0);
-        ec1[l] = pick(any, sc1[l], w.wrapping_sub(1));
-        let (r0, r1, c0, c1) = (er0[l] as i16, er1[l] as i16, ec0[l] as i16, ec1[l] as i16);
-        let square = r1 - r0 == c1 - c0;
-        // Moves: content direction as named, flipped by the bug switch.
-        let dr = inv * (pick(op == 21, 1, 0) - pick(op == 20, 1, 0));
-        let dc = inv * (pick(op == 23, 1, 0) - pick(op == 22, 1, 0));
-        let is_move = (20..=23).contains(&op) & has_eff;
-        let is_rot = ((op == 24) | (op == 25)) & has_eff & square;
-        let cw = op == 24;
-        let is_flip = ((op == 26) | (op == 27)) & has_eff;
-        let paste = (op == 29) & any & (crow[l] != 0);
-        let canvas = is_rot & bugs.canvas_rotation;
-        let fl = (10..20).contains(&op) & (cnt[l] == 1);
-        flood[l] = fl;
-        copy[l] = (op == 28) | (op == 30);
-        let resize = (op == 33) & rany[l];
-        // The op's kind, lowest priority first.
-        let mut kl = pick(resize, kind::RESIZE, kind::NONE);
-        kl = pick(op == 32, kind::INPUT, kl);
-        kl = pick(paste, kind::PASTE, kl);
-        kl = pick(is_move | is_rot | is_flip, kind::BBOX, kl);
-        kl = pick(canvas, kind::CANVAS, kl);
-        kl = pick(op == 31, clear_kind, kl);
-        kl = pick((op == 30) | ((op == 31) & any), kind::SEL, kl);
-        kl = pick(fl, kind::REGION, kl);
-        k[l] = pick(op < 10, kind::SEL, kl);
-        // The constant an op writes: its colour, 0 (cut, clear), or -1 (resize's padding).
-        value[l] = pick(op < 10, op as i8, pick(op < 20, op as i8 - 10, pick(op == 33, -1, 0)));
-        src[l] = pick(paste, 2, pick(is_rot, 1, 0));
-        // Row axis: ri(r) = a ± r, with the move's wrap.
-        let mut a = -dr;
-        let mut neg = false;
-        a = pick(paste, cr[l] as i16 - sr0[l] as i16, a);
-        (a, neg) = (pick(op == 27, r0 + r1, a), neg | (op == 27));
-        let (ba, bn) = (pick(cw, c0 - r0, c0 + r1), !cw);
-        let (ka, kn) = (pick(cw, 0, last), !cw);
-        let (ra_, rn_) = (pick(canvas, ka, ba), pick(canvas, kn, bn));
-        ra.a[l] = pick(is_rot, ra_, a);
-        ra.neg[l] = pick(is_rot, rn_, neg);
-        ra.at[l] = pick(is_move & (dr > 0), er0[l], pick(is_move & (dr < 0), er1[l], 255));
-        ra.to[l] = pick(dr > 0, er1[l], er0[l]);
-        // Column axis.
-        let mut a = -dc;
-        let mut neg = false;
-        a = pick(paste, cc[l] as i16 - sc0[l] as i16, a);
-        (a, neg) = (pick(op == 26, c0 + c1, a), neg | (op == 26));
-        let (ba, bn) = (pick(cw, r1 + c0, r0 - c0), cw);
-        let (ka, kn) = (pick(cw, last, 0), cw);
-        let (ca_, cn_) = (pick(canvas, ka, ba), pick(canvas, kn, bn));
-        ca.a[l] = pick(is_rot, ca_, a);
-        ca.neg[l] = pick(is_rot, cn_, neg);
-        ca.at[l] = pick(is_move & (dc > 0), ec0[l], pick(is_move & (dc < 0), ec1[l], 255));
-        ca.to[l] = pick(dc > 0, ec1[l], ec0[l]);
-        // New dims.
-        let input = (op == 32) & !bugs.copy_input_keeps_mask;
-        nh[l] = pick(resize, rlast[l] + 1, pick(input, b.in_h[l], h));
-        nw[l] = pick(resize, clast[l] + 1, pick(input, b.in_w[l], w));
-    }
-
-    // Flood regions (lane-wise dilation from the one selected cell; only when a lane floods).
-    let mut region = [[0u16; L]; S];
-    if flood.iter().any(|&f| f) {
-        let mut colour = [0i8; L];
-        for r in 0..S {
-            for c in 0..S {
-                for l in 0..L {
-                    let at = (sr0[l] == r as u8) & (sc0[l] == c as u8);
-                    colour[l] = pick(at, b.grid[r][c][l], colour[l]);
-                }
-            }
-        }
-        let mut same = [[0u16; L]; S];
-        for r in 0..S {
-            for c in 0..S {
-                for l in 0..L {
-                    same[r][l] |= ((b.grid[r][c][l] == colour[l]) as u16) << c;
-                }
-            }
+    let mut same = [[0u16; L]; S];
+    for r in 0..S {
+        for c in 0..S {
             for l in 0..L {
-                let wm = pick((r as u8) < b.h[l], wrow[l], 0);
-                same[r][l] &= if bugs.flood_fill_cap { full } else { wm };
-                region[r][l] = pick(flood[l] & (sr0[l] == r as u8), 1 << sc0[l], 0);
+                same[r][l] |= ((b.grid[r][c][l] == colour[l]) as u16) << c;
             }
         }
-        let cap = if bugs.flood_fill_cap { 64 } else { u32::MAX };
-        let mut it = 0;
-        while it < cap {
-            let mut next = [[0u16; L]; S];
-            let mut changed = 0u16;
-            for i in 0..S {
-                for l in 0..L {
-                    let cur = region[i][l];
-                    let mut v = cur | (cur << 1) | (cur >> 1);
-                    if i > 0 {
-                        v |= region[i - 1][l];
-                    }
-                    if i + 1 < S {
-                        v |= region[i + 1][l];
-                    }
-                    next[i][l] = v & same[i][l] & full;
-                    changed |= next[i][l] ^ cur;
-                }
-            }
-            region = next;
-            it += 1;
-            if changed == 0 {
-                break;
-            }
+        for l in 0..L {
+            let wm = pick((r as u8) < b.h[l], s.wrow[l], 0);
+            same[r][l] &= if bugs.flood_fill_cap { full } else { wm };
+            region[r][l] = pick(p.flood[l] & (s.sr0[l] == r as u8), 1 << s.sc0[l], 0);
         }
     }
+    let cap = if bugs.flood_fill_cap { 64 } else { u32::MAX };
+    let mut it = 0;
+    while it < cap {
+        let mut next = [[0u16; L]; S];
+        let mut changed = 0u16;
+        for i in 0..S {
+            for l in 0..L {
+                let cur = region[i][l];
+                let mut v = cur | (cur << 1) | (cur >> 1);
+                if i > 0 {
+                    v |= region[i - 1][l];
+                }
+                if i + 1 < S {
+                    v |= region[i + 1][l];
+                }
+                next[i][l] = v & same[i][l] & full;
+                changed |= next[i][l] ^ cur;
+            }
+        }
+        region = next;
+        it += 1;
+        if changed == 0 {
+            break;
+        }
+    }
+    region
+}
 
-    // The remap: out[r][c] = source[ri(r)][ci(c)], source per lane the grid, its transpose
-    // or the clipboard (0 where an index is off the canvas).
+/// The remap: `out[r][c] = source[ri(r)][ci(c)]`, the source per lane the grid, its transpose
+/// or the clipboard (0 where an index is off the canvas), as two select passes.
+#[inline(always)]
+fn remap<const S: usize>(b: &Block<S>, p: &Plan, ri: &[[u8; L]; S], ci: &[[u8; L]; S]) -> Plane<S> {
     let mut source = [[[0i8; L]; S]; S];
     for r in 0..S {
         for c in 0..S {
             for l in 0..L {
                 let (clip, t, g) = (b.clip[r][c][l], b.grid[c][r][l], b.grid[r][c][l]);
-                source[r][c][l] = pick(src[l] == 2, clip, pick(src[l] == 1, t, g));
+                source[r][c][l] = pick(p.src[l] == 2, clip, pick(p.src[l] == 1, t, g));
             }
         }
-    }
-    let mut ri = [[0u8; L]; S];
-    let mut ci = [[0u8; L]; S];
-    for i in 0..S {
-        ra.index::<S>(i, &mut ri[i]);
-        ca.index::<S>(i, &mut ci[i]);
     }
     let mut rows = [[[0i8; L]; S]; S];
     for r in 0..S {
@@ -495,18 +618,22 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
             }
         }
     }
-    let mut remap = [[[0i8; L]; S]; S];
+    let mut out = [[[0i8; L]; S]; S];
     for r in 0..S {
         for c in 0..S {
             for q in 0..S {
                 for l in 0..L {
-                    remap[r][c][l] = pick(ceq[c][q][l], rows[r][q][l], remap[r][c][l]);
+                    out[r][c][l] = pick(ceq[c][q][l], rows[r][q][l], out[r][c][l]);
                 }
             }
         }
     }
+    out
+}
 
-    // Copy and cut fill the clipboard from the grid before it changes.
+/// Copy and cut fill the clipboard from the grid before it changes.
+#[inline(always)]
+fn fill_clipboard<const S: usize>(b: &mut Block<S>, sel: &Rows<S>, copy: &[bool; L]) {
     for r in 0..S {
         for c in 0..S {
             for l in 0..L {
@@ -516,16 +643,29 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
             }
         }
     }
+}
 
-    // Every cell: `m1 ? x1 : (m2 ? 0 : old)`, where the lane's op picks which masks make `m1`
-    // and `m2` and which value is `x1` (the op's value, the remap, or the input).
+/// Every cell: `m1 ? x1 : (m2 ? 0 : old)`, where the lane's op picks which masks make `m1`
+/// and `m2` and which value is `x1` (the op's value, the remap, or the input); then the new
+/// dims.
+#[inline(always)]
+fn write_cells<const S: usize>(
+    b: &mut Block<S>,
+    s: &Selected<S>,
+    p: &Plan,
+    region: &Rows<S>,
+    ri: &[[u8; L]; S],
+    ci: &[[u8; L]; S],
+    remap: &Plane<S>,
+) {
+    let full = ((1u32 << S) - 1) as u16;
     let (mut u_sel, mut u_reg, mut u_all, mut u_work) =
         ([false; L], [false; L], [false; L], [false; L]);
     let (mut u_inb, mut u_insrc, mut u_new) = ([false; L], [false; L], [false; L]);
     let (mut u_input, mut u_m, mut u_clamp, mut u_inb0, mut u_kept) =
         ([false; L], [false; L], [false; L], [false; L], [false; L]);
     for l in 0..L {
-        let kl = k[l];
+        let kl = p.k[l];
         u_sel[l] = (kl == kind::SEL) | (kl == kind::PASTE);
         u_reg[l] = kl == kind::REGION;
         u_all[l] = (kl == kind::ALL) | (kl == kind::INPUT);
@@ -549,14 +689,14 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     let mut c_kept = [0u16; L];
     for l in 0..L {
         // (`ec1` is 255 for an empty working area: every column.)
-        let end = (ec1[l] as u16 + 1).min(S as u16) as u8;
-        c_in[l] = bits_below(end) & !bits_below(ec0[l].min(S as u8));
-        c_new[l] = bits_below(nw[l]);
-        c_kept[l] = bits_below(b.w[l].min(nw[l]));
+        let end = (p.ec1[l] as u16 + 1).min(S as u16) as u8;
+        c_in[l] = bits_below(end) & !bits_below(p.ec0[l].min(S as u8));
+        c_new[l] = bits_below(p.nw[l]);
+        c_kept[l] = bits_below(b.w[l].min(p.nw[l]));
     }
     for (c, ci) in ci.iter().enumerate() {
         for l in 0..L {
-            c_src[l] |= (((er0[l] <= ci[l]) & (ci[l] <= er1[l])) as u16) << c;
+            c_src[l] |= (((p.er0[l] <= ci[l]) & (ci[l] <= p.er1[l])) as u16) << c;
         }
     }
     let mut m1row = [[0u16; L]; S];
@@ -565,17 +705,17 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     for r in 0..S {
         let rb = r as u8;
         for l in 0..L {
-            let r_in = (er0[l] <= rb) & (rb <= er1[l]);
-            let r_src = (ec0[l] <= ri[r][l]) & (ri[r][l] <= ec1[l]);
-            m1row[r][l] = pick(u_sel[l], sel[r][l], 0)
+            let r_in = (p.er0[l] <= rb) & (rb <= p.er1[l]);
+            let r_src = (p.ec0[l] <= ri[r][l]) & (ri[r][l] <= p.ec1[l]);
+            m1row[r][l] = pick(u_sel[l], s.sel[r][l], 0)
                 | pick(u_reg[l], region[r][l], 0)
                 | pick(u_all[l], full, 0)
-                | pick(u_work[l] & (rb < b.h[l]), wrow[l], 0)
+                | pick(u_work[l] & (rb < b.h[l]), s.wrow[l], 0)
                 | pick(u_inb[l] & r_in, c_in[l], 0)
-                | pick(u_new[l], !pick(rb < nh[l], c_new[l], 0), 0);
+                | pick(u_new[l], !pick(rb < p.nh[l], c_new[l], 0), 0);
             srcrow[r][l] = pick(u_insrc[l] & r_src, c_src[l], 0);
             m2row[r][l] = pick(u_inb0[l] & r_in, c_in[l], 0)
-                | pick(u_kept[l], !pick(rb < b.h[l].min(nh[l]), c_kept[l], 0), 0);
+                | pick(u_kept[l], !pick(rb < b.h[l].min(p.nh[l]), c_kept[l], 0), 0);
         }
     }
     for r in 0..S {
@@ -587,23 +727,27 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
                 let x1 = pick(
                     u_input[l],
                     b.input[r][c][l],
-                    pick(u_m[l], pick(u_clamp[l], m.max(0), m), value[l]),
+                    pick(u_m[l], pick(u_clamp[l], m.max(0), m), p.value[l]),
                 );
                 let m2 = m2row[r][l] >> c & 1 != 0;
                 b.grid[r][c][l] = pick(m1, x1, pick(m2, 0, old));
             }
         }
     }
-    b.h = nh;
-    b.w = nw;
+    b.h = p.nh;
+    b.w = p.nw;
+}
 
-    // Similarity to the target, reward, termination.
+/// The similarity to the target over the new dims, the reward and termination (Submit ends
+/// the episode), and the step count.
+#[inline(always)]
+fn score<const S: usize>(b: &mut Block<S>, rw: &JaxRewards, bugs: &JaxBugs, train: bool) {
     let (mut th, mut tw, mut mh, mut mw) = ([0u8; L], [0u8; L], [0u8; L], [0u8; L]);
     for l in 0..L {
         th[l] = pick(b.empty[l], 0, b.out_h[l]);
         tw[l] = pick(b.empty[l], 0, b.out_w[l]);
-        mh[l] = th[l].min(nh[l]);
-        mw[l] = tw[l].min(nw[l]);
+        mh[l] = th[l].min(b.h[l]);
+        mw[l] = tw[l].min(b.w[l]);
     }
     let mut matches = [0u8; L];
     for r in 0..S {
@@ -616,7 +760,7 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
     }
     for l in 0..L {
         let (th, tw) = (th[l] as u32, tw[l] as u32);
-        let (wh, ww) = (nh[l] as u32, nw[l] as u32);
+        let (wh, ww) = (b.h[l] as u32, b.w[l] as u32);
         let tt = th * tw;
         let denom =
             if bugs.top_left_similarity { tt } else { tt + wh * ww - th.min(wh) * tw.min(ww) };
@@ -627,7 +771,7 @@ fn jax_step<const S: usize>(b: &mut Block<S>, bugs: &JaxBugs, rw: &JaxRewards, t
         };
         let old = b.sim[l];
         b.sim[l] = sim;
-        let submit = b.op[l] == 34;
+        let submit = b.op[l] == id::SUBMIT;
         let solved = submit && sim >= 1.0;
         let bonus = if solved { rw.success_bonus } else { 0.0 };
         let penalty = if submit && !solved { rw.unsolved_submission_penalty } else { 0.0 };

@@ -298,7 +298,7 @@ pub fn launch(
     run: impl FnOnce(Launch<'_>) -> std::result::Result<Outcome, RunError> + Send,
 ) -> Result<()> {
     let pool = kestrel_run::pool(threads)?;
-    let mut progress = Progress::new(0, "");
+    let mut progress = ProgressLine::new(0, "");
     let argv = crate::argv();
     let out = pool.install(|| {
         let progress = &mut |t: Tick<'_>| progress.report(t);
@@ -310,7 +310,7 @@ pub fn launch(
 
 /// A progress line with rate and ETA on standard error: redrawn in place on a terminal, a
 /// plain line every 5 seconds otherwise (no control characters then).
-pub struct Progress {
+pub struct ProgressLine {
     total: u64,
     /// The first tick's units and time: the rate counts from there, so a resumed run's
     /// checkpointed steps are not taken for this launch's work.
@@ -321,10 +321,10 @@ pub struct Progress {
     what: &'static str,
 }
 
-impl Progress {
-    /// Progress over `total` units named `what`.
+impl ProgressLine {
+    /// ProgressLine over `total` units named `what`.
     pub fn new(total: u64, what: &'static str) -> Self {
-        Progress {
+        ProgressLine {
             total,
             first: None,
             start: Instant::now(),

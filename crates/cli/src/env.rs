@@ -11,11 +11,11 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum EnvCmd {
     /// Steps per second of an env id at each batch size, under random actions.
-    Bench(BenchArgs),
+    Bench(EnvBenchArgs),
 }
 
 #[derive(Args)]
-pub struct BenchArgs {
+pub struct EnvBenchArgs {
     /// The env id (`kestrel config` lists them).
     id: String,
     /// Batch sizes to time.
@@ -43,7 +43,7 @@ pub struct BenchArgs {
     json: bool,
 }
 
-pub fn bench(a: BenchArgs) -> Result<()> {
+pub fn bench(a: EnvBenchArgs) -> Result<()> {
     let id = EnvId::parse(&a.id)?;
     let table = toml::Table::new();
     let layers = Layers { preset: None, file: a.config.as_deref(), table: &table, sets: &a.set };

@@ -1,7 +1,7 @@
 //! `kestrel sweep`: a grid of configs × seeds of any run type (see `kestrel_run::sweep`), run
 //! here one after another or on a Ray cluster through the Python package.
 
-use crate::common::Progress;
+use crate::common::ProgressLine;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use kestrel_run::sweep::{CellOutcome, Sweep};
@@ -53,7 +53,7 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
         let n = s.cells.len();
         let mut failed = Vec::new();
         for (i, cell) in s.cells.iter().enumerate() {
-            let mut progress = Progress::new(0, "");
+            let mut progress = ProgressLine::new(0, "");
             let r = pool.install(|| {
                 let progress = &mut |t: Tick<'_>| progress.report(t);
                 let l = Launch { out_dir: PathBuf::new(), argv: argv.clone(), progress };

@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 /// One buffer (or group of buffers) of a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Term {
+pub struct BudgetTerm {
     /// What it holds (`replay buffer`).
     pub what: Cow<'static, str>,
     /// The config fields it grows with, with their values (`capacity = 100000, agents = 4`).
@@ -25,7 +25,7 @@ pub struct Term {
 /// The terms of a run's peak memory; see the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Budget {
-    terms: Vec<Term>,
+    terms: Vec<BudgetTerm>,
 }
 
 impl Budget {
@@ -44,7 +44,7 @@ impl Budget {
         elem_bytes: u128,
     ) -> &mut Self {
         let bytes = count.saturating_mul(elem_bytes);
-        self.terms.push(Term { what: what.into(), fields: fields.into(), bytes });
+        self.terms.push(BudgetTerm { what: what.into(), fields: fields.into(), bytes });
         self
     }
 
@@ -58,7 +58,7 @@ impl Budget {
                 format!("{prefix}{}", t.what).into()
             };
             let fields = t.fields.clone();
-            self.terms.push(Term { what, fields, bytes: t.bytes.saturating_mul(times) });
+            self.terms.push(BudgetTerm { what, fields, bytes: t.bytes.saturating_mul(times) });
         }
         self
     }
@@ -87,7 +87,7 @@ impl Budget {
     }
 
     /// The terms.
-    pub fn terms(&self) -> &[Term] {
+    pub fn terms(&self) -> &[BudgetTerm] {
         &self.terms
     }
 
@@ -99,7 +99,7 @@ impl Budget {
     /// The total and its largest terms, readable (`1.2 GiB: replay buffer (capacity = …)
     /// 1.0 GiB; …`).
     pub fn describe(&self, largest: usize) -> String {
-        let mut terms: Vec<&Term> = self.terms.iter().collect();
+        let mut terms: Vec<&BudgetTerm> = self.terms.iter().collect();
         terms.sort_by_key(|t| std::cmp::Reverse(t.bytes));
         let mut s = String::new();
         for (i, t) in terms.iter().take(largest).enumerate() {

@@ -47,7 +47,7 @@ pub use batch::{
     AutoReset, BatchEnv, Columns, KEY_POLICY, KEY_RESET, KEY_STEP, RowKey, StepKeys, Trajectory,
     count_step, end_episode,
 };
-pub use budget::{Budget, Term, human};
+pub use budget::{Budget, BudgetTerm, human};
 pub use documented::{Documented, FieldDoc, closest, did_you_mean, field_at};
 pub use env::Env;
 pub use episode::{EpisodeColumns, EpisodeStats};

@@ -210,7 +210,7 @@ pub struct TreasureState {
 }
 
 /// Where spawning draws come from: `spawn` is asked once per eligible cell in row-major
-/// order and returns `None` or the item to place (one of `items`' cells). [`KeyDraws`] is
+/// order and returns `None` or the item to place (one of `items`' cells). [`TreasureDraws`] is
 /// Kestrel's; tests inject a peer's recorded draws.
 pub trait SpawnDraws {
     /// The draw for the next eligible cell of this turn: spawn with probability `p`, the
@@ -219,9 +219,9 @@ pub trait SpawnDraws {
 }
 
 /// Spawning from a key: a uniform per cell, then a uniform item.
-pub struct KeyDraws(pub Rng);
+pub struct TreasureDraws(pub Rng);
 
-impl SpawnDraws for KeyDraws {
+impl SpawnDraws for TreasureDraws {
     #[inline]
     fn spawn(&mut self, p: f64, items: &[u8]) -> Option<u8> {
         if self.0.uniform_f64() < p {
@@ -391,7 +391,7 @@ impl Env for TreasureHunt {
     fn reset(&self, p: &TreasureParams, key: Key, obs: &mut [f32]) -> TreasureState {
         let [kw, ks] = key.split();
         let mut s = Self::new_world(p, &mut kw.rng());
-        Self::spawn(p, &mut s, &mut KeyDraws(ks.rng()));
+        Self::spawn(p, &mut s, &mut TreasureDraws(ks.rng()));
         let m = p.obs_len();
         for a in 0..p.num_agents {
             Self::observe(p, &s, a, &mut obs[a * m..(a + 1) * m]);
@@ -412,7 +412,7 @@ impl Env for TreasureHunt {
             *rew = Self::act(p, s, a, act);
         }
         s.turn += 1;
-        Self::spawn(p, s, &mut KeyDraws(key.rng()));
+        Self::spawn(p, s, &mut TreasureDraws(key.rng()));
         let m = p.obs_len();
         for a in 0..p.num_agents {
             Self::observe(p, s, a, &mut obs[a * m..(a + 1) * m]);
@@ -445,12 +445,12 @@ mod tests {
             ..TreasureParams::default()
         };
         let mut s = TreasureHunt::world_with_agents(&gems, &[]);
-        TreasureHunt::spawn(&gems, &mut s, &mut KeyDraws(Key::new(1).rng()));
+        TreasureHunt::spawn(&gems, &mut s, &mut TreasureDraws(Key::new(1).rng()));
         let count = |v: u8| s.cells.iter().filter(|&&c| c == v).count();
         assert!(count(cell::GEM) > 100 && count(cell::FOOD) + count(cell::BONE) == 0);
         let all = TreasureParams { spawn_prob: 0.5, ..TreasureParams::default() };
         let mut s = TreasureHunt::world_with_agents(&all, &[]);
-        TreasureHunt::spawn(&all, &mut s, &mut KeyDraws(Key::new(1).rng()));
+        TreasureHunt::spawn(&all, &mut s, &mut TreasureDraws(Key::new(1).rng()));
         let count = |v: u8| s.cells.iter().filter(|&&c| c == v).count();
         assert!(count(cell::GEM) > 30 && count(cell::FOOD) > 30 && count(cell::BONE) > 30);
         for bad in [vec![], vec![TreasureItem::Gem, TreasureItem::Gem]] {
@@ -534,7 +534,7 @@ mod tests {
     fn spawning_fills_empty_cells_at_the_rate() {
         let p = TreasureParams { spawn_prob: 0.05, ..Default::default() };
         let mut s = TreasureHunt::new_world(&p, &mut Key::new(1).rng());
-        let mut d = KeyDraws(Key::new(2).rng());
+        let mut d = TreasureDraws(Key::new(2).rng());
         let mut r = [0.0f32; 2];
         TreasureHunt::turn(&p, &mut s, &[9, 9], &mut d, &mut r);
         let items = s.cells.iter().filter(|&&c| (2..=4).contains(&c)).count();

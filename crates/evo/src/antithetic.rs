@@ -1,6 +1,6 @@
-//! Antithetic finite-difference strategies on Adam: Augmented Random Search and ESMC. Both draw
+//! Antithetic finite-difference strategies on OpenEsAdam: Augmented Random Search and ESMC. Both draw
 //! mirrored pairs `m ± σ z`, estimate the gradient from the pairs' fitness differences and
-//! move the mean with Adam; they differ in which pairs count and against what.
+//! move the mean with OpenEsAdam; they differ in which pairs count and against what.
 //!
 //! | rule | pairs | gradient | paper | evosax 0.3.2 |
 //! |---|---|---|---|---|
@@ -16,7 +16,7 @@
 use crate::cma_es::MEAN_BOUND;
 use crate::error::EvoError;
 use crate::error::check_sizes;
-use crate::open_es::Adam;
+use crate::open_es::OpenEsAdam;
 use crate::strategy::{
     Progress, Strategy, TellMetrics, check_lens, finite_or_worst, to_f32, to_row,
 };
@@ -44,8 +44,8 @@ pub struct Antithetic {
 pub struct AntitheticParams {
     /// Perturbation scale (constant).
     pub sigma: f64,
-    /// Adam on the mean (its `lr` the starting learning rate).
-    pub adam: Adam,
+    /// OpenEsAdam on the mean (its `lr` the starting learning rate).
+    pub adam: OpenEsAdam,
     /// The learning rate's factor per `lr_decay_steps` updates (1: constant).
     pub lr_decay: f64,
     /// Updates per factor of `lr_decay`.
@@ -54,16 +54,16 @@ pub struct AntitheticParams {
     pub elite_ratio: f64,
 }
 
-/// [`Antithetic`]'s state (Adam's moments included).
+/// [`Antithetic`]'s state (OpenEsAdam's moments included).
 #[derive(Clone, Debug)]
 pub struct AntitheticState {
     /// Mean.
     pub mean: Vec<f64>,
-    /// Adam's first moments.
+    /// OpenEsAdam's first moments.
     pub m: Vec<f64>,
-    /// Adam's second moments.
+    /// OpenEsAdam's second moments.
     pub v: Vec<f64>,
-    /// Adam updates so far.
+    /// OpenEsAdam updates so far.
     pub adam_steps: u64,
     /// Best-so-far bookkeeping.
     pub progress: Progress,
@@ -143,7 +143,7 @@ impl Strategy for Antithetic {
     }
 
     fn default_params(&self) -> AntitheticParams {
-        let adam = Adam { lr: 1e-3, ..Adam::default() };
+        let adam = OpenEsAdam { lr: 1e-3, ..OpenEsAdam::default() };
         match self.rule {
             AntitheticRule::Ars => AntitheticParams {
                 sigma: 1.0,
@@ -154,7 +154,7 @@ impl Strategy for Antithetic {
             },
             AntitheticRule::Esmc => AntitheticParams {
                 sigma: 1.0,
-                adam: Adam { lr: 1e-2, ..adam },
+                adam: OpenEsAdam { lr: 1e-2, ..adam },
                 lr_decay: 0.98,
                 lr_decay_steps: 10.0,
                 elite_ratio: 1.0,

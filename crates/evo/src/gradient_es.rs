@@ -11,7 +11,7 @@
 //! | [`GradientRule::Guided`] | `σ √(α/n) ε_n + σ √((1−α)/k) Q ε_k`, `Q` an orthonormal basis of the last `k` gradients given | `β Σ (f⁺ − f⁻) ε⁺ / (2σ²)` | Maheswaranathan et al., "Guided evolutionary strategies: augmenting random search with surrogate gradients", ICML 2019 | `distribution_based/guided_es.py` |
 //! | [`GradientRule::Asebo`] | `σ L z`, `L Lᵀ = (α/n) I + ((1−α)/k') U Uᵀ + 10⁻⁶ I`, `U` the top right singular vectors of the last `k + 1` estimates | `½ Σ (f⁺ − f⁻) ε⁺ / σ²`, scaled to norm `n` | Choromanski et al., "From Complexity to Simplicity: Adaptive ES-Active Subspaces for Blackbox Optimization", NeurIPS 2019 | `distribution_based/asebo.py` |
 //!
-//! evosax's defaults: σ constant 1 (`std_schedule`); Adam with learning rate 1e-3 (PES, NRES,
+//! evosax's defaults: σ constant 1 (`std_schedule`); OpenEsAdam with learning rate 1e-3 (PES, NRES,
 //! ASEBO) or SGD with 1e-3 (Guided ES); inner problems of `T = 100` steps unrolled `K = 10` at
 //! a time (PES, NRES); `α = 0.5`, `β = 1` (Guided ES); one subspace dimension (Guided ES,
 //! ASEBO). The population is even.
@@ -30,7 +30,7 @@ use crate::cma_es::MEAN_BOUND;
 use crate::eigen::{CholWork, EigenWork};
 use crate::error::EvoError;
 use crate::error::check_sizes;
-use crate::open_es::Adam;
+use crate::open_es::OpenEsAdam;
 use crate::strategy::{
     Progress, Strategy, TellMetrics, check_lens, finite_or_worst, is_rounding, to_f32, to_row,
 };
@@ -65,8 +65,8 @@ pub struct GradientEs {
 pub struct GradientEsParams {
     /// Perturbation scale (constant).
     pub sigma: f64,
-    /// Adam on the mean (PES, NRES, ASEBO); Guided ES steps SGD at `adam.lr`.
-    pub adam: Adam,
+    /// OpenEsAdam on the mean (PES, NRES, ASEBO); Guided ES steps SGD at `adam.lr`.
+    pub adam: OpenEsAdam,
     /// PES, NRES: steps of one inner problem (evosax's `T`).
     pub inner_steps: u64,
     /// PES, NRES: steps unrolled per generation (evosax's `K`).
@@ -82,9 +82,9 @@ pub struct GradientEsParams {
 pub struct GradientEsState {
     /// Mean.
     pub mean: Vec<f64>,
-    /// Adam's first moments.
+    /// OpenEsAdam's first moments.
     pub m: Vec<f64>,
-    /// Adam's second moments.
+    /// OpenEsAdam's second moments.
     pub v: Vec<f64>,
     /// Optimiser updates so far.
     pub adam_steps: u64,
@@ -418,7 +418,7 @@ impl Strategy for GradientEs {
     fn default_params(&self) -> GradientEsParams {
         GradientEsParams {
             sigma: 1.0,
-            adam: Adam { lr: 1e-3, ..Adam::default() },
+            adam: OpenEsAdam { lr: 1e-3, ..OpenEsAdam::default() },
             inner_steps: 100,
             unroll_steps: 10,
             alpha: 0.5,

@@ -18,7 +18,7 @@ use crate::gradient_es::GradientEsParams;
 use crate::kind::StrategyKind;
 use crate::les::LesParams;
 use crate::local_search::LocalParams;
-use crate::open_es::{Adam, OpenEsParams};
+use crate::open_es::{OpenEsAdam, OpenEsParams};
 use crate::pgpe::PgpeParams;
 use crate::rm_es::RmParams;
 use crate::shaping::ShapingKind;
@@ -103,18 +103,18 @@ strategy_params! {
     /// xNES: learning rate of the shape matrix B; CR-FM-NES: of its shape `v`, `D` (default
     /// tanh((min(0.02 λ, 3 ln n) + 5) / (0.23 n + 25))).
     lr_b: f64 => [Xnes, CrFmNes],
-    /// OpenAI-ES: Adam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01); Simple
+    /// OpenAI-ES: OpenEsAdam's learning rate (default 0.05); PGPE: ClipUp's (default 0.01); Simple
     /// ES, DES: SGD's on the mean (default 1); ARS, Persistent ES, Noise-Reuse ES, ASEBO:
-    /// Adam's (default 1e-3); ESMC: Adam's at the start (default 1e-2); Guided ES: SGD's
+    /// OpenEsAdam's (default 1e-3); ESMC: OpenEsAdam's at the start (default 1e-2); Guided ES: SGD's
     /// (default 1e-3); SV-OpenAI-ES: SGD's (default 1e-3).
     lr: f64 => [OpenEs, Pgpe, SimpleEs, Des, Ars, Esmc, PersistentEs, NoiseReuseEs, GuidedEs, Asebo, SvOpenEs],
-    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: Adam's first-moment decay
+    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: OpenEsAdam's first-moment decay
     /// (in [0, 1), default 0.9).
     beta1: f64 => [OpenEs, Ars, Esmc, PersistentEs, NoiseReuseEs, Asebo],
-    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: Adam's second-moment decay
+    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: OpenEsAdam's second-moment decay
     /// (in [0, 1), default 0.999).
     beta2: f64 => [OpenEs, Ars, Esmc, PersistentEs, NoiseReuseEs, Asebo],
-    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: Adam's epsilon (> 0,
+    /// OpenAI-ES, ARS, ESMC, Persistent ES, Noise-Reuse ES, ASEBO: OpenEsAdam's epsilon (> 0,
     /// default 1e-8).
     eps: f64 => [OpenEs, Ars, Esmc, PersistentEs, NoiseReuseEs, Asebo],
     /// Persistent ES, Noise-Reuse ES: steps of one inner problem (evosax's `T`, ≥ 1, default
@@ -361,14 +361,14 @@ impl StrategyParams {
         Ok(p)
     }
 
-    /// Adam with these overrides (`lr`, `beta1`, `beta2`, `eps`): OpenAI-ES's, ARS's, ESMC's.
-    fn adam(&self, mut adam: Adam) -> Result<Adam, EvoError> {
+    /// OpenEsAdam with these overrides (`lr`, `beta1`, `beta2`, `eps`): OpenAI-ES's, ARS's, ESMC's.
+    fn adam(&self, mut adam: OpenEsAdam) -> Result<OpenEsAdam, EvoError> {
         set!(self, adam: lr in POS..INF, beta1 in NONNEG..BELOW_ONE, beta2 in NONNEG..BELOW_ONE);
         set!(self, adam: eps in POS..INF);
         Ok(adam)
     }
 
-    /// OpenAI-ES params with these overrides (`lr`, `beta1`, `beta2`, `eps` are Adam's).
+    /// OpenAI-ES params with these overrides (`lr`, `beta1`, `beta2`, `eps` are OpenEsAdam's).
     pub fn open_es(&self, mut p: OpenEsParams) -> Result<OpenEsParams, EvoError> {
         p.adam = self.adam(p.adam)?;
         set!(self, p: antithetic, shaping);
@@ -581,7 +581,7 @@ mod tests {
         ] {
             let o = OpenEsParams {
                 sigma: 0.1,
-                adam: crate::open_es::Adam::default(),
+                adam: crate::open_es::OpenEsAdam::default(),
                 antithetic: true,
                 shaping: ShapingKind::CenteredRank,
             };

@@ -23,7 +23,7 @@
 //! | [`LocalSearch`] (hill climbing, random search, simulated annealing, gradientless descent) | Rere et al. 2015 (annealing); Golovin et al., "Gradientless Descent", ICLR 2020 | evosax `HillClimbing`, `RandomSearch`, `SimulatedAnnealing`, `GradientlessDescent` (golden) |
 //! | [`Swarm`] (PSO, simple GA) | Kennedy & Eberhart, "Particle swarm optimization", ICNN 1995; the simple GA | evosax `PSO`, `SimpleGA` (golden) |
 //! | [`Ga`] (MR15, SAMR, GESMR) | Rechenberg 1978; Clune et al., PLoS CB 2008; Kumar et al., "Effective Mutation Rate Adaptation through Group Elite Selection", GECCO 2022 | evosax `MR15_GA`, `SAMR_GA`, `GESMR_GA` (golden) |
-//! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax Adam (golden) |
+//! | [`OpenEs`] | Salimans et al., "Evolution Strategies as a Scalable Alternative to RL", arXiv:1703.03864 | evosax `Open_ES` with optax OpenEsAdam (golden) |
 
 mod amalgam;
 mod antithetic;
@@ -88,7 +88,7 @@ pub use les::{Les, LesNet, LesParams, LesState};
 pub use lga::{Lga, LgaNet, LgaParams, LgaState};
 pub use local_search::{LocalParams, LocalRule, LocalSearch, LocalState};
 pub use ma_es::{MaEs, MaKind, MaParams, MaState};
-pub use open_es::{Adam, OpenEs, OpenEsParams, OpenEsState};
+pub use open_es::{OpenEs, OpenEsAdam, OpenEsParams, OpenEsState};
 pub use pgpe::{Pgpe, PgpeParams, PgpeState};
 pub use problem::Problem;
 pub use rm_es::{RmEs, RmParams, RmState};

@@ -73,7 +73,7 @@ impl StrategyKind {
                 .saturating_add(p8(l).saturating_mul(n).saturating_mul(16))
                 .saturating_add(eigen_bytes(n as usize))
                 .saturating_add(8 * p8(n) + 24 * l + 28 * n),
-            // The f64 noise (λ × n) and Adam's vectors (open_es.rs).
+            // The f64 noise (λ × n) and OpenEsAdam's vectors (open_es.rs).
             StrategyKind::OpenEs => nl.saturating_mul(8).saturating_add(16 * l + 36 * n),
             // The f32 noise and the ClipUp vectors (pgpe.rs).
             StrategyKind::Pgpe => nl.saturating_mul(4).saturating_add(16 * l + 36 * n),
@@ -88,7 +88,7 @@ impl StrategyKind {
                 .saturating_mul(16)
                 .saturating_add(n.saturating_mul(n).saturating_mul(24))
                 .saturating_add(24 * l + 60 * n),
-            // The pairs' normals (λ/2 × n, f64), the fitness copy, the order, Adam's vectors
+            // The pairs' normals (λ/2 × n, f64), the fitness copy, the order, OpenEsAdam's vectors
             // (antithetic.rs).
             StrategyKind::Ars | StrategyKind::Esmc => {
                 nl.saturating_mul(4).saturating_add(16 * l + 40 * n)
@@ -112,7 +112,7 @@ impl StrategyKind {
                 nl.saturating_mul(12).saturating_add(96 * l + 4 * n)
             }
             // The perturbations (λ × n, f64) and the pairs' normals (λ/2 × n), the fitness
-            // copy, Adam's vectors; Guided ES's archive, factor and Q (n × k each, k = 1 by
+            // copy, OpenEsAdam's vectors; Guided ES's archive, factor and Q (n × k each, k = 1 by
             // default); ASEBO's projector, covariance and factor (n × n each) (gradient_es.rs).
             StrategyKind::PersistentEs | StrategyKind::NoiseReuseEs => {
                 nl.saturating_mul(12).saturating_add(8 * l + 40 * n)

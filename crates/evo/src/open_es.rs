@@ -1,5 +1,5 @@
 //! OpenAI-ES: antithetic Gaussian perturbations, centred-rank fitness, and a gradient step
-//! on the mean (Adam by default).
+//! on the mean (OpenEsAdam by default).
 //!
 //! Paper: T. Salimans et al., "Evolution Strategies as a Scalable Alternative to
 //! Reinforcement Learning", arXiv:1703.03864. Reference implementation (golden): evosax
@@ -13,9 +13,9 @@ use kestrel_core::FromInvalid;
 use kestrel_core::Key;
 use kestrel_core::fill_normal_f32;
 
-/// Adam (Kingma & Ba, 2015) as optax implements it.
+/// OpenEsAdam (Kingma & Ba, 2015) as optax implements it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Adam {
+pub struct OpenEsAdam {
     /// Learning rate.
     pub lr: f64,
     /// First-moment decay.
@@ -26,14 +26,14 @@ pub struct Adam {
     pub eps: f64,
 }
 
-impl Default for Adam {
+impl Default for OpenEsAdam {
     fn default() -> Self {
-        Adam { lr: 0.05, beta1: 0.9, beta2: 0.999, eps: 1e-8 }
+        OpenEsAdam { lr: 0.05, beta1: 0.9, beta2: 0.999, eps: 1e-8 }
     }
 }
 
-impl Adam {
-    /// One bias-corrected Adam step on one coordinate, as `optax.adam` (`eps_root = 0`): the
+impl OpenEsAdam {
+    /// One bias-corrected OpenEsAdam step on one coordinate, as `optax.adam` (`eps_root = 0`): the
     /// moments `m`, `v` take gradient `g` at step `t` (1-based), and the step to subtract from
     /// the parameter is returned, at learning rate `lr` (the strategy's, which may follow a
     /// schedule).
@@ -60,23 +60,23 @@ pub struct OpenEsParams {
     /// Perturbation scale (constant).
     pub sigma: f64,
     /// Optimiser of the mean.
-    pub adam: Adam,
+    pub adam: OpenEsAdam,
     /// Mirrored sampling (`z`, `−z`).
     pub antithetic: bool,
     /// Fitness shaping before the gradient estimate.
     pub shaping: ShapingKind,
 }
 
-/// OpenAI-ES state (Adam moments included).
+/// OpenAI-ES state (OpenEsAdam moments included).
 #[derive(Clone, Debug)]
 pub struct OpenEsState {
     /// Mean.
     pub mean: Vec<f64>,
-    /// Adam first moment.
+    /// OpenEsAdam first moment.
     pub m: Vec<f64>,
-    /// Adam second moment.
+    /// OpenEsAdam second moment.
     pub v: Vec<f64>,
-    /// Adam steps taken.
+    /// OpenEsAdam steps taken.
     pub adam_steps: u64,
     /// Best-so-far bookkeeping.
     pub progress: Progress,
@@ -137,7 +137,7 @@ impl Strategy for OpenEs {
     fn default_params(&self) -> OpenEsParams {
         OpenEsParams {
             sigma: 1.0,
-            adam: Adam::default(),
+            adam: OpenEsAdam::default(),
             antithetic: true,
             shaping: ShapingKind::CenteredRank,
         }

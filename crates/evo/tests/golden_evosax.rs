@@ -1,6 +1,6 @@
 //! Golden test against evosax 0.3.2 (`tools/golden/evosax_tell.py`): default parameters,
 //! `ask` from the same standard normals, and every `tell` of CMA-ES, Sep-CMA-ES, SNES,
-//! OpenAI-ES (Adam), xNES (`bugs = "all"`, evosax's element-wise update: see xnes.rs) and PGPE
+//! OpenAI-ES (OpenEsAdam), xNES (`bugs = "all"`, evosax's element-wise update: see xnes.rs) and PGPE
 //! (ClipUp), and differential evolution from evosax's index and crossover draws, over 24 generations (one case 4) with ties and NaN fitness.
 //!
 //! Tolerance: evosax computes in float32 (JAX's default) and Kestrel in f64, so values agree
@@ -316,7 +316,7 @@ fn strategies_match_evosax() {
 /// paths, step size and covariance run free). Tolerance:
 /// `FREE_TOL` relative (with an absolute floor of 1e-2, the populations being of order 0.1 to
 /// 1), the smallest power of ten that passes: evosax's float32 rounding compounding over 24
-/// generations reaches 4.9e-4 in OpenAI-ES's mean (Adam divides each step by `√v`, so the
+/// generations reaches 4.9e-4 in OpenAI-ES's mean (OpenEsAdam divides each step by `√v`, so the
 /// rounding of a small gradient moves the mean by a step of `lr` either way; CMA-ES, Sep-CMA-ES
 /// and SNES stay below 1e-4; the state-injected test's one-update error is at most `TOL`).
 #[test]

@@ -8,7 +8,7 @@
 //! must be no worse than evosax's median. xNES's evosax profile is compared too; its fixed one
 //! is the paper's full-matrix xNES from σ₀ (not evosax's σ₀²), a different search whose sphere
 //! median at 150 generations is 4x evosax's, so it is not held to evosax's. OpenAI-ES runs with
-//! Kestrel's Adam (lr 0.05) on both sides.
+//! Kestrel's OpenEsAdam (lr 0.05) on both sides.
 
 use kestrel_core::Key;
 use kestrel_evo::driver::Driver;

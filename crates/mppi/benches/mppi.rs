@@ -31,11 +31,11 @@ fn bench(c: &mut Criterion) {
 /// One tuning generation: 64 candidates, one 20-step closed-loop episode each (K=50, T=15).
 fn bench_tune(c: &mut Criterion) {
     use kestrel_evo::Problem;
-    use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned};
+    use kestrel_mppi::tune::{Knob, KnobTransform, TuneProblem, TuneSpec, Tuned};
     let spec = TuneSpec {
         knobs: vec![
-            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: Transform::Log },
-            Tuned { knob: Knob::Sigma(0), lower: 1e-3, upper: 1e2, transform: Transform::Log },
+            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: KnobTransform::Log },
+            Tuned { knob: Knob::Sigma(0), lower: 1e-3, upper: 1e2, transform: KnobTransform::Log },
         ],
     };
     // jax-mppi's basic tuning example: its system, start, K, T, λ₀ and 20 steps.

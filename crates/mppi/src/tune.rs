@@ -34,7 +34,7 @@ pub enum Knob {
 
 /// How a search coordinate maps to the knob's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transform {
+pub enum KnobTransform {
     /// value = x.
     Linear,
     /// value = exp(x) (search in log space; for positive knobs).
@@ -51,19 +51,19 @@ pub struct Tuned {
     /// Largest value.
     pub upper: f64,
     /// Search-space transform.
-    pub transform: Transform,
+    pub transform: KnobTransform,
 }
 
 impl Tuned {
     /// The search coordinate of knob value `v` (`ln v` for log knobs).
     pub fn to_search(&self, v: f64) -> f32 {
-        (if self.transform == Transform::Log { v.ln() } else { v }) as f32
+        (if self.transform == KnobTransform::Log { v.ln() } else { v }) as f32
     }
 
     /// The knob value search coordinate `x` sets: transformed back, clipped to
     /// `[lower, upper]` (NaN: `lower`), rounded for the horizon.
     pub fn value(&self, x: f32) -> f64 {
-        let raw = if self.transform == Transform::Log { (x as f64).exp() } else { x as f64 };
+        let raw = if self.transform == KnobTransform::Log { (x as f64).exp() } else { x as f64 };
         let v = if raw.is_nan() { self.lower } else { raw.clamp(self.lower, self.upper) };
         if self.knob == Knob::Horizon { v.round().max(1.0) } else { v }
     }
@@ -96,7 +96,7 @@ impl TuneSpec {
                 return bad(format!("{:?}", t.knob), "a control dimension below nu");
             }
             let positive = matches!(t.knob, Knob::Lambda | Knob::Sigma(_) | Knob::Horizon);
-            if t.lower <= 0.0 && (positive || t.transform == Transform::Log) {
+            if t.lower <= 0.0 && (positive || t.transform == KnobTransform::Log) {
                 return bad(
                     format!("{:?} lower {}", t.knob, t.lower),
                     "> 0 for lambda, sigma, horizon and log transforms",
@@ -306,18 +306,16 @@ impl TuneSpec {
         let t = |knob, lower, upper, transform| Tuned { knob, lower, upper, transform };
         for n in names {
             match n {
-                KnobKind::Lambda => knobs.push(t(Knob::Lambda, 1e-3, 1e3, Transform::Log)),
-                KnobKind::Sigma => {
-                    (0..nu).for_each(|d| knobs.push(t(Knob::Sigma(d), 1e-3, 1e2, Transform::Log)))
-                }
-                KnobKind::Mu => {
-                    (0..nu).for_each(|d| knobs.push(t(Knob::Mu(d), -5.0, 5.0, Transform::Linear)))
-                }
+                KnobKind::Lambda => knobs.push(t(Knob::Lambda, 1e-3, 1e3, KnobTransform::Log)),
+                KnobKind::Sigma => (0..nu)
+                    .for_each(|d| knobs.push(t(Knob::Sigma(d), 1e-3, 1e2, KnobTransform::Log))),
+                KnobKind::Mu => (0..nu)
+                    .for_each(|d| knobs.push(t(Knob::Mu(d), -5.0, 5.0, KnobTransform::Linear))),
                 KnobKind::Horizon => knobs.push(t(
                     Knob::Horizon,
                     2.0,
                     (3 * base.horizon).max(2) as f64,
-                    Transform::Linear,
+                    KnobTransform::Linear,
                 )),
             }
         }

@@ -8,7 +8,7 @@ use kestrel_evo::{
     CmaEs, CmaParams, Driver, EvalKeys, Instance, Problem, SepCmaEs, Snes, Strategy,
 };
 use kestrel_evo::{Optimizer, TellMetrics};
-use kestrel_mppi::tune::{Knob, Transform, TuneProblem, TuneSpec, Tuned};
+use kestrel_mppi::tune::{Knob, KnobTransform, TuneProblem, TuneSpec, Tuned};
 use kestrel_mppi::{Controller, Mppi, MppiParams};
 
 /// A 2-state linear system (position, velocity), dt 0.1; cost pos² + 0.1 vel² + 0.01 u².
@@ -34,8 +34,8 @@ impl Dynamics for Linear2 {
 fn spec() -> TuneSpec {
     TuneSpec {
         knobs: vec![
-            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: Transform::Log },
-            Tuned { knob: Knob::Sigma(0), lower: 1e-3, upper: 1e2, transform: Transform::Log },
+            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: KnobTransform::Log },
+            Tuned { knob: Knob::Sigma(0), lower: 1e-3, upper: 1e2, transform: KnobTransform::Log },
         ],
     }
 }
@@ -126,8 +126,13 @@ fn evaluation_is_thread_count_independent() {
 fn tuned_sigma_and_mu_reach_the_sampler() {
     let spec = TuneSpec {
         knobs: vec![
-            Tuned { knob: Knob::Sigma(0), lower: 1e-3, upper: 1e2, transform: Transform::Linear },
-            Tuned { knob: Knob::Mu(0), lower: -5.0, upper: 5.0, transform: Transform::Linear },
+            Tuned {
+                knob: Knob::Sigma(0),
+                lower: 1e-3,
+                upper: 1e2,
+                transform: KnobTransform::Linear,
+            },
+            Tuned { knob: Knob::Mu(0), lower: -5.0, upper: 5.0, transform: KnobTransform::Linear },
         ],
     };
     let base = MppiParams { num_samples: 2000, horizon: 5, ..MppiParams::new(1, 1.0) };
@@ -189,8 +194,13 @@ fn cma_me_finds_diverse_good_parameter_sets() {
 fn lambda_and_horizon_are_per_candidate_data() {
     let spec = TuneSpec {
         knobs: vec![
-            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: Transform::Linear },
-            Tuned { knob: Knob::Horizon, lower: 2.0, upper: 30.0, transform: Transform::Linear },
+            Tuned { knob: Knob::Lambda, lower: 1e-3, upper: 1e3, transform: KnobTransform::Linear },
+            Tuned {
+                knob: Knob::Horizon,
+                lower: 2.0,
+                upper: 30.0,
+                transform: KnobTransform::Linear,
+            },
         ],
     };
     let base = MppiParams { num_samples: 40, horizon: 10, ..MppiParams::new(1, 1.0) };

@@ -584,7 +584,7 @@ impl EvoProblem {
             .population(kestrel_run::Layers::table(&table))
             .map_err(crate::errors::run_error)?;
         let mut e = EvoProblem::of(p.problem);
-        e.keys = Some((p.run_key, p.eval_keys));
+        e.keys = Some((p.key_run, p.eval_keys));
         Ok(e)
     }
 

@@ -15,7 +15,7 @@ import pytest
 import kestrel
 from conftest import require
 
-KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "mppi-qd", "allo", "hunt", "hunt-play", "actdyn", "actdyn-compare",
+KINDS = ["evo", "qd", "mppi-run", "mppi-tune", "mppi-qd", "allo", "allo-asymexp", "hunt", "hunt-play", "actdyn", "actdyn-compare",
          "actdyn-retrain", "arc-rollout", "arc-replay"]
 
 

@@ -9,7 +9,7 @@ use kestrel_core::{Key, Rng};
 /// `paper-code`, `asymexp`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ConventionKind {
+pub enum EpisodicRuleKind {
     /// ALLO's paper code (`laplacian_dual_dynamics`).
     #[default]
     PaperCode,
@@ -17,12 +17,12 @@ pub enum ConventionKind {
     Asymexp,
 }
 
-impl ConventionKind {
+impl EpisodicRuleKind {
     /// The convention's default sampling discount.
     pub fn default_discount(self) -> f64 {
         match self {
-            ConventionKind::PaperCode => 0.9,
-            ConventionKind::Asymexp => 0.2,
+            EpisodicRuleKind::PaperCode => 0.9,
+            EpisodicRuleKind::Asymexp => 0.2,
         }
     }
 }
@@ -239,7 +239,7 @@ impl<T: Copy> EpisodicReplay<T> {
     pub fn sample_states(
         &self,
         key: Key,
-        conv: ConventionKind,
+        conv: EpisodicRuleKind,
         out: &mut [T],
     ) -> Result<(), ReplayError> {
         if self.is_empty() {
@@ -251,8 +251,8 @@ impl<T: Copy> EpisodicReplay<T> {
             let e = r.below(ne) as usize;
             let (st, h) = (self.start[e] as usize, self.len[e] as usize);
             let span = match conv {
-                ConventionKind::PaperCode => h,
-                ConventionKind::Asymexp => (h - 1).max(1),
+                EpisodicRuleKind::PaperCode => h,
+                EpisodicRuleKind::Asymexp => (h - 1).max(1),
             };
             *o = self.items[st + r.below(span as u32) as usize];
         }
@@ -278,8 +278,8 @@ mod tests {
         // P(0) = (1 − γ) / (1 − γ¹⁰) at γ = 0.2: about 0.8.
         assert_eq!(truncated_geometric(10, 0.2, 0.79), 0);
         assert_eq!(truncated_geometric(10, 0.2, 0.81), 1);
-        assert_eq!(ConventionKind::PaperCode.default_discount(), 0.9);
-        assert_eq!(ConventionKind::Asymexp.default_discount(), 0.2);
+        assert_eq!(EpisodicRuleKind::PaperCode.default_discount(), 0.9);
+        assert_eq!(EpisodicRuleKind::Asymexp.default_discount(), 0.2);
     }
 
     /// Bad sizes and an overfull buffer are refused by name, and a refused episode leaves the

@@ -6,7 +6,7 @@
 //! [`EpisodicReplay`] keeps whole episodes in one flat array with their start offsets and
 //! lengths recorded when an episode is added, so sampling a batch is arithmetic on indices:
 //! no per-sample search for the episode end (the Python reference walks its list of episodes
-//! per sample). Two sampling conventions are offered ([`ConventionKind`]):
+//! per sample). Two sampling conventions are offered ([`EpisodicRuleKind`]):
 //!
 //! | | `PaperCode` (`laplacian_dual_dynamics`) | `Asymexp` (`asymexp/exp_alcl`) |
 //! |---|---|---|
@@ -26,7 +26,7 @@ mod error;
 mod frames;
 pub mod rows;
 pub use episodic::{
-    ConventionKind, EpisodicReplay, TruncatedGeometric, discounted_sampling, truncated_geometric,
+    EpisodicReplay, EpisodicRuleKind, TruncatedGeometric, discounted_sampling, truncated_geometric,
 };
 pub use error::ReplayError;
 pub use frames::{FrameBatch, FrameReplay, FrameReplayConfig, FrameReplaySnapshot, Prioritized};

@@ -4,7 +4,7 @@
 
 use kestrel_core::Key;
 use kestrel_replay::{
-    ConventionKind, EpisodicReplay, ReplayError, TruncatedGeometric, discounted_sampling,
+    EpisodicReplay, EpisodicRuleKind, ReplayError, TruncatedGeometric, discounted_sampling,
 };
 use proptest::prelude::*;
 
@@ -36,12 +36,12 @@ proptest! {
             prop_assert!((tc as usize) < lens[ea as usize]);
             prop_assert!(lens[ea as usize] >= 2);
         }
-        for conv in [ConventionKind::PaperCode, ConventionKind::Asymexp] {
+        for conv in [EpisodicRuleKind::PaperCode, EpisodicRuleKind::Asymexp] {
             let mut u = vec![0u32; 256];
             b.sample_states(Key::new(seed), conv, &mut u).unwrap();
             for &x in &u {
                 let (e, t) = ((x / 1000) as usize, (x % 1000) as usize);
-                let span = if conv == ConventionKind::PaperCode { lens[e] } else { (lens[e] - 1).max(1) };
+                let span = if conv == EpisodicRuleKind::PaperCode { lens[e] } else { (lens[e] - 1).max(1) };
                 prop_assert!(t < span);
             }
         }

@@ -71,7 +71,7 @@ pub fn folder_name(area: &str, name: &str, seed: u64, unix_seconds: f64) -> Stri
 
 /// One launch of a run (a resumed run has several).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Launch {
+pub struct LaunchRecord {
     /// The command line (or the Python call) that started it.
     pub argv: Vec<String>,
     /// Kestrel version of the build.
@@ -104,7 +104,7 @@ pub struct RunRecord {
     /// Seed.
     pub seed: u64,
     /// Every launch, the first one first.
-    pub launches: Vec<Launch>,
+    pub launches: Vec<LaunchRecord>,
 }
 
 /// A run folder: created (or reopened on resume), its record kept up to date. While it is
@@ -236,8 +236,8 @@ impl RunDir {
         Ok(dir)
     }
 
-    fn launch(argv: Vec<String>, now: f64) -> Launch {
-        Launch {
+    fn launch(argv: Vec<String>, now: f64) -> LaunchRecord {
+        LaunchRecord {
             argv,
             version: VERSION.into(),
             commit: COMMIT.into(),

@@ -32,7 +32,7 @@ impl RunKind {
         RunKind::of::<runs::mppi::MppiRun>(),
         RunKind::of::<runs::mppi_tune::MppiTune>(),
         RunKind::of::<runs::mppi_qd::MppiQd>(),
-        RunKind::of::<runs::allo::Allo>(),
+        RunKind::of::<runs::allo::AlloTrain>(),
         RunKind::of::<runs::allo_asymexp::AlloAsymexp>(),
         RunKind::of::<runs::hunt::Hunt>(),
         RunKind::of::<runs::hunt_play::HuntPlay>(),

@@ -110,7 +110,7 @@ pub struct Population {
     /// The problem.
     pub problem: Box<dyn Problem>,
     /// The run's key.
-    pub run_key: Key,
+    pub key_run: Key,
     /// Which key each generation sees.
     pub eval_keys: EvalKeys,
 }
@@ -119,7 +119,7 @@ impl Population {
     /// The key generation `generation` (0-based) of the run is evaluated with (for an ES run
     /// with restarts, the key of its first run's generations).
     pub fn key(&self, generation: u64) -> Key {
-        self.eval_keys.key(self.run_key, generation)
+        self.eval_keys.key(self.key_run, generation)
     }
 }
 

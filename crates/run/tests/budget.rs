@@ -100,12 +100,12 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
         None,
     ),
     (
-        RunKind::of::<runs::allo::Allo>(),
+        RunKind::of::<runs::allo::AlloTrain>(),
         "map = \"builtin:maze-25-0\"\nnum_eigenvectors = 8\nbatch_size = 64\nnum_samples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
-        RunKind::of::<runs::allo::Allo>(),
+        RunKind::of::<runs::allo::AlloTrain>(),
         "map = \"builtin:maze-20-0\"\nnum_eigenvectors = 64\nbatch_size = 256\nnum_samples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=11"),
     ),
@@ -276,7 +276,7 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
         "run.mppi.num_samples",
     ),
     (
-        RunKind::of::<runs::allo::Allo>(),
+        RunKind::of::<runs::allo::AlloTrain>(),
         "num_samples = 1500000000",
         "num_samples = 2000000000",
         "num_samples",

@@ -1,7 +1,7 @@
 //! The treasure-hunt trainer: thread-count independence, exact resume, bookkeeping.
 
 use kestrel_envs::treasure::{TreasureObs, TreasureParams};
-use kestrel_run::runs::hunt::{HuntConfig, Trainer, TurnOrder};
+use kestrel_run::runs::hunt::{HuntConfig, HuntTrainer, TurnOrder};
 
 fn small(order: TurnOrder) -> HuntConfig {
     let world = TreasureParams {
@@ -23,10 +23,10 @@ fn small(order: TurnOrder) -> HuntConfig {
     c
 }
 
-fn run(cfg: &HuntConfig, threads: usize, epochs: u64) -> (Trainer, Vec<String>) {
+fn run(cfg: &HuntConfig, threads: usize, epochs: u64) -> (HuntTrainer, Vec<String>) {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     pool.install(|| {
-        let mut h = Trainer::new(cfg.clone(), 7).unwrap();
+        let mut h = HuntTrainer::new(cfg.clone(), 7).unwrap();
         let stats = (0..epochs).map(|_| format!("{:?}", h.run_epoch(|_| {}).unwrap())).collect();
         (h, stats)
     })
@@ -59,7 +59,7 @@ fn a_resumed_run_continues_exactly() {
     // Saving again over an existing checkpoint works (swap, not partial overwrite).
     whole.save_checkpoint(&dir, &stamp).unwrap();
     assert_eq!(kestrel_nn::checkpoint_set(&dir, &stamp).unwrap().unwrap().step, 2);
-    let mut resumed = Trainer::load_checkpoint(cfg.clone(), &dir).unwrap();
+    let mut resumed = HuntTrainer::load_checkpoint(cfg.clone(), &dir).unwrap();
     assert_eq!(resumed.epoch, 2);
     for _ in 0..2 {
         let a = whole.run_epoch(|_| {}).unwrap();
@@ -74,7 +74,7 @@ fn a_resumed_run_continues_exactly() {
     // A checkpoint of another shape is refused with the tensor named.
     let mut other = cfg.clone();
     other.iqn.layer = 25;
-    let e = Trainer::load_checkpoint(other, &dir).unwrap_err();
+    let e = HuntTrainer::load_checkpoint(other, &dir).unwrap_err();
     assert!(e.to_string().contains("head.weight"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -82,7 +82,7 @@ fn a_resumed_run_continues_exactly() {
 #[test]
 fn rewards_reported_are_the_rewards_stored() {
     let cfg = small(TurnOrder::Sequential);
-    let mut h = Trainer::new(cfg.clone(), 3).unwrap();
+    let mut h = HuntTrainer::new(cfg.clone(), 3).unwrap();
     let mut turns = 0;
     let stats = h
         .run_epoch(|w| {
@@ -112,9 +112,9 @@ fn rewards_reported_are_the_rewards_stored() {
 fn bad_settings_are_errors() {
     let mut c = small(TurnOrder::Sequential);
     c.iqn.frame_dim = 10;
-    let e = Trainer::new(c, 0).unwrap_err();
+    let e = HuntTrainer::new(c, 0).unwrap_err();
     assert!(e.to_string().contains("iqn.frame_dim = 10"), "{e}");
     let mut c = small(TurnOrder::Sequential);
     c.worlds = 0;
-    assert!(Trainer::new(c, 0).is_err());
+    assert!(HuntTrainer::new(c, 0).is_err());
 }

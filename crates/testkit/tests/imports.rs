@@ -348,6 +348,39 @@ fn the_python_package_has_no_import_circle() {
     assert!(c.is_empty(), "import circles:\n{}", c.join("\n"));
 }
 
+/// No two public types of the workspace's libraries share a name (DESIGN §7): a reader who
+/// meets `Trainer` or `EpochStats` knows which one it is.
+#[test]
+fn public_type_names_are_unique() {
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in std::fs::read_dir(crates_dir()).unwrap().flatten() {
+        let mut all = vec![];
+        files(&e.path().join("src"), "rs", &mut all);
+        for f in all {
+            let text = code(&std::fs::read_to_string(&f).unwrap());
+            for l in text.lines() {
+                let Some(rest) = ["pub struct ", "pub enum ", "pub trait ", "pub type "]
+                    .iter()
+                    .find_map(|p| l.strip_prefix(p))
+                else {
+                    continue;
+                };
+                let name: String =
+                    rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let at = f.strip_prefix(crates_dir()).unwrap_or(&f).display().to_string();
+                seen.entry(name).or_default().push(at);
+            }
+        }
+    }
+    assert!(seen.len() > 300, "read {} type names", seen.len());
+    let twice: Vec<String> = seen
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(n, at)| format!("{n}: {}", at.join(", ")))
+        .collect();
+    assert!(twice.is_empty(), "type names defined twice:\n{}", twice.join("\n"));
+}
+
 /// The checks find what they look for: a root re-export used by the module it comes from, a
 /// two-module circle through `super::`, and a lazy Python import.
 #[test]

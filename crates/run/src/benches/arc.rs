@@ -5,7 +5,7 @@
 
 use super::{Bench, Report};
 use crate::base::RunError;
-use kestrel_arc::bench::{self, Kernel};
+use kestrel_arc::bench::{self, ArcKernel};
 use kestrel_arc::{ArcConfig, JAXARC_OPS, LayoutKind, ModeKind, O2ARC_OPS, SelKind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -37,7 +37,7 @@ pub struct ArcBenchConfig {
     /// Batched kernel: `rows` (VecEnv, every mode and canvas) or `lanes` (the
     /// structure-of-arrays kernel, jaxarc mode with canvas 5 or 10). Default: lanes where it
     /// applies, from 16 envs.
-    pub kernel: Option<Kernel>,
+    pub kernel: Option<ArcKernel>,
 }
 
 impl Default for ArcBenchConfig {
@@ -90,7 +90,7 @@ fn bench<const S: usize>(c: &ArcBenchConfig) -> Result<Report, RunError> {
     let pool = crate::base::pool(Some(c.threads))?;
     let mut rows = Vec::new();
     for &n in &c.num_envs {
-        let kernel = c.kernel.unwrap_or(Kernel::auto::<S>(&p, n));
+        let kernel = c.kernel.unwrap_or(ArcKernel::auto::<S>(&p, n));
         let sps =
             pool.install(|| bench::steps_per_second::<S>(&env, &p, n, c.sel, c.seconds, kernel))?;
         rows.push((n, sps, kernel));

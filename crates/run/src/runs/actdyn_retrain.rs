@@ -186,7 +186,7 @@ impl Run for ActdynRetrain {
 
 /// What retraining did per epoch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EpochStats {
+pub struct RetrainEpochStats {
     /// 1-based epoch.
     pub epoch: u64,
     /// Mean loss per step over the epoch's chunks (−ELBO/T).
@@ -224,7 +224,7 @@ pub fn retrain(
     params: &mut [f64],
     data: &Transitions,
     cfg: &OfflineConfig,
-    mut each: impl FnMut(&EpochStats) -> bool,
+    mut each: impl FnMut(&RetrainEpochStats) -> bool,
 ) -> Result<(), ActdynError> {
     let n_chunks = check_data(model, data, cfg)?;
     let (ny, d) = (model.config().obs_dim, model.config().latent_dim);
@@ -283,7 +283,7 @@ pub fn retrain(
             params.iter_mut().for_each(|p| *p *= decay);
             adam.step(&mut state, params, &grads)?;
         }
-        let stats = EpochStats { epoch, loss_per_t: epoch_loss / n_chunks as f64 };
+        let stats = RetrainEpochStats { epoch, loss_per_t: epoch_loss / n_chunks as f64 };
         if !stats.loss_per_t.is_finite() {
             return Err(ActdynError::NonFinite { what: "offline loss", value: stats.loss_per_t });
         }

@@ -19,7 +19,7 @@ use kestrel_core::FromInvalid;
 use kestrel_core::{Budget, Key};
 use kestrel_envs::GridMap;
 use kestrel_plot::Heatmaps;
-use kestrel_replay::{ConventionKind, EpisodicReplay};
+use kestrel_replay::{EpisodicReplay, EpisodicRuleKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -65,7 +65,7 @@ pub struct AlloRunConfig {
     /// The episodic replay's sampling rules, `paper-code` or `asymexp` (its independent states
     /// exclude an episode's last).
     #[serde(default)]
-    pub convention: ConventionKind,
+    pub convention: EpisodicRuleKind,
     /// Evaluate the cosine similarity every this many steps.
     pub eval_every: u64,
     /// Log the loss terms and the duals every this many steps (`metrics.jsonl`, written off
@@ -109,7 +109,7 @@ impl Default for AlloRunConfig {
             lr: paper_lr(),
             discount: paper_discount(),
             hidden: paper_hidden(),
-            convention: ConventionKind::PaperCode,
+            convention: EpisodicRuleKind::PaperCode,
             eval_every: 1000,
             log_every: paper_log_every(),
             checkpoint_every: 10_000,
@@ -424,7 +424,7 @@ impl AlloRunConfig {
 }
 
 impl Resumable for AlloRun {
-    type Kind = Allo;
+    type Kind = AlloTrain;
     const UNIT: &'static str = "steps";
     fn fresh(c: &AlloRunConfig) -> Result<Self, RunError> {
         Ok(AlloRun::new(c.clone())?)
@@ -442,9 +442,9 @@ impl Resumable for AlloRun {
 }
 
 /// The `allo` run kind.
-pub struct Allo;
+pub struct AlloTrain;
 
-impl Run for Allo {
+impl Run for AlloTrain {
     const NAME: &'static str = "allo";
     const COMMAND: &'static str = "allo train";
     const ABOUT: &'static str = "Train a Laplacian representation on a map.";
@@ -640,7 +640,7 @@ pub fn run(
 }
 
 /// The run's curves from its logged lines: the estimate from a dual is
-/// `−γ β_ii / 4` (`Allo::eigenvalue_estimates`), against the true SR eigenvalues.
+/// `−γ β_ii / 4` (`AlloLearner::eigenvalue_estimates`), against the true SR eigenvalues.
 fn paper_curves(folder: &Path, history: &[Value], sr: &[f64], gamma: f64) -> Result<(), RunError> {
     curve_plots(
         folder,
@@ -695,13 +695,13 @@ mod tests {
             lr: 5e-4,
             discount: 0.5,
             hidden: vec![32, 16],
-            convention: ConventionKind::Asymexp,
+            convention: EpisodicRuleKind::Asymexp,
             ..AlloRunConfig::default()
         };
         let l = c.learner_config().unwrap();
         assert_eq!(
             (l.lr, l.discount, l.hidden.clone(), l.convention),
-            (5e-4, 0.5, vec![32, 16], ConventionKind::Asymexp)
+            (5e-4, 0.5, vec![32, 16], EpisodicRuleKind::Asymexp)
         );
         let run = AlloRun::new(AlloRunConfig {
             map: "builtin:open-3".into(),

@@ -438,7 +438,7 @@ impl Run for Es {
     fn population(c: &EsConfig) -> Result<crate::run::Population, RunError> {
         Ok(crate::run::Population {
             problem: EsRun::new(c.clone())?.into_problem(),
-            run_key: Key::new(c.seed),
+            key_run: Key::new(c.seed),
             eval_keys: kestrel_evo::EvalKeys::PerGeneration,
         })
     }

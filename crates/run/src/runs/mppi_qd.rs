@@ -26,7 +26,7 @@ use kestrel_core::{FromInvalid, Key};
 use kestrel_dynamics::Dynamics;
 use kestrel_evo::EvoError;
 use kestrel_evo::qd::{Archive, CmaMe, Emitter};
-use kestrel_mppi::tune::{KnobKind, Transform, TuneSpec};
+use kestrel_mppi::tune::{KnobKind, KnobTransform, TuneSpec};
 use kestrel_mppi::{ControllerKind, SystemKind};
 use kestrel_plot::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
@@ -236,9 +236,9 @@ pub fn run(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError>
         let (mut progress, mut curve, mut nonfinite) =
             (launch.progress(c.generations, "generations"), Vec::new(), 0u64);
         for g in 0..c.generations {
-            let gen_key = run.fold_in(g + 1);
+            let key_gen = run.fold_in(g + 1);
             for (e, em) in emitters.iter_mut().enumerate() {
-                em.ask(gen_key.fold_in(e as u64).fold_in(0), &archive, &mut pop[e * per..][..per]);
+                em.ask(key_gen.fold_in(e as u64).fold_in(0), &archive, &mut pop[e * per..][..per]);
             }
             // Every emitter's batch in one call, on the common episode key.
             problem.evaluate(run.fold_in(0), &pop, &mut fit);
@@ -248,7 +248,7 @@ pub fn run(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError>
             nonfinite += fit.iter().filter(|f| !f.is_finite()).count() as u64;
             let b = c.batch_size;
             for (e, em) in emitters.iter_mut().enumerate() {
-                let key = gen_key.fold_in(e as u64).fold_in(2);
+                let key = key_gen.fold_in(e as u64).fold_in(2);
                 let (p, f, m) =
                     (&pop[e * per..][..per], &fit[e * b..][..b], &meas[e * b * 2..][..b * 2]);
                 em.tell(key, &mut archive, p, f, m);
@@ -294,8 +294,8 @@ pub fn run(c: MppiQdConfig, mut launch: Launch<'_>) -> Result<Outcome, RunError>
         best_run.mppi = spec.to_params(&c.run.mppi, nu, archive.solution(cell));
         write_atomic(&dir.join("best.toml"), crate::config::to_toml(&best_run)?.as_bytes())?;
         let label = |i: usize| match spec.knobs[i].transform {
-            Transform::Log => format!("log {}", knob(i)),
-            Transform::Linear => knob(i),
+            KnobTransform::Log => format!("log {}", knob(i)),
+            KnobTransform::Linear => knob(i),
         };
         let title = format!("{name}: cost of the elites");
         let (l0, l1) = (label(0), label(1));

@@ -496,7 +496,7 @@ impl Run for MppiTune {
     fn population(c: &MppiTuneConfig) -> Result<crate::run::Population, RunError> {
         Ok(crate::run::Population {
             problem: tune_problem(c)?,
-            run_key: Key::new(c.run.seed),
+            key_run: Key::new(c.run.seed),
             eval_keys: EvalKeys::Common,
         })
     }

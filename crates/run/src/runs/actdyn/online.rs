@@ -118,8 +118,8 @@ pub struct ActdynRun {
     icem: Option<Icem>,
     icem_state: Option<IcemState>,
     acc: AccumulatedFisher,
-    steps_key: Key,
-    eval_key: Key,
+    key_steps: Key,
+    key_eval: Key,
     step: u64,
     z: [f64; 2],
     y: Vec<f64>,
@@ -150,10 +150,10 @@ impl ActdynRun {
         cfg.validate()?;
         let bugs = cfg.bugs();
         let root = Key::new(cfg.seed);
-        let [k_model, k_env, k_reset, k_eval, k_steps] = root.split::<5>();
-        let env = build_env(&cfg.env, &bugs, k_env)?;
+        let [key_model, key_env, key_reset, key_eval, key_steps] = root.split::<5>();
+        let env = build_env(&cfg.env, &bugs, key_env)?;
         let model = SeqVae::new(cfg.model.clone())?;
-        let params = model.init(k_model);
+        let params = model.init(key_model);
         // The reference's perturbation of a single model is a switch; an ensemble's is not.
         let mut tc = cfg.train.clone();
         if !bugs.perturb_single_model && tc.ensemble == 1 {
@@ -162,7 +162,7 @@ impl ActdynRun {
         let mut trainer = Trainer::new(&model, tc)?;
         trainer.kl_prior_variance_dt = !bugs.kl_prior_variance_v;
         trainer.fresh_optimizer = bugs.fresh_optimizer;
-        trainer.init_members(&model, k_model.fold_in(1000));
+        trainer.init_members(&model, key_model.fold_in(1000));
         let icem = match cfg.policy.kind {
             PolicyKind::Icem => {
                 let p = &cfg.policy;
@@ -195,8 +195,8 @@ impl ActdynRun {
             icem,
             icem_state,
             acc: AccumulatedFisher::default(),
-            steps_key: k_steps,
-            eval_key: k_eval,
+            key_steps,
+            key_eval,
             step: 0,
             z: [0.0; 2],
             y: vec![0.0; ny],
@@ -215,7 +215,7 @@ impl ActdynRun {
             cfg,
         };
         // Reset: z₀ ~ U[−1, 1]², y₀, and the belief from y₀ alone (no action yet).
-        let mut r = k_reset.rng();
+        let mut r = key_reset.rng();
         run.z = reset_latent([r.uniform_f64(), r.uniform_f64()]);
         run.env.obs.observe(&run.z, &mut run.y);
         run.env.obs.add_noise(&mut run.y, &mut r);
@@ -441,17 +441,17 @@ impl ActdynRun {
     /// (the step's transition is kept; the parameters are not changed).
     pub fn step(&mut self) -> Result<StepRecord, ActdynError> {
         let t = self.step + 1;
-        let [k_policy, k_env, k_train] = self.steps_key.fold_in(t).split::<3>();
+        let [key_policy, key_env, key_train] = self.key_steps.fold_in(t).split::<3>();
         let b = self.belief;
         let fisher_parts = self.fisher_parts_if_planned()?;
-        let (mut action, plan_cost) = self.act_with(k_policy, fisher_parts.as_ref())?;
+        let (mut action, plan_cost) = self.act_with(key_policy, fisher_parts.as_ref())?;
         let bound = self.cfg.env.action_bound;
         for a in action.iter_mut() {
             *a = a.clamp(-bound, bound);
         }
         // Environment: the action held for the model step's environment steps, the last
         // one observed.
-        let mut r = k_env.rng();
+        let mut r = key_env.rng();
         let ds = self.downsample();
         let z = ds.advance(&self.env, self.z, self.env.action.apply_row(&action), &mut r);
         self.env.obs.observe(&z, &mut self.y_next);
@@ -515,7 +515,7 @@ impl ActdynRun {
                 &mut self.params,
                 &self.window.next_obs,
                 &self.window.action,
-                k_train,
+                key_train,
             )?)
         } else {
             None
@@ -545,7 +545,7 @@ impl ActdynRun {
 
     /// Evaluates the current model on `data`.
     pub fn evaluate(&self, data: &ValidationData) -> Evaluation {
-        evaluate(&self.model, &self.params, data, &self.cfg.eval, self.eval_key.fold_in(self.step))
+        evaluate(&self.model, &self.params, data, &self.cfg.eval, self.key_eval.fold_in(self.step))
     }
 }
 

@@ -7,7 +7,7 @@
 
 mod trainer;
 
-pub use trainer::{EpochStats, HuntAgent, HuntConfig, Trainer, TurnOrder};
+pub use trainer::{HuntAgent, HuntConfig, HuntEpochStats, HuntTrainer, TurnOrder};
 
 use crate::base::{COMMIT, RunError};
 use crate::launch::{Checkpoints, Launch, Outcome, finish};
@@ -181,16 +181,16 @@ pub enum HuntEvent<'a> {
     /// An epoch ended; `frames` holds world 0's cells after every turn when it was recorded.
     Epoch {
         /// The epoch's statistics.
-        stats: &'a EpochStats,
+        stats: &'a HuntEpochStats,
         /// Recorded frames (empty when not recorded).
         frames: Vec<Vec<u8>>,
     },
-    /// A checkpoint is due: the observer writes it (`Trainer::save_checkpoint`).
+    /// A checkpoint is due: the observer writes it (`HuntTrainer::save_checkpoint`).
     Checkpoint {
         /// Epochs done.
         epoch: u64,
         /// The trainer.
-        hunt: &'a Trainer,
+        hunt: &'a HuntTrainer,
     },
 }
 
@@ -198,13 +198,13 @@ pub enum HuntEvent<'a> {
 pub struct HuntRun {
     config: HuntRunConfig,
     /// The trainer.
-    pub hunt: Trainer,
+    pub hunt: HuntTrainer,
 }
 
 impl HuntRun {
     /// A fresh run.
     pub fn new(config: HuntRunConfig) -> Result<Self, AgentError> {
-        let hunt = Trainer::new(config.hunt_config()?, config.seed)?;
+        let hunt = HuntTrainer::new(config.hunt_config()?, config.seed)?;
         Ok(HuntRun { config, hunt })
     }
 
@@ -399,7 +399,7 @@ impl Resumable for HuntRun {
         Ok(HuntRun::new(c.clone())?)
     }
     fn load(c: &HuntRunConfig, set: &Path) -> Result<Self, RunError> {
-        let hunt = Trainer::load_checkpoint(c.hunt_config()?, set)?;
+        let hunt = HuntTrainer::load_checkpoint(c.hunt_config()?, set)?;
         Ok(HuntRun { config: c.clone(), hunt })
     }
     fn done(&self) -> u64 {

@@ -19,7 +19,7 @@ use kestrel_agents::AgentError;
 use kestrel_agents::iqn::{IqnConfig, IqnLearner};
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
-use kestrel_envs::treasure::{KeyDraws, TreasureHunt, TreasureParams, TreasureState};
+use kestrel_envs::treasure::{TreasureDraws, TreasureHunt, TreasureParams, TreasureState};
 use kestrel_replay::FrameReplay;
 use rayon::prelude::*;
 
@@ -101,7 +101,7 @@ impl HuntConfig {
 
 /// What one epoch did.
 #[derive(Clone, Debug, PartialEq)]
-pub struct EpochStats {
+pub struct HuntEpochStats {
     /// Epoch number (from 0).
     pub epoch: u64,
     /// Reward per agent summed over turns and worlds, divided by the number of worlds.
@@ -139,7 +139,7 @@ impl HuntAgent {
 
 /// A training run in progress: worlds, agents, epoch counter.
 #[derive(Clone, Debug)]
-pub struct Trainer {
+pub struct HuntTrainer {
     /// Settings.
     pub cfg: HuntConfig,
     /// Agents.
@@ -160,7 +160,7 @@ const ACT: u64 = 3;
 const LEARN: u64 = 4;
 const INIT: u64 = 5;
 
-impl Trainer {
+impl HuntTrainer {
     /// A fresh run from `seed`: agent `a`'s parameters come from `key(INIT, a)`.
     pub fn new(cfg: HuntConfig, seed: u64) -> Result<Self, AgentError> {
         cfg.validate()?;
@@ -185,7 +185,7 @@ impl Trainer {
                 })
             })
             .collect::<Result<Vec<_>, AgentError>>()?;
-        Ok(Trainer {
+        Ok(HuntTrainer {
             worlds: Vec::new(),
             rewards: vec![0.0; n],
             credit: 0.0,
@@ -261,7 +261,7 @@ impl Trainer {
     pub fn run_epoch(
         &mut self,
         mut on_turn: impl FnMut(&[TreasureState]),
-    ) -> Result<EpochStats, AgentError> {
+    ) -> Result<HuntEpochStats, AgentError> {
         self.begin();
         let e = self.epoch;
         let n = self.agents.len();
@@ -271,7 +271,11 @@ impl Trainer {
             let last = t + 1 == self.cfg.turns;
             let ks = self.key.fold_in(SPAWN).fold_in(e).fold_in(t as u64);
             for (w, s) in self.worlds.iter_mut().enumerate() {
-                TreasureHunt::spawn(&self.cfg.world, s, &mut KeyDraws(ks.fold_in(w as u64).rng()));
+                TreasureHunt::spawn(
+                    &self.cfg.world,
+                    s,
+                    &mut TreasureDraws(ks.fold_in(w as u64).rng()),
+                );
             }
             let ka = self.key.fold_in(ACT).fold_in(e).fold_in(t as u64);
             match self.cfg.order {
@@ -325,7 +329,7 @@ impl Trainer {
             self.update_all(step)?;
             step += 1;
         }
-        let stats = EpochStats {
+        let stats = HuntEpochStats {
             epoch: e,
             reward: self.rewards.iter().map(|r| r / self.cfg.worlds as f64).collect(),
             loss: self
@@ -369,7 +373,7 @@ fn bad_ckpt(path: &std::path::Path, what: String) -> AgentError {
     AgentError::invalid(
         "checkpoint",
         format!("{}: {what}", path.display()),
-        "a checkpoint written by Trainer::save_checkpoint with this configuration",
+        "a checkpoint written by HuntTrainer::save_checkpoint with this configuration",
     )
 }
 
@@ -383,7 +387,7 @@ fn meta_num<T: std::str::FromStr>(
         .ok_or_else(|| bad_ckpt(path, format!("metadata {name} missing or malformed")))
 }
 
-impl Trainer {
+impl HuntTrainer {
     /// Writes everything needed to continue exactly (parameters, targets, Adam states, ε,
     /// replay buffers, epoch, key) to `dir` as one set (`kestrel_nn::write_checkpoint_set`):
     /// an interrupted save leaves the previous set intact.
@@ -456,10 +460,10 @@ impl Trainer {
         Ok(())
     }
 
-    /// Resumes a run saved by [`Trainer::save_checkpoint`] under `cfg` (the run's own settings;
+    /// Resumes a run saved by [`HuntTrainer::save_checkpoint`] under `cfg` (the run's own settings;
     /// shapes and counts are checked).
     pub fn load_checkpoint(cfg: HuntConfig, dir: &std::path::Path) -> Result<Self, AgentError> {
-        let mut h = Trainer::new(cfg, 0)?;
+        let mut h = HuntTrainer::new(cfg, 0)?;
         let hp = dir.join("hunt.safetensors");
         let hf = kestrel_nn::load_safetensors::<f64>(&hp)?;
         let agents: usize = meta_num(&hp, &hf.metadata, "agents")?;
