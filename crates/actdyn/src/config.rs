@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// Which behaviour a run reproduces.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum ProfileKind {
     /// The reference as it runs.
     #[default]
@@ -89,16 +89,20 @@ bug_switches! {
 
 /// The true vector field.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum FieldKind {
     /// Limit cycle of radius 1 (the reference's only configurable field).
     #[default]
+    #[serde(alias = "limit_cycle")]
     LimitCycle,
     /// Two nested cycles.
+    #[serde(alias = "double_limit_cycle")]
     DoubleLimitCycle,
     /// A GP draw on a 40×40 grid with a restoring term (drawn from the run's seed).
+    #[serde(alias = "multi_attractor")]
     MultiAttractor,
     /// Van der Pol (μ = 1).
+    #[serde(alias = "van_der_pol")]
     VanDerPol,
     /// Duffing (a = 0.1, b = −0.1, c = 0.1).
     Duffing,
@@ -108,10 +112,11 @@ pub enum FieldKind {
 
 /// The observation map of the true environment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum ObsKind {
     /// y = exp(Cz + b) (reference default).
     #[default]
+    #[serde(alias = "log_linear")]
     LogLinear,
     /// y = Cz + b.
     Linear,
@@ -123,7 +128,7 @@ pub enum ObsKind {
 
 /// Observation noise of the true environment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum ObsNoiseKind {
     /// Gaussian with `obs_noise` as its standard deviation (0 = noiseless, the default).
     #[default]
@@ -195,7 +200,7 @@ impl EnvConfig {
             return bad(
                 "env.obs_noise_kind",
                 "poisson".into(),
-                "gaussian unless env.obs is log_linear",
+                "gaussian unless env.obs is log-linear",
             );
         }
         Ok(())
@@ -204,7 +209,7 @@ impl EnvConfig {
 
 /// How actions are chosen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum PolicyKind {
     /// Uniform in the action box every step (E1).
     #[default]
@@ -219,20 +224,25 @@ pub enum PolicyKind {
 
 /// The planner's objective.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum MetricKind {
     /// Σ_p 1/I_p of the accumulated Fisher information (RBF dynamics).
     #[default]
+    #[serde(alias = "a_optimality")]
     AOptimality,
     /// −Σ_p log(1 + I_p) (RBF dynamics).
+    #[serde(alias = "d_optimality")]
     DOptimality,
     /// Σ‖u‖² (a baseline).
+    #[serde(alias = "action_cost")]
     ActionCost,
     /// −Σ_t Σ_d variance across the ensemble's mean rollouts (RBF dynamics, `train.ensemble`
     /// ≥ 2).
+    #[serde(alias = "ensemble_disagreement")]
     EnsembleDisagreement,
     /// Σ_t ‖z_t − `policy.goal`‖ along the mean rollout from the belief (RBF dynamics): the
     /// reference's `GoalDistanceMetric` (`faithful`: its z_0 … z_{H−1}; `fixed`: z_1 … z_H).
+    #[serde(alias = "goal_distance")]
     GoalDistance,
     /// Σ_k w_k · metric_k over `policy.terms`: the reference's `CompositeMetric` (its
     /// experiments weight D-optimality 0.1 and action cost 5).
@@ -266,10 +276,10 @@ pub struct PolicyConfig {
     pub hold: u64,
     /// Planner objective.
     pub metric: MetricKind,
-    /// The weighted terms of `metric = "composite"`, e.g. `[{metric = "d_optimality", weight =
-    /// 0.1}, {metric = "action_cost", weight = 5.0}]`; empty otherwise.
+    /// The weighted terms of `metric = "composite"`, e.g. `[{metric = "d-optimality", weight =
+    /// 0.1}, {metric = "action-cost", weight = 5.0}]`; empty otherwise.
     pub terms: Vec<Term>,
-    /// The latent goal of `goal_distance` (alone or as a term).
+    /// The latent goal of `goal-distance` (alone or as a term).
     pub goal: [f64; 2],
     /// Planning horizon H (10).
     pub horizon: usize,

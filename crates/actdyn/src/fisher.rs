@@ -54,6 +54,7 @@ impl Default for FisherBugs {
 
 /// Which scalar of the diagonal information a cost is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Optimality {
     /// `Σ_p 1/I_p`.
     A,

@@ -35,7 +35,7 @@ const ACTION_KEY: u64 = 0x6163_7469_6f6e;
 
 /// The latent dynamics network.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", tag = "type", deny_unknown_fields)]
 pub enum DynamicsKind {
     /// An MLP with ReLU hidden layers (reference default: one hidden layer of 16).
     Mlp {
@@ -65,7 +65,7 @@ pub enum DynamicsKind {
 /// `LinearActionEncoder` and `MlpActionEncoder`, `actdyn/environment/action.py` at `d406ea6`;
 /// its parameters train with the model's).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", tag = "type", deny_unknown_fields)]
 pub enum ActionEncoderKind {
     /// ũ = u (reference default; the faithful profile's patch ignores the state).
     #[default]
@@ -124,9 +124,10 @@ impl DynamicsKind {
 
 /// The decoder's mapping from latent to observation rate/mean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum DecoderKind {
     /// ŷ = exp(C′z + b′) (reference default).
+    #[serde(alias = "log_linear")]
     LogLinear,
     /// ŷ = C′z + b′.
     Linear,
@@ -136,7 +137,7 @@ pub enum DecoderKind {
 
 /// The observation likelihood.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum LikelihoodKind {
     /// Gaussian with a learned per-output variance (reference default).
     Gaussian,
@@ -395,7 +396,7 @@ impl SeqVae {
             return bad(
                 "model.likelihood",
                 "poisson".into(),
-                "gaussian unless the decoder is log_linear (a Poisson rate must be positive)",
+                "gaussian unless the decoder is log-linear (a Poisson rate must be positive)",
             );
         }
         let (hd, hh) = (cfg.rnn_hidden, cfg.head_hidden);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// The optimiser of the online training calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum OptimizerKind {
     /// Plain SGD (reference: no momentum; its weight decay is ignored for SGD).
     Sgd,
@@ -20,7 +20,7 @@ pub enum OptimizerKind {
 
 /// β annealing of the KL weight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Annealing {
     /// β throughout (after the warm-up).
     None,

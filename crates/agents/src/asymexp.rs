@@ -37,19 +37,16 @@ use kestrel_replay::{RowReplay, RowRuleKind};
 
 /// The optional graph perturbation (`perturbation_type`; config spelling as the reference's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum PerturbationKind {
     /// None (the default).
     #[default]
-    #[serde(rename = "none")]
     None,
     /// `ε clip(exp(−var/s) − δ, 0, 1)`.
-    #[serde(rename = "exponential")]
     Exponential,
     /// `ε clip(mean((|c − 1| + δ)² − δ²), 0, 1)` over the centred features `c`.
-    #[serde(rename = "squared")]
     Squared,
     /// `ε clip(mean((c − 1)²), 0, 1)`.
-    #[serde(rename = "squared-null-grad")]
     SquaredNullGrad,
 }
 

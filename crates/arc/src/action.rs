@@ -72,11 +72,12 @@ impl<const S: usize> Default for ArcAction<S> {
 /// Which kind of random selection [`sample_action`] draws (configs spell them `mask`, `bbox`,
 /// `point`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum SelKind {
     /// i.i.d. Bernoulli(0.5) cells over the canvas (`action_space.sample()` in both peers).
     Mask,
     /// Uniform corners over the canvas.
+    #[serde(rename = "bbox")]
     BBox,
     /// One uniform cell.
     Point,

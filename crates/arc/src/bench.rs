@@ -13,7 +13,7 @@ use std::time::Instant;
 
 /// Which batched driver steps the envs (config spelling `rows`, `lanes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum ArcKernel {
     /// `VecEnv<ArcEnv<S>>`: one env at a time per row (every mode and canvas).
     Rows,

@@ -41,7 +41,7 @@ macro_rules! with_canvas {
 
 /// Which of JaxARC 1.0.3's bugs are on ([`JaxBugs`]; `reference/arc.md` §1.12).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum JaxBugsKind {
     /// Every bug fixed.
     #[default]

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 /// Which environment's rules (configs spell them `o2arc`, `jaxarc`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum ModeKind {
     /// ARCLE `O2ARCv2Env` 0.2.6.
     #[default]
@@ -50,7 +50,7 @@ pub enum ModeKind {
 
 /// Which pairs an episode is drawn from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum SplitKind {
     /// Demonstration pairs (ARCLE `adaptation=True`, JaxARC train mode).
     #[default]

@@ -41,19 +41,20 @@ use kestrel_core::{FromInvalid, Key};
 
 /// A transform a permutation start can apply (JaxARC's `permutation_types`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Permutation {
     /// 0–3 quarter turns.
     Rotate,
     /// Left-right or up-down.
     Reflect,
     /// A permutation of the colours 0–9.
+    #[serde(alias = "color_remap")]
     ColorRemap,
 }
 
 /// JaxARC's `random_pattern_type`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Pattern {
     /// Each cell coloured 1–9 with probability `random_density`.
     #[default]
@@ -82,7 +83,7 @@ pub struct GridInit {
     /// Weight of starting from random colours over the input's area.
     #[serde(serialize_with = "short_f32")]
     pub random_weight: f32,
-    /// Transforms a permutation start draws from: `rotate`, `reflect`, `color_remap`.
+    /// Transforms a permutation start draws from: `rotate`, `reflect`, `color-remap` (JaxARC's `color_remap` reads too).
     pub permutation_types: Vec<Permutation>,
     /// Probability that a random start colours a cell (0 to 1).
     #[serde(serialize_with = "short_f32")]
@@ -216,7 +217,7 @@ impl GridInit {
             return Err(ArcError::invalid(
                 "init.permutation_types",
                 "[]",
-                "at least one of rotate, reflect, color_remap when permutation_weight > 0",
+                "at least one of rotate, reflect, color-remap when permutation_weight > 0",
             ));
         }
         Ok(())

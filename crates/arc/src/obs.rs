@@ -9,7 +9,7 @@ use kestrel_core::Space;
 
 /// Observation layout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum LayoutKind {
     /// Working grid (`S×S`) then its dims `[h, w]`: `S*S + 2` elements.
     #[default]

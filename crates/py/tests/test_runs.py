@@ -299,12 +299,12 @@ def test_a_run_past_the_memory_budget_is_refused_before_its_folder(tmp_path):
 def test_actdyn_composite_and_goal_objectives_from_python(tmp_path):
     # The reference's CompositeMetric (D-optimality 0.1 + action cost 5) and GoalDistanceMetric,
     # reached with the config's own keys.
-    terms = [{"metric": "d_optimality", "weight": 0.1}, {"metric": "action_cost", "weight": 5.0}]
+    terms = [{"metric": "d-optimality", "weight": 0.1}, {"metric": "action-cost", "weight": 5.0}]
     r = kestrel.actdyn.run(preset="e2", steps=25, out_dir=tmp_path, progress=False,
                            policy={"metric": "composite", "terms": terms, "num_samples": 12, "num_elites": 4, "iterations": 2})
     assert 'metric = "composite"' in (r.dir / "config.toml").read_text()
     r = kestrel.actdyn.run(preset="e2", steps=25, out_dir=tmp_path, progress=False,
-                           policy={"metric": "goal_distance", "goal": [1.0, -0.5], "num_samples": 12, "num_elites": 4, "iterations": 2})
+                           policy={"metric": "goal-distance", "goal": [1.0, -0.5], "num_samples": 12, "num_elites": 4, "iterations": 2})
     assert "goal = [1.0, -0.5]" in (r.dir / "config.toml").read_text()
     with pytest.raises(ValueError, match=r"policy\.terms\[0\]\.metric"):
         kestrel.actdyn.run(preset="e2", out_dir=tmp_path, policy={"metric": "composite", "terms": [{"metric": "composite", "weight": 1.0}]})

@@ -964,7 +964,7 @@ checkpoint_every = 20
             ),
             base(
                 "actdyn",
-                "steps = 30\n[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
+                "steps = 30\n[base.policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nnum_samples = 8\nnum_elites = 4\niterations = 2\n[base.eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
             ),
             base(
                 "actdyn",

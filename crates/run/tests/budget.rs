@@ -290,16 +290,16 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
     (RunKind::of::<runs::hunt::Hunt>(), "capacity = 2000000", "capacity = 3000000", "capacity"),
     (
         RunKind::of::<runs::actdyn::Actdyn>(),
-        "[policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 30000",
-        "[policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 40000",
+        "[policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 30000",
+        "[policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 40000",
         "policy.horizon",
     ),
     // A comparison runs one experiment per worker (two here), and the field is named as its
     // config spells it (`base.`).
     (
         RunKind::of::<runs::actdyn_compare::ActdynCompare>(),
-        "[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 20000",
-        "[base.policy]\nkind = \"icem\"\nmetric = \"action_cost\"\nhorizon = 25000",
+        "[base.policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 20000",
+        "[base.policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 25000",
         "base.policy.horizon",
     ),
 ];

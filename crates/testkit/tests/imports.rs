@@ -381,6 +381,46 @@ fn public_type_names_are_unique() {
     assert!(twice.is_empty(), "type names defined twice:\n{}", twice.join("\n"));
 }
 
+/// Every config enum reads and writes its values in one case, kebab-case (the README's "One
+/// spelling"): an enum that derives `Deserialize` says `rename_all = "kebab-case"` (or reads
+/// itself from a string, `try_from`, or has no names of its own, `untagged`). A peer's own spelling is an `alias`, never written.
+#[test]
+fn config_enums_are_kebab_case() {
+    let (mut bad, mut checked) = (vec![], 0);
+    for e in std::fs::read_dir(crates_dir()).unwrap().flatten() {
+        let mut all = vec![];
+        files(&e.path().join("src"), "rs", &mut all);
+        for f in all {
+            let text = code(&std::fs::read_to_string(&f).unwrap());
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, l) in lines.iter().enumerate() {
+                let Some(rest) = l.trim_start().strip_prefix("pub enum ") else { continue };
+                let attrs: Vec<&str> = lines[..i]
+                    .iter()
+                    .rev()
+                    .map(|l| l.trim())
+                    .take_while(|l| !(l.ends_with('}') || l.ends_with(';') || l.ends_with('{')))
+                    .collect();
+                let attrs = [attrs.concat()];
+                let derives =
+                    attrs.iter().any(|a| a.contains("derive(") && a.contains("Deserialize"));
+                let kebab = attrs.iter().any(|a| {
+                    a.contains("rename_all = \"kebab-case\"")
+                        || a.contains("try_from")
+                        || a.contains("untagged")
+                });
+                checked += usize::from(derives);
+                if derives && !kebab {
+                    let name: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
+                    bad.push(format!("{}: {name}", f.display()));
+                }
+            }
+        }
+    }
+    assert!(checked > 40, "read {checked} config enums");
+    assert!(bad.is_empty(), "enums not in kebab-case:\n{}", bad.join("\n"));
+}
+
 /// The checks find what they look for: a root re-export used by the module it comes from, a
 /// two-module circle through `super::`, and a lazy Python import.
 #[test]

@@ -216,7 +216,7 @@ type MetricFn = Box<dyn Fn(&ArmResult) -> f64>;
 
 /// An arm of a comparison: the policy every seed runs with (the paper's names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum ArmKind {
     /// The run's config with the random policy.
     Random,

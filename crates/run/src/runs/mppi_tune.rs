@@ -61,7 +61,7 @@ pub struct MppiTuneConfig {
 
 /// What a Python tuning run is given instead of a built-in system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", tag = "type", deny_unknown_fields)]
 pub enum PythonSystem {
     /// Batched dynamics and costs (`kestrel.mppi.tune(dynamics=..., running_cost=...)`): every
     /// candidate's episodes run in lockstep from `starts.states`.

@@ -232,7 +232,7 @@ impl ActdynConfig {
             (
                 "multi-attractor field's GP draw (envs/vectorfield)",
                 field,
-                "env.field = multi_attractor".into(),
+                "env.field = multi-attractor".into(),
             ),
         ];
         let (what, bytes, fields) =

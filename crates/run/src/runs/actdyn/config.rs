@@ -191,7 +191,7 @@ impl ActdynConfig {
                     return bad(
                         &key,
                         format!("{m:?}"),
-                        "action_cost unless model.dynamics is rbf (the Fisher information is defined for RBF weights; the reference's MLP version is a stub)",
+                        "action-cost unless model.dynamics is rbf (the Fisher information is defined for RBF weights; the reference's MLP version is a stub)",
                     );
                 }
                 if self.model.decoder != kestrel_actdyn::model::DecoderKind::LogLinear
@@ -200,20 +200,20 @@ impl ActdynConfig {
                     return bad(
                         "model.decoder",
                         format!("{:?}", self.model.decoder),
-                        "log_linear with a Fisher metric",
+                        "log-linear with a Fisher metric",
                     );
                 }
                 if m == MetricKind::EnsembleDisagreement && (!rbf || self.train.ensemble < 2) {
                     return bad(
                         &key,
-                        "ensemble_disagreement".into(),
+                        "ensemble-disagreement".into(),
                         "with RBF dynamics and train.ensemble >= 2",
                     );
                 }
                 if m == MetricKind::GoalDistance && !rbf {
                     return bad(
                         &key,
-                        "goal_distance".into(),
+                        "goal-distance".into(),
                         "with RBF dynamics (its rollout is the RBF model's mean)",
                     );
                 }
