@@ -5,6 +5,9 @@
 //! budget is refused before anything is allocated, naming the field that grew, and one just
 //! under is accepted.
 //!
+//! Every run kind is measured (`every_kind_is_measured`); the kinds that read another run's
+//! folder (`hunt play`, `actdyn retrain`) or a file (`arc replay`) get one made first.
+//!
 //! One test function: the peak is process-wide, so the measurements run one after another.
 
 use kestrel_core::{MAX_BYTES, human};
@@ -199,8 +202,34 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
     let data = kestrel_testkit::shared_subdir("arc-agi-2").map(|d| {
         format!("episodes = 2\n[env]\ndata = {:?}", d.join("training").display().to_string())
     });
+    // `hunt play` and `actdyn retrain` read a finished run's folder: one each, made here (not
+    // measured) with config-sized buffers (a 50,000-frame replay; 1,000-wide observations).
+    let sources =
+        std::env::temp_dir().join(format!("kestrel-budget-{}-sources", std::process::id()));
+    let source = |kind: RunKind, text: &str| {
+        let t = table(text);
+        let mut p = kestrel_run::quiet;
+        let l = Launch { out_dir: sources.clone(), argv: vec![], progress: &mut p };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let o = pool.install(|| kind.launch(Layers::table(&t), None, l));
+        o.unwrap_or_else(|e| panic!("{kind} source: {e}")).dir.display().to_string()
+    };
+    let hunt = source(
+        RunKind::of::<runs::hunt::Hunt>(),
+        "env.num_agents = 1\nenv.obs = \"one-hot\"\ncapacity = 50000\nepochs = 2\nrecord_every = 0",
+    );
+    let actdyn = source(
+        RunKind::of::<runs::actdyn::Actdyn>(),
+        "steps = 40\nsave_every = 20\n[env]\nobs_dim = 1000\n[model]\nobs_dim = 1000\nrnn_hidden = 1024\n[eval]\nepisodes = 1\nsteps = 100\nnum_samples = 10\nnum_starts = 10",
+    );
+    let play = format!("run = {hunt:?}\nepochs = 2");
+    let retrain = format!("run = {actdyn:?}\n[offline]\nepochs = 1\nchunk = 20\nbatch_size = 2");
+    let played = [
+        (RunKind::of::<runs::hunt_play::HuntPlay>(), play.as_str(), None),
+        (RunKind::of::<runs::actdyn_retrain::ActdynRetrain>(), retrain.as_str(), None),
+    ];
     let mut measured: Vec<(RunKind, &str, Option<&str>)> =
-        MEASURED.iter().copied().chain(replays).collect();
+        MEASURED.iter().copied().chain(replays).chain(played).collect();
     measured
         .extend(data.as_deref().map(|c| (RunKind::of::<runs::arc_rollout::ArcRollout>(), c, None)));
     for &(kind, config, resume) in &measured {
@@ -223,6 +252,16 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
     }
     let _ = std::fs::remove_file(&traces);
     let _ = std::fs::remove_file(&points);
+    let _ = std::fs::remove_dir_all(&sources);
+    // Every kind of the registry is measured.
+    if only.is_none() {
+        for &kind in RunKind::ALL {
+            let n = measured.iter().filter(|m| m.0 == kind).count();
+            if n == 0 {
+                failures.push(format!("{kind}: not measured"));
+            }
+        }
+    }
     eprintln!("{}", report.join("\n"));
     assert!(failures.is_empty(), "estimates off:\n{}", failures.join("\n"));
     // At the boundary: (kind, just under, just over, the field named).
@@ -233,6 +272,47 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
         assert!(o.total() > MAX_BYTES, "{kind} {over}: {}", o.describe(3));
         let e = kind.check(Layers::table(&table(over)), "test").unwrap_err().to_string();
         assert!(e.contains(field) && e.contains("8 GiB"), "{kind}: {e}");
+    }
+    // The kinds that read another run's folder estimate from that folder's config: a folder
+    // whose `config.toml` holds a config just under, or just over, the budget (never run).
+    // (The one over is the one under with its line changed: `config_toml` checks what it prints.)
+    let folder = |kind: RunKind, name: &str, text: &str, line: (&str, &str)| {
+        let d = std::env::temp_dir().join(format!("kestrel-budget-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let c = kind.config_toml(Layers::table(&table(text))).unwrap();
+        assert!(c.contains(line.0), "{name}: {c}");
+        std::fs::write(d.join("config.toml"), c.replace(line.0, line.1)).unwrap();
+        d
+    };
+    let hunt = RunKind::of::<runs::hunt::Hunt>();
+    let actdyn = RunKind::of::<runs::actdyn::Actdyn>();
+    let icem = "[policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 20000";
+    let sides = [
+        (
+            RunKind::of::<runs::hunt_play::HuntPlay>(),
+            hunt,
+            "capacity = 2000000",
+            ("capacity = 2000000", "capacity = 3000000"),
+            "capacity",
+        ),
+        (
+            RunKind::of::<runs::actdyn_retrain::ActdynRetrain>(),
+            actdyn,
+            icem,
+            ("horizon = 20000", "horizon = 25000"),
+            "policy.horizon",
+        ),
+    ];
+    for (kind, source, under, over, field) in sides {
+        let u = folder(source, "under", under, (over.0, over.0));
+        let o = folder(source, "over", under, over);
+        let run = |d: &std::path::Path| format!("run = {:?}", d.display().to_string());
+        let b = |d: &std::path::Path| kind.budget(Layers::table(&table(&run(d))), 2).unwrap();
+        assert!(b(&u).total() <= MAX_BYTES, "{kind} {under}: {}", b(&u).describe(3));
+        assert!(b(&o).total() > MAX_BYTES, "{kind} {}: {}", over.1, b(&o).describe(3));
+        let e = kind.check(Layers::table(&table(&run(&o))), "test").unwrap_err().to_string();
+        assert!(e.contains(field) && e.contains("8 GiB"), "{kind}: {e}");
+        let _ = (std::fs::remove_dir_all(&u), std::fs::remove_dir_all(&o));
     }
 }
 
@@ -293,6 +373,12 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
         "[policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 30000",
         "[policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 40000",
         "policy.horizon",
+    ),
+    (
+        RunKind::of::<runs::arc_rollout::ArcRollout>(),
+        "[env]\ntasks_per_family = 30000",
+        "[env]\ntasks_per_family = 45000",
+        "env.tasks_per_family",
     ),
     // A comparison runs one experiment per worker (two here), and the field is named as its
     // config spells it (`base.`).
