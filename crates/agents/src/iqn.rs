@@ -30,10 +30,14 @@ use kestrel_nn::matmul::{Op, matmul};
 use kestrel_nn::{Adam, AdamState, Dense, Init, Layer, NoisyDense, Simd, WithSimd, quantile_huber};
 use kestrel_replay::{FrameBatch, FrameReplay, FrameReplayConfig, Prioritized};
 
-/// Every setting of an IQN agent (defaults: sorrel's treasure-hunt example).
-#[derive(Clone, Debug, PartialEq)]
+/// Every setting of an IQN agent (defaults: sorrel's treasure-hunt example). A run's config
+/// nests it whole (`kestrel hunt train`'s `[agent]`).
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(deny_unknown_fields)]
 pub struct IqnConfig {
-    /// Floats per observation frame.
+    /// Floats per observation frame (a run sets it from its world's observation).
     pub frame_dim: usize,
     /// Frames per stacked state (5).
     pub num_frames: usize,
@@ -75,8 +79,50 @@ pub struct IqnConfig {
     pub double: bool,
     /// Rewards per target (1; sorrel stores `n_step = 3` but never uses it).
     pub n_step: usize,
-    /// Prioritised replay (off; sorrel's docstring claims it, its sampling is uniform).
+    /// Prioritised replay (off; sorrel's docstring claims it, its sampling is uniform):
+    /// `false`, `true` (α 0.6, β 0.4), or `{ alpha = A, beta = B, eps = E }`.
+    #[serde(with = "prioritized_key")]
     pub prioritized: Option<Prioritized>,
+}
+
+/// `prioritized` as a config spells it: `false` (off), `true` (the defaults, α 0.6, β 0.4), or
+/// the settings as a table; written as `false`, `true` for the defaults, else the table.
+mod prioritized_key {
+    use kestrel_replay::Prioritized;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged, expecting = "prioritized: false, true, or { alpha = A, beta = B, eps = E }")]
+    enum Key {
+        On(bool),
+        Settings {
+            alpha: f64,
+            beta: f64,
+            #[serde(default = "eps")]
+            eps: f64,
+        },
+    }
+
+    fn eps() -> f64 {
+        Prioritized::default().eps
+    }
+
+    pub fn serialize<S: Serializer>(p: &Option<Prioritized>, s: S) -> Result<S::Ok, S::Error> {
+        match p {
+            None => Key::On(false),
+            Some(p) if *p == Prioritized::default() => Key::On(true),
+            Some(p) => Key::Settings { alpha: p.alpha, beta: p.beta, eps: p.eps },
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Prioritized>, D::Error> {
+        Ok(match Key::deserialize(d)? {
+            Key::On(false) => None,
+            Key::On(true) => Some(Prioritized::default()),
+            Key::Settings { alpha, beta, eps } => Some(Prioritized { alpha, beta, eps }),
+        })
+    }
 }
 
 impl IqnConfig {
@@ -153,6 +199,8 @@ impl IqnConfig {
 
     /// Checks every setting; errors name the field and value.
     pub fn validate(&self) -> Result<(), AgentError> {
+        // The replay buffer's own rules (its capacity against the frames and returns).
+        self.replay().validate()?;
         let bad = |field: &'static str, value: String, accepted: &'static str| {
             Err(AgentError::invalid(field, value, accepted))
         };

@@ -31,7 +31,7 @@ const QUICK: [&str; 7] = [
     "--set generations=20",
     "--set steps=5",
     "--set steps=20 --set num_samples=2000 --set eval_every=10 --set batch_size=64",
-    "--set epochs=2 --set env.max_turns=20 --set layer=32 --set record_every=1",
+    "--set epochs=2 --set env.max_turns=20 --set agent.layer=32 --set record_every=1",
     "--set generations=3",
     "--set steps=40 --set eval.episodes=2 --set eval.num_starts=10 --set eval.num_samples=5",
 ];

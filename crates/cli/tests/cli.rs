@@ -520,11 +520,11 @@ fn hunt_train_resume_play_and_bench() {
         "--set",
         "env.max_turns=12",
         "--set",
-        "layer=16",
+        "agent.layer=16",
         "--set",
-        "batch_size=8",
+        "agent.batch_size=8",
         "--set",
-        "capacity=64",
+        "agent.capacity=64",
         "--obs",
         "one-hot",
         "--num-agents",
@@ -924,11 +924,11 @@ fn the_0_1_0_spellings_still_run_with_a_warning_naming_the_new_one() {
         "--set",
         "env.max_turns=6",
         "--set",
-        "layer=16",
+        "agent.layer=16",
         "--set",
-        "batch_size=8",
+        "agent.batch_size=8",
         "--set",
-        "capacity=64",
+        "agent.capacity=64",
         "--obs",
         "one-hot",
     ];
@@ -937,6 +937,15 @@ fn the_0_1_0_spellings_still_run_with_a_warning_naming_the_new_one() {
         &[&["hunt", "train", "--agents", "2", "--worlds", "1"][..], &hunt].concat(),
         &[&["hunt", "train", "--num-agents", "2", "--num-worlds", "1"][..], &hunt].concat(),
         "is spelt `--num-worlds`",
+    );
+    // A config key renamed since 0.1.0 (the learner's keys nest under `agent` now).
+    let base =
+        ["hunt", "train", "--epochs", "1", "--record-every", "0", "--set", "env.max_turns=5"];
+    same_run(
+        "renamed-hunt-keys",
+        &[&base[..], &["--set", "layer=16", "--set", "capacity=64"]].concat(),
+        &[&base[..], &["--set", "agent.layer=16", "--set", "agent.capacity=64"]].concat(),
+        "warning: --set layer=16: `layer` is now `agent.layer`",
     );
     let allo = ["--map", "builtin:rooms-2-3", "--num-eigenvectors", "3", "--batch-size", "32"];
     same_run(

@@ -25,7 +25,7 @@ fn tiny(kind: RunKind, root: &Path) -> String {
             "map = \"builtin:rooms-2-3\"\nnum_samples = 800\nnum_envs = 20\nmax_episode_length = 40\nsteps = 6\neval_every = 2\n[learner]\nbatch_size = 16\nhidden = [16]\nnum_eigenvectors = 3"
         }
         "hunt" => {
-            "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0"
+            "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nagent.layer = 16\nagent.batch_size = 8\nagent.capacity = 64\nenv.num_agents = 2\nrecord_every = 0"
         }
         "actdyn" => "steps = 40\n[eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
         "actdyn-compare" => {

@@ -127,6 +127,21 @@ fn launch<T: Send>(
                         if let Some(why) = pending {
                             return Flow::Break(why);
                         }
+                        // A renamed key: Python's own warning, whatever `progress` is.
+                        if t.total == 0
+                            && let Some(msg) = t.status.strip_prefix("warning: ")
+                        {
+                            let warned = Python::attach(|py| {
+                                let msg = std::ffi::CString::new(msg.replace('\0', " "))
+                                    .unwrap_or_default();
+                                let category = py.get_type::<pyo3::exceptions::PyFutureWarning>();
+                                PyErr::warn(py, &category, &msg, 1)
+                            });
+                            return match warned {
+                                Ok(()) => Flow::Continue(()),
+                                Err(e) => Flow::Break(format!("a warning raised {}", keep(e))),
+                            };
+                        }
                         let Some(cb) = &progress else { return Flow::Continue(()) };
                         let called =
                             Python::attach(|py| cb.call1(py, (t.done, t.total, t.unit, t.status)));

@@ -291,8 +291,8 @@ def test_a_run_past_the_memory_budget_is_refused_before_its_folder(tmp_path):
     # naming the field and the estimate, and nothing is written.
     with pytest.raises(ValueError, match=r"policy\.horizon.*GiB"):
         kestrel.actdyn.run(preset="e2", out_dir=tmp_path, policy={"horizon": 1048576})
-    with pytest.raises(ValueError, match="capacity"):
-        kestrel.hunt.train(out_dir=tmp_path, capacity=30_000_000)
+    with pytest.raises(ValueError, match="agent.capacity"):
+        kestrel.hunt.train(out_dir=tmp_path, agent={"capacity": 30_000_000})
     assert list(pathlib.Path(tmp_path).iterdir()) == []
 
 
@@ -501,21 +501,57 @@ def test_wandb_gets_the_metrics_under_their_names(tmp_path, monkeypatch):
     assert [s for s, _ in logged] == res.metrics["global_step"].astype(int).tolist()
     np.testing.assert_allclose([v["best"] for _, v in logged], res.metrics["best"], rtol=1e-6)
     monkeypatch.undo()
-    # ...and the real wandb, offline, writes its run file beside the run's.
+    # ...and the real wandb, offline, writes its run file beside the run's, holding every
+    # metrics line under its step (read back record by record).
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     res = kestrel.evo.run(strategy="snes", problem="rastrigin", num_dims=4, generations=10, out_dir=tmp_path,
                           logger="wandb", progress=None)
     (run_file,) = list((res.dir / "wandb").glob("offline-run-*/run-*.wandb"))
-    assert run_file.stat().st_size > 0
+    rows = {row["_step"]: row for row in _wandb_history(run_file)}
+    assert sorted(rows) == res.metrics["global_step"].astype(int).tolist()
+    np.testing.assert_allclose([rows[s]["best"] for s in sorted(rows)], res.metrics["best"], rtol=1e-6)
+    np.testing.assert_allclose([rows[s]["sigma"] for s in sorted(rows)], res.metrics["sigma"], rtol=1e-6)
+
+
+def _wandb_history(path):
+    """The history rows of an offline `.wandb` file: W&B's log format (a 7-byte file header,
+    then 32 KiB blocks of records, each a 7-byte header (CRC, length, type: 1 whole, 2 first,
+    3 middle, 4 last) and a fragment of a protobuf `Record`)."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", data[:7]
+    pos, buf, rows = 7, b"", []
+    while pos + 7 <= len(data):
+        left = 32768 - pos % 32768
+        _crc, n, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if left < 7 or (kind == 0 and n == 0):
+            pos += left  # the block's zero padding
+            continue
+        buf += data[pos + 7:pos + 7 + n]
+        pos += 7 + n
+        if kind in (1, 4):
+            rec = pb.Record.FromString(buf)
+            buf = b""
+            if rec.HasField("history"):
+                rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in rec.history.item})
+    return rows
 
 
 def test_the_treasurehunt_mp_preset_from_python(tmp_path):
     cfg = kestrel.config("hunt", preset="treasurehunt_mp")
-    assert cfg["env"]["num_agents"] == 5 and cfg["env"]["items"] == ["gem"] and cfg["batch_size"] == 256
-    res = kestrel.hunt.train(preset="treasurehunt_mp", epochs=2, layer=16, batch_size=8, record_every=0,
-                             out_dir=tmp_path, progress=None)
+    assert cfg["env"]["num_agents"] == 5 and cfg["env"]["items"] == ["gem"] and cfg["agent"]["batch_size"] == 256
+    res = kestrel.hunt.train(preset="treasurehunt_mp", epochs=2, agent={"layer": 16, "batch_size": 8},
+                             record_every=0, out_dir=tmp_path, progress=None)
     assert len(res.metrics["total_reward"]) == 2
+    # The 0.1 spellings of the learner's keys still run, with a FutureWarning naming the new.
+    with pytest.warns(FutureWarning, match=r"`layer` is now `agent\.layer`"):
+        old = kestrel.hunt.train(preset="treasurehunt_mp", epochs=2, layer=16, batch_size=8, record_every=0,
+                                 out_dir=tmp_path, progress=None)
+    assert old.metrics["total_reward"].tolist() == res.metrics["total_reward"].tolist()
     with pytest.raises(ValueError, match="treasurehunt_mp"):
         kestrel.hunt.train(preset="treasurehunt", epochs=2, out_dir=tmp_path)
 

@@ -60,7 +60,8 @@ pub struct FrameReplayConfig {
 }
 
 impl FrameReplayConfig {
-    fn validate(&self) -> Result<(), ReplayError> {
+    /// Checks every setting; errors name the field and value.
+    pub fn validate(&self) -> Result<(), ReplayError> {
         let bad = |field: &'static str, value: String, accepted: &'static str| {
             Err(ReplayError::invalid(field, value, accepted))
         };

@@ -390,28 +390,128 @@ pub fn load_config<T: Serialize + DeserializeOwned + Documented>(
     flags: toml::Table,
     sets: &[String],
 ) -> Result<T, RunError> {
+    Ok(load_config_renamed(defaults, file, flags, sets, &[])?.0)
+}
+
+/// [`load_config`] where some keys were renamed (`(old, new)` dotted paths, [`Renamed`]):
+/// an old key in any layer is read as its new one, and a note per rename is returned for the
+/// front end to show ("`layer` is now `agent.layer`").
+pub fn load_config_renamed<T: Serialize + DeserializeOwned + Documented>(
+    defaults: &T,
+    file: Option<&Path>,
+    mut flags: toml::Table,
+    sets: &[String],
+    renamed: Renamed,
+) -> Result<(T, Vec<String>), RunError> {
     let fields = T::fields();
+    let mut notes = Vec::new();
     let mut table = to_table(defaults)?;
     let mut value: T = check(&table, &ConfigSource::Defaults)?;
     if let Some(path) = file {
-        let layer = read_table(path)?;
+        let mut layer = read_table(path)?;
         let src = ConfigSource::File(path);
+        rename_keys(&mut layer, renamed, &src, &mut notes)?;
         check_keys(&layer, fields, "", fields, &src)?;
         merge(&mut table, layer);
         value = check(&table, &src)?;
     }
     if !flags.is_empty() {
+        rename_keys(&mut flags, renamed, &ConfigSource::Flags, &mut notes)?;
         check_keys(&flags, fields, "", fields, &ConfigSource::Flags)?;
         merge(&mut table, flags);
         value = check(&table, &ConfigSource::Flags)?;
     }
-    for (s, t) in parse_overrides(sets)? {
+    for (s, mut t) in parse_overrides(sets)? {
         let src = ConfigSource::Set(&s);
+        rename_keys(&mut t, renamed, &src, &mut notes)?;
         check_keys(&t, fields, "", fields, &src)?;
         merge(&mut table, t);
         value = check(&table, &src)?;
     }
-    Ok(value)
+    Ok((value, notes))
+}
+
+/// Config keys renamed since the last release, `(old, new)` as dotted paths; the old
+/// spelling is read as the new one, with a note, for one minor release (CHANGELOG.md).
+pub type Renamed = &'static [(&'static str, &'static str)];
+
+/// `table` with its renamed keys at their new paths (as a run reads it), for comparing a
+/// table a front end set with a config a run wrote.
+pub fn with_new_keys(table: &toml::Table, renamed: Renamed) -> toml::Table {
+    let mut t = table.clone();
+    let _ = rename_keys(&mut t, renamed, &ConfigSource::Flags, &mut Vec::new());
+    t
+}
+
+/// Moves each old key of `layer` to its new path, noting it; both given is an error naming
+/// the two.
+fn rename_keys(
+    layer: &mut toml::Table,
+    renamed: Renamed,
+    src: &ConfigSource<'_>,
+    notes: &mut Vec<String>,
+) -> Result<(), RunError> {
+    fn take(t: &mut toml::Table, path: &[&str]) -> Option<toml::Value> {
+        match path {
+            [] => None,
+            [last] => t.remove(*last),
+            [first, rest @ ..] => {
+                let toml::Value::Table(sub) = t.get_mut(*first)? else { return None };
+                let v = take(sub, rest);
+                if sub.is_empty() {
+                    t.remove(*first);
+                }
+                v
+            }
+        }
+    }
+    fn has(t: &toml::Table, path: &[&str]) -> bool {
+        match path {
+            [] => false,
+            [last] => t.contains_key(*last),
+            [first, rest @ ..] => {
+                matches!(t.get(*first), Some(toml::Value::Table(s)) if has(s, rest))
+            }
+        }
+    }
+    fn put(t: &mut toml::Table, path: &[&str], v: toml::Value) {
+        match path {
+            [] => {}
+            [last] => {
+                t.insert(last.to_string(), v);
+            }
+            [first, rest @ ..] => {
+                let sub = t
+                    .entry(first.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                if let toml::Value::Table(sub) = sub {
+                    put(sub, rest, v);
+                }
+            }
+        }
+    }
+    for (old, new) in renamed {
+        let (o, n): (Vec<&str>, Vec<&str>) = (old.split('.').collect(), new.split('.').collect());
+        if !has(layer, &o) {
+            continue;
+        }
+        if has(layer, &n) {
+            return Err(config_error(
+                src,
+                format!(
+                    "`{old}` and `{new}` both given: `{old}` is the old spelling of `{new}`; keep one"
+                ),
+            ));
+        }
+        if let Some(v) = take(layer, &o) {
+            put(layer, &n, v);
+            notes.push(format!(
+                "{}: `{old}` is now `{new}` (the old spelling is accepted until 0.3.0)",
+                src.name()
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

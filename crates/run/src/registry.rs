@@ -114,6 +114,11 @@ impl RunKind {
         self.0.presets()
     }
 
+    /// The config keys renamed since the last release ([`Run::RENAMED`]).
+    pub fn renamed(self) -> crate::config::Renamed {
+        self.0.renamed()
+    }
+
     /// Its default config as a TOML table (what flags' lists are read against and `--help`
     /// shows).
     pub fn defaults_table(self) -> Result<toml::Table, RunError> {
@@ -227,6 +232,7 @@ trait Entry: Sync {
     fn resumable(&self) -> bool;
     fn budget_fields(&self) -> &'static str;
     fn presets(&self) -> &'static [&'static str];
+    fn renamed(&self) -> crate::config::Renamed;
     fn defaults_table(&self) -> Result<toml::Table, RunError>;
     fn evaluated_elsewhere(&self) -> bool;
     fn metrics(&self) -> &'static [&'static str];
@@ -278,6 +284,9 @@ impl<R: Run> Entry for Of<R> {
     }
     fn presets(&self) -> &'static [&'static str] {
         R::PRESETS
+    }
+    fn renamed(&self) -> crate::config::Renamed {
+        R::RENAMED
     }
     fn defaults_table(&self) -> Result<toml::Table, RunError> {
         crate::config::to_table(&R::defaults(None))

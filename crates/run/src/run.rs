@@ -5,7 +5,7 @@
 //! (`crate::registry`), which lists them; it imports neither.
 
 use crate::base::RunError;
-use crate::config::load_config;
+use crate::config::load_config_renamed;
 use crate::launch::{Launch, Outcome};
 use kestrel_core::{Budget, Documented, Key};
 use kestrel_evo::{EvalKeys, Problem};
@@ -38,6 +38,17 @@ pub trait Run {
     /// `defaults(None)`: kinds whose defaults depend on some of their own keys (MPPI: the
     /// system fixes the noise size and the bounds) read those from it; the rest ignore it.
     fn defaults(first: Option<&Self::Config>) -> Self::Config;
+
+    /// Config keys renamed since the last release (`(old, new)` dotted paths): read as the new
+    /// ones with a warning until the next minor release ([`crate::config::load_config_renamed`]).
+    const RENAMED: crate::config::Renamed = &[];
+
+    /// A preset fitted to the config its first pass read, as [`Run::defaults`] fits the
+    /// defaults (the hunt's learner takes its world's frame size); as it is by default.
+    fn fit(preset: Self::Config, first: Option<&Self::Config>) -> Self::Config {
+        let _ = first;
+        preset
+    }
 
     /// Named base configs a run can start from instead of the defaults (actdyn's `e1`, `e2`).
     const PRESETS: &'static [&'static str] = &[];
@@ -197,7 +208,18 @@ impl Layers<'_> {
 /// the first pass implies. Resuming, the run folder's `config.toml` is read first (over the
 /// defaults) and the layers apply over it; the run then compares it with its checkpoint.
 pub fn load<R: Run>(layers: Layers<'_>, resume: Option<&Path>) -> Result<R::Config, RunError> {
+    Ok(load_noted::<R>(layers, resume)?.0)
+}
+
+/// [`load`], with a note for each renamed key it read ([`Run::RENAMED`]), once each.
+pub fn load_noted<R: Run>(
+    layers: Layers<'_>,
+    resume: Option<&Path>,
+) -> Result<(R::Config, Vec<String>), RunError> {
     let Layers { preset, file, table, sets } = layers;
+    let read = |defaults: &R::Config, file: Option<&Path>, table: toml::Table, sets: &[String]| {
+        load_config_renamed(defaults, file, table, sets, R::RENAMED)
+    };
     let preset = match preset {
         None => None,
         Some(p) if resume.is_some() => {
@@ -219,7 +241,7 @@ pub fn load<R: Run>(layers: Layers<'_>, resume: Option<&Path>) -> Result<R::Conf
         })?),
     };
     let defaults = |first: Option<&R::Config>| match &preset {
-        Some(p) => p.clone(),
+        Some(p) => R::fit(p.clone(), first),
         None => R::defaults(first),
     };
     if let Some(folder) = resume {
@@ -233,12 +255,15 @@ pub fn load<R: Run>(layers: Layers<'_>, resume: Option<&Path>) -> Result<R::Conf
             });
         }
         let saved = folder.join("config.toml");
-        let first = load_config(&R::defaults(None), Some(&saved), toml::Table::new(), &[])?;
-        let base = load_config(&R::defaults(Some(&first)), Some(&saved), toml::Table::new(), &[])?;
-        return load_config(&base, file, table.clone(), sets);
+        let (first, _) = read(&R::defaults(None), Some(&saved), toml::Table::new(), &[])?;
+        let (base, mut notes) =
+            read(&R::defaults(Some(&first)), Some(&saved), toml::Table::new(), &[])?;
+        let (c, more) = read(&base, file, table.clone(), sets)?;
+        notes.extend(more);
+        return Ok((c, notes));
     }
-    let first = load_config(&defaults(None), file, table.clone(), sets)?;
-    load_config(&defaults(Some(&first)), file, table.clone(), sets)
+    let (first, _) = read(&defaults(None), file, table.clone(), sets)?;
+    read(&defaults(Some(&first)), file, table.clone(), sets)
 }
 
 /// What `R`'s checkpoints under `config` are stamped with and verified against: the kind, the
@@ -264,7 +289,19 @@ pub fn launch<R: Run>(
     resume: Option<&Path>,
     launch: Launch<'_>,
 ) -> Result<Outcome, RunError> {
-    let c = load::<R>(layers, resume)?;
+    let (c, notes) = load_noted::<R>(layers, resume)?;
     checked::<R>(&c)?;
+    for note in notes {
+        // A note tick: the CLI prints it, Python raises it as a FutureWarning.
+        let stop = (launch.progress)(crate::launch::Tick {
+            done: 0,
+            total: 0,
+            unit: "",
+            status: &format!("warning: {note}"),
+        });
+        if let std::ops::ControlFlow::Break(why) = stop {
+            return Err(RunError::Stopped(why));
+        }
+    }
     R::run(c, resume, launch)
 }

@@ -420,7 +420,8 @@ impl Sweep {
         let path = folder.join("config.toml");
         let saved: toml::Table = toml::from_str(&crate::base::read_text(&path)?)
             .map_err(|e| tampered(&path, &cell.id, &format!("not TOML: {}", e.message())))?;
-        if let Some(key) = first_difference(&cell.table, &saved, "") {
+        let keys = crate::config::with_new_keys(&cell.table, self.spec.kind.renamed());
+        if let Some(key) = first_difference(&keys, &saved, "") {
             return Err(tampered(&path, &cell.id, &format!("its `{key}` differs from the cell's")));
         }
         Ok(CellStatus::Done(folder))
@@ -956,7 +957,7 @@ checkpoint_every = 20
             ),
             base(
                 "hunt",
-                "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0",
+                "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nagent.layer = 16\nagent.batch_size = 8\nagent.capacity = 64\nenv.num_agents = 2\nrecord_every = 0",
             ),
             base(
                 "actdyn",
@@ -1007,7 +1008,7 @@ checkpoint_every = 20
         );
         let src = source(
             RunKind::named("hunt"),
-            "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nlayer = 16\nbatch_size = 8\ncapacity = 64\nenv.num_agents = 2\nrecord_every = 0",
+            "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nagent.layer = 16\nagent.batch_size = 8\nagent.capacity = 64\nenv.num_agents = 2\nrecord_every = 0",
         );
         let play = format!("run = \"{}\"\nepochs = 2", src.display());
         let specs: Vec<String> = specs
@@ -1062,7 +1063,7 @@ checkpoint_every = 20
     #[test]
     fn cells_start_from_the_specs_preset() {
         let out = tmp("preset");
-        let text = "kind = \"hunt\"\nseeds = 1\npreset = \"treasurehunt_mp\"\n[base]\nepochs = 2\nlayer = 16\nbatch_size = 8\nrecord_every = 0";
+        let text = "kind = \"hunt\"\nseeds = 1\npreset = \"treasurehunt_mp\"\n[base]\nepochs = 2\nrecord_every = 0\n[base.agent]\nlayer = 16\nbatch_size = 8";
         let s = Sweep::plan(text, "spec.toml", &out).unwrap();
         s.create().unwrap();
         let mut p = crate::launch::quiet;

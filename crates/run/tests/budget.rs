@@ -124,12 +124,12 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
     ),
     (
         RunKind::of::<runs::hunt::Hunt>(),
-        "env.num_agents = 1\nenv.obs = \"one-hot\"\ncapacity = 50000\nepochs = 2\nrecord_every = 0",
+        "env.num_agents = 1\nenv.obs = \"one-hot\"\nagent.capacity = 50000\nepochs = 2\nrecord_every = 0",
         Some("epochs=3"),
     ),
     (
         RunKind::of::<runs::hunt::Hunt>(),
-        "layer = 512\nbatch_size = 256\nnum_worlds = 4\nepochs = 1\nrecord_every = 0",
+        "agent.layer = 512\nagent.batch_size = 256\nnum_worlds = 4\nepochs = 1\nrecord_every = 0",
         Some("epochs=2"),
     ),
     (
@@ -216,7 +216,7 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
     };
     let hunt = source(
         RunKind::of::<runs::hunt::Hunt>(),
-        "env.num_agents = 1\nenv.obs = \"one-hot\"\ncapacity = 50000\nepochs = 2\nrecord_every = 0",
+        "env.num_agents = 1\nenv.obs = \"one-hot\"\nagent.capacity = 50000\nepochs = 2\nrecord_every = 0",
     );
     let actdyn = source(
         RunKind::of::<runs::actdyn::Actdyn>(),
@@ -291,7 +291,7 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
         (
             RunKind::of::<runs::hunt_play::HuntPlay>(),
             hunt,
-            "capacity = 2000000",
+            "agent.capacity = 2000000",
             ("capacity = 2000000", "capacity = 3000000"),
             "capacity",
         ),
@@ -367,7 +367,12 @@ const BOUNDARY: &[(RunKind, &str, &str, &str)] = &[
         "[learner]\nhidden = [8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192]",
         "learner.hidden",
     ),
-    (RunKind::of::<runs::hunt::Hunt>(), "capacity = 2000000", "capacity = 3000000", "capacity"),
+    (
+        RunKind::of::<runs::hunt::Hunt>(),
+        "agent.capacity = 2000000",
+        "agent.capacity = 3000000",
+        "agent.capacity",
+    ),
     (
         RunKind::of::<runs::actdyn::Actdyn>(),
         "[policy]\nkind = \"icem\"\nmetric = \"action-cost\"\nhorizon = 30000",

@@ -1,9 +1,9 @@
 //! The treasure-hunt trainer: thread-count independence, exact resume, bookkeeping.
 
 use kestrel_envs::treasure::{TreasureObs, TreasureParams};
-use kestrel_run::runs::hunt::{HuntConfig, HuntTrainer, TurnOrder};
+use kestrel_run::runs::hunt::{HuntRunConfig, HuntTrainer, TurnOrder};
 
-fn small(order: TurnOrder) -> HuntConfig {
+fn small(order: TurnOrder) -> HuntRunConfig {
     let world = TreasureParams {
         height: 9,
         width: 9,
@@ -12,18 +12,19 @@ fn small(order: TurnOrder) -> HuntConfig {
         max_turns: 20,
         ..TreasureParams::default()
     };
-    let mut c = HuntConfig::sorrel(world);
-    c.worlds = 3;
-    c.iqn.layer = 24;
-    c.iqn.batch_size = 9;
-    c.iqn.capacity = 128;
-    c.iqn.sync_epochs = 2;
+    let mut c = HuntRunConfig::default().with_frames_of(&world);
+    c.env = world;
+    c.num_worlds = 3;
+    c.agent.layer = 24;
+    c.agent.batch_size = 9;
+    c.agent.capacity = 128;
+    c.agent.sync_epochs = 2;
     c.updates_per_turn = 0.5;
     c.order = order;
     c
 }
 
-fn run(cfg: &HuntConfig, threads: usize, epochs: u64) -> (HuntTrainer, Vec<String>) {
+fn run(cfg: &HuntRunConfig, threads: usize, epochs: u64) -> (HuntTrainer, Vec<String>) {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     pool.install(|| {
         let mut h = HuntTrainer::new(cfg.clone(), 7).unwrap();
@@ -73,7 +74,7 @@ fn a_resumed_run_continues_exactly() {
     }
     // A checkpoint of another shape is refused with the tensor named.
     let mut other = cfg.clone();
-    other.iqn.layer = 25;
+    other.agent.layer = 25;
     let e = HuntTrainer::load_checkpoint(other, &dir).unwrap_err();
     assert!(e.to_string().contains("head.weight"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -111,10 +112,10 @@ fn rewards_reported_are_the_rewards_stored() {
 #[test]
 fn bad_settings_are_errors() {
     let mut c = small(TurnOrder::Sequential);
-    c.iqn.frame_dim = 10;
+    c.agent.frame_dim = 10;
     let e = HuntTrainer::new(c, 0).unwrap_err();
-    assert!(e.to_string().contains("iqn.frame_dim = 10"), "{e}");
+    assert!(e.to_string().contains("agent.frame_dim = 10"), "{e}");
     let mut c = small(TurnOrder::Sequential);
-    c.worlds = 0;
+    c.num_worlds = 0;
     assert!(HuntTrainer::new(c, 0).is_err());
 }

@@ -112,7 +112,7 @@ impl OfflineConfig {
 
 /// The config of the run in `dir`, read as that run read it (`super::source_config`).
 fn source(dir: &Path) -> Result<ActdynConfig, RunError> {
-    super::source_config(dir, &ActdynConfig::default(), Actdyn::COMMAND)
+    super::source_config::<Actdyn>(dir)
 }
 
 /// The `actdyn-retrain` run kind.

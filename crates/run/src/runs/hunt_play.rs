@@ -35,7 +35,7 @@ impl Default for HuntPlayConfig {
 
 /// The training config of the run in `dir`, read as that run read it (`super::source_config`).
 fn source(dir: &Path) -> Result<HuntRunConfig, RunError> {
-    super::source_config(dir, &HuntRunConfig::default(), Hunt::COMMAND)
+    super::source_config::<Hunt>(dir)
 }
 
 /// The `hunt-play` run kind.

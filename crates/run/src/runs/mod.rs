@@ -109,20 +109,24 @@ pub(crate) fn packing(
     }
 }
 
-/// The config of the finished run in `dir`, read from its `config.toml` over `defaults` as that
-/// run read it: what a kind that reads another run's folder (`run` in its config) starts from.
-/// An empty `dir` is an error saying to set `run` to a `kestrel {command}` folder.
-pub(crate) fn source_config<T>(dir: &Path, defaults: &T, command: &str) -> Result<T, RunError>
-where
-    T: serde::Serialize + serde::de::DeserializeOwned + kestrel_core::Documented,
-{
+/// The config of the finished `R` run in `dir`, read from its `config.toml` as that run read
+/// it: what a kind that reads another run's folder (`run` in its config) starts from. An
+/// empty `dir` is an error saying to set `run` to a `kestrel <R's command>` folder.
+pub(crate) fn source_config<R: crate::run::Run>(dir: &Path) -> Result<R::Config, RunError> {
     if dir.as_os_str().is_empty() {
         return Err(RunError::Config {
             source_name: "run".into(),
-            message: format!("no run folder: set `run` to the `kestrel {command}` folder to read"),
+            message: format!(
+                "no run folder: set `run` to the `kestrel {}` folder to read",
+                R::COMMAND
+            ),
         });
     }
-    crate::config::load_config(defaults, Some(&dir.join("config.toml")), toml::Table::new(), &[])
+    // As the run itself reads it (its renamed keys, its defaults fitted to the file's).
+    let file = dir.join("config.toml");
+    let table = toml::Table::new();
+    let layers = crate::run::Layers { preset: None, file: Some(&file), table: &table, sets: &[] };
+    crate::run::load::<R>(layers, None)
 }
 
 /// Next power of two at or above `x` (a `Vec` grown by pushing).

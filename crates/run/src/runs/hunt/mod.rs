@@ -5,9 +5,11 @@
 //! turns and updates over the worlds, its checkpoints: `trainer.rs`); the world and the IQN
 //! learners are `kestrel-envs`' and `kestrel-agents`' parts.
 
+mod config;
 mod trainer;
 
-pub use trainer::{HuntAgent, HuntConfig, HuntEpochStats, HuntTrainer, TurnOrder};
+pub use config::{HuntRunConfig, TurnOrder};
+pub use trainer::{HuntAgent, HuntEpochStats, HuntTrainer};
 
 use crate::base::{COMMIT, RunError};
 use crate::launch::{Checkpoints, Launch, Outcome, finish};
@@ -18,163 +20,10 @@ use crate::summary::Summary;
 use kestrel_agents::AgentError;
 use kestrel_core::Budget;
 use kestrel_core::FromInvalid;
-use kestrel_envs::treasure::TreasureObs;
 use kestrel_envs::treasure::TreasureParams;
 use kestrel_plot::{Anchor, LinePlot, Series, Sketch};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::Path;
-
-/// `kestrel hunt train`'s config: the world, the learners and the run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kestrel_core::Documented)]
-#[serde(deny_unknown_fields)]
-pub struct HuntRunConfig {
-    /// The world: the env registry's `TreasureHunt-v0` params (`kestrel config
-    /// TreasureHunt-v0`; `env.max_turns` is the epoch's length).
-    #[documented(nested)]
-    pub env: TreasureParams,
-    /// Independent worlds played at once.
-    pub num_worlds: usize,
-    /// Gradient steps per agent after every epoch (sorrel: 1).
-    pub updates_per_epoch: usize,
-    /// Extra gradient steps per agent per turn (a ratio, e.g. 0.25).
-    pub updates_per_turn: f64,
-    /// Turn order.
-    pub order: TurnOrder,
-    /// Hidden width of the IQN.
-    pub layer: usize,
-    /// Gradient-step batch.
-    pub batch_size: usize,
-    /// Replay frames per agent and world.
-    pub capacity: usize,
-    /// n-step returns (sorrel: 1-step).
-    pub n_step: usize,
-    /// Prioritised replay (α 0.6, β 0.4).
-    pub prioritized: bool,
-    /// Adam learning rate (sorrel: 2.5e-4).
-    pub lr: f64,
-    /// ε at the start (sorrel: 0.6).
-    pub epsilon: f64,
-    /// ε ← ε (1 − epsilon_decay) after every epoch (sorrel: 0.0005).
-    pub epsilon_decay: f64,
-    /// Floor of ε (sorrel: 0, none).
-    pub epsilon_min: f64,
-    /// Discount (sorrel: 0.99).
-    pub gamma: f64,
-    /// Soft target update rate after every gradient step (sorrel: 0.001).
-    pub tau: f64,
-    /// Hard copy to the target network every this many epochs (sorrel: 200; 0: never).
-    pub sync_epochs: u64,
-    /// Quantile samples per state, for the prediction and for the target (sorrel: 12).
-    pub num_quantiles: usize,
-    /// Epochs in total (sorrel's default run is 1,001: its loop runs epochs + 1).
-    pub epochs: u64,
-    /// Seed.
-    pub seed: u64,
-    /// Record an epoch's frames every this many epochs (0: never).
-    pub record_every: u64,
-    /// Checkpoint every this many epochs (0: only at the end).
-    pub checkpoint_every: u64,
-}
-
-impl Default for HuntRunConfig {
-    fn default() -> Self {
-        // The agent's knobs at sorrel's values, from the one place they are written.
-        let iqn = kestrel_agents::iqn::IqnConfig::sorrel(0, 4);
-        HuntRunConfig {
-            lr: iqn.lr,
-            epsilon: iqn.epsilon,
-            epsilon_decay: iqn.epsilon_decay,
-            epsilon_min: iqn.epsilon_min,
-            gamma: iqn.gamma,
-            tau: iqn.tau,
-            sync_epochs: iqn.sync_epochs,
-            num_quantiles: iqn.num_quantiles,
-            // sorrel's main.py observes RGB.
-            env: TreasureParams { obs: TreasureObs::Rgb, ..TreasureParams::default() },
-            num_worlds: 1,
-            updates_per_epoch: 1,
-            updates_per_turn: 0.0,
-            order: TurnOrder::Sequential,
-            layer: 250,
-            batch_size: 64,
-            capacity: 1024,
-            n_step: 1,
-            prioritized: false,
-            epochs: 1001,
-            seed: 0,
-            record_every: 50,
-            checkpoint_every: 100,
-        }
-    }
-}
-
-impl HuntRunConfig {
-    /// sorrel's `treasurehunt_mp` experiment (`sorrel/examples/treasurehunt_mp/main.py` on the
-    /// `stag_hunt` branch at `2a24efc`, the working version; reference §2.5), in its sequential
-    /// mode: a 10 × 10 world, 5 agents, gems only (value 10, spawn probability 0.02), vision
-    /// radius 2, 50 turns an epoch, 1,000 epochs, batch 256, buffer 1,024, learning rate
-    /// 2.5e-4, ε from 1 decaying by 0.001 per epoch with no floor (its `epsilon_min: 0.00`),
-    /// one gradient step per agent per epoch, soft target updates (τ 0.001) and a hard copy
-    /// every 200 epochs. Its IQN discounts by `GAMMA ** n_step` = 0.99³ while storing 1-step
-    /// rewards, so `gamma` is 0.970299 here. Left as Kestrel's: the observation (its one-hot
-    /// has a Sand channel and sums the two layers; Kestrel's is sorrel 1.6.0's), acting with
-    /// 12 quantile samples (it acts greedily on 256), and learning in step with the turns
-    /// (its multiprocessing learners run continuously, about 0.064 steps per agent per turn
-    /// by its own measurement on one agent: set `updates_per_turn` to emulate that).
-    pub fn treasurehunt_mp() -> Self {
-        HuntRunConfig {
-            env: TreasureParams {
-                height: 10,
-                width: 10,
-                num_agents: 5,
-                items: vec![kestrel_envs::TreasureItem::Gem],
-                gem_value: 10.0,
-                spawn_prob: 0.02,
-                vision_radius: 2,
-                obs: TreasureObs::OneHot,
-                max_turns: 50,
-                ..TreasureParams::default()
-            },
-            epochs: 1000,
-            batch_size: 256,
-            capacity: 1024,
-            lr: 2.5e-4,
-            epsilon: 1.0,
-            epsilon_decay: 0.001,
-            epsilon_min: 0.0,
-            gamma: 0.970299,
-            ..HuntRunConfig::default()
-        }
-    }
-
-    /// The trainer's config (sorrel's defaults with this run's settings), validated (the world
-    /// by [`HuntConfig::validate`]).
-    pub fn hunt_config(&self) -> Result<HuntConfig, AgentError> {
-        let mut c = HuntConfig::sorrel(self.env.clone());
-        c.worlds = self.num_worlds;
-        c.updates_per_epoch = self.updates_per_epoch;
-        c.updates_per_turn = self.updates_per_turn;
-        c.order = self.order;
-        c.iqn.layer = self.layer;
-        c.iqn.batch_size = self.batch_size;
-        c.iqn.capacity = self.capacity;
-        c.iqn.n_step = self.n_step;
-        c.iqn.lr = self.lr;
-        c.iqn.epsilon = self.epsilon;
-        c.iqn.epsilon_decay = self.epsilon_decay;
-        c.iqn.epsilon_min = self.epsilon_min;
-        c.iqn.gamma = self.gamma;
-        c.iqn.tau = self.tau;
-        c.iqn.sync_epochs = self.sync_epochs;
-        c.iqn.num_quantiles = self.num_quantiles;
-        if self.prioritized {
-            c.iqn.prioritized = Some(kestrel_replay::Prioritized::default());
-        }
-        c.validate()?;
-        Ok(c)
-    }
-}
 
 /// What a hunt run reports through `observe`.
 pub enum HuntEvent<'a> {
@@ -204,7 +53,7 @@ pub struct HuntRun {
 impl HuntRun {
     /// A fresh run.
     pub fn new(config: HuntRunConfig) -> Result<Self, AgentError> {
-        let hunt = HuntTrainer::new(config.hunt_config()?, config.seed)?;
+        let hunt = HuntTrainer::new(config.clone(), config.seed)?;
         Ok(HuntRun { config, hunt })
     }
 
@@ -250,12 +99,13 @@ impl HuntRunConfig {
     pub fn budget(&self, threads: usize) -> Budget {
         let fd = self.env.obs_len() as f64;
         let sd = 5.0 * fd;
-        let (l, bt, c) = (self.layer as f64, self.batch_size as f64, self.capacity as f64);
+        let (l, bt, c) =
+            (self.agent.layer as f64, self.agent.batch_size as f64, self.agent.capacity as f64);
         let e = &self.env;
         let (agents, worlds, turns) =
             (e.num_agents as f64, self.num_worlds as f64, e.max_turns as f64);
         let (height, width) = (e.height as f64, e.width as f64);
-        let q = self.num_quantiles as f64;
+        let q = self.agent.num_quantiles as f64;
         let rq = q * bt;
         let p = 2.0 * l * l + l * (sd + 78.0) + 10.0;
         let k = l * l + 6.0 * l + 5.0;
@@ -282,22 +132,25 @@ impl HuntRunConfig {
         add("run folder", "fixed".into(), 4.0 * 1048576.0);
         add(
             "IQN learners: parameters, targets, Adam, batch frames (iqn.rs)",
-            format!("{per}, layer = {}, batch_size = {}, {view}", self.layer, self.batch_size),
+            format!(
+                "{per}, agent.layer = {}, agent.batch_size = {}, {view}",
+                self.agent.layer, self.agent.batch_size
+            ),
             agents * learner,
         );
         add(
             "replay buffers (replay/frames.rs)",
             format!(
-                "{per}, capacity = {}, num_worlds = {}, {view}",
-                self.capacity, self.num_worlds
+                "{per}, agent.capacity = {}, num_worlds = {}, {view}",
+                self.agent.capacity, self.num_worlds
             ),
             agents * replay,
         );
         add(
             "IQN workspaces and agent buffers (iqn.rs, hunt.rs)",
             format!(
-                "{per}, layer = {}, batch_size = {}, num_quantiles = {}, num_worlds = {}",
-                self.layer, self.batch_size, self.num_quantiles, self.num_worlds
+                "{per}, agent.layer = {}, agent.batch_size = {}, agent.num_quantiles = {}, num_worlds = {}",
+                self.agent.layer, self.agent.batch_size, self.agent.num_quantiles, self.num_worlds
             ),
             agents * (ws + bufs),
         );
@@ -313,7 +166,7 @@ impl HuntRunConfig {
             * (1048576.0 + 1024.0 * (l + 31.0) + 2048.0 * l);
         add(
             "thread-local kernel buffers",
-            format!("threads = {threads}, layer = {}", self.layer),
+            format!("threads = {threads}, agent.layer = {}", self.agent.layer),
             kernels,
         );
         let record = if self.record_every > 0 {
@@ -349,8 +202,8 @@ impl HuntRunConfig {
                     (
                         "checkpoint of one agent, written or read back (hunt.rs)",
                         format!(
-                            "capacity = {}, num_worlds = {}, layer = {}",
-                            self.capacity, self.num_worlds, self.layer
+                            "agent.capacity = {}, num_worlds = {}, agent.layer = {}",
+                            self.agent.capacity, self.num_worlds, self.agent.layer
                         ),
                         ckpt,
                     ),
@@ -399,7 +252,7 @@ impl Resumable for HuntRun {
         Ok(HuntRun::new(c.clone())?)
     }
     fn load(c: &HuntRunConfig, set: &Path) -> Result<Self, RunError> {
-        let hunt = HuntTrainer::load_checkpoint(c.hunt_config()?, set)?;
+        let hunt = HuntTrainer::load_checkpoint(c.clone(), set)?;
         Ok(HuntRun { config: c.clone(), hunt })
     }
     fn done(&self) -> u64 {
@@ -421,9 +274,20 @@ impl Run for Hunt {
     const CURVE: &'static str = "total_reward";
     type Config = HuntRunConfig;
 
-    fn defaults(_: Option<&HuntRunConfig>) -> HuntRunConfig {
-        HuntRunConfig::default()
+    /// sorrel's defaults, the learner's frame size its world's (`env.obs`, `env.vision_radius`
+    /// as the first pass read them).
+    fn defaults(first: Option<&HuntRunConfig>) -> HuntRunConfig {
+        Self::fit(HuntRunConfig::default(), first)
     }
+
+    fn fit(preset: HuntRunConfig, first: Option<&HuntRunConfig>) -> HuntRunConfig {
+        match first {
+            Some(f) => preset.with_frames_of(&f.env),
+            None => preset,
+        }
+    }
+
+    const RENAMED: crate::config::Renamed = config::RENAMED;
 
     const PRESETS: &'static [&'static str] = &["treasurehunt_mp"];
 
@@ -446,7 +310,7 @@ impl Run for Hunt {
     }
 
     fn validate(c: &HuntRunConfig) -> Result<(), RunError> {
-        c.hunt_config()?;
+        c.validate()?;
         Ok(())
     }
 
@@ -474,7 +338,7 @@ pub fn run(
         open::<HuntRun>(&mut launch, &c, resume, &name, c.seed)?;
     let r = (|| -> Result<String, RunError> {
         let c = run.config().clone();
-        let world = run.hunt.cfg.world.clone();
+        let world = run.hunt.cfg.env.clone();
         let episodes = dir.join("episodes");
         std::fs::create_dir_all(&episodes)
             .map_err(|e| RunError::io(&episodes, "cannot create", e))?;
@@ -592,57 +456,79 @@ mod tests {
     /// name before any work.
     #[test]
     fn defaults_are_sorrels_and_bad_configs_are_refused() {
+        use kestrel_agents::iqn::IqnConfig;
+        use kestrel_envs::treasure::{TreasureObs, TreasureParams};
         for obs in [TreasureObs::Rgb, TreasureObs::OneHot] {
             let env = TreasureParams { obs, ..TreasureParams::default() };
-            let run = HuntRunConfig { env: env.clone(), ..HuntRunConfig::default() };
-            assert_eq!(run.hunt_config().unwrap(), HuntConfig::sorrel(env), "{obs:?}");
+            let run = HuntRunConfig::default().with_frames_of(&env);
+            assert_eq!(run.agent, IqnConfig::sorrel(env.obs_len(), 4), "{obs:?}");
         }
+        // The frame size follows the world's observation as the config is read.
+        let t: toml::Table = "[env]\nobs = \"one-hot\"\nvision_radius = 4".parse().unwrap();
+        let c = crate::run::load::<Hunt>(crate::run::Layers::table(&t), None).unwrap();
+        assert_eq!(c.agent.frame_dim, c.env.obs_len());
         let d = HuntRunConfig::default;
         let no_agents = TreasureParams { num_agents: 0, ..d().env };
         let e = HuntRun::new(HuntRunConfig { env: no_agents, ..d() }).err().unwrap();
         assert!(e.to_string().contains("num_agents"), "{e}");
         // A wider view is a bigger observation: the learners and the budget follow it.
-        let wide = HuntRunConfig { env: TreasureParams { vision_radius: 4, ..d().env }, ..d() };
-        assert_eq!(wide.hunt_config().unwrap().iqn.frame_dim, 9 * 9 * 3);
+        let wide_env = TreasureParams { vision_radius: 4, ..d().env };
+        let wide = d().with_frames_of(&wide_env);
+        let wide = HuntRunConfig { env: wide_env, ..wide };
+        assert_eq!(wide.agent.frame_dim, 9 * 9 * 3);
         assert!(wide.budget(2).total() > d().budget(2).total());
         let b = HuntRunConfig::default().budget(2);
         assert!(b.total() < 128 << 20, "{}", b.describe(4));
-        let c = HuntRunConfig { capacity: 100_000_000, ..HuntRunConfig::default() };
+        let c = HuntRunConfig { agent: IqnConfig { capacity: 100_000_000, ..d().agent }, ..d() };
         let e = c.budget(2).check().unwrap_err().to_string();
-        assert!(e.contains("capacity = 100000000"), "{e}");
+        assert!(e.contains("agent.capacity = 100000000"), "{e}");
     }
 
-    /// Every agent knob of the run config reaches the learners, and a bad one is refused by
-    /// its name.
+    /// The learner's keys are `agent.*`; their 0.1 top-level spellings are read as them with a
+    /// warning naming the new key (a config file, `--set`, a Python keyword), and giving both
+    /// is an error; a bad value is refused by its new name.
     #[test]
-    fn agent_knobs_reach_the_learners() {
-        let c = HuntRunConfig {
-            lr: 1e-3,
-            epsilon: 1.0,
-            epsilon_decay: 0.001,
-            epsilon_min: 0.01,
-            gamma: 0.95,
-            tau: 0.01,
-            sync_epochs: 50,
-            num_quantiles: 8,
-            ..HuntRunConfig::default()
-        };
-        let iqn = c.hunt_config().unwrap().iqn;
-        assert_eq!(
-            (iqn.lr, iqn.epsilon, iqn.epsilon_decay, iqn.epsilon_min),
-            (1e-3, 1.0, 0.001, 0.01)
+    fn the_learners_keys_nest_under_agent_and_the_old_ones_still_read() {
+        use crate::run::{Layers, load, load_noted};
+        let new: toml::Table =
+            "[agent]\nlr = 0.001\nepsilon = 1.0\nnum_quantiles = 8\nprioritized = true"
+                .parse()
+                .unwrap();
+        let old: toml::Table =
+            "lr = 0.001\nepsilon = 1.0\nnum_quantiles = 8\nprioritized = true".parse().unwrap();
+        let a = load::<Hunt>(Layers::table(&new), None).unwrap();
+        let (b, notes) = load_noted::<Hunt>(Layers::table(&old), None).unwrap();
+        assert_eq!(a, b);
+        assert_eq!((a.agent.lr, a.agent.epsilon, a.agent.num_quantiles), (0.001, 1.0, 8));
+        assert_eq!(a.agent.prioritized, Some(kestrel_replay::Prioritized::default()));
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert!(
+            notes.iter().any(|n| n.contains("`lr` is now `agent.lr`") && n.contains("0.3.0")),
+            "{notes:?}"
         );
-        assert_eq!((iqn.gamma, iqn.tau, iqn.sync_epochs, iqn.num_quantiles), (0.95, 0.01, 50, 8));
-        for (bad, name) in [
-            (HuntRunConfig { lr: f64::NAN, ..HuntRunConfig::default() }, "lr"),
-            (HuntRunConfig { epsilon: 1.5, ..HuntRunConfig::default() }, "epsilon"),
-            (HuntRunConfig { num_quantiles: 0, ..HuntRunConfig::default() }, "num_quantiles"),
+        let sets = ["layer=32".to_string()];
+        let l = Layers { preset: None, file: None, table: &toml::Table::new(), sets: &sets };
+        let (c, notes) = load_noted::<Hunt>(l, None).unwrap();
+        assert_eq!(c.agent.layer, 32);
+        assert!(notes[0].starts_with("--set layer=32: `layer` is now `agent.layer`"), "{notes:?}");
+        let both: toml::Table = "lr = 0.001\n[agent]\nlr = 0.002".parse().unwrap();
+        let e = load::<Hunt>(Layers::table(&both), None).unwrap_err().to_string();
+        assert!(e.contains("`lr` and `agent.lr` both given"), "{e}");
+        for (text, name) in [
+            ("[agent]\nlr = nan", "agent.lr"),
+            ("[agent]\nepsilon = 1.5", "agent.epsilon"),
+            ("[agent]\nnum_quantiles = 0", "agent.num_quantiles"),
+            ("[agent]\nprioritized = 3", "prioritized: false, true"),
         ] {
-            let e = bad.hunt_config().unwrap_err().to_string();
-            assert!(e.contains(name), "{e}");
+            let t: toml::Table = text.parse().unwrap();
+            let e = crate::registry::RunKind::named("hunt").check(Layers::table(&t), "t");
+            let e = e.unwrap_err().to_string();
+            assert!(e.contains(name), "{text}: {e}");
         }
         // More quantiles, more memory.
-        let wide = HuntRunConfig { num_quantiles: 64, ..HuntRunConfig::default() };
+        let wide =
+            load::<Hunt>(Layers::table(&"[agent]\nnum_quantiles = 64".parse().unwrap()), None)
+                .unwrap();
         assert!(wide.budget(2).total() > HuntRunConfig::default().budget(2).total());
     }
 }

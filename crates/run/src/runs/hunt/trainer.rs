@@ -15,89 +15,14 @@
 //! Every random draw comes from a key derived from the seed and the draw's role, epoch,
 //! turn, world and agent, so results do not depend on the number of threads.
 
+use super::config::{HuntRunConfig, TurnOrder};
 use kestrel_agents::AgentError;
-use kestrel_agents::iqn::{IqnConfig, IqnLearner};
+use kestrel_agents::iqn::IqnLearner;
 use kestrel_core::FromInvalid;
 use kestrel_core::Key;
-use kestrel_envs::treasure::{TreasureDraws, TreasureHunt, TreasureParams, TreasureState};
+use kestrel_envs::treasure::{TreasureDraws, TreasureHunt, TreasureState};
 use kestrel_replay::FrameReplay;
 use rayon::prelude::*;
-
-/// How agents take their turns (config spelling `sequential`, `simultaneous`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TurnOrder {
-    /// sorrel's rule: agent `a` observes after agents `0..a` moved.
-    #[default]
-    Sequential,
-    /// All agents observe the turn's start and choose at once (parallel across agents); moves
-    /// are still applied in list order.
-    Simultaneous,
-}
-
-/// A treasure-hunt training run's settings.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HuntConfig {
-    /// World settings (size, agents, values, spawn probability, observation encoding).
-    pub world: TreasureParams,
-    /// Independent worlds played at once (1, as sorrel).
-    pub worlds: usize,
-    /// Turns per epoch (100).
-    pub turns: u32,
-    /// Gradient steps per agent at the end of every epoch (1).
-    pub updates_per_epoch: usize,
-    /// Extra gradient steps per agent per turn (0).
-    pub updates_per_turn: f64,
-    /// Agent settings (shared by all agents; each has its own parameters).
-    pub iqn: IqnConfig,
-    /// Turn order.
-    pub order: TurnOrder,
-}
-
-impl HuntConfig {
-    /// sorrel 1.6.0's treasure-hunt example for `world` (its `main.py` uses `rgb`).
-    pub fn sorrel(world: TreasureParams) -> Self {
-        let iqn = IqnConfig::sorrel(world.obs_len(), 4);
-        HuntConfig {
-            worlds: 1,
-            turns: world.max_turns,
-            updates_per_epoch: 1,
-            updates_per_turn: 0.0,
-            iqn,
-            order: TurnOrder::Sequential,
-            world,
-        }
-    }
-
-    /// Checks every setting.
-    pub fn validate(&self) -> Result<(), AgentError> {
-        self.world.validate()?;
-        self.iqn.validate()?;
-        let bad = |field: &'static str, value: String, accepted: &'static str| {
-            Err(AgentError::invalid(field, value, accepted))
-        };
-        if self.worlds == 0 {
-            return bad("worlds", "0".into(), "at least 1");
-        }
-        if self.turns == 0 {
-            return bad("turns", "0".into(), "at least 1");
-        }
-        if !(self.updates_per_turn.is_finite() && self.updates_per_turn >= 0.0) {
-            return bad("updates_per_turn", self.updates_per_turn.to_string(), "finite and >= 0");
-        }
-        if self.iqn.frame_dim != self.world.obs_len() {
-            return bad(
-                "iqn.frame_dim",
-                self.iqn.frame_dim.to_string(),
-                "the world's observation length",
-            );
-        }
-        if self.iqn.actions != 4 {
-            return bad("iqn.actions", self.iqn.actions.to_string(), "4 (up, down, left, right)");
-        }
-        Ok(())
-    }
-}
 
 /// What one epoch did.
 #[derive(Clone, Debug, PartialEq)]
@@ -141,7 +66,7 @@ impl HuntAgent {
 #[derive(Clone, Debug)]
 pub struct HuntTrainer {
     /// Settings.
-    pub cfg: HuntConfig,
+    pub cfg: HuntRunConfig,
     /// Agents.
     pub agents: Vec<HuntAgent>,
     /// Epochs completed.
@@ -162,24 +87,24 @@ const INIT: u64 = 5;
 
 impl HuntTrainer {
     /// A fresh run from `seed`: agent `a`'s parameters come from `key(INIT, a)`.
-    pub fn new(cfg: HuntConfig, seed: u64) -> Result<Self, AgentError> {
+    pub fn new(cfg: HuntRunConfig, seed: u64) -> Result<Self, AgentError> {
         cfg.validate()?;
         let key = Key::new(seed);
-        let n = cfg.world.num_agents;
-        let sd = cfg.iqn.state_dim();
+        let n = cfg.env.num_agents;
+        let sd = cfg.agent.state_dim();
         let agents = (0..n)
             .map(|a| {
                 let learner =
-                    IqnLearner::new(cfg.iqn.clone(), key.fold_in(INIT).fold_in(a as u64))?;
-                let buffers = (0..cfg.worlds)
-                    .map(|_| FrameReplay::new(cfg.iqn.replay()))
+                    IqnLearner::new(cfg.agent.clone(), key.fold_in(INIT).fold_in(a as u64))?;
+                let buffers = (0..cfg.num_worlds)
+                    .map(|_| FrameReplay::new(cfg.agent.replay()))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(HuntAgent {
                     learner,
                     buffers,
-                    states: vec![0.0; cfg.worlds * sd],
-                    frames: vec![0.0; cfg.worlds * cfg.iqn.frame_dim],
-                    actions: vec![0; cfg.worlds],
+                    states: vec![0.0; cfg.num_worlds * sd],
+                    frames: vec![0.0; cfg.num_worlds * cfg.agent.frame_dim],
+                    actions: vec![0; cfg.num_worlds],
                     loss_sum: 0.0,
                     loss_n: 0,
                 })
@@ -205,8 +130,8 @@ impl HuntTrainer {
     fn begin(&mut self) {
         let e = self.epoch;
         let kw = self.key.fold_in(WORLD).fold_in(e);
-        self.worlds = (0..self.cfg.worlds)
-            .map(|w| TreasureHunt::new_world(&self.cfg.world, &mut kw.fold_in(w as u64).rng()))
+        self.worlds = (0..self.cfg.num_worlds)
+            .map(|w| TreasureHunt::new_world(&self.cfg.env, &mut kw.fold_in(w as u64).rng()))
             .collect();
         for ag in &mut self.agents {
             ag.learner.start_epoch(e);
@@ -219,9 +144,9 @@ impl HuntTrainer {
 
     /// Observes agent `a` in every world and builds its stacked states.
     fn observe(&mut self, a: usize) -> Result<(), AgentError> {
-        let p = &self.cfg.world;
-        let fd = self.cfg.iqn.frame_dim;
-        let sd = self.cfg.iqn.state_dim();
+        let p = &self.cfg.env;
+        let fd = self.cfg.agent.frame_dim;
+        let sd = self.cfg.agent.state_dim();
         let ag = &mut self.agents[a];
         for (w, s) in self.worlds.iter().enumerate() {
             let f = &mut ag.frames[w * fd..(w + 1) * fd];
@@ -233,8 +158,8 @@ impl HuntTrainer {
 
     /// Applies agent `a`'s chosen actions in every world and stores the transitions.
     fn apply(&mut self, a: usize, last: bool) -> Result<(), AgentError> {
-        let p = &self.cfg.world;
-        let fd = self.cfg.iqn.frame_dim;
+        let p = &self.cfg.env;
+        let fd = self.cfg.agent.frame_dim;
         let ag = &mut self.agents[a];
         for (w, s) in self.worlds.iter_mut().enumerate() {
             let act = ag.actions[w];
@@ -267,12 +192,12 @@ impl HuntTrainer {
         let n = self.agents.len();
         let epsilon: Vec<f64> = self.agents.iter().map(|a| a.learner.epsilon).collect();
         let mut step = 0u64;
-        for t in 0..self.cfg.turns {
-            let last = t + 1 == self.cfg.turns;
+        for t in 0..self.cfg.env.max_turns {
+            let last = t + 1 == self.cfg.env.max_turns;
             let ks = self.key.fold_in(SPAWN).fold_in(e).fold_in(t as u64);
             for (w, s) in self.worlds.iter_mut().enumerate() {
                 TreasureHunt::spawn(
-                    &self.cfg.world,
+                    &self.cfg.env,
                     s,
                     &mut TreasureDraws(ks.fold_in(w as u64).rng()),
                 );
@@ -316,12 +241,12 @@ impl HuntTrainer {
             }
         }
         // Final observations: the episode was truncated by the turn limit.
-        let fd = self.cfg.iqn.frame_dim;
+        let fd = self.cfg.agent.frame_dim;
         for a in 0..n {
             let ag = &mut self.agents[a];
             for (w, s) in self.worlds.iter().enumerate() {
                 let f = &mut ag.frames[w * fd..(w + 1) * fd];
-                TreasureHunt::observe(&self.cfg.world, s, a, f);
+                TreasureHunt::observe(&self.cfg.env, s, a, f);
                 ag.buffers[w].push_final(f)?;
             }
         }
@@ -331,7 +256,7 @@ impl HuntTrainer {
         }
         let stats = HuntEpochStats {
             epoch: e,
-            reward: self.rewards.iter().map(|r| r / self.cfg.worlds as f64).collect(),
+            reward: self.rewards.iter().map(|r| r / self.cfg.num_worlds as f64).collect(),
             loss: self
                 .agents
                 .iter()
@@ -358,8 +283,8 @@ impl HuntTrainer {
         h.epoch = 0;
         for ag in &mut h.agents {
             ag.learner.epsilon = 0.0;
-            ag.buffers = (0..h.cfg.worlds)
-                .map(|_| FrameReplay::new(h.cfg.iqn.replay()))
+            ag.buffers = (0..h.cfg.num_worlds)
+                .map(|_| FrameReplay::new(h.cfg.agent.replay()))
                 .collect::<Result<_, _>>()?;
         }
         h.cfg.updates_per_epoch = 0;
@@ -462,7 +387,7 @@ impl HuntTrainer {
 
     /// Resumes a run saved by [`HuntTrainer::save_checkpoint`] under `cfg` (the run's own settings;
     /// shapes and counts are checked).
-    pub fn load_checkpoint(cfg: HuntConfig, dir: &std::path::Path) -> Result<Self, AgentError> {
+    pub fn load_checkpoint(cfg: HuntRunConfig, dir: &std::path::Path) -> Result<Self, AgentError> {
         let mut h = HuntTrainer::new(cfg, 0)?;
         let hp = dir.join("hunt.safetensors");
         let hf = kestrel_nn::load_safetensors::<f64>(&hp)?;
@@ -513,7 +438,7 @@ impl HuntTrainer {
                 let scalar = |n: &str| {
                     rf.metadata.get(&format!("world{w}.{n}")).and_then(|v| v.parse().ok())
                 };
-                *b = FrameReplay::restore(h.cfg.iqn.replay(), array, scalar)
+                *b = FrameReplay::restore(h.cfg.agent.replay(), array, scalar)
                     .map_err(|e| bad_ckpt(&rp, format!("world {w}: {e}")))?;
             }
         }
@@ -528,22 +453,36 @@ mod tests {
     /// Each setting sorrel's config could get wrong is refused by name with its value.
     #[test]
     fn bad_settings_are_named_with_their_values() {
-        let good = HuntConfig::sorrel(TreasureParams::default());
+        use kestrel_agents::iqn::IqnConfig;
+        use kestrel_envs::treasure::TreasureParams;
+        let good = HuntRunConfig::default();
         good.validate().unwrap();
-        let cases: [(HuntConfig, &str); 5] = [
-            (HuntConfig { worlds: 0, ..good.clone() }, "worlds = 0"),
-            (HuntConfig { turns: 0, ..good.clone() }, "turns = 0"),
-            (HuntConfig { updates_per_turn: f64::NAN, ..good.clone() }, "updates_per_turn = NaN"),
+        let cases: [(HuntRunConfig, &str); 5] = [
+            (HuntRunConfig { num_worlds: 0, ..good.clone() }, "num_worlds = 0"),
             (
-                HuntConfig {
-                    world: TreasureParams { vision_radius: 3, ..good.world.clone() },
+                HuntRunConfig {
+                    env: TreasureParams { max_turns: 0, ..good.env.clone() },
                     ..good.clone()
                 },
-                "iqn.frame_dim",
+                "max_turns",
             ),
             (
-                HuntConfig { iqn: IqnConfig { actions: 5, ..good.iqn.clone() }, ..good.clone() },
-                "iqn.actions = 5",
+                HuntRunConfig { updates_per_turn: f64::NAN, ..good.clone() },
+                "updates_per_turn = NaN",
+            ),
+            (
+                HuntRunConfig {
+                    env: TreasureParams { vision_radius: 3, ..good.env.clone() },
+                    ..good.clone()
+                },
+                "agent.frame_dim",
+            ),
+            (
+                HuntRunConfig {
+                    agent: IqnConfig { actions: 5, ..good.agent.clone() },
+                    ..good.clone()
+                },
+                "agent.actions = 5",
             ),
         ];
         for (c, want) in cases {
