@@ -46,10 +46,16 @@ pub enum MethodKind {
     Ggdo,
 }
 
-/// Hyper-parameters. [`AlloConfig::paper`] is the paper's 12-environment setting.
-#[derive(Clone, Debug, PartialEq)]
+/// Hyper-parameters. [`AlloConfig::paper`] (the [`Default`]) is the paper's 12-environment
+/// setting, [`AlloConfig::ggdo`] its GGDO baseline. A run's config nests it whole
+/// (`kestrel allo train`'s `[learner]`).
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, kestrel_core::Documented,
+)]
+#[serde(deny_unknown_fields)]
 pub struct AlloConfig {
-    /// ALLO or GGDO.
+    /// `allo` or `ggdo` (the method's defaults: barrier 0.5 rising by 0.01, or 2.0 fixed and
+    /// no duals).
     pub method: MethodKind,
     /// Components learned.
     pub num_eigenvectors: usize,
@@ -61,7 +67,8 @@ pub struct AlloConfig {
     pub lr: f64,
     /// Discount of the future-state offset.
     pub discount: f64,
-    /// Replay sampling convention.
+    /// The episodic replay's sampling rules, `paper-code` or `asymexp` (its independent states
+    /// exclude an episode's last).
     pub convention: EpisodicRuleKind,
     /// Initial barrier coefficient b.
     pub barrier_init: f64,
@@ -79,6 +86,12 @@ pub struct AlloConfig {
     pub q_error_update_rate: f64,
     /// Run the encoder once over the distinct states of a batch.
     pub dedup: bool,
+}
+
+impl Default for AlloConfig {
+    fn default() -> Self {
+        AlloConfig::paper()
+    }
 }
 
 impl AlloConfig {

@@ -786,7 +786,7 @@ fn sweep_runs_every_cell_skips_finished_ones_and_tabulates() {
     let spec = dir.join("maps.toml");
     std::fs::write(
         &spec,
-        "kind = \"allo\"\nseeds = 2\n[base]\nnum_samples = 2000\nbatch_size = 64\nnum_eigenvectors = 4\nsteps = 20\neval_every = 10\n\
+        "kind = \"allo\"\nseeds = 2\n[base]\nnum_samples = 2000\nlearner.batch_size = 64\nlearner.num_eigenvectors = 4\nsteps = 20\neval_every = 10\n\
          [grid]\nmap = [\"builtin:rooms-2-5\", \"builtin:open-6\"]\n",
     )
     .unwrap();

@@ -19,7 +19,7 @@ fn tiny(kind: RunKind, root: &Path) -> String {
         "mppi-tune" => "generations = 2\npop_size = 4\n[run]\nsteps = 5",
         "mppi-qd" => "generations = 2\nbatch_size = 4\n[run]\nsteps = 4",
         "allo" => {
-            "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 6\neval_every = 2"
+            "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nlearner.batch_size = 16\nlearner.num_eigenvectors = 3\nsteps = 6\neval_every = 2"
         }
         "allo-asymexp" => {
             "map = \"builtin:rooms-2-3\"\nnum_samples = 800\nnum_envs = 20\nmax_episode_length = 40\nsteps = 6\neval_every = 2\n[learner]\nbatch_size = 16\nhidden = [16]\nnum_eigenvectors = 3"

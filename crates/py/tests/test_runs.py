@@ -463,8 +463,8 @@ def test_optimize_logs_each_generation_and_bad_loggers_are_refused(tmp_path):
 
 
 def test_a_resumed_run_logs_only_the_steps_after_its_checkpoint(tmp_path):
-    small = dict(map="builtin:rooms-2-5", num_samples=2000, batch_size=32, num_eigenvectors=3, eval_every=10,
-                 checkpoint_every=20)
+    small = dict(map="builtin:rooms-2-5", num_samples=2000, learner={"batch_size": 32, "num_eigenvectors": 3},
+                 eval_every=10, checkpoint_every=20)
     seen = []
 
     class Rec:
@@ -562,8 +562,9 @@ def test_allo_and_asymexps_allo_run_from_python_with_their_own_defaults(tmp_path
     does not apply is refused by name before any folder exists, and a 0.1 `profile="asymexp"`
     call says what to write instead."""
     shared = dict(out_dir=tmp_path, threads=1, progress=None)
-    paper = kestrel.allo.train(steps=4, num_samples=2000, batch_size=32, eval_every=2, **shared)
-    ggdo = kestrel.allo.train(method="ggdo", steps=4, num_samples=2000, batch_size=32, eval_every=2, **shared)
+    paper = kestrel.allo.train(steps=4, num_samples=2000, learner={"batch_size": 32}, eval_every=2, **shared)
+    ggdo = kestrel.allo.train(learner={"method": "ggdo", "batch_size": 32}, steps=4, num_samples=2000, eval_every=2,
+                              **shared)
     small = dict(num_samples=20 * 40, steps=10, eval_every=5, log_every=5, num_envs=20, max_episode_length=40)
     thr = kestrel.allo.asymexp(**small, learner={"batch_size": 32, "hidden": [16, 16]}, **shared)
     fin = kestrel.allo.asymexp(**small, learner={"version": "final", "batch_size": 32, "hidden": [16, 16]},

@@ -2,6 +2,7 @@
 //! `kestrel allo train` uses, with events delivered to a closure. Run:
 //! `cargo run --release -p kestrel-run --example allo_run`.
 
+use kestrel_agents::allo::AlloConfig;
 use kestrel_run::runs::allo::{AlloEvent, AlloRun, AlloRunConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -9,8 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         map: "builtin:rooms-2-4".into(),
         steps: 2000,
         num_samples: 100_000,
-        batch_size: 256,
-        num_eigenvectors: 6,
+        learner: AlloConfig { batch_size: 256, num_eigenvectors: 6, ..AlloConfig::paper() },
         eval_every: 500,
         checkpoint_every: 0,
         ..AlloRunConfig::default()

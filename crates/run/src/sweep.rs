@@ -878,8 +878,8 @@ seeds = [3]
 [base]
 map = "builtin:rooms-2-5"
 num_samples = 2000
-batch_size = 64
-num_eigenvectors = 4
+learner.batch_size = 64
+learner.num_eigenvectors = 4
 steps = 40
 eval_every = 10
 checkpoint_every = 20
@@ -953,7 +953,7 @@ checkpoint_every = 20
             base("mppi-qd", "generations = 2\nbatch_size = 4\n[base.run]\nsteps = 4"),
             base(
                 "allo",
-                "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nbatch_size = 16\nnum_eigenvectors = 3\nsteps = 4\neval_every = 2",
+                "map = \"builtin:rooms-2-5\"\nnum_samples = 500\nlearner.batch_size = 16\nlearner.num_eigenvectors = 3\nsteps = 4\neval_every = 2",
             ),
             base(
                 "hunt",

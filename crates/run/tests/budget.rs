@@ -104,12 +104,12 @@ const MEASURED: &[(RunKind, &str, Option<&str>)] = &[
     ),
     (
         RunKind::of::<runs::allo::AlloTrain>(),
-        "map = \"builtin:maze-25-0\"\nnum_eigenvectors = 8\nbatch_size = 64\nnum_samples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
+        "map = \"builtin:maze-25-0\"\nlearner.num_eigenvectors = 8\nlearner.batch_size = 64\nnum_samples = 100000\nsteps = 20\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=21"),
     ),
     (
         RunKind::of::<runs::allo::AlloTrain>(),
-        "map = \"builtin:maze-20-0\"\nnum_eigenvectors = 64\nbatch_size = 256\nnum_samples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
+        "map = \"builtin:maze-20-0\"\nlearner.num_eigenvectors = 64\nlearner.batch_size = 256\nnum_samples = 20000000\nsteps = 10\neval_every = 10\ncheckpoint_every = 0",
         Some("steps=11"),
     ),
     (

@@ -19,7 +19,7 @@ use kestrel_core::FromInvalid;
 use kestrel_core::{Budget, Key};
 use kestrel_envs::GridMap;
 use kestrel_plot::Heatmaps;
-use kestrel_replay::{EpisodicReplay, EpisodicRuleKind};
+use kestrel_replay::EpisodicReplay;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -37,40 +37,21 @@ pub struct AlloRunConfig {
     /// A map file or `builtin:NAME` (open-N, rooms-K-N, four-rooms, maze-N-SEED), as
     /// `GridWorld-v0` spells it, in the paper code's text format.
     pub map: String,
-    /// Method: `allo` or `ggdo`.
-    pub method: MethodKind,
-    /// Eigenvectors learnt (the paper's d).
-    pub num_eigenvectors: usize,
-    /// Rows per sub-batch.
-    pub batch_size: usize,
+    /// The learner (`kestrel_agents::allo::AlloConfig`, whole): the method, the paper's d,
+    /// the encoder, the batch, the rates; its defaults the method's (`learner.method =
+    /// "ggdo"` alone gives GGDO's barrier).
+    #[documented(nested)]
+    pub learner: AlloConfig,
     /// Transition samples collected, in 50-step episodes (the paper's 12-map study: 3,000,000).
     pub num_samples: usize,
     /// Gradient steps in total (a resumed run's included).
     pub steps: u64,
     /// Seed (data, initialisation and batches).
     pub seed: u64,
-    /// Initial barrier coefficient (absent: the method's, 0.5 for ALLO, 2.0 for GGDO).
-    pub barrier: Option<f64>,
-    /// Barrier increase rate (absent: the method's, 0.01 / 0).
-    pub lr_barrier: Option<f64>,
-    /// Adam's learning rate.
-    #[serde(default = "paper_lr")]
-    pub lr: f64,
-    /// The future-state offset's discount.
-    #[serde(default = "paper_discount")]
-    pub discount: f64,
-    /// Hidden widths of the encoder.
-    #[serde(default = "paper_hidden")]
-    pub hidden: Vec<usize>,
-    /// The episodic replay's sampling rules, `paper-code` or `asymexp` (its independent states
-    /// exclude an episode's last).
-    #[serde(default)]
-    pub convention: EpisodicRuleKind,
     /// Evaluate the cosine similarity every this many steps.
     pub eval_every: u64,
     /// Log the loss terms and the duals every this many steps (`metrics.jsonl`, written off
     /// the training thread; paper: every evaluation).
-    #[serde(default = "paper_log_every")]
     pub log_every: u64,
     /// Checkpoint every this many steps (0: only at the end).
     pub checkpoint_every: u64,
@@ -80,67 +61,38 @@ pub struct AlloRunConfig {
     pub asymexp: Option<toml::Table>,
 }
 
-fn paper_lr() -> f64 {
-    1e-3
-}
-fn paper_discount() -> f64 {
-    0.9
-}
-fn paper_hidden() -> Vec<usize> {
-    vec![256; 3]
-}
-fn paper_log_every() -> u64 {
-    1000
-}
-
 impl Default for AlloRunConfig {
     fn default() -> Self {
         AlloRunConfig {
             profile: None,
             map: "builtin:rooms-2-5".into(),
-            method: MethodKind::Allo,
-            num_eigenvectors: 11,
-            batch_size: 1024,
+            learner: AlloConfig::paper(),
             num_samples: 3_000_000,
             steps: 20_000,
             seed: 0,
-            barrier: None,
-            lr_barrier: None,
-            lr: paper_lr(),
-            discount: paper_discount(),
-            hidden: paper_hidden(),
-            convention: EpisodicRuleKind::PaperCode,
             eval_every: 1000,
-            log_every: paper_log_every(),
+            log_every: 1000,
             checkpoint_every: 10_000,
             asymexp: None,
         }
     }
 }
 
-impl AlloRunConfig {
-    /// The learner's config (the method's defaults with this run's settings), validated.
-    pub fn learner_config(&self) -> Result<AlloConfig, AgentError> {
-        let mut cfg = match self.method {
-            MethodKind::Allo => AlloConfig::paper(),
-            MethodKind::Ggdo => AlloConfig::ggdo(),
-        };
-        cfg.num_eigenvectors = self.num_eigenvectors;
-        cfg.batch_size = self.batch_size;
-        cfg.lr = self.lr;
-        cfg.discount = self.discount;
-        cfg.hidden = self.hidden.clone();
-        cfg.convention = self.convention;
-        if let Some(b) = self.barrier {
-            cfg.barrier_init = b;
-        }
-        if let Some(l) = self.lr_barrier {
-            cfg.lr_barrier = l;
-        }
-        cfg.validate()?;
-        Ok(cfg)
-    }
+/// The learner's keys, top-level until 0.2.0 (`batch_size` is `learner.batch_size`, `barrier`
+/// `learner.barrier_init`, ...): read with a warning until 0.3.0.
+const RENAMED: crate::config::Renamed = &[
+    ("method", "learner.method"),
+    ("num_eigenvectors", "learner.num_eigenvectors"),
+    ("batch_size", "learner.batch_size"),
+    ("barrier", "learner.barrier_init"),
+    ("lr_barrier", "learner.lr_barrier"),
+    ("lr", "learner.lr"),
+    ("discount", "learner.discount"),
+    ("hidden", "learner.hidden"),
+    ("convention", "learner.convention"),
+];
 
+impl AlloRunConfig {
     /// Checks everything that needs no map: sizes and intervals.
     pub fn validate(&self) -> Result<(), AgentError> {
         // A 0.1 folder's `config.toml` holds `profile = "paper"` and the `[asymexp]` defaults:
@@ -149,7 +101,14 @@ impl AlloRunConfig {
         if !paper || self.asymexp.as_ref().is_some_and(|t| *t != old_asymexp_defaults()) {
             return Err(removed_profile(self));
         }
-        self.learner_config()?;
+        // The learner's fields by their path in this config.
+        self.learner.validate().map_err(|e| match e {
+            AgentError::Invalid(mut i) => {
+                i.field = format!("learner.{}", i.field).into();
+                AgentError::Invalid(i)
+            }
+            other => other,
+        })?;
         if self.log_every == 0 {
             return Err(AgentError::invalid("log_every", 0, "at least 1"));
         }
@@ -247,10 +206,10 @@ impl AlloRun {
     fn prepare(c: &AlloRunConfig) -> Result<(Arc<GridMap>, AlloConfig, GroundTruth), AgentError> {
         c.validate()?;
         let map = Arc::new(GridMap::resolve(&c.map)?);
-        if c.num_eigenvectors > map.num_states() {
+        if c.learner.num_eigenvectors > map.num_states() {
             return Err(AgentError::invalid(
-                "num_eigenvectors",
-                c.num_eigenvectors,
+                "learner.num_eigenvectors",
+                c.learner.num_eigenvectors,
                 format!("at most the map's {} states", map.num_states()),
             ));
         }
@@ -261,8 +220,8 @@ impl AlloRun {
                 "at most 10,000 states (the ground truth is a dense eigenproblem)",
             ));
         }
-        let truth = ground_truth(&map, c.num_eigenvectors)?;
-        Ok((map, c.learner_config()?, truth))
+        let truth = ground_truth(&map, c.learner.num_eigenvectors)?;
+        Ok((map, c.learner.clone(), truth))
     }
 
     /// The config.
@@ -335,17 +294,17 @@ impl AlloRunConfig {
         let _ = threads; // the learner trains on one thread
         let (n, rows, cols) = GridMap::resolve(&self.map)
             .map_or((0.0, 0.0, 0.0), |m| (m.num_states() as f64, m.rows as f64, m.cols as f64));
-        let (d, batch) = (self.num_eigenvectors as f64, self.batch_size as f64);
+        let (d, batch) = (self.learner.num_eigenvectors as f64, self.learner.batch_size as f64);
         let rc = rows * cols;
         let map = format!("map = {:?} ({n} states)", self.map);
-        let md = format!("{map}, num_eigenvectors = {}", self.num_eigenvectors);
+        let md = format!("{map}, learner.num_eigenvectors = {}", self.learner.num_eigenvectors);
         // The encoder: 2 → hidden… → d.
         let mut sizes = vec![2.0];
-        sizes.extend(self.hidden.iter().map(|&h| h as f64));
+        sizes.extend(self.learner.hidden.iter().map(|&h| h as f64));
         sizes.push(d);
         let p: f64 = sizes.windows(2).map(|w| (w[0] + 1.0) * w[1]).sum();
         // Activations and their gradients per row (2050 for the paper's 256-wide layers).
-        let act = 2.0 + 8.0 * self.hidden.iter().fold(0.0f64, |a, &h| a.max(h as f64));
+        let act = 2.0 + 8.0 * self.learner.hidden.iter().fold(0.0f64, |a, &h| a.max(h as f64));
         let mut b = Budget::new();
         let mut add = |what: &'static str, fields: String, bytes: f64| {
             b.add(what, fields, bytes.max(0.0) as u128, 1);
@@ -354,7 +313,7 @@ impl AlloRunConfig {
         add("map (envs/grid.rs)", map.clone(), rc * 5.0 + 8.0 * runs::np2(n) + 16.0 * n);
         add(
             "encoder, Adam state, duals (allo.rs)",
-            format!("num_eigenvectors = {}", self.num_eigenvectors),
+            format!("learner.num_eigenvectors = {}", self.learner.num_eigenvectors),
             16.0 * p + 24.0 * d * d + 4.0 * n,
         );
         // The truth is held by the run, by the training loop and by a drawing thread.
@@ -389,8 +348,8 @@ impl AlloRunConfig {
             (
                 "step buffers (allo.rs)",
                 format!(
-                    "batch_size = {}, num_eigenvectors = {}",
-                    self.batch_size, self.num_eigenvectors
+                    "learner.batch_size = {}, learner.num_eigenvectors = {}",
+                    self.learner.batch_size, self.learner.num_eigenvectors
                 ),
                 step,
             ),
@@ -398,7 +357,7 @@ impl AlloRunConfig {
             // Written at every checkpoint; read back (the file and its tensors) on resume.
             (
                 "checkpoint written or read back (allo.rs)",
-                format!("num_eigenvectors = {}", self.num_eigenvectors),
+                format!("learner.num_eigenvectors = {}", self.learner.num_eigenvectors),
                 24.0 * p + 4096.0,
             ),
         ];
@@ -454,9 +413,17 @@ impl Run for AlloTrain {
     const CURVE: &'static str = "cosine_similarity";
     type Config = AlloRunConfig;
 
-    fn defaults(_: Option<&AlloRunConfig>) -> AlloRunConfig {
-        AlloRunConfig::default()
+    /// The paper's defaults, the learner's those of the method the first pass read (GGDO:
+    /// barrier 2.0, fixed).
+    fn defaults(first: Option<&AlloRunConfig>) -> AlloRunConfig {
+        let learner = match first.map(|c| c.learner.method) {
+            Some(MethodKind::Ggdo) => AlloConfig::ggdo(),
+            _ => AlloConfig::paper(),
+        };
+        AlloRunConfig { learner, ..AlloRunConfig::default() }
     }
+
+    const RENAMED: crate::config::Renamed = RENAMED;
 
     fn without_budget(c: &AlloRunConfig) -> AlloRunConfig {
         AlloRunConfig { steps: 0, ..c.clone() }
@@ -473,7 +440,7 @@ impl Run for AlloTrain {
             &["barrier", "cosine_similarity", "ms_per_step", "steps"],
             &["barrier", "cosine_similarity", "encoder_rows", "graph", "loss"],
         )
-        .columns((0..c.num_eigenvectors).map(|i| format!("dual_{i}")))
+        .columns((0..c.learner.num_eigenvectors).map(|i| format!("dual_{i}")))
     }
 
     fn validate(c: &AlloRunConfig) -> Result<(), RunError> {
@@ -502,7 +469,7 @@ pub fn run(
 ) -> Result<Outcome, RunError> {
     let map = c.map.trim_start_matches("builtin:");
     let map = map.rsplit('/').next().unwrap_or(map).trim_end_matches(".txt");
-    let name = format!("{:?}-{map}", c.method);
+    let name = format!("{:?}-{map}", c.learner.method);
     let (mut run, dir, mut metrics, stamp) =
         open::<AlloRun>(&mut launch, &c, resume, &name, c.seed)?;
     // The curves are drawn from every logged line, the earlier launches' and this one's.
@@ -517,7 +484,7 @@ pub fn run(
         let mut progress = launch.progress(c.steps, "steps");
         let mut drawer = Drawer::new();
         let mut ckpts = Checkpoints::new(dir.path(), stamp, start);
-        let sr = truth.sr_eigenvalues(c.discount);
+        let sr = truth.sr_eigenvalues(c.learner.discount);
         let t0 = std::time::Instant::now();
         {
             run.run(|e| {
@@ -534,7 +501,7 @@ pub fn run(
                             if evaluated {
                                 f["cosine_similarity"] = json!(cosine);
                             }
-                            let d = c.num_eigenvectors;
+                            let d = c.learner.num_eigenvectors;
                             for i in 0..d {
                                 f[format!("dual_{i}")] = json!(duals[i * d + i]);
                             }
@@ -562,7 +529,7 @@ pub fn run(
                         );
                         let (stem, folder) =
                             (dir.join(&format!("eigenvectors-{step}")), dir.path().to_path_buf());
-                        let gamma = c.discount;
+                        let gamma = c.learner.discount;
                         drawer.spawn(move || {
                             heatmaps(&map, &truth, &rep).save(&stem)?;
                             paper_curves(&folder, &hist, &sr, gamma)
@@ -583,10 +550,10 @@ pub fn run(
         let rep = learner.representation();
         let (avg, sims) = truth.cosine_similarity(&rep);
         heatmaps(&map, &truth, &rep).save(&dir.join("eigenvectors"))?;
-        paper_curves(dir.path(), &history, &sr, c.discount)?;
+        paper_curves(dir.path(), &history, &sr, c.learner.discount)?;
         let est = learner.eigenvalue_estimates();
         let per_step = 1e3 * secs / (learner.steps - start).max(1) as f64;
-        let rows: Vec<Vec<String>> = (0..c.num_eigenvectors)
+        let rows: Vec<Vec<String>> = (0..c.learner.num_eigenvectors)
             .map(|i| {
                 vec![
                     format!("{}", i + 1),
@@ -596,7 +563,7 @@ pub fn run(
                 ]
             })
             .collect();
-        Summary::new(format!("allo train: {:?} on {}", c.method, c.map))
+        Summary::new(format!("allo train: {:?} on {}", c.learner.method, c.map))
             .item(
                 "steps",
                 "steps",
@@ -668,6 +635,14 @@ fn heatmaps(map: &GridMap, truth: &GroundTruth, rep: &[f64]) -> Heatmaps {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kestrel_replay::EpisodicRuleKind;
+
+    /// A learner of the paper's defaults with these changes.
+    fn learner(f: impl FnOnce(&mut AlloConfig)) -> AlloConfig {
+        let mut l = AlloConfig::paper();
+        f(&mut l);
+        l
+    }
 
     #[test]
     fn bad_run_configs_are_errors_before_any_work() {
@@ -675,10 +650,13 @@ mod tests {
             AlloRunConfig { eval_every: 0, ..AlloRunConfig::default() },
             AlloRunConfig { steps: 0, ..AlloRunConfig::default() },
             AlloRunConfig { num_samples: usize::MAX, ..AlloRunConfig::default() },
-            AlloRunConfig { num_eigenvectors: 0, ..AlloRunConfig::default() },
+            AlloRunConfig {
+                learner: learner(|l| l.num_eigenvectors = 0),
+                ..AlloRunConfig::default()
+            },
             AlloRunConfig { map: "builtin:maze-499-0".into(), ..AlloRunConfig::default() },
             AlloRunConfig {
-                num_eigenvectors: 60,
+                learner: learner(|l| l.num_eigenvectors = 60),
                 map: "builtin:open-3".into(),
                 ..AlloRunConfig::default()
             },
@@ -687,32 +665,45 @@ mod tests {
         }
     }
 
-    /// The paper profile's learning rate, discount, encoder widths and sampling convention are
-    /// knobs that reach the learner.
+    /// The learner's keys are `learner.*` (the method's defaults under them), its 0.1
+    /// top-level spellings read as them with a warning; its learning rate, discount, encoder
+    /// widths and sampling convention reach the learner; a bad one is refused by its path.
     #[test]
-    fn paper_knobs_reach_the_learner() {
-        let c = AlloRunConfig {
-            lr: 5e-4,
-            discount: 0.5,
-            hidden: vec![32, 16],
-            convention: EpisodicRuleKind::Asymexp,
-            ..AlloRunConfig::default()
-        };
-        let l = c.learner_config().unwrap();
+    fn the_learners_keys_nest_under_learner_and_reach_it() {
+        use crate::run::{Layers, load, load_noted};
+        let t = |s: &str| -> toml::Table { s.parse().unwrap() };
+        let new =
+            t("[learner]\nlr = 5e-4\ndiscount = 0.5\nhidden = [32, 16]\nconvention = \"asymexp\"");
+        let old = t("lr = 5e-4\ndiscount = 0.5\nhidden = [32, 16]\nconvention = \"asymexp\"");
+        let c = load::<AlloTrain>(Layers::table(&new), None).unwrap();
+        let (o, notes) = load_noted::<AlloTrain>(Layers::table(&old), None).unwrap();
+        assert_eq!(c, o);
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        let l = &c.learner;
         assert_eq!(
             (l.lr, l.discount, l.hidden.clone(), l.convention),
             (5e-4, 0.5, vec![32, 16], EpisodicRuleKind::Asymexp)
         );
+        // GGDO's defaults follow its method, from either spelling; `barrier` is `barrier_init`.
+        let g = load::<AlloTrain>(Layers::table(&t("[learner]\nmethod = \"ggdo\"")), None).unwrap();
+        assert_eq!(g.learner, AlloConfig::ggdo());
+        let (g2, _) =
+            load_noted::<AlloTrain>(Layers::table(&t("method = \"ggdo\"\nbarrier = 3.0")), None)
+                .unwrap();
+        assert_eq!(g2.learner, AlloConfig { barrier_init: 3.0, ..AlloConfig::ggdo() });
         let run = AlloRun::new(AlloRunConfig {
             map: "builtin:open-3".into(),
-            num_eigenvectors: 3,
+            learner: AlloConfig { num_eigenvectors: 3, ..c.learner.clone() },
             num_samples: 500,
             ..c
         })
         .unwrap();
         assert_eq!(run.learner().net().num_params(), (2 + 1) * 32 + (32 + 1) * 16 + (16 + 1) * 3);
-        let e = AlloRunConfig { discount: 1.5, ..AlloRunConfig::default() }.validate().unwrap_err();
-        assert!(e.to_string().contains("discount"), "{e}");
+        let e =
+            AlloRunConfig { learner: learner(|l| l.discount = 1.5), ..AlloRunConfig::default() }
+                .validate()
+                .unwrap_err();
+        assert!(e.to_string().contains("learner.discount"), "{e}");
     }
 
     /// Both methods' run folders hold the heat maps, learning curves, dual evolution and
@@ -722,12 +713,12 @@ mod tests {
         let out = std::env::temp_dir().join(format!("kestrel-allo-plots-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
         for method in [MethodKind::Allo, MethodKind::Ggdo] {
+            let base =
+                if method == MethodKind::Ggdo { AlloConfig::ggdo() } else { AlloConfig::paper() };
             let c = AlloRunConfig {
-                method,
+                learner: AlloConfig { batch_size: 32, num_eigenvectors: 4, ..base },
                 num_samples: 2000,
                 steps: 20,
-                batch_size: 32,
-                num_eigenvectors: 4,
                 eval_every: 10,
                 log_every: 5,
                 checkpoint_every: 10,
@@ -759,10 +750,9 @@ mod tests {
         let cfg = AlloRunConfig {
             num_samples: 2000,
             steps: 20,
-            batch_size: 32,
+            learner: learner(|l| (l.batch_size, l.num_eigenvectors) = (32, 4)),
             eval_every: 10,
             checkpoint_every: 10,
-            num_eigenvectors: 4,
             ..AlloRunConfig::default()
         };
         let mut run = AlloRun::new(cfg).unwrap();
