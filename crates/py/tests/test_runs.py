@@ -549,8 +549,8 @@ def test_the_treasurehunt_mp_preset_from_python(tmp_path):
     assert len(res.metrics["total_reward"]) == 2
     # The 0.1 spellings of the learner's keys still run, with a FutureWarning naming the new.
     with pytest.warns(FutureWarning, match=r"`layer` is now `agent\.layer`"):
-        old = kestrel.hunt.train(preset="treasurehunt_mp", epochs=2, layer=16, batch_size=8, record_every=0,
-                                 out_dir=tmp_path, progress=None)
+        old = kestrel.hunt.train(preset="treasurehunt_mp", epochs=2, layer=16, agent={"batch_size": 8},
+                                 record_every=0, out_dir=tmp_path, progress=None)
     assert old.metrics["total_reward"].tolist() == res.metrics["total_reward"].tolist()
     with pytest.raises(ValueError, match="treasurehunt_mp"):
         kestrel.hunt.train(preset="treasurehunt", epochs=2, out_dir=tmp_path)
