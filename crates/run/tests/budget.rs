@@ -303,6 +303,27 @@ fn every_kind_estimates_its_peak_and_refuses_past_the_budget() {
             "policy.horizon",
         ),
     ];
+    // `arc replay` estimates from its traces file: one task per trace line.
+    let lines = |n: usize, name: &str| {
+        let p = std::env::temp_dir()
+            .join(format!("kestrel-budget-{}-{name}.jsonl", std::process::id()));
+        std::fs::write(&p, "{\"task\": \"symmetry-0\", \"pair\": 0, \"actions\": []}\n".repeat(n))
+            .unwrap();
+        p
+    };
+    let (few, many) = (lines(300_000, "few"), lines(450_000, "many"));
+    let replay = RunKind::of::<runs::arc_replay::ArcReplay>();
+    let traces = |p: &std::path::Path| table(&format!("traces = {:?}", p.display().to_string()));
+    let (u, o) = (
+        replay.budget(Layers::table(&traces(&few)), 2),
+        replay.budget(Layers::table(&traces(&many)), 2),
+    );
+    let (u, o) = (u.unwrap(), o.unwrap());
+    assert!(u.total() <= MAX_BYTES, "arc-replay 300,000 traces: {}", u.describe(3));
+    assert!(o.total() > MAX_BYTES, "arc-replay 450,000 traces: {}", o.describe(3));
+    let e = replay.check(Layers::table(&traces(&many)), "test").unwrap_err().to_string();
+    assert!(e.contains("the traces in the file") && e.contains("8 GiB"), "arc-replay: {e}");
+    let _ = (std::fs::remove_file(&few), std::fs::remove_file(&many));
     for (kind, source, under, over, field) in sides {
         let u = folder(source, "under", under, (over.0, over.0));
         let o = folder(source, "over", under, over);
