@@ -102,13 +102,7 @@ impl AlloRunConfig {
             return Err(removed_profile(self));
         }
         // The learner's fields by their path in this config.
-        self.learner.validate().map_err(|e| match e {
-            AgentError::Invalid(mut i) => {
-                i.field = format!("learner.{}", i.field).into();
-                AgentError::Invalid(i)
-            }
-            other => other,
-        })?;
+        self.learner.validate().map_err(|e| super::under("learner", e))?;
         if self.log_every == 0 {
             return Err(AgentError::invalid("log_every", 0, "at least 1"));
         }

@@ -183,13 +183,7 @@ impl AlloAsymexpConfig {
             }
         }
         // The learner's fields by their path in this config.
-        self.learner.validate().map_err(|e| match e {
-            AgentError::Invalid(mut i) => {
-                i.field = format!("learner.{}", i.field).into();
-                AgentError::Invalid(i)
-            }
-            other => other,
-        })?;
+        self.learner.validate().map_err(|e| super::under("learner", e))?;
         if self.learner.version == VersionKind::Final && self.learner.discount >= 1.0 {
             return Err(AgentError::invalid(
                 "learner.discount",

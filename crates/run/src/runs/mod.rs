@@ -109,6 +109,20 @@ pub(crate) fn packing(
     }
 }
 
+/// A nested config's validation error with its field named by its path in the run's config
+/// (`under("agent", e)`: `lr` is `agent.lr`).
+pub(crate) fn under(table: &str, e: kestrel_agents::AgentError) -> kestrel_agents::AgentError {
+    use kestrel_agents::AgentError;
+    match e {
+        AgentError::Invalid(mut i)
+        | AgentError::Replay(kestrel_replay::ReplayError::Invalid(mut i)) => {
+            i.field = format!("{table}.{}", i.field).into();
+            AgentError::Invalid(i)
+        }
+        other => other,
+    }
+}
+
 /// The config of the finished `R` run in `dir`, read from its `config.toml` as that run read
 /// it: what a kind that reads another run's folder (`run` in its config) starts from. An
 /// empty `dir` is an error saying to set `run` to a `kestrel <R's command>` folder.

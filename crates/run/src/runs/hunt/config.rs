@@ -145,14 +145,7 @@ impl HuntRunConfig {
     /// they fit each other.
     pub fn validate(&self) -> Result<(), AgentError> {
         self.env.validate()?;
-        self.agent.validate().map_err(|e| match e {
-            AgentError::Invalid(mut i)
-            | AgentError::Replay(kestrel_replay::ReplayError::Invalid(mut i)) => {
-                i.field = format!("agent.{}", i.field).into();
-                AgentError::Invalid(i)
-            }
-            other => other,
-        })?;
+        self.agent.validate().map_err(|e| crate::runs::under("agent", e))?;
         let bad = |field: &'static str, value: String, accepted: &'static str| {
             Err(AgentError::invalid(field, value, accepted))
         };
