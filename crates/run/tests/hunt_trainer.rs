@@ -78,6 +78,8 @@ fn a_resumed_run_continues_exactly() {
     let e = HuntTrainer::load_checkpoint(other, &dir).unwrap_err();
     assert!(e.to_string().contains("head.weight"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+    // The swap's previous set, beside it.
+    let _ = std::fs::remove_dir_all(dir.with_extension("prev"));
 }
 
 #[test]
