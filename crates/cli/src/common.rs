@@ -340,9 +340,8 @@ impl ProgressLine {
     pub fn report(&mut self, t: Tick<'_>) -> Flow {
         if t.total == 0 {
             let clear = if self.tty { "\r\x1b[2K" } else { "" };
-            // A renamed key's warning says so itself; anything else is a note.
-            let kind = if t.status.starts_with("warning: ") { "" } else { "note: " };
-            eprintln!("{clear}{kind}{}", t.status);
+            let kind = if t.warning().is_some() { "warning" } else { "note" };
+            eprintln!("{clear}{kind}: {}", t.status);
             return Flow::Continue(());
         }
         (self.total, self.what) = (t.total, t.unit);

@@ -36,20 +36,27 @@ fn tiny(kind: RunKind, root: &Path) -> String {
         }
         "arc-replay" => {
             let src = source_run(
-                RunKind::named("arc-rollout"),
-                &tiny(RunKind::named("arc-rollout"), root),
+                RunKind::of::<kestrel_run::runs::arc_rollout::ArcRollout>(),
+                &tiny(RunKind::of::<kestrel_run::runs::arc_rollout::ArcRollout>(), root),
                 root,
             );
             let traces = src.join("episodes.jsonl");
             return format!("traces = \"{}\"\n[env]\ncanvas = 10", traces.display());
         }
         "hunt-play" => {
-            let src = source_run(RunKind::named("hunt"), &tiny(RunKind::named("hunt"), root), root);
+            let src = source_run(
+                RunKind::of::<kestrel_run::runs::hunt::Hunt>(),
+                &tiny(RunKind::of::<kestrel_run::runs::hunt::Hunt>(), root),
+                root,
+            );
             return format!("run = \"{}\"\nepochs = 2", src.display());
         }
         "actdyn-retrain" => {
-            let actdyn = format!("save_every = 20\n{}", tiny(RunKind::named("actdyn"), root));
-            let src = source_run(RunKind::named("actdyn"), &actdyn, root);
+            let actdyn = format!(
+                "save_every = 20\n{}",
+                tiny(RunKind::of::<kestrel_run::runs::actdyn::Actdyn>(), root)
+            );
+            let src = source_run(RunKind::of::<kestrel_run::runs::actdyn::Actdyn>(), &actdyn, root);
             return format!(
                 "run = \"{}\"\n[offline]\nepochs = 2\nchunk = 20\nbatch_size = 2",
                 src.display()

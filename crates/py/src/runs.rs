@@ -128,9 +128,7 @@ fn launch<T: Send>(
                             return Flow::Break(why);
                         }
                         // A renamed key: Python's own warning, whatever `progress` is.
-                        if t.total == 0
-                            && let Some(msg) = t.status.strip_prefix("warning: ")
-                        {
+                        if let Some(msg) = t.warning() {
                             let warned = Python::attach(|py| {
                                 let msg = std::ffi::CString::new(msg.replace('\0', " "))
                                     .unwrap_or_default();

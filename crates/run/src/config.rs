@@ -465,37 +465,12 @@ fn rename_keys(
             }
         }
     }
-    fn has(t: &toml::Table, path: &[&str]) -> bool {
-        match path {
-            [] => false,
-            [last] => t.contains_key(*last),
-            [first, rest @ ..] => {
-                matches!(t.get(*first), Some(toml::Value::Table(s)) if has(s, rest))
-            }
-        }
-    }
-    fn put(t: &mut toml::Table, path: &[&str], v: toml::Value) {
-        match path {
-            [] => {}
-            [last] => {
-                t.insert(last.to_string(), v);
-            }
-            [first, rest @ ..] => {
-                let sub = t
-                    .entry(first.to_string())
-                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-                if let toml::Value::Table(sub) = sub {
-                    put(sub, rest, v);
-                }
-            }
-        }
-    }
     for (old, new) in renamed {
         let (o, n): (Vec<&str>, Vec<&str>) = (old.split('.').collect(), new.split('.').collect());
-        if !has(layer, &o) {
+        if value_at(layer, &o).is_none() {
             continue;
         }
-        if has(layer, &n) {
+        if value_at(layer, &n).is_some() {
             return Err(config_error(
                 src,
                 format!(
@@ -504,7 +479,7 @@ fn rename_keys(
             ));
         }
         if let Some(v) = take(layer, &o) {
-            put(layer, &n, v);
+            insert(layer, &n, v);
             notes.push(format!(
                 "{}: `{old}` is now `{new}` (the old spelling is accepted until 0.3.0)",
                 src.name()

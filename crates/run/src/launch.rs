@@ -61,6 +61,25 @@ impl Launch<'_> {
         r.stopped()?;
         dir.note(note)
     }
+
+    /// Tells the person watching of something the user should change (a renamed key), before
+    /// the run's folder exists: a note tick whose unit is [`Tick::WARNING`], which the CLI
+    /// prints as a warning and Python raises as a `FutureWarning`.
+    pub fn warn(&mut self, warning: &str) -> Result<(), RunError> {
+        let mut r = self.progress(0, Tick::WARNING);
+        r.tick(0, warning);
+        r.stopped()
+    }
+}
+
+impl Tick<'_> {
+    /// The unit of a warning's note tick ([`Launch::warn`]).
+    pub const WARNING: &'static str = "warning";
+
+    /// The warning this tick carries, if it is one.
+    pub fn warning(&self) -> Option<&str> {
+        (self.total == 0 && self.unit == Tick::WARNING).then_some(self.status)
+    }
 }
 
 /// Reports one run's progress to its launch, and hears whether to stop.

@@ -11,7 +11,7 @@
 use crate::base::RunError;
 use crate::config::commented_toml;
 use crate::launch::{Launch, Outcome};
-use crate::run::{Layers, Outputs, Population, Run, checked, launch, load};
+use crate::run::{Layers, Outputs, Population, Run, checked, launch, load, no_population};
 use crate::runs;
 use kestrel_core::{Budget, Documented, FieldDoc};
 use kestrel_evo::Problem;
@@ -70,13 +70,6 @@ impl RunKind {
     /// The kind of the registry spelled `name` ([`RunKind::find`] over [`RunKind::ALL`]).
     pub fn from_name(name: &str) -> Result<RunKind, RunError> {
         Self::find(Self::ALL, name)
-    }
-
-    /// The registry's kind spelled `name`, which must be one: for code that names a kind
-    /// literally (a test, a front end's fixed kind); a user's text goes through
-    /// [`RunKind::from_name`].
-    pub fn named(name: &str) -> RunKind {
-        Self::from_name(name).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The command that runs it (`mppi tune`).
@@ -157,14 +150,7 @@ impl RunKind {
         }
         let with: Vec<&str> =
             Self::ALL.iter().filter(|k| k.evaluated_elsewhere()).map(|k| k.name()).collect();
-        Err(RunError::Config {
-            source_name: "run kind".into(),
-            message: format!(
-                "`{}` has no population to evaluate elsewhere; the kinds that have one: {}",
-                self.name(),
-                with.join(", ")
-            ),
-        })
+        Err(no_population(self.name(), &with))
     }
 
     /// The `summary.json` numbers a sweep tabulates by default.
@@ -466,11 +452,11 @@ mod tests {
         let (mut q1, mut q2) = (crate::launch::quiet, crate::launch::quiet);
         let configs = [
             (
-                RunKind::named("evo"),
+                RunKind::of::<runs::es::Es>(),
                 "problem = \"rastrigin\"\nnum_dims = 4\ngenerations = 5\nseed = 3",
             ),
             (
-                RunKind::named("mppi-tune"),
+                RunKind::of::<runs::mppi_tune::MppiTune>(),
                 "generations = 3\npop_size = 4\n[run]\nsteps = 8\nseed = 2",
             ),
         ];
@@ -490,17 +476,17 @@ mod tests {
             };
             assert_eq!(column(&plain), column(&elsewhere), "{kind}");
             let keys = ev.1.lock().unwrap();
-            let gens = if kind == RunKind::named("evo") { 5 } else { 3 };
+            let gens = if kind == RunKind::of::<runs::es::Es>() { 5 } else { 3 };
             // The tuner also prices its start knobs once, with the generations' key.
             let first = keys.len() - gens;
             for (g, k) in keys[first..].iter().enumerate() {
                 assert_eq!(k.raw(), ev.0.key(g as u64).raw(), "{kind} generation {g}");
             }
         }
-        for kind in [RunKind::named("qd"), RunKind::named("allo")] {
+        for kind in [RunKind::of::<runs::qd::Qd>(), RunKind::of::<runs::allo::AlloTrain>()] {
             let e = kind.population(Layers::none()).err().unwrap().to_string();
             assert!(e.contains("no population") && e.contains("evo, mppi-tune"), "{e}");
-            let ev = RunKind::named("evo").population(Layers::none()).unwrap().problem;
+            let ev = RunKind::of::<runs::es::Es>().population(Layers::none()).unwrap().problem;
             let e =
                 kind.run_evaluated(Layers::none(), ev.as_ref(), &|| None, launch(&dir, &mut q1));
             assert!(e.err().unwrap().to_string().contains("no population"));
@@ -513,10 +499,10 @@ mod tests {
     #[test]
     fn two_pass_kinds_read_over_the_named_systems_defaults() {
         let t: toml::Table = "[run]\nsystem = \"pendulum\"".parse().unwrap();
-        let j = RunKind::named("mppi-tune").resolve(Layers::table(&t)).unwrap();
+        let j = RunKind::of::<runs::mppi_tune::MppiTune>().resolve(Layers::table(&t)).unwrap();
         assert_eq!(j["run"]["mppi"]["noise_sigma"].as_array().unwrap().len(), 1);
         let t: toml::Table = "system = \"cartpole\"".parse().unwrap();
-        let j = RunKind::named("mppi-run").resolve(Layers::table(&t)).unwrap();
+        let j = RunKind::of::<runs::mppi::MppiRun>().resolve(Layers::table(&t)).unwrap();
         assert_eq!(j["mppi"]["u_min"].as_array().unwrap().len(), 1);
         assert_eq!(j["system"], "cartpole");
     }
@@ -533,21 +519,24 @@ mod tests {
         let sets = ["run.mppi.lamda=0.5".to_string()];
         let table = toml::Table::new();
         let l = Layers { preset: None, file: None, table: &table, sets: &sets };
-        let e = RunKind::named("mppi-tune").resolve(l).unwrap_err().to_string();
+        let e = RunKind::of::<runs::mppi_tune::MppiTune>().resolve(l).unwrap_err().to_string();
         assert!(e.contains("--set run.mppi.lamda=0.5") && e.contains("`run.mppi.lambda`"), "{e}");
         let t: toml::Table = "lambda = 0.5".parse().unwrap();
-        let e = RunKind::named("mppi-tune").resolve(Layers::table(&t)).unwrap_err().to_string();
+        let e = RunKind::of::<runs::mppi_tune::MppiTune>()
+            .resolve(Layers::table(&t))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown key `lambda`") && e.contains("`run.mppi.lambda`"), "{e}");
         let l = Layers { preset: Some("e3"), ..Layers::none() };
-        let e = RunKind::named("actdyn").resolve(l).unwrap_err().to_string();
+        let e = RunKind::of::<runs::actdyn::Actdyn>().resolve(l).unwrap_err().to_string();
         assert!(e.contains("unknown preset \"e3\"") && e.contains("e1, e2"), "{e}");
         let l = Layers { preset: Some("e1"), ..Layers::none() };
-        let e = RunKind::named("evo").resolve(l).unwrap_err().to_string();
+        let e = RunKind::of::<runs::es::Es>().resolve(l).unwrap_err().to_string();
         assert!(e.contains("has no presets"), "{e}");
         // A preset is the base the other layers apply over.
         let t: toml::Table = "steps = 7".parse().unwrap();
         let l = Layers { preset: Some("e2"), ..Layers::table(&t) };
-        let j = RunKind::named("actdyn").resolve(l).unwrap();
+        let j = RunKind::of::<runs::actdyn::Actdyn>().resolve(l).unwrap();
         assert_eq!((j["policy"]["kind"].as_str(), j["steps"].as_u64()), (Some("icem"), Some(7)));
         // Presets and non-resumable kinds refuse a resume before anything is read.
         let l = Layers { preset: Some("e2"), ..Layers::none() };

@@ -97,7 +97,7 @@ pub trait Run {
     /// what a worker builds to evaluate its share of a generation.
     fn population(config: &Self::Config) -> Result<Population, RunError> {
         let _ = config;
-        Err(no_population(Self::NAME))
+        Err(no_population(Self::NAME, &[]))
     }
 
     /// [`Run::run`] (a new folder) with every generation's fitness computed by `evaluator`: an
@@ -111,7 +111,7 @@ pub trait Run {
         launch: Launch<'_>,
     ) -> Result<Outcome, RunError> {
         let _ = (config, evaluator, failed, launch);
-        Err(no_population(Self::NAME))
+        Err(no_population(Self::NAME, &[]))
     }
 }
 
@@ -134,12 +134,17 @@ impl Population {
     }
 }
 
-/// The error of a kind without a population to evaluate elsewhere (the registry's
-/// `RunKind::population` names the kinds that have one before it gets here).
-fn no_population(name: &str) -> RunError {
+/// The error of a kind without a population to evaluate elsewhere, naming the kinds `with` one
+/// (the registry's `RunKind::population` knows them; a kind alone does not).
+pub(crate) fn no_population(name: &str, with: &[&str]) -> RunError {
+    let those = if with.is_empty() {
+        String::new()
+    } else {
+        format!("; the kinds that have one: {}", with.join(", "))
+    };
     RunError::Config {
         source_name: "run kind".into(),
-        message: format!("`{name}` has no population to evaluate elsewhere"),
+        message: format!("`{name}` has no population to evaluate elsewhere{those}"),
     }
 }
 
@@ -291,17 +296,9 @@ pub fn launch<R: Run>(
 ) -> Result<Outcome, RunError> {
     let (c, notes) = load_noted::<R>(layers, resume)?;
     checked::<R>(&c)?;
+    let mut launch = launch;
     for note in notes {
-        // A note tick: the CLI prints it, Python raises it as a FutureWarning.
-        let stop = (launch.progress)(crate::launch::Tick {
-            done: 0,
-            total: 0,
-            unit: "",
-            status: &format!("warning: {note}"),
-        });
-        if let std::ops::ControlFlow::Break(why) = stop {
-            return Err(RunError::Stopped(why));
-        }
+        launch.warn(&note)?;
     }
     R::run(c, resume, launch)
 }

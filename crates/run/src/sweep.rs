@@ -991,7 +991,7 @@ checkpoint_every = 20
             kind.launch(Layers::table(&t), None, l).unwrap().dir
         };
         let src = source(
-            RunKind::named("actdyn"),
+            RunKind::of::<crate::runs::actdyn::Actdyn>(),
             "steps = 40\nsave_every = 20\n[eval]\nepisodes = 2\nnum_starts = 10\nnum_samples = 5",
         );
         let retrain = format!(
@@ -999,7 +999,7 @@ checkpoint_every = 20
             src.display()
         );
         let src = source(
-            RunKind::named("arc-rollout"),
+            RunKind::of::<crate::runs::arc_rollout::ArcRollout>(),
             "episodes = 3\n[env]\ncanvas = 10\ntasks_per_family = 1",
         );
         let replay = format!(
@@ -1007,7 +1007,7 @@ checkpoint_every = 20
             src.join("episodes.jsonl").display()
         );
         let src = source(
-            RunKind::named("hunt"),
+            RunKind::of::<crate::runs::hunt::Hunt>(),
             "epochs = 2\nenv.height = 9\nenv.width = 9\nenv.max_turns = 12\nagent.layer = 16\nagent.batch_size = 8\nagent.capacity = 64\nenv.num_agents = 2\nrecord_every = 0",
         );
         let play = format!("run = \"{}\"\nepochs = 2", src.display());

@@ -532,7 +532,7 @@ pub fn step_fields(out: &AsymexpStep, duals: &[f32], barrier: f64, d: usize) -> 
     m
 }
 
-/// What a run of this profile writes ([`crate::run::Run::outputs`]): the step lines of
+/// What a run of this kind writes ([`crate::run::Run::outputs`]): the step lines of
 /// [`step_fields`], the evaluations' cosines (`Truth::score`: the final version's other two
 /// Laplacians too) and the summary.
 pub fn outputs(c: &AlloAsymexpConfig) -> Outputs {
@@ -803,7 +803,7 @@ fn heatmaps(map: &AsymexpMap, truth: &Decomposed, rep: &[f64], d: usize) -> Heat
     )
 }
 
-/// The profile's peak heap bytes as named terms: collection's rows and counts, the dense
+/// The run's peak heap bytes as named terms: collection's rows and counts, the dense
 /// ground truth (S × S matrices and their decompositions), the encoder and Adam, a step's
 /// buffers, and a checkpoint's drawings.
 pub fn budget(c: &AlloAsymexpConfig) -> Budget {
@@ -905,10 +905,12 @@ mod tests {
         let text = "[learner]\nversion = \"final\"\nthreshold = 0.1";
         let f = crate::run::load::<AlloAsymexp>(Layers::table(&table(text)), None).unwrap();
         assert_eq!(f.learner.version, VersionKind::Final);
-        let e = RunKind::named("allo-asymexp").check(Layers::table(&table(text)), "t");
+        let e = RunKind::of::<crate::runs::allo_asymexp::AlloAsymexp>()
+            .check(Layers::table(&table(text)), "t");
         assert!(e.unwrap_err().to_string().contains("learner.threshold"));
         let old = "profile = \"asymexp\"\n[asymexp]\nversion = \"final\"";
-        let e = RunKind::named("allo").check(Layers::table(&table(old)), "old.toml");
+        let e = RunKind::of::<crate::runs::allo::AlloTrain>()
+            .check(Layers::table(&table(old)), "old.toml");
         let e = e.unwrap_err().to_string();
         assert!(e.contains("profile = \"asymexp\"") && e.contains("allo-asymexp"), "{e}");
         assert!(e.contains("[learner]"), "{e}");
@@ -917,9 +919,13 @@ mod tests {
             step_size_duals = 1.0\nstep_size_duals_i = 0.0\nintegral_decay = 0.99\n\
             perturbation = \"none\"\ngraph_epsilon = 0.01\ngraph_variance_scale = 0.1\n\
             sampling = \"reference\"\nnum_doors = 0\ndoor_seed = 42\ntruth = \"reference\"";
-        RunKind::named("allo").check(Layers::table(&table(paper)), "0.1 folder").unwrap();
+        RunKind::of::<crate::runs::allo::AlloTrain>()
+            .check(Layers::table(&table(paper)), "0.1 folder")
+            .unwrap();
         let changed = paper.replace("num_doors = 0", "num_doors = 2");
-        let e = RunKind::named("allo").check(Layers::table(&table(&changed)), "t").unwrap_err();
+        let e = RunKind::of::<crate::runs::allo::AlloTrain>()
+            .check(Layers::table(&table(&changed)), "t")
+            .unwrap_err();
         assert!(e.to_string().contains("allo-asymexp"), "{e}");
     }
 
@@ -1096,7 +1102,9 @@ mod tests {
                 Layers { preset: None, file: None, table: &toml::Table::new(), sets: &sets };
             let mut p = crate::launch::quiet;
             let l = Launch { out_dir: out.clone(), argv: vec!["t".into()], progress: &mut p };
-            let r = RunKind::named("allo-asymexp").launch(layers, Some(&o.dir), l).unwrap();
+            let r = RunKind::of::<crate::runs::allo_asymexp::AlloAsymexp>()
+                .launch(layers, Some(&o.dir), l)
+                .unwrap();
             assert_eq!(r.dir, o.dir);
             let lines = crate::metrics::read_metrics(&o.dir.join("metrics.jsonl")).unwrap();
             assert_eq!(lines.last().unwrap()["global_step"], 30);

@@ -521,7 +521,8 @@ mod tests {
             ("[agent]\nprioritized = 3", "prioritized: false, true"),
         ] {
             let t: toml::Table = text.parse().unwrap();
-            let e = crate::registry::RunKind::named("hunt").check(Layers::table(&t), "t");
+            let e = crate::registry::RunKind::of::<crate::runs::hunt::Hunt>()
+                .check(Layers::table(&t), "t");
             let e = e.unwrap_err().to_string();
             assert!(e.contains(name), "{text}: {e}");
         }
